@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* cli.c - error helpers and the capture-opening guard shared by subcommands. */
+#include "config.h"
+
+#include "cli.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("cygprof: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void cli_die(int status, const char *fmt, ...)
+{
+	va_list ap;
+	fflush(stdout);
+	fputs("cygprof: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(status);
+}
+
+static const char *guard_path;
+
+static void fault_guard(int sig)
+{
+	/* Only async-signal-safe calls here. */
+	static const char a[] = "cygprof: ";
+	static const char b[] = ": capture is corrupt (damaged data)\n";
+	(void)sig;
+	(void)!write(2, a, sizeof a - 1);
+	if (guard_path)
+		(void)!write(2, guard_path, strlen(guard_path));
+	(void)!write(2, b, sizeof b - 1);
+	_exit(1);
+}
+
+struct cygprof_capture *cli_open_capture(const char *path)
+{
+	struct cygprof_capture *cap;
+	struct sigaction sa;
+	int err;
+
+	if (!path)
+		path = CYGPROF_DEFAULT_CAPTURE;
+	guard_path = path;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = fault_guard;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	err = cygprof_capture_open(path, &cap);
+	if (err)
+		cli_die(1, "%s: %s", path, cygprof_strerror(err));
+	return cap;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* cli.h - helpers shared by the cygprof subcommands (the only layer that may exit). */
+#ifndef CYGPROF_CLI_H
+#define CYGPROF_CLI_H
+
+#include <stdio.h>
+
+#include "cygprof/cygprof-capture.h"
+
+#define CYGPROF_DEFAULT_CAPTURE "cygprof.data"
+
+/* Print "cygprof: <msg>" on stderr. */
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print "cygprof: <msg>" on stderr and exit(status). */
+void cli_die(int status, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+
+/* Open a capture for reading, or die with a one-line error and exit 1.
+ * Also installs a SIGSEGV/SIGBUS guard so that a capture damaged in a way
+ * the checks did not catch ends in "capture is corrupt", never a crash. */
+struct cygprof_capture *cli_open_capture(const char *path);
+
+/* Print a subcommand's usage (its --help text) on f. */
+typedef int (*cli_cmd_fn)(int argc, char **argv);
+
+int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+
+#endif

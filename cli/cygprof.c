@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* cygprof.c - the cygprof command: option-less dispatch to subcommands. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct cygprof_cmd {
+	const char *name;
+	cli_cmd_fn fn;
+	const char *summary;
+};
+
+static const struct cygprof_cmd cmds[] = {
+	{"record", cmd_record, "run a program and record its exact profile into a capture"},
+	{"report", cmd_report, "flat profile and call graph (gprof style), or JSON"},
+	{"replay", cmd_replay, "the recorded timeline as an indented call trace"},
+	{"info", cmd_info, "what a capture holds: command, processes, threads, sizes"},
+};
+
+static void usage(FILE *f)
+{
+	size_t i;
+	fprintf(f, "usage: cygprof <command> [options] [args]\n"
+		   "       cygprof record [-o FILE] [options] -- PROG [ARGS...]\n\n"
+		   "Exact call counts and times for programs built with -finstrument-functions.\n\n"
+		   "commands:\n");
+	for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
+	fprintf(f, "\n'cygprof <command> --help' describes a command; see also cygprof(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("cygprof %s\n", CYGPROF_VERSION);
+		return 0;
+	}
+	for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "cygprof: unknown command '%s' (see 'cygprof --help')\n", argv[1]);
+	return 2;
+}

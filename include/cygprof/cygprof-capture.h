@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/* cygprof-capture.h - the capture file: writer and reader API.
+ *
+ * A capture is one LMDB environment stored in one file (plus "FILE-lock").
+ * Every analysis command reads captures only through this API; nothing else
+ * in cygprof opens LMDB.  All values are stored as fixed-width little-endian
+ * encodings and all keys as big-endian byte strings (see
+ * docs/capture-format.md), so a capture written on one 64-bit little-endian
+ * machine reads on another.
+ *
+ * Error convention: functions return 0 on success and a negative value on
+ * failure: -errno for system errors, or one of the CYGPROF_E_* codes below.
+ * cygprof_strerror() turns either into a short message.
+ *
+ * Ownership: arrays and strings returned through out-parameters are owned by
+ * the caller and freed with the matching *_free function (or free() where
+ * noted).  A capture handle is not thread-safe: use it from one thread.
+ */
+#ifndef CYGPROF_CAPTURE_H
+#define CYGPROF_CAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CYGPROF_CAPTURE_SCHEMA 1
+
+enum {
+	CYGPROF_E_NOTCAPTURE = -20001, /* the file is not a cygprof capture */
+	CYGPROF_E_CORRUPT = -20002,    /* truncated or damaged capture */
+	CYGPROF_E_VERSION = -20003,    /* written by a newer, unknown schema */
+	CYGPROF_E_NOTFOUND = -20004,   /* no such record */
+	CYGPROF_E_NOTXN = -20005,      /* commit/abort without begin */
+	CYGPROF_E_RDONLY = -20006,     /* write to a capture opened for reading */
+	CYGPROF_E_FULL = -20007,       /* disk full */
+};
+
+/** A short static message for an error code (negative errno or CYGPROF_E_*). */
+const char *cygprof_strerror(int err);
+
+struct cygprof_capture;
+
+/** Create a new capture at path (replacing an existing file).
+ * @param[out] out owned; release with cygprof_capture_close(). */
+int cygprof_capture_create(const char *path, struct cygprof_capture **out);
+
+/** Open an existing capture read-only.  Validates the magic, the schema
+ * version and the file size before anything is read: a file that is not a
+ * capture gives CYGPROF_E_NOTCAPTURE, a truncated or damaged one
+ * CYGPROF_E_CORRUPT, a newer schema CYGPROF_E_VERSION. */
+int cygprof_capture_open(const char *path, struct cygprof_capture **out);
+
+/** Flush (for a writer: commit any open batch and sync to disk) and close.
+ * Returns the first error seen while flushing.  NULL is a no-op. */
+int cygprof_capture_close(struct cygprof_capture *cap);
+
+/** Batch writes: every put between begin and commit lands in one LMDB write
+ * transaction.  Puts outside a batch commit on their own. */
+int cygprof_capture_begin(struct cygprof_capture *cap);
+int cygprof_capture_commit(struct cygprof_capture *cap);
+
+/** Size in bytes of the capture file on disk. */
+uint64_t cygprof_capture_file_size(struct cygprof_capture *cap);
+
+/* ---- metadata: string key -> string value ------------------------------ */
+/* Well-known keys (all written by the collector):
+ *   "command"        the recorded command line, arguments separated by ' '
+ *   "mode"           "profile" or "profile+timeline"
+ *   "start_time"     wall-clock start, ISO 8601 UTC
+ *   "duration_ns"    decimal
+ *   "clock"          "tsc" or "monotonic"
+ *   "filters"        the record-time filters, as given
+ *   "lost_events"    decimal total of dropped timeline events
+ *   "drop_mode"      "block" or "drop"
+ *   "hostname", "kernel", "machine"
+ */
+int cygprof_capture_set_meta(struct cygprof_capture *cap, const char *key, const char *value);
+/** @param[out] value owned, free() it.  CYGPROF_E_NOTFOUND when absent. */
+int cygprof_capture_get_meta(struct cygprof_capture *cap, const char *key, char **value);
+
+/* ---- processes ---------------------------------------------------------- */
+enum cygprof_end_kind {
+	CYGPROF_END_UNKNOWN = 0, /* still running at the end, or status not seen */
+	CYGPROF_END_EXIT = 1,    /* exited with end_code */
+	CYGPROF_END_SIGNAL = 2,  /* killed by signal end_code */
+	CYGPROF_END_EXEC = 3,    /* replaced its image by exec (next image: same pid) */
+};
+
+#define CYGPROF_NONE UINT32_MAX
+
+struct cygprof_proc {
+	uint32_t idx;        /* capture-wide index, 0-based, dense */
+	uint32_t pid;
+	uint32_t ppid;
+	uint32_t parent_idx; /* index of the parent process or CYGPROF_NONE */
+	uint64_t start_ns;   /* relative to the capture start */
+	uint64_t end_ns;
+	uint32_t end_kind;   /* enum cygprof_end_kind */
+	int32_t end_code;
+	char *command;       /* command line, arguments separated by ' ' */
+	char *exe;           /* path of the executable image */
+};
+
+int cygprof_capture_put_proc(struct cygprof_capture *cap, const struct cygprof_proc *p);
+/** All processes ordered by idx.  @param[out] procs owned: cygprof_procs_free(). */
+int cygprof_capture_get_procs(struct cygprof_capture *cap, struct cygprof_proc **procs, size_t *n);
+void cygprof_procs_free(struct cygprof_proc *procs, size_t n);
+
+/* ---- threads ------------------------------------------------------------ */
+struct cygprof_thread {
+	uint32_t idx;      /* capture-wide index, 0-based, dense */
+	uint32_t proc_idx;
+	uint32_t tid;
+	uint32_t flags;    /* CYGPROF_THREAD_* */
+	uint64_t start_ns;
+	uint64_t end_ns;
+	uint64_t calls;    /* function entries recorded */
+	uint64_t events;   /* timeline events stored */
+	uint64_t lost;     /* timeline events dropped (drop mode / collector gone) */
+	uint64_t waits;    /* times the writer waited on a full ring */
+	uint64_t wait_ns;  /* total time spent waiting */
+	uint64_t unpaired; /* exit hooks with no matching entry (ignored) */
+	uint64_t unwound;  /* frames closed by longjmp/exception/exit recovery */
+	char name[16];     /* thread name (comm), NUL-terminated */
+};
+
+enum {
+	CYGPROF_THREAD_ENDED = 1,    /* the thread exited normally */
+	CYGPROF_THREAD_CUT = 2,      /* still running when its process ended */
+	CYGPROF_THREAD_FORKED = 4,   /* first thread of a forked child */
+};
+
+int cygprof_capture_put_thread(struct cygprof_capture *cap, const struct cygprof_thread *t);
+/** All threads ordered by idx.  @param[out] threads owned: free(). */
+int cygprof_capture_get_threads(struct cygprof_capture *cap, struct cygprof_thread **threads,
+				size_t *n);
+
+/* ---- calling-context trees (one per thread) ----------------------------- */
+/* nodes[0] is the thread's root (fn == 0, parent == CYGPROF_NONE).  Every
+ * other node is one call path: its function, the call site it was called
+ * from, how often it was entered along this path and its inclusive time. */
+struct cygprof_node {
+	uint32_t parent;   /* index into the same array, CYGPROF_NONE for the root */
+	uint32_t flags;    /* reserved, 0 */
+	uint64_t fn;       /* function address (runtime, in its process) */
+	uint64_t site;     /* call site address (return address in the caller) */
+	uint64_t calls;
+	uint64_t total_ns; /* inclusive time on this path */
+};
+
+/** Store a thread's tree.  Parents must precede their children. */
+int cygprof_capture_put_tree(struct cygprof_capture *cap, uint32_t thread_idx,
+			     const struct cygprof_node *nodes, size_t n);
+/** @param[out] nodes owned: free().  An empty tree gives n = 0. */
+int cygprof_capture_get_tree(struct cygprof_capture *cap, uint32_t thread_idx,
+			     struct cygprof_node **nodes, size_t *n);
+
+/* ---- timeline (only with record --timeline) ------------------------------ */
+enum cygprof_event_kind {
+	CYGPROF_EV_ENTER = 0,
+	CYGPROF_EV_EXIT = 1,
+	CYGPROF_EV_UNWIND = 2, /* synthetic exit: frame left by longjmp/exception/exit */
+};
+
+struct cygprof_event {
+	uint64_t ts_ns; /* relative to the capture start, non-decreasing per thread */
+	uint32_t node;  /* index into the thread's tree */
+	uint32_t kind;  /* enum cygprof_event_kind */
+};
+
+/** Append events of one thread, in time order.  The capture encodes them
+ * compactly (delta times and node indices as varints, in blocks). */
+int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_idx,
+				  const struct cygprof_event *ev, size_t n);
+
+typedef int (*cygprof_event_fn)(const struct cygprof_event *ev, size_t n, void *data);
+/** Call fn with consecutive runs of the thread's events in time order; a
+ * non-zero return from fn stops the walk and is returned. */
+int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_idx,
+				  cygprof_event_fn fn, void *data);
+
+/* ---- objects and symbols: what decodes the capture elsewhere ------------- */
+struct cygprof_object {
+	uint32_t idx;
+	uint32_t proc_idx;
+	uint64_t start;        /* lowest mapped address of the object */
+	uint64_t end;          /* highest mapped address + 1 */
+	uint64_t bias;         /* load bias: runtime address - ELF virtual address */
+	uint32_t build_id_len; /* 0 when the object has none */
+	uint8_t build_id[32];
+	char *path;
+};
+
+int cygprof_capture_put_object(struct cygprof_capture *cap, const struct cygprof_object *o);
+/** All objects ordered by idx.  @param[out] objs owned: cygprof_objects_free(). */
+int cygprof_capture_get_objects(struct cygprof_capture *cap, struct cygprof_object **objs,
+				size_t *n);
+void cygprof_objects_free(struct cygprof_object *objs, size_t n);
+
+/* One function the capture refers to, in one process. */
+struct cygprof_symbol {
+	uint32_t proc_idx;
+	uint32_t object_idx; /* CYGPROF_NONE when no object contains it */
+	uint64_t addr;       /* runtime start address of the function */
+	uint64_t size;       /* 0 when unknown */
+	char *name;          /* demangled for C++; "0x..." when no symbol covers it */
+};
+
+int cygprof_capture_put_symbol(struct cygprof_capture *cap, const struct cygprof_symbol *s);
+/** The symbols of one process, sorted by addr.
+ * @param[out] syms owned: cygprof_symbols_free(). */
+int cygprof_capture_get_symbols(struct cygprof_capture *cap, uint32_t proc_idx,
+				struct cygprof_symbol **syms, size_t *n);
+void cygprof_symbols_free(struct cygprof_symbol *syms, size_t n);
+
+/** Find the symbol covering addr in a sorted array (addr in [s.addr, s.addr+size),
+ * or the nearest preceding when size is 0).  NULL when none. */
+const struct cygprof_symbol *cygprof_symbols_lookup(const struct cygprof_symbol *syms, size_t n,
+						    uint64_t addr);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

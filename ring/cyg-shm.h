@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/* cyg-shm.h - layout of the shared mapping between the traced program and
+ * the collector.
+ *
+ * The collector creates one memfd (private to the user), sizes it sparsely
+ * (pages exist only once touched), maps it and starts the program with the
+ * fd inherited and named in CYGPROF_SHM_FD.  Every process of the traced
+ * tree (fork children inherit the mapping; exec'd images map it again from
+ * the fd) writes into the same mapping:
+ *
+ *   [ctl page][null node][... bump-allocated area ...]
+ *
+ * Everything in the area is addressed by byte offsets from the start of the
+ * mapping (the two sides map it at different addresses).  Nodes of the
+ * calling-context trees are 64 bytes and are named by "gid" = offset / 64.
+ *
+ * Who writes what:
+ *  - struct cyg_ctl: set up by the collector; alloc_off, lock, nthreads,
+ *    nprocs changed by the runtime under the cold-path lock; heartbeat and
+ *    the ring tails by the collector.
+ *  - struct cyg_thread and its nodes, stack and ring: written only by the
+ *    thread that owns it (single writer), read by the collector.
+ *
+ * This header is shared by cyg/ (inside the traced program) and collector/;
+ * it must stay free of anything but libc types.
+ */
+#ifndef CYGPROF_CYG_SHM_H
+#define CYGPROF_CYG_SHM_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define CYG_SHM_MAGIC 0x3130465250475943ULL /* "CYGPRF01" little-endian */
+#define CYG_SHM_VERSION 1
+#define CYG_SHM_FD_ENV "CYGPROF_SHM_FD"
+#define CYG_SHM_DEFAULT_SIZE (16ULL << 30) /* sparse; node gids need < 2^28 units */
+#define CYG_NODE_SIZE 64
+#define CYG_GID_NULL 1 /* the null node: fn 0, never matches */
+#define CYG_STACK_MAX 65536 /* shadow-stack frames per thread */
+#define CYG_CACHELINE 64
+
+/* ctl->flags */
+enum {
+	CYG_F_TIMELINE = 1, /* write enter/exit events into the per-thread ring */
+	CYG_F_DROP = 2,     /* ring full: drop and count instead of waiting */
+	CYG_F_TSC = 4,      /* timestamps are rdtsc ticks (else CLOCK_MONOTONIC ns) */
+};
+
+/* cyg_thread.state */
+enum {
+	CYG_T_ACTIVE = 1,
+	CYG_T_ENDED = 2, /* thread exited: its writer was flushed and given back */
+};
+
+/* cyg_proc.state / end kinds (same values as enum cygprof_end_kind) */
+enum {
+	CYG_P_RUNNING = 0,
+	CYG_P_EXIT = 1,
+	CYG_P_SIGNAL = 2,
+	CYG_P_EXEC = 3,
+	CYG_P_GONE = 4, /* the process ended, status not seen yet */
+};
+
+struct cyg_ctl {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t flags;
+	uint64_t size;          /* size of the mapping */
+	uint64_t ring_words;    /* timeline ring size per thread, in 8-byte words (power of 2) */
+	uint32_t collector_pid;
+	uint32_t max_depth;     /* frames kept per thread (<= CYG_STACK_MAX) */
+	uint64_t tsc_per_sec;   /* informative; the collector calibrates itself */
+	/* cold-path state, changed under lock */
+	pthread_mutex_t lock;   /* process-shared, robust */
+	uint64_t alloc_off;     /* bump pointer */
+	uint64_t threads_off;   /* head of the thread list (newest first), 0 = none */
+	uint64_t procs_off;     /* head of the process list (newest first) */
+	uint64_t free_rings;    /* list of rings given back and drained (offset) */
+	uint64_t free_stacks;   /* list of shadow stacks given back */
+	uint32_t nthreads;      /* threads registered so far */
+	uint32_t nprocs;        /* process images registered so far */
+	uint64_t oom;           /* allocations refused because the mapping was full */
+	char pad0[64];
+	/* written by the collector */
+	uint64_t heartbeat __attribute__((aligned(64)));
+	uint32_t collector_gone; /* set by a writer that gave up waiting */
+};
+
+/* A calling-context tree node: one call path of one thread. */
+struct cyg_node {
+	uint64_t fn;
+	uint64_t site;
+	uint64_t calls;
+	uint64_t ticks;        /* inclusive ticks of the closed calls */
+	uint32_t parent;       /* gid */
+	uint32_t first_child;  /* gid, 0 = none */
+	uint32_t next_sibling; /* gid, 0 = none */
+	uint32_t hint;         /* gid of the child matched last (CYG_GID_NULL at first) */
+	uint64_t reserved[2];
+};
+_Static_assert(sizeof(struct cyg_node) == CYG_NODE_SIZE, "cyg_node changed size");
+
+/* A shadow-stack frame. */
+struct cyg_frame {
+	uint64_t ts;   /* entry time */
+	uint64_t cfa;  /* the instrumented function's stack position at entry */
+	uint32_t node; /* gid */
+	uint32_t pad;
+};
+
+struct cyg_thread {
+	/* line 0: the owner's hot fields */
+	uint32_t depth;     /* current shadow depth; frame 0 is the root */
+	uint32_t busy;      /* inside a hook (re-entry from a signal handler is dropped) */
+	uint64_t stack_off; /* struct cyg_frame[CYG_STACK_MAX] */
+	uint64_t ring_off;  /* uint64_t[ring_words], 0 without timeline */
+	uint64_t head;      /* ring words written and published (release) */
+	uint64_t last_ts;   /* time of the last ring event (delta base) */
+	uint64_t tail_seen; /* the owner's cached copy of tail */
+	uint64_t chunk_next; /* node allocation: next free offset */
+	uint64_t chunk_end;
+	/* line 1: the owner's cold counters */
+	uint64_t lost __attribute__((aligned(64)));
+	uint64_t waits;
+	uint64_t wait_ticks;
+	uint64_t unpaired;
+	uint64_t unwound;
+	uint64_t overflow;  /* frames past max_depth (counted, not recorded) */
+	uint64_t leave_ts;  /* set by longjmp/exit wrappers: when frames were abandoned */
+	uint64_t calls;
+	/* line 2: written by the collector */
+	uint64_t tail __attribute__((aligned(64))); /* ring words consumed */
+	/* line 3: identity, set once */
+	uint32_t pid __attribute__((aligned(64)));
+	uint32_t tid;
+	uint32_t state;     /* CYG_T_* (release-stored) */
+	uint32_t seq;       /* registration order */
+	uint32_t flags;     /* CYGPROF_THREAD_FORKED ... */
+	uint32_t root;      /* gid of this thread's root node */
+	uint64_t proc_off;  /* its process image */
+	uint64_t start_ts;
+	uint64_t end_ts;
+	uint64_t next;      /* thread list */
+	char name[16];
+};
+
+struct cyg_proc {
+	uint32_t pid;
+	uint32_t ppid;
+	uint32_t state;      /* CYG_P_* */
+	int32_t code;        /* exit status or signal number */
+	uint32_t seq;        /* registration order */
+	uint32_t pad;
+	uint64_t parent_off; /* process image that forked this one (0 = none) */
+	uint64_t start_ts;
+	uint64_t end_ts;
+	uint64_t maps_off;   /* text of /proc/self/maps (file-backed lines) */
+	uint64_t maps_len;
+	uint64_t cmd_off;    /* command line, NUL-separated */
+	uint64_t cmd_len;
+	uint64_t next;       /* process list */
+	char exe[256];
+};
+
+/* ---- the timeline ring: one 64-bit word per event --------------------- */
+/* [kind:2][node gid:28][delta:34]; delta = ts - previous event's ts.  A SYNC
+ * word carries an absolute timestamp in its low 62 bits and precedes any
+ * event whose delta does not fit. */
+enum {
+	CYG_EV_ENTER = 0,
+	CYG_EV_EXIT = 1,
+	CYG_EV_UNWIND = 2, /* synthetic exit of an abandoned frame */
+	CYG_EV_SYNC = 3,
+};
+#define CYG_EV_DELTA_BITS 34
+#define CYG_EV_GID_BITS 28
+#define CYG_EV_DELTA_MAX ((1ULL << CYG_EV_DELTA_BITS) - 1)
+
+static inline uint64_t cyg_ev_make(unsigned kind, uint32_t gid, uint64_t delta)
+{
+	return ((uint64_t)kind << 62) | ((uint64_t)gid << CYG_EV_DELTA_BITS) | delta;
+}
+static inline uint64_t cyg_ev_sync(uint64_t ts)
+{
+	return (3ULL << 62) | (ts & ((1ULL << 62) - 1));
+}
+static inline unsigned cyg_ev_kind(uint64_t w)
+{
+	return (unsigned)(w >> 62);
+}
+static inline uint32_t cyg_ev_gid(uint64_t w)
+{
+	return (uint32_t)((w >> CYG_EV_DELTA_BITS) & ((1U << CYG_EV_GID_BITS) - 1));
+}
+static inline uint64_t cyg_ev_delta(uint64_t w)
+{
+	return w & CYG_EV_DELTA_MAX;
+}
+static inline uint64_t cyg_ev_sync_ts(uint64_t w)
+{
+	return w & ((1ULL << 62) - 1);
+}
+
+#define CYG_AT(base, off) ((void *)((char *)(base) + (off)))
+#define CYG_NODE(base, gid) ((struct cyg_node *)((char *)(base) + (uint64_t)(gid) * CYG_NODE_SIZE))
+
+#endif

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* symbols.h - ELF symbol tables, build-ids and process maps (collector side, libelf).
+ *
+ * Used by the collector at the end of recording to turn the runtime
+ * addresses found in call trees into function names, objects and build-ids,
+ * which it stores in the capture so reports work without the binaries.
+ */
+#ifndef CYGPROF_SYMBOLS_H
+#define CYGPROF_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One file-backed mapping, as a line of /proc/PID/maps gives it. */
+struct cygprof_map {
+	uint64_t start, end, offset;
+	unsigned exec : 1;
+	char *path; /* owned by the map list */
+};
+
+struct cygprof_maps {
+	struct cygprof_map *v;
+	size_t n;
+};
+
+/** Parse the text of /proc/PID/maps; keeps only mappings backed by a file
+ * (path starting with '/').  Returns 0 or -errno. */
+int cygprof_maps_parse(const char *text, size_t len, struct cygprof_maps *out);
+void cygprof_maps_release(struct cygprof_maps *m);
+
+/* An ELF object's symbol table (.symtab, else .dynsym), sorted by address. */
+struct cygprof_elf;
+
+/** Open path with libelf and read its function symbols, PT_LOAD segments and
+ * GNU build-id.  Returns 0, -errno, or -ENOEXEC when the file is not ELF. */
+int cygprof_elf_open(const char *path, struct cygprof_elf **out);
+void cygprof_elf_close(struct cygprof_elf *e);
+
+/** The GNU build-id note; returns its length (0 when there is none) and
+ * copies up to cap bytes into buf. */
+size_t cygprof_elf_build_id(const struct cygprof_elf *e, uint8_t *buf, size_t cap);
+
+/** 1 for ET_DYN (PIE or shared object), 0 for ET_EXEC. */
+int cygprof_elf_is_dyn(const struct cygprof_elf *e);
+
+/** Load bias of this object in a process, from one of its mappings: the
+ * value to subtract from a runtime address to get an ELF virtual address.
+ * Uses the PT_LOAD segment containing file offset map->offset. */
+int cygprof_elf_bias(const struct cygprof_elf *e, const struct cygprof_map *map, uint64_t *bias);
+
+/** Find the function symbol containing ELF virtual address vaddr.
+ * @param[out] start,size of the symbol (may be NULL).
+ * @return the raw (mangled) name, borrowed until cygprof_elf_close(); NULL
+ *         when no symbol covers vaddr. */
+const char *cygprof_elf_lookup(const struct cygprof_elf *e, uint64_t vaddr, uint64_t *start,
+			       uint64_t *size);
+
+/** Demangle a C++ name (Itanium ABI) the way c++filt prints it; a copy of
+ * name when it is not mangled.  Returns an owned string: free() it. */
+char *cygprof_demangle(const char *name);
+
+#endif
