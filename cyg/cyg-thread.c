@@ -575,6 +575,7 @@ __attribute__((constructor(101))) static void cyg_init(void)
 
 struct __jmp_buf_tag;
 typedef void (*jmp_fn)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
+typedef void (*exit_fn)(int) __attribute__((noreturn));
 
 static void *next_sym(const char *name)
 {
@@ -609,7 +610,7 @@ JMP_WRAPPER(__longjmp_chk)
 EXPORT __attribute__((noreturn)) void exit(int status);
 void exit(int status)
 {
-	static void (*real)(int) __attribute__((noreturn));
+	static exit_fn real;
 	mark_leave();
 	if (cyg_state > 0 && cyg_proc_off) {
 		struct cyg_proc *p = AT(cyg_proc_off);
@@ -617,14 +618,14 @@ void exit(int status)
 		p->exit_called = 1;
 	}
 	if (!real)
-		real = (void (*)(int))next_sym("exit");
+		real = (exit_fn)next_sym("exit");
 	real(status);
 }
 
 EXPORT __attribute__((noreturn)) void _exit(int status);
 void _exit(int status)
 {
-	static void (*real)(int) __attribute__((noreturn));
+	static exit_fn real;
 	if (cyg_state > 0 && cyg_proc_off) {
 		struct cyg_proc *p = AT(cyg_proc_off);
 		p->code = status & 0xff;
@@ -632,7 +633,7 @@ void _exit(int status)
 		p->end_ts = cyg_now();
 	}
 	if (!real)
-		real = (void (*)(int))next_sym("_exit");
+		real = (exit_fn)next_sym("_exit");
 	real(status);
 }
 
