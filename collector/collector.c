@@ -267,14 +267,14 @@ static int name_matches(const char **pats, size_t n, const char *raw)
 
 static uint32_t fnode_intern(struct cthread *ct, uint32_t parent, uint64_t fn, uint64_t site)
 {
-	uint64_t key = hash3(parent, fn, site), v;
+	uint64_t key = hash3(parent, fn, 0), v;
 
 	/* Linear probing on the key space: keys are hashes; verify and step. */
 	for (;;) {
 		if (!hmap_get(&ct->bykey, key, &v))
 			break;
 		struct fnode *f = &ct->nodes[v];
-		if (f->parent == parent && f->fn == fn && f->site == site)
+		if (f->parent == parent && f->fn == fn)
 			return (uint32_t)v;
 		key = key * 31 + 7;
 		if (!key)

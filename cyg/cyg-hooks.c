@@ -40,11 +40,14 @@ NOINSTR EXPORT void __cyg_profile_func_enter(void *fn_, void *site_)
 
 	struct cyg_node *p = CYG_NODE(cyg_base, stk[d].node);
 	struct cyg_node *c = CYG_NODE(cyg_base, p->hint);
-	if (UNLIKELY(c->fn != fn || c->site != site)) {
+	/* Call paths are keyed by function (a node keeps its first call
+	 * site): keyed by site too, binary recursion would make one node per
+	 * call. */
+	if (UNLIKELY(c->fn != fn)) {
 		uint32_t g;
 		for (g = p->first_child; g; g = c->next_sibling) {
 			c = CYG_NODE(cyg_base, g);
-			if (c->fn == fn && c->site == site)
+			if (c->fn == fn)
 				break;
 		}
 		if (!g) {

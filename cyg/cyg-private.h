@@ -55,7 +55,7 @@ NOINSTR static inline uint64_t cyg_now(void)
 
 static inline uint32_t cyg_gid(const struct cyg_node *n)
 {
-	return (uint32_t)(((const char *)n - cyg_base) / CYG_NODE_SIZE);
+	return (uint32_t)((uint64_t)((const char *)n - cyg_base) / CYG_NODE_SIZE);
 }
 
 /* cold paths (cyg-thread.c) */
