@@ -392,42 +392,39 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 		printf("\n");
 		return;
 	}
+	/* prefix[(L - 1) * 2] is '|' while the level-L node being walked has a
+	 * later shown sibling; the top level draws no connector */
 	cur = t[0].first_child;
 	while (cur != PROFILE_NONE) {
 		const struct profile_tnode *nd = &t[cur];
+		uint32_t d = nd->depth - 1, s;
 		char tb[32], sb[32];
-		uint32_t d = nd->depth - 1, a;
 
-		if (keep && !keep[cur]) {
-			/* skip this subtree */
-			goto next;
+		if (!keep || keep[cur]) {
+			if (cap < (size_t)d * 2 + 3) {
+				cap = (size_t)d * 2 + 64;
+				prefix = realloc(prefix, cap);
+				if (!prefix)
+					cli_die(1, "out of memory");
+			}
+			prefix[d ? (d - 1) * 2 : 0] = 0;
+			printf("%s  %s %10" PRIu64 " : %s%s%s\n",
+			       fmt_dur(tb, sizeof(tb), nd->total_ns),
+			       fmt_dur(sb, sizeof(sb), nd->self_ns), nd->calls, prefix,
+			       d ? "+-" : "", p->fns[nd->fn].name);
+			if (nd->first_child != PROFILE_NONE) {
+				if (d) {
+					s = nd->next_sibling;
+					while (s != PROFILE_NONE && keep && !keep[s])
+						s = t[s].next_sibling;
+					prefix[(d - 1) * 2] = s != PROFILE_NONE ? '|' : ' ';
+					prefix[(d - 1) * 2 + 1] = ' ';
+				}
+				cur = nd->first_child;
+				continue;
+			}
 		}
-		if (cap < (size_t)d * 2 + 1) {
-			cap = (size_t)d * 2 + 64;
-			prefix = realloc(prefix, cap);
-			if (!prefix)
-				cli_die(1, "out of memory");
-		}
-		/* "| " under ancestors that have a later (shown) sibling; the
-		 * top-level ancestor draws no connector */
-		prefix[d ? (d - 1) * 2 : 0] = 0;
-		for (a = nd->parent; a != 0 && t[a].depth > 1; a = t[a].parent) {
-			uint32_t s = t[a].next_sibling;
-			uint32_t ad = t[a].depth - 1;
-
-			while (s != PROFILE_NONE && keep && !keep[s])
-				s = t[s].next_sibling;
-			prefix[(ad - 1) * 2] = s != PROFILE_NONE ? '|' : ' ';
-			prefix[(ad - 1) * 2 + 1] = ' ';
-		}
-		printf("%s  %s %10" PRIu64 " : %s%s%s\n", fmt_dur(tb, sizeof(tb), nd->total_ns),
-		       fmt_dur(sb, sizeof(sb), nd->self_ns), nd->calls, prefix, d ? "+-" : "",
-		       p->fns[nd->fn].name);
-		if (nd->first_child != PROFILE_NONE) {
-			cur = nd->first_child;
-			continue;
-		}
-next:
+		/* leaf or skipped subtree: on to the next sibling up the tree */
 		while (cur != 0 && t[cur].next_sibling == PROFILE_NONE)
 			cur = t[cur].parent;
 		cur = cur == 0 ? PROFILE_NONE : t[cur].next_sibling;
