@@ -236,7 +236,8 @@ int cmd_record(int argc, char **argv)
 		cli_die(2, "record: no program given (usage: cygprof record [options] -- PROG [ARGS...])");
 	o.argv = argv + optind;
 	for (int i = 1; i < optind; i++) {
-		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output") || !strcmp(argv[i], "-q") ||
+		if (!strcmp(argv[i], "--") || !strcmp(argv[i], "-o") || !strcmp(argv[i], "--output") ||
+		    !strcmp(argv[i], "-q") ||
 		    !strncmp(argv[i], "--output=", 9) || !strcmp(argv[i], "--quiet"))
 			continue;
 		if (i > 1 && (!strcmp(argv[i - 1], "-o") || !strcmp(argv[i - 1], "--output")))
