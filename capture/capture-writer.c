@@ -440,11 +440,20 @@ int cygprof_capture_set_meta(struct cygprof_capture *cap, const char *key, const
 static int put_scratch(struct cygprof_capture *cap, unsigned int db, const uint8_t *key,
 		       size_t klen)
 {
-	if (cap->scratch.oom) {
-		cap->scratch.oom = false;
+	struct cbuf *b = &cap->scratch;
+	int rc;
+
+	if (b->oom) {
+		b->oom = false;
 		return -ENOMEM;
 	}
-	return wdone(cap, wput(cap, db, key, klen, cap->scratch.p, cap->scratch.len));
+	rc = wdone(cap, wput(cap, db, key, klen, b->p, b->len));
+	/* do not keep the buffer of a huge tree around */
+	if (b->cap > ((size_t)1 << 20)) {
+		free(b->p);
+		*b = (struct cbuf){ 0 };
+	}
+	return rc;
 }
 
 int cygprof_capture_put_proc(struct cygprof_capture *cap, const struct cygprof_proc *p)
@@ -515,7 +524,7 @@ int cygprof_capture_put_tree(struct cygprof_capture *cap, uint32_t thread_idx,
 
 	if (rc)
 		return rc;
-	if ((n && !nodes) || n > UINT32_MAX || n > (UINT32_MAX - CAPTURE_TREE_HDR) / CAPTURE_NODE_SIZE)
+	if ((n && !nodes) || n > (UINT32_MAX - CAPTURE_TREE_HDR) / CAPTURE_NODE_SIZE)
 		return -EINVAL;
 	for (i = 0; i < n; i++)
 		if (nodes[i].parent != CYGPROF_NONE && nodes[i].parent >= i)
@@ -668,7 +677,7 @@ int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_i
 	/* validate everything first: a rejected call appends nothing */
 	last = p->any ? p->last_ts : 0;
 	for (i = 0; i < n; i++) {
-		if (ev[i].kind > 3 || ev[i].ts_ns < last)
+		if (ev[i].kind > CYGPROF_EV_UNWIND || ev[i].ts_ns < last)
 			return -EINVAL;
 		last = ev[i].ts_ns;
 	}

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <lmdb.h>
+
 #include "cygprof/cygprof-capture.h"
 #include "../lib/check.h"
 
@@ -624,6 +626,115 @@ static void test_errors(void)
 	CHECK(strlen(cygprof_strerror(12345)) > 0);
 }
 
+/* Damaged values written behind the library's back decode as CORRUPT. */
+static int raw_put(const char *path, const char *db, const void *key, size_t klen,
+		   const void *val, size_t vlen)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val k = { klen, (void *)key }, v = { vlen, (void *)val };
+	int rc;
+
+	rc = mdb_env_create(&env);
+	if (rc)
+		return rc;
+	mdb_env_set_maxdbs(env, 16);
+	rc = mdb_env_open(env, path, MDB_NOSUBDIR, 0644);
+	if (!rc)
+		rc = mdb_txn_begin(env, NULL, 0, &txn);
+	if (!rc) {
+		rc = mdb_dbi_open(txn, db, 0, &dbi);
+		if (!rc)
+			rc = mdb_put(txn, dbi, &k, &v, 0);
+		if (!rc)
+			rc = mdb_txn_commit(txn);
+		else
+			mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return rc;
+}
+
+static int count_cb(const struct cygprof_event *ev, size_t n, void *data)
+{
+	*(size_t *)data += n;
+	return 0;
+}
+
+static void test_corrupt_values(void)
+{
+	const char *path = tmp_path("damaged.cap");
+	struct cygprof_capture *cap;
+	struct cygprof_proc proc = { .idx = 0, .command = "x", .exe = "y" }, *procs = NULL;
+	struct cygprof_thread *threads = NULL;
+	struct cygprof_node *nodes = NULL;
+	struct cygprof_object *objs = NULL;
+	struct cygprof_symbol *syms = NULL;
+	struct cygprof_event ev = { .ts_ns = 5, .node = 1, .kind = 0 };
+	uint8_t key[12] = { 0 }, val[80];
+	size_t n = 99, seen = 0;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_put_proc(cap, &proc), 0);
+	CHECK_EQ_INT(cygprof_capture_append_events(cap, 0, &ev, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* a proc whose string length runs past the end of the value */
+	memset(val, 0, sizeof(val));
+	val[36] = 200;
+	key[3] = 1;
+	CHECK_EQ_INT(raw_put(path, "procs", key, 4, val, 41), 0);
+	/* a thread record cut short */
+	CHECK_EQ_INT(raw_put(path, "threads", key, 4, val, 50), 0);
+	/* a tree claiming more nodes than it holds, and one with a bad parent */
+	memset(val, 0, sizeof(val));
+	val[0] = 2;
+	val[4] = 40;
+	CHECK_EQ_INT(raw_put(path, "trees", key, 4, val, 48), 0);
+	key[3] = 2;
+	val[0] = 1;
+	val[8] = 5; /* parent 5 of node 0 */
+	CHECK_EQ_INT(raw_put(path, "trees", key, 4, val, 48), 0);
+	/* an object with build_id_len 40 */
+	memset(val, 0, sizeof(val));
+	val[28] = 40;
+	CHECK_EQ_INT(raw_put(path, "objects", key, 4, val, 64 + 4), 0);
+	/* a symbol of process 2 with a value too short */
+	CHECK_EQ_INT(raw_put(path, "symbols", key, 12, val, 5), 0);
+	/* a timeline block of thread 1 claiming 3 events but holding 2.5 */
+	memset(val, 0, sizeof(val));
+	val[0] = 3;
+	val[12] = 4; val[13] = 1; val[14] = 8; val[15] = 2; val[16] = 0x80;
+	memset(key, 0, 8);
+	key[3] = 1;
+	CHECK_EQ_INT(raw_put(path, "timeline", key, 8, val, 17), 0);
+	/* thread 2: a varint longer than 64 bits */
+	key[3] = 2;
+	val[0] = 1;
+	memset(val + 12, 0xff, 11);
+	val[23] = 1;
+	CHECK_EQ_INT(raw_put(path, "timeline", key, 8, val, 24), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_procs(cap, &procs, &n), CYGPROF_E_CORRUPT);
+	CHECK(procs == NULL);
+	CHECK_EQ_U64(n, 0);
+	CHECK_EQ_INT(cygprof_capture_get_threads(cap, &threads, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 1, &nodes, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 2, &nodes, &n), CYGPROF_E_CORRUPT);
+	CHECK(nodes == NULL);
+	CHECK_EQ_INT(cygprof_capture_get_objects(cap, &objs, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_get_symbols(cap, 2, &syms, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 0, count_cb, &seen), 0);
+	CHECK_EQ_U64(seen, 1);
+	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 1, count_cb, &seen), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 2, count_cb, &seen), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+}
+
 /* Readers must work when the lock file cannot be created. */
 static void test_readonly_dir(void)
 {
@@ -676,6 +787,7 @@ int main(void)
 	RUN_TEST(test_timeline);
 	RUN_TEST(test_map_growth);
 	RUN_TEST(test_errors);
+	RUN_TEST(test_corrupt_values);
 	RUN_TEST(test_readonly_dir);
 
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
