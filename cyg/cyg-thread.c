@@ -33,6 +33,7 @@ uint64_t cyg_ring_mask;
 uint32_t cyg_max_depth = 2; /* until attached: every enter overflows harmlessly */
 
 static int cyg_state;        /* 0 not tried, 1 attached, -1 disabled */
+static __thread uint64_t fork_cfa TLS_IE; /* stack position of fork()'s caller */
 static uint64_t cyg_proc_off; /* this process image's record */
 static pthread_key_t cyg_key;
 
@@ -512,7 +513,12 @@ static void atfork_child(void)
 	if (!t || !old)
 		return;
 	struct cyg_frame *stk = cyg_tls.stk;
-	for (d = 1; d <= old->depth && d + 1 < cyg_max_depth; d++) {
+	/* Frames at or below fork()'s caller were abandoned (a longjmp not yet
+	 * noticed): the child does not inherit them. */
+	uint32_t live = old->depth;
+	while (fork_cfa && live > 0 && ostk[live].cfa <= fork_cfa)
+		live--;
+	for (d = 1; d <= live && d + 1 < cyg_max_depth; d++) {
 		struct cyg_node *on = CYG_NODE(cyg_base, ostk[d].node);
 		struct cyg_node *p = CYG_NODE(cyg_base, stk[d - 1].node);
 		struct cyg_node *c = cyg__new_child(t, p, on->fn, on->site);
@@ -523,7 +529,7 @@ static void atfork_child(void)
 		stk[d].node = cyg_gid(c);
 		t->depth = d;
 	}
-	t->ovf = old->ovf;
+	t->ovf = live == old->depth ? old->ovf : 0;
 }
 
 /* ---- attaching to the collector ---------------------------------------- */
@@ -697,6 +703,21 @@ pid_t wait4(pid_t pid, int *wstatus, int options, struct rusage *ru)
 		note_reaped(r, st);
 	if (wstatus)
 		*wstatus = st;
+	return r;
+}
+
+/* fork: remember where the caller's frame is, for the child's copy. */
+EXPORT pid_t fork(void);
+pid_t fork(void)
+{
+	static pid_t (*real)(void);
+	pid_t r;
+
+	if (!real)
+		real = (pid_t(*)(void))next_sym("fork");
+	fork_cfa = CYG_CFA();
+	r = real();
+	fork_cfa = 0;
 	return r;
 }
 
