@@ -46,7 +46,8 @@ struct cthread {
 	struct fnode *nodes;
 	size_t n, cap;
 	struct hmap bykey;   /* hash3(parent, fn, site) -> index (collisions chained by probing) */
-	struct hmap bygid;   /* gid -> index | scope bit << 32, or GID_DROP */
+	struct hmap bygid;   /* gid -> decision (see cthread_resolve) */
+	uint32_t cache_gid[256], cache_idx[256]; /* direct-mapped front of bygid */
 	struct cygprof_event *ev; /* pending timeline events */
 	size_t nev, capev;
 	struct pend { uint32_t node; uint32_t written; uint64_t ts; } *pend; /* time filter */
@@ -71,6 +72,7 @@ struct collector {
 	uint64_t size;
 	uint64_t tsc0, mono0;
 	double ns_per_tick;
+	uint64_t mult;        /* ns = ticks * mult >> 32 */
 	struct cthread **threads;
 	size_t nthreads;
 	struct cproc *procs;
@@ -84,16 +86,14 @@ struct collector {
 	int main_status;      /* its wait status */
 };
 
-static inline uint64_t tick_ns(const struct collector *c, uint64_t ts)
-{
-	if (ts <= c->tsc0)
-		return 0;
-	return (uint64_t)((double)(ts - c->tsc0) * c->ns_per_tick + 0.5);
-}
-
 static inline uint64_t ticks_to_ns(const struct collector *c, uint64_t ticks)
 {
-	return (uint64_t)((double)ticks * c->ns_per_tick + 0.5);
+	return (uint64_t)(((unsigned __int128)ticks * c->mult + (1ULL << 31)) >> 32);
+}
+
+static inline uint64_t tick_ns(const struct collector *c, uint64_t ts)
+{
+	return ts <= c->tsc0 ? 0 : ticks_to_ns(c, ts - c->tsc0);
 }
 
 #define C_AT(c, off) ((void *)((c)->base + (off)))

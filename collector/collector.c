@@ -154,6 +154,11 @@ static void calibrate(struct collector *c)
 #endif
 }
 
+static void set_mult(struct collector *c)
+{
+	c->mult = (uint64_t)(c->ns_per_tick * 4294967296.0 + 0.5);
+}
+
 /* ---- names, for filters ------------------------------------------------ */
 
 struct cproc *collector_proc(struct collector *c, uint64_t proc_off)
@@ -446,7 +451,14 @@ static void drain_thread(struct collector *c, struct cthread *ct)
 			continue;
 		}
 		ct->cur_ts += cyg_ev_delta(w);
-		uint32_t idx = cthread_resolve(c, ct, cyg_ev_gid(w));
+		uint32_t gid = cyg_ev_gid(w), idx;
+		if (ct->cache_gid[gid & 255] == gid) {
+			idx = ct->cache_idx[gid & 255];
+		} else {
+			idx = cthread_resolve(c, ct, gid);
+			ct->cache_gid[gid & 255] = gid;
+			ct->cache_idx[gid & 255] = idx;
+		}
 		if (idx != GID_DROP)
 			take_event(c, ct, ct->cur_ts, idx, kind);
 	}
@@ -709,6 +721,7 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 		goto fail;
 	}
 	calibrate(&c);
+	set_mult(&c);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 
 	memset(&sa, 0, sizeof sa);

@@ -35,15 +35,15 @@ extern int cyg_timeline HIDDEN;
 extern uint64_t cyg_ring_mask HIDDEN;
 extern uint32_t cyg_max_depth HIDDEN;
 
+HIDDEN uint64_t cyg__mono(void) __attribute__((noinline));
+
 NOINSTR static inline uint64_t cyg_now(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	if (LIKELY(cyg_use_tsc))
 		return __rdtsc();
 #endif
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return cyg__mono();
 }
 
 /* The stack position of the instrumented function that called the hook. */
@@ -60,6 +60,9 @@ static inline uint32_t cyg_gid(const struct cyg_node *n)
 
 /* cold paths (cyg-thread.c) */
 HIDDEN struct cyg_thread *cyg__thread_init(void) COLD;
+HIDDEN void cyg__enter_rare(uint64_t fn, uint64_t site, uint64_t cfa) COLD;
+HIDDEN void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t now,
+			    uint64_t cfa) COLD;
 HIDDEN struct cyg_node *cyg__new_child(struct cyg_thread *t, struct cyg_node *p, uint64_t fn,
 				       uint64_t site) COLD;
 HIDDEN uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t cfa, uint64_t now) COLD;
@@ -67,7 +70,8 @@ HIDDEN void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint
 HIDDEN void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t now) COLD;
 HIDDEN void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when) COLD;
 
-/* Append one event to the thread's ring (timeline mode only). */
+/* Append one event to the thread's ring (timeline mode only; the caller
+ * holds t->busy so a signal handler's hooks cannot interleave). */
 NOINSTR static inline void cyg_ring_put(struct cyg_thread *t, unsigned kind, uint32_t gid,
 					uint64_t now)
 {

@@ -353,7 +353,7 @@ void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cf
 
 	if (t->ovf) {
 		t->ovf--;
-		return;
+		goto out;
 	}
 	if (t->leave_ts) {
 		/* A longjmp happened: frames strictly below the exiting
@@ -369,7 +369,7 @@ void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cf
 			break;
 	if (!d) {
 		t->unpaired++;
-		return;
+		goto out;
 	}
 	/* Frames above the match were left without their exit (an exception
 	 * through code without cleanups, or a longjmp we did not see). */
@@ -379,9 +379,79 @@ void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cf
 	t->depth = d - 1;
 	if (cyg_timeline)
 		cyg_ring_put(t, CYG_EV_EXIT, stk[d].node, now);
+out:
+	t->busy = 0;
+}
+
+/* The rare starts of an enter: no writer yet, re-entered from a signal
+ * handler, or past the depth limit. */
+void cyg__enter_rare(uint64_t fn, uint64_t site, uint64_t cfa)
+{
+	struct cyg_thread *t = cyg_tls.t;
+
+	if (!t) {
+		t = cyg__thread_init();
+		if (!t)
+			return;
+	}
+	if (t->busy)
+		return; /* nested in a hook: the handler's calls are not recorded */
+	if (t->ovf) {
+		t->ovf++;
+		t->overflow++;
+		return;
+	}
+	t->busy = 1;
+	cyg__enter_slow(t, fn, site, cyg_now(), cfa);
+}
+
+/* The whole enter, for every case the hot path does not take (busy held). */
+void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t now,
+		     uint64_t cfa)
+{
+	struct cyg_frame *stk = cyg_tls.stk;
+	uint32_t d = t->depth, g;
+
+	if (stk[d].cfa <= cfa)
+		d = cyg__unwind_dead(t, cfa, now);
+	if (d + 1 >= cyg_max_depth)
+		goto overflow;
+	struct cyg_node *p = CYG_NODE(cyg_base, stk[d].node), *c = NULL;
+	for (g = p->first_child; g; g = c->next_sibling) {
+		c = CYG_NODE(cyg_base, g);
+		if (c->fn == fn)
+			break;
+	}
+	if (!g) {
+		c = cyg__new_child(t, p, fn, site);
+		if (!c)
+			goto overflow; /* the mapping is full */
+	}
+	p->hint = cyg_gid(c);
+	c->calls++;
+	d++;
+	stk[d].ts = now;
+	stk[d].cfa = cfa;
+	stk[d].node = cyg_gid(c);
+	t->depth = d;
+	if (cyg_timeline)
+		cyg_ring_put(t, CYG_EV_ENTER, stk[d].node, now);
+	t->busy = 0;
+	return;
+overflow:
+	t->ovf++;
+	t->overflow++;
+	t->busy = 0;
 }
 
 /* ---- the timeline ring's rare cases ------------------------------------ */
+
+uint64_t cyg__mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static uint64_t mono_ns(void)
 {

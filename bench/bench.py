@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""bench.py - cygprof's overhead and capture size, against baselines measured
+in the same interleaved run.
+
+usage: bench/bench.py [--cygprof PATH] [--runs N] [--quick] [--only calls,threads,growth]
+
+Every round runs every configuration once, in a rotated order, so drift of a
+shared, noisy machine hits them alike.  For each configuration and round:
+ratio = t / t_plain and overhead = (t - t_plain) / N with the plain time from
+the SAME round; tables print median [min..max] over the rounds.  Wall time is
+fork..wait4 of the whole command (cygprof's start and its capture writing
+included); cpu is user+sys of the waited-for process tree (the collector
+included).
+
+Sections:
+  calls    calls.c (23.8 M calls): glibc's empty hooks, the floor (rdtsc +
+           one 16-byte store per event), cygprof default, cygprof --timeline,
+           uftrace record when installed; capture bytes per call and per event.
+  threads  threads.c at T=1 and T=4: per-call CPU overhead (scaling).
+  growth   capture size of the default mode for a run and a 100x longer run.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROG = os.path.join(HERE, "programs")
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, shell=True, check=True, **kw)
+
+
+def build(out):
+    cc = os.environ.get("CC", "gcc")
+    for p, extra in (("calls", ""), ("threads", "-pthread")):
+        src = os.path.join(PROG, p + ".c")
+        sh(f"{cc} -O2 -g -o {out}/{p}.plain {src} {extra}")
+        sh(f"{cc} -O2 -g -finstrument-functions -o {out}/{p}.finstr {src} {extra}")
+    sh(f"{cc} -O2 -fPIC -shared -DSTAMP_TSC -o {out}/stamp_tsc.so {PROG}/stamp_hooks.c")
+
+
+def run_once(cmd):
+    t0 = time.perf_counter()
+    p = subprocess.Popen(["bash", "-c", cmd], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    t1 = time.perf_counter()
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    rc = os.waitstatus_to_exitcode(status)
+    if rc != 0:
+        sys.exit(f"bench: '{cmd}' failed with {rc}: {err.strip()}")
+    return t1 - t0, ru.ru_utime + ru.ru_stime
+
+
+def fmt(xs, nd=2):
+    return "%.*f [%.*f..%.*f]" % (nd, statistics.median(xs), nd, min(xs), nd, max(xs))
+
+
+def interleave(configs, runs, n):
+    """configs: list of (name, pre, cmd); the first is the baseline."""
+    res = {c[0]: {"t": [], "cpu": [], "ratio": [], "ov": [], "ovcpu": []} for c in configs}
+    for c in configs:  # warm-up
+        if c[1]:
+            sh(c[1])
+        run_once(c[2])
+    for r in range(runs):
+        order = configs[r % len(configs):] + configs[:r % len(configs)]
+        got = {}
+        for name, pre, cmd in order:
+            if pre:
+                sh(pre)
+            got[name] = run_once(cmd)
+        tb, cb = got[configs[0][0]]
+        for name, _, _ in configs:
+            t, cpu = got[name]
+            d = res[name]
+            d["t"].append(t)
+            d["cpu"].append(cpu)
+            d["ratio"].append(t / tb)
+            d["ov"].append((t - tb) / n * 1e9)
+            d["ovcpu"].append((cpu - cb) / n * 1e9)
+    return res
+
+
+def table(title, configs, res, unit):
+    print(f"\n### {title}\n")
+    print(f"| config | wall s | cpu s | ratio | overhead ns/{unit} (wall) | overhead ns/{unit} (cpu) |")
+    print("|---|---|---|---|---|---|")
+    for name, _, _ in configs:
+        d = res[name]
+        print(f"| {name} | {fmt(d['t'], 3)} | {fmt(d['cpu'], 3)} | {fmt(d['ratio'])} | "
+              f"{fmt(d['ov'], 1)} | {fmt(d['ovcpu'], 1)} |")
+
+
+def med(res, name, key):
+    return statistics.median(res[name][key])
+
+
+def calls_section(args, b, tmp):
+    n = 23769123
+    cyg = args.cygprof
+    cfg = [
+        ("plain", None, f"exec {b}/calls.plain"),
+        ("finstr + glibc empty hooks", None, f"exec {b}/calls.finstr"),
+        ("floor: rdtsc + 16 B store per event", None,
+         f"LD_PRELOAD={b}/stamp_tsc.so exec {b}/calls.finstr"),
+        ("cygprof record", f"rm -f {tmp}/d.cap*",
+         f"exec {cyg} record -q -o {tmp}/d.cap -- {b}/calls.finstr"),
+        ("cygprof record --timeline", f"rm -f {tmp}/t.cap*",
+         f"exec {cyg} record -q --timeline -o {tmp}/t.cap -- {b}/calls.finstr"),
+    ]
+    if shutil.which("uftrace"):
+        cfg.append(("uftrace record", f"rm -rf {tmp}/uft",
+                    f"exec uftrace record -d {tmp}/uft {b}/calls.finstr"))
+    res = interleave(cfg, args.runs, n)
+    table(f"calls.c: {n} calls ({2 * n} enter+exit events) per run, {args.runs} rounds",
+          cfg, res, "call")
+    empty = med(res, "finstr + glibc empty hooks", "ov")
+    floor = med(res, "floor: rdtsc + 16 B store per event", "ov")
+    dflt = med(res, "cygprof record", "ov")
+    tl = med(res, "cygprof record --timeline", "ov")
+    dsize = os.path.getsize(f"{tmp}/d.cap")
+    tsize = os.path.getsize(f"{tmp}/t.cap")
+    print("\nFigures (medians of the same run):")
+    print(f"- glibc empty hooks: {empty:.1f} ns/call; floor: {floor:.1f} ns/call")
+    print(f"- cygprof default: {dflt:.1f} ns/call = {dflt / floor:.2f}x the floor "
+          f"(cpu {med(res, 'cygprof record', 'ovcpu'):.1f} ns/call)")
+    print(f"- cygprof --timeline: {tl:.1f} ns/call = {tl / floor:.2f}x the floor "
+          f"(cpu {med(res, 'cygprof record --timeline', 'ovcpu'):.1f} ns/call)")
+    print(f"- capture: default {dsize} bytes ({dsize / n:.4f} B/call); timeline {tsize} bytes "
+          f"= {tsize / (2 * n):.2f} B/event")
+    if "uftrace record" in res:
+        uf = med(res, "uftrace record", "ov")
+        ufc = med(res, "uftrace record", "ovcpu")
+        usize = sum(os.path.getsize(os.path.join(dp, f))
+                    for dp, _, fs in os.walk(f"{tmp}/uft") for f in fs)
+        print(f"- uftrace record: {uf:.1f} ns/call (cpu {ufc:.1f}); cygprof default = "
+              f"{dflt / uf:.2f}x uftrace's wall overhead, {med(res, 'cygprof record', 'ovcpu') / ufc:.2f}x its cpu; "
+              f"--timeline = {tl / uf:.2f}x")
+        print(f"- uftrace data: {usize} bytes = {usize / (2 * n):.2f} B/event; cygprof timeline "
+              f"= {tsize / usize:.2f}x that")
+
+
+def threads_section(args, b, tmp):
+    cyg = args.cygprof
+    n = 23769130  # threads.c: 1 + 3T + fib + 4*iters (23769124 at T=1, 23769133 at T=4)
+    cfg = []
+    for t in (1, 4):
+        cfg += [
+            (f"plain T={t}", None, f"exec {b}/threads.plain {t}"),
+            (f"cygprof T={t}", f"rm -f {tmp}/th.cap*",
+             f"exec {cyg} record -q -o {tmp}/th.cap -- {b}/threads.finstr {t}"),
+        ]
+    res = interleave(cfg, args.runs, n)
+    table(f"threads.c: {n} calls split over T threads, {args.runs} rounds "
+          "(ratio/overhead columns against plain T=1)", cfg, res, "call")
+    o1 = (med(res, "cygprof T=1", "cpu") - med(res, "plain T=1", "cpu")) / n * 1e9
+    o4 = (med(res, "cygprof T=4", "cpu") - med(res, "plain T=4", "cpu")) / n * 1e9
+    print(f"\nPer-call CPU overhead: T=1 {o1:.1f} ns, T=4 {o4:.1f} ns: T=4 / T=1 = {o4 / o1:.2f}")
+
+
+def growth_section(args, b, tmp):
+    cyg = args.cygprof
+    sizes = {}
+    for label, a in (("short", "1 10000"), ("100x longer", "100 1000000")):
+        sh(f"{cyg} record -q -o {tmp}/g.cap -- {b}/calls.finstr {a} > /dev/null")
+        sizes[label] = os.path.getsize(f"{tmp}/g.cap")
+    s, l = sizes["short"], sizes["100x longer"]
+    print(f"\n### Capture growth (default mode)\n\ncalls.c 1 round + 10,000 loops: {s} bytes; "
+          f"100 rounds + 1,000,000 loops: {l} bytes; ratio {l / s:.3f}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cygprof", default=None, help="cygprof binary (default: build tree)")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="2 rounds")
+    ap.add_argument("--only", default="calls,threads,growth")
+    args = ap.parse_args()
+    if args.quick:
+        args.runs = 2
+    if not args.cygprof:
+        for c in ("build/cli/cygprof", "B/cli/cygprof"):
+            p = os.path.join(HERE, "..", c)
+            if os.access(p, os.X_OK):
+                args.cygprof = os.path.abspath(p)
+                break
+        else:
+            args.cygprof = shutil.which("cygprof")
+    if not args.cygprof:
+        sys.exit("bench: no cygprof found; pass --cygprof PATH")
+    with tempfile.TemporaryDirectory(prefix="cygbench.") as tmp:
+        b = os.path.join(tmp, "bin")
+        os.mkdir(b)
+        build(b)
+        print(f"# cygprof benchmark ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+              f"{os.cpu_count()} cpus, {args.cygprof})")
+        only = args.only.split(",")
+        if "calls" in only:
+            calls_section(args, b, tmp)
+        if "threads" in only:
+            threads_section(args, b, tmp)
+        if "growth" in only:
+            growth_section(args, b, tmp)
+
+
+if __name__ == "__main__":
+    main()
