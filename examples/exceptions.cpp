@@ -11,7 +11,8 @@
  * unwinding would see after_catch() as a callee of thrower or mid.
  * Then main calls ns::Klass::method(int) 4 times on one object; each call
  * calls ns::helper(int) once. Finally main calls ns::helper(double) once.
- * No standard-library templates are used, so nothing else is instrumented.
+ * No standard-library templates or inline library wrappers (atoi is one
+ * with clang) are used, so nothing else is instrumented.
  *
  * Names are plain demangled names as c++filt prints them, without return
  * types; main is extern "C"-like and stays "main".
@@ -116,7 +117,7 @@ int main(int argc, char **argv)
 	unsigned n_method = 0;
 
 	if (argc > 1)
-		k = atoi(argv[1]);
+		k = (int)std::strtol(argv[1], nullptr, 10);
 	for (int i = 0; i < k; i++)
 		if (catcher(i) == i)
 			sum += i;
