@@ -351,6 +351,10 @@ def record_and_check(ck, cyg, example, exp, opts=(), capname='cap.data'):
     ck.eq(describe_status(cp.returncode), describe_status(exp['status']),
           'record exit status (the program\'s)')
     check_stdout(ck, cp, exp['stdout'])
+    # The examples write nothing to stderr: what is there is cygprof's summary.
+    lines = [line for line in cp.err.splitlines() if line.strip()]
+    ck.check(len(lines) == 1 and lines[0].startswith('cygprof'),
+             'record prints a one-line summary on stderr (got %r)' % lines)
     if not os.path.exists(capture):
         raise Failure('record left no capture at %s' % capture)
     data, text = cyg.report_json(capture, ck)
