@@ -35,7 +35,9 @@
 #define CYG_SHM_FD_ENV "CYGPROF_SHM_FD"
 #define CYG_SHM_DEFAULT_SIZE (16ULL << 30) /* sparse; node gids need < 2^28 units */
 #define CYG_NODE_SIZE 64
-#define CYG_GID_NULL 1 /* the null node: fn 0, never matches */
+#define CYG_NULL_OFF 4096 /* the null node: fn 0, never matches a function */
+#define CYG_GID_NULL (CYG_NULL_OFF / CYG_NODE_SIZE)
+#define CYG_AREA_OFF 8192 /* first byte the allocator hands out */
 #define CYG_STACK_MAX 65536 /* shadow-stack frames per thread */
 #define CYG_CACHELINE 64
 
@@ -49,7 +51,8 @@ enum {
 /* cyg_thread.state */
 enum {
 	CYG_T_ACTIVE = 1,
-	CYG_T_ENDED = 2, /* thread exited: its writer was flushed and given back */
+	CYG_T_ENDED = 2, /* thread exited: its frames closed, its writer flushed */
+	CYG_T_CUT = 3,   /* its image was replaced by exec: frames closed at end_ts by the collector */
 };
 
 /* cyg_proc.state / end kinds (same values as enum cygprof_end_kind) */
@@ -112,22 +115,22 @@ struct cyg_thread {
 	/* line 0: the owner's hot fields */
 	uint32_t depth;     /* current shadow depth; frame 0 is the root */
 	uint32_t busy;      /* inside a hook (re-entry from a signal handler is dropped) */
-	uint64_t stack_off; /* struct cyg_frame[CYG_STACK_MAX] */
-	uint64_t ring_off;  /* uint64_t[ring_words], 0 without timeline */
+	uint32_t ovf;       /* current frames past max_depth (counted, not recorded) */
+	uint32_t pad0;
 	uint64_t head;      /* ring words written and published (release) */
 	uint64_t last_ts;   /* time of the last ring event (delta base) */
 	uint64_t tail_seen; /* the owner's cached copy of tail */
 	uint64_t chunk_next; /* node allocation: next free offset */
 	uint64_t chunk_end;
+	uint64_t leave_ts;  /* set by longjmp/exit wrappers: when frames were abandoned */
 	/* line 1: the owner's cold counters */
 	uint64_t lost __attribute__((aligned(64)));
 	uint64_t waits;
 	uint64_t wait_ticks;
 	uint64_t unpaired;
 	uint64_t unwound;
-	uint64_t overflow;  /* frames past max_depth (counted, not recorded) */
-	uint64_t leave_ts;  /* set by longjmp/exit wrappers: when frames were abandoned */
-	uint64_t calls;
+	uint64_t overflow;  /* calls past max_depth, total */
+	uint64_t chunk_size;
 	/* line 2: written by the collector */
 	uint64_t tail __attribute__((aligned(64))); /* ring words consumed */
 	/* line 3: identity, set once */
@@ -137,6 +140,8 @@ struct cyg_thread {
 	uint32_t seq;       /* registration order */
 	uint32_t flags;     /* CYGPROF_THREAD_FORKED ... */
 	uint32_t root;      /* gid of this thread's root node */
+	uint64_t stack_off; /* struct cyg_frame[CYG_STACK_MAX] */
+	uint64_t ring_off;  /* uint64_t[ring_words], 0 without timeline */
 	uint64_t proc_off;  /* its process image */
 	uint64_t start_ts;
 	uint64_t end_ts;
@@ -150,7 +155,7 @@ struct cyg_proc {
 	uint32_t state;      /* CYG_P_* */
 	int32_t code;        /* exit status or signal number */
 	uint32_t seq;        /* registration order */
-	uint32_t pad;
+	uint32_t exit_called; /* exit(code) was called: code is its status */
 	uint64_t parent_off; /* process image that forked this one (0 = none) */
 	uint64_t start_ts;
 	uint64_t end_ts;

@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/* profile.c - merge calling-context trees into a by-name function table,
+ * caller->callee arcs and named per-thread trees (pure, no capture access). */
+#include "profile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct profile *profile_new(void)
+{
+	return calloc(1, sizeof(struct profile));
+}
+
+void profile_free(struct profile *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	for (i = 0; i < p->nfns; i++)
+		free(p->fns[i].name);
+	for (i = 0; i < p->nthreads; i++)
+		free(p->threads[i].nodes);
+	free(p->fns);
+	free(p->arcs);
+	free(p->threads);
+	free(p->fn_hash);
+	free(p->arc_hash);
+	free(p);
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (*s) {
+		h ^= (unsigned char)*s++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static uint64_t hash_pair(uint32_t a, uint32_t b)
+{
+	uint64_t h = ((uint64_t)a << 32 | b) * 0x9e3779b97f4a7c15ull;
+
+	return h ^ (h >> 29);
+}
+
+/* Open addressing; slots hold index + 1, 0 is empty. */
+static int fn_rehash(struct profile *p, size_t size)
+{
+	uint32_t *t = calloc(size, sizeof(*t));
+	size_t i, j;
+
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < p->nfns; i++) {
+		j = hash_str(p->fns[i].name) & (size - 1);
+		while (t[j])
+			j = (j + 1) & (size - 1);
+		t[j] = (uint32_t)i + 1;
+	}
+	free(p->fn_hash);
+	p->fn_hash = t;
+	p->fn_hash_size = size;
+	return 0;
+}
+
+static int arc_rehash(struct profile *p, size_t size)
+{
+	uint32_t *t = calloc(size, sizeof(*t));
+	size_t i, j;
+
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < p->narcs; i++) {
+		j = hash_pair(p->arcs[i].caller, p->arcs[i].callee) & (size - 1);
+		while (t[j])
+			j = (j + 1) & (size - 1);
+		t[j] = (uint32_t)i + 1;
+	}
+	free(p->arc_hash);
+	p->arc_hash = t;
+	p->arc_hash_size = size;
+	return 0;
+}
+
+long profile_find(const struct profile *p, const char *name)
+{
+	size_t j;
+
+	if (!p->fn_hash_size)
+		return -ENOENT;
+	j = hash_str(name) & (p->fn_hash_size - 1);
+	while (p->fn_hash[j]) {
+		uint32_t i = p->fn_hash[j] - 1;
+
+		if (!strcmp(p->fns[i].name, name))
+			return i;
+		j = (j + 1) & (p->fn_hash_size - 1);
+	}
+	return -ENOENT;
+}
+
+long profile_intern(struct profile *p, const char *name)
+{
+	struct profile_fn *f;
+	long i = profile_find(p, name);
+	int err;
+
+	if (i >= 0)
+		return i;
+	if (p->nfns >= UINT32_MAX - 1)
+		return -ENOMEM;
+	if ((p->nfns + 1) * 2 > p->fn_hash_size) {
+		err = fn_rehash(p, p->fn_hash_size ? p->fn_hash_size * 2 : 64);
+		if (err)
+			return err;
+	}
+	if (p->nfns == p->fns_cap) {
+		size_t cap = p->fns_cap ? p->fns_cap * 2 : 64;
+
+		f = realloc(p->fns, cap * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		p->fns = f;
+		p->fns_cap = cap;
+	}
+	f = &p->fns[p->nfns];
+	memset(f, 0, sizeof(*f));
+	f->name = strdup(name);
+	if (!f->name)
+		return -ENOMEM;
+	i = (long)p->nfns++;
+	{
+		size_t j = hash_str(name) & (p->fn_hash_size - 1);
+
+		while (p->fn_hash[j])
+			j = (j + 1) & (p->fn_hash_size - 1);
+		p->fn_hash[j] = (uint32_t)i + 1;
+	}
+	return i;
+}
+
+static long arc_lookup(const struct profile *p, uint32_t caller, uint32_t callee)
+{
+	size_t j;
+
+	if (!p->arc_hash_size)
+		return -ENOENT;
+	j = hash_pair(caller, callee) & (p->arc_hash_size - 1);
+	while (p->arc_hash[j]) {
+		uint32_t i = p->arc_hash[j] - 1;
+
+		if (p->arcs[i].caller == caller && p->arcs[i].callee == callee)
+			return i;
+		j = (j + 1) & (p->arc_hash_size - 1);
+	}
+	return -ENOENT;
+}
+
+const struct profile_arc *profile_find_arc(const struct profile *p, uint32_t caller,
+					   uint32_t callee)
+{
+	long i = arc_lookup(p, caller, callee);
+
+	return i < 0 ? NULL : &p->arcs[i];
+}
+
+static long arc_intern(struct profile *p, uint32_t caller, uint32_t callee)
+{
+	struct profile_arc *a;
+	long i = arc_lookup(p, caller, callee);
+	size_t j;
+	int err;
+
+	if (i >= 0)
+		return i;
+	if ((p->narcs + 1) * 2 > p->arc_hash_size) {
+		err = arc_rehash(p, p->arc_hash_size ? p->arc_hash_size * 2 : 64);
+		if (err)
+			return err;
+	}
+	if (p->narcs == p->arcs_cap) {
+		size_t cap = p->arcs_cap ? p->arcs_cap * 2 : 64;
+
+		a = realloc(p->arcs, cap * sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		p->arcs = a;
+		p->arcs_cap = cap;
+	}
+	a = &p->arcs[p->narcs];
+	memset(a, 0, sizeof(*a));
+	a->caller = caller;
+	a->callee = callee;
+	i = (long)p->narcs++;
+	j = hash_pair(caller, callee) & (p->arc_hash_size - 1);
+	while (p->arc_hash[j])
+		j = (j + 1) & (p->arc_hash_size - 1);
+	p->arc_hash[j] = (uint32_t)i + 1;
+	return i;
+}
+
+/* For every node, the highest ancestor-or-self of the same function, by a
+ * depth-first walk keeping the outermost active node of each function. */
+static int find_tops(const struct profile_tnode *t, size_t nfns, uint32_t *top)
+{
+	uint32_t *active;
+	uint32_t cur;
+	size_t i;
+
+	active = malloc((nfns ? nfns : 1) * sizeof(*active));
+	if (!active)
+		return -ENOMEM;
+	for (i = 0; i < nfns; i++)
+		active[i] = PROFILE_NONE;
+	top[0] = 0;
+	cur = t[0].first_child;
+	while (cur != PROFILE_NONE) {
+		uint32_t f = t[cur].fn;
+
+		if (active[f] == PROFILE_NONE)
+			active[f] = cur;
+		top[cur] = active[f];
+		if (t[cur].first_child != PROFILE_NONE) {
+			cur = t[cur].first_child;
+			continue;
+		}
+		/* leave cur and every ancestor that has no further sibling */
+		for (;;) {
+			if (active[t[cur].fn] == cur)
+				active[t[cur].fn] = PROFILE_NONE;
+			if (t[cur].next_sibling != PROFILE_NONE) {
+				cur = t[cur].next_sibling;
+				break;
+			}
+			cur = t[cur].parent;
+			if (cur == 0) {
+				cur = PROFILE_NONE;
+				break;
+			}
+		}
+	}
+	free(active);
+	return 0;
+}
+
+static int add_thread(struct profile *p, const struct profile_thread_info *info,
+		      struct profile_tnode *nodes, size_t n)
+{
+	struct profile_thread *th;
+
+	if (p->nthreads == p->threads_cap) {
+		size_t cap = p->threads_cap ? p->threads_cap * 2 : 8;
+
+		th = realloc(p->threads, cap * sizeof(*th));
+		if (!th)
+			return -ENOMEM;
+		p->threads = th;
+		p->threads_cap = cap;
+	}
+	th = &p->threads[p->nthreads++];
+	memset(th, 0, sizeof(*th));
+	if (info)
+		th->info = *info;
+	th->nodes = nodes;
+	th->n = n;
+	return 0;
+}
+
+int profile_add_tree_idx(struct profile *p, const struct profile_thread_info *info,
+			 const struct cygprof_node *nodes, const uint32_t *fnidx, size_t n)
+{
+	struct profile_tnode *t = NULL;
+	uint64_t *childsum = NULL;
+	uint32_t *top = NULL, *arcid = NULL;
+	size_t i;
+	int err = -ENOMEM;
+
+	if (n == 0)
+		return add_thread(p, info, NULL, 0);
+	if (n > UINT32_MAX - 1)
+		return -EINVAL;
+	for (i = 1; i < n; i++)
+		if (nodes[i].parent >= i || fnidx[i] >= p->nfns)
+			return -EINVAL;
+
+	t = calloc(n, sizeof(*t));
+	childsum = calloc(n, sizeof(*childsum));
+	top = malloc(n * sizeof(*top));
+	arcid = malloc(n * sizeof(*arcid));
+	if (!t || !childsum || !top || !arcid)
+		goto out;
+
+	for (i = 0; i < n; i++) {
+		t[i].parent = i ? nodes[i].parent : PROFILE_NONE;
+		t[i].fn = i ? fnidx[i] : PROFILE_NONE;
+		t[i].first_child = PROFILE_NONE;
+		t[i].next_sibling = PROFILE_NONE;
+		t[i].depth = i ? t[t[i].parent].depth + 1 : 0;
+		t[i].site = nodes[i].site;
+		t[i].calls = nodes[i].calls;
+		t[i].total_ns = nodes[i].total_ns;
+		if (i)
+			childsum[t[i].parent] += nodes[i].total_ns;
+	}
+	/* children lists in array order: prepend walking backwards */
+	for (i = n - 1; i >= 1; i--) {
+		t[i].next_sibling = t[t[i].parent].first_child;
+		t[t[i].parent].first_child = (uint32_t)i;
+	}
+	for (i = 0; i < n; i++)
+		t[i].self_ns = t[i].total_ns > childsum[i] ? t[i].total_ns - childsum[i] : 0;
+
+	err = find_tops(t, p->nfns, top);
+	if (err)
+		goto out;
+
+	/* Ancestors precede descendants, so a node's top is done before it. */
+	arcid[0] = PROFILE_NONE;
+	for (i = 1; i < n; i++) {
+		struct profile_tnode *nd = &t[i];
+		uint32_t f = nd->fn, pf = t[nd->parent].fn;
+		struct profile_fn *fn = &p->fns[f];
+		long a;
+
+		arcid[i] = PROFILE_NONE;
+		fn->calls += nd->calls;
+		fn->self_ns += nd->self_ns;
+		p->total_self_ns += nd->self_ns;
+		if (top[i] == i)
+			fn->total_ns += nd->total_ns;
+		if (pf == PROFILE_NONE) {
+			fn->root_calls += nd->calls;
+		} else {
+			a = arc_intern(p, pf, f);
+			if (a < 0) {
+				err = (int)a;
+				goto out;
+			}
+			p->arcs[a].calls += nd->calls;
+			if (pf == f) {
+				p->fns[f].rec_calls += nd->calls;
+			} else if (top[i] == i) {
+				p->arcs[a].total_ns += nd->total_ns;
+				arcid[i] = (uint32_t)a;
+			}
+		}
+		if (arcid[top[i]] != PROFILE_NONE)
+			p->arcs[arcid[top[i]]].self_ns += nd->self_ns;
+	}
+	for (i = 0; i < p->narcs; i++) {
+		struct profile_arc *a = &p->arcs[i];
+
+		a->children_ns = a->total_ns > a->self_ns ? a->total_ns - a->self_ns : 0;
+	}
+
+	err = add_thread(p, info, t, n);
+	if (err)
+		goto out;
+	p->threads[p->nthreads - 1].total_ns = childsum[0];
+	t = NULL;
+out:
+	free(t);
+	free(childsum);
+	free(top);
+	free(arcid);
+	return err;
+}
+
+int profile_add_tree(struct profile *p, const struct profile_thread_info *info,
+		     const struct cygprof_node *nodes, const char *const *names, size_t n)
+{
+	uint32_t *idx;
+	size_t i;
+	int err;
+
+	if (n == 0)
+		return profile_add_tree_idx(p, info, nodes, NULL, 0);
+	idx = calloc(n, sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	for (i = 1; i < n; i++) {
+		long f = profile_intern(p, names[i] ? names[i] : "?");
+
+		if (f < 0) {
+			free(idx);
+			return (int)f;
+		}
+		idx[i] = (uint32_t)f;
+	}
+	err = profile_add_tree_idx(p, info, nodes, idx, n);
+	free(idx);
+	return err;
+}

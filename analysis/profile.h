@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/* profile.h - exact flat profile, call-graph arcs and named calling-context
+ * trees built from cygprof's per-thread call trees.
+ *
+ * The core (profile.c) is pure: it works on in-memory node arrays whose
+ * functions are already resolved to names, so it is unit-testable without a
+ * capture.  profile-load.c feeds it from a capture (symbols resolved per
+ * process).
+ *
+ * Definitions (all times in ns, exact):
+ *   self(node)      = total_ns(node) - sum of total_ns(children), clamped at 0
+ *   fn.self_ns      = sum of self over the function's nodes
+ *   fn.total_ns     = sum of total_ns over the function's nodes that have no
+ *                     ancestor of the same function (recursion counted once)
+ *   fn.calls        = sum of calls over the function's nodes
+ *   fn.rec_calls    = calls whose caller is the function itself
+ *   fn.root_calls   = calls from a thread's root (<spontaneous> in gprof terms)
+ *   arc(P -> C)     = calls of C's nodes whose parent is a node of P (P != root);
+ *                     time: total_ns of those nodes without a C ancestor,
+ *                     split into the callee's self time inside those subtrees
+ *                     (self_ns) and the rest (children_ns).  Self-recursive
+ *                     arcs (P == C) carry calls only.
+ *
+ * Error convention: negative errno; nothing here prints or exits.
+ */
+#ifndef CYGPROF_PROFILE_H
+#define CYGPROF_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cygprof/cygprof-capture.h"
+
+#define PROFILE_NONE UINT32_MAX
+
+struct profile_fn {
+	char *name;
+	uint64_t calls;      /* all entries, recursive ones included */
+	uint64_t rec_calls;  /* entries from the function itself */
+	uint64_t root_calls; /* entries from a thread root (no caller) */
+	uint64_t self_ns;
+	uint64_t total_ns;
+};
+
+struct profile_arc {
+	uint32_t caller; /* index into profile.fns */
+	uint32_t callee;
+	uint64_t calls;
+	uint64_t total_ns;    /* time of the callee's subtrees under caller */
+	uint64_t self_ns;     /* callee's self time in those subtrees */
+	uint64_t children_ns; /* total_ns - self_ns */
+};
+
+/* One node of a thread's calling-context tree, resolved to a function. */
+struct profile_tnode {
+	uint32_t parent;      /* PROFILE_NONE for the root (index 0) */
+	uint32_t fn;          /* index into profile.fns; PROFILE_NONE for the root */
+	uint32_t first_child; /* PROFILE_NONE when none; children in array order */
+	uint32_t next_sibling;
+	uint32_t depth;       /* 0 for the root */
+	uint64_t site;
+	uint64_t calls;
+	uint64_t total_ns;
+	uint64_t self_ns;
+};
+
+/* What identifies a thread in reports (all optional, copied as is). */
+struct profile_thread_info {
+	uint32_t idx; /* capture thread index */
+	uint32_t tid;
+	uint32_t pid;
+	char name[16];
+};
+
+struct profile_thread {
+	struct profile_thread_info info;
+	struct profile_tnode *nodes;
+	size_t n;
+	uint64_t total_ns; /* sum of the root children's total_ns */
+};
+
+struct profile {
+	struct profile_fn *fns;
+	size_t nfns;
+	struct profile_arc *arcs;
+	size_t narcs;
+	struct profile_thread *threads;
+	size_t nthreads;
+	uint64_t total_self_ns; /* sum of all functions' self time */
+	/* private */
+	size_t fns_cap, arcs_cap, threads_cap;
+	uint32_t *fn_hash, *arc_hash;
+	size_t fn_hash_size, arc_hash_size;
+};
+
+struct profile *profile_new(void);
+void profile_free(struct profile *p);
+
+/** Index of the function called name, creating it (zeroed) when absent.
+ * Returns the index (>= 0) or -ENOMEM. */
+long profile_intern(struct profile *p, const char *name);
+/** Index of the function called name, or -ENOENT. */
+long profile_find(const struct profile *p, const char *name);
+/** The arc caller -> callee (fn indices), or NULL. */
+const struct profile_arc *profile_find_arc(const struct profile *p, uint32_t caller,
+					   uint32_t callee);
+
+/** Add one thread's calling-context tree.
+ * @param nodes  as stored in a capture: nodes[0] is the root, parents
+ *               precede their children.  n == 0 adds an empty thread.
+ * @param fnidx  for every node, its function's index (from profile_intern());
+ *               fnidx[0] is ignored.
+ * Returns 0, -EINVAL for a malformed tree (bad parent index), -ENOMEM. */
+int profile_add_tree_idx(struct profile *p, const struct profile_thread_info *info,
+			 const struct cygprof_node *nodes, const uint32_t *fnidx, size_t n);
+
+/** Same with names: names[i] is the function name of nodes[i] (names[0] is
+ * ignored and may be NULL). */
+int profile_add_tree(struct profile *p, const struct profile_thread_info *info,
+		     const struct cygprof_node *nodes, const char *const *names, size_t n);
+
+/* ---- capture loading (profile-load.c; links the capture library) -------- */
+
+/** Load the trees of the given capture threads (by thread index; all threads
+ * when idx is NULL) with names resolved through each process's symbols
+ * (addresses without a symbol become "0x..."). */
+int profile_load(struct cygprof_capture *cap, const uint32_t *idx, size_t nidx,
+		 struct profile **out);
+
+#endif

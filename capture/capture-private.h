@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/* capture-private.h - internals shared by the capture library sources.
+ *
+ * Byte order helpers, a growable encode buffer, a bounds-checked decoder,
+ * the capture handle and the few functions the sources share.  The on-disk
+ * layout is described in docs/capture-format.md.
+ */
+#ifndef CYGPROF_CAPTURE_PRIVATE_H
+#define CYGPROF_CAPTURE_PRIVATE_H
+
+#include <lmdb.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cygprof/cygprof-capture.h"
+
+enum { DB_META, DB_PROCS, DB_THREADS, DB_TREES, DB_TIMELINE, DB_OBJECTS, DB_SYMBOLS, DB_COUNT };
+
+extern const char *const capture_db_names[DB_COUNT];
+
+#define CAPTURE_MAGIC "cygprof-capture"
+#define CAPTURE_MAXDBS 16
+
+/* Fixed parts of the value encodings (bytes). */
+#define CAPTURE_PROC_FIXED 36
+#define CAPTURE_THREAD_SIZE 100
+#define CAPTURE_TREE_HDR 8
+#define CAPTURE_NODE_SIZE 40
+#define CAPTURE_OBJECT_FIXED 64
+#define CAPTURE_SYMBOL_FIXED 12
+#define CAPTURE_BLOCK_HDR 12
+/* Largest encoding of one timeline event: varint(34 bits) + varint(64 bits). */
+#define CAPTURE_EVENT_MAX 15
+
+/* Environment variable overriding the initial map size of a writer (bytes);
+ * used by the tests to exercise map growth. */
+#define CAPTURE_MAPSIZE_ENV "CYGPROF_CAPTURE_MAPSIZE"
+
+/* ---- byte order ---------------------------------------------------------- */
+
+static inline void put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static inline void put_le64(uint8_t *p, uint64_t v)
+{
+	put_le32(p, (uint32_t)v);
+	put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t get_le64(const uint8_t *p)
+{
+	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+static inline void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static inline void put_be64(uint8_t *p, uint64_t v)
+{
+	put_be32(p, (uint32_t)(v >> 32));
+	put_be32(p + 4, (uint32_t)v);
+}
+
+static inline uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+static inline uint64_t get_be64(const uint8_t *p)
+{
+	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
+}
+
+/* Unsigned LEB128.  p must have room for 10 bytes. */
+static inline size_t put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* Decode one varint from p[*off..len).  Returns false when truncated or
+ * longer than 64 bits. */
+static inline bool get_varint(const uint8_t *p, size_t len, size_t *off, uint64_t *out)
+{
+	size_t i = *off;
+	uint64_t v = 0;
+	unsigned int shift = 0;
+	uint8_t b;
+
+	do {
+		if (i >= len || shift > 63)
+			return false;
+		b = p[i++];
+		if (shift == 63 && (b & 0x7e))
+			return false;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	*off = i;
+	*out = v;
+	return true;
+}
+
+/* ---- encode buffer ------------------------------------------------------- */
+
+struct cbuf {
+	uint8_t *p;
+	size_t len;
+	size_t cap;
+	bool oom;
+};
+
+/* Make room for n more bytes; returns NULL (and sets oom) on failure. */
+uint8_t *cbuf_grow(struct cbuf *b, size_t n);
+
+static inline void cbuf_le32(struct cbuf *b, uint32_t v)
+{
+	uint8_t *p = cbuf_grow(b, 4);
+
+	if (p)
+		put_le32(p, v);
+}
+
+static inline void cbuf_le64(struct cbuf *b, uint64_t v)
+{
+	uint8_t *p = cbuf_grow(b, 8);
+
+	if (p)
+		put_le64(p, v);
+}
+
+static inline void cbuf_bytes(struct cbuf *b, const void *src, size_t n)
+{
+	uint8_t *p = cbuf_grow(b, n);
+
+	if (p && n)
+		memcpy(p, src, n);
+}
+
+/* A string: LE32 byte length, then the bytes (no NUL).  NULL is "". */
+void cbuf_str(struct cbuf *b, const char *s);
+
+/* ---- decoder ------------------------------------------------------------- */
+
+struct crd {
+	const uint8_t *p;
+	size_t len;
+	size_t off;
+	bool bad; /* ran past the end, or a length field was out of range */
+	bool oom;
+};
+
+static inline void crd_init(struct crd *r, const MDB_val *v)
+{
+	r->p = v->mv_data;
+	r->len = v->mv_size;
+	r->off = 0;
+	r->bad = false;
+	r->oom = false;
+}
+
+static inline const uint8_t *crd_take(struct crd *r, size_t n)
+{
+	const uint8_t *p;
+
+	if (r->bad || n > r->len - r->off) {
+		r->bad = true;
+		return NULL;
+	}
+	p = r->p + r->off;
+	r->off += n;
+	return p;
+}
+
+static inline uint32_t crd_le32(struct crd *r)
+{
+	const uint8_t *p = crd_take(r, 4);
+
+	return p ? get_le32(p) : 0;
+}
+
+static inline uint64_t crd_le64(struct crd *r)
+{
+	const uint8_t *p = crd_take(r, 8);
+
+	return p ? get_le64(p) : 0;
+}
+
+/* A length-prefixed string as a malloc'd NUL-terminated copy (NULL on error). */
+char *crd_str(struct crd *r);
+
+/* CYGPROF_E_CORRUPT, -ENOMEM or 0 for a decoder's state. */
+int crd_status(const struct crd *r);
+
+/* ---- the handle ---------------------------------------------------------- */
+
+struct wlog_ent {
+	unsigned int db;
+	size_t klen;
+	size_t vlen;
+	size_t off;
+};
+
+/* The puts of the open write transaction, kept to replay them after growing
+ * the map on MDB_MAP_FULL (LMDB aborts the transaction on that error). */
+struct wlog {
+	struct wlog_ent *ent;
+	size_t n, cap;
+	uint8_t *data;
+	size_t len, dcap;
+};
+
+/* The in-memory timeline block of one thread. */
+struct pending {
+	uint8_t *buf;     /* CAPTURE_BLOCK_HDR bytes of header, then the events */
+	size_t len;       /* bytes used, header included */
+	size_t cap;
+	uint32_t seq;     /* key sequence number of this block */
+	uint32_t count;   /* events in the block */
+	uint64_t first_ts;
+	uint64_t last_ts; /* of the last event appended to the thread */
+	bool any;         /* last_ts is valid */
+	bool dirty;       /* holds events not yet written to LMDB */
+};
+
+struct cygprof_capture {
+	MDB_env *env;
+	char *path;
+	bool rdonly;
+	MDB_dbi dbi[DB_COUNT];
+	unsigned int psize;
+	size_t maxkey;
+
+	/* writer only */
+	MDB_txn *txn; /* open write transaction */
+	bool batch;   /* between begin and commit */
+	size_t mapsize;
+	size_t block_max; /* largest timeline value */
+	struct wlog log;
+	struct cbuf scratch;
+	struct pending **pend; /* by thread index */
+	size_t npend;
+	uint32_t *dirty; /* thread indices with dirty pending blocks */
+	size_t ndirty, cdirty;
+};
+
+/* Map an LMDB or errno code to the library's convention. */
+int capture_err(int rc);
+
+/* Create and open cap->env on cap->path with flags (MDB_NOSUBDIR added).
+ * A reader falls back to MDB_NOLOCK when the lock file cannot be created; a
+ * writer retries with a smaller map when the mapping fails. */
+int capture_env_open(struct cygprof_capture *cap, unsigned int flags);
+
+/* A transaction to read from: the open write transaction of a writer, or a
+ * new read-only one.  Release it with capture_rend(). */
+int capture_rbegin(struct cygprof_capture *cap, MDB_txn **txn);
+void capture_rend(struct cygprof_capture *cap, MDB_txn *txn);
+
+/* Release everything held by cap (aborts an open transaction). */
+void capture_free(struct cygprof_capture *cap);
+
+/* Writer: write the pending blocks, commit, sync.  Called by close. */
+int capture_writer_finish(struct cygprof_capture *cap);
+
+/* Writer: make the pending timeline block of a thread visible to readers. */
+int capture_flush_thread(struct cygprof_capture *cap, uint32_t thread_idx);
+
+#endif

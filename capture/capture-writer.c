@@ -1,0 +1,718 @@
+/* SPDX-License-Identifier: MIT */
+/* capture-writer.c - creating a capture and writing its records.
+ *
+ * All puts go through wput(), which opens a write transaction when none is
+ * open and logs the put so that the whole transaction can be replayed after
+ * growing the map on MDB_MAP_FULL.  Outside a batch every public put commits
+ * on its own (wdone).  Timeline events are buffered per thread in a pending
+ * block and written when the block is full, at commit and at close.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture-private.h"
+
+/* Commit inside a batch once this much has been logged, which bounds both
+ * the replay log and the dirty pages of one LMDB transaction. */
+#define LOG_MAX ((size_t)128 << 20)
+/* Map sizes. */
+#define MAP_DEFAULT (sizeof(size_t) >= 8 ? (size_t)64 << 30 : (size_t)512 << 20)
+#define MAP_GROW_TRIES 24
+
+static int check_writer(struct cygprof_capture *cap)
+{
+	if (!cap)
+		return -EINVAL;
+	if (cap->rdonly)
+		return CYGPROF_E_RDONLY;
+	return 0;
+}
+
+static void log_clear(struct cygprof_capture *cap)
+{
+	cap->log.n = 0;
+	cap->log.len = 0;
+}
+
+static int log_add(struct cygprof_capture *cap, unsigned int db, const void *key, size_t klen,
+		   const void *val, size_t vlen)
+{
+	struct wlog *l = &cap->log;
+	size_t need = klen + vlen, cap2;
+	void *p;
+
+	if (l->n == l->cap) {
+		cap2 = l->cap ? l->cap * 2 : 64;
+		p = realloc(l->ent, cap2 * sizeof(*l->ent));
+		if (!p)
+			return -ENOMEM;
+		l->ent = p;
+		l->cap = cap2;
+	}
+	if (need > l->dcap - l->len) {
+		cap2 = l->dcap ? l->dcap : 65536;
+		while (need > cap2 - l->len)
+			cap2 *= 2;
+		p = realloc(l->data, cap2);
+		if (!p)
+			return -ENOMEM;
+		l->data = p;
+		l->dcap = cap2;
+	}
+	memcpy(l->data + l->len, key, klen);
+	if (vlen)
+		memcpy(l->data + l->len + klen, val, vlen);
+	l->ent[l->n++] = (struct wlog_ent){ .db = db, .klen = klen, .vlen = vlen, .off = l->len };
+	l->len += need;
+	return 0;
+}
+
+static void txn_abort(struct cygprof_capture *cap)
+{
+	if (cap->txn)
+		mdb_txn_abort(cap->txn);
+	cap->txn = NULL;
+	log_clear(cap);
+}
+
+static int grow(struct cygprof_capture *cap)
+{
+	size_t want = cap->mapsize * 2;
+	int rc;
+
+	if (want < cap->mapsize)
+		return CYGPROF_E_FULL;
+	rc = mdb_env_set_mapsize(cap->env, want);
+	if (rc)
+		return rc == ENOMEM ? CYGPROF_E_FULL : capture_err(rc);
+	cap->mapsize = want;
+	return 0;
+}
+
+static int txn_start(struct cygprof_capture *cap)
+{
+	MDB_envinfo info;
+	int rc;
+
+	if (cap->txn)
+		return 0;
+	/* grow early while no transaction is open: it is only allowed then */
+	if (!mdb_env_info(cap->env, &info) &&
+	    (info.me_last_pgno + 1) * (size_t)cap->psize > cap->mapsize / 2)
+		grow(cap);
+	rc = mdb_txn_begin(cap->env, NULL, 0, &cap->txn);
+	if (rc) {
+		cap->txn = NULL;
+		return capture_err(rc);
+	}
+	log_clear(cap);
+	return 0;
+}
+
+/* Abort the open transaction and redo all its logged puts in a new one,
+ * growing the map first when grow_first. */
+static int replay(struct cygprof_capture *cap, bool grow_first)
+{
+	struct wlog *l = &cap->log;
+	MDB_val k, v;
+	size_t i;
+	int rc, tries;
+
+	for (tries = 0; tries < MAP_GROW_TRIES; tries++) {
+		if (cap->txn)
+			mdb_txn_abort(cap->txn);
+		cap->txn = NULL;
+		if (grow_first) {
+			rc = grow(cap);
+			if (rc)
+				goto fail;
+		}
+		rc = mdb_txn_begin(cap->env, NULL, 0, &cap->txn);
+		if (rc) {
+			cap->txn = NULL;
+			rc = capture_err(rc);
+			goto fail;
+		}
+		for (i = 0, rc = 0; i < l->n && !rc; i++) {
+			k.mv_data = l->data + l->ent[i].off;
+			k.mv_size = l->ent[i].klen;
+			v.mv_data = l->data + l->ent[i].off + l->ent[i].klen;
+			v.mv_size = l->ent[i].vlen;
+			rc = mdb_put(cap->txn, cap->dbi[l->ent[i].db], &k, &v, 0);
+		}
+		if (!rc)
+			return 0;
+		if (rc != MDB_MAP_FULL) {
+			rc = capture_err(rc);
+			goto fail;
+		}
+		grow_first = true;
+	}
+	rc = CYGPROF_E_FULL;
+fail:
+	txn_abort(cap);
+	return rc;
+}
+
+static int txn_commit(struct cygprof_capture *cap)
+{
+	int rc, tries;
+
+	if (!cap->txn)
+		return 0;
+	for (tries = 0; tries < MAP_GROW_TRIES; tries++) {
+		rc = mdb_txn_commit(cap->txn);
+		cap->txn = NULL; /* freed by LMDB even on failure */
+		if (rc != MDB_MAP_FULL) {
+			log_clear(cap);
+			return capture_err(rc);
+		}
+		rc = replay(cap, true);
+		if (rc)
+			return rc;
+	}
+	txn_abort(cap);
+	return CYGPROF_E_FULL;
+}
+
+static int wput(struct cygprof_capture *cap, unsigned int db, const void *key, size_t klen,
+		const void *val, size_t vlen)
+{
+	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
+	MDB_val v = { .mv_size = vlen, .mv_data = (void *)val };
+	int rc, err;
+
+	if (!klen || klen > cap->maxkey)
+		return -EINVAL;
+	if (vlen > UINT32_MAX)
+		return -E2BIG;
+	if (cap->txn && cap->log.len > LOG_MAX) {
+		rc = txn_commit(cap);
+		if (rc)
+			return rc;
+	}
+	rc = txn_start(cap);
+	if (rc)
+		return rc;
+	rc = log_add(cap, db, key, klen, val, vlen);
+	if (rc)
+		return rc;
+	rc = mdb_put(cap->txn, cap->dbi[db], &k, &v, 0);
+	if (!rc)
+		return 0;
+	if (rc == MDB_MAP_FULL)
+		return replay(cap, true);
+	/* drop this put and restore the transaction from the log */
+	err = capture_err(rc);
+	cap->log.n--;
+	cap->log.len = cap->log.ent[cap->log.n].off;
+	replay(cap, false);
+	return err;
+}
+
+/* End of a public put: outside a batch, commit what was written. */
+static int wdone(struct cygprof_capture *cap, int rc)
+{
+	int rc2;
+
+	if (cap->batch || !cap->txn)
+		return rc;
+	rc2 = txn_commit(cap);
+	return rc ? rc : rc2;
+}
+
+/* ---- create -------------------------------------------------------------- */
+
+static size_t initial_mapsize(void)
+{
+	const char *s = getenv(CAPTURE_MAPSIZE_ENV);
+	unsigned long long v;
+	char *end;
+
+	if (s && *s) {
+		v = strtoull(s, &end, 0);
+		if (!*end && v >= 65536 && v <= SIZE_MAX)
+			return (size_t)v;
+	}
+	return MAP_DEFAULT;
+}
+
+static int unlink_old(const char *path)
+{
+	size_t n = strlen(path);
+	char *lock;
+	int rc = 0;
+
+	if (unlink(path) && errno != ENOENT)
+		return -errno;
+	lock = malloc(n + 6);
+	if (!lock)
+		return -ENOMEM;
+	memcpy(lock, path, n);
+	memcpy(lock + n, "-lock", 6);
+	if (unlink(lock) && errno != ENOENT)
+		rc = -errno;
+	free(lock);
+	return rc;
+}
+
+static int init_dbs(struct cygprof_capture *cap)
+{
+	static const char schema[] = { '0' + CYGPROF_CAPTURE_SCHEMA };
+	MDB_val k, v;
+	MDB_txn *txn;
+	int rc, i;
+
+	rc = mdb_txn_begin(cap->env, NULL, 0, &txn);
+	if (rc)
+		return capture_err(rc);
+	for (i = 0; i < DB_COUNT && !rc; i++)
+		rc = mdb_dbi_open(txn, capture_db_names[i], MDB_CREATE, &cap->dbi[i]);
+	if (!rc) {
+		k = (MDB_val){ .mv_size = 5, .mv_data = "magic" };
+		v = (MDB_val){ .mv_size = strlen(CAPTURE_MAGIC), .mv_data = CAPTURE_MAGIC };
+		rc = mdb_put(txn, cap->dbi[DB_META], &k, &v, 0);
+	}
+	if (!rc) {
+		k = (MDB_val){ .mv_size = 6, .mv_data = "schema" };
+		v = (MDB_val){ .mv_size = sizeof(schema), .mv_data = (void *)schema };
+		rc = mdb_put(txn, cap->dbi[DB_META], &k, &v, 0);
+	}
+	if (rc) {
+		mdb_txn_abort(txn);
+		return capture_err(rc);
+	}
+	return capture_err(mdb_txn_commit(txn));
+}
+
+int cygprof_capture_create(const char *path, struct cygprof_capture **out)
+{
+	struct cygprof_capture *cap;
+	size_t pages;
+	int rc;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!path || !*path)
+		return -EINVAL;
+	rc = unlink_old(path);
+	if (rc)
+		return rc;
+	cap = calloc(1, sizeof(*cap));
+	if (!cap)
+		return -ENOMEM;
+	cap->path = strdup(path);
+	if (!cap->path) {
+		free(cap);
+		return -ENOMEM;
+	}
+	cap->mapsize = initial_mapsize();
+	rc = capture_env_open(cap, MDB_NOSYNC);
+	if (rc)
+		goto fail;
+	/* a timeline value fills its overflow pages exactly (16-byte page header) */
+	pages = 65536 / cap->psize;
+	cap->block_max = (pages ? pages : 1) * cap->psize - 16;
+	rc = init_dbs(cap);
+	if (rc)
+		goto fail;
+	*out = cap;
+	return 0;
+fail:
+	capture_free(cap);
+	return rc;
+}
+
+/* ---- batches -------------------------------------------------------------- */
+
+int cygprof_capture_begin(struct cygprof_capture *cap)
+{
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (cap->batch)
+		return -EBUSY;
+	rc = txn_start(cap);
+	if (rc)
+		return rc;
+	cap->batch = true;
+	return 0;
+}
+
+static int flush_block(struct cygprof_capture *cap, uint32_t thread, struct pending *p,
+		       bool close)
+{
+	uint8_t key[8];
+	int rc;
+
+	put_be32(key, thread);
+	put_be32(key + 4, p->seq);
+	put_le32(p->buf, p->count);
+	put_le64(p->buf + 4, p->first_ts);
+	rc = wput(cap, DB_TIMELINE, key, sizeof(key), p->buf, p->len);
+	if (rc)
+		return rc;
+	p->dirty = false;
+	/* A small block stays open: later events extend it and rewrite the key,
+	 * so frequent commits do not leave many tiny blocks behind. */
+	if (close || p->len >= cap->block_max / 4) {
+		p->seq++;
+		p->count = 0;
+		p->len = CAPTURE_BLOCK_HDR;
+	}
+	return 0;
+}
+
+static int flush_dirty(struct cygprof_capture *cap)
+{
+	struct pending *p;
+	size_t i;
+	int rc = 0, rc2;
+
+	for (i = 0; i < cap->ndirty; i++) {
+		p = cap->pend[cap->dirty[i]];
+		if (!p->dirty || !p->count)
+			continue;
+		rc2 = flush_block(cap, cap->dirty[i], p, false);
+		if (!rc)
+			rc = rc2;
+	}
+	cap->ndirty = 0;
+	return rc;
+}
+
+int cygprof_capture_commit(struct cygprof_capture *cap)
+{
+	int rc = check_writer(cap), rc2;
+
+	if (rc)
+		return rc;
+	if (!cap->batch)
+		return CYGPROF_E_NOTXN;
+	rc = flush_dirty(cap);
+	cap->batch = false;
+	rc2 = txn_commit(cap);
+	return rc ? rc : rc2;
+}
+
+int capture_writer_finish(struct cygprof_capture *cap)
+{
+	int rc, rc2;
+
+	rc = flush_dirty(cap);
+	cap->batch = false;
+	rc2 = txn_commit(cap);
+	if (!rc)
+		rc = rc2;
+	rc2 = capture_err(mdb_env_sync(cap->env, 1));
+	return rc ? rc : rc2;
+}
+
+int capture_flush_thread(struct cygprof_capture *cap, uint32_t thread_idx)
+{
+	struct pending *p;
+
+	if (thread_idx >= cap->npend || !cap->pend[thread_idx])
+		return 0;
+	p = cap->pend[thread_idx];
+	if (!p->dirty || !p->count)
+		return 0;
+	return wdone(cap, flush_block(cap, thread_idx, p, false));
+}
+
+/* ---- records ---------------------------------------------------------------- */
+
+int cygprof_capture_set_meta(struct cygprof_capture *cap, const char *key, const char *value)
+{
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (!key || !value)
+		return -EINVAL;
+	return wdone(cap, wput(cap, DB_META, key, strlen(key), value, strlen(value)));
+}
+
+static int put_scratch(struct cygprof_capture *cap, unsigned int db, const uint8_t *key,
+		       size_t klen)
+{
+	struct cbuf *b = &cap->scratch;
+	int rc;
+
+	if (b->oom) {
+		b->oom = false;
+		return -ENOMEM;
+	}
+	rc = wdone(cap, wput(cap, db, key, klen, b->p, b->len));
+	/* do not keep the buffer of a huge tree around */
+	if (b->cap > ((size_t)1 << 20)) {
+		free(b->p);
+		*b = (struct cbuf){ 0 };
+	}
+	return rc;
+}
+
+int cygprof_capture_put_proc(struct cygprof_capture *cap, const struct cygprof_proc *p)
+{
+	struct cbuf *b = &cap->scratch;
+	uint8_t key[4];
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (!p)
+		return -EINVAL;
+	put_be32(key, p->idx);
+	b->len = 0;
+	cbuf_le32(b, p->pid);
+	cbuf_le32(b, p->ppid);
+	cbuf_le32(b, p->parent_idx);
+	cbuf_le64(b, p->start_ns);
+	cbuf_le64(b, p->end_ns);
+	cbuf_le32(b, p->end_kind);
+	cbuf_le32(b, (uint32_t)p->end_code);
+	cbuf_str(b, p->command);
+	cbuf_str(b, p->exe);
+	return put_scratch(cap, DB_PROCS, key, sizeof(key));
+}
+
+int cygprof_capture_put_thread(struct cygprof_capture *cap, const struct cygprof_thread *t)
+{
+	struct cbuf *b = &cap->scratch;
+	uint8_t key[4], *name;
+	size_t n;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (!t)
+		return -EINVAL;
+	put_be32(key, t->idx);
+	b->len = 0;
+	cbuf_le32(b, t->proc_idx);
+	cbuf_le32(b, t->tid);
+	cbuf_le32(b, t->flags);
+	cbuf_le64(b, t->start_ns);
+	cbuf_le64(b, t->end_ns);
+	cbuf_le64(b, t->calls);
+	cbuf_le64(b, t->events);
+	cbuf_le64(b, t->lost);
+	cbuf_le64(b, t->waits);
+	cbuf_le64(b, t->wait_ns);
+	cbuf_le64(b, t->unpaired);
+	cbuf_le64(b, t->unwound);
+	name = cbuf_grow(b, sizeof(t->name));
+	if (name) {
+		n = strnlen(t->name, sizeof(t->name) - 1);
+		memset(name, 0, sizeof(t->name));
+		memcpy(name, t->name, n);
+	}
+	return put_scratch(cap, DB_THREADS, key, sizeof(key));
+}
+
+int cygprof_capture_put_tree(struct cygprof_capture *cap, uint32_t thread_idx,
+			     const struct cygprof_node *nodes, size_t n)
+{
+	struct cbuf *b = &cap->scratch;
+	uint8_t key[4], *p;
+	size_t i;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if ((n && !nodes) || n > (UINT32_MAX - CAPTURE_TREE_HDR) / CAPTURE_NODE_SIZE)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (nodes[i].parent != CYGPROF_NONE && nodes[i].parent >= i)
+			return -EINVAL;
+	put_be32(key, thread_idx);
+	b->len = 0;
+	cbuf_le32(b, (uint32_t)n);
+	cbuf_le32(b, CAPTURE_NODE_SIZE);
+	p = cbuf_grow(b, n * CAPTURE_NODE_SIZE);
+	if (p) {
+		for (i = 0; i < n; i++, p += CAPTURE_NODE_SIZE) {
+			put_le32(p, nodes[i].parent);
+			put_le32(p + 4, nodes[i].flags);
+			put_le64(p + 8, nodes[i].fn);
+			put_le64(p + 16, nodes[i].site);
+			put_le64(p + 24, nodes[i].calls);
+			put_le64(p + 32, nodes[i].total_ns);
+		}
+	}
+	return put_scratch(cap, DB_TREES, key, sizeof(key));
+}
+
+int cygprof_capture_put_object(struct cygprof_capture *cap, const struct cygprof_object *o)
+{
+	struct cbuf *b = &cap->scratch;
+	uint8_t key[4], *id;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (!o || o->build_id_len > sizeof(o->build_id))
+		return -EINVAL;
+	put_be32(key, o->idx);
+	b->len = 0;
+	cbuf_le32(b, o->proc_idx);
+	cbuf_le64(b, o->start);
+	cbuf_le64(b, o->end);
+	cbuf_le64(b, o->bias);
+	cbuf_le32(b, o->build_id_len);
+	id = cbuf_grow(b, sizeof(o->build_id));
+	if (id) {
+		memset(id, 0, sizeof(o->build_id));
+		memcpy(id, o->build_id, o->build_id_len);
+	}
+	cbuf_str(b, o->path);
+	return put_scratch(cap, DB_OBJECTS, key, sizeof(key));
+}
+
+int cygprof_capture_put_symbol(struct cygprof_capture *cap, const struct cygprof_symbol *s)
+{
+	struct cbuf *b = &cap->scratch;
+	uint8_t key[12];
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (!s)
+		return -EINVAL;
+	put_be32(key, s->proc_idx);
+	put_be64(key + 4, s->addr);
+	b->len = 0;
+	cbuf_le32(b, s->object_idx);
+	cbuf_le64(b, s->size);
+	cbuf_str(b, s->name);
+	return put_scratch(cap, DB_SYMBOLS, key, sizeof(key));
+}
+
+/* ---- timeline ------------------------------------------------------------- */
+
+static struct pending *pending_get(struct cygprof_capture *cap, uint32_t thread)
+{
+	struct pending **pp;
+	size_t n;
+
+	if (thread >= cap->npend) {
+		n = cap->npend ? cap->npend : 16;
+		while (n <= thread)
+			n *= 2;
+		pp = realloc(cap->pend, n * sizeof(*pp));
+		if (!pp)
+			return NULL;
+		memset(pp + cap->npend, 0, (n - cap->npend) * sizeof(*pp));
+		cap->pend = pp;
+		cap->npend = n;
+	}
+	if (!cap->pend[thread]) {
+		cap->pend[thread] = calloc(1, sizeof(struct pending));
+		if (cap->pend[thread])
+			cap->pend[thread]->len = CAPTURE_BLOCK_HDR;
+	}
+	return cap->pend[thread];
+}
+
+static int mark_dirty(struct cygprof_capture *cap, uint32_t thread, struct pending *p)
+{
+	uint32_t *d;
+	size_t n;
+
+	if (p->dirty)
+		return 0;
+	if (cap->ndirty == cap->cdirty) {
+		n = cap->cdirty ? cap->cdirty * 2 : 16;
+		d = realloc(cap->dirty, n * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		cap->dirty = d;
+		cap->cdirty = n;
+	}
+	cap->dirty[cap->ndirty++] = thread;
+	p->dirty = true;
+	return 0;
+}
+
+static int reserve(struct pending *p, size_t want)
+{
+	uint8_t *buf;
+	size_t n;
+
+	if (want <= p->cap)
+		return 0;
+	n = p->cap ? p->cap : 256;
+	while (n < want)
+		n *= 2;
+	buf = realloc(p->buf, n);
+	if (!buf)
+		return -ENOMEM;
+	p->buf = buf;
+	p->cap = n;
+	return 0;
+}
+
+int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_idx,
+				  const struct cygprof_event *ev, size_t n)
+{
+	struct pending *p;
+	uint64_t last;
+	size_t i, want;
+	uint8_t *out;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (!n)
+		return 0;
+	if (!ev)
+		return -EINVAL;
+	p = pending_get(cap, thread_idx);
+	if (!p)
+		return -ENOMEM;
+	/* validate everything first: a rejected call appends nothing */
+	last = p->any ? p->last_ts : 0;
+	for (i = 0; i < n; i++) {
+		if (ev[i].kind > CYGPROF_EV_UNWIND || ev[i].ts_ns < last)
+			return -EINVAL;
+		last = ev[i].ts_ns;
+	}
+	want = n > cap->block_max / CAPTURE_EVENT_MAX ? cap->block_max
+						       : p->len + n * CAPTURE_EVENT_MAX;
+	if (want > cap->block_max)
+		want = cap->block_max;
+	rc = reserve(p, want);
+	if (!rc)
+		rc = mark_dirty(cap, thread_idx, p);
+	if (rc)
+		return rc;
+	last = p->last_ts;
+	for (i = 0; i < n; i++) {
+		if (p->len + CAPTURE_EVENT_MAX > cap->block_max) {
+			p->last_ts = last;
+			rc = flush_block(cap, thread_idx, p, true);
+			if (rc)
+				break;
+			rc = mark_dirty(cap, thread_idx, p);
+			if (rc)
+				break;
+		}
+		if (!p->count) {
+			p->first_ts = ev[i].ts_ns;
+			last = ev[i].ts_ns;
+		}
+		out = p->buf + p->len;
+		out += put_varint(out, (uint64_t)ev[i].node << 2 | ev[i].kind);
+		out += put_varint(out, ev[i].ts_ns - last);
+		p->len = (size_t)(out - p->buf);
+		p->count++;
+		last = ev[i].ts_ns;
+		p->any = true;
+	}
+	p->last_ts = last;
+	return wdone(cap, rc);
+}

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd-info.c - cygprof info: what a capture holds (command, mode, processes,
+ * threads and their counters, sizes). */
+#include "config.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "report-util.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: cygprof info [options] [FILE]\n"
+		   "\n"
+		   "Describe a capture (FILE defaults to " CYGPROF_DEFAULT_CAPTURE "): the recorded\n"
+		   "command, start time, duration, mode, clock, filters, processes, threads with\n"
+		   "their counters, lost events and the capture's size.\n"
+		   "\n"
+		   "options:\n"
+		   "  --format FMT   text (default) or json\n"
+		   "  -h, --help     this help\n");
+}
+
+static const struct {
+	const char *key, *label;
+} meta_rows[] = {
+	{"command", "command"},     {"start_time", "start time"}, {"duration_ns", "duration"},
+	{"mode", "mode"},           {"clock", "clock"},           {"filters", "filters"},
+	{"drop_mode", "drop mode"}, {"hostname", "hostname"},     {"kernel", "kernel"},
+	{"machine", "machine"},
+};
+
+static char *meta(struct cygprof_capture *cap, const char *key)
+{
+	char *v = NULL;
+
+	if (cygprof_capture_get_meta(cap, key, &v))
+		return NULL;
+	return v;
+}
+
+static void print_text(struct cygprof_capture *cap, const char *file,
+		       const struct cygprof_proc *procs, size_t nprocs,
+		       const struct cygprof_thread *threads, size_t nthreads)
+{
+	uint64_t calls = 0, events = 0, lost = 0, waits = 0, wait_ns = 0;
+	char buf[64];
+	size_t i;
+
+	printf("# capture: %s\n", file);
+	for (i = 0; i < sizeof(meta_rows) / sizeof(meta_rows[0]); i++) {
+		char *v = meta(cap, meta_rows[i].key);
+		const char *shown = v;
+
+		if (!strcmp(meta_rows[i].key, "duration_ns") && v) {
+			snprintf(buf, sizeof(buf), "%.9f s", strtod(v, NULL) / 1e9);
+			shown = buf;
+		}
+		if (!shown)
+			shown = !strcmp(meta_rows[i].key, "filters") ? "(none)" : "(unknown)";
+		else if (!*shown && !strcmp(meta_rows[i].key, "filters"))
+			shown = "(none)";
+		printf("%-14s: %s\n", meta_rows[i].label, shown);
+		free(v);
+	}
+
+	printf("\nprocesses (%zu):\n", nprocs);
+	printf("  %7s %7s  %-10s  %s\n", "PID", "PPID", "END", "COMMAND");
+	for (i = 0; i < nprocs; i++) {
+		const struct cygprof_proc *p = &procs[i];
+
+		printf("  %7u %7u  %-10s  %s\n", p->pid, p->ppid,
+		       proc_end_str(p, buf, sizeof(buf)), p->command ? p->command : "");
+	}
+
+	printf("\nthreads (%zu):\n", nthreads);
+	printf("  %7s %7s  %-16s %12s %12s %10s %8s %12s %9s %9s\n", "TID", "PID", "NAME", "CALLS",
+	       "EVENTS", "LOST", "WAITS", "WAIT TIME", "UNPAIRED", "UNWOUND");
+	for (i = 0; i < nthreads; i++) {
+		const struct cygprof_thread *t = &threads[i];
+		char name[17];
+
+		memcpy(name, t->name, sizeof(t->name));
+		name[16] = 0;
+		printf("  %7u %7u  %-16s %12" PRIu64 " %12" PRIu64 " %10" PRIu64 " %8" PRIu64
+		       " %12s %9" PRIu64 " %9" PRIu64 "\n",
+		       t->tid, thread_pid(t, procs, nprocs), name, t->calls, t->events, t->lost,
+		       t->waits, fmt_dur(buf, sizeof(buf), t->wait_ns), t->unpaired, t->unwound);
+		calls += t->calls;
+		events += t->events;
+		lost += t->lost;
+		waits += t->waits;
+		wait_ns += t->wait_ns;
+	}
+
+	fmt_dur(buf, sizeof(buf), wait_ns);
+	printf("\ntotals: %" PRIu64 " calls, %" PRIu64 " events, %" PRIu64 " lost events, %" PRIu64
+	       " waits (%s)\n",
+	       calls, events, lost, waits, buf + strspn(buf, " "));
+	if (lost)
+		printf("warning: %" PRIu64 " timeline events were lost\n", lost);
+	printf("capture size  : %" PRIu64 " bytes\n", cygprof_capture_file_size(cap));
+	printf("schema version: %d\n", CYGPROF_CAPTURE_SCHEMA);
+}
+
+static void print_json(struct cygprof_capture *cap, const char *file,
+		       const struct cygprof_proc *procs, size_t nprocs,
+		       const struct cygprof_thread *threads, size_t nthreads)
+{
+	uint64_t calls = 0, events = 0;
+	char buf[32];
+	size_t i;
+
+	printf("{\n  \"file\": ");
+	json_str(stdout, file);
+	printf(",\n  \"meta\": {");
+	for (i = 0; i < sizeof(meta_rows) / sizeof(meta_rows[0]); i++) {
+		char *v = meta(cap, meta_rows[i].key);
+
+		printf("%s", i ? ", " : "");
+		json_str(stdout, meta_rows[i].key);
+		printf(": ");
+		if (v)
+			json_str(stdout, v);
+		else
+			printf("null");
+		free(v);
+	}
+	printf("},\n  \"processes\": [");
+	for (i = 0; i < nprocs; i++) {
+		const struct cygprof_proc *p = &procs[i];
+
+		printf("%s\n    {\"idx\": %u, \"pid\": %u, \"ppid\": %u, \"command\": ",
+		       i ? "," : "", p->idx, p->pid, p->ppid);
+		json_str(stdout, p->command);
+		printf(", \"exe\": ");
+		json_str(stdout, p->exe);
+		printf(", \"end\": ");
+		json_str(stdout, proc_end_str(p, buf, sizeof(buf)));
+		printf(", \"start_ns\": %" PRIu64 ", \"end_ns\": %" PRIu64 "}", p->start_ns,
+		       p->end_ns);
+	}
+	printf("%s],\n  \"threads\": [", nprocs ? "\n  " : "");
+	for (i = 0; i < nthreads; i++) {
+		const struct cygprof_thread *t = &threads[i];
+		char name[17];
+
+		memcpy(name, t->name, sizeof(t->name));
+		name[16] = 0;
+		printf("%s\n    {\"idx\": %u, \"tid\": %u, \"pid\": %u, \"name\": ", i ? "," : "",
+		       t->idx, t->tid, thread_pid(t, procs, nprocs));
+		json_str(stdout, name);
+		printf(", \"calls\": %" PRIu64 ", \"events\": %" PRIu64 ", \"lost\": %" PRIu64
+		       ", \"waits\": %" PRIu64 ", \"wait_ns\": %" PRIu64 ", \"unpaired\": %" PRIu64
+		       ", \"unwound\": %" PRIu64 ", \"flags\": %u}",
+		       t->calls, t->events, t->lost, t->waits, t->wait_ns, t->unpaired, t->unwound,
+		       t->flags);
+		calls += t->calls;
+		events += t->events;
+	}
+	printf("%s],\n", nthreads ? "\n  " : "");
+	printf("  \"calls\": %" PRIu64 ",\n  \"events\": %" PRIu64 ",\n  \"lost_events\": %" PRIu64
+	       ",\n",
+	       calls, events, threads_lost(threads, nthreads));
+	printf("  \"size\": %" PRIu64 ",\n  \"schema\": %d\n}\n", cygprof_capture_file_size(cap),
+	       CYGPROF_CAPTURE_SCHEMA);
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{"format", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct cygprof_thread *threads = NULL;
+	struct cygprof_proc *procs = NULL;
+	struct cygprof_capture *cap;
+	size_t nthreads = 0, nprocs = 0;
+	const char *file = CYGPROF_DEFAULT_CAPTURE;
+	int c, json = 0, err;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'f':
+			if (!strcmp(optarg, "json"))
+				json = 1;
+			else if (strcmp(optarg, "text"))
+				cli_die(2, "info: unknown format '%s' (text, json)", optarg);
+			break;
+		case ':':
+			cli_die(2, "info: option '%s' needs an argument (see 'cygprof info --help')",
+				argv[optind - 1]);
+		default:
+			if (optopt)
+				cli_die(2, "info: unknown option '-%c' (see 'cygprof info --help')",
+					optopt);
+			cli_die(2, "info: unknown option '%s' (see 'cygprof info --help')",
+				argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		file = argv[optind++];
+	if (optind < argc)
+		cli_die(2, "info: unexpected argument '%s' (see 'cygprof info --help')",
+			argv[optind]);
+
+	cap = cli_open_capture(file);
+	err = cygprof_capture_get_threads(cap, &threads, &nthreads);
+	if (!err)
+		err = cygprof_capture_get_procs(cap, &procs, &nprocs);
+	if (err)
+		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	if (json)
+		print_json(cap, file, procs, nprocs, threads, nthreads);
+	else
+		print_text(cap, file, procs, nprocs, threads, nthreads);
+	if (procs)
+		cygprof_procs_free(procs, nprocs);
+	free(threads);
+	cygprof_capture_close(cap);
+	if (fflush(stdout) || ferror(stdout))
+		cli_die(1, "write error on standard output");
+	return 0;
+}

@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd-record.c - cygprof record: run a program under the runtime and write a capture. */
+#include "config.h"
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "collector.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cygprof record [-o FILE] [options] [--] PROG [ARGS...]\n\n"
+		"Run PROG (built with -finstrument-functions) and record exact call counts and\n"
+		"times per function, call path and thread into a capture.  Exits with PROG's\n"
+		"exit status, or 128+N when signal N killed it.\n\n"
+		"options:\n"
+		"  -o, --output FILE      capture file to write (default: cygprof.data)\n"
+		"      --timeline         also keep every enter/exit event with its time\n"
+		"                         (for 'cygprof replay')\n"
+		"      --ring-size BYTES  per-thread timeline ring (default 4M; K/M/G suffixes)\n"
+		"      --drop             when a ring is full, drop events and count them\n"
+		"                         instead of waiting for the collector (default: wait)\n"
+		"  -F, --filter PATTERN   keep only functions matching PATTERN (glob) and the\n"
+		"                         calls made inside them (repeatable)\n"
+		"  -N, --notrace PATTERN  hide functions matching PATTERN; their callees stay\n"
+		"                         (repeatable)\n"
+		"  -D, --depth N          keep call paths at most N calls deep\n"
+		"  -t, --time-filter DUR  timeline: drop calls shorter than DUR (e.g. 10us, 1ms)\n"
+		"      --shm-size BYTES   size of the shared mapping (default 16G, sparse)\n"
+		"  -q, --quiet            no summary line\n"
+		"  -h, --help             this help\n");
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_duration(const char *s, uint64_t *ns)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -1;
+	if (!*end || !strcmp(end, "ns"))
+		;
+	else if (!strcmp(end, "us"))
+		v *= 1e3;
+	else if (!strcmp(end, "ms"))
+		v *= 1e6;
+	else if (!strcmp(end, "s"))
+		v *= 1e9;
+	else
+		return -1;
+	*ns = (uint64_t)v;
+	return 0;
+}
+
+/* Find the runtime next to this executable: installed (BINDIR/../LIBDIR)
+ * or in the build tree (cli/../cyg). */
+static char *find_runtime(void)
+{
+	static const char *rel[] = {
+		"../" CYGPROF_LIBDIR_REL "/libcygprof-cyg.so",
+		"../cyg/libcygprof-cyg.so",
+		"../lib/libcygprof-cyg.so",
+	};
+	char exe[PATH_MAX], path[PATH_MAX * 2];
+	const char *env = getenv("CYGPROF_RUNTIME");
+	ssize_t n;
+	size_t i;
+
+	if (env && *env)
+		return realpath(env, NULL);
+	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	*strrchr(exe, '/') = 0;
+	for (i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s", exe, rel[i]);
+		if (!access(path, R_OK))
+			return realpath(path, NULL);
+	}
+	return NULL;
+}
+
+/* Like a shell: 127 when PROG is not found, 126 when it cannot be run. */
+static int check_program(const char *prog)
+{
+	struct stat st;
+
+	if (strchr(prog, '/')) {
+		if (stat(prog, &st) < 0)
+			cli_die(127, "%s: %s", prog, strerror(errno));
+		if (S_ISDIR(st.st_mode))
+			cli_die(126, "%s: Is a directory", prog);
+		if (access(prog, X_OK) < 0)
+			cli_die(126, "%s: %s", prog, strerror(errno));
+		return 0;
+	}
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		const char *colon = strchr(path, ':');
+		size_t len = colon ? (size_t)(colon - path) : strlen(path);
+		snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? path : ".", prog);
+		if (!stat(buf, &st) && S_ISREG(st.st_mode) && !access(buf, X_OK))
+			return 0;
+		path += len + (colon ? 1 : 0);
+	}
+	cli_die(127, "%s: command not found", prog);
+}
+
+static void human(uint64_t b, char *buf, size_t n)
+{
+	if (b >= 10ULL << 20)
+		snprintf(buf, n, "%.1f MB", b / 1048576.0);
+	else if (b >= 10ULL << 10)
+		snprintf(buf, n, "%.1f KB", b / 1024.0);
+	else
+		snprintf(buf, n, "%llu bytes", (unsigned long long)b);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"timeline", no_argument, NULL, 'T'},
+		{"ring-size", required_argument, NULL, 'R'},
+		{"drop", no_argument, NULL, 'P'},
+		{"filter", required_argument, NULL, 'F'},
+		{"notrace", required_argument, NULL, 'N'},
+		{"depth", required_argument, NULL, 'D'},
+		{"time-filter", required_argument, NULL, 't'},
+		{"shm-size", required_argument, NULL, 'S'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct cygprof_record_opts o;
+	struct cygprof_record_result r;
+	char err[512], filters[1024] = "", sz[32];
+	const char **only = calloc((size_t)argc, sizeof *only);
+	const char **except = calloc((size_t)argc, sizeof *except);
+	int c, rc;
+
+	memset(&o, 0, sizeof o);
+	o.output = CYGPROF_DEFAULT_CAPTURE;
+	o.only = only;
+	o.except = except;
+	if (!only || !except)
+		cli_die(1, "out of memory");
+	/* '+': stop at the first non-option, which is PROG. */
+	while ((c = getopt_long(argc, argv, "+o:F:N:D:t:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o.output = optarg;
+			break;
+		case 'T':
+			o.timeline = 1;
+			break;
+		case 'R':
+			if (parse_size(optarg, &o.ring_bytes) || o.ring_bytes < 128)
+				cli_die(2, "--ring-size: bad size '%s' (at least 128 bytes)", optarg);
+			break;
+		case 'P':
+			o.drop = 1;
+			break;
+		case 'F':
+			only[o.n_only++] = optarg;
+			break;
+		case 'N':
+			except[o.n_except++] = optarg;
+			break;
+		case 'D': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > 65000)
+				cli_die(2, "--depth: bad depth '%s'", optarg);
+			o.max_depth = (uint32_t)v;
+			break;
+		}
+		case 't':
+			if (parse_duration(optarg, &o.min_ns))
+				cli_die(2, "--time-filter: bad duration '%s' (e.g. 10us, 1ms)", optarg);
+			break;
+		case 'S':
+			if (parse_size(optarg, &o.shm_bytes) || o.shm_bytes < (1ULL << 20) ||
+			    o.shm_bytes > (16ULL << 30))
+				cli_die(2, "--shm-size: bad size '%s' (1M to 16G)", optarg);
+			break;
+		case 'q':
+			o.quiet = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			fprintf(stderr, "cygprof: record: unknown option (see 'cygprof record --help')\n");
+			return 2;
+		}
+	}
+	if (optind >= argc)
+		cli_die(2, "record: no program given (usage: cygprof record [options] -- PROG [ARGS...])");
+	o.argv = argv + optind;
+	for (int i = 1; i < optind; i++) {
+		if (!strcmp(argv[i], "--") || !strcmp(argv[i], "-o") || !strcmp(argv[i], "--output") ||
+		    !strcmp(argv[i], "-q") ||
+		    !strncmp(argv[i], "--output=", 9) || !strcmp(argv[i], "--quiet"))
+			continue;
+		if (i > 1 && (!strcmp(argv[i - 1], "-o") || !strcmp(argv[i - 1], "--output")))
+			continue;
+		size_t l = strlen(filters);
+		snprintf(filters + l, sizeof filters - l, "%s%s", l ? " " : "", argv[i]);
+	}
+	o.filters = filters;
+	check_program(o.argv[0]);
+	char *rt = find_runtime();
+	if (!rt)
+		cli_die(1, "cannot find the runtime libcygprof-cyg.so next to this cygprof");
+	o.runtime = rt;
+
+	rc = cygprof_record(&o, &r, err, sizeof err);
+	free(rt);
+	free(only);
+	free(except);
+	if (rc) {
+		if (r.exec_errno)
+			cli_die(r.exec_errno == ENOENT ? 127 : 126, "%s", err);
+		cli_die(1, "%s", err);
+	}
+	if (!o.quiet) {
+		human(r.capture_bytes, sz, sizeof sz);
+		fprintf(stderr,
+			"cygprof: %u process%s, %u thread%s, %llu calls, %llu events, %llu lost, "
+			"%s: %s\n",
+			r.procs, r.procs == 1 ? "" : "es", r.threads, r.threads == 1 ? "" : "s",
+			(unsigned long long)r.calls, (unsigned long long)r.events,
+			(unsigned long long)r.lost, sz, o.output);
+	}
+	if (WIFSIGNALED(r.status))
+		return 128 + WTERMSIG(r.status);
+	return WEXITSTATUS(r.status);
+}

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd-replay.c - cygprof replay: the recorded timeline as an indented call
+ * trace with durations (uftrace replay style), threads merged by time. */
+#include "config.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "profile.h"
+#include "report-util.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: cygprof replay [options] [FILE]\n"
+		   "\n"
+		   "Print the timeline of a capture recorded with --timeline (FILE defaults to\n"
+		   CYGPROF_DEFAULT_CAPTURE ") as an indented call trace with durations; the\n"
+		   "threads are merged by time.\n"
+		   "\n"
+		   "options:\n"
+		   "  --tid N                only the thread(s) with this tid\n"
+		   "  -F, --function PATTERN only calls to functions matching the glob PATTERN\n"
+		   "                         and the calls made inside them\n"
+		   "  -h, --help             this help\n");
+}
+
+struct frame {
+	uint32_t node;
+	uint64_t ts;
+};
+
+struct rthread {
+	const struct profile_thread *pt;
+	struct cygprof_event *ev;
+	size_t nev, cap, pos;
+	struct frame *stack;
+	size_t depth, stack_cap;
+	uint32_t *base; /* per node: depth of the outermost shown ancestor, 0 = hidden */
+};
+
+static int collect(const struct cygprof_event *ev, size_t n, void *data)
+{
+	struct rthread *t = data;
+
+	if (t->nev + n > t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 4096;
+		struct cygprof_event *v;
+
+		while (cap < t->nev + n)
+			cap *= 2;
+		v = realloc(t->ev, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		t->ev = v;
+		t->cap = cap;
+	}
+	memcpy(t->ev + t->nev, ev, n * sizeof(*ev));
+	t->nev += n;
+	return 0;
+}
+
+static void push(struct rthread *t, uint32_t node, uint64_t ts)
+{
+	if (t->depth == t->stack_cap) {
+		t->stack_cap = t->stack_cap ? t->stack_cap * 2 : 64;
+		t->stack = realloc(t->stack, t->stack_cap * sizeof(*t->stack));
+		if (!t->stack)
+			cli_die(1, "out of memory");
+	}
+	t->stack[t->depth].node = node;
+	t->stack[t->depth].ts = ts;
+	t->depth++;
+}
+
+/* Pop up to and including node; returns 1 with its entry time when found. */
+static int pop(struct rthread *t, uint32_t node, uint64_t *ts)
+{
+	size_t i = t->depth;
+
+	while (i > 0 && t->stack[i - 1].node != node)
+		i--;
+	if (!i)
+		return 0;
+	*ts = t->stack[i - 1].ts;
+	t->depth = i - 1;
+	return 1;
+}
+
+static const char *node_name(const struct profile *p, const struct rthread *t, uint32_t node)
+{
+	if (node == 0 || node >= t->pt->n)
+		return "?";
+	return p->fns[t->pt->nodes[node].fn].name;
+}
+
+static void line_head(const struct rthread *t, int has_dur, uint64_t ns, uint32_t node)
+{
+	char buf[32];
+	uint32_t d = 0;
+
+	if (node < t->pt->n && t->base[node])
+		d = t->pt->nodes[node].depth - t->base[node];
+	printf("%11s [%6u] | %*s", has_dur ? fmt_dur(buf, sizeof(buf), ns) : "",
+	       t->pt->info.tid, (int)d * 2, "");
+}
+
+static int shown(const struct rthread *t, uint32_t node)
+{
+	return node < t->pt->n && t->base[node];
+}
+
+/* Print the thread's next event (two for a leaf call). */
+static void step(const struct profile *p, struct rthread *t)
+{
+	const struct cygprof_event *e = &t->ev[t->pos];
+	uint64_t ts;
+
+	if (e->kind == CYGPROF_EV_ENTER) {
+		const struct cygprof_event *x = t->pos + 1 < t->nev ? e + 1 : NULL;
+
+		if (x && x->node == e->node &&
+		    (x->kind == CYGPROF_EV_EXIT || x->kind == CYGPROF_EV_UNWIND)) {
+			if (shown(t, e->node)) {
+				line_head(t, 1, x->ts_ns - e->ts_ns, e->node);
+				printf("%s();%s\n", node_name(p, t, e->node),
+				       x->kind == CYGPROF_EV_UNWIND ? " /* unwound */" : "");
+			}
+			t->pos += 2;
+			return;
+		}
+		if (shown(t, e->node)) {
+			line_head(t, 0, 0, e->node);
+			printf("%s() {\n", node_name(p, t, e->node));
+		}
+		push(t, e->node, e->ts_ns);
+	} else {
+		int found = pop(t, e->node, &ts);
+
+		if (shown(t, e->node)) {
+			line_head(t, found, found ? e->ts_ns - ts : 0, e->node);
+			printf("} /* %s */%s\n", node_name(p, t, e->node),
+			       e->kind == CYGPROF_EV_UNWIND ? " /* unwound */" : "");
+		}
+	}
+	t->pos++;
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{"tid", required_argument, NULL, 't'},
+		{"function", required_argument, NULL, 'F'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct cygprof_thread *threads = NULL;
+	struct cygprof_proc *procs = NULL;
+	struct cygprof_capture *cap;
+	struct rthread *rt;
+	struct profile *p;
+	const char *file = CYGPROF_DEFAULT_CAPTURE, *pattern = NULL;
+	uint32_t *sel;
+	size_t nthreads = 0, nprocs = 0, nsel = 0, i, j;
+	long tid = -1;
+	uint64_t lost = 0;
+	char *mode = NULL, *end;
+	int c, err;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":hF:", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'F':
+			pattern = optarg;
+			break;
+		case 't':
+			errno = 0;
+			tid = strtol(optarg, &end, 10);
+			if (errno || *end || tid < 0 || tid > UINT32_MAX)
+				cli_die(2, "replay: bad tid '%s'", optarg);
+			break;
+		case ':':
+			cli_die(2, "replay: option '%s' needs an argument (see 'cygprof replay --help')",
+				argv[optind - 1]);
+		default:
+			if (optopt)
+				cli_die(2, "replay: unknown option '-%c' (see 'cygprof replay --help')",
+					optopt);
+			cli_die(2, "replay: unknown option '%s' (see 'cygprof replay --help')",
+				argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		file = argv[optind++];
+	if (optind < argc)
+		cli_die(2, "replay: unexpected argument '%s' (see 'cygprof replay --help')",
+			argv[optind]);
+
+	cap = cli_open_capture(file);
+	err = cygprof_capture_get_meta(cap, "mode", &mode);
+	if (err && err != CYGPROF_E_NOTFOUND)
+		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	if (!mode || !strstr(mode, "timeline"))
+		cli_die(1, "%s has no timeline (record with --timeline)", file);
+	free(mode);
+
+	err = cygprof_capture_get_threads(cap, &threads, &nthreads);
+	if (!err)
+		err = cygprof_capture_get_procs(cap, &procs, &nprocs);
+	if (err)
+		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	sel = calloc(nthreads ? nthreads : 1, sizeof(*sel));
+	if (!sel)
+		cli_die(1, "out of memory");
+	for (i = 0; i < nthreads; i++) {
+		if (tid >= 0 && threads[i].tid != (uint32_t)tid)
+			continue;
+		sel[nsel++] = threads[i].idx;
+		lost += threads[i].lost;
+	}
+	if (tid >= 0 && !nsel)
+		cli_die(1, "%s: no thread with tid %ld", file, tid);
+
+	err = profile_load(cap, sel, nsel, &p);
+	if (err)
+		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	rt = calloc(nsel ? nsel : 1, sizeof(*rt));
+	if (!rt)
+		cli_die(1, "out of memory");
+	for (i = 0; i < nsel; i++) {
+		struct rthread *t = &rt[i];
+		const struct profile_tnode *nd;
+
+		t->pt = &p->threads[i];
+		nd = t->pt->nodes;
+		t->base = calloc(t->pt->n ? t->pt->n : 1, sizeof(*t->base));
+		if (!t->base)
+			cli_die(1, "out of memory");
+		for (j = 1; j < t->pt->n; j++) {
+			if (t->base[nd[j].parent])
+				t->base[j] = t->base[nd[j].parent];
+			else if (!pattern || !fnmatch(pattern, p->fns[nd[j].fn].name, 0))
+				t->base[j] = nd[j].depth;
+		}
+		err = cygprof_capture_foreach_event(cap, sel[i], collect, t);
+		if (err == CYGPROF_E_NOTFOUND)
+			err = 0;
+		if (err)
+			cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	}
+
+	if (lost)
+		printf("# warning: %" PRIu64 " timeline events were lost; the trace has gaps\n",
+		       lost);
+	printf("# DURATION     TID     FUNCTION\n");
+	for (;;) {
+		struct rthread *next = NULL;
+
+		for (i = 0; i < nsel; i++)
+			if (rt[i].pos < rt[i].nev &&
+			    (!next || rt[i].ev[rt[i].pos].ts_ns < next->ev[next->pos].ts_ns))
+				next = &rt[i];
+		if (!next)
+			break;
+		step(p, next);
+	}
+
+	for (i = 0; i < nsel; i++) {
+		free(rt[i].ev);
+		free(rt[i].stack);
+		free(rt[i].base);
+	}
+	free(rt);
+	free(sel);
+	profile_free(p);
+	if (procs)
+		cygprof_procs_free(procs, nprocs);
+	free(threads);
+	cygprof_capture_close(cap);
+	if (fflush(stdout) || ferror(stdout))
+		cli_die(1, "write error on standard output");
+	return 0;
+}

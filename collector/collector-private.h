@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* collector-private.h - the collector's internal state, shared by its files. */
+#ifndef CYGPROF_COLLECTOR_PRIVATE_H
+#define CYGPROF_COLLECTOR_PRIVATE_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "collector.h"
+#include "cyg-shm.h"
+#include "cygprof/cygprof-capture.h"
+#include "symbols.h"
+
+/* Open-addressing hash from a 64-bit key (never 0) to a 64-bit value. */
+struct hmap {
+	uint64_t *keys, *vals;
+	size_t cap, n;
+};
+int hmap_put(struct hmap *m, uint64_t key, uint64_t val);
+int hmap_get(const struct hmap *m, uint64_t key, uint64_t *val);
+void hmap_release(struct hmap *m);
+
+static inline uint64_t hash3(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t h = a * 0x9E3779B97F4A7C15ULL;
+	h ^= b + 0x632BE59BD9B4E019ULL + (h << 6) + (h >> 2);
+	h ^= c * 0xC2B2AE3D27D4EB4FULL + (h << 6) + (h >> 2);
+	return h ? h : 1;
+}
+
+/* The tree the capture gets for one thread: the raw tree with the filters
+ * applied.  Raw nodes (gids) map onto it as they are first seen. */
+struct fnode {
+	uint32_t parent;
+	uint32_t depth;
+	uint64_t fn, site, calls, ticks;
+};
+
+#define GID_DROP UINT32_MAX
+
+struct cthread {
+	struct cyg_thread *t;
+	uint32_t idx;
+	uint64_t cur_ts;
+	struct fnode *nodes;
+	size_t n, cap;
+	struct hmap bykey;   /* hash3(parent, fn, site) -> index (collisions chained by probing) */
+	struct hmap bygid;   /* gid -> index | scope bit << 32, or GID_DROP */
+	struct cygprof_event *ev; /* pending timeline events */
+	size_t nev, capev;
+	struct pend { uint32_t node; uint32_t written; uint64_t ts; } *pend; /* time filter */
+	size_t npend, cappend;
+	uint64_t events;     /* timeline events stored */
+	int ring_done;
+};
+
+/* Symbols of one process image, for filters and the capture's tables. */
+struct cproc {
+	struct cyg_proc *p;
+	uint32_t idx;
+	struct cygprof_maps maps;
+	uint64_t maps_len;
+};
+
+struct collector {
+	const struct cygprof_record_opts *o;
+	struct cygprof_capture *cap;
+	char *base;
+	struct cyg_ctl *ctl;
+	uint64_t size;
+	uint64_t tsc0, mono0;
+	double ns_per_tick;
+	struct cthread **threads;
+	size_t nthreads;
+	struct cproc *procs;
+	size_t nprocs;
+	struct elfcache { char *path; struct cygprof_elf *elf; int err; } *elfs;
+	size_t nelfs;
+	uint64_t end_ts;      /* when the last process was seen gone */
+	int filtering;
+	int err;              /* first capture write error */
+	int main_pid;         /* the program we started */
+	int main_status;      /* its wait status */
+};
+
+static inline uint64_t tick_ns(const struct collector *c, uint64_t ts)
+{
+	if (ts <= c->tsc0)
+		return 0;
+	return (uint64_t)((double)(ts - c->tsc0) * c->ns_per_tick + 0.5);
+}
+
+static inline uint64_t ticks_to_ns(const struct collector *c, uint64_t ticks)
+{
+	return (uint64_t)((double)ticks * c->ns_per_tick + 0.5);
+}
+
+#define C_AT(c, off) ((void *)((c)->base + (off)))
+
+uint32_t cthread_resolve(struct collector *c, struct cthread *ct, uint32_t gid);
+struct cproc *collector_proc(struct collector *c, uint64_t proc_off);
+const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t addr, uint64_t *start,
+			      uint64_t *size, struct cygprof_map **map, struct cygprof_elf **elf);
+int collector_finish(struct collector *c);
+
+#endif

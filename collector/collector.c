@@ -1,0 +1,821 @@
+/* SPDX-License-Identifier: MIT */
+/* collector.c - the process that starts the program: shared mapping, spawn,
+ * drain loop, and the mapping of raw call-tree nodes onto the capture's
+ * (filtered) trees. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#include "collector-private.h"
+
+extern char **environ;
+
+/* ---- hash map ---------------------------------------------------------- */
+
+static int hmap_grow(struct hmap *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : 64, i;
+	uint64_t *k = calloc(cap, sizeof *k), *v = calloc(cap, sizeof *v);
+
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return -ENOMEM;
+	}
+	for (i = 0; i < m->cap; i++) {
+		if (!m->keys[i])
+			continue;
+		size_t j = (m->keys[i] * 0x9E3779B97F4A7C15ULL) >> 7 & (cap - 1);
+		while (k[j])
+			j = (j + 1) & (cap - 1);
+		k[j] = m->keys[i];
+		v[j] = m->vals[i];
+	}
+	free(m->keys);
+	free(m->vals);
+	m->keys = k;
+	m->vals = v;
+	m->cap = cap;
+	return 0;
+}
+
+int hmap_put(struct hmap *m, uint64_t key, uint64_t val)
+{
+	size_t j;
+
+	if ((m->n + 1) * 4 >= m->cap * 3 && hmap_grow(m))
+		return -ENOMEM;
+	j = (key * 0x9E3779B97F4A7C15ULL) >> 7 & (m->cap - 1);
+	while (m->keys[j] && m->keys[j] != key)
+		j = (j + 1) & (m->cap - 1);
+	if (!m->keys[j])
+		m->n++;
+	m->keys[j] = key;
+	m->vals[j] = val;
+	return 0;
+}
+
+int hmap_get(const struct hmap *m, uint64_t key, uint64_t *val)
+{
+	size_t j;
+
+	if (!m->cap)
+		return 0;
+	j = (key * 0x9E3779B97F4A7C15ULL) >> 7 & (m->cap - 1);
+	while (m->keys[j]) {
+		if (m->keys[j] == key) {
+			*val = m->vals[j];
+			return 1;
+		}
+		j = (j + 1) & (m->cap - 1);
+	}
+	return 0;
+}
+
+void hmap_release(struct hmap *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof *m);
+}
+
+/* ---- clocks ------------------------------------------------------------ */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int have_invariant_tsc(void)
+{
+#if defined(__x86_64__)
+	char line[4096];
+	int cst = 0, nst = 0;
+	FILE *f = fopen("/proc/cpuinfo", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f)) {
+		if (strncmp(line, "flags", 5))
+			continue;
+		cst = strstr(line, " constant_tsc") != NULL;
+		nst = strstr(line, " nonstop_tsc") != NULL;
+		break;
+	}
+	fclose(f);
+	return cst && nst;
+#else
+	return 0;
+#endif
+}
+
+static uint64_t now_ticks(const struct collector *c)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (c->ctl->flags & CYG_F_TSC)
+		return __rdtsc();
+#endif
+	return mono_ns();
+}
+
+/* Calibrate ticks to ns against CLOCK_MONOTONIC over a short interval. */
+static void calibrate(struct collector *c)
+{
+	if (!(c->ctl->flags & CYG_F_TSC)) {
+		c->tsc0 = mono_ns();
+		c->mono0 = c->tsc0;
+		c->ns_per_tick = 1.0;
+		return;
+	}
+#if defined(__x86_64__) || defined(__i386__)
+	uint64_t m0 = mono_ns(), t0 = __rdtsc();
+	struct timespec ts = {0, 30000000};
+	nanosleep(&ts, NULL);
+	uint64_t m1 = mono_ns(), t1 = __rdtsc();
+	c->ns_per_tick = (double)(m1 - m0) / (double)(t1 - t0);
+	c->ctl->tsc_per_sec = (uint64_t)(1e9 / c->ns_per_tick);
+	c->tsc0 = __rdtsc();
+	c->mono0 = mono_ns();
+#endif
+}
+
+/* ---- names, for filters ------------------------------------------------ */
+
+struct cproc *collector_proc(struct collector *c, uint64_t proc_off)
+{
+	size_t i;
+	struct cyg_proc *p;
+
+	if (!proc_off)
+		return NULL;
+	for (i = 0; i < c->nprocs; i++)
+		if ((char *)c->procs[i].p == c->base + proc_off)
+			goto found;
+	p = C_AT(c, proc_off);
+	struct cproc *v = realloc(c->procs, (c->nprocs + 1) * sizeof *v);
+	if (!v)
+		return NULL;
+	c->procs = v;
+	memset(&v[c->nprocs], 0, sizeof *v);
+	v[c->nprocs].p = p;
+	v[c->nprocs].idx = p->seq;
+	i = c->nprocs++;
+found:
+	p = c->procs[i].p;
+	uint64_t len = __atomic_load_n(&p->maps_len, __ATOMIC_ACQUIRE);
+	if (len && len != c->procs[i].maps_len) {
+		cygprof_maps_release(&c->procs[i].maps);
+		cygprof_maps_parse(C_AT(c, p->maps_off), len, &c->procs[i].maps);
+		c->procs[i].maps_len = len;
+	}
+	return &c->procs[i];
+}
+
+static struct cygprof_elf *elf_for(struct collector *c, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < c->nelfs; i++)
+		if (!strcmp(c->elfs[i].path, path))
+			return c->elfs[i].elf;
+	struct elfcache *v = realloc(c->elfs, (c->nelfs + 1) * sizeof *v);
+	if (!v)
+		return NULL;
+	c->elfs = v;
+	v[c->nelfs].path = strdup(path);
+	v[c->nelfs].elf = NULL;
+	v[c->nelfs].err = cygprof_elf_open(path, &v[c->nelfs].elf);
+	return v[c->nelfs++].elf;
+}
+
+/* The raw (mangled) name of the function at runtime address addr. */
+const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t addr, uint64_t *start,
+			      uint64_t *size, struct cygprof_map **mapp, struct cygprof_elf **elfp)
+{
+	size_t i;
+
+	if (!cp)
+		return NULL;
+	for (i = 0; i < cp->maps.n; i++) {
+		struct cygprof_map *m = &cp->maps.v[i];
+		uint64_t bias, s, z;
+		if (addr < m->start || addr >= m->end)
+			continue;
+		struct cygprof_elf *e = elf_for(c, m->path);
+		if (mapp)
+			*mapp = m;
+		if (elfp)
+			*elfp = e;
+		if (!e || cygprof_elf_bias(e, m, &bias))
+			return NULL;
+		const char *name = cygprof_elf_lookup(e, addr - bias, &s, &z);
+		if (name) {
+			if (start)
+				*start = s + bias;
+			if (size)
+				*size = z;
+		}
+		return name;
+	}
+	return NULL;
+}
+
+static int name_matches(const char **pats, size_t n, const char *raw)
+{
+	size_t i;
+	char *dem;
+	int hit = 0;
+
+	if (!raw)
+		return 0;
+	dem = cygprof_demangle(raw);
+	for (i = 0; i < n && !hit; i++) {
+		if (!fnmatch(pats[i], raw, 0))
+			hit = 1;
+		else if (dem) {
+			/* match "ns::f" against "ns::f(int)" too */
+			char *paren = strchr(dem, '(');
+			if (!fnmatch(pats[i], dem, 0))
+				hit = 1;
+			else if (paren) {
+				*paren = 0;
+				hit = !fnmatch(pats[i], dem, 0);
+				*paren = '(';
+			}
+		}
+	}
+	free(dem);
+	return hit;
+}
+
+/* ---- raw nodes onto the capture's tree --------------------------------- */
+
+static uint32_t fnode_intern(struct cthread *ct, uint32_t parent, uint64_t fn, uint64_t site)
+{
+	uint64_t key = hash3(parent, fn, 0), v;
+
+	/* Linear probing on the key space: keys are hashes; verify and step. */
+	for (;;) {
+		if (!hmap_get(&ct->bykey, key, &v))
+			break;
+		struct fnode *f = &ct->nodes[v];
+		if (f->parent == parent && f->fn == fn)
+			return (uint32_t)v;
+		key = key * 31 + 7;
+		if (!key)
+			key = 1;
+	}
+	if (ct->n == ct->cap) {
+		size_t cap = ct->cap ? ct->cap * 2 : 256;
+		struct fnode *nv = realloc(ct->nodes, cap * sizeof *nv);
+		if (!nv)
+			return GID_DROP;
+		ct->nodes = nv;
+		ct->cap = cap;
+	}
+	struct fnode *f = &ct->nodes[ct->n];
+	memset(f, 0, sizeof *f);
+	f->parent = parent;
+	f->fn = fn;
+	f->site = site;
+	f->depth = parent == GID_DROP ? 0 : ct->nodes[parent].depth + 1;
+	hmap_put(&ct->bykey, key, ct->n);
+	return (uint32_t)ct->n++;
+}
+
+#define KEPT_BIT (1ULL << 32)
+#define SCOPE_BIT (1ULL << 33)
+
+/* Decide one raw node whose parent is decided (value pv).  The value kept
+ * per gid: bits 0-31 the capture-tree index of the node if kept, else of the
+ * kept ancestor its children attach to; KEPT_BIT; SCOPE_BIT (inside a -F
+ * function). */
+static uint64_t decide(struct collector *c, struct cthread *ct, const struct cyg_node *n,
+		       uint64_t pv)
+{
+	uint32_t attach = (uint32_t)pv;
+	int in_scope = !!(pv & SCOPE_BIT), keep = 1;
+
+	if (c->filtering) {
+		const char *raw = NULL;
+		if (c->o->n_only || c->o->n_except) {
+			struct cproc *cp = collector_proc(c, ct->t->proc_off);
+			raw = collector_fn_name(c, cp, n->fn, NULL, NULL, NULL, NULL);
+		}
+		if (c->o->n_only && !in_scope && name_matches(c->o->only, c->o->n_only, raw))
+			in_scope = 1;
+		if (c->o->n_only && !in_scope)
+			keep = 0;
+		if (keep && c->o->n_except && name_matches(c->o->except, c->o->n_except, raw))
+			keep = 0;
+		if (keep && c->o->max_depth && ct->nodes[attach].depth + 1 > c->o->max_depth)
+			keep = 0;
+	}
+	if (keep) {
+		uint32_t idx = fnode_intern(ct, attach, n->fn, n->site);
+		if (idx != GID_DROP)
+			return idx | KEPT_BIT | (in_scope ? SCOPE_BIT : 0);
+	}
+	return attach | (in_scope ? SCOPE_BIT : 0);
+}
+
+/* Map raw node gid onto the thread's capture tree: its index, or GID_DROP
+ * when the filters hide it.  Parents are decided first; they are in the
+ * mapping before any child is published. */
+uint32_t cthread_resolve(struct collector *c, struct cthread *ct, uint32_t gid)
+{
+	uint32_t stack[256];
+	size_t depth = 0;
+	uint64_t v;
+
+	while (!hmap_get(&ct->bygid, gid, &v)) {
+		if (gid == ct->t->root) {
+			v = fnode_intern(ct, GID_DROP, 0, 0) | KEPT_BIT;
+			hmap_put(&ct->bygid, gid, v);
+			break;
+		}
+		if (depth == sizeof stack / sizeof stack[0]) {
+			cthread_resolve(c, ct, gid); /* very deep: decide the upper part first */
+			continue;
+		}
+		stack[depth++] = gid;
+		gid = ((struct cyg_node *)C_AT(c, (uint64_t)gid * CYG_NODE_SIZE))->parent;
+	}
+	while (depth) {
+		gid = stack[--depth];
+		v = decide(c, ct, (struct cyg_node *)C_AT(c, (uint64_t)gid * CYG_NODE_SIZE), v);
+		hmap_put(&ct->bygid, gid, v);
+	}
+	return (v & KEPT_BIT) ? (uint32_t)v : GID_DROP;
+}
+
+/* ---- draining the rings ------------------------------------------------ */
+
+static int push_ev(struct cthread *ct, uint64_t ts_ns, uint32_t node, uint32_t kind)
+{
+	if (ct->nev == ct->capev) {
+		size_t cap = ct->capev ? ct->capev * 2 : 4096;
+		struct cygprof_event *v = realloc(ct->ev, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		ct->ev = v;
+		ct->capev = cap;
+	}
+	ct->ev[ct->nev].ts_ns = ts_ns;
+	ct->ev[ct->nev].node = node;
+	ct->ev[ct->nev].kind = kind;
+	ct->nev++;
+	return 0;
+}
+
+/* One decoded event, after the node filters: apply the time filter (a call
+ * shorter than min_ns is kept only if something inside it was kept). */
+static void take_event(struct collector *c, struct cthread *ct, uint64_t ts, uint32_t node,
+		       unsigned kind)
+{
+	uint64_t ns = tick_ns(c, ts);
+	size_t i;
+
+	if (!c->o->min_ns) {
+		push_ev(ct, ns, node, kind);
+		return;
+	}
+	if (kind == CYG_EV_ENTER) {
+		if (ct->npend == ct->cappend) {
+			size_t cap = ct->cappend ? ct->cappend * 2 : 64;
+			struct pend *v = realloc(ct->pend, cap * sizeof *v);
+			if (!v)
+				return;
+			ct->pend = v;
+			ct->cappend = cap;
+		}
+		ct->pend[ct->npend].node = node;
+		ct->pend[ct->npend].written = 0;
+		ct->pend[ct->npend].ts = ns;
+		ct->npend++;
+		return;
+	}
+	if (!ct->npend) { /* an exit of a frame opened before (fork child) */
+		push_ev(ct, ns, node, kind);
+		return;
+	}
+	struct pend *top = &ct->pend[--ct->npend];
+	if (!top->written && ns - top->ts < c->o->min_ns)
+		return;
+	for (i = 0; i <= ct->npend; i++) {
+		if (!ct->pend[i].written) {
+			push_ev(ct, ct->pend[i].ts, ct->pend[i].node, CYG_EV_ENTER);
+			ct->pend[i].written = 1;
+		}
+	}
+	push_ev(ct, ns, node, kind);
+}
+
+static void drain_thread(struct collector *c, struct cthread *ct)
+{
+	struct cyg_thread *t = ct->t;
+	uint64_t off = __atomic_load_n(&t->ring_off, __ATOMIC_ACQUIRE);
+	uint64_t head, tail, mask = c->ctl->ring_words - 1;
+
+	if (!off || ct->ring_done)
+		return;
+	uint32_t state = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+	const uint64_t *ring = C_AT(c, off);
+	head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
+	tail = t->tail;
+	for (; tail != head; tail++) {
+		uint64_t w = ring[tail & mask];
+		unsigned kind = cyg_ev_kind(w);
+		if (kind == CYG_EV_SYNC) {
+			ct->cur_ts = cyg_ev_sync_ts(w);
+			continue;
+		}
+		ct->cur_ts += cyg_ev_delta(w);
+		uint32_t idx = cthread_resolve(c, ct, cyg_ev_gid(w));
+		if (idx != GID_DROP)
+			take_event(c, ct, ct->cur_ts, idx, kind);
+	}
+	__atomic_store_n(&t->tail, tail, __ATOMIC_RELEASE);
+	if (ct->nev) {
+		int err = cygprof_capture_append_events(c->cap, ct->idx, ct->ev, ct->nev);
+		if (err && !c->err)
+			c->err = err;
+		ct->events += ct->nev;
+		ct->nev = 0;
+	}
+	if (state == CYG_T_ENDED && tail == __atomic_load_n(&t->head, __ATOMIC_ACQUIRE)) {
+		/* Drained after the thread ended: its ring goes back to the pool. */
+		ct->ring_done = 1;
+		pthread_mutex_lock(&c->ctl->lock);
+		*(uint64_t *)C_AT(c, off) = c->ctl->free_rings;
+		c->ctl->free_rings = off;
+		t->ring_off = 0;
+		pthread_mutex_unlock(&c->ctl->lock);
+	}
+}
+
+/* Pick up threads registered since the last look (the list is newest first). */
+static int scan_threads(struct collector *c)
+{
+	uint64_t off = __atomic_load_n(&c->ctl->threads_off, __ATOMIC_ACQUIRE);
+	size_t known = c->nthreads, n = 0, i;
+	uint64_t o;
+
+	for (o = off; o; o = ((struct cyg_thread *)C_AT(c, o))->next) {
+		struct cyg_thread *t = C_AT(c, o);
+		if (t->seq < known)
+			break;
+		n++;
+	}
+	if (!n)
+		return 0;
+	struct cthread **v = realloc(c->threads, (known + n) * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	c->threads = v;
+	for (i = known; i < known + n; i++)
+		v[i] = NULL;
+	for (o = off; o; o = ((struct cyg_thread *)C_AT(c, o))->next) {
+		struct cyg_thread *t = C_AT(c, o);
+		if (t->seq < known)
+			break;
+		if (t->seq >= known + n)
+			continue;
+		struct cthread *ct = calloc(1, sizeof *ct);
+		if (!ct)
+			return -ENOMEM;
+		ct->t = t;
+		ct->idx = t->seq;
+		ct->cur_ts = t->start_ts;
+		v[t->seq] = ct;
+	}
+	c->nthreads = known + n;
+	return 0;
+}
+
+static void drain_all(struct collector *c)
+{
+	size_t i;
+
+	scan_threads(c);
+	for (i = 0; i < c->nthreads; i++)
+		if (c->threads[i])
+			drain_thread(c, c->threads[i]);
+}
+
+/* ---- process ends ------------------------------------------------------ */
+
+static void lock_ctl(struct collector *c)
+{
+	if (pthread_mutex_lock(&c->ctl->lock) == EOWNERDEAD)
+		pthread_mutex_consistent(&c->ctl->lock);
+}
+
+/* We reaped pid (our child, or an orphan we adopted as subreaper). */
+static void note_end(struct collector *c, pid_t pid, int status)
+{
+	uint64_t off;
+
+	lock_ctl(c);
+	for (off = c->ctl->procs_off; off;) {
+		struct cyg_proc *p = C_AT(c, off);
+		if (p->pid == (uint32_t)pid && p->state != CYG_P_EXEC) {
+			if (p->state == CYG_P_RUNNING || p->state == CYG_P_GONE) {
+				if (WIFEXITED(status)) {
+					p->state = CYG_P_EXIT;
+					p->code = WEXITSTATUS(status);
+				} else {
+					p->state = CYG_P_SIGNAL;
+					p->code = WTERMSIG(status);
+				}
+			}
+			if (!p->end_ts || !WIFEXITED(status))
+				p->end_ts = now_ticks(c);
+			break;
+		}
+		off = p->next;
+	}
+	pthread_mutex_unlock(&c->ctl->lock);
+}
+
+/* ---- spawning ---------------------------------------------------------- */
+
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig)
+{
+	if (child_pid > 0)
+		kill(child_pid, sig);
+}
+
+static char *preload_value(const char *runtime)
+{
+	const char *old = getenv("LD_PRELOAD");
+	size_t n = strlen(runtime) + (old ? strlen(old) : 0) + 2;
+	char *v = malloc(n);
+
+	if (v)
+		snprintf(v, n, "%s%s%s", runtime, old && *old ? ":" : "", old && *old ? old : "");
+	return v;
+}
+
+static pid_t spawn(struct collector *c, int memfd, int *exec_errno)
+{
+	int pfd[2];
+	char fdbuf[16];
+	char *pre = preload_value(c->o->runtime);
+	pid_t pid;
+	int e = 0;
+
+	if (!pre || pipe2(pfd, O_CLOEXEC) < 0) {
+		free(pre);
+		return -1;
+	}
+	snprintf(fdbuf, sizeof fdbuf, "%d", memfd);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		setenv("LD_PRELOAD", pre, 1);
+		setenv(CYG_SHM_FD_ENV, fdbuf, 1);
+		execvp(c->o->argv[0], c->o->argv);
+		e = errno;
+		(void)!write(pfd[1], &e, sizeof e);
+		_exit(127);
+	}
+	free(pre);
+	close(pfd[1]);
+	if (pid < 0) {
+		close(pfd[0]);
+		return -1;
+	}
+	if (read(pfd[0], &e, sizeof e) == (ssize_t)sizeof e)
+		*exec_errno = e;
+	close(pfd[0]);
+	return pid;
+}
+
+/* ---- the whole recording ----------------------------------------------- */
+
+static int setup_mapping(struct collector *c, int *memfd)
+{
+	const struct cygprof_record_opts *o = c->o;
+	pthread_mutexattr_t ma;
+	int fd = memfd_create("cygprof", 0);
+
+	if (fd < 0)
+		return -errno;
+	c->size = o->shm_bytes ? o->shm_bytes : CYG_SHM_DEFAULT_SIZE;
+	if (ftruncate(fd, (off_t)c->size) < 0) {
+		close(fd);
+		return -errno;
+	}
+	c->base = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	if (c->base == MAP_FAILED) {
+		close(fd);
+		return -errno;
+	}
+	c->ctl = (struct cyg_ctl *)c->base;
+	c->ctl->magic = CYG_SHM_MAGIC;
+	c->ctl->version = CYG_SHM_VERSION;
+	c->ctl->size = c->size;
+	c->ctl->flags = (o->timeline ? CYG_F_TIMELINE : 0) | (o->drop ? CYG_F_DROP : 0) |
+			(have_invariant_tsc() ? CYG_F_TSC : 0);
+	uint64_t words = (o->ring_bytes ? o->ring_bytes : (4ULL << 20)) / 8;
+	uint64_t p2 = 16;
+	while (p2 < words)
+		p2 <<= 1;
+	c->ctl->ring_words = p2;
+	c->ctl->collector_pid = (uint32_t)getpid();
+	c->ctl->max_depth = CYG_STACK_MAX;
+	c->ctl->alloc_off = CYG_AREA_OFF;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&c->ctl->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	*memfd = fd;
+	return 0;
+}
+
+static void free_collector(struct collector *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nthreads; i++) {
+		struct cthread *ct = c->threads[i];
+		if (!ct)
+			continue;
+		hmap_release(&ct->bykey);
+		hmap_release(&ct->bygid);
+		free(ct->nodes);
+		free(ct->ev);
+		free(ct->pend);
+		free(ct);
+	}
+	free(c->threads);
+	for (i = 0; i < c->nprocs; i++)
+		cygprof_maps_release(&c->procs[i].maps);
+	free(c->procs);
+	for (i = 0; i < c->nelfs; i++) {
+		cygprof_elf_close(c->elfs[i].elf);
+		free(c->elfs[i].path);
+	}
+	free(c->elfs);
+	if (c->base && c->base != MAP_FAILED)
+		munmap(c->base, c->size);
+}
+
+int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_result *res,
+		   char *err, size_t errlen)
+{
+	struct collector c;
+	struct sigaction sa, old_int, old_term;
+	int memfd = -1, rc, status = 0, exec_errno = 0;
+	pid_t pid;
+	uint64_t last_commit;
+
+	memset(&c, 0, sizeof c);
+	memset(res, 0, sizeof *res);
+	c.o = o;
+	c.filtering = o->n_only || o->n_except || o->max_depth;
+
+	rc = cygprof_capture_create(o->output, &c.cap);
+	if (rc) {
+		snprintf(err, errlen, "cannot create capture '%s': %s", o->output,
+			 cygprof_strerror(rc));
+		return rc;
+	}
+	rc = setup_mapping(&c, &memfd);
+	if (rc) {
+		snprintf(err, errlen, "cannot set up shared memory: %s", strerror(-rc));
+		goto fail;
+	}
+	calibrate(&c);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = forward_signal;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+
+	pid = spawn(&c, memfd, &exec_errno);
+	if (pid < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot start '%s': %s", o->argv[0], strerror(errno));
+		goto fail;
+	}
+	child_pid = pid;
+	close(memfd);
+	memfd = -1;
+	if (exec_errno) {
+		waitpid(pid, &status, 0);
+		res->exec_errno = exec_errno;
+		snprintf(err, errlen, "cannot run '%s': %s", o->argv[0], strerror(exec_errno));
+		rc = -exec_errno;
+		goto fail;
+	}
+
+	cygprof_capture_begin(c.cap);
+	last_commit = mono_ns();
+	for (;;) {
+		pid_t r;
+		int st;
+		int any = 0;
+
+		while ((r = waitpid(-1, &st, WNOHANG)) > 0) {
+			if (!WIFEXITED(st) && !WIFSIGNALED(st))
+				continue;
+			note_end(&c, r, st);
+			if (r == pid)
+				status = st;
+			any = 1;
+		}
+		c.ctl->heartbeat++;
+		drain_all(&c);
+		if (r < 0 && errno == ECHILD)
+			break;
+		if (mono_ns() - last_commit > 200000000ULL) {
+			cygprof_capture_commit(c.cap);
+			cygprof_capture_begin(c.cap);
+			last_commit = mono_ns();
+		}
+		if (!any) {
+			struct timespec ts = {0, o->timeline ? 1000000 : 10000000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	child_pid = 0;
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	c.end_ts = now_ticks(&c);
+	drain_all(&c);
+	c.main_pid = pid;
+	c.main_status = status;
+
+	rc = collector_finish(&c);
+	{
+		int e = cygprof_capture_commit(c.cap);
+		if (!rc)
+			rc = e;
+	}
+	if (!rc && c.err)
+		rc = c.err;
+	res->status = status;
+	res->procs = (uint32_t)c.ctl->nprocs;
+	res->threads = (uint32_t)c.nthreads;
+	for (size_t i = 0; i < c.nthreads; i++) {
+		struct cthread *ct = c.threads[i];
+		if (!ct)
+			continue;
+		res->events += ct->events;
+		res->lost += ct->t->lost;
+		res->waits += ct->t->waits;
+		for (size_t k = 0; k < ct->n; k++)
+			res->calls += ct->nodes[k].calls;
+	}
+	{
+		int e = cygprof_capture_close(c.cap);
+		c.cap = NULL;
+		if (!rc)
+			rc = e;
+	}
+	if (rc)
+		snprintf(err, errlen, "writing capture '%s': %s", o->output, cygprof_strerror(rc));
+	else {
+		struct stat stt;
+		if (!stat(o->output, &stt))
+			res->capture_bytes = (uint64_t)stt.st_size;
+	}
+	free_collector(&c);
+	return rc;
+fail:
+	if (memfd >= 0)
+		close(memfd);
+	cygprof_capture_close(c.cap);
+	unlink(o->output);
+	{
+		char lk[4096];
+		snprintf(lk, sizeof lk, "%s-lock", o->output);
+		unlink(lk);
+	}
+	free_collector(&c);
+	return rc ? rc : -EIO;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* collector.h - start a program under the runtime, drain it, write the capture. */
+#ifndef CYGPROF_COLLECTOR_H
+#define CYGPROF_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cygprof_record_opts {
+	const char *output;    /* capture path */
+	char *const *argv;     /* the program and its arguments */
+	const char *runtime;   /* absolute path of libcygprof-cyg.so */
+	int timeline;          /* keep every enter/exit event */
+	int drop;              /* full ring: drop and count instead of waiting */
+	int quiet;             /* no summary line */
+	uint64_t ring_bytes;   /* per-thread ring size (power of two) */
+	uint64_t shm_bytes;    /* size of the shared mapping */
+	uint32_t max_depth;    /* keep call paths at most this deep (0: no limit) */
+	const char **only;     /* -F: only these functions and what they call */
+	size_t n_only;
+	const char **except;   /* -N: hide these functions (their callees stay) */
+	size_t n_except;
+	uint64_t min_ns;       /* timeline: drop calls shorter than this */
+	const char *filters;   /* the filter options as given, for the capture */
+};
+
+struct cygprof_record_result {
+	int status;            /* wait status of the program */
+	int exec_errno;        /* non-zero: the program could not be started */
+	uint32_t procs, threads;
+	uint64_t calls, events, lost, waits;
+	uint64_t capture_bytes;
+};
+
+/** Run the program and record it.  Returns 0 when the capture was written
+ * (whatever the program did), or a negative error (message in err). */
+int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_result *res,
+		   char *err, size_t errlen);
+
+#endif

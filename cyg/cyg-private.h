@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/* cyg-private.h - state shared by the runtime's hot hooks and its cold paths.
+ * Everything here runs inside the traced program: libc, libdl and pthread only. */
+#ifndef CYGPROF_CYG_PRIVATE_H
+#define CYGPROF_CYG_PRIVATE_H
+
+#include <stdint.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#include "cyg-shm.h"
+
+#define NOINSTR __attribute__((no_instrument_function))
+#define HIDDEN __attribute__((visibility("hidden")))
+#define EXPORT __attribute__((visibility("default")))
+#define COLD __attribute__((cold, noinline))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TLS_IE __attribute__((tls_model("initial-exec")))
+
+/* The thread's writer, reached through initial-exec TLS (no __tls_get_addr). */
+struct cyg_tls {
+	struct cyg_thread *t;
+	struct cyg_frame *stk;
+	uint64_t *ring;
+};
+
+extern __thread struct cyg_tls cyg_tls TLS_IE HIDDEN;
+extern char *cyg_base HIDDEN;
+extern struct cyg_ctl *cyg_ctl HIDDEN;
+extern int cyg_use_tsc HIDDEN;
+extern int cyg_timeline HIDDEN;
+extern uint64_t cyg_ring_mask HIDDEN;
+extern uint32_t cyg_max_depth HIDDEN;
+
+NOINSTR static inline uint64_t cyg_now(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (LIKELY(cyg_use_tsc))
+		return __rdtsc();
+#endif
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The stack position of the instrumented function that called the hook. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define CYG_CFA() ((uint64_t)(uintptr_t)__builtin_dwarf_cfa())
+#else
+#define CYG_CFA() ((uint64_t)(uintptr_t)__builtin_frame_address(0) + 16)
+#endif
+
+static inline uint32_t cyg_gid(const struct cyg_node *n)
+{
+	return (uint32_t)((uint64_t)((const char *)n - cyg_base) / CYG_NODE_SIZE);
+}
+
+/* cold paths (cyg-thread.c) */
+HIDDEN struct cyg_thread *cyg__thread_init(void) COLD;
+HIDDEN struct cyg_node *cyg__new_child(struct cyg_thread *t, struct cyg_node *p, uint64_t fn,
+				       uint64_t site) COLD;
+HIDDEN uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t cfa, uint64_t now) COLD;
+HIDDEN void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cfa) COLD;
+HIDDEN void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t now) COLD;
+HIDDEN void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when) COLD;
+
+/* Append one event to the thread's ring (timeline mode only). */
+NOINSTR static inline void cyg_ring_put(struct cyg_thread *t, unsigned kind, uint32_t gid,
+					uint64_t now)
+{
+	uint64_t delta = now - t->last_ts;
+	uint64_t h = t->head;
+
+	if (UNLIKELY(delta > CYG_EV_DELTA_MAX || h - t->tail_seen > cyg_ring_mask - 1)) {
+		cyg__ring_slow(t, kind, gid, now);
+		return;
+	}
+	cyg_tls.ring[h & cyg_ring_mask] = cyg_ev_make(kind, gid, delta);
+	t->last_ts = now;
+	__atomic_store_n(&t->head, h + 1, __ATOMIC_RELEASE);
+}
+
+#endif

@@ -1,0 +1,740 @@
+/* SPDX-License-Identifier: MIT */
+/* cyg-thread.c - the runtime's cold paths: attaching to the collector's
+ * mapping, per-thread writers, process images (fork, exec, exit), recovery of
+ * unbalanced enter/exit, and the full-ring wait.
+ *
+ * Runs inside the traced program.  Nothing here is on the per-call path
+ * except through a rare branch; syscalls and the shared cold-path lock are
+ * fine here, malloc is not (the runtime takes its memory from the mapping).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cyg-private.h"
+
+__thread struct cyg_tls cyg_tls TLS_IE;
+char *cyg_base;
+struct cyg_ctl *cyg_ctl;
+int cyg_use_tsc;
+int cyg_timeline;
+uint64_t cyg_ring_mask;
+uint32_t cyg_max_depth = 2; /* until attached: every enter overflows harmlessly */
+
+static int cyg_state;        /* 0 not tried, 1 attached, -1 disabled */
+static __thread uint64_t fork_cfa TLS_IE; /* stack position of fork()'s caller */
+static uint64_t cyg_proc_off; /* this process image's record */
+static pthread_key_t cyg_key;
+
+#define OFF(p) ((uint64_t)((char *)(p) - cyg_base))
+#define AT(off) ((void *)(cyg_base + (off)))
+
+/* ---- the shared cold-path lock and allocator --------------------------- */
+
+static void lock(void)
+{
+	if (pthread_mutex_lock(&cyg_ctl->lock) == EOWNERDEAD)
+		pthread_mutex_consistent(&cyg_ctl->lock); /* its owner died mid-section */
+}
+
+static void unlock(void)
+{
+	pthread_mutex_unlock(&cyg_ctl->lock);
+}
+
+/* Bump-allocate from the mapping (lock held).  Returns 0 when full. */
+static uint64_t area_alloc(uint64_t size)
+{
+	uint64_t off = (cyg_ctl->alloc_off + 63) & ~63ULL;
+
+	size = (size + 63) & ~63ULL;
+	if (off + size > cyg_ctl->size) {
+		cyg_ctl->oom++;
+		return 0;
+	}
+	cyg_ctl->alloc_off = off + size;
+	return off;
+}
+
+/* Take a block from a free list (lock held); the first word links the list. */
+static uint64_t list_pop(uint64_t *head)
+{
+	uint64_t off = *head;
+	if (off)
+		*head = *(uint64_t *)AT(off);
+	return off;
+}
+
+static void list_push(uint64_t *head, uint64_t off)
+{
+	*(uint64_t *)AT(off) = *head;
+	*head = off;
+}
+
+/* ---- small syscall-only helpers ---------------------------------------- */
+
+/* Read a whole /proc file into dst (at most cap bytes); returns its length. */
+static uint64_t read_file(const char *path, char *dst, uint64_t cap)
+{
+	uint64_t len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	while (len < cap) {
+		ssize_t n = read(fd, dst + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (uint64_t)n;
+	}
+	close(fd);
+	return len;
+}
+
+#define MAPS_CAP (4ULL << 20)
+#define CMD_CAP (64ULL << 10)
+
+static void snapshot_maps(struct cyg_proc *p)
+{
+	uint64_t off, len;
+
+	lock();
+	off = area_alloc(MAPS_CAP);
+	unlock();
+	if (!off)
+		return;
+	len = read_file("/proc/self/maps", AT(off), MAPS_CAP);
+	p->maps_off = off;
+	__atomic_store_n(&p->maps_len, len, __ATOMIC_RELEASE);
+}
+
+/* The newest record of a live image with this pid, lock held. */
+static struct cyg_proc *find_proc(uint32_t pid)
+{
+	uint64_t off;
+
+	for (off = __atomic_load_n(&cyg_ctl->procs_off, __ATOMIC_ACQUIRE); off;) {
+		struct cyg_proc *p = AT(off);
+		if (p->pid == pid && p->state != CYG_P_EXEC)
+			return p;
+		off = p->next;
+	}
+	return NULL;
+}
+
+/* Register this process image.  parent_off: the image that forked us, or
+ * 0 to look it up (exec'd image or the program the collector started). */
+static void register_proc(uint64_t parent_off, uint64_t now)
+{
+	struct cyg_proc *p, *old;
+	uint64_t off, cmd;
+	uint32_t pid = (uint32_t)getpid();
+
+	lock();
+	off = area_alloc(sizeof *p);
+	cmd = area_alloc(CMD_CAP);
+	if (!off) {
+		unlock();
+		return;
+	}
+	p = AT(off);
+	p->pid = pid;
+	p->ppid = (uint32_t)getppid();
+	p->start_ts = now;
+	if (!parent_off) {
+		old = find_proc(pid);
+		if (old && old->state == CYG_P_RUNNING) {
+			/* Our previous image exec'd us: it ends here, and its
+			 * threads' open frames close now (the collector does it). */
+			uint64_t toff;
+			old->state = CYG_P_EXEC;
+			old->end_ts = now;
+			for (toff = cyg_ctl->threads_off; toff;) {
+				struct cyg_thread *t = AT(toff);
+				if (t->proc_off == OFF(old) && t->state == CYG_T_ACTIVE) {
+					t->end_ts = now;
+					__atomic_store_n(&t->state, CYG_T_CUT, __ATOMIC_RELEASE);
+				}
+				toff = t->next;
+			}
+			parent_off = OFF(old);
+		} else {
+			old = find_proc(p->ppid);
+			parent_off = old ? OFF(old) : 0;
+		}
+	}
+	p->parent_off = parent_off;
+	p->seq = cyg_ctl->nprocs++;
+	unlock();
+
+	ssize_t n = readlink("/proc/self/exe", p->exe, sizeof p->exe - 1);
+	p->exe[n > 0 ? n : 0] = 0;
+	if (cmd) {
+		p->cmd_len = read_file("/proc/self/cmdline", AT(cmd), CMD_CAP);
+		p->cmd_off = cmd;
+	}
+	snapshot_maps(p);
+
+	lock();
+	p->next = cyg_ctl->procs_off;
+	__atomic_store_n(&cyg_ctl->procs_off, off, __ATOMIC_RELEASE);
+	unlock();
+	cyg_proc_off = off;
+}
+
+/* ---- per-thread writers ------------------------------------------------ */
+
+/* Allocate a tree node for thread t (no lock: the thread owns its chunk). */
+static struct cyg_node *node_alloc(struct cyg_thread *t)
+{
+	if (UNLIKELY(t->chunk_next + CYG_NODE_SIZE > t->chunk_end)) {
+		uint64_t size = t->chunk_size ? t->chunk_size * 2 : (16ULL << 10);
+		uint64_t off;
+		if (size > (4ULL << 20))
+			size = 4ULL << 20;
+		lock();
+		off = area_alloc(size);
+		unlock();
+		if (!off)
+			return NULL;
+		t->chunk_size = size;
+		t->chunk_next = off;
+		t->chunk_end = off + size;
+	}
+	struct cyg_node *n = AT(t->chunk_next);
+	t->chunk_next += CYG_NODE_SIZE;
+	return n;
+}
+
+struct cyg_node *cyg__new_child(struct cyg_thread *t, struct cyg_node *p, uint64_t fn,
+				uint64_t site)
+{
+	struct cyg_node *c = node_alloc(t);
+
+	if (!c)
+		return NULL;
+	c->fn = fn;
+	c->site = site;
+	c->calls = 0;
+	c->ticks = 0;
+	c->parent = cyg_gid(p);
+	c->first_child = 0;
+	c->hint = CYG_GID_NULL;
+	c->next_sibling = p->first_child;
+	/* Publish fully built: the collector may follow the link any time. */
+	__atomic_store_n(&p->first_child, cyg_gid(c), __ATOMIC_RELEASE);
+	return c;
+}
+
+static void thread_dtor(void *arg);
+
+static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
+{
+	struct cyg_thread *t;
+	struct cyg_node *root;
+	uint64_t off, stack, ring = 0;
+
+	lock();
+	off = area_alloc(sizeof *t);
+	stack = list_pop(&cyg_ctl->free_stacks);
+	if (!stack)
+		stack = area_alloc((uint64_t)CYG_STACK_MAX * sizeof(struct cyg_frame));
+	if (cyg_timeline) {
+		ring = list_pop(&cyg_ctl->free_rings);
+		if (!ring)
+			ring = area_alloc(cyg_ctl->ring_words * 8);
+	}
+	unlock();
+	if (!off || !stack || (cyg_timeline && !ring))
+		return NULL;
+
+	t = AT(off);
+	memset(t, 0, sizeof *t);
+	t->pid = (uint32_t)getpid();
+	t->tid = (uint32_t)gettid();
+	t->flags = flags;
+	t->stack_off = stack;
+	t->ring_off = ring;
+	t->proc_off = cyg_proc_off;
+	t->start_ts = now;
+	t->last_ts = now;
+	prctl(PR_GET_NAME, t->name, 0, 0, 0);
+	root = node_alloc(t);
+	if (!root)
+		return NULL;
+	memset(root, 0, sizeof *root);
+	root->hint = CYG_GID_NULL;
+	t->root = cyg_gid(root);
+
+	struct cyg_frame *stk = AT(stack);
+	stk[0].ts = now;
+	stk[0].cfa = UINT64_MAX;
+	stk[0].node = t->root;
+	t->state = CYG_T_ACTIVE;
+
+	lock();
+	t->seq = cyg_ctl->nthreads++;
+	t->next = cyg_ctl->threads_off;
+	__atomic_store_n(&cyg_ctl->threads_off, off, __ATOMIC_RELEASE);
+	unlock();
+
+	cyg_tls.t = t;
+	cyg_tls.stk = stk;
+	cyg_tls.ring = ring ? AT(ring) : NULL;
+	pthread_setspecific(cyg_key, t);
+	return t;
+}
+
+static int attach(void);
+
+struct cyg_thread *cyg__thread_init(void)
+{
+	struct cyg_thread *t;
+	int saved = errno;
+
+	if (cyg_state == 0)
+		attach();
+	if (cyg_state <= 0)
+		return NULL;
+	t = thread_new(0, cyg_now());
+	errno = saved;
+	return t;
+}
+
+/* Close the frames above to_depth at time `when` (they were abandoned). */
+void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when)
+{
+	struct cyg_frame *stk = cyg_tls.stk;
+
+	if (when < t->last_ts)
+		when = t->last_ts;
+	while (t->depth > to_depth) {
+		struct cyg_frame *f = &stk[t->depth];
+		struct cyg_node *n = CYG_NODE(cyg_base, f->node);
+		if (when > f->ts)
+			n->ticks += when - f->ts;
+		t->unwound++;
+		t->depth--;
+		if (cyg_timeline)
+			cyg_ring_put(t, CYG_EV_UNWIND, f->node, when);
+	}
+}
+
+uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t cfa, uint64_t now)
+{
+	struct cyg_frame *stk = cyg_tls.stk;
+	uint32_t d = t->depth;
+	uint64_t when = t->leave_ts ? t->leave_ts : now;
+
+	while (d > 0 && stk[d].cfa <= cfa)
+		d--;
+	cyg__close_frames(t, d, when);
+	t->leave_ts = 0;
+	return d;
+}
+
+void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cfa)
+{
+	struct cyg_frame *stk = cyg_tls.stk;
+	uint32_t d;
+
+	if (t->ovf) {
+		t->ovf--;
+		return;
+	}
+	if (t->leave_ts) {
+		/* A longjmp happened: frames strictly below the exiting
+		 * function's are dead. */
+		d = t->depth;
+		while (d > 0 && stk[d].cfa < cfa)
+			d--;
+		cyg__close_frames(t, d, t->leave_ts);
+		t->leave_ts = 0;
+	}
+	for (d = t->depth; d > 0; d--)
+		if (CYG_NODE(cyg_base, stk[d].node)->fn == fn)
+			break;
+	if (!d) {
+		t->unpaired++;
+		return;
+	}
+	/* Frames above the match were left without their exit (an exception
+	 * through code without cleanups, or a longjmp we did not see). */
+	cyg__close_frames(t, d, now);
+	struct cyg_node *c = CYG_NODE(cyg_base, stk[d].node);
+	c->ticks += now - stk[d].ts;
+	t->depth = d - 1;
+	if (cyg_timeline)
+		cyg_ring_put(t, CYG_EV_EXIT, stk[d].node, now);
+}
+
+/* ---- the timeline ring's rare cases ------------------------------------ */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Wait until `need` words are free.  Returns 0, or -1 to drop the event. */
+static int ring_wait(struct cyg_thread *t, uint64_t need)
+{
+	uint64_t size = cyg_ring_mask + 1;
+	uint64_t t0, hb, hb_ns, spins = 0;
+
+	t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
+	if (t->head + need - t->tail_seen <= size)
+		return 0;
+	if ((cyg_ctl->flags & CYG_F_DROP) || __atomic_load_n(&cyg_ctl->collector_gone, __ATOMIC_RELAXED))
+		return -1;
+
+	/* Lossless mode: wait for the collector, and measure the wait. */
+	t0 = cyg_now();
+	hb = __atomic_load_n(&cyg_ctl->heartbeat, __ATOMIC_RELAXED);
+	hb_ns = mono_ns();
+	t->waits++;
+	for (;;) {
+		t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
+		if (t->head + need - t->tail_seen <= size)
+			break;
+		uint64_t b = __atomic_load_n(&cyg_ctl->heartbeat, __ATOMIC_RELAXED);
+		if (b != hb) {
+			hb = b;
+			hb_ns = mono_ns();
+		} else if (mono_ns() - hb_ns > 5000000000ULL) {
+			/* The collector stopped draining: stop waiting, run on. */
+			__atomic_store_n(&cyg_ctl->collector_gone, 1, __ATOMIC_RELAXED);
+			t->wait_ticks += cyg_now() - t0;
+			return -1;
+		}
+		if (++spins < 100) {
+			sched_yield();
+		} else {
+			struct timespec ts = {0, 50000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	t->wait_ticks += cyg_now() - t0;
+	return 0;
+}
+
+void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t now)
+{
+	uint64_t delta = now - t->last_ts;
+	int sync = now < t->last_ts || delta > CYG_EV_DELTA_MAX;
+	uint64_t h;
+
+	if (ring_wait(t, 1 + (uint64_t)sync) < 0) {
+		t->lost++;
+		return;
+	}
+	h = t->head;
+	if (sync) {
+		cyg_tls.ring[h++ & cyg_ring_mask] = cyg_ev_sync(now);
+		delta = 0;
+	}
+	cyg_tls.ring[h++ & cyg_ring_mask] = cyg_ev_make(kind, gid, delta);
+	t->last_ts = now;
+	__atomic_store_n(&t->head, h, __ATOMIC_RELEASE);
+}
+
+/* ---- thread and process ends ------------------------------------------- */
+
+/* The thread leaves: close what is open, publish, give the stack back.
+ * The ring goes back to the pool once the collector has drained it. */
+static void thread_end(struct cyg_thread *t)
+{
+	uint64_t now = cyg_now();
+
+	t->busy = 1;
+	cyg__close_frames(t, 0, t->leave_ts ? t->leave_ts : now);
+	t->end_ts = now;
+	lock();
+	list_push(&cyg_ctl->free_stacks, t->stack_off);
+	__atomic_store_n(&t->state, CYG_T_ENDED, __ATOMIC_RELEASE);
+	unlock();
+	cyg_tls.t = NULL;
+	cyg_tls.stk = NULL;
+	cyg_tls.ring = NULL;
+}
+
+static void thread_dtor(void *arg)
+{
+	int saved = errno;
+	if (arg && cyg_tls.t == arg)
+		thread_end(arg);
+	errno = saved;
+}
+
+__attribute__((destructor)) static void cyg_fini(void)
+{
+	int saved = errno;
+
+	if (cyg_state <= 0)
+		return;
+	if (cyg_tls.t)
+		thread_end(cyg_tls.t);
+	if (cyg_proc_off) {
+		struct cyg_proc *p = AT(cyg_proc_off);
+		p->end_ts = cyg_now();
+	}
+	errno = saved;
+}
+
+/* fork: the child is a process of its own with its own writer.  Its open
+ * frames (those that called fork) are copied as call paths with no entries,
+ * so their exits in the child pair up and the counts stay exact. */
+static void atfork_child(void)
+{
+	struct cyg_thread *old = cyg_tls.t, *t;
+	struct cyg_frame *ostk = cyg_tls.stk;
+	uint64_t now = cyg_now();
+	uint32_t d;
+
+	if (cyg_state <= 0)
+		return;
+	register_proc(cyg_proc_off, now);
+	cyg_tls.t = NULL;
+	t = thread_new(4 /* CYGPROF_THREAD_FORKED */, now);
+	if (!t || !old)
+		return;
+	struct cyg_frame *stk = cyg_tls.stk;
+	/* Frames at or below fork()'s caller were abandoned (a longjmp not yet
+	 * noticed): the child does not inherit them. */
+	uint32_t live = old->depth;
+	while (fork_cfa && live > 0 && ostk[live].cfa <= fork_cfa)
+		live--;
+	for (d = 1; d <= live && d + 1 < cyg_max_depth; d++) {
+		struct cyg_node *on = CYG_NODE(cyg_base, ostk[d].node);
+		struct cyg_node *p = CYG_NODE(cyg_base, stk[d - 1].node);
+		struct cyg_node *c = cyg__new_child(t, p, on->fn, on->site);
+		if (!c)
+			break;
+		stk[d].ts = now;
+		stk[d].cfa = ostk[d].cfa;
+		stk[d].node = cyg_gid(c);
+		t->depth = d;
+	}
+	t->ovf = live == old->depth ? old->ovf : 0;
+}
+
+/* ---- attaching to the collector ---------------------------------------- */
+
+static int attach(void)
+{
+	const char *s = getenv(CYG_SHM_FD_ENV);
+	struct stat st;
+	void *m;
+	int fd;
+
+	cyg_state = -1;
+	if (!s)
+		return -1;
+	fd = atoi(s);
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)CYG_AREA_OFF)
+		return -1;
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return -1;
+	struct cyg_ctl *c = m;
+	if (c->magic != CYG_SHM_MAGIC || c->version != CYG_SHM_VERSION) {
+		munmap(m, (size_t)st.st_size);
+		return -1;
+	}
+	cyg_base = m;
+	cyg_ctl = c;
+	cyg_use_tsc = !!(c->flags & CYG_F_TSC);
+	cyg_timeline = !!(c->flags & CYG_F_TIMELINE);
+	cyg_ring_mask = c->ring_words - 1;
+	cyg_max_depth = c->max_depth;
+	if (pthread_key_create(&cyg_key, thread_dtor))
+		return -1;
+	register_proc(0, cyg_now());
+	pthread_atfork(NULL, NULL, atfork_child);
+	cyg_state = 1;
+	return 0;
+}
+
+__attribute__((constructor(101))) static void cyg_init(void)
+{
+	int saved = errno;
+	if (cyg_state == 0)
+		attach();
+	errno = saved;
+}
+
+/* ---- wrappers: where frames are left, and how processes end ------------- */
+
+struct __jmp_buf_tag;
+typedef void (*jmp_fn)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
+typedef void (*exit_fn)(int) __attribute__((noreturn));
+
+static void *next_sym(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+static inline void mark_leave(void)
+{
+	struct cyg_thread *t = cyg_tls.t;
+	if (t) {
+		t->leave_ts = cyg_now();
+		t->busy = 0; /* a jump out of a signal handler that interrupted a hook */
+	}
+}
+
+#define JMP_WRAPPER(name)                                                                          \
+	EXPORT __attribute__((noreturn)) void name(struct __jmp_buf_tag *env, int val);           \
+	void name(struct __jmp_buf_tag *env, int val)                                              \
+	{                                                                                          \
+		static jmp_fn real;                                                                \
+		mark_leave();                                                                      \
+		if (!real)                                                                         \
+			real = (jmp_fn)next_sym(#name);                                            \
+		real(env, val);                                                                    \
+	}
+
+JMP_WRAPPER(longjmp)
+JMP_WRAPPER(_longjmp)
+JMP_WRAPPER(siglongjmp)
+JMP_WRAPPER(__longjmp_chk)
+
+EXPORT __attribute__((noreturn)) void exit(int status);
+void exit(int status)
+{
+	static exit_fn real;
+	mark_leave();
+	if (cyg_state > 0 && cyg_proc_off) {
+		struct cyg_proc *p = AT(cyg_proc_off);
+		p->code = status & 0xff;
+		p->exit_called = 1;
+	}
+	if (!real)
+		real = (exit_fn)next_sym("exit");
+	real(status);
+}
+
+EXPORT __attribute__((noreturn)) void _exit(int status);
+void _exit(int status)
+{
+	static exit_fn real;
+	if (cyg_state > 0 && cyg_proc_off) {
+		struct cyg_proc *p = AT(cyg_proc_off);
+		p->code = status & 0xff;
+		p->exit_called = 1;
+		p->end_ts = cyg_now();
+	}
+	if (!real)
+		real = (exit_fn)next_sym("_exit");
+	real(status);
+}
+
+/* A parent reaped a child: that is the only place its exit status shows. */
+static void note_reaped(pid_t pid, int status)
+{
+	struct cyg_proc *p;
+
+	if (cyg_state <= 0 || pid <= 0)
+		return;
+	lock();
+	p = find_proc((uint32_t)pid);
+	if (p && (p->state == CYG_P_RUNNING || p->state == CYG_P_GONE)) {
+		if (WIFEXITED(status)) {
+			p->code = WEXITSTATUS(status);
+			p->state = CYG_P_EXIT;
+		} else if (WIFSIGNALED(status)) {
+			p->code = WTERMSIG(status);
+			p->state = CYG_P_SIGNAL;
+		}
+		if (!p->end_ts)
+			p->end_ts = cyg_now();
+	}
+	unlock();
+}
+
+EXPORT pid_t waitpid(pid_t pid, int *wstatus, int options);
+pid_t waitpid(pid_t pid, int *wstatus, int options)
+{
+	static pid_t (*real)(pid_t, int *, int);
+	int st = 0;
+	pid_t r;
+
+	if (!real)
+		real = (pid_t(*)(pid_t, int *, int))next_sym("waitpid");
+	r = real(pid, &st, options);
+	if (r > 0 && (WIFEXITED(st) || WIFSIGNALED(st)))
+		note_reaped(r, st);
+	if (wstatus)
+		*wstatus = st;
+	return r;
+}
+
+EXPORT pid_t wait(int *wstatus);
+pid_t wait(int *wstatus)
+{
+	return waitpid(-1, wstatus, 0);
+}
+
+EXPORT pid_t wait4(pid_t pid, int *wstatus, int options, struct rusage *ru);
+pid_t wait4(pid_t pid, int *wstatus, int options, struct rusage *ru)
+{
+	static pid_t (*real)(pid_t, int *, int, struct rusage *);
+	int st = 0;
+	pid_t r;
+
+	if (!real)
+		real = (pid_t(*)(pid_t, int *, int, struct rusage *))next_sym("wait4");
+	r = real(pid, &st, options, ru);
+	if (r > 0 && (WIFEXITED(st) || WIFSIGNALED(st)))
+		note_reaped(r, st);
+	if (wstatus)
+		*wstatus = st;
+	return r;
+}
+
+/* fork: remember where the caller's frame is, for the child's copy. */
+EXPORT pid_t fork(void);
+pid_t fork(void)
+{
+	static pid_t (*real)(void);
+	pid_t r;
+
+	if (!real)
+		real = (pid_t(*)(void))next_sym("fork");
+	fork_cfa = CYG_CFA();
+	r = real();
+	fork_cfa = 0;
+	return r;
+}
+
+/* dlopen: new code appears; keep the maps the collector decodes with current. */
+EXPORT void *dlopen(const char *file, int mode);
+void *dlopen(const char *file, int mode)
+{
+	static void *(*real)(const char *, int);
+	void *h;
+
+	if (!real)
+		real = (void *(*)(const char *, int))next_sym("dlopen");
+	h = real(file, mode);
+	if (h && cyg_state > 0 && cyg_proc_off) {
+		int saved = errno;
+		snapshot_maps(AT(cyg_proc_off));
+		errno = saved;
+	}
+	return h;
+}

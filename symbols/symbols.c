@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: MIT
+/* symbols.c - ELF symbol tables, build-ids and process maps (libelf). */
+#include "symbols.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* From libstdc++ (cxxabi.h is C++ only). */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+#define BUILD_ID_MAX 64
+
+struct elf_sym {
+	uint64_t value, size;
+	/* Highest value + size over this symbol and all before it: lets a
+	 * lookup walk back over symbols nested in / overlapping others. */
+	uint64_t max_end;
+	char *name;
+	uint8_t bind;
+};
+
+struct elf_load {
+	uint64_t offset, vaddr, filesz, memsz;
+	uint32_t flags;
+};
+
+struct cygprof_elf {
+	int is_dyn;
+	struct elf_sym *syms;
+	size_t nsyms;
+	struct elf_load *loads;
+	size_t nloads;
+	uint8_t build_id[BUILD_ID_MAX];
+	size_t build_id_len;
+};
+
+/* ---------------------------------------------------------------- maps */
+
+static bool is_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static int hex_val(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return c - 'A' + 10;
+}
+
+/* Parse hex digits at *p (bounded by end); 0 on success. */
+static int parse_hex(const char **p, const char *end, uint64_t *val)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	int n = 0;
+
+	while (s < end && is_hex(*s)) {
+		if (n++ >= 16)
+			return -1;
+		v = v << 4 | (uint64_t)hex_val(*s++);
+	}
+	if (!n)
+		return -1;
+	*p = s;
+	*val = v;
+	return 0;
+}
+
+static void skip_spaces(const char **p, const char *end)
+{
+	while (*p < end && (**p == ' ' || **p == '\t'))
+		(*p)++;
+}
+
+/* Skip one whitespace-delimited field; 0 when it was not empty. */
+static int skip_field(const char **p, const char *end)
+{
+	const char *s = *p;
+
+	while (s < end && *s != ' ' && *s != '\t')
+		s++;
+	if (s == *p)
+		return -1;
+	*p = s;
+	return 0;
+}
+
+/* Parse one line [p, end) (without '\n').  Returns 1 and fills m (path
+ * malloc'd) for a file-backed mapping, 0 to skip, -ENOMEM. */
+static int parse_maps_line(const char *p, const char *end, struct cygprof_map *m)
+{
+	uint64_t start, stop, offset;
+	const char *perms;
+	size_t plen;
+
+	if (parse_hex(&p, end, &start) || p >= end || *p++ != '-' || parse_hex(&p, end, &stop))
+		return 0;
+	skip_spaces(&p, end);
+	perms = p;
+	if (skip_field(&p, end) || p - perms < 3)
+		return 0;
+	skip_spaces(&p, end);
+	if (parse_hex(&p, end, &offset))
+		return 0;
+	skip_spaces(&p, end);
+	if (skip_field(&p, end)) /* dev */
+		return 0;
+	skip_spaces(&p, end);
+	if (skip_field(&p, end)) /* inode */
+		return 0;
+	skip_spaces(&p, end);
+	if (p >= end || *p != '/')
+		return 0;
+	/* The path runs to the end of the line and may contain spaces. */
+	while (end > p && (end[-1] == '\r' || end[-1] == ' '))
+		end--;
+	plen = (size_t)(end - p);
+	m->path = malloc(plen + 1);
+	if (!m->path)
+		return -ENOMEM;
+	memcpy(m->path, p, plen);
+	m->path[plen] = '\0';
+	m->start = start;
+	m->end = stop;
+	m->offset = offset;
+	m->exec = perms[2] == 'x';
+	return 1;
+}
+
+int cygprof_maps_parse(const char *text, size_t len, struct cygprof_maps *out)
+{
+	const char *p = text, *end = text + len;
+	struct cygprof_maps maps = { 0 };
+	size_t cap = 0;
+
+	if (!out || (!text && len))
+		return -EINVAL;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end;
+		struct cygprof_map m;
+		int ret;
+
+		if (maps.n == cap) {
+			size_t ncap = cap ? cap * 2 : 32;
+			struct cygprof_map *v = realloc(maps.v, ncap * sizeof(*v));
+
+			if (!v) {
+				cygprof_maps_release(&maps);
+				return -ENOMEM;
+			}
+			maps.v = v;
+			cap = ncap;
+		}
+		/* A trailing line without '\n' (e.g. a truncated read) is
+		 * parsed like the others; if it is cut too short it simply
+		 * fails to parse and is skipped. */
+		ret = parse_maps_line(p, eol, &m);
+		if (ret < 0) {
+			cygprof_maps_release(&maps);
+			return ret;
+		}
+		if (ret)
+			maps.v[maps.n++] = m;
+		p = nl ? nl + 1 : end;
+	}
+	*out = maps;
+	return 0;
+}
+
+void cygprof_maps_release(struct cygprof_maps *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n; i++)
+		free(m->v[i].path);
+	free(m->v);
+	m->v = NULL;
+	m->n = 0;
+}
+
+/* ----------------------------------------------------------------- ELF */
+
+static int bind_rank(uint8_t bind)
+{
+	switch (bind) {
+	case STB_GLOBAL:
+	case STB_GNU_UNIQUE:
+		return 0;
+	case STB_WEAK:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
+/* Sort by address; among aliases the preferred name comes first. */
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct elf_sym *x = a, *y = b;
+	size_t lx, ly;
+	int rx, ry;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	rx = bind_rank(x->bind);
+	ry = bind_rank(y->bind);
+	if (rx != ry)
+		return rx - ry;
+	if ((x->name[0] == '_') != (y->name[0] == '_'))
+		return x->name[0] == '_' ? 1 : -1;
+	lx = strlen(x->name);
+	ly = strlen(y->name);
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Is section index ndx executable (SHF_EXECINSTR)? */
+static bool section_is_exec(Elf *elf, size_t ndx)
+{
+	Elf_Scn *scn;
+	GElf_Shdr shdr;
+
+	if (ndx == SHN_UNDEF || ndx >= SHN_LORESERVE)
+		return false;
+	scn = elf_getscn(elf, ndx);
+	return scn && gelf_getshdr(scn, &shdr) && (shdr.sh_flags & SHF_EXECINSTR);
+}
+
+/* Append the function symbols of symbol table section scn to e->syms. */
+static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, struct cygprof_elf *e)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t n, cap = 0;
+
+	if (!data || !shdr->sh_entsize)
+		return 0;
+	n = shdr->sh_size / shdr->sh_entsize;
+	for (size_t i = 1; i < n; i++) {
+		GElf_Sym sym;
+		const char *name;
+		int type;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			break;
+		type = GELF_ST_TYPE(sym.st_info);
+		if (sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			continue;
+		if (type == STT_NOTYPE) {
+			if (!sym.st_size || !section_is_exec(elf, sym.st_shndx))
+				continue;
+		} else if (type != STT_FUNC && type != STT_GNU_IFUNC) {
+			continue;
+		}
+		name = elf_strptr(elf, shdr->sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		if (e->nsyms == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct elf_sym *v = realloc(e->syms, ncap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			e->syms = v;
+			cap = ncap;
+		}
+		e->syms[e->nsyms].name = strdup(name);
+		if (!e->syms[e->nsyms].name)
+			return -ENOMEM;
+		e->syms[e->nsyms].value = sym.st_value;
+		e->syms[e->nsyms].size = sym.st_size;
+		e->syms[e->nsyms].bind = GELF_ST_BIND(sym.st_info);
+		e->nsyms++;
+	}
+	return 0;
+}
+
+static void free_syms(struct cygprof_elf *e)
+{
+	for (size_t i = 0; i < e->nsyms; i++)
+		free(e->syms[i].name);
+	free(e->syms);
+	e->syms = NULL;
+	e->nsyms = 0;
+}
+
+/* .symtab when it has functions, else .dynsym; sorted and deduplicated. */
+static int read_symbols(Elf *elf, struct cygprof_elf *e)
+{
+	static const GElf_Word kinds[] = { SHT_SYMTAB, SHT_DYNSYM };
+	size_t out = 0;
+	uint64_t max_end = 0;
+
+	for (size_t k = 0; k < 2 && !e->nsyms; k++) {
+		Elf_Scn *scn = NULL;
+
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr shdr;
+			int ret;
+
+			if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != kinds[k])
+				continue;
+			ret = read_symtab(elf, scn, &shdr, e);
+			if (ret)
+				return ret;
+		}
+	}
+	if (!e->nsyms)
+		return 0;
+	qsort(e->syms, e->nsyms, sizeof(*e->syms), sym_cmp);
+	for (size_t i = 0; i < e->nsyms; i++) {
+		struct elf_sym *s = &e->syms[i];
+
+		if (out && e->syms[out - 1].value == s->value) {
+			/* Alias: keep the preferred name, the largest size. */
+			if (s->size > e->syms[out - 1].size)
+				e->syms[out - 1].size = s->size;
+			free(s->name);
+			continue;
+		}
+		e->syms[out++] = *s;
+	}
+	e->nsyms = out;
+	for (size_t i = 0; i < e->nsyms; i++) {
+		struct elf_sym *s = &e->syms[i];
+		uint64_t end = s->value + s->size;
+
+		if (end > max_end)
+			max_end = end;
+		s->max_end = max_end;
+	}
+	return 0;
+}
+
+/* Look for NT_GNU_BUILD_ID in a note data block. */
+static bool scan_notes(Elf_Data *data, struct cygprof_elf *e)
+{
+	size_t off = 0, name_off, desc_off, next;
+	GElf_Nhdr nhdr;
+
+	while (off < data->d_size &&
+	       (next = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
+		if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == sizeof(ELF_NOTE_GNU) &&
+		    !memcmp((const char *)data->d_buf + name_off, ELF_NOTE_GNU,
+			    sizeof(ELF_NOTE_GNU)) &&
+		    nhdr.n_descsz > 0) {
+			size_t len = nhdr.n_descsz;
+
+			if (len > BUILD_ID_MAX)
+				len = BUILD_ID_MAX;
+			memcpy(e->build_id, (const char *)data->d_buf + desc_off, len);
+			e->build_id_len = len;
+			return true;
+		}
+		off = next;
+	}
+	return false;
+}
+
+static void read_build_id(Elf *elf, struct cygprof_elf *e)
+{
+	Elf_Scn *scn = NULL;
+	size_t phnum;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (data && scan_notes(data, e))
+			return;
+	}
+	/* No section headers (or no note section): try PT_NOTE segments. */
+	if (elf_getphdrnum(elf, &phnum))
+		return;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		Elf_Data *data;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
+			continue;
+		data = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+					    ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+		if (data && scan_notes(data, e))
+			return;
+	}
+}
+
+static int read_loads(Elf *elf, struct cygprof_elf *e)
+{
+	size_t phnum;
+
+	if (elf_getphdrnum(elf, &phnum) || !phnum)
+		return 0;
+	e->loads = calloc(phnum, sizeof(*e->loads));
+	if (!e->loads)
+		return -ENOMEM;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		e->loads[e->nloads++] = (struct elf_load){
+			.offset = ph.p_offset,
+			.vaddr = ph.p_vaddr,
+			.filesz = ph.p_filesz,
+			.memsz = ph.p_memsz,
+			.flags = ph.p_flags,
+		};
+	}
+	return 0;
+}
+
+int cygprof_elf_open(const char *path, struct cygprof_elf **out)
+{
+	struct cygprof_elf *e;
+	GElf_Ehdr ehdr;
+	Elf *elf;
+	int fd, ret;
+
+	if (!path || !out)
+		return -EINVAL;
+	*out = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf) {
+		close(fd);
+		return -ENOEXEC;
+	}
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr)) {
+		elf_end(elf);
+		close(fd);
+		return -ENOEXEC;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		elf_end(elf);
+		close(fd);
+		return -ENOMEM;
+	}
+	e->is_dyn = ehdr.e_type == ET_DYN;
+	ret = read_loads(elf, e);
+	if (!ret)
+		ret = read_symbols(elf, e);
+	if (!ret)
+		read_build_id(elf, e);
+	/* Everything needed was copied: release the file right away. */
+	elf_end(elf);
+	close(fd);
+	if (ret) {
+		cygprof_elf_close(e);
+		return ret;
+	}
+	*out = e;
+	return 0;
+}
+
+void cygprof_elf_close(struct cygprof_elf *e)
+{
+	if (!e)
+		return;
+	free_syms(e);
+	free(e->loads);
+	free(e);
+}
+
+size_t cygprof_elf_build_id(const struct cygprof_elf *e, uint8_t *buf, size_t cap)
+{
+	if (!e)
+		return 0;
+	if (buf && cap)
+		memcpy(buf, e->build_id, cap < e->build_id_len ? cap : e->build_id_len);
+	return e->build_id_len;
+}
+
+int cygprof_elf_is_dyn(const struct cygprof_elf *e)
+{
+	return e && e->is_dyn;
+}
+
+static uint64_t page_size(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+
+	return ps > 0 ? (uint64_t)ps : 4096;
+}
+
+int cygprof_elf_bias(const struct cygprof_elf *e, const struct cygprof_map *map, uint64_t *bias)
+{
+	const uint64_t mask = ~(page_size() - 1);
+	const struct elf_load *best = NULL;
+	int best_score = -1;
+
+	if (!e || !map || !bias)
+		return -EINVAL;
+	for (size_t i = 0; i < e->nloads; i++) {
+		const struct elf_load *l = &e->loads[i];
+		int score = 0;
+
+		if (map->offset < (l->offset & mask) ||
+		    map->offset >= l->offset + (l->filesz ? l->filesz : 1))
+			continue;
+		/* Segments packed into one file page can both contain the
+		 * offset: prefer the one whose exec bit and start match. */
+		if (!!(l->flags & PF_X) == !!map->exec)
+			score += 2;
+		if ((l->offset & mask) == map->offset)
+			score += 1;
+		if (score > best_score) {
+			best = l;
+			best_score = score;
+		}
+	}
+	if (!best)
+		return -ENOENT;
+	/* File offset map->offset is at runtime address map->start and at
+	 * virtual address p_vaddr - p_offset + map->offset. */
+	*bias = map->start - (best->vaddr - best->offset + map->offset);
+	return 0;
+}
+
+const char *cygprof_elf_lookup(const struct cygprof_elf *e, uint64_t vaddr, uint64_t *start,
+			       uint64_t *size)
+{
+	size_t lo = 0, hi;
+
+	if (!e || !e->nsyms)
+		return NULL;
+	/* Find the last symbol with value <= vaddr. */
+	hi = e->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (e->syms[mid].value <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0;) {
+		const struct elf_sym *s = &e->syms[i];
+
+		if (s->max_end <= vaddr && s->value != vaddr)
+			break; /* nothing at or before i reaches vaddr */
+		if (s->size ? vaddr - s->value < s->size : vaddr == s->value) {
+			if (start)
+				*start = s->value;
+			if (size)
+				*size = s->size;
+			return s->name;
+		}
+	}
+	return NULL;
+}
+
+char *cygprof_demangle(const char *name)
+{
+	char *res;
+	int status = 0;
+
+	if (!name)
+		return NULL;
+	if (strncmp(name, "_Z", 2))
+		return strdup(name);
+	res = __cxa_demangle(name, NULL, NULL, &status);
+	if (res && !status)
+		return res;
+	free(res);
+	return strdup(name);
+}

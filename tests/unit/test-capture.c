@@ -1,0 +1,795 @@
+/* SPDX-License-Identifier: MIT */
+/* test-capture.c - round trips through the capture library and its error paths. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <lmdb.h>
+
+#include "cygprof/cygprof-capture.h"
+#include "../lib/check.h"
+
+static char dir[1024];
+static char timeline_path[PATH_MAX];
+
+static const char *tmp_path(const char *name)
+{
+	static char buf[4][PATH_MAX];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", dir, name);
+	return buf[i];
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	uint64_t x = rng_state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	rng_state = x;
+	return x;
+}
+
+static void test_meta(void)
+{
+	const char *path = tmp_path("meta.cap");
+	struct cygprof_capture *cap;
+	char *v = NULL;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "command", "./a.out -x 1"), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "mode", "profile"), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "mode", "profile+timeline"), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "empty", ""), 0);
+	CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_begin(cap), -EBUSY);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "clock", "tsc"), 0);
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "clock", &v), 0); /* inside the batch */
+	CHECK_EQ_STR(v, "tsc");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_commit(cap), CYGPROF_E_NOTXN);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, NULL, "x"), -EINVAL);
+	CHECK(cygprof_capture_file_size(cap) > 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(NULL), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "command", &v), 0);
+	CHECK_EQ_STR(v, "./a.out -x 1");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "mode", &v), 0);
+	CHECK_EQ_STR(v, "profile+timeline");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "empty", &v), 0);
+	CHECK_EQ_STR(v, "");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "clock", &v), 0);
+	CHECK_EQ_STR(v, "tsc");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "magic", &v), 0);
+	CHECK_EQ_STR(v, "cygprof-capture");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
+	CHECK_EQ_STR(v, "1");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "nope", &v), CYGPROF_E_NOTFOUND);
+	CHECK(v == NULL);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "x", "y"), CYGPROF_E_RDONLY);
+	CHECK_EQ_INT(cygprof_capture_begin(cap), CYGPROF_E_RDONLY);
+	CHECK_EQ_INT(cygprof_capture_commit(cap), CYGPROF_E_RDONLY);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+}
+
+static void test_procs_threads(void)
+{
+	const char *path = tmp_path("procs.cap");
+	struct cygprof_capture *cap;
+	struct cygprof_proc pin[3], *pout = NULL;
+	struct cygprof_thread tin[3], *tout = NULL;
+	char *longcmd = malloc(20001);
+	size_t n = 0, i;
+
+	memset(longcmd, 'a', 20000);
+	longcmd[20000] = 0;
+	pin[0] = (struct cygprof_proc){ 0, 100, 1, CYGPROF_NONE, 0, 5000000000ull,
+					CYGPROF_END_EXEC, 0, "sh -c ./prog", "/bin/sh" };
+	pin[1] = (struct cygprof_proc){ 1, 100, 1, 0, 12, UINT64_MAX, CYGPROF_END_SIGNAL, 9,
+					longcmd, "" };
+	pin[2] = (struct cygprof_proc){ 2, 4000000000u, 100, 1, 77, 88, CYGPROF_END_EXIT, -3,
+					"prog arg", "/tmp/prog" };
+	for (i = 0; i < 3; i++) {
+		tin[i] = (struct cygprof_thread){ .idx = (uint32_t)i, .proc_idx = (uint32_t)i,
+						  .tid = 100 + (uint32_t)i, .flags = 1u << i };
+		tin[i].start_ns = rnd();
+		tin[i].end_ns = rnd();
+		tin[i].calls = rnd();
+		tin[i].events = rnd();
+		tin[i].lost = rnd();
+		tin[i].waits = rnd();
+		tin[i].wait_ns = rnd();
+		tin[i].unpaired = rnd();
+		tin[i].unwound = rnd();
+	}
+	strcpy(tin[0].name, "main");
+	strcpy(tin[1].name, "fifteen-chars-x");
+	tin[2].name[0] = 0;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+	/* out of order on purpose: the reader returns them by idx */
+	CHECK_EQ_INT(cygprof_capture_put_proc(cap, &pin[2]), 0);
+	CHECK_EQ_INT(cygprof_capture_put_proc(cap, &pin[0]), 0);
+	CHECK_EQ_INT(cygprof_capture_put_thread(cap, &tin[1]), 0);
+	CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_put_proc(cap, &pin[1]), 0);
+	CHECK_EQ_INT(cygprof_capture_put_thread(cap, &tin[0]), 0);
+	CHECK_EQ_INT(cygprof_capture_put_thread(cap, &tin[2]), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		goto out;
+	CHECK_EQ_INT(cygprof_capture_put_proc(cap, &pin[0]), CYGPROF_E_RDONLY);
+	CHECK_EQ_INT(cygprof_capture_get_procs(cap, &pout, &n), 0);
+	CHECK_EQ_U64(n, 3);
+	for (i = 0; i < n && i < 3; i++) {
+		CHECK_EQ_U64(pout[i].idx, pin[i].idx);
+		CHECK_EQ_U64(pout[i].pid, pin[i].pid);
+		CHECK_EQ_U64(pout[i].ppid, pin[i].ppid);
+		CHECK_EQ_U64(pout[i].parent_idx, pin[i].parent_idx);
+		CHECK_EQ_U64(pout[i].start_ns, pin[i].start_ns);
+		CHECK_EQ_U64(pout[i].end_ns, pin[i].end_ns);
+		CHECK_EQ_U64(pout[i].end_kind, pin[i].end_kind);
+		CHECK_EQ_INT(pout[i].end_code, pin[i].end_code);
+		CHECK_EQ_STR(pout[i].command, pin[i].command);
+		CHECK_EQ_STR(pout[i].exe, pin[i].exe);
+	}
+	cygprof_procs_free(pout, n);
+	CHECK_EQ_INT(cygprof_capture_get_threads(cap, &tout, &n), 0);
+	CHECK_EQ_U64(n, 3);
+	for (i = 0; i < n && i < 3; i++) {
+		CHECK_EQ_U64(tout[i].idx, tin[i].idx);
+		CHECK_EQ_U64(tout[i].proc_idx, tin[i].proc_idx);
+		CHECK_EQ_U64(tout[i].tid, tin[i].tid);
+		CHECK_EQ_U64(tout[i].flags, tin[i].flags);
+		CHECK_EQ_U64(tout[i].start_ns, tin[i].start_ns);
+		CHECK_EQ_U64(tout[i].end_ns, tin[i].end_ns);
+		CHECK_EQ_U64(tout[i].calls, tin[i].calls);
+		CHECK_EQ_U64(tout[i].events, tin[i].events);
+		CHECK_EQ_U64(tout[i].lost, tin[i].lost);
+		CHECK_EQ_U64(tout[i].waits, tin[i].waits);
+		CHECK_EQ_U64(tout[i].wait_ns, tin[i].wait_ns);
+		CHECK_EQ_U64(tout[i].unpaired, tin[i].unpaired);
+		CHECK_EQ_U64(tout[i].unwound, tin[i].unwound);
+		CHECK_EQ_STR(tout[i].name, tin[i].name);
+	}
+	free(tout);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+out:
+	free(longcmd);
+}
+
+static void test_trees(void)
+{
+	const char *path = tmp_path("trees.cap");
+	struct cygprof_capture *cap;
+	struct cygprof_node *in, *out = NULL, bad[2];
+	size_t n = 0, i, big = 100000;
+
+	in = calloc(big, sizeof(*in));
+	in[0].parent = CYGPROF_NONE;
+	for (i = 1; i < big; i++) {
+		in[i].parent = (uint32_t)(rnd() % i);
+		in[i].flags = 0;
+		in[i].fn = rnd();
+		in[i].site = rnd();
+		in[i].calls = rnd() % 100000;
+		in[i].total_ns = rnd();
+	}
+	bad[0] = (struct cygprof_node){ .parent = CYGPROF_NONE };
+	bad[1] = (struct cygprof_node){ .parent = 1 };
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_put_tree(cap, 0, in, big), 0);
+	CHECK_EQ_INT(cygprof_capture_put_tree(cap, 1, in, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_put_tree(cap, 2, NULL, 0), 0);
+	CHECK_EQ_INT(cygprof_capture_put_tree(cap, 3, bad, 2), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		goto out;
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 0, &out, &n), 0);
+	CHECK_EQ_U64(n, big);
+	if (n == big)
+		for (i = 0; i < big; i++) {
+			if (out[i].parent != in[i].parent || out[i].flags != in[i].flags ||
+			    out[i].fn != in[i].fn || out[i].site != in[i].site ||
+			    out[i].calls != in[i].calls || out[i].total_ns != in[i].total_ns) {
+				CHECK_EQ_U64(i, UINT64_MAX);
+				break;
+			}
+		}
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 1, &out, &n), 0);
+	CHECK_EQ_U64(n, 1);
+	if (n == 1)
+		CHECK_EQ_U64(out[0].parent, CYGPROF_NONE);
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 2, &out, &n), 0);
+	CHECK_EQ_U64(n, 0);
+	CHECK(out == NULL);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 3, &out, &n), 0);
+	CHECK_EQ_U64(n, 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+out:
+	free(in);
+}
+
+static void test_objects(void)
+{
+	const char *path = tmp_path("objects.cap");
+	struct cygprof_capture *cap;
+	struct cygprof_object in[3], *out = NULL;
+	size_t n = 0, i, j;
+
+	memset(in, 0, sizeof(in));
+	for (i = 0; i < 3; i++) {
+		in[i].idx = (uint32_t)i;
+		in[i].proc_idx = (uint32_t)(i / 2);
+		in[i].start = 0x400000 + i * 0x100000;
+		in[i].end = in[i].start + 0x8000;
+		in[i].bias = i ? in[i].start : 0;
+	}
+	in[0].build_id_len = 20;
+	in[1].build_id_len = 32;
+	in[2].build_id_len = 0;
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < in[i].build_id_len; j++)
+			in[i].build_id[j] = (uint8_t)(rnd() | 1);
+	in[0].path = "/usr/bin/prog";
+	in[1].path = "/lib/x86_64-linux-gnu/libc.so.6";
+	in[2].path = "[vdso]";
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+	for (i = 0; i < 3; i++)
+		CHECK_EQ_INT(cygprof_capture_put_object(cap, &in[i]), 0);
+	in[2].build_id_len = 33;
+	CHECK_EQ_INT(cygprof_capture_put_object(cap, &in[2]), -EINVAL);
+	in[2].build_id_len = 0;
+	CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_objects(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, 3);
+	for (i = 0; i < n && i < 3; i++) {
+		CHECK_EQ_U64(out[i].idx, in[i].idx);
+		CHECK_EQ_U64(out[i].proc_idx, in[i].proc_idx);
+		CHECK_EQ_U64(out[i].start, in[i].start);
+		CHECK_EQ_U64(out[i].end, in[i].end);
+		CHECK_EQ_U64(out[i].bias, in[i].bias);
+		CHECK_EQ_U64(out[i].build_id_len, in[i].build_id_len);
+		CHECK(!memcmp(out[i].build_id, in[i].build_id, in[i].build_id_len));
+		CHECK_EQ_STR(out[i].path, in[i].path);
+	}
+	cygprof_objects_free(out, n);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+}
+
+static void test_symbols(void)
+{
+	const char *path = tmp_path("symbols.cap");
+	struct cygprof_capture *cap;
+	struct cygprof_symbol in[] = {
+		{ 0, 0, 0x2000, 0x100, "b" },
+		{ 0, 0, 0x1000, 0x10, "a" },
+		{ 0, CYGPROF_NONE, 0x3000, 0, "0x3000" },
+		{ 1, 1, 0x1000, 0x20, "other_proc" },
+		{ 0, 0, 0x2100, 0x10, "c" },
+		{ 0, 0, UINT64_MAX - 0xf, 0x10, "top" },
+	};
+	struct cygprof_symbol *s = NULL;
+	size_t n = 0, i;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	for (i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+		CHECK_EQ_INT(cygprof_capture_put_symbol(cap, &in[i]), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_symbols(cap, 7, &s, &n), 0);
+	CHECK_EQ_U64(n, 0);
+	cygprof_symbols_free(s, n);
+	CHECK_EQ_INT(cygprof_capture_get_symbols(cap, 1, &s, &n), 0);
+	CHECK_EQ_U64(n, 1);
+	if (n == 1) {
+		CHECK_EQ_STR(s[0].name, "other_proc");
+		CHECK_EQ_U64(s[0].object_idx, 1);
+		CHECK_EQ_U64(s[0].size, 0x20);
+	}
+	cygprof_symbols_free(s, n);
+	CHECK_EQ_INT(cygprof_capture_get_symbols(cap, 0, &s, &n), 0);
+	CHECK_EQ_U64(n, 5);
+	if (n == 5) {
+		CHECK_EQ_STR(s[0].name, "a");
+		CHECK_EQ_STR(s[1].name, "b");
+		CHECK_EQ_STR(s[2].name, "c");
+		CHECK_EQ_STR(s[3].name, "0x3000");
+		CHECK_EQ_STR(s[4].name, "top");
+		CHECK_EQ_U64(s[3].object_idx, CYGPROF_NONE);
+		for (i = 0; i < n; i++)
+			CHECK_EQ_U64(s[i].proc_idx, 0);
+		CHECK(cygprof_symbols_lookup(s, n, 0) == NULL);
+		CHECK(cygprof_symbols_lookup(s, n, 0xfff) == NULL);
+		CHECK(cygprof_symbols_lookup(s, n, 0x1000) == &s[0]);
+		CHECK(cygprof_symbols_lookup(s, n, 0x100f) == &s[0]);
+		CHECK(cygprof_symbols_lookup(s, n, 0x1010) == NULL); /* gap */
+		CHECK(cygprof_symbols_lookup(s, n, 0x1fff) == NULL);
+		CHECK(cygprof_symbols_lookup(s, n, 0x2000) == &s[1]);
+		CHECK(cygprof_symbols_lookup(s, n, 0x20ff) == &s[1]);
+		CHECK(cygprof_symbols_lookup(s, n, 0x2100) == &s[2]); /* adjacent */
+		CHECK(cygprof_symbols_lookup(s, n, 0x2110) == NULL);
+		CHECK(cygprof_symbols_lookup(s, n, 0x3000) == &s[3]);
+		CHECK(cygprof_symbols_lookup(s, n, 0x7fffffff) == &s[3]); /* size 0 */
+		CHECK(cygprof_symbols_lookup(s, n, UINT64_MAX) == &s[4]);
+		CHECK(cygprof_symbols_lookup(s, n, UINT64_MAX - 0xf) == &s[4]);
+		CHECK(cygprof_symbols_lookup(s, 1, 0x5000) == NULL);
+		CHECK(cygprof_symbols_lookup(s, 0, 0x1000) == NULL);
+		CHECK(cygprof_symbols_lookup(NULL, 0, 0x1000) == NULL);
+	}
+	cygprof_symbols_free(s, n);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+}
+
+/* ---- timeline ---------------------------------------------------------------- */
+
+#define TL_EVENTS 1000000
+#define TL_THREADS 2
+
+struct tl_check {
+	const struct cygprof_event *want;
+	size_t n;
+	size_t pos;
+	size_t calls;
+	int mismatch;
+};
+
+static int tl_cb(const struct cygprof_event *ev, size_t n, void *data)
+{
+	struct tl_check *c = data;
+	size_t i;
+
+	c->calls++;
+	for (i = 0; i < n; i++, c->pos++) {
+		if (c->pos >= c->n || ev[i].ts_ns != c->want[c->pos].ts_ns ||
+		    ev[i].node != c->want[c->pos].node || ev[i].kind != c->want[c->pos].kind) {
+			if (!c->mismatch)
+				printf("# event %zu differs\n", c->pos);
+			c->mismatch++;
+		}
+	}
+	return 0;
+}
+
+static int stop_cb(const struct cygprof_event *ev, size_t n, void *data)
+{
+	(*(size_t *)data)++;
+	return 42;
+}
+
+static uint64_t delta(void)
+{
+	uint64_t r = rnd() % 100;
+
+	if (r < 70)
+		return rnd() % 200;
+	if (r < 97)
+		return rnd() % 5000;
+	return rnd() % 10000000;
+}
+
+static void check_thread(struct cygprof_capture *cap, uint32_t t, const struct cygprof_event *want,
+			 size_t n)
+{
+	struct tl_check c = { .want = want, .n = n };
+
+	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, t, tl_cb, &c), 0);
+	CHECK_EQ_U64(c.pos, n);
+	CHECK_EQ_INT(c.mismatch, 0);
+}
+
+static void test_timeline(void)
+{
+	const char *path = timeline_path;
+	struct cygprof_capture *cap;
+	struct cygprof_event *ev[TL_THREADS], bad[2];
+	size_t per = TL_EVENTS / TL_THREADS, done[TL_THREADS] = { 0 }, i, k, chunk, stops = 0;
+	uint64_t ts[TL_THREADS] = { 1000, 123456789 }, size;
+	int batch, t;
+
+	for (t = 0; t < TL_THREADS; t++) {
+		ev[t] = malloc(per * sizeof(*ev[t]));
+		for (i = 0; i < per; i++) {
+			ts[t] += delta();
+			ev[t][i].ts_ns = ts[t];
+			ev[t][i].node = (uint32_t)(rnd() % 300);
+			ev[t][i].kind = (uint32_t)(rnd() % 3);
+		}
+	}
+	/* one huge node index, still exact */
+	ev[1][5].node = UINT32_MAX - 1;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	/* several batches; threads interleaved in chunks of random size */
+	for (batch = 0; batch < 8; batch++) {
+		CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+		for (k = 0; k < 200; k++) {
+			t = (int)(rnd() % TL_THREADS);
+			chunk = rnd() % 4 ? rnd() % 64 + 1 : rnd() % 3000 + 1;
+			if (chunk > per - done[t])
+				chunk = per - done[t];
+			if (batch < 7 && done[t] + chunk > per * (batch + 1) / 8)
+				continue;
+			CHECK_EQ_INT(cygprof_capture_append_events(cap, (uint32_t)t,
+								  ev[t] + done[t], chunk), 0);
+			done[t] += chunk;
+		}
+		CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+		if (batch == 3) {
+			/* a writer sees what it has appended so far */
+			check_thread(cap, 0, ev[0], done[0]);
+		}
+	}
+	/* the rest outside a batch, in one large and many small appends */
+	CHECK_EQ_INT(cygprof_capture_append_events(cap, 0, ev[0] + done[0], (per - done[0]) / 2),
+		     0);
+	done[0] += (per - done[0]) / 2;
+	for (t = 0; t < TL_THREADS; t++)
+		while (done[t] < per) {
+			chunk = rnd() % 7 + 1;
+			if (chunk > per - done[t])
+				chunk = per - done[t];
+			CHECK_EQ_INT(cygprof_capture_append_events(cap, (uint32_t)t,
+								  ev[t] + done[t], chunk), 0);
+			done[t] += chunk;
+		}
+	/* time going backwards and unknown kinds are refused */
+	bad[0] = (struct cygprof_event){ .ts_ns = ts[0] - 1 };
+	CHECK_EQ_INT(cygprof_capture_append_events(cap, 0, bad, 1), -EINVAL);
+	bad[0] = (struct cygprof_event){ .ts_ns = ts[1], .kind = 7 };
+	CHECK_EQ_INT(cygprof_capture_append_events(cap, 1, bad, 1), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_append_events(cap, 1, NULL, 0), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		goto out;
+	for (t = 0; t < TL_THREADS; t++)
+		check_thread(cap, (uint32_t)t, ev[t], per);
+	check_thread(cap, 2, NULL, 0);
+	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 0, stop_cb, &stops), 42);
+	CHECK_EQ_U64(stops, 1);
+	size = cygprof_capture_file_size(cap);
+	printf("# timeline: %d events, file %llu bytes, %.2f bytes/event\n", TL_EVENTS,
+	       (unsigned long long)size, (double)size / TL_EVENTS);
+	CHECK((double)size / TL_EVENTS < 8.0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+out:
+	for (t = 0; t < TL_THREADS; t++)
+		free(ev[t]);
+}
+
+/* A tiny initial map forces MDB_MAP_FULL inside a batch: the library grows the
+ * map and replays the batch. */
+static void test_map_growth(void)
+{
+	const char *path = tmp_path("grow.cap");
+	struct cygprof_capture *cap;
+	struct cygprof_node *nodes, *out = NULL;
+	size_t n = 0, nn = 20000, i;
+	uint32_t t;
+	char *v = NULL;
+
+	nodes = calloc(nn, sizeof(*nodes));
+	nodes[0].parent = CYGPROF_NONE;
+	for (i = 1; i < nn; i++) {
+		nodes[i].parent = (uint32_t)(i - 1);
+		nodes[i].fn = i;
+	}
+	setenv("CYGPROF_CAPTURE_MAPSIZE", "1048576", 1);
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	unsetenv("CYGPROF_CAPTURE_MAPSIZE");
+	CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "k", "v"), 0);
+	for (t = 0; t < 8; t++)
+		CHECK_EQ_INT(cygprof_capture_put_tree(cap, t, nodes, nn), 0);
+	CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	for (t = 8; t < 12; t++)
+		CHECK_EQ_INT(cygprof_capture_put_tree(cap, t, nodes, nn), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		goto out;
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "k", &v), 0);
+	CHECK_EQ_STR(v, "v");
+	free(v);
+	for (t = 0; t < 12; t++) {
+		CHECK_EQ_INT(cygprof_capture_get_tree(cap, t, &out, &n), 0);
+		CHECK_EQ_U64(n, nn);
+		if (n == nn)
+			CHECK_EQ_U64(out[nn - 1].fn, nn - 1);
+		free(out);
+	}
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+out:
+	free(nodes);
+}
+
+/* ---- error paths ----------------------------------------------------------- */
+
+static int copy_file(const char *from, const char *to, off_t len)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ssize_t r;
+	off_t done = 0;
+
+	if (in < 0 || out < 0)
+		return -1;
+	while (done < len && (r = read(in, buf, sizeof(buf))) > 0) {
+		if (r > len - done)
+			r = (ssize_t)(len - done);
+		if (write(out, buf, (size_t)r) != r)
+			return -1;
+		done += r;
+	}
+	close(in);
+	close(out);
+	return 0;
+}
+
+static void test_errors(void)
+{
+	struct cygprof_capture *cap = (void *)1;
+	const char *p;
+	struct stat st;
+	uint8_t junk[65536];
+	size_t i;
+	int fd;
+
+	CHECK_EQ_INT(cygprof_capture_open(tmp_path("does-not-exist.cap"), &cap), -ENOENT);
+	CHECK(cap == NULL);
+	CHECK_EQ_INT(cygprof_capture_open(dir, &cap), -EISDIR);
+
+	p = tmp_path("random.cap");
+	for (i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)rnd();
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(write(fd, junk, sizeof(junk)) == (ssize_t)sizeof(junk));
+	close(fd);
+	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_NOTCAPTURE);
+
+	p = tmp_path("empty.cap");
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	close(fd);
+	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_NOTCAPTURE);
+
+	/* truncated to half its size */
+	p = tmp_path("half.cap");
+	CHECK_EQ_INT(stat(timeline_path, &st), 0);
+	CHECK_EQ_INT(copy_file(timeline_path, p, st.st_size / 2), 0);
+	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
+	/* ...and to 5000 bytes: the second meta page is missing */
+	CHECK_EQ_INT(copy_file(timeline_path, p, 5000), 0);
+	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
+
+	/* a newer schema */
+	p = tmp_path("schema2.cap");
+	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "2"), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_VERSION);
+
+	/* an LMDB file without the magic */
+	p = tmp_path("nomagic.cap");
+	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "magic", "something-else"), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_NOTCAPTURE);
+
+	CHECK_EQ_INT(cygprof_capture_create(tmp_path("no/such/dir.cap"), &cap), -ENOENT);
+	CHECK(strlen(cygprof_strerror(CYGPROF_E_CORRUPT)) > 0);
+	CHECK(strlen(cygprof_strerror(-ENOENT)) > 0);
+	CHECK(strlen(cygprof_strerror(12345)) > 0);
+}
+
+/* Damaged values written behind the library's back decode as CORRUPT. */
+static int raw_put(const char *path, const char *db, const void *key, size_t klen,
+		   const void *val, size_t vlen)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val k = { klen, (void *)key }, v = { vlen, (void *)val };
+	int rc;
+
+	rc = mdb_env_create(&env);
+	if (rc)
+		return rc;
+	mdb_env_set_maxdbs(env, 16);
+	rc = mdb_env_open(env, path, MDB_NOSUBDIR, 0644);
+	if (!rc)
+		rc = mdb_txn_begin(env, NULL, 0, &txn);
+	if (!rc) {
+		rc = mdb_dbi_open(txn, db, 0, &dbi);
+		if (!rc)
+			rc = mdb_put(txn, dbi, &k, &v, 0);
+		if (!rc)
+			rc = mdb_txn_commit(txn);
+		else
+			mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return rc;
+}
+
+static int count_cb(const struct cygprof_event *ev, size_t n, void *data)
+{
+	*(size_t *)data += n;
+	return 0;
+}
+
+static void test_corrupt_values(void)
+{
+	const char *path = tmp_path("damaged.cap");
+	struct cygprof_capture *cap;
+	struct cygprof_proc proc = { .idx = 0, .command = "x", .exe = "y" }, *procs = NULL;
+	struct cygprof_thread *threads = NULL;
+	struct cygprof_node *nodes = NULL;
+	struct cygprof_object *objs = NULL;
+	struct cygprof_symbol *syms = NULL;
+	struct cygprof_event ev = { .ts_ns = 5, .node = 1, .kind = 0 };
+	uint8_t key[12] = { 0 }, val[80];
+	size_t n = 99, seen = 0;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_put_proc(cap, &proc), 0);
+	CHECK_EQ_INT(cygprof_capture_append_events(cap, 0, &ev, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* a proc whose string length runs past the end of the value */
+	memset(val, 0, sizeof(val));
+	val[36] = 200;
+	key[3] = 1;
+	CHECK_EQ_INT(raw_put(path, "procs", key, 4, val, 41), 0);
+	/* a thread record cut short */
+	CHECK_EQ_INT(raw_put(path, "threads", key, 4, val, 50), 0);
+	/* a tree claiming more nodes than it holds, and one with a bad parent */
+	memset(val, 0, sizeof(val));
+	val[0] = 2;
+	val[4] = 40;
+	CHECK_EQ_INT(raw_put(path, "trees", key, 4, val, 48), 0);
+	key[3] = 2;
+	val[0] = 1;
+	val[8] = 5; /* parent 5 of node 0 */
+	CHECK_EQ_INT(raw_put(path, "trees", key, 4, val, 48), 0);
+	/* an object with build_id_len 40 */
+	memset(val, 0, sizeof(val));
+	val[28] = 40;
+	CHECK_EQ_INT(raw_put(path, "objects", key, 4, val, 64 + 4), 0);
+	/* a symbol of process 2 with a value too short */
+	CHECK_EQ_INT(raw_put(path, "symbols", key, 12, val, 5), 0);
+	/* a timeline block of thread 1 claiming 3 events but holding 2.5 */
+	memset(val, 0, sizeof(val));
+	val[0] = 3;
+	val[12] = 4; val[13] = 1; val[14] = 8; val[15] = 2; val[16] = 0x80;
+	memset(key, 0, 8);
+	key[3] = 1;
+	CHECK_EQ_INT(raw_put(path, "timeline", key, 8, val, 17), 0);
+	/* thread 2: a varint longer than 64 bits */
+	key[3] = 2;
+	val[0] = 1;
+	memset(val + 12, 0xff, 11);
+	val[23] = 1;
+	CHECK_EQ_INT(raw_put(path, "timeline", key, 8, val, 24), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_procs(cap, &procs, &n), CYGPROF_E_CORRUPT);
+	CHECK(procs == NULL);
+	CHECK_EQ_U64(n, 0);
+	CHECK_EQ_INT(cygprof_capture_get_threads(cap, &threads, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 1, &nodes, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 2, &nodes, &n), CYGPROF_E_CORRUPT);
+	CHECK(nodes == NULL);
+	CHECK_EQ_INT(cygprof_capture_get_objects(cap, &objs, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_get_symbols(cap, 2, &syms, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 0, count_cb, &seen), 0);
+	CHECK_EQ_U64(seen, 1);
+	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 1, count_cb, &seen), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 2, count_cb, &seen), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+}
+
+/* Readers must work when the lock file cannot be created. */
+static void test_readonly_dir(void)
+{
+	char sub[PATH_MAX], file[PATH_MAX + 16], lock[PATH_MAX + 32];
+	struct cygprof_capture *cap;
+	char *v = NULL;
+
+	snprintf(sub, sizeof(sub), "%s/ro", dir);
+	snprintf(file, sizeof(file), "%s/c.cap", sub);
+	snprintf(lock, sizeof(lock), "%s-lock", file);
+	CHECK_EQ_INT(mkdir(sub, 0755), 0);
+	CHECK_EQ_INT(cygprof_capture_create(file, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "k", "ro"), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	unlink(lock);
+	chmod(sub, 0555);
+	if (geteuid() == 0)
+		printf("# running as root: the read-only directory is still writable\n");
+	CHECK_EQ_INT(cygprof_capture_open(file, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_get_meta(cap, "k", &v), 0);
+		CHECK_EQ_STR(v, "ro");
+		free(v);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	chmod(sub, 0755);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(dir, sizeof(dir), "%s/cygprof-test-capture-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(timeline_path, sizeof(timeline_path), "%s/timeline.cap", dir);
+
+	RUN_TEST(test_meta);
+	RUN_TEST(test_procs_threads);
+	RUN_TEST(test_trees);
+	RUN_TEST(test_objects);
+	RUN_TEST(test_symbols);
+	RUN_TEST(test_timeline);
+	RUN_TEST(test_map_growth);
+	RUN_TEST(test_errors);
+	RUN_TEST(test_corrupt_values);
+	RUN_TEST(test_readonly_dir);
+
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	CHECK_DONE();
+}
