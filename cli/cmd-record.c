@@ -182,6 +182,7 @@ int cmd_record(int argc, char **argv)
 	o.except = except;
 	if (!only || !except)
 		cli_die(1, "out of memory");
+	opterr = 0; /* one error line, ours */
 	/* '+': stop at the first non-option, which is PROG. */
 	while ((c = getopt_long(argc, argv, "+o:F:N:D:t:qh", opts, NULL)) != -1) {
 		switch (c) {

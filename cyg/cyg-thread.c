@@ -586,7 +586,7 @@ static void atfork_child(void)
 	/* Frames at or below fork()'s caller were abandoned (a longjmp not yet
 	 * noticed): the child does not inherit them. */
 	uint32_t live = old->depth;
-	while (fork_cfa && live > 0 && ostk[live].cfa <= fork_cfa)
+	while (fork_cfa && live > 0 && ostk[live].cfa < fork_cfa)
 		live--;
 	for (d = 1; d <= live && d + 1 < cyg_max_depth; d++) {
 		struct cyg_node *on = CYG_NODE(cyg_base, ostk[d].node);
