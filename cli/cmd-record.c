@@ -172,16 +172,13 @@ int cmd_record(int argc, char **argv)
 	struct cygprof_record_opts o;
 	struct cygprof_record_result r;
 	char err[512], filters[1024] = "", sz[32];
-	const char **only = calloc((size_t)argc, sizeof *only);
-	const char **except = calloc((size_t)argc, sizeof *except);
+	const char *only[argc], *except[argc];
 	int c, rc;
 
 	memset(&o, 0, sizeof o);
 	o.output = CYGPROF_DEFAULT_CAPTURE;
 	o.only = only;
 	o.except = except;
-	if (!only || !except)
-		cli_die(1, "out of memory");
 	opterr = 0; /* one error line, ours */
 	/* '+': stop at the first non-option, which is PROG. */
 	while ((c = getopt_long(argc, argv, "+o:F:N:D:t:qh", opts, NULL)) != -1) {
@@ -255,8 +252,6 @@ int cmd_record(int argc, char **argv)
 
 	rc = cygprof_record(&o, &r, err, sizeof err);
 	free(rt);
-	free(only);
-	free(except);
 	if (rc) {
 		if (r.exec_errno)
 			cli_die(r.exec_errno == ENOENT ? 127 : 126, "%s", err);
