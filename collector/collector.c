@@ -629,41 +629,16 @@ static pid_t spawn(struct collector *c, int memfd, int *exec_errno)
 static int setup_mapping(struct collector *c, int *memfd)
 {
 	const struct cygprof_record_opts *o = c->o;
-	pthread_mutexattr_t ma;
-	int fd = memfd_create("cygprof", 0);
+	uint32_t flags = (o->timeline ? CYG_F_TIMELINE : 0) | (o->drop ? CYG_F_DROP : 0) |
+			 (have_invariant_tsc() ? CYG_F_TSC : 0);
+	int err;
 
-	if (fd < 0)
-		return -errno;
 	c->size = o->shm_bytes ? o->shm_bytes : CYG_SHM_DEFAULT_SIZE;
-	if (ftruncate(fd, (off_t)c->size) < 0) {
-		close(fd);
-		return -errno;
-	}
-	c->base = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
-	if (c->base == MAP_FAILED) {
-		close(fd);
-		return -errno;
-	}
-	c->ctl = (struct cyg_ctl *)c->base;
-	c->ctl->magic = CYG_SHM_MAGIC;
-	c->ctl->version = CYG_SHM_VERSION;
-	c->ctl->size = c->size;
-	c->ctl->flags = (o->timeline ? CYG_F_TIMELINE : 0) | (o->drop ? CYG_F_DROP : 0) |
-			(have_invariant_tsc() ? CYG_F_TSC : 0);
-	uint64_t words = (o->ring_bytes ? o->ring_bytes : (4ULL << 20)) / 8;
-	uint64_t p2 = 16;
-	while (p2 < words)
-		p2 <<= 1;
-	c->ctl->ring_words = p2;
-	c->ctl->collector_pid = (uint32_t)getpid();
-	c->ctl->max_depth = CYG_STACK_MAX;
-	c->ctl->alloc_off = CYG_AREA_OFF;
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
-	pthread_mutex_init(&c->ctl->lock, &ma);
-	pthread_mutexattr_destroy(&ma);
-	*memfd = fd;
+	err = cyg_shm_create(c->size, flags, o->ring_bytes ? o->ring_bytes : (4ULL << 20), 0,
+			     memfd, &c->ctl);
+	if (err)
+		return err;
+	c->base = (char *)c->ctl;
 	return 0;
 }
 

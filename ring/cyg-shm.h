@@ -206,6 +206,12 @@ static inline uint64_t cyg_ev_sync_ts(uint64_t w)
 	return w & ((1ULL << 62) - 1);
 }
 
+/** Create the memfd, size it (sparse), map it and initialise the control
+ * page (collector side, ring/shm-create.c).  ring_bytes is rounded up to a
+ * power of two; max_depth 0 means CYG_STACK_MAX.  Returns 0 or -errno. */
+int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t max_depth,
+		   int *fd_out, struct cyg_ctl **ctl_out);
+
 #define CYG_AT(base, off) ((void *)((char *)(base) + (off)))
 #define CYG_NODE(base, gid) ((struct cyg_node *)((char *)(base) + (uint64_t)(gid) * CYG_NODE_SIZE))
 

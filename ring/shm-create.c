@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* shm-create.c - create and initialise the shared mapping (collector side). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cyg-shm.h"
+
+int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t max_depth,
+		   int *fd_out, struct cyg_ctl **ctl_out)
+{
+	pthread_mutexattr_t ma;
+	struct cyg_ctl *ctl;
+	uint64_t words = ring_bytes / 8, p2 = 16;
+	int fd = memfd_create("cygprof", 0); /* inherited by the program: no CLOEXEC */
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size) < 0)
+		goto err;
+	/* Sparse: pages exist only once a writer touches them. */
+	ctl = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	if (ctl == MAP_FAILED)
+		goto err;
+	while (p2 < words)
+		p2 <<= 1;
+	ctl->magic = CYG_SHM_MAGIC;
+	ctl->version = CYG_SHM_VERSION;
+	ctl->size = size;
+	ctl->flags = flags;
+	ctl->ring_words = p2;
+	ctl->collector_pid = (uint32_t)getpid();
+	ctl->max_depth = max_depth && max_depth <= CYG_STACK_MAX ? max_depth : CYG_STACK_MAX;
+	ctl->alloc_off = CYG_AREA_OFF;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&ctl->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	*fd_out = fd;
+	*ctl_out = ctl;
+	return 0;
+err:
+	{
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+}

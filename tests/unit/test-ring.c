@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/* test-ring.c - the runtime's hooks and rings, in-process.
+ *
+ * The runtime is linked into this test.  main() creates the shared mapping
+ * as the collector does and re-executes itself with the mapping's fd in the
+ * environment, so the runtime attaches at start-up exactly as in a traced
+ * program.  The test then calls the hooks directly, from nested frames (the
+ * runtime checks stack positions), and plays the collector: it drains the
+ * rings concurrently and checks every event.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "cyg-shm.h"
+
+void __cyg_profile_func_enter(void *fn, void *site);
+void __cyg_profile_func_exit(void *fn, void *site);
+
+static struct cyg_ctl *ctl;
+static char *base;
+extern char *cyg_base; /* the runtime's, linked into this test */
+
+#define FN(i) ((void *)(uintptr_t)(0x400000 + 16 * (i)))
+#define SITE ((void *)(uintptr_t)0x500000)
+
+/* ---- event words -------------------------------------------------------- */
+
+static void test_words(void)
+{
+	uint64_t w = cyg_ev_make(CYG_EV_EXIT, (1U << 28) - 1, CYG_EV_DELTA_MAX);
+	CHECK_EQ_INT(cyg_ev_kind(w), CYG_EV_EXIT);
+	CHECK_EQ_U64(cyg_ev_gid(w), (1U << 28) - 1);
+	CHECK_EQ_U64(cyg_ev_delta(w), CYG_EV_DELTA_MAX);
+	w = cyg_ev_make(CYG_EV_ENTER, 128, 0);
+	CHECK_EQ_INT(cyg_ev_kind(w), CYG_EV_ENTER);
+	CHECK_EQ_U64(cyg_ev_gid(w), 128);
+	CHECK_EQ_U64(cyg_ev_delta(w), 0);
+	w = cyg_ev_sync(0x123456789abcdefULL);
+	CHECK_EQ_INT(cyg_ev_kind(w), CYG_EV_SYNC);
+	CHECK_EQ_U64(cyg_ev_sync_ts(w), 0x123456789abcdefULL);
+}
+
+/* ---- a consumer, as the collector drains ------------------------------- */
+
+struct consumer {
+	struct cyg_thread *t;
+	volatile int stop;
+	uint64_t events, enters, exits, unwinds, bad_order, depth_err;
+	uint64_t last_ts;
+	int64_t depth;
+	uint32_t depth_fn[4096]; /* fn index per depth, from the node */
+	uint64_t fn_err;
+};
+
+static struct cyg_node *node(uint32_t gid)
+{
+	return (struct cyg_node *)(base + (uint64_t)gid * CYG_NODE_SIZE);
+}
+
+static int drain(struct consumer *c)
+{
+	struct cyg_thread *t = c->t;
+	uint64_t off = __atomic_load_n(&t->ring_off, __ATOMIC_ACQUIRE);
+	uint64_t mask = ctl->ring_words - 1, head, tail;
+	const uint64_t *ring;
+	int n = 0;
+
+	if (!off)
+		return 0;
+	ring = (const uint64_t *)(base + off);
+	head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
+	for (tail = t->tail; tail != head; tail++, n++) {
+		uint64_t w = ring[tail & mask];
+		if (cyg_ev_kind(w) == CYG_EV_SYNC) {
+			if (cyg_ev_sync_ts(w) < c->last_ts)
+				c->bad_order++;
+			c->last_ts = cyg_ev_sync_ts(w);
+			continue;
+		}
+		c->last_ts += cyg_ev_delta(w);
+		c->events++;
+		uint32_t fn = (uint32_t)((node(cyg_ev_gid(w))->fn - 0x400000) / 16);
+		if (cyg_ev_kind(w) == CYG_EV_ENTER) {
+			c->enters++;
+			c->depth++;
+			if (c->depth > 0 && c->depth < 4096)
+				c->depth_fn[c->depth] = fn;
+		} else {
+			if (cyg_ev_kind(w) == CYG_EV_EXIT)
+				c->exits++;
+			else
+				c->unwinds++;
+			if (c->depth <= 0)
+				c->depth_err++;
+			else if (c->depth < 4096 && c->depth_fn[c->depth] != fn)
+				c->fn_err++;
+			c->depth--;
+		}
+	}
+	__atomic_store_n(&t->tail, tail, __ATOMIC_RELEASE);
+	return n;
+}
+
+static void *consume(void *arg)
+{
+	struct consumer *c = arg;
+	while (!c->stop) {
+		__atomic_add_fetch(&ctl->heartbeat, 1, __ATOMIC_RELAXED);
+		if (!drain(c))
+			usleep(50);
+	}
+	drain(c);
+	return NULL;
+}
+
+static struct cyg_thread *self_thread(void)
+{
+	uint64_t off = __atomic_load_n(&ctl->threads_off, __ATOMIC_ACQUIRE);
+	pid_t tid = gettid();
+	for (; off; off = ((struct cyg_thread *)(base + off))->next) {
+		struct cyg_thread *t = (struct cyg_thread *)(base + off);
+		if (t->tid == (uint32_t)tid && t->state == CYG_T_ACTIVE)
+			return t;
+	}
+	return NULL;
+}
+
+/* ---- call shapes made of real nested frames ----------------------------- */
+
+static volatile int sink;
+
+/* A chain: fn(depth) calls fn(depth+1) ... down to max, `fan` times at each level. */
+__attribute__((noinline)) static void chain(int depth, int max, int fan)
+{
+	__cyg_profile_func_enter(FN(depth), SITE);
+	if (depth < max)
+		for (int i = 0; i < fan; i++)
+			chain(depth + 1, max, fan);
+	sink++;
+	__cyg_profile_func_exit(FN(depth), SITE);
+}
+
+static uint64_t calls_of(struct cyg_thread *t, int fnidx)
+{
+	/* Walk the tree: sum of calls of nodes with this function. */
+	uint32_t stack[4096];
+	size_t n = 0;
+	uint64_t sum = 0;
+	stack[n++] = t->root;
+	while (n) {
+		struct cyg_node *nd = node(stack[--n]);
+		if (nd->fn == (uint64_t)(uintptr_t)FN(fnidx))
+			sum += nd->calls;
+		for (uint32_t g = nd->first_child; g && n < 4096; g = node(g)->next_sibling)
+			stack[n++] = g;
+	}
+	return sum;
+}
+
+/* 1,000,000+ events through a 64-word ring with a concurrent consumer:
+ * every event arrives, in order, nothing is lost, and the writer waited. */
+static void test_lossless_tiny_ring(void)
+{
+	chain(1, 1, 0); /* makes this thread's writer */
+	struct consumer c;
+	pthread_t th;
+	memset(&c, 0, sizeof c);
+	c.t = self_thread();
+	CHECK(c.t != NULL);
+	if (!c.t)
+		return;
+	c.last_ts = c.t->start_ts;
+	/* events before the consumer starts: the first chain(1,1,0) = 2 */
+	pthread_create(&th, NULL, consume, &c);
+	for (int r = 0; r < 2000; r++)
+		chain(1, 6, 2); /* 127 calls per round */
+	c.stop = 1;
+	pthread_join(th, NULL);
+	CHECK_EQ_U64(c.events, 2 + 2000 * 127 * 2);
+	CHECK_EQ_U64(c.enters, 1 + 2000 * 127);
+	CHECK_EQ_U64(c.exits, 1 + 2000 * 127);
+	CHECK_EQ_U64(c.unwinds, 0);
+	CHECK_EQ_U64(c.depth_err, 0);
+	CHECK_EQ_U64(c.fn_err, 0);
+	CHECK_EQ_U64(c.bad_order, 0);
+	CHECK_EQ_U64(c.t->lost, 0);
+	CHECK(c.t->waits > 0);
+	CHECK_EQ_U64(calls_of(c.t, 1), 1 + 2000);
+	CHECK_EQ_U64(calls_of(c.t, 6), 2000 * 32);
+	printf("# tiny ring: %llu events, %llu waits\n", (unsigned long long)c.events,
+	       (unsigned long long)c.t->waits);
+}
+
+/* Abandoned frames: exit of an outer function closes the inner ones. */
+__attribute__((noinline)) static void inner_left_open(void)
+{
+	__cyg_profile_func_enter(FN(102), SITE);
+	sink++; /* no exit: as if an exception passed through code without cleanups */
+}
+
+__attribute__((noinline)) static void outer(void)
+{
+	__cyg_profile_func_enter(FN(101), SITE);
+	inner_left_open();
+	__cyg_profile_func_exit(FN(101), SITE);
+}
+
+static void test_unbalanced(void)
+{
+	struct cyg_thread *t = self_thread();
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	uint64_t unwound = t->unwound, unpaired = t->unpaired;
+	uint32_t depth = t->depth;
+	outer();
+	CHECK_EQ_U64(t->unwound, unwound + 1);
+	CHECK_EQ_U64(t->depth, depth);
+	/* An exit with no matching entry is counted and ignored. */
+	__cyg_profile_func_exit(FN(103), SITE);
+	CHECK_EQ_U64(t->unpaired, unpaired + 1);
+	CHECK_EQ_U64(t->depth, depth);
+	/* Later calls are still placed right (under the root, not under 102). */
+	chain(1, 1, 0);
+	CHECK_EQ_U64(calls_of(t, 102), 1);
+	CHECK_EQ_U64(calls_of(t, 101), 1);
+}
+
+/* Four threads at once, each with its own ring and consumer. */
+static void *worker(void *arg)
+{
+	struct consumer *c = arg;
+	pthread_t th;
+	chain(1, 1, 0);
+	c->t = self_thread();
+	if (!c->t)
+		return NULL;
+	c->last_ts = c->t->start_ts;
+	pthread_create(&th, NULL, consume, c);
+	for (int r = 0; r < 500; r++)
+		chain(1, 5, 3); /* 121 calls */
+	c->stop = 1;
+	pthread_join(th, NULL);
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	struct consumer c[4];
+	pthread_t th[4];
+	memset(c, 0, sizeof c);
+	for (int i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, worker, &c[i]);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < 4; i++) {
+		CHECK(c[i].t != NULL);
+		CHECK_EQ_U64(c[i].events, 2 + 500 * 121 * 2);
+		CHECK_EQ_U64(c[i].fn_err + c[i].depth_err + c[i].bad_order, 0);
+		if (c[i].t) {
+			CHECK_EQ_U64(c[i].t->lost, 0);
+			CHECK_EQ_U64(calls_of(c[i].t, 5), 500 * 81);
+			/* the thread ended: its writer was flushed and marked */
+			CHECK_EQ_INT(c[i].t->state, CYG_T_ENDED);
+			CHECK_EQ_U64(c[i].t->depth, 0);
+		}
+	}
+	CHECK(c[0].t != c[1].t);
+}
+
+/* Without a consumer and with the drop flag, a full ring counts losses. */
+static void test_drop(void)
+{
+	struct cyg_thread *t = self_thread();
+	if (!t)
+		return;
+	uint64_t lost = t->lost, head = t->head, before = calls_of(t, 3);
+	ctl->flags |= CYG_F_DROP;
+	for (int r = 0; r < 100; r++)
+		chain(1, 3, 1); /* 3 calls, 6 events */
+	ctl->flags &= ~(uint32_t)CYG_F_DROP;
+	/* The ring held whatever room was left; everything else was counted. */
+	uint64_t written = t->head - head;
+	CHECK(written <= ctl->ring_words);
+	CHECK(t->lost - lost > 0);
+	CHECK(written + (t->lost - lost) >= 600);
+	CHECK_EQ_U64(calls_of(t, 3), before + 100); /* the tree still counts every call */
+}
+
+int main(int argc, char **argv)
+{
+	if (!getenv(CYG_SHM_FD_ENV)) {
+		int fd;
+		char buf[16];
+		if (cyg_shm_create(1ULL << 30, CYG_F_TIMELINE, 64 * 8, 0, &fd, &ctl)) {
+			perror("cyg_shm_create");
+			return 1;
+		}
+		snprintf(buf, sizeof buf, "%d", fd);
+		setenv(CYG_SHM_FD_ENV, buf, 1);
+		execv("/proc/self/exe", argv);
+		perror("execv");
+		return 1;
+	}
+	(void)argc;
+	/* The runtime attached at start-up; the test reads the same mapping. */
+	base = cyg_base;
+	ctl = (struct cyg_ctl *)base;
+	if (!base) {
+		printf("not ok 1 - the runtime did not attach\n1..1\n");
+		return 1;
+	}
+	RUN_TEST(test_words);
+	RUN_TEST(test_lossless_tiny_ring);
+	RUN_TEST(test_unbalanced);
+	RUN_TEST(test_threads);
+	RUN_TEST(test_drop);
+	CHECK_DONE();
+}
