@@ -44,6 +44,17 @@ static char *meta(struct cygprof_capture *cap, const char *key)
 	return v;
 }
 
+static int capture_schema(struct cygprof_capture *cap)
+{
+	char *v = NULL;
+	int n = CYGPROF_CAPTURE_SCHEMA;
+	if (!cygprof_capture_get_meta(cap, "schema", &v)) {
+		n = atoi(v);
+		free(v);
+	}
+	return n;
+}
+
 static void print_text(struct cygprof_capture *cap, const char *file,
 		       const struct cygprof_proc *procs, size_t nprocs,
 		       const struct cygprof_thread *threads, size_t nthreads)
@@ -104,8 +115,14 @@ static void print_text(struct cygprof_capture *cap, const char *file,
 	       calls, events, lost, waits, buf + strspn(buf, " "));
 	if (lost)
 		printf("warning: %" PRIu64 " timeline events were lost\n", lost);
+	char *full = NULL;
+	if (!cygprof_capture_get_meta(cap, "shm_full", &full)) {
+		printf("warning: the shared mapping filled up (%s allocations refused): some "
+		       "threads or calls were not recorded (see --shm-size)\n", full);
+		free(full);
+	}
 	printf("capture size  : %" PRIu64 " bytes\n", cygprof_capture_file_size(cap));
-	printf("schema version: %d\n", CYGPROF_CAPTURE_SCHEMA);
+	printf("schema version: %d\n", capture_schema(cap));
 }
 
 static void print_json(struct cygprof_capture *cap, const char *file,
@@ -168,7 +185,7 @@ static void print_json(struct cygprof_capture *cap, const char *file,
 	       ",\n",
 	       calls, events, threads_lost(threads, nthreads));
 	printf("  \"size\": %" PRIu64 ",\n  \"schema\": %d\n}\n", cygprof_capture_file_size(cap),
-	       CYGPROF_CAPTURE_SCHEMA);
+	       capture_schema(cap));
 }
 
 int cmd_info(int argc, char **argv)

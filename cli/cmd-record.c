@@ -35,7 +35,8 @@ static void usage(FILE *f)
 		"                         (repeatable)\n"
 		"  -D, --depth N          keep call paths at most N calls deep\n"
 		"  -t, --time-filter DUR  timeline: drop calls shorter than DUR (e.g. 10us, 1ms)\n"
-		"      --shm-size BYTES   size of the shared mapping (default 16G, sparse)\n"
+		"      --shm-size BYTES   size of the shared mapping, 64M to 16G (default 16G,\n"
+		"                         sparse: only what is used takes memory)\n"
 		"  -q, --quiet            no summary line\n"
 		"  -h, --help             this help\n");
 }
@@ -143,6 +144,13 @@ static int check_program(const char *prog)
 	cli_die(127, "%s: command not found", prog);
 }
 
+/* The record-time filters, as given, for the capture's "filters" key. */
+static void add_filter(char *buf, size_t size, const char *opt, const char *arg)
+{
+	size_t l = strlen(buf);
+	snprintf(buf + l, size - l, "%s%s %s", l ? " " : "", opt, arg);
+}
+
 static void human(uint64_t b, char *buf, size_t n)
 {
 	if (b >= 10ULL << 20)
@@ -179,7 +187,7 @@ int cmd_record(int argc, char **argv)
 	o.output = CYGPROF_DEFAULT_CAPTURE;
 	o.only = only;
 	o.except = except;
-	opterr = 0; /* one error line, ours */
+	opterr = 0; /* one error line: ours */
 	/* '+': stop at the first non-option, which is PROG. */
 	while ((c = getopt_long(argc, argv, "+o:F:N:D:t:qh", opts, NULL)) != -1) {
 		switch (c) {
@@ -198,9 +206,11 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'F':
 			only[o.n_only++] = optarg;
+			add_filter(filters, sizeof filters, "-F", optarg);
 			break;
 		case 'N':
 			except[o.n_except++] = optarg;
+			add_filter(filters, sizeof filters, "-N", optarg);
 			break;
 		case 'D': {
 			char *end;
@@ -208,16 +218,18 @@ int cmd_record(int argc, char **argv)
 			if (*end || v < 1 || v > 65000)
 				cli_die(2, "--depth: bad depth '%s'", optarg);
 			o.max_depth = (uint32_t)v;
+			add_filter(filters, sizeof filters, "-D", optarg);
 			break;
 		}
 		case 't':
 			if (parse_duration(optarg, &o.min_ns))
 				cli_die(2, "--time-filter: bad duration '%s' (e.g. 10us, 1ms)", optarg);
+			add_filter(filters, sizeof filters, "-t", optarg);
 			break;
 		case 'S':
-			if (parse_size(optarg, &o.shm_bytes) || o.shm_bytes < (1ULL << 20) ||
+			if (parse_size(optarg, &o.shm_bytes) || o.shm_bytes < (64ULL << 20) ||
 			    o.shm_bytes > (16ULL << 30))
-				cli_die(2, "--shm-size: bad size '%s' (1M to 16G)", optarg);
+				cli_die(2, "--shm-size: bad size '%s' (64M to 16G)", optarg);
 			break;
 		case 'q':
 			o.quiet = 1;
@@ -233,16 +245,6 @@ int cmd_record(int argc, char **argv)
 	if (optind >= argc)
 		cli_die(2, "record: no program given (usage: cygprof record [options] -- PROG [ARGS...])");
 	o.argv = argv + optind;
-	for (int i = 1; i < optind; i++) {
-		if (!strcmp(argv[i], "--") || !strcmp(argv[i], "-o") || !strcmp(argv[i], "--output") ||
-		    !strcmp(argv[i], "-q") ||
-		    !strncmp(argv[i], "--output=", 9) || !strcmp(argv[i], "--quiet"))
-			continue;
-		if (i > 1 && (!strcmp(argv[i - 1], "-o") || !strcmp(argv[i - 1], "--output")))
-			continue;
-		size_t l = strlen(filters);
-		snprintf(filters + l, sizeof filters - l, "%s%s", l ? " " : "", argv[i]);
-	}
 	o.filters = filters;
 	check_program(o.argv[0]);
 	char *rt = find_runtime();

@@ -674,6 +674,12 @@ int cmd_report(int argc, char **argv)
 			printf("warning: %" PRIu64 " timeline events were lost during recording "
 			       "(see 'cygprof info')\n\n",
 			       lost);
+		char *full = NULL;
+		if (!cygprof_capture_get_meta(cap, "shm_full", &full)) {
+			printf("warning: the shared mapping filled up during recording: some "
+			       "threads or calls were not recorded (see 'cygprof record --shm-size')\n\n");
+			free(full);
+		}
 		if (o.per_thread) {
 			for (i = 0; i < nthreads; i++) {
 				uint32_t ti = threads[i].idx;

@@ -45,7 +45,7 @@ struct cthread {
 	uint64_t cur_ts;
 	struct fnode *nodes;
 	size_t n, cap;
-	struct hmap bykey;   /* hash3(parent, fn, site) -> index (collisions chained by probing) */
+	struct hmap bykey;   /* hash3(parent, fn, 0) -> index (collisions: probe the next key) */
 	struct hmap bygid;   /* gid -> decision (see cthread_resolve) */
 	uint32_t cache_gid[256], cache_idx[256]; /* direct-mapped front of bygid */
 	struct cygprof_event *ev; /* pending timeline events */
@@ -53,6 +53,7 @@ struct cthread {
 	struct pend { uint32_t node; uint32_t written; uint64_t ts; } *pend; /* time filter */
 	size_t npend, cappend;
 	uint64_t events;     /* timeline events stored */
+	uint64_t calls;      /* entries recorded (before filters), set at the end */
 	int ring_done;
 };
 

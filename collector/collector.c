@@ -728,6 +728,7 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 		int st;
 		int any = 0;
 
+		int werr;
 		while ((r = waitpid(-1, &st, WNOHANG)) > 0) {
 			if (!WIFEXITED(st) && !WIFSIGNALED(st))
 				continue;
@@ -736,9 +737,10 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 				status = st;
 			any = 1;
 		}
+		werr = errno;
 		c.ctl->heartbeat++;
 		drain_all(&c);
-		if (r < 0 && errno == ECHILD)
+		if (r < 0 && werr == ECHILD)
 			break;
 		if (mono_ns() - last_commit > 200000000ULL) {
 			cygprof_capture_commit(c.cap);
@@ -776,8 +778,7 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 		res->events += ct->events;
 		res->lost += ct->t->lost;
 		res->waits += ct->t->waits;
-		for (size_t k = 0; k < ct->n; k++)
-			res->calls += ct->nodes[k].calls;
+		res->calls += ct->calls;
 	}
 	{
 		int e = cygprof_capture_close(c.cap);

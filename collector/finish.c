@@ -331,6 +331,7 @@ int collector_finish(struct collector *c)
 		th.start_ns = tick_ns(c, t->start_ts);
 		th.end_ns = tick_ns(c, end);
 		th.calls = raw_calls + t->overflow;
+		ct->calls = th.calls;
 		th.events = ct->events;
 		th.lost = t->lost;
 		th.waits = t->waits;

@@ -33,6 +33,7 @@ uint64_t cyg_ring_mask;
 uint32_t cyg_max_depth = 2; /* until attached: every enter overflows harmlessly */
 
 static int cyg_state;        /* 0 not tried, 1 attached, -1 disabled */
+static __thread int thread_failed TLS_IE; /* no writer could be made: don't retry */
 static __thread uint64_t fork_cfa TLS_IE; /* stack position of fork()'s caller */
 static uint64_t cyg_proc_off; /* this process image's record */
 static pthread_key_t cyg_key;
@@ -205,9 +206,11 @@ static struct cyg_node *node_alloc(struct cyg_thread *t)
 		uint64_t off;
 		if (size > (4ULL << 20))
 			size = 4ULL << 20;
+		int saved = errno; /* the lock may sleep in a futex */
 		lock();
 		off = area_alloc(size);
 		unlock();
+		errno = saved;
 		if (!off)
 			return NULL;
 		t->chunk_size = size;
@@ -307,9 +310,11 @@ struct cyg_thread *cyg__thread_init(void)
 
 	if (cyg_state == 0)
 		attach();
-	if (cyg_state <= 0)
+	if (cyg_state <= 0 || thread_failed)
 		return NULL;
 	t = thread_new(0, cyg_now());
+	if (!t)
+		thread_failed = 1; /* the mapping is full (counted in ctl->oom) */
 	errno = saved;
 	return t;
 }
@@ -507,8 +512,11 @@ void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t 
 	uint64_t delta = now - t->last_ts;
 	int sync = now < t->last_ts || delta > CYG_EV_DELTA_MAX;
 	uint64_t h;
+	int saved = errno; /* waiting may sleep: the program's errno stays */
+	int waited = ring_wait(t, 1 + (uint64_t)sync);
 
-	if (ring_wait(t, 1 + (uint64_t)sync) < 0) {
+	errno = saved;
+	if (waited < 0) {
 		t->lost++;
 		return;
 	}
@@ -748,7 +756,7 @@ pid_t waitpid(pid_t pid, int *wstatus, int options)
 	r = real(pid, &st, options);
 	if (r > 0 && (WIFEXITED(st) || WIFSIGNALED(st)))
 		note_reaped(r, st);
-	if (wstatus)
+	if (r > 0 && wstatus)
 		*wstatus = st;
 	return r;
 }
@@ -771,7 +779,7 @@ pid_t wait4(pid_t pid, int *wstatus, int options, struct rusage *ru)
 	r = real(pid, &st, options, ru);
 	if (r > 0 && (WIFEXITED(st) || WIFSIGNALED(st)))
 		note_reaped(r, st);
-	if (wstatus)
+	if (r > 0 && wstatus)
 		*wstatus = st;
 	return r;
 }

@@ -76,6 +76,8 @@ uint64_t cygprof_capture_file_size(struct cygprof_capture *cap);
  *   "lost_events"    decimal total of dropped timeline events
  *   "drop_mode"      "block" or "drop"
  *   "hostname", "kernel", "machine"
+ *   "shm_full"       present when the shared mapping filled up: how many
+ *                    allocations were refused (threads or calls not recorded)
  */
 int cygprof_capture_set_meta(struct cygprof_capture *cap, const char *key, const char *value);
 /** @param[out] value owned, free() it.  CYGPROF_E_NOTFOUND when absent. */
@@ -129,7 +131,9 @@ struct cygprof_thread {
 
 enum {
 	CYGPROF_THREAD_ENDED = 1,    /* the thread exited normally */
-	CYGPROF_THREAD_CUT = 2,      /* still running when its process ended */
+	CYGPROF_THREAD_CUT = 2,      /* did not end by itself: killed, crashed, exec'd, or
+					* still running when its process exited; its open
+					* frames were closed at that end */
 	CYGPROF_THREAD_FORKED = 4,   /* first thread of a forked child */
 };
 

@@ -178,12 +178,12 @@ static void test_lossless_tiny_ring(void)
 	/* events before the consumer starts: the first chain(1,1,0) = 2 */
 	pthread_create(&th, NULL, consume, &c);
 	for (int r = 0; r < 2000; r++)
-		chain(1, 6, 2); /* 127 calls per round */
+		chain(1, 6, 2); /* 63 calls per round */
 	c.stop = 1;
 	pthread_join(th, NULL);
-	CHECK_EQ_U64(c.events, 2 + 2000 * 127 * 2);
-	CHECK_EQ_U64(c.enters, 1 + 2000 * 127);
-	CHECK_EQ_U64(c.exits, 1 + 2000 * 127);
+	CHECK_EQ_U64(c.events, 2 + 2000 * 63 * 2);
+	CHECK_EQ_U64(c.enters, 1 + 2000 * 63);
+	CHECK_EQ_U64(c.exits, 1 + 2000 * 63);
 	CHECK_EQ_U64(c.unwinds, 0);
 	CHECK_EQ_U64(c.depth_err, 0);
 	CHECK_EQ_U64(c.fn_err, 0);
