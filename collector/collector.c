@@ -431,18 +431,20 @@ static void take_event(struct collector *c, struct cthread *ct, uint64_t ts, uin
 	push_ev(ct, ns, node, kind);
 }
 
-static void drain_thread(struct collector *c, struct cthread *ct)
+/* Drain one thread's ring; returns the number of words taken. */
+static uint64_t drain_thread(struct collector *c, struct cthread *ct)
 {
 	struct cyg_thread *t = ct->t;
 	uint64_t off = __atomic_load_n(&t->ring_off, __ATOMIC_ACQUIRE);
 	uint64_t head, tail, mask = c->ctl->ring_words - 1;
 
 	if (!off || ct->ring_done)
-		return;
+		return 0;
 	uint32_t state = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
 	const uint64_t *ring = C_AT(c, off);
 	head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
 	tail = t->tail;
+	uint64_t taken = head - tail;
 	for (; tail != head; tail++) {
 		uint64_t w = ring[tail & mask];
 		unsigned kind = cyg_ev_kind(w);
@@ -479,6 +481,7 @@ static void drain_thread(struct collector *c, struct cthread *ct)
 		t->ring_off = 0;
 		pthread_mutex_unlock(&c->ctl->lock);
 	}
+	return taken;
 }
 
 /* Pick up threads registered since the last look (the list is newest first). */
@@ -520,14 +523,21 @@ static int scan_threads(struct collector *c)
 	return 0;
 }
 
-static void drain_all(struct collector *c)
+/* Drain every ring; returns the largest number of words one ring had. */
+static uint64_t drain_all(struct collector *c)
 {
+	uint64_t most = 0;
 	size_t i;
 
 	scan_threads(c);
-	for (i = 0; i < c->nthreads; i++)
-		if (c->threads[i])
-			drain_thread(c, c->threads[i]);
+	for (i = 0; i < c->nthreads; i++) {
+		if (!c->threads[i])
+			continue;
+		uint64_t n = drain_thread(c, c->threads[i]);
+		if (n > most)
+			most = n;
+	}
+	return most;
 }
 
 /* ---- process ends ------------------------------------------------------ */
@@ -739,7 +749,7 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 		}
 		werr = errno;
 		c.ctl->heartbeat++;
-		drain_all(&c);
+		uint64_t most = drain_all(&c);
 		if (r < 0 && werr == ECHILD)
 			break;
 		if (mono_ns() - last_commit > 200000000ULL) {
@@ -747,8 +757,10 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 			cygprof_capture_begin(c.cap);
 			last_commit = mono_ns();
 		}
-		if (!any) {
-			struct timespec ts = {0, o->timeline ? 1000000 : 10000000};
+		/* Poll: at once while rings fill fast, briefly while events
+		 * trickle in, rarely when there is only the end to wait for. */
+		if (!any && most < c.ctl->ring_words / 8) {
+			struct timespec ts = {0, !o->timeline ? 10000000 : most ? 200000 : 1000000};
 			nanosleep(&ts, NULL);
 		}
 	}
