@@ -133,25 +133,28 @@ static uint64_t now_ticks(const struct collector *c)
 	return mono_ns();
 }
 
-/* Calibrate ticks to ns against CLOCK_MONOTONIC over a short interval. */
+/* The capture's time origin, taken before the program starts. */
+static void clock_origin(struct collector *c)
+{
+	c->mono0 = mono_ns();
+	c->tsc0 = now_ticks(c);
+}
+
+/* Ticks to ns against CLOCK_MONOTONIC, from the origin to at least 10 ms
+ * later (the program starts meanwhile; nothing is converted before). */
 static void calibrate(struct collector *c)
 {
-	if (!(c->ctl->flags & CYG_F_TSC)) {
-		c->tsc0 = mono_ns();
-		c->mono0 = c->tsc0;
-		c->ns_per_tick = 1.0;
+	c->ns_per_tick = 1.0;
+	if (!(c->ctl->flags & CYG_F_TSC))
 		return;
+	uint64_t left = c->mono0 + 10000000 - mono_ns();
+	if ((int64_t)left > 0) {
+		struct timespec ts = {0, (long)left};
+		nanosleep(&ts, NULL);
 	}
-#if defined(__x86_64__) || defined(__i386__)
-	uint64_t m0 = mono_ns(), t0 = __rdtsc();
-	struct timespec ts = {0, 30000000};
-	nanosleep(&ts, NULL);
-	uint64_t m1 = mono_ns(), t1 = __rdtsc();
-	c->ns_per_tick = (double)(m1 - m0) / (double)(t1 - t0);
+	uint64_t m1 = mono_ns(), t1 = now_ticks(c);
+	c->ns_per_tick = (double)(m1 - c->mono0) / (double)(t1 - c->tsc0);
 	c->ctl->tsc_per_sec = (uint64_t)(1e9 / c->ns_per_tick);
-	c->tsc0 = __rdtsc();
-	c->mono0 = mono_ns();
-#endif
 }
 
 static void set_mult(struct collector *c)
@@ -705,8 +708,6 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 		snprintf(err, errlen, "cannot set up shared memory: %s", strerror(-rc));
 		goto fail;
 	}
-	calibrate(&c);
-	set_mult(&c);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 
 	memset(&sa, 0, sizeof sa);
@@ -714,6 +715,7 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 
+	clock_origin(&c);
 	pid = spawn(&c, memfd, &exec_errno);
 	if (pid < 0) {
 		rc = -errno;
@@ -723,6 +725,9 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 	child_pid = pid;
 	close(memfd);
 	memfd = -1;
+	/* Calibrate while the program starts; nothing is converted before. */
+	calibrate(&c);
+	set_mult(&c);
 	if (exec_errno) {
 		waitpid(pid, &status, 0);
 		res->exec_errno = exec_errno;
