@@ -68,7 +68,7 @@ uint64_t cygprof_capture_file_size(struct cygprof_capture *cap);
 /* ---- metadata: string key -> string value ------------------------------ */
 /* Well-known keys (all written by the collector):
  *   "command"        the recorded command line, arguments separated by ' '
- *   "mode"           "profile" or "profile+timeline"
+ *   "mode"           "profile", plus "+timeline" and/or "+memory"
  *   "start_time"     wall-clock start, ISO 8601 UTC
  *   "duration_ns"    decimal
  *   "clock"          "tsc" or "monotonic"
@@ -224,6 +224,92 @@ void cygprof_symbols_free(struct cygprof_symbol *syms, size_t n);
  * or the nearest preceding when size is 0).  NULL when none. */
 const struct cygprof_symbol *cygprof_symbols_lookup(const struct cygprof_symbol *syms, size_t n,
 						    uint64_t addr);
+
+/* ---- memory (record --memory) ---------------------------------------------- */
+/* Every allocation and free of every thread, in the thread's time order, and
+ * the stack stash their stacks refer to.  Frees carry no stack: analysis
+ * attributes a free to the stack that allocated the block. */
+
+enum cygprof_mem_op {
+	CYGPROF_MEM_ALLOC = 0,
+	CYGPROF_MEM_FREE = 1,
+};
+
+/* The API call that made the event (realloc is a FREE of the old block
+ * followed by an ALLOC of the new one, both with fn REALLOC). */
+enum cygprof_mem_fn {
+	CYGPROF_FN_MALLOC = 0,
+	CYGPROF_FN_CALLOC,
+	CYGPROF_FN_REALLOC,
+	CYGPROF_FN_REALLOCARRAY,
+	CYGPROF_FN_POSIX_MEMALIGN,
+	CYGPROF_FN_ALIGNED_ALLOC,
+	CYGPROF_FN_MEMALIGN,
+	CYGPROF_FN_VALLOC,
+	CYGPROF_FN_PVALLOC,
+	CYGPROF_FN_FREE,
+	CYGPROF_FN_NEW,          /* operator new, all variants */
+	CYGPROF_FN_NEW_ARRAY,    /* operator new[], all variants */
+	CYGPROF_FN_DELETE,       /* operator delete, all variants */
+	CYGPROF_FN_DELETE_ARRAY, /* operator delete[], all variants */
+	CYGPROF_FN_COUNT
+};
+
+struct cygprof_mem_event {
+	uint64_t ts_ns; /* relative to the capture start, non-decreasing per thread */
+	uint64_t addr;  /* block address */
+	uint64_t size;  /* bytes the program asked for (ALLOC); 0 for FREE */
+	uint32_t stack; /* stack stash id of the allocation (ALLOC); 0 for FREE */
+	uint8_t op;     /* enum cygprof_mem_op */
+	uint8_t fn;     /* enum cygprof_mem_fn */
+	uint16_t flags; /* reserved, 0 */
+};
+
+/** Append memory events of one thread, in time order (encoded compactly:
+ * varint deltas, in blocks; about 10 bytes per event). */
+int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
+			       const struct cygprof_mem_event *ev, size_t n);
+
+/* A cursor over one thread's memory events in time order, reading the
+ * capture block by block (memory use does not grow with the run length). */
+struct cygprof_mem_cursor;
+
+/** @param[out] cur owned: cygprof_mem_cursor_close().  A thread without
+ * memory events gives a cursor that is at its end. */
+int cygprof_mem_cursor_open(struct cygprof_capture *cap, uint32_t thread_idx,
+			    struct cygprof_mem_cursor **cur);
+/** Read the next event: 1 when one was read, 0 at the end, <0 on error. */
+int cygprof_mem_cursor_next(struct cygprof_mem_cursor *cur, struct cygprof_mem_event *ev);
+void cygprof_mem_cursor_close(struct cygprof_mem_cursor *cur);
+
+/** Number of memory events stored for a thread (0 when none). */
+int cygprof_capture_mem_count(struct cygprof_capture *cap, uint32_t thread_idx, uint64_t *n);
+
+/* The stack stash: a trie of frames from the outermost frame inwards, so
+ * shared prefixes are stored once.  A stack is named by the id of its
+ * innermost frame; following parent links leads to the outermost one. */
+enum cygprof_frame_kind {
+	CYGPROF_FRAME_FN = 0, /* a function entry address (from the call tree) */
+	CYGPROF_FRAME_RA = 1, /* a return address (from unwinding, or a call site) */
+};
+
+struct cygprof_stack_node {
+	uint32_t id;       /* 1-based, dense */
+	uint32_t parent;   /* 0 for an outermost frame */
+	uint32_t proc_idx; /* the process whose addresses these are */
+	uint32_t kind;     /* enum cygprof_frame_kind */
+	uint64_t addr;
+};
+
+/** Store stash nodes; ids must be new, parents stored before children
+ * (earlier in this call or in a previous one). */
+int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof_stack_node *v,
+			       size_t n);
+/** All stash nodes ordered by id (v[i].id == i + 1).
+ * @param[out] v owned: free(). */
+int cygprof_capture_get_stacks(struct cygprof_capture *cap, struct cygprof_stack_node **v,
+			       size_t *n);
+
 
 #ifdef __cplusplus
 }
