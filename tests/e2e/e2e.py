@@ -780,6 +780,27 @@ def read_line(proc, deadline_s):
     return buf.decode('utf-8', 'replace').rstrip('\n')
 
 
+def children(pid):
+    """The child pids of pid (Linux /proc)."""
+    kids = []
+    try:
+        for tid in os.listdir('/proc/%d/task' % pid):
+            with open('/proc/%d/task/%s/children' % (pid, tid)) as f:
+                kids += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
+def proc_status(pid, keys):
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            return ' '.join(l.replace('\t', ' ') for l in f.read().splitlines()
+                            if l.split(':')[0] in keys)
+    except OSError as e:
+        return str(e)
+
+
 def signal_test(sig, handle):
     """SIGTERM/SIGINT sent to `cygprof record` reach the program; the capture
     is finished and exact."""
@@ -795,10 +816,14 @@ def signal_test(sig, handle):
             first = read_line(p, 30)
             ck.eq(first, exp['stdout'][0], 'the program\'s "ready" line')
             print('send signal %d to cygprof (pid %d)' % (sig, p.pid))
+            kids = children(p.pid)
             p.send_signal(sig)
-            out, err = p.communicate(timeout=30)
+            out, err = p.communicate(timeout=10)
         except subprocess.TimeoutExpired as e:
-            raise Failure('cygprof record did not end within 30 s of signal %d' % sig) from e
+            state = ['pid %s: %s' % (k, proc_status(k, ('State', 'SigPnd', 'ShdPnd', 'SigCgt')))
+                     for k in kids]
+            raise Failure('cygprof record did not end within 10 s of signal %d; the program: %s '
+                          '(no signal pending: cygprof did not forward it)' % (sig, state)) from e
         finally:
             if p.poll() is None:
                 p.kill()
