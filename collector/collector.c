@@ -613,11 +613,19 @@ static pid_t spawn(struct collector *c, int memfd, int *exec_errno)
 	}
 	snprintf(fdbuf, sizeof fdbuf, "%d", memfd);
 	fflush(NULL);
+	/* SIGINT/SIGTERM stay blocked until child_pid is known, so none that
+	 * arrives meanwhile is lost: it is forwarded once unblocked. */
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &old);
 	pid = fork();
 	if (pid == 0) {
 		close(pfd[0]);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		setenv("LD_PRELOAD", pre, 1);
 		setenv(CYG_SHM_FD_ENV, fdbuf, 1);
 		execvp(c->o->argv[0], c->o->argv);
@@ -627,11 +635,18 @@ static pid_t spawn(struct collector *c, int memfd, int *exec_errno)
 	}
 	free(pre);
 	close(pfd[1]);
+	if (pid > 0)
+		child_pid = pid;
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
 		close(pfd[0]);
 		return -1;
 	}
-	if (read(pfd[0], &e, sizeof e) == (ssize_t)sizeof e)
+	ssize_t r;
+	do
+		r = read(pfd[0], &e, sizeof e);
+	while (r < 0 && errno == EINTR);
+	if (r == (ssize_t)sizeof e)
 		*exec_errno = e;
 	close(pfd[0]);
 	return pid;

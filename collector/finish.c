@@ -293,6 +293,9 @@ static int put_meta(struct collector *c, uint64_t lost)
 	}
 	if (!err && c->ctl->oom)
 		err = put_meta_u64(c, "shm_full", c->ctl->oom);
+	/* Last: a capture without it was interrupted before its end. */
+	if (!err)
+		err = cygprof_capture_set_meta(c->cap, "complete", "1");
 	return err;
 }
 

@@ -40,7 +40,7 @@ VERBOSE = False
 READER_C = r'''
 #include <stdio.h>
 #include <stdlib.h>
-#include <cygprof-capture.h>
+#include <cygprof/cygprof-capture.h>
 
 int main(int argc, char **argv)
 {
