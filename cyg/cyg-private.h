@@ -70,7 +70,8 @@ HIDDEN void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, ui
 			    uint64_t cfa) COLD;
 HIDDEN struct cyg_node *cyg__new_child(struct cyg_thread *t, struct cyg_node *p, uint64_t fn,
 				       uint64_t site) COLD;
-HIDDEN uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t cfa, uint64_t now) COLD;
+HIDDEN uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t cfa,
+				 uint64_t now) COLD;
 HIDDEN void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cfa) COLD;
 HIDDEN void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t now) COLD;
 HIDDEN void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when) COLD;

@@ -100,9 +100,19 @@ struct cyg_node {
 	uint32_t first_child;  /* gid, 0 = none */
 	uint32_t next_sibling; /* gid, 0 = none */
 	uint32_t hint;         /* gid of the child matched last (CYG_GID_NULL at first) */
-	uint64_t reserved[2];
+	uint32_t hint2;        /* the one matched before it */
+	uint32_t pad;
+	uint64_t reserved;
 };
 _Static_assert(sizeof(struct cyg_node) == CYG_NODE_SIZE, "cyg_node changed size");
+
+/* An entry of a thread's child table: finds a node's child by function
+ * when the parent's hint misses (a parent with many callees). */
+struct cyg_kid {
+	uint64_t fn;
+	uint32_t parent;
+	uint32_t child;
+};
 
 /* A shadow-stack frame. */
 struct cyg_frame {
@@ -132,6 +142,7 @@ struct cyg_thread {
 	uint64_t unwound;
 	uint64_t overflow;  /* calls past max_depth, total */
 	uint64_t chunk_size;
+	uint64_t kids_off;   /* hash (parent gid, fn) -> child gid: struct cyg_kid[] */
 	/* line 2: written by the collector */
 	uint64_t tail __attribute__((aligned(64))); /* ring words consumed */
 	/* line 3: identity, set once */
@@ -148,6 +159,8 @@ struct cyg_thread {
 	uint64_t end_ts;
 	uint64_t next;      /* thread list */
 	uint64_t seen_off;  /* memory: hashes of the stacks this thread defined */
+	uint32_t kids_mask; /* slots - 1 */
+	uint32_t kids_n;    /* entries */
 	uint64_t mem_events; /* memory: events written */
 	uint64_t mem_nested; /* memory: calls not traced (inside a hook or the runtime) */
 	char name[16];
