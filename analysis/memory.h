@@ -195,10 +195,11 @@ struct memory_load;
 
 /* A frame of a stack, ready to print. */
 struct memory_frame {
-	const char *name; /* borrowed from the loader */
+	const char *name; /* borrowed from the loader, or buf */
 	const char *file; /* source file, NULL when unknown */
 	uint32_t line;    /* 0 when unknown */
-	uint64_t addr;
+	uint64_t addr;    /* looked up: a return address minus 1 */
+	char buf[24];     /* "0x..." when no symbol covers the address */
 };
 
 /** Run the analysis over a capture: merge every thread's memory events,
