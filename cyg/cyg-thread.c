@@ -31,6 +31,7 @@ int cyg_use_tsc;
 int cyg_timeline;
 uint64_t cyg_ring_mask;
 uint32_t cyg_max_depth = 2; /* until attached: every enter overflows harmlessly */
+int cyg_memory;
 
 static int cyg_state;        /* 0 not tried, 1 attached, -1 disabled */
 static __thread int thread_failed TLS_IE; /* no writer could be made: don't retry */
@@ -255,13 +256,14 @@ static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
 	stack = list_pop(&cyg_ctl->free_stacks);
 	if (!stack)
 		stack = area_alloc((uint64_t)CYG_STACK_MAX * sizeof(struct cyg_frame));
-	if (cyg_timeline) {
+	if (cyg_timeline || cyg_memory) {
 		ring = list_pop(&cyg_ctl->free_rings);
 		if (!ring)
 			ring = area_alloc(cyg_ctl->ring_words * 8);
 	}
+	uint64_t seen = cyg_memory ? area_alloc(CYG_SEEN_SLOTS * 8) : 0;
 	unlock();
-	if (!off || !stack || (cyg_timeline && !ring))
+	if (!off || !stack || ((cyg_timeline || cyg_memory) && !ring) || (cyg_memory && !seen))
 		return NULL;
 
 	t = AT(off);
@@ -271,6 +273,7 @@ static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
 	t->flags = flags;
 	t->stack_off = stack;
 	t->ring_off = ring;
+	t->seen_off = seen;
 	t->proc_off = cyg_proc_off;
 	t->start_ts = now;
 	t->last_ts = now;
@@ -465,8 +468,9 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Wait until `need` words are free.  Returns 0, or -1 to drop the event. */
-static int ring_wait(struct cyg_thread *t, uint64_t need)
+/* Wait until `need` words are free.  Returns 0, or -1 to drop the event
+ * (drop mode, unless `force`; or the collector is gone). */
+static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 {
 	uint64_t size = cyg_ring_mask + 1;
 	uint64_t t0, hb, hb_ns, spins = 0;
@@ -474,7 +478,8 @@ static int ring_wait(struct cyg_thread *t, uint64_t need)
 	t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
 	if (t->head + need - t->tail_seen <= size)
 		return 0;
-	if ((cyg_ctl->flags & CYG_F_DROP) || __atomic_load_n(&cyg_ctl->collector_gone, __ATOMIC_RELAXED))
+	if ((!force && (cyg_ctl->flags & CYG_F_DROP)) ||
+	    __atomic_load_n(&cyg_ctl->collector_gone, __ATOMIC_RELAXED))
 		return -1;
 
 	/* Lossless mode: wait for the collector, and measure the wait. */
@@ -513,7 +518,7 @@ void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t 
 	int sync = now < t->last_ts || delta > CYG_EV_DELTA_MAX;
 	uint64_t h;
 	int saved = errno; /* waiting may sleep: the program's errno stays */
-	int waited = ring_wait(t, 1 + (uint64_t)sync);
+	int waited = ring_wait(t, 1 + (uint64_t)sync, 0);
 
 	errno = saved;
 	if (waited < 0) {
@@ -527,6 +532,34 @@ void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t 
 	}
 	cyg_tls.ring[h++ & cyg_ring_mask] = cyg_ev_make(kind, gid, delta);
 	t->last_ts = now;
+	__atomic_store_n(&t->head, h, __ATOMIC_RELEASE);
+}
+
+void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now)
+{
+	int sync = 0;
+	uint64_t h;
+	unsigned i;
+
+	if (now) {
+		uint64_t delta = now - t->last_ts;
+		sync = now < t->last_ts || delta > CYG_EV_DELTA_MAX;
+		w[0] |= sync ? 0 : delta;
+	}
+	int saved = errno;
+	int waited = ring_wait(t, n + (uint64_t)sync, 1);
+	errno = saved;
+	if (waited < 0) {
+		t->lost++;
+		return;
+	}
+	h = t->head;
+	if (sync)
+		cyg_tls.ring[h++ & cyg_ring_mask] = cyg_ev_sync(now);
+	for (i = 0; i < n; i++)
+		cyg_tls.ring[h++ & cyg_ring_mask] = w[i];
+	if (now)
+		t->last_ts = now;
 	__atomic_store_n(&t->head, h, __ATOMIC_RELEASE);
 }
 
@@ -639,11 +672,14 @@ static int attach(void)
 	cyg_timeline = !!(c->flags & CYG_F_TIMELINE);
 	cyg_ring_mask = c->ring_words - 1;
 	cyg_max_depth = c->max_depth;
+	cyg_memory = !!(c->flags & CYG_F_MEMORY) && cyg__mem_attach;
 	if (pthread_key_create(&cyg_key, thread_dtor))
 		return -1;
 	register_proc(0, cyg_now());
 	pthread_atfork(NULL, NULL, atfork_child);
 	cyg_state = 1;
+	if (cyg_memory)
+		cyg__mem_attach();
 	return 0;
 }
 
