@@ -148,8 +148,15 @@ static void test_load(void)
 
 	snprintf(path, sizeof(path), "%s/mem.cap", dir);
 	write_capture(path, 1);
-	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
-	CHECK_EQ_INT(memory_load(cap, &o, &l), 0);
+	if (cygprof_capture_open(path, &cap)) {
+		CHECK_FAIL_("cannot open %s", path);
+		return;
+	}
+	if (memory_load(cap, &o, &l)) {
+		CHECK_FAIL_("memory_load(%s) failed", path);
+		cygprof_capture_close(cap);
+		return;
+	}
 	m = memory_load_result(l);
 	CHECK_EQ_U64(m->opts.duration_ns, 200);
 	CHECK_EQ_U64(m->t.allocations, 10);
