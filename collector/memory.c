@@ -57,16 +57,22 @@ static uint32_t stash_intern(struct collector *c, uint32_t parent, uint32_t proc
 }
 
 /* The stack of an allocation in instrumented code: the functions of the
- * raw call path, then the return address.  When that address lies in the
- * innermost function itself it replaces it (same function, exact line);
- * otherwise it is a library frame between the function and the allocator. */
-static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t gid, uint64_t ra)
+ * raw call path, then the return addresses (outermost first: library
+ * frames between the instrumented code and the allocator, then the caller
+ * of the allocator).  When the outermost return address lies in the
+ * innermost function itself it replaces it (same function, exact line). */
+static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t gid,
+			     const uint64_t *ring, uint64_t mask, uint64_t pos, unsigned nra)
 {
-	uint64_t key = hash3(gid, ra, 0x5a5a), v;
-	uint64_t *fns = NULL;
+	uint64_t key = hash3(gid, nra, 0x5a5a), v;
+	uint64_t *fns = NULL, ras[64];
 	size_t n = 0, cap = 0;
 	uint32_t proc = proc_idx_of(c, ct), id = 0;
 
+	for (unsigned i = 0; i < nra && i < 64; i++) {
+		ras[i] = ring[(pos + i) & mask];
+		key = hash3(key, ras[i], i);
+	}
 	if (hmap_get(&ct->shadow_ids, key, &v))
 		return (uint32_t)v;
 	for (uint32_t g = gid; g && g != ct->t->root;) {
@@ -84,17 +90,17 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 		g = nd->parent;
 	}
 	uint64_t start = 0;
-	if (ra && n) {
+	if (nra && n) {
 		struct cproc *cp = collector_proc(c, ct->t->proc_off);
-		if (!collector_fn_name(c, cp, ra - 1, &start, NULL, NULL, NULL))
+		if (!collector_fn_name(c, cp, ras[nra - 1] - 1, &start, NULL, NULL, NULL))
 			start = 0;
 	}
 	for (size_t i = n; i-- > 1;)
 		id = stash_intern(c, id, proc, CYGPROF_FRAME_FN, fns[i]);
-	if (n && (!ra || start != fns[0]))
+	if (n && (!nra || start != fns[0]))
 		id = stash_intern(c, id, proc, CYGPROF_FRAME_FN, fns[0]);
-	if (ra)
-		id = stash_intern(c, id, proc, CYGPROF_FRAME_RA, ra);
+	for (unsigned i = nra; i-- > 0;)
+		id = stash_intern(c, id, proc, CYGPROF_FRAME_RA, ras[i]);
 	free(fns);
 	hmap_put(&ct->shadow_ids, key, id);
 	return id;
@@ -131,17 +137,18 @@ uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uin
 	switch (cyg_x_sub(w)) {
 	case CYG_X_ALLOC: {
 		int shadow = cyg_x_mem_shadow(w);
+		unsigned nra = cyg_x_mem_get_nra(w);
 		uint32_t stack;
 		ct->cur_ts += cyg_x_mem_delta(w);
 		if (shadow) {
-			stack = shadow_stack(c, ct, (uint32_t)WORD(3), WORD(4));
+			stack = shadow_stack(c, ct, (uint32_t)WORD(3), ring, mask, pos + 4, nra);
 		} else {
 			uint64_t v = 0;
 			hmap_get(&c->stash.unwound, hash3(proc_idx_of(c, ct), WORD(3), 0), &v);
 			stack = (uint32_t)v;
 		}
 		push_mev(c, ct, CYGPROF_MEM_ALLOC, cyg_x_mem_fn(w), WORD(1), WORD(2), stack);
-		return shadow ? 5 : 4;
+		return 4 + (shadow ? nra : 0);
 	}
 	case CYG_X_FREE:
 		ct->cur_ts += cyg_x_mem_delta(w);

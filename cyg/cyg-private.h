@@ -39,6 +39,8 @@ extern int cyg_memory HIDDEN; /* tracing the malloc family (libcygprof-mem.so, -
 
 /* Defined only in libcygprof-mem.so: called once the mapping is attached. */
 HIDDEN void cyg__mem_attach(void) __attribute__((weak));
+/* Defined only in libcygprof-mem.so: the loaded objects changed (dlopen). */
+HIDDEN void cyg__objs_refresh(void) __attribute__((weak));
 
 HIDDEN uint64_t cyg__mono(void) __attribute__((noinline));
 

@@ -932,6 +932,8 @@ void *dlopen(const char *file, int mode)
 	if (h && cyg_state > 0 && cyg_proc_off) {
 		int saved = errno;
 		snapshot_maps(AT(cyg_proc_off));
+		if (cyg_memory && cyg__objs_refresh)
+			cyg__objs_refresh();
 		errno = saved;
 	}
 	return h;

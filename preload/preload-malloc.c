@@ -93,7 +93,7 @@ void cyg__mem_alloc(unsigned fn, void *p, size_t size, void *ra)
 {
 	uint64_t now = cyg_mem_now();
 	struct cyg_thread *t = mem_thread();
-	uint64_t w[5];
+	uint64_t w[4 + 16];
 	unsigned n;
 
 	if (!t)
@@ -110,10 +110,11 @@ void cyg__mem_alloc(unsigned fn, void *p, size_t size, void *ra)
 		/* Instrumented code: the call path is the shadow stack's node;
 		 * no unwinding.  The return address says where in (or below)
 		 * that function the allocator was called. */
-		w[0] = cyg_x_make(CYG_X_ALLOC, cyg_x_mem(fn, 1, 0));
 		w[3] = cyg_tls.stk[d].node;
-		w[4] = (uint64_t)(uintptr_t)ra;
-		n = 5;
+		unsigned nra = cyg__lib_frames(CYG_NODE(cyg_base, w[3])->fn, (uint64_t)(uintptr_t)ra,
+					       &w[4], 16);
+		w[0] = cyg_x_make(CYG_X_ALLOC, cyg_x_mem(fn, 1, 0) | cyg_x_mem_nra(nra));
+		n = 4 + nra;
 	} else {
 		w[0] = cyg_x_make(CYG_X_ALLOC, cyg_x_mem(fn, 0, 0));
 		w[3] = cyg__stack_id(t);

@@ -62,6 +62,10 @@ static inline int cyg_mem_tracing(void)
 /* Unwinding (preload-stack.c): fill the stack word(s) for the current call
  * stack, defining it in the ring first if this thread has not yet. */
 HIDDEN uint64_t cyg__stack_id(struct cyg_thread *t);
+/* The return addresses between instrumented code (fn's object) and the
+ * allocator, innermost first: just ra when the call came straight from
+ * that object, else the library frames found by unwinding. */
+HIDDEN unsigned cyg__lib_frames(uint64_t fn, uint64_t ra, uint64_t *out, unsigned max);
 HIDDEN void cyg__stack_attach(void);
 
 #endif

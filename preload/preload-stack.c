@@ -38,6 +38,66 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+/* The code ranges of the loaded objects, to tell whether the allocator
+ * was called from the instrumented function's own object or from a library
+ * (rebuilt after dlopen into the other of two buffers). */
+#define MAX_OBJS 256
+struct objrange {
+	uintptr_t lo, hi;
+	int obj;
+};
+static struct objrange obj_buf[2][MAX_OBJS];
+static struct objrange *obj_v = obj_buf[0];
+static int obj_n, obj_cur;
+struct objscan {
+	struct objrange *v;
+	int n, idx;
+};
+
+static int scan_obj(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct objscan *s = data;
+	int i;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum && s->n < MAX_OBJS; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		s->v[s->n].lo = info->dlpi_addr + ph->p_vaddr;
+		s->v[s->n].hi = s->v[s->n].lo + ph->p_memsz;
+		s->v[s->n].obj = s->idx;
+		s->n++;
+	}
+	s->idx++;
+	return 0;
+}
+
+void cyg__objs_refresh(void)
+{
+	int guard = cyg_tls.guard, next = !obj_cur;
+	struct objscan s = {obj_buf[next], 0, 0};
+
+	cyg_tls.guard = 1;
+	dl_iterate_phdr(scan_obj, &s);
+	cyg_tls.guard = guard;
+	obj_cur = next;
+	__atomic_store_n(&obj_n, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&obj_v, s.v, __ATOMIC_RELEASE);
+	__atomic_store_n(&obj_n, s.n, __ATOMIC_RELEASE);
+}
+
+static int obj_of(uintptr_t ip)
+{
+	int n = __atomic_load_n(&obj_n, __ATOMIC_ACQUIRE), i;
+	const struct objrange *v = __atomic_load_n(&obj_v, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < n; i++)
+		if (ip >= v[i].lo && ip < v[i].hi)
+			return v[i].obj;
+	return -1;
+}
+
 void cyg__stack_attach(void)
 {
 	int guard = cyg_tls.guard;
@@ -46,6 +106,35 @@ void cyg__stack_attach(void)
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)&cyg__stack_attach);
 	cyg_tls.guard = guard;
+	cyg__objs_refresh();
+}
+
+unsigned cyg__lib_frames(uint64_t fn, uint64_t ra, uint64_t *out, unsigned max)
+{
+	int home = obj_of((uintptr_t)fn);
+	void *frames[32];
+	int n, s;
+	unsigned k = 0;
+
+	if (obj_of((uintptr_t)ra) == home) {
+		out[0] = ra; /* called straight from instrumented code: no unwinding */
+		return 1;
+	}
+	/* A library called the allocator: keep its frames, up to and with the
+	 * first frame back in the instrumented code's object. */
+	cyg_tls.guard = 1;
+	n = unw_backtrace(frames, 32);
+	cyg_tls.guard = 0;
+	for (s = 0; s < n && (uintptr_t)frames[s] >= self_lo && (uintptr_t)frames[s] < self_hi; s++)
+		;
+	for (; s < n && k < max && frames[s]; s++) {
+		out[k++] = (uint64_t)(uintptr_t)frames[s];
+		if (obj_of((uintptr_t)frames[s]) == home)
+			break; /* the call from instrumented code: its line */
+	}
+	if (!k)
+		out[k++] = ra;
+	return k;
 }
 
 uint64_t cyg__stack_id(struct cyg_thread *t)

@@ -200,9 +200,11 @@ enum {
 /* Sub-kinds of CYG_EV_EXT words. */
 enum {
 	CYG_X_SYNC = 0,  /* payload: absolute timestamp (58 bits) */
-	CYG_X_ALLOC = 1, /* payload [fn:6][shadow:1][delta:34]; then addr, size, stack;
-			  * stack = gid (shadow: then one more word, the return address
-			  * in the caller of the allocator) or the hash of an unwound stack */
+	CYG_X_ALLOC = 1, /* payload [nra:6][fn:6][shadow:1][delta:34]; then addr, size,
+			  * stack; stack = the gid of the shadow stack's top, followed by
+			  * nra return addresses (innermost first: the caller of the
+			  * allocator, then library frames up to the instrumented code),
+			  * or the hash of an unwound stack (shadow 0, nra 0) */
 	CYG_X_FREE = 2,  /* payload [fn:6][delta:34]; then addr */
 	CYG_X_STACK = 3, /* payload [n:16]; then the hash, then n return addresses,
 			  * innermost first: defines an unwound stack before its first use */
@@ -224,6 +226,14 @@ static inline uint64_t cyg_x_payload(uint64_t w)
 static inline uint64_t cyg_x_mem(unsigned fn, unsigned shadow, uint64_t delta)
 {
 	return ((uint64_t)fn << 35) | ((uint64_t)shadow << 34) | delta;
+}
+static inline uint64_t cyg_x_mem_nra(unsigned nra)
+{
+	return (uint64_t)nra << 41;
+}
+static inline unsigned cyg_x_mem_get_nra(uint64_t w)
+{
+	return (unsigned)(cyg_x_payload(w) >> 41) & 63;
 }
 static inline unsigned cyg_x_mem_fn(uint64_t w)
 {
