@@ -213,7 +213,8 @@ def test(ck, args, meson, tmp):
         exe = os.path.join(tmp, 'reader')
         with open(src, 'w') as f:
             f.write(READER_C)
-        cp = run([cc, '-o', exe, src] + flags, env=clean_env())
+        san = [] if SANITIZE in ('', 'none') else ['-fsanitize=' + SANITIZE]
+        cp = run([cc, '-o', exe, src] + san + flags, env=clean_env())
         if ck.eq(cp.returncode, 0, 'the reader compiles and links with pkg-config\'s flags'):
             cp = run([exe, capture], env=clean_env(LD_LIBRARY_PATH=lib_dir))
             ck.eq(cp.returncode, 0, 'the reader runs')
@@ -225,15 +226,23 @@ def test(ck, args, meson, tmp):
         ck.check(os.path.isfile(os.path.join(man1, page)), 'man page %s in %s' % (page, man1))
 
 
+SANITIZE = 'none'
+
+
 def main():
     global VERBOSE
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--build', required=True, help='the meson build directory')
     ap.add_argument('--meson', help='the meson command (default: meson in PATH)')
     ap.add_argument('--example', help='the calls example (default BUILD/tests/example-calls-O2)')
+    ap.add_argument('--sanitize', default='none',
+                    help="meson's b_sanitize: the installed library is built with it, "
+                         "so the reader program must be too")
     ap.add_argument('--keep', action='store_true')
     ap.add_argument('-v', '--verbose', action='store_true')
     args = ap.parse_args()
+    global SANITIZE
+    SANITIZE = args.sanitize
     VERBOSE = args.verbose or bool(os.environ.get('CYGPROF_E2E_VERBOSE'))
     args.build = os.path.abspath(args.build)
     args.example = os.path.abspath(args.example or
