@@ -91,7 +91,7 @@ static struct cyg_thread *mem_thread(void)
 
 void cyg__mem_alloc(unsigned fn, void *p, size_t size, void *ra)
 {
-	uint64_t now = cyg_mem_now();
+	uint64_t now = cyg_alloc_now();
 	struct cyg_thread *t = mem_thread();
 	uint64_t w[4 + 16];
 	unsigned n;
@@ -185,7 +185,7 @@ EXPORT void free(void *p)
 	if (UNLIKELY(!cyg_real.free))
 		cyg__mem_resolve();
 	if (cyg_mem_tracing())
-		cyg__mem_free(CYGPROF_FN_FREE, p, cyg_mem_now());
+		cyg__mem_free(CYGPROF_FN_FREE, p, cyg_free_now());
 	cyg_real.free(p);
 }
 
@@ -201,7 +201,7 @@ static void *do_realloc(unsigned fn, void *old, size_t n, void *(*real)(void *, 
 		return p;
 	}
 	int tracing = cyg_mem_tracing();
-	uint64_t ts = tracing && old ? cyg_mem_now() : 0;
+	uint64_t ts = tracing && old ? cyg_free_now() : 0;
 	void *p = real(old, n);
 	if (tracing) {
 		if (old && (p || n == 0))

@@ -57,7 +57,7 @@ static void *next(const char *name)
 		if (UNLIKELY(!real))                                                               \
 			real = (void (*) params)next(#mangled);                                    \
 		if (cyg_mem_tracing())                                                             \
-			cyg__mem_free(fnid, p, cyg_mem_now());                                     \
+			cyg__mem_free(fnid, p, cyg_free_now());                                     \
 		if (UNLIKELY(!real)) {                                                             \
 			free(p);                                                                   \
 			return;                                                                    \

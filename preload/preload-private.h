@@ -34,15 +34,27 @@ HIDDEN void cyg__mem_resolve(void);
 
 /* The time of a memory event, ordered against the allocator's own memory
  * operations (they synchronise between threads): a free is stamped before
- * the real free, an allocation after the real one returned. */
-NOINSTR static inline uint64_t cyg_mem_now(void)
+ * the real free starts (rdtsc, then lfence: nothing after it begins before
+ * the clock is read), an allocation after the real one completed (lfence,
+ * then rdtsc). */
+NOINSTR static inline uint64_t cyg_free_now(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	if (LIKELY(cyg_use_tsc)) {
-		unsigned aux;
-		uint64_t t = __rdtscp(&aux);
+		uint64_t t = __rdtsc();
 		__builtin_ia32_lfence();
 		return t;
+	}
+#endif
+	return cyg__mono();
+}
+
+NOINSTR static inline uint64_t cyg_alloc_now(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (LIKELY(cyg_use_tsc)) {
+		__builtin_ia32_lfence();
+		return __rdtsc();
 	}
 #endif
 	return cyg__mono();
