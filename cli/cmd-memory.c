@@ -319,6 +319,112 @@ static uint32_t *sorted_stacks(const struct memory *m, enum stack_kind k, size_t
 	return v;
 }
 
+/* Stacks whose frames read the same (names, files, lines) are shown as one:
+ * they differ only in return addresses (an unrolled loop, two calls on a
+ * line).  The frames of a group are those of its first stack. */
+struct stack_group {
+	char *key;
+	struct memory_frame *fr;
+	size_t nf;
+	uint32_t id; /* the first stack */
+	uint64_t blocks, bytes, allocations;
+};
+
+static int cmp_group_key(const void *a, const void *b)
+{
+	return strcmp(((const struct stack_group *)a)->key, ((const struct stack_group *)b)->key);
+}
+
+static int cmp_group_bytes(const void *a, const void *b)
+{
+	const struct stack_group *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	if (x->blocks != y->blocks)
+		return x->blocks > y->blocks ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static char *frames_key(const struct memory_frame *fr, size_t nf)
+{
+	size_t len = 1, j;
+	char *key, *p;
+
+	for (j = 0; j < nf; j++)
+		len += strlen(fr[j].name) + (fr[j].file ? strlen(fr[j].file) : 0) + 16;
+	key = p = malloc(len);
+	if (!key)
+		cli_die(1, "out of memory");
+	*p = 0;
+	for (j = 0; j < nf; j++)
+		p += sprintf(p, "%s|%s|%u;", fr[j].name, fr[j].file ? fr[j].file : "",
+			     fr[j].line);
+	return key;
+}
+
+static void free_groups(struct stack_group *g, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(g[i].key);
+		free(g[i].fr);
+	}
+	free(g);
+}
+
+static struct stack_group *group_stacks(struct memory_load *l, enum stack_kind k, size_t top,
+					size_t *ngroups)
+{
+	const struct memory *m = memory_load_result(l);
+	size_t n, i, out = 0;
+	uint32_t *v = sorted_stacks(m, k, 0, &n);
+	struct stack_group *g = calloc(n ? n : 1, sizeof(*g));
+
+	if (!g)
+		cli_die(1, "out of memory");
+	for (i = 0; i < n; i++) {
+		const struct memory_stack *s = &m->stacks[v[i]];
+		int err = memory_load_frames(l, s->id, 1, &g[i].fr, &g[i].nf);
+		if (err)
+			cli_die(1, "%s", cygprof_strerror(err));
+		kind_figures(s, k, &g[i].blocks, &g[i].bytes);
+		g[i].allocations = s->allocations;
+		g[i].id = s->id;
+		g[i].key = frames_key(g[i].fr, g[i].nf);
+	}
+	free(v);
+	qsort(g, n, sizeof(*g), cmp_group_key);
+	for (i = 0; i < n; i++) {
+		if (out && !strcmp(g[out - 1].key, g[i].key)) {
+			struct stack_group *d = &g[out - 1];
+			d->blocks += g[i].blocks;
+			d->bytes += g[i].bytes;
+			d->allocations += g[i].allocations;
+			if (g[i].id < d->id) {
+				struct memory_frame *t = d->fr;
+				size_t tn = d->nf;
+				d->fr = g[i].fr;
+				d->nf = g[i].nf;
+				d->id = g[i].id;
+				g[i].fr = t;
+				g[i].nf = tn;
+			}
+			free(g[i].key);
+			free(g[i].fr);
+			continue;
+		}
+		g[out++] = g[i];
+	}
+	qsort(g, out, sizeof(*g), cmp_group_bytes);
+	for (i = top && out > top ? top : out; i < out; i++) {
+		free(g[i].key);
+		free(g[i].fr);
+	}
+	*ngroups = top && out > top ? top : out;
+	return g;
+}
+
 /* ---- text -------------------------------------------------------------------- */
 
 static const char *human(char *buf, size_t len, uint64_t b)
@@ -435,12 +541,11 @@ static void print_stacks_text(struct memory_load *l, const struct memory_cli *o,
 		"Leaked blocks", "Blocks live at the peak", "Temporary allocations",
 		"Blocks live at T2 allocated after T1",
 	};
-	const struct memory *m = memory_load_result(l);
-	uint32_t *v;
+	struct stack_group *g;
 	size_t n, i, j;
 	char d1[32], d2[32];
 
-	v = sorted_stacks(m, k, o->top, &n);
+	g = group_stacks(l, k, o->top, &n);
 	printf("%s", titles[k]);
 	if (k == K_DIFF)
 		printf(" (T1 %s, T2 %s)", fmt_dur(d1, sizeof(d1), o->t1),
@@ -449,20 +554,13 @@ static void print_stacks_text(struct memory_load *l, const struct memory_cli *o,
 	if (!n)
 		printf("  none\n\n");
 	for (i = 0; i < n; i++) {
-		const struct memory_stack *s = &m->stacks[v[i]];
-		struct memory_frame *fr;
-		uint64_t blocks, bytes;
-		size_t nf;
-		int err;
+		const struct memory_frame *fr = g[i].fr;
+		size_t nf = g[i].nf;
 
-		kind_figures(s, k, &blocks, &bytes);
-		printf("%" PRIu64 " bytes in %" PRIu64 " blocks", bytes, blocks);
+		printf("%" PRIu64 " bytes in %" PRIu64 " blocks", g[i].bytes, g[i].blocks);
 		if (k == K_TEMP)
-			printf(" (of %" PRIu64 " allocations)", s->allocations);
+			printf(" (of %" PRIu64 " allocations)", g[i].allocations);
 		printf(":\n");
-		err = memory_load_frames(l, s->id, 1, &fr, &nf);
-		if (err)
-			cli_die(1, "%s", cygprof_strerror(err));
 		if (!nf)
 			printf("    <unknown>\n");
 		for (j = 0; j < nf; j++) {
@@ -472,9 +570,8 @@ static void print_stacks_text(struct memory_load *l, const struct memory_cli *o,
 				printf("    %s\n", fr[j].name);
 		}
 		printf("\n");
-		free(fr);
 	}
-	free(v);
+	free_groups(g, n);
 }
 
 static void print_rel_line(const struct memory *m, const struct memory_rel *r, const char *name)
@@ -583,31 +680,23 @@ static void json_heap(const struct memory *m)
 
 static void json_stacks(struct memory_load *l, const struct memory_cli *o)
 {
-	const struct memory *m = memory_load_result(l);
 	int k, any = 0;
 
 	printf("  \"stacks\": [");
 	for (k = 0; k < K_COUNT; k++) {
-		uint32_t *v;
+		struct stack_group *g;
 		size_t n, i, j;
 
 		if (!o->kinds[k])
 			continue;
-		v = sorted_stacks(m, (enum stack_kind)k, o->top, &n);
+		g = group_stacks(l, (enum stack_kind)k, o->top, &n);
 		for (i = 0; i < n; i++) {
-			const struct memory_stack *s = &m->stacks[v[i]];
-			struct memory_frame *fr;
-			uint64_t blocks, bytes;
-			size_t nf;
-			int err;
+			const struct memory_frame *fr = g[i].fr;
+			size_t nf = g[i].nf;
 
-			kind_figures(s, (enum stack_kind)k, &blocks, &bytes);
 			printf("%s\n    {\"kind\": \"%s\", \"id\": %u, \"allocations\": %" PRIu64
 			       ", \"bytes\": %" PRIu64 ", \"frames\": [",
-			       any++ ? "," : "", kind_names[k], s->id, blocks, bytes);
-			err = memory_load_frames(l, s->id, 1, &fr, &nf);
-			if (err)
-				cli_die(1, "%s", cygprof_strerror(err));
+			       any++ ? "," : "", kind_names[k], g[i].id, g[i].blocks, g[i].bytes);
 			for (j = 0; j < nf; j++) {
 				printf("%s{\"name\": ", j ? ", " : "");
 				json_str(stdout, fr[j].name);
@@ -620,9 +709,8 @@ static void json_stacks(struct memory_load *l, const struct memory_cli *o)
 				}
 			}
 			printf("]}");
-			free(fr);
 		}
-		free(v);
+		free_groups(g, n);
 	}
 	printf("%s]", any ? "\n  " : "");
 }

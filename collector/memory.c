@@ -65,7 +65,7 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 			     const uint64_t *ring, uint64_t mask, uint64_t pos, unsigned nra)
 {
 	uint64_t key = hash3(gid, nra, 0x5a5a), v;
-	uint64_t *fns = NULL, ras[64];
+	uint64_t *fns = NULL, *sites = NULL, ras[64];
 	size_t n = 0, cap = 0;
 	uint32_t proc = proc_idx_of(c, ct), id = 0;
 
@@ -80,28 +80,41 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
 			uint64_t *nv = realloc(fns, cap * sizeof *nv);
-			if (!nv) {
-				free(fns);
+			uint64_t *ns = nv ? realloc(sites, cap * sizeof *ns) : NULL;
+			if (!nv || !ns) {
+				free(nv ? nv : fns);
+				free(sites);
 				return 0;
 			}
 			fns = nv;
+			sites = ns;
 		}
-		fns[n++] = nd->fn;
+		fns[n] = nd->fn;
+		sites[n++] = nd->site;
 		g = nd->parent;
 	}
 	uint64_t start = 0;
+	struct cproc *cp = collector_proc(c, ct->t->proc_off);
 	if (nra && n) {
-		struct cproc *cp = collector_proc(c, ct->t->proc_off);
 		if (!collector_fn_name(c, cp, ras[nra - 1] - 1, &start, NULL, NULL, NULL))
 			start = 0;
 	}
-	for (size_t i = n; i-- > 1;)
-		id = stash_intern(c, id, proc, CYGPROF_FRAME_FN, fns[i]);
+	/* A caller's frame is the call site of its callee's node (the node's
+	 * first call site: its line), when that site lies in the caller. */
+	for (size_t i = n; i-- > 1;) {
+		uint64_t s0 = 0;
+		if (sites[i - 1] &&
+		    collector_fn_name(c, cp, sites[i - 1] - 1, &s0, NULL, NULL, NULL) && s0 == fns[i])
+			id = stash_intern(c, id, proc, CYGPROF_FRAME_RA, sites[i - 1]);
+		else
+			id = stash_intern(c, id, proc, CYGPROF_FRAME_FN, fns[i]);
+	}
 	if (n && (!nra || start != fns[0]))
 		id = stash_intern(c, id, proc, CYGPROF_FRAME_FN, fns[0]);
 	for (unsigned i = nra; i-- > 0;)
 		id = stash_intern(c, id, proc, CYGPROF_FRAME_RA, ras[i]);
 	free(fns);
+	free(sites);
 	hmap_put(&ct->shadow_ids, key, id);
 	return id;
 }
