@@ -175,9 +175,23 @@ static int name_stacks(struct memory_load *l)
 	return err;
 }
 
-static int cursor_next(void *cur, struct cygprof_mem_event *ev)
+/* One thread's events.  Each process image has its own address space: the
+ * image index goes into the address's top 16 bits (user addresses use 48),
+ * so a block freed in a fork child never pairs with the parent's copy (the
+ * child's free of an inherited block is an untracked free). */
+struct source {
+	struct cygprof_mem_cursor *cur;
+	uint64_t space;
+};
+
+static int cursor_next(void *src, struct cygprof_mem_event *ev)
 {
-	return cygprof_mem_cursor_next(cur, ev);
+	struct source *s = src;
+	int r = cygprof_mem_cursor_next(s->cur, ev);
+
+	if (r == 1 && ev->addr)
+		ev->addr = (ev->addr & ((1ULL << 48) - 1)) | s->space;
+	return r;
 }
 
 static uint64_t capture_duration(struct cygprof_capture *cap, const struct cygprof_thread *t,
@@ -202,7 +216,8 @@ int memory_load(struct cygprof_capture *cap, const struct memory_opts *o,
 {
 	struct cygprof_thread *threads = NULL;
 	struct cygprof_proc *procs = NULL;
-	struct cygprof_mem_cursor **cur = NULL;
+	struct source *cur = NULL;
+	void **srcs = NULL;
 	struct memory_opts opts = *o;
 	struct memory_load *l;
 	size_t nthreads = 0, nprocs = 0, i;
@@ -249,7 +264,8 @@ int memory_load(struct cygprof_capture *cap, const struct memory_opts *o,
 		opts.duration_ns = capture_duration(cap, threads, nthreads);
 	l->m = memory_new(&opts);
 	cur = calloc(nthreads ? nthreads : 1, sizeof(*cur));
-	if (!l->m || !cur) {
+	srcs = calloc(nthreads ? nthreads : 1, sizeof(*srcs));
+	if (!l->m || !cur || !srcs) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -259,11 +275,13 @@ int memory_load(struct cygprof_capture *cap, const struct memory_opts *o,
 			err = CYGPROF_E_CORRUPT;
 			goto fail;
 		}
-		err = cygprof_mem_cursor_open(cap, threads[i].idx, &cur[i]);
+		err = cygprof_mem_cursor_open(cap, threads[i].idx, &cur[i].cur);
 		if (err)
 			goto fail;
+		cur[i].space = (uint64_t)(threads[i].proc_idx & 0xffff) << 48;
+		srcs[i] = &cur[i];
 	}
-	err = memory_run(l->m, nthreads, cursor_next, (void *const *)cur);
+	err = memory_run(l->m, nthreads, cursor_next, srcs);
 	if (!err)
 		err = memory_end(l->m);
 	if (!err)
@@ -277,8 +295,9 @@ int memory_load(struct cygprof_capture *cap, const struct memory_opts *o,
 fail:
 	if (cur)
 		for (i = 0; i < nthreads; i++)
-			cygprof_mem_cursor_close(cur[i]);
+			cygprof_mem_cursor_close(cur[i].cur);
 	free(cur);
+	free(srcs);
 	if (procs)
 		cygprof_procs_free(procs, nprocs);
 	free(threads);
