@@ -36,6 +36,9 @@ extern int cyg_timeline HIDDEN;
 extern uint64_t cyg_ring_mask HIDDEN;
 extern uint32_t cyg_max_depth HIDDEN;
 extern int cyg_memory HIDDEN; /* tracing the malloc family (libcygprof-mem.so, --memory) */
+extern int cyg_state HIDDEN;  /* 0 not attached yet, 1 attached, <0 disabled or attaching */
+/* Attach before our constructor ran (an allocation in an earlier one). */
+HIDDEN void cyg__attach_early(void) COLD;
 
 /* Defined only in libcygprof-mem.so: called once the mapping is attached. */
 HIDDEN void cyg__mem_attach(void) __attribute__((weak));

@@ -33,7 +33,8 @@ uint64_t cyg_ring_mask;
 uint32_t cyg_max_depth = 2; /* until attached: every enter overflows harmlessly */
 int cyg_memory;
 
-static int cyg_state;        /* 0 not tried, 1 attached, -1 disabled */
+int cyg_state;               /* 0 not tried, -2 attaching, 1 attached, -1 disabled */
+static int ctor_done;         /* our constructor ran: a missing environment is final */
 static __thread int thread_failed TLS_IE; /* no writer could be made: don't retry */
 static __thread uint64_t fork_cfa TLS_IE; /* stack position of fork()'s caller */
 static uint64_t cyg_proc_off; /* this process image's record */
@@ -729,16 +730,26 @@ static void atfork_child(void)
 
 /* ---- attaching to the collector ---------------------------------------- */
 
+/* Attach to the collector's mapping: from our constructor, or earlier from
+ * the first hook or allocation (a .preinit_array function, another
+ * library's constructor).  That early, the environment may not be readable
+ * yet: then try again later, until our constructor has run. */
 static int attach(void)
 {
-	const char *s = getenv(CYG_SHM_FD_ENV);
+	const char *s;
 	struct stat st;
 	void *m;
 	int fd;
 
-	cyg_state = -1;
-	if (!s)
+	if (cyg_state != 0)
+		return cyg_state > 0 ? 0 : -1;
+	cyg_state = -2;
+	s = getenv(CYG_SHM_FD_ENV);
+	if (!s) {
+		cyg_state = ctor_done ? -1 : 0;
 		return -1;
+	}
+	cyg_state = -1;
 	fd = atoi(s);
 	if (fstat(fd, &st) < 0 || st.st_size < (off_t)CYG_AREA_OFF)
 		return -1;
@@ -756,22 +767,33 @@ static int attach(void)
 	cyg_timeline = !!(c->flags & CYG_F_TIMELINE);
 	cyg_ring_mask = c->ring_words - 1;
 	cyg_max_depth = c->max_depth;
-	cyg_memory = !!(c->flags & CYG_F_MEMORY) && cyg__mem_attach;
 	if (pthread_key_create(&cyg_key, thread_dtor))
 		return -1;
 	register_proc(0, cyg_now());
 	pthread_atfork(NULL, NULL, atfork_child);
 	cyg_state = 1;
-	if (cyg_memory)
+	if ((c->flags & CYG_F_MEMORY) && cyg__mem_attach) {
 		cyg__mem_attach();
+		cyg_memory = 1;
+	}
 	return 0;
+}
+
+void cyg__attach_early(void)
+{
+	int saved = errno, guard = cyg_tls.guard;
+
+	cyg_tls.guard = 1; /* what attaching allocates is not traced */
+	attach();
+	cyg_tls.guard = guard;
+	errno = saved;
 }
 
 __attribute__((constructor(101))) static void cyg_init(void)
 {
 	int saved = errno;
-	if (cyg_state == 0)
-		attach();
+	ctor_done = 1;
+	attach();
 	errno = saved;
 }
 

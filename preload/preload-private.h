@@ -68,6 +68,8 @@ HIDDEN void cyg__mem_free(unsigned fn, void *p, uint64_t ts);
  * tracing on, not inside the runtime). */
 static inline int cyg_mem_tracing(void)
 {
+	if (UNLIKELY(!cyg_memory) && cyg_state == 0 && !cyg_tls.guard)
+		cyg__attach_early();
 	return cyg_memory && !cyg_tls.guard;
 }
 
