@@ -19,6 +19,10 @@ Sections:
            uftrace record when installed; capture bytes per call and per event.
   threads  threads.c at T=1 and T=4: per-call CPU overhead (scaling).
   growth   capture size of the default mode for a run and a 100x longer run.
+  memory   allocs.c (2 M allocations): cygprof --memory with unwinding (plain
+           build) and with shadow-stack ids (instrumented build, against the
+           same build recorded without --memory), heaptrack when installed;
+           capture bytes per allocation event.
 """
 import argparse
 import os
@@ -39,7 +43,7 @@ def sh(cmd, **kw):
 
 def build(out):
     cc = os.environ.get("CC", "gcc")
-    for p, extra in (("calls", ""), ("threads", "-pthread")):
+    for p, extra in (("calls", ""), ("threads", "-pthread"), ("allocs", "")):
         src = os.path.join(PROG, p + ".c")
         sh(f"{cc} -O2 -g -o {out}/{p}.plain {src} {extra}")
         sh(f"{cc} -O2 -g -finstrument-functions -o {out}/{p}.finstr {src} {extra}")
@@ -178,12 +182,55 @@ def growth_section(args, b, tmp):
           f"100 rounds + 1,000,000 loops: {l} bytes; ratio {l / s:.3f}")
 
 
+def memory_section(args, b, tmp):
+    cyg = args.cygprof
+    a = "2000000 1"  # 2 M allocation calls, power-of-two sizes (heaptrack analyses these)
+    n = 2000000
+    events = n + 1600531  # + frees, from allocs.c's own report for these arguments
+    cfg = [
+        ("plain", None, f"exec {b}/allocs.plain {a}"),
+        ("cygprof --memory (unwinding, plain build)", f"rm -f {tmp}/mu.cap*",
+         f"exec {cyg} record -q --memory -o {tmp}/mu.cap -- {b}/allocs.plain {a}"),
+        ("finstr: cygprof record (calls only)", f"rm -f {tmp}/md.cap*",
+         f"exec {cyg} record -q -o {tmp}/md.cap -- {b}/allocs.finstr {a}"),
+        ("finstr: cygprof record --memory (shadow-stack ids)", f"rm -f {tmp}/ms.cap*",
+         f"exec {cyg} record -q --memory -o {tmp}/ms.cap -- {b}/allocs.finstr {a}"),
+    ]
+    if shutil.which("heaptrack"):
+        cfg += [
+            ("heaptrack -r (record only)", f"rm -rf {tmp}/ht; mkdir -p {tmp}/ht",
+             f"cd {tmp}/ht && exec heaptrack -r {b}/allocs.plain {a}"),
+            ("heaptrack (record + interpret)", f"rm -rf {tmp}/ht2; mkdir -p {tmp}/ht2",
+             f"cd {tmp}/ht2 && exec heaptrack {b}/allocs.plain {a}"),
+        ]
+    res = interleave(cfg, args.runs, n)
+    table(f"allocs.c {a}: {n} allocation calls (+1.6 M frees) per run, {args.runs} rounds",
+          cfg, res, "alloc")
+    unw = med(res, "cygprof --memory (unwinding, plain build)", "ov")
+    shadow = (statistics.median(res["finstr: cygprof record --memory (shadow-stack ids)"]["t"]) -
+              statistics.median(res["finstr: cygprof record (calls only)"]["t"])) / n * 1e9
+    usize = os.path.getsize(f"{tmp}/mu.cap")
+    ssize = os.path.getsize(f"{tmp}/ms.cap") - os.path.getsize(f"{tmp}/md.cap")
+    print("\nFigures (medians of the same run):")
+    print(f"- cygprof with unwinding: {unw:.1f} ns per allocation (with its free)")
+    print(f"- cygprof with shadow-stack ids: {shadow:.1f} ns per allocation "
+          "(--memory minus the same instrumented build recorded without it)")
+    print(f"- capture: unwinding {usize} bytes = {usize / n:.2f} B/allocation, "
+          f"{usize / events:.2f} B/event; shadow ids: {ssize / events:.2f} B/event")
+    if "heaptrack -r (record only)" in res:
+        ht = med(res, "heaptrack -r (record only)", "ov")
+        hti = med(res, "heaptrack (record + interpret)", "ov")
+        print(f"- heaptrack: {ht:.1f} ns/allocation recording, {hti:.1f} with its analysis; "
+              f"cygprof unwinding = {unw / ht:.2f}x heaptrack's recording, shadow ids = "
+              f"{shadow / ht:.2f}x")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cygprof", default=None, help="cygprof binary (default: build tree)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="2 rounds")
-    ap.add_argument("--only", default="calls,threads,growth")
+    ap.add_argument("--only", default="calls,threads,growth,memory")
     args = ap.parse_args()
     if args.quick:
         args.runs = 2
@@ -210,6 +257,8 @@ def main():
             threads_section(args, b, tmp)
         if "growth" in only:
             growth_section(args, b, tmp)
+        if "memory" in only:
+            memory_section(args, b, tmp)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@
 const char *const capture_db_names[DB_COUNT] = {
 	[DB_META] = "meta",	    [DB_PROCS] = "procs",     [DB_THREADS] = "threads",
 	[DB_TREES] = "trees",	    [DB_TIMELINE] = "timeline", [DB_OBJECTS] = "objects",
-	[DB_SYMBOLS] = "symbols",
+	[DB_SYMBOLS] = "symbols", [DB_MEM] = "mem",	      [DB_STACKS] = "stacks",
 };
 
 const char *cygprof_strerror(int err)
@@ -220,18 +220,21 @@ void capture_rend(struct cygprof_capture *cap, MDB_txn *txn)
 
 void capture_free(struct cygprof_capture *cap)
 {
+	unsigned int s;
 	size_t i;
 
 	if (cap->txn)
 		mdb_txn_abort(cap->txn);
 	if (cap->env)
 		mdb_env_close(cap->env);
-	for (i = 0; i < cap->npend; i++) {
-		if (cap->pend[i])
-			free(cap->pend[i]->buf);
-		free(cap->pend[i]);
+	for (s = 0; s < STREAM_COUNT; s++) {
+		for (i = 0; i < cap->npend[s]; i++) {
+			if (cap->pend[s][i])
+				free(cap->pend[s][i]->buf);
+			free(cap->pend[s][i]);
+		}
+		free(cap->pend[s]);
 	}
-	free(cap->pend);
 	free(cap->dirty);
 	free(cap->log.ent);
 	free(cap->log.data);

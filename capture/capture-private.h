@@ -17,9 +17,26 @@
 
 #include "cygprof/cygprof-capture.h"
 
-enum { DB_META, DB_PROCS, DB_THREADS, DB_TREES, DB_TIMELINE, DB_OBJECTS, DB_SYMBOLS, DB_COUNT };
+enum {
+	DB_META,
+	DB_PROCS,
+	DB_THREADS,
+	DB_TREES,
+	DB_TIMELINE,
+	DB_OBJECTS,
+	DB_SYMBOLS,
+	DB_MEM,    /* added later in schema 1: optional in a capture */
+	DB_STACKS, /* likewise */
+	DB_COUNT
+};
+
+/* The first DB a capture may lack (written before those DBs existed). */
+#define DB_FIRST_OPTIONAL DB_MEM
 
 extern const char *const capture_db_names[DB_COUNT];
+
+/* Streams of per-thread event blocks, each with its own pending blocks. */
+enum { STREAM_TIMELINE, STREAM_MEM, STREAM_COUNT };
 
 #define CAPTURE_MAGIC "cygprof-capture"
 #define CAPTURE_MAXDBS 16
@@ -34,6 +51,23 @@ extern const char *const capture_db_names[DB_COUNT];
 #define CAPTURE_BLOCK_HDR 12
 /* Largest encoding of one timeline event: varint(34 bits) + varint(64 bits). */
 #define CAPTURE_EVENT_MAX 15
+#define CAPTURE_STACK_SIZE 20
+
+/* Memory event header varint: op, fn, whether the address delta is stored
+ * divided by 16, then the flags. */
+#define MEM_HDR_OP 1u
+#define MEM_HDR_FN_SHIFT 1
+#define MEM_HDR_FN_MASK 0xfu
+#define MEM_HDR_SCALED (1u << 5)
+#define MEM_HDR_FLAGS_SHIFT 6
+/* Largest encoding of one memory event: varint(22 bits) + varint(64 bits)
+ * x 3 + varint(32 bits). */
+#define CAPTURE_MEM_EVENT_MAX 39
+/* Smallest: a FREE with one-byte header, time delta and address delta. */
+#define CAPTURE_MEM_EVENT_MIN 3
+/* A reader refuses larger event blocks (the writer stores at most 65520
+ * bytes): this bounds the memory of a cursor. */
+#define CAPTURE_BLOCK_LIMIT ((size_t)1 << 20)
 
 /* Environment variable overriding the initial map size of a writer (bytes);
  * used by the tests to exercise map growth. */
@@ -123,6 +157,18 @@ static inline bool get_varint(const uint8_t *p, size_t len, size_t *off, uint64_
 	*off = i;
 	*out = v;
 	return true;
+}
+
+/* ZigZag: a two's complement 64-bit value (as uint64_t) to an unsigned one
+ * that is small when the signed value is near 0, and back. */
+static inline uint64_t zigzag(uint64_t v)
+{
+	return v << 1 ^ (0 - (v >> 63));
+}
+
+static inline uint64_t unzigzag(uint64_t v)
+{
+	return v >> 1 ^ (0 - (v & 1));
 }
 
 /* ---- encode buffer ------------------------------------------------------- */
@@ -234,8 +280,10 @@ struct wlog {
 	size_t len, dcap;
 };
 
-/* The in-memory timeline block of one thread. */
+/* The in-memory event block of one thread and stream (timeline or memory). */
 struct pending {
+	unsigned int db;  /* DB_TIMELINE or DB_MEM */
+	uint32_t thread;
 	uint8_t *buf;     /* CAPTURE_BLOCK_HDR bytes of header, then the events */
 	size_t len;       /* bytes used, header included */
 	size_t cap;
@@ -243,6 +291,7 @@ struct pending {
 	uint32_t count;   /* events in the block */
 	uint64_t first_ts;
 	uint64_t last_ts; /* of the last event appended to the thread */
+	uint64_t last_addr; /* memory: address of the previous event in the block */
 	bool any;         /* last_ts is valid */
 	bool dirty;       /* holds events not yet written to LMDB */
 };
@@ -252,6 +301,7 @@ struct cygprof_capture {
 	char *path;
 	bool rdonly;
 	MDB_dbi dbi[DB_COUNT];
+	bool missing[DB_COUNT]; /* an optional DB the capture does not have */
 	unsigned int psize;
 	size_t maxkey;
 
@@ -262,10 +312,11 @@ struct cygprof_capture {
 	size_t block_max; /* largest timeline value */
 	struct wlog log;
 	struct cbuf scratch;
-	struct pending **pend; /* by thread index */
-	size_t npend;
-	uint32_t *dirty; /* thread indices with dirty pending blocks */
+	struct pending **pend[STREAM_COUNT]; /* by thread index */
+	size_t npend[STREAM_COUNT];
+	struct pending **dirty; /* pending blocks holding unwritten events */
 	size_t ndirty, cdirty;
+	uint32_t nstacks; /* stack stash nodes stored (ids 1..nstacks) */
 };
 
 /* Map an LMDB or errno code to the library's convention. */
@@ -287,7 +338,8 @@ void capture_free(struct cygprof_capture *cap);
 /* Writer: write the pending blocks, commit, sync.  Called by close. */
 int capture_writer_finish(struct cygprof_capture *cap);
 
-/* Writer: make the pending timeline block of a thread visible to readers. */
-int capture_flush_thread(struct cygprof_capture *cap, uint32_t thread_idx);
+/* Writer: make the pending block of a thread in a stream (STREAM_*)
+ * visible to readers. */
+int capture_flush_thread(struct cygprof_capture *cap, unsigned int stream, uint32_t thread_idx);
 
 #endif

@@ -120,6 +120,12 @@ static int open_dbs(struct cygprof_capture *cap)
 		if (i == DB_META)
 			continue;
 		rc = mdb_dbi_open(txn, capture_db_names[i], 0, &cap->dbi[i]);
+		if (rc == MDB_NOTFOUND && i >= DB_FIRST_OPTIONAL) {
+			/* written before this DB existed: reads as empty */
+			cap->missing[i] = true;
+			rc = 0;
+			continue;
+		}
 		if (rc) {
 			rc = rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE ? CYGPROF_E_CORRUPT
 									  : capture_err(rc);
@@ -232,6 +238,8 @@ static int load(struct cygprof_capture *cap, unsigned int db, const uint8_t *pre
 
 	*arr = NULL;
 	*np = 0;
+	if (cap->missing[db])
+		return 0;
 	rc = capture_rbegin(cap, &txn);
 	if (rc)
 		return rc;
@@ -582,7 +590,7 @@ int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_i
 	if (!cap || !fn)
 		return -EINVAL;
 	if (!cap->rdonly) {
-		rc = capture_flush_thread(cap, thread_idx);
+		rc = capture_flush_thread(cap, STREAM_TIMELINE, thread_idx);
 		if (rc)
 			return rc;
 	}
@@ -624,4 +632,312 @@ int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_i
 	capture_rend(cap, txn);
 	free(buf);
 	return rc;
+}
+
+/* ---- memory events ------------------------------------------------------------ */
+
+/* A cursor holds a copy of one block and decodes it event by event.  It
+ * opens a read transaction (or uses the writer's open one) only while it
+ * fetches the next block, so any number of cursors can be open at once on
+ * one handle, and a writer can still grow its map in between. */
+struct cygprof_mem_cursor {
+	struct cygprof_capture *cap;
+	uint32_t thread;
+	uint32_t next_seq;  /* key of the next block to fetch */
+	bool end;           /* no more blocks */
+	int err;            /* sticky error */
+	uint8_t *buf;       /* the current block */
+	size_t len, cap_len;
+	size_t off;         /* next event in buf */
+	uint32_t left;      /* events left in buf */
+	uint64_t ts, addr;  /* of the previous event */
+	uint64_t block_ts;  /* first_ts of the current block */
+	bool any;           /* a block was read: ts is valid across blocks */
+};
+
+int cygprof_mem_cursor_open(struct cygprof_capture *cap, uint32_t thread_idx,
+			    struct cygprof_mem_cursor **cur)
+{
+	struct cygprof_mem_cursor *c;
+	int rc;
+
+	if (!cur)
+		return -EINVAL;
+	*cur = NULL;
+	if (!cap)
+		return -EINVAL;
+	if (!cap->rdonly) {
+		rc = capture_flush_thread(cap, STREAM_MEM, thread_idx);
+		if (rc)
+			return rc;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->cap = cap;
+	c->thread = thread_idx;
+	c->end = cap->missing[DB_MEM];
+	*cur = c;
+	return 0;
+}
+
+void cygprof_mem_cursor_close(struct cygprof_mem_cursor *cur)
+{
+	if (!cur)
+		return;
+	free(cur->buf);
+	free(cur);
+}
+
+/* Check a block of the thread: 1 when k is the key of another thread's
+ * block, else 0 with *count its event count, or CYGPROF_E_CORRUPT. */
+static int mem_block_hdr(uint32_t thread, const MDB_val *k, const MDB_val *v, uint32_t *count)
+{
+	if (k->mv_size != 8)
+		return CYGPROF_E_CORRUPT;
+	if (get_be32(k->mv_data) != thread)
+		return 1;
+	if (v->mv_size < CAPTURE_BLOCK_HDR || v->mv_size > CAPTURE_BLOCK_LIMIT)
+		return CYGPROF_E_CORRUPT;
+	*count = get_le32(v->mv_data);
+	if (*count > (v->mv_size - CAPTURE_BLOCK_HDR) / CAPTURE_MEM_EVENT_MIN)
+		return CYGPROF_E_CORRUPT;
+	return 0;
+}
+
+/* Copy the thread's next non-empty block into c->buf; c->end at the end. */
+static int mem_fetch(struct cygprof_mem_cursor *c)
+{
+	struct cygprof_capture *cap = c->cap;
+	MDB_cursor *mc = NULL;
+	MDB_txn *txn;
+	MDB_val k, v;
+	MDB_cursor_op op = MDB_SET_RANGE;
+	uint8_t key[8], *buf;
+	uint32_t count, seq;
+	size_t n;
+	int rc;
+
+	rc = capture_rbegin(cap, &txn);
+	if (rc)
+		return rc;
+	rc = capture_err(mdb_cursor_open(txn, cap->dbi[DB_MEM], &mc));
+	put_be32(key, c->thread);
+	put_be32(key + 4, c->next_seq);
+	k.mv_size = sizeof(key);
+	k.mv_data = key;
+	for (; !rc; op = MDB_NEXT) {
+		rc = mdb_cursor_get(mc, &k, &v, op);
+		if (rc == MDB_NOTFOUND) {
+			c->end = true;
+			rc = 0;
+			break;
+		}
+		if (rc) {
+			rc = capture_err(rc);
+			break;
+		}
+		rc = mem_block_hdr(c->thread, &k, &v, &count);
+		if (rc == 1) {
+			/* the next thread's blocks */
+			c->end = true;
+			rc = 0;
+			break;
+		}
+		if (rc)
+			break;
+		seq = get_be32((const uint8_t *)k.mv_data + 4);
+		if (seq == UINT32_MAX)
+			c->end = true; /* the last possible key: nothing after it */
+		else
+			c->next_seq = seq + 1;
+		if (!count) {
+			if (c->end)
+				break;
+			continue;
+		}
+		if (v.mv_size > c->cap_len) {
+			n = c->cap_len ? c->cap_len : 65536;
+			while (n < v.mv_size)
+				n *= 2;
+			buf = realloc(c->buf, n);
+			if (!buf) {
+				rc = -ENOMEM;
+				break;
+			}
+			c->buf = buf;
+			c->cap_len = n;
+		}
+		memcpy(c->buf, v.mv_data, v.mv_size);
+		c->len = v.mv_size;
+		c->off = CAPTURE_BLOCK_HDR;
+		c->left = count;
+		c->block_ts = get_le64(c->buf + 4);
+		/* blocks continue each other in time */
+		if (c->any && c->block_ts < c->ts) {
+			rc = CYGPROF_E_CORRUPT;
+			c->left = 0;
+			break;
+		}
+		c->ts = c->block_ts;
+		c->addr = 0;
+		c->end = false;
+		break;
+	}
+	if (mc)
+		mdb_cursor_close(mc);
+	capture_rend(cap, txn);
+	return rc;
+}
+
+int cygprof_mem_cursor_next(struct cygprof_mem_cursor *cur, struct cygprof_mem_event *ev)
+{
+	uint64_t hdr, dts, d, size = 0, stack = 0;
+	const uint8_t *p;
+	int rc;
+
+	if (!cur || !ev)
+		return -EINVAL;
+	if (cur->err)
+		return cur->err;
+	while (!cur->left) {
+		if (cur->end)
+			return 0;
+		rc = mem_fetch(cur);
+		if (rc) {
+			cur->err = rc;
+			return rc;
+		}
+	}
+	p = cur->buf;
+	if (!get_varint(p, cur->len, &cur->off, &hdr) ||
+	    !get_varint(p, cur->len, &cur->off, &dts) ||
+	    !get_varint(p, cur->len, &cur->off, &d))
+		goto corrupt;
+	if (hdr >> (MEM_HDR_FLAGS_SHIFT + 16) ||
+	    (hdr >> MEM_HDR_FN_SHIFT & MEM_HDR_FN_MASK) >= CYGPROF_FN_COUNT ||
+	    cur->ts + dts < cur->ts)
+		goto corrupt;
+	if (!(hdr & MEM_HDR_OP) &&
+	    (!get_varint(p, cur->len, &cur->off, &size) ||
+	     !get_varint(p, cur->len, &cur->off, &stack) || stack > UINT32_MAX))
+		goto corrupt;
+	d = unzigzag(d);
+	if (hdr & MEM_HDR_SCALED)
+		d <<= 4;
+	cur->ts += dts;
+	cur->addr += d;
+	cur->any = true;
+	cur->left--;
+	ev->ts_ns = cur->ts;
+	ev->addr = cur->addr;
+	ev->size = size;
+	ev->stack = (uint32_t)stack;
+	ev->op = (uint8_t)(hdr & MEM_HDR_OP);
+	ev->fn = (uint8_t)(hdr >> MEM_HDR_FN_SHIFT & MEM_HDR_FN_MASK);
+	ev->flags = (uint16_t)(hdr >> MEM_HDR_FLAGS_SHIFT);
+	return 1;
+corrupt:
+	cur->err = CYGPROF_E_CORRUPT;
+	return cur->err;
+}
+
+int cygprof_capture_mem_count(struct cygprof_capture *cap, uint32_t thread_idx, uint64_t *n)
+{
+	MDB_cursor *mc = NULL;
+	MDB_cursor_op op = MDB_SET_RANGE;
+	MDB_txn *txn;
+	MDB_val k, v;
+	uint8_t key[8];
+	uint32_t count;
+	uint64_t total = 0;
+	int rc;
+
+	if (!n)
+		return -EINVAL;
+	*n = 0;
+	if (!cap)
+		return -EINVAL;
+	if (!cap->rdonly) {
+		rc = capture_flush_thread(cap, STREAM_MEM, thread_idx);
+		if (rc)
+			return rc;
+	}
+	if (cap->missing[DB_MEM])
+		return 0;
+	rc = capture_rbegin(cap, &txn);
+	if (rc)
+		return rc;
+	rc = capture_err(mdb_cursor_open(txn, cap->dbi[DB_MEM], &mc));
+	put_be32(key, thread_idx);
+	put_be32(key + 4, 0);
+	k.mv_size = sizeof(key);
+	k.mv_data = key;
+	for (; !rc; op = MDB_NEXT) {
+		rc = mdb_cursor_get(mc, &k, &v, op);
+		if (rc == MDB_NOTFOUND) {
+			rc = 0;
+			break;
+		}
+		if (rc) {
+			rc = capture_err(rc);
+			break;
+		}
+		rc = mem_block_hdr(thread_idx, &k, &v, &count);
+		if (rc == 1) {
+			rc = 0; /* the next thread's blocks */
+			break;
+		}
+		if (!rc)
+			total += count;
+	}
+	if (mc)
+		mdb_cursor_close(mc);
+	capture_rend(cap, txn);
+	if (!rc)
+		*n = total;
+	return rc;
+}
+
+/* ---- stack stash ------------------------------------------------------------- */
+
+static int decode_stack(const MDB_val *k, const MDB_val *v, void *elem)
+{
+	struct cygprof_stack_node *s = elem;
+	const uint8_t *p = v->mv_data;
+
+	if (k->mv_size != 4 || v->mv_size < CAPTURE_STACK_SIZE)
+		return CYGPROF_E_CORRUPT;
+	s->id = get_be32(k->mv_data);
+	s->parent = get_le32(p);
+	s->proc_idx = get_le32(p + 4);
+	s->kind = get_le32(p + 8);
+	s->addr = get_le64(p + 12);
+	if (s->parent >= s->id || s->kind > CYGPROF_FRAME_RA)
+		return CYGPROF_E_CORRUPT;
+	return 0;
+}
+
+int cygprof_capture_get_stacks(struct cygprof_capture *cap, struct cygprof_stack_node **v,
+			       size_t *n)
+{
+	size_t i;
+	int rc;
+
+	if (!cap || !v || !n)
+		return -EINVAL;
+	rc = load(cap, DB_STACKS, NULL, 0, sizeof(**v), decode_stack, NULL, (void **)v, n);
+	if (rc)
+		return rc;
+	/* dense ids: with parent < id, every parent is in the array before
+	 * its children */
+	for (i = 0; i < *n; i++) {
+		if ((*v)[i].id != i + 1) {
+			free(*v);
+			*v = NULL;
+			*n = 0;
+			return CYGPROF_E_CORRUPT;
+		}
+	}
+	return 0;
 }

@@ -4,8 +4,9 @@
  * All puts go through wput(), which opens a write transaction when none is
  * open and logs the put so that the whole transaction can be replayed after
  * growing the map on MDB_MAP_FULL.  Outside a batch every public put commits
- * on its own (wdone).  Timeline events are buffered per thread in a pending
- * block and written when the block is full, at commit and at close.
+ * on its own (wdone).  Timeline and memory events are buffered per thread
+ * in a pending block and written when the block is full, at commit and at
+ * close.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -343,17 +344,16 @@ int cygprof_capture_begin(struct cygprof_capture *cap)
 	return 0;
 }
 
-static int flush_block(struct cygprof_capture *cap, uint32_t thread, struct pending *p,
-		       bool close)
+static int flush_block(struct cygprof_capture *cap, struct pending *p, bool close)
 {
 	uint8_t key[8];
 	int rc;
 
-	put_be32(key, thread);
+	put_be32(key, p->thread);
 	put_be32(key + 4, p->seq);
 	put_le32(p->buf, p->count);
 	put_le64(p->buf + 4, p->first_ts);
-	rc = wput(cap, DB_TIMELINE, key, sizeof(key), p->buf, p->len);
+	rc = wput(cap, p->db, key, sizeof(key), p->buf, p->len);
 	if (rc)
 		return rc;
 	p->dirty = false;
@@ -374,10 +374,10 @@ static int flush_dirty(struct cygprof_capture *cap)
 	int rc = 0, rc2;
 
 	for (i = 0; i < cap->ndirty; i++) {
-		p = cap->pend[cap->dirty[i]];
+		p = cap->dirty[i];
 		if (!p->dirty || !p->count)
 			continue;
-		rc2 = flush_block(cap, cap->dirty[i], p, false);
+		rc2 = flush_block(cap, p, false);
 		if (!rc)
 			rc = rc2;
 	}
@@ -412,16 +412,16 @@ int capture_writer_finish(struct cygprof_capture *cap)
 	return rc ? rc : rc2;
 }
 
-int capture_flush_thread(struct cygprof_capture *cap, uint32_t thread_idx)
+int capture_flush_thread(struct cygprof_capture *cap, unsigned int stream, uint32_t thread_idx)
 {
 	struct pending *p;
 
-	if (thread_idx >= cap->npend || !cap->pend[thread_idx])
+	if (thread_idx >= cap->npend[stream] || !cap->pend[stream][thread_idx])
 		return 0;
-	p = cap->pend[thread_idx];
+	p = cap->pend[stream][thread_idx];
 	if (!p->dirty || !p->count)
 		return 0;
-	return wdone(cap, flush_block(cap, thread_idx, p, false));
+	return wdone(cap, flush_block(cap, p, false));
 }
 
 /* ---- records ---------------------------------------------------------------- */
@@ -594,33 +594,39 @@ int cygprof_capture_put_symbol(struct cygprof_capture *cap, const struct cygprof
 
 /* ---- timeline ------------------------------------------------------------- */
 
-static struct pending *pending_get(struct cygprof_capture *cap, uint32_t thread)
+static struct pending *pending_get(struct cygprof_capture *cap, unsigned int stream,
+				   uint32_t thread)
 {
-	struct pending **pp;
-	size_t n;
+	struct pending **pp, *p;
+	size_t n, old = cap->npend[stream];
 
-	if (thread >= cap->npend) {
-		n = cap->npend ? cap->npend : 16;
+	if (thread >= old) {
+		n = old ? old : 16;
 		while (n <= thread)
 			n *= 2;
-		pp = realloc(cap->pend, n * sizeof(*pp));
+		pp = realloc(cap->pend[stream], n * sizeof(*pp));
 		if (!pp)
 			return NULL;
-		memset(pp + cap->npend, 0, (n - cap->npend) * sizeof(*pp));
-		cap->pend = pp;
-		cap->npend = n;
+		memset(pp + old, 0, (n - old) * sizeof(*pp));
+		cap->pend[stream] = pp;
+		cap->npend[stream] = n;
 	}
-	if (!cap->pend[thread]) {
-		cap->pend[thread] = calloc(1, sizeof(struct pending));
-		if (cap->pend[thread])
-			cap->pend[thread]->len = CAPTURE_BLOCK_HDR;
+	p = cap->pend[stream][thread];
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return NULL;
+		p->db = stream == STREAM_MEM ? DB_MEM : DB_TIMELINE;
+		p->thread = thread;
+		p->len = CAPTURE_BLOCK_HDR;
+		cap->pend[stream][thread] = p;
 	}
-	return cap->pend[thread];
+	return p;
 }
 
-static int mark_dirty(struct cygprof_capture *cap, uint32_t thread, struct pending *p)
+static int mark_dirty(struct cygprof_capture *cap, struct pending *p)
 {
-	uint32_t *d;
+	struct pending **d;
 	size_t n;
 
 	if (p->dirty)
@@ -633,7 +639,7 @@ static int mark_dirty(struct cygprof_capture *cap, uint32_t thread, struct pendi
 		cap->dirty = d;
 		cap->cdirty = n;
 	}
-	cap->dirty[cap->ndirty++] = thread;
+	cap->dirty[cap->ndirty++] = p;
 	p->dirty = true;
 	return 0;
 }
@@ -671,7 +677,7 @@ int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_i
 		return 0;
 	if (!ev)
 		return -EINVAL;
-	p = pending_get(cap, thread_idx);
+	p = pending_get(cap, STREAM_TIMELINE, thread_idx);
 	if (!p)
 		return -ENOMEM;
 	/* validate everything first: a rejected call appends nothing */
@@ -687,17 +693,17 @@ int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_i
 		want = cap->block_max;
 	rc = reserve(p, want);
 	if (!rc)
-		rc = mark_dirty(cap, thread_idx, p);
+		rc = mark_dirty(cap, p);
 	if (rc)
 		return rc;
 	last = p->last_ts;
 	for (i = 0; i < n; i++) {
 		if (p->len + CAPTURE_EVENT_MAX > cap->block_max) {
 			p->last_ts = last;
-			rc = flush_block(cap, thread_idx, p, true);
+			rc = flush_block(cap, p, true);
 			if (rc)
 				break;
-			rc = mark_dirty(cap, thread_idx, p);
+			rc = mark_dirty(cap, p);
 			if (rc)
 				break;
 		}
@@ -714,5 +720,127 @@ int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_i
 		p->any = true;
 	}
 	p->last_ts = last;
+	return wdone(cap, rc);
+}
+
+/* ---- memory events ----------------------------------------------------------- */
+
+/* One event at out; returns the bytes written (at most CAPTURE_MEM_EVENT_MAX).
+ * The address is a delta from the previous event's address in the block
+ * (of either op: on real heaps that is smaller than a delta from the
+ * previous event of the same op), divided by 16 when it is a multiple. */
+static size_t encode_mem(uint8_t *out, const struct cygprof_mem_event *e, uint64_t last_ts,
+			 uint64_t last_addr)
+{
+	uint64_t d = e->addr - last_addr, hdr;
+	uint8_t *p = out;
+
+	hdr = (uint64_t)e->flags << MEM_HDR_FLAGS_SHIFT | (uint64_t)e->fn << MEM_HDR_FN_SHIFT |
+	      e->op;
+	if (!(d & 15)) {
+		hdr |= MEM_HDR_SCALED;
+		/* an arithmetic shift, exact since the low bits are 0 */
+		d = d >> 4 | (0 - (d >> 63)) << 60;
+	}
+	p += put_varint(p, hdr);
+	p += put_varint(p, e->ts_ns - last_ts);
+	p += put_varint(p, zigzag(d));
+	if (e->op == CYGPROF_MEM_ALLOC) {
+		p += put_varint(p, e->size);
+		p += put_varint(p, e->stack);
+	}
+	return (size_t)(p - out);
+}
+
+int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
+			       const struct cygprof_mem_event *ev, size_t n)
+{
+	struct pending *p;
+	uint64_t last;
+	size_t i, want;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (!n)
+		return 0;
+	if (!ev)
+		return -EINVAL;
+	p = pending_get(cap, STREAM_MEM, thread_idx);
+	if (!p)
+		return -ENOMEM;
+	/* validate everything first: a rejected call appends nothing */
+	last = p->any ? p->last_ts : 0;
+	for (i = 0; i < n; i++) {
+		if (ev[i].op > CYGPROF_MEM_FREE || ev[i].fn >= CYGPROF_FN_COUNT ||
+		    ev[i].ts_ns < last)
+			return -EINVAL;
+		if (ev[i].op == CYGPROF_MEM_FREE && (ev[i].size || ev[i].stack))
+			return -EINVAL;
+		last = ev[i].ts_ns;
+	}
+	want = n > cap->block_max / CAPTURE_MEM_EVENT_MAX ? cap->block_max
+							  : p->len + n * CAPTURE_MEM_EVENT_MAX;
+	if (want > cap->block_max)
+		want = cap->block_max;
+	rc = reserve(p, want);
+	if (!rc)
+		rc = mark_dirty(cap, p);
+	if (rc)
+		return rc;
+	for (i = 0; i < n; i++) {
+		if (p->len + CAPTURE_MEM_EVENT_MAX > cap->block_max) {
+			rc = flush_block(cap, p, true);
+			if (rc)
+				break;
+			rc = mark_dirty(cap, p);
+			if (rc)
+				break;
+		}
+		if (!p->count) {
+			/* every block decodes on its own */
+			p->first_ts = ev[i].ts_ns;
+			p->last_ts = ev[i].ts_ns;
+			p->last_addr = 0;
+		}
+		p->len += encode_mem(p->buf + p->len, &ev[i], p->last_ts, p->last_addr);
+		p->count++;
+		p->last_ts = ev[i].ts_ns;
+		p->last_addr = ev[i].addr;
+		p->any = true;
+	}
+	return wdone(cap, rc);
+}
+
+/* ---- stack stash ------------------------------------------------------------- */
+
+int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof_stack_node *v,
+			       size_t n)
+{
+	uint8_t key[4], val[CAPTURE_STACK_SIZE];
+	uint32_t next;
+	size_t i;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (!n)
+		return 0;
+	if (!v || n > UINT32_MAX - cap->nstacks)
+		return -EINVAL;
+	/* validate everything first: a rejected call stores nothing */
+	for (i = 0, next = cap->nstacks + 1; i < n; i++, next++)
+		if (v[i].id != next || v[i].parent >= v[i].id || v[i].kind > CYGPROF_FRAME_RA)
+			return -EINVAL;
+	for (i = 0; i < n && !rc; i++) {
+		put_be32(key, v[i].id);
+		put_le32(val, v[i].parent);
+		put_le32(val + 4, v[i].proc_idx);
+		put_le32(val + 8, v[i].kind);
+		put_le64(val + 12, v[i].addr);
+		rc = wput(cap, DB_STACKS, key, sizeof(key), val, sizeof(val));
+	}
+	if (!rc)
+		cap->nstacks += (uint32_t)n;
 	return wdone(cap, rc);
 }

@@ -63,5 +63,10 @@ struct cygprof_capture *cli_open_capture(const char *path)
 	err = cygprof_capture_open(path, &cap);
 	if (err)
 		cli_die(1, "%s: %s", path, cygprof_strerror(err));
+	char *v = NULL;
+	if (cygprof_capture_get_meta(cap, "complete", &v))
+		cli_warn("%s: the recording was interrupted before its end (the collector was "
+			 "killed?): showing what it holds", path);
+	free(v);
 	return cap;
 }

@@ -27,6 +27,9 @@ static void usage(FILE *f)
 		"      --timeline         also keep every enter/exit event with its time\n"
 		"                         (for 'cygprof replay')\n"
 		"      --ring-size BYTES  per-thread timeline ring (default 4M; K/M/G suffixes)\n"
+		"      --memory           also trace every malloc-family call and C++ new/delete\n"
+		"                         with its call stack (see 'cygprof memory'); works on\n"
+		"                         programs built without -finstrument-functions too\n"
 		"      --drop             when a ring is full, drop events and count them\n"
 		"                         instead of waiting for the collector (default: wait)\n"
 		"  -F, --filter PATTERN   keep only functions matching PATTERN (glob) and the\n"
@@ -88,27 +91,31 @@ static int parse_duration(const char *s, uint64_t *ns)
 
 /* Find the runtime next to this executable: installed (BINDIR/../LIBDIR)
  * or in the build tree (cli/../cyg). */
-static char *find_runtime(void)
+static char *find_runtime(const char *name)
 {
 	static const char *rel[] = {
-		"../" CYGPROF_LIBDIR_REL "/libcygprof-cyg.so",
-		"../cyg/libcygprof-cyg.so",
-		"../lib/libcygprof-cyg.so",
+		"../" CYGPROF_LIBDIR_REL "/",
+		"../cyg/",
+		"../preload/",
+		"../lib/",
 	};
 	char exe[PATH_MAX], path[PATH_MAX * 2];
 	const char *env = getenv("CYGPROF_RUNTIME");
 	ssize_t n;
 	size_t i;
 
-	if (env && *env)
-		return realpath(env, NULL);
+	if (env && *env) {
+		/* a directory holding the runtimes, or the runtime itself */
+		snprintf(path, sizeof path, "%s/%s", env, name);
+		return realpath(access(path, R_OK) ? env : path, NULL);
+	}
 	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n <= 0)
 		return NULL;
 	exe[n] = 0;
 	*strrchr(exe, '/') = 0;
 	for (i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-		snprintf(path, sizeof path, "%s/%s", exe, rel[i]);
+		snprintf(path, sizeof path, "%s/%s%s", exe, rel[i], name);
 		if (!access(path, R_OK))
 			return realpath(path, NULL);
 	}
@@ -168,6 +175,7 @@ int cmd_record(int argc, char **argv)
 		{"timeline", no_argument, NULL, 'T'},
 		{"ring-size", required_argument, NULL, 'R'},
 		{"drop", no_argument, NULL, 'P'},
+		{"memory", no_argument, NULL, 'M'},
 		{"filter", required_argument, NULL, 'F'},
 		{"notrace", required_argument, NULL, 'N'},
 		{"depth", required_argument, NULL, 'D'},
@@ -203,6 +211,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'P':
 			o.drop = 1;
+			break;
+		case 'M':
+			o.memory = 1;
 			break;
 		case 'F':
 			only[o.n_only++] = optarg;
@@ -247,9 +258,10 @@ int cmd_record(int argc, char **argv)
 	o.argv = argv + optind;
 	o.filters = filters;
 	check_program(o.argv[0]);
-	char *rt = find_runtime();
+	const char *rtname = o.memory ? "libcygprof-mem.so" : "libcygprof-cyg.so";
+	char *rt = find_runtime(rtname);
 	if (!rt)
-		cli_die(1, "cannot find the runtime libcygprof-cyg.so next to this cygprof");
+		cli_die(1, "cannot find the runtime %s next to this cygprof", rtname);
 	o.runtime = rt;
 
 	rc = cygprof_record(&o, &r, err, sizeof err);
@@ -262,10 +274,11 @@ int cmd_record(int argc, char **argv)
 	if (!o.quiet) {
 		human(r.capture_bytes, sz, sizeof sz);
 		fprintf(stderr,
-			"cygprof: %u process%s, %u thread%s, %llu calls, %llu events, %llu lost, "
-			"%s: %s\n",
+			"cygprof: %u process%s, %u thread%s, %llu calls, %llu events, "
+			"%llu memory events, %llu lost, %s: %s\n",
 			r.procs, r.procs == 1 ? "" : "es", r.threads, r.threads == 1 ? "" : "s",
 			(unsigned long long)r.calls, (unsigned long long)r.events,
+			(unsigned long long)r.mem_events,
 			(unsigned long long)r.lost, sz, o.output);
 	}
 	if (WIFSIGNALED(r.status))

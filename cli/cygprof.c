@@ -18,6 +18,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"report", cmd_report, "flat profile and call graph (gprof style), or JSON"},
 	{"replay", cmd_replay, "the recorded timeline as an indented call trace"},
 	{"info", cmd_info, "what a capture holds: command, processes, threads, sizes"},
+	{"memory", cmd_memory, "heap analysis: allocations, peak, leaks, temporaries (record --memory)"},
 };
 
 static void usage(FILE *f)

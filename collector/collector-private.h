@@ -52,6 +52,10 @@ struct cthread {
 	size_t nev, capev;
 	struct pend { uint32_t node; uint32_t written; uint64_t ts; } *pend; /* time filter */
 	size_t npend, cappend;
+	struct cygprof_mem_event *mev; /* pending memory events */
+	size_t nmev, capmev;
+	struct hmap shadow_ids; /* hash3(gid, return address) -> stash id */
+	uint64_t mem_events; /* memory events stored */
 	uint64_t events;     /* timeline events stored */
 	uint64_t calls;      /* entries recorded (before filters), set at the end */
 	int ring_done;
@@ -65,8 +69,17 @@ struct cproc {
 	uint64_t maps_len;
 };
 
+/* The stack stash: a trie of frames, outermost first, shared by all threads. */
+struct stash {
+	struct cygprof_stack_node *v; /* v[id - 1] */
+	size_t n, cap, stored;        /* stored: how many went to the capture */
+	struct hmap bykey;            /* hash3(parent, addr, proc | kind << 32) -> id */
+	struct hmap unwound;          /* hash3(proc, stack hash, 0) -> id of its innermost frame */
+};
+
 struct collector {
 	const struct cygprof_record_opts *o;
+	struct stash stash;
 	struct cygprof_capture *cap;
 	char *base;
 	struct cyg_ctl *ctl;
@@ -104,5 +117,13 @@ struct cproc *collector_proc(struct collector *c, uint64_t proc_off);
 const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t addr, uint64_t *start,
 			      uint64_t *size, struct cygprof_map **map, struct cygprof_elf **elf);
 int collector_finish(struct collector *c);
+
+/* memory.c: one EXT record at ring position pos (w its first word); returns
+ * how many words it took in all. */
+uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uint64_t *ring,
+			      uint64_t mask, uint64_t pos, uint64_t w);
+/* Write what the drain produced: new stash nodes, then the thread's events. */
+void collector_mem_flush(struct collector *c, struct cthread *ct);
+void collector_mem_release(struct collector *c);
 
 #endif

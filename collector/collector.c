@@ -451,8 +451,11 @@ static uint64_t drain_thread(struct collector *c, struct cthread *ct)
 	for (; tail != head; tail++) {
 		uint64_t w = ring[tail & mask];
 		unsigned kind = cyg_ev_kind(w);
-		if (kind == CYG_EV_SYNC) {
-			ct->cur_ts = cyg_ev_sync_ts(w);
+		if (kind == CYG_EV_EXT) {
+			if (cyg_x_sub(w) == CYG_X_SYNC)
+				ct->cur_ts = cyg_ev_sync_ts(w);
+			else
+				tail += collector_mem_record(c, ct, ring, mask, tail, w) - 1;
 			continue;
 		}
 		ct->cur_ts += cyg_ev_delta(w);
@@ -468,6 +471,7 @@ static uint64_t drain_thread(struct collector *c, struct cthread *ct)
 			take_event(c, ct, ct->cur_ts, idx, kind);
 	}
 	__atomic_store_n(&t->tail, tail, __ATOMIC_RELEASE);
+	collector_mem_flush(c, ct);
 	if (ct->nev) {
 		int err = cygprof_capture_append_events(c->cap, ct->idx, ct->ev, ct->nev);
 		if (err && !c->err)
@@ -613,11 +617,19 @@ static pid_t spawn(struct collector *c, int memfd, int *exec_errno)
 	}
 	snprintf(fdbuf, sizeof fdbuf, "%d", memfd);
 	fflush(NULL);
+	/* SIGINT/SIGTERM stay blocked until child_pid is known, so none that
+	 * arrives meanwhile is lost: it is forwarded once unblocked. */
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &old);
 	pid = fork();
 	if (pid == 0) {
 		close(pfd[0]);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		setenv("LD_PRELOAD", pre, 1);
 		setenv(CYG_SHM_FD_ENV, fdbuf, 1);
 		execvp(c->o->argv[0], c->o->argv);
@@ -627,11 +639,18 @@ static pid_t spawn(struct collector *c, int memfd, int *exec_errno)
 	}
 	free(pre);
 	close(pfd[1]);
+	if (pid > 0)
+		child_pid = pid;
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
 		close(pfd[0]);
 		return -1;
 	}
-	if (read(pfd[0], &e, sizeof e) == (ssize_t)sizeof e)
+	ssize_t r;
+	do
+		r = read(pfd[0], &e, sizeof e);
+	while (r < 0 && errno == EINTR);
+	if (r == (ssize_t)sizeof e)
 		*exec_errno = e;
 	close(pfd[0]);
 	return pid;
@@ -643,7 +662,7 @@ static int setup_mapping(struct collector *c, int *memfd)
 {
 	const struct cygprof_record_opts *o = c->o;
 	uint32_t flags = (o->timeline ? CYG_F_TIMELINE : 0) | (o->drop ? CYG_F_DROP : 0) |
-			 (have_invariant_tsc() ? CYG_F_TSC : 0);
+			 (o->memory ? CYG_F_MEMORY : 0) | (have_invariant_tsc() ? CYG_F_TSC : 0);
 	int err;
 
 	c->size = o->shm_bytes ? o->shm_bytes : CYG_SHM_DEFAULT_SIZE;
@@ -668,6 +687,8 @@ static void free_collector(struct collector *c)
 		free(ct->nodes);
 		free(ct->ev);
 		free(ct->pend);
+		free(ct->mev);
+		hmap_release(&ct->shadow_ids);
 		free(ct);
 	}
 	free(c->threads);
@@ -679,6 +700,7 @@ static void free_collector(struct collector *c)
 		free(c->elfs[i].path);
 	}
 	free(c->elfs);
+	collector_mem_release(c);
 	if (c->base && c->base != MAP_FAILED)
 		munmap(c->base, c->size);
 }
@@ -765,7 +787,8 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 		/* Poll: at once while rings fill fast, briefly while events
 		 * trickle in, rarely when there is only the end to wait for. */
 		if (!any && most < c.ctl->ring_words / 8) {
-			struct timespec ts = {0, !o->timeline ? 10000000 : most ? 200000 : 1000000};
+			int rings = o->timeline || o->memory;
+			struct timespec ts = {0, !rings ? 10000000 : most ? 200000 : 1000000};
 			nanosleep(&ts, NULL);
 		}
 	}
@@ -796,6 +819,7 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 		res->lost += ct->t->lost;
 		res->waits += ct->t->waits;
 		res->calls += ct->calls;
+		res->mem_events += ct->mem_events;
 	}
 	{
 		int e = cygprof_capture_close(c.cap);

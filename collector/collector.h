@@ -12,6 +12,7 @@ struct cygprof_record_opts {
 	const char *runtime;   /* absolute path of libcygprof-cyg.so */
 	int timeline;          /* keep every enter/exit event */
 	int drop;              /* full ring: drop and count instead of waiting */
+	int memory;            /* trace the malloc family (runtime: libcygprof-mem.so) */
 	int quiet;             /* no summary line */
 	uint64_t ring_bytes;   /* per-thread ring size (power of two) */
 	uint64_t shm_bytes;    /* size of the shared mapping */
@@ -28,7 +29,7 @@ struct cygprof_record_result {
 	int status;            /* wait status of the program */
 	int exec_errno;        /* non-zero: the program could not be started */
 	uint32_t procs, threads;
-	uint64_t calls, events, lost, waits;
+	uint64_t calls, events, lost, waits, mem_events;
 	uint64_t capture_bytes;
 };
 

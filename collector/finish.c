@@ -136,7 +136,49 @@ static char *join_argv(char *const *argv)
 	return s;
 }
 
-/* Objects and the symbols of every address this process's trees use. */
+/* Store the symbol covering addr once; without one, a "0x..." name when
+ * must_name (a function or a stack frame), nothing for a call site. */
+static int put_symbol(struct collector *c, struct cproc *cp, const uint32_t *objidx,
+		      struct hmap *seen, uint64_t addr, int must_name)
+{
+	uint64_t start = 0, size = 0, dummy;
+	struct cygprof_map *m = NULL;
+	struct cygprof_symbol s;
+	char hex[32];
+	int err;
+
+	if (!addr || hmap_get(seen, addr, &dummy))
+		return 0;
+	hmap_put(seen, addr, 1);
+	const char *raw = collector_fn_name(c, cp, addr, &start, &size, &m, NULL);
+	if (!raw && !must_name)
+		return 0;
+	if (!raw) {
+		start = addr;
+		size = 1;
+	}
+	if (raw && start != addr && hmap_get(seen, start, &dummy))
+		return 0;
+	hmap_put(seen, start, 1);
+	s.proc_idx = cp->idx;
+	s.object_idx = m ? objidx[m - cp->maps.v] : CYGPROF_NONE;
+	s.addr = start;
+	s.size = size;
+	if (raw) {
+		s.name = cygprof_demangle(raw);
+	} else {
+		snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)addr);
+		s.name = strdup(hex);
+	}
+	if (!s.name)
+		return -ENOMEM;
+	err = cygprof_capture_put_symbol(c->cap, &s);
+	free(s.name);
+	return err;
+}
+
+/* Objects and the symbols of every address this process's trees and
+ * memory stacks use. */
 static int put_symbols(struct collector *c, struct cproc *cp, uint32_t *next_obj)
 {
 	struct hmap seen = {0};
@@ -192,50 +234,24 @@ static int put_symbols(struct collector *c, struct cproc *cp, uint32_t *next_obj
 				objidx[k] = o.idx;
 	}
 
-	for (i = 0; i < c->nthreads; i++) {
+	for (i = 0; i < c->nthreads && !err; i++) {
 		struct cthread *ct = c->threads[i];
 		if (!ct || C_AT(c, ct->t->proc_off) != (void *)cp->p)
 			continue;
-		for (k = 1; k < ct->n; k++) {
-			uint64_t addrs[2] = {ct->nodes[k].fn, ct->nodes[k].site}, dummy;
-			for (int a = 0; a < 2; a++) {
-				uint64_t addr = addrs[a], start = 0, size = 0;
-				struct cygprof_map *m = NULL;
-				if (!addr || hmap_get(&seen, addr, &dummy))
-					continue;
-				hmap_put(&seen, addr, 1);
-				const char *raw = collector_fn_name(c, cp, addr, &start, &size, &m, NULL);
-				if (!raw && a == 1)
-					continue; /* a call site in unknown code: nothing to name */
-				if (!raw) {
-					start = addr;
-					size = 1;
-				}
-				if (raw && start != addr && hmap_get(&seen, start, &dummy))
-					continue;
-				hmap_put(&seen, start, 1);
-				struct cygprof_symbol s;
-				char hex[32];
-				s.proc_idx = cp->idx;
-				s.object_idx = m ? objidx[m - cp->maps.v] : CYGPROF_NONE;
-				s.addr = start;
-				s.size = size;
-				if (raw) {
-					s.name = cygprof_demangle(raw);
-				} else {
-					snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)addr);
-					s.name = strdup(hex);
-				}
-				if (!s.name) {
-					err = -ENOMEM;
-					goto out;
-				}
-				err = cygprof_capture_put_symbol(c->cap, &s);
-				free(s.name);
-				if (err)
-					goto out;
-			}
+		for (k = 1; k < ct->n && !err; k++) {
+			err = put_symbol(c, cp, objidx, &seen, ct->nodes[k].fn, 1);
+			if (!err)
+				err = put_symbol(c, cp, objidx, &seen, ct->nodes[k].site, 0);
 		}
+	}
+	/* The frames of memory stacks: functions, and return addresses (the
+	 * call is the byte before). */
+	for (i = 0; i < c->stash.n && !err; i++) {
+		const struct cygprof_stack_node *nd = &c->stash.v[i];
+		if (nd->proc_idx != cp->idx || !nd->addr)
+			continue;
+		err = put_symbol(c, cp, objidx, &seen,
+				 nd->kind == CYGPROF_FRAME_RA ? nd->addr - 1 : nd->addr, 1);
 	}
 out:
 	hmap_release(&seen);
@@ -264,9 +280,10 @@ static int put_meta(struct collector *c, uint64_t lost)
 		return -ENOMEM;
 	err = cygprof_capture_set_meta(c->cap, "command", cmd);
 	free(cmd);
+	snprintf(buf, sizeof buf, "profile%s%s", o->timeline ? "+timeline" : "",
+		 o->memory ? "+memory" : "");
 	if (!err)
-		err = cygprof_capture_set_meta(c->cap, "mode",
-					       o->timeline ? "profile+timeline" : "profile");
+		err = cygprof_capture_set_meta(c->cap, "mode", buf);
 	gmtime_r(&now, &tm);
 	strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (!err)
@@ -293,6 +310,9 @@ static int put_meta(struct collector *c, uint64_t lost)
 	}
 	if (!err && c->ctl->oom)
 		err = put_meta_u64(c, "shm_full", c->ctl->oom);
+	/* Last: a capture without it was interrupted before its end. */
+	if (!err)
+		err = cygprof_capture_set_meta(c->cap, "complete", "1");
 	return err;
 }
 

@@ -28,24 +28,35 @@ NOINSTR EXPORT void __cyg_profile_func_enter(void *fn_, void *site_)
 	uint32_t d = t->depth;
 
 	/* A live caller's frame sits strictly above this one on the stack; a
-	 * frame at or below it was abandoned (longjmp) without its exit. */
-	if (UNLIKELY(stk[d].cfa <= cfa || d + 1 >= cyg_max_depth)) {
+	 * frame below it was abandoned (longjmp) without its exit.  At the same
+	 * position is a function inlined into its caller, unless a longjmp
+	 * just happened (cyg__unwind_dead tells them apart). */
+	if (UNLIKELY(stk[d].cfa < cfa) || UNLIKELY(stk[d].cfa == cfa && t->leave_ts) ||
+	    UNLIKELY(d + 1 >= cyg_max_depth)) {
 		cyg__enter_slow(t, fn, site, now, cfa);
 		return;
 	}
 	/* Call paths are keyed by function (a node keeps its first call site):
 	 * keyed by site too, binary recursion would make a node per call. */
 	struct cyg_node *p = CYG_NODE(cyg_base, stk[d].node);
-	struct cyg_node *c = CYG_NODE(cyg_base, p->hint);
+	uint32_t g = p->hint;
+	struct cyg_node *c = CYG_NODE(cyg_base, g);
 	if (UNLIKELY(c->fn != fn)) {
-		cyg__enter_slow(t, fn, site, now, cfa);
-		return;
+		/* Two callees taking turns: the one before is the other hint. */
+		g = p->hint2;
+		c = CYG_NODE(cyg_base, g);
+		if (UNLIKELY(c->fn != fn)) {
+			cyg__enter_slow(t, fn, site, now, cfa);
+			return;
+		}
+		p->hint2 = p->hint;
+		p->hint = g;
 	}
 	c->calls++;
 	d++;
 	stk[d].ts = now;
 	stk[d].cfa = cfa;
-	stk[d].node = p->hint;
+	stk[d].node = g;
 	t->depth = d;
 	if (cyg_timeline)
 		cyg_ring_put(t, CYG_EV_ENTER, stk[d].node, now);

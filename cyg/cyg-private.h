@@ -25,6 +25,7 @@ struct cyg_tls {
 	struct cyg_thread *t;
 	struct cyg_frame *stk;
 	uint64_t *ring;
+	int guard; /* memory tracing: inside the runtime or the real allocator */
 };
 
 extern __thread struct cyg_tls cyg_tls TLS_IE HIDDEN;
@@ -34,6 +35,12 @@ extern int cyg_use_tsc HIDDEN;
 extern int cyg_timeline HIDDEN;
 extern uint64_t cyg_ring_mask HIDDEN;
 extern uint32_t cyg_max_depth HIDDEN;
+extern int cyg_memory HIDDEN; /* tracing the malloc family (libcygprof-mem.so, --memory) */
+
+/* Defined only in libcygprof-mem.so: called once the mapping is attached. */
+HIDDEN void cyg__mem_attach(void) __attribute__((weak));
+/* Defined only in libcygprof-mem.so: the loaded objects changed (dlopen). */
+HIDDEN void cyg__objs_refresh(void) __attribute__((weak));
 
 HIDDEN uint64_t cyg__mono(void) __attribute__((noinline));
 
@@ -65,10 +72,16 @@ HIDDEN void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, ui
 			    uint64_t cfa) COLD;
 HIDDEN struct cyg_node *cyg__new_child(struct cyg_thread *t, struct cyg_node *p, uint64_t fn,
 				       uint64_t site) COLD;
-HIDDEN uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t cfa, uint64_t now) COLD;
+HIDDEN uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t cfa,
+				 uint64_t now) COLD;
 HIDDEN void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cfa) COLD;
 HIDDEN void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t now) COLD;
 HIDDEN void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when) COLD;
+/* Append a multi-word record (memory events) to the thread's ring, waiting
+ * for room even in drop mode: memory records are never dropped while the
+ * collector lives.  For ALLOC/FREE, w[0]'s delta field is filled in here
+ * from `now`; a STACK record (now == 0) has none.  Caller holds t->busy. */
+HIDDEN void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now);
 
 /* Append one event to the thread's ring (timeline mode only; the caller
  * holds t->busy so a signal handler's hooks cannot interleave). */

@@ -31,6 +31,7 @@ int cyg_use_tsc;
 int cyg_timeline;
 uint64_t cyg_ring_mask;
 uint32_t cyg_max_depth = 2; /* until attached: every enter overflows harmlessly */
+int cyg_memory;
 
 static int cyg_state;        /* 0 not tried, 1 attached, -1 disabled */
 static __thread int thread_failed TLS_IE; /* no writer could be made: don't retry */
@@ -222,6 +223,65 @@ static struct cyg_node *node_alloc(struct cyg_thread *t)
 	return n;
 }
 
+/* ---- the child table: (parent, fn) -> child, open addressing ------------ */
+
+static size_t kid_slot(uint32_t parent, uint64_t fn, uint32_t mask)
+{
+	uint64_t h = (fn ^ ((uint64_t)parent << 32 | parent)) * 0x9E3779B97F4A7C15ULL;
+	return (size_t)(h >> 40) & mask;
+}
+
+static struct cyg_node *kid_find(struct cyg_thread *t, uint32_t parent, uint64_t fn)
+{
+	if (!t->kids_off)
+		return NULL;
+	struct cyg_kid *k = AT(t->kids_off);
+	for (size_t i = kid_slot(parent, fn, t->kids_mask);; i = (i + 1) & t->kids_mask) {
+		if (!k[i].child)
+			return NULL;
+		if (k[i].parent == parent && k[i].fn == fn)
+			return CYG_NODE(cyg_base, k[i].child);
+	}
+}
+
+static void kid_put(struct cyg_kid *k, uint32_t mask, uint32_t parent, uint64_t fn, uint32_t child)
+{
+	size_t i = kid_slot(parent, fn, mask);
+	while (k[i].child)
+		i = (i + 1) & mask;
+	k[i].fn = fn;
+	k[i].parent = parent;
+	k[i].child = child;
+}
+
+/* Record a new child; the table doubles past half full (the old one is
+ * left in the mapping).  Without room the sibling lists still work. */
+static void kid_add(struct cyg_thread *t, uint32_t parent, uint64_t fn, uint32_t child)
+{
+	if (!t->kids_off || (t->kids_n + 1) * 2 > t->kids_mask + 1) {
+		uint32_t slots = t->kids_off ? (t->kids_mask + 1) * 2 : 1024;
+		uint64_t off;
+		int saved = errno;
+		lock();
+		off = area_alloc((uint64_t)slots * sizeof(struct cyg_kid));
+		unlock();
+		errno = saved;
+		if (!off)
+			return;
+		struct cyg_kid *nk = AT(off);
+		if (t->kids_off) {
+			struct cyg_kid *ok = AT(t->kids_off);
+			for (uint32_t i = 0; i <= t->kids_mask; i++)
+				if (ok[i].child)
+					kid_put(nk, slots - 1, ok[i].parent, ok[i].fn, ok[i].child);
+		}
+		t->kids_off = off;
+		t->kids_mask = slots - 1;
+	}
+	kid_put(AT(t->kids_off), t->kids_mask, parent, fn, child);
+	t->kids_n++;
+}
+
 struct cyg_node *cyg__new_child(struct cyg_thread *t, struct cyg_node *p, uint64_t fn,
 				uint64_t site)
 {
@@ -236,9 +296,11 @@ struct cyg_node *cyg__new_child(struct cyg_thread *t, struct cyg_node *p, uint64
 	c->parent = cyg_gid(p);
 	c->first_child = 0;
 	c->hint = CYG_GID_NULL;
+	c->hint2 = CYG_GID_NULL;
 	c->next_sibling = p->first_child;
 	/* Publish fully built: the collector may follow the link any time. */
 	__atomic_store_n(&p->first_child, cyg_gid(c), __ATOMIC_RELEASE);
+	kid_add(t, cyg_gid(p), fn, cyg_gid(c));
 	return c;
 }
 
@@ -255,13 +317,14 @@ static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
 	stack = list_pop(&cyg_ctl->free_stacks);
 	if (!stack)
 		stack = area_alloc((uint64_t)CYG_STACK_MAX * sizeof(struct cyg_frame));
-	if (cyg_timeline) {
+	if (cyg_timeline || cyg_memory) {
 		ring = list_pop(&cyg_ctl->free_rings);
 		if (!ring)
 			ring = area_alloc(cyg_ctl->ring_words * 8);
 	}
+	uint64_t seen = cyg_memory ? area_alloc(CYG_SEEN_SLOTS * 8) : 0;
 	unlock();
-	if (!off || !stack || (cyg_timeline && !ring))
+	if (!off || !stack || ((cyg_timeline || cyg_memory) && !ring) || (cyg_memory && !seen))
 		return NULL;
 
 	t = AT(off);
@@ -271,6 +334,7 @@ static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
 	t->flags = flags;
 	t->stack_off = stack;
 	t->ring_off = ring;
+	t->seen_off = seen;
 	t->proc_off = cyg_proc_off;
 	t->start_ts = now;
 	t->last_ts = now;
@@ -280,6 +344,7 @@ static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
 		return NULL;
 	memset(root, 0, sizeof *root);
 	root->hint = CYG_GID_NULL;
+	root->hint2 = CYG_GID_NULL;
 	t->root = cyg_gid(root);
 
 	struct cyg_frame *stk = AT(stack);
@@ -338,14 +403,28 @@ void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when)
 	}
 }
 
-uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t cfa, uint64_t now)
+/* Frames abandoned before an enter of fn (called from site, at stack
+ * position cfa): those below it on the stack.  A frame at the very same
+ * position is the caller of a function inlined into it (same position, same
+ * call site, another function) and lives; otherwise, right after a longjmp,
+ * it is the dead frame of an earlier call from the same place. */
+uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t cfa,
+			  uint64_t now)
 {
 	struct cyg_frame *stk = cyg_tls.stk;
 	uint32_t d = t->depth;
 	uint64_t when = t->leave_ts ? t->leave_ts : now;
 
-	while (d > 0 && stk[d].cfa <= cfa)
+	while (d > 0) {
+		if (stk[d].cfa > cfa)
+			break;
+		if (stk[d].cfa == cfa) {
+			const struct cyg_node *x = CYG_NODE(cyg_base, stk[d].node);
+			if (!t->leave_ts || (x->site == site && x->fn != fn))
+				break;
+		}
 		d--;
+	}
 	cyg__close_frames(t, d, when);
 	t->leave_ts = 0;
 	return d;
@@ -417,22 +496,30 @@ void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t 
 	struct cyg_frame *stk = cyg_tls.stk;
 	uint32_t d = t->depth, g;
 
-	if (stk[d].cfa <= cfa)
-		d = cyg__unwind_dead(t, cfa, now);
+	if (stk[d].cfa < cfa || (stk[d].cfa == cfa && t->leave_ts))
+		d = cyg__unwind_dead(t, fn, site, cfa, now);
 	if (d + 1 >= cyg_max_depth)
 		goto overflow;
-	struct cyg_node *p = CYG_NODE(cyg_base, stk[d].node), *c = NULL;
-	for (g = p->first_child; g; g = c->next_sibling) {
-		c = CYG_NODE(cyg_base, g);
-		if (c->fn == fn)
-			break;
+	struct cyg_node *p = CYG_NODE(cyg_base, stk[d].node), *c;
+	c = kid_find(t, stk[d].node, fn);
+	if (!c && !t->kids_off) { /* no table (the mapping was full): walk */
+		for (g = p->first_child; g; g = c->next_sibling) {
+			c = CYG_NODE(cyg_base, g);
+			if (c->fn == fn)
+				break;
+		}
+		if (!g)
+			c = NULL;
 	}
-	if (!g) {
+	if (!c) {
 		c = cyg__new_child(t, p, fn, site);
 		if (!c)
 			goto overflow; /* the mapping is full */
 	}
-	p->hint = cyg_gid(c);
+	if (p->hint != cyg_gid(c)) {
+		p->hint2 = p->hint;
+		p->hint = cyg_gid(c);
+	}
 	c->calls++;
 	d++;
 	stk[d].ts = now;
@@ -465,8 +552,9 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Wait until `need` words are free.  Returns 0, or -1 to drop the event. */
-static int ring_wait(struct cyg_thread *t, uint64_t need)
+/* Wait until `need` words are free.  Returns 0, or -1 to drop the event
+ * (drop mode, unless `force`; or the collector is gone). */
+static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 {
 	uint64_t size = cyg_ring_mask + 1;
 	uint64_t t0, hb, hb_ns, spins = 0;
@@ -474,7 +562,8 @@ static int ring_wait(struct cyg_thread *t, uint64_t need)
 	t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
 	if (t->head + need - t->tail_seen <= size)
 		return 0;
-	if ((cyg_ctl->flags & CYG_F_DROP) || __atomic_load_n(&cyg_ctl->collector_gone, __ATOMIC_RELAXED))
+	if ((!force && (cyg_ctl->flags & CYG_F_DROP)) ||
+	    __atomic_load_n(&cyg_ctl->collector_gone, __ATOMIC_RELAXED))
 		return -1;
 
 	/* Lossless mode: wait for the collector, and measure the wait. */
@@ -513,7 +602,7 @@ void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t 
 	int sync = now < t->last_ts || delta > CYG_EV_DELTA_MAX;
 	uint64_t h;
 	int saved = errno; /* waiting may sleep: the program's errno stays */
-	int waited = ring_wait(t, 1 + (uint64_t)sync);
+	int waited = ring_wait(t, 1 + (uint64_t)sync, 0);
 
 	errno = saved;
 	if (waited < 0) {
@@ -527,6 +616,34 @@ void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t 
 	}
 	cyg_tls.ring[h++ & cyg_ring_mask] = cyg_ev_make(kind, gid, delta);
 	t->last_ts = now;
+	__atomic_store_n(&t->head, h, __ATOMIC_RELEASE);
+}
+
+void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now)
+{
+	int sync = 0;
+	uint64_t h;
+	unsigned i;
+
+	if (now) {
+		uint64_t delta = now - t->last_ts;
+		sync = now < t->last_ts || delta > CYG_EV_DELTA_MAX;
+		w[0] |= sync ? 0 : delta;
+	}
+	int saved = errno;
+	int waited = ring_wait(t, n + (uint64_t)sync, 1);
+	errno = saved;
+	if (waited < 0) {
+		t->lost++;
+		return;
+	}
+	h = t->head;
+	if (sync)
+		cyg_tls.ring[h++ & cyg_ring_mask] = cyg_ev_sync(now);
+	for (i = 0; i < n; i++)
+		cyg_tls.ring[h++ & cyg_ring_mask] = w[i];
+	if (now)
+		t->last_ts = now;
 	__atomic_store_n(&t->head, h, __ATOMIC_RELEASE);
 }
 
@@ -639,11 +756,14 @@ static int attach(void)
 	cyg_timeline = !!(c->flags & CYG_F_TIMELINE);
 	cyg_ring_mask = c->ring_words - 1;
 	cyg_max_depth = c->max_depth;
+	cyg_memory = !!(c->flags & CYG_F_MEMORY) && cyg__mem_attach;
 	if (pthread_key_create(&cyg_key, thread_dtor))
 		return -1;
 	register_proc(0, cyg_now());
 	pthread_atfork(NULL, NULL, atfork_child);
 	cyg_state = 1;
+	if (cyg_memory)
+		cyg__mem_attach();
 	return 0;
 }
 
@@ -812,6 +932,8 @@ void *dlopen(const char *file, int mode)
 	if (h && cyg_state > 0 && cyg_proc_off) {
 		int saved = errno;
 		snapshot_maps(AT(cyg_proc_off));
+		if (cyg_memory && cyg__objs_refresh)
+			cyg__objs_refresh();
 		errno = saved;
 	}
 	return h;

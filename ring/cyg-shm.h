@@ -46,6 +46,7 @@ enum {
 	CYG_F_TIMELINE = 1, /* write enter/exit events into the per-thread ring */
 	CYG_F_DROP = 2,     /* ring full: drop and count instead of waiting */
 	CYG_F_TSC = 4,      /* timestamps are rdtsc ticks (else CLOCK_MONOTONIC ns) */
+	CYG_F_MEMORY = 8,   /* trace the malloc family (libcygprof-mem.so) */
 };
 
 /* cyg_thread.state */
@@ -99,9 +100,19 @@ struct cyg_node {
 	uint32_t first_child;  /* gid, 0 = none */
 	uint32_t next_sibling; /* gid, 0 = none */
 	uint32_t hint;         /* gid of the child matched last (CYG_GID_NULL at first) */
-	uint64_t reserved[2];
+	uint32_t hint2;        /* the one matched before it */
+	uint32_t pad;
+	uint64_t reserved;
 };
 _Static_assert(sizeof(struct cyg_node) == CYG_NODE_SIZE, "cyg_node changed size");
+
+/* An entry of a thread's child table: finds a node's child by function
+ * when the parent's hint misses (a parent with many callees). */
+struct cyg_kid {
+	uint64_t fn;
+	uint32_t parent;
+	uint32_t child;
+};
 
 /* A shadow-stack frame. */
 struct cyg_frame {
@@ -131,6 +142,7 @@ struct cyg_thread {
 	uint64_t unwound;
 	uint64_t overflow;  /* calls past max_depth, total */
 	uint64_t chunk_size;
+	uint64_t kids_off;   /* hash (parent gid, fn) -> child gid: struct cyg_kid[] */
 	/* line 2: written by the collector */
 	uint64_t tail __attribute__((aligned(64))); /* ring words consumed */
 	/* line 3: identity, set once */
@@ -146,8 +158,14 @@ struct cyg_thread {
 	uint64_t start_ts;
 	uint64_t end_ts;
 	uint64_t next;      /* thread list */
+	uint64_t seen_off;  /* memory: hashes of the stacks this thread defined */
+	uint32_t kids_mask; /* slots - 1 */
+	uint32_t kids_n;    /* entries */
+	uint64_t mem_events; /* memory: events written */
+	uint64_t mem_nested; /* memory: calls not traced (inside a hook or the runtime) */
 	char name[16];
 };
+#define CYG_SEEN_SLOTS 16384 /* per-thread table of defined stack hashes */
 
 struct cyg_proc {
 	uint32_t pid;
@@ -175,8 +193,60 @@ enum {
 	CYG_EV_ENTER = 0,
 	CYG_EV_EXIT = 1,
 	CYG_EV_UNWIND = 2, /* synthetic exit of an abandoned frame */
-	CYG_EV_SYNC = 3,
+	CYG_EV_EXT = 3,    /* [3:2][sub:4][payload:58], maybe followed by more words */
 };
+#define CYG_EV_SYNC CYG_EV_EXT
+
+/* Sub-kinds of CYG_EV_EXT words. */
+enum {
+	CYG_X_SYNC = 0,  /* payload: absolute timestamp (58 bits) */
+	CYG_X_ALLOC = 1, /* payload [nra:6][fn:6][shadow:1][delta:34]; then addr, size,
+			  * stack; stack = the gid of the shadow stack's top, followed by
+			  * nra return addresses (innermost first: the caller of the
+			  * allocator, then library frames up to the instrumented code),
+			  * or the hash of an unwound stack (shadow 0, nra 0) */
+	CYG_X_FREE = 2,  /* payload [fn:6][delta:34]; then addr */
+	CYG_X_STACK = 3, /* payload [n:16]; then the hash, then n return addresses,
+			  * innermost first: defines an unwound stack before its first use */
+};
+
+static inline uint64_t cyg_x_make(unsigned sub, uint64_t payload)
+{
+	return (3ULL << 62) | ((uint64_t)sub << 58) | (payload & ((1ULL << 58) - 1));
+}
+static inline unsigned cyg_x_sub(uint64_t w)
+{
+	return (unsigned)(w >> 58) & 15;
+}
+static inline uint64_t cyg_x_payload(uint64_t w)
+{
+	return w & ((1ULL << 58) - 1);
+}
+/* ALLOC/FREE payloads */
+static inline uint64_t cyg_x_mem(unsigned fn, unsigned shadow, uint64_t delta)
+{
+	return ((uint64_t)fn << 35) | ((uint64_t)shadow << 34) | delta;
+}
+static inline uint64_t cyg_x_mem_nra(unsigned nra)
+{
+	return (uint64_t)nra << 41;
+}
+static inline unsigned cyg_x_mem_get_nra(uint64_t w)
+{
+	return (unsigned)(cyg_x_payload(w) >> 41) & 63;
+}
+static inline unsigned cyg_x_mem_fn(uint64_t w)
+{
+	return (unsigned)(cyg_x_payload(w) >> 35) & 63;
+}
+static inline unsigned cyg_x_mem_shadow(uint64_t w)
+{
+	return (unsigned)(cyg_x_payload(w) >> 34) & 1;
+}
+static inline uint64_t cyg_x_mem_delta(uint64_t w)
+{
+	return w & ((1ULL << 34) - 1);
+}
 #define CYG_EV_DELTA_BITS 34
 #define CYG_EV_GID_BITS 28
 #define CYG_EV_DELTA_MAX ((1ULL << CYG_EV_DELTA_BITS) - 1)
@@ -187,7 +257,7 @@ static inline uint64_t cyg_ev_make(unsigned kind, uint32_t gid, uint64_t delta)
 }
 static inline uint64_t cyg_ev_sync(uint64_t ts)
 {
-	return (3ULL << 62) | (ts & ((1ULL << 62) - 1));
+	return cyg_x_make(CYG_X_SYNC, ts);
 }
 static inline unsigned cyg_ev_kind(uint64_t w)
 {
@@ -203,7 +273,7 @@ static inline uint64_t cyg_ev_delta(uint64_t w)
 }
 static inline uint64_t cyg_ev_sync_ts(uint64_t w)
 {
-	return w & ((1ULL << 62) - 1);
+	return cyg_x_payload(w);
 }
 
 /** Create the memfd, size it (sparse), map it and initialise the control

@@ -76,6 +76,7 @@ uint64_t cygprof_capture_file_size(struct cygprof_capture *cap);
  *   "lost_events"    decimal total of dropped timeline events
  *   "drop_mode"      "block" or "drop"
  *   "hostname", "kernel", "machine"
+ *   "complete"       "1", written last: absent when the recording was interrupted
  *   "shm_full"       present when the shared mapping filled up: how many
  *                    allocations were refused (threads or calls not recorded)
  */
@@ -266,12 +267,18 @@ struct cygprof_mem_event {
 };
 
 /** Append memory events of one thread, in time order (encoded compactly:
- * varint deltas, in blocks; about 10 bytes per event). */
+ * varint deltas, in blocks; about 7.5 bytes per event on a typical heap).
+ * -EINVAL (and nothing appended) for time going backwards, an unknown op or
+ * fn, or a FREE with a non-zero size or stack. */
 int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 			       const struct cygprof_mem_event *ev, size_t n);
 
 /* A cursor over one thread's memory events in time order, reading the
- * capture block by block (memory use does not grow with the run length). */
+ * capture block by block (memory use does not grow with the run length).
+ * Any number of cursors may be open on one handle at once (for a merge over
+ * all threads); the handle must outlive them.  A cursor holds no LMDB
+ * transaction between calls: on a writer's handle it sees what was appended
+ * before it was opened (the thread's pending block is written then). */
 struct cygprof_mem_cursor;
 
 /** @param[out] cur owned: cygprof_mem_cursor_close().  A thread without
@@ -302,11 +309,16 @@ struct cygprof_stack_node {
 };
 
 /** Store stash nodes; ids must be new, parents stored before children
- * (earlier in this call or in a previous one). */
+ * (earlier in this call or in a previous one).  Ids are dense and in order:
+ * the first node of a call has the id after the last one stored, and each
+ * next node the id after that.  -EINVAL (and nothing stored) otherwise, or
+ * for parent >= id or an unknown kind.  Call it with thousands of nodes
+ * inside a batch rather than node by node. */
 int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof_stack_node *v,
 			       size_t n);
-/** All stash nodes ordered by id (v[i].id == i + 1).
- * @param[out] v owned: free(). */
+/** All stash nodes ordered by id (v[i].id == i + 1).  CYGPROF_E_CORRUPT
+ * when the ids are not dense, a parent is not smaller than its id or a
+ * kind is unknown.  @param[out] v owned: free(). */
 int cygprof_capture_get_stacks(struct cygprof_capture *cap, struct cygprof_stack_node **v,
 			       size_t *n);
 

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 SKIP = 77
 TIMEOUT = 100  # seconds for one command; meson's own timeout is 120
@@ -334,10 +335,63 @@ def exp_exitdeep():
         roots={'main'}, busy=['prelude'])
 
 
+def exp_timefilter():
+    return dict(
+        args=[], status=0, threads=1, ends=['exit 0'],
+        stdout=['timefilter: fast=1000 slow=3'],
+        functions={'main': 1, 'fast': 1000, 'slow': 3},
+        arcs={('main', 'fast'): 1000, ('main', 'slow'): 3},
+        roots={'main'}, busy=['main', 'fast'])
+
+
+def exp_killself(n=20):
+    return dict(
+        args=[str(n)], status=137, threads=1, ends=['signal 9'],
+        stdout=['killself: work=%d' % n],
+        functions={'main': 1, 'work': n, 'kill_l1': 1, 'kill_l2': 1},
+        arcs={('main', 'work'): n, ('main', 'kill_l1'): 1, ('kill_l1', 'kill_l2'): 1},
+        roots={'main'}, busy=['work'])
+
+
+def exp_manythreads(total=200, wave=20, k=50):
+    return dict(
+        args=[str(total), str(wave), str(k)], status=0, threads=total + 1, ends=['exit 0'],
+        stdout=['manythreads: threads=%d wave=%d work=%d' % (total, wave, total * k)],
+        functions={'main': 1, 'worker': total, 'work': total * k},
+        arcs={('worker', 'work'): total * k},
+        roots={'main', 'worker'}, busy=['worker', 'work'])
+
+
+def exp_waitsig(n=7, handle=False, sig=15):
+    functions = {'main': 1, 'work': n, 'waiter': 1}
+    arcs = {('main', 'work'): n, ('main', 'waiter'): 1}
+    stdout = ['waitsig: work=%d ready' % n]
+    if handle:
+        functions['on_signal'] = 1
+        arcs[('waiter', 'on_signal')] = 1
+        stdout.append('waitsig: signal=%d' % sig)
+    return dict(
+        args=[str(n)] + (['handle'] if handle else []),
+        status=42 if handle else 128 + sig, threads=1,
+        ends=['exit 42' if handle else 'signal %d' % sig],
+        stdout=stdout, functions=functions, arcs=arcs, roots={'main'}, busy=['work'])
+
+
+def exp_longrun(rounds=20, k=2000):
+    return dict(
+        args=[str(rounds), str(k)], status=0, threads=1, ends=['exit 0'],
+        stdout=['longrun: round=%d' % (r + 1) for r in range(rounds)] +
+        ['longrun: done rounds=%d work=%d' % (rounds, rounds * k)],
+        functions={'main': 1, 'round_': rounds, 'work': rounds * k},
+        arcs={('main', 'round_'): rounds, ('round_', 'work'): rounds * k},
+        roots={'main'}, busy=['work', 'round_'])
+
+
 EXPECT = {
     'calls': exp_calls, 'recursion': exp_recursion, 'threads': exp_threads,
     'longjmp': exp_longjmp, 'exceptions': exp_exceptions, 'forkexec': exp_forkexec,
-    'crash': exp_crash, 'exitdeep': exp_exitdeep,
+    'crash': exp_crash, 'exitdeep': exp_exitdeep, 'timefilter': exp_timefilter,
+    'killself': exp_killself, 'manythreads': exp_manythreads,
 }
 
 
@@ -529,6 +583,462 @@ def test_replay(ck, cyg, example):
     expect_error(ck, cp, 'replay of a capture without timeline', 1)
 
 
+# --------------------------------------------------------------------------
+# record-time filters (-F, -N, -D, -t)
+
+
+def info_json(ck, cyg, capture):
+    cp = run([cyg.exe, 'info', '--format=json', capture])
+    if cp.returncode != 0:
+        raise Failure('info --format=json failed (%s): %s' %
+                      (describe_status(cp.returncode), cp.err.strip()))
+    try:
+        return json.loads(cp.out)
+    except ValueError as e:
+        raise Failure('info output is not JSON (%s); first 500 chars:\n%s' %
+                      (e, cp.out[:500])) from e
+
+
+def check_filters_shown(ck, cyg, capture, opts):
+    """`cygprof info` shows the record-time filters as they were given (only
+    the filters: -F, -N, -D, -t and their values)."""
+    kept, i = [], 0
+    while i < len(opts):
+        if opts[i] in ('-F', '-N', '-D', '-t'):
+            kept += opts[i:i + 2]
+            i += 2
+        else:
+            i += 1
+    want = ' '.join(kept) or '(none)'
+    if not kept:
+        want_json = ''
+    else:
+        want_json = want
+    meta = info_json(ck, cyg, capture).get('meta', {})
+    ck.eq(meta.get('filters'), want_json, 'info --format=json: meta.filters')
+    cp = run([cyg.exe, 'info', capture])
+    ck.eq(cp.returncode, 0, 'info exit status')
+    lines = [line for line in cp.out.splitlines() if re.match(r'filters\s*:', line)]
+    got = [re.sub(r'^filters\s*:\s*', '', line) for line in lines]
+    ck.eq(got, [want], 'info text: the "filters" line')
+
+
+def filter_case(ck, cyg, example, base, opts, functions, arcs, roots):
+    """Record `example` with `opts`; the trees hold exactly `functions`/`arcs`."""
+    tag = ' '.join(opts)
+    print('--- case: %s' % tag)
+    exp = dict(base, functions=functions, arcs=arcs, roots=roots,
+               busy=[n for n in base['busy'] if n in functions])
+    capname = 'f%d.data' % ck.count
+    capture, data, _ = record_and_check(ck, cyg, example, exp, opts=opts, capname=capname)
+    n = len(ck.failures)
+    ck.eq(data['lost_events'], 0, '[%s] lost_events' % tag)
+    check_all(ck, data, exp, example)
+    check_filters_shown(ck, cyg, capture, opts)
+    if len(ck.failures) > n:
+        print('--- case failed: %s' % tag)
+    return capture
+
+
+def test_filters_calls(ck, cyg, example):
+    base = exp_calls()
+    m, a, b, c = 'main', 'a', 'b', 'c'
+    cases = [
+        (['-F', 'b'], {b: 6, c: 30}, {(b, c): 30}, {b}),
+        (['-N', 'b'], {m: 1, a: 3, c: 30}, {(m, a): 3, (a, c): 30}, {m}),
+        (['-D', '2'], {m: 1, a: 3}, {(m, a): 3}, {m}),
+        (['-D', '1'], {m: 1}, {}, {m}),
+        (['-F', 'b', '-N', 'c'], {b: 6}, {}, {b}),
+        (['-F', 'a', '-N', 'b'], {a: 3, c: 30}, {(a, c): 30}, {a}),
+        (['-F', 'a', '-D', '2'], {a: 3, b: 6}, {(a, b): 6}, {a}),
+        (['-N', 'a', '-D', '2'], {m: 1, b: 6}, {(m, b): 6}, {m}),
+        (['-N', 'a', '-N', 'b'], {m: 1, c: 30}, {(m, c): 30}, {m}),
+        (['-F', 'b', '-F', 'a'], {a: 3, b: 6, c: 30}, {(a, b): 6, (b, c): 30}, {a}),
+        (['-F', '[bc]'], {b: 6, c: 30}, {(b, c): 30}, {b}),
+        (['-F', 'no_such_function'], {}, {}, set()),
+    ]
+    for opts, functions, arcs, roots in cases:
+        filter_case(ck, cyg, example, base, opts, functions, arcs, roots)
+
+    # The filters apply to the timeline too.
+    opts = ['--timeline', '-F', 'b']
+    print('--- case: %s (replay)' % ' '.join(opts))
+    capture = filter_case(ck, cyg, example, base, opts, {b: 6, c: 30}, {(b, c): 30}, {b})
+    cp = run([cyg.exe, 'replay', capture])
+    ck.eq(describe_status(cp.returncode), 'exit 0', 'replay of -F b exit status')
+    got = {fn: replay_calls(cp.out, fn) for fn in (m, a, b, c)}
+    ck.eq(got, {m: 0, a: 0, b: 6, c: 30}, 'replay of -F b: lines per function')
+
+
+def test_filters_recursion(ck, cyg, example):
+    base = exp_recursion()
+    m, r, f, e, o = 'main', 'run', 'fib', 'is_even', 'is_odd'
+    cases = [
+        (['-D', '3'], {m: 1, r: 1, f: 3, e: 2, o: 2},
+         {(m, r): 1, (r, f): 3, (m, e): 1, (m, o): 1, (e, o): 1, (o, e): 1}, {m}),
+        (['-N', 'fib'], {m: 1, r: 1, e: 10, o: 9},
+         {(m, r): 1, (m, e): 1, (m, o): 1, (e, o): 8, (o, e): 9}, {m}),
+        # is_odd hidden: an is_even called by is_odd attaches to the nearest
+        # kept ancestor, another is_even (8 times) or main (is_odd(7)'s call).
+        (['-N', 'is_odd'], {m: 1, r: 1, f: 65673, e: 10},
+         {(m, r): 1, (r, f): 3, (f, f): 65670, (m, e): 2, (e, e): 8}, {m}),
+        (['-F', 'is_*'], {e: 10, o: 9}, {(e, o): 8, (o, e): 9}, {e, o}),
+        # -D counts in the tree left by -F: run is at depth 1.
+        (['-F', 'run', '-D', '2'], {r: 1, f: 3}, {(r, f): 3}, {r}),
+        (['-N', 'fib', '-N', 'is_*', '-D', '2'], {m: 1, r: 1}, {(m, r): 1}, {m}),
+    ]
+    for opts, functions, arcs, roots in cases:
+        filter_case(ck, cyg, example, base, opts, functions, arcs, roots)
+
+
+REPLAY_LINE = re.compile(r'^\s*(?:([\d.]+)\s*(ns|us|ms|s))?\s*\[\s*\d+\]\s*\|\s*(.*)$')
+UNIT_NS = {'ns': 1, 'us': 1e3, 'ms': 1e6, 's': 1e9}
+
+
+def replay_entries(text):
+    """(duration_ns or None, rest) for each call line of a replay."""
+    out = []
+    for line in text.splitlines():
+        mt = REPLAY_LINE.match(line)
+        if mt:
+            dur = float(mt.group(1)) * UNIT_NS[mt.group(2)] if mt.group(1) else None
+            out.append((dur, mt.group(3).strip()))
+    return out
+
+
+def replay_calls(text, fn):
+    """Number of calls of fn in a replay: its `fn();` and `fn() {` lines."""
+    pat = re.compile(r'^%s\(\)\s*(;|\{)' % re.escape(fn))
+    return sum(1 for _, rest in replay_entries(text) if pat.match(rest))
+
+
+def test_timefilter(ck, cyg, example):
+    """--timeline -t 1ms: the timeline keeps slow() and loses fast(); the trees
+    keep every call."""
+    exp = exp_timefilter()
+    opts = ['--timeline', '-t', '1ms']
+    capture, data, _ = record_and_check(ck, cyg, example, exp, opts=opts)
+    ck.eq(data['lost_events'], 0, 'lost_events')
+    check_all(ck, data, exp, example)
+    check_filters_shown(ck, cyg, capture, opts)
+    cp = run([cyg.exe, 'replay', capture])
+    ck.eq(describe_status(cp.returncode), 'exit 0', 'replay exit status')
+    entries = replay_entries(cp.out)
+    ck.eq(replay_calls(cp.out, 'slow'), 3, 'replay with -t 1ms: slow() lines')
+    ck.eq(replay_calls(cp.out, 'main'), 1, 'replay with -t 1ms: main() lines')
+    # A fast() call only passes -t 1ms if it really took 1 ms (the thread was
+    # preempted inside it): none may be shown with a shorter duration.
+    fast = [(d, rest) for d, rest in entries if rest.startswith('fast()')]
+    short = [(d, rest) for d, rest in fast if d is None or d < 1e6]
+    ck.check(not short, 'replay with -t 1ms: no fast() call shorter than 1 ms (got %s)' %
+             short[:5])
+    ck.check(len(fast) <= 2, 'replay with -t 1ms: no fast() (got %d, each >= 1 ms)' % len(fast))
+    for d, rest in entries:
+        if d is not None and rest.endswith(';'):
+            ck.check(d >= 1e6, 'replay with -t 1ms: leaf %r lasted %d ns >= 1 ms' % (rest, d))
+    for d, rest in entries:
+        if rest.startswith('slow()'):
+            ck.check(d is not None and d >= 4.5e6, 'slow() lasted >= 5 ms (%s)' % d)
+    info = info_json(ck, cyg, capture)
+    ck.eq(info.get('events'), 2 * (3 + 1 + len(fast)),
+          'info: timeline events = 2 per kept call')
+    if ck.failures:
+        print('--- replay output (first 30 lines)')
+        print('\n'.join(cp.out.splitlines()[:30]))
+
+    # Control: without -t every fast() call is in the timeline.
+    cap2, data2, _ = record_and_check(ck, cyg, example, exp, opts=['--timeline'],
+                                      capname='nofilter.data')
+    check_functions(ck, data2, exp['functions'])
+    cp = run([cyg.exe, 'replay', cap2])
+    ck.eq(describe_status(cp.returncode), 'exit 0', 'replay (no -t) exit status')
+    got = {fn: replay_calls(cp.out, fn) for fn in ('main', 'fast', 'slow')}
+    ck.eq(got, {'main': 1, 'fast': 1000, 'slow': 3}, 'replay without -t: lines per function')
+    ck.eq(info_json(ck, cyg, cap2).get('events'), 2 * 1004, 'info: events without -t')
+
+
+# --------------------------------------------------------------------------
+# signals sent to cygprof, many threads, a collector that dies
+
+
+def read_line(proc, deadline_s):
+    """One line of proc's stdout, or Failure after deadline_s seconds."""
+    import select
+    buf = b''
+    end = time.monotonic() + deadline_s
+    fd = proc.stdout.fileno()
+    while not buf.endswith(b'\n'):
+        left = end - time.monotonic()
+        if left <= 0:
+            raise Failure('no line from the program within %ds (got %r)' % (deadline_s, buf))
+        r, _, _ = select.select([fd], [], [], left)
+        if r:
+            chunk = os.read(fd, 1)
+            if not chunk:
+                raise Failure('the program\'s stdout closed before a full line (got %r)' % buf)
+            buf += chunk
+    return buf.decode('utf-8', 'replace').rstrip('\n')
+
+
+def children(pid):
+    """The child pids of pid (Linux /proc)."""
+    kids = []
+    try:
+        for tid in os.listdir('/proc/%d/task' % pid):
+            with open('/proc/%d/task/%s/children' % (pid, tid)) as f:
+                kids += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
+def proc_status(pid, keys):
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            return ' '.join(l.replace('\t', ' ') for l in f.read().splitlines()
+                            if l.split(':')[0] in keys)
+    except OSError as e:
+        return str(e)
+
+
+def signal_test(sig, handle):
+    """SIGTERM/SIGINT sent to `cygprof record` reach the program; the capture
+    is finished and exact."""
+    def t(ck, cyg, example):
+        exp = exp_waitsig(7, handle, sig)
+        capture = os.path.join(cyg.workdir, 'sig.data')
+        cmd = [cyg.exe, 'record', '-o', capture, '--', example] + exp['args']
+        print('$ ' + ' '.join(cmd))
+        p = subprocess.Popen(cmd, cwd=cyg.workdir, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                             preexec_fn=no_core)
+        try:
+            first = read_line(p, 30)
+            ck.eq(first, exp['stdout'][0], 'the program\'s "ready" line')
+            print('send signal %d to cygprof (pid %d)' % (sig, p.pid))
+            kids = children(p.pid)
+            p.send_signal(sig)
+            out, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired as e:
+            state = ['pid %s: %s' % (k, proc_status(k, ('State', 'SigPnd', 'ShdPnd', 'SigCgt')))
+                     for k in kids]
+            raise Failure('cygprof record did not end within 10 s of signal %d; the program: %s '
+                          '(no signal pending: cygprof did not forward it)' % (sig, state)) from e
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        out = (first + '\n' + out.decode('utf-8', 'replace')).splitlines()
+        err = err.decode('utf-8', 'replace')
+        ck.eq(describe_status(p.returncode), describe_status(exp['status']),
+              'record exit status after signal %d' % sig)
+        for line in exp['stdout']:
+            ck.check(line in out, 'program printed %r (stdout: %r)' % (line, out))
+        lines = [line for line in err.splitlines() if line.strip()]
+        ck.check(len(lines) == 1 and lines[0].startswith('cygprof'),
+                 'record prints a one-line summary on stderr (got %r)' % lines)
+        if not os.path.exists(capture):
+            raise Failure('record left no capture at %s' % capture)
+        data, _ = cyg.report_json(capture, ck)
+        ck.eq(data['lost_events'], 0, 'lost_events')
+        check_all(ck, data, exp, example)
+        info = info_json(ck, cyg, capture)
+        ck.check(example in str(info.get('meta', {}).get('command')),
+                 'info: the capture holds its command (%r)' % info.get('meta'))
+        ck.eq([p_['end'] for p_ in info.get('processes', [])], exp['ends'], 'info: process end')
+    return t
+
+
+def many_threads_test(total, wave, k):
+    def t(ck, cyg, example):
+        exp = exp_manythreads(total, wave, k)
+        capture, data, _ = record_and_check(ck, cyg, example, exp, opts=['--timeline'])
+        ck.eq(data['lost_events'], 0, 'lost_events')
+        check_all(ck, data, exp, example)
+        tids = [th.get('tid') for th in data['threads']]
+        ck.eq(len(set(tids)), total + 1, 'distinct thread ids')
+        info = info_json(ck, cyg, capture)
+        ths = info.get('threads', [])
+        ck.eq(len(ths), total + 1, 'info: threads')
+        ck.eq(info.get('lost_events'), 0, 'info: lost_events')
+        ck.eq(info.get('calls'), 1 + total + total * k, 'info: calls')
+        ck.eq(info.get('events'), 2 * (1 + total + total * k), 'info: timeline events')
+        ended = [th.get('tid') for th in ths if not (th.get('flags', 0) & 1)]
+        ck.check(not ended, 'info: every thread ended by itself (not: %s)' % ended[:10])
+        cp = run([cyg.exe, 'replay', capture])
+        ck.eq(describe_status(cp.returncode), 'exit 0', 'replay exit status')
+        got = {fn: replay_calls(cp.out, fn) for fn in ('main', 'worker', 'work')}
+        ck.eq(got, {'main': 1, 'worker': total, 'work': total * k}, 'replay: calls per function')
+        shown = {int(x) for x in re.findall(r'\[\s*(\d+)\]', cp.out)}
+        ck.eq(len(shown), total + 1, 'replay: distinct tids')
+    return t
+
+
+def test_collector_gone(ck, cyg, example):
+    """SIGKILL to cygprof itself while the program runs: the program (its child)
+    must go on and finish by itself; its writers stop waiting for the ring."""
+    import ctypes
+    exp = exp_longrun()
+    PR_SET_CHILD_SUBREAPER = 36
+    libc = ctypes.CDLL(None, use_errno=True)
+    # The program becomes an orphan when cygprof dies: be its reaper, to get
+    # its exit status.
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise Failure('prctl(PR_SET_CHILD_SUBREAPER): errno %d' % ctypes.get_errno())
+    d = cyg.workdir
+    pidfile = os.path.join(d, 'pid')
+    outpath = os.path.join(d, 'stdout')
+    capture = os.path.join(d, 'gone.data')
+    cmd = [cyg.exe, 'record', '-o', capture, '--timeline', '--ring-size', '4096', '--',
+           example, pidfile] + exp['args']
+    print('$ ' + ' '.join(cmd))
+    with open(outpath, 'wb') as out:
+        p = subprocess.Popen(cmd, cwd=d, stdout=out, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, preexec_fn=no_core)
+    pid = None
+    try:
+        end = time.monotonic() + 30
+        while time.monotonic() < end and p.poll() is None:
+            if os.path.exists(pidfile):
+                with open(pidfile) as f:
+                    text = f.read()
+                if text.endswith('\n'):
+                    pid = int(text)
+                    break
+            time.sleep(0.01)
+        if pid is None:
+            raise Failure('the program did not write its pid (cygprof: %s)' %
+                          (describe_status(p.returncode) if p.poll() is not None else 'running'))
+        time.sleep(0.5)
+        ck.check(p.poll() is None, 'cygprof still runs after 0.5 s')
+        p.kill()
+        p.wait()
+        killed_at = time.monotonic()
+        print('killed cygprof (pid %d) with SIGKILL; the program is pid %d' % (p.pid, pid))
+        status = None
+        while time.monotonic() < killed_at + 30:
+            wpid, st = os.waitpid(pid, os.WNOHANG)
+            if wpid == pid:
+                status = st
+                break
+            time.sleep(0.05)
+        took = time.monotonic() - killed_at
+        if status is None:
+            raise Failure('the program (pid %d) did not end within 30 s of the collector\'s '
+                          'death' % pid)
+        print('info: the program ended %.2f s after the collector' % took)
+        pid = None
+        rc = os.waitstatus_to_exitcode(status)
+        ck.eq(describe_status(rc), 'exit 0', 'the program ends by itself')
+        ck.check(took < 10, 'the program ended within 10 s of the collector\'s death '
+                 '(%.2f s)' % took)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if pid is not None:
+            try:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    with open(outpath, 'rb') as f:
+        lines = f.read().decode('utf-8', 'replace').splitlines()
+    ck.eq(lines, exp['stdout'], 'the program\'s whole output')
+    # What was left at the capture's path must not crash a reader.
+    if os.path.exists(capture):
+        cp = run([cyg.exe, 'report', '--format=json', capture])
+        ck.check(cp.returncode >= 0, 'report of the capture of a killed collector: no '
+                 'death by signal (%s)' % describe_status(cp.returncode))
+
+
+# --------------------------------------------------------------------------
+# output errors, info
+
+
+def test_errors_output(ck, cyg, example):
+    """-o that cannot be created: one error line, exit 1, the program not run."""
+    d = cyg.workdir
+    marker = os.path.join(d, 'marker')
+    prog = ['/bin/sh', '-c', 'echo ran > "$0"', marker]
+    ok = os.path.join(d, 'ok.data')
+    cp = cyg.record(ok, prog)
+    ck.eq(describe_status(cp.returncode), 'exit 0', 'control: record of the marker program')
+    ck.check(os.path.exists(marker), 'control: the program creates its marker')
+    regular = os.path.join(d, 'regular-file')
+    with open(regular, 'w') as f:
+        f.write('not a directory\n')
+    adir = os.path.join(d, 'a-directory')
+    os.mkdir(adir)
+    cases = [
+        ('a directory that does not exist', os.path.join(d, 'no-such-dir', 'c.data')),
+        ('a path whose parent is a regular file', os.path.join(regular, 'c.data')),
+        ('/proc (not writable)', '/proc/cygprof-e2e-%d.data' % os.getpid()),
+        ('an existing directory', adir),
+    ]
+    if os.geteuid() != 0:
+        ro = os.path.join(d, 'read-only')
+        os.mkdir(ro, 0o555)
+        cases.append(('a read-only directory', os.path.join(ro, 'c.data')))
+    for what, path in cases:
+        if os.path.exists(marker):
+            os.unlink(marker)
+        cp = cyg.record(path, prog)
+        expect_error(ck, cp, '-o into %s' % what, 1)
+        ck.check(not os.path.exists(marker), '-o into %s: the program was not run' % what)
+        if path != adir:
+            ck.check(not os.path.exists(path), '-o into %s: no capture left' % what)
+    ck.eq(sorted(os.listdir(adir)), [], 'the existing directory is left alone')
+
+
+def test_info_forkexec(ck, cyg, example):
+    exp = exp_forkexec()
+    capture, data, _ = record_and_check(ck, cyg, example, exp)
+    check_all(ck, data, exp, example)
+    cp = run([cyg.exe, 'info', capture])
+    ck.eq(describe_status(cp.returncode), 'exit 0', 'info exit status')
+    lines = cp.out.splitlines()
+    ck.eq(lines[:1], ['# capture: %s' % capture], 'info: first line')
+    cmd = [re.sub(r'^command\s*:\s*', '', l) for l in lines if re.match(r'command\s*:', l)]
+    ck.eq(cmd, [example], 'info: the command line')
+    ck.check('processes (3):' in lines, 'info: "processes (3):"')
+    ck.check('threads (3):' in lines, 'info: "threads (3):"')
+    for p in data['processes']:
+        row = re.compile(r'^\s*%d\s+\d+\s+%s\s+%s' % (p['pid'], re.escape(p['end']),
+                                                    re.escape(p['command'])))
+        ck.check(any(row.match(l) for l in lines),
+                 'info: a process row "%d ... %s %s"' % (p['pid'], p['end'], p['command']))
+    ends = sorted(re.findall(r'^\s*\d+\s+\d+\s+(exit \d+|signal \d+|exec|unknown)\s',
+                             cp.out, re.M))
+    ck.eq(ends, sorted(exp['ends']), 'info: the ends of the process table')
+    total = sum(exp['functions'].values())
+    tot = [l for l in lines if l.startswith('totals:')]
+    ck.check(len(tot) == 1 and tot[0].startswith('totals: %d calls, 0 events, 0 lost' % total),
+             'info: totals line with %d calls (got %r)' % (total, tot))
+
+    info = info_json(ck, cyg, capture)
+    ck.eq(info.get('file'), capture, 'info json: file')
+    ck.eq(info.get('meta', {}).get('command'), example, 'info json: meta.command')
+    ck.eq(info.get('meta', {}).get('mode'), 'profile', 'info json: meta.mode')
+    ck.eq(info.get('processes'), data['processes'], 'info json: processes = report\'s')
+    keys = ('idx', 'tid', 'pid', 'name', 'calls', 'events', 'lost', 'unpaired', 'unwound')
+    ith = [{k: t.get(k) for k in keys} for t in info.get('threads', [])]
+    rth = [{k: t.get(k) for k in keys} for t in data['threads']]
+    ck.eq(ith, rth, 'info json: threads = report\'s')
+    ck.eq(len(ith), 3, 'info json: 3 threads')
+    ck.eq(info.get('lost_events'), data['lost_events'], 'info json: lost_events')
+    ck.eq(info.get('calls'), total, 'info json: calls (all entries)')
+    ck.eq(info.get('calls'), sum(f['calls'] for f in data['functions']),
+          'info json: calls = the sum of the report\'s calls')
+    ck.eq(info.get('calls'), sum(t.get('calls', 0) for t in info.get('threads', [])),
+          'info json: calls = the sum over threads')
+    if os.path.isfile(capture):
+        ck.eq(info.get('size'), os.path.getsize(capture), 'info json: size is the file\'s size')
+    flags = {t['pid'] if t.get('flags', 0) & 4 else None for t in info.get('threads', [])}
+    child = [p['pid'] for p in data['processes'] if p['end'] == 'exit 7']
+    ck.eq(flags - {None}, set(child), 'info json: flag 4 marks the fork child\'s thread')
+
+
 TESTS = {name: test_example(name) for name in EXPECT}
 TESTS.update({
     'tiny-ring': test_tiny_ring,
@@ -536,6 +1046,18 @@ TESTS.update({
     'errors-record': test_errors_record,
     'errors-report': test_errors_report,
     'replay': test_replay,
+    'filters-calls': test_filters_calls,
+    'filters-recursion': test_filters_recursion,
+    'time-filter': test_timefilter,
+    'sigterm': signal_test(15, False),
+    'sigint': signal_test(2, False),
+    'sigint-handled': signal_test(2, True),
+    'sigterm-handled': signal_test(15, True),
+    'manythreads-timeline': many_threads_test(200, 20, 50),
+    'threads64': many_threads_test(64, 64, 100),
+    'collector-gone': test_collector_gone,
+    'errors-output': test_errors_output,
+    'info-forkexec': test_info_forkexec,
 })
 
 

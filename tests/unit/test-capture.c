@@ -501,6 +501,394 @@ out:
 		free(ev[t]);
 }
 
+/* ---- a realistic memory event model ---------------------------------------- */
+
+/* One thread's heap: a bump pointer with LIFO free lists per 16-byte size
+ * class (as malloc's tcache/bins), large blocks from a separate mmap area,
+ * frees mostly of recent blocks, realloc growing in place at the top. */
+#define MM_CLASSES 64
+#define MM_LIVE_MAX 4096
+
+struct mm_block {
+	uint64_t addr, size;
+	uint8_t cxx;
+	uint8_t array;
+};
+
+struct mm_heap {
+	uint64_t ts, top, mmap_top;
+	uint64_t *freel[MM_CLASSES];
+	size_t nfree[MM_CLASSES], cfree[MM_CLASSES];
+	struct mm_block live[MM_LIVE_MAX];
+	size_t nlive;
+};
+
+static uint64_t mm_size(void)
+{
+	uint64_t r = rnd() % 100;
+
+	if (r < 60)
+		return rnd() % 57 + 8;
+	if (r < 85)
+		return rnd() % 449 + 64;
+	if (r < 97)
+		return rnd() % 7681 + 512;
+	return rnd() % 1040000 + 8192;
+}
+
+static uint64_t mm_chunk(uint64_t size)
+{
+	return (size + 16 + 15) & ~(uint64_t)15;
+}
+
+static unsigned int mm_class(uint64_t size)
+{
+	uint64_t c = mm_chunk(size) / 16;
+
+	return c < MM_CLASSES ? (unsigned int)c : 0;
+}
+
+static uint64_t mm_get(struct mm_heap *h, uint64_t size)
+{
+	unsigned int c = mm_class(size);
+	uint64_t a;
+
+	if (size >= 131072) {
+		h->mmap_top -= (size + 4096 + 4095) & ~(uint64_t)4095;
+		return h->mmap_top + 16;
+	}
+	if (c && h->nfree[c])
+		return h->freel[c][--h->nfree[c]];
+	a = h->top + 16;
+	h->top += mm_chunk(size);
+	return a;
+}
+
+static void mm_put(struct mm_heap *h, uint64_t addr, uint64_t size)
+{
+	unsigned int c = mm_class(size);
+
+	if (size >= 131072 || !c)
+		return;
+	if (h->nfree[c] == h->cfree[c]) {
+		h->cfree[c] = h->cfree[c] ? h->cfree[c] * 2 : 64;
+		h->freel[c] = realloc(h->freel[c], h->cfree[c] * sizeof(uint64_t));
+	}
+	h->freel[c][h->nfree[c]++] = addr;
+}
+
+static uint32_t mm_stack(void)
+{
+	uint64_t r = rnd() % 100;
+
+	if (r < 70)
+		return (uint32_t)(rnd() % 40 + 1);
+	if (r < 95)
+		return (uint32_t)(rnd() % 400 + 1);
+	return (uint32_t)(rnd() % 5000 + 1);
+}
+
+/* Append up to 2 events (one op, or a realloc pair) to ev; returns how many. */
+static size_t mm_step(struct mm_heap *h, struct cygprof_mem_event *ev)
+{
+	struct mm_block *b;
+	uint64_t r = rnd() % 100, nsize;
+	size_t i;
+	int do_alloc;
+
+	h->ts += delta();
+	if (h->nlive && r < 5) {
+		/* realloc of a live C block: in place when it is the last one */
+		i = rnd() % 2 ? h->nlive - 1 : rnd() % h->nlive;
+		b = &h->live[i];
+		if (b->cxx)
+			goto plain;
+		nsize = b->size + rnd() % (b->size + 64);
+		ev[0] = (struct cygprof_mem_event){ .ts_ns = h->ts, .addr = b->addr,
+						    .op = CYGPROF_MEM_FREE,
+						    .fn = CYGPROF_FN_REALLOC };
+		ev[1] = ev[0];
+		ev[1].op = CYGPROF_MEM_ALLOC;
+		ev[1].size = nsize;
+		ev[1].stack = mm_stack();
+		if (b->size < 131072 && b->addr - 16 + mm_chunk(b->size) == h->top &&
+		    nsize < 131072) {
+			h->top = b->addr - 16 + mm_chunk(nsize);
+		} else {
+			mm_put(h, b->addr, b->size);
+			ev[1].addr = mm_get(h, nsize);
+		}
+		b->addr = ev[1].addr;
+		b->size = nsize;
+		return 2;
+	}
+plain:
+	do_alloc = !h->nlive ||
+		   (h->nlive < MM_LIVE_MAX && rnd() % 1000 < 500 + (h->nlive < 1000 ? 30 : 0));
+	if (do_alloc) {
+		b = &h->live[h->nlive++];
+		b->size = mm_size();
+		b->cxx = rnd() % 10 < 3;
+		b->array = b->cxx && rnd() % 4 == 0;
+		b->addr = mm_get(h, b->size);
+		ev[0] = (struct cygprof_mem_event){ .ts_ns = h->ts, .addr = b->addr,
+						    .size = b->size, .stack = mm_stack(),
+						    .op = CYGPROF_MEM_ALLOC };
+		if (b->cxx)
+			ev[0].fn = b->array ? CYGPROF_FN_NEW_ARRAY : CYGPROF_FN_NEW;
+		else
+			ev[0].fn = rnd() % 100 < 85 ? CYGPROF_FN_MALLOC
+				   : rnd() % 4 ? CYGPROF_FN_CALLOC : CYGPROF_FN_POSIX_MEMALIGN;
+		return 1;
+	}
+	/* free: mostly the newest blocks */
+	i = rnd() % 100 < 50 ? h->nlive - 1 - rnd() % (h->nlive < 4 ? h->nlive : 4)
+			     : rnd() % h->nlive;
+	b = &h->live[i];
+	ev[0] = (struct cygprof_mem_event){ .ts_ns = h->ts, .addr = b->addr,
+					    .op = CYGPROF_MEM_FREE };
+	ev[0].fn = !b->cxx ? CYGPROF_FN_FREE : b->array ? CYGPROF_FN_DELETE_ARRAY
+							 : CYGPROF_FN_DELETE;
+	mm_put(h, b->addr, b->size);
+	h->live[i] = h->live[--h->nlive];
+	return 1;
+}
+
+static void mm_free(struct mm_heap *h)
+{
+	unsigned int c;
+
+	for (c = 0; c < MM_CLASSES; c++)
+		free(h->freel[c]);
+}
+
+#define MEM_EVENTS 2000000
+#define MEM_THREADS 3
+
+static int mem_same(const struct cygprof_mem_event *a, const struct cygprof_mem_event *b)
+{
+	return a->ts_ns == b->ts_ns && a->addr == b->addr && a->size == b->size &&
+	       a->stack == b->stack && a->op == b->op && a->fn == b->fn && a->flags == b->flags;
+}
+
+/* Read the first want[t] events of every thread through cursors open at the
+ * same time, merged by time as analysis does. */
+static void check_mem(struct cygprof_capture *cap, struct cygprof_mem_event **ev,
+		      const size_t *want)
+{
+	struct cygprof_mem_cursor *cur[MEM_THREADS];
+	struct cygprof_mem_event head[MEM_THREADS], e;
+	size_t pos[MEM_THREADS] = { 0 }, bad = 0;
+	int live[MEM_THREADS], t, best, rc;
+	uint64_t count;
+
+	for (t = 0; t < MEM_THREADS; t++) {
+		CHECK_EQ_INT(cygprof_capture_mem_count(cap, (uint32_t)t, &count), 0);
+		CHECK_EQ_U64(count, want[t]);
+		cur[t] = NULL;
+		CHECK_EQ_INT(cygprof_mem_cursor_open(cap, (uint32_t)t, &cur[t]), 0);
+		if (!cur[t])
+			return;
+		live[t] = cygprof_mem_cursor_next(cur[t], &head[t]);
+		CHECK(live[t] >= 0);
+	}
+	for (;;) {
+		best = -1;
+		for (t = 0; t < MEM_THREADS; t++)
+			if (live[t] > 0 && (best < 0 || head[t].ts_ns < head[best].ts_ns))
+				best = t;
+		if (best < 0)
+			break;
+		t = best;
+		if (pos[t] >= want[t] || !mem_same(&head[t], &ev[t][pos[t]])) {
+			if (!bad++)
+				printf("# thread %d event %zu differs\n", t, pos[t]);
+		}
+		pos[t]++;
+		live[t] = cygprof_mem_cursor_next(cur[t], &head[t]);
+		CHECK(live[t] >= 0);
+	}
+	for (t = 0; t < MEM_THREADS; t++) {
+		CHECK_EQ_U64(pos[t], want[t]);
+		/* at the end it stays at the end */
+		rc = cygprof_mem_cursor_next(cur[t], &e);
+		CHECK_EQ_INT(rc, 0);
+		cygprof_mem_cursor_close(cur[t]);
+	}
+	CHECK_EQ_U64(bad, 0);
+}
+
+static void test_mem(void)
+{
+	const char *path = tmp_path("mem.cap");
+	static struct mm_heap heap[MEM_THREADS];
+	struct cygprof_mem_event *ev[MEM_THREADS], bad, e;
+	struct cygprof_mem_cursor *cur = NULL;
+	size_t per = MEM_EVENTS / MEM_THREADS, done[MEM_THREADS] = { 0 }, n[MEM_THREADS], i, k,
+	       chunk, allocs = 0;
+	const uint64_t base[MEM_THREADS] = { 0x55555555a000ull, 0x7ffff0000b00ull,
+					     0x7fffe8000b00ull };
+	struct cygprof_capture *cap;
+	uint64_t size, count;
+	int batch, t;
+
+	for (t = 0; t < MEM_THREADS; t++) {
+		heap[t].ts = 1000 + (uint64_t)t * 777;
+		heap[t].top = base[t];
+		heap[t].mmap_top = 0x7ffff7ff0000ull - ((uint64_t)t << 36);
+		ev[t] = malloc((per + 1) * sizeof(*ev[t]));
+		for (i = 0; i < per;) {
+			k = mm_step(&heap[t], ev[t] + i);
+			i += k;
+		}
+		n[t] = i > per ? per : i; /* drop half a trailing realloc pair */
+		for (i = 0; i < n[t]; i++)
+			allocs += ev[t][i].op == CYGPROF_MEM_ALLOC;
+		mm_free(&heap[t]);
+	}
+	/* extremes still round trip exactly */
+	ev[0][10].flags = 0xffff;
+	ev[0][11].addr = 1;
+	ev[0][12].addr = UINT64_MAX;
+	if (ev[1][7].op == CYGPROF_MEM_ALLOC) {
+		ev[1][7].size = UINT64_MAX;
+		ev[1][7].stack = UINT32_MAX;
+	}
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	for (batch = 0; batch < 8; batch++) {
+		CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+		for (k = 0; k < 400; k++) {
+			t = (int)(rnd() % MEM_THREADS);
+			chunk = rnd() % 4 ? rnd() % 64 + 1 : rnd() % 5000 + 1;
+			if (chunk > n[t] - done[t])
+				chunk = n[t] - done[t];
+			if (batch < 7 && done[t] + chunk > n[t] * (batch + 1) / 8)
+				continue;
+			CHECK_EQ_INT(cygprof_capture_append_mem(cap, (uint32_t)t,
+							       ev[t] + done[t], chunk), 0);
+			done[t] += chunk;
+		}
+		if (batch == 2) {
+			/* inside a batch, a writer reads its own events */
+			check_mem(cap, ev, done);
+		}
+		CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+		if (batch == 4)
+			check_mem(cap, ev, done);
+	}
+	/* the rest outside a batch */
+	for (t = 0; t < MEM_THREADS; t++)
+		while (done[t] < n[t]) {
+			chunk = rnd() % 2 ? rnd() % 7 + 1 : rnd() % 20000 + 1;
+			if (chunk > n[t] - done[t])
+				chunk = n[t] - done[t];
+			CHECK_EQ_INT(cygprof_capture_append_mem(cap, (uint32_t)t,
+							       ev[t] + done[t], chunk), 0);
+			done[t] += chunk;
+		}
+	/* refused: time going backwards, unknown op or fn, a FREE with a size */
+	bad = (struct cygprof_mem_event){ .ts_ns = ev[0][n[0] - 1].ts_ns - 1,
+					  .op = CYGPROF_MEM_FREE };
+	CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, &bad, 1), -EINVAL);
+	bad.ts_ns = UINT64_MAX;
+	bad.op = 2;
+	CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, &bad, 1), -EINVAL);
+	bad.op = CYGPROF_MEM_ALLOC;
+	bad.fn = CYGPROF_FN_COUNT;
+	CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, &bad, 1), -EINVAL);
+	bad.fn = CYGPROF_FN_FREE;
+	bad.op = CYGPROF_MEM_FREE;
+	bad.size = 8;
+	CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, &bad, 1), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, NULL, 0), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		goto out;
+	check_mem(cap, ev, n);
+	CHECK_EQ_INT(cygprof_capture_mem_count(cap, MEM_THREADS, &count), 0);
+	CHECK_EQ_U64(count, 0);
+	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, MEM_THREADS, &cur), 0);
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), 0);
+	cygprof_mem_cursor_close(cur);
+	size = cygprof_capture_file_size(cap);
+	printf("# mem: %zu events (%.0f%% allocs), file %llu bytes, %.2f bytes/event\n",
+	       n[0] + n[1] + n[2], 100.0 * (double)allocs / (double)(n[0] + n[1] + n[2]),
+	       (unsigned long long)size, (double)size / (double)(n[0] + n[1] + n[2]));
+	CHECK((double)size / (double)(n[0] + n[1] + n[2]) < 12.0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+out:
+	for (t = 0; t < MEM_THREADS; t++)
+		free(ev[t]);
+}
+
+/* ---- stack stash ----------------------------------------------------------- */
+
+static void test_stacks(void)
+{
+	const char *path = tmp_path("stacks.cap");
+	struct cygprof_stack_node *in, *out = NULL, bad;
+	struct cygprof_capture *cap;
+	size_t n = 0, i, big = 100000, done;
+
+	in = calloc(big, sizeof(*in));
+	for (i = 0; i < big; i++) {
+		in[i].id = (uint32_t)i + 1;
+		/* mostly deep chains with shared prefixes, some new roots */
+		in[i].parent = !i || rnd() % 50 == 0 ? 0
+			       : rnd() % 3 ? (uint32_t)i : (uint32_t)(rnd() % i + 1);
+		in[i].proc_idx = (uint32_t)(rnd() % 3);
+		in[i].kind = (uint32_t)(rnd() % 2);
+		in[i].addr = rnd();
+	}
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	/* refused: not the next id, parent not before, unknown kind */
+	bad = in[0];
+	bad.id = 2;
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, &bad, 1), -EINVAL);
+	bad.id = 1;
+	bad.parent = 1;
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, &bad, 1), -EINVAL);
+	bad.parent = 0;
+	bad.kind = 2;
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, &bad, 1), -EINVAL);
+	/* in batches of thousands, then the rest outside a batch */
+	for (done = 0; done < big / 2; done += 5000) {
+		CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+		CHECK_EQ_INT(cygprof_capture_put_stacks(cap, in + done, 5000), 0);
+		CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	}
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, in + done, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, in + done + 1, big - done - 1), 0);
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, NULL, 0), 0);
+	/* a writer reads them back */
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, big);
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		goto out;
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, big);
+	if (n == big)
+		for (i = 0; i < big; i++) {
+			if (out[i].id != in[i].id || out[i].parent != in[i].parent ||
+			    out[i].proc_idx != in[i].proc_idx || out[i].kind != in[i].kind ||
+			    out[i].addr != in[i].addr) {
+				CHECK_EQ_U64(i, UINT64_MAX);
+				break;
+			}
+		}
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+out:
+	free(in);
+}
+
 /* A tiny initial map forces MDB_MAP_FULL inside a batch: the library grows the
  * map and replays the batch. */
 static void test_map_growth(void)
@@ -735,6 +1123,187 @@ static void test_corrupt_values(void)
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 }
 
+/* Damaged stash nodes and memory blocks decode as CORRUPT. */
+static void test_corrupt_mem(void)
+{
+	const char *path = tmp_path("damaged-mem.cap");
+	struct cygprof_stack_node good[2] = { { 1, 0, 0, 0, 0x1000 }, { 2, 1, 0, 1, 0x2000 } };
+	struct cygprof_mem_event ev = { .ts_ns = 5, .addr = 0x1000, .size = 8, .stack = 2 }, e;
+	struct cygprof_stack_node *out = NULL;
+	struct cygprof_mem_cursor *cur = NULL;
+	struct cygprof_capture *cap;
+	uint8_t key[8] = { 0 }, val[64];
+	uint64_t count;
+	size_t n = 99;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, good, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, &ev, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* node 3 with parent 3 */
+	memset(val, 0, sizeof(val));
+	key[3] = 3;
+	val[0] = 3;
+	CHECK_EQ_INT(raw_put(path, "stacks", key, 4, val, 20), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), CYGPROF_E_CORRUPT);
+	CHECK(out == NULL);
+	CHECK_EQ_U64(n, 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	/* parent fixed, but an unknown kind; then a gap in the ids; then short */
+	val[0] = 2;
+	val[8] = 9;
+	CHECK_EQ_INT(raw_put(path, "stacks", key, 4, val, 20), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	val[8] = 1;
+	CHECK_EQ_INT(raw_put(path, "stacks", key, 4, val, 20), 0);
+	key[3] = 5;
+	CHECK_EQ_INT(raw_put(path, "stacks", key, 4, val, 20), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	key[3] = 4;
+	CHECK_EQ_INT(raw_put(path, "stacks", key, 4, val, 19), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	/* ...and with node 4 whole and trailing bytes (newer fields) it reads */
+	memset(val + 20, 0xee, 8);
+	CHECK_EQ_INT(raw_put(path, "stacks", key, 4, val, 28), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, 5);
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* mem: thread 1 claims 2 events and holds 1.5; thread 2 has an unknown
+	 * fn; thread 3 a second block earlier than the first */
+	memset(val, 0, sizeof(val));
+	memset(key, 0, sizeof(key));
+	key[3] = 1;
+	val[0] = 2;
+	val[12] = CYGPROF_FN_FREE << 1 | 1; val[13] = 0; val[14] = 2; /* a whole FREE */
+	val[15] = 0; val[16] = 1; val[17] = 4; /* an ALLOC without size and stack */
+	CHECK_EQ_INT(raw_put(path, "mem", key, 8, val, 18), 0);
+	key[3] = 2;
+	val[0] = 1;
+	val[12] = 15 << 1 | 1;
+	CHECK_EQ_INT(raw_put(path, "mem", key, 8, val, 17), 0);
+	key[3] = 3;
+	val[4] = 100;
+	val[12] = CYGPROF_FN_FREE << 1 | 1;
+	CHECK_EQ_INT(raw_put(path, "mem", key, 8, val, 17), 0);
+	key[7] = 1;
+	val[4] = 99;
+	CHECK_EQ_INT(raw_put(path, "mem", key, 8, val, 17), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 0, &cur), 0);
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), 1);
+	CHECK(mem_same(&e, &ev));
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), 0);
+	cygprof_mem_cursor_close(cur);
+	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 1, &cur), 0);
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), 1);
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), CYGPROF_E_CORRUPT);
+	cygprof_mem_cursor_close(cur);
+	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 2, &cur), 0);
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), CYGPROF_E_CORRUPT);
+	cygprof_mem_cursor_close(cur);
+	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 3, &cur), 0);
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), 1);
+	CHECK_EQ_U64(e.ts_ns, 100);
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), CYGPROF_E_CORRUPT);
+	cygprof_mem_cursor_close(cur);
+	CHECK_EQ_INT(cygprof_capture_mem_count(cap, 3, &count), 0);
+	CHECK_EQ_U64(count, 2);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+}
+
+/* Remove the named DBs from a capture, as written before they existed. */
+static int raw_drop(const char *path, const char *const *dbs, size_t n)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	size_t i;
+	int rc;
+
+	rc = mdb_env_create(&env);
+	if (rc)
+		return rc;
+	mdb_env_set_maxdbs(env, 16);
+	rc = mdb_env_open(env, path, MDB_NOSUBDIR, 0644);
+	if (!rc)
+		rc = mdb_txn_begin(env, NULL, 0, &txn);
+	if (!rc) {
+		for (i = 0; i < n && !rc; i++) {
+			rc = mdb_dbi_open(txn, dbs[i], 0, &dbi);
+			if (!rc)
+				rc = mdb_drop(txn, dbi, 1);
+		}
+		if (!rc)
+			rc = mdb_txn_commit(txn);
+		else
+			mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return rc;
+}
+
+/* A capture written before the memory DBs existed opens and reads empty. */
+static void test_old_capture(void)
+{
+	static const char *const dbs[] = { "mem", "stacks" };
+	const char *path = tmp_path("old.cap");
+	struct cygprof_stack_node node = { 1, 0, 0, 0, 0x1000 }, *out = (void *)1;
+	struct cygprof_mem_event ev = { .ts_ns = 5, .addr = 0x1000, .size = 8, .stack = 1 };
+	struct cygprof_event tev = { .ts_ns = 5, .node = 1 };
+	struct cygprof_mem_cursor *cur = NULL;
+	struct cygprof_capture *cap;
+	size_t n = 99, seen = 0;
+	uint64_t count = 99;
+	char *v = NULL;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "mode", "profile+timeline"), 0);
+	CHECK_EQ_INT(cygprof_capture_append_events(cap, 0, &tev, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, &node, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, &ev, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(raw_drop(path, dbs, 2), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "mode", &v), 0);
+	CHECK_EQ_STR(v, "profile+timeline");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 0, count_cb, &seen), 0);
+	CHECK_EQ_U64(seen, 1);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, 0);
+	CHECK(out == NULL);
+	CHECK_EQ_INT(cygprof_capture_mem_count(cap, 0, &count), 0);
+	CHECK_EQ_U64(count, 0);
+	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 0, &cur), 0);
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &ev), 0);
+	cygprof_mem_cursor_close(cur);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* an old DB missing is still damage */
+	CHECK_EQ_INT(raw_drop(path, (const char *const[]){ "symbols" }, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
+}
+
 /* Readers must work when the lock file cannot be created. */
 static void test_readonly_dir(void)
 {
@@ -785,9 +1354,13 @@ int main(void)
 	RUN_TEST(test_objects);
 	RUN_TEST(test_symbols);
 	RUN_TEST(test_timeline);
+	RUN_TEST(test_mem);
+	RUN_TEST(test_stacks);
 	RUN_TEST(test_map_growth);
 	RUN_TEST(test_errors);
 	RUN_TEST(test_corrupt_values);
+	RUN_TEST(test_corrupt_mem);
+	RUN_TEST(test_old_capture);
 	RUN_TEST(test_readonly_dir);
 
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);

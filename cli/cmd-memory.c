@@ -1,0 +1,821 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd-memory.c - cygprof memory: heap analysis of a capture recorded with
+ * --memory: totals, functions, heap over time, the stacks behind leaks, the
+ * peak, temporaries or growth, callers and callees of a function; or JSON. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "memory.h"
+#include "report-util.h"
+
+enum sort_key { SORT_TOTAL, SORT_SELF, SORT_ALLOCS, SORT_TEMP, SORT_LEAKED, SORT_NAME };
+enum stack_kind { K_LEAKS, K_PEAK, K_TEMP, K_DIFF, K_COUNT };
+
+static const char *const kind_names[K_COUNT] = {"leaks", "peak", "temporary", "diff"};
+
+struct memory_cli {
+	int json;
+	enum sort_key sort;
+	const char *function;
+	uint32_t points;
+	size_t top;
+	int top_given;
+	int kinds[K_COUNT];
+	uint64_t t1, t2;
+	const char *file;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cygprof memory [options] [FILE]\n"
+		"\n"
+		"Heap analysis of a capture recorded with 'cygprof record --memory'\n"
+		"(FILE defaults to " CYGPROF_DEFAULT_CAPTURE "): totals, allocations per function,\n"
+		"and the heap over time.\n"
+		"\n"
+		"options:\n"
+		"  --leaks                the stacks of the blocks never freed\n"
+		"  --peak                 the stacks of the blocks live at the peak\n"
+		"  --temporary            the stacks of temporary allocations\n"
+		"  --diff T1 T2           the stacks of blocks live at T2 allocated after T1\n"
+		"                         (times from the capture start; units s, ms, us, ns;\n"
+		"                         default s)\n"
+		"  --top N                stacks (and text function lines) shown, 0 for all\n"
+		"                         (default 20)\n"
+		"  -F, --function NAME    callers and callees of NAME (exact name or glob)\n"
+		"  --sort KEY             function order: total (default), self, allocations,\n"
+		"                         temporary, leaked, name\n"
+		"  --points N             heap-over-time points (default 50)\n"
+		"  --format FMT           text (default) or json\n"
+		"  -h, --help             this help\n");
+}
+
+/* "1.5", "1.5s", "200ms", "10us", "7ns" -> ns; -1 when malformed */
+static int parse_time(const char *s, uint64_t *ns)
+{
+	static const struct {
+		const char *unit;
+		double mul;
+	} units[] = {{"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}};
+	char *end;
+	double v;
+	size_t i;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno || v < 0)
+		return -1;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit)) {
+			double r = v * units[i].mul + 0.5;
+
+			if (r >= 18446744073709551615.0)
+				return -1;
+			*ns = (uint64_t)r;
+			return 0;
+		}
+	return -1;
+}
+
+static uint64_t parse_count(const char *opt, const char *s, uint64_t max)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (!*s || *end || errno || s[0] == '-' || v > max)
+		cli_die(2, "memory: bad %s value '%s' (see 'cygprof memory --help')", opt, s);
+	return v;
+}
+
+static void parse_opts(int argc, char **argv, struct memory_cli *o)
+{
+	enum {
+		O_LEAKS = 256, O_PEAK, O_TEMP, O_DIFF, O_TOP, O_SORT, O_POINTS, O_FORMAT,
+	};
+	static const struct option lopts[] = {
+		{"leaks", no_argument, NULL, O_LEAKS},
+		{"peak", no_argument, NULL, O_PEAK},
+		{"temporary", no_argument, NULL, O_TEMP},
+		{"diff", required_argument, NULL, O_DIFF},
+		{"top", required_argument, NULL, O_TOP},
+		{"function", required_argument, NULL, 'F'},
+		{"sort", required_argument, NULL, O_SORT},
+		{"points", required_argument, NULL, O_POINTS},
+		{"format", required_argument, NULL, O_FORMAT},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	static const char *const sorts[] = {"total", "self", "allocations", "temporary", "leaked",
+					    "name"};
+	size_t i;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->points = 50;
+	o->top = 20;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":hF:", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'F':
+			o->function = optarg;
+			break;
+		case O_LEAKS:
+			o->kinds[K_LEAKS] = 1;
+			break;
+		case O_PEAK:
+			o->kinds[K_PEAK] = 1;
+			break;
+		case O_TEMP:
+			o->kinds[K_TEMP] = 1;
+			break;
+		case O_DIFF:
+			if (optind >= argc)
+				cli_die(2, "memory: option '--diff' needs two times T1 T2 (see 'cygprof memory --help')");
+			if (parse_time(optarg, &o->t1) || parse_time(argv[optind], &o->t2))
+				cli_die(2, "memory: bad --diff times '%s' '%s' (a number with s, ms, us or ns)",
+					optarg, argv[optind]);
+			optind++;
+			if (o->t2 < o->t1)
+				cli_die(2, "memory: --diff T1 T2 needs T1 <= T2");
+			o->kinds[K_DIFF] = 1;
+			break;
+		case O_TOP:
+			o->top = (size_t)parse_count("--top", optarg, SIZE_MAX);
+			o->top_given = 1;
+			break;
+		case O_POINTS:
+			o->points = (uint32_t)parse_count("--points", optarg, 100000);
+			break;
+		case O_SORT:
+			for (i = 0; i < sizeof(sorts) / sizeof(sorts[0]); i++)
+				if (!strcmp(optarg, sorts[i]))
+					break;
+			if (i == sizeof(sorts) / sizeof(sorts[0]))
+				cli_die(2, "memory: unknown sort key '%s' (total, self, allocations, temporary, leaked, name)",
+					optarg);
+			o->sort = (enum sort_key)i;
+			break;
+		case O_FORMAT:
+			if (!strcmp(optarg, "json"))
+				o->json = 1;
+			else if (!strcmp(optarg, "text"))
+				o->json = 0;
+			else
+				cli_die(2, "memory: unknown format '%s' (text, json)", optarg);
+			break;
+		case ':':
+			cli_die(2, "memory: option '%s' needs an argument (see 'cygprof memory --help')",
+				argv[optind - 1]);
+		default:
+			if (optopt)
+				cli_die(2, "memory: unknown option '-%c' (see 'cygprof memory --help')",
+					optopt);
+			cli_die(2, "memory: unknown option '%s' (see 'cygprof memory --help')",
+				argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		o->file = argv[optind++];
+	if (optind < argc)
+		cli_die(2, "memory: unexpected argument '%s' (see 'cygprof memory --help')",
+			argv[optind]);
+}
+
+/* ---- sorting --------------------------------------------------------------- */
+
+static const struct memory *sort_m;
+static enum sort_key sort_by;
+
+static int cmp_u64_desc(uint64_t a, uint64_t b)
+{
+	return a < b ? 1 : a > b ? -1 : 0;
+}
+
+static int cmp_fn(const void *pa, const void *pb)
+{
+	const struct memory_fn *a = &sort_m->fns[*(const uint32_t *)pa];
+	const struct memory_fn *b = &sort_m->fns[*(const uint32_t *)pb];
+	int c = 0;
+
+	switch (sort_by) {
+	case SORT_TOTAL:
+		break;
+	case SORT_SELF:
+		c = cmp_u64_desc(a->self_bytes, b->self_bytes);
+		break;
+	case SORT_ALLOCS:
+		c = cmp_u64_desc(a->total_allocations, b->total_allocations);
+		break;
+	case SORT_TEMP:
+		c = cmp_u64_desc(a->total_temporary, b->total_temporary);
+		break;
+	case SORT_LEAKED:
+		c = cmp_u64_desc(a->total_leaked_bytes, b->total_leaked_bytes);
+		break;
+	case SORT_NAME:
+		return strcmp(a->name, b->name);
+	}
+	if (!c)
+		c = cmp_u64_desc(a->total_bytes, b->total_bytes);
+	if (!c)
+		c = cmp_u64_desc(a->total_allocations, b->total_allocations);
+	return c ? c : strcmp(a->name, b->name);
+}
+
+static uint32_t *sorted_fns(const struct memory *m, enum sort_key key, size_t *n)
+{
+	uint32_t *v = malloc((m->nfns ? m->nfns : 1) * sizeof(*v));
+	size_t i, k = 0;
+
+	if (!v)
+		cli_die(1, "out of memory");
+	for (i = 0; i < m->nfns; i++)
+		if (m->fns[i].total_allocations)
+			v[k++] = (uint32_t)i;
+	sort_m = m;
+	sort_by = key;
+	qsort(v, k, sizeof(*v), cmp_fn);
+	*n = k;
+	return v;
+}
+
+/* The figures of a stack for a kind: blocks and bytes. */
+static void kind_figures(const struct memory_stack *s, enum stack_kind k, uint64_t *blocks,
+			 uint64_t *bytes)
+{
+	switch (k) {
+	case K_LEAKS:
+		*blocks = s->leaked_allocations;
+		*bytes = s->leaked_bytes;
+		break;
+	case K_PEAK:
+		*blocks = s->peak_blocks;
+		*bytes = s->peak_bytes;
+		break;
+	case K_TEMP:
+		*blocks = s->temporary;
+		*bytes = s->temporary_bytes;
+		break;
+	default:
+		*blocks = s->diff_blocks;
+		*bytes = s->diff_bytes;
+		break;
+	}
+}
+
+static enum stack_kind sort_kind;
+
+static int cmp_stack(const void *pa, const void *pb)
+{
+	const struct memory_stack *a = &sort_m->stacks[*(const uint32_t *)pa];
+	const struct memory_stack *b = &sort_m->stacks[*(const uint32_t *)pb];
+	uint64_t na, ba, nb, bb;
+	int c;
+
+	kind_figures(a, sort_kind, &na, &ba);
+	kind_figures(b, sort_kind, &nb, &bb);
+	c = cmp_u64_desc(ba, bb);
+	if (!c)
+		c = cmp_u64_desc(na, nb);
+	return c ? c : (a->id > b->id) - (a->id < b->id);
+}
+
+/* Stacks with a non-zero count for kind, largest bytes first, at most top. */
+static uint32_t *sorted_stacks(const struct memory *m, enum stack_kind k, size_t top, size_t *n)
+{
+	uint32_t *v = malloc((m->nstacks ? m->nstacks : 1) * sizeof(*v));
+	size_t i, j = 0;
+
+	if (!v)
+		cli_die(1, "out of memory");
+	for (i = 0; i < m->nstacks; i++) {
+		uint64_t blocks, bytes;
+
+		if (!m->stacks[i].used)
+			continue;
+		kind_figures(&m->stacks[i], k, &blocks, &bytes);
+		if (blocks)
+			v[j++] = (uint32_t)i;
+	}
+	sort_m = m;
+	sort_kind = k;
+	qsort(v, j, sizeof(*v), cmp_stack);
+	*n = top && j > top ? top : j;
+	return v;
+}
+
+/* Stacks whose frames read the same (names, files, lines) are shown as one:
+ * they differ only in return addresses (an unrolled loop, two calls on a
+ * line).  The frames of a group are those of its first stack. */
+struct stack_group {
+	char *key;
+	struct memory_frame *fr;
+	size_t nf;
+	uint32_t id; /* the first stack */
+	uint64_t blocks, bytes, allocations;
+};
+
+static int cmp_group_key(const void *a, const void *b)
+{
+	return strcmp(((const struct stack_group *)a)->key, ((const struct stack_group *)b)->key);
+}
+
+static int cmp_group_bytes(const void *a, const void *b)
+{
+	const struct stack_group *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	if (x->blocks != y->blocks)
+		return x->blocks > y->blocks ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static char *frames_key(const struct memory_frame *fr, size_t nf)
+{
+	size_t len = 1, j;
+	char *key, *p;
+
+	for (j = 0; j < nf; j++)
+		len += strlen(fr[j].name) + (fr[j].file ? strlen(fr[j].file) : 0) + 16;
+	key = p = malloc(len);
+	if (!key)
+		cli_die(1, "out of memory");
+	*p = 0;
+	for (j = 0; j < nf; j++)
+		p += sprintf(p, "%s|%s|%u;", fr[j].name, fr[j].file ? fr[j].file : "",
+			     fr[j].line);
+	return key;
+}
+
+static void free_groups(struct stack_group *g, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(g[i].key);
+		free(g[i].fr);
+	}
+	free(g);
+}
+
+static struct stack_group *group_stacks(struct memory_load *l, enum stack_kind k, size_t top,
+					size_t *ngroups)
+{
+	const struct memory *m = memory_load_result(l);
+	size_t n, i, out = 0;
+	uint32_t *v = sorted_stacks(m, k, 0, &n);
+	struct stack_group *g = calloc(n ? n : 1, sizeof(*g));
+
+	if (!g)
+		cli_die(1, "out of memory");
+	for (i = 0; i < n; i++) {
+		const struct memory_stack *s = &m->stacks[v[i]];
+		int err = memory_load_frames(l, s->id, 1, &g[i].fr, &g[i].nf);
+		if (err)
+			cli_die(1, "%s", cygprof_strerror(err));
+		kind_figures(s, k, &g[i].blocks, &g[i].bytes);
+		g[i].allocations = s->allocations;
+		g[i].id = s->id;
+		g[i].key = frames_key(g[i].fr, g[i].nf);
+	}
+	free(v);
+	qsort(g, n, sizeof(*g), cmp_group_key);
+	for (i = 0; i < n; i++) {
+		if (out && !strcmp(g[out - 1].key, g[i].key)) {
+			struct stack_group *d = &g[out - 1];
+			d->blocks += g[i].blocks;
+			d->bytes += g[i].bytes;
+			d->allocations += g[i].allocations;
+			if (g[i].id < d->id) {
+				struct memory_frame *t = d->fr;
+				size_t tn = d->nf;
+				d->fr = g[i].fr;
+				d->nf = g[i].nf;
+				d->id = g[i].id;
+				g[i].fr = t;
+				g[i].nf = tn;
+			}
+			free(g[i].key);
+			free(g[i].fr);
+			continue;
+		}
+		g[out++] = g[i];
+	}
+	qsort(g, out, sizeof(*g), cmp_group_bytes);
+	for (i = top && out > top ? top : out; i < out; i++) {
+		free(g[i].key);
+		free(g[i].fr);
+	}
+	*ngroups = top && out > top ? top : out;
+	return g;
+}
+
+/* ---- text -------------------------------------------------------------------- */
+
+static const char *human(char *buf, size_t len, uint64_t b)
+{
+	static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)b;
+	size_t i = 0;
+
+	while (v >= 1024 && i + 1 < sizeof(u) / sizeof(u[0])) {
+		v /= 1024;
+		i++;
+	}
+	if (i)
+		snprintf(buf, len, "%.1f %s", v, u[i]);
+	else
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	return buf;
+}
+
+static void print_totals(const struct memory *m, const char *command)
+{
+	const struct memory_totals *t = &m->t;
+	char h[32], d[32];
+
+	if (command)
+		printf("Memory: %s\n\n", command);
+	printf("  allocations          %12" PRIu64 "   %" PRIu64 " bytes (%s)\n", t->allocations,
+	       t->allocated_bytes, human(h, sizeof(h), t->allocated_bytes));
+	printf("  frees                %12" PRIu64 "   %" PRIu64 " bytes\n", t->frees,
+	       t->freed_bytes);
+	printf("  peak                 %12" PRIu64 " bytes (%s) in %" PRIu64 " blocks", t->peak_bytes,
+	       human(h, sizeof(h), t->peak_bytes), t->peak_blocks);
+	if (t->peak_ts_ns != MEMORY_NO_TIME)
+		printf(" at %s", fmt_dur(d, sizeof(d), t->peak_ts_ns));
+	printf("\n");
+	printf("  leaked               %12" PRIu64 " blocks, %" PRIu64 " bytes (%s)\n",
+	       t->leaked_allocations, t->leaked_bytes, human(h, sizeof(h), t->leaked_bytes));
+	printf("  temporary            %12" PRIu64 " allocations, %" PRIu64 " bytes\n",
+	       t->temporary_allocations, t->temporary_bytes);
+	printf("  cross-thread frees   %12" PRIu64 "\n", t->cross_thread_frees);
+	printf("  untracked frees      %12" PRIu64 "\n", t->untracked_frees);
+	if (t->untracked_reallocs)
+		printf("  untracked reallocs   %12" PRIu64 "\n", t->untracked_reallocs);
+	printf("\n");
+}
+
+static void print_functions(const struct memory *m, const struct memory_cli *o)
+{
+	uint32_t *v;
+	size_t n, i, shown;
+
+	v = sorted_fns(m, o->sort, &n);
+	shown = o->top && n > o->top ? o->top : n;
+	printf("Functions (by %s):\n\n",
+	       (const char *[]){"total bytes", "self bytes", "allocations", "temporary",
+				"leaked bytes", "name"}[o->sort]);
+	printf("%6s %14s %14s %10s %10s %10s %12s  %s\n", "%", "total bytes", "self bytes",
+	       "allocs", "temporary", "leaks", "leaked bytes", "function");
+	for (i = 0; i < shown; i++) {
+		const struct memory_fn *f = &m->fns[v[i]];
+
+		printf("%6.2f %14" PRIu64 " %14" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
+		       " %12" PRIu64 "  %s\n",
+		       m->t.allocated_bytes ? 100.0 * (double)f->total_bytes /
+						      (double)m->t.allocated_bytes
+					    : 0.0,
+		       f->total_bytes, f->self_bytes, f->total_allocations, f->total_temporary,
+		       f->total_leaked_allocations, f->total_leaked_bytes, f->name);
+	}
+	if (shown < n)
+		printf("  ... %zu more (--top 0 shows all)\n", n - shown);
+	printf("\n");
+	free(v);
+}
+
+static void print_heap(const struct memory *m)
+{
+	enum { ROWS = 8 };
+	uint64_t max = 0;
+	size_t i, r;
+	char h[32], d[32];
+
+	if (!m->npoints)
+		return;
+	for (i = 0; i < m->npoints; i++)
+		if (m->heap[i].live_bytes > max)
+			max = m->heap[i].live_bytes;
+	printf("Heap over time (maximum live bytes per interval, peak %s):\n\n",
+	       human(h, sizeof(h), max));
+	for (r = ROWS; r >= 1; r--) {
+		printf("%12s |", r == ROWS ? human(h, sizeof(h), max) : "");
+		for (i = 0; i < m->npoints; i++) {
+			/* filled when the point reaches this row's lower edge */
+			uint64_t v = m->heap[i].live_bytes;
+
+			putchar(max && v * ROWS > (uint64_t)(r - 1) * max ? '#' : ' ');
+		}
+		putchar('\n');
+	}
+	printf("%12s +", "0");
+	for (i = 0; i < m->npoints; i++)
+		putchar('-');
+	printf("\n%14s%s\n\n", "", "time ->");
+	printf("%14s %16s\n", "time", "live bytes");
+	for (i = 0; i < m->npoints; i++)
+		printf("%14s %16" PRIu64 "\n", fmt_dur(d, sizeof(d), m->heap[i].ts_ns),
+		       m->heap[i].live_bytes);
+	printf("\n");
+}
+
+static void print_stacks_text(struct memory_load *l, const struct memory_cli *o, enum stack_kind k)
+{
+	static const char *const titles[K_COUNT] = {
+		"Leaked blocks", "Blocks live at the peak", "Temporary allocations",
+		"Blocks live at T2 allocated after T1",
+	};
+	struct stack_group *g;
+	size_t n, i, j;
+	char d1[32], d2[32];
+
+	g = group_stacks(l, k, o->top, &n);
+	printf("%s", titles[k]);
+	if (k == K_DIFF)
+		printf(" (T1 %s, T2 %s)", fmt_dur(d1, sizeof(d1), o->t1),
+		       fmt_dur(d2, sizeof(d2), o->t2));
+	printf(", by stack:\n\n");
+	if (!n)
+		printf("  none\n\n");
+	for (i = 0; i < n; i++) {
+		const struct memory_frame *fr = g[i].fr;
+		size_t nf = g[i].nf;
+
+		printf("%" PRIu64 " bytes in %" PRIu64 " blocks", g[i].bytes, g[i].blocks);
+		if (k == K_TEMP)
+			printf(" (of %" PRIu64 " allocations)", g[i].allocations);
+		printf(":\n");
+		if (!nf)
+			printf("    <unknown>\n");
+		for (j = 0; j < nf; j++) {
+			if (fr[j].file)
+				printf("    %s (%s:%u)\n", fr[j].name, fr[j].file, fr[j].line);
+			else
+				printf("    %s\n", fr[j].name);
+		}
+		printf("\n");
+	}
+	free_groups(g, n);
+}
+
+static void print_rel_line(const struct memory *m, const struct memory_rel *r, const char *name)
+{
+	printf("%14" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %12" PRIu64 "  %s\n",
+	       r->bytes, r->allocations, r->frees, r->temporary, r->leaked_bytes,
+	       name ? name : m->fns[r->fn].name);
+}
+
+static void print_related_text(const struct memory *m, const struct memory_cli *o,
+			       const struct memory_rel *cr, size_t ncr,
+			       const struct memory_rel *ce, size_t nce,
+			       const struct memory_rel *self)
+{
+	size_t i;
+
+	printf("Function %s:\n\n", o->function);
+	printf("%14s %10s %10s %10s %12s  %s\n", "bytes", "allocs", "frees", "temporary",
+	       "leaked bytes", "function");
+	print_rel_line(m, self, o->function);
+	printf("\nCallers:\n");
+	for (i = 0; i < ncr; i++)
+		print_rel_line(m, &cr[i], NULL);
+	if (!ncr)
+		printf("  none\n");
+	printf("\nCallees:\n");
+	for (i = 0; i < nce; i++)
+		print_rel_line(m, &ce[i], NULL);
+	if (!nce)
+		printf("  none\n");
+	printf("\n");
+}
+
+/* ---- JSON ---------------------------------------------------------------------- */
+
+static void json_totals(const struct memory *m, const struct memory_cli *o)
+{
+	const struct memory_totals *t = &m->t;
+
+	printf("  \"totals\": {\"allocations\": %" PRIu64 ", \"frees\": %" PRIu64
+	       ", \"allocated_bytes\": %" PRIu64 ", \"freed_bytes\": %" PRIu64
+	       ", \"peak_bytes\": %" PRIu64 ", \"peak_blocks\": %" PRIu64,
+	       t->allocations, t->frees, t->allocated_bytes, t->freed_bytes, t->peak_bytes,
+	       t->peak_blocks);
+	if (t->peak_pos != MEMORY_NO_TIME)
+		printf(", \"peak_position\": %" PRIu64 ", \"peak_ts_ns\": %" PRIu64, t->peak_pos,
+		       t->peak_ts_ns);
+	else
+		printf(", \"peak_position\": null, \"peak_ts_ns\": null");
+	printf(", \"leaked_allocations\": %" PRIu64 ", \"leaked_bytes\": %" PRIu64
+	       ", \"temporary_allocations\": %" PRIu64 ", \"temporary_bytes\": %" PRIu64
+	       ", \"cross_thread_frees\": %" PRIu64 ", \"untracked_frees\": %" PRIu64
+	       ", \"untracked_reallocs\": %" PRIu64 ", \"events\": %" PRIu64
+	       ", \"duration_ns\": %" PRIu64,
+	       t->leaked_allocations, t->leaked_bytes, t->temporary_allocations,
+	       t->temporary_bytes, t->cross_thread_frees, t->untracked_frees,
+	       t->untracked_reallocs, t->events, m->opts.duration_ns);
+	if (o->kinds[K_DIFF])
+		printf(", \"diff_t1_ns\": %" PRIu64 ", \"diff_t2_ns\": %" PRIu64
+		       ", \"diff_blocks\": %" PRIu64 ", \"diff_bytes\": %" PRIu64,
+		       o->t1, o->t2, t->diff_blocks, t->diff_bytes);
+	printf("},\n");
+}
+
+static void json_functions(const struct memory *m, const struct memory_cli *o)
+{
+	uint32_t *v;
+	size_t n, i;
+
+	v = sorted_fns(m, o->sort, &n);
+	printf("  \"functions\": [");
+	for (i = 0; i < n; i++) {
+		const struct memory_fn *f = &m->fns[v[i]];
+
+		printf("%s\n    {\"name\": ", i ? "," : "");
+		json_str(stdout, f->name);
+		printf(", \"self_allocations\": %" PRIu64 ", \"self_bytes\": %" PRIu64
+		       ", \"total_allocations\": %" PRIu64 ", \"total_bytes\": %" PRIu64
+		       ", \"self_frees\": %" PRIu64 ", \"total_frees\": %" PRIu64
+		       ", \"self_temporary\": %" PRIu64 ", \"total_temporary\": %" PRIu64
+		       ", \"self_leaked_allocations\": %" PRIu64 ", \"self_leaked_bytes\": %" PRIu64
+		       ", \"total_leaked_allocations\": %" PRIu64
+		       ", \"total_leaked_bytes\": %" PRIu64 ", \"self_peak_bytes\": %" PRIu64
+		       ", \"total_peak_bytes\": %" PRIu64 ", \"share\": %.6f}",
+		       f->self_allocations, f->self_bytes, f->total_allocations, f->total_bytes,
+		       f->self_frees, f->total_frees, f->self_temporary, f->total_temporary,
+		       f->self_leaked_allocations, f->self_leaked_bytes, f->total_leaked_allocations,
+		       f->total_leaked_bytes, f->self_peak_bytes, f->total_peak_bytes,
+		       m->t.allocated_bytes ? (double)f->total_bytes / (double)m->t.allocated_bytes
+					    : 0.0);
+	}
+	printf("%s]", n ? "\n  " : "");
+	free(v);
+}
+
+static void json_heap(const struct memory *m)
+{
+	size_t i;
+
+	printf("  \"heap\": [");
+	for (i = 0; i < m->npoints; i++)
+		printf("%s\n    {\"ts_ns\": %" PRIu64 ", \"live_bytes\": %" PRIu64 "}", i ? "," : "",
+		       m->heap[i].ts_ns, m->heap[i].live_bytes);
+	printf("%s]", m->npoints ? "\n  " : "");
+}
+
+static void json_stacks(struct memory_load *l, const struct memory_cli *o)
+{
+	int k, any = 0;
+
+	printf("  \"stacks\": [");
+	for (k = 0; k < K_COUNT; k++) {
+		struct stack_group *g;
+		size_t n, i, j;
+
+		if (!o->kinds[k])
+			continue;
+		g = group_stacks(l, (enum stack_kind)k, o->top, &n);
+		for (i = 0; i < n; i++) {
+			const struct memory_frame *fr = g[i].fr;
+			size_t nf = g[i].nf;
+
+			printf("%s\n    {\"kind\": \"%s\", \"id\": %u, \"allocations\": %" PRIu64
+			       ", \"bytes\": %" PRIu64 ", \"frames\": [",
+			       any++ ? "," : "", kind_names[k], g[i].id, g[i].blocks, g[i].bytes);
+			for (j = 0; j < nf; j++) {
+				printf("%s{\"name\": ", j ? ", " : "");
+				json_str(stdout, fr[j].name);
+				if (fr[j].file) {
+					printf(", \"file\": ");
+					json_str(stdout, fr[j].file);
+					printf(", \"line\": %u}", fr[j].line);
+				} else {
+					printf(", \"file\": null, \"line\": null}");
+				}
+			}
+			printf("]}");
+		}
+		free_groups(g, n);
+	}
+	printf("%s]", any ? "\n  " : "");
+}
+
+static void json_rel(const char *key, const struct memory *m, const struct memory_rel *r,
+		     size_t n)
+{
+	size_t i;
+
+	printf("  \"%s\": [", key);
+	for (i = 0; i < n; i++) {
+		printf("%s\n    {\"name\": ", i ? "," : "");
+		json_str(stdout, m->fns[r[i].fn].name);
+		printf(", \"stacks\": %" PRIu64 ", \"allocations\": %" PRIu64 ", \"bytes\": %" PRIu64
+		       ", \"frees\": %" PRIu64 ", \"temporary\": %" PRIu64
+		       ", \"leaked_allocations\": %" PRIu64 ", \"leaked_bytes\": %" PRIu64 "}",
+		       r[i].stacks, r[i].allocations, r[i].bytes, r[i].frees, r[i].temporary,
+		       r[i].leaked_allocations, r[i].leaked_bytes);
+	}
+	printf("%s]", n ? "\n  " : "");
+}
+
+/* ---- driver ---------------------------------------------------------------- */
+
+int cmd_memory(int argc, char **argv)
+{
+	struct memory_rel *cr = NULL, *ce = NULL, self;
+	struct cygprof_capture *cap;
+	struct memory_load *l;
+	struct memory_opts mo;
+	struct memory_cli o;
+	const struct memory *m;
+	size_t ncr = 0, nce = 0;
+	char *mode = NULL, *command = NULL;
+	const char *file;
+	int err, k, stacks = 0;
+
+	parse_opts(argc, argv, &o);
+	file = o.file ? o.file : CYGPROF_DEFAULT_CAPTURE;
+	cap = cli_open_capture(file);
+	if (cygprof_capture_get_meta(cap, "mode", &mode) || !strstr(mode, "memory")) {
+		free(mode);
+		cygprof_capture_close(cap);
+		cli_die(1, "%s has no memory events (record with --memory)", file);
+	}
+	free(mode);
+	memset(&mo, 0, sizeof(mo));
+	mo.points = o.points;
+	mo.diff = o.kinds[K_DIFF];
+	mo.diff_t1 = o.t1;
+	mo.diff_t2 = o.t2;
+	err = memory_load(cap, &mo, &l);
+	if (err)
+		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	m = memory_load_result(l);
+	for (k = 0; k < K_COUNT; k++)
+		stacks |= o.kinds[k];
+	if (o.function) {
+		err = memory_related(m, o.function, &cr, &ncr, &ce, &nce, &self);
+		if (err)
+			cli_die(1, "%s", cygprof_strerror(err));
+		if (self.fn == MEMORY_NONE && !o.json)
+			cli_warn("memory: no function matches '%s'", o.function);
+	}
+
+	if (o.json) {
+		printf("{\n");
+		json_totals(m, &o);
+		json_functions(m, &o);
+		printf(",\n");
+		json_heap(m);
+		if (stacks) {
+			printf(",\n");
+			json_stacks(l, &o);
+		}
+		if (o.function) {
+			printf(",\n  \"function\": ");
+			json_str(stdout, o.function);
+			printf(",\n");
+			json_rel("callers", m, cr, ncr);
+			printf(",\n");
+			json_rel("callees", m, ce, nce);
+		}
+		printf("\n}\n");
+	} else {
+		cygprof_capture_get_meta(cap, "command", &command);
+		print_totals(m, command);
+		free(command);
+		if (o.function)
+			print_related_text(m, &o, cr, ncr, ce, nce, &self);
+		for (k = 0; k < K_COUNT; k++)
+			if (o.kinds[k])
+				print_stacks_text(l, &o, (enum stack_kind)k);
+		if (!stacks && !o.function) {
+			print_functions(m, &o);
+			print_heap(m);
+		}
+	}
+	free(cr);
+	free(ce);
+	memory_load_free(l);
+	if (fflush(stdout) || ferror(stdout)) {
+		cygprof_capture_close(cap);
+		cli_die(1, "write error on standard output");
+	}
+	cygprof_capture_close(cap);
+	return 0;
+}

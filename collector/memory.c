@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/* memory.c - the collector's side of malloc tracing: ring records into
+ * capture events, and the stack stash their stacks refer to.
+ *
+ * A stack is a path in one trie shared by all threads of the recording,
+ * from the outermost frame inwards.  Instrumented code names its call path
+ * by a raw tree node (gid) plus the return address into the code that
+ * called the allocator; code without instrumentation sends unwound return
+ * addresses once per stack (a STACK record) and then only their hash. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "collector-private.h"
+
+static uint32_t proc_idx_of(struct collector *c, const struct cthread *ct)
+{
+	return ct->t->proc_off ? ((struct cyg_proc *)C_AT(c, ct->t->proc_off))->seq : 0;
+}
+
+static uint32_t stash_intern(struct collector *c, uint32_t parent, uint32_t proc, uint32_t kind,
+			     uint64_t addr)
+{
+	struct stash *s = &c->stash;
+	uint64_t key = hash3(parent, addr, proc | (uint64_t)kind << 32), v;
+
+	for (;;) {
+		if (!hmap_get(&s->bykey, key, &v))
+			break;
+		const struct cygprof_stack_node *nd = &s->v[v - 1];
+		if (nd->parent == parent && nd->addr == addr && nd->proc_idx == proc &&
+		    nd->kind == kind)
+			return (uint32_t)v;
+		key = key * 31 + 7;
+		if (!key)
+			key = 1;
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 1024;
+		struct cygprof_stack_node *nv = realloc(s->v, cap * sizeof *nv);
+		if (!nv) {
+			if (!c->err)
+				c->err = -ENOMEM;
+			return parent;
+		}
+		s->v = nv;
+		s->cap = cap;
+	}
+	struct cygprof_stack_node *nd = &s->v[s->n];
+	nd->id = (uint32_t)++s->n;
+	nd->parent = parent;
+	nd->proc_idx = proc;
+	nd->kind = kind;
+	nd->addr = addr;
+	hmap_put(&s->bykey, key, nd->id);
+	return nd->id;
+}
+
+/* The stack of an allocation in instrumented code: the functions of the
+ * raw call path, then the return addresses (outermost first: library
+ * frames between the instrumented code and the allocator, then the caller
+ * of the allocator).  When the outermost return address lies in the
+ * innermost function itself it replaces it (same function, exact line). */
+static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t gid,
+			     const uint64_t *ring, uint64_t mask, uint64_t pos, unsigned nra)
+{
+	uint64_t key = hash3(gid, nra, 0x5a5a), v;
+	uint64_t *fns = NULL, *sites = NULL, ras[64];
+	size_t n = 0, cap = 0;
+	uint32_t proc = proc_idx_of(c, ct), id = 0;
+
+	for (unsigned i = 0; i < nra && i < 64; i++) {
+		ras[i] = ring[(pos + i) & mask];
+		key = hash3(key, ras[i], i);
+	}
+	if (hmap_get(&ct->shadow_ids, key, &v))
+		return (uint32_t)v;
+	for (uint32_t g = gid; g && g != ct->t->root;) {
+		const struct cyg_node *nd = C_AT(c, (uint64_t)g * CYG_NODE_SIZE);
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			uint64_t *nv = realloc(fns, cap * sizeof *nv);
+			uint64_t *ns = nv ? realloc(sites, cap * sizeof *ns) : NULL;
+			if (!nv || !ns) {
+				free(nv ? nv : fns);
+				free(sites);
+				return 0;
+			}
+			fns = nv;
+			sites = ns;
+		}
+		fns[n] = nd->fn;
+		sites[n++] = nd->site;
+		g = nd->parent;
+	}
+	uint64_t start = 0;
+	struct cproc *cp = collector_proc(c, ct->t->proc_off);
+	if (nra && n) {
+		if (!collector_fn_name(c, cp, ras[nra - 1] - 1, &start, NULL, NULL, NULL))
+			start = 0;
+	}
+	/* A caller's frame is the call site of its callee's node (the node's
+	 * first call site: its line), when that site lies in the caller. */
+	for (size_t i = n; i-- > 1;) {
+		uint64_t s0 = 0;
+		if (sites[i - 1] &&
+		    collector_fn_name(c, cp, sites[i - 1] - 1, &s0, NULL, NULL, NULL) && s0 == fns[i])
+			id = stash_intern(c, id, proc, CYGPROF_FRAME_RA, sites[i - 1]);
+		else
+			id = stash_intern(c, id, proc, CYGPROF_FRAME_FN, fns[i]);
+	}
+	if (n && (!nra || start != fns[0]))
+		id = stash_intern(c, id, proc, CYGPROF_FRAME_FN, fns[0]);
+	for (unsigned i = nra; i-- > 0;)
+		id = stash_intern(c, id, proc, CYGPROF_FRAME_RA, ras[i]);
+	free(fns);
+	free(sites);
+	hmap_put(&ct->shadow_ids, key, id);
+	return id;
+}
+
+static void push_mev(struct collector *c, struct cthread *ct, unsigned op, unsigned fn,
+		     uint64_t addr, uint64_t size, uint32_t stack)
+{
+	if (ct->nmev == ct->capmev) {
+		size_t cap = ct->capmev ? ct->capmev * 2 : 4096;
+		struct cygprof_mem_event *v = realloc(ct->mev, cap * sizeof *v);
+		if (!v) {
+			if (!c->err)
+				c->err = -ENOMEM;
+			return;
+		}
+		ct->mev = v;
+		ct->capmev = cap;
+	}
+	struct cygprof_mem_event *e = &ct->mev[ct->nmev++];
+	e->ts_ns = tick_ns(c, ct->cur_ts);
+	e->addr = addr;
+	e->size = size;
+	e->stack = stack;
+	e->op = (uint8_t)op;
+	e->fn = (uint8_t)(fn < CYGPROF_FN_COUNT ? fn : CYGPROF_FN_MALLOC);
+	e->flags = 0;
+}
+
+uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uint64_t *ring,
+			      uint64_t mask, uint64_t pos, uint64_t w)
+{
+#define WORD(i) ring[(pos + (i)) & mask]
+	switch (cyg_x_sub(w)) {
+	case CYG_X_ALLOC: {
+		int shadow = cyg_x_mem_shadow(w);
+		unsigned nra = cyg_x_mem_get_nra(w);
+		uint32_t stack;
+		ct->cur_ts += cyg_x_mem_delta(w);
+		if (shadow) {
+			stack = shadow_stack(c, ct, (uint32_t)WORD(3), ring, mask, pos + 4, nra);
+		} else {
+			uint64_t v = 0;
+			hmap_get(&c->stash.unwound, hash3(proc_idx_of(c, ct), WORD(3), 0), &v);
+			stack = (uint32_t)v;
+		}
+		push_mev(c, ct, CYGPROF_MEM_ALLOC, cyg_x_mem_fn(w), WORD(1), WORD(2), stack);
+		return 4 + (shadow ? nra : 0);
+	}
+	case CYG_X_FREE:
+		ct->cur_ts += cyg_x_mem_delta(w);
+		push_mev(c, ct, CYGPROF_MEM_FREE, cyg_x_mem_fn(w), WORD(1), 0, 0);
+		return 2;
+	case CYG_X_STACK: {
+		uint64_t n = cyg_x_payload(w) & 0xffff;
+		uint32_t proc = proc_idx_of(c, ct), id = 0;
+		uint64_t key = hash3(proc, WORD(1), 0), v;
+		if (!hmap_get(&c->stash.unwound, key, &v)) {
+			for (uint64_t i = n; i-- > 0;)
+				id = stash_intern(c, id, proc, CYGPROF_FRAME_RA, WORD(2 + i));
+			if (!n)
+				id = stash_intern(c, 0, proc, CYGPROF_FRAME_RA, 0);
+			hmap_put(&c->stash.unwound, key, id);
+		}
+		return n + 2;
+	}
+	default:
+		return 1;
+	}
+#undef WORD
+}
+
+void collector_mem_flush(struct collector *c, struct cthread *ct)
+{
+	struct stash *s = &c->stash;
+	int err;
+
+	if (s->n > s->stored) {
+		err = cygprof_capture_put_stacks(c->cap, s->v + s->stored, s->n - s->stored);
+		if (err && !c->err)
+			c->err = err;
+		s->stored = s->n;
+	}
+	if (ct->nmev) {
+		err = cygprof_capture_append_mem(c->cap, ct->idx, ct->mev, ct->nmev);
+		if (err && !c->err)
+			c->err = err;
+		ct->mem_events += ct->nmev;
+		ct->nmev = 0;
+	}
+}
+
+void collector_mem_release(struct collector *c)
+{
+	free(c->stash.v);
+	hmap_release(&c->stash.bykey);
+	hmap_release(&c->stash.unwound);
+	memset(&c->stash, 0, sizeof c->stash);
+}
