@@ -5,14 +5,17 @@
  *
  * Usage: mem-bootstrap   (no arguments; one thread)
  *
- *   preinit_alloc()  is called from the executable's .preinit_array, which
- *                    the dynamic loader runs before the constructors of every
- *                    shared object (so before the preloaded runtime's own
- *                    constructor): malloc(45), kept.
+ *   preinit_alloc()  only when built with -DMEM_PREINIT: called from the
+ *                    executable's .preinit_array, which the dynamic loader
+ *                    runs before the constructors of every shared object (so
+ *                    before the preloaded runtimes' own constructors):
+ *                    malloc(45), kept.  Without MEM_PREINIT it is never
+ *                    called (figures 0, stdout "preinit=0").
  *   early_alloc()    __attribute__((constructor)): malloc(123), kept.
  *   main             calls mid_alloc() (malloc(10)) and frees its block at
  *                    once, then late_free() frees the 45- and 123-byte
- *                    blocks.
+ *                    blocks (free(NULL) for the 45 without MEM_PREINIT: an
+ *                    event with address 0, ignored).
  *
  * Expected per function (self = the caller of malloc):
  *   function       self_allocs self_bytes self_frees temporary leaked
@@ -26,6 +29,7 @@
  * "temporary" agree here (heaptrack's also resets on any free in between).
  * No stdio (snprintf + write).
  * Exit status 0.  stdout: "mem-bootstrap: preinit=45 early=123 mid=10 freed=3"
+ * (without MEM_PREINIT: "preinit=0", and "freed=3" still: free(NULL) counts).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +55,11 @@ COUNTED static void preinit_alloc(int argc, char **argv, char **envp)
 	n_preinit = 45;
 }
 
+#ifdef MEM_PREINIT
 __attribute__((section(".preinit_array"), used))
+#else
+__attribute__((used))
+#endif
 static void (*const preinit_entry)(int, char **, char **) = preinit_alloc;
 
 COUNTED __attribute__((constructor)) static void early_alloc(void)
