@@ -730,6 +730,48 @@ static void atfork_child(void)
 
 /* ---- attaching to the collector ---------------------------------------- */
 
+/* The fd of the mapping from the initial environment, read from
+ * /proc/self/environ: before libc sets `environ` (a .preinit_array
+ * function), getenv() cannot see it yet.  Returns -1 when absent. */
+static int environ_fd(void)
+{
+	static const char key[] = CYG_SHM_FD_ENV "=";
+	char buf[4096 + sizeof key];
+	size_t keep = 0;
+	int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC), found = -1;
+
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		ssize_t n = read(fd, buf + keep, 4096);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		size_t len = keep + (size_t)n, i;
+		for (i = 0; i + sizeof key <= len; i++) {
+			if ((i == 0 || buf[i - 1] == 0) && !memcmp(buf + i, key, sizeof key - 1)) {
+				size_t j = i + sizeof key - 1;
+				int v = 0, digits = 0;
+				while (j < len && buf[j] >= '0' && buf[j] <= '9') {
+					v = v * 10 + (buf[j++] - '0');
+					digits++;
+				}
+				if (digits && j < len) {
+					found = v;
+					goto out;
+				}
+			}
+		}
+		/* keep the tail: an entry may straddle two reads */
+		keep = len < sizeof key + 12 ? len : sizeof key + 12;
+		memmove(buf, buf + len - keep, keep);
+	}
+out:
+	close(fd);
+	return found;
+}
+
 /* Attach to the collector's mapping: from our constructor, or earlier from
  * the first hook or allocation (a .preinit_array function, another
  * library's constructor).  That early, the environment may not be readable
@@ -745,12 +787,12 @@ static int attach(void)
 		return cyg_state > 0 ? 0 : -1;
 	cyg_state = -2;
 	s = getenv(CYG_SHM_FD_ENV);
-	if (!s) {
+	fd = s ? atoi(s) : environ_fd();
+	if (fd < 0) {
 		cyg_state = ctor_done ? -1 : 0;
 		return -1;
 	}
 	cyg_state = -1;
-	fd = atoi(s);
 	if (fstat(fd, &st) < 0 || st.st_size < (off_t)CYG_AREA_OFF)
 		return -1;
 	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
