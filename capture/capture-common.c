@@ -11,6 +11,7 @@ const char *const capture_db_names[DB_COUNT] = {
 	[DB_META] = "meta",	    [DB_PROCS] = "procs",     [DB_THREADS] = "threads",
 	[DB_TREES] = "trees",	    [DB_TIMELINE] = "timeline", [DB_OBJECTS] = "objects",
 	[DB_SYMBOLS] = "symbols", [DB_MEM] = "mem",	      [DB_STACKS] = "stacks",
+	[DB_SITES] = "sites",
 };
 
 const char *cygprof_strerror(int err)

@@ -27,6 +27,7 @@ enum {
 	DB_SYMBOLS,
 	DB_MEM,    /* added later in schema 1: optional in a capture */
 	DB_STACKS, /* likewise */
+	DB_SITES,  /* likewise */
 	DB_COUNT
 };
 

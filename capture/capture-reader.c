@@ -535,6 +535,85 @@ out:
 	return rc;
 }
 
+/* ---- call sites ------------------------------------------------------------- */
+
+int cygprof_capture_get_sites(struct cygprof_capture *cap, uint32_t thread_idx,
+			      struct cygprof_callsite **out, size_t *n)
+{
+	struct cygprof_callsite *a = NULL;
+	const uint8_t *p;
+	uint8_t key[4];
+	uint32_t count, size, i;
+	MDB_txn *txn;
+	MDB_val k = { .mv_size = sizeof(key), .mv_data = key }, v;
+	int rc;
+
+	if (!cap || !out || !n)
+		return -EINVAL;
+	*out = NULL;
+	*n = 0;
+	if (cap->missing[DB_SITES]) {
+		/* written before sites were stored: one per node */
+		struct cygprof_node *nodes;
+		size_t nn, j;
+		rc = cygprof_capture_get_tree(cap, thread_idx, &nodes, &nn);
+		if (rc)
+			return rc;
+		a = calloc(nn ? nn : 1, sizeof(*a));
+		if (!a) {
+			free(nodes);
+			return -ENOMEM;
+		}
+		for (j = 1; j < nn; j++) {
+			a[*n].node = (uint32_t)j;
+			a[*n].site = nodes[j].site;
+			a[*n].calls = nodes[j].calls;
+			a[*n].total_ns = nodes[j].total_ns;
+			(*n)++;
+		}
+		free(nodes);
+		*out = a;
+		return 0;
+	}
+	put_be32(key, thread_idx);
+	rc = capture_rbegin(cap, &txn);
+	if (rc)
+		return rc;
+	rc = mdb_get(txn, cap->dbi[DB_SITES], &k, &v);
+	if (rc) {
+		rc = rc == MDB_NOTFOUND ? 0 : capture_err(rc);
+		goto out;
+	}
+	rc = CYGPROF_E_CORRUPT;
+	if (v.mv_size < 8)
+		goto out;
+	p = v.mv_data;
+	count = get_le32(p);
+	size = get_le32(p + 4);
+	if (size < 32 || (uint64_t)count * size > (uint64_t)v.mv_size - 8)
+		goto out;
+	rc = 0;
+	if (!count)
+		goto out;
+	a = malloc((size_t)count * sizeof(*a));
+	if (!a) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0, p += 8; i < count; i++, p += size) {
+		a[i].node = get_le32(p);
+		a[i].flags = get_le32(p + 4);
+		a[i].site = get_le64(p + 8);
+		a[i].calls = get_le64(p + 16);
+		a[i].total_ns = get_le64(p + 24);
+	}
+	*out = a;
+	*n = count;
+out:
+	capture_rend(cap, txn);
+	return rc;
+}
+
 /* ---- timeline ------------------------------------------------------------- */
 
 static int decode_block(const MDB_val *v, struct cygprof_event *buf, size_t *nbuf,

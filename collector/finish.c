@@ -27,8 +27,13 @@ static void close_open_frames(struct collector *c, struct cthread *ct, uint64_t 
 
 	for (d = 1; d <= t->depth && d < CYG_STACK_MAX; d++) {
 		struct cyg_node *n = C_AT(c, (uint64_t)stk[d].node * CYG_NODE_SIZE);
-		if (end > stk[d].ts)
+		if (end > stk[d].ts) {
 			n->ticks += end - stk[d].ts;
+			if (stk[d].site && stk[d].site <= t->sites_n) {
+				struct cyg_site *s = C_AT(c, t->sites_off);
+				s[stk[d].site - 1].ticks += end - stk[d].ts;
+			}
+		}
 		t->unwound++;
 	}
 }
@@ -98,6 +103,71 @@ static int put_tree(struct collector *c, struct cthread *ct)
 		v[i].total_ns = ticks_to_ns(c, ct->nodes[i].ticks);
 	}
 	err = cygprof_capture_put_tree(c->cap, ct->idx, v, ct->n);
+	free(v);
+	return err;
+}
+
+/* Calls per call site: the thread's entries for sites other than a node's
+ * first, and the rest at the first site. */
+static int put_sites(struct collector *c, struct cthread *ct)
+{
+	struct cyg_thread *t = ct->t;
+	const struct cyg_site *raw = t->sites_off ? C_AT(c, t->sites_off) : NULL;
+	uint32_t nraw = t->sites_off ? t->sites_n : 0, i;
+	struct cygprof_callsite *v;
+	struct hmap at = {0};
+	size_t n = 0, k;
+	int err;
+
+	v = calloc(ct->n + nraw + 1, sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	/* the first site of every node, with all its calls for now */
+	for (k = 1; k < ct->n; k++) {
+		v[n].node = (uint32_t)k;
+		v[n].site = ct->nodes[k].site;
+		v[n].calls = ct->nodes[k].calls;
+		v[n].total_ns = ticks_to_ns(c, ct->nodes[k].ticks);
+		hmap_put(&at, hash3(k, v[n].site, 0x5173), n + 1);
+		n++;
+	}
+	/* the other sites move their share away from it */
+	for (i = 0; i < nraw; i++) {
+		uint32_t idx = cthread_resolve(c, ct, raw[i].node);
+		uint64_t pos, ns = ticks_to_ns(c, raw[i].ticks);
+		if (idx == GID_DROP || !idx)
+			continue;
+		uint64_t key1 = hash3(idx, ct->nodes[idx].site, 0x5173);
+		if (!hmap_get(&at, key1, &pos))
+			continue;
+		struct cygprof_callsite *first = &v[pos - 1];
+		uint64_t calls = raw[i].calls < first->calls ? raw[i].calls : first->calls;
+		if (ns > first->total_ns)
+			ns = first->total_ns;
+		if (raw[i].site == first->site)
+			continue;
+		first->calls -= calls;
+		first->total_ns -= ns;
+		uint64_t key = hash3(idx, raw[i].site, 0x5173);
+		if (hmap_get(&at, key, &pos)) {
+			v[pos - 1].calls += calls;
+			v[pos - 1].total_ns += ns;
+			continue;
+		}
+		v[n].node = idx;
+		v[n].site = raw[i].site;
+		v[n].calls = calls;
+		v[n].total_ns = ns;
+		hmap_put(&at, key, n + 1);
+		n++;
+	}
+	/* drop first sites left with nothing (all calls came from elsewhere) */
+	size_t out = 0;
+	for (k = 0; k < n; k++)
+		if (v[k].calls || v[k].total_ns)
+			v[out++] = v[k];
+	err = cygprof_capture_put_sites(c->cap, ct->idx, v, out);
+	hmap_release(&at);
 	free(v);
 	return err;
 }
@@ -340,6 +410,8 @@ int collector_finish(struct collector *c)
 		err = fold_tree(c, ct, &raw_calls);
 		if (!err)
 			err = put_tree(c, ct);
+		if (!err)
+			err = put_sites(c, ct);
 
 		struct cygprof_thread th;
 		memset(&th, 0, sizeof th);

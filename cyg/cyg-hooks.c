@@ -57,6 +57,7 @@ NOINSTR EXPORT void __cyg_profile_func_enter(void *fn_, void *site_)
 	stk[d].ts = now;
 	stk[d].cfa = cfa;
 	stk[d].node = g;
+	stk[d].site = LIKELY(c->site == site) ? 0 : cyg__other_site(t, c, site);
 	t->depth = d;
 	if (cyg_timeline)
 		cyg_ring_put(t, CYG_EV_ENTER, stk[d].node, now);
@@ -78,7 +79,7 @@ NOINSTR EXPORT void __cyg_profile_func_exit(void *fn_, void *site_)
 	uint32_t d = t->depth;
 	struct cyg_node *c = CYG_NODE(cyg_base, stk[d].node);
 
-	if (UNLIKELY(c->fn != fn || t->ovf || t->leave_ts)) {
+	if (UNLIKELY(c->fn != fn || t->ovf || t->leave_ts || stk[d].site)) {
 		cyg__exit_slow(t, fn, now, CYG_CFA());
 		return;
 	}

@@ -78,6 +78,10 @@ HIDDEN struct cyg_node *cyg__new_child(struct cyg_thread *t, struct cyg_node *p,
 HIDDEN uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t cfa,
 				 uint64_t now) COLD;
 HIDDEN void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cfa) COLD;
+/* A call of node c from another site than c->site: 1 + its cyg_site index (0 if none). */
+HIDDEN uint32_t cyg__other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site) COLD;
+/* Close frame f of a call from another site: add its time there too. */
+HIDDEN void cyg__site_ticks(struct cyg_thread *t, const struct cyg_frame *f, uint64_t ticks) COLD;
 HIDDEN void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t now) COLD;
 HIDDEN void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when) COLD;
 /* Append a multi-word record (memory events) to the thread's ring, waiting

@@ -224,6 +224,86 @@ static struct cyg_node *node_alloc(struct cyg_thread *t)
 	return n;
 }
 
+/* ---- calls from other call sites --------------------------------------- */
+
+static size_t site_slot(uint32_t node, uint64_t site, uint32_t mask)
+{
+	uint64_t h = (site ^ ((uint64_t)node << 29)) * 0x9E3779B97F4A7C15ULL;
+	return (size_t)(h >> 40) & mask;
+}
+
+static void sidx_put(uint32_t *ix, uint32_t mask, const struct cyg_site *v, uint32_t i)
+{
+	size_t j = site_slot(v[i].node, v[i].site, mask);
+	while (ix[j])
+		j = (j + 1) & mask;
+	ix[j] = i + 1;
+}
+
+uint32_t cyg__other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site)
+{
+	uint32_t node = cyg_gid(c);
+	struct cyg_site *v;
+	uint32_t *ix;
+	size_t j;
+
+	if (!c->site) { /* a node copied at fork has none yet */
+		c->site = site;
+		return 0;
+	}
+	if (t->sites_off) {
+		v = AT(t->sites_off);
+		ix = AT(t->sidx_off);
+		for (j = site_slot(node, site, t->sidx_mask); ix[j]; j = (j + 1) & t->sidx_mask) {
+			struct cyg_site *s = &v[ix[j] - 1];
+			if (s->node == node && s->site == site) {
+				s->calls++;
+				return ix[j];
+			}
+		}
+	}
+	/* A new (node, site): append it, growing the index past half full. */
+	int saved = errno;
+	if (!t->sites_off || (t->sites_n + 1) * 2 > t->sidx_mask + 1) {
+		uint32_t slots = t->sites_off ? (t->sidx_mask + 1) * 2 : 256;
+		uint64_t sites = t->sites_off, idx;
+		lock();
+		if (!sites)
+			sites = area_alloc((uint64_t)CYG_SITES_MAX * sizeof(struct cyg_site));
+		idx = area_alloc((uint64_t)slots * sizeof(uint32_t));
+		unlock();
+		if (!sites || !idx) {
+			errno = saved;
+			return 0; /* the mapping is full: counted at the node's first site */
+		}
+		t->sites_off = sites;
+		v = AT(sites);
+		ix = AT(idx);
+		for (uint32_t i = 0; i < t->sites_n; i++)
+			sidx_put(ix, slots - 1, v, i);
+		t->sidx_off = idx;
+		t->sidx_mask = slots - 1;
+	}
+	errno = saved;
+	if (t->sites_n >= CYG_SITES_MAX)
+		return 0;
+	v = AT(t->sites_off);
+	uint32_t i = t->sites_n;
+	v[i].node = node;
+	v[i].site = site;
+	v[i].calls = 1;
+	v[i].ticks = 0;
+	__atomic_store_n(&t->sites_n, i + 1, __ATOMIC_RELEASE);
+	sidx_put(AT(t->sidx_off), t->sidx_mask, v, i);
+	return i + 1;
+}
+
+void cyg__site_ticks(struct cyg_thread *t, const struct cyg_frame *f, uint64_t ticks)
+{
+	struct cyg_site *v = AT(t->sites_off);
+	v[f->site - 1].ticks += ticks;
+}
+
 /* ---- the child table: (parent, fn) -> child, open addressing ------------ */
 
 static size_t kid_slot(uint32_t parent, uint64_t fn, uint32_t mask)
@@ -352,6 +432,7 @@ static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
 	stk[0].ts = now;
 	stk[0].cfa = UINT64_MAX;
 	stk[0].node = t->root;
+	stk[0].site = 0;
 	t->state = CYG_T_ACTIVE;
 
 	lock();
@@ -395,8 +476,11 @@ void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when)
 	while (t->depth > to_depth) {
 		struct cyg_frame *f = &stk[t->depth];
 		struct cyg_node *n = CYG_NODE(cyg_base, f->node);
-		if (when > f->ts)
+		if (when > f->ts) {
 			n->ticks += when - f->ts;
+			if (f->site)
+				cyg__site_ticks(t, f, when - f->ts);
+		}
 		t->unwound++;
 		t->depth--;
 		if (cyg_timeline)
@@ -461,6 +545,8 @@ void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cf
 	cyg__close_frames(t, d, now);
 	struct cyg_node *c = CYG_NODE(cyg_base, stk[d].node);
 	c->ticks += now - stk[d].ts;
+	if (stk[d].site)
+		cyg__site_ticks(t, &stk[d], now - stk[d].ts);
 	t->depth = d - 1;
 	if (cyg_timeline)
 		cyg_ring_put(t, CYG_EV_EXIT, stk[d].node, now);
@@ -526,6 +612,7 @@ void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t 
 	stk[d].ts = now;
 	stk[d].cfa = cfa;
 	stk[d].node = cyg_gid(c);
+	stk[d].site = c->site == site ? 0 : cyg__other_site(t, c, site);
 	t->depth = d;
 	if (cyg_timeline)
 		cyg_ring_put(t, CYG_EV_ENTER, stk[d].node, now);
@@ -723,6 +810,7 @@ static void atfork_child(void)
 		stk[d].ts = now;
 		stk[d].cfa = ostk[d].cfa;
 		stk[d].node = cyg_gid(c);
+		stk[d].site = 0;
 		t->depth = d;
 	}
 	t->ovf = live == old->depth ? old->ovf : 0;

@@ -119,8 +119,21 @@ struct cyg_frame {
 	uint64_t ts;   /* entry time */
 	uint64_t cfa;  /* the instrumented function's stack position at entry */
 	uint32_t node; /* gid */
-	uint32_t pad;
+	uint32_t site; /* 0: called from the node's own site, else 1 + index of
+			* the thread's cyg_site entry for the call site used */
 };
+
+/* Calls of a node made from another call site than the node's first one
+ * (a function calling the same callee from two places): counted apart so
+ * reports give calls and time per call site.  Append-only per thread. */
+struct cyg_site {
+	uint32_t node;  /* gid */
+	uint32_t pad;
+	uint64_t site;
+	uint64_t calls;
+	uint64_t ticks; /* inclusive ticks of the closed calls from this site */
+};
+#define CYG_SITES_MAX (1U << 20) /* entries per thread (sparse reservation) */
 
 struct cyg_thread {
 	/* line 0: the owner's hot fields */
@@ -161,6 +174,10 @@ struct cyg_thread {
 	uint64_t seen_off;  /* memory: hashes of the stacks this thread defined */
 	uint32_t kids_mask; /* slots - 1 */
 	uint32_t kids_n;    /* entries */
+	uint64_t sites_off; /* struct cyg_site[CYG_SITES_MAX], 0 until needed */
+	uint64_t sidx_off;  /* hash (node, site) -> 1 + entry index, uint32_t[] */
+	uint32_t sites_n;
+	uint32_t sidx_mask;
 	uint64_t mem_events; /* memory: events written */
 	uint64_t mem_nested; /* memory: calls not traced (inside a hook or the runtime) */
 	char name[16];

@@ -163,6 +163,27 @@ int cygprof_capture_put_tree(struct cygprof_capture *cap, uint32_t thread_idx,
 int cygprof_capture_get_tree(struct cygprof_capture *cap, uint32_t thread_idx,
 			     struct cygprof_node **nodes, size_t *n);
 
+/* ---- call sites ------------------------------------------------------------ */
+/* The calls of each tree node broken down by the call site they were made
+ * from (a node is one call path and function; a caller may call the same
+ * function from several places).  Every node with calls has at least one
+ * entry; the entries of a node add up to its calls and total_ns. */
+struct cygprof_callsite {
+	uint32_t node;     /* index into the thread's tree */
+	uint32_t flags;    /* reserved, 0 */
+	uint64_t site;     /* call site: return address in the caller */
+	uint64_t calls;
+	uint64_t total_ns; /* inclusive time of the calls made from this site */
+};
+
+/** Store a thread's call sites (replacing any stored before). */
+int cygprof_capture_put_sites(struct cygprof_capture *cap, uint32_t thread_idx,
+			      const struct cygprof_callsite *v, size_t n);
+/** @param[out] v owned: free().  A capture written before call sites were
+ * stored gives one entry per node (its site, calls and total_ns). */
+int cygprof_capture_get_sites(struct cygprof_capture *cap, uint32_t thread_idx,
+			      struct cygprof_callsite **v, size_t *n);
+
 /* ---- timeline (only with record --timeline) ------------------------------ */
 enum cygprof_event_kind {
 	CYGPROF_EV_ENTER = 0,
