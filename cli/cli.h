@@ -28,5 +28,6 @@ int cmd_report(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_memory(int argc, char **argv);
+int cmd_gprof(int argc, char **argv);
 
 #endif

@@ -4,7 +4,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdint.h>
@@ -14,16 +13,14 @@
 
 #include "cli.h"
 #include "profile.h"
+#include "report-print.h"
 #include "report-util.h"
-
-enum sort_key { SORT_SELF, SORT_TOTAL, SORT_CALLS, SORT_NAME };
 
 struct report_opts {
 	int per_thread;
 	int flat, graph, tree;
 	int json;
-	enum sort_key sort;
-	const char *pattern;
+	struct print_opts print; /* style, sort, pattern */
 	const char *file;
 };
 
@@ -51,308 +48,7 @@ static void usage(FILE *f)
 
 static int matches(const struct report_opts *o, const char *name)
 {
-	return !o->pattern || fnmatch(o->pattern, name, 0) == 0;
-}
-
-/* ---- sorting ------------------------------------------------------------- */
-
-static const struct profile *sort_prof;
-static enum sort_key sort_by;
-
-static int cmp_u64_desc(uint64_t a, uint64_t b)
-{
-	return a < b ? 1 : a > b ? -1 : 0;
-}
-
-static int cmp_flat(const void *pa, const void *pb)
-{
-	const struct profile_fn *a = &sort_prof->fns[*(const uint32_t *)pa];
-	const struct profile_fn *b = &sort_prof->fns[*(const uint32_t *)pb];
-	int c = 0;
-
-	switch (sort_by) {
-	case SORT_SELF:
-		c = cmp_u64_desc(a->self_ns, b->self_ns);
-		if (!c)
-			c = cmp_u64_desc(a->calls, b->calls);
-		break;
-	case SORT_TOTAL:
-		c = cmp_u64_desc(a->total_ns, b->total_ns);
-		if (!c)
-			c = cmp_u64_desc(a->self_ns, b->self_ns);
-		if (!c)
-			c = cmp_u64_desc(a->calls, b->calls);
-		break;
-	case SORT_CALLS:
-		c = cmp_u64_desc(a->calls, b->calls);
-		if (!c)
-			c = cmp_u64_desc(a->self_ns, b->self_ns);
-		break;
-	case SORT_NAME:
-		break;
-	}
-	return c ? c : strcmp(a->name, b->name);
-}
-
-/* gprof's call-graph order: total time, then calls, then name. */
-static int cmp_graph(const void *pa, const void *pb)
-{
-	const struct profile_fn *a = &sort_prof->fns[*(const uint32_t *)pa];
-	const struct profile_fn *b = &sort_prof->fns[*(const uint32_t *)pb];
-	int c = cmp_u64_desc(a->total_ns, b->total_ns);
-
-	if (!c)
-		c = cmp_u64_desc(a->calls, b->calls);
-	return c ? c : strcmp(a->name, b->name);
-}
-
-static int cmp_arc_asc(const void *pa, const void *pb)
-{
-	const struct profile_arc *a = &sort_prof->arcs[*(const uint32_t *)pa];
-	const struct profile_arc *b = &sort_prof->arcs[*(const uint32_t *)pb];
-	int c = -cmp_u64_desc(a->total_ns, b->total_ns);
-
-	if (!c)
-		c = -cmp_u64_desc(a->calls, b->calls);
-	return c;
-}
-
-static int cmp_arc_desc(const void *pa, const void *pb)
-{
-	return -cmp_arc_asc(pa, pb);
-}
-
-/* Functions worth listing (gprof hides those with no calls and no time). */
-static uint32_t *sorted_fns(const struct profile *p, enum sort_key key,
-			    int (*cmp)(const void *, const void *), size_t *n)
-{
-	uint32_t *v = malloc((p->nfns ? p->nfns : 1) * sizeof(*v));
-	size_t i, k = 0;
-
-	if (!v)
-		cli_die(1, "out of memory");
-	for (i = 0; i < p->nfns; i++)
-		if (p->fns[i].calls || p->fns[i].self_ns || p->fns[i].total_ns)
-			v[k++] = (uint32_t)i;
-	sort_prof = p;
-	sort_by = key;
-	qsort(v, k, sizeof(*v), cmp);
-	*n = k;
-	return v;
-}
-
-/* ---- flat profile -------------------------------------------------------- */
-
-static void print_flat(const struct profile *p, const struct report_opts *o)
-{
-	static const struct {
-		double div;
-		const char *unit;
-	} units[] = {
-		{1e9, "s/call"}, {1e6, "ms/call"}, {1e3, "us/call"}, {1, "ns/call"},
-	};
-	double total = (double)p->total_self_ns, cum = 0, max_pc = 0, div = 1e9;
-	const char *unit = "Ts/call";
-	uint32_t *v;
-	size_t n, i, u;
-
-	v = sorted_fns(p, o->sort, cmp_flat, &n);
-	for (i = 0; i < n; i++) {
-		const struct profile_fn *f = &p->fns[v[i]];
-
-		if (f->calls && matches(o, f->name) && (double)f->total_ns / f->calls > max_pc)
-			max_pc = (double)f->total_ns / f->calls;
-	}
-	if (max_pc > 0) {
-		for (u = 0; u < sizeof(units) / sizeof(units[0]); u++)
-			if (max_pc >= units[u].div || u == sizeof(units) / sizeof(units[0]) - 1)
-				break;
-		div = units[u].div;
-		unit = units[u].unit;
-	}
-
-	printf("Flat profile:\n\n");
-	printf("Times are exact (instrumented); total self time %.6f seconds.\n",
-	       total / 1e9);
-	printf("%5.5s %10.10s %8.8s %8.8s %8.8s %8.8s  %-8.8s\n", "%  ", "cumulative", "self  ",
-	       "", "self  ", "total ", "");
-	printf("%5.5s %9.9s  %8.8s %8.8s %8.8s %8.8s  %-8.8s\n", "time", "seconds", "seconds",
-	       "calls", unit, unit, "name");
-	if (!p->total_self_ns)
-		printf(" no time accumulated\n");
-	for (i = 0; i < n; i++) {
-		const struct profile_fn *f = &p->fns[v[i]];
-
-		if (!matches(o, f->name))
-			continue;
-		cum += (double)f->self_ns;
-		printf("%6.2f %9.2f %8.2f", total > 0 ? 100.0 * (double)f->self_ns / total : 0.0,
-		       cum / 1e9, (double)f->self_ns / 1e9);
-		if (f->calls)
-			printf(" %8" PRIu64 " %8.2f %8.2f  ", f->calls,
-			       (double)f->self_ns / (double)f->calls / div,
-			       (double)f->total_ns / (double)f->calls / div);
-		else
-			printf(" %8.8s %8.8s %8.8s  ", "", "", "");
-		printf("%s\n", f->name);
-	}
-	free(v);
-}
-
-/* ---- call graph ---------------------------------------------------------- */
-
-/* Arcs grouped by callee (in) and by caller (out): CSR-style index lists. */
-struct arc_index {
-	uint32_t *in_start, *in, *out_start, *out;
-};
-
-static void arc_index_build(const struct profile *p, struct arc_index *x)
-{
-	size_t i;
-
-	x->in_start = calloc(p->nfns + 1, sizeof(uint32_t));
-	x->out_start = calloc(p->nfns + 1, sizeof(uint32_t));
-	x->in = malloc((p->narcs ? p->narcs : 1) * sizeof(uint32_t));
-	x->out = malloc((p->narcs ? p->narcs : 1) * sizeof(uint32_t));
-	if (!x->in_start || !x->out_start || !x->in || !x->out)
-		cli_die(1, "out of memory");
-	for (i = 0; i < p->narcs; i++) {
-		x->in_start[p->arcs[i].callee + 1]++;
-		x->out_start[p->arcs[i].caller + 1]++;
-	}
-	for (i = 0; i < p->nfns; i++) {
-		x->in_start[i + 1] += x->in_start[i];
-		x->out_start[i + 1] += x->out_start[i];
-	}
-	{
-		uint32_t *ip = calloc(p->nfns + 1, sizeof(uint32_t));
-		uint32_t *op = calloc(p->nfns + 1, sizeof(uint32_t));
-
-		if (!ip || !op)
-			cli_die(1, "out of memory");
-		for (i = 0; i < p->narcs; i++) {
-			uint32_t ce = p->arcs[i].callee, cr = p->arcs[i].caller;
-
-			x->in[x->in_start[ce] + ip[ce]++] = (uint32_t)i;
-			x->out[x->out_start[cr] + op[cr]++] = (uint32_t)i;
-		}
-		free(ip);
-		free(op);
-	}
-}
-
-static void arc_index_free(struct arc_index *x)
-{
-	free(x->in_start);
-	free(x->in);
-	free(x->out_start);
-	free(x->out);
-}
-
-static void print_name_idx(const struct profile *p, const uint32_t *gidx, uint32_t f)
-{
-	if (gidx[f])
-		printf("%s [%u]\n", p->fns[f].name, gidx[f]);
-	else
-		printf("%s\n", p->fns[f].name);
-}
-
-static void print_graph(const struct profile *p, const struct report_opts *o)
-{
-	double total = (double)p->total_self_ns;
-	struct arc_index x;
-	uint32_t *v, *gidx, *tmp;
-	size_t n, i, j;
-
-	v = sorted_fns(p, SORT_SELF, cmp_graph, &n);
-	gidx = calloc(p->nfns ? p->nfns : 1, sizeof(*gidx));
-	tmp = malloc((p->narcs ? p->narcs : 1) * sizeof(*tmp));
-	if (!gidx || !tmp)
-		cli_die(1, "out of memory");
-	for (i = 0; i < n; i++)
-		gidx[v[i]] = (uint32_t)i + 1;
-	arc_index_build(p, &x);
-
-	printf("\t\t     Call graph\n\n\n");
-	printf("granularity: exact instrumented times; %.6f seconds\n\n", total / 1e9);
-	printf("index %% time    self  children    called     name\n");
-	for (i = 0; i < n; i++) {
-		uint32_t fi = v[i];
-		const struct profile_fn *f = &p->fns[fi];
-		uint64_t ncalls = f->calls - f->rec_calls;
-		uint64_t children = f->total_ns > f->self_ns ? f->total_ns - f->self_ns : 0;
-		size_t k, m;
-		char ibuf[16];
-
-		if (!matches(o, f->name))
-			continue;
-
-		/* callers, smallest first; self-recursion and <spontaneous> on top */
-		if (f->root_calls)
-			printf("%6.6s %5.5s %7.7s %7.7s %7.7s %7.7s     <spontaneous>\n", "", "", "",
-			       "", "", "");
-		if (f->rec_calls) {
-			printf("%6.6s %5.5s %7.7s %7.7s %7" PRIu64 " %7.7s     ", "", "", "", "",
-			       f->rec_calls, "");
-			print_name_idx(p, gidx, fi);
-		}
-		m = 0;
-		for (k = x.in_start[fi]; k < x.in_start[fi + 1]; k++)
-			if (p->arcs[x.in[k]].caller != fi)
-				tmp[m++] = x.in[k];
-		sort_prof = p;
-		qsort(tmp, m, sizeof(*tmp), cmp_arc_asc);
-		for (k = 0; k < m; k++) {
-			const struct profile_arc *a = &p->arcs[tmp[k]];
-
-			printf("%6.6s %5.5s %7.2f %7.2f %7" PRIu64 "/%-7" PRIu64 "     ", "", "",
-			       (double)a->self_ns / 1e9, (double)a->children_ns / 1e9, a->calls,
-			       ncalls);
-			print_name_idx(p, gidx, a->caller);
-		}
-
-		/* the primary line */
-		snprintf(ibuf, sizeof(ibuf), "[%u]", gidx[fi]);
-		printf("%-6.6s %5.1f %7.2f %7.2f", ibuf,
-		       total > 0 ? 100.0 * (double)f->total_ns / total : 0.0,
-		       (double)f->self_ns / 1e9, (double)children / 1e9);
-		printf(" %7" PRIu64, ncalls);
-		if (f->rec_calls)
-			printf("+%-7" PRIu64 " ", f->rec_calls);
-		else
-			printf(" %7.7s ", "");
-		print_name_idx(p, gidx, fi);
-
-		/* callees, largest first; self-recursion last */
-		m = 0;
-		for (k = x.out_start[fi]; k < x.out_start[fi + 1]; k++)
-			if (p->arcs[x.out[k]].callee != fi)
-				tmp[m++] = x.out[k];
-		sort_prof = p;
-		qsort(tmp, m, sizeof(*tmp), cmp_arc_desc);
-		for (k = 0; k < m; k++) {
-			const struct profile_arc *a = &p->arcs[tmp[k]];
-			const struct profile_fn *c = &p->fns[a->callee];
-
-			printf("%6.6s %5.5s %7.2f %7.2f %7" PRIu64 "/%-7" PRIu64 "     ", "", "",
-			       (double)a->self_ns / 1e9, (double)a->children_ns / 1e9, a->calls,
-			       c->calls - c->rec_calls);
-			print_name_idx(p, gidx, a->callee);
-		}
-		if (f->rec_calls) {
-			printf("%6.6s %5.5s %7.7s %7.7s %7" PRIu64 " %7.7s     ", "", "", "", "",
-			       f->rec_calls, "");
-			print_name_idx(p, gidx, fi);
-		}
-		for (j = 0; j < 47; j++)
-			putchar('-');
-		putchar('\n');
-	}
-	printf("\n");
-	arc_index_free(&x);
-	free(tmp);
-	free(gidx);
-	free(v);
+	return print_matches(&o->print, name);
 }
 
 /* ---- calling-context tree ------------------------------------------------ */
@@ -367,7 +63,7 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 	size_t cap = 0, i;
 	uint32_t cur;
 
-	if (th->n > 1 && o->pattern) {
+	if (th->n > 1 && o->print.pattern) {
 		/* keep paths through a matching function: the match, its
 		 * ancestors and its whole subtree */
 		keep = calloc(th->n, 1);
@@ -381,7 +77,7 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 				keep[t[i].parent] |= 1;
 		any = keep[0] != 0;
 	}
-	if (o->pattern && !any) {
+	if (o->print.pattern && !any) {
 		free(keep);
 		return; /* nothing of interest in this thread */
 	}
@@ -463,7 +159,7 @@ static void print_json(struct cygprof_capture *cap, const struct profile *p,
 	printf("},\n");
 	printf("  \"total_self_ns\": %" PRIu64 ",\n", p->total_self_ns);
 
-	v = sorted_fns(p, o->sort, cmp_flat, &n);
+	v = print_sorted_fns(p, o->print.sort, &n);
 	printf("  \"functions\": [");
 	for (i = 0, k = 0; i < n; i++) {
 		const struct profile_fn *f = &p->fns[v[i]];
@@ -560,20 +256,20 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 			usage(stdout);
 			exit(0);
 		case 'F':
-			o->pattern = optarg;
+			o->print.pattern = optarg;
 			break;
 		case O_THREADS:
 			o->per_thread = 1;
 			break;
 		case O_SORT:
 			if (!strcmp(optarg, "self"))
-				o->sort = SORT_SELF;
+				o->print.sort = SORT_SELF;
 			else if (!strcmp(optarg, "total"))
-				o->sort = SORT_TOTAL;
+				o->print.sort = SORT_TOTAL;
 			else if (!strcmp(optarg, "calls"))
-				o->sort = SORT_CALLS;
+				o->print.sort = SORT_CALLS;
 			else if (!strcmp(optarg, "name"))
-				o->sort = SORT_NAME;
+				o->print.sort = SORT_NAME;
 			else
 				cli_die(2, "report: unknown sort key '%s' (self, total, calls, name)",
 					optarg);
@@ -633,11 +329,11 @@ static void print_sections(const struct profile *p, const struct report_opts *o)
 	size_t i;
 
 	if (o->flat) {
-		print_flat(p, o);
+		print_flat(p, &o->print);
 		printf("\n");
 	}
 	if (o->graph)
-		print_graph(p, o);
+		print_graph(p, &o->print);
 	if (o->tree)
 		for (i = 0; i < p->nthreads; i++)
 			print_tree(p, &p->threads[i], o);

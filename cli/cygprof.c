@@ -19,6 +19,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"replay", cmd_replay, "the recorded timeline as an indented call trace"},
 	{"info", cmd_info, "what a capture holds: command, processes, threads, sizes"},
 	{"memory", cmd_memory, "heap analysis: allocations, peak, leaks, temporaries (record --memory)"},
+	{"gprof", cmd_gprof, "GNU gprof output: gmon.out files for gprof, or its text layout"},
 };
 
 static void usage(FILE *f)

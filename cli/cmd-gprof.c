@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd-gprof.c - cygprof gprof: GNU gmon.out files for `gprof PROG gmon.out`,
+ * or the exact profile printed in gprof's own text layout. */
+#include "config.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "gmon-export.h"
+#include "profile.h"
+#include "report-print.h"
+#include "report-util.h"
+
+struct gprof_opts {
+	const char *gmon_out;
+	int brief;
+	const char *file;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cygprof gprof [--gmon-out FILE] [-b] [CAPTURE]\n"
+		"\n"
+		"GNU gprof output from a capture (CAPTURE defaults to " CYGPROF_DEFAULT_CAPTURE ").\n"
+		"\n"
+		"Without --gmon-out, print the exact flat profile and call graph in gprof's\n"
+		"own text layout (for tools that parse gprof output, e.g. gprof2dot).\n"
+		"With --gmon-out FILE, write gmon.out files for 'gprof PROG FILE': one per\n"
+		"recorded executable, FILE for the first and FILE.PID for the others.\n"
+		"\n"
+		"options:\n"
+		"  --gmon-out FILE  write gmon.out file(s) instead of printing\n"
+		"  -b, --brief      no explanations after the tables (as gprof -b)\n"
+		"  -h, --help       this help\n");
+}
+
+static void parse_opts(int argc, char **argv, struct gprof_opts *o)
+{
+	enum { O_GMON_OUT = 256 };
+	static const struct option lopts[] = {
+		{"gmon-out", required_argument, NULL, O_GMON_OUT},
+		{"brief", no_argument, NULL, 'b'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":hb", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'b':
+			o->brief = 1;
+			break;
+		case O_GMON_OUT:
+			if (!optarg[0])
+				cli_die(2, "gprof: --gmon-out needs a file name");
+			o->gmon_out = optarg;
+			break;
+		case ':':
+			cli_die(2, "gprof: option '%s' needs an argument (see 'cygprof gprof --help')",
+				argv[optind - 1]);
+		default:
+			if (optopt)
+				cli_die(2, "gprof: unknown option '-%c' (see 'cygprof gprof --help')",
+					optopt);
+			cli_die(2, "gprof: unknown option '%s' (see 'cygprof gprof --help')",
+				argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		o->file = argv[optind++];
+	if (optind < argc)
+		cli_die(2, "gprof: unexpected argument '%s' (see 'cygprof gprof --help')",
+			argv[optind]);
+}
+
+static void write_gmon(struct cygprof_capture *cap, const char *file, const char *out)
+{
+	struct gmon_image *v = NULL;
+	size_t n = 0, k = 0, i;
+	int err;
+
+	err = gmon_collect(cap, &v, &n);
+	if (err) {
+		cygprof_capture_close(cap);
+		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	}
+	/* only executables with something recorded get a file */
+	for (i = 0; i < n; i++) {
+		if (v[i].nfns || v[i].narcs) {
+			struct gmon_image t = v[k];
+
+			v[k++] = v[i];
+			v[i] = t;
+		} else {
+			cli_warn("no function of %s recorded (%zu process%s): no file written",
+				 v[i].exe, v[i].nprocs, v[i].nprocs == 1 ? "" : "es");
+		}
+	}
+	if (!k) {
+		gmon_images_free(v, n);
+		cygprof_capture_close(cap);
+		cli_die(1, "%s: no function of any executable recorded", file);
+	}
+	for (i = 0; i < k; i++) {
+		struct gmon_hist h;
+		char *name = NULL;
+
+		err = gmon_file_name(out, v, i, &name);
+		if (!err)
+			err = gmon_hist_build(v[i].fns, v[i].nfns, &h);
+		if (!err) {
+			err = gmon_write(name, &h, v[i].arcs, v[i].narcs);
+			gmon_hist_free(&h);
+		}
+		if (err) {
+			cygprof_capture_close(cap);
+			cli_die(1, "%s: %s", name ? name : out, cygprof_strerror(err));
+		}
+		printf("cygprof: wrote %s for %s (%zu process%s)\n", name, v[i].exe, v[i].nprocs,
+		       v[i].nprocs == 1 ? "" : "es");
+		free(name);
+	}
+	gmon_images_free(v, n);
+}
+
+static void print_text(struct cygprof_capture *cap, const char *file, int brief)
+{
+	struct print_opts po = {.style = STYLE_GPROF, .brief = brief, .sort = SORT_SELF};
+	struct cygprof_thread *threads = NULL;
+	struct profile *p = NULL;
+	size_t nthreads = 0;
+	uint64_t lost;
+	int err;
+
+	err = cygprof_capture_get_threads(cap, &threads, &nthreads);
+	if (!err)
+		err = profile_load(cap, NULL, 0, &p);
+	if (err) {
+		cygprof_capture_close(cap);
+		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	}
+	/* stdout is for parsers: warnings go to stderr */
+	lost = threads_lost(threads, nthreads);
+	if (lost)
+		cli_warn("%" PRIu64 " timeline events were lost during recording", lost);
+	print_flat(p, &po);
+	print_graph(p, &po);
+	profile_free(p);
+	free(threads);
+}
+
+int cmd_gprof(int argc, char **argv)
+{
+	struct cygprof_capture *cap;
+	struct gprof_opts o;
+	const char *file;
+
+	parse_opts(argc, argv, &o);
+	file = o.file ? o.file : CYGPROF_DEFAULT_CAPTURE;
+	cap = cli_open_capture(file);
+	if (o.gmon_out)
+		write_gmon(cap, file, o.gmon_out);
+	else
+		print_text(cap, file, o.brief);
+	if (fflush(stdout) || ferror(stdout)) {
+		cygprof_capture_close(cap);
+		cli_die(1, "write error on standard output");
+	}
+	cygprof_capture_close(cap);
+	return 0;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* report-print.h - the flat profile and call graph of a profile, shared by
+ * `cygprof report` (exact-time headers) and `cygprof gprof` (GNU gprof's own
+ * text layout, which gprof parsers such as gprof2dot read). */
+#ifndef CYGPROF_REPORT_PRINT_H
+#define CYGPROF_REPORT_PRINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile.h"
+
+enum sort_key { SORT_SELF, SORT_TOTAL, SORT_CALLS, SORT_NAME };
+
+enum print_style {
+	STYLE_REPORT, /* cygprof report: "Times are exact" headers */
+	STYLE_GPROF,  /* gprof's headers, form feeds, blurbs and index */
+};
+
+struct print_opts {
+	enum print_style style;
+	int brief;           /* STYLE_GPROF: no explanations (gprof -b) */
+	enum sort_key sort;  /* flat profile order */
+	const char *pattern; /* glob on function names, NULL for all */
+};
+
+/** Whether name passes the -F pattern. */
+int print_matches(const struct print_opts *o, const char *name);
+
+/** Indices of the functions worth listing (calls or time), sorted for the
+ * flat profile.  Owned: free().  Dies on out of memory (cli only). */
+uint32_t *print_sorted_fns(const struct profile *p, enum sort_key key, size_t *n);
+
+void print_flat(const struct profile *p, const struct print_opts *o);
+/** The call graph; in STYLE_GPROF followed by gprof's index by name. */
+void print_graph(const struct profile *p, const struct print_opts *o);
+
+#endif

@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: MIT */
+/* gmon-collect.c - group a capture's processes by executable and gather, in
+ * file addresses, each executable's functions (exact self time) and arcs
+ * (call site -> callee, calls). */
+#include "gmon-export.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct image_acc {
+	struct gmon_image img;
+	size_t fns_cap, arcs_cap;
+	const struct cygprof_object *obj; /* exe object of the first process */
+};
+
+static int push_fn(struct image_acc *a, uint64_t addr, uint64_t end, uint64_t self_ns)
+{
+	if (a->img.nfns == a->fns_cap) {
+		size_t cap = a->fns_cap ? a->fns_cap * 2 : 256;
+		struct gmon_fn *v = realloc(a->img.fns, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->img.fns = v;
+		a->fns_cap = cap;
+	}
+	a->img.fns[a->img.nfns].addr = addr;
+	a->img.fns[a->img.nfns].end = end;
+	a->img.fns[a->img.nfns].self_ns = self_ns;
+	a->img.nfns++;
+	return 0;
+}
+
+static int push_arc(struct image_acc *a, uint64_t from, uint64_t self, uint64_t count)
+{
+	if (a->img.narcs == a->arcs_cap) {
+		size_t cap = a->arcs_cap ? a->arcs_cap * 2 : 256;
+		struct gmon_arc *v = realloc(a->img.arcs, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->img.arcs = v;
+		a->arcs_cap = cap;
+	}
+	a->img.arcs[a->img.narcs].from_pc = from;
+	a->img.arcs[a->img.narcs].self_pc = self;
+	a->img.arcs[a->img.narcs].count = count;
+	a->img.narcs++;
+	return 0;
+}
+
+static int cmp_fn(const void *pa, const void *pb)
+{
+	const struct gmon_fn *a = pa, *b = pb;
+
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static int cmp_arc(const void *pa, const void *pb)
+{
+	const struct gmon_arc *a = pa, *b = pb;
+
+	if (a->from_pc != b->from_pc)
+		return a->from_pc < b->from_pc ? -1 : 1;
+	return a->self_pc < b->self_pc ? -1 : a->self_pc > b->self_pc;
+}
+
+/* Sort and merge entries of the same address (pair). */
+static void merge_image(struct gmon_image *m)
+{
+	size_t i, k;
+
+	qsort(m->fns, m->nfns, sizeof(*m->fns), cmp_fn);
+	for (i = 0, k = 0; i < m->nfns; i++) {
+		if (k && m->fns[k - 1].addr == m->fns[i].addr) {
+			m->fns[k - 1].self_ns += m->fns[i].self_ns;
+			if (m->fns[i].end > m->fns[k - 1].end)
+				m->fns[k - 1].end = m->fns[i].end;
+		} else {
+			m->fns[k++] = m->fns[i];
+		}
+	}
+	m->nfns = k;
+	m->self_ns = 0;
+	for (i = 0; i < m->nfns; i++)
+		m->self_ns += m->fns[i].self_ns;
+
+	qsort(m->arcs, m->narcs, sizeof(*m->arcs), cmp_arc);
+	for (i = 0, k = 0; i < m->narcs; i++) {
+		if (k && m->arcs[k - 1].from_pc == m->arcs[i].from_pc &&
+		    m->arcs[k - 1].self_pc == m->arcs[i].self_pc)
+			m->arcs[k - 1].count += m->arcs[i].count;
+		else
+			m->arcs[k++] = m->arcs[i];
+	}
+	m->narcs = k;
+}
+
+static int same_build_id(const struct cygprof_object *a, const struct cygprof_object *b)
+{
+	if (!a || !b)
+		return a == b;
+	return a->build_id_len == b->build_id_len &&
+	       !memcmp(a->build_id, b->build_id, a->build_id_len);
+}
+
+static const struct cygprof_object *exe_object(const struct cygprof_object *objs, size_t nobjs,
+					       const struct cygprof_proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < nobjs; i++)
+		if (objs[i].proc_idx == p->idx && objs[i].path && p->exe &&
+		    !strcmp(objs[i].path, p->exe))
+			return &objs[i];
+	return NULL;
+}
+
+static int in_obj(const struct cygprof_object *o, uint64_t addr)
+{
+	return addr >= o->start && addr < o->end;
+}
+
+/* One thread's tree and call sites into the image (runtime addresses of a
+ * process whose executable is mapped as o). */
+static int add_thread(struct image_acc *a, const struct cygprof_object *o,
+		      const struct cygprof_symbol *syms, size_t nsyms,
+		      const struct cygprof_node *nodes, size_t n,
+		      const struct cygprof_callsite *sites, size_t nsites)
+{
+	uint64_t *childsum;
+	size_t i;
+	int err = 0;
+
+	childsum = calloc(n ? n : 1, sizeof(*childsum));
+	if (!childsum)
+		return -ENOMEM;
+	for (i = 1; i < n; i++) {
+		if (nodes[i].parent >= i) {
+			free(childsum);
+			return CYGPROF_E_CORRUPT;
+		}
+		childsum[nodes[i].parent] += nodes[i].total_ns;
+	}
+	for (i = 1; i < n && !err; i++) {
+		const struct cygprof_symbol *s;
+		uint64_t fn = nodes[i].fn, end = fn;
+
+		if (!in_obj(o, fn))
+			continue;
+		s = cygprof_symbols_lookup(syms, nsyms, fn);
+		if (s && s->addr == fn && s->size)
+			end = fn + s->size;
+		err = push_fn(a, fn - o->bias, end - o->bias,
+			      nodes[i].total_ns > childsum[i] ? nodes[i].total_ns - childsum[i] : 0);
+	}
+	free(childsum);
+
+	for (i = 0; i < nsites && !err; i++) {
+		const struct cygprof_callsite *cs = &sites[i];
+		const struct cygprof_symbol *s;
+		uint64_t callee, caller, from;
+
+		if (cs->node == 0 || cs->node >= n || !cs->calls)
+			continue;
+		callee = nodes[cs->node].fn;
+		if (nodes[cs->node].parent == 0 || !in_obj(o, callee))
+			continue; /* spontaneous, or not in the executable */
+		caller = nodes[nodes[cs->node].parent].fn;
+		if (!in_obj(o, caller))
+			continue;
+		/* the byte before the return address is in the call
+		 * instruction, always inside the caller (a call ending a
+		 * function returns to the next one); without a usable site,
+		 * the caller's entry */
+		from = caller;
+		if (cs->site > o->start && in_obj(o, cs->site - 1)) {
+			s = cygprof_symbols_lookup(syms, nsyms, cs->site - 1);
+			if (s && s->addr == caller)
+				from = cs->site - 1;
+		}
+		err = push_arc(a, from - o->bias, callee - o->bias, cs->calls);
+	}
+	return err;
+}
+
+void gmon_images_free(struct gmon_image *v, size_t n)
+{
+	size_t i;
+
+	if (!v)
+		return;
+	for (i = 0; i < n; i++) {
+		free(v[i].exe);
+		free(v[i].fns);
+		free(v[i].arcs);
+	}
+	free(v);
+}
+
+int gmon_collect(struct cygprof_capture *cap, struct gmon_image **out, size_t *nout)
+{
+	struct cygprof_thread *threads = NULL;
+	struct cygprof_proc *procs = NULL;
+	struct cygprof_object *objs = NULL;
+	struct image_acc *acc = NULL;
+	struct gmon_image *res = NULL;
+	size_t nthreads = 0, nprocs = 0, nobjs = 0, nacc = 0, i, j;
+	uint32_t *proc_img = NULL;
+	int err;
+
+	*out = NULL;
+	*nout = 0;
+	err = cygprof_capture_get_threads(cap, &threads, &nthreads);
+	if (!err)
+		err = cygprof_capture_get_procs(cap, &procs, &nprocs);
+	if (!err) {
+		err = cygprof_capture_get_objects(cap, &objs, &nobjs);
+		if (err == CYGPROF_E_NOTFOUND)
+			err = 0;
+	}
+	if (err)
+		goto out;
+	acc = calloc(nprocs ? nprocs : 1, sizeof(*acc));
+	proc_img = calloc(nprocs ? nprocs : 1, sizeof(*proc_img));
+	if (!acc || !proc_img) {
+		err = -ENOMEM;
+		goto out;
+	}
+
+	/* group the process images: same executable path and build-id */
+	for (i = 0; i < nprocs; i++) {
+		const struct cygprof_proc *p = &procs[i];
+		const struct cygprof_object *o = exe_object(objs, nobjs, p);
+		const char *exe = p->exe ? p->exe : "";
+
+		for (j = 0; j < nacc; j++)
+			if (!strcmp(acc[j].img.exe, exe) &&
+			    (!o || !acc[j].obj || same_build_id(o, acc[j].obj)))
+				break;
+		if (j == nacc) {
+			acc[j].img.exe = strdup(exe);
+			if (!acc[j].img.exe) {
+				err = -ENOMEM;
+				goto out;
+			}
+			acc[j].img.first_pid = p->pid;
+			acc[j].img.first_proc = p->idx;
+			nacc++;
+		}
+		if (!acc[j].obj)
+			acc[j].obj = o;
+		acc[j].img.nprocs++;
+		proc_img[i] = (uint32_t)j;
+	}
+
+	for (i = 0; i < nprocs; i++) {
+		const struct cygprof_object *o = exe_object(objs, nobjs, &procs[i]);
+		struct cygprof_symbol *syms = NULL;
+		size_t nsyms = 0;
+
+		if (!o)
+			continue;
+		err = cygprof_capture_get_symbols(cap, procs[i].idx, &syms, &nsyms);
+		if (err == CYGPROF_E_NOTFOUND) {
+			syms = NULL;
+			nsyms = 0;
+		} else if (err) {
+			goto out;
+		}
+		for (j = 0; j < nthreads && !err; j++) {
+			struct cygprof_node *nodes = NULL;
+			struct cygprof_callsite *sites = NULL;
+			size_t n = 0, ns = 0;
+
+			if (threads[j].proc_idx != procs[i].idx)
+				continue;
+			err = cygprof_capture_get_tree(cap, threads[j].idx, &nodes, &n);
+			if (err == CYGPROF_E_NOTFOUND) {
+				err = 0;
+				continue;
+			}
+			if (!err && n) {
+				err = cygprof_capture_get_sites(cap, threads[j].idx, &sites, &ns);
+				if (err == CYGPROF_E_NOTFOUND) {
+					err = 0;
+					ns = 0;
+				}
+			}
+			if (!err)
+				err = add_thread(&acc[proc_img[i]], o, syms, nsyms, nodes, n,
+						 sites, ns);
+			free(nodes);
+			free(sites);
+		}
+		cygprof_symbols_free(syms, nsyms);
+		if (err)
+			goto out;
+	}
+
+	res = calloc(nacc ? nacc : 1, sizeof(*res));
+	if (!res) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nacc; i++) {
+		merge_image(&acc[i].img);
+		res[i] = acc[i].img;
+		memset(&acc[i].img, 0, sizeof(acc[i].img));
+	}
+	*out = res;
+	*nout = nacc;
+	err = 0;
+out:
+	if (acc)
+		for (i = 0; i < nacc; i++) {
+			free(acc[i].img.exe);
+			free(acc[i].img.fns);
+			free(acc[i].img.arcs);
+		}
+	free(acc);
+	free(proc_img);
+	if (objs)
+		cygprof_objects_free(objs, nobjs);
+	if (procs)
+		cygprof_procs_free(procs, nprocs);
+	free(threads);
+	return err;
+}
+
+int gmon_file_name(const char *path, const struct gmon_image *v, size_t k, char **out)
+{
+	size_t j, same = 0, len = strlen(path) + 48;
+
+	*out = NULL;
+	if (k == 0) {
+		*out = strdup(path);
+		return *out ? 0 : -ENOMEM;
+	}
+	for (j = 1; j < k; j++)
+		if (v[j].first_pid == v[k].first_pid)
+			same++;
+	*out = malloc(len);
+	if (!*out)
+		return -ENOMEM;
+	if (same)
+		snprintf(*out, len, "%s.%" PRIu32 ".%zu", path, v[k].first_pid, same + 1);
+	else
+		snprintf(*out, len, "%s.%" PRIu32, path, v[k].first_pid);
+	return 0;
+}
