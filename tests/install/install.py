@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 '''
 
 MAN_PAGES = ['cygprof.1', 'cygprof-record.1', 'cygprof-report.1', 'cygprof-replay.1',
-             'cygprof-info.1']
+             'cygprof-info.1', 'cygprof-gprof.1']
 
 
 class Failure(Exception):
