@@ -54,7 +54,8 @@ struct cthread {
 	size_t npend, cappend;
 	struct cygprof_mem_event *mev; /* pending memory events */
 	size_t nmev, capmev;
-	struct hmap shadow_ids; /* hash3(gid, return address) -> stash id */
+	struct hmap shadow_ids; /* hash3(gid, return addresses) -> stash id */
+	struct { uint64_t ra; uint32_t gid, id; } sc[1024]; /* its front for one address */
 	uint64_t mem_events; /* memory events stored */
 	uint64_t events;     /* timeline events stored */
 	uint64_t calls;      /* entries recorded (before filters), set at the end */
