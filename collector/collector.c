@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -712,6 +713,21 @@ static pid_t spawn(struct collector *c, int memfd, int *exec_errno)
 
 /* ---- the whole recording ----------------------------------------------- */
 
+static int disk_full(const char *path)
+{
+	char dir[4096];
+	struct statvfs sv;
+	char *slash;
+
+	snprintf(dir, sizeof dir, "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = 0;
+	else
+		snprintf(dir, sizeof dir, ".");
+	return statvfs(dir, &sv) == 0 && sv.f_bavail < 16;
+}
+
 static int setup_mapping(struct collector *c, int *memfd)
 {
 	const struct cygprof_record_opts *o = c->o;
@@ -884,6 +900,8 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 		if (!rc)
 			rc = e;
 	}
+	if (rc && rc != CYGPROF_E_FULL && disk_full(o->output))
+		rc = CYGPROF_E_FULL; /* LMDB may report a failed write as EIO */
 	if (rc)
 		snprintf(err, errlen, "writing capture '%s': %s", o->output, cygprof_strerror(rc));
 	else {

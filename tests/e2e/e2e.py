@@ -1043,6 +1043,23 @@ def test_mount_namespace(ck, cyg, example):
     ck.eq(calls.get('main'), 1, 'main')
 
 
+def test_disk_full(ck, cyg, example):
+    """A capture that does not fit on its file system: one line naming the
+    problem and a non-zero exit, never a crash."""
+    mnt = os.path.join(cyg.workdir, 'small')
+    os.mkdir(mnt)
+    if os.geteuid() != 0 or run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt]).returncode:
+        print('SKIP: needs root to mount a small tmpfs')
+        sys.exit(SKIP)
+    try:
+        # threads-O2 with --timeline writes several MB of events
+        cp = cyg.record(os.path.join(mnt, 'cap.data'), [example, '100000'], ['--timeline'])
+        expect_error(ck, cp, 'record onto a full file system')
+        ck.check('disk full' in cp.err, 'the error says the disk is full (got %r)' % cp.err.strip())
+    finally:
+        run(['umount', mnt])
+
+
 def test_info_forkexec(ck, cyg, example):
     exp = exp_forkexec()
     capture, data, _ = record_and_check(ck, cyg, example, exp)
@@ -1111,6 +1128,7 @@ TESTS.update({
     'errors-output': test_errors_output,
     'info-forkexec': test_info_forkexec,
     'mount-namespace': test_mount_namespace,
+    'disk-full': test_disk_full,
 })
 
 
