@@ -19,6 +19,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"replay", cmd_replay, "the recorded timeline as an indented call trace"},
 	{"info", cmd_info, "what a capture holds: command, processes, threads, sizes"},
 	{"memory", cmd_memory, "heap analysis: allocations, peak, leaks, temporaries (record --memory)"},
+	{"annotate", cmd_annotate, "source lines with their calls, entries, time and allocations"},
 };
 
 static void usage(FILE *f)
