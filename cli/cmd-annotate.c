@@ -60,7 +60,7 @@ static void usage(FILE *f)
 		"  --source-dir DIR       look for sources under DIR too, by the suffixes of\n"
 		"                         their DWARF path (repeatable)\n"
 		"  --prefix-map OLD=NEW   read sources whose path starts with OLD under NEW\n"
-		"                         (repeatable)\n"
+		"                         instead (repeatable)\n"
 		"  --debug-dir DIR        look for separate debug files in DIR/.build-id/ and\n"
 		"                         DIR (repeatable; also CYGPROF_DEBUG_DIRS,\n"
 		"                         colon-separated)\n"
@@ -260,10 +260,12 @@ static FILE *open_source(const struct annotate_cli *o, const char *path, char **
 {
 	char buf[PATH_MAX * 2];
 	const char *p;
+	int mapped = 0;
 	FILE *f;
 	size_t i;
 
 	*found = NULL;
+	/* a matching --prefix-map replaces the recorded location */
 	for (i = 0; i < o->nmaps; i++) {
 		size_t l = strlen(o->map_old[i]);
 
@@ -274,10 +276,13 @@ static FILE *open_source(const struct annotate_cli *o, const char *path, char **
 		f = try_open(buf, found);
 		if (f)
 			return f;
+		mapped = 1;
 	}
-	f = try_open(path, found);
-	if (f)
-		return f;
+	if (!mapped) {
+		f = try_open(path, found);
+		if (f)
+			return f;
+	}
 	for (i = 0; i < o->nsource_dirs; i++) {
 		for (p = path; p; p = strchr(p + 1, '/')) {
 			const char *sfx = p[0] == '/' ? p + 1 : p;

@@ -11,7 +11,8 @@
  *   L_CALL_G    calls 4 (main calls grab 4 times from this line)
  *   L_DEF_MAIN  entries 1, L_DEF_A entries 5, L_DEF_B entries 17,
  *   L_DEF_GRAB  entries 4
- *   L_MALLOC    with --memory: 4 allocations, 4 * GRAB_BYTES = 400 bytes
+ *   L_MALLOC    with --memory: 4 allocations, 4 * GRAB_BYTES = 400 bytes, each
+ *               freed at once (temporary)
  * Exit status 0. stdout: "annotate: a=5 b=17 grab=4".
  */
 #include <stdio.h>
@@ -60,7 +61,6 @@ COUNTED static void *grab(size_t n) /* L_DEF_GRAB */
 
 int main(void) /* L_DEF_MAIN */
 {
-	void *p[4];
 	unsigned i;
 
 	for (i = 0; i < 3; i++)
@@ -68,9 +68,7 @@ int main(void) /* L_DEF_MAIN */
 	for (i = 0; i < 2; i++)
 		a(3); /* L_CALL_A2 */
 	for (i = 0; i < 4; i++)
-		p[i] = grab(GRAB_BYTES); /* L_CALL_G */
-	for (i = 0; i < 4; i++)
-		free(p[i]);
+		free(grab(GRAB_BYTES)); /* L_CALL_G */
 	printf("annotate: a=%u b=%u grab=%u\n", n_a, n_b, n_g);
 	return 0;
 }
