@@ -55,6 +55,18 @@ static int capture_schema(struct cygprof_capture *cap)
 	return n;
 }
 
+static uint64_t mem_events(struct cygprof_capture *cap, const struct cygprof_thread *threads,
+			   size_t n)
+{
+	uint64_t total = 0, k;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!cygprof_capture_mem_count(cap, threads[i].idx, &k))
+			total += k;
+	return total;
+}
+
 static void print_text(struct cygprof_capture *cap, const char *file,
 		       const struct cygprof_proc *procs, size_t nprocs,
 		       const struct cygprof_thread *threads, size_t nthreads)
@@ -115,6 +127,10 @@ static void print_text(struct cygprof_capture *cap, const char *file,
 	       calls, events, lost, waits, buf + strspn(buf, " "));
 	if (lost)
 		printf("warning: %" PRIu64 " timeline events were lost\n", lost);
+	uint64_t mem = mem_events(cap, threads, nthreads);
+	if (mem)
+		printf("memory events : %" PRIu64 " (allocations and frees; see 'cygprof memory')\n",
+		       mem);
 	char *full = NULL;
 	if (!cygprof_capture_get_meta(cap, "shm_full", &full)) {
 		printf("warning: the shared mapping filled up (%s allocations refused): some "
@@ -184,6 +200,7 @@ static void print_json(struct cygprof_capture *cap, const char *file,
 	printf("  \"calls\": %" PRIu64 ",\n  \"events\": %" PRIu64 ",\n  \"lost_events\": %" PRIu64
 	       ",\n",
 	       calls, events, threads_lost(threads, nthreads));
+	printf("  \"memory_events\": %" PRIu64 ",\n", mem_events(cap, threads, nthreads));
 	printf("  \"size\": %" PRIu64 ",\n  \"schema\": %d\n}\n", cygprof_capture_file_size(cap),
 	       capture_schema(cap));
 }

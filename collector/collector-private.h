@@ -54,7 +54,8 @@ struct cthread {
 	size_t npend, cappend;
 	struct cygprof_mem_event *mev; /* pending memory events */
 	size_t nmev, capmev;
-	struct hmap shadow_ids; /* hash3(gid, return address) -> stash id */
+	struct hmap shadow_ids; /* hash3(gid, return addresses) -> stash id */
+	struct { uint64_t ra; uint32_t gid, id; } sc[1024]; /* its front for one address */
 	uint64_t mem_events; /* memory events stored */
 	uint64_t events;     /* timeline events stored */
 	uint64_t calls;      /* entries recorded (before filters), set at the end */
@@ -67,6 +68,8 @@ struct cproc {
 	uint32_t idx;
 	struct cygprof_maps maps;
 	uint64_t maps_len;
+	uint64_t primed_len; /* maps_len when its objects were last opened */
+	char *ns;            /* its mount namespace when not ours ("mnt:[N]") */
 };
 
 /* The stack stash: a trie of frames, outermost first, shared by all threads. */
@@ -117,6 +120,10 @@ struct cproc *collector_proc(struct collector *c, uint64_t proc_off);
 const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t addr, uint64_t *start,
 			      uint64_t *size, struct cygprof_map **map, struct cygprof_elf **elf);
 int collector_finish(struct collector *c);
+/* Open the objects of processes seen since the last call while they live:
+ * through /proc/PID/root for a process in another mount namespace (a
+ * container), so their files are found, and before they can be deleted. */
+void collector_prime_procs(struct collector *c);
 
 /* memory.c: one EXT record at ring position pos (w its first word); returns
  * how many words it took in all. */

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -194,21 +195,75 @@ found:
 	return &c->procs[i];
 }
 
-static struct cygprof_elf *elf_for(struct collector *c, const char *path)
+/* The ELF object at path as process cp sees it (cached: opened once, its
+ * symbols read into memory, so it serves after the process is gone). */
+static struct cygprof_elf *elf_for(struct collector *c, struct cproc *cp, const char *path)
 {
+	char key[4096 + 64], file[4096 + 64];
 	size_t i;
 
+	snprintf(key, sizeof key, "%s%s%s", cp && cp->ns ? cp->ns : "", cp && cp->ns ? ":" : "",
+		 path);
 	for (i = 0; i < c->nelfs; i++)
-		if (!strcmp(c->elfs[i].path, path))
+		if (!strcmp(c->elfs[i].path, key))
 			return c->elfs[i].elf;
 	struct elfcache *v = realloc(c->elfs, (c->nelfs + 1) * sizeof *v);
 	if (!v)
 		return NULL;
 	c->elfs = v;
-	v[c->nelfs].path = strdup(path);
+	if (cp && cp->ns)
+		snprintf(file, sizeof file, "/proc/%u/root%s", cp->p->pid, path);
+	else
+		snprintf(file, sizeof file, "%s", path);
+	v[c->nelfs].path = strdup(key);
 	v[c->nelfs].elf = NULL;
-	v[c->nelfs].err = cygprof_elf_open(path, &v[c->nelfs].elf);
+	v[c->nelfs].err = cygprof_elf_open(file, &v[c->nelfs].elf);
+	if (v[c->nelfs].err && cp && cp->ns) {
+		/* gone already: the path as we see it is the best guess */
+		v[c->nelfs].err = cygprof_elf_open(path, &v[c->nelfs].elf);
+	}
 	return v[c->nelfs++].elf;
+}
+
+static char *mnt_ns(pid_t pid)
+{
+	char link[64], buf[128];
+	ssize_t n;
+
+	snprintf(link, sizeof link, "/proc/%d/ns/mnt", (int)pid);
+	n = readlink(link, buf, sizeof buf - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	return strdup(buf);
+}
+
+void collector_prime_procs(struct collector *c)
+{
+	uint64_t off;
+	static char *own;
+
+	if (!own)
+		own = mnt_ns(getpid());
+	for (off = __atomic_load_n(&c->ctl->procs_off, __ATOMIC_ACQUIRE); off;) {
+		struct cyg_proc *p = C_AT(c, off);
+		struct cproc *cp = collector_proc(c, off);
+		off = p->next;
+		if (!cp || cp->primed_len == cp->maps_len || p->state != CYG_P_RUNNING)
+			continue;
+		if (!cp->primed_len) {
+			char *ns = mnt_ns((pid_t)p->pid);
+			if (ns && own && strcmp(ns, own))
+				cp->ns = ns;
+			else
+				free(ns);
+		}
+		cp->primed_len = cp->maps_len;
+		for (size_t i = 0; i < cp->maps.n; i++)
+			if (cp->maps.v[i].exec)
+				elf_for(c, cp, cp->maps.v[i].path);
+		__atomic_store_n(&p->primed, 1, __ATOMIC_RELEASE);
+	}
 }
 
 /* The raw (mangled) name of the function at runtime address addr. */
@@ -224,7 +279,7 @@ const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t ad
 		uint64_t bias, s, z;
 		if (addr < m->start || addr >= m->end)
 			continue;
-		struct cygprof_elf *e = elf_for(c, m->path);
+		struct cygprof_elf *e = elf_for(c, cp, m->path);
 		if (mapp)
 			*mapp = m;
 		if (elfp)
@@ -658,6 +713,21 @@ static pid_t spawn(struct collector *c, int memfd, int *exec_errno)
 
 /* ---- the whole recording ----------------------------------------------- */
 
+static int disk_full(const char *path)
+{
+	char dir[4096];
+	struct statvfs sv;
+	char *slash;
+
+	snprintf(dir, sizeof dir, "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = 0;
+	else
+		snprintf(dir, sizeof dir, ".");
+	return statvfs(dir, &sv) == 0 && sv.f_bavail < 16;
+}
+
 static int setup_mapping(struct collector *c, int *memfd)
 {
 	const struct cygprof_record_opts *o = c->o;
@@ -692,8 +762,10 @@ static void free_collector(struct collector *c)
 		free(ct);
 	}
 	free(c->threads);
-	for (i = 0; i < c->nprocs; i++)
+	for (i = 0; i < c->nprocs; i++) {
 		cygprof_maps_release(&c->procs[i].maps);
+		free(c->procs[i].ns);
+	}
 	free(c->procs);
 	for (i = 0; i < c->nelfs; i++) {
 		cygprof_elf_close(c->elfs[i].elf);
@@ -777,6 +849,7 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 		werr = errno;
 		c.ctl->heartbeat++;
 		uint64_t most = drain_all(&c);
+		collector_prime_procs(&c);
 		if (r < 0 && werr == ECHILD)
 			break;
 		if (mono_ns() - last_commit > 200000000ULL) {
@@ -827,6 +900,8 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 		if (!rc)
 			rc = e;
 	}
+	if (rc && rc != CYGPROF_E_FULL && disk_full(o->output))
+		rc = CYGPROF_E_FULL; /* LMDB may report a failed write as EIO */
 	if (rc)
 		snprintf(err, errlen, "writing capture '%s': %s", o->output, cygprof_strerror(rc));
 	else {

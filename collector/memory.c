@@ -69,12 +69,26 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 	size_t n = 0, cap = 0;
 	uint32_t proc = proc_idx_of(c, ct), id = 0;
 
+	/* the common case, one return address: a direct-mapped cache first */
+	size_t slot = 0;
+	if (nra == 1) {
+		ras[0] = ring[pos & mask];
+		slot = (size_t)((gid * 0x9E3779B1u) ^ (ras[0] >> 2)) & 1023;
+		if (ct->sc[slot].gid == gid && ct->sc[slot].ra == ras[0] && ct->sc[slot].id)
+			return ct->sc[slot].id;
+	}
 	for (unsigned i = 0; i < nra && i < 64; i++) {
 		ras[i] = ring[(pos + i) & mask];
 		key = hash3(key, ras[i], i);
 	}
-	if (hmap_get(&ct->shadow_ids, key, &v))
+	if (hmap_get(&ct->shadow_ids, key, &v)) {
+		if (nra == 1) {
+			ct->sc[slot].gid = gid;
+			ct->sc[slot].ra = ras[0];
+			ct->sc[slot].id = (uint32_t)v;
+		}
 		return (uint32_t)v;
+	}
 	for (uint32_t g = gid; g && g != ct->t->root;) {
 		const struct cyg_node *nd = C_AT(c, (uint64_t)g * CYG_NODE_SIZE);
 		if (n == cap) {
@@ -116,6 +130,11 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 	free(fns);
 	free(sites);
 	hmap_put(&ct->shadow_ids, key, id);
+	if (nra == 1) {
+		ct->sc[slot].gid = gid;
+		ct->sc[slot].ra = ras[0];
+		ct->sc[slot].id = id;
+	}
 	return id;
 }
 

@@ -121,6 +121,7 @@ static void snapshot_maps(struct cyg_proc *p)
 		return;
 	len = read_file("/proc/self/maps", AT(off), MAPS_CAP);
 	p->maps_off = off;
+	__atomic_store_n(&p->primed, 0, __ATOMIC_RELEASE); /* new objects to open */
 	__atomic_store_n(&p->maps_len, len, __ATOMIC_RELEASE);
 }
 
@@ -185,6 +186,12 @@ static void register_proc(uint64_t parent_off, uint64_t now)
 
 	ssize_t n = readlink("/proc/self/exe", p->exe, sizeof p->exe - 1);
 	p->exe[n > 0 ? n : 0] = 0;
+	char ns[64];
+	n = readlink("/proc/self/ns/mnt", ns, sizeof ns - 1);
+	if (n > 0 && cyg_ctl->mnt_ns[0]) {
+		ns[n] = 0;
+		p->foreign = strcmp(ns, cyg_ctl->mnt_ns) != 0;
+	}
 	if (cmd) {
 		p->cmd_len = read_file("/proc/self/cmdline", AT(cmd), CMD_CAP);
 		p->cmd_off = cmd;
@@ -763,6 +770,25 @@ static void thread_dtor(void *arg)
 	errno = saved;
 }
 
+/* A process in another mount namespace (a container) waits at its end,
+ * briefly, until the collector has opened its files through /proc/PID/root:
+ * from outside they cannot be found once it is gone. */
+static void wait_primed(void)
+{
+	struct cyg_proc *p;
+
+	if (cyg_state <= 0 || !cyg_proc_off)
+		return;
+	p = AT(cyg_proc_off);
+	for (int i = 0; p->foreign && i < 2000; i++) {
+		if (__atomic_load_n(&p->primed, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&cyg_ctl->collector_gone, __ATOMIC_RELAXED))
+			break;
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+}
+
 __attribute__((destructor)) static void cyg_fini(void)
 {
 	int saved = errno;
@@ -775,6 +801,7 @@ __attribute__((destructor)) static void cyg_fini(void)
 		struct cyg_proc *p = AT(cyg_proc_off);
 		p->end_ts = cyg_now();
 	}
+	wait_primed();
 	errno = saved;
 }
 
@@ -987,6 +1014,7 @@ void _exit(int status)
 		p->code = status & 0xff;
 		p->exit_called = 1;
 		p->end_ts = cyg_now();
+		wait_primed();
 	}
 	if (!real)
 		real = (exit_fn)next_sym("_exit");

@@ -35,14 +35,14 @@ HIDDEN void cyg__mem_resolve(void);
 /* The time of a memory event, ordered against the allocator's own memory
  * operations (they synchronise between threads): a free is stamped before
  * the real free starts and after every earlier load completed, the load
- * that received the pointer from another thread included (lfence, rdtsc,
+ * that received the pointer from another thread included (rdtscp, then
  * lfence); an allocation after the real one completed (lfence, rdtsc). */
 NOINSTR static inline uint64_t cyg_free_now(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	if (LIKELY(cyg_use_tsc)) {
-		__builtin_ia32_lfence();
-		uint64_t t = __rdtsc();
+		unsigned aux;
+		uint64_t t = __rdtscp(&aux); /* waits for every earlier load */
 		__builtin_ia32_lfence();
 		return t;
 	}

@@ -49,6 +49,7 @@ struct objrange {
 static struct objrange obj_buf[2][MAX_OBJS];
 static struct objrange *obj_v = obj_buf[0];
 static int obj_n, obj_cur;
+static int obj_gen; /* bumped by cyg__objs_refresh: per-thread caches start over */
 struct objscan {
 	struct objrange *v;
 	int n, idx;
@@ -85,9 +86,10 @@ void cyg__objs_refresh(void)
 	__atomic_store_n(&obj_n, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&obj_v, s.v, __ATOMIC_RELEASE);
 	__atomic_store_n(&obj_n, s.n, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&obj_gen, 1, __ATOMIC_RELAXED);
 }
 
-static int obj_of(uintptr_t ip)
+static int obj_scan(uintptr_t ip)
 {
 	int n = __atomic_load_n(&obj_n, __ATOMIC_ACQUIRE), i;
 	const struct objrange *v = __atomic_load_n(&obj_v, __ATOMIC_ACQUIRE);
@@ -96,6 +98,28 @@ static int obj_of(uintptr_t ip)
 		if (ip >= v[i].lo && ip < v[i].hi)
 			return v[i].obj;
 	return -1;
+}
+
+/* A per-thread cache of code addresses' objects (objects do not move). */
+static __thread struct {
+	uintptr_t ip;
+	int obj;
+} obj_cache[64] TLS_IE;
+static __thread int obj_cache_gen TLS_IE;
+
+static int obj_of(uintptr_t ip)
+{
+	size_t j = (ip >> 4 ^ ip >> 10) & 63;
+
+	if (UNLIKELY(obj_cache_gen != __atomic_load_n(&obj_gen, __ATOMIC_RELAXED))) {
+		memset(obj_cache, 0, sizeof obj_cache);
+		obj_cache_gen = obj_gen;
+	}
+	if (LIKELY(obj_cache[j].ip == ip))
+		return obj_cache[j].obj;
+	obj_cache[j].obj = obj_scan(ip);
+	obj_cache[j].ip = ip;
+	return obj_cache[j].obj;
 }
 
 void cyg__stack_attach(void)

@@ -73,6 +73,7 @@ struct cyg_ctl {
 	uint64_t ring_words;    /* timeline ring size per thread, in 8-byte words (power of 2) */
 	uint32_t collector_pid;
 	uint32_t max_depth;     /* frames kept per thread (<= CYG_STACK_MAX) */
+	char mnt_ns[64];        /* the collector's mount namespace ("mnt:[N]") */
 	uint64_t tsc_per_sec;   /* informative; the collector calibrates itself */
 	/* cold-path state, changed under lock */
 	pthread_mutex_t lock;   /* process-shared, robust */
@@ -199,6 +200,8 @@ struct cyg_proc {
 	uint64_t cmd_off;    /* command line, NUL-separated */
 	uint64_t cmd_len;
 	uint64_t next;       /* process list */
+	uint32_t foreign;    /* in another mount namespace than the collector */
+	uint32_t primed;     /* the collector opened its objects (set by the collector) */
 	char exe[256];
 };
 

@@ -34,6 +34,8 @@ int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t 
 	ctl->collector_pid = (uint32_t)getpid();
 	ctl->max_depth = max_depth && max_depth <= CYG_STACK_MAX ? max_depth : CYG_STACK_MAX;
 	ctl->alloc_off = CYG_AREA_OFF;
+	ssize_t nl = readlink("/proc/self/ns/mnt", ctl->mnt_ns, sizeof ctl->mnt_ns - 1);
+	ctl->mnt_ns[nl > 0 ? nl : 0] = 0;
 	pthread_mutexattr_init(&ma);
 	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
 	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);

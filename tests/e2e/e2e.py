@@ -991,6 +991,75 @@ def test_errors_output(ck, cyg, example):
     ck.eq(sorted(os.listdir(adir)), [], 'the existing directory is left alone')
 
 
+NS_LIB_C = r'''
+#define N __attribute__((noinline, noipa))
+N int foo_inner(int x) { return x * 2; }
+N int foo_outer(int x) { return foo_inner(x) + 1; }
+'''
+NS_MAIN_C = r'''
+int foo_outer(int);
+int main(void) { int s = 0; for (int i = 0; i < 7; i++) s += foo_outer(i); return s == 49 ? 0 : 1; }
+'''
+
+
+def test_mount_namespace(ck, cyg, example):
+    """A process in another mount namespace (as in a container) uses a
+    library that only exists there: its functions are still named, because
+    the collector opens its objects through /proc/PID/root."""
+    unshare = shutil.which('unshare')
+    cc = os.environ.get('CC') or shutil.which('cc') or shutil.which('gcc')
+    if os.geteuid() != 0 or not unshare or not cc:
+        print('SKIP: needs root, unshare(1) and a C compiler')
+        sys.exit(SKIP)
+    w = cyg.workdir
+    lib = os.path.join(w, 'lib')
+    mnt = os.path.join(w, 'mnt')  # empty here; the library appears there only inside
+    os.mkdir(lib)
+    os.mkdir(mnt)
+    for name, text in (('foo.c', NS_LIB_C), ('main.c', NS_MAIN_C)):
+        with open(os.path.join(w, name), 'w') as f:
+            f.write(text)
+    cp = run([cc, '-O2', '-g', '-finstrument-functions', '-fPIC', '-shared', '-o',
+              os.path.join(lib, 'libfoo.so'), os.path.join(w, 'foo.c')])
+    ck.eq(cp.returncode, 0, 'the library builds')
+    prog = os.path.join(w, 'prog')
+    cp = run([cc, '-O2', '-g', '-finstrument-functions', '-o', prog, os.path.join(w, 'main.c'),
+              '-L', lib, '-lfoo', '-Wl,-rpath,' + mnt])
+    ck.eq(cp.returncode, 0, 'the program builds')
+    probe = run([unshare, '--mount', '--propagation', 'private', 'true'])
+    if probe.returncode != 0:
+        print('SKIP: cannot make a mount namespace here: %s' % probe.err.strip())
+        sys.exit(SKIP)
+    capture = os.path.join(w, 'ns.data')
+    cp = cyg.record(capture, [unshare, '--mount', '--propagation', 'private', 'sh', '-c',
+                              'mount --bind %s %s && exec %s' % (lib, mnt, prog)])
+    ck.eq(describe_status(cp.returncode), 'exit 0', 'record exit status')
+    ck.check(not os.path.exists(os.path.join(mnt, 'libfoo.so')),
+             'the library is not visible outside the namespace')
+    data, _ = cyg.report_json(capture, ck)
+    calls = {f['name']: f['calls'] for f in data['functions']}
+    ck.eq(calls.get('foo_outer'), 7, 'foo_outer (in the namespace-only library) named, 7 calls')
+    ck.eq(calls.get('foo_inner'), 7, 'foo_inner named, 7 calls')
+    ck.eq(calls.get('main'), 1, 'main')
+
+
+def test_disk_full(ck, cyg, example):
+    """A capture that does not fit on its file system: one line naming the
+    problem and a non-zero exit, never a crash."""
+    mnt = os.path.join(cyg.workdir, 'small')
+    os.mkdir(mnt)
+    if os.geteuid() != 0 or run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt]).returncode:
+        print('SKIP: needs root to mount a small tmpfs')
+        sys.exit(SKIP)
+    try:
+        # threads-O2 with --timeline writes several MB of events
+        cp = cyg.record(os.path.join(mnt, 'cap.data'), [example, '100000'], ['--timeline'])
+        expect_error(ck, cp, 'record onto a full file system')
+        ck.check('disk full' in cp.err, 'the error says the disk is full (got %r)' % cp.err.strip())
+    finally:
+        run(['umount', mnt])
+
+
 def test_info_forkexec(ck, cyg, example):
     exp = exp_forkexec()
     capture, data, _ = record_and_check(ck, cyg, example, exp)
@@ -1058,6 +1127,8 @@ TESTS.update({
     'collector-gone': test_collector_gone,
     'errors-output': test_errors_output,
     'info-forkexec': test_info_forkexec,
+    'mount-namespace': test_mount_namespace,
+    'disk-full': test_disk_full,
 })
 
 
