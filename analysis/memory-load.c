@@ -350,7 +350,7 @@ int memory_load_frames(struct memory_load *l, uint32_t stack, int lines,
 		return -ENOMEM;
 	}
 	if (lines && !l->sl) {
-		l->sl = srcline_new();
+		l->sl = srcline_new(l->m->opts.debuginfo);
 		if (!l->sl) {
 			free(f);
 			free(v);
@@ -368,8 +368,7 @@ int memory_load_frames(struct memory_load *l, uint32_t stack, int lines,
 			v[k].name = v[k].buf;
 		}
 		if (lines && o)
-			srcline_lookup(l->sl, o->idx, o->path, o->bias, f[i].addr, &v[k].file,
-				       &v[k].line);
+			srcline_lookup(l->sl, o, f[i].addr, &v[k].file, &v[k].line);
 	}
 	free(f);
 	*frames = v;

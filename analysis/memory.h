@@ -49,7 +49,11 @@
 #define MEMORY_NONE UINT32_MAX
 #define MEMORY_NO_TIME UINT64_MAX
 
+struct debuginfo;
+
 struct memory_opts {
+	struct debuginfo *debuginfo; /* debug-file search for source lines (borrowed); NULL:
+				      * CYGPROF_DEBUG_DIRS and the defaults */
 	uint64_t duration_ns; /* heap over time spans [0, duration_ns] */
 	uint32_t points;      /* heap points (0: none) */
 	int diff;             /* compute the diff between diff_t1 and diff_t2 */

@@ -1,25 +1,40 @@
 /* SPDX-License-Identifier: MIT */
 /* srcline.h - source file and line of a runtime address, from the DWARF of
- * the object that contains it (libdw/libdwfl), opened by path as stored in
- * the capture and placed at its load bias.  Objects that no longer exist
- * or have no line information give no answer; nothing here prints or exits. */
+ * the object that contains it (libdw), found through debuginfo.h: the object
+ * as stored in the capture, or a separate debug file by build-id or
+ * debuglink, even when the object itself is gone.  Addresses are placed at
+ * the object's load bias.  Objects without line information give no
+ * answer; nothing here exits (warnings go through the debuginfo context). */
 #ifndef CYGPROF_SRCLINE_H
 #define CYGPROF_SRCLINE_H
 
 #include <stdint.h>
 
+#include "cygprof/cygprof-capture.h"
+#include "debuginfo.h"
+
 struct srcline;
 
-struct srcline *srcline_new(void);
+/** di: the debug-file search (borrowed, must outlive the srcline); NULL
+ * makes one of its own with the directories of CYGPROF_DEBUG_DIRS. */
+struct srcline *srcline_new(struct debuginfo *di);
 void srcline_free(struct srcline *s);
 
-/** File and line of runtime address addr in the object numbered obj (any
- * key unique to the object: the capture's object index), read from path and
- * placed at bias (runtime address - ELF virtual address).  Each object is
- * opened once.
+/** File and line of runtime address addr in object o (keyed by o->idx:
+ * each object is opened once).  File names are absolute when DWARF allows
+ * (joined to the compilation directory) and lexically normalized.
  * @param[out] file borrowed until srcline_free().
  * Returns 0, -ENOENT when unknown (no file, no DWARF, no line), -ENOMEM. */
-int srcline_lookup(struct srcline *s, uint32_t obj, const char *path, uint64_t bias,
-		   uint64_t addr, const char **file, uint32_t *line);
+int srcline_lookup(struct srcline *s, const struct cygprof_object *o, uint64_t addr,
+		   const char **file, uint32_t *line);
+
+/** Where the function entered at runtime address addr is defined: its
+ * DW_AT_decl_file/decl_line (through abstract origins), else the line of
+ * its entry address.  Same returns as srcline_lookup(). */
+int srcline_function(struct srcline *s, const struct cygprof_object *o, uint64_t addr,
+		     const char **file, uint32_t *line);
+
+/** Normalize a path lexically in place ("a/./b" -> "a/b", "a/x/../b" -> "a/b"). */
+void srcline_normalize(char *path);
 
 #endif

@@ -3,7 +3,9 @@
 #include "config.h"
 
 #include "cli.h"
+#include "debuginfo.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -69,4 +71,35 @@ struct cygprof_capture *cli_open_capture(const char *path)
 			 "killed?): showing what it holds", path);
 	free(v);
 	return cap;
+}
+
+static void debuginfo_warn(void *arg, const char *msg)
+{
+	fprintf(stderr, "cygprof: warning: %s\n", msg);
+}
+
+struct debuginfo *cli_debuginfo_new(void)
+{
+	struct debuginfo *di = debuginfo_new();
+
+	if (!di)
+		cli_die(1, "out of memory");
+	debuginfo_set_warn(di, debuginfo_warn, NULL);
+	return di;
+}
+
+void cli_debuginfo_add_dir(struct debuginfo *di, const char *dir)
+{
+	int err = debuginfo_add_dir(di, dir);
+
+	if (err == -EINVAL)
+		cli_die(2, "empty --debug-dir");
+	if (err)
+		cli_die(1, "out of memory");
+}
+
+void cli_debuginfo_env(struct debuginfo *di)
+{
+	if (debuginfo_add_env(di))
+		cli_die(1, "out of memory");
 }

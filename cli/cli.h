@@ -20,6 +20,15 @@ void cli_die(int status, const char *fmt, ...)
  * the checks did not catch ends in "capture is corrupt", never a crash. */
 struct cygprof_capture *cli_open_capture(const char *path);
 
+struct debuginfo;
+
+/* The debug-file search of a command, warnings printed as
+ * "cygprof: warning: ..."; dies when out of memory. */
+struct debuginfo *cli_debuginfo_new(void);
+/* Add a --debug-dir DIR; then, after the options, the CYGPROF_DEBUG_DIRS ones. */
+void cli_debuginfo_add_dir(struct debuginfo *di, const char *dir);
+void cli_debuginfo_env(struct debuginfo *di);
+
 /* Print a subcommand's usage (its --help text) on f. */
 typedef int (*cli_cmd_fn)(int argc, char **argv);
 
@@ -29,5 +38,6 @@ int cmd_replay(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_memory(int argc, char **argv);
 int cmd_gprof(int argc, char **argv);
+int cmd_annotate(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "debuginfo.h"
 #include "memory.h"
 #include "report-util.h"
 
@@ -31,6 +32,7 @@ struct memory_cli {
 	int kinds[K_COUNT];
 	uint64_t t1, t2;
 	const char *file;
+	struct debuginfo *di;
 };
 
 static void usage(FILE *f)
@@ -56,6 +58,9 @@ static void usage(FILE *f)
 		"                         temporary, leaked, name\n"
 		"  --points N             heap-over-time points (default 50)\n"
 		"  --format FMT           text (default) or json\n"
+		"  --debug-dir DIR        also look for separate debug files (source lines) in\n"
+		"                         DIR/.build-id/ and DIR (repeatable; also\n"
+		"                         CYGPROF_DEBUG_DIRS, colon-separated)\n"
 		"  -h, --help             this help\n");
 }
 
@@ -102,6 +107,7 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 {
 	enum {
 		O_LEAKS = 256, O_PEAK, O_TEMP, O_DIFF, O_TOP, O_SORT, O_POINTS, O_FORMAT,
+		O_DEBUG_DIR,
 	};
 	static const struct option lopts[] = {
 		{"leaks", no_argument, NULL, O_LEAKS},
@@ -113,6 +119,7 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 		{"sort", required_argument, NULL, O_SORT},
 		{"points", required_argument, NULL, O_POINTS},
 		{"format", required_argument, NULL, O_FORMAT},
+		{"debug-dir", required_argument, NULL, O_DEBUG_DIR},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -124,6 +131,7 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 	memset(o, 0, sizeof(*o));
 	o->points = 50;
 	o->top = 20;
+	o->di = cli_debuginfo_new();
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":hF:", lopts, NULL)) != -1) {
@@ -169,6 +177,9 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 				cli_die(2, "memory: unknown sort key '%s' (total, self, allocations, temporary, leaked, name)",
 					optarg);
 			o->sort = (enum sort_key)i;
+			break;
+		case O_DEBUG_DIR:
+			cli_debuginfo_add_dir(o->di, optarg);
 			break;
 		case O_FORMAT:
 			if (!strcmp(optarg, "json"))
@@ -759,6 +770,8 @@ int cmd_memory(int argc, char **argv)
 	free(mode);
 	memset(&mo, 0, sizeof(mo));
 	mo.points = o.points;
+	cli_debuginfo_env(o.di);
+	mo.debuginfo = o.di;
 	mo.diff = o.kinds[K_DIFF];
 	mo.diff_t1 = o.t1;
 	mo.diff_t2 = o.t2;
@@ -812,6 +825,7 @@ int cmd_memory(int argc, char **argv)
 	free(cr);
 	free(ce);
 	memory_load_free(l);
+	debuginfo_free(o.di);
 	if (fflush(stdout) || ferror(stdout)) {
 		cygprof_capture_close(cap);
 		cli_die(1, "write error on standard output");

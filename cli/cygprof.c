@@ -20,6 +20,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"info", cmd_info, "what a capture holds: command, processes, threads, sizes"},
 	{"memory", cmd_memory, "heap analysis: allocations, peak, leaks, temporaries (record --memory)"},
 	{"gprof", cmd_gprof, "GNU gprof output: gmon.out files for gprof, or its text layout"},
+	{"annotate", cmd_annotate, "source lines with their calls, entries, time and allocations"},
 };
 
 static void usage(FILE *f)

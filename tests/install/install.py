@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 '''
 
 MAN_PAGES = ['cygprof.1', 'cygprof-record.1', 'cygprof-report.1', 'cygprof-replay.1',
-             'cygprof-info.1', 'cygprof-gprof.1']
+             'cygprof-info.1', 'cygprof-gprof.1', 'cygprof-annotate.1']
 
 
 class Failure(Exception):
@@ -166,6 +166,12 @@ def test(ck, args, meson, tmp):
             data = json.loads(cp.out)
             got = {f['name']: f['calls'] for f in data['functions']}
             ck.eq(got, {'main': 1, 'a': 3, 'b': 6, 'c': 30}, 'calls per function')
+        # the installed cygprof-annotate runs without LD_LIBRARY_PATH too
+        annotate = os.path.join(bin_dir, 'cygprof-annotate')
+        cp = run([annotate, '--format=json', capture])
+        ck.check(cp.returncode == 0 and '"files"' in cp.out,
+                 'installed cygprof-annotate runs (exit %d: %s)' %
+                 (cp.returncode, cp.err.strip()[:300]))
         # The runtime preloaded into the program is the installed one.
         cp = run([cygprof, 'record', '-q', '-o', os.path.join(tmp, 'sh.data'), '--',
                   '/bin/sh', '-c', 'grep -h cygprof-cyg /proc/$$/maps'], cwd=tmp)

@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: MIT */
+/* annotate.c - per source line figures: call sites, function entries and
+ * allocations mapped to file:line through srcline.c. */
+#include "annotate.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory.h"
+#include "srcline.h"
+
+#define NO_FILE UINT32_MAX
+
+/* A file being filled: figures indexed by line number. */
+struct wfile {
+	char *path;
+	struct annotate_line *by_line;
+	size_t nlines; /* highest line + 1 */
+};
+
+/* (object, address) -> (file, line), for sites, functions and stacks. */
+struct loc_ent {
+	uint64_t addr;
+	uint32_t obj;  /* object index + 1; 0: empty slot */
+	uint32_t kind; /* 0 line of an address, 1 function definition */
+	uint32_t file; /* NO_FILE when unknown */
+	uint32_t line;
+};
+
+struct state {
+	struct cygprof_capture *cap;
+	struct srcline *sl;
+	struct cygprof_object *objs;
+	size_t nobjs;
+	const struct cygprof_object *last_obj;
+	struct wfile *files;
+	size_t nfiles;
+	const char *last_name; /* the last srcline name seen and its file */
+	uint32_t last_file;
+	struct loc_ent *loc;
+	size_t loc_size, loc_n;
+	struct annotate *a;
+};
+
+static const struct cygprof_object *find_object(struct state *s, uint32_t proc, uint64_t addr)
+{
+	const struct cygprof_object *o = s->last_obj;
+	size_t i;
+
+	if (o && o->proc_idx == proc && o->start <= addr && addr < o->end)
+		return o;
+	for (i = 0; i < s->nobjs; i++) {
+		o = &s->objs[i];
+		if (o->proc_idx == proc && o->start <= addr && addr < o->end) {
+			s->last_obj = o;
+			return o;
+		}
+	}
+	return NULL;
+}
+
+static long file_index(struct state *s, const char *name)
+{
+	struct wfile *t;
+	size_t i;
+
+	if (name == s->last_name)
+		return s->last_file;
+	for (i = 0; i < s->nfiles; i++)
+		if (!strcmp(s->files[i].path, name))
+			goto found;
+	t = realloc(s->files, (s->nfiles + 1) * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	s->files = t;
+	memset(&t[i], 0, sizeof(*t));
+	t[i].path = strdup(name);
+	if (!t[i].path)
+		return -ENOMEM;
+	s->nfiles++;
+found:
+	s->last_name = name;
+	s->last_file = (uint32_t)i;
+	return (long)i;
+}
+
+static uint64_t loc_hash(uint32_t obj, uint32_t kind, uint64_t addr)
+{
+	uint64_t h = addr * 0x9e3779b97f4a7c15ull ^ ((uint64_t)obj << 1 | kind);
+
+	return h ^ (h >> 29);
+}
+
+static int loc_grow(struct state *s)
+{
+	size_t size = s->loc_size ? s->loc_size * 2 : 1024, i;
+	struct loc_ent *v = calloc(size, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < s->loc_size; i++) {
+		struct loc_ent *e = &s->loc[i];
+		size_t k;
+
+		if (!e->obj)
+			continue;
+		k = loc_hash(e->obj, e->kind, e->addr) & (size - 1);
+		while (v[k].obj)
+			k = (k + 1) & (size - 1);
+		v[k] = *e;
+	}
+	free(s->loc);
+	s->loc = v;
+	s->loc_size = size;
+	return 0;
+}
+
+/* The file and line of addr in process proc: kind 0 the line of the
+ * address, 1 the definition of the function entered there.  *file is
+ * NO_FILE when unknown. */
+static int locate(struct state *s, uint32_t proc, uint64_t addr, uint32_t kind, uint32_t *file,
+		  uint32_t *line)
+{
+	const struct cygprof_object *o = find_object(s, proc, addr);
+	struct loc_ent *e;
+	const char *name;
+	uint32_t key;
+	size_t k;
+	long f;
+	int err;
+
+	*file = NO_FILE;
+	*line = 0;
+	if (!o)
+		return 0;
+	key = (uint32_t)(o - s->objs) + 1;
+	if ((s->loc_n + 1) * 2 > s->loc_size && (err = loc_grow(s)))
+		return err;
+	k = loc_hash(key, kind, addr) & (s->loc_size - 1);
+	for (; s->loc[k].obj; k = (k + 1) & (s->loc_size - 1)) {
+		e = &s->loc[k];
+		if (e->obj == key && e->kind == kind && e->addr == addr) {
+			*file = e->file;
+			*line = e->line;
+			return 0;
+		}
+	}
+	e = &s->loc[k];
+	e->obj = key;
+	e->kind = kind;
+	e->addr = addr;
+	e->file = NO_FILE;
+	s->loc_n++;
+	err = kind ? srcline_function(s->sl, o, addr, &name, line)
+		   : srcline_lookup(s->sl, o, addr, &name, line);
+	if (err == -ENOMEM)
+		return err;
+	if (err)
+		return 0;
+	f = file_index(s, name);
+	if (f < 0)
+		return (int)f;
+	e->file = *file = (uint32_t)f;
+	e->line = *line;
+	return 0;
+}
+
+static struct annotate_line *line_of(struct state *s, uint32_t file, uint32_t line)
+{
+	struct wfile *w = &s->files[file];
+
+	if (line >= w->nlines) {
+		size_t n = line + 64;
+		struct annotate_line *t = realloc(w->by_line, n * sizeof(*t));
+
+		if (!t)
+			return NULL;
+		memset(t + w->nlines, 0, (n - w->nlines) * sizeof(*t));
+		w->by_line = t;
+		w->nlines = n;
+	}
+	return &w->by_line[line];
+}
+
+static int add_thread(struct state *s, const struct cygprof_thread *t)
+{
+	struct cygprof_node *nodes = NULL;
+	struct cygprof_callsite *sites = NULL;
+	struct annotate_line *l;
+	size_t nn = 0, ns = 0, i;
+	uint32_t file, line;
+	int err;
+
+	err = cygprof_capture_get_tree(s->cap, t->idx, &nodes, &nn);
+	if (err == CYGPROF_E_NOTFOUND)
+		return 0;
+	if (err)
+		return err;
+	err = cygprof_capture_get_sites(s->cap, t->idx, &sites, &ns);
+	if (err == CYGPROF_E_NOTFOUND) {
+		err = 0;
+		ns = 0;
+	}
+	if (err)
+		goto out;
+	for (i = 1; i < nn; i++) {
+		if (nodes[i].parent == 0)
+			s->a->total_ns += nodes[i].total_ns;
+		s->a->total_calls += nodes[i].calls;
+		if (!nodes[i].calls || !nodes[i].fn)
+			continue;
+		err = locate(s, t->proc_idx, nodes[i].fn, 1, &file, &line);
+		if (err)
+			goto out;
+		if (file == NO_FILE)
+			continue;
+		l = line_of(s, file, line);
+		if (!l) {
+			err = -ENOMEM;
+			goto out;
+		}
+		l->entries += nodes[i].calls;
+	}
+	for (i = 0; i < ns; i++) {
+		const struct cygprof_callsite *c = &sites[i];
+
+		if (!c->calls)
+			continue;
+		file = NO_FILE;
+		if (c->site) {
+			err = locate(s, t->proc_idx, c->site - 1, 0, &file, &line);
+			if (err)
+				goto out;
+		}
+		if (file == NO_FILE) {
+			s->a->unresolved_calls += c->calls;
+			continue;
+		}
+		l = line_of(s, file, line);
+		if (!l) {
+			err = -ENOMEM;
+			goto out;
+		}
+		l->calls += c->calls;
+		l->total_ns += c->total_ns;
+	}
+out:
+	free(nodes);
+	free(sites);
+	return err;
+}
+
+/* ---- memory ---------------------------------------------------------------- */
+
+struct stack_loc {
+	uint32_t file; /* NO_FILE: unknown */
+	uint32_t line;
+	int done;
+};
+
+struct mem_state {
+	struct cygprof_stack_node *stash;
+	size_t nstash;
+	struct stack_loc *locs; /* by stash id - 1 */
+	struct cygprof_symbol **syms;
+	size_t *nsyms;
+	int *loaded;
+	size_t nprocs;
+};
+
+static const char *sym_name(struct state *s, struct mem_state *m, uint32_t proc, uint64_t addr)
+{
+	const struct cygprof_symbol *sym;
+
+	if (proc >= m->nprocs)
+		return NULL;
+	if (!m->loaded[proc]) {
+		m->loaded[proc] = 1;
+		if (cygprof_capture_get_symbols(s->cap, proc, &m->syms[proc], &m->nsyms[proc])) {
+			m->syms[proc] = NULL;
+			m->nsyms[proc] = 0;
+		}
+	}
+	sym = m->nsyms[proc] ? cygprof_symbols_lookup(m->syms[proc], m->nsyms[proc], addr) : NULL;
+	return sym ? sym->name : NULL;
+}
+
+static int stack_line(struct state *s, struct mem_state *m, uint32_t id, struct stack_loc **out)
+{
+	struct stack_loc *sl = &m->locs[id - 1];
+	uint32_t cur = id, steps = 0;
+	int err;
+
+	*out = sl;
+	if (sl->done)
+		return 0;
+	sl->done = 1;
+	sl->file = NO_FILE;
+	while (cur && cur <= m->nstash && steps++ <= m->nstash) {
+		const struct cygprof_stack_node *nd = &m->stash[cur - 1];
+		uint64_t a = nd->addr;
+		const struct cygprof_object *o;
+
+		if (nd->kind == CYGPROF_FRAME_RA && a)
+			a--;
+		o = find_object(s, nd->proc_idx, a);
+		if (memory_frame_skipped(sym_name(s, m, nd->proc_idx, a), o ? o->path : NULL)) {
+			cur = nd->parent;
+			continue;
+		}
+		err = locate(s, nd->proc_idx, a, nd->kind == CYGPROF_FRAME_FN, &sl->file,
+			     &sl->line);
+		return err;
+	}
+	return 0;
+}
+
+static int add_memory(struct state *s, const struct cygprof_thread *th, size_t nth)
+{
+	struct mem_state m = {0};
+	struct cygprof_proc *procs = NULL;
+	size_t i, nprocs = 0;
+	int err;
+
+	err = cygprof_capture_get_stacks(s->cap, &m.stash, &m.nstash);
+	if (err == CYGPROF_E_NOTFOUND)
+		err = 0;
+	if (err)
+		return err;
+	err = cygprof_capture_get_procs(s->cap, &procs, &nprocs);
+	if (err)
+		goto out;
+	m.nprocs = nprocs;
+	m.locs = calloc(m.nstash ? m.nstash : 1, sizeof(*m.locs));
+	m.syms = calloc(nprocs ? nprocs : 1, sizeof(*m.syms));
+	m.nsyms = calloc(nprocs ? nprocs : 1, sizeof(*m.nsyms));
+	m.loaded = calloc(nprocs ? nprocs : 1, sizeof(*m.loaded));
+	if (!m.locs || !m.syms || !m.nsyms || !m.loaded) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nth && !err; i++) {
+		struct cygprof_mem_cursor *cur;
+		struct cygprof_mem_event ev;
+		int r;
+
+		err = cygprof_mem_cursor_open(s->cap, th[i].idx, &cur);
+		if (err)
+			break;
+		while ((r = cygprof_mem_cursor_next(cur, &ev)) == 1) {
+			struct stack_loc *sl = NULL;
+			struct annotate_line *l;
+
+			if (ev.op != CYGPROF_MEM_ALLOC || !ev.addr)
+				continue;
+			s->a->total_allocations++;
+			s->a->total_alloc_bytes += ev.size;
+			if (ev.stack && ev.stack <= m.nstash) {
+				err = stack_line(s, &m, ev.stack, &sl);
+				if (err)
+					break;
+			}
+			if (!sl || sl->file == NO_FILE) {
+				s->a->unresolved_allocations++;
+				continue;
+			}
+			l = line_of(s, sl->file, sl->line);
+			if (!l) {
+				err = -ENOMEM;
+				break;
+			}
+			l->allocations++;
+			l->alloc_bytes += ev.size;
+		}
+		if (r < 0 && !err)
+			err = r;
+		cygprof_mem_cursor_close(cur);
+	}
+out:
+	if (m.syms)
+		for (i = 0; i < m.nprocs; i++)
+			if (m.syms[i])
+				cygprof_symbols_free(m.syms[i], m.nsyms[i]);
+	free(m.syms);
+	free(m.nsyms);
+	free(m.loaded);
+	free(m.locs);
+	free(m.stash);
+	if (procs)
+		cygprof_procs_free(procs, nprocs);
+	return err;
+}
+
+/* ---- result ------------------------------------------------------------------ */
+
+static int cmp_file(const void *a, const void *b)
+{
+	return strcmp(((const struct annotate_file *)a)->path,
+		      ((const struct annotate_file *)b)->path);
+}
+
+static int finish(struct state *s)
+{
+	struct annotate *a = s->a;
+	size_t i, j;
+
+	a->files = calloc(s->nfiles ? s->nfiles : 1, sizeof(*a->files));
+	if (!a->files)
+		return -ENOMEM;
+	for (i = 0; i < s->nfiles; i++) {
+		struct wfile *w = &s->files[i];
+		struct annotate_file *f = &a->files[a->nfiles];
+		size_t n = 0;
+
+		for (j = 0; j < w->nlines; j++) {
+			const struct annotate_line *l = &w->by_line[j];
+
+			if (l->calls || l->entries || l->total_ns || l->allocations || l->samples)
+				n++;
+		}
+		if (!n)
+			continue;
+		f->lines = malloc(n * sizeof(*f->lines));
+		if (!f->lines)
+			return -ENOMEM;
+		for (j = 0; j < w->nlines; j++) {
+			struct annotate_line *l = &w->by_line[j];
+
+			if (!(l->calls || l->entries || l->total_ns || l->allocations || l->samples))
+				continue;
+			l->line = (uint32_t)j;
+			f->lines[f->nlines++] = *l;
+			f->calls += l->calls;
+			f->entries += l->entries;
+			f->allocations += l->allocations;
+			f->alloc_bytes += l->alloc_bytes;
+			if (l->total_ns > f->max_ns)
+				f->max_ns = l->total_ns;
+		}
+		f->path = w->path;
+		w->path = NULL;
+		a->nfiles++;
+	}
+	qsort(a->files, a->nfiles, sizeof(*a->files), cmp_file);
+	return 0;
+}
+
+void annotate_free(struct annotate *a)
+{
+	size_t i;
+
+	if (!a)
+		return;
+	for (i = 0; i < a->nfiles; i++) {
+		free(a->files[i].path);
+		free(a->files[i].lines);
+	}
+	free(a->files);
+	free(a);
+}
+
+int annotate_load(struct cygprof_capture *cap, const struct annotate_opts *o,
+		  struct annotate **out)
+{
+	struct cygprof_thread *th = NULL;
+	struct state s;
+	size_t nth = 0, i;
+	char *mode = NULL;
+	int err;
+
+	*out = NULL;
+	memset(&s, 0, sizeof(s));
+	s.cap = cap;
+	s.a = calloc(1, sizeof(*s.a));
+	s.sl = srcline_new(o ? o->debuginfo : NULL);
+	if (!s.a || !s.sl) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = cygprof_capture_get_objects(cap, &s.objs, &s.nobjs);
+	if (err == CYGPROF_E_NOTFOUND)
+		err = 0;
+	if (err)
+		goto out;
+	err = cygprof_capture_get_threads(cap, &th, &nth);
+	if (err)
+		goto out;
+	for (i = 0; i < nth && !err; i++)
+		err = add_thread(&s, &th[i]);
+	if (err)
+		goto out;
+	if (!cygprof_capture_get_meta(cap, "mode", &mode) && strstr(mode, "memory")) {
+		s.a->memory = 1;
+		err = add_memory(&s, th, nth);
+		if (err)
+			goto out;
+	}
+	err = finish(&s);
+out:
+	free(mode);
+	free(th);
+	for (i = 0; i < s.nfiles; i++) {
+		free(s.files[i].path);
+		free(s.files[i].by_line);
+	}
+	free(s.files);
+	free(s.loc);
+	if (s.objs)
+		cygprof_objects_free(s.objs, s.nobjs);
+	srcline_free(s.sl);
+	if (err) {
+		annotate_free(s.a);
+		return err;
+	}
+	*out = s.a;
+	return 0;
+}

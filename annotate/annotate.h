@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* annotate.h - figures per source line of a capture (cygprof annotate).
+ *
+ * For each source line (file as DWARF names it, joined to the compilation
+ * directory when relative and normalized):
+ *   calls        instrumented calls made from the line: the call-site
+ *                entries (get_sites) whose return address - 1 maps to it;
+ *   total_ns     the inclusive time of those calls;
+ *   entries      entries of the functions defined there: the calls of the
+ *                tree nodes of a function, at its DW_AT_decl_line (or the
+ *                line of its entry address);
+ *   allocations, alloc_bytes
+ *                allocations made from the line (record --memory): the
+ *                innermost return-address frame of each allocation's stack
+ *                past the allocator's own frames, or the line of the
+ *                function frame when there is none;
+ *   samples      0 (no sampling yet).
+ * Lines come from the objects' DWARF, located through debuginfo.h.
+ *
+ * Error convention: negative errno or CYGPROF_E_*; nothing here exits. */
+#ifndef CYGPROF_ANNOTATE_H
+#define CYGPROF_ANNOTATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cygprof/cygprof-capture.h"
+
+struct debuginfo;
+
+struct annotate_line {
+	uint32_t line;
+	uint64_t calls, entries, total_ns, allocations, alloc_bytes, samples;
+};
+
+struct annotate_file {
+	char *path;
+	struct annotate_line *lines; /* sorted by line, only non-zero ones */
+	size_t nlines;
+	/* sums over the lines (total_ns: the largest line's, times overlap) */
+	uint64_t calls, entries, max_ns, allocations, alloc_bytes;
+};
+
+struct annotate {
+	struct annotate_file *files; /* sorted by path */
+	size_t nfiles;
+	int memory;              /* the capture has memory events */
+	uint64_t total_calls;    /* all recorded calls */
+	uint64_t total_ns;       /* inclusive time of the threads' outermost calls */
+	uint64_t total_allocations, total_alloc_bytes;
+	uint64_t unresolved_calls; /* calls whose site has no line */
+	uint64_t unresolved_allocations;
+};
+
+struct annotate_opts {
+	struct debuginfo *debuginfo; /* borrowed; NULL: CYGPROF_DEBUG_DIRS and defaults */
+};
+
+/** Compute the figures of every line of a capture.
+ * @param[out] out owned: annotate_free(). */
+int annotate_load(struct cygprof_capture *cap, const struct annotate_opts *o,
+		  struct annotate **out);
+void annotate_free(struct annotate *a);
+
+#endif

@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd-annotate.c - cygprof annotate / cygprof-annotate: the source files of a
+ * capture with, on each line, the calls made from it, the entries of the
+ * function defined there, the time of those calls and the allocations made
+ * from it (perf annotate / callgrind_annotate style); or JSON. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "annotate.h"
+#include "cli.h"
+#include "debuginfo.h"
+#include "report-util.h"
+#include "srcline.h"
+
+struct annotate_cli {
+	int json;
+	int all;
+	double threshold; /* percent */
+	size_t hot;
+	const char *capture;
+	char **sources;
+	size_t nsources;
+	char **source_dirs;
+	size_t nsource_dirs;
+	char **map_old, **map_new;
+	size_t nmaps;
+	struct debuginfo *di;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cygprof-annotate [options] [CAPTURE] [SOURCE...]\n"
+		"       cygprof annotate [options] [CAPTURE] [SOURCE...]\n"
+		"\n"
+		"The source files of a capture (CAPTURE defaults to " CYGPROF_DEFAULT_CAPTURE
+		"; a first\n"
+		"argument ending in a source suffix such as .c or .h is taken as a SOURCE), each\n"
+		"line with: the instrumented calls made from it, the entries of the function\n"
+		"defined there, the inclusive time of those calls, the allocations made from\n"
+		"it (record --memory) and samples (always 0 for now).  Lines come from the\n"
+		"DWARF of the recorded objects or of their separate debug files.  SOURCE\n"
+		"arguments restrict the output to those files (by path suffix or basename).\n"
+		"\n"
+		"options:\n"
+		"  --all                  every file with a figure (default: files with at\n"
+		"                         least --threshold percent of the calls or time, or\n"
+		"                         with allocations)\n"
+		"  --threshold PCT        the default selection's threshold (default 1)\n"
+		"  --hot N                lines marked '>' as the hottest by time (default 5)\n"
+		"  --source-dir DIR       look for sources under DIR too, by the suffixes of\n"
+		"                         their DWARF path (repeatable)\n"
+		"  --prefix-map OLD=NEW   read sources whose path starts with OLD under NEW\n"
+		"                         instead (repeatable)\n"
+		"  --debug-dir DIR        look for separate debug files in DIR/.build-id/ and\n"
+		"                         DIR (repeatable; also CYGPROF_DEBUG_DIRS,\n"
+		"                         colon-separated)\n"
+		"  --format FMT           text (default) or json\n"
+		"  -h, --help             this help\n");
+}
+
+static void push(char ***v, size_t *n, char *s)
+{
+	char **t = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!t)
+		cli_die(1, "out of memory");
+	t[(*n)++] = s;
+	*v = t;
+}
+
+static int source_like(const char *s)
+{
+	static const char *const sfx[] = {".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh",
+					  ".hxx", ".C", ".S", ".s", ".inc", ".ipp", ".tcc"};
+	const char *dot = strrchr(s, '.');
+	size_t i;
+
+	if (!dot || strchr(dot, '/'))
+		return 0;
+	for (i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++)
+		if (!strcmp(dot, sfx[i]))
+			return 1;
+	return 0;
+}
+
+static void parse_opts(int argc, char **argv, struct annotate_cli *o)
+{
+	enum {
+		O_ALL = 256, O_THRESHOLD, O_HOT, O_SOURCE_DIR, O_PREFIX_MAP, O_DEBUG_DIR, O_FORMAT,
+	};
+	static const struct option lopts[] = {
+		{"all", no_argument, NULL, O_ALL},
+		{"threshold", required_argument, NULL, O_THRESHOLD},
+		{"hot", required_argument, NULL, O_HOT},
+		{"source-dir", required_argument, NULL, O_SOURCE_DIR},
+		{"prefix-map", required_argument, NULL, O_PREFIX_MAP},
+		{"debug-dir", required_argument, NULL, O_DEBUG_DIR},
+		{"format", required_argument, NULL, O_FORMAT},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	char *end, *eq;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->threshold = 1.0;
+	o->hot = 5;
+	o->di = cli_debuginfo_new();
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case O_ALL:
+			o->all = 1;
+			break;
+		case O_THRESHOLD:
+			errno = 0;
+			o->threshold = strtod(optarg, &end);
+			if (end == optarg || *end || errno || o->threshold < 0 || o->threshold > 100)
+				cli_die(2, "annotate: bad --threshold value '%s' (a percentage)",
+					optarg);
+			break;
+		case O_HOT: {
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (end == optarg || *end || errno || optarg[0] == '-')
+				cli_die(2, "annotate: bad --hot value '%s'", optarg);
+			o->hot = v;
+			break;
+		}
+		case O_SOURCE_DIR:
+			push(&o->source_dirs, &o->nsource_dirs, optarg);
+			break;
+		case O_PREFIX_MAP:
+			eq = strchr(optarg, '=');
+			if (!eq || eq == optarg)
+				cli_die(2, "annotate: bad --prefix-map '%s' (OLD=NEW)", optarg);
+			*eq = 0;
+			push(&o->map_old, &o->nmaps, optarg);
+			o->nmaps--;
+			push(&o->map_new, &o->nmaps, eq + 1);
+			break;
+		case O_DEBUG_DIR:
+			cli_debuginfo_add_dir(o->di, optarg);
+			break;
+		case O_FORMAT:
+			if (!strcmp(optarg, "json"))
+				o->json = 1;
+			else if (!strcmp(optarg, "text"))
+				o->json = 0;
+			else
+				cli_die(2, "annotate: unknown format '%s' (text, json)", optarg);
+			break;
+		case ':':
+			cli_die(2, "annotate: option '%s' needs an argument (see 'cygprof annotate --help')",
+				argv[optind - 1]);
+		default:
+			if (optopt)
+				cli_die(2, "annotate: unknown option '-%c' (see 'cygprof annotate --help')",
+					optopt);
+			cli_die(2, "annotate: unknown option '%s' (see 'cygprof annotate --help')",
+				argv[optind - 1]);
+		}
+	}
+	if (optind < argc && !source_like(argv[optind]))
+		o->capture = argv[optind++];
+	for (; optind < argc; optind++)
+		push(&o->sources, &o->nsources, argv[optind]);
+	cli_debuginfo_env(o->di);
+}
+
+/* ---- selection ------------------------------------------------------------- */
+
+static int suffix_match(const char *path, const char *sfx)
+{
+	size_t lp = strlen(path), ls = strlen(sfx);
+
+	if (!ls || ls > lp || strcmp(path + lp - ls, sfx))
+		return 0;
+	return ls == lp || path[lp - ls - 1] == '/' || sfx[0] == '/';
+}
+
+static int source_selected(const struct annotate_cli *o, const char *path)
+{
+	char buf[PATH_MAX], *norm;
+	const char *base, *p;
+	size_t i;
+	int ok;
+
+	if (!o->nsources)
+		return 1;
+	for (i = 0; i < o->nsources; i++) {
+		const char *s = o->sources[i];
+
+		if (realpath(s, buf) && !strcmp(buf, path))
+			return 1;
+		norm = strdup(s);
+		if (!norm)
+			cli_die(1, "out of memory");
+		srcline_normalize(norm);
+		p = norm;
+		while (!strncmp(p, "../", 3))
+			p += 3;
+		ok = suffix_match(path, p);
+		free(norm);
+		if (ok)
+			return 1;
+		base = strrchr(s, '/');
+		base = base ? base + 1 : s;
+		if (suffix_match(path, base) && !strchr(s, '/'))
+			return 1;
+	}
+	return 0;
+}
+
+static int file_shown(const struct annotate_cli *o, const struct annotate *a,
+		      const struct annotate_file *f)
+{
+	if (!source_selected(o, f->path))
+		return 0;
+	if (o->all || o->nsources)
+		return 1;
+	if (f->allocations || f->alloc_bytes)
+		return 1;
+	if (a->total_calls &&
+	    (double)(f->calls + f->entries) * 100.0 >= o->threshold * (double)a->total_calls)
+		return 1;
+	if (a->total_ns && (double)f->max_ns * 100.0 >= o->threshold * (double)a->total_ns)
+		return 1;
+	return 0;
+}
+
+/* ---- sources --------------------------------------------------------------- */
+
+static FILE *try_open(const char *p, char **found)
+{
+	FILE *f = fopen(p, "r");
+
+	if (f && found)
+		*found = strdup(p);
+	return f;
+}
+
+static FILE *open_source(const struct annotate_cli *o, const char *path, char **found)
+{
+	char buf[PATH_MAX * 2];
+	const char *p;
+	int mapped = 0;
+	FILE *f;
+	size_t i;
+
+	*found = NULL;
+	/* a matching --prefix-map replaces the recorded location */
+	for (i = 0; i < o->nmaps; i++) {
+		size_t l = strlen(o->map_old[i]);
+
+		if (strncmp(path, o->map_old[i], l) || (path[l] && path[l] != '/' &&
+							o->map_old[i][l - 1] != '/'))
+			continue;
+		snprintf(buf, sizeof(buf), "%s%s", o->map_new[i], path + l);
+		f = try_open(buf, found);
+		if (f)
+			return f;
+		mapped = 1;
+	}
+	if (!mapped) {
+		f = try_open(path, found);
+		if (f)
+			return f;
+	}
+	for (i = 0; i < o->nsource_dirs; i++) {
+		for (p = path; p; p = strchr(p + 1, '/')) {
+			const char *sfx = p[0] == '/' ? p + 1 : p;
+
+			if (!*sfx)
+				break;
+			snprintf(buf, sizeof(buf), "%s/%s", o->source_dirs[i], sfx);
+			f = try_open(buf, found);
+			if (f)
+				return f;
+		}
+	}
+	return NULL;
+}
+
+/* ---- text -------------------------------------------------------------------- */
+
+static void col_u64(char *buf, size_t len, int width, uint64_t v)
+{
+	if (v)
+		snprintf(buf, len, "%*" PRIu64, width, v);
+	else
+		snprintf(buf, len, "%*s", width, "");
+}
+
+static void print_cols(const struct annotate *a, const struct annotate_line *l, int hot)
+{
+	char c[32], e[32], t[32], n[32], b[32], s[32], d[32];
+
+	col_u64(c, sizeof(c), 10, l ? l->calls : 0);
+	col_u64(e, sizeof(e), 9, l ? l->entries : 0);
+	if (l && l->total_ns)
+		snprintf(t, sizeof(t), "%11s", fmt_dur(d, sizeof(d), l->total_ns));
+	else
+		snprintf(t, sizeof(t), "%11s", "");
+	col_u64(s, sizeof(s), 7, l ? l->samples : 0);
+	printf("%c%s %s %s", hot ? '>' : ' ', c, e, t);
+	if (a->memory) {
+		col_u64(n, sizeof(n), 7, l ? l->allocations : 0);
+		col_u64(b, sizeof(b), 11, l ? l->alloc_bytes : 0);
+		printf(" %s %s", n, b);
+	}
+	printf(" %s", s);
+}
+
+static void print_header(const struct annotate *a)
+{
+	printf("%c%10s %9s %11s", ' ', "calls", "entries", "time");
+	if (a->memory)
+		printf(" %7s %11s", "allocs", "bytes");
+	printf(" %7s %6s  source\n", "samples", "line");
+}
+
+static int is_hot(const struct annotate_line **hot, size_t nhot, const struct annotate_line *l)
+{
+	size_t i;
+
+	for (i = 0; i < nhot; i++)
+		if (hot[i] == l)
+			return 1;
+	return 0;
+}
+
+static void print_file_text(const struct annotate_cli *o, const struct annotate *a,
+			    const struct annotate_file *f, const struct annotate_line **hot,
+			    size_t nhot)
+{
+	char d[32], *found = NULL, *text = NULL;
+	size_t cap = 0, k = 0;
+	ssize_t len;
+	uint32_t lineno = 0;
+	FILE *src;
+
+	printf("== %s\n", f->path);
+	printf("   %" PRIu64 " calls from its lines, %" PRIu64 " function entries", f->calls,
+	       f->entries);
+	if (f->max_ns)
+		printf(", hottest line %s", fmt_dur(d, sizeof(d), f->max_ns));
+	if (a->memory)
+		printf(", %" PRIu64 " allocations (%" PRIu64 " bytes)", f->allocations,
+		       f->alloc_bytes);
+	printf("\n");
+	src = open_source(o, f->path, &found);
+	if (!src)
+		printf("   (source not found: counts by line number; see --source-dir, --prefix-map)\n");
+	else if (strcmp(found, f->path))
+		printf("   (source read from %s)\n", found);
+	printf("\n");
+	print_header(a);
+	if (src) {
+		while ((len = getline(&text, &cap, src)) >= 0) {
+			const struct annotate_line *l = NULL;
+
+			lineno++;
+			while (k < f->nlines && f->lines[k].line < lineno)
+				k++;
+			if (k < f->nlines && f->lines[k].line == lineno)
+				l = &f->lines[k];
+			if (len && text[len - 1] == '\n')
+				text[--len] = 0;
+			print_cols(a, l, l && is_hot(hot, nhot, l));
+			printf(" %6" PRIu32 "  %s\n", lineno, text);
+		}
+		fclose(src);
+		free(text);
+	}
+	/* lines past the end of the source file read, or all without one */
+	for (; k < f->nlines; k++) {
+		if (f->lines[k].line <= lineno)
+			continue;
+		print_cols(a, &f->lines[k], is_hot(hot, nhot, &f->lines[k]));
+		printf(" %6" PRIu32 "%s\n", f->lines[k].line, src ? "  <past the end of the file>" : "");
+	}
+	printf("\n");
+	free(found);
+}
+
+static const struct annotate_line **hot_lines(const struct annotate_cli *o,
+					      const struct annotate *a, const int *shown,
+					      size_t *nhot)
+{
+	const struct annotate_line **v = calloc(o->hot ? o->hot : 1, sizeof(*v));
+	size_t i, j, n = 0;
+
+	if (!v)
+		cli_die(1, "out of memory");
+	for (i = 0; i < a->nfiles; i++) {
+		if (!shown[i])
+			continue;
+		for (j = 0; j < a->files[i].nlines; j++) {
+			const struct annotate_line *l = &a->files[i].lines[j];
+			size_t k;
+
+			if (!l->total_ns || !o->hot)
+				continue;
+			if (n == o->hot && l->total_ns <= v[n - 1]->total_ns)
+				continue;
+			k = n < o->hot ? n++ : n - 1;
+			while (k > 0 && v[k - 1]->total_ns < l->total_ns) {
+				v[k] = v[k - 1];
+				k--;
+			}
+			v[k] = l;
+		}
+	}
+	*nhot = n;
+	return v;
+}
+
+static const struct annotate *sort_a;
+
+static int cmp_hotness(const void *pa, const void *pb)
+{
+	const struct annotate_file *a = &sort_a->files[*(const size_t *)pa];
+	const struct annotate_file *b = &sort_a->files[*(const size_t *)pb];
+
+	if (a->max_ns != b->max_ns)
+		return a->max_ns > b->max_ns ? -1 : 1;
+	if (a->calls + a->entries != b->calls + b->entries)
+		return a->calls + a->entries > b->calls + b->entries ? -1 : 1;
+	if (a->alloc_bytes != b->alloc_bytes)
+		return a->alloc_bytes > b->alloc_bytes ? -1 : 1;
+	return strcmp(a->path, b->path);
+}
+
+static void print_text(const struct annotate_cli *o, const struct annotate *a, const int *shown,
+		       const char *command)
+{
+	const struct annotate_line **hot;
+	size_t i, nhot, nshown = 0, *order;
+	char d[32];
+
+	hot = hot_lines(o, a, shown, &nhot);
+	order = malloc((a->nfiles ? a->nfiles : 1) * sizeof(*order));
+	if (!order)
+		cli_die(1, "out of memory");
+	for (i = 0; i < a->nfiles; i++)
+		if (shown[i])
+			order[nshown++] = i;
+	sort_a = a;
+	qsort(order, nshown, sizeof(*order), cmp_hotness);
+	if (command)
+		printf("Annotate: %s\n", command);
+	printf("Total: %" PRIu64 " calls, %s", a->total_calls, fmt_dur(d, sizeof(d), a->total_ns));
+	if (a->memory)
+		printf(", %" PRIu64 " allocations (%" PRIu64 " bytes)", a->total_allocations,
+		       a->total_alloc_bytes);
+	printf("\n");
+	if (a->unresolved_calls || a->unresolved_allocations)
+		printf("Without a source line: %" PRIu64 " calls, %" PRIu64 " allocations\n",
+		       a->unresolved_calls, a->unresolved_allocations);
+	printf("Columns: calls made from the line, entries of the function defined there,\n"
+	       "inclusive time of the calls from the line, %ssamples;\n"
+	       "'>' marks the %zu hottest lines by time.\n\n",
+	       a->memory ? "allocations and bytes allocated from the line,\n" : "", nhot);
+	if (!nshown)
+		printf("No source file %s (see --all, --threshold).\n\n",
+		       a->nfiles ? "above the threshold" : "with line information");
+	for (i = 0; i < nshown; i++)
+		print_file_text(o, a, &a->files[order[i]], hot, nhot);
+	free(order);
+	free(hot);
+}
+
+/* ---- JSON -------------------------------------------------------------------- */
+
+static void print_json(const struct annotate_cli *o, const struct annotate *a, const int *shown)
+{
+	size_t i, j;
+	int first = 1;
+
+	printf("{\"files\": [");
+	for (i = 0; i < a->nfiles; i++) {
+		const struct annotate_file *f = &a->files[i];
+		char *found = NULL;
+		FILE *src;
+
+		if (!shown[i])
+			continue;
+		printf("%s\n  {\"path\": ", first ? "" : ",");
+		first = 0;
+		json_str(stdout, f->path);
+		src = open_source(o, f->path, &found);
+		printf(", \"source\": ");
+		if (src) {
+			json_str(stdout, found);
+			fclose(src);
+		} else {
+			printf("null");
+		}
+		free(found);
+		printf(", \"lines\": [");
+		for (j = 0; j < f->nlines; j++) {
+			const struct annotate_line *l = &f->lines[j];
+
+			printf("%s\n    {\"line\": %" PRIu32 ", \"calls\": %" PRIu64
+			       ", \"entries\": %" PRIu64 ", \"total_ns\": %" PRIu64
+			       ", \"alloc_bytes\": %" PRIu64 ", \"allocations\": %" PRIu64
+			       ", \"samples\": %" PRIu64 "}",
+			       j ? "," : "", l->line, l->calls, l->entries, l->total_ns,
+			       l->alloc_bytes, l->allocations, l->samples);
+		}
+		printf("%s]}", f->nlines ? "\n  " : "");
+	}
+	printf("%s],\n \"totals\": {\"calls\": %" PRIu64 ", \"total_ns\": %" PRIu64
+	       ", \"allocations\": %" PRIu64 ", \"alloc_bytes\": %" PRIu64
+	       ", \"unresolved_calls\": %" PRIu64 ", \"unresolved_allocations\": %" PRIu64
+	       ", \"memory\": %s}}\n",
+	       first ? "" : "\n", a->total_calls, a->total_ns, a->total_allocations,
+	       a->total_alloc_bytes, a->unresolved_calls, a->unresolved_allocations,
+	       a->memory ? "true" : "false");
+}
+
+/* ---- driver ---------------------------------------------------------------- */
+
+int cmd_annotate(int argc, char **argv)
+{
+	struct annotate_opts ao = {0};
+	struct cygprof_capture *cap;
+	struct annotate_cli o;
+	struct annotate *a;
+	char *command = NULL;
+	const char *file;
+	int *shown, err;
+	size_t i;
+
+	parse_opts(argc, argv, &o);
+	file = o.capture ? o.capture : CYGPROF_DEFAULT_CAPTURE;
+	cap = cli_open_capture(file);
+	ao.debuginfo = o.di;
+	err = annotate_load(cap, &ao, &a);
+	if (err)
+		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	shown = calloc(a->nfiles ? a->nfiles : 1, sizeof(*shown));
+	if (!shown)
+		cli_die(1, "out of memory");
+	for (i = 0; i < a->nfiles; i++)
+		shown[i] = file_shown(&o, a, &a->files[i]);
+	if (o.json) {
+		print_json(&o, a, shown);
+	} else {
+		cygprof_capture_get_meta(cap, "command", &command);
+		print_text(&o, a, shown, command);
+		free(command);
+	}
+	free(shown);
+	annotate_free(a);
+	debuginfo_free(o.di);
+	free(o.sources);
+	free(o.source_dirs);
+	free(o.map_old);
+	free(o.map_new);
+	if (fflush(stdout) || ferror(stdout)) {
+		cygprof_capture_close(cap);
+		cli_die(1, "write error on standard output");
+	}
+	cygprof_capture_close(cap);
+	return 0;
+}
