@@ -38,6 +38,8 @@ static void usage(FILE *f)
 		"                         (repeatable)\n"
 		"  -D, --depth N          keep call paths at most N calls deep\n"
 		"  -t, --time-filter DUR  timeline: drop calls shorter than DUR (e.g. 10us, 1ms)\n"
+		"      --debug-dir DIR    where separate debug files are (repeatable; also\n"
+		"                         CYGPROF_DEBUG_DIRS): names of stripped objects\n"
 		"      --shm-size BYTES   size of the shared mapping, 64M to 16G (default 16G,\n"
 		"                         sparse: only what is used takes memory)\n"
 		"  -q, --quiet            no summary line\n"
@@ -176,6 +178,7 @@ int cmd_record(int argc, char **argv)
 		{"ring-size", required_argument, NULL, 'R'},
 		{"drop", no_argument, NULL, 'P'},
 		{"memory", no_argument, NULL, 'M'},
+		{"debug-dir", required_argument, NULL, 'G'},
 		{"filter", required_argument, NULL, 'F'},
 		{"notrace", required_argument, NULL, 'N'},
 		{"depth", required_argument, NULL, 'D'},
@@ -188,13 +191,14 @@ int cmd_record(int argc, char **argv)
 	struct cygprof_record_opts o;
 	struct cygprof_record_result r;
 	char err[512], filters[1024] = "", sz[32];
-	const char *only[argc], *except[argc];
+	const char *only[argc], *except[argc], *dbgdirs[argc];
 	int c, rc;
 
 	memset(&o, 0, sizeof o);
 	o.output = CYGPROF_DEFAULT_CAPTURE;
 	o.only = only;
 	o.except = except;
+	o.debug_dirs = dbgdirs;
 	opterr = 0; /* one error line: ours */
 	/* '+': stop at the first non-option, which is PROG. */
 	while ((c = getopt_long(argc, argv, "+o:F:N:D:t:qh", opts, NULL)) != -1) {
@@ -214,6 +218,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'M':
 			o.memory = 1;
+			break;
+		case 'G':
+			dbgdirs[o.n_debug_dirs++] = optarg;
 			break;
 		case 'F':
 			only[o.n_only++] = optarg;

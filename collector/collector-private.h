@@ -10,6 +10,7 @@
 #include "collector.h"
 #include "cyg-shm.h"
 #include "cygprof/cygprof-capture.h"
+#include "debuginfo.h"
 #include "symbols.h"
 
 /* Open-addressing hash from a 64-bit key (never 0) to a 64-bit value. */
@@ -99,6 +100,7 @@ struct collector {
 	uint64_t end_ts;      /* when the last process was seen gone */
 	int filtering;
 	int err;              /* first capture write error */
+	struct debuginfo *dbg; /* separate debug files: names of stripped objects */
 	int main_pid;         /* the program we started */
 	int main_status;      /* its wait status */
 };

@@ -222,7 +222,21 @@ static struct cygprof_elf *elf_for(struct collector *c, struct cproc *cp, const 
 		/* gone already: the path as we see it is the best guess */
 		v[c->nelfs].err = cygprof_elf_open(path, &v[c->nelfs].elf);
 	}
-	return v[c->nelfs++].elf;
+	struct cygprof_elf *e = v[c->nelfs++].elf;
+	if (e && !cygprof_elf_has_symtab(e) && c->dbg) {
+		/* Stripped: a separate debug file (by build-id, debuglink,
+		 * --debug-dir, debuginfod) names its static functions. */
+		uint8_t bid[64];
+		size_t blen = cygprof_elf_build_id(e, bid, sizeof bid);
+		char *dfile = NULL;
+		struct cygprof_elf *d = NULL;
+		if (!debuginfo_find(c->dbg, file, bid, blen, &dfile) && strcmp(dfile, file) &&
+		    !cygprof_elf_open(dfile, &d) && cygprof_elf_has_symtab(d))
+			cygprof_elf_adopt_symbols(e, d);
+		cygprof_elf_close(d);
+		free(dfile);
+	}
+	return e;
 }
 
 static char *mnt_ns(pid_t pid)
@@ -773,6 +787,7 @@ static void free_collector(struct collector *c)
 	}
 	free(c->elfs);
 	collector_mem_release(c);
+	debuginfo_free(c->dbg);
 	if (c->base && c->base != MAP_FAILED)
 		munmap(c->base, c->size);
 }
@@ -789,6 +804,11 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 	memset(&c, 0, sizeof c);
 	memset(res, 0, sizeof *res);
 	c.o = o;
+	c.dbg = debuginfo_new();
+	for (size_t i = 0; c.dbg && i < o->n_debug_dirs; i++)
+		debuginfo_add_dir(c.dbg, o->debug_dirs[i]);
+	if (c.dbg)
+		debuginfo_add_env(c.dbg);
 	c.filtering = o->n_only || o->n_except || o->max_depth;
 
 	rc = cygprof_capture_create(o->output, &c.cap);

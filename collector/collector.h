@@ -23,6 +23,8 @@ struct cygprof_record_opts {
 	size_t n_except;
 	uint64_t min_ns;       /* timeline: drop calls shorter than this */
 	const char *filters;   /* the filter options as given, for the capture */
+	const char **debug_dirs; /* where separate debug files are (--debug-dir) */
+	size_t n_debug_dirs;
 };
 
 struct cygprof_record_result {

@@ -32,6 +32,7 @@ struct elf_load {
 
 struct cygprof_elf {
 	int is_dyn;
+	int full;  /* the symbols came from .symtab (not only .dynsym) */
 	struct elf_sym *syms;
 	size_t nsyms;
 	struct elf_load *loads;
@@ -314,6 +315,8 @@ static int read_symbols(Elf *elf, struct cygprof_elf *e)
 			if (ret)
 				return ret;
 		}
+		if (e->nsyms && kinds[k] == SHT_SYMTAB)
+			e->full = 1;
 	}
 	if (!e->nsyms)
 		return 0;
@@ -469,6 +472,23 @@ int cygprof_elf_open(const char *path, struct cygprof_elf **out)
 	}
 	*out = e;
 	return 0;
+}
+
+int cygprof_elf_has_symtab(const struct cygprof_elf *e)
+{
+	return e && e->full;
+}
+
+void cygprof_elf_adopt_symbols(struct cygprof_elf *e, struct cygprof_elf *from)
+{
+	if (!e || !from || !from->nsyms)
+		return;
+	free_syms(e);
+	e->syms = from->syms;
+	e->nsyms = from->nsyms;
+	e->full = from->full;
+	from->syms = NULL;
+	from->nsyms = 0;
 }
 
 void cygprof_elf_close(struct cygprof_elf *e)

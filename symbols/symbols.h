@@ -55,6 +55,14 @@ int cygprof_elf_bias(const struct cygprof_elf *e, const struct cygprof_map *map,
 const char *cygprof_elf_lookup(const struct cygprof_elf *e, uint64_t vaddr, uint64_t *start,
 			       uint64_t *size);
 
+/** 1 when the symbols came from .symtab: the object was not stripped. */
+int cygprof_elf_has_symtab(const struct cygprof_elf *e);
+
+/** Replace e's symbols by from's (a separate debug file of the same object,
+ * whose .symtab names the static functions a stripped object lacks); from
+ * keeps its segments and build-id and has no symbols left. */
+void cygprof_elf_adopt_symbols(struct cygprof_elf *e, struct cygprof_elf *from);
+
 /** Demangle a C++ name (Itanium ABI) the way c++filt prints it; a copy of
  * name when it is not mangled.  Returns an owned string: free() it. */
 char *cygprof_demangle(const char *name);

@@ -1060,6 +1060,39 @@ def test_disk_full(ck, cyg, example):
         run(['umount', mnt])
 
 
+def test_stripped(ck, cyg, example):
+    """A fully stripped program: without its debug file its functions have
+    no names; with the debug file found by build-id in --debug-dir (or
+    CYGPROF_DEBUG_DIRS) they do, and the counts are the same."""
+    objcopy, strip = shutil.which('objcopy'), shutil.which('strip')
+    if not objcopy or not strip:
+        print('SKIP: needs objcopy and strip')
+        sys.exit(SKIP)
+    w = cyg.workdir
+    prog = os.path.join(w, 'prog')
+    shutil.copy(example, prog)
+    notes = run(['readelf', '-n', prog]).out
+    m = re.search(r'Build ID: ([0-9a-f]+)', notes)
+    if not m:
+        raise Failure('no build-id in %s' % example)
+    bid = m.group(1)
+    dbg = os.path.join(w, 'dbg', '.build-id', bid[:2])
+    os.makedirs(dbg)
+    ck.eq(run([objcopy, '--only-keep-debug', prog, os.path.join(dbg, bid[2:] + '.debug')]).returncode,
+          0, 'objcopy --only-keep-debug')
+    ck.eq(run([strip, '--strip-all', prog]).returncode, 0, 'strip --strip-all')
+    want = {'main': 1, 'a': 3, 'b': 6, 'c': 30}
+    cap1 = os.path.join(w, 'nodebug.data')
+    cyg.record(cap1, [prog])
+    data, _ = cyg.report_json(cap1, ck)
+    names = {f['name'] for f in data['functions']}
+    ck.check(not (names & set(want)), 'stripped, no debug file: no names (got %s)' % sorted(names))
+    cap2 = os.path.join(w, 'debug.data')
+    cyg.record(cap2, [prog], ['--debug-dir', os.path.join(w, 'dbg')])
+    data, _ = cyg.report_json(cap2, ck)
+    check_functions(ck, data, want)
+
+
 def test_info_forkexec(ck, cyg, example):
     exp = exp_forkexec()
     capture, data, _ = record_and_check(ck, cyg, example, exp)
@@ -1129,6 +1162,7 @@ TESTS.update({
     'info-forkexec': test_info_forkexec,
     'mount-namespace': test_mount_namespace,
     'disk-full': test_disk_full,
+    'stripped-debug-dir': test_stripped,
 })
 
 
