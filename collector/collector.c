@@ -230,10 +230,22 @@ static struct cygprof_elf *elf_for(struct collector *c, struct cproc *cp, const 
 		size_t blen = cygprof_elf_build_id(e, bid, sizeof bid);
 		char *dfile = NULL;
 		struct cygprof_elf *d = NULL;
-		if (!debuginfo_find(c->dbg, file, bid, blen, &dfile) && strcmp(dfile, file) &&
+		struct debuginfo *dbg = c->dbg, *own = NULL;
+		if (cp && cp->ns && (own = debuginfo_new())) {
+			/* a container's own debug directory first */
+			char dir[64];
+			snprintf(dir, sizeof dir, "/proc/%u/root/usr/lib/debug", cp->p->pid);
+			debuginfo_add_dir(own, dir);
+			for (size_t k = 0; k < c->o->n_debug_dirs; k++)
+				debuginfo_add_dir(own, c->o->debug_dirs[k]);
+			debuginfo_add_env(own);
+			dbg = own;
+		}
+		if (!debuginfo_find(dbg, file, bid, blen, &dfile) && strcmp(dfile, file) &&
 		    !cygprof_elf_open(dfile, &d) && cygprof_elf_has_symtab(d))
 			cygprof_elf_adopt_symbols(e, d);
 		cygprof_elf_close(d);
+		debuginfo_free(own);
 		free(dfile);
 	}
 	return e;
