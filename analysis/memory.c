@@ -706,7 +706,8 @@ static size_t rel_compact(struct memory_rel *r, size_t n)
 	for (i = 0; i < n; i++)
 		if (r[i].stacks)
 			r[k++] = r[i];
-	qsort(r, k, sizeof(*r), cmp_rel);
+	if (k)
+		qsort(r, k, sizeof(*r), cmp_rel);
 	return k;
 }
 

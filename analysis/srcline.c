@@ -202,7 +202,8 @@ static int index_cus(struct srcline_obj *o)
 			if (add_range(o, &cap, lo, hi, &cudie))
 				return -ENOMEM;
 	}
-	qsort(o->r, o->nr, sizeof(*o->r), cmp_range);
+	if (o->nr)
+		qsort(o->r, o->nr, sizeof(*o->r), cmp_range);
 	return 0;
 }
 

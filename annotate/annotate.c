@@ -442,7 +442,8 @@ static int finish(struct state *s)
 		w->path = NULL;
 		a->nfiles++;
 	}
-	qsort(a->files, a->nfiles, sizeof(*a->files), cmp_file);
+	if (a->nfiles)
+		qsort(a->files, a->nfiles, sizeof(*a->files), cmp_file);
 	return 0;
 }
 

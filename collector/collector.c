@@ -827,6 +827,7 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 	if (rc) {
 		snprintf(err, errlen, "cannot create capture '%s': %s", o->output,
 			 cygprof_strerror(rc));
+		debuginfo_free(c.dbg);
 		return rc;
 	}
 	rc = setup_mapping(&c, &memfd);

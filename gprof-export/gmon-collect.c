@@ -73,7 +73,8 @@ static void merge_image(struct gmon_image *m)
 {
 	size_t i, k;
 
-	qsort(m->fns, m->nfns, sizeof(*m->fns), cmp_fn);
+	if (m->nfns)
+		qsort(m->fns, m->nfns, sizeof(*m->fns), cmp_fn);
 	for (i = 0, k = 0; i < m->nfns; i++) {
 		if (k && m->fns[k - 1].addr == m->fns[i].addr) {
 			m->fns[k - 1].self_ns += m->fns[i].self_ns;
@@ -88,7 +89,8 @@ static void merge_image(struct gmon_image *m)
 	for (i = 0; i < m->nfns; i++)
 		m->self_ns += m->fns[i].self_ns;
 
-	qsort(m->arcs, m->narcs, sizeof(*m->arcs), cmp_arc);
+	if (m->narcs)
+		qsort(m->arcs, m->narcs, sizeof(*m->arcs), cmp_arc);
 	for (i = 0, k = 0; i < m->narcs; i++) {
 		if (k && m->arcs[k - 1].from_pc == m->arcs[i].from_pc &&
 		    m->arcs[k - 1].self_pc == m->arcs[i].self_pc)

@@ -135,7 +135,8 @@ int gmon_hist_build(const struct gmon_fn *fns, size_t n, struct gmon_hist *h)
 	}
 	total = total * h->rate;
 	target = (uint64_t)((total + 500000000u) / 1000000000u);
-	qsort(rem, n, sizeof(*rem), cmp_rem);
+	if (n)
+		qsort(rem, n, sizeof(*rem), cmp_rem);
 	for (i = 0; i < n && sum < target; i++) {
 		if (!rem[i].r)
 			break;
