@@ -43,7 +43,9 @@ struct fnode {
 struct cthread {
 	struct cyg_thread *t;
 	uint32_t idx;
-	uint64_t cur_ts;
+	uint64_t cur_ts;     /* full time of the last event decoded */
+	uint64_t idle_lb;    /* a drain saw the ring unchanged at this time: later
+			      * events are not older than it */
 	struct fnode *nodes;
 	size_t n, cap;
 	struct hmap bykey;   /* hash3(parent, fn, 0) -> index (collisions: probe the next key) */
@@ -104,6 +106,22 @@ struct collector {
 	int main_pid;         /* the program we started */
 	int main_status;      /* its wait status */
 };
+
+/* The full timestamp of an event from its low 34 bits (see cyg-shm.h). */
+static inline uint64_t restore_ts(struct cthread *ct, uint64_t low)
+{
+	const uint64_t half = 1ULL << 33, wrap = 1ULL << 34;
+	uint64_t delta = (low - ct->cur_ts) & (wrap - 1);
+	uint64_t full = ct->cur_ts + delta;
+
+	if (delta >= half && ct->idle_lb <= ct->cur_ts + half)
+		full = ct->cur_ts; /* a small step back: no time passed */
+	else
+		while (ct->idle_lb > full + half)
+			full += wrap; /* after a long idle stretch */
+	ct->cur_ts = full;
+	return full;
+}
 
 static inline uint64_t ticks_to_ns(const struct collector *c, uint64_t ticks)
 {

@@ -526,9 +526,12 @@ static uint64_t drain_thread(struct collector *c, struct cthread *ct)
 		return 0;
 	uint32_t state = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
 	const uint64_t *ring = C_AT(c, off);
+	uint64_t drain_ts = now_ticks(c);
 	head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
 	tail = t->tail;
 	uint64_t taken = head - tail;
+	if (!taken) /* nothing new: whatever comes next is later than this */
+		ct->idle_lb = drain_ts > ct->cur_ts ? drain_ts : ct->cur_ts;
 	for (; tail != head; tail++) {
 		uint64_t w = ring[tail & mask];
 		unsigned kind = cyg_ev_kind(w);
@@ -539,7 +542,7 @@ static uint64_t drain_thread(struct collector *c, struct cthread *ct)
 				tail += collector_mem_record(c, ct, ring, mask, tail, w) - 1;
 			continue;
 		}
-		ct->cur_ts += cyg_ev_delta(w);
+		restore_ts(ct, cyg_ev_delta(w));
 		uint32_t gid = cyg_ev_gid(w), idx;
 		if (ct->cache_gid[gid & 255] == gid) {
 			idx = ct->cache_idx[gid & 255];

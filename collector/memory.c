@@ -171,7 +171,7 @@ uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uin
 		int shadow = cyg_x_mem_shadow(w);
 		unsigned nra = cyg_x_mem_get_nra(w);
 		uint32_t stack;
-		ct->cur_ts += cyg_x_mem_delta(w);
+		restore_ts(ct, cyg_x_mem_delta(w));
 		if (shadow) {
 			stack = shadow_stack(c, ct, (uint32_t)WORD(3), ring, mask, pos + 4, nra);
 		} else {
@@ -183,7 +183,7 @@ uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uin
 		return 4 + (shadow ? nra : 0);
 	}
 	case CYG_X_FREE:
-		ct->cur_ts += cyg_x_mem_delta(w);
+		restore_ts(ct, cyg_x_mem_delta(w));
 		push_mev(c, ct, CYGPROF_MEM_FREE, cyg_x_mem_fn(w), WORD(1), 0, 0);
 		return 2;
 	case CYG_X_STACK: {

@@ -86,7 +86,7 @@ HIDDEN void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, ui
 HIDDEN void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when) COLD;
 /* Append a multi-word record (memory events) to the thread's ring, waiting
  * for room even in drop mode: memory records are never dropped while the
- * collector lives.  For ALLOC/FREE, w[0]'s delta field is filled in here
+ * collector lives.  For ALLOC/FREE, w[0]'s time field is filled in here
  * from `now`; a STACK record (now == 0) has none.  Caller holds t->busy. */
 HIDDEN void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now);
 
@@ -95,15 +95,15 @@ HIDDEN void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint6
 NOINSTR static inline void cyg_ring_put(struct cyg_thread *t, unsigned kind, uint32_t gid,
 					uint64_t now)
 {
-	uint64_t delta = now - t->last_ts;
 	uint64_t h = t->head;
 
-	if (UNLIKELY(delta > CYG_EV_DELTA_MAX || h - t->tail_seen > cyg_ring_mask - 1)) {
+	if (UNLIKELY(h - t->tail_seen > cyg_ring_mask - 1)) {
 		cyg__ring_slow(t, kind, gid, now);
 		return;
 	}
-	cyg_tls.ring[h & cyg_ring_mask] = cyg_ev_make(kind, gid, delta);
-	t->last_ts = now;
+	/* The low 34 bits of the time: the collector, which drains every
+	 * ring far more often than they wrap, restores the rest. */
+	cyg_tls.ring[h & cyg_ring_mask] = cyg_ev_make(kind, gid, now & CYG_EV_DELTA_MAX);
 	__atomic_store_n(&t->head, h + 1, __ATOMIC_RELEASE);
 }
 

@@ -425,7 +425,7 @@ static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
 	t->seen_off = seen;
 	t->proc_off = cyg_proc_off;
 	t->start_ts = now;
-	t->last_ts = now;
+	t->last_ts = now; /* informative: the thread's start */
 	prctl(PR_GET_NAME, t->name, 0, 0, 0);
 	root = node_alloc(t);
 	if (!root)
@@ -478,8 +478,6 @@ void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when)
 {
 	struct cyg_frame *stk = cyg_tls.stk;
 
-	if (when < t->last_ts)
-		when = t->last_ts;
 	while (t->depth > to_depth) {
 		struct cyg_frame *f = &stk[t->depth];
 		struct cyg_node *n = CYG_NODE(cyg_base, f->node);
@@ -693,11 +691,9 @@ static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 
 void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t now)
 {
-	uint64_t delta = now - t->last_ts;
-	int sync = now < t->last_ts || delta > CYG_EV_DELTA_MAX;
 	uint64_t h;
 	int saved = errno; /* waiting may sleep: the program's errno stays */
-	int waited = ring_wait(t, 1 + (uint64_t)sync, 0);
+	int waited = ring_wait(t, 1, 0);
 
 	errno = saved;
 	if (waited < 0) {
@@ -705,40 +701,27 @@ void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t 
 		return;
 	}
 	h = t->head;
-	if (sync) {
-		cyg_tls.ring[h++ & cyg_ring_mask] = cyg_ev_sync(now);
-		delta = 0;
-	}
-	cyg_tls.ring[h++ & cyg_ring_mask] = cyg_ev_make(kind, gid, delta);
-	t->last_ts = now;
-	__atomic_store_n(&t->head, h, __ATOMIC_RELEASE);
+	cyg_tls.ring[h & cyg_ring_mask] = cyg_ev_make(kind, gid, now & CYG_EV_DELTA_MAX);
+	__atomic_store_n(&t->head, h + 1, __ATOMIC_RELEASE);
 }
 
 void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now)
 {
-	int sync = 0;
 	uint64_t h;
 	unsigned i;
 
-	if (now) {
-		uint64_t delta = now - t->last_ts;
-		sync = now < t->last_ts || delta > CYG_EV_DELTA_MAX;
-		w[0] |= sync ? 0 : delta;
-	}
+	if (now)
+		w[0] |= now & CYG_EV_DELTA_MAX;
 	int saved = errno;
-	int waited = ring_wait(t, n + (uint64_t)sync, 1);
+	int waited = ring_wait(t, n, 1);
 	errno = saved;
 	if (waited < 0) {
 		t->lost++;
 		return;
 	}
 	h = t->head;
-	if (sync)
-		cyg_tls.ring[h++ & cyg_ring_mask] = cyg_ev_sync(now);
 	for (i = 0; i < n; i++)
 		cyg_tls.ring[h++ & cyg_ring_mask] = w[i];
-	if (now)
-		t->last_ts = now;
 	__atomic_store_n(&t->head, h, __ATOMIC_RELEASE);
 }
 

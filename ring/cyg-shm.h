@@ -206,9 +206,13 @@ struct cyg_proc {
 };
 
 /* ---- the timeline ring: one 64-bit word per event --------------------- */
-/* [kind:2][node gid:28][delta:34]; delta = ts - previous event's ts.  A SYNC
- * word carries an absolute timestamp in its low 62 bits and precedes any
- * event whose delta does not fit. */
+/* [kind:2][node gid:28][time:34]; time = the low 34 bits of the event's
+ * timestamp.  The collector restores the high bits: consecutive events of a
+ * thread are less than 2^33 ticks apart unless the collector saw the ring
+ * unchanged at a drain in between (it drains every ring every few ms), and
+ * a small step back (a thread moved to a core whose clock lags) is read as
+ * no time passing.  A SYNC word (not written any more, still read) carries
+ * an absolute timestamp. */
 enum {
 	CYG_EV_ENTER = 0,
 	CYG_EV_EXIT = 1,
@@ -220,12 +224,12 @@ enum {
 /* Sub-kinds of CYG_EV_EXT words. */
 enum {
 	CYG_X_SYNC = 0,  /* payload: absolute timestamp (58 bits) */
-	CYG_X_ALLOC = 1, /* payload [nra:6][fn:6][shadow:1][delta:34]; then addr, size,
+	CYG_X_ALLOC = 1, /* payload [nra:6][fn:6][shadow:1][time:34]; then addr, size,
 			  * stack; stack = the gid of the shadow stack's top, followed by
 			  * nra return addresses (innermost first: the caller of the
 			  * allocator, then library frames up to the instrumented code),
 			  * or the hash of an unwound stack (shadow 0, nra 0) */
-	CYG_X_FREE = 2,  /* payload [fn:6][delta:34]; then addr */
+	CYG_X_FREE = 2,  /* payload [fn:6][time:34]; then addr */
 	CYG_X_STACK = 3, /* payload [n:16]; then the hash, then n return addresses,
 			  * innermost first: defines an unwound stack before its first use */
 };

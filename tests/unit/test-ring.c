@@ -82,7 +82,12 @@ static int drain(struct consumer *c)
 			c->last_ts = cyg_ev_sync_ts(w);
 			continue;
 		}
-		c->last_ts += cyg_ev_delta(w);
+		/* the low 34 bits of the time: restore the rest as the collector does */
+		uint64_t delta = (cyg_ev_delta(w) - c->last_ts) & CYG_EV_DELTA_MAX;
+		if (delta >= (1ULL << 33))
+			c->bad_order++; /* one thread's events do not go back in time */
+		else
+			c->last_ts += delta;
 		c->events++;
 		uint32_t fn = (uint32_t)((node(cyg_ev_gid(w))->fn - 0x400000) / 16);
 		if (cyg_ev_kind(w) == CYG_EV_ENTER) {
