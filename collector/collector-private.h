@@ -44,6 +44,7 @@ struct cthread {
 	struct cyg_thread *t;
 	uint32_t idx;
 	uint64_t cur_ts;     /* full time of the last event decoded */
+	uint64_t last_head;  /* head seen at the previous drain */
 	uint64_t idle_lb;    /* a drain saw the ring unchanged at this time: later
 			      * events are not older than it */
 	struct fnode *nodes;
@@ -101,6 +102,7 @@ struct collector {
 	size_t nelfs;
 	uint64_t end_ts;      /* when the last process was seen gone */
 	int filtering;
+	int final;            /* the program is gone: drain everything */
 	int err;              /* first capture write error */
 	struct debuginfo *dbg; /* separate debug files: names of stripped objects */
 	int main_pid;         /* the program we started */
@@ -149,6 +151,21 @@ void collector_prime_procs(struct collector *c);
  * how many words it took in all. */
 uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uint64_t *ring,
 			      uint64_t mask, uint64_t pos, uint64_t w);
+/* How many words the EXT record starting with w takes. */
+static inline uint64_t collector_mem_len(uint64_t w)
+{
+	switch (cyg_x_sub(w)) {
+	case CYG_X_ALLOC:
+		return 4 + (cyg_x_mem_shadow(w) ? cyg_x_mem_get_nra(w) : 0);
+	case CYG_X_FREE:
+		return 2;
+	case CYG_X_STACK:
+		return (cyg_x_payload(w) & 0xffff) + 2;
+	default:
+		return 1;
+	}
+}
+
 /* Write what the drain produced: new stash nodes, then the thread's events. */
 void collector_mem_flush(struct collector *c, struct cthread *ct);
 void collector_mem_release(struct collector *c);

@@ -529,17 +529,33 @@ static uint64_t drain_thread(struct collector *c, struct cthread *ct)
 	uint64_t drain_ts = now_ticks(c);
 	head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
 	tail = t->tail;
+	/* Leave the cache line the thread is still filling alone (reading it
+	 * would take the line from under the writer), unless the thread has
+	 * stopped writing or this is the last drain. */
+	if (head != ct->last_head && !c->final && state == CYG_T_ACTIVE &&
+	    (head & ~7ULL) > tail) {
+		ct->last_head = head;
+		head &= ~7ULL;
+	} else {
+		ct->last_head = head;
+	}
 	uint64_t taken = head - tail;
-	if (!taken) /* nothing new: whatever comes next is later than this */
+	if (ct->last_head == tail) /* nothing new: whatever comes next is later */
 		ct->idle_lb = drain_ts > ct->cur_ts ? drain_ts : ct->cur_ts;
 	for (; tail != head; tail++) {
 		uint64_t w = ring[tail & mask];
 		unsigned kind = cyg_ev_kind(w);
 		if (kind == CYG_EV_EXT) {
-			if (cyg_x_sub(w) == CYG_X_SYNC)
+			if (cyg_x_sub(w) == CYG_X_SYNC) {
 				ct->cur_ts = cyg_ev_sync_ts(w);
-			else
-				tail += collector_mem_record(c, ct, ring, mask, tail, w) - 1;
+				continue;
+			}
+			/* a record of several words: only once all of it is here */
+			uint64_t len = collector_mem_len(w);
+			if (len > head - tail)
+				break;
+			collector_mem_record(c, ct, ring, mask, tail, w);
+			tail += len - 1;
 			continue;
 		}
 		restore_ts(ct, cyg_ev_delta(w));
@@ -563,7 +579,8 @@ static uint64_t drain_thread(struct collector *c, struct cthread *ct)
 		ct->events += ct->nev;
 		ct->nev = 0;
 	}
-	if (state == CYG_T_ENDED && tail == __atomic_load_n(&t->head, __ATOMIC_ACQUIRE)) {
+	if (state == CYG_T_ENDED && tail == __atomic_load_n(&t->head, __ATOMIC_ACQUIRE) &&
+	    tail == ct->last_head) {
 		/* Drained after the thread ended: its ring goes back to the pool. */
 		ct->ring_done = 1;
 		pthread_mutex_lock(&c->ctl->lock);
@@ -899,12 +916,18 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 			int rings = o->timeline || o->memory;
 			struct timespec ts = {0, !rings ? 10000000 : most ? 200000 : 1000000};
 			nanosleep(&ts, NULL);
+		} else if (!any) {
+			/* rings fill fast: come back soon, but not at once, so the
+			 * writers are not disturbed for every few events */
+			struct timespec ts = {0, 50000};
+			nanosleep(&ts, NULL);
 		}
 	}
 	child_pid = 0;
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	c.end_ts = now_ticks(&c);
+	c.final = 1;
 	drain_all(&c);
 	c.main_pid = pid;
 	c.main_status = status;
