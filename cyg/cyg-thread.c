@@ -712,14 +712,17 @@ void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now
 
 	if (now)
 		w[0] |= now & CYG_EV_DELTA_MAX;
-	int saved = errno;
-	int waited = ring_wait(t, n, 1);
-	errno = saved;
-	if (waited < 0) {
-		t->lost++;
-		return;
-	}
 	h = t->head;
+	/* Room by the tail last seen: no need to read the collector's line. */
+	if (UNLIKELY(h + n - t->tail_seen > cyg_ring_mask + 1)) {
+		int saved = errno;
+		int waited = ring_wait(t, n, 1);
+		errno = saved;
+		if (waited < 0) {
+			t->lost++;
+			return;
+		}
+	}
 	for (i = 0; i < n; i++)
 		cyg_tls.ring[h++ & cyg_ring_mask] = w[i];
 	__atomic_store_n(&t->head, h, __ATOMIC_RELEASE);
