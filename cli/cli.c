@@ -6,6 +6,7 @@
 #include "debuginfo.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -32,6 +33,16 @@ void cli_die(int status, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(status);
+}
+
+void cli_bad_option(const char *cmd, int c, char **argv)
+{
+	if (c == ':')
+		cli_die(2, "%s: option '%s' needs an argument (see 'cygprof %s --help')", cmd,
+			argv[optind - 1], cmd);
+	if (optopt)
+		cli_die(2, "%s: unknown option '-%c' (see 'cygprof %s --help')", cmd, optopt, cmd);
+	cli_die(2, "%s: unknown option '%s' (see 'cygprof %s --help')", cmd, argv[optind - 1], cmd);
 }
 
 static const char *guard_path;

@@ -15,6 +15,10 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_die(int status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
 
+/* The one-line error of a getopt_long loop's ':' or '?' result (c), exit 2:
+ * "CMD: option '--x' needs an argument" or "CMD: unknown option '--x'". */
+void cli_bad_option(const char *cmd, int c, char **argv) __attribute__((noreturn));
+
 /* Open a capture for reading, or die with a one-line error and exit 1.
  * Also installs a SIGSEGV/SIGBUS guard so that a capture damaged in a way
  * the checks did not catch ends in "capture is corrupt", never a crash. */

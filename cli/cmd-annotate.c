@@ -166,15 +166,8 @@ static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 			else
 				cli_die(2, "annotate: unknown format '%s' (text, json)", optarg);
 			break;
-		case ':':
-			cli_die(2, "annotate: option '%s' needs an argument (see 'cygprof annotate --help')",
-				argv[optind - 1]);
 		default:
-			if (optopt)
-				cli_die(2, "annotate: unknown option '-%c' (see 'cygprof annotate --help')",
-					optopt);
-			cli_die(2, "annotate: unknown option '%s' (see 'cygprof annotate --help')",
-				argv[optind - 1]);
+			cli_bad_option("annotate", c, argv);
 		}
 	}
 	if (optind < argc && !source_like(argv[optind]))

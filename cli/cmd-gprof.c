@@ -67,15 +67,8 @@ static void parse_opts(int argc, char **argv, struct gprof_opts *o)
 				cli_die(2, "gprof: --gmon-out needs a file name");
 			o->gmon_out = optarg;
 			break;
-		case ':':
-			cli_die(2, "gprof: option '%s' needs an argument (see 'cygprof gprof --help')",
-				argv[optind - 1]);
 		default:
-			if (optopt)
-				cli_die(2, "gprof: unknown option '-%c' (see 'cygprof gprof --help')",
-					optopt);
-			cli_die(2, "gprof: unknown option '%s' (see 'cygprof gprof --help')",
-				argv[optind - 1]);
+			cli_bad_option("gprof", c, argv);
 		}
 	}
 	if (optind < argc)

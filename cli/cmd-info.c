@@ -232,15 +232,8 @@ int cmd_info(int argc, char **argv)
 			else if (strcmp(optarg, "text"))
 				cli_die(2, "info: unknown format '%s' (text, json)", optarg);
 			break;
-		case ':':
-			cli_die(2, "info: option '%s' needs an argument (see 'cygprof info --help')",
-				argv[optind - 1]);
 		default:
-			if (optopt)
-				cli_die(2, "info: unknown option '-%c' (see 'cygprof info --help')",
-					optopt);
-			cli_die(2, "info: unknown option '%s' (see 'cygprof info --help')",
-				argv[optind - 1]);
+			cli_bad_option("info", c, argv);
 		}
 	}
 	if (optind < argc)

@@ -189,15 +189,8 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 			else
 				cli_die(2, "memory: unknown format '%s' (text, json)", optarg);
 			break;
-		case ':':
-			cli_die(2, "memory: option '%s' needs an argument (see 'cygprof memory --help')",
-				argv[optind - 1]);
 		default:
-			if (optopt)
-				cli_die(2, "memory: unknown option '-%c' (see 'cygprof memory --help')",
-					optopt);
-			cli_die(2, "memory: unknown option '%s' (see 'cygprof memory --help')",
-				argv[optind - 1]);
+			cli_bad_option("memory", c, argv);
 		}
 	}
 	if (optind < argc)

@@ -201,7 +201,7 @@ int cmd_record(int argc, char **argv)
 	o.debug_dirs = dbgdirs;
 	opterr = 0; /* one error line: ours */
 	/* '+': stop at the first non-option, which is PROG. */
-	while ((c = getopt_long(argc, argv, "+o:F:N:D:t:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:o:F:N:D:t:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o.output = optarg;
@@ -256,8 +256,7 @@ int cmd_record(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			fprintf(stderr, "cygprof: record: unknown option (see 'cygprof record --help')\n");
-			return 2;
+			cli_bad_option("record", c, argv);
 		}
 	}
 	if (optind >= argc)

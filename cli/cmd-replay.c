@@ -189,15 +189,8 @@ int cmd_replay(int argc, char **argv)
 			if (errno || *end || tid < 0 || tid > UINT32_MAX)
 				cli_die(2, "replay: bad tid '%s'", optarg);
 			break;
-		case ':':
-			cli_die(2, "replay: option '%s' needs an argument (see 'cygprof replay --help')",
-				argv[optind - 1]);
 		default:
-			if (optopt)
-				cli_die(2, "replay: unknown option '-%c' (see 'cygprof replay --help')",
-					optopt);
-			cli_die(2, "replay: unknown option '%s' (see 'cygprof replay --help')",
-				argv[optind - 1]);
+			cli_bad_option("replay", c, argv);
 		}
 	}
 	if (optind < argc)

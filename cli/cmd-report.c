@@ -291,15 +291,8 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 			else
 				cli_die(2, "report: unknown format '%s' (text, json)", optarg);
 			break;
-		case ':':
-			cli_die(2, "report: option '%s' needs an argument (see 'cygprof report --help')",
-				argv[optind - 1]);
 		default:
-			if (optopt)
-				cli_die(2, "report: unknown option '-%c' (see 'cygprof report --help')",
-					optopt);
-			cli_die(2, "report: unknown option '%s' (see 'cygprof report --help')",
-				argv[optind - 1]);
+			cli_bad_option("report", c, argv);
 		}
 	}
 	if (optind < argc)
