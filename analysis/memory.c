@@ -56,7 +56,7 @@ void memory_free(struct memory *m)
 		free(m->fns[i].name);
 	free(m->stacks);
 	free(m->fns);
-	free(m->fn_hash);
+	name_index_release(&m->fn_index);
 	free(m->heap);
 	free(m->live);
 	free(m->last_alloc);
@@ -466,69 +466,23 @@ out:
 
 /* ---- functions ------------------------------------------------------------- */
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (*s) {
-		h ^= (unsigned char)*s++;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
+#define FN_NAMES(m) ((struct name_array){(m)->fns, sizeof(*(m)->fns), offsetof(struct memory_fn, name)})
 
 long memory_find_fn(const struct memory *m, const char *name)
 {
-	size_t j;
-
-	if (!m->fn_hash_size)
-		return -ENOENT;
-	j = hash_str(name) & (m->fn_hash_size - 1);
-	while (m->fn_hash[j]) {
-		uint32_t i = m->fn_hash[j] - 1;
-
-		if (!strcmp(m->fns[i].name, name))
-			return i;
-		j = (j + 1) & (m->fn_hash_size - 1);
-	}
-	return -ENOENT;
-}
-
-static int fn_rehash(struct memory *m, size_t size)
-{
-	uint32_t *t = calloc(size, sizeof(*t));
-	size_t i, j;
-
-	if (!t)
-		return -ENOMEM;
-	for (i = 0; i < m->nfns; i++) {
-		j = hash_str(m->fns[i].name) & (size - 1);
-		while (t[j])
-			j = (j + 1) & (size - 1);
-		t[j] = (uint32_t)i + 1;
-	}
-	free(m->fn_hash);
-	m->fn_hash = t;
-	m->fn_hash_size = size;
-	return 0;
+	return name_index_find(&m->fn_index, FN_NAMES(m), name);
 }
 
 static long fn_intern(struct memory *m, const char *name)
 {
 	long i = memory_find_fn(m, name);
 	struct memory_fn *f;
-	size_t j;
 	int err;
 
 	if (i >= 0)
 		return i;
 	if (m->nfns >= UINT32_MAX - 1)
 		return -ENOMEM;
-	if ((m->nfns + 1) * 2 > m->fn_hash_size) {
-		err = fn_rehash(m, m->fn_hash_size ? m->fn_hash_size * 2 : 64);
-		if (err)
-			return err;
-	}
 	if (m->nfns == m->fns_cap) {
 		size_t cap = m->fns_cap ? m->fns_cap * 2 : 64;
 
@@ -544,11 +498,8 @@ static long fn_intern(struct memory *m, const char *name)
 	if (!f->name)
 		return -ENOMEM;
 	i = (long)m->nfns++;
-	j = hash_str(name) & (m->fn_hash_size - 1);
-	while (m->fn_hash[j])
-		j = (j + 1) & (m->fn_hash_size - 1);
-	m->fn_hash[j] = (uint32_t)i + 1;
-	return i;
+	err = name_index_add(&m->fn_index, FN_NAMES(m), m->nfns, (uint32_t)i);
+	return err ? err : i;
 }
 
 int memory_frame_skipped(const char *name, const char *obj)

@@ -42,6 +42,7 @@
 #define CYGPROF_MEMORY_H
 
 #include <stddef.h>
+#include "names.h"
 #include <stdint.h>
 
 #include "cygprof/cygprof-capture.h"
@@ -132,8 +133,7 @@ struct memory {
 	size_t npoints;
 	/* private */
 	size_t stacks_cap, fns_cap;
-	uint32_t *fn_hash;
-	size_t fn_hash_size;
+	struct name_index fn_index;
 	struct memory_block *live;
 	size_t live_size, live_n;
 	uint64_t *last_alloc; /* per thread */

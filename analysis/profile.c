@@ -25,20 +25,9 @@ void profile_free(struct profile *p)
 	free(p->fns);
 	free(p->arcs);
 	free(p->threads);
-	free(p->fn_hash);
+	name_index_release(&p->fn_index);
 	free(p->arc_hash);
 	free(p);
-}
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (*s) {
-		h ^= (unsigned char)*s++;
-		h *= 0x100000001b3ull;
-	}
-	return h;
 }
 
 static uint64_t hash_pair(uint32_t a, uint32_t b)
@@ -48,25 +37,7 @@ static uint64_t hash_pair(uint32_t a, uint32_t b)
 	return h ^ (h >> 29);
 }
 
-/* Open addressing; slots hold index + 1, 0 is empty. */
-static int fn_rehash(struct profile *p, size_t size)
-{
-	uint32_t *t = calloc(size, sizeof(*t));
-	size_t i, j;
-
-	if (!t)
-		return -ENOMEM;
-	for (i = 0; i < p->nfns; i++) {
-		j = hash_str(p->fns[i].name) & (size - 1);
-		while (t[j])
-			j = (j + 1) & (size - 1);
-		t[j] = (uint32_t)i + 1;
-	}
-	free(p->fn_hash);
-	p->fn_hash = t;
-	p->fn_hash_size = size;
-	return 0;
-}
+#define FN_NAMES(p) ((struct name_array){(p)->fns, sizeof(*(p)->fns), offsetof(struct profile_fn, name)})
 
 static int arc_rehash(struct profile *p, size_t size)
 {
@@ -89,19 +60,7 @@ static int arc_rehash(struct profile *p, size_t size)
 
 long profile_find(const struct profile *p, const char *name)
 {
-	size_t j;
-
-	if (!p->fn_hash_size)
-		return -ENOENT;
-	j = hash_str(name) & (p->fn_hash_size - 1);
-	while (p->fn_hash[j]) {
-		uint32_t i = p->fn_hash[j] - 1;
-
-		if (!strcmp(p->fns[i].name, name))
-			return i;
-		j = (j + 1) & (p->fn_hash_size - 1);
-	}
-	return -ENOENT;
+	return name_index_find(&p->fn_index, FN_NAMES(p), name);
 }
 
 long profile_intern(struct profile *p, const char *name)
@@ -114,11 +73,6 @@ long profile_intern(struct profile *p, const char *name)
 		return i;
 	if (p->nfns >= UINT32_MAX - 1)
 		return -ENOMEM;
-	if ((p->nfns + 1) * 2 > p->fn_hash_size) {
-		err = fn_rehash(p, p->fn_hash_size ? p->fn_hash_size * 2 : 64);
-		if (err)
-			return err;
-	}
 	if (p->nfns == p->fns_cap) {
 		size_t cap = p->fns_cap ? p->fns_cap * 2 : 64;
 
@@ -134,14 +88,8 @@ long profile_intern(struct profile *p, const char *name)
 	if (!f->name)
 		return -ENOMEM;
 	i = (long)p->nfns++;
-	{
-		size_t j = hash_str(name) & (p->fn_hash_size - 1);
-
-		while (p->fn_hash[j])
-			j = (j + 1) & (p->fn_hash_size - 1);
-		p->fn_hash[j] = (uint32_t)i + 1;
-	}
-	return i;
+	err = name_index_add(&p->fn_index, FN_NAMES(p), p->nfns, (uint32_t)i);
+	return err ? err : i;
 }
 
 static long arc_lookup(const struct profile *p, uint32_t caller, uint32_t callee)

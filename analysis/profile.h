@@ -27,6 +27,7 @@
 #define CYGPROF_PROFILE_H
 
 #include <stddef.h>
+#include "names.h"
 #include <stdint.h>
 
 #include "cygprof/cygprof-capture.h"
@@ -89,8 +90,9 @@ struct profile {
 	uint64_t total_self_ns; /* sum of all functions' self time */
 	/* private */
 	size_t fns_cap, arcs_cap, threads_cap;
-	uint32_t *fn_hash, *arc_hash;
-	size_t fn_hash_size, arc_hash_size;
+	struct name_index fn_index;
+	uint32_t *arc_hash;
+	size_t arc_hash_size;
 };
 
 struct profile *profile_new(void);
