@@ -408,7 +408,10 @@ int capture_writer_finish(struct cygprof_capture *cap)
 	rc2 = txn_commit(cap);
 	if (!rc)
 		rc = rc2;
-	rc2 = capture_err(mdb_env_sync(cap->env, 1));
+	/* Flushed to the page cache, not forced to the disk: an fsync of a
+	 * large capture costs the user seconds for a crash of the whole system
+	 * only (a crash of cygprof or of the program loses nothing committed). */
+	rc2 = getenv("CYGPROF_FSYNC") ? capture_err(mdb_env_sync(cap->env, 1)) : 0;
 	return rc ? rc : rc2;
 }
 
