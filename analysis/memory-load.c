@@ -344,7 +344,7 @@ int memory_load_frames(struct memory_load *l, uint32_t stack, int lines,
 		return err;
 	while (i < nf && memory_frame_skipped(rname(&f[i]), f[i].obj ? f[i].obj->path : NULL))
 		i++;
-	v = calloc(nf - i ? nf - i : 1, sizeof(*v));
+	v = calloc(nf - i ? 2 * (nf - i) : 1, sizeof(*v)); /* room for inlined callers */
 	if (!v) {
 		free(f);
 		return -ENOMEM;
@@ -360,6 +360,7 @@ int memory_load_frames(struct memory_load *l, uint32_t stack, int lines,
 	for (k = 0; i < nf; i++, k++) {
 		const struct cygprof_object *o = f[i].obj;
 
+		memset(&v[k], 0, sizeof(v[k]));
 		v[k].addr = f[i].addr;
 		if (f[i].name) {
 			v[k].name = f[i].name;
@@ -367,8 +368,30 @@ int memory_load_frames(struct memory_load *l, uint32_t stack, int lines,
 			memcpy(v[k].buf, f[i].buf, sizeof(v[k].buf));
 			v[k].name = v[k].buf;
 		}
-		if (lines && o)
+		if (lines && o) {
+			const char *inl;
 			srcline_lookup(l->sl, o, f[i].addr, &v[k].file, &v[k].line);
+			uint32_t cl;
+			if (!srcline_inlined(l->sl, o, f[i].addr, &inl, &cl) && strcmp(inl, v[k].name)) {
+				v[k].inlined_in = v[k].name;
+				v[k].name = inl;
+				/* the caller as a frame of its own, at the inlined call */
+				if (!(i + 1 < nf && f[i + 1].name && !strcmp(f[i + 1].name, inl))) {
+					k++;
+					memset(&v[k], 0, sizeof(v[k]));
+					v[k].addr = f[i].addr;
+					v[k].name = v[k - 1].inlined_in;
+					v[k].file = v[k - 1].file;
+					v[k].line = cl;
+				}
+			}
+		}
+		/* The instrumentation also entered the inlined function: its
+		 * frame from the call path says again what the line said. */
+		if (k && v[k - 1].inlined_in && !strcmp(v[k - 1].name, v[k].name) && !v[k].inlined_in) {
+			k--;
+			continue;
+		}
 	}
 	free(f);
 	*frames = v;

@@ -201,6 +201,7 @@ struct memory_load;
 struct memory_frame {
 	const char *name; /* borrowed from the loader, or buf */
 	const char *file; /* source file, NULL when unknown */
+	const char *inlined_in; /* non-NULL: name is a function inlined into this one */
 	uint32_t line;    /* 0 when unknown */
 	uint64_t addr;    /* looked up: a return address minus 1 */
 	char buf[24];     /* "0x..." when no symbol covers the address */

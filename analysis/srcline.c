@@ -335,6 +335,45 @@ int srcline_lookup(struct srcline *s, const struct cygprof_object *co, uint64_t 
 	return line_at(o, cu, va, file, line);
 }
 
+int srcline_inlined(struct srcline *s, const struct cygprof_object *co, uint64_t addr,
+		    const char **name, uint32_t *call_line)
+{
+	struct srcline_obj *o;
+	Dwarf_Die *scopes = NULL, *cu;
+	uint64_t va = addr - co->bias;
+	int err, n, i, rc = -ENOENT;
+
+	*name = NULL;
+	*call_line = 0;
+	o = obj_for(s, co, &err);
+	if (!o)
+		return err ? err : -ENOENT;
+	cu = find_cu(o, va);
+	if (!cu)
+		return -ENOENT;
+	n = dwarf_getscopes(cu, va, &scopes);
+	for (i = 0; i < n; i++) {
+		Dwarf_Attribute attr;
+		const char *nm;
+
+		if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram)
+			break; /* reached the function itself: not inlined */
+		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+			continue;
+		nm = dwarf_formstring(dwarf_attr_integrate(&scopes[i], DW_AT_name, &attr));
+		if (nm) {
+			Dwarf_Word cl;
+			*name = nm;
+			if (!dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &cl))
+				*call_line = (uint32_t)cl;
+			rc = 0;
+		}
+		break;
+	}
+	free(scopes);
+	return rc;
+}
+
 int srcline_function(struct srcline *s, const struct cygprof_object *co, uint64_t addr,
 		     const char **file, uint32_t *line)
 {

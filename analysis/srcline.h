@@ -34,6 +34,14 @@ int srcline_lookup(struct srcline *s, const struct cygprof_object *o, uint64_t a
 int srcline_function(struct srcline *s, const struct cygprof_object *o, uint64_t addr,
 		     const char **file, uint32_t *line);
 
+/** The function inlined at runtime address addr (the innermost inlined
+ * call there), by its DWARF name, and the line of that call in its caller
+ * (0 when unknown).
+ * @param[out] name borrowed until srcline_free().
+ * Returns 0, -ENOENT when addr is not in inlined code (or no DWARF). */
+int srcline_inlined(struct srcline *s, const struct cygprof_object *o, uint64_t addr,
+		    const char **name, uint32_t *call_line);
+
 /** Normalize a path lexically in place ("a/./b" -> "a/b", "a/x/../b" -> "a/b"). */
 void srcline_normalize(char *path);
 

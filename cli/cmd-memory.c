@@ -355,14 +355,15 @@ static char *frames_key(const struct memory_frame *fr, size_t nf)
 	char *key, *p;
 
 	for (j = 0; j < nf; j++)
-		len += strlen(fr[j].name) + (fr[j].file ? strlen(fr[j].file) : 0) + 16;
+		len += strlen(fr[j].name) + (fr[j].file ? strlen(fr[j].file) : 0) + 16 +
+		       (fr[j].inlined_in ? strlen(fr[j].inlined_in) + 1 : 0);
 	key = p = malloc(len);
 	if (!key)
 		cli_die(1, "out of memory");
 	*p = 0;
 	for (j = 0; j < nf; j++)
-		p += sprintf(p, "%s|%s|%u;", fr[j].name, fr[j].file ? fr[j].file : "",
-			     fr[j].line);
+		p += sprintf(p, "%s|%s|%u|%s;", fr[j].name, fr[j].file ? fr[j].file : "",
+			     fr[j].line, fr[j].inlined_in ? fr[j].inlined_in : "");
 	return key;
 }
 
@@ -569,9 +570,12 @@ static void print_stacks_text(struct memory_load *l, const struct memory_cli *o,
 			printf("    <unknown>\n");
 		for (j = 0; j < nf; j++) {
 			if (fr[j].file)
-				printf("    %s (%s:%u)\n", fr[j].name, fr[j].file, fr[j].line);
+				printf("    %s (%s:%u)", fr[j].name, fr[j].file, fr[j].line);
 			else
-				printf("    %s\n", fr[j].name);
+				printf("    %s", fr[j].name);
+			if (fr[j].inlined_in)
+				printf(", inlined in %s", fr[j].inlined_in);
+			printf("\n");
 		}
 		printf("\n");
 	}
@@ -704,6 +708,10 @@ static void json_stacks(struct memory_load *l, const struct memory_cli *o)
 			for (j = 0; j < nf; j++) {
 				printf("%s{\"name\": ", j ? ", " : "");
 				json_str(stdout, fr[j].name);
+				if (fr[j].inlined_in) {
+					printf(", \"inlined_in\": ");
+					json_str(stdout, fr[j].inlined_in);
+				}
 				if (fr[j].file) {
 					printf(", \"file\": ");
 					json_str(stdout, fr[j].file);

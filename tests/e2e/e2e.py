@@ -1093,6 +1093,43 @@ def test_stripped(ck, cyg, example):
     check_functions(ck, data, want)
 
 
+INLINE_C = r'''
+#include <stdlib.h>
+void *keep[16];
+static inline __attribute__((always_inline)) void *grab(int n) { return malloc(n); }
+__attribute__((noinline)) void user(void) { for (int i = 0; i < 3; i++) keep[i] = grab(40); }
+int main(void) { user(); return 0; }
+'''
+
+
+def test_inlined_frames(ck, cyg, example):
+    """An allocation made in an inlined function: its frame is named after
+    the inlined function (from DWARF), 'inlined in' its caller, instrumented
+    or not."""
+    cc = os.environ.get('CC') or shutil.which('cc') or shutil.which('gcc')
+    if not cc:
+        print('SKIP: needs a C compiler')
+        sys.exit(SKIP)
+    w = cyg.workdir
+    src = os.path.join(w, 'inl.c')
+    with open(src, 'w') as f:
+        f.write(INLINE_C)
+    for flags in ([], ['-finstrument-functions']):
+        prog = os.path.join(w, 'inl' + ('-instr' if flags else ''))
+        ck.eq(run([cc, '-O2', '-g', '-o', prog, src] + flags).returncode, 0, 'build %s' % prog)
+        cap = os.path.join(w, os.path.basename(prog) + '.data')
+        cyg.record(cap, [prog], ['--memory'])
+        cp = run([cyg.exe, 'memory', '--leaks', '--format=json', cap])
+        ck.eq(cp.returncode, 0, 'memory --leaks (%s)' % prog)
+        stacks = json.loads(cp.out).get('stacks', [])
+        mine = [s for s in stacks if s['bytes'] == 120]
+        if not ck.check(len(mine) == 1, 'one leak stack of 120 bytes (%s)' % prog):
+            continue
+        names = [(fr['name'], fr.get('inlined_in')) for fr in mine[0]['frames']]
+        ck.eq(names[:3], [('grab', 'user'), ('user', None), ('main', None)],
+              'frames of the leak (%s)' % prog)
+
+
 def test_info_forkexec(ck, cyg, example):
     exp = exp_forkexec()
     capture, data, _ = record_and_check(ck, cyg, example, exp)
@@ -1163,6 +1200,7 @@ TESTS.update({
     'mount-namespace': test_mount_namespace,
     'disk-full': test_disk_full,
     'stripped-debug-dir': test_stripped,
+    'inlined-frames': test_inlined_frames,
 })
 
 
