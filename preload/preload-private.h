@@ -33,33 +33,24 @@ extern struct real_alloc cyg_real HIDDEN;
 HIDDEN void cyg__mem_resolve(void);
 
 /* The time of a memory event, ordered against the allocator's own memory
- * operations (they synchronise between threads): a free is stamped before
- * the real free starts and after every earlier load completed, the load
- * that received the pointer from another thread included (rdtscp, then
- * lfence); an allocation after the real one completed (lfence, rdtsc). */
-NOINSTR static inline uint64_t cyg_free_now(void)
+ * operations (they synchronise between threads).  rdtscp reads the clock
+ * only once every earlier instruction has executed and every earlier load
+ * is globally visible, and before any later store can be: a free is stamped
+ * after the load that received the pointer (perhaps from another thread)
+ * and before the real free publishes the block for reuse; an allocation
+ * after the real call took the block (its locked operations done). */
+NOINSTR static inline uint64_t cyg_mem_stamp(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	if (LIKELY(cyg_use_tsc)) {
 		unsigned aux;
-		uint64_t t = __rdtscp(&aux); /* waits for every earlier load */
-		__builtin_ia32_lfence();
-		return t;
+		return __rdtscp(&aux);
 	}
 #endif
 	return cyg__mono();
 }
-
-NOINSTR static inline uint64_t cyg_alloc_now(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	if (LIKELY(cyg_use_tsc)) {
-		__builtin_ia32_lfence();
-		return __rdtsc();
-	}
-#endif
-	return cyg__mono();
-}
+#define cyg_free_now cyg_mem_stamp
+#define cyg_alloc_now cyg_mem_stamp
 
 /* Record an allocation of `size` bytes at p (ra: return address into the
  * code that called the allocator), or a free of p stamped at `ts`. */
