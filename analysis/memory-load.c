@@ -182,6 +182,8 @@ static int name_stacks(struct memory_load *l)
 struct source {
 	struct cygprof_mem_cursor *cur;
 	uint64_t space;
+	const struct memory_opts *o;
+	uint64_t *done, total;
 };
 
 static int cursor_next(void *src, struct cygprof_mem_event *ev)
@@ -189,6 +191,8 @@ static int cursor_next(void *src, struct cygprof_mem_event *ev)
 	struct source *s = src;
 	int r = cygprof_mem_cursor_next(s->cur, ev);
 
+	if (r == 1 && s->o->progress && !(++*s->done & 0xfffff))
+		s->o->progress(*s->done, s->total, s->o->progress_arg);
 	if (r == 1 && ev->addr)
 		ev->addr = (ev->addr & ((1ULL << 48) - 1)) | s->space;
 	return r;
@@ -218,6 +222,7 @@ int memory_load(struct cygprof_capture *cap, const struct memory_opts *o,
 	struct cygprof_proc *procs = NULL;
 	struct source *cur = NULL;
 	void **srcs = NULL;
+	uint64_t done = 0, total = 0;
 	struct memory_opts opts = *o;
 	struct memory_load *l;
 	size_t nthreads = 0, nprocs = 0, i;
@@ -279,8 +284,15 @@ int memory_load(struct cygprof_capture *cap, const struct memory_opts *o,
 		if (err)
 			goto fail;
 		cur[i].space = (uint64_t)(threads[i].proc_idx & 0xffff) << 48;
+		cur[i].o = o;
+		cur[i].done = &done;
 		srcs[i] = &cur[i];
+		uint64_t k = 0;
+		if (o->progress && !cygprof_capture_mem_count(cap, threads[i].idx, &k))
+			total += k;
 	}
+	for (i = 0; i < nthreads; i++)
+		cur[i].total = total;
 	err = memory_run(l->m, nthreads, cursor_next, srcs);
 	if (!err)
 		err = memory_end(l->m);

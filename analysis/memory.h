@@ -59,6 +59,9 @@ struct memory_opts {
 	uint32_t points;      /* heap points (0: none) */
 	int diff;             /* compute the diff between diff_t1 and diff_t2 */
 	uint64_t diff_t1, diff_t2;
+	/* called now and then while memory_load() reads events (may be NULL) */
+	void (*progress)(uint64_t done, uint64_t total, void *arg);
+	void *progress_arg;
 };
 
 struct memory_totals {

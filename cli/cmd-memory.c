@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "debuginfo.h"
@@ -747,6 +748,19 @@ static void json_rel(const char *key, const struct memory *m, const struct memor
 
 /* ---- driver ---------------------------------------------------------------- */
 
+/* Progress on a terminal: a large capture takes seconds to read. */
+static int progress_shown;
+
+static void show_progress(uint64_t done, uint64_t total, void *arg)
+{
+	(void)arg;
+	if (total) {
+		fprintf(stderr, "\rcygprof: reading memory events: %3u%%",
+			(unsigned)(done * 100 / total));
+		progress_shown = 1;
+	}
+}
+
 int cmd_memory(int argc, char **argv)
 {
 	struct memory_rel *cr = NULL, *ce = NULL, self;
@@ -776,7 +790,11 @@ int cmd_memory(int argc, char **argv)
 	mo.diff = o.kinds[K_DIFF];
 	mo.diff_t1 = o.t1;
 	mo.diff_t2 = o.t2;
+	if (isatty(2))
+		mo.progress = show_progress;
 	err = memory_load(cap, &mo, &l);
+	if (progress_shown)
+		fputs("\r\033[K", stderr); /* clear the progress line */
 	if (err)
 		cli_die(1, "%s: %s", file, cygprof_strerror(err));
 	m = memory_load_result(l);
