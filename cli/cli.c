@@ -45,6 +45,23 @@ void cli_bad_option(const char *cmd, int c, char **argv)
 	cli_die(2, "%s: unknown option '%s' (see 'cygprof %s --help')", cmd, argv[optind - 1], cmd);
 }
 
+void cli_warn_lost(struct cygprof_capture *cap)
+{
+	struct cygprof_thread *t = NULL;
+	uint64_t lost = 0;
+	size_t n = 0, i;
+
+	if (cygprof_capture_get_threads(cap, &t, &n))
+		return;
+	for (i = 0; i < n; i++)
+		lost += t[i].lost;
+	free(t);
+	if (lost)
+		cli_warn("warning: %llu timeline events were lost during recording; the counts "
+			 "and times here come from the call trees and are complete",
+			 (unsigned long long)lost);
+}
+
 static const char *guard_path;
 
 static void fault_guard(int sig)

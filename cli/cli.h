@@ -15,6 +15,11 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_die(int status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
 
+/* On stderr, when the capture lost timeline events (--drop, or the
+ * collector was gone): how many, and that the figures shown (from the call
+ * trees or the memory events) do not depend on them. */
+void cli_warn_lost(struct cygprof_capture *cap);
+
 /* The one-line error of a getopt_long loop's ':' or '?' result (c), exit 2:
  * "CMD: option '--x' needs an argument" or "CMD: unknown option '--x'". */
 void cli_bad_option(const char *cmd, int c, char **argv) __attribute__((noreturn));

@@ -545,6 +545,7 @@ int cmd_annotate(int argc, char **argv)
 	parse_opts(argc, argv, &o);
 	file = o.capture ? o.capture : CYGPROF_DEFAULT_CAPTURE;
 	cap = cli_open_capture(file);
+	cli_warn_lost(cap);
 	ao.debuginfo = o.di;
 	err = annotate_load(cap, &ao, &a);
 	if (err)

@@ -131,27 +131,17 @@ static void write_gmon(struct cygprof_capture *cap, const char *file, const char
 static void print_text(struct cygprof_capture *cap, const char *file, int brief)
 {
 	struct print_opts po = {.style = STYLE_GPROF, .brief = brief, .sort = SORT_SELF};
-	struct cygprof_thread *threads = NULL;
 	struct profile *p = NULL;
-	size_t nthreads = 0;
-	uint64_t lost;
 	int err;
 
-	err = cygprof_capture_get_threads(cap, &threads, &nthreads);
-	if (!err)
-		err = profile_load(cap, NULL, 0, &p);
+	err = profile_load(cap, NULL, 0, &p);
 	if (err) {
 		cygprof_capture_close(cap);
 		cli_die(1, "%s: %s", file, cygprof_strerror(err));
 	}
-	/* stdout is for parsers: warnings go to stderr */
-	lost = threads_lost(threads, nthreads);
-	if (lost)
-		cli_warn("%" PRIu64 " timeline events were lost during recording", lost);
 	print_flat(p, &po);
 	print_graph(p, &po);
 	profile_free(p);
-	free(threads);
 }
 
 int cmd_gprof(int argc, char **argv)
@@ -163,6 +153,7 @@ int cmd_gprof(int argc, char **argv)
 	parse_opts(argc, argv, &o);
 	file = o.file ? o.file : CYGPROF_DEFAULT_CAPTURE;
 	cap = cli_open_capture(file);
+	cli_warn_lost(cap); /* on stderr: stdout is for gprof's parsers */
 	if (o.gmon_out)
 		write_gmon(cap, file, o.gmon_out);
 	else
