@@ -27,7 +27,7 @@ static void usage(FILE *f)
 {
 	size_t i;
 	fprintf(f, "usage: cygprof <command> [options] [args]\n"
-		   "       cygprof record [-o FILE] [options] -- PROG [ARGS...]\n\n"
+		   "       cygprof record [-o FILE] [options] [--] PROG [ARGS...]\n\n"
 		   "Exact call counts and times for programs built with -finstrument-functions.\n\n"
 		   "commands:\n");
 	for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
