@@ -62,6 +62,27 @@ void cli_warn_lost(struct cygprof_capture *cap)
 			 (unsigned long long)lost);
 }
 
+int cli_format_json(const char *cmd, const char *arg)
+{
+	if (!strcmp(arg, "json"))
+		return 1;
+	if (strcmp(arg, "text"))
+		cli_die(2, "%s: unknown format '%s' (text, json)", cmd, arg);
+	return 0;
+}
+
+const char *cli_capture_arg(const char *cmd, int argc, char **argv)
+{
+	const char *file = NULL;
+
+	if (optind < argc)
+		file = argv[optind++];
+	if (optind < argc)
+		cli_die(2, "%s: unexpected argument '%s' (see 'cygprof %s --help')", cmd,
+			argv[optind], cmd);
+	return file;
+}
+
 static const char *guard_path;
 
 static void fault_guard(int sig)

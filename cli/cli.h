@@ -15,6 +15,13 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_die(int status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
 
+/* --format=text|json: 1 for json; any other value is a usage error (exit 2). */
+int cli_format_json(const char *cmd, const char *arg);
+
+/* The optional capture argument left after the options (NULL when none);
+ * a second one is a usage error (exit 2). */
+const char *cli_capture_arg(const char *cmd, int argc, char **argv);
+
 /* On stderr, when the capture lost timeline events (--drop, or the
  * collector was gone): how many, and that the figures shown (from the call
  * trees or the memory events) do not depend on them. */

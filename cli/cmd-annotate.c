@@ -159,12 +159,7 @@ static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 			cli_debuginfo_add_dir(o->di, optarg);
 			break;
 		case O_FORMAT:
-			if (!strcmp(optarg, "json"))
-				o->json = 1;
-			else if (!strcmp(optarg, "text"))
-				o->json = 0;
-			else
-				cli_die(2, "annotate: unknown format '%s' (text, json)", optarg);
+			o->json = cli_format_json("annotate", optarg);
 			break;
 		default:
 			cli_bad_option("annotate", c, argv);

@@ -71,11 +71,7 @@ static void parse_opts(int argc, char **argv, struct gprof_opts *o)
 			cli_bad_option("gprof", c, argv);
 		}
 	}
-	if (optind < argc)
-		o->file = argv[optind++];
-	if (optind < argc)
-		cli_die(2, "gprof: unexpected argument '%s' (see 'cygprof gprof --help')",
-			argv[optind]);
+	o->file = cli_capture_arg("gprof", argc, argv);
 }
 
 static void write_gmon(struct cygprof_capture *cap, const char *file, const char *out)

@@ -227,20 +227,13 @@ int cmd_info(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'f':
-			if (!strcmp(optarg, "json"))
-				json = 1;
-			else if (strcmp(optarg, "text"))
-				cli_die(2, "info: unknown format '%s' (text, json)", optarg);
+			json = cli_format_json("info", optarg);
 			break;
 		default:
 			cli_bad_option("info", c, argv);
 		}
 	}
-	if (optind < argc)
-		file = argv[optind++];
-	if (optind < argc)
-		cli_die(2, "info: unexpected argument '%s' (see 'cygprof info --help')",
-			argv[optind]);
+	file = cli_capture_arg("info", argc, argv);
 
 	cap = cli_open_capture(file);
 	err = cygprof_capture_get_threads(cap, &threads, &nthreads);

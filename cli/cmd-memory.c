@@ -183,22 +183,13 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 			cli_debuginfo_add_dir(o->di, optarg);
 			break;
 		case O_FORMAT:
-			if (!strcmp(optarg, "json"))
-				o->json = 1;
-			else if (!strcmp(optarg, "text"))
-				o->json = 0;
-			else
-				cli_die(2, "memory: unknown format '%s' (text, json)", optarg);
+			o->json = cli_format_json("memory", optarg);
 			break;
 		default:
 			cli_bad_option("memory", c, argv);
 		}
 	}
-	if (optind < argc)
-		o->file = argv[optind++];
-	if (optind < argc)
-		cli_die(2, "memory: unexpected argument '%s' (see 'cygprof memory --help')",
-			argv[optind]);
+	o->file = cli_capture_arg("memory", argc, argv);
 }
 
 /* ---- sorting --------------------------------------------------------------- */

@@ -193,11 +193,7 @@ int cmd_replay(int argc, char **argv)
 			cli_bad_option("replay", c, argv);
 		}
 	}
-	if (optind < argc)
-		file = argv[optind++];
-	if (optind < argc)
-		cli_die(2, "replay: unexpected argument '%s' (see 'cygprof replay --help')",
-			argv[optind]);
+	file = cli_capture_arg("replay", argc, argv);
 
 	cap = cli_open_capture(file);
 	err = cygprof_capture_get_meta(cap, "mode", &mode);

@@ -284,22 +284,13 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 			o->tree = 1;
 			break;
 		case O_FORMAT:
-			if (!strcmp(optarg, "json"))
-				o->json = 1;
-			else if (!strcmp(optarg, "text"))
-				o->json = 0;
-			else
-				cli_die(2, "report: unknown format '%s' (text, json)", optarg);
+			o->json = cli_format_json("report", optarg);
 			break;
 		default:
 			cli_bad_option("report", c, argv);
 		}
 	}
-	if (optind < argc)
-		o->file = argv[optind++];
-	if (optind < argc)
-		cli_die(2, "report: unexpected argument '%s' (see 'cygprof report --help')",
-			argv[optind]);
+	o->file = cli_capture_arg("report", argc, argv);
 	if (!o->flat && !o->graph && !o->tree) {
 		o->flat = 1;
 		o->graph = !o->per_thread;

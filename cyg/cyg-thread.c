@@ -425,7 +425,6 @@ static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
 	t->seen_off = seen;
 	t->proc_off = cyg_proc_off;
 	t->start_ts = now;
-	t->last_ts = now; /* informative: the thread's start */
 	prctl(PR_GET_NAME, t->name, 0, 0, 0);
 	root = node_alloc(t);
 	if (!root)

@@ -143,7 +143,6 @@ struct cyg_thread {
 	uint32_t ovf;       /* current frames past max_depth (counted, not recorded) */
 	uint32_t pad0;
 	uint64_t head;      /* ring words written and published (release) */
-	uint64_t last_ts;   /* time of the last ring event (delta base) */
 	uint64_t tail_seen; /* the owner's cached copy of tail */
 	uint64_t chunk_next; /* node allocation: next free offset */
 	uint64_t chunk_end;
