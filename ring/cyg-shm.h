@@ -16,10 +16,23 @@
  *
  * Who writes what:
  *  - struct cyg_ctl: set up by the collector; alloc_off, lock, nthreads,
- *    nprocs changed by the runtime under the cold-path lock; heartbeat and
- *    the ring tails by the collector.
+ *    nprocs, pool_tail changed by the runtime under the cold-path lock;
+ *    heartbeat, pool_head, ring_pool[] and the ring tails by the collector.
  *  - struct cyg_thread and its nodes, stack and ring: written only by the
  *    thread that owns it (single writer), read by the collector.
+ *
+ * Trust: the collector treats everything in the mapping as untrusted input
+ * (the traced program can write anywhere in it): it bounds-checks every
+ * offset, count and id it reads, bounds every list walk, and never takes
+ * `lock` (a program could hold it forever).  The memfd is sealed against
+ * shrinking and growing, so the mapping cannot turn into SIGBUS under the
+ * collector.  The runtime trusts the collector.
+ *
+ * Liveness: the collector holds `alive`, a robust process-shared mutex, for
+ * as long as it lives.  A writer that waits for room in its ring waits on
+ * `alive` with a timeout: a timeout means the collector lives (stopped,
+ * traced, or slow) and the wait goes on; EOWNERDEAD means the collector
+ * died, and the writer sets collector_gone and runs on without it.
  *
  * This header is shared by cyg/ (inside the traced program) and collector/;
  * it must stay free of anything but libc types.
@@ -31,14 +44,17 @@
 #include <stdint.h>
 
 #define CYG_SHM_MAGIC 0x3130465250475943ULL /* "CYGPRF01" little-endian */
-#define CYG_SHM_VERSION 1
+#define CYG_SHM_VERSION 2
 #define CYG_SHM_FD_ENV "CYGPROF_SHM_FD"
 #define CYG_SHM_DEFAULT_SIZE (16ULL << 30) /* sparse; node gids need < 2^28 units */
 #define CYG_NODE_SIZE 64
 #define CYG_NULL_OFF 4096 /* the null node: fn 0, never matches a function */
 #define CYG_GID_NULL (CYG_NULL_OFF / CYG_NODE_SIZE)
 #define CYG_AREA_OFF 8192 /* first byte the allocator hands out */
-#define CYG_STACK_MAX 65536 /* shadow-stack frames per thread */
+#define CYG_STACK_INIT 4096     /* shadow-stack frames a thread starts with */
+#define CYG_DEPTH_MAX (1U << 24) /* deepest call path recorded; deeper calls are
+				  * counted in cyg_thread.overflow */
+#define CYG_RING_POOL 64         /* drained rings handed back by the collector */
 #define CYG_CACHELINE 64
 
 /* ctl->flags */
@@ -72,7 +88,7 @@ struct cyg_ctl {
 	uint64_t size;          /* size of the mapping */
 	uint64_t ring_words;    /* timeline ring size per thread, in 8-byte words (power of 2) */
 	uint32_t collector_pid;
-	uint32_t max_depth;     /* frames kept per thread (<= CYG_STACK_MAX) */
+	uint32_t max_depth;     /* deepest call path kept per thread (<= CYG_DEPTH_MAX) */
 	char mnt_ns[64];        /* the collector's mount namespace ("mnt:[N]") */
 	uint64_t tsc_per_sec;   /* informative; the collector calibrates itself */
 	/* cold-path state, changed under lock */
@@ -80,15 +96,20 @@ struct cyg_ctl {
 	uint64_t alloc_off;     /* bump pointer */
 	uint64_t threads_off;   /* head of the thread list (newest first), 0 = none */
 	uint64_t procs_off;     /* head of the process list (newest first) */
-	uint64_t free_rings;    /* list of rings given back and drained (offset) */
-	uint64_t free_stacks;   /* list of shadow stacks given back */
+	uint64_t pool_tail;     /* ring_pool entries taken by the runtime */
+	uint64_t free_stacks;   /* list of shadow stacks given back (first word: next,
+				 * second: capacity in frames) */
 	uint32_t nthreads;      /* threads registered so far */
 	uint32_t nprocs;        /* process images registered so far */
 	uint64_t oom;           /* allocations refused because the mapping was full */
 	char pad0[64];
 	/* written by the collector */
-	uint64_t heartbeat __attribute__((aligned(64)));
-	uint32_t collector_gone; /* set by a writer that gave up waiting */
+	uint64_t heartbeat __attribute__((aligned(64))); /* one per poll-loop turn (informative) */
+	uint32_t collector_gone; /* set by a writer that found the collector dead */
+	uint32_t pad1;
+	uint64_t pool_head;      /* ring_pool entries published (release) */
+	uint64_t ring_pool[CYG_RING_POOL]; /* [i % CYG_RING_POOL]: offset of a drained ring */
+	pthread_mutex_t alive __attribute__((aligned(64))); /* held by the collector */
 };
 
 /* A calling-context tree node: one call path of one thread. */
@@ -141,7 +162,8 @@ struct cyg_thread {
 	uint32_t depth;     /* current shadow depth; frame 0 is the root */
 	uint32_t busy;      /* inside a hook (re-entry from a signal handler is dropped) */
 	uint32_t ovf;       /* current frames past max_depth (counted, not recorded) */
-	uint32_t pad0;
+	uint32_t lim;       /* an enter at depth + 1 >= lim takes the slow path:
+			     * min(stack_cap, max_depth) */
 	uint64_t head;      /* ring words written and published (release) */
 	uint64_t tail_seen; /* the owner's cached copy of tail */
 	uint64_t chunk_next; /* node allocation: next free offset */
@@ -165,7 +187,8 @@ struct cyg_thread {
 	uint32_t seq;       /* registration order */
 	uint32_t flags;     /* CYGPROF_THREAD_FORKED ... */
 	uint32_t root;      /* gid of this thread's root node */
-	uint64_t stack_off; /* struct cyg_frame[CYG_STACK_MAX] */
+	uint64_t stack_off; /* struct cyg_frame[stack_cap]; replaced by a bigger one as
+			     * the thread goes deeper (release-stored after stack_cap) */
 	uint64_t ring_off;  /* uint64_t[ring_words], 0 without timeline */
 	uint64_t proc_off;  /* its process image */
 	uint64_t start_ts;
@@ -181,6 +204,20 @@ struct cyg_thread {
 	uint64_t mem_events; /* memory: events written */
 	uint64_t mem_nested; /* memory: calls not traced (inside a hook or the runtime) */
 	char name[16];
+	uint32_t stack_cap;  /* frames in the shadow stack at stack_off */
+	uint32_t pad2;
+	uint64_t alt_off;    /* the writer of signal handlers that interrupt this
+			      * writer's hooks (0 until needed) */
+	uint64_t host_off;   /* for such a writer (CYG_TF_SIGNAL): the writer it nests in */
+	uint64_t sig_lost;   /* calls and allocations of signal handlers that could not
+			      * be recorded (nested too deep, or no room) */
+};
+
+/* cyg_thread.flags (the same values as CYGPROF_THREAD_*) */
+enum {
+	CYG_TF_FORKED = 4,  /* first thread of a forked child */
+	CYG_TF_SIGNAL = 8,  /* signal handlers that interrupted the hooks of host_off */
+	CYG_TF_CLONED = 16, /* a thread or process made by a raw clone() */
 };
 #define CYG_SEEN_SLOTS 16384 /* per-thread table of defined stack hashes */
 
@@ -299,9 +336,10 @@ static inline uint64_t cyg_ev_sync_ts(uint64_t w)
 	return cyg_x_payload(w);
 }
 
-/** Create the memfd, size it (sparse), map it and initialise the control
- * page (collector side, ring/shm-create.c).  ring_bytes is rounded up to a
- * power of two; max_depth 0 means CYG_STACK_MAX.  Returns 0 or -errno. */
+/** Create the memfd, size it (sparse), seal its size, map it and initialise
+ * the control page (collector side, ring/shm-create.c); the calling thread
+ * then holds ctl->alive until it exits.  ring_bytes is rounded up to a
+ * power of two; max_depth 0 means CYG_DEPTH_MAX.  Returns 0 or -errno. */
 int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t max_depth,
 		   int *fd_out, struct cyg_ctl **ctl_out);
 

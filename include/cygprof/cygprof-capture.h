@@ -79,6 +79,9 @@ uint64_t cygprof_capture_file_size(struct cygprof_capture *cap);
  *   "complete"       "1", written last: absent when the recording was interrupted
  *   "shm_full"       present when the shared mapping filled up: how many
  *                    allocations were refused (threads or calls not recorded)
+ *   "damaged"        present when the traced program wrote garbage into the
+ *                    mapping shared with the collector: one line saying what
+ *                    was rejected (the rest of the recording is kept)
  */
 int cygprof_capture_set_meta(struct cygprof_capture *cap, const char *key, const char *value);
 /** @param[out] value owned, free() it.  CYGPROF_E_NOTFOUND when absent. */
@@ -128,6 +131,13 @@ struct cygprof_thread {
 	uint64_t unpaired; /* exit hooks with no matching entry (ignored) */
 	uint64_t unwound;  /* frames closed by longjmp/exception/exit recovery */
 	char name[16];     /* thread name (comm), NUL-terminated */
+	/* Optional fields appended later within the schema (0 when the
+	 * capture predates them): */
+	uint64_t overflow; /* calls past the depth limit: counted in calls, not in
+			    * the tree */
+	uint64_t sig_lost; /* calls and allocations of signal handlers that could not
+			    * be recorded */
+	uint64_t mem_lost; /* allocations and frees not traced (nested in the runtime) */
 };
 
 enum {
@@ -136,6 +146,9 @@ enum {
 					* still running when its process exited; its open
 					* frames were closed at that end */
 	CYGPROF_THREAD_FORKED = 4,   /* first thread of a forked child */
+	CYGPROF_THREAD_SIGNAL = 8,   /* the calls of signal handlers that interrupted the
+					* hooks of the thread with the same tid */
+	CYGPROF_THREAD_CLONED = 16,  /* made by a raw clone(), not pthread_create/fork */
 };
 
 int cygprof_capture_put_thread(struct cygprof_capture *cap, const struct cygprof_thread *t);
