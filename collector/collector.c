@@ -581,13 +581,15 @@ static uint64_t drain_thread(struct collector *c, struct cthread *ct)
 	}
 	if (state == CYG_T_ENDED && tail == __atomic_load_n(&t->head, __ATOMIC_ACQUIRE) &&
 	    tail == ct->last_head) {
-		/* Drained after the thread ended: its ring goes back to the pool. */
+		/* Drained after the thread ended: its ring goes back to the
+		 * pool, without the program's lock (see cyg-shm.h). */
+		uint64_t ph = c->ctl->pool_head;
+		uint64_t pt = __atomic_load_n(&c->ctl->pool_tail, __ATOMIC_ACQUIRE);
 		ct->ring_done = 1;
-		pthread_mutex_lock(&c->ctl->lock);
-		*(uint64_t *)C_AT(c, off) = c->ctl->free_rings;
-		c->ctl->free_rings = off;
-		t->ring_off = 0;
-		pthread_mutex_unlock(&c->ctl->lock);
+		if (pt <= ph && ph - pt < CYG_RING_POOL) {
+			c->ctl->ring_pool[ph % CYG_RING_POOL] = off;
+			__atomic_store_n(&c->ctl->pool_head, ph + 1, __ATOMIC_RELEASE);
+		}
 	}
 	return taken;
 }

@@ -25,7 +25,7 @@ static void close_open_frames(struct collector *c, struct cthread *ct, uint64_t 
 	struct cyg_frame *stk = C_AT(c, t->stack_off);
 	uint32_t d;
 
-	for (d = 1; d <= t->depth && d < CYG_STACK_MAX; d++) {
+	for (d = 1; d <= t->depth && d < t->stack_cap; d++) {
 		struct cyg_node *n = C_AT(c, (uint64_t)stk[d].node * CYG_NODE_SIZE);
 		if (end > stk[d].ts) {
 			n->ticks += end - stk[d].ts;

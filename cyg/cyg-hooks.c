@@ -32,7 +32,7 @@ NOINSTR EXPORT void __cyg_profile_func_enter(void *fn_, void *site_)
 	 * position is a function inlined into its caller, unless a longjmp
 	 * just happened (cyg__unwind_dead tells them apart). */
 	if (UNLIKELY(stk[d].cfa < cfa) || UNLIKELY(stk[d].cfa == cfa && t->leave_ts) ||
-	    UNLIKELY(d + 1 >= cyg_max_depth)) {
+	    UNLIKELY(d + 1 >= t->lim)) {
 		cyg__enter_slow(t, fn, site, now, cfa);
 		return;
 	}

@@ -85,6 +85,25 @@ static void list_push(uint64_t *head, uint64_t off)
 	*head = off;
 }
 
+/* A ring the collector drained after its thread ended (lock held). */
+static uint64_t pool_pop(void)
+{
+	uint64_t tail = cyg_ctl->pool_tail;
+
+	if (tail == __atomic_load_n(&cyg_ctl->pool_head, __ATOMIC_ACQUIRE))
+		return 0;
+	uint64_t off = cyg_ctl->ring_pool[tail % CYG_RING_POOL];
+	__atomic_store_n(&cyg_ctl->pool_tail, tail + 1, __ATOMIC_RELEASE);
+	return off;
+}
+
+/* A shadow stack goes back to the free list with its capacity (lock held). */
+static void stack_free(uint64_t off, uint32_t cap)
+{
+	((uint64_t *)AT(off))[1] = cap;
+	list_push(&cyg_ctl->free_stacks, off);
+}
+
 /* ---- small syscall-only helpers ---------------------------------------- */
 
 /* Read a whole /proc file into dst (at most cap bytes); returns its length. */
@@ -400,13 +419,17 @@ static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
 	struct cyg_node *root;
 	uint64_t off, stack, ring = 0;
 
+	uint32_t cap = CYG_STACK_INIT;
+
 	lock();
 	off = area_alloc(sizeof *t);
 	stack = list_pop(&cyg_ctl->free_stacks);
-	if (!stack)
-		stack = area_alloc((uint64_t)CYG_STACK_MAX * sizeof(struct cyg_frame));
+	if (stack)
+		cap = (uint32_t)((uint64_t *)AT(stack))[1];
+	else
+		stack = area_alloc((uint64_t)cap * sizeof(struct cyg_frame));
 	if (cyg_timeline || cyg_memory) {
-		ring = list_pop(&cyg_ctl->free_rings);
+		ring = pool_pop();
 		if (!ring)
 			ring = area_alloc(cyg_ctl->ring_words * 8);
 	}
@@ -421,6 +444,8 @@ static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
 	t->tid = (uint32_t)gettid();
 	t->flags = flags;
 	t->stack_off = stack;
+	t->stack_cap = cap;
+	t->lim = cap < cyg_max_depth ? cap : cyg_max_depth;
 	t->ring_off = ring;
 	t->seen_off = seen;
 	t->proc_off = cyg_proc_off;
@@ -470,6 +495,42 @@ struct cyg_thread *cyg__thread_init(void)
 		thread_failed = 1; /* the mapping is full (counted in ctl->oom) */
 	errno = saved;
 	return t;
+}
+
+/* Make room for frame d: a shadow stack twice as big (or as big as
+ * needed), the live frames copied over.  Returns 0, or -1 when the mapping
+ * is full or d is past the depth limit. */
+static int stack_reserve(struct cyg_thread *t, uint32_t d)
+{
+	uint64_t cap = t->stack_cap, off;
+
+	if (d < t->stack_cap)
+		return 0;
+	if (d >= cyg_max_depth)
+		return -1;
+	while (cap <= d)
+		cap *= 2;
+	if (cap > cyg_max_depth)
+		cap = cyg_max_depth;
+	int saved = errno;
+	lock();
+	off = area_alloc(cap * sizeof(struct cyg_frame));
+	unlock();
+	errno = saved;
+	if (!off)
+		return -1;
+	memcpy(AT(off), cyg_tls.stk, ((uint64_t)t->depth + 1) * sizeof(struct cyg_frame));
+	uint64_t old = t->stack_off;
+	uint32_t oldcap = t->stack_cap;
+	cyg_tls.stk = AT(off);
+	t->stack_cap = (uint32_t)cap;
+	__atomic_store_n(&t->stack_off, off, __ATOMIC_RELEASE);
+	t->lim = (uint32_t)cap < cyg_max_depth ? (uint32_t)cap : cyg_max_depth;
+	lock();
+	stack_free(old, oldcap);
+	unlock();
+	errno = saved;
+	return 0;
 }
 
 /* Close the frames above to_depth at time `when` (they were abandoned). */
@@ -589,8 +650,11 @@ void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t 
 
 	if (stk[d].cfa < cfa || (stk[d].cfa == cfa && t->leave_ts))
 		d = cyg__unwind_dead(t, fn, site, cfa, now);
-	if (d + 1 >= cyg_max_depth)
-		goto overflow;
+	if (d + 1 >= t->lim) {
+		if (stack_reserve(t, d + 1) || d + 1 >= t->lim)
+			goto overflow;
+		stk = cyg_tls.stk;
+	}
 	struct cyg_node *p = CYG_NODE(cyg_base, stk[d].node), *c;
 	c = kid_find(t, stk[d].node, fn);
 	if (!c && !t->kids_off) { /* no table (the mapping was full): walk */
@@ -637,11 +701,38 @@ uint64_t cyg__mono(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t mono_ns(void)
+/* Wait up to ns nanoseconds for the collector to die: it holds ctl->alive
+ * for its whole life, so getting the lock (EOWNERDEAD) means it is gone.
+ * Returns 1 when it is (and marks it gone for every writer), else 0. */
+static int collector_dead(long ns)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	struct timespec dl;
+	int r;
+
+	if (__atomic_load_n(&cyg_ctl->collector_gone, __ATOMIC_RELAXED))
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_nsec += ns;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	r = pthread_mutex_clocklock(&cyg_ctl->alive, CLOCK_MONOTONIC, &dl);
+	if (r == ETIMEDOUT || r == EINTR)
+		return 0;
+	if (r == EOWNERDEAD)
+		pthread_mutex_consistent(&cyg_ctl->alive);
+	if (r == 0 || r == EOWNERDEAD) {
+		pthread_mutex_unlock(&cyg_ctl->alive);
+	} else if (r != ENOTRECOVERABLE) {
+		/* EDEADLK: its owner's tid is ours in another pid namespace;
+		 * nothing to learn from the lock: just wait. */
+		struct timespec ts = {0, ns};
+		nanosleep(&ts, NULL);
+		return 0;
+	}
+	__atomic_store_n(&cyg_ctl->collector_gone, 1, __ATOMIC_RELAXED);
+	return 1;
 }
 
 /* Wait until `need` words are free.  Returns 0, or -1 to drop the event
@@ -649,7 +740,7 @@ static uint64_t mono_ns(void)
 static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 {
 	uint64_t size = cyg_ring_mask + 1;
-	uint64_t t0, hb, hb_ns, spins = 0;
+	uint64_t t0, spins = 0;
 
 	t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
 	if (t->head + need - t->tail_seen <= size)
@@ -658,30 +749,21 @@ static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 	    __atomic_load_n(&cyg_ctl->collector_gone, __ATOMIC_RELAXED))
 		return -1;
 
-	/* Lossless mode: wait for the collector, and measure the wait. */
+	/* Lossless mode: wait for the collector as long as it lives (stopped,
+	 * under a debugger, or slow), and measure the wait. */
 	t0 = cyg_now();
-	hb = __atomic_load_n(&cyg_ctl->heartbeat, __ATOMIC_RELAXED);
-	hb_ns = mono_ns();
 	t->waits++;
 	for (;;) {
 		t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
 		if (t->head + need - t->tail_seen <= size)
 			break;
-		uint64_t b = __atomic_load_n(&cyg_ctl->heartbeat, __ATOMIC_RELAXED);
-		if (b != hb) {
-			hb = b;
-			hb_ns = mono_ns();
-		} else if (mono_ns() - hb_ns > 5000000000ULL) {
-			/* The collector stopped draining: stop waiting, run on. */
-			__atomic_store_n(&cyg_ctl->collector_gone, 1, __ATOMIC_RELAXED);
-			t->wait_ticks += cyg_now() - t0;
-			return -1;
-		}
 		if (++spins < 100) {
 			sched_yield();
-		} else {
-			struct timespec ts = {0, 50000};
-			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (collector_dead(50000)) {
+			t->wait_ticks += cyg_now() - t0;
+			return -1;
 		}
 	}
 	t->wait_ticks += cyg_now() - t0;
@@ -739,7 +821,7 @@ static void thread_end(struct cyg_thread *t)
 	cyg__close_frames(t, 0, t->leave_ts ? t->leave_ts : now);
 	t->end_ts = now;
 	lock();
-	list_push(&cyg_ctl->free_stacks, t->stack_off);
+	stack_free(t->stack_off, t->stack_cap);
 	__atomic_store_n(&t->state, CYG_T_ENDED, __ATOMIC_RELEASE);
 	unlock();
 	cyg_tls.t = NULL;
@@ -814,6 +896,9 @@ static void atfork_child(void)
 	while (fork_cfa && live > 0 && ostk[live].cfa < fork_cfa)
 		live--;
 	for (d = 1; d <= live && d + 1 < cyg_max_depth; d++) {
+		if (stack_reserve(t, d))
+			break;
+		stk = cyg_tls.stk;
 		struct cyg_node *on = CYG_NODE(cyg_base, ostk[d].node);
 		struct cyg_node *p = CYG_NODE(cyg_base, stk[d - 1].node);
 		struct cyg_node *c = cyg__new_child(t, p, on->fn, on->site);

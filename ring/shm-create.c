@@ -2,6 +2,7 @@
 /* shm-create.c - create and initialise the shared mapping (collector side). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -14,11 +15,16 @@ int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t 
 	pthread_mutexattr_t ma;
 	struct cyg_ctl *ctl;
 	uint64_t words = ring_bytes / 8, p2 = 16;
-	int fd = memfd_create("cygprof", 0); /* inherited by the program: no CLOEXEC */
+	/* Inherited by the program (no CLOEXEC): exec'd images map it again. */
+	int fd = memfd_create("cygprof", MFD_ALLOW_SEALING);
 
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, (off_t)size) < 0)
+		goto err;
+	/* The program can reach the fd: it must not be able to shrink the
+	 * file under the collector's mapping (SIGBUS) or grow it. */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		goto err;
 	/* Sparse: pages exist only once a writer touches them. */
 	ctl = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
@@ -32,7 +38,7 @@ int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t 
 	ctl->flags = flags;
 	ctl->ring_words = p2;
 	ctl->collector_pid = (uint32_t)getpid();
-	ctl->max_depth = max_depth && max_depth <= CYG_STACK_MAX ? max_depth : CYG_STACK_MAX;
+	ctl->max_depth = max_depth && max_depth <= CYG_DEPTH_MAX ? max_depth : CYG_DEPTH_MAX;
 	ctl->alloc_off = CYG_AREA_OFF;
 	ssize_t nl = readlink("/proc/self/ns/mnt", ctl->mnt_ns, sizeof ctl->mnt_ns - 1);
 	ctl->mnt_ns[nl > 0 ? nl : 0] = 0;
@@ -40,7 +46,11 @@ int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t 
 	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
 	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
 	pthread_mutex_init(&ctl->lock, &ma);
+	pthread_mutex_init(&ctl->alive, &ma);
 	pthread_mutexattr_destroy(&ma);
+	/* Held until this thread exits: a writer waiting on it learns that
+	 * the collector died from EOWNERDEAD, not from a timeout. */
+	pthread_mutex_lock(&ctl->alive);
 	*fd_out = fd;
 	*ctl_out = ctl;
 	return 0;
