@@ -20,12 +20,25 @@
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define TLS_IE __attribute__((tls_model("initial-exec")))
 
+#define CYG_SIG_LEVELS 4 /* writers of signal handlers nested in one thread */
+/* frame 1 of a signal handlers' writer: its exit switches back to the
+ * writer whose hook the signal interrupted */
+#define CYG_SITE_HOST UINT32_MAX
+
 /* The thread's writer, reached through initial-exec TLS (no __tls_get_addr). */
 struct cyg_tls {
 	struct cyg_thread *t;
 	struct cyg_frame *stk;
 	uint64_t *ring;
-	int guard; /* memory tracing: inside the runtime or the real allocator */
+	int guard;   /* memory tracing: inside the runtime or the real allocator */
+	int in_lock; /* this thread holds (or is taking) the cold-path lock */
+	/* what t, stk and ring were when a signal handler's writer of level
+	 * i + 1 took over; put back exactly when it gives up */
+	struct cyg_tls_save {
+		struct cyg_thread *t;
+		struct cyg_frame *stk;
+		uint64_t *ring;
+	} save[CYG_SIG_LEVELS];
 };
 
 extern __thread struct cyg_tls cyg_tls TLS_IE HIDDEN;
@@ -67,6 +80,14 @@ static inline uint32_t cyg_gid(const struct cyg_node *n)
 {
 	return (uint32_t)((uint64_t)((const char *)n - cyg_base) / CYG_NODE_SIZE);
 }
+
+/* A signal handler interrupted a hook of t (t->busy): the writer its
+ * calls and allocations go to, switched in (NULL when none can be had:
+ * counted in sig_lost).  *first is the level of the first switch, for
+ * cyg__sig_leave. */
+HIDDEN struct cyg_thread *cyg__sig_enter(struct cyg_thread *t, unsigned *first) COLD;
+/* Put back what was there before the writer of level `level` took over. */
+HIDDEN void cyg__sig_leave(unsigned level) COLD;
 
 /* cold paths (cyg-thread.c) */
 HIDDEN struct cyg_thread *cyg__thread_init(void) COLD;

@@ -45,15 +45,22 @@ static pthread_key_t cyg_key;
 
 /* ---- the shared cold-path lock and allocator --------------------------- */
 
-static void lock(void)
+/* Take the lock, unless this very thread holds it already: a signal
+ * handler interrupted it inside a cold path.  Returns 0 or -1. */
+static int lock(void)
 {
+	if (cyg_tls.in_lock)
+		return -1;
+	cyg_tls.in_lock = 1;
 	if (pthread_mutex_lock(&cyg_ctl->lock) == EOWNERDEAD)
 		pthread_mutex_consistent(&cyg_ctl->lock); /* its owner died mid-section */
+	return 0;
 }
 
 static void unlock(void)
 {
 	pthread_mutex_unlock(&cyg_ctl->lock);
+	cyg_tls.in_lock = 0;
 }
 
 /* Bump-allocate from the mapping (lock held).  Returns 0 when full. */
@@ -67,6 +74,20 @@ static uint64_t area_alloc(uint64_t size)
 		return 0;
 	}
 	cyg_ctl->alloc_off = off + size;
+	return off;
+}
+
+/* Bump-allocate with the lock taken here; 0 when full or not possible. */
+static uint64_t area_take(uint64_t size)
+{
+	uint64_t off;
+	int saved = errno; /* the lock may sleep in a futex */
+
+	if (lock())
+		return 0;
+	off = area_alloc(size);
+	unlock();
+	errno = saved;
 	return off;
 }
 
@@ -133,9 +154,7 @@ static void snapshot_maps(struct cyg_proc *p)
 {
 	uint64_t off, len;
 
-	lock();
-	off = area_alloc(MAPS_CAP);
-	unlock();
+	off = area_take(MAPS_CAP);
 	if (!off)
 		return;
 	len = read_file("/proc/self/maps", AT(off), MAPS_CAP);
@@ -166,7 +185,8 @@ static void register_proc(uint64_t parent_off, uint64_t now)
 	uint64_t off, cmd;
 	uint32_t pid = (uint32_t)getpid();
 
-	lock();
+	if (lock())
+		return;
 	off = area_alloc(sizeof *p);
 	cmd = area_alloc(CMD_CAP);
 	if (!off) {
@@ -217,7 +237,8 @@ static void register_proc(uint64_t parent_off, uint64_t now)
 	}
 	snapshot_maps(p);
 
-	lock();
+	if (lock())
+		return;
 	p->next = cyg_ctl->procs_off;
 	__atomic_store_n(&cyg_ctl->procs_off, off, __ATOMIC_RELEASE);
 	unlock();
@@ -234,11 +255,7 @@ static struct cyg_node *node_alloc(struct cyg_thread *t)
 		uint64_t off;
 		if (size > (4ULL << 20))
 			size = 4ULL << 20;
-		int saved = errno; /* the lock may sleep in a futex */
-		lock();
-		off = area_alloc(size);
-		unlock();
-		errno = saved;
+		off = area_take(size);
 		if (!off)
 			return NULL;
 		t->chunk_size = size;
@@ -292,12 +309,13 @@ uint32_t cyg__other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site
 	int saved = errno;
 	if (!t->sites_off || (t->sites_n + 1) * 2 > t->sidx_mask + 1) {
 		uint32_t slots = t->sites_off ? (t->sidx_mask + 1) * 2 : 256;
-		uint64_t sites = t->sites_off, idx;
-		lock();
-		if (!sites)
-			sites = area_alloc((uint64_t)CYG_SITES_MAX * sizeof(struct cyg_site));
-		idx = area_alloc((uint64_t)slots * sizeof(uint32_t));
-		unlock();
+		uint64_t sites = t->sites_off, idx = 0;
+		if (!lock()) {
+			if (!sites)
+				sites = area_alloc((uint64_t)CYG_SITES_MAX * sizeof(struct cyg_site));
+			idx = area_alloc((uint64_t)slots * sizeof(uint32_t));
+			unlock();
+		}
 		if (!sites || !idx) {
 			errno = saved;
 			return 0; /* the mapping is full: counted at the node's first site */
@@ -367,14 +385,11 @@ static void kid_add(struct cyg_thread *t, uint32_t parent, uint64_t fn, uint32_t
 {
 	if (!t->kids_off || (t->kids_n + 1) * 2 > t->kids_mask + 1) {
 		uint32_t slots = t->kids_off ? (t->kids_mask + 1) * 2 : 1024;
-		uint64_t off;
-		int saved = errno;
-		lock();
-		off = area_alloc((uint64_t)slots * sizeof(struct cyg_kid));
-		unlock();
-		errno = saved;
-		if (!off)
+		uint64_t off = area_take((uint64_t)slots * sizeof(struct cyg_kid));
+		if (!off) {
+			t->kids_partial = 1;
 			return;
+		}
 		struct cyg_kid *nk = AT(off);
 		if (t->kids_off) {
 			struct cyg_kid *ok = AT(t->kids_off);
@@ -413,15 +428,17 @@ struct cyg_node *cyg__new_child(struct cyg_thread *t, struct cyg_node *p, uint64
 
 static void thread_dtor(void *arg);
 
-static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
+/* A new writer of this process image, on the thread list; the caller
+ * makes it current (or not: a signal handlers' writer waits for one). */
+static struct cyg_thread *thread_alloc(uint32_t flags, uint64_t now)
 {
 	struct cyg_thread *t;
 	struct cyg_node *root;
 	uint64_t off, stack, ring = 0;
-
 	uint32_t cap = CYG_STACK_INIT;
 
-	lock();
+	if (lock())
+		return NULL;
 	off = area_alloc(sizeof *t);
 	stack = list_pop(&cyg_ctl->free_stacks);
 	if (stack)
@@ -466,17 +483,100 @@ static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
 	stk[0].site = 0;
 	t->state = CYG_T_ACTIVE;
 
-	lock();
+	if (lock())
+		return NULL;
 	t->seq = cyg_ctl->nthreads++;
 	t->next = cyg_ctl->threads_off;
 	__atomic_store_n(&cyg_ctl->threads_off, off, __ATOMIC_RELEASE);
 	unlock();
+	return t;
+}
 
+/* Write through t from now on.  The triple changes t last: a signal
+ * handler that interrupts the switch sees the writer it replaces. */
+static void tls_use(struct cyg_thread *t)
+{
+	cyg_tls.stk = AT(t->stack_off);
+	cyg_tls.ring = t->ring_off ? AT(t->ring_off) : NULL;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	cyg_tls.t = t;
-	cyg_tls.stk = stk;
-	cyg_tls.ring = ring ? AT(ring) : NULL;
+}
+
+static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
+{
+	struct cyg_thread *t = thread_alloc(flags, now);
+
+	if (!t)
+		return NULL;
+	tls_use(t);
 	pthread_setspecific(cyg_key, t);
 	return t;
+}
+
+/* ---- signal handlers that interrupt a hook ----------------------------- */
+
+/* A hook holds its writer (busy) while a signal handler runs and calls
+ * instrumented functions or allocates.  Those go to a writer of their
+ * own: a thread record with the same tid, flagged CYG_TF_SIGNAL, made once
+ * per thread and level and kept.  Its root frame has CFA 0, so every enter
+ * at depth 0 takes the slow path, which marks frame 1 CYG_SITE_HOST: the
+ * exit of that frame puts the interrupted writer back. */
+static struct cyg_thread *sig_writer(struct cyg_thread *h)
+{
+	if (h->alt_off)
+		return AT(h->alt_off);
+	if (h->level + 1 > CYG_SIG_LEVELS)
+		return NULL;
+	int saved = errno;
+	struct cyg_thread *a = thread_alloc(CYG_TF_SIGNAL | (h->flags & CYG_TF_CLONED), cyg_now());
+	errno = saved;
+	if (!a)
+		return NULL;
+	a->proc_off = h->proc_off;
+	a->level = h->level + 1;
+	a->host_off = OFF(h);
+	((struct cyg_frame *)AT(a->stack_off))[0].cfa = 0;
+	__atomic_store_n(&h->alt_off, OFF(a), __ATOMIC_RELEASE);
+	return a;
+}
+
+struct cyg_thread *cyg__sig_enter(struct cyg_thread *t, unsigned *first)
+{
+	*first = 0;
+	while (t->busy) {
+		struct cyg_thread *a = sig_writer(t);
+		if (!a) {
+			t->sig_lost++;
+			if (*first)
+				cyg__sig_leave(*first);
+			return NULL;
+		}
+		struct cyg_tls_save *sv = &cyg_tls.save[a->level - 1];
+		sv->t = cyg_tls.t;
+		sv->stk = cyg_tls.stk;
+		sv->ring = cyg_tls.ring;
+		if (!*first)
+			*first = a->level;
+		tls_use(a);
+		t = a;
+	}
+	return t;
+}
+
+void cyg__sig_leave(unsigned level)
+{
+	const struct cyg_tls_save *sv = &cyg_tls.save[level - 1];
+
+	cyg_tls.stk = sv->stk;
+	cyg_tls.ring = sv->ring;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	cyg_tls.t = sv->t;
+}
+
+/* The writer a signal handlers' writer nests in. */
+static inline struct cyg_thread *host_of(const struct cyg_thread *t)
+{
+	return t->host_off ? AT(t->host_off) : NULL;
 }
 
 static int attach(void);
@@ -512,11 +612,7 @@ static int stack_reserve(struct cyg_thread *t, uint32_t d)
 		cap *= 2;
 	if (cap > cyg_max_depth)
 		cap = cyg_max_depth;
-	int saved = errno;
-	lock();
-	off = area_alloc(cap * sizeof(struct cyg_frame));
-	unlock();
-	errno = saved;
+	off = area_take(cap * sizeof(struct cyg_frame));
 	if (!off)
 		return -1;
 	memcpy(AT(off), cyg_tls.stk, ((uint64_t)t->depth + 1) * sizeof(struct cyg_frame));
@@ -526,9 +622,11 @@ static int stack_reserve(struct cyg_thread *t, uint32_t d)
 	t->stack_cap = (uint32_t)cap;
 	__atomic_store_n(&t->stack_off, off, __ATOMIC_RELEASE);
 	t->lim = (uint32_t)cap < cyg_max_depth ? (uint32_t)cap : cyg_max_depth;
-	lock();
-	stack_free(old, oldcap);
-	unlock();
+	int saved = errno;
+	if (!lock()) {
+		stack_free(old, oldcap);
+		unlock();
+	}
 	errno = saved;
 	return 0;
 }
@@ -543,7 +641,7 @@ void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when)
 		struct cyg_node *n = CYG_NODE(cyg_base, f->node);
 		if (when > f->ts) {
 			n->ticks += when - f->ts;
-			if (f->site)
+			if (f->site && f->site != CYG_SITE_HOST)
 				cyg__site_ticks(t, f, when - f->ts);
 		}
 		t->unwound++;
@@ -582,11 +680,15 @@ uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t fn, uint64_t site, uint
 
 void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cfa)
 {
-	struct cyg_frame *stk = cyg_tls.stk;
+	struct cyg_frame *stk;
 	uint32_t d;
 
+again:
+	stk = cyg_tls.stk;
 	if (t->ovf) {
-		t->ovf--;
+		/* the overflowed call of a signal handler ends its writer's turn */
+		if (!--t->ovf && t->level && !t->depth)
+			cyg__sig_leave(t->level);
 		goto out;
 	}
 	if (t->leave_ts) {
@@ -602,6 +704,17 @@ void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cf
 		if (CYG_NODE(cyg_base, stk[d].node)->fn == fn)
 			break;
 	if (!d) {
+		struct cyg_thread *h = host_of(t);
+		if (h && !h->busy) {
+			/* A signal handler was left by a longjmp: this exit is
+			 * the interrupted writer's, and the handler is over. */
+			cyg__close_frames(t, 0, now);
+			cyg__sig_leave(t->level);
+			t->busy = 0;
+			t = cyg_tls.t;
+			t->busy = 1;
+			goto again;
+		}
 		t->unpaired++;
 		goto out;
 	}
@@ -610,11 +723,13 @@ void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cf
 	cyg__close_frames(t, d, now);
 	struct cyg_node *c = CYG_NODE(cyg_base, stk[d].node);
 	c->ticks += now - stk[d].ts;
-	if (stk[d].site)
+	if (stk[d].site && stk[d].site != CYG_SITE_HOST)
 		cyg__site_ticks(t, &stk[d], now - stk[d].ts);
 	t->depth = d - 1;
 	if (cyg_timeline)
 		cyg_ring_put(t, CYG_EV_EXIT, stk[d].node, now);
+	if (stk[d].site == CYG_SITE_HOST)
+		cyg__sig_leave(t->level); /* the handler's call is over */
 out:
 	t->busy = 0;
 }
@@ -630,8 +745,13 @@ void cyg__enter_rare(uint64_t fn, uint64_t site, uint64_t cfa)
 		if (!t)
 			return;
 	}
-	if (t->busy)
-		return; /* nested in a hook: the handler's calls are not recorded */
+	if (t->busy) {
+		/* a signal handler interrupted a hook: its own writer */
+		unsigned first;
+		t = cyg__sig_enter(t, &first);
+		if (!t)
+			return;
+	}
 	if (t->ovf) {
 		t->ovf++;
 		t->overflow++;
@@ -650,6 +770,16 @@ void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t 
 
 	if (stk[d].cfa < cfa || (stk[d].cfa == cfa && t->leave_ts))
 		d = cyg__unwind_dead(t, fn, site, cfa, now);
+	if (!d && t->level && !host_of(t)->busy) {
+		/* A signal handler was left by a longjmp: this call is the
+		 * interrupted writer's. */
+		cyg__sig_leave(t->level);
+		t->busy = 0;
+		t = cyg_tls.t;
+		t->busy = 1;
+		cyg__enter_slow(t, fn, site, now, cfa);
+		return;
+	}
 	if (d + 1 >= t->lim) {
 		if (stack_reserve(t, d + 1) || d + 1 >= t->lim)
 			goto overflow;
@@ -657,7 +787,7 @@ void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t 
 	}
 	struct cyg_node *p = CYG_NODE(cyg_base, stk[d].node), *c;
 	c = kid_find(t, stk[d].node, fn);
-	if (!c && !t->kids_off) { /* no table (the mapping was full): walk */
+	if (!c && (!t->kids_off || t->kids_partial)) { /* the table misses some: walk */
 		for (g = p->first_child; g; g = c->next_sibling) {
 			c = CYG_NODE(cyg_base, g);
 			if (c->fn == fn)
@@ -680,7 +810,10 @@ void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t 
 	stk[d].ts = now;
 	stk[d].cfa = cfa;
 	stk[d].node = cyg_gid(c);
-	stk[d].site = c->site == site ? 0 : cyg__other_site(t, c, site);
+	if (UNLIKELY(t->level) && d == 1)
+		stk[d].site = CYG_SITE_HOST; /* its exit ends the handler's turn */
+	else
+		stk[d].site = c->site == site ? 0 : cyg__other_site(t, c, site);
 	t->depth = d;
 	if (cyg_timeline)
 		cyg_ring_put(t, CYG_EV_ENTER, stk[d].node, now);
@@ -817,13 +950,20 @@ static void thread_end(struct cyg_thread *t)
 {
 	uint64_t now = cyg_now();
 
-	t->busy = 1;
-	cyg__close_frames(t, 0, t->leave_ts ? t->leave_ts : now);
-	t->end_ts = now;
-	lock();
-	stack_free(t->stack_off, t->stack_cap);
-	__atomic_store_n(&t->state, CYG_T_ENDED, __ATOMIC_RELEASE);
-	unlock();
+	while (t->host_off) /* ended from inside a signal handler */
+		t = host_of(t);
+	/* The thread's writer, then those of its signal handlers. */
+	for (struct cyg_thread *w = t; w; w = w->alt_off ? AT(w->alt_off) : NULL) {
+		tls_use(w); /* closing writes through the current writer */
+		w->busy = 1;
+		cyg__close_frames(w, 0, w->leave_ts ? w->leave_ts : now);
+		w->end_ts = now;
+		if (!lock()) {
+			stack_free(w->stack_off, w->stack_cap);
+			unlock();
+		}
+		__atomic_store_n(&w->state, CYG_T_ENDED, __ATOMIC_RELEASE);
+	}
 	cyg_tls.t = NULL;
 	cyg_tls.stk = NULL;
 	cyg_tls.ring = NULL;
@@ -832,7 +972,11 @@ static void thread_end(struct cyg_thread *t)
 static void thread_dtor(void *arg)
 {
 	int saved = errno;
-	if (arg && cyg_tls.t == arg)
+	struct cyg_thread *t = cyg_tls.t;
+
+	while (t && t->host_off)
+		t = host_of(t);
+	if (arg && t == arg)
 		thread_end(arg);
 	errno = saved;
 }
@@ -1038,9 +1182,13 @@ static void *next_sym(const char *name)
 static inline void mark_leave(void)
 {
 	struct cyg_thread *t = cyg_tls.t;
-	if (t) {
-		t->leave_ts = cyg_now();
-		t->busy = 0; /* a jump out of a signal handler that interrupted a hook */
+	uint64_t now = t ? cyg_now() : 0;
+
+	/* The jump may leave signal handlers: then the writers they
+	 * interrupted lose frames too, and their hooks never finish. */
+	for (; t; t = host_of(t)) {
+		t->leave_ts = now;
+		t->busy = 0;
 	}
 }
 
@@ -1096,9 +1244,8 @@ static void note_reaped(pid_t pid, int status)
 {
 	struct cyg_proc *p;
 
-	if (cyg_state <= 0 || pid <= 0)
+	if (cyg_state <= 0 || pid <= 0 || lock())
 		return;
-	lock();
 	p = find_proc((uint32_t)pid);
 	if (p && (p->state == CYG_P_RUNNING || p->state == CYG_P_GONE)) {
 		if (WIFEXITED(status)) {

@@ -96,11 +96,15 @@ void cyg__mem_alloc(unsigned fn, void *p, size_t size, void *ra)
 	uint64_t w[4 + 16];
 	unsigned n;
 
+	unsigned sig = 0;
+
 	if (!t)
 		return;
-	if (UNLIKELY(t->busy)) { /* a signal handler interrupted a hook */
-		t->mem_nested++;
-		return;
+	if (UNLIKELY(t->busy)) {
+		/* a signal handler interrupted a hook: its own writer */
+		t = cyg__sig_enter(t, &sig);
+		if (!t)
+			return;
 	}
 	t->busy = 1;
 	uint32_t d = t->depth;
@@ -123,6 +127,8 @@ void cyg__mem_alloc(unsigned fn, void *p, size_t size, void *ra)
 	cyg__ring_write(t, w, n, now);
 	t->mem_events++;
 	t->busy = 0;
+	if (UNLIKELY(sig))
+		cyg__sig_leave(sig);
 }
 
 void cyg__mem_free(unsigned fn, void *p, uint64_t ts)
@@ -130,11 +136,14 @@ void cyg__mem_free(unsigned fn, void *p, uint64_t ts)
 	struct cyg_thread *t = mem_thread();
 	uint64_t w[2];
 
+	unsigned sig = 0;
+
 	if (!t)
 		return;
 	if (UNLIKELY(t->busy)) {
-		t->mem_nested++;
-		return;
+		t = cyg__sig_enter(t, &sig);
+		if (!t)
+			return;
 	}
 	t->busy = 1;
 	w[0] = cyg_x_make(CYG_X_FREE, cyg_x_mem(fn, 0, 0));
@@ -142,6 +151,8 @@ void cyg__mem_free(unsigned fn, void *p, uint64_t ts)
 	cyg__ring_write(t, w, 2, ts);
 	t->mem_events++;
 	t->busy = 0;
+	if (UNLIKELY(sig))
+		cyg__sig_leave(sig);
 }
 
 #define RA() __builtin_return_address(0)

@@ -205,12 +205,17 @@ struct cyg_thread {
 	uint64_t mem_nested; /* memory: calls not traced (inside a hook or the runtime) */
 	char name[16];
 	uint32_t stack_cap;  /* frames in the shadow stack at stack_off */
-	uint32_t pad2;
+	uint32_t level;      /* 0, or for a writer of signal handlers (CYG_TF_SIGNAL)
+			      * how deeply it nests: 1 in a thread's hook, 2 in the
+			      * hook of a level-1 writer... */
 	uint64_t alt_off;    /* the writer of signal handlers that interrupt this
 			      * writer's hooks (0 until needed) */
 	uint64_t host_off;   /* for such a writer (CYG_TF_SIGNAL): the writer it nests in */
 	uint64_t sig_lost;   /* calls and allocations of signal handlers that could not
 			      * be recorded (nested too deep, or no room) */
+	uint32_t kids_partial; /* some children are missing from the kids table (no
+				* room): a miss there walks the sibling list */
+	uint32_t pad3;
 };
 
 /* cyg_thread.flags (the same values as CYGPROF_THREAD_*) */
