@@ -70,8 +70,11 @@ NOINSTR EXPORT void __cyg_profile_func_exit(void *fn_, void *site_)
 	uint64_t fn = (uint64_t)(uintptr_t)fn_;
 
 	(void)site_;
-	if (UNLIKELY(!t || t->busy))
+	if (UNLIKELY(!t || t->busy)) {
+		if (!t) /* none yet, or a TLS shared with a clone() child */
+			cyg__exit_rare(fn, CYG_CFA());
 		return;
+	}
 	t->busy = 1;
 
 	uint64_t now = cyg_now();

@@ -99,6 +99,9 @@ HIDDEN struct cyg_node *cyg__new_child(struct cyg_thread *t, struct cyg_node *p,
 HIDDEN uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t cfa,
 				 uint64_t now) COLD;
 HIDDEN void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cfa) COLD;
+/* An exit hook that found no current writer: a thread that shares its TLS
+ * with a raw clone() child finds its writer by tid. */
+HIDDEN void cyg__exit_rare(uint64_t fn, uint64_t cfa) COLD;
 /* A call of node c from another site than c->site: 1 + its cyg_site index (0 if none). */
 HIDDEN uint32_t cyg__other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site) COLD;
 /* Close frame f of a call from another site: add its time there too. */
@@ -111,10 +114,23 @@ HIDDEN void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t 
  * from `now`; a STACK record (now == 0) has none.  Caller holds t->busy. */
 HIDDEN void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now);
 
-/* Append one event to the thread's ring (timeline mode only; the caller
+/* The shadow stack and ring of writer t, from the mapping.  The hooks use
+ * the copies in cyg_tls (the current writer's); cold paths use these, so
+ * they also serve writers that are not current (a thread sharing its TLS
+ * with a raw clone() child, a signal handler's writer being ended). */
+static inline struct cyg_frame *cyg_stk(const struct cyg_thread *t)
+{
+	return (struct cyg_frame *)(void *)(cyg_base + t->stack_off);
+}
+static inline uint64_t *cyg_ringbuf(const struct cyg_thread *t)
+{
+	return (uint64_t *)(void *)(cyg_base + t->ring_off);
+}
+
+/* Append one event to ring, thread t's (timeline mode only; the caller
  * holds t->busy so a signal handler's hooks cannot interleave). */
-NOINSTR static inline void cyg_ring_put(struct cyg_thread *t, unsigned kind, uint32_t gid,
-					uint64_t now)
+NOINSTR static inline void cyg_ring_put_w(struct cyg_thread *t, uint64_t *ring, unsigned kind,
+					  uint32_t gid, uint64_t now)
 {
 	uint64_t h = t->head;
 
@@ -124,8 +140,15 @@ NOINSTR static inline void cyg_ring_put(struct cyg_thread *t, unsigned kind, uin
 	}
 	/* The low 34 bits of the time: the collector, which drains every
 	 * ring far more often than they wrap, restores the rest. */
-	cyg_tls.ring[h & cyg_ring_mask] = cyg_ev_make(kind, gid, now & CYG_EV_DELTA_MAX);
+	ring[h & cyg_ring_mask] = cyg_ev_make(kind, gid, now & CYG_EV_DELTA_MAX);
 	__atomic_store_n(&t->head, h + 1, __ATOMIC_RELEASE);
+}
+
+/* The same for the current writer (the hooks). */
+NOINSTR static inline void cyg_ring_put(struct cyg_thread *t, unsigned kind, uint32_t gid,
+					uint64_t now)
+{
+	cyg_ring_put_w(t, cyg_tls.ring, kind, gid, now);
 }
 
 #endif

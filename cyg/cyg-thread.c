@@ -13,11 +13,13 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -178,20 +180,21 @@ static struct cyg_proc *find_proc(uint32_t pid)
 }
 
 /* Register this process image.  parent_off: the image that forked us, or
- * 0 to look it up (exec'd image or the program the collector started). */
-static void register_proc(uint64_t parent_off, uint64_t now)
+ * 0 to look it up (exec'd image or the program the collector started).
+ * Returns its record's offset, 0 when it could not be made. */
+static uint64_t register_proc(uint64_t parent_off, uint64_t now)
 {
 	struct cyg_proc *p, *old;
 	uint64_t off, cmd;
 	uint32_t pid = (uint32_t)getpid();
 
 	if (lock())
-		return;
+		return 0;
 	off = area_alloc(sizeof *p);
 	cmd = area_alloc(CMD_CAP);
 	if (!off) {
 		unlock();
-		return;
+		return 0;
 	}
 	p = AT(off);
 	p->pid = pid;
@@ -238,11 +241,11 @@ static void register_proc(uint64_t parent_off, uint64_t now)
 	snapshot_maps(p);
 
 	if (lock())
-		return;
+		return 0;
 	p->next = cyg_ctl->procs_off;
 	__atomic_store_n(&cyg_ctl->procs_off, off, __ATOMIC_RELEASE);
 	unlock();
-	cyg_proc_off = off;
+	return off;
 }
 
 /* ---- per-thread writers ------------------------------------------------ */
@@ -430,7 +433,7 @@ static void thread_dtor(void *arg);
 
 /* A new writer of this process image, on the thread list; the caller
  * makes it current (or not: a signal handlers' writer waits for one). */
-static struct cyg_thread *thread_alloc(uint32_t flags, uint64_t now)
+static struct cyg_thread *thread_alloc(uint32_t flags, uint64_t now, uint64_t proc_off)
 {
 	struct cyg_thread *t;
 	struct cyg_node *root;
@@ -465,7 +468,7 @@ static struct cyg_thread *thread_alloc(uint32_t flags, uint64_t now)
 	t->lim = cap < cyg_max_depth ? cap : cyg_max_depth;
 	t->ring_off = ring;
 	t->seen_off = seen;
-	t->proc_off = cyg_proc_off;
+	t->proc_off = proc_off;
 	t->start_ts = now;
 	prctl(PR_GET_NAME, t->name, 0, 0, 0);
 	root = node_alloc(t);
@@ -504,7 +507,7 @@ static void tls_use(struct cyg_thread *t)
 
 static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
 {
-	struct cyg_thread *t = thread_alloc(flags, now);
+	struct cyg_thread *t = thread_alloc(flags, now, cyg_proc_off);
 
 	if (!t)
 		return NULL;
@@ -528,11 +531,11 @@ static struct cyg_thread *sig_writer(struct cyg_thread *h)
 	if (h->level + 1 > CYG_SIG_LEVELS)
 		return NULL;
 	int saved = errno;
-	struct cyg_thread *a = thread_alloc(CYG_TF_SIGNAL | (h->flags & CYG_TF_CLONED), cyg_now());
+	struct cyg_thread *a =
+		thread_alloc(CYG_TF_SIGNAL | (h->flags & CYG_TF_CLONED), cyg_now(), h->proc_off);
 	errno = saved;
 	if (!a)
 		return NULL;
-	a->proc_off = h->proc_off;
 	a->level = h->level + 1;
 	a->host_off = OFF(h);
 	((struct cyg_frame *)AT(a->stack_off))[0].cfa = 0;
@@ -543,6 +546,10 @@ static struct cyg_thread *sig_writer(struct cyg_thread *h)
 struct cyg_thread *cyg__sig_enter(struct cyg_thread *t, unsigned *first)
 {
 	*first = 0;
+	if (cyg_tls.t != t) { /* TLS shared with a clone() child: no switching */
+		t->sig_lost++;
+		return NULL;
+	}
 	while (t->busy) {
 		struct cyg_thread *a = sig_writer(t);
 		if (!a) {
@@ -579,6 +586,101 @@ static inline struct cyg_thread *host_of(const struct cyg_thread *t)
 	return t->host_off ? AT(t->host_off) : NULL;
 }
 
+/* ---- threads that share their TLS (raw clone() without CLONE_SETTLS) ---- */
+
+/* A child made by clone(CLONE_VM) without a TLS of its own runs on the
+ * TLS of the thread that made it: cyg_tls cannot tell them apart.  From
+ * then on that TLS holds no writer (t NULL), so every hook of both takes
+ * the cold path, which finds the caller's writer by tid in this table.
+ * Entries are only added (tid published last); lookups take no lock. */
+#define SHARED_MAX 256
+static struct shared {
+	uint32_t tid;
+	uint64_t off;         /* its writer, 0 until its first hook */
+	uint64_t proc_off;    /* its process image */
+	uint32_t flags;
+} shared_tab[SHARED_MAX];
+static uint32_t shared_n;
+static int shared_on;
+static int shared_busy; /* a spin lock for adding entries */
+
+static void shared_reset(void)
+{
+	shared_on = 0;
+	shared_n = 0;
+}
+
+static struct shared *shared_find(uint32_t tid)
+{
+	uint32_t n = __atomic_load_n(&shared_n, __ATOMIC_ACQUIRE);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (__atomic_load_n(&shared_tab[i].tid, __ATOMIC_ACQUIRE) == tid)
+			return &shared_tab[i];
+	return NULL;
+}
+
+/* Add (or update) the entry of tid; returns it, or NULL when full. */
+static struct shared *shared_add(uint32_t tid, uint64_t off, uint64_t proc_off, uint32_t flags)
+{
+	struct shared *e;
+
+	while (__atomic_exchange_n(&shared_busy, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+	e = shared_find(tid);
+	if (!e && shared_n < SHARED_MAX) {
+		e = &shared_tab[shared_n];
+		e->tid = 0;
+		__atomic_store_n(&shared_n, shared_n + 1, __ATOMIC_RELEASE);
+	}
+	if (e) {
+		e->off = off;
+		e->proc_off = proc_off;
+		e->flags = flags;
+		__atomic_store_n(&e->tid, tid, __ATOMIC_RELEASE);
+		__atomic_store_n(&shared_on, 1, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&shared_busy, 0, __ATOMIC_RELEASE);
+	return e;
+}
+
+static void shared_del(uint32_t tid)
+{
+	struct shared *e = shared_find(tid);
+	if (e)
+		__atomic_store_n(&e->tid, 0, __ATOMIC_RELEASE);
+}
+
+/* The writer of the calling thread when it shares its TLS, made at its
+ * first hook; NULL when it does not (or none can be made). */
+static struct cyg_thread *shared_writer(int make)
+{
+	if (!__atomic_load_n(&shared_on, __ATOMIC_ACQUIRE))
+		return NULL;
+	struct shared *e = shared_find((uint32_t)syscall(SYS_gettid));
+	if (!e)
+		return NULL;
+	uint64_t off = __atomic_load_n(&e->off, __ATOMIC_ACQUIRE);
+	if (!off && make) {
+		struct cyg_thread *t = thread_alloc(e->flags, cyg_now(), e->proc_off);
+		if (!t)
+			return NULL;
+		off = OFF(t);
+		__atomic_store_n(&e->off, off, __ATOMIC_RELEASE);
+	}
+	return off ? AT(off) : NULL;
+}
+
+void cyg__exit_rare(uint64_t fn, uint64_t cfa)
+{
+	struct cyg_thread *t = shared_writer(0);
+
+	if (!t || t->busy)
+		return;
+	t->busy = 1;
+	cyg__exit_slow(t, fn, cyg_now(), cfa);
+}
+
 static int attach(void);
 
 struct cyg_thread *cyg__thread_init(void)
@@ -590,6 +692,11 @@ struct cyg_thread *cyg__thread_init(void)
 		attach();
 	if (cyg_state <= 0 || thread_failed)
 		return NULL;
+	t = shared_writer(1);
+	if (t) {
+		errno = saved;
+		return t; /* not made current: the TLS is shared */
+	}
 	t = thread_new(0, cyg_now());
 	if (!t)
 		thread_failed = 1; /* the mapping is full (counted in ctl->oom) */
@@ -615,10 +722,11 @@ static int stack_reserve(struct cyg_thread *t, uint32_t d)
 	off = area_take(cap * sizeof(struct cyg_frame));
 	if (!off)
 		return -1;
-	memcpy(AT(off), cyg_tls.stk, ((uint64_t)t->depth + 1) * sizeof(struct cyg_frame));
+	memcpy(AT(off), cyg_stk(t), ((uint64_t)t->depth + 1) * sizeof(struct cyg_frame));
 	uint64_t old = t->stack_off;
 	uint32_t oldcap = t->stack_cap;
-	cyg_tls.stk = AT(off);
+	if (cyg_tls.t == t)
+		cyg_tls.stk = AT(off);
 	t->stack_cap = (uint32_t)cap;
 	__atomic_store_n(&t->stack_off, off, __ATOMIC_RELEASE);
 	t->lim = (uint32_t)cap < cyg_max_depth ? (uint32_t)cap : cyg_max_depth;
@@ -634,7 +742,7 @@ static int stack_reserve(struct cyg_thread *t, uint32_t d)
 /* Close the frames above to_depth at time `when` (they were abandoned). */
 void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when)
 {
-	struct cyg_frame *stk = cyg_tls.stk;
+	struct cyg_frame *stk = cyg_stk(t);
 
 	while (t->depth > to_depth) {
 		struct cyg_frame *f = &stk[t->depth];
@@ -647,7 +755,7 @@ void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when)
 		t->unwound++;
 		t->depth--;
 		if (cyg_timeline)
-			cyg_ring_put(t, CYG_EV_UNWIND, f->node, when);
+			cyg_ring_put_w(t, cyg_ringbuf(t), CYG_EV_UNWIND, f->node, when);
 	}
 }
 
@@ -659,7 +767,7 @@ void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when)
 uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t cfa,
 			  uint64_t now)
 {
-	struct cyg_frame *stk = cyg_tls.stk;
+	struct cyg_frame *stk = cyg_stk(t);
 	uint32_t d = t->depth;
 	uint64_t when = t->leave_ts ? t->leave_ts : now;
 
@@ -684,7 +792,7 @@ void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cf
 	uint32_t d;
 
 again:
-	stk = cyg_tls.stk;
+	stk = cyg_stk(t);
 	if (t->ovf) {
 		/* the overflowed call of a signal handler ends its writer's turn */
 		if (!--t->ovf && t->level && !t->depth)
@@ -727,7 +835,7 @@ again:
 		cyg__site_ticks(t, &stk[d], now - stk[d].ts);
 	t->depth = d - 1;
 	if (cyg_timeline)
-		cyg_ring_put(t, CYG_EV_EXIT, stk[d].node, now);
+		cyg_ring_put_w(t, cyg_ringbuf(t), CYG_EV_EXIT, stk[d].node, now);
 	if (stk[d].site == CYG_SITE_HOST)
 		cyg__sig_leave(t->level); /* the handler's call is over */
 out:
@@ -765,7 +873,7 @@ void cyg__enter_rare(uint64_t fn, uint64_t site, uint64_t cfa)
 void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t now,
 		     uint64_t cfa)
 {
-	struct cyg_frame *stk = cyg_tls.stk;
+	struct cyg_frame *stk = cyg_stk(t);
 	uint32_t d = t->depth, g;
 
 	if (stk[d].cfa < cfa || (stk[d].cfa == cfa && t->leave_ts))
@@ -783,7 +891,7 @@ void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t 
 	if (d + 1 >= t->lim) {
 		if (stack_reserve(t, d + 1) || d + 1 >= t->lim)
 			goto overflow;
-		stk = cyg_tls.stk;
+		stk = cyg_stk(t);
 	}
 	struct cyg_node *p = CYG_NODE(cyg_base, stk[d].node), *c;
 	c = kid_find(t, stk[d].node, fn);
@@ -816,7 +924,7 @@ void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t 
 		stk[d].site = c->site == site ? 0 : cyg__other_site(t, c, site);
 	t->depth = d;
 	if (cyg_timeline)
-		cyg_ring_put(t, CYG_EV_ENTER, stk[d].node, now);
+		cyg_ring_put_w(t, cyg_ringbuf(t), CYG_EV_ENTER, stk[d].node, now);
 	t->busy = 0;
 	return;
 overflow:
@@ -915,7 +1023,7 @@ void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t 
 		return;
 	}
 	h = t->head;
-	cyg_tls.ring[h & cyg_ring_mask] = cyg_ev_make(kind, gid, now & CYG_EV_DELTA_MAX);
+	cyg_ringbuf(t)[h & cyg_ring_mask] = cyg_ev_make(kind, gid, now & CYG_EV_DELTA_MAX);
 	__atomic_store_n(&t->head, h + 1, __ATOMIC_RELEASE);
 }
 
@@ -937,8 +1045,9 @@ void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now
 			return;
 		}
 	}
+	uint64_t *ring = cyg_ringbuf(t);
 	for (i = 0; i < n; i++)
-		cyg_tls.ring[h++ & cyg_ring_mask] = w[i];
+		ring[h++ & cyg_ring_mask] = w[i];
 	__atomic_store_n(&t->head, h, __ATOMIC_RELEASE);
 }
 
@@ -1028,7 +1137,8 @@ static void atfork_child(void)
 
 	if (cyg_state <= 0)
 		return;
-	register_proc(cyg_proc_off, now);
+	cyg_proc_off = register_proc(cyg_proc_off, now);
+	shared_reset();
 	cyg_tls.t = NULL;
 	t = thread_new(4 /* CYGPROF_THREAD_FORKED */, now);
 	if (!t || !old)
@@ -1140,7 +1250,7 @@ static int attach(void)
 	cyg_max_depth = c->max_depth;
 	if (pthread_key_create(&cyg_key, thread_dtor))
 		return -1;
-	register_proc(0, cyg_now());
+	cyg_proc_off = register_proc(0, cyg_now());
 	pthread_atfork(NULL, NULL, atfork_child);
 	cyg_state = 1;
 	if ((c->flags & CYG_F_MEMORY) && cyg__mem_attach) {
@@ -1313,6 +1423,130 @@ pid_t fork(void)
 	fork_cfa = CYG_CFA();
 	r = real();
 	fork_cfa = 0;
+	return r;
+}
+
+/* ---- clone(): children that pthread_create and fork do not make ---------- */
+
+/* What the child needs to start: passed through a slot (a CLONE_VM child
+ * may start after the wrapper returned, so not on the wrapper's stack). */
+struct clone_start {
+	int (*fn)(void *);
+	void *arg;
+	int flags;
+	int used;
+	uint64_t proc_off; /* the process image of the caller */
+};
+static struct clone_start clone_slots[64];
+
+static struct clone_start *clone_slot(void)
+{
+	for (unsigned i = 0; i < sizeof clone_slots / sizeof clone_slots[0]; i++)
+		if (!__atomic_exchange_n(&clone_slots[i].used, 1, __ATOMIC_ACQUIRE))
+			return &clone_slots[i];
+	return NULL;
+}
+
+/* The child's first code, before the caller's function: give it a writer
+ * of its own.  Never instrumented (NOINSTR), touches no TLS but cyg_tls. */
+static int clone_start(void *p)
+{
+	struct clone_start *cs = p;
+	int (*fn)(void *) = cs->fn;
+	void *arg = cs->arg;
+	int flags = cs->flags;
+	uint64_t proc_off = cs->proc_off;
+	uint64_t now = cyg_now();
+	struct cyg_thread *t = NULL;
+
+	if (flags & CLONE_VM)
+		__atomic_store_n(&cs->used, 0, __ATOMIC_RELEASE); /* shared: give it back */
+	if (!(flags & CLONE_THREAD)) {
+		/* a process of its own */
+		uint64_t off = register_proc(proc_off, now);
+		if (off)
+			proc_off = off;
+		if (!(flags & CLONE_VM)) {
+			cyg_proc_off = proc_off; /* its own copy of everything */
+			shared_reset();
+		}
+	}
+	if (!(flags & CLONE_VM) || (flags & CLONE_SETTLS)) {
+		/* TLS of its own: a copy of the caller's, or whatever the
+		 * caller made; its writer is made at its first hook. */
+		memset(&cyg_tls, 0, sizeof cyg_tls);
+		t = thread_alloc(CYG_TF_CLONED | (flags & CLONE_THREAD ? 0 : CYG_TF_FORKED), now,
+				 proc_off);
+		if (t)
+			tls_use(t);
+	} else {
+		/* TLS shared with the caller (which went shared in the wrapper) */
+		t = thread_alloc(CYG_TF_CLONED | (flags & CLONE_THREAD ? 0 : CYG_TF_FORKED), now,
+				 proc_off);
+		shared_add((uint32_t)syscall(SYS_gettid), t ? OFF(t) : 0, proc_off,
+			   CYG_TF_CLONED);
+	}
+	int r = fn(arg);
+	/* The child ends when this returns: close its writer now. */
+	if (t) {
+		t->busy = 1;
+		uint64_t end = cyg_now();
+		cyg__close_frames(t, 0, t->leave_ts ? t->leave_ts : end);
+		t->end_ts = end;
+		__atomic_store_n(&t->state, CYG_T_ENDED, __ATOMIC_RELEASE);
+		if (!(flags & CLONE_THREAD)) {
+			struct cyg_proc *pr = AT(proc_off);
+			pr->end_ts = end;
+		}
+	}
+	return r;
+}
+
+EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...);
+int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+{
+	static int (*real)(int (*)(void *), void *, int, void *, ...);
+	struct clone_start *cs = NULL;
+	struct cyg_thread *t = cyg_tls.t;
+	va_list ap;
+	pid_t *ptid;
+	void *tls;
+	pid_t *ctid;
+	int shared_now = 0, r;
+
+	va_start(ap, arg);
+	ptid = va_arg(ap, pid_t *);
+	tls = va_arg(ap, void *);
+	ctid = va_arg(ap, pid_t *);
+	va_end(ap);
+	if (!real)
+		real = (int (*)(int (*)(void *), void *, int, void *, ...))next_sym("clone");
+	if (cyg_state > 0 && fn)
+		cs = clone_slot();
+	if (!cs)
+		return real(fn, stack, flags, arg, ptid, tls, ctid);
+	cs->fn = fn;
+	cs->arg = arg;
+	cs->flags = flags;
+	cs->proc_off = cyg_proc_off;
+	if ((flags & CLONE_VM) && !(flags & CLONE_SETTLS) && t) {
+		/* The child will run on this thread's TLS: from now on both
+		 * find their writers by tid. */
+		shared_add((uint32_t)syscall(SYS_gettid), OFF(t), t->proc_off, t->flags);
+		cyg_tls.t = NULL;
+		cyg_tls.stk = NULL;
+		cyg_tls.ring = NULL;
+		shared_now = 1;
+	}
+	r = real(clone_start, stack, flags, cs, ptid, tls, ctid);
+	if (!(flags & CLONE_VM) || r < 0)
+		__atomic_store_n(&cs->used, 0, __ATOMIC_RELEASE);
+	if (shared_now && ((flags & CLONE_VFORK) || r < 0)) {
+		/* The child has exec'd or exited (or never ran): the TLS is
+		 * this thread's alone again. */
+		shared_del((uint32_t)syscall(SYS_gettid));
+		tls_use(t);
+	}
 	return r;
 }
 

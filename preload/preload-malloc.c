@@ -114,7 +114,7 @@ void cyg__mem_alloc(unsigned fn, void *p, size_t size, void *ra)
 		/* Instrumented code: the call path is the shadow stack's node;
 		 * no unwinding.  The return address says where in (or below)
 		 * that function the allocator was called. */
-		w[3] = cyg_tls.stk[d].node;
+		w[3] = cyg_stk(t)[d].node;
 		unsigned nra = cyg__lib_frames(CYG_NODE(cyg_base, w[3])->fn, (uint64_t)(uintptr_t)ra,
 					       &w[4], 16);
 		w[0] = cyg_x_make(CYG_X_ALLOC, cyg_x_mem(fn, 1, 0) | cyg_x_mem_nra(nra));
