@@ -8,16 +8,21 @@
 
 #include "report-util.h"
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629, table 3-7 of the
- * Unicode standard), or 0 when the byte at s does not start one. */
-static size_t utf8_len(const unsigned char *s)
+/* The UTF-8 sequence at s (RFC 3629, table 3-7 of the Unicode standard):
+ * its length with *valid = 1, or with *valid = 0 the length of the longest
+ * start of a sequence there (at least 1 byte), which is then replaced by
+ * one U+FFFD ("maximal subparts", as Python, browsers and ICU do). */
+static size_t utf8_len(const unsigned char *s, int *valid)
 {
 	unsigned char c = s[0];
 	unsigned char lo = 0x80, hi = 0xbf;
 	size_t n, i;
 
-	if (c < 0x80)
+	*valid = 0;
+	if (c < 0x80) {
+		*valid = 1;
 		return 1;
+	}
 	if (c >= 0xc2 && c <= 0xdf)
 		n = 2;
 	else if (c >= 0xe0 && c <= 0xef)
@@ -25,7 +30,7 @@ static size_t utf8_len(const unsigned char *s)
 	else if (c >= 0xf0 && c <= 0xf4)
 		n = 4;
 	else
-		return 0; /* a continuation byte, 0xc0/0xc1 (overlong) or past U+10FFFF */
+		return 1; /* a continuation byte, 0xc0/0xc1 (overlong) or past U+10FFFF */
 	if (c == 0xe0)
 		lo = 0xa0; /* overlong */
 	else if (c == 0xed)
@@ -35,10 +40,11 @@ static size_t utf8_len(const unsigned char *s)
 	else if (c == 0xf4)
 		hi = 0x8f; /* past U+10FFFF */
 	if (s[1] < lo || s[1] > hi)
-		return 0;
+		return 1;
 	for (i = 2; i < n; i++)
 		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0; /* also stops at the terminating NUL */
+			return i; /* also stops at the terminating NUL */
+	*valid = 1;
 	return n;
 }
 
@@ -50,6 +56,7 @@ void json_str(FILE *f, const char *str)
 	while (s && *s) {
 		unsigned char c = *s;
 		size_t n;
+		int valid;
 
 		if (c == '"' || c == '\\') {
 			fputc('\\', f);
@@ -69,13 +76,11 @@ void json_str(FILE *f, const char *str)
 			s++;
 			continue;
 		}
-		n = utf8_len(s);
-		if (!n) {
+		n = utf8_len(s, &valid);
+		if (valid)
+			fwrite(s, 1, n, f);
+		else
 			fputs("\\ufffd", f);
-			s++;
-			continue;
-		}
-		fwrite(s, 1, n, f);
 		s += n;
 	}
 	fputc('"', f);

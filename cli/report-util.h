@@ -32,9 +32,10 @@ static inline const char *proc_end_str(const struct cygprof_proc *p, char *buf, 
 
 /* A JSON string literal (quotes included) of s (NULL prints ""): always
  * valid UTF-8 and valid JSON.  '"', '\\' and control characters (U+0000 to
- * U+001F, U+007F) are escaped; every byte that is not part of a valid UTF-8
- * sequence (RFC 3629: no overlong forms, no surrogates, nothing past
- * U+10FFFF) is replaced by U+FFFD, written "\ufffd" (json.c). */
+ * U+001F, U+007F) are escaped; bytes that do not form valid UTF-8 (RFC
+ * 3629: no overlong forms, no surrogates, nothing past U+10FFFF) are
+ * replaced by U+FFFD, written "\ufffd": one for each maximal subpart of an
+ * ill-formed sequence, as Python, browsers and ICU decode (json.c). */
 void json_str(FILE *f, const char *s);
 
 /* uftrace-style duration: "  1.234 us", "  5.678 ms", "  1.000  s" (10 chars). */
