@@ -601,7 +601,7 @@ def test_options(ck, cyg, example):
         (['annotate', '--hot', '1000001', cap], '--hot'),
     ]
     for args, opt in bad:
-        what = ' '.join(args[:-1] if args[0] != 'record' else args[3:-2])
+        what = ' '.join(args[:-1] if args[0] != 'record' else ['record'] + args[4:-2])
         cp = run([cyg.exe] + args)
         one_error(ck, cp, what, 2, r"^cygprof: \w+: bad %s value '.*' \(|%s" %
                   (re.escape(opt), re.escape(opt)))
