@@ -19,7 +19,8 @@ Tests:
                   opened; no temporary file is left behind
   disk-full-empty record onto a file system that is already full: one line
                   "no space left on device", exit 1, no file, no lock file,
-                  the program not run
+                  the program not run; gprof --gmon-out onto it: one line,
+                  no file
   read-full-disk  a valid capture on a full file system and on a read-only
                   one: report, info, memory, gprof, annotate and replay print
                   what they print elsewhere
@@ -372,6 +373,17 @@ def test_disk_full_empty(ck, cyg, example):
             ck.eq(sorted(os.listdir(mnt)), ['filler'], '%s: no file left (no capture, no lock)'
                   % what)
             ck.check(not os.path.exists(marker), '%s: the program was not run' % what)
+        # gprof --gmon-out onto it: one line, no partial or temporary file
+        cap = os.path.join(d, 'c.data')
+        cp = cyg.record(cap, [example])
+        if cp.returncode != 0:
+            raise Failure('record failed: %s' % cp.err.strip())
+        out = os.path.join(mnt, 'gmon.out')
+        cp = run([cyg.exe, 'gprof', '--gmon-out', out, cap])
+        one_error(ck, cp, 'gprof --gmon-out onto a full file system', 1,
+                  r'^cygprof: gprof: %s: No space left on device$' % re.escape(out))
+        ck.eq(sorted(os.listdir(mnt)), ['filler'], 'gprof --gmon-out onto a full file system: '
+              'no file left')
     finally:
         run(['umount', mnt])
 
