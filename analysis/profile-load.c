@@ -104,6 +104,7 @@ int profile_load(struct cygprof_capture *cap, const uint32_t *sel, size_t nsel,
 		memset(&info, 0, sizeof(info));
 		info.idx = th->idx;
 		info.tid = th->tid;
+		info.flags = th->flags;
 		memcpy(info.name, th->name, sizeof(info.name));
 		info.name[sizeof(info.name) - 1] = 0;
 		if (th->proc_idx < nprocs) {

@@ -70,6 +70,7 @@ struct profile_thread_info {
 	uint32_t idx; /* capture thread index */
 	uint32_t tid;
 	uint32_t pid;
+	uint32_t flags; /* CYGPROF_THREAD_* */
 	char name[16];
 };
 

@@ -45,23 +45,6 @@ void cli_bad_option(const char *cmd, int c, char **argv)
 	cli_die(2, "%s: unknown option '%s' (see 'cygprof %s --help')", cmd, argv[optind - 1], cmd);
 }
 
-void cli_warn_lost(struct cygprof_capture *cap)
-{
-	struct cygprof_thread *t = NULL;
-	uint64_t lost = 0;
-	size_t n = 0, i;
-
-	if (cygprof_capture_get_threads(cap, &t, &n))
-		return;
-	for (i = 0; i < n; i++)
-		lost += t[i].lost;
-	free(t);
-	if (lost)
-		cli_warn("warning: %llu timeline events were lost during recording; the counts "
-			 "and times here come from the call trees and are complete",
-			 (unsigned long long)lost);
-}
-
 int cli_format_json(const char *cmd, const char *arg)
 {
 	if (!strcmp(arg, "json"))
@@ -114,11 +97,11 @@ struct cygprof_capture *cli_open_capture(const char *path)
 	err = cygprof_capture_open(path, &cap);
 	if (err)
 		cli_die(1, "%s: %s", path, cygprof_strerror(err));
-	char *v = NULL;
-	if (cygprof_capture_get_meta(cap, "complete", &v))
-		cli_warn("%s: the recording was interrupted before its end (the collector was "
-			 "killed?): showing what it holds", path);
-	free(v);
+	struct cli_limits l;
+
+	cli_limits_get(cap, &l);
+	cli_limits_warn(&l, path);
+	cli_limits_free(&l);
 	return cap;
 }
 

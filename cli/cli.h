@@ -3,7 +3,9 @@
 #ifndef CYGPROF_CLI_H
 #define CYGPROF_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "cygprof/cygprof-capture.h"
 
@@ -22,10 +24,96 @@ int cli_format_json(const char *cmd, const char *arg);
  * a second one is a usage error (exit 2). */
 const char *cli_capture_arg(const char *cmd, int argc, char **argv);
 
-/* On stderr, when the capture lost timeline events (--drop, or the
- * collector was gone): how many, and that the figures shown (from the call
- * trees or the memory events) do not depend on them. */
-void cli_warn_lost(struct cygprof_capture *cap);
+/* ---- what a capture could not record (limits.c) ------------------------- */
+
+/* The limits a recording hit, summed over the threads, and the capture's
+ * own warnings (meta "shm_full", "damaged", no "complete"). */
+struct cli_limits {
+	uint64_t lost;     /* timeline events dropped */
+	uint64_t overflow; /* calls past the depth limit (counted, not in the trees) */
+	uint64_t sig_lost; /* calls and allocations of signal handlers not recorded */
+	uint64_t mem_lost; /* allocations and frees not traced */
+	uint64_t unpaired; /* exits without an entry, ignored */
+	uint64_t shm_full; /* allocations the full shared mapping refused */
+	int shm_full_set;
+	char *damaged;     /* what the collector rejected from the mapping, or NULL */
+	int incomplete;    /* the recording was interrupted */
+};
+
+void cli_limits_get(struct cygprof_capture *cap, struct cli_limits *l);
+void cli_limits_free(struct cli_limits *l);
+/* One "cygprof: warning: FILE: ..." line on stderr per limit hit, with its
+ * count.  cli_open_capture() calls it: commands need not. */
+void cli_limits_warn(const struct cli_limits *l, const char *file);
+/* "limits": {"complete": true, "lost": N, "overflow": N, "sig_lost": N,
+ * "mem_lost": N, "unpaired": N, "shm_full": N|null, "damaged": "..."|null}
+ * (no separator before or after). */
+void cli_limits_json(FILE *f, const struct cli_limits *l);
+/* The same for a capture, on stdout. */
+void cli_json_limits(struct cygprof_capture *cap);
+
+/* ---- numbers on the command line (options.c) ------------------------------ */
+/* Each parses strictly (decimal digits: no sign, spaces, hex, nan or inf),
+ * checks the range and otherwise dies with "CMD: bad OPT value 'S' (...)",
+ * exit 2. */
+
+/* An integer in [min, max]. */
+uint64_t cli_parse_uint(const char *cmd, const char *opt, const char *s, uint64_t min,
+			uint64_t max);
+/* A byte size in [min, max]: an integer with an optional K, M or G suffix
+ * (powers of 1024), optionally followed by B. */
+uint64_t cli_parse_size(const char *cmd, const char *opt, const char *s, uint64_t min,
+			uint64_t max);
+/* A duration in ns, at most max_ns: a non-negative decimal number (a
+ * fraction and an exponent are allowed) and a unit ns, us, ms or s; bare is
+ * the unit of a number without one.  Rounded to the nearest ns. */
+uint64_t cli_parse_duration(const char *cmd, const char *opt, const char *s, const char *bare,
+			    uint64_t max_ns);
+/* A real number in [min, max]. */
+double cli_parse_real(const char *cmd, const char *opt, const char *s, double min, double max);
+
+/* ---- output files (output.c) ---------------------------------------------- */
+
+enum cli_out_kind {
+	CLI_OUT_CAPTURE, /* a cygprof capture (record -o) */
+	CLI_OUT_GMON,    /* a gmon.out file: starts with "gmon" */
+};
+
+/* 1 when path is a regular file holding a cygprof capture (even a damaged
+ * one or one of a newer schema), 0 when it is something else, -errno.
+ * Never follows a link, never blocks, never writes. */
+int cli_probe_capture(const char *path);
+
+/* What an output of kind may replace at path, looked at with lstat (no
+ * link is followed): returns 0 when nothing is there, 1 when what is there
+ * may be replaced: an earlier output of the same kind, or with force any
+ * regular file or symbolic link (the link itself, never its target).
+ * Anything else dies with one line naming path and what it is, exit 1:
+ * a directory, FIFO, socket or device (even with force), a symbolic link
+ * or a regular file of another kind (without force), and the file avoid
+ * (same device and inode: the program being recorded; even with force). */
+int cli_output_check(const char *cmd, const char *path, enum cli_out_kind kind, int force,
+		     const struct stat *avoid);
+
+/* Every file a command writes goes through this: cli_output_open() checks
+ * path (as above) and creates a new temporary file next to it (mkostemp:
+ * O_CREAT|O_EXCL, O_CLOEXEC); write to the FILE it returns, then
+ * cli_output_commit() flushes it to disk and renames it onto path (without
+ * replacing anything that appeared meanwhile unless the rule allows it), or
+ * cli_output_abort() removes it.  Errors die with one line, exit 1, and
+ * leave neither the temporary file nor a partial path. */
+struct cli_output {
+	const char *cmd;
+	char *path, *tmp;
+	FILE *f;
+	enum cli_out_kind kind;
+	int force, existed;
+};
+
+FILE *cli_output_open(struct cli_output *o, const char *cmd, const char *path,
+		      enum cli_out_kind kind, int force);
+void cli_output_commit(struct cli_output *o);
+void cli_output_abort(struct cli_output *o);
 
 /* The one-line error of a getopt_long loop's ':' or '?' result (c), exit 2:
  * "CMD: option '--x' needs an argument" or "CMD: unknown option '--x'". */
@@ -33,7 +121,9 @@ void cli_bad_option(const char *cmd, int c, char **argv) __attribute__((noreturn
 
 /* Open a capture for reading, or die with a one-line error and exit 1.
  * Also installs a SIGSEGV/SIGBUS guard so that a capture damaged in a way
- * the checks did not catch ends in "capture is corrupt", never a crash. */
+ * the checks did not catch ends in "capture is corrupt", never a crash,
+ * and warns on stderr about every limit the recording hit
+ * (cli_limits_warn()). */
 struct cygprof_capture *cli_open_capture(const char *path);
 
 struct debuginfo;

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "annotate.h"
@@ -109,7 +111,7 @@ static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	char *end, *eq;
+	char *eq;
 	int c;
 
 	memset(o, 0, sizeof(*o));
@@ -127,22 +129,11 @@ static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 			o->all = 1;
 			break;
 		case O_THRESHOLD:
-			errno = 0;
-			o->threshold = strtod(optarg, &end);
-			if (end == optarg || *end || errno || o->threshold < 0 || o->threshold > 100)
-				cli_die(2, "annotate: bad --threshold value '%s' (a percentage)",
-					optarg);
+			o->threshold = cli_parse_real("annotate", "--threshold", optarg, 0, 100);
 			break;
-		case O_HOT: {
-			unsigned long v;
-
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (end == optarg || *end || errno || optarg[0] == '-')
-				cli_die(2, "annotate: bad --hot value '%s'", optarg);
-			o->hot = v;
+		case O_HOT:
+			o->hot = (size_t)cli_parse_uint("annotate", "--hot", optarg, 0, 1000000);
 			break;
-		}
 		case O_SOURCE_DIR:
 			push(&o->source_dirs, &o->nsource_dirs, optarg);
 			break;
@@ -235,11 +226,23 @@ static int file_shown(const struct annotate_cli *o, const struct annotate *a,
 
 /* ---- sources --------------------------------------------------------------- */
 
+/* A source is read only when it is a regular file: a FIFO or a device put
+ * at a source path would block or never end (opened without blocking, then
+ * switched back to blocking reads). */
 static FILE *try_open(const char *p, char **found)
 {
-	FILE *f = fopen(p, "r");
+	struct stat st;
+	FILE *f;
+	int fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 
-	if (f && found)
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) || !(f = fdopen(fd, "r"))) {
+		close(fd);
+		return NULL;
+	}
+	if (found)
 		*found = strdup(p);
 	return f;
 }
@@ -477,7 +480,8 @@ static void print_text(const struct annotate_cli *o, const struct annotate *a, c
 
 /* ---- JSON -------------------------------------------------------------------- */
 
-static void print_json(const struct annotate_cli *o, const struct annotate *a, const int *shown)
+static void print_json(struct cygprof_capture *cap, const struct annotate_cli *o,
+		       const struct annotate *a, const int *shown)
 {
 	size_t i, j;
 	int first = 1;
@@ -518,10 +522,12 @@ static void print_json(const struct annotate_cli *o, const struct annotate *a, c
 	printf("%s],\n \"totals\": {\"calls\": %" PRIu64 ", \"total_ns\": %" PRIu64
 	       ", \"allocations\": %" PRIu64 ", \"alloc_bytes\": %" PRIu64
 	       ", \"unresolved_calls\": %" PRIu64 ", \"unresolved_allocations\": %" PRIu64
-	       ", \"memory\": %s}}\n",
+	       ", \"memory\": %s},\n ",
 	       first ? "" : "\n", a->total_calls, a->total_ns, a->total_allocations,
 	       a->total_alloc_bytes, a->unresolved_calls, a->unresolved_allocations,
 	       a->memory ? "true" : "false");
+	cli_json_limits(cap);
+	printf("}\n");
 }
 
 /* ---- driver ---------------------------------------------------------------- */
@@ -540,7 +546,6 @@ int cmd_annotate(int argc, char **argv)
 	parse_opts(argc, argv, &o);
 	file = o.capture ? o.capture : CYGPROF_DEFAULT_CAPTURE;
 	cap = cli_open_capture(file);
-	cli_warn_lost(cap);
 	ao.debuginfo = o.di;
 	err = annotate_load(cap, &ao, &a);
 	if (err)
@@ -551,7 +556,7 @@ int cmd_annotate(int argc, char **argv)
 	for (i = 0; i < a->nfiles; i++)
 		shown[i] = file_shown(&o, a, &a->files[i]);
 	if (o.json) {
-		print_json(&o, a, shown);
+		print_json(cap, &o, a, shown);
 	} else {
 		cygprof_capture_get_meta(cap, "command", &command);
 		print_text(&o, a, shown, command);

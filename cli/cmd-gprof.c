@@ -18,24 +18,28 @@
 
 struct gprof_opts {
 	const char *gmon_out;
-	int brief;
+	int brief, force;
 	const char *file;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: cygprof gprof [--gmon-out FILE] [-b] [CAPTURE]\n"
+		"usage: cygprof gprof [--gmon-out FILE [-f]] [-b] [CAPTURE]\n"
 		"\n"
 		"GNU gprof output from a capture (CAPTURE defaults to " CYGPROF_DEFAULT_CAPTURE ").\n"
 		"\n"
 		"Without --gmon-out, print the exact flat profile and call graph in gprof's\n"
 		"own text layout (for tools that parse gprof output, e.g. gprof2dot).\n"
 		"With --gmon-out FILE, write gmon.out files for 'gprof PROG FILE': one per\n"
-		"recorded executable, FILE for the first and FILE.PID for the others.\n"
+		"recorded executable, FILE for the first and FILE.PID for the others.  Only\n"
+		"an earlier gmon.out file there is replaced (a symbolic link is never\n"
+		"followed).\n"
 		"\n"
 		"options:\n"
 		"  --gmon-out FILE  write gmon.out file(s) instead of printing\n"
+		"  -f, --force      also replace regular files and symbolic links that are not\n"
+		"                   gmon.out files (never a directory, FIFO or device)\n"
 		"  -b, --brief      no explanations after the tables (as gprof -b)\n"
 		"  -h, --help       this help\n");
 }
@@ -46,6 +50,7 @@ static void parse_opts(int argc, char **argv, struct gprof_opts *o)
 	static const struct option lopts[] = {
 		{"gmon-out", required_argument, NULL, O_GMON_OUT},
 		{"brief", no_argument, NULL, 'b'},
+		{"force", no_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -54,13 +59,16 @@ static void parse_opts(int argc, char **argv, struct gprof_opts *o)
 	memset(o, 0, sizeof(*o));
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hb", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hbf", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
 			exit(0);
 		case 'b':
 			o->brief = 1;
+			break;
+		case 'f':
+			o->force = 1;
 			break;
 		case O_GMON_OUT:
 			if (!optarg[0])
@@ -74,7 +82,8 @@ static void parse_opts(int argc, char **argv, struct gprof_opts *o)
 	o->file = cli_capture_arg("gprof", argc, argv);
 }
 
-static void write_gmon(struct cygprof_capture *cap, const char *file, const char *out)
+static void write_gmon(struct cygprof_capture *cap, const char *file, const char *out,
+		       int force)
 {
 	struct gmon_image *v = NULL;
 	size_t n = 0, k = 0, i;
@@ -102,21 +111,37 @@ static void write_gmon(struct cygprof_capture *cap, const char *file, const char
 		cygprof_capture_close(cap);
 		cli_die(1, "%s: no function of any executable recorded", file);
 	}
+	/* every target is checked before any file is written */
 	for (i = 0; i < k; i++) {
+		char *name = NULL;
+
+		if (gmon_file_name(out, v, i, &name))
+			cli_die(1, "out of memory");
+		cli_output_check("gprof", name, CLI_OUT_GMON, force, NULL);
+		free(name);
+	}
+	for (i = 0; i < k; i++) {
+		struct cli_output w;
 		struct gmon_hist h;
 		char *name = NULL;
+		FILE *f;
 
 		err = gmon_file_name(out, v, i, &name);
 		if (!err)
 			err = gmon_hist_build(v[i].fns, v[i].nfns, &h);
-		if (!err) {
-			err = gmon_write(name, &h, v[i].arcs, v[i].narcs);
-			gmon_hist_free(&h);
-		}
 		if (err) {
 			cygprof_capture_close(cap);
 			cli_die(1, "%s: %s", name ? name : out, cygprof_strerror(err));
 		}
+		f = cli_output_open(&w, "gprof", name, CLI_OUT_GMON, force);
+		err = gmon_write_file(f, &h, v[i].arcs, v[i].narcs);
+		gmon_hist_free(&h);
+		if (err) {
+			cli_output_abort(&w);
+			cygprof_capture_close(cap);
+			cli_die(1, "gprof: %s: %s", name, cygprof_strerror(err));
+		}
+		cli_output_commit(&w);
 		printf("cygprof: wrote %s for %s (%zu process%s)\n", name, v[i].exe, v[i].nprocs,
 		       v[i].nprocs == 1 ? "" : "es");
 		free(name);
@@ -149,9 +174,8 @@ int cmd_gprof(int argc, char **argv)
 	parse_opts(argc, argv, &o);
 	file = o.file ? o.file : CYGPROF_DEFAULT_CAPTURE;
 	cap = cli_open_capture(file);
-	cli_warn_lost(cap); /* on stderr: stdout is for gprof's parsers */
 	if (o.gmon_out)
-		write_gmon(cap, file, o.gmon_out);
+		write_gmon(cap, file, o.gmon_out, o.force);
 	else
 		print_text(cap, file, o.brief);
 	if (fflush(stdout) || ferror(stdout)) {

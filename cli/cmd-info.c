@@ -5,6 +5,7 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,70 @@ static uint64_t mem_events(struct cygprof_capture *cap, const struct cygprof_thr
 	return total;
 }
 
+/* The thread's flags as words: "ended,forked", "-" for none. */
+static const char *flag_words(uint32_t flags, char *buf, size_t len)
+{
+	static const struct {
+		uint32_t bit;
+		const char *word;
+	} words[] = {
+		{CYGPROF_THREAD_ENDED, "ended"},   {CYGPROF_THREAD_CUT, "cut"},
+		{CYGPROF_THREAD_FORKED, "forked"}, {CYGPROF_THREAD_SIGNAL, "signal"},
+		{CYGPROF_THREAD_CLONED, "clone"},
+	};
+	size_t i, n = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (flags & words[i].bit)
+			n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s", n ? "," : "",
+					      words[i].word);
+	return n ? buf : "-";
+}
+
+/* One line of the "limits" rows: the label on the first. */
+static void __attribute__((format(printf, 2, 3))) limit_row(int *any, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s", (*any)++ ? "                " : "limits        : ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+/* The limits the recording hit, one line each (also warned on stderr). */
+static void print_limits(struct cygprof_capture *cap)
+{
+	struct cli_limits l;
+	int any = 0;
+
+	cli_limits_get(cap, &l);
+	if (l.incomplete)
+		limit_row(&any, "recording interrupted before its end");
+	if (l.damaged)
+		limit_row(&any, "damaged shared memory rejected: %s", l.damaged);
+	if (l.shm_full_set)
+		limit_row(&any, "shared mapping full: %" PRIu64 " allocations refused",
+			  l.shm_full);
+	if (l.overflow)
+		limit_row(&any, "%" PRIu64 " calls past the depth limit (not in the trees)",
+			  l.overflow);
+	if (l.sig_lost)
+		limit_row(&any, "%" PRIu64 " calls or allocations of signal handlers not recorded",
+			  l.sig_lost);
+	if (l.mem_lost)
+		limit_row(&any, "%" PRIu64 " allocations or frees not traced", l.mem_lost);
+	if (l.lost)
+		limit_row(&any, "%" PRIu64 " timeline events lost", l.lost);
+	if (l.unpaired)
+		limit_row(&any, "%" PRIu64 " unpaired exits ignored", l.unpaired);
+	if (!any)
+		printf("limits        : none hit\n");
+	cli_limits_free(&l);
+}
+
 static void print_text(struct cygprof_capture *cap, const char *file,
 		       const struct cygprof_proc *procs, size_t nprocs,
 		       const struct cygprof_thread *threads, size_t nthreads)
@@ -102,18 +167,19 @@ static void print_text(struct cygprof_capture *cap, const char *file,
 	}
 
 	printf("\nthreads (%zu):\n", nthreads);
-	printf("  %7s %7s  %-16s %12s %12s %10s %8s %12s %9s %9s\n", "TID", "PID", "NAME", "CALLS",
-	       "EVENTS", "LOST", "WAITS", "WAIT TIME", "UNPAIRED", "UNWOUND");
+	printf("  %7s %7s  %-16s %12s %12s %10s %8s %12s %9s %9s  %s\n", "TID", "PID", "NAME",
+	       "CALLS", "EVENTS", "LOST", "WAITS", "WAIT TIME", "UNPAIRED", "UNWOUND", "FLAGS");
 	for (i = 0; i < nthreads; i++) {
 		const struct cygprof_thread *t = &threads[i];
-		char name[17];
+		char name[17], fl[64];
 
 		memcpy(name, t->name, sizeof(t->name));
 		name[16] = 0;
 		printf("  %7u %7u  %-16s %12" PRIu64 " %12" PRIu64 " %10" PRIu64 " %8" PRIu64
-		       " %12s %9" PRIu64 " %9" PRIu64 "\n",
+		       " %12s %9" PRIu64 " %9" PRIu64 "  %s\n",
 		       t->tid, thread_pid(t, procs, nprocs), name, t->calls, t->events, t->lost,
-		       t->waits, fmt_dur(buf, sizeof(buf), t->wait_ns), t->unpaired, t->unwound);
+		       t->waits, fmt_dur(buf, sizeof(buf), t->wait_ns), t->unpaired, t->unwound,
+		       flag_words(t->flags, fl, sizeof(fl)));
 		calls += t->calls;
 		events += t->events;
 		lost += t->lost;
@@ -125,18 +191,11 @@ static void print_text(struct cygprof_capture *cap, const char *file,
 	printf("\ntotals: %" PRIu64 " calls, %" PRIu64 " events, %" PRIu64 " lost events, %" PRIu64
 	       " waits (%s)\n",
 	       calls, events, lost, waits, buf + strspn(buf, " "));
-	if (lost)
-		printf("warning: %" PRIu64 " timeline events were lost\n", lost);
+	print_limits(cap);
 	uint64_t mem = mem_events(cap, threads, nthreads);
 	if (mem)
 		printf("memory events : %" PRIu64 " (allocations and frees; see 'cygprof memory')\n",
 		       mem);
-	char *full = NULL;
-	if (!cygprof_capture_get_meta(cap, "shm_full", &full)) {
-		printf("warning: the shared mapping filled up (%s allocations refused): some "
-		       "threads or calls were not recorded (see --shm-size)\n", full);
-		free(full);
-	}
 	printf("capture size  : %" PRIu64 " bytes\n", cygprof_capture_file_size(cap));
 	printf("schema version: %d\n", capture_schema(cap));
 }
@@ -190,9 +249,10 @@ static void print_json(struct cygprof_capture *cap, const char *file,
 		json_str(stdout, name);
 		printf(", \"calls\": %" PRIu64 ", \"events\": %" PRIu64 ", \"lost\": %" PRIu64
 		       ", \"waits\": %" PRIu64 ", \"wait_ns\": %" PRIu64 ", \"unpaired\": %" PRIu64
-		       ", \"unwound\": %" PRIu64 ", \"flags\": %u}",
+		       ", \"unwound\": %" PRIu64 ", \"overflow\": %" PRIu64 ", \"sig_lost\": %" PRIu64
+		       ", \"mem_lost\": %" PRIu64 ", \"flags\": %u}",
 		       t->calls, t->events, t->lost, t->waits, t->wait_ns, t->unpaired, t->unwound,
-		       t->flags);
+		       t->overflow, t->sig_lost, t->mem_lost, t->flags);
 		calls += t->calls;
 		events += t->events;
 	}
@@ -200,7 +260,9 @@ static void print_json(struct cygprof_capture *cap, const char *file,
 	printf("  \"calls\": %" PRIu64 ",\n  \"events\": %" PRIu64 ",\n  \"lost_events\": %" PRIu64
 	       ",\n",
 	       calls, events, threads_lost(threads, nthreads));
-	printf("  \"memory_events\": %" PRIu64 ",\n", mem_events(cap, threads, nthreads));
+	printf("  \"memory_events\": %" PRIu64 ",\n  ", mem_events(cap, threads, nthreads));
+	cli_json_limits(cap);
+	printf(",\n");
 	printf("  \"size\": %" PRIu64 ",\n  \"schema\": %d\n}\n", cygprof_capture_file_size(cap),
 	       capture_schema(cap));
 }

@@ -65,44 +65,8 @@ static void usage(FILE *f)
 		"  -h, --help             this help\n");
 }
 
-/* "1.5", "1.5s", "200ms", "10us", "7ns" -> ns; -1 when malformed */
-static int parse_time(const char *s, uint64_t *ns)
-{
-	static const struct {
-		const char *unit;
-		double mul;
-	} units[] = {{"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}};
-	char *end;
-	double v;
-	size_t i;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || errno || v < 0)
-		return -1;
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(end, units[i].unit)) {
-			double r = v * units[i].mul + 0.5;
-
-			if (r >= 18446744073709551615.0)
-				return -1;
-			*ns = (uint64_t)r;
-			return 0;
-		}
-	return -1;
-}
-
-static uint64_t parse_count(const char *opt, const char *s, uint64_t max)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (!*s || *end || errno || s[0] == '-' || v > max)
-		cli_die(2, "memory: bad %s value '%s' (see 'cygprof memory --help')", opt, s);
-	return v;
-}
+/* --diff times: up to about 31 years, well inside the 64-bit ns of a capture */
+#define DIFF_MAX_NS (1000000000ULL * 1000000000ULL)
 
 static void parse_opts(int argc, char **argv, struct memory_cli *o)
 {
@@ -155,20 +119,20 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 		case O_DIFF:
 			if (optind >= argc)
 				cli_die(2, "memory: option '--diff' needs two times T1 T2 (see 'cygprof memory --help')");
-			if (parse_time(optarg, &o->t1) || parse_time(argv[optind], &o->t2))
-				cli_die(2, "memory: bad --diff times '%s' '%s' (a number with s, ms, us or ns)",
-					optarg, argv[optind]);
+			o->t1 = cli_parse_duration("memory", "--diff T1", optarg, "s", DIFF_MAX_NS);
+			o->t2 = cli_parse_duration("memory", "--diff T2", argv[optind], "s",
+						   DIFF_MAX_NS);
 			optind++;
 			if (o->t2 < o->t1)
 				cli_die(2, "memory: --diff T1 T2 needs T1 <= T2");
 			o->kinds[K_DIFF] = 1;
 			break;
 		case O_TOP:
-			o->top = (size_t)parse_count("--top", optarg, SIZE_MAX);
+			o->top = (size_t)cli_parse_uint("memory", "--top", optarg, 0, SIZE_MAX);
 			o->top_given = 1;
 			break;
 		case O_POINTS:
-			o->points = (uint32_t)parse_count("--points", optarg, 100000);
+			o->points = (uint32_t)cli_parse_uint("memory", "--points", optarg, 0, 100000);
 			break;
 		case O_SORT:
 			for (i = 0; i < sizeof(sorts) / sizeof(sorts[0]); i++)
@@ -817,6 +781,8 @@ int cmd_memory(int argc, char **argv)
 			printf(",\n");
 			json_rel("callees", m, ce, nce);
 		}
+		printf(",\n  ");
+		cli_json_limits(cap);
 		printf("\n}\n");
 	} else {
 		cygprof_capture_get_meta(cap, "command", &command);

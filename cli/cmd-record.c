@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,10 +24,15 @@ static void usage(FILE *f)
 		"times per function, call path and thread into a capture.  Exits with PROG's\n"
 		"exit status, or 128+N when signal N killed it.\n\n"
 		"options:\n"
-		"  -o, --output FILE      capture file to write (default: cygprof.data)\n"
+		"  -o, --output FILE      capture file to write (default: cygprof.data); only\n"
+		"                         an earlier capture there is replaced\n"
+		"  -f, --force            also replace a regular file or symbolic link that is\n"
+		"                         not a capture (never a directory, FIFO, device, or\n"
+		"                         PROG itself)\n"
 		"      --timeline         also keep every enter/exit event with its time\n"
 		"                         (for 'cygprof replay')\n"
-		"      --ring-size BYTES  per-thread timeline ring (default 4M; K/M/G suffixes)\n"
+		"      --ring-size BYTES  per-thread timeline ring, 128 to 1G and at most a\n"
+		"                         quarter of --shm-size (default 4M; K/M/G suffixes)\n"
 		"      --memory           also trace every malloc-family call and C++ new/delete\n"
 		"                         with its call stack (see 'cygprof memory'); works on\n"
 		"                         programs built without -finstrument-functions too\n"
@@ -36,59 +42,15 @@ static void usage(FILE *f)
 		"                         calls made inside them (repeatable)\n"
 		"  -N, --notrace PATTERN  hide functions matching PATTERN; their callees stay\n"
 		"                         (repeatable)\n"
-		"  -D, --depth N          keep call paths at most N calls deep\n"
-		"  -t, --time-filter DUR  timeline: drop calls shorter than DUR (e.g. 10us, 1ms)\n"
+		"  -D, --depth N          keep call paths at most N calls deep (1 to 65000)\n"
+		"  -t, --time-filter DUR  timeline: drop calls shorter than DUR (e.g. 10us, 1ms;\n"
+		"                         ns when no unit is given)\n"
 		"      --debug-dir DIR    where separate debug files are (repeatable; also\n"
 		"                         CYGPROF_DEBUG_DIRS): names of stripped objects\n"
 		"      --shm-size BYTES   size of the shared mapping, 64M to 16G (default 16G,\n"
 		"                         sparse: only what is used takes memory)\n"
 		"  -q, --quiet            no summary line\n"
 		"  -h, --help             this help\n");
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static int parse_duration(const char *s, uint64_t *ns)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -1;
-	if (!*end || !strcmp(end, "ns"))
-		;
-	else if (!strcmp(end, "us"))
-		v *= 1e3;
-	else if (!strcmp(end, "ms"))
-		v *= 1e6;
-	else if (!strcmp(end, "s"))
-		v *= 1e9;
-	else
-		return -1;
-	*ns = (uint64_t)v;
-	return 0;
 }
 
 /* Find the runtime next to this executable: installed (BINDIR/../LIBDIR)
@@ -124,19 +86,18 @@ static char *find_runtime(const char *name)
 	return NULL;
 }
 
-/* Like a shell: 127 when PROG is not found, 126 when it cannot be run. */
-static int check_program(const char *prog)
+/* Like a shell: 127 when PROG is not found, 126 when it cannot be run.
+ * *st: the program found (its stat, links followed). */
+static void check_program(const char *prog, struct stat *st)
 {
-	struct stat st;
-
 	if (strchr(prog, '/')) {
-		if (stat(prog, &st) < 0)
+		if (stat(prog, st) < 0)
 			cli_die(127, "%s: %s", prog, strerror(errno));
-		if (S_ISDIR(st.st_mode))
+		if (S_ISDIR(st->st_mode))
 			cli_die(126, "%s: Is a directory", prog);
 		if (access(prog, X_OK) < 0)
 			cli_die(126, "%s: %s", prog, strerror(errno));
-		return 0;
+		return;
 	}
 	const char *path = getenv("PATH");
 	char buf[PATH_MAX];
@@ -146,8 +107,8 @@ static int check_program(const char *prog)
 		const char *colon = strchr(path, ':');
 		size_t len = colon ? (size_t)(colon - path) : strlen(path);
 		snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? path : ".", prog);
-		if (!stat(buf, &st) && S_ISREG(st.st_mode) && !access(buf, X_OK))
-			return 0;
+		if (!stat(buf, st) && S_ISREG(st->st_mode) && !access(buf, X_OK))
+			return;
 		path += len + (colon ? 1 : 0);
 	}
 	cli_die(127, "%s: command not found", prog);
@@ -158,6 +119,29 @@ static void add_filter(char *buf, size_t size, const char *opt, const char *arg)
 {
 	size_t l = strlen(buf);
 	snprintf(buf + l, size - l, "%s%s %s", l ? " " : "", opt, arg);
+}
+
+/* A file system with no room left (a capture and its lock file need about
+ * 64 KiB): say so before the program runs rather than fail on the way. */
+#define MIN_FREE_BYTES (64u << 10)
+
+static void check_space(const char *output)
+{
+	const char *slash = strrchr(output, '/');
+	char dir[PATH_MAX];
+	struct statvfs sv;
+	uint64_t avail;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == output ? 1 : (int)(slash - output),
+			 output);
+	if (statvfs(dir, &sv))
+		return; /* the capture's creation will say what is wrong */
+	avail = (uint64_t)(geteuid() ? sv.f_bavail : sv.f_bfree) * sv.f_frsize;
+	if (avail < MIN_FREE_BYTES || (sv.f_files && (geteuid() ? sv.f_favail : sv.f_ffree) < 3))
+		cli_die(1, "record: %s: no space left on device", output);
 }
 
 static void human(uint64_t b, char *buf, size_t n)
@@ -174,6 +158,7 @@ int cmd_record(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
+		{"force", no_argument, NULL, 'f'},
 		{"timeline", no_argument, NULL, 'T'},
 		{"ring-size", required_argument, NULL, 'R'},
 		{"drop", no_argument, NULL, 'P'},
@@ -192,7 +177,8 @@ int cmd_record(int argc, char **argv)
 	struct cygprof_record_result r;
 	char err[512], filters[1024] = "", sz[32];
 	const char *only[argc], *except[argc], *dbgdirs[argc];
-	int c, rc;
+	struct stat prog_st;
+	int c, rc, force = 0;
 
 	memset(&o, 0, sizeof o);
 	o.output = CYGPROF_DEFAULT_CAPTURE;
@@ -201,17 +187,19 @@ int cmd_record(int argc, char **argv)
 	o.debug_dirs = dbgdirs;
 	opterr = 0; /* one error line: ours */
 	/* '+': stop at the first non-option, which is PROG. */
-	while ((c = getopt_long(argc, argv, "+:o:F:N:D:t:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:o:fF:N:D:t:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o.output = optarg;
+			break;
+		case 'f':
+			force = 1;
 			break;
 		case 'T':
 			o.timeline = 1;
 			break;
 		case 'R':
-			if (parse_size(optarg, &o.ring_bytes) || o.ring_bytes < 128)
-				cli_die(2, "--ring-size: bad size '%s' (at least 128 bytes)", optarg);
+			o.ring_bytes = cli_parse_size("record", "--ring-size", optarg, 128, 1ULL << 30);
 			break;
 		case 'P':
 			o.drop = 1;
@@ -230,24 +218,18 @@ int cmd_record(int argc, char **argv)
 			except[o.n_except++] = optarg;
 			add_filter(filters, sizeof filters, "-N", optarg);
 			break;
-		case 'D': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || v < 1 || v > 65000)
-				cli_die(2, "--depth: bad depth '%s'", optarg);
-			o.max_depth = (uint32_t)v;
+		case 'D':
+			o.max_depth = (uint32_t)cli_parse_uint("record", "--depth", optarg, 1, 65000);
 			add_filter(filters, sizeof filters, "-D", optarg);
 			break;
-		}
 		case 't':
-			if (parse_duration(optarg, &o.min_ns))
-				cli_die(2, "--time-filter: bad duration '%s' (e.g. 10us, 1ms)", optarg);
+			o.min_ns = cli_parse_duration("record", "--time-filter", optarg, "ns",
+						      1000000000ULL * 1000000000ULL);
 			add_filter(filters, sizeof filters, "-t", optarg);
 			break;
 		case 'S':
-			if (parse_size(optarg, &o.shm_bytes) || o.shm_bytes < (64ULL << 20) ||
-			    o.shm_bytes > (16ULL << 30))
-				cli_die(2, "--shm-size: bad size '%s' (64M to 16G)", optarg);
+			o.shm_bytes = cli_parse_size("record", "--shm-size", optarg, 64ULL << 20,
+						     16ULL << 30);
 			break;
 		case 'q':
 			o.quiet = 1;
@@ -261,9 +243,16 @@ int cmd_record(int argc, char **argv)
 	}
 	if (optind >= argc)
 		cli_die(2, "record: no program given (usage: cygprof record [options] -- PROG [ARGS...])");
+	if (!*o.output)
+		cli_die(2, "record: --output needs a file name");
+	if (o.ring_bytes > (o.shm_bytes ? o.shm_bytes : 16ULL << 30) / 4)
+		cli_die(2, "record: --ring-size is more than a quarter of --shm-size (%llu MiB)",
+			(unsigned long long)(o.shm_bytes ? o.shm_bytes : 16ULL << 30) >> 20);
 	o.argv = argv + optind;
 	o.filters = filters;
-	check_program(o.argv[0]);
+	check_program(o.argv[0], &prog_st);
+	cli_output_check("record", o.output, CLI_OUT_CAPTURE, force, &prog_st);
+	check_space(o.output);
 	const char *rtname = o.memory ? "libcygprof-mem.so" : "libcygprof-cyg.so";
 	char *rt = find_runtime(rtname);
 	if (!rt)
@@ -275,6 +264,8 @@ int cmd_record(int argc, char **argv)
 	if (rc) {
 		if (r.exec_errno)
 			cli_die(r.exec_errno == ENOENT ? 127 : 126, "%s", err);
+		if (rc == CYGPROF_E_FULL || rc == -ENOSPC)
+			cli_die(1, "record: %s: no space left on device", o.output);
 		cli_die(1, "%s", err);
 	}
 	if (!o.quiet) {
@@ -287,6 +278,12 @@ int cmd_record(int argc, char **argv)
 			(unsigned long long)r.mem_events,
 			(unsigned long long)r.lost, sz, o.output);
 	}
+	/* calls count every entry, before the filters; a program traced for
+	 * its allocations only (--memory) needs no instrumentation */
+	if (!r.calls && !(o.memory && r.mem_events))
+		cli_warn("warning: no instrumented function was called: build %s with "
+			 "-finstrument-functions%s", o.argv[0],
+			 o.memory ? "" : " (or record --memory for its allocations only)");
 	if (WIFSIGNALED(r.status))
 		return 128 + WTERMSIG(r.status);
 	return WEXITSTATUS(r.status);

@@ -169,8 +169,7 @@ int cmd_replay(int argc, char **argv)
 	uint32_t *sel;
 	size_t nthreads = 0, nprocs = 0, nsel = 0, i, j;
 	long tid = -1;
-	uint64_t lost = 0;
-	char *mode = NULL, *end;
+	char *mode = NULL;
 	int c, err;
 
 	opterr = 0;
@@ -184,10 +183,7 @@ int cmd_replay(int argc, char **argv)
 			pattern = optarg;
 			break;
 		case 't':
-			errno = 0;
-			tid = strtol(optarg, &end, 10);
-			if (errno || *end || tid < 0 || tid > UINT32_MAX)
-				cli_die(2, "replay: bad tid '%s'", optarg);
+			tid = (long)cli_parse_uint("replay", "--tid", optarg, 1, UINT32_MAX);
 			break;
 		default:
 			cli_bad_option("replay", c, argv);
@@ -215,7 +211,6 @@ int cmd_replay(int argc, char **argv)
 		if (tid >= 0 && threads[i].tid != (uint32_t)tid)
 			continue;
 		sel[nsel++] = threads[i].idx;
-		lost += threads[i].lost;
 	}
 	if (tid >= 0 && !nsel)
 		cli_die(1, "%s: no thread with tid %ld", file, tid);
@@ -248,9 +243,6 @@ int cmd_replay(int argc, char **argv)
 			cli_die(1, "%s: %s", file, cygprof_strerror(err));
 	}
 
-	if (lost)
-		printf("# warning: %" PRIu64 " timeline events were lost; the trace has gaps\n",
-		       lost);
 	printf("# DURATION     TID     FUNCTION\n");
 	for (;;) {
 		struct rthread *next = NULL;

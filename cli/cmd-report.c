@@ -81,8 +81,9 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 		free(keep);
 		return; /* nothing of interest in this thread */
 	}
-	printf("# calling-context tree: pid %u tid %u (%s), %" PRIu64 " call paths\n",
-	       th->info.pid, th->info.tid, th->info.name, (uint64_t)(th->n ? th->n - 1 : 0));
+	printf("# calling-context tree: pid %u tid %u (%s)%s, %" PRIu64 " call paths\n",
+	       th->info.pid, th->info.tid, th->info.name, thread_flags_note(th->info.flags),
+	       (uint64_t)(th->n ? th->n - 1 : 0));
 	printf("# TOTAL TIME   SELF TIME      CALLS   FUNCTION\n");
 	if (th->n <= 1) {
 		printf("\n");
@@ -219,14 +220,17 @@ static void print_json(struct cygprof_capture *cap, const struct profile *p,
 		printf("%s\n    {\"idx\": %u, \"tid\": %u, \"pid\": %u, \"name\": ", i ? "," : "",
 		       t->idx, t->tid, thread_pid(t, procs, nprocs));
 		json_str(stdout, t->name);
-		printf(", \"calls\": %" PRIu64 ", \"events\": %" PRIu64 ", \"lost\": %" PRIu64
-		       ", \"waits\": %" PRIu64 ", \"wait_ns\": %" PRIu64 ", \"unpaired\": %" PRIu64
-		       ", \"unwound\": %" PRIu64 ", \"total_ns\": %" PRIu64 "}",
-		       t->calls, t->events, t->lost, t->waits, t->wait_ns, t->unpaired, t->unwound,
-		       tot);
+		printf(", \"flags\": %u, \"calls\": %" PRIu64 ", \"events\": %" PRIu64
+		       ", \"lost\": %" PRIu64 ", \"waits\": %" PRIu64 ", \"wait_ns\": %" PRIu64
+		       ", \"unpaired\": %" PRIu64 ", \"unwound\": %" PRIu64 ", \"overflow\": %" PRIu64
+		       ", \"sig_lost\": %" PRIu64 ", \"mem_lost\": %" PRIu64 ", \"total_ns\": %" PRIu64
+		       "}",
+		       t->flags, t->calls, t->events, t->lost, t->waits, t->wait_ns, t->unpaired,
+		       t->unwound, t->overflow, t->sig_lost, t->mem_lost, tot);
 	}
-	printf("%s],\n", nthreads ? "\n  " : "");
-	printf("  \"lost_events\": %" PRIu64 "\n}\n", threads_lost(threads, nthreads));
+	printf("%s],\n  ", nthreads ? "\n  " : "");
+	cli_json_limits(cap);
+	printf(",\n  \"lost_events\": %" PRIu64 "\n}\n", threads_lost(threads, nthreads));
 }
 
 /* ---- driver ---------------------------------------------------------------- */
@@ -331,7 +335,6 @@ int cmd_report(int argc, char **argv)
 	struct report_opts o;
 	struct profile *p;
 	size_t nthreads = 0, nprocs = 0, i;
-	uint64_t lost;
 	const char *file;
 	int err;
 
@@ -343,31 +346,20 @@ int cmd_report(int argc, char **argv)
 		err = cygprof_capture_get_procs(cap, &procs, &nprocs);
 	if (err)
 		cli_die(1, "%s: %s", file, cygprof_strerror(err));
-	lost = threads_lost(threads, nthreads);
 
 	if (o.json) {
 		p = load(cap, file, NULL, 0);
 		print_json(cap, p, &o, procs, nprocs, threads, nthreads);
 		profile_free(p);
 	} else {
-		if (lost)
-			printf("warning: %" PRIu64 " timeline events were lost during recording "
-			       "(see 'cygprof info')\n\n",
-			       lost);
-		char *full = NULL;
-		if (!cygprof_capture_get_meta(cap, "shm_full", &full)) {
-			printf("warning: the shared mapping filled up during recording: some "
-			       "threads or calls were not recorded (see 'cygprof record --shm-size')\n\n");
-			free(full);
-		}
 		if (o.per_thread) {
 			for (i = 0; i < nthreads; i++) {
 				uint32_t ti = threads[i].idx;
 
 				p = load(cap, file, &ti, 1);
-				printf("==== pid %u tid %u (%s) ====\n\n",
+				printf("==== pid %u tid %u (%s)%s ====\n\n",
 				       thread_pid(&threads[i], procs, nprocs), threads[i].tid,
-				       threads[i].name);
+				       threads[i].name, thread_flags_note(threads[i].flags));
 				print_sections(p, &o);
 				profile_free(p);
 			}

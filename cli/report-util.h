@@ -30,26 +30,13 @@ static inline const char *proc_end_str(const struct cygprof_proc *p, char *buf, 
 	return buf;
 }
 
-/* A JSON string literal (quotes included). */
-static inline void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", f);
-		else if (c == '\t')
-			fputs("\\t", f);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
+/* A JSON string literal (quotes included) of s (NULL prints ""): always
+ * valid UTF-8 and valid JSON.  '"', '\\' and control characters (U+0000 to
+ * U+001F, U+007F) are escaped; bytes that do not form valid UTF-8 (RFC
+ * 3629: no overlong forms, no surrogates, nothing past U+10FFFF) are
+ * replaced by U+FFFD, written "\ufffd": one for each maximal subpart of an
+ * ill-formed sequence, as Python, browsers and ICU decode (json.c). */
+void json_str(FILE *f, const char *s);
 
 /* uftrace-style duration: "  1.234 us", "  5.678 ms", "  1.000  s" (10 chars). */
 static inline const char *fmt_dur(char *buf, size_t len, uint64_t ns)
@@ -72,6 +59,21 @@ static inline uint64_t threads_lost(const struct cygprof_thread *t, size_t n)
 	for (i = 0; i < n; i++)
 		sum += t[i].lost;
 	return sum;
+}
+
+/* What the flags CYGPROF_THREAD_SIGNAL and CYGPROF_THREAD_CLONED say of a
+ * thread, as a note after its name: "" for neither. */
+static inline const char *thread_flags_note(uint32_t flags)
+{
+	switch (flags & (CYGPROF_THREAD_SIGNAL | CYGPROF_THREAD_CLONED)) {
+	case CYGPROF_THREAD_SIGNAL:
+		return " [signal handlers]";
+	case CYGPROF_THREAD_CLONED:
+		return " [raw clone]";
+	case CYGPROF_THREAD_SIGNAL | CYGPROF_THREAD_CLONED:
+		return " [raw clone, signal handlers]";
+	}
+	return "";
 }
 
 /* pid of a thread's process (0 when unknown). */

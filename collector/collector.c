@@ -908,7 +908,10 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 		if (r < 0 && werr == ECHILD)
 			break;
 		if (mono_ns() - last_commit > 200000000ULL) {
-			cygprof_capture_commit(c.cap);
+			/* a failed commit (disk full) loses the batch: say so */
+			int e = cygprof_capture_commit(c.cap);
+			if (e && !c.err)
+				c.err = e;
 			cygprof_capture_begin(c.cap);
 			last_commit = mono_ns();
 		}

@@ -27,6 +27,7 @@
 #define CYGPROF_GMON_EXPORT_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "cygprof/cygprof-capture.h"
@@ -71,10 +72,12 @@ struct gmon_image {
 int gmon_hist_build(const struct gmon_fn *fns, size_t n, struct gmon_hist *h);
 void gmon_hist_free(struct gmon_hist *h);
 
-/** Write a gmon.out (header, the histogram when it has bins, the arcs).
- * Returns 0 or -errno (the file is removed on error). */
-int gmon_write(const char *path, const struct gmon_hist *h, const struct gmon_arc *arcs,
-	       size_t narcs);
+/** Write a gmon.out (header, the histogram when it has bins, the arcs) to f,
+ * an open stream: the caller creates the file (cygprof creates a new one
+ * and renames it into place, see cli_output_open()) and closes it.
+ * Returns 0, or -EIO when a write failed. */
+int gmon_write_file(FILE *f, const struct gmon_hist *h, const struct gmon_arc *arcs,
+		    size_t narcs);
 
 /** Gather the capture's executables, ordered by their first process.
  * Executables without any recorded function of their own still appear

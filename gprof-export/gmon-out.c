@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define GMON_BIN_BYTES 2 /* one 16-bit counter per 2 bytes of text */
 #define GMON_BIN_MAX 65535u
@@ -177,17 +176,11 @@ static void le(unsigned char *p, uint64_t v, size_t len)
 		p[i] = (unsigned char)(v >> (8 * i));
 }
 
-int gmon_write(const char *path, const struct gmon_hist *h, const struct gmon_arc *arcs,
-	       size_t narcs)
+int gmon_write_file(FILE *f, const struct gmon_hist *h, const struct gmon_arc *arcs,
+		    size_t narcs)
 {
 	unsigned char buf[64];
-	FILE *f;
 	size_t i;
-	int err = 0;
-
-	f = fopen(path, "wb");
-	if (!f)
-		return -errno;
 
 	/* header: cookie, version 1, 12 spare bytes */
 	memset(buf, 0, 20);
@@ -226,11 +219,5 @@ int gmon_write(const char *path, const struct gmon_hist *h, const struct gmon_ar
 		}
 	}
 
-	if (ferror(f))
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = errno ? -errno : -EIO;
-	if (err)
-		unlink(path);
-	return err;
+	return ferror(f) ? -EIO : 0;
 }

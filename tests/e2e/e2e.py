@@ -446,36 +446,84 @@ def test_example(name):
     return t
 
 
+def timeline_events(exp):
+    """Timeline events the program implies: an entry and an exit (or an
+    unwind) per call."""
+    return 2 * sum(exp['functions'].values())
+
+
+def check_event_accounting(ck, cyg, capture, exp, tag):
+    """Per thread and in total, stored + lost events == 2 per call, and the
+    number the program implies; returns the total lost."""
+    info = info_json(ck, cyg, capture)
+    threads = info.get('threads', [])
+    for t in threads:
+        ck.eq(t['events'] + t['lost'], 2 * t['calls'],
+              '[%s] thread %d: events %d + lost %d == 2 x calls' %
+              (tag, t['tid'], t['events'], t['lost']))
+    events = sum(t['events'] for t in threads)
+    lost = sum(t['lost'] for t in threads)
+    ck.eq(events + lost, timeline_events(exp),
+          '[%s] stored %d + lost %d events == the exact number the program implies' %
+          (tag, events, lost))
+    ck.eq(info.get('lost_events'), lost, '[%s] info: lost_events is the threads\' sum' % tag)
+    ck.eq(info.get('limits', {}).get('lost'), lost, '[%s] info: limits.lost' % tag)
+    return events, lost
+
+
 def test_tiny_ring(ck, cyg, example):
-    """4 busy threads, a 4096-byte ring, timeline on: nothing may be lost."""
+    """4 busy threads, a 4096-byte ring, timeline on: nothing may be lost,
+    every event is stored."""
     exp = exp_threads(100000)
-    _, data, _ = record_and_check(ck, cyg, example, exp,
-                                  opts=['--timeline', '--ring-size', '4096'])
+    capture, data, _ = record_and_check(ck, cyg, example, exp,
+                                        opts=['--timeline', '--ring-size', '4096'])
     ck.eq(data['lost_events'], 0, 'lost_events with a tiny ring (blocking mode)')
     check_all(ck, data, exp, example)
+    events, lost = check_event_accounting(ck, cyg, capture, exp, 'blocking')
+    ck.eq((events, lost), (timeline_events(exp), 0), 'blocking mode: every event stored')
+    cp = run([cyg.exe, 'report', capture])
+    ck.check('were lost' not in cp.err, 'blocking mode: no lost-events warning (%r)' % cp.err)
+
+
+LOST_WARNING = r'^cygprof: warning: .*: %d timeline events were lost during recording'
 
 
 def test_drop(ck, cyg, example):
-    """--drop with a tiny ring: losses are allowed but reported consistently."""
+    """--drop with a tiny ring on 4 busy threads: events are lost, counted
+    exactly (stored + lost == 2 per call), and every command says how many."""
     exp = exp_threads(100000)
     capture, data, text = record_and_check(ck, cyg, example, exp,
                                            opts=['--timeline', '--ring-size', '4096', '--drop'])
     lost = data['lost_events']
-    ck.check(is_int(lost) and lost >= 0, 'lost_events is a non-negative integer: %r' % lost)
+    ck.check(is_int(lost) and lost > 0, '--drop with a 4 KiB ring on 4 busy threads loses '
+             'events: lost_events %r > 0' % lost)
     print('info: lost_events = %d with --drop' % lost)
+    events, ilost = check_event_accounting(ck, cyg, capture, exp, 'drop')
+    ck.eq(ilost, lost, 'info and report agree on the lost events')
+    ck.eq(data.get('limits', {}).get('lost'), lost, 'report json: limits.lost')
     data2, text2 = cyg.report_json(capture, ck)
     ck.check(data2 == data, 'two reports of the same capture are equal')
-    got = {f['name']: f['calls'] for f in data['functions']}
-    unknown = sorted(set(got) - set(exp['functions']))
-    ck.check(not unknown, 'no function beyond the expected ones (got %s)' % unknown)
-    if lost == 0:
-        check_functions(ck, data, exp['functions'])
-        check_arcs(ck, data, exp['arcs'], exp['roots'])
-    else:
-        over = {n: c for n, c in got.items() if c > exp['functions'].get(n, 0)}
-        ck.check(not over, 'with losses, no count exceeds the exact one (over: %s)' % over)
+    # The call trees do not depend on the timeline: still exact.
+    check_functions(ck, data, exp['functions'])
+    check_arcs(ck, data, exp['arcs'], exp['roots'])
     check_processes(ck, data, exp['ends'], example)
     check_times(ck, data, [])
+    # The summary line of record, and every command, give the count.
+    for cmd in (['report'], ['report', '--format=json'], ['info'], ['replay'],
+                ['gprof', '-b'], ['annotate']):
+        cp = run([cyg.exe] + cmd + [capture])
+        ck.eq(cp.returncode, 0, '%s exit status' % ' '.join(cmd))
+        warns = re.findall(LOST_WARNING % lost, cp.err, re.M)
+        ck.eq(len(warns), 1, '%s: one warning line with the %d lost events (stderr %r)' %
+              (' '.join(cmd), lost, cp.err[:300]))
+    cp = run([cyg.exe, 'info', capture])
+    ck.check(re.search(r'^totals: \d+ calls, %d events, %d lost events' % (events, lost),
+                       cp.out, re.M) is not None, 'info: totals line with the stored and lost '
+             'events')
+    cp = run([cyg.exe, 'replay', capture])
+    entries = sum(1 for line in cp.out.splitlines() if re.search(r'\(\)\s*(;|\{)\s*$', line))
+    ck.check(entries < sum(exp['functions'].values()),
+             'replay shows fewer calls (%d) than were made (gaps)' % entries)
 
 
 def expect_error(ck, cp, what, status=None):
@@ -1045,17 +1093,21 @@ def test_mount_namespace(ck, cyg, example):
 
 def test_disk_full(ck, cyg, example):
     """A capture that does not fit on its file system: one line naming the
-    problem and a non-zero exit, never a crash."""
+    problem and exit 1, never a crash.  (An already full file system is
+    tested by safety.py, disk-full-empty.)"""
     mnt = os.path.join(cyg.workdir, 'small')
     os.mkdir(mnt)
-    if os.geteuid() != 0 or run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt]).returncode:
+    if os.geteuid() != 0 or run(['mount', '-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', mnt]).returncode:
         print('SKIP: needs root to mount a small tmpfs')
         sys.exit(SKIP)
     try:
-        # threads-O2 with --timeline writes several MB of events
-        cp = cyg.record(os.path.join(mnt, 'cap.data'), [example, '100000'], ['--timeline'])
-        expect_error(ck, cp, 'record onto a full file system')
-        ck.check('disk full' in cp.err, 'the error says the disk is full (got %r)' % cp.err.strip())
+        # threads-O2 with --timeline writes more than 1.5 MB of events
+        target = os.path.join(mnt, 'cap.data')
+        cp = cyg.record(target, [example, '100000'], ['--timeline'])
+        expect_error(ck, cp, 'record onto a full file system', 1)
+        ck.check(re.match(r'^cygprof: record: %s: no space left on device$' % re.escape(target),
+                          cp.err) is not None,
+                 'the error says there is no space left (got %r)' % cp.err.strip())
     finally:
         run(['umount', mnt])
 

@@ -127,9 +127,13 @@ static void test_write(void)
 	CHECK(fd >= 0);
 	if (fd < 0)
 		return;
-	close(fd);
+	fp = fdopen(fd, "wb");
+	CHECK(fp != NULL);
+	if (!fp)
+		return;
 	CHECK_EQ_INT(gmon_hist_build(f, 1, &h), 0);
-	CHECK_EQ_INT(gmon_write(path, &h, a, 2), 0);
+	CHECK_EQ_INT(gmon_write_file(fp, &h, a, 2), 0);
+	CHECK_EQ_INT(fclose(fp), 0);
 	fp = fopen(path, "rb");
 	CHECK(fp != NULL);
 	if (!fp)

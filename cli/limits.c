@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* limits.c - what a capture says it could not record, in one place: every
+ * command that prints a profile warns about each limit that was hit, with
+ * its count, on stderr (cli_open_capture() does it), and JSON outputs carry
+ * the same figures as a "limits" object. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "report-util.h"
+
+void cli_limits_get(struct cygprof_capture *cap, struct cli_limits *l)
+{
+	struct cygprof_thread *t = NULL;
+	size_t n = 0, i;
+	char *v = NULL;
+
+	memset(l, 0, sizeof(*l));
+	if (!cygprof_capture_get_threads(cap, &t, &n)) {
+		for (i = 0; i < n; i++) {
+			l->lost += t[i].lost;
+			l->overflow += t[i].overflow;
+			l->sig_lost += t[i].sig_lost;
+			l->mem_lost += t[i].mem_lost;
+			l->unpaired += t[i].unpaired;
+		}
+		free(t);
+	}
+	v = NULL;
+	if (!cygprof_capture_get_meta(cap, "shm_full", &v)) {
+		l->shm_full_set = 1;
+		l->shm_full = strtoull(v, NULL, 10);
+		free(v);
+	}
+	v = NULL;
+	if (!cygprof_capture_get_meta(cap, "damaged", &v))
+		l->damaged = v;
+	v = NULL;
+	if (cygprof_capture_get_meta(cap, "complete", &v))
+		l->incomplete = 1;
+	free(v);
+}
+
+void cli_limits_free(struct cli_limits *l)
+{
+	free(l->damaged);
+	l->damaged = NULL;
+}
+
+static void __attribute__((format(printf, 2, 3))) warn(const char *file, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "cygprof: warning: %s: ", file);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void cli_limits_warn(const struct cli_limits *l, const char *file)
+{
+	if (l->incomplete)
+		fprintf(stderr, "cygprof: warning: %s: the recording was interrupted before its end "
+			"(the collector was killed?): showing what it holds\n", file);
+	if (l->damaged)
+		fprintf(stderr, "cygprof: warning: %s: the traced program wrote into cygprof's "
+			"shared memory, and this was rejected: %s (the rest of the recording is "
+			"kept)\n", file, l->damaged);
+	if (l->shm_full_set)
+		warn(file, "the shared mapping filled up while recording (%" PRIu64 " allocations "
+		     "refused): some threads or calls were not recorded (see 'cygprof record "
+		     "--shm-size')", l->shm_full);
+	if (l->overflow)
+		warn(file, "%" PRIu64 " calls were deeper than the depth limit: counted in the "
+		     "threads' calls, missing from the call trees and the figures made from them",
+		     l->overflow);
+	if (l->sig_lost)
+		warn(file, "%" PRIu64 " calls or allocations made by signal handlers could not be "
+		     "recorded: missing from the profile", l->sig_lost);
+	if (l->mem_lost)
+		warn(file, "%" PRIu64 " allocations or frees were not traced (made inside the "
+		     "runtime): missing from the memory figures", l->mem_lost);
+	if (l->lost)
+		warn(file, "%" PRIu64 " timeline events were lost during recording (--drop, or the "
+		     "collector was gone): the timeline has gaps; counts and times come from the "
+		     "call trees and are complete", l->lost);
+	if (l->unpaired)
+		warn(file, "%" PRIu64 " function exits matched no recorded entry and were ignored "
+		     "(unpaired)", l->unpaired);
+}
+
+void cli_limits_json(FILE *f, const struct cli_limits *l)
+{
+	fprintf(f, "\"limits\": {\"complete\": %s, \"lost\": %" PRIu64 ", \"overflow\": %" PRIu64
+		", \"sig_lost\": %" PRIu64 ", \"mem_lost\": %" PRIu64 ", \"unpaired\": %" PRIu64
+		", \"shm_full\": ",
+		l->incomplete ? "false" : "true", l->lost, l->overflow, l->sig_lost, l->mem_lost,
+		l->unpaired);
+	if (l->shm_full_set)
+		fprintf(f, "%" PRIu64, l->shm_full);
+	else
+		fputs("null", f);
+	fputs(", \"damaged\": ", f);
+	if (l->damaged)
+		json_str(f, l->damaged);
+	else
+		fputs("null", f);
+	fputc('}', f);
+}
+
+void cli_json_limits(struct cygprof_capture *cap)
+{
+	struct cli_limits l;
+
+	cli_limits_get(cap, &l);
+	cli_limits_json(stdout, &l);
+	cli_limits_free(&l);
+}

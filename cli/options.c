@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/* options.c - the numbers users pass on the command line: strictly parsed
+ * (decimal digits only: no sign, no spaces, no hex, no nan or inf) and
+ * range-checked, or a one-line usage error naming the option (exit 2). */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* The digits of s: how many leading decimal digits it has. */
+static size_t digits(const char *s)
+{
+	size_t n = 0;
+
+	while (s[n] >= '0' && s[n] <= '9')
+		n++;
+	return n;
+}
+
+/* A strict unsigned decimal integer at the start of s; *end after it.
+ * -1 when s does not start with a digit or the value does not fit. */
+static int scan_u64(const char *s, const char **end, uint64_t *v)
+{
+	size_t n = digits(s), i;
+	uint64_t x = 0;
+
+	if (!n)
+		return -1;
+	for (i = 0; i < n; i++) {
+		unsigned d = (unsigned)(s[i] - '0');
+
+		if (x > (UINT64_MAX - d) / 10)
+			return -1;
+		x = x * 10 + d;
+	}
+	*end = s + n;
+	*v = x;
+	return 0;
+}
+
+/* A strict non-negative decimal number at the start of s (digits, an
+ * optional fraction, an optional exponent), finite; *end after it. */
+static int scan_real(const char *s, const char **end, double *v)
+{
+	size_t n = digits(s), f = 0;
+	const char *p = s + n;
+	char buf[128];
+	double x;
+
+	if (*p == '.') {
+		f = digits(p + 1);
+		p += 1 + f;
+	}
+	if (!n && !f)
+		return -1;
+	if (*p == 'e' || *p == 'E') {
+		const char *q = p + 1;
+
+		if (*q == '+' || *q == '-')
+			q++;
+		if (!digits(q))
+			return -1;
+		p = q + digits(q);
+	}
+	if ((size_t)(p - s) >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, (size_t)(p - s));
+	buf[p - s] = 0;
+	errno = 0;
+	x = strtod(buf, NULL);
+	if (errno == ERANGE && x != 0)
+		return -1; /* overflow; an underflow is just 0 */
+	if (!isfinite(x))
+		return -1;
+	*end = p;
+	*v = x;
+	return 0;
+}
+
+uint64_t cli_parse_uint(const char *cmd, const char *opt, const char *s, uint64_t min,
+			uint64_t max)
+{
+	const char *end;
+	uint64_t v;
+
+	if (scan_u64(s, &end, &v) || *end || v < min || v > max)
+		cli_die(2, "%s: bad %s value '%s' (an integer from %llu to %llu)", cmd, opt, s,
+			(unsigned long long)min, (unsigned long long)max);
+	return v;
+}
+
+static const char *size_str(char *buf, size_t len, uint64_t v)
+{
+	static const char sfx[] = "KMGTPE";
+	int i = -1;
+
+	while (v && !(v & 1023) && i < 5) {
+		v >>= 10;
+		i++;
+	}
+	if (i < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+	else
+		snprintf(buf, len, "%llu%c", (unsigned long long)v, sfx[i]);
+	return buf;
+}
+
+uint64_t cli_parse_size(const char *cmd, const char *opt, const char *s, uint64_t min,
+			uint64_t max)
+{
+	const char *end;
+	uint64_t v;
+	int shift = 0;
+	char a[32], b[32];
+
+	if (scan_u64(s, &end, &v))
+		goto bad;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	}
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		goto bad;
+	v <<= shift;
+	if (v < min || v > max)
+		goto bad;
+	return v;
+bad:
+	cli_die(2, "%s: bad %s value '%s' (a size from %s to %s bytes, with an optional K, M or "
+		"G suffix)", cmd, opt, s, size_str(a, sizeof(a), min), size_str(b, sizeof(b), max));
+}
+
+uint64_t cli_parse_duration(const char *cmd, const char *opt, const char *s, const char *bare,
+			    uint64_t max_ns)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+	const char *end, *unit;
+	double v, mul = 0, r;
+	size_t i;
+
+	if (scan_real(s, &end, &v))
+		goto bad;
+	unit = *end ? end : bare;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(unit, units[i].unit))
+			mul = units[i].ns;
+	if (!mul)
+		goto bad;
+	r = v * mul + 0.5;
+	if (!isfinite(r) || r > (double)max_ns)
+		goto bad;
+	return (uint64_t)r;
+bad:
+	cli_die(2, "%s: bad %s value '%s' (a duration from 0 to %.0f s: a number with ns, us, "
+		"ms or s, %s when none is given)", cmd, opt, s, (double)max_ns / 1e9, bare);
+}
+
+double cli_parse_real(const char *cmd, const char *opt, const char *s, double min, double max)
+{
+	const char *end;
+	double v;
+
+	if (scan_real(s, &end, &v) || *end || v < min || v > max)
+		cli_die(2, "%s: bad %s value '%s' (a number from %g to %g)", cmd, opt, s, min, max);
+	return v;
+}

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/* output.c - the files cygprof commands write: what may be replaced at the
+ * target path, and writing through a new temporary file renamed onto it.
+ *
+ * No symbolic link is ever followed and no existing file is ever opened for
+ * writing: the data goes into a file created exclusively (mkostemp) in the
+ * target's directory, and rename(2) puts that file in place of whatever
+ * directory entry is there.  A link planted at the target is replaced, its
+ * target untouched; a FIFO is never opened (it would block).  Before that,
+ * cli_output_check() refuses to replace what is not an earlier output of
+ * the same kind (see cli.h). */
+#include "config.h"
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define CAPTURE_STRING "cygprof-capture"
+#define LMDB_MAGIC 0xBEEFC0DEu
+
+/* Open an existing file to look at its first bytes: never follows a link,
+ * never blocks (a FIFO put there meanwhile), only a regular file. */
+static int open_peek(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+/* Whether the first len bytes of the file hold needle (len small). */
+static int contains(int fd, size_t len, const char *needle)
+{
+	size_t nl = strlen(needle);
+	char *buf = malloc(len + 1);
+	ssize_t n;
+	int found = 0;
+
+	if (!buf)
+		return 0;
+	n = pread(fd, buf, len, 0);
+	if (n > 0 && (size_t)n >= nl)
+		found = memmem(buf, (size_t)n, needle, nl) != NULL;
+	free(buf);
+	return found;
+}
+
+int cli_probe_capture(const char *path)
+{
+	struct cygprof_capture *cap;
+	unsigned char hdr[64];
+	uint32_t magic;
+	ssize_t n;
+	int fd, err;
+
+	fd = open_peek(path);
+	if (fd == -EINVAL)
+		return 0; /* not a regular file */
+	if (fd < 0)
+		return fd;
+	n = pread(fd, hdr, sizeof(hdr), 0);
+	if (n < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	/* LMDB's meta page: a 16-byte page header, then the magic (native order) */
+	if ((size_t)n < 20) {
+		close(fd);
+		return 0;
+	}
+	memcpy(&magic, hdr + 16, sizeof(magic));
+	if (magic != LMDB_MAGIC) {
+		close(fd);
+		return 0;
+	}
+	err = cygprof_capture_open(path, &cap);
+	if (!err) {
+		cygprof_capture_close(cap);
+		close(fd);
+		return 1;
+	}
+	if (err == CYGPROF_E_VERSION) {
+		close(fd);
+		return 1;
+	}
+	/* damaged (a collector killed early, a truncated copy): a capture when
+	 * its meta record, written by the first commit, is near the start */
+	if (err == CYGPROF_E_CORRUPT)
+		err = contains(fd, 1 << 20, CAPTURE_STRING);
+	else if (err < -4095)
+		err = 0; /* CYGPROF_E_NOTCAPTURE: another LMDB file, or another code */
+	close(fd);
+	return err;
+}
+
+static int probe_gmon(const char *path)
+{
+	char b[4];
+	ssize_t n;
+	int fd = open_peek(path);
+
+	if (fd == -EINVAL)
+		return 0;
+	if (fd < 0)
+		return fd;
+	n = pread(fd, b, sizeof(b), 0);
+	close(fd);
+	return n == 4 && !memcmp(b, "gmon", 4);
+}
+
+static const char *const kind_what[] = {
+	[CLI_OUT_CAPTURE] = "a cygprof capture",
+	[CLI_OUT_GMON] = "a gmon.out file",
+};
+
+/* The policy: 0 nothing there, 1 an output of kind (or -f and a regular file
+ * or link): replace it; -1 refused, with the reason in why. */
+static int check(const char *path, enum cli_out_kind kind, int force, const struct stat *avoid,
+		 char *why, size_t len)
+{
+	struct stat st;
+	int r;
+
+	if (lstat(path, &st)) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(why, len, "%s", strerror(errno));
+		return -1;
+	}
+	if (avoid && st.st_dev == avoid->st_dev && st.st_ino == avoid->st_ino) {
+		snprintf(why, len, "is the program being recorded; not replaced, even with -f "
+			 "(a mistake?)");
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		snprintf(why, len, "is a directory; not replaced");
+		return -1;
+	}
+	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ||
+	    S_ISSOCK(st.st_mode)) {
+		snprintf(why, len, "is a %s; not replaced, even with -f",
+			 S_ISFIFO(st.st_mode) ? "FIFO" : S_ISSOCK(st.st_mode) ? "socket"
+			 : S_ISCHR(st.st_mode) ? "character device" : "block device");
+		return -1;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		if (force)
+			return 1; /* the link itself is replaced; it is never followed */
+		snprintf(why, len, "is a symbolic link; not followed, not replaced (-f replaces "
+			 "the link itself)");
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, len, "is not a regular file; not replaced");
+		return -1;
+	}
+	if (force)
+		return 1;
+	r = kind == CLI_OUT_CAPTURE ? cli_probe_capture(path) : probe_gmon(path);
+	if (r == 1)
+		return 1;
+	if (r < 0)
+		snprintf(why, len, "%s", strerror(-r));
+	else
+		snprintf(why, len, "exists and is not %s; not replaced (-f replaces it)",
+			 kind_what[kind]);
+	return -1;
+}
+
+int cli_output_check(const char *cmd, const char *path, enum cli_out_kind kind, int force,
+		     const struct stat *avoid)
+{
+	char why[256];
+	int r = check(path, kind, force, avoid, why, sizeof(why));
+
+	if (r < 0)
+		cli_die(1, "%s: %s: %s", cmd, path, why);
+	return r;
+}
+
+FILE *cli_output_open(struct cli_output *o, const char *cmd, const char *path,
+		      enum cli_out_kind kind, int force)
+{
+	const char *slash;
+	size_t dl;
+	int fd;
+
+	memset(o, 0, sizeof(*o));
+	o->cmd = cmd;
+	o->kind = kind;
+	o->force = force;
+	o->existed = cli_output_check(cmd, path, kind, force, NULL);
+	slash = strrchr(path, '/');
+	dl = slash ? (size_t)(slash - path) + 1 : 0;
+	o->path = strdup(path);
+	o->tmp = malloc(dl + sizeof(".cygprof-XXXXXX"));
+	if (!o->path || !o->tmp)
+		cli_die(1, "out of memory");
+	memcpy(o->tmp, path, dl);
+	memcpy(o->tmp + dl, ".cygprof-XXXXXX", sizeof(".cygprof-XXXXXX"));
+	fd = mkostemp(o->tmp, O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+
+		free(o->tmp);
+		o->tmp = NULL;
+		cli_die(1, "%s: %s: %s", cmd, path, strerror(e));
+	}
+	o->f = fdopen(fd, "wb");
+	if (!o->f) {
+		close(fd);
+		cli_output_abort(o);
+		cli_die(1, "out of memory");
+	}
+	return o->f;
+}
+
+void cli_output_abort(struct cli_output *o)
+{
+	if (o->f)
+		fclose(o->f);
+	o->f = NULL;
+	if (o->tmp)
+		unlink(o->tmp);
+	free(o->tmp);
+	free(o->path);
+	o->tmp = o->path = NULL;
+}
+
+/* Put tmp in place of path: without replacing anything when nothing was
+ * there at the check (something that appeared since is checked again). */
+static int place(struct cli_output *o, char *why, size_t len)
+{
+	int r;
+
+	if (o->existed) {
+		r = check(o->path, o->kind, o->force, NULL, why, len);
+		if (r < 0)
+			return -1;
+		if (!rename(o->tmp, o->path))
+			return 0;
+		snprintf(why, len, "%s", strerror(errno));
+		return -1;
+	}
+	if (!renameat2(AT_FDCWD, o->tmp, AT_FDCWD, o->path, RENAME_NOREPLACE))
+		return 0;
+	if (errno == EEXIST) {
+		o->existed = 1;
+		return place(o, why, len);
+	}
+	if (errno != EINVAL && errno != ENOSYS) {
+		snprintf(why, len, "%s", strerror(errno));
+		return -1;
+	}
+	/* a file system without RENAME_NOREPLACE: a hard link never replaces */
+	if (!link(o->tmp, o->path)) {
+		unlink(o->tmp);
+		return 0;
+	}
+	if (errno == EEXIST) {
+		o->existed = 1;
+		return place(o, why, len);
+	}
+	if (!rename(o->tmp, o->path)) /* nor hard links (vfat): checked just before */
+		return 0;
+	snprintf(why, len, "%s", strerror(errno));
+	return -1;
+}
+
+void cli_output_commit(struct cli_output *o)
+{
+	char why[256] = "";
+	mode_t mask = umask(0);
+	int fd = fileno(o->f), err = 0;
+
+	umask(mask);
+	errno = 0;
+	/* mkostemp made it 0600: give it the mode a new file would have */
+	if (fflush(o->f) || ferror(o->f) || fchmod(fd, 0666 & ~mask) || fsync(fd))
+		err = errno ? errno : EIO;
+	if (fclose(o->f) && !err)
+		err = errno ? errno : EIO;
+	o->f = NULL;
+	if (err)
+		snprintf(why, sizeof(why), "%s", strerror(err));
+	else if (!place(o, why, sizeof(why))) {
+		free(o->tmp);
+		free(o->path);
+		o->tmp = o->path = NULL;
+		return;
+	}
+	{
+		char *path = o->path;
+
+		o->path = NULL;
+		cli_output_abort(o);
+		cli_die(1, "%s: %s: %s", o->cmd, path, why);
+	}
+}
