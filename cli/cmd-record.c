@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "collector.h"
+#include "cyg-shm.h"
 
 static void usage(FILE *f)
 {
@@ -42,7 +43,7 @@ static void usage(FILE *f)
 		"                         calls made inside them (repeatable)\n"
 		"  -N, --notrace PATTERN  hide functions matching PATTERN; their callees stay\n"
 		"                         (repeatable)\n"
-		"  -D, --depth N          keep call paths at most N calls deep (1 to 65000)\n"
+		"  -D, --depth N          keep call paths at most N calls deep (1 to 16777216)\n"
 		"  -t, --time-filter DUR  timeline: drop calls shorter than DUR (e.g. 10us, 1ms;\n"
 		"                         ns when no unit is given)\n"
 		"      --debug-dir DIR    where separate debug files are (repeatable; also\n"
@@ -219,7 +220,7 @@ int cmd_record(int argc, char **argv)
 			add_filter(filters, sizeof filters, "-N", optarg);
 			break;
 		case 'D':
-			o.max_depth = (uint32_t)cli_parse_uint("record", "--depth", optarg, 1, 65000);
+			o.max_depth = (uint32_t)cli_parse_uint("record", "--depth", optarg, 1, CYG_DEPTH_MAX);
 			add_filter(filters, sizeof filters, "-D", optarg);
 			break;
 		case 't':
