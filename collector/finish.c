@@ -419,7 +419,7 @@ int collector_finish(struct collector *c)
 		th.proc_idx = p ? p->seq : CYGPROF_NONE;
 		th.tid = t->tid;
 		th.flags = (state == CYG_T_ENDED ? CYGPROF_THREAD_ENDED : CYGPROF_THREAD_CUT) |
-			   (t->flags & CYGPROF_THREAD_FORKED);
+			   (t->flags & (CYGPROF_THREAD_FORKED | CYGPROF_THREAD_SIGNAL | CYGPROF_THREAD_CLONED));
 		th.start_ns = tick_ns(c, t->start_ts);
 		th.end_ns = tick_ns(c, end);
 		th.calls = raw_calls + t->overflow;
