@@ -62,7 +62,16 @@ static inline int cyg_mem_tracing(void)
 {
 	if (UNLIKELY(!cyg_memory) && cyg_state == 0 && !cyg_tls.guard)
 		cyg__attach_early();
-	return cyg_memory && !cyg_tls.guard;
+	if (UNLIKELY(cyg_tls.guard)) {
+		/* Inside the runtime (thread set-up, an unwind, dl_iterate_phdr)
+		 * or the real operator new after malloc failed: not traced,
+		 * but counted, so a report can say so.  A signal handler that
+		 * allocates in such a moment is counted here too. */
+		if (cyg_memory && cyg_tls.t)
+			cyg_tls.t->mem_nested++;
+		return 0;
+	}
+	return cyg_memory;
 }
 
 /* Unwinding (preload-stack.c): fill the stack word(s) for the current call
