@@ -3,7 +3,13 @@
 """bench.py - cygprof's overhead and capture size, against baselines measured
 in the same interleaved run.
 
-usage: bench/bench.py [--cygprof PATH] [--runs N] [--quick] [--only calls,threads,growth]
+usage: bench/bench.py [--cygprof PATH] [--baseline PATH] [--runs N] [--quick]
+                      [--only calls,threads,growth,memory]
+
+--baseline PATH adds the same cygprof configurations run with another
+cygprof binary (an earlier build) to the calls and memory sections, in the
+same interleaved rounds, and prints this build's overhead as a ratio of the
+baseline's: how a change moved ns/call and ns/allocation.
 
 Every round runs every configuration once, in a rotated order, so drift of a
 shared, noisy machine hits them alike.  For each configuration and round:
@@ -130,6 +136,13 @@ def calls_section(args, b, tmp):
         ("cygprof record --timeline", f"rm -f {tmp}/t.cap*",
          f"exec {cyg} record -q --timeline -o {tmp}/t.cap -- {b}/calls.finstr"),
     ]
+    if args.baseline:
+        cfg += [
+            ("baseline: cygprof record", f"rm -f {tmp}/bd.cap*",
+             f"exec {args.baseline} record -q -o {tmp}/bd.cap -- {b}/calls.finstr"),
+            ("baseline: cygprof record --timeline", f"rm -f {tmp}/bt.cap*",
+             f"exec {args.baseline} record -q --timeline -o {tmp}/bt.cap -- {b}/calls.finstr"),
+        ]
     if shutil.which("uftrace"):
         cfg.append(("uftrace record", f"rm -rf {tmp}/uft",
                     f"exec uftrace record -d {tmp}/uft {b}/calls.finstr"))
@@ -150,6 +163,16 @@ def calls_section(args, b, tmp):
           f"(cpu {med(res, 'cygprof record --timeline', 'ovcpu'):.1f} ns/call)")
     print(f"- capture: default {dsize} bytes ({dsize / n:.4f} B/call); timeline {tsize} bytes "
           f"= {tsize / (2 * n):.2f} B/event")
+    if args.baseline:
+        bd = med(res, "baseline: cygprof record", "ov")
+        bt = med(res, "baseline: cygprof record --timeline", "ov")
+        bdc = med(res, "baseline: cygprof record", "ovcpu")
+        btc = med(res, "baseline: cygprof record --timeline", "ovcpu")
+        print(f"- against the baseline build: default {dflt:.1f} vs {bd:.1f} ns/call = "
+              f"{dflt / bd:.2f}x wall, {med(res, 'cygprof record', 'ovcpu') / bdc:.2f}x cpu; "
+              f"--timeline {tl:.1f} vs {bt:.1f} ns/call = {tl / bt:.2f}x wall, "
+              f"{med(res, 'cygprof record --timeline', 'ovcpu') / btc:.2f}x cpu; capture "
+              f"{tsize / os.path.getsize(f'{tmp}/bt.cap'):.2f}x the baseline's timeline")
     if "uftrace record" in res:
         uf = med(res, "uftrace record", "ov")
         ufc = med(res, "uftrace record", "ovcpu")
@@ -205,6 +228,16 @@ def memory_section(args, b, tmp):
         ("instrumented: cygprof record --memory (shadow-stack ids)", f"rm -f {tmp}/ms.cap*",
          f"exec {cyg} record -q --memory -o {tmp}/ms.cap -- {b}/allocs.finstr-ops {a}"),
     ]
+    if args.baseline:
+        cfg += [
+            ("baseline: cygprof --memory (unwinding)", f"rm -f {tmp}/bmu.cap*",
+             f"exec {args.baseline} record -q --memory -o {tmp}/bmu.cap -- {b}/allocs.plain {a}"),
+            ("baseline: instrumented, calls only", f"rm -f {tmp}/bmd.cap*",
+             f"exec {args.baseline} record -q -o {tmp}/bmd.cap -- {b}/allocs.finstr-ops {a}"),
+            ("baseline: instrumented, --memory", f"rm -f {tmp}/bms.cap*",
+             f"exec {args.baseline} record -q --memory -o {tmp}/bms.cap -- "
+             f"{b}/allocs.finstr-ops {a}"),
+        ]
     if shutil.which("heaptrack"):
         cfg += [
             ("heaptrack -r (record only)", f"rm -rf {tmp}/ht; mkdir -p {tmp}/ht",
@@ -230,6 +263,16 @@ def memory_section(args, b, tmp):
           "build recorded without it, paired per round)")
     print(f"- capture: unwinding {usize} bytes = {usize / n:.2f} B/allocation, "
           f"{usize / events:.2f} B/event; shadow ids: {ssize / events:.2f} B/event")
+    if args.baseline:
+        bunw = med(res, "baseline: cygprof --memory (unwinding)", "ov")
+        bpairs = [(x - y) / n * 1e9 for x, y in
+                  zip(res["baseline: instrumented, --memory"]["t"],
+                      res["baseline: instrumented, calls only"]["t"])]
+        bshadow = statistics.median(bpairs)
+        print(f"- against the baseline build: unwinding {unw:.1f} vs {bunw:.1f} ns/allocation "
+              f"= {unw / bunw:.2f}x; shadow ids {shadow:.1f} vs {bshadow:.1f} = "
+              f"{shadow / bshadow:.2f}x; capture {usize / os.path.getsize(f'{tmp}/bmu.cap'):.2f}x "
+              "the baseline's (unwinding)")
     # The varied-size run heaptrack's analysis cannot finish (out of memory):
     # cygprof's analysis memory grows with live blocks and distinct stacks.
     va = "2000000 0"
@@ -268,6 +311,8 @@ def memory_section(args, b, tmp):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cygprof", default=None, help="cygprof binary (default: build tree)")
+    ap.add_argument("--baseline", default=None,
+                    help="another cygprof binary to compare with in the same rounds")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="2 rounds")
     ap.add_argument("--only", default="calls,threads,growth,memory")
