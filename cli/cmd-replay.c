@@ -100,6 +100,10 @@ static const char *node_name(const struct profile *p, const struct rthread *t, u
 	return p->fns[t->pt->nodes[node].fn].name;
 }
 
+/* Deeper calls are indented as deep as this, with their depth in brackets:
+ * a recursion a million deep would otherwise print terabytes of spaces. */
+#define REPLAY_INDENT_MAX 100
+
 static void line_head(const struct rthread *t, int has_dur, uint64_t ns, uint32_t node)
 {
 	char buf[32];
@@ -107,8 +111,11 @@ static void line_head(const struct rthread *t, int has_dur, uint64_t ns, uint32_
 
 	if (node < t->pt->n && t->base[node])
 		d = t->pt->nodes[node].depth - t->base[node];
-	printf("%11s [%6u] | %*s", has_dur ? fmt_dur(buf, sizeof(buf), ns) : "",
-	       t->pt->info.tid, (int)d * 2, "");
+	printf("%11s [%6u] | ", has_dur ? fmt_dur(buf, sizeof(buf), ns) : "", t->pt->info.tid);
+	if (d > REPLAY_INDENT_MAX) /* a deep recursion: its depth, not a wall of spaces */
+		printf("%*s[%u] ", REPLAY_INDENT_MAX * 2, "", d);
+	else
+		printf("%*s", (int)d * 2, "");
 }
 
 static int shown(const struct rthread *t, uint32_t node)
