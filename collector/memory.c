@@ -15,7 +15,8 @@
 
 static uint32_t proc_idx_of(struct collector *c, const struct cthread *ct)
 {
-	return ct->t->proc_off ? ((struct cyg_proc *)C_AT(c, ct->t->proc_off))->seq : 0;
+	(void)c;
+	return ct->proc ? ct->proc->idx : 0;
 }
 
 static uint32_t stash_intern(struct collector *c, uint32_t parent, uint32_t proc, uint32_t kind,
@@ -71,14 +72,17 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 
 	/* the common case, one return address: a direct-mapped cache first */
 	size_t slot = 0;
+	if (!ct->sc && !(ct->sc = calloc(1024, sizeof *ct->sc)))
+		return 0;
 	if (nra == 1) {
-		ras[0] = ring[pos & mask];
+		ras[0] = RD(ring[pos & mask]);
 		slot = (size_t)((gid * 0x9E3779B1u) ^ (ras[0] >> 2)) & 1023;
 		if (ct->sc[slot].gid == gid && ct->sc[slot].ra == ras[0] && ct->sc[slot].id)
 			return ct->sc[slot].id;
 	}
 	for (unsigned i = 0; i < nra && i < 64; i++) {
-		ras[i] = ring[(pos + i) & mask];
+		if (i || nra != 1)
+			ras[i] = RD(ring[(pos + i) & mask]);
 		key = hash3(key, ras[i], i);
 	}
 	if (hmap_get(&ct->shadow_ids, key, &v)) {
@@ -89,8 +93,17 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 		}
 		return (uint32_t)v;
 	}
-	for (uint32_t g = gid; g && g != ct->t->root;) {
-		const struct cyg_node *nd = C_AT(c, (uint64_t)g * CYG_NODE_SIZE);
+	/* The call path from the mapping: every node checked, parents strictly
+	 * older (smaller gids) than their children, so the walk ends. */
+	for (uint32_t g = gid; g != ct->root;) {
+		if (!gid_ok(c, ct, g) || n > CYG_DEPTH_MAX) {
+			c->dmg.events++;
+			free(fns);
+			free(sites);
+			return 0;
+		}
+		const struct cyg_node *nd = shm_node(c, g);
+		uint32_t parent = RD(nd->parent);
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
 			uint64_t *nv = realloc(fns, cap * sizeof *nv);
@@ -103,12 +116,14 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 			fns = nv;
 			sites = ns;
 		}
-		fns[n] = nd->fn;
-		sites[n++] = nd->site;
-		g = nd->parent;
+		fns[n] = RD(nd->fn);
+		sites[n++] = RD(nd->site);
+		if (parent >= g)
+			parent = 0; /* not a parent: rejected at the next turn */
+		g = parent;
 	}
 	uint64_t start = 0;
-	struct cproc *cp = collector_proc(c, ct->t->proc_off);
+	struct cproc *cp = ct->proc;
 	if (nra && n) {
 		if (!collector_fn_name(c, cp, ras[nra - 1] - 1, &start, NULL, NULL, NULL))
 			start = 0;
@@ -153,7 +168,11 @@ static void push_mev(struct collector *c, struct cthread *ct, unsigned op, unsig
 		ct->capmev = cap;
 	}
 	struct cygprof_mem_event *e = &ct->mev[ct->nmev++];
-	e->ts_ns = tick_ns(c, ct->cur_ts);
+	uint64_t ns = tick_ns(c, ct->cur_ts);
+	if (ns < ct->last_mev_ns)
+		ns = ct->last_mev_ns; /* times never go back, whatever the ring said */
+	ct->last_mev_ns = ns;
+	e->ts_ns = ns;
 	e->addr = addr;
 	e->size = size;
 	e->stack = stack;
@@ -165,7 +184,7 @@ static void push_mev(struct collector *c, struct cthread *ct, unsigned op, unsig
 uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uint64_t *ring,
 			      uint64_t mask, uint64_t pos, uint64_t w)
 {
-#define WORD(i) ring[(pos + (i)) & mask]
+#define WORD(i) RD(ring[(pos + (i)) & mask])
 	switch (cyg_x_sub(w)) {
 	case CYG_X_ALLOC: {
 		int shadow = cyg_x_mem_shadow(w);
