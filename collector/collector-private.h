@@ -191,6 +191,10 @@ struct collector {
 	int main_reaped;
 	char *own_ns;         /* our mount namespace */
 	uint64_t ckpt_ns;     /* what the last checkpoint cost */
+	uint64_t last_drain;  /* CLOCK_MONOTONIC ns of the last drain */
+	int in_checkpoint;    /* a checkpoint runs: collector_yield() may drain */
+	void *scratch[3];     /* checkpoint buffers kept between checkpoints */
+	size_t scratch_cap[3];
 };
 
 /* The full timestamp of an event from its low 34 bits (see cyg-shm.h).  The
@@ -292,6 +296,9 @@ struct cygprof_elf *collector_elf(struct collector *c, struct cproc *cp,
  * final: the program is gone; the metadata then says the capture is
  * complete.  One path for the checkpoints and the end. */
 int collector_checkpoint(struct collector *c, int final);
+/* Called by a long checkpoint now and then: drains the rings if the last
+ * drain was 2 ms ago or more, so writers do not wait for the checkpoint. */
+void collector_yield(struct collector *c);
 /* Open the objects of processes seen since the last call while they live:
  * through /proc/PID/root for a process in another mount namespace (a
  * container), so their files are found, and before they can be deleted. */

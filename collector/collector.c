@@ -104,6 +104,13 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int have_invariant_tsc(void)
 {
 #if defined(__x86_64__)
@@ -691,6 +698,7 @@ static uint64_t drain_all(struct collector *c)
 	uint64_t most = 0;
 	size_t i;
 
+	c->last_drain = mono_ns();
 	collector_scan(c, c->final);
 	for (i = 0; i < c->nthreads; i++) {
 		uint64_t n = drain_thread(c, c->threads[i]);
@@ -698,6 +706,15 @@ static uint64_t drain_all(struct collector *c)
 			most = n;
 	}
 	return most;
+}
+
+void collector_yield(struct collector *c)
+{
+	if (!c->in_checkpoint || c->final || mono_ns() - c->last_drain < 2000000)
+		return;
+	c->in_checkpoint = 0; /* not again from inside the drain */
+	drain_all(c);
+	c->in_checkpoint = 1;
 }
 
 /* ---- spawning ---------------------------------------------------------- */
@@ -974,6 +991,8 @@ static void free_collector(struct collector *c)
 		free(c->objs[i].path);
 	free(c->objs);
 	free(c->walk);
+	for (i = 0; i < 3; i++)
+		free(c->scratch[i]);
 	free(c->own_ns);
 	collector_mem_release(c);
 	debuginfo_free(c->dbg);
@@ -1101,9 +1120,13 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 			break;
 		uint64_t now = mono_ns();
 		if (interval && now - last_ckpt >= gap) {
+			uint64_t cpu0 = cpu_ns();
 			/* The profile so far, so that a killed collector leaves a
-			 * usable capture; at most a tenth of the time goes there. */
+			 * usable capture; at most a tenth of the collector's CPU
+			 * time goes there. */
+			c.in_checkpoint = 1;
 			int e = collector_checkpoint(&c, 0);
+			c.in_checkpoint = 0;
 			if (!e)
 				e = cygprof_capture_commit(c.cap);
 			else
@@ -1112,7 +1135,7 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 				c.err = e;
 			cygprof_capture_begin(c.cap);
 			last_ckpt = last_commit = mono_ns();
-			c.ckpt_ns = last_ckpt - now;
+			c.ckpt_ns = cpu_ns() - cpu0;
 			gap = c.ckpt_ns * 10 > interval ? c.ckpt_ns * 10 : interval;
 		} else if (now - last_commit > 200000000ULL) {
 			int e = cygprof_capture_commit(c.cap);

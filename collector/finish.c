@@ -40,6 +40,23 @@ static int thread_live(struct collector *c, struct cthread *ct, uint32_t state)
 	       !(ct->proc && ct->proc->reaped);
 }
 
+/* A buffer of the collector kept from one checkpoint to the next: big
+ * trees would otherwise cost fresh pages (page faults) every time. */
+static void *scratch(struct collector *c, int which, size_t bytes)
+{
+	if (bytes > c->scratch_cap[which]) {
+		size_t cap = c->scratch_cap[which] ? c->scratch_cap[which] : 4096;
+		while (cap < bytes)
+			cap *= 2;
+		void *p = realloc(c->scratch[which], cap);
+		if (!p)
+			return NULL;
+		c->scratch[which] = p;
+		c->scratch_cap[which] = cap;
+	}
+	return c->scratch[which];
+}
+
 struct dfs {
 	uint32_t gid;
 	uint64_t v;
@@ -75,7 +92,7 @@ static int fold_tree(struct collector *c, struct cthread *ct, const struct bound
 		     struct damage *dmg, uint64_t *raw_calls)
 {
 	struct dfs *st = NULL;
-	size_t n = 0, cap = 0, i;
+	size_t n = 0, cap = 0, i, visited = 0;
 	int err = 0;
 
 	*raw_calls = 0;
@@ -84,12 +101,15 @@ static int fold_tree(struct collector *c, struct cthread *ct, const struct bound
 		ct->nodes[i].ticks = 0;
 	}
 	uint64_t rv = cthread_root(c, ct);
-	st = malloc(64 * sizeof *st);
+	cap = c->scratch_cap[2] / sizeof *st;
+	st = scratch(c, 2, (cap > 64 ? cap : 64) * sizeof *st);
 	if (!st)
 		return -ENOMEM;
-	cap = 64;
+	cap = c->scratch_cap[2] / sizeof *st;
 	st[n++] = (struct dfs){ct->root, rv};
 	while (n) {
+		if (!(++visited & 4095))
+			collector_yield(c);
 		struct dfs x = st[--n];
 		struct cyg_node *rn = shm_node(c, x.gid);
 		uint64_t calls = bounded(RD(rn->calls), b->calls, dmg);
@@ -120,13 +140,13 @@ static int fold_tree(struct collector *c, struct cthread *ct, const struct bound
 				dmg->nodes++;
 			} else {
 				if (n == cap) {
-					struct dfs *nv = realloc(st, cap * 2 * sizeof *nv);
+					struct dfs *nv = scratch(c, 2, cap * 2 * sizeof *nv);
 					if (!nv) {
 						err = -ENOMEM;
 						goto out;
 					}
 					st = nv;
-					cap *= 2;
+					cap = c->scratch_cap[2] / sizeof *st;
 				}
 				st[n++] = (struct dfs){g, v};
 			}
@@ -135,7 +155,6 @@ static int fold_tree(struct collector *c, struct cthread *ct, const struct bound
 		}
 	}
 out:
-	free(st);
 	return err;
 }
 
@@ -180,12 +199,13 @@ static void close_open_frames(struct collector *c, struct cthread *ct, uint64_t 
 
 static int put_tree(struct collector *c, struct cthread *ct)
 {
-	struct cygprof_node *v = calloc(ct->n ? ct->n : 1, sizeof *v);
+	struct cygprof_node *v = scratch(c, 0, (ct->n + 1) * sizeof *v);
 	size_t i;
 	int err;
 
 	if (!v)
 		return -ENOMEM;
+	memset(v, 0, ct->n * sizeof *v);
 	for (i = 0; i < ct->n; i++) {
 		v[i].parent = ct->nodes[i].parent == GID_DROP ? CYGPROF_NONE : ct->nodes[i].parent;
 		v[i].fn = ct->nodes[i].fn;
@@ -194,12 +214,12 @@ static int put_tree(struct collector *c, struct cthread *ct)
 		v[i].total_ns = ticks_to_ns(c, ct->nodes[i].ticks);
 	}
 	err = cygprof_capture_put_tree(c->cap, ct->idx, v, ct->n);
-	free(v);
 	return err;
 }
 
 /* Calls per call site: the thread's entries for sites other than a node's
- * first, and the rest at the first site. */
+ * first, and the rest at the first site.  v[k - 1] is node k's first site;
+ * only the other sites need a lookup. */
 static int put_sites(struct collector *c, struct cthread *ct, const struct cyg_site *raw,
 		     uint32_t nraw, const uint64_t *extra, struct damage *dmg)
 {
@@ -209,34 +229,31 @@ static int put_sites(struct collector *c, struct cthread *ct, const struct cyg_s
 	uint32_t i;
 	int err;
 
-	v = calloc(ct->n + nraw + 1, sizeof *v);
+	v = scratch(c, 1, (ct->n + nraw + 1) * sizeof *v);
 	if (!v)
 		return -ENOMEM;
+	memset(v, 0, (ct->n + nraw) * sizeof *v);
 	/* the first site of every node, with all its calls for now */
 	for (k = 1; k < ct->n; k++) {
 		v[n].node = (uint32_t)k;
 		v[n].site = ct->nodes[k].site;
 		v[n].calls = ct->nodes[k].calls;
 		v[n].total_ns = ticks_to_ns(c, ct->nodes[k].ticks);
-		hmap_put(&at, hash3(k, v[n].site, 0x5173), n + 1);
 		n++;
 	}
 	/* the other sites move their share away from it */
 	for (i = 0; i < nraw; i++) {
 		uint32_t node = RD(raw[i].node);
-		uint64_t site = RD(raw[i].site), rcalls = RD(raw[i].calls);
+		uint64_t site = RD(raw[i].site), rcalls = RD(raw[i].calls), pos;
 		uint32_t idx = cthread_resolve(c, ct, node);
-		uint64_t pos, ns = ticks_to_ns(c, RD(raw[i].ticks) + extra[i]);
+		uint64_t ns = ticks_to_ns(c, RD(raw[i].ticks) + extra[i]);
 		if (idx == GID_BAD) {
 			dmg->sites++;
 			continue;
 		}
-		if (idx == GID_DROP || !idx)
+		if (idx == GID_DROP || !idx || idx >= ct->n)
 			continue;
-		uint64_t key1 = hash3(idx, ct->nodes[idx].site, 0x5173);
-		if (!hmap_get(&at, key1, &pos))
-			continue;
-		struct cygprof_callsite *first = &v[pos - 1];
+		struct cygprof_callsite *first = &v[idx - 1];
 		uint64_t calls = rcalls < first->calls ? rcalls : first->calls;
 		if (ns > first->total_ns)
 			ns = first->total_ns;
@@ -264,7 +281,6 @@ static int put_sites(struct collector *c, struct cthread *ct, const struct cyg_s
 			v[out++] = v[k];
 	err = cygprof_capture_put_sites(c->cap, ct->idx, v, out);
 	hmap_release(&at);
-	free(v);
 	return err;
 }
 
@@ -313,8 +329,10 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 				if (ct->nodes[i].parent == 0)
 					ct->nodes[0].ticks += ct->nodes[i].ticks;
 		}
+		collector_yield(c);
 		if (!err)
 			err = put_tree(c, ct);
+		collector_yield(c);
 		if (!err)
 			err = put_sites(c, ct, raw, nraw, extra, &dmg);
 		free(extra);
@@ -685,6 +703,7 @@ static int put_symbols(struct collector *c)
 		}
 		if (!err)
 			ct->sym_next = ct->n;
+		collector_yield(c);
 	}
 	/* The frames of memory stacks: functions, and return addresses (the
 	 * call is the byte before). */
@@ -802,8 +821,10 @@ int collector_checkpoint(struct collector *c, int final)
 	if (!final)
 		c->end_ts = collector_now(c);
 	/* Threads first: folding them may find processes. */
-	for (i = 0; i < c->nthreads && !err; i++)
+	for (i = 0; i < c->nthreads && !err; i++) {
 		err = store_thread(c, c->threads[i], &lost);
+		collector_yield(c);
+	}
 	for (i = 0; i < c->nprocs && !err; i++)
 		err = store_proc(c, c->procs[i]);
 	if (!err && final && c->main_pid > 0)
