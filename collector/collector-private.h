@@ -107,6 +107,7 @@ struct cthread {
 	uint64_t events;     /* timeline events stored */
 	uint64_t calls;      /* entries recorded (before filters), at the last checkpoint */
 	uint64_t unwound_extra; /* frames the last checkpoint closed */
+	uint64_t lost, waits;   /* as the last checkpoint stored them */
 	int ring_done;
 	/* checkpoints */
 	int stored_ended;    /* stored after it ended: its tree changes no more */

@@ -1178,10 +1178,9 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 	res->threads = (uint32_t)c.nthreads;
 	for (size_t i = 0; i < c.nthreads; i++) {
 		struct cthread *ct = c.threads[i];
-		struct cyg_thread *t = C_AT(&c, ct->off);
 		res->events += ct->events;
-		res->lost += RD(t->lost);
-		res->waits += RD(t->waits);
+		res->lost += ct->lost;
+		res->waits += ct->waits;
 		res->calls += ct->calls;
 		res->mem_events += ct->mem_events;
 	}

@@ -376,6 +376,8 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 	if (!live)
 		ct->rdmg = cnt;
 	*lost += th.lost;
+	ct->lost = th.lost;
+	ct->waits = th.waits;
 	if (!err)
 		err = cygprof_capture_put_thread(c->cap, &th);
 	return err;
