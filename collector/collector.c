@@ -179,68 +179,12 @@ static void set_mult(struct collector *c)
 
 /* ---- names, for filters and symbols ------------------------------------- */
 
-/* The ELF object at path as process cp sees it (cached: opened once, its
- * symbols read into memory, so it serves after the process is gone).
- * live: the process runs; if its file is gone from path (deleted, or
- * replaced by something that is not a regular file), its mapping is opened
- * through /proc/PID/map_files (root only).  Failures while the process
- * lives are not cached: the end tries again. */
-static struct cygprof_elf *elf_open(struct collector *c, struct cproc *cp,
-				    const struct cygprof_map *m, int live, int *gone)
+/* A stripped object: a separate debug file (by build-id, debuglink,
+ * --debug-dir, debuginfod) names its static functions. */
+static void adopt_debug(struct collector *c, struct cproc *cp, const char *file,
+			struct cygprof_elf *e)
 {
-	char key[4096 + 64], file[4096 + 64];
-	const char *path = m->path;
-	size_t i;
-	int err;
-
-	snprintf(key, sizeof key, "%s%s%s", cp && cp->ns ? cp->ns : "", cp && cp->ns ? ":" : "",
-		 path);
-	for (i = 0; i < c->nelfs; i++)
-		if (!strcmp(c->elfs[i].path, key)) {
-			if (gone)
-				*gone = m->deleted || c->elfs[i].err == -ENOENT ||
-					c->elfs[i].err == -ENOTSUP;
-			return c->elfs[i].elf;
-		}
-	struct cygprof_elf *e = NULL;
-	if (cp && cp->ns)
-		snprintf(file, sizeof file, "/proc/%u/root%s", cp->pid, path);
-	else
-		snprintf(file, sizeof file, "%s", path);
-	err = m->deleted ? -ENOENT : cygprof_elf_open(file, &e);
-	if (err && cp && cp->ns && !live) {
-		/* gone already: the path as we see it is the best guess */
-		err = cygprof_elf_open(path, &e);
-	}
-	if ((err == -ENOENT || err == -ENOTSUP) && live && cp) {
-		/* The file was deleted or replaced while the process runs: its
-		 * mapping still names the object (root may open it). */
-		snprintf(file, sizeof file, "/proc/%u/map_files/%llx-%llx", cp->pid,
-			 (unsigned long long)m->start, (unsigned long long)m->end);
-		if (!cygprof_elf_open(file, &e))
-			err = 0;
-	}
-	if (gone)
-		*gone = m->deleted || err == -ENOENT || err == -ENOTSUP;
-	if (err && live)
-		return NULL;
-	struct elfcache *v = realloc(c->elfs, (c->nelfs + 1) * sizeof *v);
-	if (!v) {
-		cygprof_elf_close(e);
-		return NULL;
-	}
-	c->elfs = v;
-	v[c->nelfs].path = strdup(key);
-	if (!v[c->nelfs].path) {
-		cygprof_elf_close(e);
-		return NULL;
-	}
-	v[c->nelfs].elf = e;
-	v[c->nelfs].err = err;
-	c->nelfs++;
 	if (e && !cygprof_elf_has_symtab(e) && c->dbg) {
-		/* Stripped: a separate debug file (by build-id, debuglink,
-		 * --debug-dir, debuginfod) names its static functions. */
 		uint8_t bid[64];
 		size_t blen = cygprof_elf_build_id(e, bid, sizeof bid);
 		char *dfile = NULL;
@@ -258,13 +202,91 @@ static struct cygprof_elf *elf_open(struct collector *c, struct cproc *cp,
 			debuginfo_add_env(own);
 			dbg = own;
 		}
-		if (!debuginfo_find(dbg, path, bid, blen, &dfile) && strcmp(dfile, path) &&
+		if (!debuginfo_find(dbg, file, bid, blen, &dfile) && strcmp(dfile, file) &&
 		    !cygprof_elf_open(dfile, &d) && cygprof_elf_has_symtab(d))
 			cygprof_elf_adopt_symbols(e, d);
 		cygprof_elf_close(d);
 		debuginfo_free(own);
 		free(dfile);
 	}
+}
+
+/* The ELF object at path as process cp sees it (cached: opened once, its
+ * symbols read into memory, so it serves after the process is gone).
+ * live: the process runs; if its file is gone from path (deleted, or
+ * replaced by something that is not a regular file), its mapping is opened
+ * through /proc/PID/map_files (root only).  Failures while the process
+ * lives are not cached: the end tries again. */
+static struct cygprof_elf *elf_open(struct collector *c, struct cproc *cp,
+				    const struct cygprof_map *m, int live, int *gone)
+{
+	char key[4096 + 64], file[4096 + 64];
+	const char *path = m->path;
+	size_t i;
+	int err;
+
+	snprintf(key, sizeof key, "%s%s%s", cp && cp->ns ? cp->ns : "", cp && cp->ns ? ":" : "",
+		 path);
+	struct elfcache *known = NULL;
+	for (i = 0; i < c->nelfs; i++)
+		if (!strcmp(c->elfs[i].path, key)) {
+			known = &c->elfs[i];
+			break;
+		}
+	/* A failure is tried again while the process lives (its mapping may
+	 * still be opened); anything else is final. */
+	if (known && (known->elf || !live)) {
+		if (gone)
+			*gone = m->deleted || known->err == -ENOENT || known->err == -ENOTSUP;
+		return known->elf;
+	}
+	struct cygprof_elf *e = NULL;
+	if (cp && cp->ns)
+		snprintf(file, sizeof file, "/proc/%u/root%s", cp->pid, path);
+	else
+		snprintf(file, sizeof file, "%s", path);
+	const char *opened = file;
+	err = m->deleted ? -ENOENT : cygprof_elf_open(file, &e);
+	if (err && cp && cp->ns && !live) {
+		/* gone already: the path as we see it is the best guess */
+		err = cygprof_elf_open(path, &e);
+		opened = path;
+	}
+	if ((err == -ENOENT || err == -ENOTSUP) && live && cp) {
+		/* The file was deleted or replaced while the process runs: its
+		 * mapping still names the object (root may open it). */
+		snprintf(file, sizeof file, "/proc/%u/map_files/%llx-%llx", cp->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		if (!cygprof_elf_open(file, &e)) {
+			err = 0;
+			opened = file;
+		}
+	}
+	if (gone)
+		*gone = m->deleted || err == -ENOENT || err == -ENOTSUP;
+	if (err && live)
+		return NULL;
+	if (known) {
+		known->elf = e;
+		known->err = err;
+		adopt_debug(c, cp, opened, e);
+		return e;
+	}
+	struct elfcache *v = realloc(c->elfs, (c->nelfs + 1) * sizeof *v);
+	if (!v) {
+		cygprof_elf_close(e);
+		return NULL;
+	}
+	c->elfs = v;
+	v[c->nelfs].path = strdup(key);
+	if (!v[c->nelfs].path) {
+		cygprof_elf_close(e);
+		return NULL;
+	}
+	v[c->nelfs].elf = e;
+	v[c->nelfs].err = err;
+	c->nelfs++;
+	adopt_debug(c, cp, opened, e);
 	return e;
 }
 
