@@ -101,6 +101,7 @@ struct cthread {
 	struct cygprof_mem_event *mev; /* pending memory events */
 	size_t nmev, capmev;
 	struct hmap shadow_ids; /* hash3(gid, return addresses) -> stash id */
+	struct hmap prefix_ids; /* gid -> stash id of its callers' frames */
 	struct shadow_slot { uint64_t ra; uint32_t gid, id; } *sc; /* [1024], its front for one
 								 * address (memory only) */
 	uint64_t mem_events; /* memory events stored */
@@ -181,6 +182,8 @@ struct collector {
 	size_t nobjs;
 	uint32_t *walk;       /* scratch stack of gids for the walks */
 	size_t walk_cap;
+	void *mwalk;          /* scratch of memory.c's walks */
+	size_t mwalk_cap;     /* in bytes */
 	uint64_t end_ts;      /* the end of the recording (so far, at a checkpoint) */
 	int filtering;
 	int final;            /* the program is gone: drain everything */

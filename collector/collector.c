@@ -989,6 +989,7 @@ static void free_collector(struct collector *c)
 		free(ct->mev);
 		free(ct->sc);
 		hmap_release(&ct->shadow_ids);
+		hmap_release(&ct->prefix_ids);
 		free(ct);
 	}
 	free(c->threads);
@@ -1013,6 +1014,7 @@ static void free_collector(struct collector *c)
 		free(c->objs[i].path);
 	free(c->objs);
 	free(c->walk);
+	free(c->mwalk);
 	for (i = 0; i < 3; i++)
 		free(c->scratch[i]);
 	free(c->own_ns);

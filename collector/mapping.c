@@ -72,11 +72,23 @@ char *collector_damage_line(struct collector *c)
 
 /* ---- processes ---------------------------------------------------------- */
 
+/* A thread takes at least the first 16 KiB chunk of nodes (its root's),
+ * a process at least its record and 64 KiB for its command line (but the
+ * last ones before the mapping filled up): more records than fit are made
+ * up. */
+#define THREAD_MIN_BYTES (16ULL << 10)
+#define PROC_MIN_BYTES (64ULL << 10)
+
 static struct cproc *proc_add(struct collector *c, uint64_t off)
 {
-	struct cproc **v = realloc(c->procs, (c->nprocs + 1) * sizeof *v);
-	struct cproc *cp;
+	struct cproc **v, *cp;
 
+	if (c->nprocs >= c->size / PROC_MIN_BYTES + 16) {
+		c->dmg.procs++;
+		hmap_put(&c->proc_at, off, 0);
+		return NULL;
+	}
+	v = realloc(c->procs, (c->nprocs + 1) * sizeof *v);
 	if (!v)
 		return NULL;
 	c->procs = v;
@@ -197,7 +209,8 @@ static struct cthread *thread_add(struct collector *c, uint64_t off)
 	uint64_t ring = RD(t->ring_off), proc_off = RD(t->proc_off), now = collector_now(c);
 	struct cthread **v, *ct;
 
-	if (!shm_ok(c, (uint64_t)root * CYG_NODE_SIZE, CYG_NODE_SIZE)) {
+	if (!shm_ok(c, (uint64_t)root * CYG_NODE_SIZE, CYG_NODE_SIZE) ||
+	    c->nthreads >= c->size / THREAD_MIN_BYTES) {
 		c->dmg.threads++;
 		hmap_put(&c->thread_at, off, 0);
 		return NULL;
