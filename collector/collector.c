@@ -831,11 +831,11 @@ static void cloexec_own_fds(const int *caller, size_t ncaller, int memfd)
 	int *now;
 	size_t n, i;
 
-	if (list_fds(&now, &n))
-		return;
+	if (!caller || list_fds(&now, &n))
+		return; /* what the caller gave is unknown: leave everything */
 	for (i = 0; i < n; i++) {
 		int fd = now[i], fl;
-		if (fd == memfd || fd_in(caller, ncaller, fd))
+		if (fd <= 2 || fd == memfd || fd_in(caller, ncaller, fd))
 			continue;
 		fl = fcntl(fd, F_GETFD);
 		if (fl >= 0 && !(fl & FD_CLOEXEC))
