@@ -1,5 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* collector-private.h - the collector's internal state, shared by its files. */
+/* collector-private.h - the collector's internal state, shared by its files.
+ *
+ * The shared mapping is untrusted input: the traced program can write
+ * anything anywhere in it, at any time.  The collector reads every value it
+ * uses from the mapping once, into a local (RD/ACQ below), checks it against
+ * its own copies of the mapping size and ring size (never ctl->size or
+ * ctl->ring_words read back), bounds every walk, and writes only its own
+ * fields (ring tails, the ring pool, the heartbeat, primed).  What it
+ * rejects is counted (struct damage) and the capture says so in the meta
+ * key "damaged". */
 #ifndef CYGPROF_COLLECTOR_PRIVATE_H
 #define CYGPROF_COLLECTOR_PRIVATE_H
 
@@ -12,6 +21,16 @@
 #include "cygprof/cygprof-capture.h"
 #include "debuginfo.h"
 #include "symbols.h"
+
+/* One read of a field of the mapping (the program may change it at any time:
+ * the value is read exactly once, into a local, then checked). */
+#define RD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define ACQ(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+
+/* Limits of what the runtime writes (cyg/cyg-thread.c): a longer maps
+ * snapshot or command line is damage. */
+#define COLLECTOR_MAPS_MAX (4ULL << 20)
+#define COLLECTOR_CMD_MAX (64ULL << 10)
 
 /* Open-addressing hash from a 64-bit key (never 0) to a 64-bit value. */
 struct hmap {
@@ -30,6 +49,19 @@ static inline uint64_t hash3(uint64_t a, uint64_t b, uint64_t c)
 	return h ? h : 1;
 }
 
+/* What the collector rejected from the mapping. */
+struct damage {
+	uint64_t events;  /* timeline words and memory records */
+	uint64_t rings;   /* rings given up: head or position out of range */
+	uint64_t threads; /* thread records and thread-list links */
+	uint64_t procs;   /* process records and process-list links */
+	uint64_t nodes;   /* call-tree nodes and links */
+	uint64_t frames;  /* open frames of the shadow stacks */
+	uint64_t sites;   /* call-site entries */
+	uint64_t texts;   /* maps snapshots, command lines, names */
+	uint64_t counts;  /* counters and times that cannot be true */
+};
+
 /* The tree the capture gets for one thread: the raw tree with the filters
  * applied.  Raw nodes (gids) map onto it as they are first seen. */
 struct fnode {
@@ -39,14 +71,24 @@ struct fnode {
 };
 
 #define GID_DROP UINT32_MAX
+#define GID_BAD (UINT32_MAX - 1)
 
 struct cthread {
-	struct cyg_thread *t;
-	uint32_t idx;
+	/* identity, read once when the thread was found and checked */
+	uint64_t off;        /* its struct cyg_thread */
+	uint32_t idx;        /* capture index: order in which the collector found it */
+	uint32_t pid, tid, flags;
+	uint32_t root;       /* gid of its root node */
+	uint64_t ring_off;   /* 0: no ring (or a ring given up) */
+	uint64_t start_ts;
+	struct cproc *proc;  /* NULL when unknown */
+	/* draining */
+	uint64_t tail;       /* ring words consumed (ours; published in t->tail) */
 	uint64_t cur_ts;     /* full time of the last event decoded */
 	uint64_t last_head;  /* head seen at the previous drain */
 	uint64_t idle_lb;    /* a drain saw the ring unchanged at this time: later
 			      * events are not older than it */
+	uint64_t last_ev_ns, last_mev_ns; /* times stored last (they never go back) */
 	struct fnode *nodes;
 	size_t n, cap;
 	struct hmap bykey;   /* hash3(parent, fn, 0) -> index (collisions: probe the next key) */
@@ -59,29 +101,57 @@ struct cthread {
 	struct cygprof_mem_event *mev; /* pending memory events */
 	size_t nmev, capmev;
 	struct hmap shadow_ids; /* hash3(gid, return addresses) -> stash id */
-	struct { uint64_t ra; uint32_t gid, id; } sc[1024]; /* its front for one address */
+	struct hmap prefix_ids; /* gid -> stash id of its callers' frames */
+	struct shadow_slot { uint64_t ra; uint32_t gid, id; } *sc; /* [1024], its front for one
+								 * address (memory only) */
 	uint64_t mem_events; /* memory events stored */
 	uint64_t events;     /* timeline events stored */
-	uint64_t calls;      /* entries recorded (before filters), set at the end */
+	uint64_t calls;      /* entries recorded (before filters), at the last checkpoint */
+	uint64_t unwound_extra; /* frames the last checkpoint closed */
+	uint64_t lost, waits;   /* as the last checkpoint stored them */
 	int ring_done;
+	/* checkpoints */
+	int stored_ended;    /* stored after it ended: its tree changes no more */
+	size_t sym_next;     /* nodes whose symbols are stored */
+	struct damage dmg;   /* what the last look at its tree, stack and sites rejected */
+	struct damage rdmg;  /* ... and at its record (counters, name) */
 };
 
-/* Symbols of one process image, for filters and the capture's tables. */
+/* One process image: symbols for filters and the capture's tables. */
 struct cproc {
-	struct cyg_proc *p;
-	uint32_t idx;
+	uint64_t off;        /* its struct cyg_proc */
+	uint32_t idx;        /* capture index: order in which the collector found it */
+	uint32_t pid;        /* read once when found */
 	struct cygprof_maps maps;
-	uint64_t maps_len;
+	uint64_t maps_len, maps_off; /* the snapshot parsed (or rejected) last */
 	uint64_t primed_len; /* maps_len when its objects were last opened */
 	char *ns;            /* its mount namespace when not ours ("mnt:[N]") */
+	/* the collector reaped it (its own table: wins over the mapping) */
+	int reaped, status;
+	uint64_t reap_ts;
+	/* checkpoints: objects and symbols stored so far */
+	struct hmap seen;    /* addr -> 1 named, 2 stored as a placeholder */
+	uint64_t *retry;     /* placeholder addresses to name again */
+	size_t nretry, capretry;
+	uint32_t *objidx;    /* per map: capture object index */
+	uint64_t objs_len;   /* maps_len when objects were stored */
+	uint64_t objs_off;
+	struct damage dmg;   /* what the last look at its record rejected */
 };
 
 /* The stack stash: a trie of frames, outermost first, shared by all threads. */
 struct stash {
 	struct cygprof_stack_node *v; /* v[id - 1] */
 	size_t n, cap, stored;        /* stored: how many went to the capture */
+	size_t sym_next;              /* nodes whose symbols are stored */
 	struct hmap bykey;            /* hash3(parent, addr, proc | kind << 32) -> id */
 	struct hmap unwound;          /* hash3(proc, stack hash, 0) -> id of its innermost frame */
+};
+
+/* An object stored in the capture: its index stays the same at every checkpoint. */
+struct cobj {
+	uint32_t proc, idx;
+	char *path;
 };
 
 struct collector {
@@ -90,26 +160,50 @@ struct collector {
 	struct cygprof_capture *cap;
 	char *base;
 	struct cyg_ctl *ctl;
-	uint64_t size;
+	/* our own copies: never read back from the mapping */
+	uint64_t size;        /* of the mapping */
+	uint64_t ring_words;  /* per ring, a power of two */
+	uint32_t flags;       /* CYG_F_* */
+	uint64_t heartbeat, pool_head;
 	uint64_t tsc0, mono0;
 	double ns_per_tick;
 	uint64_t mult;        /* ns = ticks * mult >> 32 */
 	struct cthread **threads;
 	size_t nthreads;
-	struct cproc *procs;
+	struct hmap thread_at; /* thread record offset -> 1 + index, or 0: rejected */
+	struct cproc **procs;
 	size_t nprocs;
+	struct hmap proc_at;   /* process record offset -> 1 + index, or 0: rejected */
+	uint64_t procs_head;   /* head of the process list at the last scan */
+	uint64_t threads_head;
 	struct elfcache { char *path; struct cygprof_elf *elf; int err; } *elfs;
 	size_t nelfs;
-	uint64_t end_ts;      /* when the last process was seen gone */
+	struct cobj *objs;
+	size_t nobjs;
+	uint32_t *walk;       /* scratch stack of gids for the walks */
+	size_t walk_cap;
+	void *mwalk;          /* scratch of memory.c's walks */
+	size_t mwalk_cap;     /* in bytes */
+	uint64_t end_ts;      /* the end of the recording (so far, at a checkpoint) */
 	int filtering;
 	int final;            /* the program is gone: drain everything */
 	int err;              /* first capture write error */
+	struct damage dmg;    /* rejected while draining and finding records */
 	struct debuginfo *dbg; /* separate debug files: names of stripped objects */
 	int main_pid;         /* the program we started */
 	int main_status;      /* its wait status */
+	int main_reaped;
+	char *own_ns;         /* our mount namespace */
+	uint64_t ckpt_ns;     /* what the last checkpoint cost */
+	uint64_t last_drain;  /* CLOCK_MONOTONIC ns of the last drain */
+	int in_checkpoint;    /* a checkpoint runs: collector_yield() may drain */
+	void *scratch[3];     /* checkpoint buffers kept between checkpoints */
+	size_t scratch_cap[3];
 };
 
-/* The full timestamp of an event from its low 34 bits (see cyg-shm.h). */
+/* The full timestamp of an event from its low 34 bits (see cyg-shm.h).  The
+ * low bits come from the mapping: whatever they are, the result is within
+ * 2^34 ticks of the previous event's time. */
 static inline uint64_t restore_ts(struct cthread *ct, uint64_t low)
 {
 	const uint64_t half = 1ULL << 33, wrap = 1ULL << 34;
@@ -118,9 +212,8 @@ static inline uint64_t restore_ts(struct cthread *ct, uint64_t low)
 
 	if (delta >= half && ct->idle_lb <= ct->cur_ts + half)
 		full = ct->cur_ts; /* a small step back: no time passed */
-	else
-		while (ct->idle_lb > full + half)
-			full += wrap; /* after a long idle stretch */
+	else if (ct->idle_lb > full + half)
+		full += (ct->idle_lb - full - half + wrap - 1) / wrap * wrap; /* after a long idle stretch */
 	ct->cur_ts = full;
 	return full;
 }
@@ -137,11 +230,79 @@ static inline uint64_t tick_ns(const struct collector *c, uint64_t ts)
 
 #define C_AT(c, off) ((void *)((c)->base + (off)))
 
+/* [off, off + len) lies in the part of the mapping the runtime allocates
+ * from, and off is aligned to 8 (so fields can be read atomically). */
+static inline int shm_ok(const struct collector *c, uint64_t off, uint64_t len)
+{
+	return off >= CYG_AREA_OFF && !(off & 7) && off <= c->size && len <= c->size - off;
+}
+
+/* gid names a node of thread ct's tree as far as its place tells: inside the
+ * mapping and not older than the thread's root (nodes are allocated upwards:
+ * a parent always has a smaller gid than its children). */
+static inline int gid_ok(const struct collector *c, const struct cthread *ct, uint32_t gid)
+{
+	return gid >= ct->root && shm_ok(c, (uint64_t)gid * CYG_NODE_SIZE, CYG_NODE_SIZE);
+}
+
+static inline struct cyg_node *shm_node(const struct collector *c, uint32_t gid)
+{
+	return (struct cyg_node *)C_AT(c, (uint64_t)gid * CYG_NODE_SIZE);
+}
+
+uint64_t collector_now(const struct collector *c);
+/* A time read from the mapping, clamped into [lo, hi]. */
+static inline uint64_t clamp_ts(uint64_t ts, uint64_t lo, uint64_t hi)
+{
+	return ts < lo ? lo : ts > hi ? hi : ts;
+}
+
+/* Map raw node gid onto the thread's capture tree: its index, GID_DROP when
+ * the filters hide it, GID_BAD when gid or a node on its path to the root
+ * cannot be right (rejected, and remembered as such). */
 uint32_t cthread_resolve(struct collector *c, struct cthread *ct, uint32_t gid);
-struct cproc *collector_proc(struct collector *c, uint64_t proc_off);
+/* The decision for a node whose parent's decision is pv (see collector.c). */
+uint64_t cthread_decide(struct collector *c, struct cthread *ct, uint64_t fn, uint64_t site,
+			uint64_t pv);
+uint64_t cthread_root(struct collector *c, struct cthread *ct);
+#define KEPT_BIT (1ULL << 32)
+#define SCOPE_BIT (1ULL << 33)
+#define BAD_BIT (1ULL << 34)
+static inline uint32_t decision_idx(uint64_t v)
+{
+	return (v & BAD_BIT) ? GID_BAD : (v & KEPT_BIT) ? (uint32_t)v : GID_DROP;
+}
+
+/* mapping.c: finding and checking what the runtime registered. */
+/* Pick up processes and threads registered since the last look; full: walk
+ * the whole lists (at the end), so a broken link is seen. */
+void collector_scan(struct collector *c, int full);
+/* The process record at off (found now if new); NULL when off cannot be one. */
+struct cproc *collector_proc(struct collector *c, uint64_t off);
+/* Parse the process's maps snapshot again if the runtime took a new one. */
+void collector_proc_maps(struct collector *c, struct cproc *cp);
+/* We reaped pid (our child, or an orphan we adopted as subreaper). */
+void collector_note_end(struct collector *c, pid_t pid, int status);
+/* "the program wrote into cygprof's shared memory: ..." or NULL; owned. */
+char *collector_damage_line(struct collector *c);
+void collector_damage_add(struct damage *to, const struct damage *d);
+
 const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t addr, uint64_t *start,
 			      uint64_t *size, struct cygprof_map **map, struct cygprof_elf **elf);
-int collector_finish(struct collector *c);
+/* The ELF object of map in process cp (cached); *gone set when its file is
+ * no more the one that was mapped (deleted, or replaced by something that is
+ * not a regular file). */
+struct cygprof_elf *collector_elf(struct collector *c, struct cproc *cp,
+				  const struct cygprof_map *m, int *gone);
+/* Store what the capture needs to be read as it is now: trees (with the
+ * time of frames still open up to now added in the collector's copy),
+ * sites, threads, processes, objects and symbols not stored yet, metadata.
+ * final: the program is gone; the metadata then says the capture is
+ * complete.  One path for the checkpoints and the end. */
+int collector_checkpoint(struct collector *c, int final);
+/* Called by a long checkpoint now and then: drains the rings if the last
+ * drain was 2 ms ago or more, so writers do not wait for the checkpoint. */
+void collector_yield(struct collector *c);
 /* Open the objects of processes seen since the last call while they live:
  * through /proc/PID/root for a process in another mount namespace (a
  * container), so their files are found, and before they can be deleted. */

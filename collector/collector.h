@@ -33,6 +33,8 @@ struct cygprof_record_result {
 	uint32_t procs, threads;
 	uint64_t calls, events, lost, waits, mem_events;
 	uint64_t capture_bytes;
+	char damaged[256];     /* non-empty: what was rejected of what the program wrote into
+				* the shared mapping (the capture's "damaged" line) */
 };
 
 /** Run the program and record it.  Returns 0 when the capture was written

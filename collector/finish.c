@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* finish.c - the end of recording: close what was left open, fold each
- * thread's raw tree into the capture's tree, and store what decodes the
- * capture elsewhere (processes, maps, build-ids, function names). */
+/* finish.c - storing the profile into the capture: about once a second
+ * while the program runs (a checkpoint), and the same way at the end.  Each
+ * time it folds every thread's raw tree into its capture tree, adds the
+ * time of the frames still open (in the collector's copy: nothing is
+ * written into the mapping), and stores trees, sites, threads, processes,
+ * the objects and symbols not stored yet, and the metadata ("complete"
+ * only at the end). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -12,89 +16,196 @@
 
 #include "collector-private.h"
 
-static uint64_t proc_end_ts(struct collector *c, const struct cyg_proc *p)
+/* When process cp ended, or the end of the recording so far. */
+static uint64_t proc_end_ts(struct collector *c, struct cproc *cp)
 {
-	return p && p->end_ts ? p->end_ts : c->end_ts;
-}
+	if (!cp)
+		return c->end_ts;
+	struct cyg_proc *p = C_AT(c, cp->off);
+	uint64_t start = clamp_ts(RD(p->start_ts), c->tsc0, c->end_ts), end = RD(p->end_ts);
 
-/* Close the open frames of a thread that did not end by itself (killed,
- * crashed, exec'd, or still running when its process exited). */
-static void close_open_frames(struct collector *c, struct cthread *ct, uint64_t end)
-{
-	struct cyg_thread *t = ct->t;
-	struct cyg_frame *stk = C_AT(c, t->stack_off);
-	uint32_t d;
-
-	for (d = 1; d <= t->depth && d < t->stack_cap; d++) {
-		struct cyg_node *n = C_AT(c, (uint64_t)stk[d].node * CYG_NODE_SIZE);
-		if (end > stk[d].ts) {
-			n->ticks += end - stk[d].ts;
-			if (stk[d].site && stk[d].site <= t->sites_n) {
-				struct cyg_site *s = C_AT(c, t->sites_off);
-				s[stk[d].site - 1].ticks += end - stk[d].ts;
-			}
-		}
-		t->unwound++;
+	if (cp->reaped) {
+		uint64_t reap = clamp_ts(cp->reap_ts, start, c->end_ts);
+		/* exited by itself: the runtime stamped its last moment */
+		return WIFEXITED(cp->status) && end ? clamp_ts(end, start, reap) : reap;
 	}
+	return end ? clamp_ts(end, start, c->end_ts) : c->end_ts;
 }
 
-/* Walk the raw tree and add every node into the capture tree. */
-static int fold_tree(struct collector *c, struct cthread *ct, uint64_t *raw_calls)
+/* The program's data is still moving under us: what looks wrong may be a
+ * write in progress, not damage. */
+static int thread_live(struct collector *c, struct cthread *ct, uint32_t state)
 {
-	uint32_t *stack = NULL;
-	size_t n = 0, cap = 0;
+	return !c->final && state != CYG_T_ENDED && state != CYG_T_CUT &&
+	       !(ct->proc && ct->proc->reaped);
+}
+
+/* A buffer of the collector kept from one checkpoint to the next: big
+ * trees would otherwise cost fresh pages (page faults) every time. */
+static void *scratch(struct collector *c, int which, size_t bytes)
+{
+	if (bytes > c->scratch_cap[which]) {
+		size_t cap = c->scratch_cap[which] ? c->scratch_cap[which] : 4096;
+		while (cap < bytes)
+			cap *= 2;
+		void *p = realloc(c->scratch[which], cap);
+		if (!p)
+			return NULL;
+		c->scratch[which] = p;
+		c->scratch_cap[which] = cap;
+	}
+	return c->scratch[which];
+}
+
+struct dfs {
+	uint32_t gid;
+	uint64_t v;
+};
+
+/* What a thread could have done between start and end (ticks): no more
+ * calls than a few per nanosecond, no node longer than the thread lived.
+ * Anything beyond cannot be true: the program wrote it. */
+struct bounds {
+	uint64_t calls, ticks;
+};
+
+static struct bounds thread_bounds(struct collector *c, uint64_t start, uint64_t end)
+{
+	uint64_t ticks = end - start, ns = ticks_to_ns(c, ticks);
+	struct bounds b = {ns * 4 + 1000000, ticks + ticks / 8 + 1000000};
+	return b;
+}
+
+static uint64_t bounded(uint64_t v, uint64_t max, struct damage *dmg)
+{
+	if (v <= max)
+		return v;
+	dmg->counts++;
+	return 0;
+}
+
+/* Walk the raw tree from the root and add every node into the capture
+ * tree.  Links come from the program: a child must name its parent back
+ * and be younger (a greater gid) than it, siblings older than each other,
+ * so every node is visited at most once and every list ends. */
+static int fold_tree(struct collector *c, struct cthread *ct, const struct bounds *b,
+		     struct damage *dmg, uint64_t *raw_calls)
+{
+	struct dfs *st = NULL;
+	size_t n = 0, cap = 0, i, visited = 0;
 	int err = 0;
 
 	*raw_calls = 0;
-	stack = malloc(64 * sizeof *stack);
-	if (!stack)
-		return -ENOMEM;
-	cap = 64;
-	stack[n++] = ct->t->root;
-	while (n) {
-		uint32_t gid = stack[--n], g;
-		struct cyg_node *rn = C_AT(c, (uint64_t)gid * CYG_NODE_SIZE);
-		uint32_t idx = cthread_resolve(c, ct, gid);
-
-		*raw_calls += rn->calls;
-		if (idx != GID_DROP) {
-			ct->nodes[idx].calls += rn->calls;
-			ct->nodes[idx].ticks += rn->ticks;
-		}
-		for (g = rn->first_child; g; g = ((struct cyg_node *)C_AT(c, (uint64_t)g * CYG_NODE_SIZE))->next_sibling) {
-			if (n == cap) {
-				uint32_t *v = realloc(stack, cap * 2 * sizeof *v);
-				if (!v) {
-					err = -ENOMEM;
-					goto out;
-				}
-				stack = v;
-				cap *= 2;
-			}
-			stack[n++] = g;
-		}
+	for (i = 0; i < ct->n; i++) {
+		ct->nodes[i].calls = 0;
+		ct->nodes[i].ticks = 0;
 	}
-	/* The root's time: what its children took. */
-	if (ct->n) {
-		size_t i;
-		ct->nodes[0].ticks = 0;
-		for (i = 1; i < ct->n; i++)
-			if (ct->nodes[i].parent == 0)
-				ct->nodes[0].ticks += ct->nodes[i].ticks;
+	uint64_t rv = cthread_root(c, ct);
+	cap = c->scratch_cap[2] / sizeof *st;
+	st = scratch(c, 2, (cap > 64 ? cap : 64) * sizeof *st);
+	if (!st)
+		return -ENOMEM;
+	cap = c->scratch_cap[2] / sizeof *st;
+	st[n++] = (struct dfs){ct->root, rv};
+	while (n) {
+		if (!(++visited & 4095))
+			collector_yield(c);
+		struct dfs x = st[--n];
+		struct cyg_node *rn = shm_node(c, x.gid);
+		uint64_t calls = bounded(RD(rn->calls), b->calls, dmg);
+		uint64_t ticks = bounded(RD(rn->ticks), b->ticks, dmg);
+		uint32_t idx = decision_idx(x.v), g = ACQ(rn->first_child), prev = UINT32_MAX;
+
+		*raw_calls += calls;
+		if (idx < GID_BAD) {
+			ct->nodes[idx].calls += calls;
+			ct->nodes[idx].ticks += ticks;
+		}
+		while (g) {
+			if (g <= x.gid || g >= prev || !gid_ok(c, ct, g)) {
+				dmg->nodes++;
+				break;
+			}
+			struct cyg_node *cn = shm_node(c, g);
+			if (RD(cn->parent) != x.gid) {
+				dmg->nodes++;
+				break;
+			}
+			uint64_t v;
+			if (!hmap_get(&ct->bygid, g, &v)) {
+				v = cthread_decide(c, ct, RD(cn->fn), RD(cn->site), x.v);
+				hmap_put(&ct->bygid, g, v);
+			}
+			if (v & BAD_BIT) {
+				dmg->nodes++;
+			} else {
+				if (n == cap) {
+					struct dfs *nv = scratch(c, 2, cap * 2 * sizeof *nv);
+					if (!nv) {
+						err = -ENOMEM;
+						goto out;
+					}
+					st = nv;
+					cap = c->scratch_cap[2] / sizeof *st;
+				}
+				st[n++] = (struct dfs){g, v};
+			}
+			prev = g;
+			g = RD(cn->next_sibling);
+		}
 	}
 out:
-	free(stack);
 	return err;
+}
+
+/* The frames of a thread that has not ended (killed, crashed, exec'd,
+ * still running at a checkpoint, or when its process exited): their time
+ * up to end goes to their nodes and call sites, in the collector's copy. */
+static void close_open_frames(struct collector *c, struct cthread *ct, uint64_t end,
+			      uint64_t *site_extra, uint32_t nsites, struct damage *dmg,
+			      uint64_t *closed)
+{
+	struct cyg_thread *t = C_AT(c, ct->off);
+	/* depth before the stack: a thread that went deeper than its old
+	 * stack had published its new one before */
+	uint32_t depth = RD(t->depth);
+	uint64_t soff = ACQ(t->stack_off);
+	uint32_t cap = RD(t->stack_cap), d;
+
+	*closed = 0;
+	if (!depth)
+		return;
+	if (depth >= cap || depth > CYG_DEPTH_MAX ||
+	    !shm_ok(c, soff, (uint64_t)cap * sizeof(struct cyg_frame))) {
+		dmg->frames++;
+		return;
+	}
+	const struct cyg_frame *stk = C_AT(c, soff);
+	for (d = 1; d <= depth; d++) {
+		uint64_t ts = clamp_ts(RD(stk[d].ts), ct->start_ts, end);
+		uint32_t node = RD(stk[d].node), site = RD(stk[d].site);
+		uint32_t idx = cthread_resolve(c, ct, node);
+		if (idx == GID_BAD) {
+			dmg->frames++;
+			continue;
+		}
+		if (idx != GID_DROP)
+			ct->nodes[idx].ticks += end - ts;
+		if (site && site <= nsites)
+			site_extra[site - 1] += end - ts;
+		(*closed)++;
+	}
 }
 
 static int put_tree(struct collector *c, struct cthread *ct)
 {
-	struct cygprof_node *v = calloc(ct->n ? ct->n : 1, sizeof *v);
+	struct cygprof_node *v = scratch(c, 0, (ct->n + 1) * sizeof *v);
 	size_t i;
 	int err;
 
 	if (!v)
 		return -ENOMEM;
+	memset(v, 0, ct->n * sizeof *v);
 	for (i = 0; i < ct->n; i++) {
 		v[i].parent = ct->nodes[i].parent == GID_DROP ? CYGPROF_NONE : ct->nodes[i].parent;
 		v[i].fn = ct->nodes[i].fn;
@@ -103,59 +214,61 @@ static int put_tree(struct collector *c, struct cthread *ct)
 		v[i].total_ns = ticks_to_ns(c, ct->nodes[i].ticks);
 	}
 	err = cygprof_capture_put_tree(c->cap, ct->idx, v, ct->n);
-	free(v);
 	return err;
 }
 
 /* Calls per call site: the thread's entries for sites other than a node's
- * first, and the rest at the first site. */
-static int put_sites(struct collector *c, struct cthread *ct)
+ * first, and the rest at the first site.  v[k - 1] is node k's first site;
+ * only the other sites need a lookup. */
+static int put_sites(struct collector *c, struct cthread *ct, const struct cyg_site *raw,
+		     uint32_t nraw, const uint64_t *extra, struct damage *dmg)
 {
-	struct cyg_thread *t = ct->t;
-	const struct cyg_site *raw = t->sites_off ? C_AT(c, t->sites_off) : NULL;
-	uint32_t nraw = t->sites_off ? t->sites_n : 0, i;
 	struct cygprof_callsite *v;
 	struct hmap at = {0};
 	size_t n = 0, k;
+	uint32_t i;
 	int err;
 
-	v = calloc(ct->n + nraw + 1, sizeof *v);
+	v = scratch(c, 1, (ct->n + nraw + 1) * sizeof *v);
 	if (!v)
 		return -ENOMEM;
+	memset(v, 0, (ct->n + nraw) * sizeof *v);
 	/* the first site of every node, with all its calls for now */
 	for (k = 1; k < ct->n; k++) {
 		v[n].node = (uint32_t)k;
 		v[n].site = ct->nodes[k].site;
 		v[n].calls = ct->nodes[k].calls;
 		v[n].total_ns = ticks_to_ns(c, ct->nodes[k].ticks);
-		hmap_put(&at, hash3(k, v[n].site, 0x5173), n + 1);
 		n++;
 	}
 	/* the other sites move their share away from it */
 	for (i = 0; i < nraw; i++) {
-		uint32_t idx = cthread_resolve(c, ct, raw[i].node);
-		uint64_t pos, ns = ticks_to_ns(c, raw[i].ticks);
-		if (idx == GID_DROP || !idx)
+		uint32_t node = RD(raw[i].node);
+		uint64_t site = RD(raw[i].site), rcalls = RD(raw[i].calls), pos;
+		uint32_t idx = cthread_resolve(c, ct, node);
+		uint64_t ns = ticks_to_ns(c, RD(raw[i].ticks) + extra[i]);
+		if (idx == GID_BAD) {
+			dmg->sites++;
 			continue;
-		uint64_t key1 = hash3(idx, ct->nodes[idx].site, 0x5173);
-		if (!hmap_get(&at, key1, &pos))
+		}
+		if (idx == GID_DROP || !idx || idx >= ct->n)
 			continue;
-		struct cygprof_callsite *first = &v[pos - 1];
-		uint64_t calls = raw[i].calls < first->calls ? raw[i].calls : first->calls;
+		struct cygprof_callsite *first = &v[idx - 1];
+		uint64_t calls = rcalls < first->calls ? rcalls : first->calls;
 		if (ns > first->total_ns)
 			ns = first->total_ns;
-		if (raw[i].site == first->site)
+		if (site == first->site)
 			continue;
 		first->calls -= calls;
 		first->total_ns -= ns;
-		uint64_t key = hash3(idx, raw[i].site, 0x5173);
+		uint64_t key = hash3(idx, site, 0x5173);
 		if (hmap_get(&at, key, &pos)) {
 			v[pos - 1].calls += calls;
 			v[pos - 1].total_ns += ns;
 			continue;
 		}
 		v[n].node = idx;
-		v[n].site = raw[i].site;
+		v[n].site = site;
 		v[n].calls = calls;
 		v[n].total_ns = ns;
 		hmap_put(&at, key, n + 1);
@@ -168,7 +281,105 @@ static int put_sites(struct collector *c, struct cthread *ct)
 			v[out++] = v[k];
 	err = cygprof_capture_put_sites(c->cap, ct->idx, v, out);
 	hmap_release(&at);
-	free(v);
+	return err;
+}
+
+/* One thread: fold, close, store. */
+static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
+{
+	struct cyg_thread *t = C_AT(c, ct->off);
+	uint32_t state = ACQ(t->state);
+	uint64_t end, raw_calls = 0, closed = 0, *extra = NULL;
+	struct damage dmg;
+	int err = 0, live = thread_live(c, ct, state);
+
+	memset(&dmg, 0, sizeof dmg);
+	if (state == CYG_T_ENDED || state == CYG_T_CUT)
+		end = clamp_ts(RD(t->end_ts), ct->start_ts, c->end_ts);
+	else
+		end = proc_end_ts(c, ct->proc);
+	if (end < ct->start_ts)
+		end = ct->start_ts;
+	struct bounds b = thread_bounds(c, ct->start_ts, end);
+
+	if (!ct->stored_ended) {
+		/* call sites: the runtime appends, then publishes the count */
+		uint32_t nraw = ACQ(t->sites_n);
+		uint64_t soff = RD(t->sites_off);
+		const struct cyg_site *raw = NULL;
+		if (soff && nraw) {
+			if (nraw <= CYG_SITES_MAX &&
+			    shm_ok(c, soff, (uint64_t)nraw * sizeof(struct cyg_site)))
+				raw = C_AT(c, soff);
+			else
+				dmg.sites++;
+		}
+		if (!raw)
+			nraw = 0;
+		extra = calloc(nraw + 1, sizeof *extra);
+		if (!extra)
+			return -ENOMEM;
+		err = fold_tree(c, ct, &b, &dmg, &raw_calls);
+		if (!err && state != CYG_T_ENDED)
+			close_open_frames(c, ct, end, extra, nraw, &dmg, &closed);
+		/* The root's time: what its children took. */
+		if (ct->n) {
+			ct->nodes[0].ticks = 0;
+			for (size_t i = 1; i < ct->n; i++)
+				if (ct->nodes[i].parent == 0)
+					ct->nodes[0].ticks += ct->nodes[i].ticks;
+		}
+		collector_yield(c);
+		if (!err)
+			err = put_tree(c, ct);
+		collector_yield(c);
+		if (!err)
+			err = put_sites(c, ct, raw, nraw, extra, &dmg);
+		free(extra);
+		ct->calls = raw_calls + bounded(RD(t->overflow), b.calls, &dmg);
+		ct->unwound_extra = closed;
+		/* Only what cannot be a write in progress counts as damage. */
+		if (!live)
+			ct->dmg = dmg;
+		if (state == CYG_T_ENDED && !live)
+			ct->stored_ended = 1;
+	}
+
+	struct cygprof_thread th;
+	memset(&th, 0, sizeof th);
+	th.idx = ct->idx;
+	th.proc_idx = ct->proc ? ct->proc->idx : CYGPROF_NONE;
+	th.tid = ct->tid;
+	th.flags = (state == CYG_T_ENDED ? CYGPROF_THREAD_ENDED : CYGPROF_THREAD_CUT) |
+		   (ct->flags & (CYGPROF_THREAD_FORKED | CYGPROF_THREAD_SIGNAL |
+				 CYGPROF_THREAD_CLONED));
+	th.start_ns = tick_ns(c, ct->start_ts);
+	th.end_ns = tick_ns(c, end);
+	th.calls = ct->calls;
+	th.events = ct->events;
+	/* Counters the program could have written anything into. */
+	struct damage cnt;
+	memset(&cnt, 0, sizeof cnt);
+	th.lost = bounded(RD(t->lost), b.calls * 2, &cnt);
+	th.waits = bounded(RD(t->waits), b.calls * 2, &cnt);
+	th.wait_ns = ticks_to_ns(c, bounded(RD(t->wait_ticks), b.ticks, &cnt));
+	th.unpaired = bounded(RD(t->unpaired), b.calls, &cnt);
+	th.unwound = bounded(RD(t->unwound), b.calls, &cnt) + ct->unwound_extra;
+	th.overflow = bounded(RD(t->overflow), b.calls, &cnt);
+	th.sig_lost = bounded(RD(t->sig_lost), b.calls, &cnt);
+	th.mem_lost = bounded(RD(t->mem_nested), b.calls, &cnt);
+
+	memcpy(th.name, t->name, sizeof th.name);
+	if (!memchr(th.name, 0, sizeof th.name))
+		cnt.texts++;
+	th.name[sizeof th.name - 1] = 0;
+	if (!live)
+		ct->rdmg = cnt;
+	*lost += th.lost;
+	ct->lost = th.lost;
+	ct->waits = th.waits;
+	if (!err)
+		err = cygprof_capture_put_thread(c->cap, &th);
 	return err;
 }
 
@@ -206,74 +417,129 @@ static char *join_argv(char *const *argv)
 	return s;
 }
 
-/* Store the symbol covering addr once; without one, a "0x..." name when
- * must_name (a function or a stack frame), nothing for a call site. */
-static int put_symbol(struct collector *c, struct cproc *cp, const uint32_t *objidx,
-		      struct hmap *seen, uint64_t addr, int must_name)
+static int store_proc(struct collector *c, struct cproc *cpr)
 {
-	uint64_t start = 0, size = 0, dummy;
-	struct cygprof_map *m = NULL;
-	struct cygprof_symbol s;
-	char hex[32];
+	struct cyg_proc *p = C_AT(c, cpr->off);
+	struct cygprof_proc cp;
+	struct damage dmg;
+	char exe[sizeof p->exe];
+	uint64_t v;
 	int err;
 
-	if (!addr || hmap_get(seen, addr, &dummy))
-		return 0;
-	hmap_put(seen, addr, 1);
-	const char *raw = collector_fn_name(c, cp, addr, &start, &size, &m, NULL);
-	if (!raw && !must_name)
-		return 0;
-	if (!raw) {
-		start = addr;
-		size = 1;
-	}
-	if (raw && start != addr && hmap_get(seen, start, &dummy))
-		return 0;
-	hmap_put(seen, start, 1);
-	s.proc_idx = cp->idx;
-	s.object_idx = m ? objidx[m - cp->maps.v] : CYGPROF_NONE;
-	s.addr = start;
-	s.size = size;
-	if (raw) {
-		s.name = cygprof_demangle(raw);
+	memset(&dmg, 0, sizeof dmg);
+	memset(&cp, 0, sizeof cp);
+	cp.idx = cpr->idx;
+	cp.pid = cpr->pid;
+	cp.ppid = RD(p->ppid);
+	uint64_t parent = RD(p->parent_off);
+	cp.parent_idx = CYGPROF_NONE;
+	if (parent && hmap_get(&c->proc_at, parent, &v) && v && v - 1 != cpr->idx)
+		cp.parent_idx = (uint32_t)(v - 1);
+	else if (parent)
+		dmg.procs++;
+	uint64_t start = clamp_ts(RD(p->start_ts), c->tsc0, c->end_ts);
+	cp.start_ns = tick_ns(c, start);
+	cp.end_ns = tick_ns(c, proc_end_ts(c, cpr));
+	uint32_t state = RD(p->state), exit_called = RD(p->exit_called);
+	int32_t code = (int32_t)RD(p->code);
+	if (cpr->reaped && state != CYG_P_EXEC) {
+		/* our own table first: what we reaped is certain */
+		if (WIFEXITED(cpr->status)) {
+			cp.end_kind = CYGPROF_END_EXIT;
+			cp.end_code = WEXITSTATUS(cpr->status);
+		} else {
+			cp.end_kind = CYGPROF_END_SIGNAL;
+			cp.end_code = WTERMSIG(cpr->status);
+		}
 	} else {
-		snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)addr);
-		s.name = strdup(hex);
+		switch (state) {
+		case CYG_P_EXIT:
+		case CYG_P_SIGNAL:
+		case CYG_P_EXEC:
+			cp.end_kind = state;
+			cp.end_code = code;
+			break;
+		default:
+			cp.end_kind = exit_called ? CYGPROF_END_EXIT : CYGPROF_END_UNKNOWN;
+			cp.end_code = exit_called ? code : 0;
+		}
 	}
-	if (!s.name)
+	uint64_t coff = RD(p->cmd_off), clen = RD(p->cmd_len);
+	if (coff && clen && (clen > COLLECTOR_CMD_MAX || !shm_ok(c, coff, clen))) {
+		dmg.texts++;
+		coff = 0;
+	}
+	if (coff && clen) {
+		char *copy = malloc(clen);
+		if (copy) {
+			memcpy(copy, C_AT(c, coff), clen);
+			cp.command = join_cmdline(copy, clen);
+			free(copy);
+		}
+	} else {
+		cp.command = strdup("");
+	}
+	memcpy(exe, p->exe, sizeof exe);
+	if (!memchr(exe, 0, sizeof exe))
+		dmg.texts++;
+	exe[sizeof exe - 1] = 0;
+	cp.exe = exe;
+	if (c->final || cpr->reaped)
+		cpr->dmg = dmg;
+	if (!cp.command)
 		return -ENOMEM;
-	err = cygprof_capture_put_symbol(c->cap, &s);
-	free(s.name);
+	err = cygprof_capture_put_proc(c->cap, &cp);
+	free(cp.command);
 	return err;
 }
 
-/* Objects and the symbols of every address this process's trees and
- * memory stacks use. */
-static int put_symbols(struct collector *c, struct cproc *cp, uint32_t *next_obj)
+/* ---- objects and symbols -------------------------------------------------- */
+
+/* The capture's objects of process cp, stored again when its maps changed
+ * (their indices stay the same). */
+static int put_objects(struct collector *c, struct cproc *cp)
 {
-	struct hmap seen = {0};
-	uint32_t *objidx = NULL;
 	size_t i, k;
 	int err = 0;
 
-	if (!cp || !cp->maps.n)
+	if (cp->objidx && cp->objs_len == cp->maps_len && cp->objs_off == cp->maps_off)
 		return 0;
-	objidx = malloc(cp->maps.n * sizeof *objidx);
-	if (!objidx)
+	free(cp->objidx);
+	cp->objidx = malloc((cp->maps.n + 1) * sizeof *cp->objidx);
+	if (!cp->objidx)
 		return -ENOMEM;
+	cp->objs_len = cp->maps_len;
+	cp->objs_off = cp->maps_off;
 	for (i = 0; i < cp->maps.n; i++) {
 		struct cygprof_map *m = &cp->maps.v[i];
-		objidx[i] = CYGPROF_NONE;
+		cp->objidx[i] = CYGPROF_NONE;
 		for (k = 0; k < i; k++)
 			if (!strcmp(cp->maps.v[k].path, m->path)) {
-				objidx[i] = objidx[k];
+				cp->objidx[i] = cp->objidx[k];
 				break;
 			}
-		if (objidx[i] != CYGPROF_NONE || !m->exec)
+		if (cp->objidx[i] != CYGPROF_NONE || !m->exec)
 			continue;
 		struct cygprof_object o;
 		memset(&o, 0, sizeof o);
-		o.idx = (*next_obj)++;
+		o.idx = CYGPROF_NONE;
+		for (k = 0; k < c->nobjs; k++)
+			if (c->objs[k].proc == cp->idx && !strcmp(c->objs[k].path, m->path)) {
+				o.idx = c->objs[k].idx;
+				break;
+			}
+		if (o.idx == CYGPROF_NONE) {
+			struct cobj *nv = realloc(c->objs, (c->nobjs + 1) * sizeof *nv);
+			if (!nv)
+				return -ENOMEM;
+			c->objs = nv;
+			nv[c->nobjs].proc = cp->idx;
+			nv[c->nobjs].idx = (uint32_t)c->nobjs;
+			nv[c->nobjs].path = strdup(m->path);
+			if (!nv[c->nobjs].path)
+				return -ENOMEM;
+			o.idx = (uint32_t)c->nobjs++;
+		}
 		o.proc_idx = cp->idx;
 		o.start = UINT64_MAX;
 		for (k = 0; k < cp->maps.n; k++) {
@@ -286,8 +552,7 @@ static int put_symbols(struct collector *c, struct cproc *cp, uint32_t *next_obj
 		}
 		o.path = m->path;
 		uint64_t bias = 0;
-		struct cygprof_elf *e = NULL;
-		collector_fn_name(c, cp, m->start, NULL, NULL, NULL, &e);
+		struct cygprof_elf *e = collector_elf(c, cp, m, NULL);
 		if (e) {
 			cygprof_elf_bias(e, m, &bias);
 			o.build_id_len = (uint32_t)cygprof_elf_build_id(e, o.build_id, sizeof o.build_id);
@@ -297,35 +562,162 @@ static int put_symbols(struct collector *c, struct cproc *cp, uint32_t *next_obj
 		o.bias = bias;
 		err = cygprof_capture_put_object(c->cap, &o);
 		if (err)
-			goto out;
-		objidx[i] = o.idx;
+			return err;
+		cp->objidx[i] = o.idx;
 		for (k = i + 1; k < cp->maps.n; k++)
 			if (!strcmp(cp->maps.v[k].path, m->path))
-				objidx[k] = o.idx;
+				cp->objidx[k] = o.idx;
 	}
+	return 0;
+}
 
+/* A name for an address no symbol covers: the object's file name and the
+ * offset in it ("libfoo.so+0x1234", the ELF address when the object could be
+ * read, else the offset in the file), flagged " [deleted]" when the file was
+ * gone; "0x..." outside every mapped object. */
+static void placeholder(struct collector *c, struct cproc *cp, struct cygprof_map *m,
+			uint64_t addr, char *buf, size_t len)
+{
+	int gone = 0;
+	uint64_t bias, off;
+
+	if (!m) {
+		snprintf(buf, len, "0x%llx", (unsigned long long)addr);
+		return;
+	}
+	struct cygprof_elf *e = collector_elf(c, cp, m, &gone);
+	if (e && !cygprof_elf_bias(e, m, &bias))
+		off = addr - bias;
+	else
+		off = addr - m->start + m->offset;
+	const char *base = strrchr(m->path, '/');
+	snprintf(buf, len, "%s+0x%llx%s", base ? base + 1 : m->path, (unsigned long long)off,
+		 gone ? " [deleted]" : "");
+}
+
+static int put_sym(struct collector *c, struct cproc *cp, struct cygprof_map *m, uint64_t addr,
+		   uint64_t size, char *name)
+{
+	struct cygprof_symbol s;
+	int err;
+
+	if (!name)
+		return -ENOMEM;
+	s.proc_idx = cp->idx;
+	s.object_idx = CYGPROF_NONE;
+	if (m && cp->objidx && (size_t)(m - cp->maps.v) < cp->maps.n)
+		s.object_idx = cp->objidx[m - cp->maps.v];
+	s.addr = addr;
+	s.size = size;
+	s.name = name;
+	err = cygprof_capture_put_symbol(c->cap, &s);
+	free(name);
+	return err;
+}
+
+/* Store the symbol covering addr once; without one, a placeholder name when
+ * must_name (a function or a stack frame), named again at later checkpoints
+ * (a library loaded meanwhile), nothing for a call site. */
+static int put_symbol(struct collector *c, struct cproc *cp, uint64_t addr, int must_name)
+{
+	uint64_t start = 0, size = 0, seen;
+	struct cygprof_map *m = NULL;
+	char buf[4200];
+
+	if (!addr || hmap_get(&cp->seen, addr, &seen))
+		return 0;
+	const char *raw = collector_fn_name(c, cp, addr, &start, &size, &m, NULL);
+	if (!raw) {
+		hmap_put(&cp->seen, addr, must_name ? 2 : 1);
+		if (!must_name)
+			return 0;
+		if (cp->nretry == cp->capretry) {
+			size_t cap = cp->capretry ? cp->capretry * 2 : 16;
+			uint64_t *nv = realloc(cp->retry, cap * sizeof *nv);
+			if (nv) {
+				cp->retry = nv;
+				cp->capretry = cap;
+			}
+		}
+		if (cp->nretry < cp->capretry)
+			cp->retry[cp->nretry++] = addr;
+		placeholder(c, cp, m, addr, buf, sizeof buf);
+		return put_sym(c, cp, m, addr, 1, strdup(buf));
+	}
+	hmap_put(&cp->seen, addr, 1);
+	if (start != addr && hmap_get(&cp->seen, start, &seen) && seen == 1)
+		return 0;
+	hmap_put(&cp->seen, start, 1);
+	return put_sym(c, cp, m, start, size, cygprof_demangle(raw));
+}
+
+/* Placeholders that a symbol names now: stored again under the same
+ * address (and under the symbol's start). */
+static int retry_symbols(struct collector *c, struct cproc *cp)
+{
+	size_t i, out = 0;
+	int err = 0;
+
+	for (i = 0; i < cp->nretry; i++) {
+		uint64_t addr = cp->retry[i], start = 0, size = 0, seen;
+		struct cygprof_map *m = NULL;
+		const char *raw = err ? NULL : collector_fn_name(c, cp, addr, &start, &size, &m, NULL);
+		if (!raw) {
+			cp->retry[out++] = addr;
+			continue;
+		}
+		hmap_put(&cp->seen, addr, 1);
+		err = put_sym(c, cp, m, addr, start + size > addr ? start + size - addr : 0,
+			      cygprof_demangle(raw));
+		if (!err && start != addr && !(hmap_get(&cp->seen, start, &seen) && seen == 1)) {
+			hmap_put(&cp->seen, start, 1);
+			err = put_sym(c, cp, m, start, size, cygprof_demangle(raw));
+		}
+	}
+	cp->nretry = out;
+	return err;
+}
+
+/* Objects, and the symbols of the addresses used since the last time:
+ * new tree nodes (functions and call sites) and new memory stack frames. */
+static int put_symbols(struct collector *c)
+{
+	size_t i, k;
+	int err = 0;
+
+	for (i = 0; i < c->nprocs && !err; i++) {
+		struct cproc *cp = c->procs[i];
+		uint64_t len = cp->objs_len, off = cp->objs_off;
+		collector_proc_maps(c, cp);
+		int changed = !cp->objidx || len != cp->maps_len || off != cp->maps_off;
+		err = put_objects(c, cp);
+		if (!err && cp->nretry && (changed || c->final))
+			err = retry_symbols(c, cp);
+	}
 	for (i = 0; i < c->nthreads && !err; i++) {
 		struct cthread *ct = c->threads[i];
-		if (!ct || C_AT(c, ct->t->proc_off) != (void *)cp->p)
+		if (!ct->proc)
 			continue;
-		for (k = 1; k < ct->n && !err; k++) {
-			err = put_symbol(c, cp, objidx, &seen, ct->nodes[k].fn, 1);
+		for (k = ct->sym_next ? ct->sym_next : 1; k < ct->n && !err; k++) {
+			err = put_symbol(c, ct->proc, ct->nodes[k].fn, 1);
 			if (!err)
-				err = put_symbol(c, cp, objidx, &seen, ct->nodes[k].site, 0);
+				err = put_symbol(c, ct->proc, ct->nodes[k].site, 0);
 		}
+		if (!err)
+			ct->sym_next = ct->n;
+		collector_yield(c);
 	}
 	/* The frames of memory stacks: functions, and return addresses (the
 	 * call is the byte before). */
-	for (i = 0; i < c->stash.n && !err; i++) {
-		const struct cygprof_stack_node *nd = &c->stash.v[i];
-		if (nd->proc_idx != cp->idx || !nd->addr)
+	for (k = c->stash.sym_next; k < c->stash.n && !err; k++) {
+		const struct cygprof_stack_node *nd = &c->stash.v[k];
+		if (nd->proc_idx >= c->nprocs || !nd->addr)
 			continue;
-		err = put_symbol(c, cp, objidx, &seen,
+		err = put_symbol(c, c->procs[nd->proc_idx],
 				 nd->kind == CYGPROF_FRAME_RA ? nd->addr - 1 : nd->addr, 1);
 	}
-out:
-	hmap_release(&seen);
-	free(objidx);
+	if (!err)
+		c->stash.sym_next = c->stash.n;
 	return err;
 }
 
@@ -362,7 +754,7 @@ static int put_meta(struct collector *c, uint64_t lost)
 		err = put_meta_u64(c, "duration_ns", tick_ns(c, c->end_ts));
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "clock",
-					       (c->ctl->flags & CYG_F_TSC) ? "tsc" : "monotonic");
+					       (c->flags & CYG_F_TSC) ? "tsc" : "monotonic");
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "filters", o->filters ? o->filters : "");
 	if (!err)
@@ -378,124 +770,69 @@ static int put_meta(struct collector *c, uint64_t lost)
 		if (!err)
 			err = cygprof_capture_set_meta(c->cap, "machine", u.machine);
 	}
-	if (!err && c->ctl->oom)
-		err = put_meta_u64(c, "shm_full", c->ctl->oom);
-	/* Last: a capture without it was interrupted before its end. */
-	if (!err)
+	uint64_t oom = RD(c->ctl->oom);
+	if (!err && oom)
+		err = put_meta_u64(c, "shm_full", oom);
+	char *damaged = collector_damage_line(c);
+	if (!err && damaged)
+		err = cygprof_capture_set_meta(c->cap, "damaged", damaged);
+	free(damaged);
+	/* Last, and only at the end: a capture without it was interrupted. */
+	if (!err && c->final)
 		err = cygprof_capture_set_meta(c->cap, "complete", "1");
 	return err;
 }
 
-int collector_finish(struct collector *c)
+/* The program never loaded the runtime (not dynamically linked, or it
+ * cleared LD_PRELOAD): it still gets its process record. */
+static int put_main_fallback(struct collector *c)
 {
-	uint64_t off, lost = 0;
-	uint32_t next_obj = 0;
+	struct cygprof_proc cp;
 	size_t i;
-	int err = 0, main_seen = 0;
+	int err;
 
-	/* Threads: close, fold, store. */
+	for (i = 0; i < c->nprocs; i++)
+		if (c->procs[i]->pid == (uint32_t)c->main_pid)
+			return 0;
+	memset(&cp, 0, sizeof cp);
+	cp.idx = (uint32_t)c->nprocs;
+	cp.pid = (uint32_t)c->main_pid;
+	cp.ppid = (uint32_t)getpid();
+	cp.parent_idx = CYGPROF_NONE;
+	cp.end_ns = tick_ns(c, c->end_ts);
+	if (WIFEXITED(c->main_status)) {
+		cp.end_kind = CYGPROF_END_EXIT;
+		cp.end_code = WEXITSTATUS(c->main_status);
+	} else if (WIFSIGNALED(c->main_status)) {
+		cp.end_kind = CYGPROF_END_SIGNAL;
+		cp.end_code = WTERMSIG(c->main_status);
+	}
+	cp.command = join_argv(c->o->argv);
+	cp.exe = (char *)c->o->argv[0];
+	err = cp.command ? cygprof_capture_put_proc(c->cap, &cp) : -ENOMEM;
+	free(cp.command);
+	return err;
+}
+
+int collector_checkpoint(struct collector *c, int final)
+{
+	uint64_t lost = 0;
+	size_t i;
+	int err = 0;
+
+	if (!final)
+		c->end_ts = collector_now(c);
+	/* Threads first: folding them may find processes. */
 	for (i = 0; i < c->nthreads && !err; i++) {
-		struct cthread *ct = c->threads[i];
-		if (!ct)
-			continue;
-		struct cyg_thread *t = ct->t;
-		struct cyg_proc *p = t->proc_off ? C_AT(c, t->proc_off) : NULL;
-		uint32_t state = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
-		uint64_t end = state == CYG_T_ENDED || state == CYG_T_CUT ? t->end_ts
-									 : proc_end_ts(c, p);
-		uint64_t raw_calls;
-
-		if (state != CYG_T_ENDED)
-			close_open_frames(c, ct, end);
-		err = fold_tree(c, ct, &raw_calls);
-		if (!err)
-			err = put_tree(c, ct);
-		if (!err)
-			err = put_sites(c, ct);
-
-		struct cygprof_thread th;
-		memset(&th, 0, sizeof th);
-		th.idx = ct->idx;
-		th.proc_idx = p ? p->seq : CYGPROF_NONE;
-		th.tid = t->tid;
-		th.flags = (state == CYG_T_ENDED ? CYGPROF_THREAD_ENDED : CYGPROF_THREAD_CUT) |
-			   (t->flags & (CYGPROF_THREAD_FORKED | CYGPROF_THREAD_SIGNAL | CYGPROF_THREAD_CLONED));
-		th.start_ns = tick_ns(c, t->start_ts);
-		th.end_ns = tick_ns(c, end);
-		th.calls = raw_calls + t->overflow;
-		ct->calls = th.calls;
-		th.events = ct->events;
-		th.lost = t->lost;
-		th.waits = t->waits;
-		th.wait_ns = ticks_to_ns(c, t->wait_ticks);
-		th.unpaired = t->unpaired;
-		th.unwound = t->unwound;
-		memcpy(th.name, t->name, sizeof th.name);
-		th.name[sizeof th.name - 1] = 0;
-		lost += t->lost;
-		if (!err)
-			err = cygprof_capture_put_thread(c->cap, &th);
+		err = store_thread(c, c->threads[i], &lost);
+		collector_yield(c);
 	}
-
-	/* Processes, their objects and symbols. */
-	for (off = c->ctl->procs_off; off && !err;) {
-		struct cyg_proc *p = C_AT(c, off);
-		struct cygprof_proc cp;
-		memset(&cp, 0, sizeof cp);
-		cp.idx = p->seq;
-		cp.pid = p->pid;
-		cp.ppid = p->ppid;
-		cp.parent_idx = p->parent_off ? ((struct cyg_proc *)C_AT(c, p->parent_off))->seq
-					      : CYGPROF_NONE;
-		cp.start_ns = tick_ns(c, p->start_ts);
-		cp.end_ns = tick_ns(c, proc_end_ts(c, p));
-		switch (p->state) {
-		case CYG_P_EXIT:
-		case CYG_P_SIGNAL:
-		case CYG_P_EXEC:
-			cp.end_kind = p->state;
-			cp.end_code = p->code;
-			break;
-		default:
-			cp.end_kind = p->exit_called ? CYGPROF_END_EXIT : CYGPROF_END_UNKNOWN;
-			cp.end_code = p->exit_called ? p->code : 0;
-		}
-		cp.command = p->cmd_off ? join_cmdline(C_AT(c, p->cmd_off), p->cmd_len) : strdup("");
-		cp.exe = p->exe;
-		if (p->pid == (uint32_t)c->main_pid)
-			main_seen = 1;
-		if (!cp.command)
-			err = -ENOMEM;
-		if (!err)
-			err = cygprof_capture_put_proc(c->cap, &cp);
-		free(cp.command);
-		if (!err)
-			err = put_symbols(c, collector_proc(c, off), &next_obj);
-		off = p->next;
-	}
-
-	/* The program never loaded the runtime (not dynamically linked, or
-	 * it cleared LD_PRELOAD): it still gets its process record. */
-	if (!err && !main_seen && c->main_pid > 0) {
-		struct cygprof_proc cp;
-		memset(&cp, 0, sizeof cp);
-		cp.idx = c->ctl->nprocs;
-		cp.pid = (uint32_t)c->main_pid;
-		cp.ppid = (uint32_t)getpid();
-		cp.parent_idx = CYGPROF_NONE;
-		cp.end_ns = tick_ns(c, c->end_ts);
-		if (WIFEXITED(c->main_status)) {
-			cp.end_kind = CYGPROF_END_EXIT;
-			cp.end_code = WEXITSTATUS(c->main_status);
-		} else if (WIFSIGNALED(c->main_status)) {
-			cp.end_kind = CYGPROF_END_SIGNAL;
-			cp.end_code = WTERMSIG(c->main_status);
-		}
-		cp.command = join_argv(c->o->argv);
-		cp.exe = (char *)c->o->argv[0];
-		err = cp.command ? cygprof_capture_put_proc(c->cap, &cp) : -ENOMEM;
-		free(cp.command);
-	}
+	for (i = 0; i < c->nprocs && !err; i++)
+		err = store_proc(c, c->procs[i]);
+	if (!err && final && c->main_pid > 0)
+		err = put_main_fallback(c);
+	if (!err)
+		err = put_symbols(c);
 	if (!err)
 		err = put_meta(c, lost);
 	return err;

@@ -15,7 +15,8 @@
 
 static uint32_t proc_idx_of(struct collector *c, const struct cthread *ct)
 {
-	return ct->t->proc_off ? ((struct cyg_proc *)C_AT(c, ct->t->proc_off))->seq : 0;
+	(void)c;
+	return ct->proc ? ct->proc->idx : 0;
 }
 
 static uint32_t stash_intern(struct collector *c, uint32_t parent, uint32_t proc, uint32_t kind,
@@ -56,6 +57,88 @@ static uint32_t stash_intern(struct collector *c, uint32_t parent, uint32_t proc
 	return nd->id;
 }
 
+#define PREFIX_BAD UINT64_MAX
+
+struct mwalk {
+	uint32_t gid;
+	uint64_t fn, site;
+};
+
+/* The stash id of the frames of gid's callers, outermost first (0: none),
+ * remembered per gid, so that each node of the mapping is read once however
+ * deep the paths and however many allocations share them.  A caller's
+ * frame is the call site of its callee's node (the node's first call site:
+ * its line) when that site lies in the caller, else the caller's function.
+ * UINT32_MAX when gid or its path to the root cannot be right. */
+static uint32_t shadow_prefix(struct collector *c, struct cthread *ct, uint32_t gid)
+{
+	uint32_t g = gid, proc = proc_idx_of(c, ct), id = 0;
+	uint64_t v, top_fn = 0;
+	size_t n = 0;
+	int bad = 0, at_root = 0;
+
+	/* Up to a node whose prefix is known, or a child of the root; the
+	 * nodes come from the program: each checked, parents strictly older
+	 * (smaller gids) than their children, so the walk ends. */
+	for (;;) {
+		if (hmap_get(&ct->prefix_ids, g, &v)) {
+			if (v == PREFIX_BAD)
+				bad = 1;
+			id = (uint32_t)v;
+			top_fn = RD(shm_node(c, g)->fn);
+			break;
+		}
+		if (!gid_ok(c, ct, g) || n > CYG_DEPTH_MAX) {
+			bad = 1;
+			break;
+		}
+		const struct cyg_node *nd = shm_node(c, g);
+		uint32_t parent = RD(nd->parent);
+		if (n * sizeof(struct mwalk) == c->mwalk_cap) {
+			size_t cap = c->mwalk_cap ? c->mwalk_cap * 2 : 64 * sizeof(struct mwalk);
+			void *nv = realloc(c->mwalk, cap);
+			if (!nv)
+				return UINT32_MAX;
+			c->mwalk = nv;
+			c->mwalk_cap = cap;
+		}
+		struct mwalk *w = c->mwalk;
+		w[n].gid = g;
+		w[n].fn = RD(nd->fn);
+		w[n++].site = RD(nd->site);
+		if (parent == ct->root) {
+			at_root = 1;
+			break;
+		}
+		if (parent >= g) {
+			bad = 1;
+			break;
+		}
+		g = parent;
+	}
+	struct mwalk *w = c->mwalk;
+	if (bad) {
+		while (n)
+			hmap_put(&ct->prefix_ids, w[--n].gid, PREFIX_BAD);
+		return UINT32_MAX;
+	}
+	struct cproc *cp = ct->proc;
+	for (size_t j = n; j-- > 0;) {
+		if (j == n - 1 && at_root) {
+			id = 0;
+		} else {
+			uint64_t pfn = j == n - 1 ? top_fn : w[j + 1].fn, s0 = 0;
+			if (w[j].site && collector_fn_name(c, cp, w[j].site - 1, &s0, NULL, NULL, NULL) &&
+			    s0 == pfn)
+				id = stash_intern(c, id, proc, CYGPROF_FRAME_RA, w[j].site);
+			else
+				id = stash_intern(c, id, proc, CYGPROF_FRAME_FN, pfn);
+		}
+		hmap_put(&ct->prefix_ids, w[j].gid, id);
+	}
+	return id;
+}
+
 /* The stack of an allocation in instrumented code: the functions of the
  * raw call path, then the return addresses (outermost first: library
  * frames between the instrumented code and the allocator, then the caller
@@ -64,21 +147,22 @@ static uint32_t stash_intern(struct collector *c, uint32_t parent, uint32_t proc
 static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t gid,
 			     const uint64_t *ring, uint64_t mask, uint64_t pos, unsigned nra)
 {
-	uint64_t key = hash3(gid, nra, 0x5a5a), v;
-	uint64_t *fns = NULL, *sites = NULL, ras[64];
-	size_t n = 0, cap = 0;
+	uint64_t key = hash3(gid, nra, 0x5a5a), v, ras[64];
 	uint32_t proc = proc_idx_of(c, ct), id = 0;
 
 	/* the common case, one return address: a direct-mapped cache first */
 	size_t slot = 0;
+	if (!ct->sc && !(ct->sc = calloc(1024, sizeof *ct->sc)))
+		return 0;
 	if (nra == 1) {
-		ras[0] = ring[pos & mask];
+		ras[0] = RD(ring[pos & mask]);
 		slot = (size_t)((gid * 0x9E3779B1u) ^ (ras[0] >> 2)) & 1023;
 		if (ct->sc[slot].gid == gid && ct->sc[slot].ra == ras[0] && ct->sc[slot].id)
 			return ct->sc[slot].id;
 	}
 	for (unsigned i = 0; i < nra && i < 64; i++) {
-		ras[i] = ring[(pos + i) & mask];
+		if (i || nra != 1)
+			ras[i] = RD(ring[(pos + i) & mask]);
 		key = hash3(key, ras[i], i);
 	}
 	if (hmap_get(&ct->shadow_ids, key, &v)) {
@@ -89,46 +173,20 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 		}
 		return (uint32_t)v;
 	}
-	for (uint32_t g = gid; g && g != ct->t->root;) {
-		const struct cyg_node *nd = C_AT(c, (uint64_t)g * CYG_NODE_SIZE);
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			uint64_t *nv = realloc(fns, cap * sizeof *nv);
-			uint64_t *ns = nv ? realloc(sites, cap * sizeof *ns) : NULL;
-			if (!nv || !ns) {
-				free(nv ? nv : fns);
-				free(sites);
-				return 0;
-			}
-			fns = nv;
-			sites = ns;
+	if (gid != ct->root) {
+		id = shadow_prefix(c, ct, gid);
+		if (id == UINT32_MAX) {
+			c->dmg.events++;
+			return 0;
 		}
-		fns[n] = nd->fn;
-		sites[n++] = nd->site;
-		g = nd->parent;
-	}
-	uint64_t start = 0;
-	struct cproc *cp = collector_proc(c, ct->t->proc_off);
-	if (nra && n) {
-		if (!collector_fn_name(c, cp, ras[nra - 1] - 1, &start, NULL, NULL, NULL))
+		uint64_t fn0 = RD(shm_node(c, gid)->fn), start = 0;
+		if (nra && !collector_fn_name(c, ct->proc, ras[nra - 1] - 1, &start, NULL, NULL, NULL))
 			start = 0;
+		if (!nra || start != fn0)
+			id = stash_intern(c, id, proc, CYGPROF_FRAME_FN, fn0);
 	}
-	/* A caller's frame is the call site of its callee's node (the node's
-	 * first call site: its line), when that site lies in the caller. */
-	for (size_t i = n; i-- > 1;) {
-		uint64_t s0 = 0;
-		if (sites[i - 1] &&
-		    collector_fn_name(c, cp, sites[i - 1] - 1, &s0, NULL, NULL, NULL) && s0 == fns[i])
-			id = stash_intern(c, id, proc, CYGPROF_FRAME_RA, sites[i - 1]);
-		else
-			id = stash_intern(c, id, proc, CYGPROF_FRAME_FN, fns[i]);
-	}
-	if (n && (!nra || start != fns[0]))
-		id = stash_intern(c, id, proc, CYGPROF_FRAME_FN, fns[0]);
 	for (unsigned i = nra; i-- > 0;)
 		id = stash_intern(c, id, proc, CYGPROF_FRAME_RA, ras[i]);
-	free(fns);
-	free(sites);
 	hmap_put(&ct->shadow_ids, key, id);
 	if (nra == 1) {
 		ct->sc[slot].gid = gid;
@@ -153,7 +211,11 @@ static void push_mev(struct collector *c, struct cthread *ct, unsigned op, unsig
 		ct->capmev = cap;
 	}
 	struct cygprof_mem_event *e = &ct->mev[ct->nmev++];
-	e->ts_ns = tick_ns(c, ct->cur_ts);
+	uint64_t ns = tick_ns(c, ct->cur_ts);
+	if (ns < ct->last_mev_ns)
+		ns = ct->last_mev_ns; /* times never go back, whatever the ring said */
+	ct->last_mev_ns = ns;
+	e->ts_ns = ns;
 	e->addr = addr;
 	e->size = size;
 	e->stack = stack;
@@ -165,7 +227,7 @@ static void push_mev(struct collector *c, struct cthread *ct, unsigned op, unsig
 uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uint64_t *ring,
 			      uint64_t mask, uint64_t pos, uint64_t w)
 {
-#define WORD(i) ring[(pos + (i)) & mask]
+#define WORD(i) RD(ring[(pos + (i)) & mask])
 	switch (cyg_x_sub(w)) {
 	case CYG_X_ALLOC: {
 		int shadow = cyg_x_mem_shadow(w);

@@ -2,6 +2,7 @@
 /* debuginfo.c - locate the DWARF of an object: the object itself, a separate
  * debug file by build-id or .gnu_debuglink, or debuginfod (see debuginfo.h). */
 #include "debuginfo.h"
+#include "symbols.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -186,10 +187,10 @@ static int file_crc32(const char *path, uint32_t *crc)
 	unsigned char buf[65536];
 	uint32_t c = 0;
 	ssize_t r;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = cygprof_open_regular(path, CYGPROF_ELF_MAX_SIZE, NULL);
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while ((r = read(fd, buf, sizeof(buf))) > 0)
 		c = debuginfo_crc32(c, buf, (size_t)r);
 	close(fd);
@@ -248,9 +249,11 @@ static int elf_facts(const char *path, struct elf_facts *f)
 	int fd;
 
 	memset(f, 0, sizeof(*f));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A candidate may be anything a directory holds: only a regular file
+	 * of a sane size is opened (no FIFO, no device). */
+	fd = cygprof_open_regular(path, CYGPROF_ELF_MAX_SIZE, NULL);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (!e || elf_kind(e) != ELF_K_ELF || elf_getshdrstrndx(e, &shstrndx)) {

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* From libstdc++ (cxxabi.h is C++ only). */
@@ -95,6 +96,8 @@ static int skip_field(const char **p, const char *end)
 	return 0;
 }
 
+#define DELETED_MARK " (deleted)"
+
 /* Parse one line [p, end) (without '\n').  Returns 1 and fills m (path
  * malloc'd) for a file-backed mapping, 0 to skip, -ENOMEM. */
 static int parse_maps_line(const char *p, const char *end, struct cygprof_map *m)
@@ -124,6 +127,13 @@ static int parse_maps_line(const char *p, const char *end, struct cygprof_map *m
 	/* The path runs to the end of the line and may contain spaces. */
 	while (end > p && (end[-1] == '\r' || end[-1] == ' '))
 		end--;
+	/* The kernel marks a file unlinked since it was mapped. */
+	m->deleted = 0;
+	if ((size_t)(end - p) > sizeof(DELETED_MARK) - 1 &&
+	    !memcmp(end - (sizeof(DELETED_MARK) - 1), DELETED_MARK, sizeof(DELETED_MARK) - 1)) {
+		end -= sizeof(DELETED_MARK) - 1;
+		m->deleted = 1;
+	}
 	plen = (size_t)(end - p);
 	m->path = malloc(plen + 1);
 	if (!m->path)
@@ -426,6 +436,34 @@ static int read_loads(Elf *elf, struct cygprof_elf *e)
 	return 0;
 }
 
+int cygprof_open_regular(const char *path, uint64_t max_size, uint64_t *size)
+{
+	struct stat st;
+	int fd;
+
+	/* Look before opening: opening a device can have effects of its own
+	 * (a tape rewinds), and a FIFO without a writer blocks. */
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENOTSUP;
+	/* O_NONBLOCK: the file may have been replaced by a FIFO meanwhile. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -ENOTSUP;
+	}
+	if ((uint64_t)st.st_size > max_size) {
+		close(fd);
+		return -EFBIG;
+	}
+	if (size)
+		*size = (uint64_t)st.st_size;
+	return fd;
+}
+
 int cygprof_elf_open(const char *path, struct cygprof_elf **out)
 {
 	struct cygprof_elf *e;
@@ -438,10 +476,12 @@ int cygprof_elf_open(const char *path, struct cygprof_elf **out)
 	*out = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOSYS;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = cygprof_open_regular(path, CYGPROF_ELF_MAX_SIZE, NULL);
 	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		return fd;
+	/* Read, not mapped: a file truncated while it is read must not turn
+	 * into SIGBUS in the collector. */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf) {
 		close(fd);
 		return -ENOEXEC;

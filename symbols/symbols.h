@@ -15,7 +15,8 @@
 struct cygprof_map {
 	uint64_t start, end, offset;
 	unsigned exec : 1;
-	char *path; /* owned by the map list */
+	unsigned deleted : 1; /* the kernel said "(deleted)": unlinked since mapped */
+	char *path; /* owned by the map list, without the " (deleted)" mark */
 };
 
 struct cygprof_maps {
@@ -24,15 +25,29 @@ struct cygprof_maps {
 };
 
 /** Parse the text of /proc/PID/maps; keeps only mappings backed by a file
- * (path starting with '/').  Returns 0 or -errno. */
+ * (path starting with '/').  A path the kernel marks " (deleted)" is kept
+ * without the mark, with deleted set.  Returns 0 or -errno. */
 int cygprof_maps_parse(const char *text, size_t len, struct cygprof_maps *out);
 void cygprof_maps_release(struct cygprof_maps *m);
 
 /* An ELF object's symbol table (.symtab, else .dynsym), sorted by address. */
 struct cygprof_elf;
 
+/* The largest object file opened (files named by a traced program's maps
+ * are not trusted to be reasonable). */
+#define CYGPROF_ELF_MAX_SIZE (4ULL << 30)
+
+/** Open path for reading only if it is a regular file of at most max_size
+ * bytes: never blocks (a FIFO put in place of a library) and never opens a
+ * device.  Returns the fd (close-on-exec) and its size, or -errno
+ * (-ENOTSUP: not a regular file, -EFBIG: too big). */
+int cygprof_open_regular(const char *path, uint64_t max_size, uint64_t *size);
+
 /** Open path with libelf and read its function symbols, PT_LOAD segments and
- * GNU build-id.  Returns 0, -errno, or -ENOEXEC when the file is not ELF. */
+ * GNU build-id.  Only a regular file of at most CYGPROF_ELF_MAX_SIZE bytes
+ * is opened (see cygprof_open_regular()); it is read, not mapped.  Returns
+ * 0, -errno, -ENOTSUP (not a regular file), -EFBIG, or -ENOEXEC when the
+ * file is not ELF. */
 int cygprof_elf_open(const char *path, struct cygprof_elf **out);
 void cygprof_elf_close(struct cygprof_elf *e);
 

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int main(void);
@@ -145,7 +146,9 @@ static void test_maps_parse(void)
 	CHECK_EQ_U64(m.v[2].start, 0x7f0000000000);
 	CHECK_EQ_U64(m.v[2].offset, 0x1000);
 	CHECK_EQ_INT(m.v[2].exec, 1);
-	CHECK_EQ_STR(m.v[3].path, "/lib/deleted.so (deleted)");
+	CHECK_EQ_INT(m.v[2].deleted, 0);
+	CHECK_EQ_STR(m.v[3].path, "/lib/deleted.so");
+	CHECK_EQ_INT(m.v[3].deleted, 1);
 	CHECK_EQ_U64(m.v[3].offset, 0x3000);
 	CHECK_EQ_STR(m.v[4].path, "/lib/last.so");
 	CHECK_EQ_U64(m.v[4].end, 0x7f0000007000);
@@ -306,6 +309,25 @@ static void test_errors(void)
 		close(fd);
 	CHECK_EQ_INT(cygprof_elf_open(path, &e), -ENOEXEC);
 	unlink(path);
+
+	/* Not a regular file: a FIFO (nobody writes into it: an open for
+	 * reading without O_NONBLOCK would block forever), a device, a
+	 * directory.  Refused without blocking. */
+	CHECK(mkfifo(path, 0600) == 0);
+	CHECK_EQ_INT(cygprof_elf_open(path, &e), -ENOTSUP);
+	CHECK(e == NULL);
+	unlink(path);
+	CHECK_EQ_INT(cygprof_elf_open("/dev/null", &e), -ENOTSUP);
+	CHECK_EQ_INT(cygprof_elf_open("/tmp", &e), -ENOTSUP);
+	/* Bigger than the cap (a sparse file). */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		CHECK(ftruncate(fd, (off_t)CYGPROF_ELF_MAX_SIZE + 1) == 0);
+		close(fd);
+		CHECK_EQ_INT(cygprof_elf_open(path, &e), -EFBIG);
+		unlink(path);
+	}
 
 	/* A mapping offset beyond all segments. */
 	CHECK_EQ_INT(cygprof_elf_open("/proc/self/exe", &e), 0);
