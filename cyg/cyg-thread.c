@@ -65,33 +65,25 @@ static void unlock(void)
 	cyg_tls.in_lock = 0;
 }
 
-/* Bump-allocate from the mapping (lock held).  Returns 0 when full. */
+/* Bump-allocate from the mapping, without the lock (a compare-and-swap of
+ * the bump pointer): a signal handler that interrupted a cold path holding
+ * the lock can still allocate.  Returns 0 when full. */
 static uint64_t area_alloc(uint64_t size)
 {
-	uint64_t off = (cyg_ctl->alloc_off + 63) & ~63ULL;
+	uint64_t cur = __atomic_load_n(&cyg_ctl->alloc_off, __ATOMIC_RELAXED), off;
 
 	size = (size + 63) & ~63ULL;
-	if (off + size > cyg_ctl->size) {
-		cyg_ctl->oom++;
-		return 0;
-	}
-	cyg_ctl->alloc_off = off + size;
+	do {
+		off = (cur + 63) & ~63ULL;
+		if (off + size > cyg_ctl->size || off + size < off) {
+			__atomic_add_fetch(&cyg_ctl->oom, 1, __ATOMIC_RELAXED);
+			return 0;
+		}
+	} while (!__atomic_compare_exchange_n(&cyg_ctl->alloc_off, &cur, off + size, 1,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 	return off;
 }
 
-/* Bump-allocate with the lock taken here; 0 when full or not possible. */
-static uint64_t area_take(uint64_t size)
-{
-	uint64_t off;
-	int saved = errno; /* the lock may sleep in a futex */
-
-	if (lock())
-		return 0;
-	off = area_alloc(size);
-	unlock();
-	errno = saved;
-	return off;
-}
 
 /* Take a block from a free list (lock held); the first word links the list. */
 static uint64_t list_pop(uint64_t *head)
@@ -156,7 +148,7 @@ static void snapshot_maps(struct cyg_proc *p)
 {
 	uint64_t off, len;
 
-	off = area_take(MAPS_CAP);
+	off = area_alloc(MAPS_CAP);
 	if (!off)
 		return;
 	len = read_file("/proc/self/maps", AT(off), MAPS_CAP);
@@ -258,7 +250,7 @@ static struct cyg_node *node_alloc(struct cyg_thread *t)
 		uint64_t off;
 		if (size > (4ULL << 20))
 			size = 4ULL << 20;
-		off = area_take(size);
+		off = area_alloc(size);
 		if (!off)
 			return NULL;
 		t->chunk_size = size;
@@ -312,13 +304,10 @@ uint32_t cyg__other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site
 	int saved = errno;
 	if (!t->sites_off || (t->sites_n + 1) * 2 > t->sidx_mask + 1) {
 		uint32_t slots = t->sites_off ? (t->sidx_mask + 1) * 2 : 256;
-		uint64_t sites = t->sites_off, idx = 0;
-		if (!lock()) {
-			if (!sites)
-				sites = area_alloc((uint64_t)CYG_SITES_MAX * sizeof(struct cyg_site));
-			idx = area_alloc((uint64_t)slots * sizeof(uint32_t));
-			unlock();
-		}
+		uint64_t sites = t->sites_off, idx;
+		if (!sites)
+			sites = area_alloc((uint64_t)CYG_SITES_MAX * sizeof(struct cyg_site));
+		idx = area_alloc((uint64_t)slots * sizeof(uint32_t));
 		if (!sites || !idx) {
 			errno = saved;
 			return 0; /* the mapping is full: counted at the node's first site */
@@ -388,7 +377,7 @@ static void kid_add(struct cyg_thread *t, uint32_t parent, uint64_t fn, uint32_t
 {
 	if (!t->kids_off || (t->kids_n + 1) * 2 > t->kids_mask + 1) {
 		uint32_t slots = t->kids_off ? (t->kids_mask + 1) * 2 : 1024;
-		uint64_t off = area_take((uint64_t)slots * sizeof(struct cyg_kid));
+		uint64_t off = area_alloc((uint64_t)slots * sizeof(struct cyg_kid));
 		if (!off) {
 			t->kids_partial = 1;
 			return;
@@ -440,21 +429,23 @@ static struct cyg_thread *thread_alloc(uint32_t flags, uint64_t now, uint64_t pr
 	uint64_t off, stack, ring = 0;
 	uint32_t cap = CYG_STACK_INIT;
 
-	if (lock())
-		return NULL;
-	off = area_alloc(sizeof *t);
-	stack = list_pop(&cyg_ctl->free_stacks);
-	if (stack)
-		cap = (uint32_t)((uint64_t *)AT(stack))[1];
-	else
-		stack = area_alloc((uint64_t)cap * sizeof(struct cyg_frame));
-	if (cyg_timeline || cyg_memory) {
-		ring = pool_pop();
-		if (!ring)
-			ring = area_alloc(cyg_ctl->ring_words * 8);
+	/* What others gave back, under the lock; new memory without it (a
+	 * signal handler's writer, when its thread holds the lock). */
+	stack = 0;
+	if (!lock()) {
+		stack = list_pop(&cyg_ctl->free_stacks);
+		if (stack)
+			cap = (uint32_t)((uint64_t *)AT(stack))[1];
+		if (cyg_timeline || cyg_memory)
+			ring = pool_pop();
+		unlock();
 	}
+	off = area_alloc(sizeof *t);
+	if (!stack)
+		stack = area_alloc((uint64_t)cap * sizeof(struct cyg_frame));
+	if ((cyg_timeline || cyg_memory) && !ring)
+		ring = area_alloc(cyg_ctl->ring_words * 8);
 	uint64_t seen = cyg_memory ? area_alloc(CYG_SEEN_SLOTS * 8) : 0;
-	unlock();
 	if (!off || !stack || ((cyg_timeline || cyg_memory) && !ring) || (cyg_memory && !seen))
 		return NULL;
 
@@ -486,12 +477,13 @@ static struct cyg_thread *thread_alloc(uint32_t flags, uint64_t now, uint64_t pr
 	stk[0].site = 0;
 	t->state = CYG_T_ACTIVE;
 
-	if (lock())
-		return NULL;
-	t->seq = cyg_ctl->nthreads++;
-	t->next = cyg_ctl->threads_off;
-	__atomic_store_n(&cyg_ctl->threads_off, off, __ATOMIC_RELEASE);
-	unlock();
+	/* On the list without the lock: a push by compare-and-swap. */
+	t->seq = __atomic_fetch_add(&cyg_ctl->nthreads, 1, __ATOMIC_RELAXED);
+	uint64_t head = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_RELAXED);
+	do
+		t->next = head;
+	while (!__atomic_compare_exchange_n(&cyg_ctl->threads_off, &head, off, 1, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
 	return t;
 }
 
@@ -719,7 +711,7 @@ static int stack_reserve(struct cyg_thread *t, uint32_t d)
 		cap *= 2;
 	if (cap > cyg_max_depth)
 		cap = cyg_max_depth;
-	off = area_take(cap * sizeof(struct cyg_frame));
+	off = area_alloc(cap * sizeof(struct cyg_frame));
 	if (!off)
 		return -1;
 	memcpy(AT(off), cyg_stk(t), ((uint64_t)t->depth + 1) * sizeof(struct cyg_frame));
