@@ -884,6 +884,16 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 		rc = -exec_errno;
 		goto fail;
 	}
+	/* the program runs: from now on the capture is visible at its name
+	 * (a collector killed later leaves what it committed there) */
+	rc = cygprof_capture_publish(c.cap);
+	if (rc) {
+		snprintf(err, errlen, "cannot create capture '%s': %s", o->output,
+			 cygprof_strerror(rc));
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		goto fail;
+	}
 
 	cygprof_capture_begin(c.cap);
 	last_commit = mono_ns();
@@ -975,13 +985,8 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 fail:
 	if (memfd >= 0)
 		close(memfd);
-	cygprof_capture_close(c.cap);
-	unlink(o->output);
-	{
-		char lk[4096];
-		snprintf(lk, sizeof lk, "%s-lock", o->output);
-		unlink(lk);
-	}
+	/* removes the new file; what was at the output's name stays */
+	cygprof_capture_discard(c.cap);
 	free_collector(&c);
 	return rc ? rc : -EIO;
 }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include <lmdb.h>
+#include <zstd.h>
 
 #include "cygprof/cygprof-capture.h"
 #include "../lib/check.h"
@@ -86,7 +88,7 @@ static void test_meta(void)
 	CHECK_EQ_STR(v, "cygprof-capture");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
-	CHECK_EQ_STR(v, "1");
+	CHECK_EQ_STR(v, "2");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "nope", &v), CYGPROF_E_NOTFOUND);
 	CHECK(v == NULL);
@@ -118,13 +120,16 @@ static void test_procs_threads(void)
 						  .tid = 100 + (uint32_t)i, .flags = 1u << i };
 		tin[i].start_ns = rnd();
 		tin[i].end_ns = rnd();
-		tin[i].calls = rnd();
-		tin[i].events = rnd();
-		tin[i].lost = rnd();
+		tin[i].calls = rnd() >> 8;
+		tin[i].events = tin[i].calls + (rnd() >> 12);
+		tin[i].lost = tin[i].calls - (rnd() >> 12);
 		tin[i].waits = rnd();
 		tin[i].wait_ns = rnd();
-		tin[i].unpaired = rnd();
-		tin[i].unwound = rnd();
+		tin[i].unpaired = rnd() >> 8;
+		tin[i].unwound = rnd() >> 8;
+		tin[i].overflow = rnd();
+		tin[i].sig_lost = rnd();
+		tin[i].mem_lost = rnd();
 	}
 	strcpy(tin[0].name, "main");
 	strcpy(tin[1].name, "fifteen-chars-x");
@@ -959,6 +964,143 @@ static int copy_file(const char *from, const char *to, off_t len)
 	return 0;
 }
 
+/* CRC32C, bit by bit: an independent check of the library's. */
+static uint32_t crc32c(uint32_t crc, const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	uint32_t c = ~crc;
+	int k;
+
+	while (n--) {
+		c ^= *p++;
+		for (k = 0; k < 8; k++)
+			c = c & 1 ? c >> 1 ^ 0x82F63B78u : c >> 1;
+	}
+	return ~c;
+}
+
+/* A schema 2 value: the bytes, then LE32 CRC32C of the DB name, LE32 key
+ * length, the key and the bytes. */
+static size_t seal_value(uint8_t *out, const char *db, const void *key, size_t klen,
+			 const void *val, size_t vlen)
+{
+	uint8_t kl[4] = { (uint8_t)klen, (uint8_t)(klen >> 8), (uint8_t)(klen >> 16),
+			  (uint8_t)(klen >> 24) };
+	uint32_t c;
+
+	c = crc32c(0, db, strlen(db));
+	c = crc32c(c, kl, 4);
+	c = crc32c(c, key, klen);
+	c = crc32c(c, val, vlen);
+	memmove(out, val, vlen);
+	out[vlen] = (uint8_t)c;
+	out[vlen + 1] = (uint8_t)(c >> 8);
+	out[vlen + 2] = (uint8_t)(c >> 16);
+	out[vlen + 3] = (uint8_t)(c >> 24);
+	return vlen + 4;
+}
+
+static const char *const all_dbs[] = { "meta",	  "procs", "threads", "trees",	"timeline",
+				       "objects", "symbols", "mem",   "stacks", "sites" };
+
+/* After a change behind the library's back, write the seal a closed
+ * capture carries (meta "txn" and "counts") for the new transaction. */
+static int reseal(MDB_txn *txn)
+{
+	char counts[512], id[32];
+	uint8_t buf[600];
+	MDB_dbi meta, dbi;
+	MDB_stat st;
+	MDB_val k, v;
+	size_t off = 0, i;
+	int rc;
+
+	rc = mdb_dbi_open(txn, "meta", 0, &meta);
+	k = (MDB_val){ 3, "txn" };
+	if (!rc && mdb_get(txn, meta, &k, &v) == MDB_NOTFOUND)
+		return 0; /* not sealed */
+	snprintf(id, sizeof(id), "%zu", mdb_txn_id(txn));
+	v = (MDB_val){ seal_value(buf, "meta", "txn", 3, id, strlen(id)), buf };
+	if (!rc)
+		rc = mdb_put(txn, meta, &k, &v, 0);
+	for (i = 0; i < 10 && !rc; i++) {
+		rc = mdb_dbi_open(txn, all_dbs[i], 0, &dbi);
+		if (rc == MDB_NOTFOUND) {
+			st.ms_entries = 0;
+			rc = 0;
+		} else if (!rc) {
+			rc = mdb_stat(txn, dbi, &st);
+		}
+		off += (size_t)snprintf(counts + off, sizeof(counts) - off, "%s%s=%zu",
+					i ? " " : "", all_dbs[i], st.ms_entries);
+	}
+	k = (MDB_val){ 6, "counts" };
+	v = (MDB_val){ seal_value(buf, "meta", "counts", 6, counts, off), buf };
+	if (!rc)
+		rc = mdb_put(txn, meta, &k, &v, 0);
+	return rc;
+}
+
+/* Damaged values written behind the library's back (with a valid checksum
+ * when crc, and the seal updated) decode as CORRUPT. */
+static int raw_put2(const char *path, const char *db, const void *key, size_t klen,
+		    const void *val, size_t vlen, bool crc)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	uint8_t *buf = malloc(vlen + 4);
+	MDB_val k = { klen, (void *)key }, v = { vlen, (void *)val };
+	int rc;
+
+	if (crc)
+		v = (MDB_val){ seal_value(buf, db, key, klen, val, vlen), buf };
+	rc = mdb_env_create(&env);
+	if (rc)
+		return rc;
+	mdb_env_set_maxdbs(env, 16);
+	rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK, 0644);
+	if (!rc)
+		rc = mdb_txn_begin(env, NULL, 0, &txn);
+	if (!rc) {
+		rc = mdb_dbi_open(txn, db, 0, &dbi);
+		if (!rc)
+			rc = mdb_put(txn, dbi, &k, &v, 0);
+		if (!rc)
+			rc = reseal(txn);
+		if (!rc)
+			rc = mdb_txn_commit(txn);
+		else
+			mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	free(buf);
+	return rc;
+}
+
+static int raw_put(const char *path, const char *db, const void *key, size_t klen,
+		   const void *val, size_t vlen)
+{
+	return raw_put2(path, db, key, klen, val, vlen, true);
+}
+
+/* An event block given in the schema 1 layout (count, first_ts, events)
+ * stored as schema 2 (count, first_ts, raw length, zstd frame). */
+static int raw_block(const char *path, const char *db, const uint8_t *key, const uint8_t *val,
+		     size_t len)
+{
+	uint8_t out[256];
+	size_t z;
+
+	memcpy(out, val, 12);
+	out[12] = (uint8_t)(len - 12);
+	out[13] = out[14] = out[15] = 0;
+	z = ZSTD_compress(out + 16, sizeof(out) - 16, val + 12, len - 12, 1);
+	if (ZSTD_isError(z))
+		return -1;
+	return raw_put(path, db, key, 8, out, 16 + z);
+}
+
 static void test_errors(void)
 {
 	struct cygprof_capture *cap = (void *)1;
@@ -994,54 +1136,35 @@ static void test_errors(void)
 	CHECK_EQ_INT(copy_file(timeline_path, p, 5000), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
 
-	/* a newer schema */
-	p = tmp_path("schema2.cap");
+	/* a newer schema: the error names it */
+	p = tmp_path("schema3.cap");
 	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
-	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "2"), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "3"), -EPERM);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "txn", "3"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "3", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_VERSION);
+	CHECK_EQ_STR(cygprof_strerror(CYGPROF_E_VERSION),
+		     "capture written by a newer cygprof (unknown schema) (schema 3; this "
+		     "cygprof reads schemas 1 to 2)");
+	/* "2" damaged into "1" (with a valid checksum even) is not schema 1 */
+	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "1", 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
+	/* ...nor without its checksum: then magic has one and schema not */
+	CHECK_EQ_INT(raw_put2(p, "meta", "schema", 6, "1", 1, false), 0);
+	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
 
 	/* an LMDB file without the magic */
 	p = tmp_path("nomagic.cap");
 	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
-	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "magic", "something-else"), 0);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(raw_put(p, "meta", "magic", 5, "something-else", 14), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_NOTCAPTURE);
 
 	CHECK_EQ_INT(cygprof_capture_create(tmp_path("no/such/dir.cap"), &cap), -ENOENT);
 	CHECK(strlen(cygprof_strerror(CYGPROF_E_CORRUPT)) > 0);
 	CHECK(strlen(cygprof_strerror(-ENOENT)) > 0);
 	CHECK(strlen(cygprof_strerror(12345)) > 0);
-}
-
-/* Damaged values written behind the library's back decode as CORRUPT. */
-static int raw_put(const char *path, const char *db, const void *key, size_t klen,
-		   const void *val, size_t vlen)
-{
-	MDB_env *env;
-	MDB_txn *txn;
-	MDB_dbi dbi;
-	MDB_val k = { klen, (void *)key }, v = { vlen, (void *)val };
-	int rc;
-
-	rc = mdb_env_create(&env);
-	if (rc)
-		return rc;
-	mdb_env_set_maxdbs(env, 16);
-	rc = mdb_env_open(env, path, MDB_NOSUBDIR, 0644);
-	if (!rc)
-		rc = mdb_txn_begin(env, NULL, 0, &txn);
-	if (!rc) {
-		rc = mdb_dbi_open(txn, db, 0, &dbi);
-		if (!rc)
-			rc = mdb_put(txn, dbi, &k, &v, 0);
-		if (!rc)
-			rc = mdb_txn_commit(txn);
-		else
-			mdb_txn_abort(txn);
-	}
-	mdb_env_close(env);
-	return rc;
 }
 
 static int count_cb(const struct cygprof_event *ev, size_t n, void *data)
@@ -1096,13 +1219,13 @@ static void test_corrupt_values(void)
 	val[12] = 4; val[13] = 1; val[14] = 8; val[15] = 2; val[16] = 0x80;
 	memset(key, 0, 8);
 	key[3] = 1;
-	CHECK_EQ_INT(raw_put(path, "timeline", key, 8, val, 17), 0);
+	CHECK_EQ_INT(raw_block(path, "timeline", key, val, 17), 0);
 	/* thread 2: a varint longer than 64 bits */
 	key[3] = 2;
 	val[0] = 1;
 	memset(val + 12, 0xff, 11);
 	val[23] = 1;
-	CHECK_EQ_INT(raw_put(path, "timeline", key, 8, val, 24), 0);
+	CHECK_EQ_INT(raw_block(path, "timeline", key, val, 24), 0);
 
 	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
 	if (!cap)
@@ -1189,18 +1312,18 @@ static void test_corrupt_mem(void)
 	val[0] = 2;
 	val[12] = CYGPROF_FN_FREE << 1 | 1; val[13] = 0; val[14] = 2; /* a whole FREE */
 	val[15] = 0; val[16] = 1; val[17] = 4; /* an ALLOC without size and stack */
-	CHECK_EQ_INT(raw_put(path, "mem", key, 8, val, 18), 0);
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 18), 0);
 	key[3] = 2;
 	val[0] = 1;
 	val[12] = 15 << 1 | 1;
-	CHECK_EQ_INT(raw_put(path, "mem", key, 8, val, 17), 0);
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 17), 0);
 	key[3] = 3;
 	val[4] = 100;
 	val[12] = CYGPROF_FN_FREE << 1 | 1;
-	CHECK_EQ_INT(raw_put(path, "mem", key, 8, val, 17), 0);
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 17), 0);
 	key[7] = 1;
 	val[4] = 99;
-	CHECK_EQ_INT(raw_put(path, "mem", key, 8, val, 17), 0);
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 17), 0);
 
 	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
 	if (!cap)
@@ -1241,7 +1364,7 @@ static int raw_drop(const char *path, const char *const *dbs, size_t n)
 	if (rc)
 		return rc;
 	mdb_env_set_maxdbs(env, 16);
-	rc = mdb_env_open(env, path, MDB_NOSUBDIR, 0644);
+	rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK, 0644);
 	if (!rc)
 		rc = mdb_txn_begin(env, NULL, 0, &txn);
 	if (!rc) {
@@ -1259,36 +1382,77 @@ static int raw_drop(const char *path, const char *const *dbs, size_t n)
 	return rc;
 }
 
-/* A capture written before the memory DBs existed opens and reads empty. */
+static const char *schema1_path;
+
+/* A schema 1 capture (tests/data/schema1.data: `record --timeline --memory`
+ * of examples/mem-basic.c at -O0 by the cygprof before schema 2) opens and
+ * reads exactly; without the DBs added later within schema 1 it reads them
+ * as empty; without an original DB it is damaged. */
 static void test_old_capture(void)
 {
-	static const char *const dbs[] = { "mem", "stacks" };
+	static const char *const dbs[] = { "mem", "stacks", "sites" };
 	const char *path = tmp_path("old.cap");
-	struct cygprof_stack_node node = { 1, 0, 0, 0, 0x1000 }, *out = (void *)1;
-	struct cygprof_mem_event ev = { .ts_ns = 5, .addr = 0x1000, .size = 8, .stack = 1 };
-	struct cygprof_event tev = { .ts_ns = 5, .node = 1 };
+	struct cygprof_stack_node *out = (void *)1;
+	struct cygprof_thread *th = NULL;
+	struct cygprof_node *nodes = NULL;
+	struct cygprof_callsite *sites = NULL;
 	struct cygprof_mem_cursor *cur = NULL;
+	struct cygprof_mem_event ev;
 	struct cygprof_capture *cap;
-	size_t n = 99, seen = 0;
-	uint64_t count = 99;
+	struct stat st;
+	size_t n = 99, seen = 0, allocs = 0, frees = 0, i;
+	uint64_t count = 99, calls = 0;
 	char *v = NULL;
+	int rc;
 
-	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
-	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "mode", "profile+timeline"), 0);
-	CHECK_EQ_INT(cygprof_capture_append_events(cap, 0, &tev, 1), 0);
-	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, &node, 1), 0);
-	CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, &ev, 1), 0);
-	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
-	CHECK_EQ_INT(raw_drop(path, dbs, 2), 0);
-
+	CHECK_EQ_INT(stat(schema1_path, &st), 0);
+	CHECK_EQ_INT(copy_file(schema1_path, path, st.st_size), 0);
 	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
 	if (!cap)
 		return;
-	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "mode", &v), 0);
-	CHECK_EQ_STR(v, "profile+timeline");
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
+	CHECK_EQ_STR(v, "1");
 	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "mode", &v), 0);
+	CHECK_EQ_STR(v, "profile+timeline+memory");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_threads(cap, &th, &n), 0);
+	CHECK_EQ_U64(n, 1);
+	if (n)
+		CHECK_EQ_U64(th[0].calls, 65);
+	free(th);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 0, &nodes, &n), 0);
+	for (i = 1; i < n; i++)
+		calls += nodes[i].calls;
+	CHECK_EQ_U64(calls, 65);
+	free(nodes);
+	CHECK_EQ_INT(cygprof_capture_get_sites(cap, 0, &sites, &n), 0);
+	CHECK(n > 0);
+	free(sites);
 	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 0, count_cb, &seen), 0);
-	CHECK_EQ_U64(seen, 1);
+	CHECK_EQ_U64(seen, 130);
+	CHECK_EQ_INT(cygprof_capture_mem_count(cap, 0, &count), 0);
+	CHECK_EQ_U64(count, 237);
+	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 0, &cur), 0);
+	while ((rc = cygprof_mem_cursor_next(cur, &ev)) == 1) {
+		allocs += ev.op == CYGPROF_MEM_ALLOC;
+		frees += ev.op == CYGPROF_MEM_FREE;
+	}
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_U64(allocs, 121);
+	CHECK_EQ_U64(frees, 116);
+	cygprof_mem_cursor_close(cur);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+	CHECK(n > 0);
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(raw_drop(path, dbs, 3), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 0, count_cb, &seen), 0);
+	CHECK_EQ_U64(seen, 260);
 	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
 	CHECK_EQ_U64(n, 0);
 	CHECK(out == NULL);
@@ -1297,10 +1461,22 @@ static void test_old_capture(void)
 	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 0, &cur), 0);
 	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &ev), 0);
 	cygprof_mem_cursor_close(cur);
+	/* sites: one per node, from the tree */
+	CHECK_EQ_INT(cygprof_capture_get_sites(cap, 0, &sites, &n), 0);
+	CHECK(n > 0);
+	free(sites);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 
 	/* an old DB missing is still damage */
 	CHECK_EQ_INT(raw_drop(path, (const char *const[]){ "symbols" }, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
+	CHECK_EQ_STR(cygprof_capture_damage(NULL), "DB 'symbols' missing");
+
+	/* a schema 2 capture lacking a DB is damaged */
+	path = tmp_path("new-dropped.cap");
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(raw_drop(path, dbs, 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
 }
 
@@ -1337,10 +1513,15 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 	return remove(path);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const char *tmp = getenv("TMPDIR");
 
+	if (argc < 2) {
+		fprintf(stderr, "usage: test-capture tests/data/schema1.data\n");
+		return 2;
+	}
+	schema1_path = argv[1];
 	snprintf(dir, sizeof(dir), "%s/cygprof-test-capture-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
