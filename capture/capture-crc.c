@@ -118,3 +118,12 @@ uint32_t capture_value_crc(unsigned int db, const void *key, size_t klen, const 
 	c = capture_crc32c_update(c, key, klen);
 	return capture_crc32c_update(c, val, vlen);
 }
+
+uint32_t capture_key_digest(uint32_t d, const void *key, size_t klen)
+{
+	uint8_t kl[4];
+
+	put_le32(kl, (uint32_t)klen);
+	d = capture_crc32c_update(d, kl, sizeof(kl));
+	return capture_crc32c_update(d, key, klen);
+}

@@ -376,7 +376,12 @@ int capture_value(struct cygprof_capture *cap, unsigned int db, const MDB_val *k
  * entries[] the entry count of each named DB found (by DB_*; UINT64_MAX
  * for a DB the file lacks). */
 int capture_verify(struct cygprof_capture *cap, int fd, uint64_t size, unsigned int *psize,
-		   uint64_t *txnid, uint64_t entries[DB_COUNT]);
+		   uint64_t *txnid, uint64_t entries[DB_COUNT], uint32_t digests[DB_COUNT]);
+
+/* The digest of a DB's keys, in key order: CRC32C over LE32 length and
+ * bytes of each key; the seal stores it so that a changed key is found at
+ * open without reading the values. */
+uint32_t capture_key_digest(uint32_t d, const void *key, size_t klen);
 
 /* Create and open cap->env on file (MDB_NOSUBDIR | MDB_NOLOCK added). */
 int capture_env_open(struct cygprof_capture *cap, const char *file, unsigned int flags,

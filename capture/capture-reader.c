@@ -141,11 +141,12 @@ static int check_schema(struct cygprof_capture *cap, MDB_txn *txn)
  * and how many entries each DB has: a record that vanished (a damaged
  * branch page) or an older snapshot (a damaged meta page) shows here. */
 static int check_seal(struct cygprof_capture *cap, MDB_txn *txn, uint64_t txnid,
-		      const uint64_t entries[DB_COUNT])
+		      const uint64_t entries[DB_COUNT], const uint32_t digests[DB_COUNT])
 {
 	MDB_val v;
 	uint64_t id, n;
-	char buf[32 * DB_COUNT], *p, *end;
+	char buf[48 * DB_COUNT], *p, *end;
+	unsigned long dg;
 	size_t len;
 	int rc, i;
 
@@ -194,20 +195,57 @@ static int check_seal(struct cygprof_capture *cap, MDB_txn *txn, uint64_t txnid,
 		n = strtoull(p + nl + 1, &end, 10);
 		if (errno)
 			return capture_damage(cap, "meta 'counts' malformed");
-		p = end;
+		if (*end != ':' || !((end[1] >= '0' && end[1] <= '9') || (end[1] >= 'a' && end[1] <= 'f')))
+			return capture_damage(cap, "meta 'counts' malformed");
+		dg = strtoul(end + 1, &p, 16);
+		if (p - end != 9)
+			return capture_damage(cap, "meta 'counts' malformed");
 		if (entries[i] == UINT64_MAX ? n != 0 : n != entries[i])
 			return capture_damage(cap, "%s: %llu entries, %llu written",
 					      capture_db_names[i],
 					      entries[i] == UINT64_MAX ? 0ull
 								       : (unsigned long long)entries[i],
 					      (unsigned long long)n);
+		if (entries[i] != UINT64_MAX && dg != digests[i])
+			return capture_damage(cap, "%s: keys changed since written",
+					      capture_db_names[i]);
 	}
 	if (*p)
 		return capture_damage(cap, "meta 'counts' malformed");
 	return 0;
 }
 
-static int open_dbs(struct cygprof_capture *cap, uint64_t txnid, const uint64_t entries[DB_COUNT])
+/* Check the checksum of every value but the event blocks (read and checked
+ * when they are decoded): what every report reads anyway, so that a damaged
+ * record fails the open rather than a later call whose error a command
+ * might take for "absent". */
+static int check_values(struct cygprof_capture *cap, MDB_txn *txn)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	unsigned int db;
+	int rc = 0, r;
+
+	if (!cap->crc)
+		return 0;
+	for (db = 0; db < DB_COUNT && !rc; db++) {
+		if (db == DB_TIMELINE || db == DB_MEM || cap->missing[db])
+			continue;
+		rc = capture_err(mdb_cursor_open(txn, cap->dbi[db], &cur));
+		if (rc)
+			break;
+		for (r = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !r && !rc;
+		     r = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+			rc = capture_value(cap, db, &k, &v);
+		mdb_cursor_close(cur);
+		if (!rc && r != MDB_NOTFOUND)
+			rc = capture_err(r);
+	}
+	return rc;
+}
+
+static int open_dbs(struct cygprof_capture *cap, uint64_t txnid, const uint64_t entries[DB_COUNT],
+		    const uint32_t digests[DB_COUNT])
 {
 	MDB_txn *txn;
 	int rc, i;
@@ -248,7 +286,9 @@ static int open_dbs(struct cygprof_capture *cap, uint64_t txnid, const uint64_t 
 			goto out;
 		}
 	}
-	rc = check_seal(cap, txn, txnid, entries);
+	rc = check_seal(cap, txn, txnid, entries, digests);
+	if (!rc)
+		rc = check_values(cap, txn);
 	if (rc)
 		goto out;
 	cap->nstacks_stored = entries[DB_STACKS] == UINT64_MAX ? 0 : entries[DB_STACKS];
@@ -264,6 +304,7 @@ static int open_fd(const char *path, int fd, struct cygprof_capture **out)
 {
 	struct cygprof_capture *cap;
 	uint64_t txnid = 0, entries[DB_COUNT];
+	uint32_t digests[DB_COUNT];
 	char fdpath[64];
 	unsigned int psize = 0;
 	struct stat st;
@@ -291,7 +332,7 @@ static int open_fd(const char *path, int fd, struct cygprof_capture **out)
 	cap->file_size = (uint64_t)st.st_size;
 	/* every page LMDB may reach must be in the file and well formed: LMDB
 	 * trusts its pages, so check them all before it reads any */
-	rc = capture_verify(cap, fd, cap->file_size, &psize, &txnid, entries);
+	rc = capture_verify(cap, fd, cap->file_size, &psize, &txnid, entries, digests);
 	if (rc)
 		goto fail;
 	if (cap->file_size > SIZE_MAX - psize) {
@@ -314,7 +355,7 @@ static int open_fd(const char *path, int fd, struct cygprof_capture **out)
 		rc = capture_damage(cap, "LMDB meta page: page size");
 		goto fail;
 	}
-	rc = open_dbs(cap, txnid, entries);
+	rc = open_dbs(cap, txnid, entries, digests);
 	if (rc)
 		goto fail;
 	*out = cap;

@@ -506,7 +506,7 @@ int cygprof_capture_commit(struct cygprof_capture *cap)
  * detected. */
 static int seal(struct cygprof_capture *cap)
 {
-	char txt[32 * DB_COUNT], id[24];
+	char txt[48 * DB_COUNT], id[24];
 	size_t off = 0;
 	MDB_stat st;
 	int rc, i;
@@ -519,9 +519,27 @@ static int seal(struct cygprof_capture *cap)
 	if (!rc)
 		rc = wput(cap, DB_META, "counts", 6, "", 0);
 	for (i = 0; i < DB_COUNT && !rc; i++) {
+		uint32_t digest = 0;
+		MDB_cursor *cur;
+		MDB_val k, v;
+		int r;
+
 		rc = capture_err(mdb_stat(cap->txn, cap->dbi[i], &st));
-		off += (size_t)snprintf(txt + off, sizeof(txt) - off, "%s%s=%zu", i ? " " : "",
-					capture_db_names[i], st.ms_entries);
+		if (!rc)
+			rc = capture_err(mdb_cursor_open(cap->txn, cap->dbi[i], &cur));
+		if (rc)
+			break;
+		/* keys only: the values in overflow pages are not read */
+		for (r = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !r;
+		     r = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+			digest = capture_key_digest(digest, k.mv_data, k.mv_size);
+		mdb_cursor_close(cur);
+		if (r != MDB_NOTFOUND) {
+			rc = capture_err(r);
+			break;
+		}
+		off += (size_t)snprintf(txt + off, sizeof(txt) - off, "%s%s=%zu:%08x", i ? " " : "",
+					capture_db_names[i], st.ms_entries, digest);
 	}
 	if (!rc)
 		rc = wput(cap, DB_META, "counts", 6, txt, off);

@@ -1024,15 +1024,31 @@ static int reseal(MDB_txn *txn)
 	if (!rc)
 		rc = mdb_put(txn, meta, &k, &v, 0);
 	for (i = 0; i < 10 && !rc; i++) {
+		uint32_t digest = 0;
+		MDB_cursor *cur;
+		MDB_val ck, cv;
+		int r;
+
 		rc = mdb_dbi_open(txn, all_dbs[i], 0, &dbi);
 		if (rc == MDB_NOTFOUND) {
 			st.ms_entries = 0;
 			rc = 0;
 		} else if (!rc) {
 			rc = mdb_stat(txn, dbi, &st);
+			if (!rc)
+				rc = mdb_cursor_open(txn, dbi, &cur);
+			for (r = rc ? rc : mdb_cursor_get(cur, &ck, &cv, MDB_FIRST); !r;
+			     r = mdb_cursor_get(cur, &ck, &cv, MDB_NEXT)) {
+				uint8_t kl[4] = { (uint8_t)ck.mv_size, (uint8_t)(ck.mv_size >> 8), 0, 0 };
+
+				digest = crc32c(digest, kl, 4);
+				digest = crc32c(digest, ck.mv_data, ck.mv_size);
+			}
+			if (!rc)
+				mdb_cursor_close(cur);
 		}
-		off += (size_t)snprintf(counts + off, sizeof(counts) - off, "%s%s=%zu",
-					i ? " " : "", all_dbs[i], st.ms_entries);
+		off += (size_t)snprintf(counts + off, sizeof(counts) - off, "%s%s=%zu:%08x",
+					i ? " " : "", all_dbs[i], st.ms_entries, digest);
 	}
 	k = (MDB_val){ 6, "counts" };
 	v = (MDB_val){ seal_value(buf, "meta", "counts", 6, counts, off), buf };
