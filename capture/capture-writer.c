@@ -334,6 +334,15 @@ static int make_temp(const char *path, char **tmp, int *fdp)
 		free(t);
 		return fd;
 	}
+	/* mkostemp makes 0600: give the capture the mode a plain creat(2)
+	 * would (0666 less the umask) */
+	{
+		mode_t um = umask(022);
+
+		umask(um);
+		if (fchmod(fd, 0666 & ~um))
+			(void)0; /* a capture readable by its owner only is still a capture */
+	}
 	*tmp = t;
 	*fdp = fd;
 	return 0;
