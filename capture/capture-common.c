@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* capture-common.c - pieces shared by the capture writer and reader: error
  * codes, environment setup, read transactions, close, symbol lookup. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -251,6 +252,33 @@ int crd_status(const struct crd *r)
 	return 0;
 }
 
+/* LMDB opens its file without O_CLOEXEC (twice for a writer: data and
+ * meta writes): make every descriptor of the file close-on-exec, so that
+ * neither the traced program nor its children inherit one. */
+static void cloexec_all(MDB_env *env)
+{
+	struct stat want, st;
+	struct dirent *e;
+	int fd, n;
+	DIR *d;
+
+	if (mdb_env_get_fd(env, &fd) || fstat(fd, &want))
+		return;
+	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+	d = opendir("/proc/self/fd");
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		n = atoi(e->d_name);
+		if (n == dirfd(d) || fstat(n, &st))
+			continue;
+		if (st.st_dev == want.st_dev && st.st_ino == want.st_ino)
+			fcntl(n, F_SETFD, fcntl(n, F_GETFD) | FD_CLOEXEC);
+	}
+	if (d)
+		closedir(d);
+}
+
 int capture_env_open(struct cygprof_capture *cap, const char *file, unsigned int flags,
 		     size_t mapsize)
 {
@@ -276,6 +304,7 @@ int capture_env_open(struct cygprof_capture *cap, const char *file, unsigned int
 		cap->env = NULL;
 		return capture_err(rc);
 	}
+	cloexec_all(cap->env);
 	cap->psize = st.ms_psize;
 	cap->maxkey = (size_t)mdb_env_get_maxkeysize(cap->env);
 	return 0;

@@ -309,7 +309,7 @@ static int open_fd(const char *path, int fd, struct cygprof_capture **out)
 	unsigned int psize = 0;
 	struct stat st;
 	size_t mapsize;
-	int rc, lfd;
+	int rc;
 
 	cap = calloc(1, sizeof(*cap));
 	if (!cap) {
@@ -349,8 +349,6 @@ static int open_fd(const char *path, int fd, struct cygprof_capture **out)
 		goto fail;
 	close(fd);
 	fd = -1;
-	if (!mdb_env_get_fd(cap->env, &lfd))
-		fcntl(lfd, F_SETFD, fcntl(lfd, F_GETFD) | FD_CLOEXEC);
 	if (cap->psize != psize) {
 		rc = capture_damage(cap, "LMDB meta page: page size");
 		goto fail;

@@ -354,7 +354,7 @@ int cygprof_capture_create(const char *path, struct cygprof_capture **out)
 	char fdpath[64];
 	struct stat st;
 	size_t mapsize;
-	int rc, fd = -1, lfd;
+	int rc, fd = -1;
 
 	if (!out)
 		return -EINVAL;
@@ -404,10 +404,6 @@ int cygprof_capture_create(const char *path, struct cygprof_capture **out)
 		rc = cap->addrspace_limited ? CYGPROF_E_ADDRSPACE : -ENOMEM;
 	if (rc)
 		goto fail;
-	/* LMDB opens its file without O_CLOEXEC: the traced program and its
-	 * children must not inherit a writable descriptor of the capture */
-	if (!mdb_env_get_fd(cap->env, &lfd))
-		fcntl(lfd, F_SETFD, fcntl(lfd, F_GETFD) | FD_CLOEXEC);
 	cap->block_max = CAPTURE_BLOCK_HDR + CAPTURE_RAW_MAX;
 	rc = init_dbs(cap);
 	if (rc)

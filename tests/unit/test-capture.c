@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test-capture.c - round trips through the capture library and its error paths. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -10,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <lmdb.h>
@@ -1524,6 +1527,368 @@ static void test_readonly_dir(void)
 	chmod(sub, 0755);
 }
 
+
+/* ---- schema 2: checksums, creation, readers that write nothing ---------- */
+
+uint32_t capture_crc32c_update(uint32_t crc, const void *data, size_t n);
+
+static void test_crc(void)
+{
+	uint8_t buf[1000];
+	size_t i, off, n;
+
+	CHECK_EQ_U64(capture_crc32c_update(0, "123456789", 9), 0xE3069283u);
+	CHECK_EQ_U64(crc32c(0, "123456789", 9), 0xE3069283u);
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)rnd();
+	/* every alignment and length, in one piece and in two */
+	for (off = 0; off < 9; off++)
+		for (n = 0; n < 300; n += 7) {
+			uint32_t a = capture_crc32c_update(0, buf + off, n);
+
+			CHECK_EQ_U64(a, crc32c(0, buf + off, n));
+			CHECK_EQ_U64(capture_crc32c_update(capture_crc32c_update(0, buf + off, n / 3),
+							   buf + off + n / 3, n - n / 3),
+				     a);
+		}
+}
+
+static int count_files(const char *d, const char *prefix)
+{
+	struct dirent *e;
+	DIR *dd = opendir(d);
+	int n = 0;
+
+	while (dd && (e = readdir(dd)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix)))
+			n++;
+	if (dd)
+		closedir(dd);
+	return n;
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[256];
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	buf[0] = 0;
+	if (fd < 0)
+		return buf;
+	n = read(fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = 0;
+	close(fd);
+	return buf;
+}
+
+static void put_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* The capture's descriptors (LMDB's own included) are close-on-exec. */
+static int open_fds_of(const char *name, int *cloexec)
+{
+	char link[300], target[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0, fd;
+	ssize_t len;
+
+	*cloexec = 0;
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue;
+		target[len] = 0;
+		if (!strstr(target, name))
+			continue;
+		fd = atoi(e->d_name);
+		n++;
+		*cloexec += !!(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* create makes a new file next to the output and changes nothing at the
+ * output until publish (or close); discard leaves the output as it was. */
+static void test_create_publish(void)
+{
+	char sub[PATH_MAX], out[PATH_MAX + 16], victim[PATH_MAX + 16];
+	struct cygprof_capture *cap, *rd;
+	struct stat st;
+	int n, cl;
+
+	snprintf(sub, sizeof(sub), "%s/pub", dir);
+	snprintf(out, sizeof(out), "%s/out.data", sub);
+	snprintf(victim, sizeof(victim), "%s/victim", sub);
+	CHECK_EQ_INT(mkdir(sub, 0755), 0);
+	put_text(out, "keep me\n");
+
+	/* discard: the old file stays, the new one is gone */
+	CHECK_EQ_INT(cygprof_capture_create(out, &cap), 0);
+	CHECK_EQ_INT(count_files(sub, ".out.data."), 1);
+	CHECK_EQ_STR(slurp(out), "keep me\n");
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "k", "v"), 0);
+	n = open_fds_of("/pub/.out.data.", &cl);
+	CHECK(n >= 1); /* LMDB has two: reads and meta writes */
+	CHECK_EQ_INT(cl, n);
+	cygprof_capture_discard(cap);
+	CHECK_EQ_INT(count_files(sub, ".out.data."), 0);
+	CHECK_EQ_STR(slurp(out), "keep me\n");
+	cygprof_capture_discard(NULL);
+
+	/* publish: the capture replaces the file at once, and again is a no-op */
+	CHECK_EQ_INT(cygprof_capture_create(out, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_publish(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_publish(cap), 0);
+	CHECK_EQ_INT(count_files(sub, ".out.data."), 0);
+	CHECK_EQ_INT(cygprof_capture_probe(out), 1);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "k", "after"), 0);
+	CHECK(cygprof_capture_file_size(cap) > 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(stat(out, &st), 0);
+	CHECK_EQ_U64(st.st_mode & 0777, 0644); /* 0666 less the umask */
+	CHECK_EQ_INT(cygprof_capture_open(out, &rd), 0);
+	if (rd) {
+		char *v = NULL;
+
+		CHECK_EQ_INT(cygprof_capture_get_meta(rd, "k", &v), 0);
+		CHECK_EQ_STR(v, "after");
+		free(v);
+		n = open_fds_of("/pub/out.data", &cl);
+		CHECK_EQ_INT(n, 1);
+		CHECK_EQ_INT(cl, n);
+		cygprof_capture_discard(rd); /* on a reader: close */
+	}
+
+	/* close without publish publishes; a symlink at the output is
+	 * replaced, its target never written */
+	put_text(victim, "victim\n");
+	unlink(out);
+	CHECK_EQ_INT(symlink(victim, out), 0);
+	CHECK_EQ_INT(cygprof_capture_create(out, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_STR(slurp(victim), "victim\n");
+	CHECK_EQ_INT(lstat(out, &st), 0);
+	CHECK(S_ISREG(st.st_mode));
+
+	/* no lock file, ever */
+	CHECK_EQ_INT(count_files(sub, "out.data-lock"), 0);
+	CHECK_EQ_INT(cygprof_capture_create(sub, &cap), -EISDIR);
+	CHECK(cap == NULL);
+	CHECK_EQ_INT(cygprof_capture_publish(NULL), -EINVAL);
+}
+
+static void test_probe(void)
+{
+	char p[PATH_MAX + 32];
+	struct cygprof_capture *cap;
+
+	CHECK_EQ_INT(cygprof_capture_probe(timeline_path), 1);
+	snprintf(p, sizeof(p), "%s/probe-text", dir);
+	put_text(p, "int main(void) { return 0; }\n");
+	CHECK_EQ_INT(cygprof_capture_probe(p), 0);
+	snprintf(p, sizeof(p), "%s/probe-link", dir);
+	CHECK_EQ_INT(symlink(timeline_path, p), 0);
+	CHECK_EQ_INT(cygprof_capture_probe(p), 0); /* never followed */
+	CHECK_EQ_INT(cygprof_capture_probe(dir), 0);
+	snprintf(p, sizeof(p), "%s/probe-fifo", dir);
+	CHECK_EQ_INT(mkfifo(p, 0644), 0);
+	CHECK_EQ_INT(cygprof_capture_probe(p), 0); /* and did not block */
+	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_NOTCAPTURE);
+	CHECK_EQ_INT(cygprof_capture_probe("/dev/null"), 0);
+	CHECK_EQ_INT(cygprof_capture_probe(tmp_path("probe-none")), -ENOENT);
+	CHECK_EQ_INT(cygprof_capture_probe(schema1_path), 1);
+	/* a damaged capture is still a capture */
+	snprintf(p, sizeof(p), "%s/probe-damaged", dir);
+	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(raw_put2(p, "meta", "x", 1, "y", 1, false), 0);
+	CHECK_EQ_INT(cygprof_capture_probe(p), 1);
+	CHECK_EQ_INT(cygprof_capture_probe(NULL), -EINVAL);
+}
+
+/* A reader creates, writes and follows nothing: a symlink planted where
+ * the lock file was is left alone, the capture is unchanged. */
+static void test_reader_writes_nothing(void)
+{
+	char lock[PATH_MAX + 16], victim[PATH_MAX + 16];
+	struct cygprof_capture *cap;
+	struct stat before, after;
+	size_t seen = 0;
+	int files;
+
+	snprintf(lock, sizeof(lock), "%s-lock", timeline_path);
+	snprintf(victim, sizeof(victim), "%s/lock-victim", dir);
+	put_text(victim, "precious\n");
+	CHECK_EQ_INT(symlink(victim, lock), 0);
+	files = count_files(dir, "");
+	CHECK_EQ_INT(stat(timeline_path, &before), 0);
+	sleep(1); /* a write would show in the times */
+	CHECK_EQ_INT(cygprof_capture_open(timeline_path, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 0, count_cb, &seen), 0);
+		CHECK(seen > 0);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	CHECK_EQ_INT(stat(timeline_path, &after), 0);
+	CHECK_EQ_U64((uint64_t)after.st_mtime, (uint64_t)before.st_mtime);
+	CHECK_EQ_U64((uint64_t)after.st_ctime, (uint64_t)before.st_ctime);
+	CHECK_EQ_STR(slurp(victim), "precious\n");
+	CHECK_EQ_INT(count_files(dir, ""), files);
+	unlink(lock);
+}
+
+/* Damage found at open names what is damaged. */
+static void test_damage_named(void)
+{
+	const char *path = tmp_path("named.cap");
+	struct cygprof_thread t = { .idx = 3, .calls = 10, .events = 20 }, *out = NULL;
+	struct cygprof_capture *cap;
+	uint8_t key[4] = { 0, 0, 0, 3 }, val[124] = { 0 };
+	size_t n;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_put_thread(cap, &t), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "complete", "1"), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	CHECK(cap && cygprof_capture_damage(cap) == NULL);
+	cygprof_capture_close(cap);
+
+	/* a record whose checksum does not match */
+	CHECK_EQ_INT(raw_put2(path, "threads", key, 4, val, sizeof(val), false), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
+	CHECK_EQ_STR(cygprof_capture_damage(NULL), "thread 3 record: checksum mismatch");
+	CHECK_EQ_STR(cygprof_strerror(CYGPROF_E_CORRUPT),
+		     "truncated or damaged capture (thread 3 record: checksum mismatch)");
+
+	/* a checksum that matches values that cannot be true: more events and
+	 * lost events than two per call */
+	val[28] = 10; /* calls */
+	val[36] = 15; /* events */
+	val[44] = 6;  /* lost */
+	CHECK_EQ_INT(raw_put(path, "threads", key, 4, val, sizeof(val)), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_get_threads(cap, &out, &n), CYGPROF_E_CORRUPT);
+		CHECK_EQ_STR(cygprof_capture_damage(cap), "thread 3 record: malformed");
+		cygprof_capture_close(cap);
+	}
+	val[44] = 5;
+	CHECK_EQ_INT(raw_put(path, "threads", key, 4, val, sizeof(val)), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_get_threads(cap, &out, &n), 0);
+		CHECK_EQ_U64(n, 1);
+		free(out);
+		cygprof_capture_close(cap);
+	}
+
+	/* a record that vanished, as a damaged branch page would make it: the
+	 * counts of the seal no longer match (raw_drop does not reseal) */
+	CHECK_EQ_INT(raw_drop(path, (const char *const[]){ "stacks" }, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
+}
+
+/* The meta page LMDB picks is the one with the larger transaction id: a
+ * damaged id that makes it pick the older snapshot is found by the seal. */
+static void test_older_snapshot(void)
+{
+	const char *path = tmp_path("snap.cap");
+	struct cygprof_capture *cap;
+	uint64_t t0, t1, *older;
+	uint8_t page[8192];
+	int fd;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "complete", "1"), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "more", "1"), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	fd = open(path, O_RDWR);
+	CHECK(pread(fd, page, sizeof(page), 0) == (ssize_t)sizeof(page));
+	memcpy(&t0, page + 16 + 128, 8);
+	memcpy(&t1, page + 4096 + 16 + 128, 8);
+	/* the older meta page gets the larger id */
+	older = t0 < t1 ? &t0 : &t1;
+	*older = (t0 > t1 ? t0 : t1) + 1;
+	CHECK(pwrite(fd, older, 8, (t0 > t1 ? 4096 : 0) + 16 + 128) == 8);
+	close(fd);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
+	printf("# %s\n", cygprof_strerror(CYGPROF_E_CORRUPT));
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+/* Under RLIMIT_AS: a reader maps what the file needs, a writer starts at a
+ * quarter of the limit and says so when it cannot grow. */
+static void test_addrspace(void)
+{
+#ifdef UNDER_ASAN
+	printf("# skipped under ASan (its shadow needs terabytes of address space)\n");
+#else
+	const char *path = tmp_path("as.cap");
+	struct cygprof_node *nodes;
+	size_t nn = 400000, i;
+	pid_t pid;
+	int st = -1;
+
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		struct rlimit rl = { (rlim_t)256 << 20, (rlim_t)256 << 20 };
+		struct cygprof_capture *cap, *rd;
+		int rc, code = 0;
+
+		nodes = calloc(nn, sizeof(*nodes));
+		for (i = 0; i < nn; i++)
+			nodes[i].parent = i ? (uint32_t)i - 1 : CYGPROF_NONE;
+		if (setrlimit(RLIMIT_AS, &rl))
+			_exit(10);
+		/* a reader under 256 MB of address space (the old one mapped 64 GiB) */
+		if (cygprof_capture_open(timeline_path, &rd))
+			_exit(11);
+		cygprof_capture_close(rd);
+		if (cygprof_capture_create(path, &cap))
+			_exit(12);
+		/* 16 MB per tree: the map (64 MB, then at most 3/4 of the limit)
+		 * fills up */
+		for (i = 0; i < 40; i++) {
+			rc = cygprof_capture_put_tree(cap, (uint32_t)i, nodes, nn);
+			if (rc)
+				break;
+		}
+		if (rc != CYGPROF_E_ADDRSPACE)
+			code = 13;
+		if (strcmp(cygprof_strerror(rc),
+			   "address space limit (ulimit -v) too small for the capture"))
+			code = 14;
+		cygprof_capture_discard(cap);
+		_exit(code);
+	}
+	CHECK(pid > 0);
+	waitpid(pid, &st, 0);
+	CHECK_EQ_INT(WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st), 0);
+	CHECK_EQ_INT(count_files(dir, ".as.cap."), 0);
+#endif
+}
+
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	return remove(path);
@@ -1559,6 +1924,13 @@ int main(int argc, char **argv)
 	RUN_TEST(test_corrupt_mem);
 	RUN_TEST(test_old_capture);
 	RUN_TEST(test_readonly_dir);
+	RUN_TEST(test_crc);
+	RUN_TEST(test_create_publish);
+	RUN_TEST(test_probe);
+	RUN_TEST(test_reader_writes_nothing);
+	RUN_TEST(test_damage_named);
+	RUN_TEST(test_older_snapshot);
+	RUN_TEST(test_addrspace);
 
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	CHECK_DONE();
