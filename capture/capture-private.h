@@ -59,6 +59,11 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_COUNT };
 #define CAPTURE_RAW_LIMIT ((size_t)1 << 20)
 /* zstd level of event blocks: 3 is zstd's default */
 #define CAPTURE_ZSTD_LEVEL 3
+/* A packed value (schema 2 trees and sites) expands at most this much:
+ * raw length <= compressed length * RATIO + SLACK (bounds what a reader
+ * allocates for a value). */
+#define CAPTURE_PACK_RATIO 1024
+#define CAPTURE_PACK_SLACK ((size_t)1 << 20)
 /* Trailing CRC32C of every schema 2 value. */
 #define CAPTURE_CRC_SIZE 4
 /* Largest encoding of one timeline event: varint(34 bits) + varint(64 bits). */

@@ -727,12 +727,51 @@ void cygprof_symbols_free(struct cygprof_symbol *syms, size_t n)
 
 /* ---- trees ------------------------------------------------------------------- */
 
+/* A schema 2 packed value (LE32 raw length, then a zstd frame or the raw
+ * bytes): *v becomes the raw bytes, in *buf (free it) when decompressed. */
+static int unpack(struct cygprof_capture *cap, MDB_val *v, uint8_t **buf)
+{
+	const uint8_t *p = v->mv_data;
+	size_t raw, zn, n;
+
+	*buf = NULL;
+	if (cap->schema < 2)
+		return 0;
+	if (v->mv_size < 4)
+		return CYGPROF_E_CORRUPT;
+	raw = get_le32(p);
+	zn = v->mv_size - 4;
+	if (zn == raw) {
+		v->mv_data = (uint8_t *)v->mv_data + 4;
+		v->mv_size = raw;
+		return 0;
+	}
+	if (zn > raw || raw > zn * CAPTURE_PACK_RATIO + CAPTURE_PACK_SLACK ||
+	    ZSTD_getFrameContentSize(p + 4, zn) != raw ||
+	    ZSTD_findFrameCompressedSize(p + 4, zn) != zn)
+		return CYGPROF_E_CORRUPT;
+	*buf = malloc(raw ? raw : 1);
+	if (!*buf)
+		return -ENOMEM;
+	if (!cap->zd) {
+		cap->zd = ZSTD_createDCtx();
+		if (!cap->zd)
+			return -ENOMEM;
+	}
+	n = ZSTD_decompressDCtx(cap->zd, *buf, raw, p + 4, zn);
+	if (ZSTD_isError(n) || n != raw)
+		return CYGPROF_E_CORRUPT;
+	v->mv_data = *buf;
+	v->mv_size = raw;
+	return 0;
+}
+
 int cygprof_capture_get_tree(struct cygprof_capture *cap, uint32_t thread_idx,
 			     struct cygprof_node **nodes, size_t *n)
 {
 	struct cygprof_node *a = NULL;
 	const uint8_t *p;
-	uint8_t key[4];
+	uint8_t key[4], *packed = NULL;
 	uint32_t count, size, i;
 	MDB_txn *txn;
 	MDB_val k = { .mv_size = sizeof(key), .mv_data = key }, v;
@@ -753,6 +792,8 @@ int cygprof_capture_get_tree(struct cygprof_capture *cap, uint32_t thread_idx,
 		goto out;
 	}
 	rc = capture_value(cap, DB_TREES, &k, &v);
+	if (!rc)
+		rc = unpack(cap, &v, &packed);
 	if (rc)
 		goto out;
 	rc = CYGPROF_E_CORRUPT;
@@ -792,6 +833,7 @@ int cygprof_capture_get_tree(struct cygprof_capture *cap, uint32_t thread_idx,
 out:
 	if (rc == CYGPROF_E_CORRUPT && !capture_detail_last()[0])
 		capture_damage(cap, "thread %u call tree: malformed", thread_idx);
+	free(packed);
 	capture_rend(cap, txn);
 	return rc;
 }
@@ -803,7 +845,7 @@ int cygprof_capture_get_sites(struct cygprof_capture *cap, uint32_t thread_idx,
 {
 	struct cygprof_callsite *a = NULL;
 	const uint8_t *p;
-	uint8_t key[4];
+	uint8_t key[4], *packed = NULL;
 	uint32_t count, size, i;
 	MDB_txn *txn;
 	MDB_val k = { .mv_size = sizeof(key), .mv_data = key }, v;
@@ -846,6 +888,8 @@ int cygprof_capture_get_sites(struct cygprof_capture *cap, uint32_t thread_idx,
 		goto out;
 	}
 	rc = capture_value(cap, DB_SITES, &k, &v);
+	if (!rc)
+		rc = unpack(cap, &v, &packed);
 	if (rc)
 		goto out;
 	rc = CYGPROF_E_CORRUPT;
@@ -876,6 +920,7 @@ int cygprof_capture_get_sites(struct cygprof_capture *cap, uint32_t thread_idx,
 out:
 	if (rc == CYGPROF_E_CORRUPT && !capture_detail_last()[0])
 		capture_damage(cap, "thread %u call sites: malformed", thread_idx);
+	free(packed);
 	capture_rend(cap, txn);
 	return rc;
 }

@@ -598,6 +598,34 @@ int cygprof_capture_set_meta(struct cygprof_capture *cap, const char *key, const
 	return wdone(cap, wput(cap, DB_META, key, strlen(key), value, strlen(value)));
 }
 
+/* A packed value (trees, sites): LE32 raw length, then a zstd frame of the
+ * raw bytes, or the raw bytes themselves when that is not smaller or would
+ * expand more than a reader accepts (CAPTURE_PACK_RATIO). */
+static int put_packed(struct cygprof_capture *cap, unsigned int db, const uint8_t *key,
+		      size_t klen, const uint8_t *raw, size_t n)
+{
+	struct cbuf *z = &cap->zbuf;
+	size_t bound = ZSTD_compressBound(n), zn;
+	uint8_t *out;
+
+	if (n > UINT32_MAX)
+		return -E2BIG;
+	z->len = 0;
+	out = cbuf_grow(z, 4 + (bound > n ? bound : n));
+	if (!out) {
+		z->oom = false;
+		return -ENOMEM;
+	}
+	put_le32(out, (uint32_t)n);
+	zn = ZSTD_compressCCtx(cap->zc, out + 4, bound, raw, n, CAPTURE_ZSTD_LEVEL);
+	if (ZSTD_isError(zn) || zn >= n || n > zn * CAPTURE_PACK_RATIO + CAPTURE_PACK_SLACK) {
+		if (n)
+			memcpy(out + 4, raw, n);
+		zn = n;
+	}
+	return wput(cap, db, key, klen, out, 4 + zn);
+}
+
 static int put_scratch(struct cygprof_capture *cap, unsigned int db, const uint8_t *key,
 		       size_t klen)
 {
@@ -608,11 +636,18 @@ static int put_scratch(struct cygprof_capture *cap, unsigned int db, const uint8
 		b->oom = false;
 		return -ENOMEM;
 	}
-	rc = wdone(cap, wput(cap, db, key, klen, b->p, b->len));
-	/* do not keep the buffer of a huge tree around */
+	if (db == DB_TREES || db == DB_SITES)
+		rc = wdone(cap, put_packed(cap, db, key, klen, b->p, b->len));
+	else
+		rc = wdone(cap, wput(cap, db, key, klen, b->p, b->len));
+	/* do not keep the buffers of a huge tree around */
 	if (b->cap > ((size_t)1 << 20)) {
 		free(b->p);
 		*b = (struct cbuf){ 0 };
+	}
+	if (cap->zbuf.cap > ((size_t)4 << 20)) {
+		free(cap->zbuf.p);
+		cap->zbuf = (struct cbuf){ 0 };
 	}
 	return rc;
 }

@@ -1048,11 +1048,11 @@ def test_disk_full(ck, cyg, example):
     problem and a non-zero exit, never a crash."""
     mnt = os.path.join(cyg.workdir, 'small')
     os.mkdir(mnt)
-    if os.geteuid() != 0 or run(['mount', '-t', 'tmpfs', '-o', 'size=128k', 'tmpfs', mnt]).returncode:
+    if os.geteuid() != 0 or run(['mount', '-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt]).returncode:
         print('SKIP: needs root to mount a small tmpfs')
         sys.exit(SKIP)
     try:
-        # threads-O2 with --timeline writes about 300 KB of compressed events
+        # threads-O2 with --timeline writes more than 64 KB: a capture is at least 16 pages
         cp = cyg.record(os.path.join(mnt, 'cap.data'), [example, '100000'], ['--timeline'])
         expect_error(ck, cp, 'record onto a full file system')
         ck.check('disk full' in cp.err, 'the error says the disk is full (got %r)' % cp.err.strip())

@@ -1857,8 +1857,14 @@ static void test_addrspace(void)
 		int rc, code = 0;
 
 		nodes = calloc(nn, sizeof(*nodes));
-		for (i = 0; i < nn; i++)
+		for (i = 0; i < nn; i++) {
 			nodes[i].parent = i ? (uint32_t)i - 1 : CYGPROF_NONE;
+			/* incompressible */
+			nodes[i].fn = rnd();
+			nodes[i].site = rnd();
+			nodes[i].calls = rnd();
+			nodes[i].total_ns = rnd();
+		}
 		if (setrlimit(RLIMIT_AS, &rl))
 			_exit(10);
 		/* a reader under 256 MB of address space (the old one mapped 64 GiB) */
@@ -1874,8 +1880,10 @@ static void test_addrspace(void)
 			if (rc)
 				break;
 		}
-		if (rc != CYGPROF_E_ADDRSPACE)
+		if (rc != CYGPROF_E_ADDRSPACE) {
+			printf("# rc %d after %zu trees\n", rc, i);
 			code = 13;
+		}
 		if (strcmp(cygprof_strerror(rc),
 			   "address space limit (ulimit -v) too small for the capture"))
 			code = 14;
