@@ -58,7 +58,7 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_COUNT };
 #define CAPTURE_RAW_MAX ((size_t)256 << 10)
 #define CAPTURE_RAW_LIMIT ((size_t)1 << 20)
 /* zstd level of event blocks: 3 is zstd's default */
-#define CAPTURE_ZSTD_LEVEL 3
+#define CAPTURE_ZSTD_LEVEL 1
 /* A packed value (schema 2 trees and sites) expands at most this much:
  * raw length <= compressed length * RATIO + SLACK (bounds what a reader
  * allocates for a value). */

@@ -620,9 +620,10 @@ static int decode_thread(const MDB_val *k, const MDB_val *v, void *elem)
 	}
 	/* values that cannot be true: each call makes at most an entry and an
 	 * exit event, so events and lost events together cannot be more */
-	if (t->events > UINT64_MAX / 4 || t->lost > UINT64_MAX / 4 || t->calls > UINT64_MAX / 4 ||
-	    t->unwound > UINT64_MAX / 4 || t->unpaired > UINT64_MAX / 4 ||
-	    t->events + t->lost > 2 * t->calls + t->unwound + t->unpaired)
+	if (t->events > UINT64_MAX / 8 || t->lost > UINT64_MAX / 8 || t->calls > UINT64_MAX / 8 ||
+	    t->unwound > UINT64_MAX / 8 || t->unpaired > UINT64_MAX / 8 ||
+	    t->sig_lost > UINT64_MAX / 8 ||
+	    t->events + t->lost > 2 * (t->calls + t->sig_lost) + t->unwound + t->unpaired)
 		return CYGPROF_E_CORRUPT;
 	return crd_status(&r);
 }

@@ -131,7 +131,7 @@ static void test_procs_threads(void)
 		tin[i].unpaired = rnd() >> 8;
 		tin[i].unwound = rnd() >> 8;
 		tin[i].overflow = rnd();
-		tin[i].sig_lost = rnd();
+		tin[i].sig_lost = rnd() >> 8;
 		tin[i].mem_lost = rnd();
 	}
 	strcpy(tin[0].name, "main");
