@@ -885,15 +885,9 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 		goto fail;
 	}
 	/* the program runs: from now on the capture is visible at its name
-	 * (a collector killed later leaves what it committed there) */
-	rc = cygprof_capture_publish(c.cap);
-	if (rc) {
-		snprintf(err, errlen, "cannot create capture '%s': %s", o->output,
-			 cygprof_strerror(rc));
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-		goto fail;
-	}
+	 * (a collector killed later leaves what it committed there); a
+	 * failure shows again at close, which publishes too */
+	(void)cygprof_capture_publish(c.cap);
 
 	cygprof_capture_begin(c.cap);
 	last_commit = mono_ns();
