@@ -177,8 +177,10 @@ def main():
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as ex:
             futs = [ex.submit(trial, args, cap, cap['data'], cap['bases'], i, seed)
                     for i, (cap, seed) in enumerate(jobs)]
-            for fut in futs:
+            for done, fut in enumerate(futs, 1):
                 name, res, note, flips = fut.result()
+                if done % 1000 == 0:
+                    print('%d/%d trials' % (done, len(futs)), file=sys.stderr, flush=True)
                 counts[res] += 1
                 per[name][res] += 1
                 if len(examples[res]) < args.show and res != 'identical':
