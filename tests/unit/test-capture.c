@@ -1103,6 +1103,19 @@ static int raw_put(const char *path, const char *db, const void *key, size_t kle
 	return raw_put2(path, db, key, klen, val, vlen, true);
 }
 
+/* A tree or sites value given in its raw layout, stored packed without
+ * compression (LE32 raw length, then the raw bytes). */
+static int raw_packed(const char *path, const char *db, const uint8_t *key, const uint8_t *val,
+		      size_t len)
+{
+	uint8_t out[256];
+
+	out[0] = (uint8_t)len;
+	out[1] = out[2] = out[3] = 0;
+	memcpy(out + 4, val, len);
+	return raw_put(path, db, key, 4, out, 4 + len);
+}
+
 /* An event block given in the schema 1 layout (count, first_ts, events)
  * stored as schema 2 (count, first_ts, raw length, zstd frame). */
 static int raw_block(const char *path, const char *db, const uint8_t *key, const uint8_t *val,
@@ -1221,11 +1234,27 @@ static void test_corrupt_values(void)
 	memset(val, 0, sizeof(val));
 	val[0] = 2;
 	val[4] = 40;
-	CHECK_EQ_INT(raw_put(path, "trees", key, 4, val, 48), 0);
+	CHECK_EQ_INT(raw_packed(path, "trees", key, val, 48), 0);
 	key[3] = 2;
 	val[0] = 1;
 	val[8] = 5; /* parent 5 of node 0 */
-	CHECK_EQ_INT(raw_put(path, "trees", key, 4, val, 48), 0);
+	CHECK_EQ_INT(raw_packed(path, "trees", key, val, 48), 0);
+	/* packed: a frame that claims to expand past the bound */
+	key[3] = 3;
+	{
+		uint8_t z[64];
+		size_t zn = ZSTD_compress(z + 4, sizeof(z) - 4, val, 48, 1);
+
+		z[0] = z[1] = z[2] = 0xff;
+		z[3] = 0x7f;
+		CHECK_EQ_INT(raw_put(path, "trees", key, 4, z, 4 + zn), 0);
+		/* ...and one whose frame expands to other than its stated size */
+		key[3] = 4;
+		z[0] = 47;
+		z[1] = z[2] = z[3] = 0;
+		CHECK_EQ_INT(raw_put(path, "trees", key, 4, z, 4 + zn), 0);
+	}
+	key[3] = 2;
 	/* an object with build_id_len 40 */
 	memset(val, 0, sizeof(val));
 	val[28] = 40;
@@ -1256,6 +1285,9 @@ static void test_corrupt_values(void)
 	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 1, &nodes, &n), CYGPROF_E_CORRUPT);
 	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 2, &nodes, &n), CYGPROF_E_CORRUPT);
 	CHECK(nodes == NULL);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 3, &nodes, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 4, &nodes, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_STR(cygprof_capture_damage(NULL), "thread 4 call tree: malformed");
 	CHECK_EQ_INT(cygprof_capture_get_objects(cap, &objs, &n), CYGPROF_E_CORRUPT);
 	CHECK_EQ_INT(cygprof_capture_get_symbols(cap, 2, &syms, &n), CYGPROF_E_CORRUPT);
 	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 0, count_cb, &seen), 0);
