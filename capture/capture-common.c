@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* capture-common.c - pieces shared by the capture writer and reader: error
  * codes, environment setup, read transactions, close, symbol lookup. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
 
 #include "capture-private.h"
 
@@ -14,17 +20,122 @@ const char *const capture_db_names[DB_COUNT] = {
 	[DB_SITES] = "sites",
 };
 
+/* The detail of the last damage (or version) error of this thread: appended
+ * by cygprof_strerror() so that every command names what is damaged. */
+static __thread char last_detail[200];
+static __thread char last_msg[256];
+
+void capture_detail_clear(void)
+{
+	last_detail[0] = 0;
+}
+
+const char *capture_detail_last(void)
+{
+	return last_detail;
+}
+
+int capture_damage(struct cygprof_capture *cap, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_detail, sizeof(last_detail), fmt, ap);
+	va_end(ap);
+	if (cap && !cap->detail[0])
+		snprintf(cap->detail, sizeof(cap->detail), "%s", last_detail);
+	return CYGPROF_E_CORRUPT;
+}
+
+const char *cygprof_capture_damage(const struct cygprof_capture *cap)
+{
+	if (cap)
+		return cap->detail[0] ? cap->detail : NULL;
+	return last_detail[0] ? last_detail : NULL;
+}
+
+void capture_describe(unsigned int db, const void *key, size_t klen, char *buf, size_t n)
+{
+	const uint8_t *k = key;
+	uint32_t a = klen >= 4 ? get_be32(k) : 0;
+
+	switch (db) {
+	case DB_META:
+		snprintf(buf, n, "meta '%.*s'", (int)(klen > 40 ? 40 : klen), (const char *)key);
+		return;
+	case DB_PROCS:
+		snprintf(buf, n, "process %u record", a);
+		return;
+	case DB_THREADS:
+		snprintf(buf, n, "thread %u record", a);
+		return;
+	case DB_TREES:
+		snprintf(buf, n, "thread %u call tree", a);
+		return;
+	case DB_SITES:
+		snprintf(buf, n, "thread %u call sites", a);
+		return;
+	case DB_TIMELINE:
+		snprintf(buf, n, "thread %u timeline block %u", a, klen >= 8 ? get_be32(k + 4) : 0);
+		return;
+	case DB_MEM:
+		snprintf(buf, n, "thread %u memory block %u", a, klen >= 8 ? get_be32(k + 4) : 0);
+		return;
+	case DB_OBJECTS:
+		snprintf(buf, n, "object %u record", a);
+		return;
+	case DB_SYMBOLS:
+		snprintf(buf, n, "process %u symbol at 0x%llx", a,
+			 klen >= 12 ? (unsigned long long)get_be64(k + 4) : 0ull);
+		return;
+	case DB_STACKS:
+		snprintf(buf, n, "stack node %u", a);
+		return;
+	}
+	snprintf(buf, n, "%s record", db < DB_COUNT ? capture_db_names[db] : "?");
+}
+
+int capture_value(struct cygprof_capture *cap, unsigned int db, const MDB_val *k, MDB_val *v)
+{
+	char what[96];
+	const uint8_t *p = v->mv_data;
+	size_t n = v->mv_size;
+
+	if (!cap->crc)
+		return 0;
+	if (n < CAPTURE_CRC_SIZE ||
+	    capture_value_crc(db, k->mv_data, k->mv_size, p, n - CAPTURE_CRC_SIZE) !=
+		    get_le32(p + n - CAPTURE_CRC_SIZE)) {
+		capture_describe(db, k->mv_data, k->mv_size, what, sizeof(what));
+		return capture_damage(cap, "%s: checksum mismatch", what);
+	}
+	v->mv_size = n - CAPTURE_CRC_SIZE;
+	return 0;
+}
+
 const char *cygprof_strerror(int err)
 {
+	const char *base;
+
 	switch (err) {
 	case 0:
 		return "success";
 	case CYGPROF_E_NOTCAPTURE:
 		return "not a cygprof capture";
 	case CYGPROF_E_CORRUPT:
-		return "truncated or damaged capture";
+		base = "truncated or damaged capture";
+		if (!last_detail[0])
+			return base;
+		snprintf(last_msg, sizeof(last_msg), "%s (%s)", base, last_detail);
+		return last_msg;
 	case CYGPROF_E_VERSION:
-		return "capture written by a newer cygprof (unknown schema)";
+		base = "capture written by a newer cygprof (unknown schema)";
+		if (!last_detail[0])
+			return base;
+		snprintf(last_msg, sizeof(last_msg), "%s (%s)", base, last_detail);
+		return last_msg;
+	case CYGPROF_E_ADDRSPACE:
+		return "address space limit (ulimit -v) too small for the capture";
 	case CYGPROF_E_NOTFOUND:
 		return "no such record";
 	case CYGPROF_E_NOTXN:
@@ -141,52 +252,59 @@ int crd_status(const struct crd *r)
 	return 0;
 }
 
-static int env_try(struct cygprof_capture *cap, unsigned int flags, size_t mapsize)
+/* LMDB opens its file without O_CLOEXEC (twice for a writer: data and
+ * meta writes): make every descriptor of the file close-on-exec, so that
+ * neither the traced program nor its children inherit one. */
+static void cloexec_all(MDB_env *env)
 {
+	struct stat want, st;
+	struct dirent *e;
+	int fd, n;
+	DIR *d;
+
+	if (mdb_env_get_fd(env, &fd) || fstat(fd, &want))
+		return;
+	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+	d = opendir("/proc/self/fd");
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		n = atoi(e->d_name);
+		if (n == dirfd(d) || fstat(n, &st))
+			continue;
+		if (st.st_dev == want.st_dev && st.st_ino == want.st_ino)
+			fcntl(n, F_SETFD, fcntl(n, F_GETFD) | FD_CLOEXEC);
+	}
+	if (d)
+		closedir(d);
+}
+
+int capture_env_open(struct cygprof_capture *cap, const char *file, unsigned int flags,
+		     size_t mapsize)
+{
+	MDB_stat st;
 	int rc;
 
 	rc = mdb_env_create(&cap->env);
 	if (rc) {
 		cap->env = NULL;
-		return rc;
+		return capture_err(rc);
 	}
 	if (mapsize)
 		rc = mdb_env_set_mapsize(cap->env, mapsize);
 	if (!rc)
 		rc = mdb_env_set_maxdbs(cap->env, CAPTURE_MAXDBS);
 	if (!rc)
-		rc = mdb_env_open(cap->env, cap->path, flags | MDB_NOSUBDIR | MDB_NOTLS, 0644);
+		rc = mdb_env_open(cap->env, file,
+				  flags | MDB_NOSUBDIR | MDB_NOTLS | MDB_NOLOCK, 0600);
+	if (!rc)
+		rc = mdb_env_stat(cap->env, &st);
 	if (rc) {
 		mdb_env_close(cap->env);
 		cap->env = NULL;
-	}
-	return rc;
-}
-
-int capture_env_open(struct cygprof_capture *cap, unsigned int flags)
-{
-	MDB_stat st;
-	int rc;
-
-	for (;;) {
-		rc = env_try(cap, flags, cap->rdonly ? 0 : cap->mapsize);
-		if (rc == ENOMEM && !cap->rdonly && cap->mapsize > ((size_t)16 << 20)) {
-			cap->mapsize /= 2;
-			continue;
-		}
-		if ((rc == EACCES || rc == EROFS || rc == EPERM) && cap->rdonly &&
-		    !(flags & MDB_NOLOCK)) {
-			/* no lock file possible: read without locking */
-			flags |= MDB_NOLOCK;
-			continue;
-		}
-		break;
-	}
-	if (rc)
 		return capture_err(rc);
-	rc = mdb_env_stat(cap->env, &st);
-	if (rc)
-		return capture_err(rc);
+	}
+	cloexec_all(cap->env);
 	cap->psize = st.ms_psize;
 	cap->maxkey = (size_t)mdb_env_get_maxkeysize(cap->env);
 	return 0;
@@ -196,6 +314,8 @@ int capture_rbegin(struct cygprof_capture *cap, MDB_txn **txn)
 {
 	int rc, tries;
 
+	/* every reader call starts here: its damage detail is its own */
+	capture_detail_clear();
 	if (cap->txn) {
 		*txn = cap->txn;
 		return 0;
@@ -236,6 +356,12 @@ void capture_free(struct cygprof_capture *cap)
 		}
 		free(cap->pend[s]);
 	}
+	if (cap->tmp_path && !cap->published)
+		unlink(cap->tmp_path);
+	free(cap->tmp_path);
+	ZSTD_freeCCtx(cap->zc);
+	ZSTD_freeDCtx(cap->zd);
+	free(cap->zbuf.p);
 	free(cap->dirty);
 	free(cap->log.ent);
 	free(cap->log.data);
@@ -246,21 +372,57 @@ void capture_free(struct cygprof_capture *cap)
 
 int cygprof_capture_close(struct cygprof_capture *cap)
 {
-	int rc = 0;
+	int rc = 0, rc2;
 
 	if (!cap)
 		return 0;
-	if (!cap->rdonly && cap->env)
+	if (!cap->rdonly && cap->env) {
 		rc = capture_writer_finish(cap);
+		/* what was committed is a capture: publish it even after an error
+		 * (the error is still returned) */
+		rc2 = cygprof_capture_publish(cap);
+		if (!rc)
+			rc = rc2;
+	}
 	capture_free(cap);
 	return rc;
+}
+
+int cygprof_capture_publish(struct cygprof_capture *cap)
+{
+	if (!cap)
+		return -EINVAL;
+	if (cap->rdonly)
+		return CYGPROF_E_RDONLY;
+	if (cap->published)
+		return 0;
+	if (rename(cap->tmp_path, cap->path))
+		return -errno;
+	cap->published = true;
+	return 0;
+}
+
+void cygprof_capture_discard(struct cygprof_capture *cap)
+{
+	if (!cap)
+		return;
+	if (cap->rdonly || cap->published) {
+		cygprof_capture_close(cap);
+		return;
+	}
+	/* capture_free aborts the open transaction and unlinks the new file */
+	capture_free(cap);
 }
 
 uint64_t cygprof_capture_file_size(struct cygprof_capture *cap)
 {
 	struct stat st;
 
-	if (!cap || stat(cap->path, &st))
+	if (!cap)
+		return 0;
+	if (cap->rdonly)
+		return cap->file_size;
+	if (stat(cap->published ? cap->path : cap->tmp_path, &st))
 		return 0;
 	return (uint64_t)st.st_size;
 }

@@ -44,12 +44,28 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_COUNT };
 
 /* Fixed parts of the value encodings (bytes). */
 #define CAPTURE_PROC_FIXED 36
-#define CAPTURE_THREAD_SIZE 100
+#define CAPTURE_THREAD_SIZE 124
 #define CAPTURE_TREE_HDR 8
 #define CAPTURE_NODE_SIZE 40
 #define CAPTURE_OBJECT_FIXED 64
 #define CAPTURE_SYMBOL_FIXED 12
 #define CAPTURE_BLOCK_HDR 12
+/* Schema 2 block header: count, first_ts, raw (decompressed) length; the
+ * zstd frame follows. */
+#define CAPTURE_ZBLOCK_HDR 16
+/* Schema 2: raw event bytes per block (the writer's limit) and what a reader
+ * accepts (bounds the memory of a cursor and of a decompression). */
+#define CAPTURE_RAW_MAX ((size_t)256 << 10)
+#define CAPTURE_RAW_LIMIT ((size_t)1 << 20)
+/* zstd level of event blocks: 3 is zstd's default */
+#define CAPTURE_ZSTD_LEVEL 1
+/* A packed value (schema 2 trees and sites) expands at most this much:
+ * raw length <= compressed length * RATIO + SLACK (bounds what a reader
+ * allocates for a value). */
+#define CAPTURE_PACK_RATIO 1024
+#define CAPTURE_PACK_SLACK ((size_t)1 << 20)
+/* Trailing CRC32C of every schema 2 value. */
+#define CAPTURE_CRC_SIZE 4
 /* Largest encoding of one timeline event: varint(34 bits) + varint(64 bits). */
 #define CAPTURE_EVENT_MAX 15
 #define CAPTURE_STACK_SIZE 20
@@ -66,8 +82,8 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_COUNT };
 #define CAPTURE_MEM_EVENT_MAX 39
 /* Smallest: a FREE with one-byte header, time delta and address delta. */
 #define CAPTURE_MEM_EVENT_MIN 3
-/* A reader refuses larger event blocks (the writer stores at most 65520
- * bytes): this bounds the memory of a cursor. */
+/* A reader refuses larger schema 1 event blocks (the writer stored at most
+ * 65520 bytes): this bounds the memory of a cursor. */
 #define CAPTURE_BLOCK_LIMIT ((size_t)1 << 20)
 
 /* Environment variable overriding the initial map size of a writer (bytes);
@@ -299,14 +315,30 @@ struct pending {
 
 struct cygprof_capture {
 	MDB_env *env;
-	char *path;
+	char *path;    /* the capture's name */
 	bool rdonly;
+	unsigned int schema; /* of the capture: 1 or 2 */
+	bool crc;      /* values carry a CRC32C (schema 2) */
+	uint64_t file_size; /* reader: at open */
+	uint64_t nstacks_stored; /* reader: entries of the stacks DB */
+	bool sealed;   /* reader: closed by its writer, counts checked */
+	bool program_damaged; /* reader: meta "damaged": the traced program wrote
+			       * into the collector's mapping */
+	char detail[200]; /* the first damage found, "" when none */
+	void *zd;      /* ZSTD_DCtx, made on first use */
 	MDB_dbi dbi[DB_COUNT];
 	bool missing[DB_COUNT]; /* an optional DB the capture does not have */
 	unsigned int psize;
 	size_t maxkey;
 
 	/* writer only */
+	char *tmp_path; /* the new file, until it is renamed onto path */
+	bool published; /* renamed onto path */
+	bool complete;  /* "complete" was set: the final commit seals counts */
+	bool addrspace_limited; /* RLIMIT_AS is finite */
+	size_t addrspace;       /* that limit */
+	void *zc;       /* ZSTD_CCtx */
+	struct cbuf zbuf; /* a compressed block */
 	MDB_txn *txn; /* open write transaction */
 	bool batch;   /* between begin and commit */
 	size_t mapsize;
@@ -323,10 +355,44 @@ struct cygprof_capture {
 /* Map an LMDB or errno code to the library's convention. */
 int capture_err(int rc);
 
-/* Create and open cap->env on cap->path with flags (MDB_NOSUBDIR added).
- * A reader falls back to MDB_NOLOCK when the lock file cannot be created; a
- * writer retries with a smaller map when the mapping fails. */
-int capture_env_open(struct cygprof_capture *cap, unsigned int flags);
+/* CRC32C of n bytes, continuing from crc (0 to start). */
+uint32_t capture_crc32c_update(uint32_t crc, const void *data, size_t n);
+/* The checksum of a schema 2 value: CRC32C over the DB's name, LE32 key
+ * length, the key and the value bytes before the checksum. */
+uint32_t capture_value_crc(unsigned int db, const void *key, size_t klen, const void *val,
+			   size_t vlen);
+
+/* Record damage: sets cap->detail (first damage only) and the thread's last
+ * detail, returns CYGPROF_E_CORRUPT. */
+int capture_damage(struct cygprof_capture *cap, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The thread's last detail, cleared at the start of each public reader
+ * call; "" when none. */
+void capture_detail_clear(void);
+const char *capture_detail_last(void);
+/* Describe the record (db, key) for a damage message. */
+void capture_describe(unsigned int db, const void *key, size_t klen, char *buf, size_t n);
+
+/* Check and strip the checksum of a value read from db (schema 2); schema 1
+ * values pass through.  CYGPROF_E_CORRUPT (with a detail) on a mismatch. */
+int capture_value(struct cygprof_capture *cap, unsigned int db, const MDB_val *k, MDB_val *v);
+
+/* Walk the LMDB file structure (meta pages, every B-tree, overflow runs)
+ * of the file at fd (size bytes); 0 or CYGPROF_E_CORRUPT with a detail.
+ * On success *txnid is the committed transaction id LMDB will read, and
+ * entries[] the entry count of each named DB found (by DB_*; UINT64_MAX
+ * for a DB the file lacks). */
+int capture_verify(struct cygprof_capture *cap, int fd, uint64_t size, unsigned int *psize,
+		   uint64_t *txnid, uint64_t entries[DB_COUNT], uint32_t digests[DB_COUNT]);
+
+/* The digest of a DB's keys, in key order: CRC32C over LE32 length and
+ * bytes of each key; the seal stores it so that a changed key is found at
+ * open without reading the values. */
+uint32_t capture_key_digest(uint32_t d, const void *key, size_t klen);
+
+/* Create and open cap->env on file (MDB_NOSUBDIR | MDB_NOLOCK added). */
+int capture_env_open(struct cygprof_capture *cap, const char *file, unsigned int flags,
+		     size_t mapsize);
 
 /* A transaction to read from: the open write transaction of a writer, or a
  * new read-only one.  Release it with capture_rend(). */

@@ -7,50 +7,37 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "capture-private.h"
 
 #define LMDB_MAGIC 0xBEEFC0DEu
 #define EV_CHUNK 1024
 
-/* Look at the LMDB meta page before LMDB maps anything: a file that is not
+/* Look at the LMDB meta page before anything is mapped: a file that is not
  * LMDB at all is NOTCAPTURE, one too short for its two meta pages CORRUPT.
  * The layout is LMDB's native MDB_meta after a 16-byte page header. */
-static int precheck(const char *path, struct stat *st)
+static int precheck(struct cygprof_capture *cap, int fd, const struct stat *st)
 {
 	uint8_t hdr[64];
 	uint32_t magic, psize;
 	size_t psize_off = 16 + 4 + 4 + sizeof(void *) + sizeof(size_t);
 	ssize_t n;
-	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, st)) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	if (S_ISDIR(st->st_mode)) {
-		close(fd);
+	if (S_ISDIR(st->st_mode))
 		return -EISDIR;
-	}
-	if (!S_ISREG(st->st_mode)) {
-		close(fd);
+	if (!S_ISREG(st->st_mode))
 		return CYGPROF_E_NOTCAPTURE;
-	}
 	do
 		n = pread(fd, hdr, sizeof(hdr), 0);
 	while (n < 0 && errno == EINTR);
-	err = n < 0 ? -errno : 0;
-	close(fd);
-	if (err)
-		return err;
+	if (n < 0)
+		return -errno;
 	if ((size_t)n < psize_off + 4)
 		return CYGPROF_E_NOTCAPTURE;
 	/* native byte order, as LMDB writes it */
@@ -59,17 +46,52 @@ static int precheck(const char *path, struct stat *st)
 	if (magic != LMDB_MAGIC)
 		return CYGPROF_E_NOTCAPTURE;
 	if (psize < 256 || psize > 65536 || (psize & (psize - 1)))
-		return CYGPROF_E_CORRUPT;
+		return capture_damage(cap, "LMDB meta page: page size %u", psize);
 	if ((uint64_t)st->st_size < 2 * (uint64_t)psize)
-		return CYGPROF_E_CORRUPT;
+		return capture_damage(cap, "file truncated: %llu bytes",
+				      (unsigned long long)st->st_size);
 	return 0;
 }
 
+/* A raw meta value: with its checksum when the capture has them. */
+static int meta_raw(struct cygprof_capture *cap, MDB_txn *txn, const char *key, MDB_val *v)
+{
+	MDB_val k = { .mv_size = strlen(key), .mv_data = (void *)key };
+	int rc;
+
+	rc = mdb_get(txn, cap->dbi[DB_META], &k, v);
+	if (rc)
+		return capture_err(rc);
+	return capture_value(cap, DB_META, &k, v);
+}
+
+static int parse_u64(const MDB_val *v, uint64_t *out)
+{
+	const uint8_t *p = v->mv_data;
+	uint64_t x = 0;
+	size_t i;
+
+	if (!v->mv_size || v->mv_size > 19)
+		return -1;
+	for (i = 0; i < v->mv_size; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return -1;
+		x = x * 10 + (p[i] - '0');
+	}
+	*out = x;
+	return 0;
+}
+
+/* magic and schema are read before the schema is known.  A schema 1
+ * capture stores the bare strings; schema 2 seals every value, magic and
+ * schema included, with a trailing CRC32C, and has a "crc32c" key that
+ * schema 1 never has: a damaged length or digit cannot make a schema 2
+ * capture read as an unchecked schema 1 one. */
 static int check_schema(struct cygprof_capture *cap, MDB_txn *txn)
 {
+	size_t mlen = strlen(CAPTURE_MAGIC);
 	MDB_val k = { .mv_size = 5, .mv_data = "magic" }, v;
 	uint64_t schema = 0;
-	size_t i;
 	int rc;
 
 	rc = mdb_get(txn, cap->dbi[DB_META], &k, &v);
@@ -77,29 +99,153 @@ static int check_schema(struct cygprof_capture *cap, MDB_txn *txn)
 		return CYGPROF_E_NOTCAPTURE;
 	if (rc)
 		return capture_err(rc);
-	if (v.mv_size != strlen(CAPTURE_MAGIC) || memcmp(v.mv_data, CAPTURE_MAGIC, v.mv_size))
+	if (v.mv_size < mlen || memcmp(v.mv_data, CAPTURE_MAGIC, mlen))
 		return CYGPROF_E_NOTCAPTURE;
-	k = (MDB_val){ .mv_size = 6, .mv_data = "schema" };
-	rc = mdb_get(txn, cap->dbi[DB_META], &k, &v);
-	if (rc)
-		return rc == MDB_NOTFOUND ? CYGPROF_E_CORRUPT : capture_err(rc);
-	if (!v.mv_size || v.mv_size > 9)
-		return CYGPROF_E_CORRUPT;
-	for (i = 0; i < v.mv_size; i++) {
-		uint8_t c = ((const uint8_t *)v.mv_data)[i];
-
-		if (c < '0' || c > '9')
-			return CYGPROF_E_CORRUPT;
-		schema = schema * 10 + (c - '0');
+	if (v.mv_size == mlen) {
+		cap->crc = false;
+	} else {
+		cap->crc = true;
+		rc = capture_value(cap, DB_META, &k, &v);
+		if (rc)
+			return rc;
+		if (v.mv_size != mlen)
+			return capture_damage(cap, "meta 'magic': wrong length");
 	}
-	if (!schema)
-		return CYGPROF_E_CORRUPT;
-	if (schema > CYGPROF_CAPTURE_SCHEMA)
+	rc = meta_raw(cap, txn, "schema", &v);
+	if (rc == CYGPROF_E_NOTFOUND)
+		return capture_damage(cap, "meta 'schema' missing");
+	if (rc)
+		return rc;
+	if (parse_u64(&v, &schema) || !schema)
+		return capture_damage(cap, "meta 'schema' malformed");
+	if (schema > CYGPROF_CAPTURE_SCHEMA) {
+		capture_damage(cap, "schema %llu; this cygprof reads schemas 1 to %d",
+			       (unsigned long long)schema, CYGPROF_CAPTURE_SCHEMA);
 		return CYGPROF_E_VERSION;
+	}
+	if ((schema >= 2) != cap->crc)
+		return capture_damage(cap, "meta 'schema' %llu does not match the checksums",
+				      (unsigned long long)schema);
+	k = (MDB_val){ .mv_size = 6, .mv_data = "crc32c" };
+	rc = mdb_get(txn, cap->dbi[DB_META], &k, &v);
+	if (rc && rc != MDB_NOTFOUND)
+		return capture_err(rc);
+	if (!rc != cap->crc)
+		return capture_damage(cap, "meta 'crc32c' does not match schema %llu",
+				      (unsigned long long)schema);
+	cap->schema = (unsigned int)schema;
 	return 0;
 }
 
-static int open_dbs(struct cygprof_capture *cap)
+/* A sealed capture (closed by the writer) says which transaction sealed it
+ * and how many entries each DB has: a record that vanished (a damaged
+ * branch page) or an older snapshot (a damaged meta page) shows here. */
+static int check_seal(struct cygprof_capture *cap, MDB_txn *txn, uint64_t txnid,
+		      const uint64_t entries[DB_COUNT], const uint32_t digests[DB_COUNT])
+{
+	MDB_val v;
+	uint64_t id, n;
+	char buf[48 * DB_COUNT], *p, *end;
+	unsigned long dg;
+	size_t len;
+	int rc, i;
+
+	if (!cap->crc)
+		return 0;
+	rc = meta_raw(cap, txn, "txn", &v);
+	if (rc == CYGPROF_E_NOTFOUND) {
+		/* not closed: interrupted, nothing to check, but then it cannot
+		 * say it is complete */
+		rc = meta_raw(cap, txn, "complete", &v);
+		if (rc == CYGPROF_E_NOTFOUND)
+			return 0;
+		if (rc)
+			return rc;
+		return capture_damage(cap, "complete capture without its seal (meta 'txn')");
+	}
+	if (rc)
+		return rc;
+	if (parse_u64(&v, &id))
+		return capture_damage(cap, "meta 'txn' malformed");
+	cap->sealed = true;
+	if (id != txnid)
+		return capture_damage(cap, "LMDB meta page: transaction %llu, sealed at %llu",
+				      (unsigned long long)txnid, (unsigned long long)id);
+	rc = meta_raw(cap, txn, "counts", &v);
+	if (rc == CYGPROF_E_NOTFOUND)
+		return capture_damage(cap, "meta 'counts' missing");
+	if (rc)
+		return rc;
+	len = v.mv_size < sizeof(buf) - 1 ? v.mv_size : sizeof(buf) - 1;
+	memcpy(buf, v.mv_data, len);
+	buf[len] = 0;
+	p = buf;
+	for (i = 0; i < DB_COUNT; i++) {
+		size_t nl = strlen(capture_db_names[i]);
+
+		if (i) {
+			if (*p != ' ')
+				return capture_damage(cap, "meta 'counts' malformed");
+			p++;
+		}
+		if (strncmp(p, capture_db_names[i], nl) || p[nl] != '=' || p[nl + 1] < '0' ||
+		    p[nl + 1] > '9')
+			return capture_damage(cap, "meta 'counts' malformed");
+		errno = 0;
+		n = strtoull(p + nl + 1, &end, 10);
+		if (errno)
+			return capture_damage(cap, "meta 'counts' malformed");
+		if (*end != ':' || !((end[1] >= '0' && end[1] <= '9') || (end[1] >= 'a' && end[1] <= 'f')))
+			return capture_damage(cap, "meta 'counts' malformed");
+		dg = strtoul(end + 1, &p, 16);
+		if (p - end != 9)
+			return capture_damage(cap, "meta 'counts' malformed");
+		if (entries[i] == UINT64_MAX ? n != 0 : n != entries[i])
+			return capture_damage(cap, "%s: %llu entries, %llu written",
+					      capture_db_names[i],
+					      entries[i] == UINT64_MAX ? 0ull
+								       : (unsigned long long)entries[i],
+					      (unsigned long long)n);
+		if (entries[i] != UINT64_MAX && dg != digests[i])
+			return capture_damage(cap, "%s: keys changed since written",
+					      capture_db_names[i]);
+	}
+	if (*p)
+		return capture_damage(cap, "meta 'counts' malformed");
+	return 0;
+}
+
+/* Check the checksum of every value but the event blocks (read and checked
+ * when they are decoded): what every report reads anyway, so that a damaged
+ * record fails the open rather than a later call whose error a command
+ * might take for "absent". */
+static int check_values(struct cygprof_capture *cap, MDB_txn *txn)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	unsigned int db;
+	int rc = 0, r;
+
+	if (!cap->crc)
+		return 0;
+	for (db = 0; db < DB_COUNT && !rc; db++) {
+		if (db == DB_TIMELINE || db == DB_MEM || cap->missing[db])
+			continue;
+		rc = capture_err(mdb_cursor_open(txn, cap->dbi[db], &cur));
+		if (rc)
+			break;
+		for (r = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !r && !rc;
+		     r = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+			rc = capture_value(cap, db, &k, &v);
+		mdb_cursor_close(cur);
+		if (!rc && r != MDB_NOTFOUND)
+			rc = capture_err(r);
+	}
+	return rc;
+}
+
+static int open_dbs(struct cygprof_capture *cap, uint64_t txnid, const uint64_t entries[DB_COUNT],
+		    const uint32_t digests[DB_COUNT])
 {
 	MDB_txn *txn;
 	int rc, i;
@@ -107,6 +253,10 @@ static int open_dbs(struct cygprof_capture *cap)
 	rc = mdb_txn_begin(cap->env, NULL, MDB_RDONLY, &txn);
 	if (rc)
 		return capture_err(rc);
+	if (mdb_txn_id(txn) != txnid) {
+		rc = capture_damage(cap, "LMDB meta pages changed while opening");
+		goto out;
+	}
 	rc = mdb_dbi_open(txn, capture_db_names[DB_META], 0, &cap->dbi[DB_META]);
 	if (rc) {
 		rc = rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE ? CYGPROF_E_NOTCAPTURE
@@ -119,19 +269,33 @@ static int open_dbs(struct cygprof_capture *cap)
 	for (i = 0; i < DB_COUNT; i++) {
 		if (i == DB_META)
 			continue;
-		rc = mdb_dbi_open(txn, capture_db_names[i], 0, &cap->dbi[i]);
-		if (rc == MDB_NOTFOUND && i >= DB_FIRST_OPTIONAL) {
-			/* written before this DB existed: reads as empty */
-			cap->missing[i] = true;
-			rc = 0;
-			continue;
+		if (entries[i] == UINT64_MAX) {
+			if (i >= DB_FIRST_OPTIONAL && cap->schema == 1) {
+				/* written before this DB existed: reads as empty */
+				cap->missing[i] = true;
+				continue;
+			}
+			rc = capture_damage(cap, "DB '%s' missing", capture_db_names[i]);
+			goto out;
 		}
+		rc = mdb_dbi_open(txn, capture_db_names[i], 0, &cap->dbi[i]);
 		if (rc) {
-			rc = rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE ? CYGPROF_E_CORRUPT
-									  : capture_err(rc);
+			rc = rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE
+				     ? capture_damage(cap, "DB '%s' missing", capture_db_names[i])
+				     : capture_err(rc);
 			goto out;
 		}
 	}
+	rc = check_seal(cap, txn, txnid, entries, digests);
+	if (!rc)
+		rc = check_values(cap, txn);
+	if (rc)
+		goto out;
+	{
+		MDB_val k = {7, (void *)"damaged"}, v;
+		cap->program_damaged = mdb_get(txn, cap->dbi[DB_META], &k, &v) == 0;
+	}
+	cap->nstacks_stored = entries[DB_STACKS] == UINT64_MAX ? 0 : entries[DB_STACKS];
 	/* committing keeps the handles for later transactions */
 	return capture_err(mdb_txn_commit(txn));
 out:
@@ -139,51 +303,121 @@ out:
 	return rc;
 }
 
-int cygprof_capture_open(const char *path, struct cygprof_capture **out)
+/* Open the capture whose file is fd (closed before returning). */
+static int open_fd(const char *path, int fd, struct cygprof_capture **out)
 {
 	struct cygprof_capture *cap;
-	MDB_envinfo info;
+	uint64_t txnid = 0, entries[DB_COUNT];
+	uint32_t digests[DB_COUNT];
+	char fdpath[64];
+	unsigned int psize = 0;
 	struct stat st;
+	size_t mapsize;
 	int rc;
 
-	if (!out)
-		return -EINVAL;
-	*out = NULL;
-	if (!path || !*path)
-		return -EINVAL;
-	rc = precheck(path, &st);
-	if (rc)
-		return rc;
 	cap = calloc(1, sizeof(*cap));
-	if (!cap)
+	if (!cap) {
+		close(fd);
 		return -ENOMEM;
+	}
 	cap->rdonly = true;
 	cap->path = strdup(path);
 	if (!cap->path) {
-		free(cap);
-		return -ENOMEM;
+		rc = -ENOMEM;
+		goto fail;
 	}
-	rc = capture_env_open(cap, MDB_RDONLY);
+	if (fstat(fd, &st)) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = precheck(cap, fd, &st);
 	if (rc)
 		goto fail;
-	/* every page LMDB may reach must be in the file: past EOF of the map
-	 * is SIGBUS, so check before any data page is touched */
-	rc = mdb_env_info(cap->env, &info);
-	if (rc) {
-		rc = capture_err(rc);
+	cap->file_size = (uint64_t)st.st_size;
+	/* every page LMDB may reach must be in the file and well formed: LMDB
+	 * trusts its pages, so check them all before it reads any */
+	rc = capture_verify(cap, fd, cap->file_size, &psize, &txnid, entries, digests);
+	if (rc)
+		goto fail;
+	if (cap->file_size > SIZE_MAX - psize) {
+		rc = -EFBIG;
 		goto fail;
 	}
-	if (((uint64_t)info.me_last_pgno + 1) * cap->psize > (uint64_t)st.st_size) {
-		rc = CYGPROF_E_CORRUPT;
+	/* a map that fits the file (LMDB would map the size recorded by the
+	 * writer: 64 GiB of address space) */
+	mapsize = ((size_t)cap->file_size + psize - 1) / psize * psize;
+	/* open the very file checked above */
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	rc = capture_env_open(cap, access(fdpath, F_OK) ? path : fdpath, MDB_RDONLY, mapsize);
+	if (rc)
+		goto fail;
+	close(fd);
+	fd = -1;
+	if (cap->psize != psize) {
+		rc = capture_damage(cap, "LMDB meta page: page size");
 		goto fail;
 	}
-	rc = open_dbs(cap);
+	rc = open_dbs(cap, txnid, entries, digests);
 	if (rc)
 		goto fail;
 	*out = cap;
 	return 0;
 fail:
+	if (fd >= 0)
+		close(fd);
 	capture_free(cap);
+	return rc;
+}
+
+int cygprof_capture_open(const char *path, struct cygprof_capture **out)
+{
+	int fd;
+
+	capture_detail_clear();
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!path || !*path)
+		return -EINVAL;
+	/* O_NONBLOCK: a FIFO must not block the open */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	return open_fd(path, fd, out);
+}
+
+int cygprof_capture_probe(const char *path)
+{
+	struct cygprof_capture *cap;
+	struct stat st;
+	int rc, fd;
+
+	if (!path || !*path)
+		return -EINVAL;
+	/* never through a symlink, never blocking on a FIFO or a device */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0)
+		return errno == ELOOP ? 0 : -errno;
+	if (fstat(fd, &st)) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	capture_detail_clear();
+	rc = open_fd(path, fd, &cap);
+	if (!rc) {
+		cygprof_capture_close(cap);
+		return 1;
+	}
+	/* a damaged capture or one of an unknown schema is still a capture */
+	if (rc == CYGPROF_E_CORRUPT || rc == CYGPROF_E_VERSION)
+		return 1;
+	if (rc == CYGPROF_E_NOTCAPTURE || rc == -EISDIR)
+		return 0;
 	return rc;
 }
 
@@ -206,6 +440,8 @@ int cygprof_capture_get_meta(struct cygprof_capture *cap, const char *key, char 
 	if (rc)
 		return rc;
 	rc = capture_err(mdb_get(txn, cap->dbi[DB_META], &k, &v));
+	if (!rc)
+		rc = capture_value(cap, DB_META, &k, &v);
 	if (!rc) {
 		*value = malloc(v.mv_size + 1);
 		if (*value) {
@@ -263,6 +499,9 @@ static int load(struct cygprof_capture *cap, unsigned int db, const uint8_t *pre
 		}
 		if (plen && (k.mv_size < plen || memcmp(k.mv_data, prefix, plen)))
 			break;
+		rc = capture_value(cap, db, &k, &v);
+		if (rc)
+			break;
 		if (n == cap_n) {
 			cap_n = cap_n ? cap_n * 2 : 64;
 			tmp = realloc(a, cap_n * elsize);
@@ -277,6 +516,12 @@ static int load(struct cygprof_capture *cap, unsigned int db, const uint8_t *pre
 		if (rc) {
 			if (clear)
 				clear(a + n * elsize);
+			if (rc == CYGPROF_E_CORRUPT) {
+				char what[96];
+
+				capture_describe(db, k.mv_data, k.mv_size, what, sizeof(what));
+				capture_damage(cap, "%s: malformed", what);
+			}
 			break;
 		}
 		n++;
@@ -369,16 +614,46 @@ static int decode_thread(const MDB_val *k, const MDB_val *v, void *elem)
 		memcpy(t->name, name, sizeof(t->name));
 		t->name[sizeof(t->name) - 1] = 0;
 	}
+	if (crd_status(&r))
+		return crd_status(&r);
+	/* optional fields, appended later */
+	if (r.len - r.off >= 24) {
+		t->overflow = crd_le64(&r);
+		t->sig_lost = crd_le64(&r);
+		t->mem_lost = crd_le64(&r);
+	}
+	if (t->events > UINT64_MAX / 8 || t->lost > UINT64_MAX / 8 || t->calls > UINT64_MAX / 8 ||
+	    t->unwound > UINT64_MAX / 8 || t->unpaired > UINT64_MAX / 8 ||
+	    t->sig_lost > UINT64_MAX / 8)
+		return CYGPROF_E_CORRUPT;
 	return crd_status(&r);
 }
 
 int cygprof_capture_get_threads(struct cygprof_capture *cap, struct cygprof_thread **threads,
 				size_t *n)
 {
+	int rc;
+
 	if (!cap || !threads || !n)
 		return -EINVAL;
-	return load(cap, DB_THREADS, NULL, 0, sizeof(**threads), decode_thread, NULL,
-		    (void **)threads, n);
+	rc = load(cap, DB_THREADS, NULL, 0, sizeof(**threads), decode_thread, NULL,
+		  (void **)threads, n);
+	/* Values that cannot be true: each call makes at most an entry and
+	 * an exit event, so events and lost events together cannot be more.
+	 * Unless the traced program wrote into the collector's mapping (meta
+	 * "damaged"): then calls of rejected nodes are missing while their
+	 * events were stored. */
+	for (size_t i = 0; !rc && !cap->program_damaged && i < *n; i++) {
+		const struct cygprof_thread *t = &(*threads)[i];
+		if (t->events + t->lost > 2 * (t->calls + t->sig_lost) + t->unwound + t->unpaired) {
+			rc = capture_damage(cap, "thread %u record: more events than calls make",
+					    t->idx);
+			free(*threads);
+			*threads = NULL;
+			*n = 0;
+		}
+	}
+	return rc;
 }
 
 static int decode_object(const MDB_val *k, const MDB_val *v, void *elem)
@@ -472,12 +747,51 @@ void cygprof_symbols_free(struct cygprof_symbol *syms, size_t n)
 
 /* ---- trees ------------------------------------------------------------------- */
 
+/* A schema 2 packed value (LE32 raw length, then a zstd frame or the raw
+ * bytes): *v becomes the raw bytes, in *buf (free it) when decompressed. */
+static int unpack(struct cygprof_capture *cap, MDB_val *v, uint8_t **buf)
+{
+	const uint8_t *p = v->mv_data;
+	size_t raw, zn, n;
+
+	*buf = NULL;
+	if (cap->schema < 2)
+		return 0;
+	if (v->mv_size < 4)
+		return CYGPROF_E_CORRUPT;
+	raw = get_le32(p);
+	zn = v->mv_size - 4;
+	if (zn == raw) {
+		v->mv_data = (uint8_t *)v->mv_data + 4;
+		v->mv_size = raw;
+		return 0;
+	}
+	if (zn > raw || raw > zn * CAPTURE_PACK_RATIO + CAPTURE_PACK_SLACK ||
+	    ZSTD_getFrameContentSize(p + 4, zn) != raw ||
+	    ZSTD_findFrameCompressedSize(p + 4, zn) != zn)
+		return CYGPROF_E_CORRUPT;
+	*buf = malloc(raw ? raw : 1);
+	if (!*buf)
+		return -ENOMEM;
+	if (!cap->zd) {
+		cap->zd = ZSTD_createDCtx();
+		if (!cap->zd)
+			return -ENOMEM;
+	}
+	n = ZSTD_decompressDCtx(cap->zd, *buf, raw, p + 4, zn);
+	if (ZSTD_isError(n) || n != raw)
+		return CYGPROF_E_CORRUPT;
+	v->mv_data = *buf;
+	v->mv_size = raw;
+	return 0;
+}
+
 int cygprof_capture_get_tree(struct cygprof_capture *cap, uint32_t thread_idx,
 			     struct cygprof_node **nodes, size_t *n)
 {
 	struct cygprof_node *a = NULL;
 	const uint8_t *p;
-	uint8_t key[4];
+	uint8_t key[4], *packed = NULL;
 	uint32_t count, size, i;
 	MDB_txn *txn;
 	MDB_val k = { .mv_size = sizeof(key), .mv_data = key }, v;
@@ -497,6 +811,11 @@ int cygprof_capture_get_tree(struct cygprof_capture *cap, uint32_t thread_idx,
 		rc = rc == MDB_NOTFOUND ? 0 : capture_err(rc);
 		goto out;
 	}
+	rc = capture_value(cap, DB_TREES, &k, &v);
+	if (!rc)
+		rc = unpack(cap, &v, &packed);
+	if (rc)
+		goto out;
 	rc = CYGPROF_E_CORRUPT;
 	if (v.mv_size < CAPTURE_TREE_HDR)
 		goto out;
@@ -522,7 +841,8 @@ int cygprof_capture_get_tree(struct cygprof_capture *cap, uint32_t thread_idx,
 		a[i].calls = get_le64(p + 24);
 		a[i].total_ns = get_le64(p + 32);
 		if (a[i].parent != CYGPROF_NONE && a[i].parent >= i) {
-			rc = CYGPROF_E_CORRUPT;
+			rc = capture_damage(cap, "thread %u call tree: node %u has parent %u",
+					    thread_idx, i, a[i].parent);
 			free(a);
 			a = NULL;
 			goto out;
@@ -531,6 +851,9 @@ int cygprof_capture_get_tree(struct cygprof_capture *cap, uint32_t thread_idx,
 	*nodes = a;
 	*n = count;
 out:
+	if (rc == CYGPROF_E_CORRUPT && !capture_detail_last()[0])
+		capture_damage(cap, "thread %u call tree: malformed", thread_idx);
+	free(packed);
 	capture_rend(cap, txn);
 	return rc;
 }
@@ -542,7 +865,7 @@ int cygprof_capture_get_sites(struct cygprof_capture *cap, uint32_t thread_idx,
 {
 	struct cygprof_callsite *a = NULL;
 	const uint8_t *p;
-	uint8_t key[4];
+	uint8_t key[4], *packed = NULL;
 	uint32_t count, size, i;
 	MDB_txn *txn;
 	MDB_val k = { .mv_size = sizeof(key), .mv_data = key }, v;
@@ -584,6 +907,11 @@ int cygprof_capture_get_sites(struct cygprof_capture *cap, uint32_t thread_idx,
 		rc = rc == MDB_NOTFOUND ? 0 : capture_err(rc);
 		goto out;
 	}
+	rc = capture_value(cap, DB_SITES, &k, &v);
+	if (!rc)
+		rc = unpack(cap, &v, &packed);
+	if (rc)
+		goto out;
 	rc = CYGPROF_E_CORRUPT;
 	if (v.mv_size < 8)
 		goto out;
@@ -610,32 +938,153 @@ int cygprof_capture_get_sites(struct cygprof_capture *cap, uint32_t thread_idx,
 	*out = a;
 	*n = count;
 out:
+	if (rc == CYGPROF_E_CORRUPT && !capture_detail_last()[0])
+		capture_damage(cap, "thread %u call sites: malformed", thread_idx);
+	free(packed);
 	capture_rend(cap, txn);
 	return rc;
 }
 
-/* ---- timeline ------------------------------------------------------------- */
+/* ---- event blocks ---------------------------------------------------------- */
 
-static int decode_block(const MDB_val *v, struct cygprof_event *buf, size_t *nbuf,
-			cygprof_event_fn fn, void *data)
+/* One event block, header decoded and events ready to decode. */
+struct blk {
+	uint32_t count;
+	uint64_t first_ts;
+	const uint8_t *raw; /* the encoded events */
+	size_t len;
+};
+
+static int grow_buf(uint8_t **buf, size_t *cap, size_t want)
+{
+	uint8_t *p;
+	size_t n;
+
+	if (want <= *cap)
+		return 0;
+	n = *cap ? *cap : 65536;
+	while (n < want)
+		n *= 2;
+	p = realloc(*buf, n);
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap = n;
+	return 0;
+}
+
+/* The header of a block value (checksum already stripped).  min is the
+ * smallest encoding of an event, which bounds count. */
+static int block_hdr(struct cygprof_capture *cap, const MDB_val *v, size_t min, struct blk *b,
+		     size_t *zoff)
 {
 	const uint8_t *p = v->mv_data;
-	size_t len = v->mv_size, off = CAPTURE_BLOCK_HDR, nb = *nbuf;
-	uint64_t a, d, ts;
-	uint32_t count, i;
+	uint32_t raw;
+
+	if (cap->schema == 1) {
+		if (v->mv_size < CAPTURE_BLOCK_HDR || v->mv_size > CAPTURE_BLOCK_LIMIT)
+			return CYGPROF_E_CORRUPT;
+		b->count = get_le32(p);
+		b->first_ts = get_le64(p + 4);
+		b->raw = p + CAPTURE_BLOCK_HDR;
+		b->len = v->mv_size - CAPTURE_BLOCK_HDR;
+		*zoff = 0;
+	} else {
+		if (v->mv_size < CAPTURE_ZBLOCK_HDR)
+			return CYGPROF_E_CORRUPT;
+		b->count = get_le32(p);
+		b->first_ts = get_le64(p + 4);
+		raw = get_le32(p + 12);
+		if (raw > CAPTURE_RAW_LIMIT)
+			return CYGPROF_E_CORRUPT;
+		b->raw = NULL;
+		b->len = raw;
+		*zoff = CAPTURE_ZBLOCK_HDR;
+	}
+	/* schema 1 writers could store an empty block; schema 2 never does */
+	if ((!b->count && cap->schema >= 2) || b->count > b->len / min)
+		return CYGPROF_E_CORRUPT;
+	return 0;
+}
+
+/* Header and events of a block value; schema 2 events are decompressed
+ * into *buf. */
+static int block_open(struct cygprof_capture *cap, const MDB_val *v, size_t min, uint8_t **buf,
+		      size_t *bufcap, struct blk *b)
+{
+	const uint8_t *z;
+	size_t zoff, zlen, n;
+	unsigned long long csize;
 	int rc;
 
-	if (len < CAPTURE_BLOCK_HDR)
+	rc = block_hdr(cap, v, min, b, &zoff);
+	if (rc || cap->schema == 1)
+		return rc;
+	z = (const uint8_t *)v->mv_data + zoff;
+	zlen = v->mv_size - zoff;
+	csize = ZSTD_getFrameContentSize(z, zlen);
+	if (csize != b->len || ZSTD_findFrameCompressedSize(z, zlen) != zlen)
 		return CYGPROF_E_CORRUPT;
-	count = get_le32(p);
-	ts = get_le64(p + 4);
-	/* each event takes at least two bytes */
-	if (count > (len - CAPTURE_BLOCK_HDR) / 2)
+	rc = grow_buf(buf, bufcap, b->len ? b->len : 1);
+	if (rc)
+		return rc;
+	if (!cap->zd) {
+		cap->zd = ZSTD_createDCtx();
+		if (!cap->zd)
+			return -ENOMEM;
+	}
+	n = ZSTD_decompressDCtx(cap->zd, *buf, b->len, z, zlen);
+	if (ZSTD_isError(n) || n != b->len)
 		return CYGPROF_E_CORRUPT;
-	for (i = 0; i < count; i++) {
+	b->raw = *buf;
+	return 0;
+}
+
+/* A block of thread's stream in db at (k, v): 1 when it belongs to another
+ * thread, 0 when it is the next one expected (*seq), else damage. */
+static int block_key(struct cygprof_capture *cap, unsigned int db, uint32_t thread,
+		     const MDB_val *k, uint32_t seq)
+{
+	if (k->mv_size != 8)
+		return capture_damage(cap, "%s: key of %zu bytes", capture_db_names[db],
+				      k->mv_size);
+	if (get_be32(k->mv_data) != thread)
+		return 1;
+	/* schema 2 writes dense sequence numbers: a gap is a lost block */
+	if (cap->schema >= 2 && get_be32((const uint8_t *)k->mv_data + 4) != seq)
+		return capture_damage(cap, "thread %u %s block %u missing", thread,
+				      db == DB_MEM ? "memory" : "timeline", seq);
+	return 0;
+}
+
+static int block_damage(struct cygprof_capture *cap, unsigned int db, const MDB_val *k, int rc)
+{
+	char what[96];
+
+	if (rc != CYGPROF_E_CORRUPT)
+		return rc;
+	capture_describe(db, k->mv_data, k->mv_size, what, sizeof(what));
+	return capture_damage(cap, "%s: malformed", what);
+}
+
+/* ---- timeline ------------------------------------------------------------- */
+
+static int decode_block(const struct blk *b, uint64_t *last, struct cygprof_event *buf,
+			size_t *nbuf, cygprof_event_fn fn, void *data)
+{
+	const uint8_t *p = b->raw;
+	size_t len = b->len, off = 0, nb = *nbuf;
+	uint64_t a, d, ts = b->first_ts;
+	uint32_t i;
+	int rc;
+
+	/* blocks continue each other in time */
+	if (ts < *last)
+		return CYGPROF_E_CORRUPT;
+	for (i = 0; i < b->count; i++) {
 		if (!get_varint(p, len, &off, &a) || !get_varint(p, len, &off, &d))
 			return CYGPROF_E_CORRUPT;
-		if (a >> 2 > UINT32_MAX || ts + d < ts)
+		if (a >> 2 > UINT32_MAX || (a & 3) > CYGPROF_EV_UNWIND || ts + d < ts)
 			return CYGPROF_E_CORRUPT;
 		ts += d;
 		buf[nb].ts_ns = ts;
@@ -650,6 +1099,7 @@ static int decode_block(const MDB_val *v, struct cygprof_event *buf, size_t *nbu
 			}
 		}
 	}
+	*last = ts;
 	*nbuf = nb;
 	return 0;
 }
@@ -662,8 +1112,11 @@ int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_i
 	MDB_cursor_op op = MDB_SET_RANGE;
 	MDB_txn *txn;
 	MDB_val k, v;
-	uint8_t key[8];
-	size_t nbuf = 0;
+	struct blk b;
+	uint8_t key[8], *raw = NULL;
+	size_t nbuf = 0, rawcap = 0;
+	uint64_t last = 0;
+	uint32_t seq = 0;
 	int rc;
 
 	if (!cap || !fn)
@@ -686,7 +1139,7 @@ int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_i
 	put_be32(key + 4, 0);
 	k.mv_size = sizeof(key);
 	k.mv_data = key;
-	for (; !rc; op = MDB_NEXT) {
+	for (; !rc; op = MDB_NEXT, seq++) {
 		rc = mdb_cursor_get(cur, &k, &v, op);
 		if (rc == MDB_NOTFOUND) {
 			rc = 0;
@@ -696,13 +1149,20 @@ int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_i
 			rc = capture_err(rc);
 			break;
 		}
-		if (k.mv_size != 8) {
-			rc = CYGPROF_E_CORRUPT;
+		rc = block_key(cap, DB_TIMELINE, thread_idx, &k, seq);
+		if (rc == 1) {
+			rc = 0;
 			break;
 		}
-		if (get_be32(k.mv_data) != thread_idx)
-			break;
-		rc = decode_block(&v, buf, &nbuf, fn, data);
+		if (!rc)
+			rc = capture_value(cap, DB_TIMELINE, &k, &v);
+		if (!rc)
+			rc = block_damage(cap, DB_TIMELINE, &k,
+					  block_open(cap, &v, 2, &raw, &rawcap, &b));
+		if (!rc) {
+			rc = decode_block(&b, &last, buf, &nbuf, fn, data);
+			rc = rc == CYGPROF_E_CORRUPT ? block_damage(cap, DB_TIMELINE, &k, rc) : rc;
+		}
 	}
 	if (!rc && nbuf)
 		rc = fn(buf, nbuf, data);
@@ -710,28 +1170,29 @@ int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_i
 		mdb_cursor_close(cur);
 	capture_rend(cap, txn);
 	free(buf);
+	free(raw);
 	return rc;
 }
 
 /* ---- memory events ------------------------------------------------------------ */
 
-/* A cursor holds a copy of one block and decodes it event by event.  It
- * opens a read transaction (or uses the writer's open one) only while it
- * fetches the next block, so any number of cursors can be open at once on
- * one handle, and a writer can still grow its map in between. */
+/* A cursor holds the decoded bytes of one block and decodes it event by
+ * event.  It opens a read transaction (or uses the writer's open one) only
+ * while it fetches the next block, so any number of cursors can be open at
+ * once on one handle, and a writer can still grow its map in between. */
 struct cygprof_mem_cursor {
 	struct cygprof_capture *cap;
 	uint32_t thread;
 	uint32_t next_seq;  /* key of the next block to fetch */
 	bool end;           /* no more blocks */
 	int err;            /* sticky error */
-	uint8_t *buf;       /* the current block */
+	uint8_t *buf;       /* the events of the current block */
 	size_t len, cap_len;
 	size_t off;         /* next event in buf */
 	uint32_t left;      /* events left in buf */
 	uint64_t ts, addr;  /* of the previous event */
-	uint64_t block_ts;  /* first_ts of the current block */
 	bool any;           /* a block was read: ts is valid across blocks */
+	char what[96];      /* the current block, for a damage message */
 };
 
 int cygprof_mem_cursor_open(struct cygprof_capture *cap, uint32_t thread_idx,
@@ -768,33 +1229,16 @@ void cygprof_mem_cursor_close(struct cygprof_mem_cursor *cur)
 	free(cur);
 }
 
-/* Check a block of the thread: 1 when k is the key of another thread's
- * block, else 0 with *count its event count, or CYGPROF_E_CORRUPT. */
-static int mem_block_hdr(uint32_t thread, const MDB_val *k, const MDB_val *v, uint32_t *count)
-{
-	if (k->mv_size != 8)
-		return CYGPROF_E_CORRUPT;
-	if (get_be32(k->mv_data) != thread)
-		return 1;
-	if (v->mv_size < CAPTURE_BLOCK_HDR || v->mv_size > CAPTURE_BLOCK_LIMIT)
-		return CYGPROF_E_CORRUPT;
-	*count = get_le32(v->mv_data);
-	if (*count > (v->mv_size - CAPTURE_BLOCK_HDR) / CAPTURE_MEM_EVENT_MIN)
-		return CYGPROF_E_CORRUPT;
-	return 0;
-}
-
-/* Copy the thread's next non-empty block into c->buf; c->end at the end. */
+/* Decode the thread's next block into c->buf; c->end at the end. */
 static int mem_fetch(struct cygprof_mem_cursor *c)
 {
 	struct cygprof_capture *cap = c->cap;
 	MDB_cursor *mc = NULL;
 	MDB_txn *txn;
 	MDB_val k, v;
-	MDB_cursor_op op = MDB_SET_RANGE;
-	uint8_t key[8], *buf;
-	uint32_t count, seq;
-	size_t n;
+	struct blk b;
+	uint8_t key[8];
+	uint32_t seq;
 	int rc;
 
 	rc = capture_rbegin(cap, &txn);
@@ -805,64 +1249,62 @@ static int mem_fetch(struct cygprof_mem_cursor *c)
 	put_be32(key + 4, c->next_seq);
 	k.mv_size = sizeof(key);
 	k.mv_data = key;
-	for (; !rc; op = MDB_NEXT) {
-		rc = mdb_cursor_get(mc, &k, &v, op);
-		if (rc == MDB_NOTFOUND) {
-			c->end = true;
-			rc = 0;
-			break;
-		}
-		if (rc) {
-			rc = capture_err(rc);
-			break;
-		}
-		rc = mem_block_hdr(c->thread, &k, &v, &count);
-		if (rc == 1) {
-			/* the next thread's blocks */
-			c->end = true;
-			rc = 0;
-			break;
-		}
-		if (rc)
-			break;
-		seq = get_be32((const uint8_t *)k.mv_data + 4);
-		if (seq == UINT32_MAX)
-			c->end = true; /* the last possible key: nothing after it */
-		else
-			c->next_seq = seq + 1;
-		if (!count) {
-			if (c->end)
-				break;
-			continue;
-		}
-		if (v.mv_size > c->cap_len) {
-			n = c->cap_len ? c->cap_len : 65536;
-			while (n < v.mv_size)
-				n *= 2;
-			buf = realloc(c->buf, n);
-			if (!buf) {
-				rc = -ENOMEM;
-				break;
-			}
-			c->buf = buf;
-			c->cap_len = n;
-		}
-		memcpy(c->buf, v.mv_data, v.mv_size);
-		c->len = v.mv_size;
-		c->off = CAPTURE_BLOCK_HDR;
-		c->left = count;
-		c->block_ts = get_le64(c->buf + 4);
-		/* blocks continue each other in time */
-		if (c->any && c->block_ts < c->ts) {
-			rc = CYGPROF_E_CORRUPT;
-			c->left = 0;
-			break;
-		}
-		c->ts = c->block_ts;
-		c->addr = 0;
-		c->end = false;
-		break;
+	if (!rc)
+		rc = mdb_cursor_get(mc, &k, &v, MDB_SET_RANGE);
+	if (rc == MDB_NOTFOUND) {
+		c->end = true;
+		rc = 0;
+		goto out;
 	}
+	if (rc) {
+		rc = capture_err(rc);
+		goto out;
+	}
+	rc = block_key(cap, DB_MEM, c->thread, &k, c->next_seq);
+	if (rc == 1) {
+		/* the next thread's blocks */
+		c->end = true;
+		rc = 0;
+		goto out;
+	}
+	if (!rc)
+		rc = capture_value(cap, DB_MEM, &k, &v);
+	if (rc)
+		goto out;
+	capture_describe(DB_MEM, k.mv_data, k.mv_size, c->what, sizeof(c->what));
+	seq = get_be32((const uint8_t *)k.mv_data + 4);
+	if (seq == UINT32_MAX)
+		c->end = true; /* the last possible key: nothing after it */
+	else
+		c->next_seq = seq + 1;
+	if (cap->schema == 1) {
+		rc = block_hdr(cap, &v, CAPTURE_MEM_EVENT_MIN, &b, &(size_t){ 0 });
+		if (!rc)
+			rc = grow_buf(&c->buf, &c->cap_len, b.len ? b.len : 1);
+		if (!rc && b.len)
+			memcpy(c->buf, b.raw, b.len);
+	} else {
+		rc = block_open(cap, &v, CAPTURE_MEM_EVENT_MIN, &c->buf, &c->cap_len, &b);
+	}
+	if (rc) {
+		rc = rc == CYGPROF_E_CORRUPT ? capture_damage(cap, "%s: malformed", c->what) : rc;
+		goto out;
+	}
+	if (!b.count)
+		goto out; /* an empty schema 1 block */
+	c->len = b.len;
+	c->off = 0;
+	c->left = b.count;
+	/* blocks continue each other in time */
+	if (c->any && b.first_ts < c->ts) {
+		rc = capture_damage(cap, "%s: time goes back", c->what);
+		c->left = 0;
+		goto out;
+	}
+	c->ts = b.first_ts;
+	c->addr = 0;
+	c->end = false;
+out:
 	if (mc)
 		mdb_cursor_close(mc);
 	capture_rend(cap, txn);
@@ -901,6 +1343,9 @@ int cygprof_mem_cursor_next(struct cygprof_mem_cursor *cur, struct cygprof_mem_e
 	    (!get_varint(p, cur->len, &cur->off, &size) ||
 	     !get_varint(p, cur->len, &cur->off, &stack) || stack > UINT32_MAX))
 		goto corrupt;
+	/* a stack id past the stash of a sealed capture that has one */
+	if (cur->cap->sealed && cur->cap->nstacks_stored && stack > cur->cap->nstacks_stored)
+		goto corrupt;
 	d = unzigzag(d);
 	if (hdr & MEM_HDR_SCALED)
 		d <<= 4;
@@ -917,7 +1362,7 @@ int cygprof_mem_cursor_next(struct cygprof_mem_cursor *cur, struct cygprof_mem_e
 	ev->flags = (uint16_t)(hdr >> MEM_HDR_FLAGS_SHIFT);
 	return 1;
 corrupt:
-	cur->err = CYGPROF_E_CORRUPT;
+	cur->err = capture_damage(cur->cap, "%s: malformed", cur->what);
 	return cur->err;
 }
 
@@ -927,9 +1372,11 @@ int cygprof_capture_mem_count(struct cygprof_capture *cap, uint32_t thread_idx, 
 	MDB_cursor_op op = MDB_SET_RANGE;
 	MDB_txn *txn;
 	MDB_val k, v;
+	struct blk b;
 	uint8_t key[8];
-	uint32_t count;
 	uint64_t total = 0;
+	uint32_t seq = 0;
+	size_t zoff;
 	int rc;
 
 	if (!n)
@@ -952,7 +1399,7 @@ int cygprof_capture_mem_count(struct cygprof_capture *cap, uint32_t thread_idx, 
 	put_be32(key + 4, 0);
 	k.mv_size = sizeof(key);
 	k.mv_data = key;
-	for (; !rc; op = MDB_NEXT) {
+	for (; !rc; op = MDB_NEXT, seq++) {
 		rc = mdb_cursor_get(mc, &k, &v, op);
 		if (rc == MDB_NOTFOUND) {
 			rc = 0;
@@ -962,13 +1409,19 @@ int cygprof_capture_mem_count(struct cygprof_capture *cap, uint32_t thread_idx, 
 			rc = capture_err(rc);
 			break;
 		}
-		rc = mem_block_hdr(thread_idx, &k, &v, &count);
+		rc = block_key(cap, DB_MEM, thread_idx, &k, seq);
 		if (rc == 1) {
 			rc = 0; /* the next thread's blocks */
 			break;
 		}
 		if (!rc)
-			total += count;
+			rc = capture_value(cap, DB_MEM, &k, &v);
+		if (rc)
+			break;
+		rc = block_hdr(cap, &v, CAPTURE_MEM_EVENT_MIN, &b, &zoff);
+		if (!rc)
+			total += b.count;
+		rc = block_damage(cap, DB_MEM, &k, rc);
 	}
 	if (mc)
 		mdb_cursor_close(mc);
@@ -1012,6 +1465,7 @@ int cygprof_capture_get_stacks(struct cygprof_capture *cap, struct cygprof_stack
 	 * its children */
 	for (i = 0; i < *n; i++) {
 		if ((*v)[i].id != i + 1) {
+			capture_damage(cap, "stack node %zu missing", i + 1);
 			free(*v);
 			*v = NULL;
 			*n = 0;

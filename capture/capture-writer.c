@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
 /* capture-writer.c - creating a capture and writing its records.
  *
  * All puts go through wput(), which opens a write transaction when none is
@@ -9,9 +10,14 @@
  * close.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "capture-private.h"
 
@@ -37,11 +43,13 @@ static void log_clear(struct cygprof_capture *cap)
 	cap->log.len = 0;
 }
 
+/* Log a put; the value gets its checksum appended in the log (vlen grows
+ * by CAPTURE_CRC_SIZE). */
 static int log_add(struct cygprof_capture *cap, unsigned int db, const void *key, size_t klen,
 		   const void *val, size_t vlen)
 {
 	struct wlog *l = &cap->log;
-	size_t need = klen + vlen, cap2;
+	size_t need = klen + vlen + CAPTURE_CRC_SIZE, cap2;
 	void *p;
 
 	if (l->n == l->cap) {
@@ -65,7 +73,9 @@ static int log_add(struct cygprof_capture *cap, unsigned int db, const void *key
 	memcpy(l->data + l->len, key, klen);
 	if (vlen)
 		memcpy(l->data + l->len + klen, val, vlen);
-	l->ent[l->n++] = (struct wlog_ent){ .db = db, .klen = klen, .vlen = vlen, .off = l->len };
+	put_le32(l->data + l->len + klen + vlen, capture_value_crc(db, key, klen, val, vlen));
+	l->ent[l->n++] = (struct wlog_ent){ .db = db, .klen = klen, .vlen = vlen + CAPTURE_CRC_SIZE,
+					    .off = l->len };
 	l->len += need;
 	return 0;
 }
@@ -85,9 +95,14 @@ static int grow(struct cygprof_capture *cap)
 
 	if (want < cap->mapsize)
 		return CYGPROF_E_FULL;
+	/* under a finite RLIMIT_AS the map may take at most 3/4 of it */
+	if (cap->addrspace_limited && want > cap->addrspace / 4 * 3)
+		return CYGPROF_E_ADDRSPACE;
 	rc = mdb_env_set_mapsize(cap->env, want);
+	if (rc == ENOMEM)
+		return cap->addrspace_limited ? CYGPROF_E_ADDRSPACE : CYGPROF_E_FULL;
 	if (rc)
-		return rc == ENOMEM ? CYGPROF_E_FULL : capture_err(rc);
+		return capture_err(rc);
 	cap->mapsize = want;
 	return 0;
 }
@@ -181,13 +196,13 @@ static int txn_commit(struct cygprof_capture *cap)
 static int wput(struct cygprof_capture *cap, unsigned int db, const void *key, size_t klen,
 		const void *val, size_t vlen)
 {
-	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
-	MDB_val v = { .mv_size = vlen, .mv_data = (void *)val };
+	struct wlog_ent *e;
+	MDB_val k, v;
 	int rc, err;
 
 	if (!klen || klen > cap->maxkey)
 		return -EINVAL;
-	if (vlen > UINT32_MAX)
+	if (vlen > UINT32_MAX - CAPTURE_CRC_SIZE)
 		return -E2BIG;
 	if (cap->txn && cap->log.len > LOG_MAX) {
 		rc = txn_commit(cap);
@@ -200,6 +215,10 @@ static int wput(struct cygprof_capture *cap, unsigned int db, const void *key, s
 	rc = log_add(cap, db, key, klen, val, vlen);
 	if (rc)
 		return rc;
+	/* put the logged copy: it carries the checksum */
+	e = &cap->log.ent[cap->log.n - 1];
+	k = (MDB_val){ .mv_size = klen, .mv_data = cap->log.data + e->off };
+	v = (MDB_val){ .mv_size = e->vlen, .mv_data = cap->log.data + e->off + klen };
 	rc = mdb_put(cap->txn, cap->dbi[db], &k, &v, 0);
 	if (!rc)
 		return 0;
@@ -226,43 +245,49 @@ static int wdone(struct cygprof_capture *cap, int rc)
 
 /* ---- create -------------------------------------------------------------- */
 
-static size_t initial_mapsize(void)
+static size_t initial_mapsize(struct cygprof_capture *cap)
 {
 	const char *s = getenv(CAPTURE_MAPSIZE_ENV);
 	unsigned long long v;
+	struct rlimit rl;
+	size_t m = MAP_DEFAULT;
 	char *end;
 
+	if (!getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY) {
+		cap->addrspace_limited = true;
+		cap->addrspace = rl.rlim_cur > SIZE_MAX ? SIZE_MAX : (size_t)rl.rlim_cur;
+		/* leave the rest to the collector's own mappings */
+		if (m > cap->addrspace / 4)
+			m = cap->addrspace / 4;
+		m &= ~(size_t)0xffff;
+		if (m < 65536)
+			m = 65536;
+	}
 	if (s && *s) {
 		v = strtoull(s, &end, 0);
 		if (!*end && v >= 65536 && v <= SIZE_MAX)
 			return (size_t)v;
 	}
-	return MAP_DEFAULT;
+	return m;
 }
 
-static int unlink_old(const char *path)
+static int put_raw(MDB_txn *txn, struct cygprof_capture *cap, unsigned int db, const char *key,
+		   const void *val, size_t vlen)
 {
-	size_t n = strlen(path);
-	char *lock;
-	int rc = 0;
+	uint8_t buf[64];
+	MDB_val k = { .mv_size = strlen(key), .mv_data = (void *)key };
+	MDB_val v = { .mv_size = vlen + CAPTURE_CRC_SIZE, .mv_data = buf };
 
-	if (unlink(path) && errno != ENOENT)
-		return -errno;
-	lock = malloc(n + 6);
-	if (!lock)
-		return -ENOMEM;
-	memcpy(lock, path, n);
-	memcpy(lock + n, "-lock", 6);
-	if (unlink(lock) && errno != ENOENT)
-		rc = -errno;
-	free(lock);
-	return rc;
+	if (vlen > sizeof(buf) - CAPTURE_CRC_SIZE)
+		return EINVAL;
+	memcpy(buf, val, vlen);
+	put_le32(buf + vlen, capture_value_crc(db, k.mv_data, k.mv_size, val, vlen));
+	return mdb_put(txn, cap->dbi[db], &k, &v, 0);
 }
 
 static int init_dbs(struct cygprof_capture *cap)
 {
 	static const char schema[] = { '0' + CYGPROF_CAPTURE_SCHEMA };
-	MDB_val k, v;
 	MDB_txn *txn;
 	int rc, i;
 
@@ -271,16 +296,14 @@ static int init_dbs(struct cygprof_capture *cap)
 		return capture_err(rc);
 	for (i = 0; i < DB_COUNT && !rc; i++)
 		rc = mdb_dbi_open(txn, capture_db_names[i], MDB_CREATE, &cap->dbi[i]);
-	if (!rc) {
-		k = (MDB_val){ .mv_size = 5, .mv_data = "magic" };
-		v = (MDB_val){ .mv_size = strlen(CAPTURE_MAGIC), .mv_data = CAPTURE_MAGIC };
-		rc = mdb_put(txn, cap->dbi[DB_META], &k, &v, 0);
-	}
-	if (!rc) {
-		k = (MDB_val){ .mv_size = 6, .mv_data = "schema" };
-		v = (MDB_val){ .mv_size = sizeof(schema), .mv_data = (void *)schema };
-		rc = mdb_put(txn, cap->dbi[DB_META], &k, &v, 0);
-	}
+	if (!rc)
+		rc = put_raw(txn, cap, DB_META, "magic", CAPTURE_MAGIC, strlen(CAPTURE_MAGIC));
+	if (!rc)
+		rc = put_raw(txn, cap, DB_META, "schema", schema, sizeof(schema));
+	/* present only in schema 2 and later: a schema 1 capture with it is
+	 * damaged (a flip of "2" into "1" cannot turn the checks off) */
+	if (!rc)
+		rc = put_raw(txn, cap, DB_META, "crc32c", "1", 1);
 	if (rc) {
 		mdb_txn_abort(txn);
 		return capture_err(rc);
@@ -288,41 +311,108 @@ static int init_dbs(struct cygprof_capture *cap)
 	return capture_err(mdb_txn_commit(txn));
 }
 
+/* A new file next to path: ".NAME.XXXXXX", created exclusively (O_EXCL:
+ * never an existing file, never through a symlink). */
+static int make_temp(const char *path, char **tmp, int *fdp)
+{
+	const char *slash = strrchr(path, '/');
+	size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
+	const char *base = path + dlen;
+	char *t;
+	int fd;
+
+	if (!*base)
+		return -EISDIR;
+	t = malloc(dlen + strlen(base) + 9);
+	if (!t)
+		return -ENOMEM;
+	memcpy(t, path, dlen);
+	sprintf(t + dlen, ".%s.XXXXXX", base);
+	fd = mkostemp(t, O_CLOEXEC);
+	if (fd < 0) {
+		fd = -errno;
+		free(t);
+		return fd;
+	}
+	/* mkostemp makes 0600: give the capture the mode a plain creat(2)
+	 * would (0666 less the umask) */
+	{
+		mode_t um = umask(022);
+
+		umask(um);
+		if (fchmod(fd, 0666 & ~um))
+			(void)0; /* a capture readable by its owner only is still a capture */
+	}
+	*tmp = t;
+	*fdp = fd;
+	return 0;
+}
+
 int cygprof_capture_create(const char *path, struct cygprof_capture **out)
 {
 	struct cygprof_capture *cap;
-	size_t pages;
-	int rc;
+	char fdpath[64];
+	struct stat st;
+	size_t mapsize;
+	int rc, fd = -1;
 
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
 	if (!path || !*path)
 		return -EINVAL;
-	rc = unlink_old(path);
-	if (rc)
-		return rc;
+	/* rename(2) could not replace a directory at the end: say so now */
+	if (!lstat(path, &st) && S_ISDIR(st.st_mode))
+		return -EISDIR;
 	cap = calloc(1, sizeof(*cap));
 	if (!cap)
 		return -ENOMEM;
+	cap->schema = CYGPROF_CAPTURE_SCHEMA;
+	cap->crc = true;
 	cap->path = strdup(path);
 	if (!cap->path) {
 		free(cap);
 		return -ENOMEM;
 	}
-	cap->mapsize = initial_mapsize();
-	rc = capture_env_open(cap, MDB_NOSYNC);
+	rc = make_temp(path, &cap->tmp_path, &fd);
 	if (rc)
 		goto fail;
-	/* a timeline value fills its overflow pages exactly (16-byte page header) */
-	pages = 65536 / cap->psize;
-	cap->block_max = (pages ? pages : 1) * cap->psize - 16;
+	cap->zc = ZSTD_createCCtx();
+	if (!cap->zc) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	mapsize = initial_mapsize(cap);
+	cap->mapsize = mapsize;
+	/* LMDB opens by name: open the very inode made above through its
+	 * descriptor, so nothing else can be put in its place */
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	if (access(fdpath, F_OK))
+		snprintf(fdpath, sizeof(fdpath), "%s", "");
+	for (;;) {
+		rc = capture_env_open(cap, *fdpath ? fdpath : cap->tmp_path, MDB_NOSYNC,
+				      cap->mapsize);
+		if (rc == -ENOMEM && cap->mapsize > ((size_t)16 << 20)) {
+			cap->mapsize /= 2;
+			continue;
+		}
+		break;
+	}
+	close(fd);
+	fd = -1;
+	if (rc == -ENOMEM)
+		rc = cap->addrspace_limited ? CYGPROF_E_ADDRSPACE : -ENOMEM;
+	if (rc)
+		goto fail;
+	cap->block_max = CAPTURE_BLOCK_HDR + CAPTURE_RAW_MAX;
 	rc = init_dbs(cap);
 	if (rc)
 		goto fail;
 	*out = cap;
 	return 0;
 fail:
+	if (fd >= 0)
+		close(fd);
 	capture_free(cap);
 	return rc;
 }
@@ -344,22 +434,38 @@ int cygprof_capture_begin(struct cygprof_capture *cap)
 	return 0;
 }
 
+/* Write a pending block: the schema 2 header (count, first_ts, raw length)
+ * and the events (p->buf after its CAPTURE_BLOCK_HDR reserved bytes) as one
+ * zstd frame. */
 static int flush_block(struct cygprof_capture *cap, struct pending *p, bool close)
 {
-	uint8_t key[8];
+	struct cbuf *z = &cap->zbuf;
+	size_t raw = p->len - CAPTURE_BLOCK_HDR, bound = ZSTD_compressBound(raw), zn;
+	uint8_t key[8], *out;
 	int rc;
 
 	put_be32(key, p->thread);
 	put_be32(key + 4, p->seq);
-	put_le32(p->buf, p->count);
-	put_le64(p->buf + 4, p->first_ts);
-	rc = wput(cap, p->db, key, sizeof(key), p->buf, p->len);
+	z->len = 0;
+	out = cbuf_grow(z, CAPTURE_ZBLOCK_HDR + bound);
+	if (!out) {
+		z->oom = false;
+		return -ENOMEM;
+	}
+	put_le32(out, p->count);
+	put_le64(out + 4, p->first_ts);
+	put_le32(out + 12, (uint32_t)raw);
+	zn = ZSTD_compressCCtx(cap->zc, out + CAPTURE_ZBLOCK_HDR, bound, p->buf + CAPTURE_BLOCK_HDR,
+			       raw, CAPTURE_ZSTD_LEVEL);
+	if (ZSTD_isError(zn))
+		return -EIO;
+	rc = wput(cap, p->db, key, sizeof(key), out, CAPTURE_ZBLOCK_HDR + zn);
 	if (rc)
 		return rc;
 	p->dirty = false;
 	/* A small block stays open: later events extend it and rewrite the key,
 	 * so frequent commits do not leave many tiny blocks behind. */
-	if (close || p->len >= cap->block_max / 4) {
+	if (close || p->len >= cap->block_max / 2) {
 		p->seq++;
 		p->count = 0;
 		p->len = CAPTURE_BLOCK_HDR;
@@ -399,12 +505,60 @@ int cygprof_capture_commit(struct cygprof_capture *cap)
 	return rc ? rc : rc2;
 }
 
+/* The seal, in the last transaction: meta "txn" (the id of this
+ * transaction) and "counts" (the entries of every DB after it), which a
+ * reader checks so that a record that vanished or an older snapshot is
+ * detected. */
+static int seal(struct cygprof_capture *cap)
+{
+	char txt[48 * DB_COUNT], id[24];
+	size_t off = 0;
+	MDB_stat st;
+	int rc, i;
+
+	rc = txn_start(cap);
+	if (rc)
+		return rc;
+	snprintf(id, sizeof(id), "%zu", mdb_txn_id(cap->txn));
+	rc = wput(cap, DB_META, "txn", 3, id, strlen(id));
+	if (!rc)
+		rc = wput(cap, DB_META, "counts", 6, "", 0);
+	for (i = 0; i < DB_COUNT && !rc; i++) {
+		uint32_t digest = 0;
+		MDB_cursor *cur;
+		MDB_val k, v;
+		int r;
+
+		rc = capture_err(mdb_stat(cap->txn, cap->dbi[i], &st));
+		if (!rc)
+			rc = capture_err(mdb_cursor_open(cap->txn, cap->dbi[i], &cur));
+		if (rc)
+			break;
+		/* keys only: the values in overflow pages are not read */
+		for (r = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !r;
+		     r = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+			digest = capture_key_digest(digest, k.mv_data, k.mv_size);
+		mdb_cursor_close(cur);
+		if (r != MDB_NOTFOUND) {
+			rc = capture_err(r);
+			break;
+		}
+		off += (size_t)snprintf(txt + off, sizeof(txt) - off, "%s%s=%zu:%08x", i ? " " : "",
+					capture_db_names[i], st.ms_entries, digest);
+	}
+	if (!rc)
+		rc = wput(cap, DB_META, "counts", 6, txt, off);
+	return rc;
+}
+
 int capture_writer_finish(struct cygprof_capture *cap)
 {
 	int rc, rc2;
 
 	rc = flush_dirty(cap);
 	cap->batch = false;
+	if (!rc)
+		rc = seal(cap);
 	rc2 = txn_commit(cap);
 	if (!rc)
 		rc = rc2;
@@ -437,7 +591,39 @@ int cygprof_capture_set_meta(struct cygprof_capture *cap, const char *key, const
 		return rc;
 	if (!key || !value)
 		return -EINVAL;
+	/* the library's own keys */
+	if (!strcmp(key, "magic") || !strcmp(key, "schema") || !strcmp(key, "crc32c") ||
+	    !strcmp(key, "txn") || !strcmp(key, "counts"))
+		return -EPERM;
 	return wdone(cap, wput(cap, DB_META, key, strlen(key), value, strlen(value)));
+}
+
+/* A packed value (trees, sites): LE32 raw length, then a zstd frame of the
+ * raw bytes, or the raw bytes themselves when that is not smaller or would
+ * expand more than a reader accepts (CAPTURE_PACK_RATIO). */
+static int put_packed(struct cygprof_capture *cap, unsigned int db, const uint8_t *key,
+		      size_t klen, const uint8_t *raw, size_t n)
+{
+	struct cbuf *z = &cap->zbuf;
+	size_t bound = ZSTD_compressBound(n), zn;
+	uint8_t *out;
+
+	if (n > UINT32_MAX)
+		return -E2BIG;
+	z->len = 0;
+	out = cbuf_grow(z, 4 + (bound > n ? bound : n));
+	if (!out) {
+		z->oom = false;
+		return -ENOMEM;
+	}
+	put_le32(out, (uint32_t)n);
+	zn = ZSTD_compressCCtx(cap->zc, out + 4, bound, raw, n, CAPTURE_ZSTD_LEVEL);
+	if (ZSTD_isError(zn) || zn >= n || n > zn * CAPTURE_PACK_RATIO + CAPTURE_PACK_SLACK) {
+		if (n)
+			memcpy(out + 4, raw, n);
+		zn = n;
+	}
+	return wput(cap, db, key, klen, out, 4 + zn);
 }
 
 static int put_scratch(struct cygprof_capture *cap, unsigned int db, const uint8_t *key,
@@ -450,11 +636,18 @@ static int put_scratch(struct cygprof_capture *cap, unsigned int db, const uint8
 		b->oom = false;
 		return -ENOMEM;
 	}
-	rc = wdone(cap, wput(cap, db, key, klen, b->p, b->len));
-	/* do not keep the buffer of a huge tree around */
+	if (db == DB_TREES || db == DB_SITES)
+		rc = wdone(cap, put_packed(cap, db, key, klen, b->p, b->len));
+	else
+		rc = wdone(cap, wput(cap, db, key, klen, b->p, b->len));
+	/* do not keep the buffers of a huge tree around */
 	if (b->cap > ((size_t)1 << 20)) {
 		free(b->p);
 		*b = (struct cbuf){ 0 };
+	}
+	if (cap->zbuf.cap > ((size_t)4 << 20)) {
+		free(cap->zbuf.p);
+		cap->zbuf = (struct cbuf){ 0 };
 	}
 	return rc;
 }
@@ -514,6 +707,9 @@ int cygprof_capture_put_thread(struct cygprof_capture *cap, const struct cygprof
 		memset(name, 0, sizeof(t->name));
 		memcpy(name, t->name, n);
 	}
+	cbuf_le64(b, t->overflow);
+	cbuf_le64(b, t->sig_lost);
+	cbuf_le64(b, t->mem_lost);
 	return put_scratch(cap, DB_THREADS, key, sizeof(key));
 }
 

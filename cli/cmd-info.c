@@ -61,10 +61,14 @@ static uint64_t mem_events(struct cygprof_capture *cap, const struct cygprof_thr
 {
 	uint64_t total = 0, k;
 	size_t i;
+	int err;
 
-	for (i = 0; i < n; i++)
-		if (!cygprof_capture_mem_count(cap, threads[i].idx, &k))
-			total += k;
+	for (i = 0; i < n; i++) {
+		err = cygprof_capture_mem_count(cap, threads[i].idx, &k);
+		if (err)
+			cli_die(1, "%s", cygprof_strerror(err));
+		total += k;
+	}
 	return total;
 }
 

@@ -1118,6 +1118,10 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 		rc = -exec_errno;
 		goto fail;
 	}
+	/* the program runs: from now on the capture is visible at its name
+	 * (a collector killed later leaves what it committed there); a
+	 * failure shows again at close, which publishes too */
+	(void)cygprof_capture_publish(c.cap);
 
 	cygprof_capture_begin(c.cap);
 	last_commit = last_ckpt = mono_ns();
@@ -1235,13 +1239,8 @@ int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_re
 fail:
 	if (memfd >= 0)
 		close(memfd);
-	cygprof_capture_close(c.cap);
-	unlink(o->output);
-	{
-		char lk[4096];
-		snprintf(lk, sizeof lk, "%s-lock", o->output);
-		unlink(lk);
-	}
+	/* removes the new file; what was at the output's name stays */
+	cygprof_capture_discard(c.cap);
 	free_collector(&c);
 	free(caller_fds);
 	return rc ? rc : -EIO;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cygprof-capture.h - the capture file: writer and reader API.
  *
- * A capture is one LMDB environment stored in one file (plus "FILE-lock").
+ * A capture is one LMDB environment stored in one file (no lock file).
  * Every analysis command reads captures only through this API; nothing else
  * in cygprof opens LMDB.  All values are stored as fixed-width little-endian
  * encodings and all keys as big-endian byte strings (see
@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define CYGPROF_CAPTURE_SCHEMA 1
+#define CYGPROF_CAPTURE_SCHEMA 2
 
 enum {
 	CYGPROF_E_NOTCAPTURE = -20001, /* the file is not a cygprof capture */
@@ -36,25 +36,62 @@ enum {
 	CYGPROF_E_NOTXN = -20005,      /* commit/abort without begin */
 	CYGPROF_E_RDONLY = -20006,     /* write to a capture opened for reading */
 	CYGPROF_E_FULL = -20007,       /* disk full */
+	CYGPROF_E_ADDRSPACE = -20008,  /* address space limit (ulimit -v) too small */
 };
 
-/** A short static message for an error code (negative errno or CYGPROF_E_*). */
+/** A short message for an error code (negative errno or CYGPROF_E_*).  For
+ * CYGPROF_E_CORRUPT and CYGPROF_E_VERSION it names what is damaged (or the
+ * version) when the last failing call of this thread said so; the string is
+ * valid until the next call in this thread. */
 const char *cygprof_strerror(int err);
 
 struct cygprof_capture;
 
-/** Create a new capture at path (replacing an existing file).
- * @param[out] out owned; release with cygprof_capture_close(). */
+/** Start a new capture that will be named path.  The data go to a new file
+ * with a unique name in path's directory (".NAME.XXXXXX", created with
+ * O_EXCL: never an existing file, never through a symlink); nothing at path
+ * changes until cygprof_capture_publish() or cygprof_capture_close().  No
+ * lock file is made; the capture's descriptor is close-on-exec.  Errors:
+ * -errno (the directory), CYGPROF_E_FULL (no room for the first pages; no
+ * file is left), CYGPROF_E_ADDRSPACE (RLIMIT_AS too small for the map).
+ * @param[out] out owned; release with cygprof_capture_close() or
+ * cygprof_capture_discard(). */
 int cygprof_capture_create(const char *path, struct cygprof_capture **out);
 
-/** Open an existing capture read-only.  Validates the magic, the schema
- * version and the file size before anything is read: a file that is not a
- * capture gives CYGPROF_E_NOTCAPTURE, a truncated or damaged one
- * CYGPROF_E_CORRUPT, a newer schema CYGPROF_E_VERSION. */
+/** Rename the new file onto path (rename(2): atomic; whatever was at path
+ * is replaced, so the caller decides first that it may be).  After it the
+ * capture is visible at path while it is still written.  Idempotent. */
+int cygprof_capture_publish(struct cygprof_capture *cap);
+
+/** Give up a capture being written: close it and, unless it was published,
+ * remove its file (path is left as it was).  On a reader: close.  NULL is a
+ * no-op. */
+void cygprof_capture_discard(struct cygprof_capture *cap);
+
+/** Whether path is a cygprof capture: 1 for a regular file that is one
+ * (any schema, damaged or not), 0 for anything else (another file, a
+ * symlink, a directory, a FIFO, a device), -errno when it cannot be read
+ * (-ENOENT when there is nothing).  Never follows a symlink, never blocks. */
+int cygprof_capture_probe(const char *path);
+
+/** Open an existing capture read-only.  Creates, writes and locks nothing
+ * (works on a full or read-only file system) and maps no more than the
+ * file.  Before LMDB reads anything it checks the file structure (meta
+ * pages, every B-tree page, overflow runs: see docs/capture-format.md), the
+ * magic, the schema version and, for a capture closed by its writer, the
+ * count of every DB: a file that is not a capture gives
+ * CYGPROF_E_NOTCAPTURE, a truncated or damaged one CYGPROF_E_CORRUPT, a
+ * newer schema CYGPROF_E_VERSION (cygprof_strerror() then says what). */
 int cygprof_capture_open(const char *path, struct cygprof_capture **out);
 
-/** Flush (for a writer: commit any open batch and sync to disk) and close.
- * Returns the first error seen while flushing.  NULL is a no-op. */
+/** What damage was found on this handle (the first; "thread 3 record:
+ * checksum mismatch"), NULL when none.  With cap NULL: the detail of the
+ * last failing call of this thread (cygprof_capture_open() included). */
+const char *cygprof_capture_damage(const struct cygprof_capture *cap);
+
+/** Flush and close.  For a writer: write the pending events, seal (the
+ * record counts and transaction id a reader checks), commit, publish if not
+ * yet published.  Returns the first error seen.  NULL is a no-op. */
 int cygprof_capture_close(struct cygprof_capture *cap);
 
 /** Batch writes: every put between begin and commit lands in one LMDB write
@@ -131,8 +168,7 @@ struct cygprof_thread {
 	uint64_t unpaired; /* exit hooks with no matching entry (ignored) */
 	uint64_t unwound;  /* frames closed by longjmp/exception/exit recovery */
 	char name[16];     /* thread name (comm), NUL-terminated */
-	/* Optional fields appended later within the schema (0 when the
-	 * capture predates them): */
+	/* Optional fields appended later (0 when the capture predates them): */
 	uint64_t overflow; /* calls past the depth limit: counted in calls, not in
 			    * the tree */
 	uint64_t sig_lost; /* calls and allocations of signal handlers that could not

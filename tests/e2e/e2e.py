@@ -1097,11 +1097,12 @@ def test_disk_full(ck, cyg, example):
     tested by safety.py, disk-full-empty.)"""
     mnt = os.path.join(cyg.workdir, 'small')
     os.mkdir(mnt)
-    if os.geteuid() != 0 or run(['mount', '-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', mnt]).returncode:
+    if os.geteuid() != 0 or run(['mount', '-t', 'tmpfs', '-o', 'size=96k', 'tmpfs', mnt]).returncode:
         print('SKIP: needs root to mount a small tmpfs')
         sys.exit(SKIP)
     try:
-        # threads-O2 with --timeline writes more than 1.5 MB of events
+        # threads-O2 with --timeline: more than 96 KB even compressed (a capture is
+        # at least 16 pages), and more than the 64 KiB record checks for at the start
         target = os.path.join(mnt, 'cap.data')
         cp = cyg.record(target, [example, '100000'], ['--timeline'])
         expect_error(ck, cp, 'record onto a full file system', 1)

@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /* test-capture.c - round trips through the capture library and its error paths. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <lmdb.h>
+#include <zstd.h>
 
 #include "cygprof/cygprof-capture.h"
 #include "../lib/check.h"
@@ -86,7 +91,7 @@ static void test_meta(void)
 	CHECK_EQ_STR(v, "cygprof-capture");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
-	CHECK_EQ_STR(v, "1");
+	CHECK_EQ_STR(v, "2");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "nope", &v), CYGPROF_E_NOTFOUND);
 	CHECK(v == NULL);
@@ -118,13 +123,16 @@ static void test_procs_threads(void)
 						  .tid = 100 + (uint32_t)i, .flags = 1u << i };
 		tin[i].start_ns = rnd();
 		tin[i].end_ns = rnd();
-		tin[i].calls = rnd();
-		tin[i].events = rnd();
-		tin[i].lost = rnd();
+		tin[i].calls = rnd() >> 8;
+		tin[i].events = tin[i].calls + (rnd() >> 12);
+		tin[i].lost = tin[i].calls - (rnd() >> 12);
 		tin[i].waits = rnd();
 		tin[i].wait_ns = rnd();
-		tin[i].unpaired = rnd();
-		tin[i].unwound = rnd();
+		tin[i].unpaired = rnd() >> 8;
+		tin[i].unwound = rnd() >> 8;
+		tin[i].overflow = rnd();
+		tin[i].sig_lost = rnd() >> 8;
+		tin[i].mem_lost = rnd();
 	}
 	strcpy(tin[0].name, "main");
 	strcpy(tin[1].name, "fifteen-chars-x");
@@ -959,6 +967,172 @@ static int copy_file(const char *from, const char *to, off_t len)
 	return 0;
 }
 
+/* CRC32C, bit by bit: an independent check of the library's. */
+static uint32_t crc32c(uint32_t crc, const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	uint32_t c = ~crc;
+	int k;
+
+	while (n--) {
+		c ^= *p++;
+		for (k = 0; k < 8; k++)
+			c = c & 1 ? c >> 1 ^ 0x82F63B78u : c >> 1;
+	}
+	return ~c;
+}
+
+/* A schema 2 value: the bytes, then LE32 CRC32C of the DB name, LE32 key
+ * length, the key and the bytes. */
+static size_t seal_value(uint8_t *out, const char *db, const void *key, size_t klen,
+			 const void *val, size_t vlen)
+{
+	uint8_t kl[4] = { (uint8_t)klen, (uint8_t)(klen >> 8), (uint8_t)(klen >> 16),
+			  (uint8_t)(klen >> 24) };
+	uint32_t c;
+
+	c = crc32c(0, db, strlen(db));
+	c = crc32c(c, kl, 4);
+	c = crc32c(c, key, klen);
+	c = crc32c(c, val, vlen);
+	memmove(out, val, vlen);
+	out[vlen] = (uint8_t)c;
+	out[vlen + 1] = (uint8_t)(c >> 8);
+	out[vlen + 2] = (uint8_t)(c >> 16);
+	out[vlen + 3] = (uint8_t)(c >> 24);
+	return vlen + 4;
+}
+
+static const char *const all_dbs[] = { "meta",	  "procs", "threads", "trees",	"timeline",
+				       "objects", "symbols", "mem",   "stacks", "sites" };
+
+/* After a change behind the library's back, write the seal a closed
+ * capture carries (meta "txn" and "counts") for the new transaction. */
+static int reseal(MDB_txn *txn)
+{
+	char counts[512], id[32];
+	uint8_t buf[600];
+	MDB_dbi meta, dbi;
+	MDB_stat st;
+	MDB_val k, v;
+	size_t off = 0, i;
+	int rc;
+
+	rc = mdb_dbi_open(txn, "meta", 0, &meta);
+	k = (MDB_val){ 3, "txn" };
+	if (!rc && mdb_get(txn, meta, &k, &v) == MDB_NOTFOUND)
+		return 0; /* not sealed */
+	snprintf(id, sizeof(id), "%zu", mdb_txn_id(txn));
+	v = (MDB_val){ seal_value(buf, "meta", "txn", 3, id, strlen(id)), buf };
+	if (!rc)
+		rc = mdb_put(txn, meta, &k, &v, 0);
+	for (i = 0; i < 10 && !rc; i++) {
+		uint32_t digest = 0;
+		MDB_cursor *cur;
+		MDB_val ck, cv;
+		int r;
+
+		rc = mdb_dbi_open(txn, all_dbs[i], 0, &dbi);
+		if (rc == MDB_NOTFOUND) {
+			st.ms_entries = 0;
+			rc = 0;
+		} else if (!rc) {
+			rc = mdb_stat(txn, dbi, &st);
+			if (!rc)
+				rc = mdb_cursor_open(txn, dbi, &cur);
+			for (r = rc ? rc : mdb_cursor_get(cur, &ck, &cv, MDB_FIRST); !r;
+			     r = mdb_cursor_get(cur, &ck, &cv, MDB_NEXT)) {
+				uint8_t kl[4] = { (uint8_t)ck.mv_size, (uint8_t)(ck.mv_size >> 8), 0, 0 };
+
+				digest = crc32c(digest, kl, 4);
+				digest = crc32c(digest, ck.mv_data, ck.mv_size);
+			}
+			if (!rc)
+				mdb_cursor_close(cur);
+		}
+		off += (size_t)snprintf(counts + off, sizeof(counts) - off, "%s%s=%zu:%08x",
+					i ? " " : "", all_dbs[i], st.ms_entries, digest);
+	}
+	k = (MDB_val){ 6, "counts" };
+	v = (MDB_val){ seal_value(buf, "meta", "counts", 6, counts, off), buf };
+	if (!rc)
+		rc = mdb_put(txn, meta, &k, &v, 0);
+	return rc;
+}
+
+/* Damaged values written behind the library's back (with a valid checksum
+ * when crc, and the seal updated) decode as CORRUPT. */
+static int raw_put2(const char *path, const char *db, const void *key, size_t klen,
+		    const void *val, size_t vlen, bool crc)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	uint8_t *buf = malloc(vlen + 4);
+	MDB_val k = { klen, (void *)key }, v = { vlen, (void *)val };
+	int rc;
+
+	if (crc)
+		v = (MDB_val){ seal_value(buf, db, key, klen, val, vlen), buf };
+	rc = mdb_env_create(&env);
+	if (rc)
+		return rc;
+	mdb_env_set_maxdbs(env, 16);
+	rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK, 0644);
+	if (!rc)
+		rc = mdb_txn_begin(env, NULL, 0, &txn);
+	if (!rc) {
+		rc = mdb_dbi_open(txn, db, 0, &dbi);
+		if (!rc)
+			rc = mdb_put(txn, dbi, &k, &v, 0);
+		if (!rc)
+			rc = reseal(txn);
+		if (!rc)
+			rc = mdb_txn_commit(txn);
+		else
+			mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	free(buf);
+	return rc;
+}
+
+static int raw_put(const char *path, const char *db, const void *key, size_t klen,
+		   const void *val, size_t vlen)
+{
+	return raw_put2(path, db, key, klen, val, vlen, true);
+}
+
+/* A tree or sites value given in its raw layout, stored packed without
+ * compression (LE32 raw length, then the raw bytes). */
+static int raw_packed(const char *path, const char *db, const uint8_t *key, const uint8_t *val,
+		      size_t len)
+{
+	uint8_t out[256];
+
+	out[0] = (uint8_t)len;
+	out[1] = out[2] = out[3] = 0;
+	memcpy(out + 4, val, len);
+	return raw_put(path, db, key, 4, out, 4 + len);
+}
+
+/* An event block given in the schema 1 layout (count, first_ts, events)
+ * stored as schema 2 (count, first_ts, raw length, zstd frame). */
+static int raw_block(const char *path, const char *db, const uint8_t *key, const uint8_t *val,
+		     size_t len)
+{
+	uint8_t out[256];
+	size_t z;
+
+	memcpy(out, val, 12);
+	out[12] = (uint8_t)(len - 12);
+	out[13] = out[14] = out[15] = 0;
+	z = ZSTD_compress(out + 16, sizeof(out) - 16, val + 12, len - 12, 1);
+	if (ZSTD_isError(z))
+		return -1;
+	return raw_put(path, db, key, 8, out, 16 + z);
+}
+
 static void test_errors(void)
 {
 	struct cygprof_capture *cap = (void *)1;
@@ -994,54 +1168,35 @@ static void test_errors(void)
 	CHECK_EQ_INT(copy_file(timeline_path, p, 5000), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
 
-	/* a newer schema */
-	p = tmp_path("schema2.cap");
+	/* a newer schema: the error names it */
+	p = tmp_path("schema3.cap");
 	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
-	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "2"), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "3"), -EPERM);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "txn", "3"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "3", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_VERSION);
+	CHECK_EQ_STR(cygprof_strerror(CYGPROF_E_VERSION),
+		     "capture written by a newer cygprof (unknown schema) (schema 3; this "
+		     "cygprof reads schemas 1 to 2)");
+	/* "2" damaged into "1" (with a valid checksum even) is not schema 1 */
+	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "1", 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
+	/* ...nor without its checksum: then magic has one and schema not */
+	CHECK_EQ_INT(raw_put2(p, "meta", "schema", 6, "1", 1, false), 0);
+	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
 
 	/* an LMDB file without the magic */
 	p = tmp_path("nomagic.cap");
 	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
-	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "magic", "something-else"), 0);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(raw_put(p, "meta", "magic", 5, "something-else", 14), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_NOTCAPTURE);
 
 	CHECK_EQ_INT(cygprof_capture_create(tmp_path("no/such/dir.cap"), &cap), -ENOENT);
 	CHECK(strlen(cygprof_strerror(CYGPROF_E_CORRUPT)) > 0);
 	CHECK(strlen(cygprof_strerror(-ENOENT)) > 0);
 	CHECK(strlen(cygprof_strerror(12345)) > 0);
-}
-
-/* Damaged values written behind the library's back decode as CORRUPT. */
-static int raw_put(const char *path, const char *db, const void *key, size_t klen,
-		   const void *val, size_t vlen)
-{
-	MDB_env *env;
-	MDB_txn *txn;
-	MDB_dbi dbi;
-	MDB_val k = { klen, (void *)key }, v = { vlen, (void *)val };
-	int rc;
-
-	rc = mdb_env_create(&env);
-	if (rc)
-		return rc;
-	mdb_env_set_maxdbs(env, 16);
-	rc = mdb_env_open(env, path, MDB_NOSUBDIR, 0644);
-	if (!rc)
-		rc = mdb_txn_begin(env, NULL, 0, &txn);
-	if (!rc) {
-		rc = mdb_dbi_open(txn, db, 0, &dbi);
-		if (!rc)
-			rc = mdb_put(txn, dbi, &k, &v, 0);
-		if (!rc)
-			rc = mdb_txn_commit(txn);
-		else
-			mdb_txn_abort(txn);
-	}
-	mdb_env_close(env);
-	return rc;
 }
 
 static int count_cb(const struct cygprof_event *ev, size_t n, void *data)
@@ -1079,11 +1234,27 @@ static void test_corrupt_values(void)
 	memset(val, 0, sizeof(val));
 	val[0] = 2;
 	val[4] = 40;
-	CHECK_EQ_INT(raw_put(path, "trees", key, 4, val, 48), 0);
+	CHECK_EQ_INT(raw_packed(path, "trees", key, val, 48), 0);
 	key[3] = 2;
 	val[0] = 1;
 	val[8] = 5; /* parent 5 of node 0 */
-	CHECK_EQ_INT(raw_put(path, "trees", key, 4, val, 48), 0);
+	CHECK_EQ_INT(raw_packed(path, "trees", key, val, 48), 0);
+	/* packed: a frame that claims to expand past the bound */
+	key[3] = 3;
+	{
+		uint8_t z[64];
+		size_t zn = ZSTD_compress(z + 4, sizeof(z) - 4, val, 48, 1);
+
+		z[0] = z[1] = z[2] = 0xff;
+		z[3] = 0x7f;
+		CHECK_EQ_INT(raw_put(path, "trees", key, 4, z, 4 + zn), 0);
+		/* ...and one whose frame expands to other than its stated size */
+		key[3] = 4;
+		z[0] = 47;
+		z[1] = z[2] = z[3] = 0;
+		CHECK_EQ_INT(raw_put(path, "trees", key, 4, z, 4 + zn), 0);
+	}
+	key[3] = 2;
 	/* an object with build_id_len 40 */
 	memset(val, 0, sizeof(val));
 	val[28] = 40;
@@ -1096,13 +1267,13 @@ static void test_corrupt_values(void)
 	val[12] = 4; val[13] = 1; val[14] = 8; val[15] = 2; val[16] = 0x80;
 	memset(key, 0, 8);
 	key[3] = 1;
-	CHECK_EQ_INT(raw_put(path, "timeline", key, 8, val, 17), 0);
+	CHECK_EQ_INT(raw_block(path, "timeline", key, val, 17), 0);
 	/* thread 2: a varint longer than 64 bits */
 	key[3] = 2;
 	val[0] = 1;
 	memset(val + 12, 0xff, 11);
 	val[23] = 1;
-	CHECK_EQ_INT(raw_put(path, "timeline", key, 8, val, 24), 0);
+	CHECK_EQ_INT(raw_block(path, "timeline", key, val, 24), 0);
 
 	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
 	if (!cap)
@@ -1114,6 +1285,9 @@ static void test_corrupt_values(void)
 	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 1, &nodes, &n), CYGPROF_E_CORRUPT);
 	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 2, &nodes, &n), CYGPROF_E_CORRUPT);
 	CHECK(nodes == NULL);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 3, &nodes, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 4, &nodes, &n), CYGPROF_E_CORRUPT);
+	CHECK_EQ_STR(cygprof_capture_damage(NULL), "thread 4 call tree: malformed");
 	CHECK_EQ_INT(cygprof_capture_get_objects(cap, &objs, &n), CYGPROF_E_CORRUPT);
 	CHECK_EQ_INT(cygprof_capture_get_symbols(cap, 2, &syms, &n), CYGPROF_E_CORRUPT);
 	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 0, count_cb, &seen), 0);
@@ -1189,18 +1363,18 @@ static void test_corrupt_mem(void)
 	val[0] = 2;
 	val[12] = CYGPROF_FN_FREE << 1 | 1; val[13] = 0; val[14] = 2; /* a whole FREE */
 	val[15] = 0; val[16] = 1; val[17] = 4; /* an ALLOC without size and stack */
-	CHECK_EQ_INT(raw_put(path, "mem", key, 8, val, 18), 0);
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 18), 0);
 	key[3] = 2;
 	val[0] = 1;
 	val[12] = 15 << 1 | 1;
-	CHECK_EQ_INT(raw_put(path, "mem", key, 8, val, 17), 0);
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 17), 0);
 	key[3] = 3;
 	val[4] = 100;
 	val[12] = CYGPROF_FN_FREE << 1 | 1;
-	CHECK_EQ_INT(raw_put(path, "mem", key, 8, val, 17), 0);
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 17), 0);
 	key[7] = 1;
 	val[4] = 99;
-	CHECK_EQ_INT(raw_put(path, "mem", key, 8, val, 17), 0);
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 17), 0);
 
 	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
 	if (!cap)
@@ -1241,7 +1415,7 @@ static int raw_drop(const char *path, const char *const *dbs, size_t n)
 	if (rc)
 		return rc;
 	mdb_env_set_maxdbs(env, 16);
-	rc = mdb_env_open(env, path, MDB_NOSUBDIR, 0644);
+	rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK, 0644);
 	if (!rc)
 		rc = mdb_txn_begin(env, NULL, 0, &txn);
 	if (!rc) {
@@ -1259,36 +1433,77 @@ static int raw_drop(const char *path, const char *const *dbs, size_t n)
 	return rc;
 }
 
-/* A capture written before the memory DBs existed opens and reads empty. */
+static const char *schema1_path;
+
+/* A schema 1 capture (tests/data/schema1.data: `record --timeline --memory`
+ * of examples/mem-basic.c at -O0 by the cygprof before schema 2) opens and
+ * reads exactly; without the DBs added later within schema 1 it reads them
+ * as empty; without an original DB it is damaged. */
 static void test_old_capture(void)
 {
-	static const char *const dbs[] = { "mem", "stacks" };
+	static const char *const dbs[] = { "mem", "stacks", "sites" };
 	const char *path = tmp_path("old.cap");
-	struct cygprof_stack_node node = { 1, 0, 0, 0, 0x1000 }, *out = (void *)1;
-	struct cygprof_mem_event ev = { .ts_ns = 5, .addr = 0x1000, .size = 8, .stack = 1 };
-	struct cygprof_event tev = { .ts_ns = 5, .node = 1 };
+	struct cygprof_stack_node *out = (void *)1;
+	struct cygprof_thread *th = NULL;
+	struct cygprof_node *nodes = NULL;
+	struct cygprof_callsite *sites = NULL;
 	struct cygprof_mem_cursor *cur = NULL;
+	struct cygprof_mem_event ev;
 	struct cygprof_capture *cap;
-	size_t n = 99, seen = 0;
-	uint64_t count = 99;
+	struct stat st;
+	size_t n = 99, seen = 0, allocs = 0, frees = 0, i;
+	uint64_t count = 99, calls = 0;
 	char *v = NULL;
+	int rc;
 
-	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
-	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "mode", "profile+timeline"), 0);
-	CHECK_EQ_INT(cygprof_capture_append_events(cap, 0, &tev, 1), 0);
-	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, &node, 1), 0);
-	CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, &ev, 1), 0);
-	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
-	CHECK_EQ_INT(raw_drop(path, dbs, 2), 0);
-
+	CHECK_EQ_INT(stat(schema1_path, &st), 0);
+	CHECK_EQ_INT(copy_file(schema1_path, path, st.st_size), 0);
 	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
 	if (!cap)
 		return;
-	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "mode", &v), 0);
-	CHECK_EQ_STR(v, "profile+timeline");
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
+	CHECK_EQ_STR(v, "1");
 	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "mode", &v), 0);
+	CHECK_EQ_STR(v, "profile+timeline+memory");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_threads(cap, &th, &n), 0);
+	CHECK_EQ_U64(n, 1);
+	if (n)
+		CHECK_EQ_U64(th[0].calls, 65);
+	free(th);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 0, &nodes, &n), 0);
+	for (i = 1; i < n; i++)
+		calls += nodes[i].calls;
+	CHECK_EQ_U64(calls, 65);
+	free(nodes);
+	CHECK_EQ_INT(cygprof_capture_get_sites(cap, 0, &sites, &n), 0);
+	CHECK(n > 0);
+	free(sites);
 	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 0, count_cb, &seen), 0);
-	CHECK_EQ_U64(seen, 1);
+	CHECK_EQ_U64(seen, 130);
+	CHECK_EQ_INT(cygprof_capture_mem_count(cap, 0, &count), 0);
+	CHECK_EQ_U64(count, 237);
+	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 0, &cur), 0);
+	while ((rc = cygprof_mem_cursor_next(cur, &ev)) == 1) {
+		allocs += ev.op == CYGPROF_MEM_ALLOC;
+		frees += ev.op == CYGPROF_MEM_FREE;
+	}
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_U64(allocs, 121);
+	CHECK_EQ_U64(frees, 116);
+	cygprof_mem_cursor_close(cur);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+	CHECK(n > 0);
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(raw_drop(path, dbs, 3), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 0, count_cb, &seen), 0);
+	CHECK_EQ_U64(seen, 260);
 	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
 	CHECK_EQ_U64(n, 0);
 	CHECK(out == NULL);
@@ -1297,10 +1512,22 @@ static void test_old_capture(void)
 	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 0, &cur), 0);
 	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &ev), 0);
 	cygprof_mem_cursor_close(cur);
+	/* sites: one per node, from the tree */
+	CHECK_EQ_INT(cygprof_capture_get_sites(cap, 0, &sites, &n), 0);
+	CHECK(n > 0);
+	free(sites);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 
 	/* an old DB missing is still damage */
 	CHECK_EQ_INT(raw_drop(path, (const char *const[]){ "symbols" }, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
+	CHECK_EQ_STR(cygprof_capture_damage(NULL), "DB 'symbols' missing");
+
+	/* a schema 2 capture lacking a DB is damaged */
+	path = tmp_path("new-dropped.cap");
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(raw_drop(path, dbs, 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
 }
 
@@ -1332,15 +1559,390 @@ static void test_readonly_dir(void)
 	chmod(sub, 0755);
 }
 
+
+/* ---- schema 2: checksums, creation, readers that write nothing ---------- */
+
+uint32_t capture_crc32c_update(uint32_t crc, const void *data, size_t n);
+
+static void test_crc(void)
+{
+	uint8_t buf[1000];
+	size_t i, off, n;
+
+	CHECK_EQ_U64(capture_crc32c_update(0, "123456789", 9), 0xE3069283u);
+	CHECK_EQ_U64(crc32c(0, "123456789", 9), 0xE3069283u);
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)rnd();
+	/* every alignment and length, in one piece and in two */
+	for (off = 0; off < 9; off++)
+		for (n = 0; n < 300; n += 7) {
+			uint32_t a = capture_crc32c_update(0, buf + off, n);
+
+			CHECK_EQ_U64(a, crc32c(0, buf + off, n));
+			CHECK_EQ_U64(capture_crc32c_update(capture_crc32c_update(0, buf + off, n / 3),
+							   buf + off + n / 3, n - n / 3),
+				     a);
+		}
+}
+
+static int count_files(const char *d, const char *prefix)
+{
+	struct dirent *e;
+	DIR *dd = opendir(d);
+	int n = 0;
+
+	while (dd && (e = readdir(dd)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix)))
+			n++;
+	if (dd)
+		closedir(dd);
+	return n;
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[256];
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	buf[0] = 0;
+	if (fd < 0)
+		return buf;
+	n = read(fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = 0;
+	close(fd);
+	return buf;
+}
+
+static void put_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* The capture's descriptors (LMDB's own included) are close-on-exec. */
+static int open_fds_of(const char *name, int *cloexec)
+{
+	char link[300], target[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0, fd;
+	ssize_t len;
+
+	*cloexec = 0;
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue;
+		target[len] = 0;
+		if (!strstr(target, name))
+			continue;
+		fd = atoi(e->d_name);
+		n++;
+		*cloexec += !!(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* create makes a new file next to the output and changes nothing at the
+ * output until publish (or close); discard leaves the output as it was. */
+static void test_create_publish(void)
+{
+	char sub[PATH_MAX], out[PATH_MAX + 16], victim[PATH_MAX + 16];
+	struct cygprof_capture *cap, *rd;
+	struct stat st;
+	int n, cl;
+
+	snprintf(sub, sizeof(sub), "%s/pub", dir);
+	snprintf(out, sizeof(out), "%s/out.data", sub);
+	snprintf(victim, sizeof(victim), "%s/victim", sub);
+	CHECK_EQ_INT(mkdir(sub, 0755), 0);
+	put_text(out, "keep me\n");
+
+	/* discard: the old file stays, the new one is gone */
+	CHECK_EQ_INT(cygprof_capture_create(out, &cap), 0);
+	CHECK_EQ_INT(count_files(sub, ".out.data."), 1);
+	CHECK_EQ_STR(slurp(out), "keep me\n");
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "k", "v"), 0);
+	n = open_fds_of("/pub/.out.data.", &cl);
+	CHECK(n >= 1); /* LMDB has two: reads and meta writes */
+	CHECK_EQ_INT(cl, n);
+	cygprof_capture_discard(cap);
+	CHECK_EQ_INT(count_files(sub, ".out.data."), 0);
+	CHECK_EQ_STR(slurp(out), "keep me\n");
+	cygprof_capture_discard(NULL);
+
+	/* publish: the capture replaces the file at once, and again is a no-op */
+	CHECK_EQ_INT(cygprof_capture_create(out, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_publish(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_publish(cap), 0);
+	CHECK_EQ_INT(count_files(sub, ".out.data."), 0);
+	CHECK_EQ_INT(cygprof_capture_probe(out), 1);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "k", "after"), 0);
+	CHECK(cygprof_capture_file_size(cap) > 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(stat(out, &st), 0);
+	CHECK_EQ_U64(st.st_mode & 0777, 0644); /* 0666 less the umask */
+	CHECK_EQ_INT(cygprof_capture_open(out, &rd), 0);
+	if (rd) {
+		char *v = NULL;
+
+		CHECK_EQ_INT(cygprof_capture_get_meta(rd, "k", &v), 0);
+		CHECK_EQ_STR(v, "after");
+		free(v);
+		n = open_fds_of("/pub/out.data", &cl);
+		CHECK_EQ_INT(n, 1);
+		CHECK_EQ_INT(cl, n);
+		cygprof_capture_discard(rd); /* on a reader: close */
+	}
+
+	/* close without publish publishes; a symlink at the output is
+	 * replaced, its target never written */
+	put_text(victim, "victim\n");
+	unlink(out);
+	CHECK_EQ_INT(symlink(victim, out), 0);
+	CHECK_EQ_INT(cygprof_capture_create(out, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_STR(slurp(victim), "victim\n");
+	CHECK_EQ_INT(lstat(out, &st), 0);
+	CHECK(S_ISREG(st.st_mode));
+
+	/* no lock file, ever */
+	CHECK_EQ_INT(count_files(sub, "out.data-lock"), 0);
+	CHECK_EQ_INT(cygprof_capture_create(sub, &cap), -EISDIR);
+	CHECK(cap == NULL);
+	CHECK_EQ_INT(cygprof_capture_publish(NULL), -EINVAL);
+}
+
+static void test_probe(void)
+{
+	char p[PATH_MAX + 32];
+	struct cygprof_capture *cap;
+
+	CHECK_EQ_INT(cygprof_capture_probe(timeline_path), 1);
+	snprintf(p, sizeof(p), "%s/probe-text", dir);
+	put_text(p, "int main(void) { return 0; }\n");
+	CHECK_EQ_INT(cygprof_capture_probe(p), 0);
+	snprintf(p, sizeof(p), "%s/probe-link", dir);
+	CHECK_EQ_INT(symlink(timeline_path, p), 0);
+	CHECK_EQ_INT(cygprof_capture_probe(p), 0); /* never followed */
+	CHECK_EQ_INT(cygprof_capture_probe(dir), 0);
+	snprintf(p, sizeof(p), "%s/probe-fifo", dir);
+	CHECK_EQ_INT(mkfifo(p, 0644), 0);
+	CHECK_EQ_INT(cygprof_capture_probe(p), 0); /* and did not block */
+	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_NOTCAPTURE);
+	CHECK_EQ_INT(cygprof_capture_probe("/dev/null"), 0);
+	CHECK_EQ_INT(cygprof_capture_probe(tmp_path("probe-none")), -ENOENT);
+	CHECK_EQ_INT(cygprof_capture_probe(schema1_path), 1);
+	/* a damaged capture is still a capture */
+	snprintf(p, sizeof(p), "%s/probe-damaged", dir);
+	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(raw_put2(p, "meta", "x", 1, "y", 1, false), 0);
+	CHECK_EQ_INT(cygprof_capture_probe(p), 1);
+	CHECK_EQ_INT(cygprof_capture_probe(NULL), -EINVAL);
+}
+
+/* A reader creates, writes and follows nothing: a symlink planted where
+ * the lock file was is left alone, the capture is unchanged. */
+static void test_reader_writes_nothing(void)
+{
+	char lock[PATH_MAX + 16], victim[PATH_MAX + 16];
+	struct cygprof_capture *cap;
+	struct stat before, after;
+	size_t seen = 0;
+	int files;
+
+	snprintf(lock, sizeof(lock), "%s-lock", timeline_path);
+	snprintf(victim, sizeof(victim), "%s/lock-victim", dir);
+	put_text(victim, "precious\n");
+	CHECK_EQ_INT(symlink(victim, lock), 0);
+	files = count_files(dir, "");
+	CHECK_EQ_INT(stat(timeline_path, &before), 0);
+	sleep(1); /* a write would show in the times */
+	CHECK_EQ_INT(cygprof_capture_open(timeline_path, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_foreach_event(cap, 0, count_cb, &seen), 0);
+		CHECK(seen > 0);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	CHECK_EQ_INT(stat(timeline_path, &after), 0);
+	CHECK_EQ_U64((uint64_t)after.st_mtime, (uint64_t)before.st_mtime);
+	CHECK_EQ_U64((uint64_t)after.st_ctime, (uint64_t)before.st_ctime);
+	CHECK_EQ_STR(slurp(victim), "precious\n");
+	CHECK_EQ_INT(count_files(dir, ""), files);
+	unlink(lock);
+}
+
+/* Damage found at open names what is damaged. */
+static void test_damage_named(void)
+{
+	const char *path = tmp_path("named.cap");
+	struct cygprof_thread t = { .idx = 3, .calls = 10, .events = 20 }, *out = NULL;
+	struct cygprof_capture *cap;
+	uint8_t key[4] = { 0, 0, 0, 3 }, val[124] = { 0 };
+	size_t n;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_put_thread(cap, &t), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "complete", "1"), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	CHECK(cap && cygprof_capture_damage(cap) == NULL);
+	cygprof_capture_close(cap);
+
+	/* a record whose checksum does not match */
+	CHECK_EQ_INT(raw_put2(path, "threads", key, 4, val, sizeof(val), false), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
+	CHECK_EQ_STR(cygprof_capture_damage(NULL), "thread 3 record: checksum mismatch");
+	CHECK_EQ_STR(cygprof_strerror(CYGPROF_E_CORRUPT),
+		     "truncated or damaged capture (thread 3 record: checksum mismatch)");
+
+	/* a checksum that matches values that cannot be true: more events and
+	 * lost events than two per call */
+	val[28] = 10; /* calls */
+	val[36] = 15; /* events */
+	val[44] = 6;  /* lost */
+	CHECK_EQ_INT(raw_put(path, "threads", key, 4, val, sizeof(val)), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_get_threads(cap, &out, &n), CYGPROF_E_CORRUPT);
+		CHECK_EQ_STR(cygprof_capture_damage(cap), "thread 3 record: more events than calls make");
+		cygprof_capture_close(cap);
+	}
+	val[44] = 5;
+	CHECK_EQ_INT(raw_put(path, "threads", key, 4, val, sizeof(val)), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_get_threads(cap, &out, &n), 0);
+		CHECK_EQ_U64(n, 1);
+		free(out);
+		cygprof_capture_close(cap);
+	}
+
+	/* a record that vanished, as a damaged branch page would make it: the
+	 * counts of the seal no longer match (raw_drop does not reseal) */
+	CHECK_EQ_INT(raw_drop(path, (const char *const[]){ "stacks" }, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
+}
+
+/* The meta page LMDB picks is the one with the larger transaction id: a
+ * damaged id that makes it pick the older snapshot is found by the seal. */
+static void test_older_snapshot(void)
+{
+	const char *path = tmp_path("snap.cap");
+	struct cygprof_capture *cap;
+	uint64_t t0, t1, *older;
+	uint8_t page[8192];
+	int fd;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "complete", "1"), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "more", "1"), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	fd = open(path, O_RDWR);
+	CHECK(pread(fd, page, sizeof(page), 0) == (ssize_t)sizeof(page));
+	memcpy(&t0, page + 16 + 128, 8);
+	memcpy(&t1, page + 4096 + 16 + 128, 8);
+	/* the older meta page gets the larger id */
+	older = t0 < t1 ? &t0 : &t1;
+	*older = (t0 > t1 ? t0 : t1) + 1;
+	CHECK(pwrite(fd, older, 8, (t0 > t1 ? 4096 : 0) + 16 + 128) == 8);
+	close(fd);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
+	printf("# %s\n", cygprof_strerror(CYGPROF_E_CORRUPT));
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+/* Under RLIMIT_AS: a reader maps what the file needs, a writer starts at a
+ * quarter of the limit and says so when it cannot grow. */
+static void test_addrspace(void)
+{
+#ifdef UNDER_ASAN
+	printf("# skipped under ASan (its shadow needs terabytes of address space)\n");
+#else
+	const char *path = tmp_path("as.cap");
+	struct cygprof_node *nodes;
+	size_t nn = 400000, i;
+	pid_t pid;
+	int st = -1;
+
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		struct rlimit rl = { (rlim_t)256 << 20, (rlim_t)256 << 20 };
+		struct cygprof_capture *cap, *rd;
+		int rc, code = 0;
+
+		nodes = calloc(nn, sizeof(*nodes));
+		for (i = 0; i < nn; i++) {
+			nodes[i].parent = i ? (uint32_t)i - 1 : CYGPROF_NONE;
+			/* incompressible */
+			nodes[i].fn = rnd();
+			nodes[i].site = rnd();
+			nodes[i].calls = rnd();
+			nodes[i].total_ns = rnd();
+		}
+		if (setrlimit(RLIMIT_AS, &rl))
+			_exit(10);
+		/* a reader under 256 MB of address space (the old one mapped 64 GiB) */
+		if (cygprof_capture_open(timeline_path, &rd))
+			_exit(11);
+		cygprof_capture_close(rd);
+		if (cygprof_capture_create(path, &cap))
+			_exit(12);
+		/* 16 MB per tree: the map (64 MB, then at most 3/4 of the limit)
+		 * fills up */
+		for (i = 0; i < 40; i++) {
+			rc = cygprof_capture_put_tree(cap, (uint32_t)i, nodes, nn);
+			if (rc)
+				break;
+		}
+		if (rc != CYGPROF_E_ADDRSPACE) {
+			printf("# rc %d after %zu trees\n", rc, i);
+			code = 13;
+		}
+		if (strcmp(cygprof_strerror(rc),
+			   "address space limit (ulimit -v) too small for the capture"))
+			code = 14;
+		cygprof_capture_discard(cap);
+		_exit(code);
+	}
+	CHECK(pid > 0);
+	waitpid(pid, &st, 0);
+	CHECK_EQ_INT(WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st), 0);
+	CHECK_EQ_INT(count_files(dir, ".as.cap."), 0);
+#endif
+}
+
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	return remove(path);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const char *tmp = getenv("TMPDIR");
 
+	if (argc < 2) {
+		fprintf(stderr, "usage: test-capture tests/data/schema1.data\n");
+		return 2;
+	}
+	schema1_path = argv[1];
 	snprintf(dir, sizeof(dir), "%s/cygprof-test-capture-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
@@ -1362,6 +1964,13 @@ int main(void)
 	RUN_TEST(test_corrupt_mem);
 	RUN_TEST(test_old_capture);
 	RUN_TEST(test_readonly_dir);
+	RUN_TEST(test_crc);
+	RUN_TEST(test_create_publish);
+	RUN_TEST(test_probe);
+	RUN_TEST(test_reader_writes_nothing);
+	RUN_TEST(test_damage_named);
+	RUN_TEST(test_older_snapshot);
+	RUN_TEST(test_addrspace);
 
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	CHECK_DONE();

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* fuzz-capture.c - libFuzzer harness for the capture reader.
+ *
+ * Each input is written to a memfd and opened through /proc/self/fd/N with
+ * cygprof_capture_open(); everything the reader API offers is then read:
+ * meta keys, processes, threads, trees, call sites, objects, symbols,
+ * every timeline event, every memory event through cursors, memory counts
+ * and the stack stash.  Built with -Dfuzz=true (clang): see fuzz/README.md.
+ *
+ * With FUZZ_REPLAY_MAIN it is a plain program instead that runs the same
+ * function over files and directories given on the command line (the seed
+ * corpus as a unit test in every build).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cygprof/cygprof-capture.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char *const meta_keys[] = {
+	"magic", "schema", "crc32c", "txn", "counts", "command", "mode", "start_time",
+	"duration_ns", "clock", "lost_events", "complete", "shm_full", "damaged", "x",
+};
+
+static int count_events(const struct cygprof_event *ev, size_t n, void *data)
+{
+	uint64_t *sum = data;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		*sum += ev[i].ts_ns ^ ev[i].node ^ ev[i].kind;
+	return 0;
+}
+
+static int stop_early(const struct cygprof_event *ev, size_t n, void *data)
+{
+	return 7;
+}
+
+static void read_all(struct cygprof_capture *cap)
+{
+	struct cygprof_proc *procs = NULL;
+	struct cygprof_thread *threads = NULL;
+	struct cygprof_object *objs = NULL;
+	struct cygprof_symbol *syms = NULL;
+	struct cygprof_stack_node *stacks = NULL;
+	struct cygprof_node *nodes = NULL;
+	struct cygprof_callsite *sites = NULL;
+	struct cygprof_mem_cursor *cur;
+	struct cygprof_mem_event mev;
+	size_t np = 0, nt = 0, no = 0, ns = 0, nst = 0, nn = 0, nsi = 0, i, j;
+	uint64_t sum = 0, count;
+	char *v;
+	int rc;
+
+	for (i = 0; i < sizeof(meta_keys) / sizeof(meta_keys[0]); i++) {
+		if (!cygprof_capture_get_meta(cap, meta_keys[i], &v))
+			free(v);
+	}
+	(void)cygprof_capture_file_size(cap);
+	(void)cygprof_capture_damage(cap);
+	if (!cygprof_capture_get_procs(cap, &procs, &np)) {
+		for (i = 0; i < np; i++) {
+			if (!cygprof_capture_get_symbols(cap, procs[i].idx, &syms, &ns)) {
+				for (j = 0; j < ns; j++)
+					(void)cygprof_symbols_lookup(syms, ns, syms[j].addr + 1);
+				cygprof_symbols_free(syms, ns);
+			}
+		}
+		cygprof_procs_free(procs, np);
+	}
+	if (!cygprof_capture_get_objects(cap, &objs, &no))
+		cygprof_objects_free(objs, no);
+	if (!cygprof_capture_get_stacks(cap, &stacks, &nst))
+		free(stacks);
+	if (cygprof_capture_get_threads(cap, &threads, &nt))
+		return;
+	/* every thread, plus one past the last */
+	for (i = 0; i <= nt; i++) {
+		uint32_t t = i < nt ? threads[i].idx : (uint32_t)nt;
+
+		if (!cygprof_capture_get_tree(cap, t, &nodes, &nn))
+			free(nodes);
+		if (!cygprof_capture_get_sites(cap, t, &sites, &nsi))
+			free(sites);
+		(void)cygprof_capture_foreach_event(cap, t, count_events, &sum);
+		(void)cygprof_capture_foreach_event(cap, t, stop_early, NULL);
+		(void)cygprof_capture_mem_count(cap, t, &count);
+		if (!cygprof_mem_cursor_open(cap, t, &cur)) {
+			while ((rc = cygprof_mem_cursor_next(cur, &mev)) == 1)
+				sum += mev.addr ^ mev.size;
+			/* an error is sticky */
+			if (rc < 0 && cygprof_mem_cursor_next(cur, &mev) != rc)
+				abort();
+			cygprof_mem_cursor_close(cur);
+		}
+	}
+	free(threads);
+	(void)cygprof_strerror(CYGPROF_E_CORRUPT);
+	if (sum == 42)
+		fputc(0, stderr); /* keep the sum alive */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct cygprof_capture *cap = NULL;
+	char path[64];
+	int fd, rc;
+
+	fd = memfd_create("fuzz-capture", MFD_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (size && write(fd, data, size) != (ssize_t)size) {
+		close(fd);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	rc = cygprof_capture_open(path, &cap);
+	if (!rc) {
+		read_all(cap);
+		/* a reader refuses writes */
+		if (cygprof_capture_set_meta(cap, "k", "v") != CYGPROF_E_RDONLY)
+			abort();
+		cygprof_capture_close(cap);
+	} else if (cap) {
+		abort(); /* a failed open returns no handle */
+	}
+	(void)cygprof_strerror(rc);
+	(void)cygprof_capture_probe(path);
+	close(fd);
+	return 0;
+}
+
+#ifdef FUZZ_REPLAY_MAIN
+static int run_file(const char *path)
+{
+	struct stat st;
+	uint8_t *buf;
+	FILE *f;
+	size_t n;
+
+	f = fopen(path, "rb");
+	if (!f || fstat(fileno(f), &st)) {
+		perror(path);
+		return 1;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
+	fclose(f);
+	if (!buf || n != (size_t)st.st_size) {
+		free(buf);
+		fprintf(stderr, "%s: cannot read\n", path);
+		return 1;
+	}
+	LLVMFuzzerTestOneInput(buf, n);
+	free(buf);
+	printf("ok %s\n", path);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int i, bad = 0, runs = 0;
+
+	for (i = 1; i < argc; i++) {
+		struct stat st;
+		DIR *d;
+		struct dirent *e;
+		char p[4096];
+
+		if (stat(argv[i], &st)) {
+			perror(argv[i]);
+			return 1;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			bad |= run_file(argv[i]);
+			runs++;
+			continue;
+		}
+		d = opendir(argv[i]);
+		while (d && (e = readdir(d))) {
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", argv[i], e->d_name);
+			bad |= run_file(p);
+			runs++;
+		}
+		if (d)
+			closedir(d);
+	}
+	printf("%d inputs replayed\n", runs);
+	return bad || !runs;
+}
+#endif
