@@ -5,6 +5,7 @@
  * reading out of bounds.  Trailing bytes after the known fields of a value
  * are ignored (they belong to newer optional fields).
  */
+#define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -386,6 +387,23 @@ int cygprof_capture_open(const char *path, struct cygprof_capture **out)
 	return open_fd(path, fd, out);
 }
 
+/* Whether the first len bytes of fd hold the capture magic string. */
+static int holds_magic(int fd, size_t len)
+{
+	static const char magic[] = CAPTURE_MAGIC;
+	char *buf = malloc(len);
+	ssize_t n;
+	int found = 0;
+
+	if (!buf)
+		return 0;
+	n = pread(fd, buf, len, 0);
+	if (n >= (ssize_t)sizeof magic - 1)
+		found = memmem(buf, (size_t)n, magic, sizeof magic - 1) != NULL;
+	free(buf);
+	return found;
+}
+
 int cygprof_capture_probe(const char *path)
 {
 	struct cygprof_capture *cap;
@@ -408,16 +426,23 @@ int cygprof_capture_probe(const char *path)
 		return 0;
 	}
 	capture_detail_clear();
+	int keep = dup(fd); /* open_fd closes fd */
 	rc = open_fd(path, fd, &cap);
 	if (!rc) {
 		cygprof_capture_close(cap);
-		return 1;
+		rc = 1;
+	} else if (rc == CYGPROF_E_VERSION) {
+		rc = 1; /* of an unknown schema: still a capture */
+	} else if (rc == CYGPROF_E_CORRUPT) {
+		/* A damaged or truncated capture (a collector killed early, a
+		 * cut copy) is one when its magic is near the start; another
+		 * program's damaged LMDB file is not. */
+		rc = keep >= 0 && holds_magic(keep, 1 << 20);
+	} else if (rc == CYGPROF_E_NOTCAPTURE || rc == -EISDIR) {
+		rc = 0;
 	}
-	/* a damaged capture or one of an unknown schema is still a capture */
-	if (rc == CYGPROF_E_CORRUPT || rc == CYGPROF_E_VERSION)
-		return 1;
-	if (rc == CYGPROF_E_NOTCAPTURE || rc == -EISDIR)
-		return 0;
+	if (keep >= 0)
+		close(keep);
 	return rc;
 }
 

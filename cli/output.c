@@ -22,8 +22,6 @@
 
 #include "cli.h"
 
-#define CAPTURE_STRING "cygprof-capture"
-#define LMDB_MAGIC 0xBEEFC0DEu
 
 /* Open an existing file to look at its first bytes: never follows a link,
  * never blocks (a FIFO put there meanwhile), only a regular file. */
@@ -42,69 +40,11 @@ static int open_peek(const char *path)
 }
 
 /* Whether the first len bytes of the file hold needle (len small). */
-static int contains(int fd, size_t len, const char *needle)
-{
-	size_t nl = strlen(needle);
-	char *buf = malloc(len + 1);
-	ssize_t n;
-	int found = 0;
-
-	if (!buf)
-		return 0;
-	n = pread(fd, buf, len, 0);
-	if (n > 0 && (size_t)n >= nl)
-		found = memmem(buf, (size_t)n, needle, nl) != NULL;
-	free(buf);
-	return found;
-}
-
+/* A regular file that is a cygprof capture (a damaged or truncated one
+ * too, by its magic near the start); never follows a link or blocks. */
 int cli_probe_capture(const char *path)
 {
-	struct cygprof_capture *cap;
-	unsigned char hdr[64];
-	uint32_t magic;
-	ssize_t n;
-	int fd, err;
-
-	fd = open_peek(path);
-	if (fd == -EINVAL)
-		return 0; /* not a regular file */
-	if (fd < 0)
-		return fd;
-	n = pread(fd, hdr, sizeof(hdr), 0);
-	if (n < 0) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	/* LMDB's meta page: a 16-byte page header, then the magic (native order) */
-	if ((size_t)n < 20) {
-		close(fd);
-		return 0;
-	}
-	memcpy(&magic, hdr + 16, sizeof(magic));
-	if (magic != LMDB_MAGIC) {
-		close(fd);
-		return 0;
-	}
-	err = cygprof_capture_open(path, &cap);
-	if (!err) {
-		cygprof_capture_close(cap);
-		close(fd);
-		return 1;
-	}
-	if (err == CYGPROF_E_VERSION) {
-		close(fd);
-		return 1;
-	}
-	/* damaged (a collector killed early, a truncated copy): a capture when
-	 * its meta record, written by the first commit, is near the start */
-	if (err == CYGPROF_E_CORRUPT)
-		err = contains(fd, 1 << 20, CAPTURE_STRING);
-	else if (err < -4095)
-		err = 0; /* CYGPROF_E_NOTCAPTURE: another LMDB file, or another code */
-	close(fd);
-	return err;
+	return cygprof_capture_probe(path);
 }
 
 static int probe_gmon(const char *path)
