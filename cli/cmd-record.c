@@ -49,7 +49,11 @@ static void usage(FILE *f)
 		"      --debug-dir DIR    where separate debug files are (repeatable; also\n"
 		"                         CYGPROF_DEBUG_DIRS): names of stripped objects\n"
 		"      --shm-size BYTES   size of the shared mapping, 64M to 16G (default 16G,\n"
-		"                         sparse: only what is used takes memory)\n"
+		"                         or an eighth of a finite ulimit -v; sparse: only\n"
+		"                         what is used takes memory)\n"
+		"      --max-depth N      record call paths up to N calls deep (default and\n"
+		"                         most 16777216); deeper calls are counted, and every\n"
+		"                         report says how many are not in the call tree\n"
 		"  -q, --quiet            no summary line\n"
 		"  -h, --help             this help\n");
 }
@@ -170,6 +174,7 @@ int cmd_record(int argc, char **argv)
 		{"depth", required_argument, NULL, 'D'},
 		{"time-filter", required_argument, NULL, 't'},
 		{"shm-size", required_argument, NULL, 'S'},
+		{"max-depth", required_argument, NULL, 'X'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -232,6 +237,10 @@ int cmd_record(int argc, char **argv)
 			o.shm_bytes = cli_parse_size("record", "--shm-size", optarg, 64ULL << 20,
 						     16ULL << 30);
 			break;
+		case 'X':
+			o.record_depth = (uint32_t)cli_parse_uint("record", "--max-depth", optarg, 1,
+								  CYG_DEPTH_MAX);
+			break;
 		case 'q':
 			o.quiet = 1;
 			break;
@@ -281,6 +290,8 @@ int cmd_record(int argc, char **argv)
 	}
 	/* calls count every entry, before the filters; a program traced for
 	 * its allocations only (--memory) needs no instrumentation */
+	if (r.damaged[0])
+		cli_warn("warning: %s: %s", o.output, r.damaged);
 	if (!r.calls && !(o.memory && r.mem_events))
 		cli_warn("warning: no instrumented function was called: build %s with "
 			 "-finstrument-functions%s", o.argv[0],

@@ -22,7 +22,6 @@
 
 #include "cli.h"
 
-
 /* Open an existing file to look at its first bytes: never follows a link,
  * never blocks (a FIFO put there meanwhile), only a regular file. */
 static int open_peek(const char *path)

@@ -964,7 +964,8 @@ static int setup_mapping(struct collector *c, uint64_t size, int *memfd)
 	int err;
 
 	c->size = size;
-	err = cyg_shm_create(c->size, flags, o->ring_bytes ? o->ring_bytes : (4ULL << 20), 0,
+	err = cyg_shm_create(c->size, flags, o->ring_bytes ? o->ring_bytes : (4ULL << 20),
+			     o->record_depth,
 			     memfd, &c->ctl);
 	if (err)
 		return err;

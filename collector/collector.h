@@ -17,6 +17,8 @@ struct cygprof_record_opts {
 	uint64_t ring_bytes;   /* per-thread ring size (power of two) */
 	uint64_t shm_bytes;    /* size of the shared mapping */
 	uint32_t max_depth;    /* keep call paths at most this deep (0: no limit) */
+	uint32_t record_depth; /* the runtime's limit: deeper calls are counted, not
+				* placed in the tree (0: CYG_DEPTH_MAX) */
 	const char **only;     /* -F: only these functions and what they call */
 	size_t n_only;
 	const char **except;   /* -N: hide these functions (their callees stay) */

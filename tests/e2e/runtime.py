@@ -77,6 +77,22 @@ def test_deep(ck, cyg, example, args):
     ck.eq(total, depth + 3, 'calls of all threads')
     ck.check('limit' not in cp.err and 'depth' not in cp.err,
              'no limit reported by record (%r)' % cp.err.strip())
+    # A limit set lower: the calls past it are counted, and every report
+    # says how many are not in the tree.
+    _, cp, data = record(ck, cyg, example, ['5000'], ['--max-depth', '1000'], 'lim.data')
+    # frames 1..999 (start, then 998 dives); the other 4002 dives are deeper
+    check_calls(ck, data, {'main': 1, 'start': 1, 'dive': 998, 'leaf': 1}, '--max-depth 1000: ')
+    ck.eq(sum(t['overflow'] for t in data['threads']), 4002, '--max-depth 1000: overflow')
+    ck.eq(sum(t['calls'] for t in data['threads']), 5003, '--max-depth 1000: calls of all '
+          'threads (the deeper ones counted)')
+    ck.eq(data.get('limits', {}).get('overflow'), 4002, '--max-depth 1000: JSON limits')
+    lim = os.path.join(cyg.workdir, 'lim.data')
+    for cmd in (['report'], ['report', '--format=json'], ['info'], ['gprof', '-b']):
+        cp = run([cyg.exe] + cmd + [lim])
+        ck.check(cp.returncode == 0 and re.search(r'\b4002 calls were deeper than the depth '
+                                                 r'limit', cp.err) is not None,
+                 '%s says 4002 calls are past the depth limit (%r)' % (' '.join(cmd),
+                                                                       cp.err.strip()))
 
 
 # --------------------------------------------------------------------------
