@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -1227,8 +1228,19 @@ static int attach(void)
 	if (fstat(fd, &st) < 0 || st.st_size < (off_t)CYG_AREA_OFF)
 		return -1;
 	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED)
+	if (m == MAP_FAILED) {
+		/* Not silently: this process is not recorded (e.g. it lowered
+		 * its own ulimit -v below the mapping's size). */
+		char msg[200];
+		int e = errno, n = snprintf(msg, sizeof msg,
+					    "cygprof: process %d is not recorded: cannot map %llu MiB "
+					    "of shared memory (%s); record with a smaller --shm-size\n",
+					    (int)getpid(), (unsigned long long)st.st_size >> 20,
+					    strerror(e));
+		if (n > 0)
+			(void)!write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
 		return -1;
+	}
 	struct cyg_ctl *c = m;
 	if (c->magic != CYG_SHM_MAGIC || c->version != CYG_SHM_VERSION) {
 		munmap(m, (size_t)st.st_size);
