@@ -27,10 +27,10 @@
 #define RD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define ACQ(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 
-/* Limits of what the runtime writes (cyg/cyg-thread.c): a longer maps
- * snapshot or command line is damage. */
-#define COLLECTOR_MAPS_MAX (4ULL << 20)
-#define COLLECTOR_CMD_MAX (64ULL << 10)
+/* Limits of what the runtime writes (cyg-shm.h): a longer maps snapshot or
+ * command line is damage. */
+#define COLLECTOR_MAPS_MAX CYG_MAPS_MAX
+#define COLLECTOR_CMD_MAX CYG_CMD_MAX
 
 /* Open-addressing hash from a 64-bit key (never 0) to a 64-bit value. */
 struct hmap {

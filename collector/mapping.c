@@ -76,8 +76,8 @@ char *collector_damage_line(struct collector *c)
  * a process at least its record and 64 KiB for its command line (but the
  * last ones before the mapping filled up): more records than fit are made
  * up. */
-#define THREAD_MIN_BYTES (16ULL << 10)
-#define PROC_MIN_BYTES (64ULL << 10)
+#define THREAD_MIN_BYTES CYG_CHUNK_MIN
+#define PROC_MIN_BYTES CYG_CMD_MAX
 
 static struct cproc *proc_add(struct collector *c, uint64_t off)
 {

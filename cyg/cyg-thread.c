@@ -142,17 +142,15 @@ static uint64_t read_file(const char *path, char *dst, uint64_t cap)
 	return len;
 }
 
-#define MAPS_CAP (4ULL << 20)
-#define CMD_CAP (64ULL << 10)
 
 static void snapshot_maps(struct cyg_proc *p)
 {
 	uint64_t off, len;
 
-	off = area_alloc(MAPS_CAP);
+	off = area_alloc(CYG_MAPS_MAX);
 	if (!off)
 		return;
-	len = read_file("/proc/self/maps", AT(off), MAPS_CAP);
+	len = read_file("/proc/self/maps", AT(off), CYG_MAPS_MAX);
 	p->maps_off = off;
 	__atomic_store_n(&p->primed, 0, __ATOMIC_RELEASE); /* new objects to open */
 	__atomic_store_n(&p->maps_len, len, __ATOMIC_RELEASE);
@@ -184,7 +182,7 @@ static uint64_t register_proc(uint64_t parent_off, uint64_t now)
 	if (lock())
 		return 0;
 	off = area_alloc(sizeof *p);
-	cmd = area_alloc(CMD_CAP);
+	cmd = area_alloc(CYG_CMD_MAX);
 	if (!off) {
 		unlock();
 		return 0;
@@ -228,7 +226,7 @@ static uint64_t register_proc(uint64_t parent_off, uint64_t now)
 		p->foreign = strcmp(ns, cyg_ctl->mnt_ns) != 0;
 	}
 	if (cmd) {
-		p->cmd_len = read_file("/proc/self/cmdline", AT(cmd), CMD_CAP);
+		p->cmd_len = read_file("/proc/self/cmdline", AT(cmd), CYG_CMD_MAX);
 		p->cmd_off = cmd;
 	}
 	snapshot_maps(p);
@@ -247,7 +245,7 @@ static uint64_t register_proc(uint64_t parent_off, uint64_t now)
 static struct cyg_node *node_alloc(struct cyg_thread *t)
 {
 	if (UNLIKELY(t->chunk_next + CYG_NODE_SIZE > t->chunk_end)) {
-		uint64_t size = t->chunk_size ? t->chunk_size * 2 : (16ULL << 10);
+		uint64_t size = t->chunk_size ? t->chunk_size * 2 : CYG_CHUNK_MIN;
 		uint64_t off;
 		if (size > (4ULL << 20))
 			size = 4ULL << 20;

@@ -55,6 +55,9 @@
 #define CYG_DEPTH_MAX (1U << 24) /* deepest call path recorded; deeper calls are
 				  * counted in cyg_thread.overflow */
 #define CYG_RING_POOL 64         /* drained rings handed back by the collector */
+#define CYG_MAPS_MAX (4ULL << 20) /* a process's /proc/self/maps snapshot, at most */
+#define CYG_CMD_MAX (64ULL << 10) /* its command line, at most */
+#define CYG_CHUNK_MIN (16ULL << 10) /* a thread's first chunk of nodes (its root's) */
 #define CYG_CACHELINE 64
 
 /* ctl->flags */
@@ -112,7 +115,11 @@ struct cyg_ctl {
 	pthread_mutex_t alive __attribute__((aligned(64))); /* held by the collector */
 };
 
-/* A calling-context tree node: one call path of one thread. */
+/* A calling-context tree node: one call path of one thread.  Nodes come
+ * from the thread's own chunks, which the bump allocator hands out in
+ * increasing offsets: a parent's gid is smaller than its children's,
+ * first_child points to the youngest child and next_sibling to an older
+ * (smaller) one.  The collector relies on it to reject cycles. */
 struct cyg_node {
 	uint64_t fn;
 	uint64_t site;
