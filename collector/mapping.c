@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <stddef.h>
+
 #include "collector-private.h"
 
 void collector_damage_add(struct damage *to, const struct damage *d)
@@ -106,32 +108,42 @@ static struct cproc *proc_add(struct collector *c, uint64_t off)
 	return cp;
 }
 
-/* Walk the process list (newest first) from its head: new records are
- * added oldest first, so capture indices follow registration.  Stops at
- * the first record already known unless full; bounded by the records seen
- * in this walk (a cycle is damage). */
-static void scan_procs(struct collector *c, int full)
+/* One of the mapping's lists (newest first), as the walk needs it. */
+struct list_walk {
+	uint64_t head;        /* its head now */
+	uint64_t *last_head;  /* its head at the last walk */
+	size_t rec_size;      /* a record */
+	size_t next_at;       /* offset of the record's next link */
+	struct hmap *known;   /* records already added */
+	uint64_t *damage;     /* where a broken link is counted */
+	void (*add)(struct collector *c, uint64_t off);
+};
+
+/* Walk a list from its head: new records are added oldest first, so
+ * capture indices follow registration.  Stops at the first record already
+ * known unless full; bounded by the records seen in this walk (a cycle is
+ * damage).  A broken link is counted once, by the full walk at the end. */
+static void scan_list(struct collector *c, const struct list_walk *w, int full)
 {
-	uint64_t head = ACQ(c->ctl->procs_off), off, v, *fresh = NULL;
+	uint64_t off, v, *fresh = NULL;
 	struct hmap walked = {0};
 	size_t nf = 0, capf = 0;
 
-	if (!full && head == c->procs_head)
+	if (!full && w->head == *w->last_head)
 		return;
-	c->procs_head = head;
-	for (off = head; off;) {
-		/* A broken link is counted once, by the full walk at the end. */
+	*w->last_head = w->head;
+	for (off = w->head; off;) {
 		if (hmap_get(&walked, off, &v)) {
-			c->dmg.procs += full; /* a cycle */
+			*w->damage += full; /* a cycle */
 			break;
 		}
-		if (!shm_ok(c, off, sizeof(struct cyg_proc))) {
-			c->dmg.procs += full;
+		if (!shm_ok(c, off, w->rec_size)) {
+			*w->damage += full;
 			break;
 		}
 		if (hmap_put(&walked, off, 1))
 			break;
-		if (hmap_get(&c->proc_at, off, &v)) {
+		if (hmap_get(w->known, off, &v)) {
 			if (!full)
 				break;
 		} else {
@@ -145,12 +157,26 @@ static void scan_procs(struct collector *c, int full)
 			}
 			fresh[nf++] = off;
 		}
-		off = RD(((struct cyg_proc *)C_AT(c, off))->next);
+		off = RD(*(uint64_t *)C_AT(c, off + w->next_at));
 	}
 	while (nf)
-		proc_add(c, fresh[--nf]);
+		w->add(c, fresh[--nf]);
 	free(fresh);
 	hmap_release(&walked);
+}
+
+static void proc_added(struct collector *c, uint64_t off)
+{
+	proc_add(c, off);
+}
+
+static void scan_procs(struct collector *c, int full)
+{
+	const struct list_walk w = {
+		ACQ(c->ctl->procs_off), &c->procs_head, sizeof(struct cyg_proc),
+		offsetof(struct cyg_proc, next), &c->proc_at, &c->dmg.procs, proc_added,
+	};
+	scan_list(c, &w, full);
 }
 
 struct cproc *collector_proc(struct collector *c, uint64_t off)
@@ -251,47 +277,18 @@ static struct cthread *thread_add(struct collector *c, uint64_t off)
 	return ct;
 }
 
+static void thread_added(struct collector *c, uint64_t off)
+{
+	thread_add(c, off);
+}
+
 static void scan_threads(struct collector *c, int full)
 {
-	uint64_t head = ACQ(c->ctl->threads_off), off, v, *fresh = NULL;
-	struct hmap walked = {0};
-	size_t nf = 0, capf = 0;
-
-	if (!full && head == c->threads_head)
-		return;
-	c->threads_head = head;
-	for (off = head; off;) {
-		/* A broken link is counted once, by the full walk at the end. */
-		if (hmap_get(&walked, off, &v)) {
-			c->dmg.threads += full; /* a cycle */
-			break;
-		}
-		if (!shm_ok(c, off, sizeof(struct cyg_thread))) {
-			c->dmg.threads += full;
-			break;
-		}
-		if (hmap_put(&walked, off, 1))
-			break;
-		if (hmap_get(&c->thread_at, off, &v)) {
-			if (!full)
-				break;
-		} else {
-			if (nf == capf) {
-				size_t cap = capf ? capf * 2 : 16;
-				uint64_t *nv = realloc(fresh, cap * sizeof *nv);
-				if (!nv)
-					break;
-				fresh = nv;
-				capf = cap;
-			}
-			fresh[nf++] = off;
-		}
-		off = RD(((struct cyg_thread *)C_AT(c, off))->next);
-	}
-	while (nf)
-		thread_add(c, fresh[--nf]);
-	free(fresh);
-	hmap_release(&walked);
+	const struct list_walk w = {
+		ACQ(c->ctl->threads_off), &c->threads_head, sizeof(struct cyg_thread),
+		offsetof(struct cyg_thread, next), &c->thread_at, &c->dmg.threads, thread_added,
+	};
+	scan_list(c, &w, full);
 }
 
 void collector_scan(struct collector *c, int full)

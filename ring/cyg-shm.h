@@ -15,9 +15,11 @@
  * calling-context trees are 64 bytes and are named by "gid" = offset / 64.
  *
  * Who writes what:
- *  - struct cyg_ctl: set up by the collector; alloc_off, lock, nthreads,
- *    nprocs, pool_tail changed by the runtime under the cold-path lock;
- *    heartbeat, pool_head, ring_pool[] and the ring tails by the collector.
+ *  - struct cyg_ctl: set up by the collector; alloc_off, threads_off,
+ *    nthreads and oom changed by the runtime by compare-and-swap (or
+ *    atomic add); free_stacks, pool_tail, procs_off and nprocs under the
+ *    cold-path lock; heartbeat, pool_head, ring_pool[] and the ring tails
+ *    by the collector.
  *  - struct cyg_thread and its nodes, stack and ring: written only by the
  *    thread that owns it (single writer), read by the collector.
  *
