@@ -1046,6 +1046,20 @@ void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now
 
 /* The thread leaves: close what is open, publish, give the stack back.
  * The ring goes back to the pool once the collector has drained it. */
+/* One writer ends: close what is open, give its stack back, publish.
+ * Through the writer's record only, never the TLS (it may be shared). */
+static void writer_end(struct cyg_thread *w, uint64_t now)
+{
+	w->busy = 1;
+	cyg__close_frames(w, 0, w->leave_ts ? w->leave_ts : now);
+	w->end_ts = now;
+	if (!lock()) {
+		stack_free(w->stack_off, w->stack_cap);
+		unlock();
+	}
+	__atomic_store_n(&w->state, CYG_T_ENDED, __ATOMIC_RELEASE);
+}
+
 static void thread_end(struct cyg_thread *t)
 {
 	uint64_t now = cyg_now();
@@ -1053,20 +1067,22 @@ static void thread_end(struct cyg_thread *t)
 	while (t->host_off) /* ended from inside a signal handler */
 		t = host_of(t);
 	/* The thread's writer, then those of its signal handlers. */
-	for (struct cyg_thread *w = t; w; w = w->alt_off ? AT(w->alt_off) : NULL) {
-		tls_use(w); /* closing writes through the current writer */
-		w->busy = 1;
-		cyg__close_frames(w, 0, w->leave_ts ? w->leave_ts : now);
-		w->end_ts = now;
-		if (!lock()) {
-			stack_free(w->stack_off, w->stack_cap);
-			unlock();
-		}
-		__atomic_store_n(&w->state, CYG_T_ENDED, __ATOMIC_RELEASE);
-	}
+	for (struct cyg_thread *w = t; w; w = w->alt_off ? AT(w->alt_off) : NULL)
+		writer_end(w, now);
 	cyg_tls.t = NULL;
 	cyg_tls.stk = NULL;
 	cyg_tls.ring = NULL;
+}
+
+/* A thread whose TLS is shared with a clone() child ends: its writer, and
+ * its entry in the table (its tid may be reused). */
+static void shared_end(void)
+{
+	struct cyg_thread *w = shared_writer(0);
+
+	if (w)
+		writer_end(w, cyg_now());
+	shared_del((uint32_t)syscall(SYS_gettid));
 }
 
 static void thread_dtor(void *arg)
@@ -1078,6 +1094,8 @@ static void thread_dtor(void *arg)
 		t = host_of(t);
 	if (arg && t == arg)
 		thread_end(arg);
+	else if (arg && !t && shared_writer(0) == arg)
+		shared_end();
 	errno = saved;
 }
 
@@ -1108,6 +1126,8 @@ __attribute__((destructor)) static void cyg_fini(void)
 		return;
 	if (cyg_tls.t)
 		thread_end(cyg_tls.t);
+	else
+		shared_end();
 	if (cyg_proc_off) {
 		struct cyg_proc *p = AT(cyg_proc_off);
 		p->end_ts = cyg_now();
@@ -1491,16 +1511,17 @@ static int clone_start(void *p)
 	int r = fn(arg);
 	/* The child ends when this returns: close its writer now. */
 	if (t) {
-		t->busy = 1;
 		uint64_t end = cyg_now();
-		cyg__close_frames(t, 0, t->leave_ts ? t->leave_ts : end);
-		t->end_ts = end;
-		__atomic_store_n(&t->state, CYG_T_ENDED, __ATOMIC_RELEASE);
+		writer_end(t, end);
 		if (!(flags & CLONE_THREAD)) {
 			struct cyg_proc *pr = AT(proc_off);
 			pr->end_ts = end;
 		}
 	}
+	if ((flags & CLONE_VM) && !(flags & CLONE_SETTLS))
+		shared_del((uint32_t)syscall(SYS_gettid)); /* its tid may be reused */
+	else
+		cyg_tls.t = NULL; /* its own TLS: nothing more to record */
 	return r;
 }
 
@@ -1531,6 +1552,8 @@ int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	cs->arg = arg;
 	cs->flags = flags;
 	cs->proc_off = cyg_proc_off;
+	if ((flags & CLONE_VM) && !(flags & CLONE_SETTLS) && !t && !shared_writer(0))
+		t = cyg__thread_init(); /* this thread's writer, before it is shared */
 	if ((flags & CLONE_VM) && !(flags & CLONE_SETTLS) && t) {
 		/* The child will run on this thread's TLS: from now on both
 		 * find their writers by tid. */
