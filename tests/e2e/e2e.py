@@ -1257,6 +1257,54 @@ TESTS.update({
 })
 
 
+def driver_main(tests, prefix, doc, extra=None, call=None):
+    """The main() of a test driver (runtime.py, hostile.py, safety.py): the
+    common options plus extra(ap)'s, then tests[--test] run in a temporary
+    directory as call(fn, ck, cyg, example, args) (default fn(ck, cyg,
+    example, args)).  Returns the exit status: 0, 1 failed, 77 skipped."""
+    global VERBOSE
+    ap = argparse.ArgumentParser(description=doc.split('\n')[0])
+    ap.add_argument('--cygprof', required=True)
+    ap.add_argument('--example', required=True)
+    ap.add_argument('--test', required=True, choices=sorted(tests))
+    ap.add_argument('--skip', metavar='REASON')
+    ap.add_argument('--keep', action='store_true')
+    ap.add_argument('-v', '--verbose', action='store_true')
+    if extra:
+        extra(ap)
+    args = ap.parse_args()
+    VERBOSE = args.verbose or bool(os.environ.get('CYGPROF_E2E_VERBOSE'))
+    if args.skip:
+        print('SKIP %s: %s' % (args.test, args.skip))
+        return SKIP
+    for what, path in (('cygprof', args.cygprof), ('example', args.example)):
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            print('FAIL %s: %s %s is not an executable file' % (args.test, what, path))
+            return 1
+    ck = Checker()
+    workdir = tempfile.mkdtemp(prefix='cygprof-%s-%s-' % (prefix, args.test))
+    cyg = Cygprof(os.path.abspath(args.cygprof), workdir)
+    example = os.path.abspath(args.example)
+    try:
+        if call:
+            call(tests[args.test], ck, cyg, example, args)
+        else:
+            tests[args.test](ck, cyg, example, args)
+    except Failure as e:
+        ck.fail(str(e))
+    finally:
+        if args.keep or (ck.failures and os.environ.get('CYGPROF_E2E_KEEP')):
+            print('kept %s' % workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if ck.failures:
+        print('FAIL %s (%s): %d of %d checks failed' %
+              (args.test, os.path.basename(example), len(ck.failures), max(ck.count, 1)))
+        return 1
+    print('PASS %s (%s): %d checks' % (args.test, os.path.basename(example), ck.count))
+    return 0
+
+
 def main():
     global VERBOSE
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])

@@ -35,22 +35,19 @@ Usage:
 Exit status: 0 passed, 1 failed, 77 skipped.  Helpers come from e2e.py.
 """
 
-import argparse
 import os
 import re
 import resource
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402  (the helpers of the e2e suite)
-from e2e import Failure, Checker, run, describe_status  # noqa: E402
+from e2e import Failure, run, describe_status  # noqa: E402
 
-SKIP = 77
+SKIP = e2e.SKIP
 ARGS = None
 DAMAGED_RE = re.compile(r"^the program wrote into cygprof's shared memory: .+ rejected$")
 
@@ -362,45 +359,19 @@ TESTS = {
 
 
 def main():
-    global ARGS
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--cygprof', required=True)
-    ap.add_argument('--example', required=True)
-    ap.add_argument('--test', required=True, choices=sorted(TESTS))
-    ap.add_argument('--meta', required=True, help='the capture-meta test helper')
-    ap.add_argument('--lib', required=True, help='the library dlfifo loads')
-    ap.add_argument('--sanitize', default='none', help='meson\'s b_sanitize option')
-    ap.add_argument('--skip', metavar='REASON')
-    ap.add_argument('--keep', action='store_true')
-    ap.add_argument('-v', '--verbose', action='store_true')
-    ARGS = ap.parse_args()
-    e2e.VERBOSE = ARGS.verbose or bool(os.environ.get('CYGPROF_E2E_VERBOSE'))
-    if ARGS.skip:
-        print('SKIP %s: %s' % (ARGS.test, ARGS.skip))
-        return SKIP
-    ARGS.meta = os.path.abspath(ARGS.meta)
-    ARGS.lib = os.path.abspath(ARGS.lib)
+    def extra(ap):
+        ap.add_argument('--meta', required=True, help='the capture-meta test helper')
+        ap.add_argument('--lib', required=True, help='the library dlfifo loads')
+        ap.add_argument('--sanitize', default='none', help='meson\'s b_sanitize option')
 
-    ck = Checker()
-    workdir = tempfile.mkdtemp(prefix='cygprof-hostile-%s-' % ARGS.test)
-    cyg = e2e.Cygprof(os.path.abspath(ARGS.cygprof), workdir)
-    example = os.path.abspath(ARGS.example)
-    try:
-        TESTS[ARGS.test](ck, cyg, example)
-    except Failure as e:
-        ck.fail(str(e))
-    finally:
-        if ARGS.keep or (ck.failures and os.environ.get('CYGPROF_E2E_KEEP')):
-            print('kept %s' % workdir)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+    def call(fn, ck, cyg, example, args):
+        global ARGS
+        ARGS = args
+        ARGS.meta = os.path.abspath(ARGS.meta)
+        ARGS.lib = os.path.abspath(ARGS.lib)
+        fn(ck, cyg, example)
 
-    if ck.failures:
-        print('FAIL %s (%s): %d of %d checks failed' %
-              (ARGS.test, os.path.basename(example), len(ck.failures), max(ck.count, 1)))
-        return 1
-    print('PASS %s (%s): %d checks' % (ARGS.test, os.path.basename(example), ck.count))
-    return 0
+    return e2e.driver_main(TESTS, 'hostile', __doc__, extra, call)
 
 
 if __name__ == '__main__':

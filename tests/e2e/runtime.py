@@ -14,23 +14,19 @@ stated in the example's comment block (repeated below).  Exit status: 0
 passed, 1 failed, 77 skipped.  Helpers come from e2e.py.
 """
 
-import argparse
 import json
 import os
 import re
 import select
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402  (the helpers of the e2e suite)
-from e2e import Failure, Checker, run, describe_status  # noqa: E402
+from e2e import Failure, run, describe_status  # noqa: E402
 
-SKIP = 77
 THREAD_SIGNAL = 8
 THREAD_CLONED = 16
 
@@ -314,40 +310,8 @@ TESTS = {
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--cygprof', required=True)
-    ap.add_argument('--example', required=True)
-    ap.add_argument('--test', required=True, choices=sorted(TESTS))
-    ap.add_argument('--sanitize', default='none', help='meson\'s b_sanitize option')
-    ap.add_argument('--skip', metavar='REASON')
-    ap.add_argument('--keep', action='store_true')
-    ap.add_argument('-v', '--verbose', action='store_true')
-    args = ap.parse_args()
-    e2e.VERBOSE = args.verbose or bool(os.environ.get('CYGPROF_E2E_VERBOSE'))
-    if args.skip:
-        print('SKIP %s: %s' % (args.test, args.skip))
-        return SKIP
-    for what, path in (('cygprof', args.cygprof), ('example', args.example)):
-        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-            print('FAIL %s: %s %s is not an executable file' % (args.test, what, path))
-            return 1
-    ck = Checker()
-    workdir = tempfile.mkdtemp(prefix='cygprof-runtime-%s-' % args.test)
-    cyg = e2e.Cygprof(os.path.abspath(args.cygprof), workdir)
-    try:
-        TESTS[args.test](ck, cyg, os.path.abspath(args.example), args)
-    except Failure as e:
-        ck.fail(str(e))
-    finally:
-        if args.keep or (ck.failures and os.environ.get('CYGPROF_E2E_KEEP')):
-            print('kept %s' % workdir)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
-    if ck.failures:
-        print('FAIL %s: %d of %d checks failed' % (args.test, len(ck.failures), ck.count))
-        return 1
-    print('ok %s: %d checks' % (args.test, ck.count))
-    return 0
+    return e2e.driver_main(TESTS, 'runtime', __doc__, extra=lambda ap: ap.add_argument(
+        '--sanitize', default='none', help='meson\'s b_sanitize option'))
 
 
 if __name__ == '__main__':

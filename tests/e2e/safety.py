@@ -41,7 +41,6 @@ Tests:
 Helpers come from e2e.py.  Exit status: 0 passed, 1 failed, 77 skipped.
 """
 
-import argparse
 import json
 import os
 import re
@@ -49,11 +48,10 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402  (the helpers of the e2e suite)
-from e2e import Failure, Checker, describe_status, no_core, SKIP  # noqa: E402
+from e2e import Failure, describe_status, no_core, SKIP  # noqa: E402
 
 TIMEOUT = 60
 
@@ -765,45 +763,16 @@ TESTS = {
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--cygprof', required=True)
-    ap.add_argument('--example', required=True)
-    ap.add_argument('--limits-capture', help='the limits-capture helper')
-    ap.add_argument('--test', required=True, choices=sorted(TESTS))
-    ap.add_argument('--skip', metavar='REASON')
-    ap.add_argument('--keep', action='store_true')
-    ap.add_argument('-v', '--verbose', action='store_true')
-    args = ap.parse_args()
-    e2e.VERBOSE = args.verbose or bool(os.environ.get('CYGPROF_E2E_VERBOSE'))
-    if args.skip:
-        print('SKIP %s: %s' % (args.test, args.skip))
-        return SKIP
-    cygprof = os.path.abspath(args.cygprof)
-    example = os.path.abspath(args.example)
+    def call(fn, ck, cyg, example, args):
+        if args.test != 'limits':
+            fn(ck, cyg, example)
+        elif not args.limits_capture:
+            raise Failure('--limits-capture is needed')
+        else:
+            fn(ck, cyg, example, os.path.abspath(args.limits_capture))
 
-    ck = Checker()
-    workdir = tempfile.mkdtemp(prefix='cygprof-safety-%s-' % args.test)
-    try:
-        cyg = e2e.Cygprof(cygprof, workdir)
-        if args.test == 'limits':
-            if not args.limits_capture:
-                raise Failure('--limits-capture is needed')
-            test_limits(ck, cyg, example, os.path.abspath(args.limits_capture))
-        else:
-            TESTS[args.test](ck, cyg, example)
-    except Failure as e:
-        ck.fail(str(e))
-    finally:
-        if args.keep or (ck.failures and os.environ.get('CYGPROF_E2E_KEEP')):
-            print('kept %s' % workdir)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
-    if ck.failures:
-        print('FAIL %s: %d of %d checks failed' % (args.test, len(ck.failures),
-                                                   max(ck.count, 1)))
-        return 1
-    print('PASS %s: %d checks' % (args.test, ck.count))
-    return 0
+    return e2e.driver_main(TESTS, 'safety', __doc__, extra=lambda ap: ap.add_argument(
+        '--limits-capture', help='the limits-capture helper'), call=call)
 
 
 if __name__ == '__main__':
