@@ -12,6 +12,7 @@
 #ifndef CYGPROF_COLLECTOR_PRIVATE_H
 #define CYGPROF_COLLECTOR_PRIVATE_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -32,7 +33,39 @@
 #define COLLECTOR_MAPS_MAX CYG_MAPS_MAX
 #define COLLECTOR_CMD_MAX CYG_CMD_MAX
 
-/* Open-addressing hash from a 64-bit key (never 0) to a 64-bit value. */
+/* ---- the poll loop's timings (poll.c, drain.c, clock.c) ---------------- */
+
+/* Sleep between two turns of the poll loop, by what the last drain found:
+ * a ring at least 1/POLL_BUSY_SHARE full (writers may soon wait: come back
+ * soon, but not at once, so they are not disturbed for every few events)... */
+#define POLL_SLEEP_BUSY_NS 50000ULL
+#define POLL_BUSY_SHARE 8
+/* ... fewer words than that (events trickle in) ... */
+#define POLL_SLEEP_TRICKLE_NS 200000ULL
+/* ... rings, but nothing new in them ... */
+#define POLL_SLEEP_IDLE_NS 1000000ULL
+/* ... or no rings at all (neither --timeline nor --memory): only the ends
+ * of processes to wait for.  A turn that reaped a process does not sleep. */
+#define POLL_SLEEP_NO_RINGS_NS 10000000ULL
+/* Commit the capture's open write batch (the events drained since) at least
+ * this often: a collector killed later leaves them in the capture. */
+#define POLL_COMMIT_NS 200000000ULL
+/* Store a checkpoint (the whole profile so far) this often, unless
+ * CYGPROF_CHECKPOINT_MS says otherwise (0: only at the end; at most a
+ * day)... */
+#define POLL_CHECKPOINT_NS 1000000000ULL
+#define POLL_CHECKPOINT_MAX_MS 86400000ULL
+/* ... but at least POLL_CHECKPOINT_CPU_SHARE times the CPU time the last
+ * checkpoint took apart: checkpoints get at most a tenth of the collector. */
+#define POLL_CHECKPOINT_CPU_SHARE 10
+/* A long checkpoint drains the rings when the last drain is this old
+ * (collector_yield()), so writers do not wait for the checkpoint. */
+#define POLL_YIELD_DRAIN_NS 2000000ULL
+/* The TSC is calibrated against CLOCK_MONOTONIC over at least this time
+ * from the origin, while the program starts. */
+#define CLOCK_CALIBRATE_NS 10000000ULL
+
+/* Open-addressing hash from a 64-bit key (never 0) to a 64-bit value (hmap.c). */
 struct hmap {
 	uint64_t *keys, *vals;
 	size_t cap, n;
@@ -199,6 +232,7 @@ struct collector {
 	int in_checkpoint;    /* a checkpoint runs: collector_yield() may drain */
 	void *scratch[3];     /* checkpoint buffers kept between checkpoints */
 	size_t scratch_cap[3];
+	struct sigaction old_int, old_term; /* put back when the program is gone */
 };
 
 /* The full timestamp of an event from its low 34 bits (see cyg-shm.h).  The
@@ -250,18 +284,51 @@ static inline struct cyg_node *shm_node(const struct collector *c, uint32_t gid)
 	return (struct cyg_node *)C_AT(c, (uint64_t)gid * CYG_NODE_SIZE);
 }
 
+/* clock.c */
+uint64_t collector_mono_ns(void); /* CLOCK_MONOTONIC */
+uint64_t collector_cpu_ns(void);  /* the collector's CPU time */
+int collector_have_tsc(void);     /* rdtsc is usable as the clock (invariant TSC) */
+/* The runtime's clock now: rdtsc ticks with CYG_F_TSC, else CLOCK_MONOTONIC ns. */
 uint64_t collector_now(const struct collector *c);
+void collector_clock_origin(struct collector *c);
+void collector_calibrate(struct collector *c);
+
+/* setup.c: the mapping's size (--shm-size, or within ulimit -v), and the
+ * mapping itself.  Both return 0 or a negative error, message in err. */
+int collector_shm_size(const struct cygprof_record_opts *o, uint64_t *size, char *err,
+		       size_t errlen);
+int collector_map(struct collector *c, uint64_t size, int *memfd, char *err, size_t errlen);
+
+/* spawn.c: the open descriptors (sorted); fork and exec the program with the
+ * runtime preloaded (returns its pid, or -1 with errno; *exec_errno set when
+ * the exec failed); forward SIGINT and SIGTERM to it, and stop. */
+int collector_list_fds(int **out, size_t *n);
+pid_t collector_spawn(struct collector *c, int memfd, const int *caller, size_t ncaller,
+		      int *exec_errno);
+void collector_forward_signals(struct collector *c);
+void collector_forward_end(struct collector *c);
+
+/* poll.c: drain, reap and checkpoint until no child is left; returns the
+ * wait status of pid. */
+int collector_poll(struct collector *c, pid_t pid);
+
+/* drain.c: drain every ring; returns the largest number of words one ring had. */
+uint64_t collector_drain_all(struct collector *c);
+/* Called by a long checkpoint now and then: drains the rings if the last
+ * drain is POLL_YIELD_DRAIN_NS old, so writers do not wait for the checkpoint. */
+void collector_yield(struct collector *c);
+
 /* A time read from the mapping, clamped into [lo, hi]. */
 static inline uint64_t clamp_ts(uint64_t ts, uint64_t lo, uint64_t hi)
 {
 	return ts < lo ? lo : ts > hi ? hi : ts;
 }
 
-/* Map raw node gid onto the thread's capture tree: its index, GID_DROP when
+/* tree.c: map raw node gid onto the thread's capture tree: its index, GID_DROP when
  * the filters hide it, GID_BAD when gid or a node on its path to the root
  * cannot be right (rejected, and remembered as such). */
 uint32_t cthread_resolve(struct collector *c, struct cthread *ct, uint32_t gid);
-/* The decision for a node whose parent's decision is pv (see collector.c). */
+/* The decision for a node whose parent's decision is pv (see tree.c). */
 uint64_t cthread_decide(struct collector *c, struct cthread *ct, uint64_t fn, uint64_t site,
 			uint64_t pv);
 uint64_t cthread_root(struct collector *c, struct cthread *ct);
@@ -287,6 +354,8 @@ void collector_note_end(struct collector *c, pid_t pid, int status);
 char *collector_damage_line(struct collector *c);
 void collector_damage_add(struct damage *to, const struct damage *d);
 
+/* names.c: the raw name of the function at addr in process cp (its start,
+ * size, map and object when found), or NULL. */
 const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t addr, uint64_t *start,
 			      uint64_t *size, struct cygprof_map **map, struct cygprof_elf **elf);
 /* The ELF object of map in process cp (cached); *gone set when its file is
@@ -294,19 +363,20 @@ const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t ad
  * not a regular file). */
 struct cygprof_elf *collector_elf(struct collector *c, struct cproc *cp,
 				  const struct cygprof_map *m, int *gone);
-/* Store what the capture needs to be read as it is now: trees (with the
+/* Whether raw, its demangled form, or that without parameters matches one
+ * of the n glob patterns. */
+int collector_name_matches(const char **pats, size_t n, const char *raw);
+/* Open the objects of processes seen since the last call while they live:
+ * through /proc/PID/root for a process in another mount namespace (a
+ * container), so their files are found, and before they can be deleted. */
+void collector_prime_procs(struct collector *c);
+
+/* finish.c: store what the capture needs to be read as it is now: trees (with the
  * time of frames still open up to now added in the collector's copy),
  * sites, threads, processes, objects and symbols not stored yet, metadata.
  * final: the program is gone; the metadata then says the capture is
  * complete.  One path for the checkpoints and the end. */
 int collector_checkpoint(struct collector *c, int final);
-/* Called by a long checkpoint now and then: drains the rings if the last
- * drain was 2 ms ago or more, so writers do not wait for the checkpoint. */
-void collector_yield(struct collector *c);
-/* Open the objects of processes seen since the last call while they live:
- * through /proc/PID/root for a process in another mount namespace (a
- * container), so their files are found, and before they can be deleted. */
-void collector_prime_procs(struct collector *c);
 
 /* memory.c: one EXT record at ring position pos (w its first word); returns
  * how many words it took in all. */

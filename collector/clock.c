@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/* clock.c - the collector's clocks: the time origin taken before the program
+ * starts, the runtime's tick (rdtsc or CLOCK_MONOTONIC ns) and its
+ * calibration against CLOCK_MONOTONIC. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#include "collector-private.h"
+
+uint64_t collector_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t collector_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int collector_have_tsc(void)
+{
+#if defined(__x86_64__)
+	char line[4096];
+	int cst = 0, nst = 0;
+	FILE *f = fopen("/proc/cpuinfo", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f)) {
+		if (strncmp(line, "flags", 5))
+			continue;
+		cst = strstr(line, " constant_tsc") != NULL;
+		nst = strstr(line, " nonstop_tsc") != NULL;
+		break;
+	}
+	fclose(f);
+	return cst && nst;
+#else
+	return 0;
+#endif
+}
+
+uint64_t collector_now(const struct collector *c)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (c->flags & CYG_F_TSC)
+		return __rdtsc();
+#endif
+	return collector_mono_ns();
+}
+
+/* The capture's time origin, taken before the program starts. */
+void collector_clock_origin(struct collector *c)
+{
+	c->mono0 = collector_mono_ns();
+	c->tsc0 = collector_now(c);
+}
+
+/* Ticks to ns against CLOCK_MONOTONIC, from the origin to at least
+ * CLOCK_CALIBRATE_NS later (the program starts meanwhile; nothing is
+ * converted before), and the fixed-point factor of ticks_to_ns(). */
+void collector_calibrate(struct collector *c)
+{
+	c->ns_per_tick = 1.0;
+	if (c->flags & CYG_F_TSC) {
+		uint64_t left = c->mono0 + CLOCK_CALIBRATE_NS - collector_mono_ns();
+		if ((int64_t)left > 0) {
+			struct timespec ts = {0, (long)left};
+			nanosleep(&ts, NULL);
+		}
+		uint64_t m1 = collector_mono_ns(), t1 = collector_now(c);
+		c->ns_per_tick = (double)(m1 - c->mono0) / (double)(t1 - c->tsc0);
+		c->ctl->tsc_per_sec = (uint64_t)(1e9 / c->ns_per_tick);
+	}
+	c->mult = (uint64_t)(c->ns_per_tick * 4294967296.0 + 0.5);
+}

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/* drain.c - draining the timeline rings: words between the collector's tail
+ * and the writer's head decoded into capture events (times restored, gids
+ * mapped onto the capture tree, the time filter applied), memory records
+ * handed to memory.c, drained rings of ended threads given back. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "collector-private.h"
+
+static int push_ev(struct cthread *ct, uint64_t ts_ns, uint32_t node, uint32_t kind)
+{
+	if (ct->nev == ct->capev) {
+		size_t cap = ct->capev ? ct->capev * 2 : 4096;
+		struct cygprof_event *v = realloc(ct->ev, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		ct->ev = v;
+		ct->capev = cap;
+	}
+	/* Times never go back in the capture, whatever the ring said. */
+	if (ts_ns < ct->last_ev_ns)
+		ts_ns = ct->last_ev_ns;
+	ct->last_ev_ns = ts_ns;
+	ct->ev[ct->nev].ts_ns = ts_ns;
+	ct->ev[ct->nev].node = node;
+	ct->ev[ct->nev].kind = kind;
+	ct->nev++;
+	return 0;
+}
+
+/* One decoded event, after the node filters: apply the time filter (a call
+ * shorter than min_ns is kept only if something inside it was kept). */
+static void take_event(struct collector *c, struct cthread *ct, uint64_t ts, uint32_t node,
+		       unsigned kind)
+{
+	uint64_t ns = tick_ns(c, ts);
+	size_t i;
+
+	if (!c->o->min_ns) {
+		push_ev(ct, ns, node, kind);
+		return;
+	}
+	if (kind == CYG_EV_ENTER) {
+		if (ct->npend == ct->cappend) {
+			size_t cap = ct->cappend ? ct->cappend * 2 : 64;
+			struct pend *v = realloc(ct->pend, cap * sizeof *v);
+			if (!v)
+				return;
+			ct->pend = v;
+			ct->cappend = cap;
+		}
+		ct->pend[ct->npend].node = node;
+		ct->pend[ct->npend].written = 0;
+		ct->pend[ct->npend].ts = ns;
+		ct->npend++;
+		return;
+	}
+	if (!ct->npend) { /* an exit of a frame opened before (fork child) */
+		push_ev(ct, ns, node, kind);
+		return;
+	}
+	struct pend *top = &ct->pend[--ct->npend];
+	if (!top->written && ns - top->ts < c->o->min_ns)
+		return;
+	for (i = 0; i <= ct->npend; i++) {
+		if (!ct->pend[i].written) {
+			push_ev(ct, ct->pend[i].ts, ct->pend[i].node, CYG_EV_ENTER);
+			ct->pend[i].written = 1;
+		}
+	}
+	push_ev(ct, ns, node, kind);
+}
+
+/* Drain one thread's ring; returns the number of words taken.  head comes
+ * from the program: more unread words than the ring holds, or a head behind
+ * our tail, is damage, and the ring is given up. */
+static uint64_t drain_thread(struct collector *c, struct cthread *ct)
+{
+	struct cyg_thread *t = C_AT(c, ct->off);
+	uint64_t off = ct->ring_off, head, tail = ct->tail, mask = c->ring_words - 1;
+
+	if (!off || ct->ring_done)
+		return 0;
+	uint32_t state = ACQ(t->state);
+	const uint64_t *ring = C_AT(c, off);
+	uint64_t drain_ts = collector_now(c);
+	head = ACQ(t->head);
+	if (head - tail > c->ring_words) {
+		c->dmg.rings++;
+		ct->ring_done = 1;
+		return 0;
+	}
+	if (RD(t->ring_off) != off) {
+		/* its ring moved: nothing the runtime does (we keep ours) */
+		c->dmg.rings++;
+		ct->ring_done = 1;
+		return 0;
+	}
+	/* Leave the cache line the thread is still filling alone (reading it
+	 * would take the line from under the writer), unless the thread has
+	 * stopped writing or this is the last drain. */
+	int cut = 0;
+	if (head != ct->last_head && !c->final && state == CYG_T_ACTIVE &&
+	    (head & ~7ULL) > tail) {
+		ct->last_head = head;
+		cut = (head & 7) != 0;
+		head &= ~7ULL;
+	} else {
+		ct->last_head = head;
+	}
+	uint64_t taken = head - tail;
+	if (ct->last_head == tail) /* nothing new: whatever comes next is later */
+		ct->idle_lb = drain_ts > ct->cur_ts ? drain_ts : ct->cur_ts;
+	for (; tail != head; tail++) {
+		uint64_t w = RD(ring[tail & mask]);
+		unsigned kind = cyg_ev_kind(w);
+		if (kind == CYG_EV_EXT) {
+			if (cyg_x_sub(w) == CYG_X_SYNC) {
+				uint64_t ts = cyg_ev_sync_ts(w);
+				if (ts >= ct->cur_ts && ts <= drain_ts)
+					ct->cur_ts = ts;
+				else
+					c->dmg.events++;
+				continue;
+			}
+			/* a record of several words: only once all of it is here */
+			uint64_t len = collector_mem_len(w);
+			if (len > c->ring_words || cyg_x_sub(w) > CYG_X_STACK) {
+				c->dmg.events++;
+				continue;
+			}
+			if (len > head - tail) {
+				if (cut)
+					break; /* the rest is past the line left alone */
+				/* A record is published whole: this one cannot be. */
+				c->dmg.events++;
+				continue;
+			}
+			collector_mem_record(c, ct, ring, mask, tail, w);
+			tail += len - 1;
+			continue;
+		}
+		restore_ts(ct, cyg_ev_delta(w));
+		uint32_t gid = cyg_ev_gid(w), idx;
+		if (ct->cache_gid[gid & 255] == gid) {
+			idx = ct->cache_idx[gid & 255];
+		} else {
+			idx = cthread_resolve(c, ct, gid);
+			ct->cache_gid[gid & 255] = gid;
+			ct->cache_idx[gid & 255] = idx;
+		}
+		if (idx == GID_BAD)
+			c->dmg.events++;
+		else if (idx != GID_DROP)
+			take_event(c, ct, ct->cur_ts, idx, kind);
+	}
+	ct->tail = tail;
+	__atomic_store_n(&t->tail, tail, __ATOMIC_RELEASE);
+	collector_mem_flush(c, ct);
+	if (ct->nev) {
+		int err = cygprof_capture_append_events(c->cap, ct->idx, ct->ev, ct->nev);
+		if (err && !c->err)
+			c->err = err;
+		ct->events += ct->nev;
+		ct->nev = 0;
+	}
+	if (state == CYG_T_ENDED && tail == ACQ(t->head) && tail == ct->last_head) {
+		/* Drained after the thread ended: its ring goes back to the
+		 * pool, without the program's lock (see cyg-shm.h). */
+		uint64_t ph = c->pool_head, pt = ACQ(c->ctl->pool_tail);
+		ct->ring_done = 1;
+		if (pt <= ph && ph - pt < CYG_RING_POOL) {
+			c->ctl->ring_pool[ph % CYG_RING_POOL] = off;
+			c->pool_head = ph + 1;
+			__atomic_store_n(&c->ctl->pool_head, ph + 1, __ATOMIC_RELEASE);
+		}
+	}
+	return taken;
+}
+
+/* Drain every ring; returns the largest number of words one ring had. */
+uint64_t collector_drain_all(struct collector *c)
+{
+	uint64_t most = 0;
+	size_t i;
+
+	c->last_drain = collector_mono_ns();
+	collector_scan(c, c->final);
+	for (i = 0; i < c->nthreads; i++) {
+		uint64_t n = drain_thread(c, c->threads[i]);
+		if (n > most)
+			most = n;
+	}
+	return most;
+}
+
+void collector_yield(struct collector *c)
+{
+	if (!c->in_checkpoint || c->final || collector_mono_ns() - c->last_drain < POLL_YIELD_DRAIN_NS)
+		return;
+	c->in_checkpoint = 0; /* not again from inside the drain */
+	collector_drain_all(c);
+	c->in_checkpoint = 1;
+}

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/* names.c - the ELF objects of the traced processes and the names of their
+ * functions, for the filters (-F, -N) and the capture's symbols: objects are
+ * opened once (through /proc/PID/root for another mount namespace, through
+ * /proc/PID/map_files for a deleted file) and cached. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collector-private.h"
+
+/* A stripped object: a separate debug file (by build-id, debuglink,
+ * --debug-dir, debuginfod) names its static functions. */
+static void adopt_debug(struct collector *c, struct cproc *cp, const char *file,
+			struct cygprof_elf *e)
+{
+	if (e && !cygprof_elf_has_symtab(e) && c->dbg) {
+		uint8_t bid[64];
+		size_t blen = cygprof_elf_build_id(e, bid, sizeof bid);
+		char *dfile = NULL;
+		struct cygprof_elf *d = NULL;
+		struct debuginfo *dbg = c->dbg, *own = NULL;
+		if (blen > sizeof bid)
+			blen = sizeof bid;
+		if (cp && cp->ns && (own = debuginfo_new())) {
+			/* a container's own debug directory first */
+			char dir[64];
+			snprintf(dir, sizeof dir, "/proc/%u/root/usr/lib/debug", cp->pid);
+			debuginfo_add_dir(own, dir);
+			for (size_t k = 0; k < c->o->n_debug_dirs; k++)
+				debuginfo_add_dir(own, c->o->debug_dirs[k]);
+			debuginfo_add_env(own);
+			dbg = own;
+		}
+		if (!debuginfo_find(dbg, file, bid, blen, &dfile) && strcmp(dfile, file) &&
+		    !cygprof_elf_open(dfile, &d) && cygprof_elf_has_symtab(d))
+			cygprof_elf_adopt_symbols(e, d);
+		cygprof_elf_close(d);
+		debuginfo_free(own);
+		free(dfile);
+	}
+}
+
+/* The ELF object at path as process cp sees it (cached: opened once, its
+ * symbols read into memory, so it serves after the process is gone).
+ * live: the process runs; if its file is gone from path (deleted, or
+ * replaced by something that is not a regular file), its mapping is opened
+ * through /proc/PID/map_files (root only).  Failures while the process
+ * lives are not cached: the end tries again. */
+static struct cygprof_elf *elf_open(struct collector *c, struct cproc *cp,
+				    const struct cygprof_map *m, int live, int *gone)
+{
+	char key[4096 + 64], file[4096 + 64];
+	const char *path = m->path;
+	size_t i;
+	int err;
+
+	snprintf(key, sizeof key, "%s%s%s", cp && cp->ns ? cp->ns : "", cp && cp->ns ? ":" : "",
+		 path);
+	struct elfcache *known = NULL;
+	for (i = 0; i < c->nelfs; i++)
+		if (!strcmp(c->elfs[i].path, key)) {
+			known = &c->elfs[i];
+			break;
+		}
+	/* A failure is tried again while the process lives (its mapping may
+	 * still be opened); anything else is final. */
+	if (known && (known->elf || !live)) {
+		if (gone)
+			*gone = m->deleted || known->err == -ENOENT || known->err == -ENOTSUP;
+		return known->elf;
+	}
+	struct cygprof_elf *e = NULL;
+	if (cp && cp->ns)
+		snprintf(file, sizeof file, "/proc/%u/root%s", cp->pid, path);
+	else
+		snprintf(file, sizeof file, "%s", path);
+	const char *opened = file;
+	err = m->deleted ? -ENOENT : cygprof_elf_open(file, &e);
+	if (err && cp && cp->ns && !live) {
+		/* gone already: the path as we see it is the best guess */
+		err = cygprof_elf_open(path, &e);
+		opened = path;
+	}
+	if ((err == -ENOENT || err == -ENOTSUP) && live && cp) {
+		/* The file was deleted or replaced while the process runs: its
+		 * mapping still names the object (root may open it). */
+		snprintf(file, sizeof file, "/proc/%u/map_files/%llx-%llx", cp->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		if (!cygprof_elf_open(file, &e)) {
+			err = 0;
+			opened = file;
+		}
+	}
+	if (gone)
+		*gone = m->deleted || err == -ENOENT || err == -ENOTSUP;
+	if (err && live)
+		return NULL;
+	if (known) {
+		known->elf = e;
+		known->err = err;
+		adopt_debug(c, cp, opened, e);
+		return e;
+	}
+	struct elfcache *v = realloc(c->elfs, (c->nelfs + 1) * sizeof *v);
+	if (!v) {
+		cygprof_elf_close(e);
+		return NULL;
+	}
+	c->elfs = v;
+	v[c->nelfs].path = strdup(key);
+	if (!v[c->nelfs].path) {
+		cygprof_elf_close(e);
+		return NULL;
+	}
+	v[c->nelfs].elf = e;
+	v[c->nelfs].err = err;
+	c->nelfs++;
+	adopt_debug(c, cp, opened, e);
+	return e;
+}
+
+struct cygprof_elf *collector_elf(struct collector *c, struct cproc *cp,
+				  const struct cygprof_map *m, int *gone)
+{
+	return elf_open(c, cp, m, 0, gone);
+}
+
+static char *mnt_ns(pid_t pid)
+{
+	char link[64], buf[128];
+	ssize_t n;
+
+	snprintf(link, sizeof link, "/proc/%d/ns/mnt", (int)pid);
+	n = readlink(link, buf, sizeof buf - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	return strdup(buf);
+}
+
+void collector_prime_procs(struct collector *c)
+{
+	size_t i;
+
+	if (!c->own_ns)
+		c->own_ns = mnt_ns(getpid());
+	for (i = 0; i < c->nprocs; i++) {
+		struct cproc *cp = c->procs[i];
+		struct cyg_proc *p = C_AT(c, cp->off);
+		if (cp->reaped || RD(p->state) != CYG_P_RUNNING)
+			continue;
+		collector_proc_maps(c, cp);
+		if (cp->primed_len == cp->maps_len)
+			continue;
+		if (!cp->primed_len && cp->pid) {
+			char *ns = mnt_ns((pid_t)cp->pid);
+			if (ns && c->own_ns && strcmp(ns, c->own_ns))
+				cp->ns = ns;
+			else
+				free(ns);
+		}
+		cp->primed_len = cp->maps_len;
+		for (size_t k = 0; k < cp->maps.n; k++)
+			if (cp->maps.v[k].exec)
+				elf_open(c, cp, &cp->maps.v[k], 1, NULL);
+		__atomic_store_n(&p->primed, 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* The raw (mangled) name of the function at runtime address addr. */
+const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t addr, uint64_t *start,
+			      uint64_t *size, struct cygprof_map **mapp, struct cygprof_elf **elfp)
+{
+	size_t i;
+
+	if (!cp)
+		return NULL;
+	for (i = 0; i < cp->maps.n; i++) {
+		struct cygprof_map *m = &cp->maps.v[i];
+		uint64_t bias, s, z;
+		if (addr < m->start || addr >= m->end)
+			continue;
+		struct cygprof_elf *e = collector_elf(c, cp, m, NULL);
+		if (mapp)
+			*mapp = m;
+		if (elfp)
+			*elfp = e;
+		if (!e || cygprof_elf_bias(e, m, &bias))
+			return NULL;
+		const char *name = cygprof_elf_lookup(e, addr - bias, &s, &z);
+		if (name) {
+			if (start)
+				*start = s + bias;
+			if (size)
+				*size = z;
+		}
+		return name;
+	}
+	return NULL;
+}
+
+int collector_name_matches(const char **pats, size_t n, const char *raw)
+{
+	size_t i;
+	char *dem;
+	int hit = 0;
+
+	if (!raw)
+		return 0;
+	dem = cygprof_demangle(raw);
+	for (i = 0; i < n && !hit; i++) {
+		if (!fnmatch(pats[i], raw, 0))
+			hit = 1;
+		else if (dem) {
+			/* match "ns::f" against "ns::f(int)" too */
+			char *paren = strchr(dem, '(');
+			if (!fnmatch(pats[i], dem, 0))
+				hit = 1;
+			else if (paren) {
+				*paren = 0;
+				hit = !fnmatch(pats[i], dem, 0);
+				*paren = '(';
+			}
+		}
+	}
+	free(dem);
+	return hit;
+}

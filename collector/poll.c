@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* poll.c - the poll-and-drain loop while the program runs: reap ended
+ * processes, drain the rings, open the objects of new processes, commit and
+ * checkpoint the capture, sleep.  The timings are named in
+ * collector-private.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "collector-private.h"
+
+/* How often the profile is stored while the program runs (0: only at the
+ * end): CYGPROF_CHECKPOINT_MS, else POLL_CHECKPOINT_NS. */
+static uint64_t checkpoint_interval_ns(void)
+{
+	const char *s = getenv("CYGPROF_CHECKPOINT_MS");
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s)
+		return POLL_CHECKPOINT_NS;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > POLL_CHECKPOINT_MAX_MS)
+		return POLL_CHECKPOINT_NS;
+	return v * 1000000ULL;
+}
+
+static void sleep_ns(long ns)
+{
+	struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+	nanosleep(&ts, NULL);
+}
+
+int collector_poll(struct collector *c, pid_t pid)
+{
+	uint64_t interval = checkpoint_interval_ns(), last_commit, last_ckpt, gap;
+	int status = 0;
+
+	cygprof_capture_begin(c->cap);
+	last_commit = last_ckpt = collector_mono_ns();
+	gap = interval;
+	for (;;) {
+		pid_t r;
+		int st;
+		int any = 0;
+
+		int werr;
+		while ((r = waitpid(-1, &st, WNOHANG)) > 0) {
+			if (!WIFEXITED(st) && !WIFSIGNALED(st))
+				continue;
+			collector_note_end(c, r, st);
+			if (r == pid)
+				status = st;
+			any = 1;
+		}
+		werr = errno;
+		__atomic_store_n(&c->ctl->heartbeat, ++c->heartbeat, __ATOMIC_RELAXED);
+		uint64_t most = collector_drain_all(c);
+		collector_prime_procs(c);
+		if (r < 0 && werr == ECHILD)
+			break;
+		uint64_t now = collector_mono_ns();
+		if (interval && now - last_ckpt >= gap) {
+			uint64_t cpu0 = collector_cpu_ns();
+			/* The profile so far, so that a killed collector leaves a
+			 * usable capture; at most a tenth of the collector's CPU
+			 * time goes there. */
+			c->in_checkpoint = 1;
+			int e = collector_checkpoint(c, 0);
+			c->in_checkpoint = 0;
+			if (!e)
+				e = cygprof_capture_commit(c->cap);
+			else
+				cygprof_capture_commit(c->cap);
+			if (e && !c->err)
+				c->err = e;
+			cygprof_capture_begin(c->cap);
+			last_ckpt = last_commit = collector_mono_ns();
+			c->ckpt_ns = collector_cpu_ns() - cpu0;
+			gap = c->ckpt_ns * POLL_CHECKPOINT_CPU_SHARE > interval
+				      ? c->ckpt_ns * POLL_CHECKPOINT_CPU_SHARE
+				      : interval;
+		} else if (now - last_commit > POLL_COMMIT_NS) {
+			int e = cygprof_capture_commit(c->cap);
+			if (e && !c->err)
+				c->err = e; /* a write that failed is lost: say so at the end */
+			cygprof_capture_begin(c->cap);
+			last_commit = collector_mono_ns();
+		}
+		/* Poll: at once while rings fill fast, briefly while events
+		 * trickle in, rarely when there is only the end to wait for. */
+		if (!any && most < c->ring_words / POLL_BUSY_SHARE) {
+			int rings = c->o->timeline || c->o->memory;
+			sleep_ns(!rings ? POLL_SLEEP_NO_RINGS_NS
+				 : most ? POLL_SLEEP_TRICKLE_NS
+					: POLL_SLEEP_IDLE_NS);
+		} else if (!any) {
+			/* rings fill fast: come back soon, but not at once, so the
+			 * writers are not disturbed for every few events */
+			sleep_ns(POLL_SLEEP_BUSY_NS);
+		}
+	}
+	return status;
+}

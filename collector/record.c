@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/* record.c - one recording from start to end: the capture, the mapping, the
+ * program, the poll loop, the last drain and checkpoint, the result. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "collector-private.h"
+
+static int disk_full(const char *path)
+{
+	char dir[4096];
+	struct statvfs sv;
+	char *slash;
+
+	snprintf(dir, sizeof dir, "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = 0;
+	else
+		snprintf(dir, sizeof dir, ".");
+	return statvfs(dir, &sv) == 0 && sv.f_bavail < 16;
+}
+
+static void free_collector(struct collector *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nthreads; i++) {
+		struct cthread *ct = c->threads[i];
+		hmap_release(&ct->bykey);
+		hmap_release(&ct->bygid);
+		free(ct->nodes);
+		free(ct->ev);
+		free(ct->pend);
+		free(ct->mev);
+		free(ct->sc);
+		hmap_release(&ct->shadow_ids);
+		hmap_release(&ct->prefix_ids);
+		free(ct);
+	}
+	free(c->threads);
+	hmap_release(&c->thread_at);
+	for (i = 0; i < c->nprocs; i++) {
+		struct cproc *cp = c->procs[i];
+		cygprof_maps_release(&cp->maps);
+		free(cp->ns);
+		hmap_release(&cp->seen);
+		free(cp->retry);
+		free(cp->objidx);
+		free(cp);
+	}
+	free(c->procs);
+	hmap_release(&c->proc_at);
+	for (i = 0; i < c->nelfs; i++) {
+		cygprof_elf_close(c->elfs[i].elf);
+		free(c->elfs[i].path);
+	}
+	free(c->elfs);
+	for (i = 0; i < c->nobjs; i++)
+		free(c->objs[i].path);
+	free(c->objs);
+	free(c->walk);
+	free(c->mwalk);
+	for (i = 0; i < 3; i++)
+		free(c->scratch[i]);
+	free(c->own_ns);
+	collector_mem_release(c);
+	debuginfo_free(c->dbg);
+	if (c->base && c->base != MAP_FAILED)
+		munmap(c->base, c->size);
+}
+
+int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_result *res,
+		   char *err, size_t errlen)
+{
+	struct collector c;
+	int memfd = -1, rc, status = 0, exec_errno = 0, *caller_fds = NULL;
+	size_t ncaller = 0;
+	pid_t pid;
+	uint64_t size;
+
+	memset(&c, 0, sizeof c);
+	memset(res, 0, sizeof *res);
+	c.o = o;
+	/* What the caller left open: the program inherits exactly that. */
+	collector_list_fds(&caller_fds, &ncaller);
+	rc = collector_shm_size(o, &size, err, errlen);
+	if (rc) {
+		free(caller_fds);
+		return rc;
+	}
+	c.dbg = debuginfo_new();
+	for (size_t i = 0; c.dbg && i < o->n_debug_dirs; i++)
+		debuginfo_add_dir(c.dbg, o->debug_dirs[i]);
+	if (c.dbg)
+		debuginfo_add_env(c.dbg);
+	c.filtering = o->n_only || o->n_except || o->max_depth;
+
+	rc = cygprof_capture_create(o->output, &c.cap);
+	if (rc) {
+		snprintf(err, errlen, "cannot create capture '%s': %s", o->output,
+			 cygprof_strerror(rc));
+		debuginfo_free(c.dbg);
+		free(caller_fds);
+		return rc;
+	}
+	rc = collector_map(&c, size, &memfd, err, errlen);
+	if (rc)
+		goto fail;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	collector_forward_signals(&c);
+
+	collector_clock_origin(&c);
+	pid = collector_spawn(&c, memfd, caller_fds, ncaller, &exec_errno);
+	if (pid < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot start '%s': %s", o->argv[0], strerror(errno));
+		collector_forward_end(&c);
+		goto fail;
+	}
+	c.main_pid = pid;
+	close(memfd);
+	memfd = -1;
+	/* Calibrate while the program starts; nothing is converted before. */
+	collector_calibrate(&c);
+	if (exec_errno) {
+		waitpid(pid, &status, 0);
+		collector_forward_end(&c);
+		res->exec_errno = exec_errno;
+		snprintf(err, errlen, "cannot run '%s': %s", o->argv[0], strerror(exec_errno));
+		rc = -exec_errno;
+		goto fail;
+	}
+	/* the program runs: from now on the capture is visible at its name
+	 * (a collector killed later leaves what it committed there); a
+	 * failure shows again at close, which publishes too */
+	(void)cygprof_capture_publish(c.cap);
+
+	status = collector_poll(&c, pid);
+	collector_forward_end(&c);
+	c.end_ts = collector_now(&c);
+	c.final = 1;
+	collector_drain_all(&c);
+	c.main_status = status;
+
+	rc = collector_checkpoint(&c, 1);
+	{
+		int e = cygprof_capture_commit(c.cap);
+		if (!rc)
+			rc = e;
+	}
+	if (!rc && c.err)
+		rc = c.err;
+	res->status = status;
+	res->procs = (uint32_t)c.nprocs;
+	res->threads = (uint32_t)c.nthreads;
+	for (size_t i = 0; i < c.nthreads; i++) {
+		struct cthread *ct = c.threads[i];
+		res->events += ct->events;
+		res->lost += ct->lost;
+		res->waits += ct->waits;
+		res->calls += ct->calls;
+		res->mem_events += ct->mem_events;
+	}
+	{
+		char *line = collector_damage_line(&c);
+		if (line)
+			snprintf(res->damaged, sizeof res->damaged, "%s", line);
+		free(line);
+	}
+	{
+		int e = cygprof_capture_close(c.cap);
+		c.cap = NULL;
+		if (!rc)
+			rc = e;
+	}
+	if (rc && rc != CYGPROF_E_FULL && disk_full(o->output))
+		rc = CYGPROF_E_FULL; /* LMDB may report a failed write as EIO */
+	if (rc)
+		snprintf(err, errlen, "writing capture '%s': %s", o->output, cygprof_strerror(rc));
+	else {
+		struct stat stt;
+		if (!stat(o->output, &stt))
+			res->capture_bytes = (uint64_t)stt.st_size;
+	}
+	free_collector(&c);
+	free(caller_fds);
+	return rc;
+fail:
+	if (memfd >= 0)
+		close(memfd);
+	/* removes the new file; what was at the output's name stays */
+	cygprof_capture_discard(c.cap);
+	free_collector(&c);
+	free(caller_fds);
+	return rc ? rc : -EIO;
+}

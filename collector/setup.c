@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* setup.c - the size of the shared mapping (--shm-size, or a share of a
+ * finite address-space limit) and its creation with the recording's flags. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "collector-private.h"
+
+#define SHM_FLOOR (16ULL << 20)
+
+/* The finite address-space limit (RLIMIT_AS) in bytes, or 0. */
+static uint64_t as_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_AS, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	return (uint64_t)rl.rlim_cur;
+}
+
+/* The size of the shared mapping: --shm-size, else 16 GiB (sparse: only
+ * what is used takes memory), but under a finite address-space limit
+ * (ulimit -v, inherited by the program) an eighth of it, so that the
+ * program keeps the rest for its own threads and heap. */
+int collector_shm_size(const struct cygprof_record_opts *o, uint64_t *size, char *err, size_t errlen)
+{
+	uint64_t lim = as_limit(), s;
+
+	if (o->shm_bytes) {
+		*size = o->shm_bytes;
+		return 0;
+	}
+	*size = CYG_SHM_DEFAULT_SIZE;
+	if (!lim)
+		return 0;
+	s = lim / 8 & ~((1ULL << 20) - 1);
+	if (s < SHM_FLOOR) {
+		snprintf(err, errlen,
+			 "the address-space limit (ulimit -v) of %llu MB is too small for cygprof's "
+			 "shared memory: raise it to at least %llu MB, or set --shm-size",
+			 (unsigned long long)(lim >> 20), (unsigned long long)(SHM_FLOOR * 8 >> 20));
+		return -ENOMEM;
+	}
+	if (s < *size)
+		*size = s;
+	return 0;
+}
+
+int collector_map(struct collector *c, uint64_t size, int *memfd, char *err, size_t errlen)
+{
+	const struct cygprof_record_opts *o = c->o;
+	uint32_t flags = (o->timeline ? CYG_F_TIMELINE : 0) | (o->drop ? CYG_F_DROP : 0) |
+			 (o->memory ? CYG_F_MEMORY : 0) | (collector_have_tsc() ? CYG_F_TSC : 0);
+	int rc;
+
+	c->size = size;
+	rc = cyg_shm_create(c->size, flags, o->ring_bytes ? o->ring_bytes : (4ULL << 20),
+			    o->record_depth,
+			    memfd, &c->ctl);
+	if (rc) {
+		uint64_t lim = as_limit();
+		if (lim)
+			snprintf(err, errlen,
+				 "cannot set up %llu MB of shared memory within the address-space "
+				 "limit (ulimit -v) of %llu MB: %s (raise the limit or lower "
+				 "--shm-size)",
+				 (unsigned long long)(size >> 20), (unsigned long long)(lim >> 20),
+				 strerror(-rc));
+		else
+			snprintf(err, errlen, "cannot set up shared memory: %s", strerror(-rc));
+		return rc;
+	}
+	c->base = (char *)c->ctl;
+	/* Read before the program exists: from here on, only our copies. */
+	c->ring_words = c->ctl->ring_words;
+	c->flags = c->ctl->flags;
+	return 0;
+}
