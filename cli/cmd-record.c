@@ -205,7 +205,8 @@ int cmd_record(int argc, char **argv)
 			o.timeline = 1;
 			break;
 		case 'R':
-			o.ring_bytes = cli_parse_size("record", "--ring-size", optarg, 128, 1ULL << 30);
+			o.ring_bytes = cli_parse_size("record", "--ring-size", optarg,
+						      CYG_RING_MIN_BYTES, CYG_RING_MAX_BYTES);
 			break;
 		case 'P':
 			o.drop = 1;
@@ -234,8 +235,8 @@ int cmd_record(int argc, char **argv)
 			add_filter(filters, sizeof filters, "-t", optarg);
 			break;
 		case 'S':
-			o.shm_bytes = cli_parse_size("record", "--shm-size", optarg, 64ULL << 20,
-						     16ULL << 30);
+			o.shm_bytes = cli_parse_size("record", "--shm-size", optarg, CYG_SHM_MIN_BYTES,
+						     CYG_SHM_MAX_BYTES);
 			break;
 		case 'X':
 			o.record_depth = (uint32_t)cli_parse_uint("record", "--max-depth", optarg, 1,
@@ -255,9 +256,10 @@ int cmd_record(int argc, char **argv)
 		cli_die(2, "record: no program given (usage: cygprof record [options] -- PROG [ARGS...])");
 	if (!*o.output)
 		cli_die(2, "record: --output needs a file name");
-	if (o.ring_bytes > (o.shm_bytes ? o.shm_bytes : 16ULL << 30) / 4)
+	if (o.ring_bytes >
+	    (o.shm_bytes ? o.shm_bytes : CYG_SHM_DEFAULT_BYTES) / CYG_RING_SHM_SHARE)
 		cli_die(2, "record: --ring-size is more than a quarter of --shm-size (%llu MiB)",
-			(unsigned long long)(o.shm_bytes ? o.shm_bytes : 16ULL << 30) >> 20);
+			(unsigned long long)(o.shm_bytes ? o.shm_bytes : CYG_SHM_DEFAULT_BYTES) >> 20);
 	o.argv = argv + optind;
 	o.filters = filters;
 	check_program(o.argv[0], &prog_st);

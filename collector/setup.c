@@ -9,8 +9,6 @@
 
 #include "collector-private.h"
 
-#define SHM_FLOOR (16ULL << 20)
-
 /* The finite address-space limit (RLIMIT_AS) in bytes, or 0. */
 static uint64_t as_limit(void)
 {
@@ -21,10 +19,11 @@ static uint64_t as_limit(void)
 	return (uint64_t)rl.rlim_cur;
 }
 
-/* The size of the shared mapping: --shm-size, else 16 GiB (sparse: only
- * what is used takes memory), but under a finite address-space limit
- * (ulimit -v, inherited by the program) an eighth of it, so that the
- * program keeps the rest for its own threads and heap. */
+/* The size of the shared mapping: --shm-size, else CYG_SHM_DEFAULT_BYTES
+ * (sparse: only what is used takes memory), but under a finite
+ * address-space limit (ulimit -v, inherited by the program) a share of it
+ * (CYG_SHM_AS_SHARE), so that the program keeps the rest for its own
+ * threads and heap. */
 int collector_shm_size(const struct cygprof_record_opts *o, uint64_t *size, char *err, size_t errlen)
 {
 	uint64_t lim = as_limit(), s;
@@ -33,15 +32,15 @@ int collector_shm_size(const struct cygprof_record_opts *o, uint64_t *size, char
 		*size = o->shm_bytes;
 		return 0;
 	}
-	*size = CYG_SHM_DEFAULT_SIZE;
+	*size = CYG_SHM_DEFAULT_BYTES;
 	if (!lim)
 		return 0;
-	s = lim / 8 & ~((1ULL << 20) - 1);
-	if (s < SHM_FLOOR) {
+	s = lim / CYG_SHM_AS_SHARE & ~(CYG_SHM_AS_ROUND - 1);
+	if (s < CYG_SHM_AS_FLOOR) {
 		snprintf(err, errlen,
 			 "the address-space limit (ulimit -v) of %llu MB is too small for cygprof's "
 			 "shared memory: raise it to at least %llu MB, or set --shm-size",
-			 (unsigned long long)(lim >> 20), (unsigned long long)(SHM_FLOOR * 8 >> 20));
+			 (unsigned long long)(lim >> 20), (unsigned long long)(CYG_SHM_AS_FLOOR * CYG_SHM_AS_SHARE >> 20));
 		return -ENOMEM;
 	}
 	if (s < *size)
@@ -57,7 +56,7 @@ int collector_map(struct collector *c, uint64_t size, int *memfd, char *err, siz
 	int rc;
 
 	c->size = size;
-	rc = cyg_shm_create(c->size, flags, o->ring_bytes ? o->ring_bytes : (4ULL << 20),
+	rc = cyg_shm_create(c->size, flags, o->ring_bytes ? o->ring_bytes : CYG_RING_DEFAULT_BYTES,
 			    o->record_depth,
 			    memfd, &c->ctl);
 	if (rc) {

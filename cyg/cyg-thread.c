@@ -247,8 +247,8 @@ static struct cyg_node *node_alloc(struct cyg_thread *t)
 	if (UNLIKELY(t->chunk_next + CYG_NODE_SIZE > t->chunk_end)) {
 		uint64_t size = t->chunk_size ? t->chunk_size * 2 : CYG_CHUNK_MIN;
 		uint64_t off;
-		if (size > (4ULL << 20))
-			size = 4ULL << 20;
+		if (size > CYG_CHUNK_MAX)
+			size = CYG_CHUNK_MAX;
 		off = area_alloc(size);
 		if (!off)
 			return NULL;

@@ -45,21 +45,16 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "cyg-limits.h"
+
 #define CYG_SHM_MAGIC 0x3130465250475943ULL /* "CYGPRF01" little-endian */
 #define CYG_SHM_VERSION 2
 #define CYG_SHM_FD_ENV "CYGPROF_SHM_FD"
-#define CYG_SHM_DEFAULT_SIZE (16ULL << 30) /* sparse; node gids need < 2^28 units */
 #define CYG_NODE_SIZE 64
 #define CYG_NULL_OFF 4096 /* the null node: fn 0, never matches a function */
 #define CYG_GID_NULL (CYG_NULL_OFF / CYG_NODE_SIZE)
 #define CYG_AREA_OFF 8192 /* first byte the allocator hands out */
-#define CYG_STACK_INIT 4096     /* shadow-stack frames a thread starts with */
-#define CYG_DEPTH_MAX (1U << 24) /* deepest call path recorded; deeper calls are
-				  * counted in cyg_thread.overflow */
 #define CYG_RING_POOL 64         /* drained rings handed back by the collector */
-#define CYG_MAPS_MAX (4ULL << 20) /* a process's /proc/self/maps snapshot, at most */
-#define CYG_CMD_MAX (64ULL << 10) /* its command line, at most */
-#define CYG_CHUNK_MIN (16ULL << 10) /* a thread's first chunk of nodes (its root's) */
 #define CYG_CACHELINE 64
 
 /* ctl->flags */
@@ -164,7 +159,6 @@ struct cyg_site {
 	uint64_t calls;
 	uint64_t ticks; /* inclusive ticks of the closed calls from this site */
 };
-#define CYG_SITES_MAX (1U << 20) /* entries per thread (sparse reservation) */
 
 struct cyg_thread {
 	/* line 0: the owner's hot fields */
@@ -324,6 +318,8 @@ static inline uint64_t cyg_x_mem_delta(uint64_t w)
 #define CYG_EV_DELTA_BITS 34
 #define CYG_EV_GID_BITS 28
 #define CYG_EV_DELTA_MAX ((1ULL << CYG_EV_DELTA_BITS) - 1)
+_Static_assert(CYG_SHM_MAX_BYTES / CYG_NODE_SIZE <= (1ULL << CYG_EV_GID_BITS),
+	       "a gid must name every node of the largest mapping");
 
 static inline uint64_t cyg_ev_make(unsigned kind, uint32_t gid, uint64_t delta)
 {
@@ -352,8 +348,8 @@ static inline uint64_t cyg_ev_sync_ts(uint64_t w)
 
 /** Create the memfd, size it (sparse), seal its size, map it and initialise
  * the control page (collector side, ring/shm-create.c); the calling thread
- * then holds ctl->alive until it exits.  ring_bytes is rounded up to a
- * power of two; max_depth 0 means CYG_DEPTH_MAX.  Returns 0 or -errno. */
+ * then holds ctl->alive until it exits.  ring_bytes is rounded by
+ * cyg_ring_words(); max_depth 0 means CYG_DEPTH_MAX.  Returns 0 or -errno. */
 int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t max_depth,
 		   int *fd_out, struct cyg_ctl **ctl_out);
 

@@ -14,7 +14,6 @@ int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t 
 {
 	pthread_mutexattr_t ma;
 	struct cyg_ctl *ctl;
-	uint64_t words = ring_bytes / 8, p2 = 16;
 	/* Inherited by the program (no CLOEXEC): exec'd images map it again. */
 	int fd = memfd_create("cygprof", MFD_ALLOW_SEALING);
 
@@ -30,13 +29,11 @@ int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t 
 	ctl = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
 	if (ctl == MAP_FAILED)
 		goto err;
-	while (p2 < words)
-		p2 <<= 1;
 	ctl->magic = CYG_SHM_MAGIC;
 	ctl->version = CYG_SHM_VERSION;
 	ctl->size = size;
 	ctl->flags = flags;
-	ctl->ring_words = p2;
+	ctl->ring_words = cyg_ring_words(ring_bytes);
 	ctl->collector_pid = (uint32_t)getpid();
 	ctl->max_depth = max_depth && max_depth <= CYG_DEPTH_MAX ? max_depth : CYG_DEPTH_MAX;
 	ctl->alloc_off = CYG_AREA_OFF;
