@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cyg-lock.h"
 #include "cyg-private.h"
 
 __thread struct cyg_tls cyg_tls TLS_IE;
@@ -49,21 +50,16 @@ static pthread_key_t cyg_key;
 /* ---- the shared cold-path lock and allocator --------------------------- */
 
 /* Take the lock, unless this very thread holds it already: a signal
- * handler interrupted it inside a cold path.  Returns 0 or -1. */
+ * handler interrupted it inside a cold path (ring/cyg-lock.h).  Returns 0
+ * or -1. */
 static int lock(void)
 {
-	if (cyg_tls.in_lock)
-		return -1;
-	cyg_tls.in_lock = 1;
-	if (pthread_mutex_lock(&cyg_ctl->lock) == EOWNERDEAD)
-		pthread_mutex_consistent(&cyg_ctl->lock); /* its owner died mid-section */
-	return 0;
+	return cyg_lock(&cyg_ctl->lock, &cyg_tls.in_lock, NULL) < 0 ? -1 : 0;
 }
 
 static void unlock(void)
 {
-	pthread_mutex_unlock(&cyg_ctl->lock);
-	cyg_tls.in_lock = 0;
+	cyg_unlock(&cyg_ctl->lock, &cyg_tls.in_lock);
 }
 
 /* Bump-allocate from the mapping, without the lock (a compare-and-swap of
@@ -949,14 +945,12 @@ static int collector_dead(long ns)
 		dl.tv_sec++;
 		dl.tv_nsec -= 1000000000L;
 	}
-	r = pthread_mutex_clocklock(&cyg_ctl->alive, CLOCK_MONOTONIC, &dl);
-	if (r == ETIMEDOUT || r == EINTR)
+	r = cyg_lock(&cyg_ctl->alive, NULL, &dl);
+	if (r == -ETIMEDOUT || r == -EINTR)
 		return 0;
-	if (r == EOWNERDEAD)
-		pthread_mutex_consistent(&cyg_ctl->alive);
-	if (r == 0 || r == EOWNERDEAD) {
-		pthread_mutex_unlock(&cyg_ctl->alive);
-	} else if (r != ENOTRECOVERABLE) {
+	if (r >= 0) {
+		cyg_unlock(&cyg_ctl->alive, NULL);
+	} else if (r != -ENOTRECOVERABLE) {
 		/* EDEADLK: its owner's tid is ours in another pid namespace;
 		 * nothing to learn from the lock: just wait. */
 		struct timespec ts = {0, ns};

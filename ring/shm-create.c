@@ -7,12 +7,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cyg-lock.h"
 #include "cyg-shm.h"
 
 int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t max_depth,
 		   int *fd_out, struct cyg_ctl **ctl_out)
 {
-	pthread_mutexattr_t ma;
 	struct cyg_ctl *ctl;
 	/* Inherited by the program (no CLOEXEC): exec'd images map it again. */
 	int fd = memfd_create("cygprof", MFD_ALLOW_SEALING);
@@ -39,15 +39,12 @@ int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t 
 	ctl->alloc_off = CYG_AREA_OFF;
 	ssize_t nl = readlink("/proc/self/ns/mnt", ctl->mnt_ns, sizeof ctl->mnt_ns - 1);
 	ctl->mnt_ns[nl > 0 ? nl : 0] = 0;
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
-	pthread_mutex_init(&ctl->lock, &ma);
-	pthread_mutex_init(&ctl->alive, &ma);
-	pthread_mutexattr_destroy(&ma);
+	cyg_lock_init(&ctl->lock);
+	cyg_lock_init(&ctl->alive);
 	/* Held until this thread exits: a writer waiting on it learns that
-	 * the collector died from EOWNERDEAD, not from a timeout. */
-	pthread_mutex_lock(&ctl->alive);
+	 * the collector died from EOWNERDEAD, not from a timeout.  The
+	 * collector never takes ctl->lock. */
+	cyg_lock(&ctl->alive, NULL, NULL);
 	*fd_out = fd;
 	*ctl_out = ctl;
 	return 0;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "cyg-lock.h"
 #include "cyg-shm.h"
 
 void __cyg_profile_func_enter(void *fn, void *site);
@@ -322,8 +323,7 @@ int main(int argc, char **argv)
 	}
 	/* The exec released 'alive' as the death of its holder: hold it
 	 * again, as the collector does for its whole life. */
-	if (pthread_mutex_lock(&ctl->alive) == EOWNERDEAD)
-		pthread_mutex_consistent(&ctl->alive);
+	cyg_lock(&ctl->alive, NULL, NULL);
 	RUN_TEST(test_words);
 	RUN_TEST(test_lossless_tiny_ring);
 	RUN_TEST(test_unbalanced);
