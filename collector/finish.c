@@ -351,8 +351,9 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 	th.proc_idx = ct->proc ? ct->proc->idx : CYGPROF_NONE;
 	th.tid = ct->tid;
 	th.flags = (state == CYG_T_ENDED ? CYGPROF_THREAD_ENDED : CYGPROF_THREAD_CUT) |
-		   (ct->flags & (CYGPROF_THREAD_FORKED | CYGPROF_THREAD_SIGNAL |
-				 CYGPROF_THREAD_CLONED));
+		   (ct->flags & CYG_TF_FORKED ? CYGPROF_THREAD_FORKED : 0) |
+		   (ct->flags & CYG_TF_SIGNAL ? CYGPROF_THREAD_SIGNAL : 0) |
+		   (ct->flags & CYG_TF_CLONED ? CYGPROF_THREAD_CLONED : 0);
 	th.start_ns = tick_ns(c, ct->start_ts);
 	th.end_ns = tick_ns(c, end);
 	th.calls = ct->calls;
@@ -456,7 +457,9 @@ static int store_proc(struct collector *c, struct cproc *cpr)
 		case CYG_P_EXIT:
 		case CYG_P_SIGNAL:
 		case CYG_P_EXEC:
-			cp.end_kind = state;
+			cp.end_kind = state == CYG_P_EXIT     ? CYGPROF_END_EXIT
+				      : state == CYG_P_SIGNAL ? CYGPROF_END_SIGNAL
+							      : CYGPROF_END_EXEC;
 			cp.end_code = code;
 			break;
 		default:

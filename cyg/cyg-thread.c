@@ -1145,7 +1145,7 @@ static void atfork_child(void)
 	cyg_proc_off = register_proc(cyg_proc_off, now);
 	shared_reset();
 	cyg_tls.t = NULL;
-	t = thread_new(4 /* CYGPROF_THREAD_FORKED */, now);
+	t = thread_new(CYG_TF_FORKED, now);
 	if (!t || !old)
 		return;
 	struct cyg_frame *stk = cyg_tls.stk;

@@ -12,7 +12,6 @@
 #include <stdint.h>
 
 #include "cyg-private.h"
-#include "cygprof/cygprof-capture.h" /* enum cygprof_mem_fn (values only) */
 
 struct real_alloc {
 	void *(*malloc)(size_t);
@@ -53,7 +52,8 @@ NOINSTR static inline uint64_t cyg_mem_stamp(void)
 #define cyg_alloc_now cyg_mem_stamp
 
 /* Record an allocation of `size` bytes at p (ra: return address into the
- * code that called the allocator), or a free of p stamped at `ts`. */
+ * code that called the allocator), or a free of p stamped at `ts`; fn is
+ * the allocator function, CYG_MEM_* (cyg-shm.h). */
 HIDDEN void cyg__mem_alloc(unsigned fn, void *p, size_t size, void *ra);
 HIDDEN void cyg__mem_free(unsigned fn, void *p, uint64_t ts);
 /* Whether a free of p at this moment should be recorded (p non-NULL,

@@ -72,7 +72,7 @@ enum {
 	CYG_T_CUT = 3,   /* its image was replaced by exec: frames closed at end_ts by the collector */
 };
 
-/* cyg_proc.state / end kinds (same values as enum cygprof_end_kind) */
+/* cyg_proc.state (the collector translates them into the capture's end kinds) */
 enum {
 	CYG_P_RUNNING = 0,
 	CYG_P_EXIT = 1,
@@ -188,7 +188,7 @@ struct cyg_thread {
 	uint32_t tid;
 	uint32_t state;     /* CYG_T_* (release-stored) */
 	uint32_t seq;       /* registration order */
-	uint32_t flags;     /* CYGPROF_THREAD_FORKED ... */
+	uint32_t flags;     /* CYG_TF_* */
 	uint32_t root;      /* gid of this thread's root node */
 	uint64_t stack_off; /* struct cyg_frame[stack_cap]; replaced by a bigger one as
 			     * the thread goes deeper (release-stored after stack_cap) */
@@ -221,7 +221,8 @@ struct cyg_thread {
 	uint32_t pad3;
 };
 
-/* cyg_thread.flags (the same values as CYGPROF_THREAD_*) */
+/* cyg_thread.flags (the collector translates them into the capture's
+ * CYGPROF_THREAD_* flags) */
 enum {
 	CYG_TF_FORKED = 4,  /* first thread of a forked child */
 	CYG_TF_SIGNAL = 8,  /* signal handlers that interrupted the hooks of host_off */
@@ -277,6 +278,28 @@ enum {
 	CYG_X_STACK = 3, /* payload [n:16]; then the hash, then n return addresses,
 			  * innermost first: defines an unwound stack before its first use */
 };
+
+/* The allocator function of an ALLOC or FREE record (its 6-bit fn field).
+ * These are the protocol's codes: the collector translates them into the
+ * capture's enum cygprof_mem_fn (collector/memory.c). */
+enum {
+	CYG_MEM_MALLOC = 0,
+	CYG_MEM_CALLOC,
+	CYG_MEM_REALLOC,
+	CYG_MEM_REALLOCARRAY,
+	CYG_MEM_POSIX_MEMALIGN,
+	CYG_MEM_ALIGNED_ALLOC,
+	CYG_MEM_MEMALIGN,
+	CYG_MEM_VALLOC,
+	CYG_MEM_PVALLOC,
+	CYG_MEM_FREE,
+	CYG_MEM_NEW,          /* operator new, all variants */
+	CYG_MEM_NEW_ARRAY,    /* operator new[], all variants */
+	CYG_MEM_DELETE,       /* operator delete, all variants */
+	CYG_MEM_DELETE_ARRAY, /* operator delete[], all variants */
+	CYG_MEM_FN_COUNT
+};
+_Static_assert(CYG_MEM_FN_COUNT <= 64, "the fn field of ALLOC/FREE has 6 bits");
 
 static inline uint64_t cyg_x_make(unsigned sub, uint64_t payload)
 {
