@@ -53,10 +53,21 @@ extern int cyg_state HIDDEN;  /* 0 not attached yet, 1 attached, <0 disabled or 
 /* Attach before our constructor ran (an allocation in an earlier one). */
 HIDDEN void cyg__attach_early(void) COLD;
 
-/* Defined only in libcygprof-mem.so: called once the mapping is attached. */
-HIDDEN void cyg__mem_attach(void) __attribute__((weak));
-/* Defined only in libcygprof-mem.so: the loaded objects changed (dlopen). */
-HIDDEN void cyg__objs_refresh(void) __attribute__((weak));
+/* What a library built on the runtime (preload/: libcygprof-mem.so) wants
+ * to be told.  It registers once, at load (cyg__register()); the runtime
+ * calls through these and never names a function of that library. */
+struct cyg_callbacks {
+	/* The mapping is attached and asks for memory tracing (CYG_F_MEMORY):
+	 * set tracing up.  Called once, before cyg_memory is set. */
+	void (*mem_attach)(void);
+	/* The loaded objects changed (a dlopen), while memory is traced. */
+	void (*objs_changed)(void);
+};
+/* The callbacks registered, or NULL. */
+extern const struct cyg_callbacks *cyg_callbacks HIDDEN;
+/* Register cb (idempotent).  If the runtime attached already (a hook or an
+ * allocation came first), memory tracing starts now. */
+HIDDEN void cyg__register(const struct cyg_callbacks *cb) COLD;
 
 HIDDEN uint64_t cyg__mono(void) __attribute__((noinline));
 

@@ -36,6 +36,8 @@ int cyg_timeline;
 uint64_t cyg_ring_mask;
 uint32_t cyg_max_depth = 2; /* until attached: every enter overflows harmlessly */
 int cyg_memory;
+const struct cyg_callbacks *cyg_callbacks;
+static int mem_started; /* the callbacks' mem_attach ran, or runs */
 
 int cyg_state;               /* 0 not tried, -2 attaching, 1 attached, -1 disabled */
 static int ctor_done;         /* our constructor ran: a missing environment is final */
@@ -423,6 +425,10 @@ static struct cyg_thread *thread_alloc(uint32_t flags, uint64_t now, uint64_t pr
 	struct cyg_node *root;
 	uint64_t off, stack, ring = 0;
 	uint32_t cap = CYG_STACK_INIT;
+	/* By the mapping's flag, not cyg_memory: a writer made before memory
+	 * tracing started (a hook that came before libcygprof-mem.so
+	 * registered) has what memory records need once it does. */
+	int mem = !!(cyg_ctl->flags & CYG_F_MEMORY);
 
 	/* What others gave back, under the lock; new memory without it (a
 	 * signal handler's writer, when its thread holds the lock). */
@@ -431,17 +437,17 @@ static struct cyg_thread *thread_alloc(uint32_t flags, uint64_t now, uint64_t pr
 		stack = list_pop(&cyg_ctl->free_stacks);
 		if (stack)
 			cap = (uint32_t)((uint64_t *)AT(stack))[1];
-		if (cyg_timeline || cyg_memory)
+		if (cyg_timeline || mem)
 			ring = pool_pop();
 		unlock();
 	}
 	off = area_alloc(sizeof *t);
 	if (!stack)
 		stack = area_alloc((uint64_t)cap * sizeof(struct cyg_frame));
-	if ((cyg_timeline || cyg_memory) && !ring)
+	if ((cyg_timeline || mem) && !ring)
 		ring = area_alloc(cyg_ctl->ring_words * 8);
-	uint64_t seen = cyg_memory ? area_alloc(CYG_SEEN_SLOTS * 8) : 0;
-	if (!off || !stack || ((cyg_timeline || cyg_memory) && !ring) || (cyg_memory && !seen))
+	uint64_t seen = mem ? area_alloc(CYG_SEEN_SLOTS * 8) : 0;
+	if (!off || !stack || ((cyg_timeline || mem) && !ring) || (mem && !seen))
 		return NULL;
 
 	t = AT(off);
@@ -1216,6 +1222,22 @@ out:
 	return found;
 }
 
+/* Memory tracing starts once the mapping is attached, asks for it, and
+ * libcygprof-mem.so registered its callbacks, whichever comes last (both
+ * sides call this after publishing their part). */
+static void mem_start(void)
+{
+	const struct cyg_callbacks *cb = __atomic_load_n(&cyg_callbacks, __ATOMIC_SEQ_CST);
+
+	if (!cb || __atomic_load_n(&cyg_state, __ATOMIC_SEQ_CST) <= 0 ||
+	    !(cyg_ctl->flags & CYG_F_MEMORY) ||
+	    __atomic_exchange_n(&mem_started, 1, __ATOMIC_SEQ_CST))
+		return;
+	if (cb->mem_attach)
+		cb->mem_attach();
+	__atomic_store_n(&cyg_memory, 1, __ATOMIC_RELEASE);
+}
+
 /* Attach to the collector's mapping: from our constructor, or earlier from
  * the first hook or allocation (a .preinit_array function, another
  * library's constructor).  That early, the environment may not be readable
@@ -1268,12 +1290,18 @@ static int attach(void)
 		return -1;
 	cyg_proc_off = register_proc(0, cyg_now());
 	pthread_atfork(NULL, NULL, atfork_child);
-	cyg_state = 1;
-	if ((c->flags & CYG_F_MEMORY) && cyg__mem_attach) {
-		cyg__mem_attach();
-		cyg_memory = 1;
-	}
+	__atomic_store_n(&cyg_state, 1, __ATOMIC_SEQ_CST);
+	mem_start();
 	return 0;
+}
+
+void cyg__register(const struct cyg_callbacks *cb)
+{
+	int saved = errno;
+
+	__atomic_store_n(&cyg_callbacks, cb, __ATOMIC_SEQ_CST);
+	mem_start();
+	errno = saved;
 }
 
 void cyg__attach_early(void)
@@ -1582,8 +1610,8 @@ void *dlopen(const char *file, int mode)
 	if (h && cyg_state > 0 && cyg_proc_off) {
 		int saved = errno;
 		snapshot_maps(AT(cyg_proc_off));
-		if (cyg_memory && cyg__objs_refresh)
-			cyg__objs_refresh();
+		if (cyg_memory && cyg_callbacks->objs_changed)
+			cyg_callbacks->objs_changed();
 		errno = saved;
 	}
 	return h;

@@ -61,18 +61,33 @@ void cyg__mem_resolve(void)
 	resolving = 0;
 }
 
+/* Called by the runtime once the mapping is attached and asks for memory
+ * tracing (through the callbacks registered below). */
+static void mem_attach(void)
+{
+	cyg__mem_resolve();
+	cyg__stack_attach();
+}
+
+static const struct cyg_callbacks mem_callbacks = {
+	.mem_attach = mem_attach,
+	.objs_changed = cyg__objs_refresh,
+};
+
+void cyg__mem_early(void)
+{
+	cyg__register(&mem_callbacks);
+	if (cyg_state == 0)
+		cyg__attach_early();
+}
+
+/* At load: the real allocator, and our callbacks with the runtime. */
 __attribute__((constructor(101))) static void preload_init(void)
 {
 	int saved = errno;
 	cyg__mem_resolve();
+	cyg__register(&mem_callbacks);
 	errno = saved;
-}
-
-/* Called by the runtime once the mapping is attached (cyg-thread.c). */
-void cyg__mem_attach(void)
-{
-	cyg__mem_resolve();
-	cyg__stack_attach();
 }
 
 /* ---- recording ---------------------------------------------------------- */

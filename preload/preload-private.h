@@ -56,12 +56,15 @@ NOINSTR static inline uint64_t cyg_mem_stamp(void)
  * the allocator function, CYG_MEM_* (cyg-shm.h). */
 HIDDEN void cyg__mem_alloc(unsigned fn, void *p, size_t size, void *ra);
 HIDDEN void cyg__mem_free(unsigned fn, void *p, uint64_t ts);
+/* An allocation before our constructor ran (in an earlier constructor):
+ * register with the runtime, and attach it if nothing did yet. */
+HIDDEN void cyg__mem_early(void) COLD;
 /* Whether a free of p at this moment should be recorded (p non-NULL,
  * tracing on, not inside the runtime). */
 static inline int cyg_mem_tracing(void)
 {
-	if (UNLIKELY(!cyg_memory) && cyg_state == 0 && !cyg_tls.guard)
-		cyg__attach_early();
+	if (UNLIKELY(!cyg_memory) && (cyg_state == 0 || !cyg_callbacks) && !cyg_tls.guard)
+		cyg__mem_early();
 	if (UNLIKELY(cyg_tls.guard)) {
 		/* Inside the runtime (thread set-up, an unwind, dl_iterate_phdr)
 		 * or the real operator new after malloc failed: not traced,
@@ -82,5 +85,7 @@ HIDDEN uint64_t cyg__stack_id(struct cyg_thread *t);
  * that object, else the library frames found by unwinding. */
 HIDDEN unsigned cyg__lib_frames(uint64_t fn, uint64_t ra, uint64_t *out, unsigned max);
 HIDDEN void cyg__stack_attach(void);
+/* The loaded objects changed (dlopen): rescan them. */
+HIDDEN void cyg__objs_refresh(void);
 
 #endif
