@@ -179,8 +179,8 @@ int cmd_record(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct cygprof_record_opts o;
-	struct cygprof_record_result r;
+	struct collector_opts o;
+	struct collector_result r;
 	char err[512], filters[1024] = "", sz[32];
 	const char *only[argc], *except[argc], *dbgdirs[argc];
 	struct stat prog_st;
@@ -271,7 +271,7 @@ int cmd_record(int argc, char **argv)
 		cli_die(1, "cannot find the runtime %s next to this cygprof", rtname);
 	o.runtime = rt;
 
-	rc = cygprof_record(&o, &r, err, sizeof err);
+	rc = collector_record(&o, &r, err, sizeof err);
 	free(rt);
 	if (rc) {
 		if (r.exec_errno)

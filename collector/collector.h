@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct cygprof_record_opts {
+struct collector_opts {
 	const char *output;    /* capture path */
 	char *const *argv;     /* the program and its arguments */
 	const char *runtime;   /* absolute path of libcygprof-cyg.so */
@@ -29,7 +29,7 @@ struct cygprof_record_opts {
 	size_t n_debug_dirs;
 };
 
-struct cygprof_record_result {
+struct collector_result {
 	int status;            /* wait status of the program */
 	int exec_errno;        /* non-zero: the program could not be started */
 	uint32_t procs, threads;
@@ -41,7 +41,7 @@ struct cygprof_record_result {
 
 /** Run the program and record it.  Returns 0 when the capture was written
  * (whatever the program did), or a negative error (message in err). */
-int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_result *res,
+int collector_record(const struct collector_opts *o, struct collector_result *res,
 		   char *err, size_t errlen);
 
 #endif

@@ -733,7 +733,7 @@ static int put_meta_u64(struct collector *c, const char *key, uint64_t v)
 
 static int put_meta(struct collector *c, uint64_t lost)
 {
-	const struct cygprof_record_opts *o = c->o;
+	const struct collector_opts *o = c->o;
 	struct utsname u;
 	char buf[256];
 	char *cmd = join_argv(o->argv);

@@ -79,7 +79,7 @@ static void free_collector(struct collector *c)
 		munmap(c->base, c->size);
 }
 
-int cygprof_record(const struct cygprof_record_opts *o, struct cygprof_record_result *res,
+int collector_record(const struct collector_opts *o, struct collector_result *res,
 		   char *err, size_t errlen)
 {
 	struct collector c;

@@ -24,7 +24,7 @@ static uint64_t as_limit(void)
  * address-space limit (ulimit -v, inherited by the program) a share of it
  * (CYG_SHM_AS_SHARE), so that the program keeps the rest for its own
  * threads and heap. */
-int collector_shm_size(const struct cygprof_record_opts *o, uint64_t *size, char *err, size_t errlen)
+int collector_shm_size(const struct collector_opts *o, uint64_t *size, char *err, size_t errlen)
 {
 	uint64_t lim = as_limit(), s;
 
@@ -50,7 +50,7 @@ int collector_shm_size(const struct cygprof_record_opts *o, uint64_t *size, char
 
 int collector_map(struct collector *c, uint64_t size, int *memfd, char *err, size_t errlen)
 {
-	const struct cygprof_record_opts *o = c->o;
+	const struct collector_opts *o = c->o;
 	uint32_t flags = (o->timeline ? CYG_F_TIMELINE : 0) | (o->drop ? CYG_F_DROP : 0) |
 			 (o->memory ? CYG_F_MEMORY : 0) | (collector_have_tsc() ? CYG_F_TSC : 0);
 	int rc;
