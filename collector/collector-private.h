@@ -295,8 +295,7 @@ void collector_calibrate(struct collector *c);
 
 /* setup.c: the mapping's size (--shm-size, or within ulimit -v), and the
  * mapping itself.  Both return 0 or a negative error, message in err. */
-int collector_shm_size(const struct collector_opts *o, uint64_t *size, char *err,
-		       size_t errlen);
+int collector_shm_size(const struct collector_opts *o, uint64_t *size, char *err, size_t errlen);
 int collector_map(struct collector *c, uint64_t size, int *memfd, char *err, size_t errlen);
 
 /* spawn.c: the open descriptors (sorted); fork and exec the program with the

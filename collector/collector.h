@@ -41,7 +41,7 @@ struct collector_result {
 
 /** Run the program and record it.  Returns 0 when the capture was written
  * (whatever the program did), or a negative error (message in err). */
-int collector_record(const struct collector_opts *o, struct collector_result *res,
-		   char *err, size_t errlen);
+int collector_record(const struct collector_opts *o, struct collector_result *res, char *err,
+		     size_t errlen);
 
 #endif

@@ -79,8 +79,8 @@ static void free_collector(struct collector *c)
 		munmap(c->base, c->size);
 }
 
-int collector_record(const struct collector_opts *o, struct collector_result *res,
-		   char *err, size_t errlen)
+int collector_record(const struct collector_opts *o, struct collector_result *res, char *err,
+		     size_t errlen)
 {
 	struct collector c;
 	int memfd = -1, rc, status = 0, exec_errno = 0, *caller_fds = NULL;
