@@ -58,15 +58,15 @@ static void usage(FILE *f)
 		"  -h, --help             this help\n");
 }
 
-/* Find the runtime next to this executable: installed (BINDIR/../LIBDIR)
- * or in the build tree (cli/../cyg). */
+/* Find the runtime next to this executable: installed
+ * (BINDIR/../LIBDIR/cygprof) or in the build tree (cli/../cyg). */
 static char *find_runtime(const char *name)
 {
 	static const char *rel[] = {
-		"../" CYGPROF_LIBDIR_REL "/",
+		"../" CYGPROF_RUNTIME_DIR_REL "/",
 		"../cyg/",
 		"../preload/",
-		"../lib/",
+		"../lib/cygprof/",
 	};
 	char exe[PATH_MAX], path[PATH_MAX * 2];
 	const char *env = getenv("CYGPROF_RUNTIME");

@@ -8,17 +8,25 @@ Usage:
 Runs `meson install -C BUILDDIR --destdir TMP --no-rebuild --quiet`, then,
 with no LD_LIBRARY_PATH and no CYGPROF_RUNTIME:
 
+0. the layout: the preloaded runtimes libcygprof-cyg.so and
+   libcygprof-mem.so in their private directory LIBDIR/cygprof/ (and not in
+   LIBDIR itself); libcygprof-capture.so.N in LIBDIR with that soname and
+   the development link libcygprof-capture.so; the header;
 1. TMP/PREFIX/BINDIR/cygprof records EXAMPLE (examples/calls.c) and reports
    it: the installed binary must find libcygprof-capture and the runtime
    libcygprof-cyg.so through its own location, and the runtime preloaded
-   into the program must be the installed one;
-2. TMP/PREFIX/LIBDIR/pkgconfig/cygprof.pc exists and `pkg-config --cflags
-   --libs cygprof` works with PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR
+   into the program must be the installed one (LIBDIR/cygprof/);
+2. libcygprof-capture exports exactly the functions declared in the
+   installed cygprof-capture.h (nm -D --defined-only), all under one
+   symbol version;
+3. TMP/PREFIX/LIBDIR/pkgconfig/cygprof-capture.pc exists (and no
+   cygprof.pc), says what it is, and `pkg-config --cflags --libs
+   cygprof-capture` works with PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR
    pointing into TMP;
-3. a small C program built with those flags against the installed
+4. a small C program built with those flags against the installed
    cygprof-capture.h opens the capture and prints its thread count
    (LD_LIBRARY_PATH is set for this reader only);
-4. the man pages are installed under TMP/PREFIX/MANDIR/man1.
+5. the man pages are installed under TMP/PREFIX/MANDIR/man1.
 
 Exit status: 0 passed, 1 failed, 77 skipped (no meson, no C compiler or no
 pkg-config here). Standard library only.
@@ -28,6 +36,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -126,6 +135,47 @@ def build_options(meson, build):
     return opts['prefix'], opts['bindir'], opts['libdir'], opts['mandir']
 
 
+def header_functions(path):
+    """The functions the public header declares (comments removed)."""
+    with open(path) as f:
+        text = re.sub(r'/\*.*?\*/', '', f.read(), flags=re.S)
+    return set(re.findall(r'\b(cygprof_[a-z0-9_]+)\s*\(', text))
+
+
+def exported_symbols(lib):
+    """{name: version} of the symbols lib defines in its dynamic table, or
+    None without nm.  The version node itself (an absolute symbol named
+    like the version) is left out."""
+    nm = shutil.which('nm')
+    if not nm:
+        return None
+    cp = run([nm, '-D', '--defined-only', lib])
+    if cp.returncode != 0:
+        raise Failure('nm -D %s failed' % lib)
+    syms = {}
+    for line in cp.out.splitlines():
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        name, _, version = parts[2].partition('@@')
+        if not version:
+            name, _, version = parts[2].partition('@')
+        if parts[1] == 'A' and not version:
+            continue
+        syms[name] = version
+    return syms
+
+
+def soname(lib):
+    """The DT_SONAME of lib, or None without readelf/objdump."""
+    readelf = shutil.which('readelf')
+    if not readelf:
+        return None
+    cp = run([readelf, '-d', lib])
+    m = re.search(r'\(SONAME\)\s+Library soname: \[([^]]+)\]', cp.out)
+    return m.group(1) if m else ''
+
+
 def under(root, prefix, sub):
     path = sub if os.path.isabs(sub) else os.path.join(prefix, sub)
     return os.path.join(root, path.lstrip('/'))
@@ -144,10 +194,44 @@ def test(ck, args, meson, tmp):
     print('info: prefix %s, installed cygprof %s' % (prefix, cygprof))
     if not ck.check(os.access(cygprof, os.X_OK), 'cygprof installed at %s' % cygprof):
         raise Failure('no installed cygprof')
-    for lib in ('libcygprof-cyg.so', 'libcygprof-capture.so'):
-        ck.check(os.path.exists(os.path.join(lib_dir, lib)), '%s installed in %s' % (lib, lib_dir))
+    # 0. the layout
+    runtime_dir = os.path.join(lib_dir, 'cygprof')
+    for lib in ('libcygprof-cyg.so', 'libcygprof-mem.so'):
+        ck.check(os.path.isfile(os.path.join(runtime_dir, lib)),
+                 '%s installed in the private directory %s' % (lib, runtime_dir))
+        ck.check(not os.path.exists(os.path.join(lib_dir, lib)),
+                 '%s not installed in %s itself' % (lib, lib_dir))
+    capture_link = os.path.join(lib_dir, 'libcygprof-capture.so')
+    ck.check(os.path.islink(capture_link), 'the development link %s' % capture_link)
+    sonames = sorted(os.path.basename(p) for p in glob.glob(capture_link + '.*')
+                     if re.fullmatch(r'libcygprof-capture\.so\.\d+', os.path.basename(p)))
+    ck.check(len(sonames) == 1, 'one libcygprof-capture.so.N in %s (got %s)' % (lib_dir, sonames))
+    capture_lib = os.path.realpath(capture_link)
+    got_soname = soname(capture_lib)
+    if got_soname is None:
+        print('info: no readelf here: soname check skipped')
+    elif sonames:
+        ck.eq(got_soname, sonames[0], 'the soname of libcygprof-capture')
     header = os.path.join(under(dest, prefix, 'include'), 'cygprof', 'cygprof-capture.h')
     ck.check(os.path.isfile(header), 'header installed at %s' % header)
+
+    # 2. the library exports its public API and nothing else
+    if os.path.isfile(header) and os.path.exists(capture_lib):
+        public = header_functions(header)
+        syms = exported_symbols(capture_lib)
+        if syms is None:
+            print('info: no nm here: export check skipped')
+        else:
+            extra = sorted(set(syms) - public)
+            missing = sorted(public - set(syms))
+            ck.check(len(public) >= 30, 'the header declares the API (%d functions)' % len(public))
+            ck.check(not extra, 'libcygprof-capture exports nothing beyond the header '
+                                '(also exported: %s)' % extra)
+            ck.check(not missing, 'libcygprof-capture exports every function of the header '
+                                  '(missing: %s)' % missing)
+            versions = set(syms.values())
+            ck.check(len(versions) == 1 and '' not in versions,
+                     'one symbol version for the API (got %s)' % sorted(versions))
 
     # 1. the installed cygprof, as it is (no LD_LIBRARY_PATH)
     cp = run([cygprof, '--help'])
@@ -172,13 +256,15 @@ def test(ck, args, meson, tmp):
         ck.check(cp.returncode == 0 and '"files"' in cp.out,
                  'installed cygprof-annotate runs (exit %d: %s)' %
                  (cp.returncode, cp.err.strip()[:300]))
-        # The runtime preloaded into the program is the installed one.
-        cp = run([cygprof, 'record', '-q', '-o', os.path.join(tmp, 'sh.data'), '--',
-                  '/bin/sh', '-c', 'grep -h cygprof-cyg /proc/$$/maps'], cwd=tmp)
-        paths = {line.split()[-1] for line in cp.out.splitlines() if line.strip()}
-        want = os.path.realpath(os.path.join(lib_dir, 'libcygprof-cyg.so'))
-        ck.eq({os.path.realpath(p) for p in paths}, {want},
-              'the program preloads the installed runtime')
+        # The runtime preloaded into the program is the installed one,
+        # from the private directory; the same for --memory.
+        for opt, lib in (([], 'libcygprof-cyg.so'), (['--memory'], 'libcygprof-mem.so')):
+            cp = run([cygprof, 'record', '-q'] + opt + ['-o', os.path.join(tmp, 'sh.data'), '--',
+                      '/bin/sh', '-c', 'grep -h libcygprof- /proc/$$/maps'], cwd=tmp)
+            paths = {line.split()[-1] for line in cp.out.splitlines() if line.strip()}
+            want = os.path.realpath(os.path.join(runtime_dir, lib))
+            ck.eq({os.path.realpath(p) for p in paths}, {want},
+                  'the program preloads the installed %s' % lib)
     else:
         # Go on with a capture of the build tree's cygprof for the checks below.
         build_cygprof = os.path.join(args.build, 'cli', 'cygprof')
@@ -186,10 +272,20 @@ def test(ck, args, meson, tmp):
         run([build_cygprof, 'record', '-q', '-o', capture, '--', args.example],
             env=dict(os.environ), cwd=tmp)
 
-    # 2. pkg-config
-    pcs = glob.glob(os.path.join(dest, prefix.lstrip('/'), 'lib*', '**', 'pkgconfig', 'cygprof.pc'),
-                    recursive=True)
-    ck.check(len(pcs) == 1, 'one cygprof.pc under %s/lib* (got %s)' % (prefix, pcs))
+    # 3. pkg-config
+    def find_pc(name):
+        return glob.glob(os.path.join(dest, prefix.lstrip('/'), 'lib*', '**', 'pkgconfig', name),
+                         recursive=True)
+    pcs = find_pc('cygprof-capture.pc')
+    ck.check(len(pcs) == 1, 'one cygprof-capture.pc under %s/lib* (got %s)' % (prefix, pcs))
+    ck.eq(find_pc('cygprof.pc'), [], 'no cygprof.pc (the library is cygprof-capture)')
+    if pcs:
+        with open(pcs[0]) as f:
+            pc = f.read()
+        ck.check(re.search(r'^Name: cygprof-capture$', pc, re.M) is not None,
+                 'cygprof-capture.pc: Name: cygprof-capture')
+        ck.check(re.search(r'^Description: .*captures', pc, re.M) is not None,
+                 'cygprof-capture.pc: the description says it reads and writes captures')
     pkg_config = shutil.which('pkg-config') or shutil.which('pkgconf')
     if not pcs or not pkg_config:
         if not pkg_config:
@@ -199,18 +295,18 @@ def test(ck, args, meson, tmp):
     system_pc = os.environ.get('PKG_CONFIG_PATH', '')
     pc_env = clean_env(PKG_CONFIG_PATH=pc_dir + (':' + system_pc if system_pc else ''),
                        PKG_CONFIG_SYSROOT_DIR=dest)
-    cp = run([pkg_config, '--cflags', '--libs', 'cygprof'], env=pc_env)
-    if not ck.eq(cp.returncode, 0, 'pkg-config --cflags --libs cygprof'):
+    cp = run([pkg_config, '--cflags', '--libs', 'cygprof-capture'], env=pc_env)
+    if not ck.eq(cp.returncode, 0, 'pkg-config --cflags --libs cygprof-capture'):
         return
     flags = cp.out.split()
     print('info: pkg-config flags: %s' % ' '.join(flags))
     ck.check(any(f.startswith('-I' + dest) for f in flags), '-I into the destdir')
     ck.check(any(f.startswith('-L' + dest) for f in flags), '-L into the destdir')
     ck.check('-lcygprof-capture' in flags, '-lcygprof-capture')
-    cp = run([pkg_config, '--modversion', 'cygprof'], env=pc_env)
+    cp = run([pkg_config, '--modversion', 'cygprof-capture'], env=pc_env)
     ck.check(cp.returncode == 0 and cp.out.strip() != '', 'pkg-config --modversion')
 
-    # 3. a reader program built against the installed header and library
+    # 4. a reader program built against the installed header and library
     cc = os.environ.get('CC') or shutil.which('cc') or shutil.which('gcc')
     if not cc:
         print('info: no C compiler: reader check skipped')
@@ -226,7 +322,7 @@ def test(ck, args, meson, tmp):
             ck.eq(cp.returncode, 0, 'the reader runs')
             ck.eq(cp.out.strip(), 'threads=1 calls=40', 'the reader\'s output')
 
-    # 4. man pages
+    # 5. man pages
     man1 = os.path.join(under(dest, prefix, mandir), 'man1')
     for page in MAN_PAGES:
         ck.check(os.path.isfile(os.path.join(man1, page)), 'man page %s in %s' % (page, man1))
