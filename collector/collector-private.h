@@ -82,6 +82,14 @@ static inline uint64_t hash3(uint64_t a, uint64_t b, uint64_t c)
 	return h ? h : 1;
 }
 
+/* The key to try next after a collision on a hashed key (never 0): the
+ * interning tables probe the key space until the entry matches. */
+static inline uint64_t hash_next(uint64_t key)
+{
+	key = key * 31 + 7;
+	return key ? key : 1;
+}
+
 /* What the collector rejected from the mapping. */
 struct damage {
 	uint64_t events;  /* timeline words and memory records */
@@ -298,7 +306,7 @@ void collector_calibrate(struct collector *c);
 int collector_shm_size(const struct collector_opts *o, uint64_t *size, char *err, size_t errlen);
 int collector_map(struct collector *c, uint64_t size, int *memfd, char *err, size_t errlen);
 
-/* spawn.c: the open descriptors (sorted); fork and exec the program with the
+/* spawn.c: the open descriptors; fork and exec the program with the
  * runtime preloaded (returns its pid, or -1 with errno; *exec_errno set when
  * the exec failed); forward SIGINT and SIGTERM to it, and stop. */
 int collector_list_fds(int **out, size_t *n);

@@ -32,9 +32,7 @@ static uint32_t stash_intern(struct collector *c, uint32_t parent, uint32_t proc
 		if (nd->parent == parent && nd->addr == addr && nd->proc_idx == proc &&
 		    nd->kind == kind)
 			return (uint32_t)v;
-		key = key * 31 + 7;
-		if (!key)
-			key = 1;
+		key = hash_next(key);
 	}
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 1024;

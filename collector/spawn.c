@@ -33,34 +33,38 @@ static char *preload_value(const char *runtime)
 	return v;
 }
 
-/* The open file descriptors, sorted. */
+/* Append fd to the list v[0..*k) of capacity *cap; -ENOMEM when it cannot grow. */
+static int fd_push(int **v, size_t *k, size_t *cap, int fd)
+{
+	if (*k == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		int *nv = realloc(*v, ncap * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = ncap;
+	}
+	(*v)[(*k)++] = fd;
+	return 0;
+}
+
+/* The open file descriptors. */
 int collector_list_fds(int **out, size_t *n)
 {
 	DIR *d = opendir("/proc/self/fd");
-	int *v = NULL;
+	int *v = NULL, err = 0;
 	size_t k = 0, cap = 0;
 
 	*out = NULL;
 	*n = 0;
 	if (d) {
 		struct dirent *e;
-		while ((e = readdir(d))) {
+		while (!err && (e = readdir(d))) {
 			if (e->d_name[0] < '0' || e->d_name[0] > '9')
 				continue;
 			int fd = atoi(e->d_name);
-			if (fd == dirfd(d))
-				continue;
-			if (k == cap) {
-				cap = cap ? cap * 2 : 64;
-				int *nv = realloc(v, cap * sizeof *nv);
-				if (!nv) {
-					free(v);
-					closedir(d);
-					return -ENOMEM;
-				}
-				v = nv;
-			}
-			v[k++] = fd;
+			if (fd != dirfd(d))
+				err = fd_push(&v, &k, &cap, fd);
 		}
 		closedir(d);
 	} else {
@@ -68,20 +72,13 @@ int collector_list_fds(int **out, size_t *n)
 		long max = sysconf(_SC_OPEN_MAX);
 		if (max < 0 || max > 65536)
 			max = 65536;
-		for (int fd = 0; fd < max; fd++) {
-			if (fcntl(fd, F_GETFD) < 0)
-				continue;
-			if (k == cap) {
-				cap = cap ? cap * 2 : 64;
-				int *nv = realloc(v, cap * sizeof *nv);
-				if (!nv) {
-					free(v);
-					return -ENOMEM;
-				}
-				v = nv;
-			}
-			v[k++] = fd;
-		}
+		for (int fd = 0; fd < max && !err; fd++)
+			if (fcntl(fd, F_GETFD) >= 0)
+				err = fd_push(&v, &k, &cap, fd);
+	}
+	if (err) {
+		free(v);
+		return err;
 	}
 	*out = v;
 	*n = k;

@@ -16,9 +16,7 @@ static uint32_t fnode_intern(struct cthread *ct, uint32_t parent, uint64_t fn, u
 		struct fnode *f = &ct->nodes[v];
 		if (f->parent == parent && f->fn == fn)
 			return (uint32_t)v;
-		key = key * 31 + 7;
-		if (!key)
-			key = 1;
+		key = hash_next(key);
 	}
 	if (ct->n == ct->cap) {
 		size_t cap = ct->cap ? ct->cap * 2 : 256;
