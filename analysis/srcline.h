@@ -5,8 +5,8 @@
  * debuglink, even when the object itself is gone.  Addresses are placed at
  * the object's load bias.  Objects without line information give no
  * answer; nothing here exits (warnings go through the debuginfo context). */
-#ifndef CYGPROF_SRCLINE_H
-#define CYGPROF_SRCLINE_H
+#ifndef SYM_SRCLINE_H
+#define SYM_SRCLINE_H
 
 #include <stdint.h>
 

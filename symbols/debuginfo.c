@@ -187,7 +187,7 @@ static int file_crc32(const char *path, uint32_t *crc)
 	unsigned char buf[65536];
 	uint32_t c = 0;
 	ssize_t r;
-	int fd = cygprof_open_regular(path, CYGPROF_ELF_MAX_SIZE, NULL);
+	int fd = sym_open_regular(path, SYM_ELF_MAX_SIZE, NULL);
 
 	if (fd < 0)
 		return fd;
@@ -251,7 +251,7 @@ static int elf_facts(const char *path, struct elf_facts *f)
 	memset(f, 0, sizeof(*f));
 	/* A candidate may be anything a directory holds: only a regular file
 	 * of a sane size is opened (no FIFO, no device). */
-	fd = cygprof_open_regular(path, CYGPROF_ELF_MAX_SIZE, NULL);
+	fd = sym_open_regular(path, SYM_ELF_MAX_SIZE, NULL);
 	if (fd < 0)
 		return fd;
 	elf_version(EV_CURRENT);

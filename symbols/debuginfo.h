@@ -22,8 +22,8 @@
  * Error convention: negative errno; nothing here exits.  Warnings go to the
  * warn callback (by default one "cygprof: warning: ..." line on stderr),
  * each at most once per context. */
-#ifndef CYGPROF_DEBUGINFO_H
-#define CYGPROF_DEBUGINFO_H
+#ifndef SYM_DEBUGINFO_H
+#define SYM_DEBUGINFO_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -31,7 +31,7 @@ struct elf_load {
 	uint32_t flags;
 };
 
-struct cygprof_elf {
+struct sym_elf {
 	int is_dyn;
 	int full;  /* the symbols came from .symtab (not only .dynsym) */
 	struct elf_sym *syms;
@@ -100,7 +100,7 @@ static int skip_field(const char **p, const char *end)
 
 /* Parse one line [p, end) (without '\n').  Returns 1 and fills m (path
  * malloc'd) for a file-backed mapping, 0 to skip, -ENOMEM. */
-static int parse_maps_line(const char *p, const char *end, struct cygprof_map *m)
+static int parse_maps_line(const char *p, const char *end, struct sym_map *m)
 {
 	uint64_t start, stop, offset;
 	const char *perms;
@@ -147,10 +147,10 @@ static int parse_maps_line(const char *p, const char *end, struct cygprof_map *m
 	return 1;
 }
 
-int cygprof_maps_parse(const char *text, size_t len, struct cygprof_maps *out)
+int sym_maps_parse(const char *text, size_t len, struct sym_maps *out)
 {
 	const char *p = text, *end = text + len;
-	struct cygprof_maps maps = { 0 };
+	struct sym_maps maps = { 0 };
 	size_t cap = 0;
 
 	if (!out || (!text && len))
@@ -158,15 +158,15 @@ int cygprof_maps_parse(const char *text, size_t len, struct cygprof_maps *out)
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *eol = nl ? nl : end;
-		struct cygprof_map m;
+		struct sym_map m;
 		int ret;
 
 		if (maps.n == cap) {
 			size_t ncap = cap ? cap * 2 : 32;
-			struct cygprof_map *v = realloc(maps.v, ncap * sizeof(*v));
+			struct sym_map *v = realloc(maps.v, ncap * sizeof(*v));
 
 			if (!v) {
-				cygprof_maps_release(&maps);
+				sym_maps_release(&maps);
 				return -ENOMEM;
 			}
 			maps.v = v;
@@ -177,7 +177,7 @@ int cygprof_maps_parse(const char *text, size_t len, struct cygprof_maps *out)
 		 * fails to parse and is skipped. */
 		ret = parse_maps_line(p, eol, &m);
 		if (ret < 0) {
-			cygprof_maps_release(&maps);
+			sym_maps_release(&maps);
 			return ret;
 		}
 		if (ret)
@@ -188,7 +188,7 @@ int cygprof_maps_parse(const char *text, size_t len, struct cygprof_maps *out)
 	return 0;
 }
 
-void cygprof_maps_release(struct cygprof_maps *m)
+void sym_maps_release(struct sym_maps *m)
 {
 	if (!m)
 		return;
@@ -249,7 +249,7 @@ static bool section_is_exec(Elf *elf, size_t ndx)
 }
 
 /* Append the function symbols of symbol table section scn to e->syms. */
-static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, struct cygprof_elf *e)
+static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, struct sym_elf *e)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t n, cap = 0;
@@ -296,7 +296,7 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, struct cyg
 	return 0;
 }
 
-static void free_syms(struct cygprof_elf *e)
+static void free_syms(struct sym_elf *e)
 {
 	for (size_t i = 0; i < e->nsyms; i++)
 		free(e->syms[i].name);
@@ -306,7 +306,7 @@ static void free_syms(struct cygprof_elf *e)
 }
 
 /* .symtab when it has functions, else .dynsym; sorted and deduplicated. */
-static int read_symbols(Elf *elf, struct cygprof_elf *e)
+static int read_symbols(Elf *elf, struct sym_elf *e)
 {
 	static const GElf_Word kinds[] = { SHT_SYMTAB, SHT_DYNSYM };
 	size_t out = 0;
@@ -356,7 +356,7 @@ static int read_symbols(Elf *elf, struct cygprof_elf *e)
 }
 
 /* Look for NT_GNU_BUILD_ID in a note data block. */
-static bool scan_notes(Elf_Data *data, struct cygprof_elf *e)
+static bool scan_notes(Elf_Data *data, struct sym_elf *e)
 {
 	size_t off = 0, name_off, desc_off, next;
 	GElf_Nhdr nhdr;
@@ -380,7 +380,7 @@ static bool scan_notes(Elf_Data *data, struct cygprof_elf *e)
 	return false;
 }
 
-static void read_build_id(Elf *elf, struct cygprof_elf *e)
+static void read_build_id(Elf *elf, struct sym_elf *e)
 {
 	Elf_Scn *scn = NULL;
 	size_t phnum;
@@ -411,7 +411,7 @@ static void read_build_id(Elf *elf, struct cygprof_elf *e)
 	}
 }
 
-static int read_loads(Elf *elf, struct cygprof_elf *e)
+static int read_loads(Elf *elf, struct sym_elf *e)
 {
 	size_t phnum;
 
@@ -436,7 +436,7 @@ static int read_loads(Elf *elf, struct cygprof_elf *e)
 	return 0;
 }
 
-int cygprof_open_regular(const char *path, uint64_t max_size, uint64_t *size)
+int sym_open_regular(const char *path, uint64_t max_size, uint64_t *size)
 {
 	struct stat st;
 	int fd;
@@ -464,9 +464,9 @@ int cygprof_open_regular(const char *path, uint64_t max_size, uint64_t *size)
 	return fd;
 }
 
-int cygprof_elf_open(const char *path, struct cygprof_elf **out)
+int sym_elf_open(const char *path, struct sym_elf **out)
 {
-	struct cygprof_elf *e;
+	struct sym_elf *e;
 	GElf_Ehdr ehdr;
 	Elf *elf;
 	int fd, ret;
@@ -476,7 +476,7 @@ int cygprof_elf_open(const char *path, struct cygprof_elf **out)
 	*out = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOSYS;
-	fd = cygprof_open_regular(path, CYGPROF_ELF_MAX_SIZE, NULL);
+	fd = sym_open_regular(path, SYM_ELF_MAX_SIZE, NULL);
 	if (fd < 0)
 		return fd;
 	/* Read, not mapped: a file truncated while it is read must not turn
@@ -507,19 +507,19 @@ int cygprof_elf_open(const char *path, struct cygprof_elf **out)
 	elf_end(elf);
 	close(fd);
 	if (ret) {
-		cygprof_elf_close(e);
+		sym_elf_close(e);
 		return ret;
 	}
 	*out = e;
 	return 0;
 }
 
-int cygprof_elf_has_symtab(const struct cygprof_elf *e)
+int sym_elf_has_symtab(const struct sym_elf *e)
 {
 	return e && e->full;
 }
 
-void cygprof_elf_adopt_symbols(struct cygprof_elf *e, struct cygprof_elf *from)
+void sym_elf_adopt_symbols(struct sym_elf *e, struct sym_elf *from)
 {
 	if (!e || !from || !from->nsyms)
 		return;
@@ -531,7 +531,7 @@ void cygprof_elf_adopt_symbols(struct cygprof_elf *e, struct cygprof_elf *from)
 	from->nsyms = 0;
 }
 
-void cygprof_elf_close(struct cygprof_elf *e)
+void sym_elf_close(struct sym_elf *e)
 {
 	if (!e)
 		return;
@@ -540,7 +540,7 @@ void cygprof_elf_close(struct cygprof_elf *e)
 	free(e);
 }
 
-size_t cygprof_elf_build_id(const struct cygprof_elf *e, uint8_t *buf, size_t cap)
+size_t sym_elf_build_id(const struct sym_elf *e, uint8_t *buf, size_t cap)
 {
 	if (!e)
 		return 0;
@@ -549,7 +549,7 @@ size_t cygprof_elf_build_id(const struct cygprof_elf *e, uint8_t *buf, size_t ca
 	return e->build_id_len;
 }
 
-int cygprof_elf_is_dyn(const struct cygprof_elf *e)
+int sym_elf_is_dyn(const struct sym_elf *e)
 {
 	return e && e->is_dyn;
 }
@@ -561,7 +561,7 @@ static uint64_t page_size(void)
 	return ps > 0 ? (uint64_t)ps : 4096;
 }
 
-int cygprof_elf_bias(const struct cygprof_elf *e, const struct cygprof_map *map, uint64_t *bias)
+int sym_elf_bias(const struct sym_elf *e, const struct sym_map *map, uint64_t *bias)
 {
 	const uint64_t mask = ~(page_size() - 1);
 	const struct elf_load *best = NULL;
@@ -595,7 +595,7 @@ int cygprof_elf_bias(const struct cygprof_elf *e, const struct cygprof_map *map,
 	return 0;
 }
 
-const char *cygprof_elf_lookup(const struct cygprof_elf *e, uint64_t vaddr, uint64_t *start,
+const char *sym_elf_lookup(const struct sym_elf *e, uint64_t vaddr, uint64_t *start,
 			       uint64_t *size)
 {
 	size_t lo = 0, hi;
@@ -628,7 +628,7 @@ const char *cygprof_elf_lookup(const struct cygprof_elf *e, uint64_t vaddr, uint
 	return NULL;
 }
 
-char *cygprof_demangle(const char *name)
+char *sym_demangle(const char *name)
 {
 	char *res;
 	int status = 0;
