@@ -137,12 +137,16 @@ static long path_prefix(const char *prefix, const char *path)
 	return (long)n;
 }
 
-/* dir + rest ("/" + "" is "/"). */
+/* dir + rest, where rest is "" or starts with '/' ("/" + "/x" is "/x",
+ * "/d" + "/" is "/d"). */
 static char *join_rest(const char *dir, const char *rest)
 {
-	size_t n = strlen(dir), r = strlen(rest);
+	size_t n = strlen(dir), r;
 	char *s;
 
+	if (!strcmp(rest, "/"))
+		rest = "";
+	r = strlen(rest);
 	if (n == 1 && dir[0] == '/' && r)
 		n = 0;
 	s = malloc(n + r + 1);

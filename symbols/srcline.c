@@ -352,6 +352,26 @@ int srcline_lookup(struct srcline *s, const struct cygprof_object *co, uint64_t 
 	return err ? err : line_at(m, cu, a, file, line);
 }
 
+/* The scopes at DWARF address a, innermost first, as the code nests them:
+ * inlined calls, then the function they were inlined into, up to the
+ * compile unit.  (dwarf_getscopes() continues an inlined call with the
+ * scopes of the inlined function's own definition instead; the DIE's
+ * parents give its caller.)  Returns the count (*scopes malloc'd) or <= 0. */
+static int scopes_at(Dwarf_Die *cu, Dwarf_Addr a, Dwarf_Die **scopes)
+{
+	Dwarf_Die *v = NULL;
+	int n = dwarf_getscopes(cu, a, &v);
+
+	*scopes = NULL;
+	if (n <= 0) {
+		free(v);
+		return n;
+	}
+	n = dwarf_getscopes_die(&v[0], scopes);
+	free(v);
+	return n;
+}
+
 /* DW_AT_name of a scope, through its abstract origin. */
 static const char *scope_name(Dwarf_Die *die)
 {
@@ -373,7 +393,7 @@ int srcline_inlined(struct srcline *s, const struct cygprof_object *co, uint64_t
 	err = locate(s, co, addr, &m, &cu, &a);
 	if (err)
 		return err;
-	n = dwarf_getscopes(cu, a, &scopes);
+	n = scopes_at(cu, a, &scopes);
 	for (i = 0; i < n; i++) {
 		Dwarf_Attribute attr;
 		const char *nm;
@@ -430,7 +450,7 @@ int srcline_frames(struct srcline *s, const struct cygprof_object *co, uint64_t 
 	err = line_at(m, cu, a, &file, &line);
 	if (err == -ENOMEM)
 		return err;
-	ns = dwarf_getscopes(cu, a, &scopes);
+	ns = scopes_at(cu, a, &scopes);
 	for (int i = 0; i < ns; i++) {
 		int tag = dwarf_tag(&scopes[i]);
 		Dwarf_Attribute attr;
@@ -472,7 +492,7 @@ int srcline_function(struct srcline *s, const struct cygprof_object *co, uint64_
 	err = locate(s, co, addr, &m, &cu, &a);
 	if (err)
 		return err;
-	n = dwarf_getscopes(cu, a, &scopes);
+	n = scopes_at(cu, a, &scopes);
 	for (i = 0; i < n; i++) {
 		const char *f;
 
