@@ -163,7 +163,7 @@ struct cproc {
 	uint64_t off;        /* its struct cyg_proc */
 	uint32_t idx;        /* capture index: order in which the collector found it */
 	uint32_t pid;        /* read once when found */
-	struct cygprof_maps maps;
+	struct sym_maps maps;
 	uint64_t maps_len, maps_off; /* the snapshot parsed (or rejected) last */
 	uint64_t primed_len; /* maps_len when its objects were last opened */
 	char *ns;            /* its mount namespace when not ours ("mnt:[N]") */
@@ -217,7 +217,7 @@ struct collector {
 	struct hmap proc_at;   /* process record offset -> 1 + index, or 0: rejected */
 	uint64_t procs_head;   /* head of the process list at the last scan */
 	uint64_t threads_head;
-	struct elfcache { char *path; struct cygprof_elf *elf; int err; } *elfs;
+	struct elfcache { char *path; struct sym_elf *elf; int err; } *elfs;
 	size_t nelfs;
 	struct cobj *objs;
 	size_t nobjs;
@@ -364,12 +364,12 @@ void collector_damage_add(struct damage *to, const struct damage *d);
 /* names.c: the raw name of the function at addr in process cp (its start,
  * size, map and object when found), or NULL. */
 const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t addr, uint64_t *start,
-			      uint64_t *size, struct cygprof_map **map, struct cygprof_elf **elf);
+			      uint64_t *size, struct sym_map **map, struct sym_elf **elf);
 /* The ELF object of map in process cp (cached); *gone set when its file is
  * no more the one that was mapped (deleted, or replaced by something that is
  * not a regular file). */
-struct cygprof_elf *collector_elf(struct collector *c, struct cproc *cp,
-				  const struct cygprof_map *m, int *gone);
+struct sym_elf *collector_elf(struct collector *c, struct cproc *cp,
+				  const struct sym_map *m, int *gone);
 /* Whether raw, its demangled form, or that without parameters matches one
  * of the n glob patterns. */
 int collector_name_matches(const char **pats, size_t n, const char *raw);

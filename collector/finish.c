@@ -514,7 +514,7 @@ static int put_objects(struct collector *c, struct cproc *cp)
 	cp->objs_len = cp->maps_len;
 	cp->objs_off = cp->maps_off;
 	for (i = 0; i < cp->maps.n; i++) {
-		struct cygprof_map *m = &cp->maps.v[i];
+		struct sym_map *m = &cp->maps.v[i];
 		cp->objidx[i] = CYGPROF_NONE;
 		for (k = 0; k < i; k++)
 			if (!strcmp(cp->maps.v[k].path, m->path)) {
@@ -555,10 +555,10 @@ static int put_objects(struct collector *c, struct cproc *cp)
 		}
 		o.path = m->path;
 		uint64_t bias = 0;
-		struct cygprof_elf *e = collector_elf(c, cp, m, NULL);
+		struct sym_elf *e = collector_elf(c, cp, m, NULL);
 		if (e) {
-			cygprof_elf_bias(e, m, &bias);
-			o.build_id_len = (uint32_t)cygprof_elf_build_id(e, o.build_id, sizeof o.build_id);
+			sym_elf_bias(e, m, &bias);
+			o.build_id_len = (uint32_t)sym_elf_build_id(e, o.build_id, sizeof o.build_id);
 			if (o.build_id_len > sizeof o.build_id)
 				o.build_id_len = sizeof o.build_id;
 		}
@@ -578,7 +578,7 @@ static int put_objects(struct collector *c, struct cproc *cp)
  * offset in it ("libfoo.so+0x1234", the ELF address when the object could be
  * read, else the offset in the file), flagged " [deleted]" when the file was
  * gone; "0x..." outside every mapped object. */
-static void placeholder(struct collector *c, struct cproc *cp, struct cygprof_map *m,
+static void placeholder(struct collector *c, struct cproc *cp, struct sym_map *m,
 			uint64_t addr, char *buf, size_t len)
 {
 	int gone = 0;
@@ -588,8 +588,8 @@ static void placeholder(struct collector *c, struct cproc *cp, struct cygprof_ma
 		snprintf(buf, len, "0x%llx", (unsigned long long)addr);
 		return;
 	}
-	struct cygprof_elf *e = collector_elf(c, cp, m, &gone);
-	if (e && !cygprof_elf_bias(e, m, &bias))
+	struct sym_elf *e = collector_elf(c, cp, m, &gone);
+	if (e && !sym_elf_bias(e, m, &bias))
 		off = addr - bias;
 	else
 		off = addr - m->start + m->offset;
@@ -598,7 +598,7 @@ static void placeholder(struct collector *c, struct cproc *cp, struct cygprof_ma
 		 gone ? " [deleted]" : "");
 }
 
-static int put_sym(struct collector *c, struct cproc *cp, struct cygprof_map *m, uint64_t addr,
+static int put_sym(struct collector *c, struct cproc *cp, struct sym_map *m, uint64_t addr,
 		   uint64_t size, char *name)
 {
 	struct cygprof_symbol s;
@@ -624,7 +624,7 @@ static int put_sym(struct collector *c, struct cproc *cp, struct cygprof_map *m,
 static int put_symbol(struct collector *c, struct cproc *cp, uint64_t addr, int must_name)
 {
 	uint64_t start = 0, size = 0, seen;
-	struct cygprof_map *m = NULL;
+	struct sym_map *m = NULL;
 	char buf[4200];
 
 	if (!addr || hmap_get(&cp->seen, addr, &seen))
@@ -651,7 +651,7 @@ static int put_symbol(struct collector *c, struct cproc *cp, uint64_t addr, int 
 	if (start != addr && hmap_get(&cp->seen, start, &seen) && seen == 1)
 		return 0;
 	hmap_put(&cp->seen, start, 1);
-	return put_sym(c, cp, m, start, size, cygprof_demangle(raw));
+	return put_sym(c, cp, m, start, size, sym_demangle(raw));
 }
 
 /* Placeholders that a symbol names now: stored again under the same
@@ -663,7 +663,7 @@ static int retry_symbols(struct collector *c, struct cproc *cp)
 
 	for (i = 0; i < cp->nretry; i++) {
 		uint64_t addr = cp->retry[i], start = 0, size = 0, seen;
-		struct cygprof_map *m = NULL;
+		struct sym_map *m = NULL;
 		const char *raw = err ? NULL : collector_fn_name(c, cp, addr, &start, &size, &m, NULL);
 		if (!raw) {
 			cp->retry[out++] = addr;
@@ -671,10 +671,10 @@ static int retry_symbols(struct collector *c, struct cproc *cp)
 		}
 		hmap_put(&cp->seen, addr, 1);
 		err = put_sym(c, cp, m, addr, start + size > addr ? start + size - addr : 0,
-			      cygprof_demangle(raw));
+			      sym_demangle(raw));
 		if (!err && start != addr && !(hmap_get(&cp->seen, start, &seen) && seen == 1)) {
 			hmap_put(&cp->seen, start, 1);
-			err = put_sym(c, cp, m, start, size, cygprof_demangle(raw));
+			err = put_sym(c, cp, m, start, size, sym_demangle(raw));
 		}
 	}
 	cp->nretry = out;

@@ -15,13 +15,13 @@
 /* A stripped object: a separate debug file (by build-id, debuglink,
  * --debug-dir, debuginfod) names its static functions. */
 static void adopt_debug(struct collector *c, struct cproc *cp, const char *file,
-			struct cygprof_elf *e)
+			struct sym_elf *e)
 {
-	if (e && !cygprof_elf_has_symtab(e) && c->dbg) {
+	if (e && !sym_elf_has_symtab(e) && c->dbg) {
 		uint8_t bid[64];
-		size_t blen = cygprof_elf_build_id(e, bid, sizeof bid);
+		size_t blen = sym_elf_build_id(e, bid, sizeof bid);
 		char *dfile = NULL;
-		struct cygprof_elf *d = NULL;
+		struct sym_elf *d = NULL;
 		struct debuginfo *dbg = c->dbg, *own = NULL;
 		if (blen > sizeof bid)
 			blen = sizeof bid;
@@ -36,9 +36,9 @@ static void adopt_debug(struct collector *c, struct cproc *cp, const char *file,
 			dbg = own;
 		}
 		if (!debuginfo_find(dbg, file, bid, blen, &dfile) && strcmp(dfile, file) &&
-		    !cygprof_elf_open(dfile, &d) && cygprof_elf_has_symtab(d))
-			cygprof_elf_adopt_symbols(e, d);
-		cygprof_elf_close(d);
+		    !sym_elf_open(dfile, &d) && sym_elf_has_symtab(d))
+			sym_elf_adopt_symbols(e, d);
+		sym_elf_close(d);
 		debuginfo_free(own);
 		free(dfile);
 	}
@@ -50,8 +50,8 @@ static void adopt_debug(struct collector *c, struct cproc *cp, const char *file,
  * replaced by something that is not a regular file), its mapping is opened
  * through /proc/PID/map_files (root only).  Failures while the process
  * lives are not cached: the end tries again. */
-static struct cygprof_elf *elf_open(struct collector *c, struct cproc *cp,
-				    const struct cygprof_map *m, int live, int *gone)
+static struct sym_elf *elf_open(struct collector *c, struct cproc *cp,
+				    const struct sym_map *m, int live, int *gone)
 {
 	char key[4096 + 64], file[4096 + 64];
 	const char *path = m->path;
@@ -73,16 +73,16 @@ static struct cygprof_elf *elf_open(struct collector *c, struct cproc *cp,
 			*gone = m->deleted || known->err == -ENOENT || known->err == -ENOTSUP;
 		return known->elf;
 	}
-	struct cygprof_elf *e = NULL;
+	struct sym_elf *e = NULL;
 	if (cp && cp->ns)
 		snprintf(file, sizeof file, "/proc/%u/root%s", cp->pid, path);
 	else
 		snprintf(file, sizeof file, "%s", path);
 	const char *opened = file;
-	err = m->deleted ? -ENOENT : cygprof_elf_open(file, &e);
+	err = m->deleted ? -ENOENT : sym_elf_open(file, &e);
 	if (err && cp && cp->ns && !live) {
 		/* gone already: the path as we see it is the best guess */
-		err = cygprof_elf_open(path, &e);
+		err = sym_elf_open(path, &e);
 		opened = path;
 	}
 	if ((err == -ENOENT || err == -ENOTSUP) && live && cp) {
@@ -90,7 +90,7 @@ static struct cygprof_elf *elf_open(struct collector *c, struct cproc *cp,
 		 * mapping still names the object (root may open it). */
 		snprintf(file, sizeof file, "/proc/%u/map_files/%llx-%llx", cp->pid,
 			 (unsigned long long)m->start, (unsigned long long)m->end);
-		if (!cygprof_elf_open(file, &e)) {
+		if (!sym_elf_open(file, &e)) {
 			err = 0;
 			opened = file;
 		}
@@ -107,13 +107,13 @@ static struct cygprof_elf *elf_open(struct collector *c, struct cproc *cp,
 	}
 	struct elfcache *v = realloc(c->elfs, (c->nelfs + 1) * sizeof *v);
 	if (!v) {
-		cygprof_elf_close(e);
+		sym_elf_close(e);
 		return NULL;
 	}
 	c->elfs = v;
 	v[c->nelfs].path = strdup(key);
 	if (!v[c->nelfs].path) {
-		cygprof_elf_close(e);
+		sym_elf_close(e);
 		return NULL;
 	}
 	v[c->nelfs].elf = e;
@@ -123,8 +123,8 @@ static struct cygprof_elf *elf_open(struct collector *c, struct cproc *cp,
 	return e;
 }
 
-struct cygprof_elf *collector_elf(struct collector *c, struct cproc *cp,
-				  const struct cygprof_map *m, int *gone)
+struct sym_elf *collector_elf(struct collector *c, struct cproc *cp,
+				  const struct sym_map *m, int *gone)
 {
 	return elf_open(c, cp, m, 0, gone);
 }
@@ -173,25 +173,25 @@ void collector_prime_procs(struct collector *c)
 
 /* The raw (mangled) name of the function at runtime address addr. */
 const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t addr, uint64_t *start,
-			      uint64_t *size, struct cygprof_map **mapp, struct cygprof_elf **elfp)
+			      uint64_t *size, struct sym_map **mapp, struct sym_elf **elfp)
 {
 	size_t i;
 
 	if (!cp)
 		return NULL;
 	for (i = 0; i < cp->maps.n; i++) {
-		struct cygprof_map *m = &cp->maps.v[i];
+		struct sym_map *m = &cp->maps.v[i];
 		uint64_t bias, s, z;
 		if (addr < m->start || addr >= m->end)
 			continue;
-		struct cygprof_elf *e = collector_elf(c, cp, m, NULL);
+		struct sym_elf *e = collector_elf(c, cp, m, NULL);
 		if (mapp)
 			*mapp = m;
 		if (elfp)
 			*elfp = e;
-		if (!e || cygprof_elf_bias(e, m, &bias))
+		if (!e || sym_elf_bias(e, m, &bias))
 			return NULL;
-		const char *name = cygprof_elf_lookup(e, addr - bias, &s, &z);
+		const char *name = sym_elf_lookup(e, addr - bias, &s, &z);
 		if (name) {
 			if (start)
 				*start = s + bias;
@@ -211,7 +211,7 @@ int collector_name_matches(const char **pats, size_t n, const char *raw)
 
 	if (!raw)
 		return 0;
-	dem = cygprof_demangle(raw);
+	dem = sym_demangle(raw);
 	for (i = 0; i < n && !hit; i++) {
 		if (!fnmatch(pats[i], raw, 0))
 			hit = 1;

@@ -51,7 +51,7 @@ static void free_collector(struct collector *c)
 	hmap_release(&c->thread_at);
 	for (i = 0; i < c->nprocs; i++) {
 		struct cproc *cp = c->procs[i];
-		cygprof_maps_release(&cp->maps);
+		sym_maps_release(&cp->maps);
 		free(cp->ns);
 		hmap_release(&cp->seen);
 		free(cp->retry);
@@ -61,7 +61,7 @@ static void free_collector(struct collector *c)
 	free(c->procs);
 	hmap_release(&c->proc_at);
 	for (i = 0; i < c->nelfs; i++) {
-		cygprof_elf_close(c->elfs[i].elf);
+		sym_elf_close(c->elfs[i].elf);
 		free(c->elfs[i].path);
 	}
 	free(c->elfs);

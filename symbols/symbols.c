@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* symbols.c - ELF symbol tables, build-ids and process maps (libelf). */
 #include "symbols.h"
+#include "symtab.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,25 +18,15 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 #define BUILD_ID_MAX 64
 
-struct elf_sym {
-	uint64_t value, size;
-	/* Highest value + size over this symbol and all before it: lets a
-	 * lookup walk back over symbols nested in / overlapping others. */
-	uint64_t max_end;
-	char *name;
-	uint8_t bind;
-};
-
 struct elf_load {
 	uint64_t offset, vaddr, filesz, memsz;
 	uint32_t flags;
 };
 
-struct cygprof_elf {
+struct sym_elf {
 	int is_dyn;
 	int full;  /* the symbols came from .symtab (not only .dynsym) */
-	struct elf_sym *syms;
-	size_t nsyms;
+	struct sym_table syms;
 	struct elf_load *loads;
 	size_t nloads;
 	uint8_t build_id[BUILD_ID_MAX];
@@ -100,7 +91,7 @@ static int skip_field(const char **p, const char *end)
 
 /* Parse one line [p, end) (without '\n').  Returns 1 and fills m (path
  * malloc'd) for a file-backed mapping, 0 to skip, -ENOMEM. */
-static int parse_maps_line(const char *p, const char *end, struct cygprof_map *m)
+static int parse_maps_line(const char *p, const char *end, struct sym_map *m)
 {
 	uint64_t start, stop, offset;
 	const char *perms;
@@ -147,10 +138,10 @@ static int parse_maps_line(const char *p, const char *end, struct cygprof_map *m
 	return 1;
 }
 
-int cygprof_maps_parse(const char *text, size_t len, struct cygprof_maps *out)
+int sym_maps_parse(const char *text, size_t len, struct sym_maps *out)
 {
 	const char *p = text, *end = text + len;
-	struct cygprof_maps maps = { 0 };
+	struct sym_maps maps = { 0 };
 	size_t cap = 0;
 
 	if (!out || (!text && len))
@@ -158,15 +149,15 @@ int cygprof_maps_parse(const char *text, size_t len, struct cygprof_maps *out)
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *eol = nl ? nl : end;
-		struct cygprof_map m;
+		struct sym_map m;
 		int ret;
 
 		if (maps.n == cap) {
 			size_t ncap = cap ? cap * 2 : 32;
-			struct cygprof_map *v = realloc(maps.v, ncap * sizeof(*v));
+			struct sym_map *v = realloc(maps.v, ncap * sizeof(*v));
 
 			if (!v) {
-				cygprof_maps_release(&maps);
+				sym_maps_release(&maps);
 				return -ENOMEM;
 			}
 			maps.v = v;
@@ -177,7 +168,7 @@ int cygprof_maps_parse(const char *text, size_t len, struct cygprof_maps *out)
 		 * fails to parse and is skipped. */
 		ret = parse_maps_line(p, eol, &m);
 		if (ret < 0) {
-			cygprof_maps_release(&maps);
+			sym_maps_release(&maps);
 			return ret;
 		}
 		if (ret)
@@ -188,7 +179,7 @@ int cygprof_maps_parse(const char *text, size_t len, struct cygprof_maps *out)
 	return 0;
 }
 
-void cygprof_maps_release(struct cygprof_maps *m)
+void sym_maps_release(struct sym_maps *m)
 {
 	if (!m)
 		return;
@@ -199,7 +190,7 @@ void cygprof_maps_release(struct cygprof_maps *m)
 	m->n = 0;
 }
 
-/* ----------------------------------------------------------------- ELF */
+/* ------------------------------------------------------ symbol table */
 
 static int bind_rank(uint8_t bind)
 {
@@ -217,7 +208,7 @@ static int bind_rank(uint8_t bind)
 /* Sort by address; among aliases the preferred name comes first. */
 static int sym_cmp(const void *a, const void *b)
 {
-	const struct elf_sym *x = a, *y = b;
+	const struct sym_entry *x = a, *y = b;
 	size_t lx, ly;
 	int rx, ry;
 
@@ -242,17 +233,121 @@ static bool section_is_exec(Elf *elf, size_t ndx)
 	Elf_Scn *scn;
 	GElf_Shdr shdr;
 
-	if (ndx == SHN_UNDEF || ndx >= SHN_LORESERVE)
+	if (ndx == SHN_UNDEF || (ndx >= SHN_LORESERVE && ndx <= SHN_HIRESERVE))
 		return false;
 	scn = elf_getscn(elf, ndx);
 	return scn && gelf_getshdr(scn, &shdr) && (shdr.sh_flags & SHF_EXECINSTR);
 }
 
+bool sym_is_function(Elf *elf, const GElf_Sym *sym, size_t shndx)
+{
+	int type = GELF_ST_TYPE(sym->st_info);
+
+	if (shndx == SHN_UNDEF || !sym->st_value)
+		return false;
+	if (type == STT_NOTYPE)
+		return sym->st_size && section_is_exec(elf, shndx);
+	return type == STT_FUNC || type == STT_GNU_IFUNC;
+}
+
+int sym_table_add(struct sym_table *t, uint64_t value, uint64_t size, uint8_t bind,
+		  const char *name)
+{
+	if (t->n == t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 256;
+		struct sym_entry *v = realloc(t->v, ncap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->v = v;
+		t->cap = ncap;
+	}
+	t->v[t->n].name = strdup(name);
+	if (!t->v[t->n].name)
+		return -ENOMEM;
+	t->v[t->n].value = value;
+	t->v[t->n].size = size;
+	t->v[t->n].bind = bind;
+	t->n++;
+	return 0;
+}
+
+void sym_table_finish(struct sym_table *t)
+{
+	size_t out = 0;
+	uint64_t max_end = 0;
+
+	if (!t->n)
+		return;
+	qsort(t->v, t->n, sizeof(*t->v), sym_cmp);
+	for (size_t i = 0; i < t->n; i++) {
+		struct sym_entry *s = &t->v[i];
+
+		if (out && t->v[out - 1].value == s->value) {
+			/* Alias: keep the preferred name, the largest size. */
+			if (s->size > t->v[out - 1].size)
+				t->v[out - 1].size = s->size;
+			free(s->name);
+			continue;
+		}
+		t->v[out++] = *s;
+	}
+	t->n = out;
+	for (size_t i = 0; i < t->n; i++) {
+		struct sym_entry *s = &t->v[i];
+		uint64_t end = s->value + s->size;
+
+		if (end > max_end)
+			max_end = end;
+		s->max_end = max_end;
+	}
+}
+
+const char *sym_table_lookup(const struct sym_table *t, uint64_t addr, uint64_t *start,
+			     uint64_t *size)
+{
+	size_t lo = 0, hi = t->n;
+
+	/* Find the last symbol with value <= addr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->v[mid].value <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0;) {
+		const struct sym_entry *s = &t->v[i];
+
+		if (s->max_end <= addr && s->value != addr)
+			break; /* nothing at or before i reaches addr */
+		if (s->size ? addr - s->value < s->size : addr == s->value) {
+			if (start)
+				*start = s->value;
+			if (size)
+				*size = s->size;
+			return s->name;
+		}
+	}
+	return NULL;
+}
+
+void sym_table_release(struct sym_table *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i].name);
+	free(t->v);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ----------------------------------------------------------------- ELF */
+
 /* Append the function symbols of symbol table section scn to e->syms. */
-static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, struct cygprof_elf *e)
+static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, struct sym_elf *e)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t n, cap = 0;
+	size_t n;
 
 	if (!data || !shdr->sh_entsize)
 		return 0;
@@ -260,59 +355,29 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, struct cyg
 	for (size_t i = 1; i < n; i++) {
 		GElf_Sym sym;
 		const char *name;
-		int type;
+		int ret;
 
 		if (!gelf_getsym(data, (int)i, &sym))
 			break;
-		type = GELF_ST_TYPE(sym.st_info);
-		if (sym.st_shndx == SHN_UNDEF || !sym.st_value)
+		if (!sym_is_function(elf, &sym, sym.st_shndx))
 			continue;
-		if (type == STT_NOTYPE) {
-			if (!sym.st_size || !section_is_exec(elf, sym.st_shndx))
-				continue;
-		} else if (type != STT_FUNC && type != STT_GNU_IFUNC) {
-			continue;
-		}
 		name = elf_strptr(elf, shdr->sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
-		if (e->nsyms == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct elf_sym *v = realloc(e->syms, ncap * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			e->syms = v;
-			cap = ncap;
-		}
-		e->syms[e->nsyms].name = strdup(name);
-		if (!e->syms[e->nsyms].name)
-			return -ENOMEM;
-		e->syms[e->nsyms].value = sym.st_value;
-		e->syms[e->nsyms].size = sym.st_size;
-		e->syms[e->nsyms].bind = GELF_ST_BIND(sym.st_info);
-		e->nsyms++;
+		ret = sym_table_add(&e->syms, sym.st_value, sym.st_size, GELF_ST_BIND(sym.st_info),
+				    name);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }
 
-static void free_syms(struct cygprof_elf *e)
-{
-	for (size_t i = 0; i < e->nsyms; i++)
-		free(e->syms[i].name);
-	free(e->syms);
-	e->syms = NULL;
-	e->nsyms = 0;
-}
-
 /* .symtab when it has functions, else .dynsym; sorted and deduplicated. */
-static int read_symbols(Elf *elf, struct cygprof_elf *e)
+static int read_symbols(Elf *elf, struct sym_elf *e)
 {
 	static const GElf_Word kinds[] = { SHT_SYMTAB, SHT_DYNSYM };
-	size_t out = 0;
-	uint64_t max_end = 0;
 
-	for (size_t k = 0; k < 2 && !e->nsyms; k++) {
+	for (size_t k = 0; k < 2 && !e->syms.n; k++) {
 		Elf_Scn *scn = NULL;
 
 		while ((scn = elf_nextscn(elf, scn))) {
@@ -325,38 +390,15 @@ static int read_symbols(Elf *elf, struct cygprof_elf *e)
 			if (ret)
 				return ret;
 		}
-		if (e->nsyms && kinds[k] == SHT_SYMTAB)
+		if (e->syms.n && kinds[k] == SHT_SYMTAB)
 			e->full = 1;
 	}
-	if (!e->nsyms)
-		return 0;
-	qsort(e->syms, e->nsyms, sizeof(*e->syms), sym_cmp);
-	for (size_t i = 0; i < e->nsyms; i++) {
-		struct elf_sym *s = &e->syms[i];
-
-		if (out && e->syms[out - 1].value == s->value) {
-			/* Alias: keep the preferred name, the largest size. */
-			if (s->size > e->syms[out - 1].size)
-				e->syms[out - 1].size = s->size;
-			free(s->name);
-			continue;
-		}
-		e->syms[out++] = *s;
-	}
-	e->nsyms = out;
-	for (size_t i = 0; i < e->nsyms; i++) {
-		struct elf_sym *s = &e->syms[i];
-		uint64_t end = s->value + s->size;
-
-		if (end > max_end)
-			max_end = end;
-		s->max_end = max_end;
-	}
+	sym_table_finish(&e->syms);
 	return 0;
 }
 
 /* Look for NT_GNU_BUILD_ID in a note data block. */
-static bool scan_notes(Elf_Data *data, struct cygprof_elf *e)
+static bool scan_notes(Elf_Data *data, struct sym_elf *e)
 {
 	size_t off = 0, name_off, desc_off, next;
 	GElf_Nhdr nhdr;
@@ -380,7 +422,7 @@ static bool scan_notes(Elf_Data *data, struct cygprof_elf *e)
 	return false;
 }
 
-static void read_build_id(Elf *elf, struct cygprof_elf *e)
+static void read_build_id(Elf *elf, struct sym_elf *e)
 {
 	Elf_Scn *scn = NULL;
 	size_t phnum;
@@ -411,7 +453,7 @@ static void read_build_id(Elf *elf, struct cygprof_elf *e)
 	}
 }
 
-static int read_loads(Elf *elf, struct cygprof_elf *e)
+static int read_loads(Elf *elf, struct sym_elf *e)
 {
 	size_t phnum;
 
@@ -436,7 +478,7 @@ static int read_loads(Elf *elf, struct cygprof_elf *e)
 	return 0;
 }
 
-int cygprof_open_regular(const char *path, uint64_t max_size, uint64_t *size)
+int sym_open_regular(const char *path, uint64_t max_size, uint64_t *size)
 {
 	struct stat st;
 	int fd;
@@ -464,9 +506,9 @@ int cygprof_open_regular(const char *path, uint64_t max_size, uint64_t *size)
 	return fd;
 }
 
-int cygprof_elf_open(const char *path, struct cygprof_elf **out)
+int sym_elf_open(const char *path, struct sym_elf **out)
 {
-	struct cygprof_elf *e;
+	struct sym_elf *e;
 	GElf_Ehdr ehdr;
 	Elf *elf;
 	int fd, ret;
@@ -476,7 +518,7 @@ int cygprof_elf_open(const char *path, struct cygprof_elf **out)
 	*out = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOSYS;
-	fd = cygprof_open_regular(path, CYGPROF_ELF_MAX_SIZE, NULL);
+	fd = sym_open_regular(path, SYM_ELF_MAX_SIZE, NULL);
 	if (fd < 0)
 		return fd;
 	/* Read, not mapped: a file truncated while it is read must not turn
@@ -507,40 +549,38 @@ int cygprof_elf_open(const char *path, struct cygprof_elf **out)
 	elf_end(elf);
 	close(fd);
 	if (ret) {
-		cygprof_elf_close(e);
+		sym_elf_close(e);
 		return ret;
 	}
 	*out = e;
 	return 0;
 }
 
-int cygprof_elf_has_symtab(const struct cygprof_elf *e)
+int sym_elf_has_symtab(const struct sym_elf *e)
 {
 	return e && e->full;
 }
 
-void cygprof_elf_adopt_symbols(struct cygprof_elf *e, struct cygprof_elf *from)
+void sym_elf_adopt_symbols(struct sym_elf *e, struct sym_elf *from)
 {
-	if (!e || !from || !from->nsyms)
+	if (!e || !from || !from->syms.n)
 		return;
-	free_syms(e);
+	sym_table_release(&e->syms);
 	e->syms = from->syms;
-	e->nsyms = from->nsyms;
 	e->full = from->full;
-	from->syms = NULL;
-	from->nsyms = 0;
+	memset(&from->syms, 0, sizeof(from->syms));
 }
 
-void cygprof_elf_close(struct cygprof_elf *e)
+void sym_elf_close(struct sym_elf *e)
 {
 	if (!e)
 		return;
-	free_syms(e);
+	sym_table_release(&e->syms);
 	free(e->loads);
 	free(e);
 }
 
-size_t cygprof_elf_build_id(const struct cygprof_elf *e, uint8_t *buf, size_t cap)
+size_t sym_elf_build_id(const struct sym_elf *e, uint8_t *buf, size_t cap)
 {
 	if (!e)
 		return 0;
@@ -549,7 +589,7 @@ size_t cygprof_elf_build_id(const struct cygprof_elf *e, uint8_t *buf, size_t ca
 	return e->build_id_len;
 }
 
-int cygprof_elf_is_dyn(const struct cygprof_elf *e)
+int sym_elf_is_dyn(const struct sym_elf *e)
 {
 	return e && e->is_dyn;
 }
@@ -561,7 +601,7 @@ static uint64_t page_size(void)
 	return ps > 0 ? (uint64_t)ps : 4096;
 }
 
-int cygprof_elf_bias(const struct cygprof_elf *e, const struct cygprof_map *map, uint64_t *bias)
+int sym_elf_bias(const struct sym_elf *e, const struct sym_map *map, uint64_t *bias)
 {
 	const uint64_t mask = ~(page_size() - 1);
 	const struct elf_load *best = NULL;
@@ -595,40 +635,15 @@ int cygprof_elf_bias(const struct cygprof_elf *e, const struct cygprof_map *map,
 	return 0;
 }
 
-const char *cygprof_elf_lookup(const struct cygprof_elf *e, uint64_t vaddr, uint64_t *start,
-			       uint64_t *size)
+const char *sym_elf_lookup(const struct sym_elf *e, uint64_t vaddr, uint64_t *start,
+			   uint64_t *size)
 {
-	size_t lo = 0, hi;
-
-	if (!e || !e->nsyms)
+	if (!e)
 		return NULL;
-	/* Find the last symbol with value <= vaddr. */
-	hi = e->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (e->syms[mid].value <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i-- > 0;) {
-		const struct elf_sym *s = &e->syms[i];
-
-		if (s->max_end <= vaddr && s->value != vaddr)
-			break; /* nothing at or before i reaches vaddr */
-		if (s->size ? vaddr - s->value < s->size : vaddr == s->value) {
-			if (start)
-				*start = s->value;
-			if (size)
-				*size = s->size;
-			return s->name;
-		}
-	}
-	return NULL;
+	return sym_table_lookup(&e->syms, vaddr, start, size);
 }
 
-char *cygprof_demangle(const char *name)
+char *sym_demangle(const char *name)
 {
 	char *res;
 	int status = 0;

@@ -5,81 +5,81 @@
  * addresses found in call trees into function names, objects and build-ids,
  * which it stores in the capture so reports work without the binaries.
  */
-#ifndef CYGPROF_SYMBOLS_H
-#define CYGPROF_SYMBOLS_H
+#ifndef SYM_SYMBOLS_H
+#define SYM_SYMBOLS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* One file-backed mapping, as a line of /proc/PID/maps gives it. */
-struct cygprof_map {
+struct sym_map {
 	uint64_t start, end, offset;
 	unsigned exec : 1;
 	unsigned deleted : 1; /* the kernel said "(deleted)": unlinked since mapped */
 	char *path; /* owned by the map list, without the " (deleted)" mark */
 };
 
-struct cygprof_maps {
-	struct cygprof_map *v;
+struct sym_maps {
+	struct sym_map *v;
 	size_t n;
 };
 
 /** Parse the text of /proc/PID/maps; keeps only mappings backed by a file
  * (path starting with '/').  A path the kernel marks " (deleted)" is kept
  * without the mark, with deleted set.  Returns 0 or -errno. */
-int cygprof_maps_parse(const char *text, size_t len, struct cygprof_maps *out);
-void cygprof_maps_release(struct cygprof_maps *m);
+int sym_maps_parse(const char *text, size_t len, struct sym_maps *out);
+void sym_maps_release(struct sym_maps *m);
 
 /* An ELF object's symbol table (.symtab, else .dynsym), sorted by address. */
-struct cygprof_elf;
+struct sym_elf;
 
 /* The largest object file opened (files named by a traced program's maps
  * are not trusted to be reasonable). */
-#define CYGPROF_ELF_MAX_SIZE (4ULL << 30)
+#define SYM_ELF_MAX_SIZE (4ULL << 30)
 
 /** Open path for reading only if it is a regular file of at most max_size
  * bytes: never blocks (a FIFO put in place of a library) and never opens a
  * device.  Returns the fd (close-on-exec) and its size, or -errno
  * (-ENOTSUP: not a regular file, -EFBIG: too big). */
-int cygprof_open_regular(const char *path, uint64_t max_size, uint64_t *size);
+int sym_open_regular(const char *path, uint64_t max_size, uint64_t *size);
 
 /** Open path with libelf and read its function symbols, PT_LOAD segments and
- * GNU build-id.  Only a regular file of at most CYGPROF_ELF_MAX_SIZE bytes
- * is opened (see cygprof_open_regular()); it is read, not mapped.  Returns
+ * GNU build-id.  Only a regular file of at most SYM_ELF_MAX_SIZE bytes
+ * is opened (see sym_open_regular()); it is read, not mapped.  Returns
  * 0, -errno, -ENOTSUP (not a regular file), -EFBIG, or -ENOEXEC when the
  * file is not ELF. */
-int cygprof_elf_open(const char *path, struct cygprof_elf **out);
-void cygprof_elf_close(struct cygprof_elf *e);
+int sym_elf_open(const char *path, struct sym_elf **out);
+void sym_elf_close(struct sym_elf *e);
 
 /** The GNU build-id note; returns its length (0 when there is none) and
  * copies up to cap bytes into buf. */
-size_t cygprof_elf_build_id(const struct cygprof_elf *e, uint8_t *buf, size_t cap);
+size_t sym_elf_build_id(const struct sym_elf *e, uint8_t *buf, size_t cap);
 
 /** 1 for ET_DYN (PIE or shared object), 0 for ET_EXEC. */
-int cygprof_elf_is_dyn(const struct cygprof_elf *e);
+int sym_elf_is_dyn(const struct sym_elf *e);
 
 /** Load bias of this object in a process, from one of its mappings: the
  * value to subtract from a runtime address to get an ELF virtual address.
  * Uses the PT_LOAD segment containing file offset map->offset. */
-int cygprof_elf_bias(const struct cygprof_elf *e, const struct cygprof_map *map, uint64_t *bias);
+int sym_elf_bias(const struct sym_elf *e, const struct sym_map *map, uint64_t *bias);
 
 /** Find the function symbol containing ELF virtual address vaddr.
  * @param[out] start,size of the symbol (may be NULL).
- * @return the raw (mangled) name, borrowed until cygprof_elf_close(); NULL
+ * @return the raw (mangled) name, borrowed until sym_elf_close(); NULL
  *         when no symbol covers vaddr. */
-const char *cygprof_elf_lookup(const struct cygprof_elf *e, uint64_t vaddr, uint64_t *start,
+const char *sym_elf_lookup(const struct sym_elf *e, uint64_t vaddr, uint64_t *start,
 			       uint64_t *size);
 
 /** 1 when the symbols came from .symtab: the object was not stripped. */
-int cygprof_elf_has_symtab(const struct cygprof_elf *e);
+int sym_elf_has_symtab(const struct sym_elf *e);
 
 /** Replace e's symbols by from's (a separate debug file of the same object,
  * whose .symtab names the static functions a stripped object lacks); from
  * keeps its segments and build-id and has no symbols left. */
-void cygprof_elf_adopt_symbols(struct cygprof_elf *e, struct cygprof_elf *from);
+void sym_elf_adopt_symbols(struct sym_elf *e, struct sym_elf *from);
 
 /** Demangle a C++ name (Itanium ABI) the way c++filt prints it; a copy of
  * name when it is not mangled.  Returns an owned string: free() it. */
-char *cygprof_demangle(const char *name);
+char *sym_demangle(const char *name);
 
 #endif

@@ -57,9 +57,9 @@ static char *read_file(const char *path, size_t *len)
 	return buf;
 }
 
-static struct cygprof_maps self_maps;
+static struct sym_maps self_maps;
 
-static const struct cygprof_map *map_containing(uint64_t addr)
+static const struct sym_map *map_containing(uint64_t addr)
 {
 	for (size_t i = 0; i < self_maps.n; i++)
 		if (self_maps.v[i].start <= addr && addr < self_maps.v[i].end)
@@ -127,12 +127,12 @@ static void test_maps_parse(void)
 		"[vsyscall]\n"
 		"7f0000004000-7f0000005000 r--p 00003000 08:02 100  /lib/deleted.so (deleted)\n"
 		"7f0000006000-7f0000007000 r-xp 00000000 08:02 101  /lib/last.so"; /* no '\n' */
-	struct cygprof_maps m;
+	struct sym_maps m;
 
-	CHECK_EQ_INT(cygprof_maps_parse(sample, strlen(sample), &m), 0);
+	CHECK_EQ_INT(sym_maps_parse(sample, strlen(sample), &m), 0);
 	CHECK_EQ_U64(m.n, 5);
 	if (m.n != 5) {
-		cygprof_maps_release(&m);
+		sym_maps_release(&m);
 		return;
 	}
 	CHECK_EQ_U64(m.v[0].start, 0x55d0c0a00000);
@@ -152,19 +152,19 @@ static void test_maps_parse(void)
 	CHECK_EQ_U64(m.v[3].offset, 0x3000);
 	CHECK_EQ_STR(m.v[4].path, "/lib/last.so");
 	CHECK_EQ_U64(m.v[4].end, 0x7f0000007000);
-	cygprof_maps_release(&m);
+	sym_maps_release(&m);
 	CHECK_EQ_U64(m.n, 0);
 
 	/* A read cut in the middle of a line: that line is dropped. */
-	CHECK_EQ_INT(cygprof_maps_parse(sample, 30, &m), 0);
+	CHECK_EQ_INT(sym_maps_parse(sample, 30, &m), 0);
 	CHECK_EQ_U64(m.n, 0);
-	cygprof_maps_release(&m);
-	CHECK_EQ_INT(cygprof_maps_parse("", 0, &m), 0);
+	sym_maps_release(&m);
+	CHECK_EQ_INT(sym_maps_parse("", 0, &m), 0);
 	CHECK_EQ_U64(m.n, 0);
-	cygprof_maps_release(&m);
-	CHECK_EQ_INT(cygprof_maps_parse("garbage\n\n  \nxyz-", 17, &m), 0);
+	sym_maps_release(&m);
+	CHECK_EQ_INT(sym_maps_parse("garbage\n\n  \nxyz-", 17, &m), 0);
 	CHECK_EQ_U64(m.n, 0);
-	cygprof_maps_release(&m);
+	sym_maps_release(&m);
 }
 
 static void test_self_maps(void)
@@ -175,7 +175,7 @@ static void test_self_maps(void)
 	CHECK(text != NULL);
 	if (!text)
 		return;
-	CHECK_EQ_INT(cygprof_maps_parse(text, len, &self_maps), 0);
+	CHECK_EQ_INT(sym_maps_parse(text, len, &self_maps), 0);
 	CHECK(self_maps.n > 2);
 	free(text);
 }
@@ -183,9 +183,9 @@ static void test_self_maps(void)
 static void test_self_exe(void)
 {
 	uint64_t fn = (uint64_t)(uintptr_t)&cygprof_test_target_fn;
-	const struct cygprof_map *map = map_containing(fn);
+	const struct sym_map *map = map_containing(fn);
 	struct main_info mi = { 0 };
-	struct cygprof_elf *e = NULL;
+	struct sym_elf *e = NULL;
 	uint64_t bias = 0, bias2 = 1, start = 0, size = 0;
 	uint8_t bid[64];
 	char exe[4096];
@@ -203,49 +203,49 @@ static void test_self_exe(void)
 	CHECK_EQ_STR(map->path, exe);
 	CHECK_EQ_INT(map->exec, 1);
 
-	CHECK_EQ_INT(cygprof_elf_open("/proc/self/exe", &e), 0);
+	CHECK_EQ_INT(sym_elf_open("/proc/self/exe", &e), 0);
 	if (!e)
 		return;
 	dl_iterate_phdr(phdr_cb, &mi);
 	CHECK(mi.found);
 
-	CHECK_EQ_INT(cygprof_elf_bias(e, map, &bias), 0);
+	CHECK_EQ_INT(sym_elf_bias(e, map, &bias), 0);
 	CHECK_EQ_U64(bias, mi.addr);
-	CHECK_EQ_INT(cygprof_elf_is_dyn(e), mi.addr != 0);
+	CHECK_EQ_INT(sym_elf_is_dyn(e), mi.addr != 0);
 	printf("# executable %s, %s, bias 0x%" PRIx64 "\n", exe,
-	       cygprof_elf_is_dyn(e) ? "ET_DYN" : "ET_EXEC", bias);
+	       sym_elf_is_dyn(e) ? "ET_DYN" : "ET_EXEC", bias);
 
 	/* Every mapping of the executable gives the same bias. */
 	for (size_t i = 0; i < self_maps.n; i++) {
 		if (strcmp(self_maps.v[i].path, exe))
 			continue;
-		CHECK_EQ_INT(cygprof_elf_bias(e, &self_maps.v[i], &bias2), 0);
+		CHECK_EQ_INT(sym_elf_bias(e, &self_maps.v[i], &bias2), 0);
 		CHECK_EQ_U64(bias2, bias);
 	}
 
-	CHECK_EQ_STR(cygprof_elf_lookup(e, fn - bias, &start, &size), "cygprof_test_target_fn");
+	CHECK_EQ_STR(sym_elf_lookup(e, fn - bias, &start, &size), "cygprof_test_target_fn");
 	CHECK_EQ_U64(start, fn - bias);
 	CHECK(size > 0);
-	CHECK_EQ_STR(cygprof_elf_lookup(e, fn - bias + size - 1, NULL, NULL),
+	CHECK_EQ_STR(sym_elf_lookup(e, fn - bias + size - 1, NULL, NULL),
 		     "cygprof_test_target_fn");
 	start = 0;
-	if (cygprof_elf_lookup(e, fn - bias + size, &start, NULL))
+	if (sym_elf_lookup(e, fn - bias + size, &start, NULL))
 		CHECK(start != fn - bias);
-	CHECK(cygprof_elf_lookup(e, 0, NULL, NULL) == NULL);
-	CHECK(cygprof_elf_lookup(e, UINT64_MAX, NULL, NULL) == NULL);
-	CHECK_EQ_STR(cygprof_elf_lookup(e, (uint64_t)(uintptr_t)&main - bias, NULL, NULL), "main");
+	CHECK(sym_elf_lookup(e, 0, NULL, NULL) == NULL);
+	CHECK(sym_elf_lookup(e, UINT64_MAX, NULL, NULL) == NULL);
+	CHECK_EQ_STR(sym_elf_lookup(e, (uint64_t)(uintptr_t)&main - bias, NULL, NULL), "main");
 
 	/* Build-id: length 20 (SHA-1) and the bytes in our own memory. */
-	CHECK_EQ_U64(cygprof_elf_build_id(e, NULL, 0), 20);
+	CHECK_EQ_U64(sym_elf_build_id(e, NULL, 0), 20);
 	CHECK_EQ_U64(mi.build_id_len, 20);
 	memset(bid, 0, sizeof(bid));
-	CHECK_EQ_U64(cygprof_elf_build_id(e, bid, sizeof(bid)), 20);
+	CHECK_EQ_U64(sym_elf_build_id(e, bid, sizeof(bid)), 20);
 	CHECK(!memcmp(bid, mi.build_id, 20));
 	memset(bid, 0xaa, sizeof(bid));
-	CHECK_EQ_U64(cygprof_elf_build_id(e, bid, 4), 20);
+	CHECK_EQ_U64(sym_elf_build_id(e, bid, 4), 20);
 	CHECK(!memcmp(bid, mi.build_id, 4) && bid[4] == 0xaa);
 
-	cygprof_elf_close(e);
+	sym_elf_close(e);
 }
 
 static void test_libc(void)
@@ -254,8 +254,8 @@ static void test_libc(void)
 	/* libc's own definition, not a canonical PLT address in a non-PIE. */
 	void *sym = libc ? dlsym(libc, "strtol") : NULL;
 	uint64_t addr = (uint64_t)(uintptr_t)sym, bias = 0, start = 0;
-	const struct cygprof_map *map;
-	struct cygprof_elf *e = NULL;
+	const struct sym_map *map;
+	struct sym_elf *e = NULL;
 	const char *name;
 
 	CHECK(sym != NULL);
@@ -267,18 +267,18 @@ static void test_libc(void)
 		goto out;
 	CHECK_EQ_INT(map->exec, 1);
 	CHECK(strstr(map->path, "libc") != NULL);
-	CHECK_EQ_INT(cygprof_elf_open(map->path, &e), 0);
+	CHECK_EQ_INT(sym_elf_open(map->path, &e), 0);
 	if (!e)
 		goto out;
-	CHECK_EQ_INT(cygprof_elf_is_dyn(e), 1);
-	CHECK_EQ_INT(cygprof_elf_bias(e, map, &bias), 0);
-	name = cygprof_elf_lookup(e, addr - bias, &start, NULL);
+	CHECK_EQ_INT(sym_elf_is_dyn(e), 1);
+	CHECK_EQ_INT(sym_elf_bias(e, map, &bias), 0);
+	name = sym_elf_lookup(e, addr - bias, &start, NULL);
 	printf("# %s: strtol -> %s, bias 0x%" PRIx64 "\n", map->path, name ? name : "(null)",
 	       bias);
 	CHECK(name && strstr(name, "strtol"));
 	CHECK_EQ_U64(start, addr - bias);
-	CHECK(cygprof_elf_build_id(e, NULL, 0) > 0);
-	cygprof_elf_close(e);
+	CHECK(sym_elf_build_id(e, NULL, 0) > 0);
+	sym_elf_close(e);
 out:
 	if (libc)
 		dlclose(libc);
@@ -288,12 +288,12 @@ static void test_errors(void)
 {
 	char path[] = "/tmp/cygprof-test-symbols-XXXXXX";
 	static const char text[] = "this is not an ELF file\n";
-	struct cygprof_elf *e = (void *)1;
-	struct cygprof_map m = { .start = 0x1000, .end = 0x2000, .offset = 1ull << 40 };
+	struct sym_elf *e = (void *)1;
+	struct sym_map m = { .start = 0x1000, .end = 0x2000, .offset = 1ull << 40 };
 	uint64_t bias;
 	int fd;
 
-	CHECK_EQ_INT(cygprof_elf_open("/nonexistent/cygprof/no-such-file", &e), -ENOENT);
+	CHECK_EQ_INT(sym_elf_open("/nonexistent/cygprof/no-such-file", &e), -ENOENT);
 	CHECK(e == NULL);
 
 	fd = mkstemp(path);
@@ -302,45 +302,45 @@ static void test_errors(void)
 		return;
 	CHECK_EQ_INT(write(fd, text, sizeof(text) - 1), (long long)sizeof(text) - 1);
 	close(fd);
-	CHECK_EQ_INT(cygprof_elf_open(path, &e), -ENOEXEC);
+	CHECK_EQ_INT(sym_elf_open(path, &e), -ENOEXEC);
 	/* Empty file. */
 	fd = open(path, O_WRONLY | O_TRUNC);
 	if (fd >= 0)
 		close(fd);
-	CHECK_EQ_INT(cygprof_elf_open(path, &e), -ENOEXEC);
+	CHECK_EQ_INT(sym_elf_open(path, &e), -ENOEXEC);
 	unlink(path);
 
 	/* Not a regular file: a FIFO (nobody writes into it: an open for
 	 * reading without O_NONBLOCK would block forever), a device, a
 	 * directory.  Refused without blocking. */
 	CHECK(mkfifo(path, 0600) == 0);
-	CHECK_EQ_INT(cygprof_elf_open(path, &e), -ENOTSUP);
+	CHECK_EQ_INT(sym_elf_open(path, &e), -ENOTSUP);
 	CHECK(e == NULL);
 	unlink(path);
-	CHECK_EQ_INT(cygprof_elf_open("/dev/null", &e), -ENOTSUP);
-	CHECK_EQ_INT(cygprof_elf_open("/tmp", &e), -ENOTSUP);
+	CHECK_EQ_INT(sym_elf_open("/dev/null", &e), -ENOTSUP);
+	CHECK_EQ_INT(sym_elf_open("/tmp", &e), -ENOTSUP);
 	/* Bigger than the cap (a sparse file). */
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	CHECK(fd >= 0);
 	if (fd >= 0) {
-		CHECK(ftruncate(fd, (off_t)CYGPROF_ELF_MAX_SIZE + 1) == 0);
+		CHECK(ftruncate(fd, (off_t)SYM_ELF_MAX_SIZE + 1) == 0);
 		close(fd);
-		CHECK_EQ_INT(cygprof_elf_open(path, &e), -EFBIG);
+		CHECK_EQ_INT(sym_elf_open(path, &e), -EFBIG);
 		unlink(path);
 	}
 
 	/* A mapping offset beyond all segments. */
-	CHECK_EQ_INT(cygprof_elf_open("/proc/self/exe", &e), 0);
+	CHECK_EQ_INT(sym_elf_open("/proc/self/exe", &e), 0);
 	if (e) {
-		CHECK_EQ_INT(cygprof_elf_bias(e, &m, &bias), -ENOENT);
-		cygprof_elf_close(e);
+		CHECK_EQ_INT(sym_elf_bias(e, &m, &bias), -ENOENT);
+		sym_elf_close(e);
 	}
-	cygprof_elf_close(NULL);
+	sym_elf_close(NULL);
 }
 
 static void check_demangle(const char *in, const char *want)
 {
-	char *s = cygprof_demangle(in);
+	char *s = sym_demangle(in);
 
 	CHECK_EQ_STR(s, want);
 	free(s);
@@ -356,7 +356,7 @@ static void test_demangle(void)
 		       "std::vector<int, std::allocator<int> >::push_back(int const&)");
 	check_demangle("_Z3foov.cold", "foo() [clone .cold]");
 	check_demangle("", "");
-	CHECK(cygprof_demangle(NULL) == NULL);
+	CHECK(sym_demangle(NULL) == NULL);
 }
 
 int main(void)
@@ -367,6 +367,6 @@ int main(void)
 	RUN_TEST(test_libc);
 	RUN_TEST(test_errors);
 	RUN_TEST(test_demangle);
-	cygprof_maps_release(&self_maps);
+	sym_maps_release(&self_maps);
 	CHECK_DONE();
 }

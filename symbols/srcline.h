@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* srcline.h - source file and line of a runtime address, from the DWARF of
- * the object that contains it (libdw), found through debuginfo.h: the object
+/* srcline.h - source file and line of a runtime address, where its function
+ * is defined and the functions inlined there, from the DWARF of the object
+ * that contains it (libdwfl, libdw), found through debuginfo.h: the object
  * as stored in the capture, or a separate debug file by build-id or
  * debuglink, even when the object itself is gone.  Addresses are placed at
  * the object's load bias.  Objects without line information give no
- * answer; nothing here exits (warnings go through the debuginfo context). */
-#ifndef CYGPROF_SRCLINE_H
-#define CYGPROF_SRCLINE_H
+ * answer; nothing here exits (warnings go through the debuginfo context).
+ * Not thread-safe. */
+#ifndef SYM_SRCLINE_H
+#define SYM_SRCLINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cygprof/cygprof-capture.h"
@@ -15,8 +18,9 @@
 
 struct srcline;
 
-/** di: the debug-file search (borrowed, must outlive the srcline); NULL
- * makes one of its own with the directories of CYGPROF_DEBUG_DIRS. */
+/** di: the debug-file search (borrowed, must outlive the srcline; its
+ * objects' DWARF is shared by every srcline on it); NULL makes one of its
+ * own with the directories of CYGPROF_DEBUG_DIRS.  Owned: srcline_free(). */
 struct srcline *srcline_new(struct debuginfo *di);
 void srcline_free(struct srcline *s);
 
@@ -41,6 +45,26 @@ int srcline_function(struct srcline *s, const struct cygprof_object *o, uint64_t
  * Returns 0, -ENOENT when addr is not in inlined code (or no DWARF). */
 int srcline_inlined(struct srcline *s, const struct cygprof_object *o, uint64_t addr,
 		    const char **name, uint32_t *call_line);
+
+/* One frame at an address: a function inlined there, or the function the
+ * address is in. */
+struct srcline_frame {
+	const char *name;         /* DW_AT_name (unqualified in C++); may be NULL */
+	const char *linkage_name; /* DW_AT_linkage_name (mangled), NULL when none */
+	const char *file;         /* absolute, normalized; NULL when unknown */
+	uint32_t line;            /* 0 when unknown */
+};
+
+/** The frames at runtime address addr, innermost first: each function
+ * inlined there, then the function containing them all.  The first frame
+ * is at the line of addr, each next one at the call of the frame before
+ * it (DW_AT_call_file, DW_AT_call_line).
+ * @param[out] v up to cap frames; strings borrowed until srcline_free().
+ * @param[out] n the number of frames (more than cap when v was too short).
+ * Returns 0, -ENOENT when addr is in no function of the DWARF (or no
+ * DWARF), -ENOMEM. */
+int srcline_frames(struct srcline *s, const struct cygprof_object *o, uint64_t addr,
+		   struct srcline_frame *v, size_t cap, size_t *n);
 
 /** Normalize a path lexically in place ("a/./b" -> "a/b", "a/x/../b" -> "a/b"). */
 void srcline_normalize(char *path);
