@@ -117,10 +117,25 @@ const struct profile_arc *profile_find_arc(const struct profile *p, uint32_t cal
 int profile_add_tree_idx(struct profile *p, const struct profile_thread_info *info,
 			 const struct cygprof_node *nodes, const uint32_t *fnidx, size_t n);
 
+/** The same with the nodes' self times given (self[i] for nodes[i], as
+ * profile_self_times() computes them); self NULL computes them. */
+int profile_add_tree_self(struct profile *p, const struct profile_thread_info *info,
+			  const struct cygprof_node *nodes, const uint32_t *fnidx,
+			  const uint64_t *self, size_t n);
+
 /** Same with names: names[i] is the function name of nodes[i] (names[0] is
  * ignored and may be NULL). */
 int profile_add_tree(struct profile *p, const struct profile_thread_info *info,
 		     const struct cygprof_node *nodes, const char *const *names, size_t n);
+
+/** The self time of every node of a tree as stored (nodes[0] is the root,
+ * parents precede their children): its total_ns minus the sum of its
+ * children's total_ns, clamped at 0.  The one place of this rule.
+ * @param[out] self n values.
+ * @param[out] total the sum of the root's children's total_ns (may be NULL).
+ * Returns 0, or -EINVAL for a bad parent index. */
+int profile_self_times(const struct cygprof_node *nodes, size_t n, uint64_t *self,
+		       uint64_t *total);
 
 /* ---- capture loading (profile-load.c; links the capture library) -------- */
 
