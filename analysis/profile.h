@@ -4,8 +4,8 @@
  *
  * The core (profile.c) is pure: it works on in-memory node arrays whose
  * functions are already resolved to names, so it is unit-testable without a
- * capture.  profile-load.c feeds it from a capture (symbols resolved per
- * process).
+ * capture.  profile-load.c feeds it from a view of a capture (view.h: trees
+ * named and self times computed there).
  *
  * Definitions (all times in ns, exact):
  *   self(node)      = total_ns(node) - sum of total_ns(children), clamped at 0
@@ -137,12 +137,13 @@ int profile_add_tree(struct profile *p, const struct profile_thread_info *info,
 int profile_self_times(const struct cygprof_node *nodes, size_t n, uint64_t *self,
 		       uint64_t *total);
 
-/* ---- capture loading (profile-load.c; links the capture library) -------- */
+/* ---- loading from a capture (profile-load.c) ------------------------------ */
 
-/** Load the trees of the given capture threads (by thread index; all threads
- * when idx is NULL) with names resolved through each process's symbols
- * (addresses without a symbol become "0x..."). */
-int profile_load(struct cygprof_capture *cap, const uint32_t *idx, size_t nidx,
-		 struct profile **out);
+struct view;
+
+/** The profile of the given capture threads (by thread index; all threads
+ * when idx is NULL), from the view's named trees: functions are named by
+ * the view (addresses without a symbol become "0x..."). */
+int profile_load(struct view *v, const uint32_t *idx, size_t nidx, struct profile **out);
 
 #endif

@@ -2,7 +2,7 @@
 /* test-view.c - the capture view on a synthetic capture written with the
  * writer API: processes and threads, metadata and limits, naming (stored
  * symbols, hex names, the fallback resolver), trees with self times, call
- * sites, stacks and events. */
+ * sites, stacks, events, and profiles built from the view. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "profile.h"
 #include "view.h"
 
 static char dir[PATH_MAX];
@@ -283,6 +284,37 @@ static void test_trees(void)
 	view_close(v);
 }
 
+static void test_profiles(void)
+{
+	struct view *v = open_view();
+	struct profile *all = NULL, *one = NULL;
+	uint32_t sel = 2;
+	long a;
+
+	if (!v)
+		return;
+	CHECK_EQ_INT(profile_load(v, NULL, 0, &all), 0);
+	CHECK_EQ_INT(profile_load(v, &sel, 1, &one), 0);
+	if (all && one) {
+		a = profile_find(all, "a");
+		CHECK(a >= 0);
+		if (a >= 0)
+			CHECK_EQ_U64(all->fns[a].calls, 3 + 4 + 2); /* merged by name */
+		CHECK_EQ_U64(all->nthreads, 3);
+		CHECK_EQ_U64(one->nthreads, 1);
+		CHECK_EQ_U64(one->threads[0].info.pid, 101);
+		CHECK_EQ_U64(one->threads[0].total_ns, 50);
+		a = profile_find(one, "main");
+		CHECK(a >= 0);
+		if (a >= 0)
+			CHECK_EQ_U64(one->fns[a].self_ns, 30);
+		CHECK_EQ_INT(profile_find(one, "0x1800"), -ENOENT);
+	}
+	profile_free(all);
+	profile_free(one);
+	view_close(v);
+}
+
 static int skip_malloc(const char *name, const char *obj)
 {
 	(void)obj;
@@ -351,6 +383,7 @@ int main(void)
 	RUN_TEST(test_naming);
 	RUN_TEST(test_resolver);
 	RUN_TEST(test_trees);
+	RUN_TEST(test_profiles);
 	RUN_TEST(test_stacks_events);
 	unlink(path);
 	rmdir(dir);
