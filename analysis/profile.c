@@ -65,31 +65,12 @@ long profile_find(const struct profile *p, const char *name)
 
 long profile_intern(struct profile *p, const char *name)
 {
-	struct profile_fn *f;
-	long i = profile_find(p, name);
-	int err;
+	void *base = p->fns;
+	long i = name_intern(&p->fn_index, &base, &p->nfns, &p->fns_cap, sizeof(*p->fns),
+			     offsetof(struct profile_fn, name), name);
 
-	if (i >= 0)
-		return i;
-	if (p->nfns >= UINT32_MAX - 1)
-		return -ENOMEM;
-	if (p->nfns == p->fns_cap) {
-		size_t cap = p->fns_cap ? p->fns_cap * 2 : 64;
-
-		f = realloc(p->fns, cap * sizeof(*f));
-		if (!f)
-			return -ENOMEM;
-		p->fns = f;
-		p->fns_cap = cap;
-	}
-	f = &p->fns[p->nfns];
-	memset(f, 0, sizeof(*f));
-	f->name = strdup(name);
-	if (!f->name)
-		return -ENOMEM;
-	i = (long)p->nfns++;
-	err = name_index_add(&p->fn_index, FN_NAMES(p), p->nfns, (uint32_t)i);
-	return err ? err : i;
+	p->fns = base;
+	return i;
 }
 
 static long arc_lookup(const struct profile *p, uint32_t caller, uint32_t callee)

@@ -57,7 +57,7 @@ int cli_format_json(const char *cmd, const char *arg)
 
 const char *cli_capture_arg(const char *cmd, int argc, char **argv)
 {
-	const char *file = NULL;
+	const char *file = CYGPROF_DEFAULT_CAPTURE;
 
 	if (optind < argc)
 		file = argv[optind++];
@@ -108,7 +108,7 @@ struct view *cli_open_view(const char *path, struct debuginfo *di)
 void cli_check(int err, const char *file)
 {
 	if (err)
-		cli_die(1, "%s: %s", file ? file : CYGPROF_DEFAULT_CAPTURE, cygprof_strerror(err));
+		cli_die(1, "%s: %s", file, cygprof_strerror(err));
 }
 
 int cli_finish(struct view *v)

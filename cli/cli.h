@@ -20,8 +20,8 @@ void cli_die(int status, const char *fmt, ...)
 /* --format=text|json: 1 for json; any other value is a usage error (exit 2). */
 int cli_format_json(const char *cmd, const char *arg);
 
-/* The optional capture argument left after the options (NULL when none);
- * a second one is a usage error (exit 2). */
+/* The optional capture argument left after the options (the default
+ * capture when none); a second one is a usage error (exit 2). */
 const char *cli_capture_arg(const char *cmd, int argc, char **argv);
 
 /* ---- what a capture could not record (limits.c) ------------------------- */

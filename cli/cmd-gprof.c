@@ -80,8 +80,6 @@ static void parse_opts(int argc, char **argv, struct gprof_opts *o)
 		}
 	}
 	o->file = cli_capture_arg("gprof", argc, argv);
-	if (!o->file)
-		o->file = CYGPROF_DEFAULT_CAPTURE;
 }
 
 static void write_gmon(struct view *view, const char *file, const char *out, int force)

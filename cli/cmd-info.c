@@ -248,8 +248,6 @@ int cmd_info(int argc, char **argv)
 		}
 	}
 	file = cli_capture_arg("info", argc, argv);
-	if (!file)
-		file = CYGPROF_DEFAULT_CAPTURE;
 
 	v = cli_open_view(file, NULL);
 	cli_check(view_threads(v, &threads, &nthreads), file);

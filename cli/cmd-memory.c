@@ -155,8 +155,6 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 		}
 	}
 	o->file = cli_capture_arg("memory", argc, argv);
-	if (!o->file)
-		o->file = CYGPROF_DEFAULT_CAPTURE;
 }
 
 /* ---- sorting --------------------------------------------------------------- */

@@ -176,8 +176,6 @@ int cmd_replay(int argc, char **argv)
 		}
 	}
 	file = cli_capture_arg("replay", argc, argv);
-	if (!file)
-		file = CYGPROF_DEFAULT_CAPTURE;
 
 	v = cli_open_view(file, NULL);
 	err = view_meta(v, "mode", &mode);

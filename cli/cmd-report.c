@@ -261,8 +261,6 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 		}
 	}
 	o->file = cli_capture_arg("report", argc, argv);
-	if (!o->file)
-		o->file = CYGPROF_DEFAULT_CAPTURE;
 	if (!o->flat && !o->graph && !o->tree) {
 		o->flat = 1;
 		o->graph = !o->per_thread;
