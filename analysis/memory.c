@@ -475,31 +475,12 @@ long memory_find_fn(const struct memory *m, const char *name)
 
 static long fn_intern(struct memory *m, const char *name)
 {
-	long i = memory_find_fn(m, name);
-	struct memory_fn *f;
-	int err;
+	void *base = m->fns;
+	long i = name_intern(&m->fn_index, &base, &m->nfns, &m->fns_cap, sizeof(*m->fns),
+			     offsetof(struct memory_fn, name), name);
 
-	if (i >= 0)
-		return i;
-	if (m->nfns >= UINT32_MAX - 1)
-		return -ENOMEM;
-	if (m->nfns == m->fns_cap) {
-		size_t cap = m->fns_cap ? m->fns_cap * 2 : 64;
-
-		f = realloc(m->fns, cap * sizeof(*f));
-		if (!f)
-			return -ENOMEM;
-		m->fns = f;
-		m->fns_cap = cap;
-	}
-	f = &m->fns[m->nfns];
-	memset(f, 0, sizeof(*f));
-	f->name = strdup(name);
-	if (!f->name)
-		return -ENOMEM;
-	i = (long)m->nfns++;
-	err = name_index_add(&m->fn_index, FN_NAMES(m), m->nfns, (uint32_t)i);
-	return err ? err : i;
+	m->fns = base;
+	return i;
 }
 
 int memory_frame_skipped(const char *name, const char *obj)

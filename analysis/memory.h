@@ -6,8 +6,8 @@
  * The core (memory.c) is pure: it is fed memory events in merged order
  * (memory_run() does the k-way merge over per-thread sources) and, once the
  * events are done, the function names of the stacks it saw.  It is
- * unit-testable without a capture.  memory-load.c feeds it from a capture
- * (cursors, stack stash, symbols) and resolves frames for printing.
+ * unit-testable without a capture.  memory-load.c feeds it from a view of a
+ * capture (view.h: cursors, the stack stash, names).
  *
  * Definitions (exact):
  *   merged order   all threads' events by ts_ns; at equal times FREE before
@@ -50,11 +50,7 @@
 #define MEMORY_NONE UINT32_MAX
 #define MEMORY_NO_TIME UINT64_MAX
 
-struct debuginfo;
-
 struct memory_opts {
-	struct debuginfo *debuginfo; /* debug-file search for source lines (borrowed); NULL:
-				      * CYGPROF_DEBUG_DIRS and the defaults */
 	uint64_t duration_ns; /* heap over time spans [0, duration_ns] */
 	uint32_t points;      /* heap points (0: none) */
 	int diff;             /* compute the diff between diff_t1 and diff_t2 */
@@ -196,33 +192,16 @@ int memory_related(const struct memory *m, const char *pattern, struct memory_re
 		   size_t *ncallers, struct memory_rel **callees, size_t *ncallees,
 		   struct memory_rel *self);
 
-/* ---- capture loading (memory-load.c; links the capture library) -------- */
+/* ---- loading from a capture (memory-load.c) -------------------------------- */
 
-struct memory_load;
+struct view;
 
-/* A frame of a stack, ready to print. */
-struct memory_frame {
-	const char *name; /* borrowed from the loader, or buf */
-	const char *file; /* source file, NULL when unknown */
-	const char *inlined_in; /* non-NULL: name is a function inlined into this one */
-	uint32_t line;    /* 0 when unknown */
-	uint64_t addr;    /* looked up: a return address minus 1 */
-	char buf[24];     /* "0x..." when no symbol covers the address */
-};
-
-/** Run the analysis over a capture: merge every thread's memory events,
- * name the stacks through the stash and the processes' symbols, and sum
- * the functions.  o->duration_ns 0 takes the capture's duration.
- * @param[out] out owned: memory_load_free(). */
-int memory_load(struct cygprof_capture *cap, const struct memory_opts *o,
-		struct memory_load **out);
-struct memory *memory_load_result(struct memory_load *l);
-void memory_load_free(struct memory_load *l);
-
-/** The frames of a stack, innermost first, skipped ones left out, with
- * source lines when lines is set and the objects can be read (DWARF).
- * @param[out] frames owned: free() (the strings stay with the loader). */
-int memory_load_frames(struct memory_load *l, uint32_t stack, int lines,
-		       struct memory_frame **frames, size_t *n);
+/** Run the analysis over a view of a capture: merge every thread's memory
+ * events, name the stacks through the view (view_stack()), and sum the
+ * functions.  o->duration_ns 0 takes the capture's duration.  The frames
+ * of a stack for printing: view_stack(v, id, VIEW_LINES,
+ * memory_frame_skipped, ...).
+ * @param[out] out owned: memory_free(). */
+int memory_load(struct view *v, const struct memory_opts *o, struct memory **out);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* names.h - an index from a name to the entry of an array of structs that
- * holds it (open addressing; slots hold index + 1, 0 is empty).  Used by
- * the function tables of profile.c and memory.c. */
+ * holds it (open addressing; slots hold index + 1, 0 is empty), and the
+ * interning of names into such an array.  Used by the function tables of
+ * profile.c and memory.c. */
 #ifndef CYGPROF_NAMES_H
 #define CYGPROF_NAMES_H
 
@@ -80,6 +81,43 @@ static inline int name_index_add(struct name_index *ix, struct name_array a, siz
 		;
 	ix->slots[j] = i + 1;
 	return 0;
+}
+
+/* The index of the entry named name in the growable array *base (*n
+ * entries of stride bytes, room for *cap, a `char *name` at offset off),
+ * appending a zeroed entry named with a copy of name when there is none.
+ * Returns the index (>= 0) or -ENOMEM. */
+static inline long name_intern(struct name_index *ix, void **base, size_t *n, size_t *cap,
+			       size_t stride, size_t off, const char *name)
+{
+	struct name_array a = {*base, stride, off};
+	long i = name_index_find(ix, a, name);
+	char *copy, *e;
+	int err;
+
+	if (i >= 0)
+		return i;
+	if (*n >= UINT32_MAX - 1)
+		return -ENOMEM;
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		void *t = realloc(*base, c * stride);
+
+		if (!t)
+			return -ENOMEM;
+		*base = t;
+		*cap = c;
+	}
+	copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	e = (char *)*base + *n * stride;
+	memset(e, 0, stride);
+	memcpy(e + off, &copy, sizeof(copy));
+	i = (long)(*n)++;
+	a.base = *base;
+	err = name_index_add(ix, a, *n, (uint32_t)i);
+	return err ? err : i;
 }
 
 static inline void name_index_release(struct name_index *ix)

@@ -65,31 +65,12 @@ long profile_find(const struct profile *p, const char *name)
 
 long profile_intern(struct profile *p, const char *name)
 {
-	struct profile_fn *f;
-	long i = profile_find(p, name);
-	int err;
+	void *base = p->fns;
+	long i = name_intern(&p->fn_index, &base, &p->nfns, &p->fns_cap, sizeof(*p->fns),
+			     offsetof(struct profile_fn, name), name);
 
-	if (i >= 0)
-		return i;
-	if (p->nfns >= UINT32_MAX - 1)
-		return -ENOMEM;
-	if (p->nfns == p->fns_cap) {
-		size_t cap = p->fns_cap ? p->fns_cap * 2 : 64;
-
-		f = realloc(p->fns, cap * sizeof(*f));
-		if (!f)
-			return -ENOMEM;
-		p->fns = f;
-		p->fns_cap = cap;
-	}
-	f = &p->fns[p->nfns];
-	memset(f, 0, sizeof(*f));
-	f->name = strdup(name);
-	if (!f->name)
-		return -ENOMEM;
-	i = (long)p->nfns++;
-	err = name_index_add(&p->fn_index, FN_NAMES(p), p->nfns, (uint32_t)i);
-	return err ? err : i;
+	p->fns = base;
+	return i;
 }
 
 static long arc_lookup(const struct profile *p, uint32_t caller, uint32_t callee)
@@ -219,11 +200,41 @@ static int add_thread(struct profile *p, const struct profile_thread_info *info,
 	return 0;
 }
 
+int profile_self_times(const struct cygprof_node *nodes, size_t n, uint64_t *self,
+		       uint64_t *total)
+{
+	size_t i;
+
+	if (total)
+		*total = 0;
+	if (n == 0)
+		return 0;
+	for (i = 1; i < n; i++)
+		if (nodes[i].parent >= i)
+			return -EINVAL;
+	/* children's sums first (into self), then each node's difference */
+	memset(self, 0, n * sizeof(*self));
+	for (i = 1; i < n; i++)
+		self[nodes[i].parent] += nodes[i].total_ns;
+	if (total)
+		*total = self[0];
+	for (i = 0; i < n; i++)
+		self[i] = nodes[i].total_ns > self[i] ? nodes[i].total_ns - self[i] : 0;
+	return 0;
+}
+
 int profile_add_tree_idx(struct profile *p, const struct profile_thread_info *info,
 			 const struct cygprof_node *nodes, const uint32_t *fnidx, size_t n)
 {
+	return profile_add_tree_self(p, info, nodes, fnidx, NULL, n);
+}
+
+int profile_add_tree_self(struct profile *p, const struct profile_thread_info *info,
+			  const struct cygprof_node *nodes, const uint32_t *fnidx,
+			  const uint64_t *self, size_t n)
+{
 	struct profile_tnode *t = NULL;
-	uint64_t *childsum = NULL;
+	uint64_t *own = NULL, total = 0;
 	uint32_t *top = NULL, *arcid = NULL;
 	size_t i;
 	int err = -ENOMEM;
@@ -237,11 +248,14 @@ int profile_add_tree_idx(struct profile *p, const struct profile_thread_info *in
 			return -EINVAL;
 
 	t = calloc(n, sizeof(*t));
-	childsum = calloc(n, sizeof(*childsum));
 	top = malloc(n * sizeof(*top));
 	arcid = malloc(n * sizeof(*arcid));
-	if (!t || !childsum || !top || !arcid)
+	if (!self)
+		self = own = malloc(n * sizeof(*own));
+	if (!t || !top || !arcid || !self)
 		goto out;
+	if (own)
+		profile_self_times(nodes, n, own, NULL);
 
 	for (i = 0; i < n; i++) {
 		t[i].parent = i ? nodes[i].parent : PROFILE_NONE;
@@ -252,16 +266,15 @@ int profile_add_tree_idx(struct profile *p, const struct profile_thread_info *in
 		t[i].site = nodes[i].site;
 		t[i].calls = nodes[i].calls;
 		t[i].total_ns = nodes[i].total_ns;
-		if (i)
-			childsum[t[i].parent] += nodes[i].total_ns;
+		t[i].self_ns = self[i];
+		if (i && !nodes[i].parent)
+			total += nodes[i].total_ns;
 	}
 	/* children lists in array order: prepend walking backwards */
 	for (i = n - 1; i >= 1; i--) {
 		t[i].next_sibling = t[t[i].parent].first_child;
 		t[t[i].parent].first_child = (uint32_t)i;
 	}
-	for (i = 0; i < n; i++)
-		t[i].self_ns = t[i].total_ns > childsum[i] ? t[i].total_ns - childsum[i] : 0;
 
 	err = find_tops(t, p->nfns, top);
 	if (err)
@@ -309,11 +322,11 @@ int profile_add_tree_idx(struct profile *p, const struct profile_thread_info *in
 	err = add_thread(p, info, t, n);
 	if (err)
 		goto out;
-	p->threads[p->nthreads - 1].total_ns = childsum[0];
+	p->threads[p->nthreads - 1].total_ns = total;
 	t = NULL;
 out:
 	free(t);
-	free(childsum);
+	free(own);
 	free(top);
 	free(arcid);
 	return err;

@@ -4,8 +4,8 @@
  *
  * The core (profile.c) is pure: it works on in-memory node arrays whose
  * functions are already resolved to names, so it is unit-testable without a
- * capture.  profile-load.c feeds it from a capture (symbols resolved per
- * process).
+ * capture.  profile-load.c feeds it from a view of a capture (view.h: trees
+ * named and self times computed there).
  *
  * Definitions (all times in ns, exact):
  *   self(node)      = total_ns(node) - sum of total_ns(children), clamped at 0
@@ -117,17 +117,33 @@ const struct profile_arc *profile_find_arc(const struct profile *p, uint32_t cal
 int profile_add_tree_idx(struct profile *p, const struct profile_thread_info *info,
 			 const struct cygprof_node *nodes, const uint32_t *fnidx, size_t n);
 
+/** The same with the nodes' self times given (self[i] for nodes[i], as
+ * profile_self_times() computes them); self NULL computes them. */
+int profile_add_tree_self(struct profile *p, const struct profile_thread_info *info,
+			  const struct cygprof_node *nodes, const uint32_t *fnidx,
+			  const uint64_t *self, size_t n);
+
 /** Same with names: names[i] is the function name of nodes[i] (names[0] is
  * ignored and may be NULL). */
 int profile_add_tree(struct profile *p, const struct profile_thread_info *info,
 		     const struct cygprof_node *nodes, const char *const *names, size_t n);
 
-/* ---- capture loading (profile-load.c; links the capture library) -------- */
+/** The self time of every node of a tree as stored (nodes[0] is the root,
+ * parents precede their children): its total_ns minus the sum of its
+ * children's total_ns, clamped at 0.  The one place of this rule.
+ * @param[out] self n values.
+ * @param[out] total the sum of the root's children's total_ns (may be NULL).
+ * Returns 0, or -EINVAL for a bad parent index. */
+int profile_self_times(const struct cygprof_node *nodes, size_t n, uint64_t *self,
+		       uint64_t *total);
 
-/** Load the trees of the given capture threads (by thread index; all threads
- * when idx is NULL) with names resolved through each process's symbols
- * (addresses without a symbol become "0x..."). */
-int profile_load(struct cygprof_capture *cap, const uint32_t *idx, size_t nidx,
-		 struct profile **out);
+/* ---- loading from a capture (profile-load.c) ------------------------------ */
+
+struct view;
+
+/** The profile of the given capture threads (by thread index; all threads
+ * when idx is NULL), from the view's named trees: functions are named by
+ * the view (addresses without a symbol become "0x..."). */
+int profile_load(struct view *v, const uint32_t *idx, size_t nidx, struct profile **out);
 
 #endif

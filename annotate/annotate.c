@@ -9,6 +9,7 @@
 
 #include "memory.h"
 #include "srcline.h"
+#include "view.h"
 
 #define NO_FILE UINT32_MAX
 
@@ -29,11 +30,9 @@ struct loc_ent {
 };
 
 struct state {
-	struct cygprof_capture *cap;
+	struct view *v;
 	struct srcline *sl;
-	struct cygprof_object *objs;
-	size_t nobjs;
-	const struct cygprof_object *last_obj;
+	const struct cygprof_object *objs; /* the view's, for keys */
 	struct wfile *files;
 	size_t nfiles;
 	const char *last_name; /* the last srcline name seen and its file */
@@ -42,23 +41,6 @@ struct state {
 	size_t loc_size, loc_n;
 	struct annotate *a;
 };
-
-static const struct cygprof_object *find_object(struct state *s, uint32_t proc, uint64_t addr)
-{
-	const struct cygprof_object *o = s->last_obj;
-	size_t i;
-
-	if (o && o->proc_idx == proc && o->start <= addr && addr < o->end)
-		return o;
-	for (i = 0; i < s->nobjs; i++) {
-		o = &s->objs[i];
-		if (o->proc_idx == proc && o->start <= addr && addr < o->end) {
-			s->last_obj = o;
-			return o;
-		}
-	}
-	return NULL;
-}
 
 static long file_index(struct state *s, const char *name)
 {
@@ -116,13 +98,12 @@ static int loc_grow(struct state *s)
 	return 0;
 }
 
-/* The file and line of addr in process proc: kind 0 the line of the
- * address, 1 the definition of the function entered there.  *file is
- * NO_FILE when unknown. */
-static int locate(struct state *s, uint32_t proc, uint64_t addr, uint32_t kind, uint32_t *file,
-		  uint32_t *line)
+/* The file and line of addr in object o: kind 0 the line of the address,
+ * 1 the definition of the function entered there.  *file is NO_FILE when
+ * unknown. */
+static int locate(struct state *s, const struct cygprof_object *o, uint64_t addr, uint32_t kind,
+		  uint32_t *file, uint32_t *line)
 {
-	const struct cygprof_object *o = find_object(s, proc, addr);
 	struct loc_ent *e;
 	const char *name;
 	uint32_t key;
@@ -183,44 +164,39 @@ static struct annotate_line *line_of(struct state *s, uint32_t file, uint32_t li
 	return &w->by_line[line];
 }
 
-static int add_thread(struct state *s, const struct cygprof_thread *t)
+static int add_thread(struct state *s, const struct cygprof_thread *th)
 {
-	struct cygprof_node *nodes = NULL;
-	struct cygprof_callsite *sites = NULL;
+	const struct cygprof_callsite *sites;
+	const struct view_tree *t;
 	struct annotate_line *l;
-	size_t nn = 0, ns = 0, i;
+	size_t ns, i;
 	uint32_t file, line;
 	int err;
 
-	err = cygprof_capture_get_tree(s->cap, t->idx, &nodes, &nn);
-	if (err == CYGPROF_E_NOTFOUND)
-		return 0;
+	err = view_tree(s->v, th->idx, &t);
 	if (err)
 		return err;
-	err = cygprof_capture_get_sites(s->cap, t->idx, &sites, &ns);
-	if (err == CYGPROF_E_NOTFOUND) {
-		err = 0;
-		ns = 0;
-	}
+	if (!t->n)
+		return 0;
+	err = view_sites(s->v, th->idx, &sites, &ns);
 	if (err)
-		goto out;
-	for (i = 1; i < nn; i++) {
-		if (nodes[i].parent == 0)
-			s->a->total_ns += nodes[i].total_ns;
-		s->a->total_calls += nodes[i].calls;
-		if (!nodes[i].calls || !nodes[i].fn)
+		return err;
+	s->a->total_ns += t->total_ns;
+	for (i = 1; i < t->n; i++) {
+		const struct cygprof_node *nd = &t->nodes[i];
+
+		s->a->total_calls += nd->calls;
+		if (!nd->calls || !nd->fn)
 			continue;
-		err = locate(s, t->proc_idx, nodes[i].fn, 1, &file, &line);
+		err = locate(s, view_fn(s->v, t->fn[i])->obj, nd->fn, 1, &file, &line);
 		if (err)
-			goto out;
+			return err;
 		if (file == NO_FILE)
 			continue;
 		l = line_of(s, file, line);
-		if (!l) {
-			err = -ENOMEM;
-			goto out;
-		}
-		l->entries += nodes[i].calls;
+		if (!l)
+			return -ENOMEM;
+		l->entries += nd->calls;
 	}
 	for (i = 0; i < ns; i++) {
 		const struct cygprof_callsite *c = &sites[i];
@@ -229,26 +205,22 @@ static int add_thread(struct state *s, const struct cygprof_thread *t)
 			continue;
 		file = NO_FILE;
 		if (c->site) {
-			err = locate(s, t->proc_idx, c->site - 1, 0, &file, &line);
+			err = locate(s, view_object_at(s->v, th->proc_idx, c->site - 1), c->site - 1,
+				     0, &file, &line);
 			if (err)
-				goto out;
+				return err;
 		}
 		if (file == NO_FILE) {
 			s->a->unresolved_calls += c->calls;
 			continue;
 		}
 		l = line_of(s, file, line);
-		if (!l) {
-			err = -ENOMEM;
-			goto out;
-		}
+		if (!l)
+			return -ENOMEM;
 		l->calls += c->calls;
 		l->total_ns += c->total_ns;
 	}
-out:
-	free(nodes);
-	free(sites);
-	return err;
+	return 0;
 }
 
 /* ---- memory ---------------------------------------------------------------- */
@@ -259,37 +231,14 @@ struct stack_loc {
 	int done;
 };
 
-struct mem_state {
-	struct cygprof_stack_node *stash;
-	size_t nstash;
-	struct stack_loc *locs; /* by stash id - 1 */
-	struct cygprof_symbol **syms;
-	size_t *nsyms;
-	int *loaded;
-	size_t nprocs;
-};
-
-static const char *sym_name(struct state *s, struct mem_state *m, uint32_t proc, uint64_t addr)
+/* The line of an allocation's stack: its innermost frame past the
+ * allocator's own (a function frame: the function's definition). */
+static int stack_line(struct state *s, struct stack_loc *locs, uint32_t id,
+		      struct stack_loc **out)
 {
-	const struct cygprof_symbol *sym;
-
-	if (proc >= m->nprocs)
-		return NULL;
-	if (!m->loaded[proc]) {
-		m->loaded[proc] = 1;
-		if (cygprof_capture_get_symbols(s->cap, proc, &m->syms[proc], &m->nsyms[proc])) {
-			m->syms[proc] = NULL;
-			m->nsyms[proc] = 0;
-		}
-	}
-	sym = m->nsyms[proc] ? cygprof_symbols_lookup(m->syms[proc], m->nsyms[proc], addr) : NULL;
-	return sym ? sym->name : NULL;
-}
-
-static int stack_line(struct state *s, struct mem_state *m, uint32_t id, struct stack_loc **out)
-{
-	struct stack_loc *sl = &m->locs[id - 1];
-	uint32_t cur = id, steps = 0;
+	struct stack_loc *sl = &locs[id - 1];
+	struct view_frame *f;
+	size_t n;
 	int err;
 
 	*out = sl;
@@ -297,55 +246,35 @@ static int stack_line(struct state *s, struct mem_state *m, uint32_t id, struct 
 		return 0;
 	sl->done = 1;
 	sl->file = NO_FILE;
-	while (cur && cur <= m->nstash && steps++ <= m->nstash) {
-		const struct cygprof_stack_node *nd = &m->stash[cur - 1];
-		uint64_t a = nd->addr;
-		const struct cygprof_object *o;
-
-		if (nd->kind == CYGPROF_FRAME_RA && a)
-			a--;
-		o = find_object(s, nd->proc_idx, a);
-		if (memory_frame_skipped(sym_name(s, m, nd->proc_idx, a), o ? o->path : NULL)) {
-			cur = nd->parent;
-			continue;
-		}
-		err = locate(s, nd->proc_idx, a, nd->kind == CYGPROF_FRAME_FN, &sl->file,
-			     &sl->line);
+	err = view_stack(s->v, id, 0, memory_frame_skipped, &f, &n);
+	if (err)
 		return err;
-	}
-	return 0;
+	if (n)
+		err = locate(s, view_object_at(s->v, f[0].proc, f[0].addr), f[0].addr,
+			     f[0].kind == CYGPROF_FRAME_FN, &sl->file, &sl->line);
+	free(f);
+	return err;
 }
 
 static int add_memory(struct state *s, const struct cygprof_thread *th, size_t nth)
 {
-	struct mem_state m = {0};
-	struct cygprof_proc *procs = NULL;
-	size_t i, nprocs = 0;
+	const struct cygprof_stack_node *stash;
+	struct stack_loc *locs;
+	size_t i, nstash;
 	int err;
 
-	err = cygprof_capture_get_stacks(s->cap, &m.stash, &m.nstash);
-	if (err == CYGPROF_E_NOTFOUND)
-		err = 0;
+	err = view_stash(s->v, &stash, &nstash);
 	if (err)
 		return err;
-	err = cygprof_capture_get_procs(s->cap, &procs, &nprocs);
-	if (err)
-		goto out;
-	m.nprocs = nprocs;
-	m.locs = calloc(m.nstash ? m.nstash : 1, sizeof(*m.locs));
-	m.syms = calloc(nprocs ? nprocs : 1, sizeof(*m.syms));
-	m.nsyms = calloc(nprocs ? nprocs : 1, sizeof(*m.nsyms));
-	m.loaded = calloc(nprocs ? nprocs : 1, sizeof(*m.loaded));
-	if (!m.locs || !m.syms || !m.nsyms || !m.loaded) {
-		err = -ENOMEM;
-		goto out;
-	}
+	locs = calloc(nstash ? nstash : 1, sizeof(*locs));
+	if (!locs)
+		return -ENOMEM;
 	for (i = 0; i < nth && !err; i++) {
 		struct cygprof_mem_cursor *cur;
 		struct cygprof_mem_event ev;
 		int r;
 
-		err = cygprof_mem_cursor_open(s->cap, th[i].idx, &cur);
+		err = view_mem_cursor(s->v, th[i].idx, &cur);
 		if (err)
 			break;
 		while ((r = cygprof_mem_cursor_next(cur, &ev)) == 1) {
@@ -356,8 +285,8 @@ static int add_memory(struct state *s, const struct cygprof_thread *th, size_t n
 				continue;
 			s->a->total_allocations++;
 			s->a->total_alloc_bytes += ev.size;
-			if (ev.stack && ev.stack <= m.nstash) {
-				err = stack_line(s, &m, ev.stack, &sl);
+			if (ev.stack && ev.stack <= nstash) {
+				err = stack_line(s, locs, ev.stack, &sl);
 				if (err)
 					break;
 			}
@@ -377,18 +306,7 @@ static int add_memory(struct state *s, const struct cygprof_thread *th, size_t n
 			err = r;
 		cygprof_mem_cursor_close(cur);
 	}
-out:
-	if (m.syms)
-		for (i = 0; i < m.nprocs; i++)
-			if (m.syms[i])
-				cygprof_symbols_free(m.syms[i], m.nsyms[i]);
-	free(m.syms);
-	free(m.nsyms);
-	free(m.loaded);
-	free(m.locs);
-	free(m.stash);
-	if (procs)
-		cygprof_procs_free(procs, nprocs);
+	free(locs);
 	return err;
 }
 
@@ -461,37 +379,32 @@ void annotate_free(struct annotate *a)
 	free(a);
 }
 
-int annotate_load(struct cygprof_capture *cap, const struct annotate_opts *o,
-		  struct annotate **out)
+int annotate_load(struct view *v, struct annotate **out)
 {
-	struct cygprof_thread *th = NULL;
+	const struct cygprof_thread *th;
 	struct state s;
-	size_t nth = 0, i;
-	char *mode = NULL;
+	size_t nth = 0, nobjs, i;
 	int err;
 
 	*out = NULL;
 	memset(&s, 0, sizeof(s));
-	s.cap = cap;
+	s.v = v;
 	s.a = calloc(1, sizeof(*s.a));
-	s.sl = srcline_new(o ? o->debuginfo : NULL);
+	s.sl = view_srcline(v);
 	if (!s.a || !s.sl) {
 		err = -ENOMEM;
 		goto out;
 	}
-	err = cygprof_capture_get_objects(cap, &s.objs, &s.nobjs);
-	if (err == CYGPROF_E_NOTFOUND)
-		err = 0;
-	if (err)
-		goto out;
-	err = cygprof_capture_get_threads(cap, &th, &nth);
+	err = view_objects(v, &s.objs, &nobjs);
+	if (!err)
+		err = view_threads(v, &th, &nth);
 	if (err)
 		goto out;
 	for (i = 0; i < nth && !err; i++)
 		err = add_thread(&s, &th[i]);
 	if (err)
 		goto out;
-	if (!cygprof_capture_get_meta(cap, "mode", &mode) && strstr(mode, "memory")) {
+	if (view_mode_has(v, "memory")) {
 		s.a->memory = 1;
 		err = add_memory(&s, th, nth);
 		if (err)
@@ -499,17 +412,12 @@ int annotate_load(struct cygprof_capture *cap, const struct annotate_opts *o,
 	}
 	err = finish(&s);
 out:
-	free(mode);
-	free(th);
 	for (i = 0; i < s.nfiles; i++) {
 		free(s.files[i].path);
 		free(s.files[i].by_line);
 	}
 	free(s.files);
 	free(s.loc);
-	if (s.objs)
-		cygprof_objects_free(s.objs, s.nobjs);
-	srcline_free(s.sl);
 	if (err) {
 		annotate_free(s.a);
 		return err;

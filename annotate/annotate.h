@@ -15,7 +15,8 @@
  *                past the allocator's own frames, or the line of the
  *                function frame when there is none;
  *   samples      0 (no sampling yet).
- * Lines come from the objects' DWARF, located through debuginfo.h.
+ * Lines come from the objects' DWARF, located through debuginfo.h, read
+ * through the view (view.h).
  *
  * Error convention: negative errno or CYGPROF_E_*; nothing here exits. */
 #ifndef CYGPROF_ANNOTATE_H
@@ -25,8 +26,6 @@
 #include <stdint.h>
 
 #include "cygprof/cygprof-capture.h"
-
-struct debuginfo;
 
 struct annotate_line {
 	uint32_t line;
@@ -52,14 +51,12 @@ struct annotate {
 	uint64_t unresolved_allocations;
 };
 
-struct annotate_opts {
-	struct debuginfo *debuginfo; /* borrowed; NULL: CYGPROF_DEBUG_DIRS and defaults */
-};
+struct view;
 
-/** Compute the figures of every line of a capture.
+/** Compute the figures of every line of a view of a capture (the lines come
+ * through the view's source-line reader and debug-file search).
  * @param[out] out owned: annotate_free(). */
-int annotate_load(struct cygprof_capture *cap, const struct annotate_opts *o,
-		  struct annotate **out);
+int annotate_load(struct view *v, struct annotate **out);
 void annotate_free(struct annotate *a);
 
 #endif

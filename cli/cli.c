@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "debuginfo.h"
+#include "view.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -56,7 +57,7 @@ int cli_format_json(const char *cmd, const char *arg)
 
 const char *cli_capture_arg(const char *cmd, int argc, char **argv)
 {
-	const char *file = NULL;
+	const char *file = CYGPROF_DEFAULT_CAPTURE;
 
 	if (optind < argc)
 		file = argv[optind++];
@@ -81,10 +82,12 @@ static void fault_guard(int sig)
 	_exit(1);
 }
 
-struct cygprof_capture *cli_open_capture(const char *path)
+struct view *cli_open_view(const char *path, struct debuginfo *di)
 {
-	struct cygprof_capture *cap;
+	struct view_opts o = {.debuginfo = di};
+	struct view_limits l;
 	struct sigaction sa;
+	struct view *v;
 	int err;
 
 	if (!path)
@@ -94,15 +97,28 @@ struct cygprof_capture *cli_open_capture(const char *path)
 	sa.sa_handler = fault_guard;
 	sigaction(SIGSEGV, &sa, NULL);
 	sigaction(SIGBUS, &sa, NULL);
-	err = cygprof_capture_open(path, &cap);
+	err = view_open(path, &o, &v);
 	if (err)
 		cli_die(1, "%s: %s", path, cygprof_strerror(err));
-	struct cli_limits l;
-
-	cli_limits_get(cap, &l);
+	view_limits(v, &l);
 	cli_limits_warn(&l, path);
-	cli_limits_free(&l);
-	return cap;
+	return v;
+}
+
+void cli_check(int err, const char *file)
+{
+	if (err)
+		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+}
+
+int cli_finish(struct view *v)
+{
+	int bad = fflush(stdout) || ferror(stdout);
+
+	view_close(v);
+	if (bad)
+		cli_die(1, "write error on standard output");
+	return 0;
 }
 
 static void debuginfo_warn(void *arg, const char *msg)

@@ -20,37 +20,33 @@ void cli_die(int status, const char *fmt, ...)
 /* --format=text|json: 1 for json; any other value is a usage error (exit 2). */
 int cli_format_json(const char *cmd, const char *arg);
 
-/* The optional capture argument left after the options (NULL when none);
- * a second one is a usage error (exit 2). */
+/* The optional capture argument left after the options (the default
+ * capture when none); a second one is a usage error (exit 2). */
 const char *cli_capture_arg(const char *cmd, int argc, char **argv);
 
 /* ---- what a capture could not record (limits.c) ------------------------- */
 
-/* The limits a recording hit, summed over the threads, and the capture's
- * own warnings (meta "shm_full", "damaged", no "complete"). */
-struct cli_limits {
-	uint64_t lost;     /* timeline events dropped */
-	uint64_t overflow; /* calls past the depth limit (counted, not in the trees) */
-	uint64_t sig_lost; /* calls and allocations of signal handlers not recorded */
-	uint64_t mem_lost; /* allocations and frees not traced */
-	uint64_t unpaired; /* exits without an entry, ignored */
-	uint64_t shm_full; /* allocations the full shared mapping refused */
-	int shm_full_set;
-	char *damaged;     /* what the collector rejected from the mapping, or NULL */
-	int incomplete;    /* the recording was interrupted */
-};
+struct view;
+struct view_limits;
 
-void cli_limits_get(struct cygprof_capture *cap, struct cli_limits *l);
-void cli_limits_free(struct cli_limits *l);
-/* One "cygprof: warning: FILE: ..." line on stderr per limit hit, with its
- * count.  cli_open_capture() calls it: commands need not. */
-void cli_limits_warn(const struct cli_limits *l, const char *file);
+/* One "cygprof: warning: FILE: ..." line on stderr per limit hit (the
+ * view's view_limits()), with its count.  cli_open_view() calls it:
+ * commands need not. */
+void cli_limits_warn(const struct view_limits *l, const char *file);
 /* "limits": {"complete": true, "lost": N, "overflow": N, "sig_lost": N,
  * "mem_lost": N, "unpaired": N, "shm_full": N|null, "damaged": "..."|null}
  * (no separator before or after). */
-void cli_limits_json(FILE *f, const struct cli_limits *l);
-/* The same for a capture, on stdout. */
-void cli_json_limits(struct cygprof_capture *cap);
+void cli_limits_json(FILE *f, const struct view_limits *l);
+/* The same for a view, on stdout. */
+void cli_json_limits(struct view *v);
+
+/* ---- processes and threads as JSON (json.c) -------------------------------- */
+
+/* "processes": [...] and "threads": [...] of a view on stdout, the one
+ * writer for every command (no separator before or after); dies when they
+ * cannot be read.  With totals, each thread also gets its tree's total_ns. */
+void cli_json_procs(struct view *v, const char *file);
+void cli_json_threads(struct view *v, const char *file, int totals);
 
 /* ---- numbers on the command line (options.c) ------------------------------ */
 /* Each parses strictly (decimal digits: no sign, spaces, hex, nan or inf),
@@ -119,14 +115,20 @@ void cli_output_abort(struct cli_output *o);
  * "CMD: option '--x' needs an argument" or "CMD: unknown option '--x'". */
 void cli_bad_option(const char *cmd, int c, char **argv) __attribute__((noreturn));
 
-/* Open a capture for reading, or die with a one-line error and exit 1.
- * Also installs a SIGSEGV/SIGBUS guard so that a capture damaged in a way
- * the checks did not catch ends in "capture is corrupt", never a crash,
- * and warns on stderr about every limit the recording hit
- * (cli_limits_warn()). */
-struct cygprof_capture *cli_open_capture(const char *path);
-
 struct debuginfo;
+
+/* Open a view of a capture (path NULL: the default), or die with a
+ * one-line error and exit 1.  Also installs a SIGSEGV/SIGBUS guard so that
+ * a capture damaged in a way the checks did not catch ends in "capture is
+ * corrupt", never a crash, and warns on stderr about every limit the
+ * recording hit (cli_limits_warn()).  di: the debug-file search (borrowed;
+ * NULL: the defaults).  Close it with view_close(). */
+struct view *cli_open_view(const char *path, struct debuginfo *di);
+/* Die with "FILE: <error>" (exit 1) when err is not 0. */
+void cli_check(int err, const char *file);
+/* Check standard output, close the view and return 0, or die with "write
+ * error on standard output". */
+int cli_finish(struct view *v);
 
 /* The debug-file search of a command, warnings printed as
  * "cygprof: warning: ..."; dies when out of memory. */

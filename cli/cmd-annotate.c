@@ -22,6 +22,7 @@
 #include "debuginfo.h"
 #include "report-util.h"
 #include "srcline.h"
+#include "view.h"
 
 struct annotate_cli {
 	int json;
@@ -480,7 +481,7 @@ static void print_text(const struct annotate_cli *o, const struct annotate *a, c
 
 /* ---- JSON -------------------------------------------------------------------- */
 
-static void print_json(struct cygprof_capture *cap, const struct annotate_cli *o,
+static void print_json(struct view *v, const struct annotate_cli *o,
 		       const struct annotate *a, const int *shown)
 {
 	size_t i, j;
@@ -526,7 +527,7 @@ static void print_json(struct cygprof_capture *cap, const struct annotate_cli *o
 	       first ? "" : "\n", a->total_calls, a->total_ns, a->total_allocations,
 	       a->total_alloc_bytes, a->unresolved_calls, a->unresolved_allocations,
 	       a->memory ? "true" : "false");
-	cli_json_limits(cap);
+	cli_json_limits(v);
 	printf("}\n");
 }
 
@@ -534,45 +535,33 @@ static void print_json(struct cygprof_capture *cap, const struct annotate_cli *o
 
 int cmd_annotate(int argc, char **argv)
 {
-	struct annotate_opts ao = {0};
-	struct cygprof_capture *cap;
 	struct annotate_cli o;
 	struct annotate *a;
-	char *command = NULL;
+	struct view *v;
 	const char *file;
-	int *shown, err;
+	int *shown;
 	size_t i;
 
 	parse_opts(argc, argv, &o);
 	file = o.capture ? o.capture : CYGPROF_DEFAULT_CAPTURE;
-	cap = cli_open_capture(file);
-	ao.debuginfo = o.di;
-	err = annotate_load(cap, &ao, &a);
-	if (err)
-		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	v = cli_open_view(file, o.di);
+	cli_check(annotate_load(v, &a), file);
 	shown = calloc(a->nfiles ? a->nfiles : 1, sizeof(*shown));
 	if (!shown)
 		cli_die(1, "out of memory");
 	for (i = 0; i < a->nfiles; i++)
 		shown[i] = file_shown(&o, a, &a->files[i]);
-	if (o.json) {
-		print_json(cap, &o, a, shown);
-	} else {
-		cygprof_capture_get_meta(cap, "command", &command);
-		print_text(&o, a, shown, command);
-		free(command);
-	}
+	if (o.json)
+		print_json(v, &o, a, shown);
+	else
+		print_text(&o, a, shown, view_meta_str(v, "command"));
 	free(shown);
 	annotate_free(a);
-	debuginfo_free(o.di);
 	free(o.sources);
 	free(o.source_dirs);
 	free(o.map_old);
 	free(o.map_new);
-	if (fflush(stdout) || ferror(stdout)) {
-		cygprof_capture_close(cap);
-		cli_die(1, "write error on standard output");
-	}
-	cygprof_capture_close(cap);
+	cli_finish(v);
+	debuginfo_free(o.di);
 	return 0;
 }

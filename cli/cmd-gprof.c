@@ -82,18 +82,13 @@ static void parse_opts(int argc, char **argv, struct gprof_opts *o)
 	o->file = cli_capture_arg("gprof", argc, argv);
 }
 
-static void write_gmon(struct cygprof_capture *cap, const char *file, const char *out,
-		       int force)
+static void write_gmon(struct view *view, const char *file, const char *out, int force)
 {
 	struct gmon_image *v = NULL;
 	size_t n = 0, k = 0, i;
 	int err;
 
-	err = gmon_collect(cap, &v, &n);
-	if (err) {
-		cygprof_capture_close(cap);
-		cli_die(1, "%s: %s", file, cygprof_strerror(err));
-	}
+	cli_check(gmon_collect(view, &v, &n), file);
 	/* only executables with something recorded get a file */
 	for (i = 0; i < n; i++) {
 		if (v[i].nfns || v[i].narcs) {
@@ -106,11 +101,8 @@ static void write_gmon(struct cygprof_capture *cap, const char *file, const char
 				 v[i].exe, v[i].nprocs, v[i].nprocs == 1 ? "" : "es");
 		}
 	}
-	if (!k) {
-		gmon_images_free(v, n);
-		cygprof_capture_close(cap);
+	if (!k)
 		cli_die(1, "%s: no function of any executable recorded", file);
-	}
 	/* every target is checked before any file is written */
 	for (i = 0; i < k; i++) {
 		char *name = NULL;
@@ -129,16 +121,12 @@ static void write_gmon(struct cygprof_capture *cap, const char *file, const char
 		err = gmon_file_name(out, v, i, &name);
 		if (!err)
 			err = gmon_hist_build(v[i].fns, v[i].nfns, &h);
-		if (err) {
-			cygprof_capture_close(cap);
-			cli_die(1, "%s: %s", name ? name : out, cygprof_strerror(err));
-		}
+		cli_check(err, name ? name : out);
 		f = cli_output_open(&w, "gprof", name, CLI_OUT_GMON, force);
 		err = gmon_write_file(f, &h, v[i].arcs, v[i].narcs);
 		gmon_hist_free(&h);
 		if (err) {
 			cli_output_abort(&w);
-			cygprof_capture_close(cap);
 			cli_die(1, "gprof: %s: %s", name, cygprof_strerror(err));
 		}
 		cli_output_commit(&w);
@@ -149,17 +137,12 @@ static void write_gmon(struct cygprof_capture *cap, const char *file, const char
 	gmon_images_free(v, n);
 }
 
-static void print_text(struct cygprof_capture *cap, const char *file, int brief)
+static void print_text(struct view *v, const char *file, int brief)
 {
 	struct print_opts po = {.style = STYLE_GPROF, .brief = brief, .sort = SORT_SELF};
 	struct profile *p = NULL;
-	int err;
 
-	err = profile_load(cap, NULL, 0, &p);
-	if (err) {
-		cygprof_capture_close(cap);
-		cli_die(1, "%s: %s", file, cygprof_strerror(err));
-	}
+	cli_check(profile_load(v, NULL, 0, &p), file);
 	print_flat(p, &po);
 	print_graph(p, &po);
 	profile_free(p);
@@ -167,21 +150,14 @@ static void print_text(struct cygprof_capture *cap, const char *file, int brief)
 
 int cmd_gprof(int argc, char **argv)
 {
-	struct cygprof_capture *cap;
 	struct gprof_opts o;
-	const char *file;
+	struct view *v;
 
 	parse_opts(argc, argv, &o);
-	file = o.file ? o.file : CYGPROF_DEFAULT_CAPTURE;
-	cap = cli_open_capture(file);
+	v = cli_open_view(o.file, NULL);
 	if (o.gmon_out)
-		write_gmon(cap, file, o.gmon_out, o.force);
+		write_gmon(v, o.file, o.gmon_out, o.force);
 	else
-		print_text(cap, file, o.brief);
-	if (fflush(stdout) || ferror(stdout)) {
-		cygprof_capture_close(cap);
-		cli_die(1, "write error on standard output");
-	}
-	cygprof_capture_close(cap);
-	return 0;
+		print_text(v, o.file, o.brief);
+	return cli_finish(v);
 }

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "report-util.h"
+#include "view.h"
 
 static void usage(FILE *f)
 {
@@ -36,39 +37,20 @@ static const struct {
 	{"machine", "machine"},
 };
 
-static char *meta(struct cygprof_capture *cap, const char *key)
+static int capture_schema(struct view *v)
 {
-	char *v = NULL;
+	const char *s = view_meta_str(v, "schema");
 
-	if (cygprof_capture_get_meta(cap, key, &v))
-		return NULL;
-	return v;
+	return s ? atoi(s) : CYGPROF_CAPTURE_SCHEMA;
 }
 
-static int capture_schema(struct cygprof_capture *cap)
+static uint64_t mem_events(struct view *v)
 {
-	char *v = NULL;
-	int n = CYGPROF_CAPTURE_SCHEMA;
-	if (!cygprof_capture_get_meta(cap, "schema", &v)) {
-		n = atoi(v);
-		free(v);
-	}
-	return n;
-}
+	uint64_t total;
+	int err = view_mem_count(v, &total);
 
-static uint64_t mem_events(struct cygprof_capture *cap, const struct cygprof_thread *threads,
-			   size_t n)
-{
-	uint64_t total = 0, k;
-	size_t i;
-	int err;
-
-	for (i = 0; i < n; i++) {
-		err = cygprof_capture_mem_count(cap, threads[i].idx, &k);
-		if (err)
-			cli_die(1, "%s", cygprof_strerror(err));
-		total += k;
-	}
+	if (err)
+		cli_die(1, "%s", cygprof_strerror(err));
 	return total;
 }
 
@@ -106,12 +88,12 @@ static void __attribute__((format(printf, 2, 3))) limit_row(int *any, const char
 }
 
 /* The limits the recording hit, one line each (also warned on stderr). */
-static void print_limits(struct cygprof_capture *cap)
+static void print_limits(struct view *v)
 {
-	struct cli_limits l;
+	struct view_limits l;
 	int any = 0;
 
-	cli_limits_get(cap, &l);
+	view_limits(v, &l);
 	if (l.incomplete)
 		limit_row(&any, "recording interrupted before its end");
 	if (l.damaged)
@@ -133,24 +115,21 @@ static void print_limits(struct cygprof_capture *cap)
 		limit_row(&any, "%" PRIu64 " unpaired exits ignored", l.unpaired);
 	if (!any)
 		printf("limits        : none hit\n");
-	cli_limits_free(&l);
 }
 
-static void print_text(struct cygprof_capture *cap, const char *file,
-		       const struct cygprof_proc *procs, size_t nprocs,
-		       const struct cygprof_thread *threads, size_t nthreads)
+static void print_text(struct view *v, const char *file, const struct cygprof_proc *procs,
+		       size_t nprocs, const struct cygprof_thread *threads, size_t nthreads)
 {
-	uint64_t calls = 0, events = 0, lost = 0, waits = 0, wait_ns = 0;
+	uint64_t calls = 0, events = 0, lost = 0, waits = 0, wait_ns = 0, mem;
 	char buf[64];
 	size_t i;
 
 	printf("# capture: %s\n", file);
 	for (i = 0; i < sizeof(meta_rows) / sizeof(meta_rows[0]); i++) {
-		char *v = meta(cap, meta_rows[i].key);
-		const char *shown = v;
+		const char *shown = view_meta_str(v, meta_rows[i].key);
 
-		if (!strcmp(meta_rows[i].key, "duration_ns") && v) {
-			snprintf(buf, sizeof(buf), "%.9f s", strtod(v, NULL) / 1e9);
+		if (!strcmp(meta_rows[i].key, "duration_ns") && shown) {
+			snprintf(buf, sizeof(buf), "%.9f s", strtod(shown, NULL) / 1e9);
 			shown = buf;
 		}
 		if (!shown)
@@ -158,7 +137,6 @@ static void print_text(struct cygprof_capture *cap, const char *file,
 		else if (!*shown && !strcmp(meta_rows[i].key, "filters"))
 			shown = "(none)";
 		printf("%-14s: %s\n", meta_rows[i].label, shown);
-		free(v);
 	}
 
 	printf("\nprocesses (%zu):\n", nprocs);
@@ -175,15 +153,13 @@ static void print_text(struct cygprof_capture *cap, const char *file,
 	       "CALLS", "EVENTS", "LOST", "WAITS", "WAIT TIME", "UNPAIRED", "UNWOUND", "FLAGS");
 	for (i = 0; i < nthreads; i++) {
 		const struct cygprof_thread *t = &threads[i];
-		char name[17], fl[64];
+		char name[16], fl[64];
 
-		memcpy(name, t->name, sizeof(t->name));
-		name[16] = 0;
 		printf("  %7u %7u  %-16s %12" PRIu64 " %12" PRIu64 " %10" PRIu64 " %8" PRIu64
 		       " %12s %9" PRIu64 " %9" PRIu64 "  %s\n",
-		       t->tid, thread_pid(t, procs, nprocs), name, t->calls, t->events, t->lost,
-		       t->waits, fmt_dur(buf, sizeof(buf), t->wait_ns), t->unpaired, t->unwound,
-		       flag_words(t->flags, fl, sizeof(fl)));
+		       t->tid, view_thread_pid(v, t), view_thread_name(t, name), t->calls, t->events,
+		       t->lost, t->waits, fmt_dur(buf, sizeof(buf), t->wait_ns), t->unpaired,
+		       t->unwound, flag_words(t->flags, fl, sizeof(fl)));
 		calls += t->calls;
 		events += t->events;
 		lost += t->lost;
@@ -195,80 +171,52 @@ static void print_text(struct cygprof_capture *cap, const char *file,
 	printf("\ntotals: %" PRIu64 " calls, %" PRIu64 " events, %" PRIu64 " lost events, %" PRIu64
 	       " waits (%s)\n",
 	       calls, events, lost, waits, buf + strspn(buf, " "));
-	print_limits(cap);
-	uint64_t mem = mem_events(cap, threads, nthreads);
+	print_limits(v);
+	mem = mem_events(v);
 	if (mem)
 		printf("memory events : %" PRIu64 " (allocations and frees; see 'cygprof memory')\n",
 		       mem);
-	printf("capture size  : %" PRIu64 " bytes\n", cygprof_capture_file_size(cap));
-	printf("schema version: %d\n", capture_schema(cap));
+	printf("capture size  : %" PRIu64 " bytes\n", cygprof_capture_file_size(view_capture(v)));
+	printf("schema version: %d\n", capture_schema(v));
 }
 
-static void print_json(struct cygprof_capture *cap, const char *file,
-		       const struct cygprof_proc *procs, size_t nprocs,
-		       const struct cygprof_thread *threads, size_t nthreads)
+static void print_json(struct view *v, const char *file, const struct cygprof_thread *threads,
+		       size_t nthreads)
 {
-	uint64_t calls = 0, events = 0;
-	char buf[32];
+	uint64_t calls = 0, events = 0, lost = 0;
 	size_t i;
 
 	printf("{\n  \"file\": ");
 	json_str(stdout, file);
 	printf(",\n  \"meta\": {");
 	for (i = 0; i < sizeof(meta_rows) / sizeof(meta_rows[0]); i++) {
-		char *v = meta(cap, meta_rows[i].key);
+		const char *val = view_meta_str(v, meta_rows[i].key);
 
 		printf("%s", i ? ", " : "");
 		json_str(stdout, meta_rows[i].key);
 		printf(": ");
-		if (v)
-			json_str(stdout, v);
+		if (val)
+			json_str(stdout, val);
 		else
 			printf("null");
-		free(v);
 	}
-	printf("},\n  \"processes\": [");
-	for (i = 0; i < nprocs; i++) {
-		const struct cygprof_proc *p = &procs[i];
-
-		printf("%s\n    {\"idx\": %u, \"pid\": %u, \"ppid\": %u, \"command\": ",
-		       i ? "," : "", p->idx, p->pid, p->ppid);
-		json_str(stdout, p->command);
-		printf(", \"exe\": ");
-		json_str(stdout, p->exe);
-		printf(", \"end\": ");
-		json_str(stdout, proc_end_str(p, buf, sizeof(buf)));
-		printf(", \"start_ns\": %" PRIu64 ", \"end_ns\": %" PRIu64 "}", p->start_ns,
-		       p->end_ns);
-	}
-	printf("%s],\n  \"threads\": [", nprocs ? "\n  " : "");
+	printf("},\n  ");
+	cli_json_procs(v, file);
+	printf(",\n  ");
+	cli_json_threads(v, file, 0);
 	for (i = 0; i < nthreads; i++) {
-		const struct cygprof_thread *t = &threads[i];
-		char name[17];
-
-		memcpy(name, t->name, sizeof(t->name));
-		name[16] = 0;
-		printf("%s\n    {\"idx\": %u, \"tid\": %u, \"pid\": %u, \"name\": ", i ? "," : "",
-		       t->idx, t->tid, thread_pid(t, procs, nprocs));
-		json_str(stdout, name);
-		printf(", \"calls\": %" PRIu64 ", \"events\": %" PRIu64 ", \"lost\": %" PRIu64
-		       ", \"waits\": %" PRIu64 ", \"wait_ns\": %" PRIu64 ", \"unpaired\": %" PRIu64
-		       ", \"unwound\": %" PRIu64 ", \"overflow\": %" PRIu64 ", \"sig_lost\": %" PRIu64
-		       ", \"mem_lost\": %" PRIu64 ", \"flags\": %u}",
-		       t->calls, t->events, t->lost, t->waits, t->wait_ns, t->unpaired, t->unwound,
-		       t->overflow, t->sig_lost, t->mem_lost, t->flags);
-		calls += t->calls;
-		events += t->events;
+		calls += threads[i].calls;
+		events += threads[i].events;
+		lost += threads[i].lost;
 	}
-	printf("%s],\n", nthreads ? "\n  " : "");
-	printf("  \"calls\": %" PRIu64 ",\n  \"events\": %" PRIu64 ",\n  \"lost_events\": %" PRIu64
-	       ",\n",
-	       calls, events, threads_lost(threads, nthreads));
-	printf("  \"memory_events\": %" PRIu64 ",\n  ", mem_events(cap, threads, nthreads));
-	cli_json_limits(cap);
+	printf(",\n  \"calls\": %" PRIu64 ",\n  \"events\": %" PRIu64
+	       ",\n  \"lost_events\": %" PRIu64 ",\n",
+	       calls, events, lost);
+	printf("  \"memory_events\": %" PRIu64 ",\n  ", mem_events(v));
+	cli_json_limits(v);
 	printf(",\n");
-	printf("  \"size\": %" PRIu64 ",\n  \"schema\": %d\n}\n", cygprof_capture_file_size(cap),
-	       capture_schema(cap));
+	printf("  \"size\": %" PRIu64 ",\n  \"schema\": %d\n}\n",
+	       cygprof_capture_file_size(view_capture(v)), capture_schema(v));
 }
 
 int cmd_info(int argc, char **argv)
@@ -278,12 +226,12 @@ int cmd_info(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct cygprof_thread *threads = NULL;
-	struct cygprof_proc *procs = NULL;
-	struct cygprof_capture *cap;
-	size_t nthreads = 0, nprocs = 0;
-	const char *file = CYGPROF_DEFAULT_CAPTURE;
-	int c, json = 0, err;
+	const struct cygprof_thread *threads;
+	const struct cygprof_proc *procs;
+	struct view *v;
+	size_t nthreads, nprocs;
+	const char *file;
+	int c, json = 0;
 
 	opterr = 0;
 	optind = 1;
@@ -301,21 +249,12 @@ int cmd_info(int argc, char **argv)
 	}
 	file = cli_capture_arg("info", argc, argv);
 
-	cap = cli_open_capture(file);
-	err = cygprof_capture_get_threads(cap, &threads, &nthreads);
-	if (!err)
-		err = cygprof_capture_get_procs(cap, &procs, &nprocs);
-	if (err)
-		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	v = cli_open_view(file, NULL);
+	cli_check(view_threads(v, &threads, &nthreads), file);
+	cli_check(view_procs(v, &procs, &nprocs), file);
 	if (json)
-		print_json(cap, file, procs, nprocs, threads, nthreads);
+		print_json(v, file, threads, nthreads);
 	else
-		print_text(cap, file, procs, nprocs, threads, nthreads);
-	if (procs)
-		cygprof_procs_free(procs, nprocs);
-	free(threads);
-	cygprof_capture_close(cap);
-	if (fflush(stdout) || ferror(stdout))
-		cli_die(1, "write error on standard output");
-	return 0;
+		print_text(v, file, procs, nprocs, threads, nthreads);
+	return cli_finish(v);
 }

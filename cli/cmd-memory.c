@@ -17,6 +17,7 @@
 #include "debuginfo.h"
 #include "memory.h"
 #include "report-util.h"
+#include "view.h"
 
 enum sort_key { SORT_TOTAL, SORT_SELF, SORT_ALLOCS, SORT_TEMP, SORT_LEAKED, SORT_NAME };
 enum stack_kind { K_LEAKS, K_PEAK, K_TEMP, K_DIFF, K_COUNT };
@@ -284,7 +285,7 @@ static uint32_t *sorted_stacks(const struct memory *m, enum stack_kind k, size_t
  * line).  The frames of a group are those of its first stack. */
 struct stack_group {
 	char *key;
-	struct memory_frame *fr;
+	struct view_frame *fr;
 	size_t nf;
 	uint32_t id; /* the first stack */
 	uint64_t blocks, bytes, allocations;
@@ -305,7 +306,7 @@ static int cmp_group_bytes(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static char *frames_key(const struct memory_frame *fr, size_t nf)
+static char *frames_key(const struct view_frame *fr, size_t nf)
 {
 	size_t len = 1, j;
 	char *key, *p;
@@ -334,19 +335,18 @@ static void free_groups(struct stack_group *g, size_t n)
 	free(g);
 }
 
-static struct stack_group *group_stacks(struct memory_load *l, enum stack_kind k, size_t top,
-					size_t *ngroups)
+static struct stack_group *group_stacks(struct view *v, const struct memory *m,
+					enum stack_kind k, size_t top, size_t *ngroups)
 {
-	const struct memory *m = memory_load_result(l);
 	size_t n, i, out = 0;
-	uint32_t *v = sorted_stacks(m, k, 0, &n);
+	uint32_t *ids = sorted_stacks(m, k, 0, &n);
 	struct stack_group *g = calloc(n ? n : 1, sizeof(*g));
 
 	if (!g)
 		cli_die(1, "out of memory");
 	for (i = 0; i < n; i++) {
-		const struct memory_stack *s = &m->stacks[v[i]];
-		int err = memory_load_frames(l, s->id, 1, &g[i].fr, &g[i].nf);
+		const struct memory_stack *s = &m->stacks[ids[i]];
+		int err = view_stack(v, s->id, VIEW_LINES, memory_frame_skipped, &g[i].fr, &g[i].nf);
 		if (err)
 			cli_die(1, "%s", cygprof_strerror(err));
 		kind_figures(s, k, &g[i].blocks, &g[i].bytes);
@@ -354,7 +354,7 @@ static struct stack_group *group_stacks(struct memory_load *l, enum stack_kind k
 		g[i].id = s->id;
 		g[i].key = frames_key(g[i].fr, g[i].nf);
 	}
-	free(v);
+	free(ids);
 	qsort(g, n, sizeof(*g), cmp_group_key);
 	for (i = 0; i < n; i++) {
 		if (out && !strcmp(g[out - 1].key, g[i].key)) {
@@ -363,7 +363,7 @@ static struct stack_group *group_stacks(struct memory_load *l, enum stack_kind k
 			d->bytes += g[i].bytes;
 			d->allocations += g[i].allocations;
 			if (g[i].id < d->id) {
-				struct memory_frame *t = d->fr;
+				struct view_frame *t = d->fr;
 				size_t tn = d->nf;
 				d->fr = g[i].fr;
 				d->nf = g[i].nf;
@@ -496,7 +496,8 @@ static void print_heap(const struct memory *m)
 	printf("\n");
 }
 
-static void print_stacks_text(struct memory_load *l, const struct memory_cli *o, enum stack_kind k)
+static void print_stacks_text(struct view *v, const struct memory *m, const struct memory_cli *o,
+			      enum stack_kind k)
 {
 	static const char *const titles[K_COUNT] = {
 		"Leaked blocks", "Blocks live at the peak", "Temporary allocations",
@@ -506,7 +507,7 @@ static void print_stacks_text(struct memory_load *l, const struct memory_cli *o,
 	size_t n, i, j;
 	char d1[32], d2[32];
 
-	g = group_stacks(l, k, o->top, &n);
+	g = group_stacks(v, m, k, o->top, &n);
 	printf("%s", titles[k]);
 	if (k == K_DIFF)
 		printf(" (T1 %s, T2 %s)", fmt_dur(d1, sizeof(d1), o->t1),
@@ -515,7 +516,7 @@ static void print_stacks_text(struct memory_load *l, const struct memory_cli *o,
 	if (!n)
 		printf("  none\n\n");
 	for (i = 0; i < n; i++) {
-		const struct memory_frame *fr = g[i].fr;
+		const struct view_frame *fr = g[i].fr;
 		size_t nf = g[i].nf;
 
 		printf("%" PRIu64 " bytes in %" PRIu64 " blocks", g[i].bytes, g[i].blocks);
@@ -642,7 +643,7 @@ static void json_heap(const struct memory *m)
 	printf("%s]", m->npoints ? "\n  " : "");
 }
 
-static void json_stacks(struct memory_load *l, const struct memory_cli *o)
+static void json_stacks(struct view *v, const struct memory *m, const struct memory_cli *o)
 {
 	int k, any = 0;
 
@@ -653,9 +654,9 @@ static void json_stacks(struct memory_load *l, const struct memory_cli *o)
 
 		if (!o->kinds[k])
 			continue;
-		g = group_stacks(l, (enum stack_kind)k, o->top, &n);
+		g = group_stacks(v, m, (enum stack_kind)k, o->top, &n);
 		for (i = 0; i < n; i++) {
-			const struct memory_frame *fr = g[i].fr;
+			const struct view_frame *fr = g[i].fr;
 			size_t nf = g[i].nf;
 
 			printf("%s\n    {\"kind\": \"%s\", \"id\": %u, \"allocations\": %" PRIu64
@@ -719,40 +720,30 @@ static void show_progress(uint64_t done, uint64_t total, void *arg)
 int cmd_memory(int argc, char **argv)
 {
 	struct memory_rel *cr = NULL, *ce = NULL, self;
-	struct cygprof_capture *cap;
-	struct memory_load *l;
 	struct memory_opts mo;
 	struct memory_cli o;
-	const struct memory *m;
+	struct memory *m;
+	struct view *v;
 	size_t ncr = 0, nce = 0;
-	char *mode = NULL, *command = NULL;
-	const char *file;
+	const char *command;
 	int err, k, stacks = 0;
 
 	parse_opts(argc, argv, &o);
-	file = o.file ? o.file : CYGPROF_DEFAULT_CAPTURE;
-	cap = cli_open_capture(file);
-	if (cygprof_capture_get_meta(cap, "mode", &mode) || !strstr(mode, "memory")) {
-		free(mode);
-		cygprof_capture_close(cap);
-		cli_die(1, "%s has no memory events (record with --memory)", file);
-	}
-	free(mode);
+	cli_debuginfo_env(o.di);
+	v = cli_open_view(o.file, o.di);
+	if (!view_mode_has(v, "memory"))
+		cli_die(1, "%s has no memory events (record with --memory)", o.file);
 	memset(&mo, 0, sizeof(mo));
 	mo.points = o.points;
-	cli_debuginfo_env(o.di);
-	mo.debuginfo = o.di;
 	mo.diff = o.kinds[K_DIFF];
 	mo.diff_t1 = o.t1;
 	mo.diff_t2 = o.t2;
 	if (isatty(2))
 		mo.progress = show_progress;
-	err = memory_load(cap, &mo, &l);
+	err = memory_load(v, &mo, &m);
 	if (progress_shown)
 		fputs("\r\033[K", stderr); /* clear the progress line */
-	if (err)
-		cli_die(1, "%s: %s", file, cygprof_strerror(err));
-	m = memory_load_result(l);
+	cli_check(err, o.file);
 	for (k = 0; k < K_COUNT; k++)
 		stacks |= o.kinds[k];
 	if (o.function) {
@@ -771,7 +762,7 @@ int cmd_memory(int argc, char **argv)
 		json_heap(m);
 		if (stacks) {
 			printf(",\n");
-			json_stacks(l, &o);
+			json_stacks(v, m, &o);
 		}
 		if (o.function) {
 			printf(",\n  \"function\": ");
@@ -782,17 +773,16 @@ int cmd_memory(int argc, char **argv)
 			json_rel("callees", m, ce, nce);
 		}
 		printf(",\n  ");
-		cli_json_limits(cap);
+		cli_json_limits(v);
 		printf("\n}\n");
 	} else {
-		cygprof_capture_get_meta(cap, "command", &command);
+		command = view_meta_str(v, "command");
 		print_totals(m, command);
-		free(command);
 		if (o.function)
 			print_related_text(m, &o, cr, ncr, ce, nce, &self);
 		for (k = 0; k < K_COUNT; k++)
 			if (o.kinds[k])
-				print_stacks_text(l, &o, (enum stack_kind)k);
+				print_stacks_text(v, m, &o, (enum stack_kind)k);
 		if (!stacks && !o.function) {
 			print_functions(m, &o);
 			print_heap(m);
@@ -800,12 +790,8 @@ int cmd_memory(int argc, char **argv)
 	}
 	free(cr);
 	free(ce);
-	memory_load_free(l);
+	memory_free(m);
+	cli_finish(v);
 	debuginfo_free(o.di);
-	if (fflush(stdout) || ferror(stdout)) {
-		cygprof_capture_close(cap);
-		cli_die(1, "write error on standard output");
-	}
-	cygprof_capture_close(cap);
 	return 0;
 }

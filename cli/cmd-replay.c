@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "profile.h"
 #include "report-util.h"
+#include "view.h"
 
 static void usage(FILE *f)
 {
@@ -39,32 +40,11 @@ struct frame {
 struct rthread {
 	const struct profile_thread *pt;
 	struct cygprof_event *ev;
-	size_t nev, cap, pos;
+	size_t nev, pos;
 	struct frame *stack;
 	size_t depth, stack_cap;
 	uint32_t *base; /* per node: depth of the outermost shown ancestor, 0 = hidden */
 };
-
-static int collect(const struct cygprof_event *ev, size_t n, void *data)
-{
-	struct rthread *t = data;
-
-	if (t->nev + n > t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 4096;
-		struct cygprof_event *v;
-
-		while (cap < t->nev + n)
-			cap *= 2;
-		v = realloc(t->ev, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		t->ev = v;
-		t->cap = cap;
-	}
-	memcpy(t->ev + t->nev, ev, n * sizeof(*ev));
-	t->nev += n;
-	return 0;
-}
 
 static void push(struct rthread *t, uint32_t node, uint64_t ts)
 {
@@ -167,16 +147,15 @@ int cmd_replay(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct cygprof_thread *threads = NULL;
-	struct cygprof_proc *procs = NULL;
-	struct cygprof_capture *cap;
+	const struct cygprof_thread *threads;
+	const struct cygprof_proc *procs;
 	struct rthread *rt;
 	struct profile *p;
-	const char *file = CYGPROF_DEFAULT_CAPTURE, *pattern = NULL;
+	struct view *v;
+	const char *file, *pattern = NULL, *mode;
 	uint32_t *sel;
-	size_t nthreads = 0, nprocs = 0, nsel = 0, i, j;
+	size_t nthreads, nprocs, nsel = 0, i, j;
 	long tid = -1;
-	char *mode = NULL;
 	int c, err;
 
 	opterr = 0;
@@ -198,19 +177,15 @@ int cmd_replay(int argc, char **argv)
 	}
 	file = cli_capture_arg("replay", argc, argv);
 
-	cap = cli_open_capture(file);
-	err = cygprof_capture_get_meta(cap, "mode", &mode);
+	v = cli_open_view(file, NULL);
+	err = view_meta(v, "mode", &mode);
 	if (err && err != CYGPROF_E_NOTFOUND)
-		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+		cli_check(err, file);
 	if (!mode || !strstr(mode, "timeline"))
 		cli_die(1, "%s has no timeline (record with --timeline)", file);
-	free(mode);
 
-	err = cygprof_capture_get_threads(cap, &threads, &nthreads);
-	if (!err)
-		err = cygprof_capture_get_procs(cap, &procs, &nprocs);
-	if (err)
-		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	cli_check(view_threads(v, &threads, &nthreads), file);
+	cli_check(view_procs(v, &procs, &nprocs), file);
 	sel = calloc(nthreads ? nthreads : 1, sizeof(*sel));
 	if (!sel)
 		cli_die(1, "out of memory");
@@ -222,9 +197,7 @@ int cmd_replay(int argc, char **argv)
 	if (tid >= 0 && !nsel)
 		cli_die(1, "%s: no thread with tid %ld", file, tid);
 
-	err = profile_load(cap, sel, nsel, &p);
-	if (err)
-		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	cli_check(profile_load(v, sel, nsel, &p), file);
 	rt = calloc(nsel ? nsel : 1, sizeof(*rt));
 	if (!rt)
 		cli_die(1, "out of memory");
@@ -243,11 +216,7 @@ int cmd_replay(int argc, char **argv)
 			else if (!pattern || !fnmatch(pattern, p->fns[nd[j].fn].name, 0))
 				t->base[j] = nd[j].depth;
 		}
-		err = cygprof_capture_foreach_event(cap, sel[i], collect, t);
-		if (err == CYGPROF_E_NOTFOUND)
-			err = 0;
-		if (err)
-			cli_die(1, "%s: %s", file, cygprof_strerror(err));
+		cli_check(view_events_read(v, sel[i], &t->ev, &t->nev), file);
 	}
 
 	printf("# DURATION     TID     FUNCTION\n");
@@ -271,11 +240,5 @@ int cmd_replay(int argc, char **argv)
 	free(rt);
 	free(sel);
 	profile_free(p);
-	if (procs)
-		cygprof_procs_free(procs, nprocs);
-	free(threads);
-	cygprof_capture_close(cap);
-	if (fflush(stdout) || ferror(stdout))
-		cli_die(1, "write error on standard output");
-	return 0;
+	return cli_finish(v);
 }

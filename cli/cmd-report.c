@@ -15,6 +15,7 @@
 #include "profile.h"
 #include "report-print.h"
 #include "report-util.h"
+#include "view.h"
 
 struct report_opts {
 	int per_thread;
@@ -133,37 +134,35 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 
 /* ---- JSON ------------------------------------------------------------------ */
 
-static void print_json(struct cygprof_capture *cap, const struct profile *p,
-		       const struct report_opts *o, const struct cygprof_proc *procs,
-		       size_t nprocs, const struct cygprof_thread *threads, size_t nthreads)
+static void print_json(struct view *v, const struct profile *p, const struct report_opts *o)
 {
 	static const char *const meta_keys[] = {
 		"command", "mode", "start_time", "duration_ns", "clock", "filters", "drop_mode",
 	};
-	uint32_t *v;
+	struct view_limits l;
+	uint32_t *fns;
 	size_t n, i, k;
 	const char *sep = "";
 
 	printf("{\n  \"capture\": {");
 	for (i = 0; i < sizeof(meta_keys) / sizeof(meta_keys[0]); i++) {
-		char *val = NULL;
+		const char *val = view_meta_str(v, meta_keys[i]);
 
-		if (cygprof_capture_get_meta(cap, meta_keys[i], &val))
+		if (!val)
 			continue;
 		printf("%s", sep);
 		json_str(stdout, meta_keys[i]);
 		printf(": ");
 		json_str(stdout, val);
 		sep = ", ";
-		free(val);
 	}
 	printf("},\n");
 	printf("  \"total_self_ns\": %" PRIu64 ",\n", p->total_self_ns);
 
-	v = print_sorted_fns(p, o->print.sort, &n);
+	fns = print_sorted_fns(p, o->print.sort, &n);
 	printf("  \"functions\": [");
 	for (i = 0, k = 0; i < n; i++) {
-		const struct profile_fn *f = &p->fns[v[i]];
+		const struct profile_fn *f = &p->fns[fns[i]];
 
 		if (!matches(o, f->name))
 			continue;
@@ -174,7 +173,7 @@ static void print_json(struct cygprof_capture *cap, const struct profile *p,
 		       f->calls, f->self_ns, f->total_ns, f->rec_calls, f->root_calls);
 	}
 	printf("%s],\n", k ? "\n  " : "");
-	free(v);
+	free(fns);
 
 	printf("  \"arcs\": [");
 	for (i = 0, k = 0; i < p->narcs; i++) {
@@ -190,47 +189,14 @@ static void print_json(struct cygprof_capture *cap, const struct profile *p,
 		       ", \"children_ns\": %" PRIu64 "}",
 		       a->calls, a->self_ns, a->children_ns);
 	}
-	printf("%s],\n", k ? "\n  " : "");
-
-	printf("  \"processes\": [");
-	for (i = 0; i < nprocs; i++) {
-		const struct cygprof_proc *pr = &procs[i];
-		char eb[32];
-
-		printf("%s\n    {\"idx\": %u, \"pid\": %u, \"ppid\": %u, \"command\": ",
-		       i ? "," : "", pr->idx, pr->pid, pr->ppid);
-		json_str(stdout, pr->command);
-		printf(", \"exe\": ");
-		json_str(stdout, pr->exe);
-		printf(", \"end\": ");
-		json_str(stdout, proc_end_str(pr, eb, sizeof(eb)));
-		printf(", \"start_ns\": %" PRIu64 ", \"end_ns\": %" PRIu64 "}", pr->start_ns,
-		       pr->end_ns);
-	}
-	printf("%s],\n", nprocs ? "\n  " : "");
-
-	printf("  \"threads\": [");
-	for (i = 0; i < nthreads; i++) {
-		const struct cygprof_thread *t = &threads[i];
-		uint64_t tot = 0;
-
-		for (k = 0; k < p->nthreads; k++)
-			if (p->threads[k].info.idx == t->idx)
-				tot = p->threads[k].total_ns;
-		printf("%s\n    {\"idx\": %u, \"tid\": %u, \"pid\": %u, \"name\": ", i ? "," : "",
-		       t->idx, t->tid, thread_pid(t, procs, nprocs));
-		json_str(stdout, t->name);
-		printf(", \"flags\": %u, \"calls\": %" PRIu64 ", \"events\": %" PRIu64
-		       ", \"lost\": %" PRIu64 ", \"waits\": %" PRIu64 ", \"wait_ns\": %" PRIu64
-		       ", \"unpaired\": %" PRIu64 ", \"unwound\": %" PRIu64 ", \"overflow\": %" PRIu64
-		       ", \"sig_lost\": %" PRIu64 ", \"mem_lost\": %" PRIu64 ", \"total_ns\": %" PRIu64
-		       "}",
-		       t->flags, t->calls, t->events, t->lost, t->waits, t->wait_ns, t->unpaired,
-		       t->unwound, t->overflow, t->sig_lost, t->mem_lost, tot);
-	}
-	printf("%s],\n  ", nthreads ? "\n  " : "");
-	cli_json_limits(cap);
-	printf(",\n  \"lost_events\": %" PRIu64 "\n}\n", threads_lost(threads, nthreads));
+	printf("%s],\n  ", k ? "\n  " : "");
+	cli_json_procs(v, o->file);
+	printf(",\n  ");
+	cli_json_threads(v, o->file, 1);
+	printf(",\n  ");
+	view_limits(v, &l);
+	cli_limits_json(stdout, &l);
+	printf(",\n  \"lost_events\": %" PRIu64 "\n}\n", l.lost);
 }
 
 /* ---- driver ---------------------------------------------------------------- */
@@ -301,14 +267,11 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 	}
 }
 
-static struct profile *load(struct cygprof_capture *cap, const char *file, const uint32_t *idx,
-			    size_t n)
+static struct profile *load(struct view *v, const char *file, const uint32_t *idx, size_t n)
 {
 	struct profile *p;
-	int err = profile_load(cap, idx, n, &p);
 
-	if (err)
-		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	cli_check(profile_load(v, idx, n, &p), file);
 	return p;
 }
 
@@ -329,53 +292,39 @@ static void print_sections(const struct profile *p, const struct report_opts *o)
 
 int cmd_report(int argc, char **argv)
 {
-	struct cygprof_thread *threads = NULL;
-	struct cygprof_proc *procs = NULL;
-	struct cygprof_capture *cap;
+	const struct cygprof_thread *threads;
+	const struct cygprof_proc *procs;
 	struct report_opts o;
 	struct profile *p;
-	size_t nthreads = 0, nprocs = 0, i;
-	const char *file;
-	int err;
+	struct view *v;
+	size_t nthreads, nprocs, i;
 
 	parse_opts(argc, argv, &o);
-	file = o.file ? o.file : CYGPROF_DEFAULT_CAPTURE;
-	cap = cli_open_capture(file);
-	err = cygprof_capture_get_threads(cap, &threads, &nthreads);
-	if (!err)
-		err = cygprof_capture_get_procs(cap, &procs, &nprocs);
-	if (err)
-		cli_die(1, "%s: %s", file, cygprof_strerror(err));
+	v = cli_open_view(o.file, NULL);
+	cli_check(view_threads(v, &threads, &nthreads), o.file);
+	cli_check(view_procs(v, &procs, &nprocs), o.file);
 
 	if (o.json) {
-		p = load(cap, file, NULL, 0);
-		print_json(cap, p, &o, procs, nprocs, threads, nthreads);
+		p = load(v, o.file, NULL, 0);
+		print_json(v, p, &o);
 		profile_free(p);
-	} else {
-		if (o.per_thread) {
-			for (i = 0; i < nthreads; i++) {
-				uint32_t ti = threads[i].idx;
+	} else if (o.per_thread) {
+		/* one profile per thread, from the trees the view read once */
+		for (i = 0; i < nthreads; i++) {
+			uint32_t ti = threads[i].idx;
+			char name[16];
 
-				p = load(cap, file, &ti, 1);
-				printf("==== pid %u tid %u (%s)%s ====\n\n",
-				       thread_pid(&threads[i], procs, nprocs), threads[i].tid,
-				       threads[i].name, thread_flags_note(threads[i].flags));
-				print_sections(p, &o);
-				profile_free(p);
-			}
-		} else {
-			p = load(cap, file, NULL, 0);
+			p = load(v, o.file, &ti, 1);
+			printf("==== pid %u tid %u (%s)%s ====\n\n", view_thread_pid(v, &threads[i]),
+			       threads[i].tid, view_thread_name(&threads[i], name),
+			       thread_flags_note(threads[i].flags));
 			print_sections(p, &o);
 			profile_free(p);
 		}
+	} else {
+		p = load(v, o.file, NULL, 0);
+		print_sections(p, &o);
+		profile_free(p);
 	}
-	if (procs)
-		cygprof_procs_free(procs, nprocs);
-	free(threads);
-	if (fflush(stdout) || ferror(stdout)) {
-		cygprof_capture_close(cap);
-		cli_die(1, "write error on standard output");
-	}
-	cygprof_capture_close(cap);
-	return 0;
+	return cli_finish(v);
 }

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* json.c - JSON string literals that are valid UTF-8 whatever the bytes:
- * names, paths and command lines come from the traced program and the file
- * system, where any byte but NUL is allowed. */
+/* json.c - JSON string literals that are valid UTF-8 whatever the bytes
+ * (names, paths and command lines come from the traced program and the file
+ * system, where any byte but NUL is allowed), and the one JSON writer of a
+ * capture's processes and threads. */
 #include "config.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 
+#include "cli.h"
 #include "report-util.h"
+#include "view.h"
 
 /* The UTF-8 sequence at s (RFC 3629, table 3-7 of the Unicode standard):
  * its length with *valid = 1, or with *valid = 0 the length of the longest
@@ -84,4 +88,58 @@ void json_str(FILE *f, const char *str)
 		s += n;
 	}
 	fputc('"', f);
+}
+
+void cli_json_procs(struct view *v, const char *file)
+{
+	const struct cygprof_proc *procs;
+	size_t n, i;
+	char eb[32];
+
+	cli_check(view_procs(v, &procs, &n), file);
+	printf("\"processes\": [");
+	for (i = 0; i < n; i++) {
+		const struct cygprof_proc *p = &procs[i];
+
+		printf("%s\n    {\"idx\": %u, \"pid\": %u, \"ppid\": %u, \"command\": ", i ? "," : "",
+		       p->idx, p->pid, p->ppid);
+		json_str(stdout, p->command);
+		printf(", \"exe\": ");
+		json_str(stdout, p->exe);
+		printf(", \"end\": ");
+		json_str(stdout, proc_end_str(p, eb, sizeof(eb)));
+		printf(", \"start_ns\": %" PRIu64 ", \"end_ns\": %" PRIu64 "}", p->start_ns,
+		       p->end_ns);
+	}
+	printf("%s]", n ? "\n  " : "");
+}
+
+void cli_json_threads(struct view *v, const char *file, int totals)
+{
+	const struct cygprof_thread *threads;
+	const struct view_tree *tree;
+	size_t n, i;
+	char name[16];
+
+	cli_check(view_threads(v, &threads, &n), file);
+	printf("\"threads\": [");
+	for (i = 0; i < n; i++) {
+		const struct cygprof_thread *t = &threads[i];
+
+		printf("%s\n    {\"idx\": %u, \"tid\": %u, \"pid\": %u, \"name\": ", i ? "," : "",
+		       t->idx, t->tid, view_thread_pid(v, t));
+		json_str(stdout, view_thread_name(t, name));
+		printf(", \"flags\": %u, \"calls\": %" PRIu64 ", \"events\": %" PRIu64
+		       ", \"lost\": %" PRIu64 ", \"waits\": %" PRIu64 ", \"wait_ns\": %" PRIu64
+		       ", \"unpaired\": %" PRIu64 ", \"unwound\": %" PRIu64 ", \"overflow\": %" PRIu64
+		       ", \"sig_lost\": %" PRIu64 ", \"mem_lost\": %" PRIu64,
+		       t->flags, t->calls, t->events, t->lost, t->waits, t->wait_ns, t->unpaired,
+		       t->unwound, t->overflow, t->sig_lost, t->mem_lost);
+		if (totals) {
+			cli_check(view_tree(v, t->idx, &tree), file);
+			printf(", \"total_ns\": %" PRIu64, tree->total_ns);
+		}
+		printf("}");
+	}
+	printf("%s]", n ? "\n  " : "");
 }

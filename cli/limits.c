@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* limits.c - what a capture says it could not record, in one place: every
- * command that prints a profile warns about each limit that was hit, with
- * its count, on stderr (cli_open_capture() does it), and JSON outputs carry
- * the same figures as a "limits" object. */
+/* limits.c - what a capture says it could not record (view_limits()), in
+ * one place: every command that prints a profile warns about each limit
+ * that was hit, with its count, on stderr (cli_open_view() does it), and
+ * JSON outputs carry the same figures as a "limits" object. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -13,44 +13,7 @@
 
 #include "cli.h"
 #include "report-util.h"
-
-void cli_limits_get(struct cygprof_capture *cap, struct cli_limits *l)
-{
-	struct cygprof_thread *t = NULL;
-	size_t n = 0, i;
-	char *v = NULL;
-
-	memset(l, 0, sizeof(*l));
-	if (!cygprof_capture_get_threads(cap, &t, &n)) {
-		for (i = 0; i < n; i++) {
-			l->lost += t[i].lost;
-			l->overflow += t[i].overflow;
-			l->sig_lost += t[i].sig_lost;
-			l->mem_lost += t[i].mem_lost;
-			l->unpaired += t[i].unpaired;
-		}
-		free(t);
-	}
-	v = NULL;
-	if (!cygprof_capture_get_meta(cap, "shm_full", &v)) {
-		l->shm_full_set = 1;
-		l->shm_full = strtoull(v, NULL, 10);
-		free(v);
-	}
-	v = NULL;
-	if (!cygprof_capture_get_meta(cap, "damaged", &v))
-		l->damaged = v;
-	v = NULL;
-	if (cygprof_capture_get_meta(cap, "complete", &v))
-		l->incomplete = 1;
-	free(v);
-}
-
-void cli_limits_free(struct cli_limits *l)
-{
-	free(l->damaged);
-	l->damaged = NULL;
-}
+#include "view.h"
 
 static void __attribute__((format(printf, 2, 3))) warn(const char *file, const char *fmt, ...)
 {
@@ -63,7 +26,7 @@ static void __attribute__((format(printf, 2, 3))) warn(const char *file, const c
 	fputc('\n', stderr);
 }
 
-void cli_limits_warn(const struct cli_limits *l, const char *file)
+void cli_limits_warn(const struct view_limits *l, const char *file)
 {
 	if (l->incomplete)
 		fprintf(stderr, "cygprof: warning: %s: the recording was interrupted before its end "
@@ -95,7 +58,7 @@ void cli_limits_warn(const struct cli_limits *l, const char *file)
 		     "(unpaired)", l->unpaired);
 }
 
-void cli_limits_json(FILE *f, const struct cli_limits *l)
+void cli_limits_json(FILE *f, const struct view_limits *l)
 {
 	fprintf(f, "\"limits\": {\"complete\": %s, \"lost\": %" PRIu64 ", \"overflow\": %" PRIu64
 		", \"sig_lost\": %" PRIu64 ", \"mem_lost\": %" PRIu64 ", \"unpaired\": %" PRIu64
@@ -114,11 +77,10 @@ void cli_limits_json(FILE *f, const struct cli_limits *l)
 	fputc('}', f);
 }
 
-void cli_json_limits(struct cygprof_capture *cap)
+void cli_json_limits(struct view *v)
 {
-	struct cli_limits l;
+	struct view_limits l;
 
-	cli_limits_get(cap, &l);
+	view_limits(v, &l);
 	cli_limits_json(stdout, &l);
-	cli_limits_free(&l);
 }

@@ -50,17 +50,6 @@ static inline const char *fmt_dur(char *buf, size_t len, uint64_t ns)
 	return buf;
 }
 
-/* Sum of the threads' lost timeline events. */
-static inline uint64_t threads_lost(const struct cygprof_thread *t, size_t n)
-{
-	uint64_t sum = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		sum += t[i].lost;
-	return sum;
-}
-
 /* What the flags CYGPROF_THREAD_SIGNAL and CYGPROF_THREAD_CLONED say of a
  * thread, as a note after its name: "" for neither. */
 static inline const char *thread_flags_note(uint32_t flags)
@@ -74,13 +63,6 @@ static inline const char *thread_flags_note(uint32_t flags)
 		return " [raw clone, signal handlers]";
 	}
 	return "";
-}
-
-/* pid of a thread's process (0 when unknown). */
-static inline uint32_t thread_pid(const struct cygprof_thread *t, const struct cygprof_proc *procs,
-				  size_t nprocs)
-{
-	return t->proc_idx < nprocs ? procs[t->proc_idx].pid : 0;
 }
 
 #endif

@@ -3,6 +3,7 @@
  * file addresses, each executable's functions (exact self time) and arcs
  * (call site -> callee, calls). */
 #include "gmon-export.h"
+#include "view.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -109,18 +110,6 @@ static int same_build_id(const struct cygprof_object *a, const struct cygprof_ob
 	       !memcmp(a->build_id, b->build_id, a->build_id_len);
 }
 
-static const struct cygprof_object *exe_object(const struct cygprof_object *objs, size_t nobjs,
-					       const struct cygprof_proc *p)
-{
-	size_t i;
-
-	for (i = 0; i < nobjs; i++)
-		if (objs[i].proc_idx == p->idx && objs[i].path && p->exe &&
-		    !strcmp(objs[i].path, p->exe))
-			return &objs[i];
-	return NULL;
-}
-
 static int in_obj(const struct cygprof_object *o, uint64_t addr)
 {
 	return addr >= o->start && addr < o->end;
@@ -128,42 +117,38 @@ static int in_obj(const struct cygprof_object *o, uint64_t addr)
 
 /* One thread's tree and call sites into the image (runtime addresses of a
  * process whose executable is mapped as o). */
-static int add_thread(struct image_acc *a, const struct cygprof_object *o,
-		      const struct cygprof_symbol *syms, size_t nsyms,
-		      const struct cygprof_node *nodes, size_t n,
-		      const struct cygprof_callsite *sites, size_t nsites)
+static int add_thread(struct view *v, struct image_acc *a, const struct cygprof_object *o,
+		      uint32_t proc, uint32_t thread)
 {
-	uint64_t *childsum;
-	size_t i;
-	int err = 0;
+	const struct cygprof_callsite *sites;
+	const struct cygprof_node *nodes;
+	const struct view_tree *t;
+	size_t n, nsites, i;
+	int err;
 
-	childsum = calloc(n ? n : 1, sizeof(*childsum));
-	if (!childsum)
-		return -ENOMEM;
+	err = view_tree(v, thread, &t);
+	if (err)
+		return err;
+	nodes = t->nodes;
+	n = t->n;
 	for (i = 1; i < n; i++) {
-		if (nodes[i].parent >= i) {
-			free(childsum);
-			return CYGPROF_E_CORRUPT;
-		}
-		childsum[nodes[i].parent] += nodes[i].total_ns;
-	}
-	for (i = 1; i < n && !err; i++) {
-		const struct cygprof_symbol *s;
+		const struct view_fn *f = view_fn(v, t->fn[i]);
 		uint64_t fn = nodes[i].fn, end = fn;
 
 		if (!in_obj(o, fn))
 			continue;
-		s = cygprof_symbols_lookup(syms, nsyms, fn);
-		if (s && s->addr == fn && s->size)
-			end = fn + s->size;
-		err = push_fn(a, fn - o->bias, end - o->bias,
-			      nodes[i].total_ns > childsum[i] ? nodes[i].total_ns - childsum[i] : 0);
+		if (f->has_sym && f->start == fn && f->size)
+			end = fn + f->size;
+		err = push_fn(a, fn - o->bias, end - o->bias, t->self_ns[i]);
+		if (err)
+			return err;
 	}
-	free(childsum);
-
+	if (!n)
+		return 0;
+	err = view_sites(v, thread, &sites, &nsites);
 	for (i = 0; i < nsites && !err; i++) {
 		const struct cygprof_callsite *cs = &sites[i];
-		const struct cygprof_symbol *s;
+		struct view_sym s;
 		uint64_t callee, caller, from;
 
 		if (cs->node == 0 || cs->node >= n || !cs->calls)
@@ -179,11 +164,9 @@ static int add_thread(struct image_acc *a, const struct cygprof_object *o,
 		 * function returns to the next one); without a usable site,
 		 * the caller's entry */
 		from = caller;
-		if (cs->site > o->start && in_obj(o, cs->site - 1)) {
-			s = cygprof_symbols_lookup(syms, nsyms, cs->site - 1);
-			if (s && s->addr == caller)
-				from = cs->site - 1;
-		}
+		if (cs->site > o->start && in_obj(o, cs->site - 1) &&
+		    !view_symbol(v, proc, cs->site - 1, &s) && s.start == caller)
+			from = cs->site - 1;
 		err = push_arc(a, from - o->bias, callee - o->bias, cs->calls);
 	}
 	return err;
@@ -203,11 +186,11 @@ void gmon_images_free(struct gmon_image *v, size_t n)
 	free(v);
 }
 
-int gmon_collect(struct cygprof_capture *cap, struct gmon_image **out, size_t *nout)
+int gmon_collect(struct view *v, struct gmon_image **out, size_t *nout)
 {
-	struct cygprof_thread *threads = NULL;
-	struct cygprof_proc *procs = NULL;
-	struct cygprof_object *objs = NULL;
+	const struct cygprof_thread *threads;
+	const struct cygprof_proc *procs;
+	const struct cygprof_object *objs;
 	struct image_acc *acc = NULL;
 	struct gmon_image *res = NULL;
 	size_t nthreads = 0, nprocs = 0, nobjs = 0, nacc = 0, i, j;
@@ -216,14 +199,11 @@ int gmon_collect(struct cygprof_capture *cap, struct gmon_image **out, size_t *n
 
 	*out = NULL;
 	*nout = 0;
-	err = cygprof_capture_get_threads(cap, &threads, &nthreads);
+	err = view_threads(v, &threads, &nthreads);
 	if (!err)
-		err = cygprof_capture_get_procs(cap, &procs, &nprocs);
-	if (!err) {
-		err = cygprof_capture_get_objects(cap, &objs, &nobjs);
-		if (err == CYGPROF_E_NOTFOUND)
-			err = 0;
-	}
+		err = view_procs(v, &procs, &nprocs);
+	if (!err)
+		err = view_objects(v, &objs, &nobjs);
 	if (err)
 		goto out;
 	acc = calloc(nprocs ? nprocs : 1, sizeof(*acc));
@@ -236,7 +216,7 @@ int gmon_collect(struct cygprof_capture *cap, struct gmon_image **out, size_t *n
 	/* group the process images: same executable path and build-id */
 	for (i = 0; i < nprocs; i++) {
 		const struct cygprof_proc *p = &procs[i];
-		const struct cygprof_object *o = exe_object(objs, nobjs, p);
+		const struct cygprof_object *o = view_exe_object(v, p->idx);
 		const char *exe = p->exe ? p->exe : "";
 
 		for (j = 0; j < nacc; j++)
@@ -260,45 +240,14 @@ int gmon_collect(struct cygprof_capture *cap, struct gmon_image **out, size_t *n
 	}
 
 	for (i = 0; i < nprocs; i++) {
-		const struct cygprof_object *o = exe_object(objs, nobjs, &procs[i]);
-		struct cygprof_symbol *syms = NULL;
-		size_t nsyms = 0;
+		const struct cygprof_object *o = view_exe_object(v, procs[i].idx);
 
 		if (!o)
 			continue;
-		err = cygprof_capture_get_symbols(cap, procs[i].idx, &syms, &nsyms);
-		if (err == CYGPROF_E_NOTFOUND) {
-			syms = NULL;
-			nsyms = 0;
-		} else if (err) {
-			goto out;
-		}
-		for (j = 0; j < nthreads && !err; j++) {
-			struct cygprof_node *nodes = NULL;
-			struct cygprof_callsite *sites = NULL;
-			size_t n = 0, ns = 0;
-
-			if (threads[j].proc_idx != procs[i].idx)
-				continue;
-			err = cygprof_capture_get_tree(cap, threads[j].idx, &nodes, &n);
-			if (err == CYGPROF_E_NOTFOUND) {
-				err = 0;
-				continue;
-			}
-			if (!err && n) {
-				err = cygprof_capture_get_sites(cap, threads[j].idx, &sites, &ns);
-				if (err == CYGPROF_E_NOTFOUND) {
-					err = 0;
-					ns = 0;
-				}
-			}
-			if (!err)
-				err = add_thread(&acc[proc_img[i]], o, syms, nsyms, nodes, n,
-						 sites, ns);
-			free(nodes);
-			free(sites);
-		}
-		cygprof_symbols_free(syms, nsyms);
+		for (j = 0; j < nthreads && !err; j++)
+			if (threads[j].proc_idx == procs[i].idx)
+				err = add_thread(v, &acc[proc_img[i]], o, procs[i].idx,
+						 threads[j].idx);
 		if (err)
 			goto out;
 	}
@@ -325,11 +274,6 @@ out:
 		}
 	free(acc);
 	free(proc_img);
-	if (objs)
-		cygprof_objects_free(objs, nobjs);
-	if (procs)
-		cygprof_procs_free(procs, nprocs);
-	free(threads);
 	return err;
 }
 

@@ -79,10 +79,13 @@ void gmon_hist_free(struct gmon_hist *h);
 int gmon_write_file(FILE *f, const struct gmon_hist *h, const struct gmon_arc *arcs,
 		    size_t narcs);
 
-/** Gather the capture's executables, ordered by their first process.
+struct view;
+
+/** Gather the executables of a view of a capture, ordered by their first
+ * process (functions, self times and call sites from the view's trees).
  * Executables without any recorded function of their own still appear
  * (nfns == 0).  @param[out] v owned: gmon_images_free(). */
-int gmon_collect(struct cygprof_capture *cap, struct gmon_image **v, size_t *n);
+int gmon_collect(struct view *view, struct gmon_image **v, size_t *n);
 void gmon_images_free(struct gmon_image *v, size_t n);
 
 /** The file name of image k of n: path for the first image, "path.PID"

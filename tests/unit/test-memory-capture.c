@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test-memory-capture.c - a synthetic capture written with the writer API
  * (process, threads, objects, symbols, stack stash, memory events), read by
- * memory_load() and by 'cygprof memory' (argv[1]) end to end: figures, frame
+ * memory_load() on a view and by 'cygprof memory' (argv[1]) end to end: figures, frame
  * naming (RA frames at addr - 1, hex names, skipped allocator and libcygprof
  * frames), DWARF source lines of this very test, JSON, error exits. */
 #define _GNU_SOURCE
@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "memory.h"
+#include "view.h"
 
 static char dir[PATH_MAX];
 static const char *cygprof;
@@ -141,9 +142,9 @@ static void test_load(void)
 	char path[PATH_MAX + 16];
 	struct memory_opts o = {.points = 4, .diff = 1, .diff_t1 = 45, .diff_t2 = 100};
 	struct cygprof_capture *cap;
-	struct memory_frame *fr;
-	struct memory_load *l;
-	const struct memory *m;
+	struct view_frame *fr;
+	struct memory *m;
+	struct view *v;
 	size_t n;
 
 	snprintf(path, sizeof(path), "%s/mem.cap", dir);
@@ -152,12 +153,11 @@ static void test_load(void)
 		CHECK_FAIL_("cannot open %s", path);
 		return;
 	}
-	if (memory_load(cap, &o, &l)) {
+	if (view_new(cap, NULL, &v) || memory_load(v, &o, &m)) {
 		CHECK_FAIL_("memory_load(%s) failed", path);
 		cygprof_capture_close(cap);
 		return;
 	}
-	m = memory_load_result(l);
 	CHECK_EQ_U64(m->opts.duration_ns, 200);
 	CHECK_EQ_U64(m->t.allocations, 10);
 	CHECK_EQ_U64(m->t.allocated_bytes, 576);
@@ -183,7 +183,7 @@ static void test_load(void)
 	CHECK_EQ_INT(memory_find_fn(m, "cyg_hook"), -ENOENT);
 	CHECK_EQ_INT(memory_find_fn(m, "malloc"), -ENOENT);
 
-	CHECK_EQ_INT(memory_load_frames(l, 6, 1, &fr, &n), 0);
+	CHECK_EQ_INT(view_stack(v, 6, VIEW_LINES, memory_frame_skipped, &fr, &n), 0);
 	CHECK_EQ_U64(n, 3);
 	if (n == 3) {
 		CHECK_EQ_STR(fr[0].name, "fib");
@@ -192,12 +192,12 @@ static void test_load(void)
 		CHECK(fr[0].file == NULL); /* the object does not exist */
 	}
 	free(fr);
-	CHECK_EQ_INT(memory_load_frames(l, 13, 1, &fr, &n), 0);
+	CHECK_EQ_INT(view_stack(v, 13, VIEW_LINES, memory_frame_skipped, &fr, &n), 0);
 	CHECK_EQ_U64(n, 1);
 	if (n == 1)
 		CHECK_EQ_STR(fr[0].name, "0x5000");
 	free(fr);
-	CHECK_EQ_INT(memory_load_frames(l, 14, 1, &fr, &n), 0);
+	CHECK_EQ_INT(view_stack(v, 14, VIEW_LINES, memory_frame_skipped, &fr, &n), 0);
 	CHECK_EQ_U64(n, 1);
 	if (n == 1) {
 		CHECK_EQ_STR(fr[0].name, "srcline_probe");
@@ -205,7 +205,8 @@ static void test_load(void)
 		CHECK(fr[0].line >= 20 && fr[0].line <= 30);
 	}
 	free(fr);
-	memory_load_free(l);
+	memory_free(m);
+	view_close(v);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 }
 

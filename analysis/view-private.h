@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/* view-private.h - the state of a view, shared by view.c (capture, tasks,
+ * metadata, trees, events) and view-symbols.c (objects, symbols, functions,
+ * stacks); nothing outside analysis/view*.c includes it. */
+#ifndef ANALYSIS_VIEW_PRIVATE_H
+#define ANALYSIS_VIEW_PRIVATE_H
+
+#include "view.h"
+
+/* A list fetched once: state 0 not yet read, 1 read (a failed read leaves 0
+ * so that the next call reads again). */
+struct view_meta_ent {
+	struct view_meta_ent *next;
+	char *key;
+	char *value; /* NULL: absent */
+};
+
+struct view_proc_syms {
+	int state; /* 0 not read, 1 read, < 0 the error reading them */
+	struct cygprof_symbol *syms;
+	size_t n;
+};
+
+struct view_tree_slot {
+	struct view_tree t;
+	int state; /* 0 not read, 1 read */
+	struct cygprof_node *nodes;
+	uint64_t *self_ns;
+	uint32_t *fn;
+	int sites_state;
+	struct cygprof_callsite *sites;
+	size_t nsites;
+};
+
+/* Functions live in blocks that never move: pointers handed out stay valid. */
+#define VIEW_FN_BLOCK 1024
+
+struct view_hex_ent {
+	uint64_t addr;
+	char *s; /* NULL: empty slot */
+};
+
+struct view {
+	struct cygprof_capture *cap;
+	int own_cap;
+	struct view_opts opts;
+	struct view_meta_ent *meta;
+
+	int procs_state, threads_state;
+	struct cygprof_proc *procs;
+	size_t nprocs;
+	struct cygprof_thread *threads;
+	size_t nthreads;
+
+	int objs_state; /* 0 not read, 1 read, < 0 failed (not retried) */
+	struct cygprof_object *objs;
+	size_t nobjs;
+	const struct cygprof_object *last_obj;
+	struct view_proc_syms *syms; /* per process, nprocs of them */
+	view_resolve_fn resolve;
+	void *resolve_arg;
+
+	struct view_fn **fn_blocks;
+	size_t nfns, fn_blocks_cap;
+	uint32_t *fn_hash; /* id + 1; 0 empty */
+	size_t fn_hash_size;
+	struct view_hex_ent *hex;
+	size_t hex_size, hex_n;
+
+	int stash_state;
+	struct cygprof_stack_node *stash;
+	size_t nstash;
+
+	struct view_tree_slot *trees; /* per thread, nthreads of them */
+	struct srcline *sl;
+};
+
+/* Read the processes (view.c) before using v->nprocs. */
+int view_load_procs(struct view *v);
+/* Release what view-symbols.c holds (view_close()). */
+void view_symbols_release(struct view *v);
+
+#endif

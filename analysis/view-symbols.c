@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: MIT */
+/* view-symbols.c - the naming side of a view: objects, each process's
+ * stored symbols (read once), the fallback resolver, function ids, hex
+ * names, the stack stash and its frames with source lines. */
+#include "view-private.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srcline.h"
+
+void view_symbols_release(struct view *v)
+{
+	size_t i;
+
+	if (v->syms)
+		for (i = 0; i < v->nprocs; i++)
+			if (v->syms[i].syms)
+				cygprof_symbols_free(v->syms[i].syms, v->syms[i].n);
+	free(v->syms);
+	if (v->objs)
+		cygprof_objects_free(v->objs, v->nobjs);
+	for (i = 0; i < v->nfns; i += VIEW_FN_BLOCK)
+		free(v->fn_blocks[i / VIEW_FN_BLOCK]);
+	free(v->fn_blocks);
+	free(v->fn_hash);
+	for (i = 0; i < v->hex_size; i++)
+		free(v->hex[i].s);
+	free(v->hex);
+	free(v->stash);
+}
+
+void view_set_resolver(struct view *v, view_resolve_fn fn, void *arg)
+{
+	v->resolve = fn;
+	v->resolve_arg = arg;
+}
+
+/* ---- objects ------------------------------------------------------------------ */
+
+static int load_objects(struct view *v)
+{
+	int err;
+
+	if (v->objs_state)
+		return v->objs_state < 0 ? v->objs_state : 0;
+	err = cygprof_capture_get_objects(v->cap, &v->objs, &v->nobjs);
+	if (err == CYGPROF_E_NOTFOUND)
+		err = 0;
+	if (err) {
+		v->objs = NULL;
+		v->nobjs = 0;
+		v->objs_state = err;
+		return err;
+	}
+	v->objs_state = 1;
+	return 0;
+}
+
+int view_objects(struct view *v, const struct cygprof_object **objs, size_t *n)
+{
+	int err = load_objects(v);
+
+	*objs = v->objs;
+	*n = v->nobjs;
+	return err;
+}
+
+const struct cygprof_object *view_object(struct view *v, uint32_t idx)
+{
+	size_t i;
+
+	if (idx == CYGPROF_NONE || load_objects(v))
+		return NULL;
+	if (idx < v->nobjs && v->objs[idx].idx == idx)
+		return &v->objs[idx];
+	for (i = 0; i < v->nobjs; i++)
+		if (v->objs[i].idx == idx)
+			return &v->objs[i];
+	return NULL;
+}
+
+const struct cygprof_object *view_object_at(struct view *v, uint32_t proc, uint64_t addr)
+{
+	const struct cygprof_object *o = v->last_obj;
+	size_t i;
+
+	if (o && o->proc_idx == proc && o->start <= addr && addr < o->end)
+		return o;
+	if (load_objects(v))
+		return NULL;
+	for (i = 0; i < v->nobjs; i++) {
+		o = &v->objs[i];
+		if (o->proc_idx == proc && o->start <= addr && addr < o->end) {
+			v->last_obj = o;
+			return o;
+		}
+	}
+	return NULL;
+}
+
+const struct cygprof_object *view_exe_object(struct view *v, uint32_t proc)
+{
+	const struct cygprof_proc *p = view_proc(v, proc);
+	size_t i;
+
+	if (!p || !p->exe || load_objects(v))
+		return NULL;
+	for (i = 0; i < v->nobjs; i++)
+		if (v->objs[i].proc_idx == proc && v->objs[i].path && !strcmp(v->objs[i].path, p->exe))
+			return &v->objs[i];
+	return NULL;
+}
+
+/* ---- symbols ------------------------------------------------------------------ */
+
+static int load_syms(struct view *v, uint32_t proc, struct view_proc_syms **out)
+{
+	struct view_proc_syms *q;
+	int err;
+
+	*out = NULL;
+	err = view_load_procs(v);
+	if (err)
+		return err;
+	if (proc >= v->nprocs)
+		return 0;
+	if (!v->syms) {
+		v->syms = calloc(v->nprocs, sizeof(*v->syms));
+		if (!v->syms)
+			return -ENOMEM;
+	}
+	q = &v->syms[proc];
+	if (!q->state) {
+		err = cygprof_capture_get_symbols(v->cap, proc, &q->syms, &q->n);
+		if (err == CYGPROF_E_NOTFOUND)
+			err = 0;
+		if (err) {
+			q->syms = NULL;
+			q->n = 0;
+		}
+		q->state = err ? err : 1;
+	}
+	if (q->state < 0)
+		return q->state;
+	*out = q;
+	return 0;
+}
+
+/* A stored name that names nothing: empty, or the "0x..." the collector
+ * writes for an address no symbol covered. */
+static int unnamed(const char *name)
+{
+	return !name || !name[0] || (name[0] == '0' && name[1] == 'x');
+}
+
+int view_symbol(struct view *v, uint32_t proc, uint64_t addr, struct view_sym *out)
+{
+	const struct cygprof_symbol *s = NULL;
+	struct view_proc_syms *q;
+	struct view_sym r;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = load_syms(v, proc, &q);
+	if (!err && q && q->n)
+		s = cygprof_symbols_lookup(q->syms, q->n, addr);
+	out->obj = view_object(v, s ? s->object_idx : CYGPROF_NONE);
+	if (!out->obj)
+		out->obj = view_object_at(v, proc, addr);
+	if (err)
+		return err;
+	/* The one place where names the capture lacks come from elsewhere
+	 * (report-time debug info, matched by build-id). */
+	if (v->resolve && out->obj && (!s || unnamed(s->name))) {
+		memset(&r, 0, sizeof(r));
+		if (!v->resolve(v->resolve_arg, out->obj, addr - out->obj->bias, &r) && r.name) {
+			out->name = r.name;
+			out->start = r.start + out->obj->bias;
+			out->size = r.size;
+			return 0;
+		}
+	}
+	if (!s)
+		return -ENOENT;
+	out->name = s->name ? s->name : "";
+	out->start = s->addr;
+	out->size = s->size;
+	return 0;
+}
+
+/* ---- hex names ------------------------------------------------------------------ */
+
+static size_t addr_hash(uint64_t a)
+{
+	uint64_t h = a * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h ^ (h >> 29));
+}
+
+const char *view_hex(struct view *v, uint64_t addr)
+{
+	char buf[24];
+	size_t j, i;
+
+	if ((v->hex_n + 1) * 2 > v->hex_size) {
+		size_t size = v->hex_size ? v->hex_size * 2 : 256;
+		struct view_hex_ent *t = calloc(size, sizeof(*t));
+
+		if (!t)
+			return NULL;
+		for (i = 0; i < v->hex_size; i++) {
+			if (!v->hex[i].s)
+				continue;
+			for (j = addr_hash(v->hex[i].addr) & (size - 1); t[j].s; j = (j + 1) & (size - 1))
+				;
+			t[j] = v->hex[i];
+		}
+		free(v->hex);
+		v->hex = t;
+		v->hex_size = size;
+	}
+	for (j = addr_hash(addr) & (v->hex_size - 1); v->hex[j].s; j = (j + 1) & (v->hex_size - 1))
+		if (v->hex[j].addr == addr)
+			return v->hex[j].s;
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+	v->hex[j].s = strdup(buf);
+	if (!v->hex[j].s)
+		return NULL;
+	v->hex[j].addr = addr;
+	v->hex_n++;
+	return v->hex[j].s;
+}
+
+/* ---- functions ------------------------------------------------------------------ */
+
+static size_t fn_hash(uint32_t proc, uint64_t addr)
+{
+	return addr_hash(addr ^ ((uint64_t)proc << 48 | (uint64_t)proc >> 16));
+}
+
+const struct view_fn *view_fn(struct view *v, uint32_t id)
+{
+	if (id >= v->nfns)
+		return NULL;
+	return &v->fn_blocks[id / VIEW_FN_BLOCK][id % VIEW_FN_BLOCK];
+}
+
+size_t view_nfns(const struct view *v)
+{
+	return v->nfns;
+}
+
+static int fn_rehash(struct view *v)
+{
+	size_t size = v->fn_hash_size ? v->fn_hash_size * 2 : 1024, i, j;
+	uint32_t *t = calloc(size, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < v->nfns; i++) {
+		const struct view_fn *f = view_fn(v, (uint32_t)i);
+
+		for (j = fn_hash(f->proc, f->addr) & (size - 1); t[j]; j = (j + 1) & (size - 1))
+			;
+		t[j] = (uint32_t)i + 1;
+	}
+	free(v->fn_hash);
+	v->fn_hash = t;
+	v->fn_hash_size = size;
+	return 0;
+}
+
+int view_fn_at(struct view *v, uint32_t proc, uint64_t addr, uint32_t *id)
+{
+	struct view_sym s;
+	struct view_fn *f;
+	size_t j;
+	int err;
+
+	if ((v->nfns + 1) * 2 > v->fn_hash_size && (err = fn_rehash(v)))
+		return err;
+	for (j = fn_hash(proc, addr) & (v->fn_hash_size - 1); v->fn_hash[j];
+	     j = (j + 1) & (v->fn_hash_size - 1)) {
+		f = (struct view_fn *)view_fn(v, v->fn_hash[j] - 1);
+		if (f->addr == addr && f->proc == proc) {
+			*id = v->fn_hash[j] - 1;
+			return 0;
+		}
+	}
+	if (v->nfns >= UINT32_MAX - 1)
+		return -ENOMEM;
+	err = view_symbol(v, proc, addr, &s);
+	if (err && err != -ENOENT)
+		return err;
+	if (v->nfns % VIEW_FN_BLOCK == 0) {
+		size_t b = v->nfns / VIEW_FN_BLOCK;
+
+		if (b == v->fn_blocks_cap) {
+			size_t cap = v->fn_blocks_cap ? v->fn_blocks_cap * 2 : 16;
+			struct view_fn **t = realloc(v->fn_blocks, cap * sizeof(*t));
+
+			if (!t)
+				return -ENOMEM;
+			v->fn_blocks = t;
+			v->fn_blocks_cap = cap;
+		}
+		v->fn_blocks[b] = malloc(VIEW_FN_BLOCK * sizeof(struct view_fn));
+		if (!v->fn_blocks[b])
+			return -ENOMEM;
+	}
+	f = &v->fn_blocks[v->nfns / VIEW_FN_BLOCK][v->nfns % VIEW_FN_BLOCK];
+	memset(f, 0, sizeof(*f));
+	f->proc = proc;
+	f->addr = addr;
+	f->obj = s.obj;
+	f->has_sym = !err;
+	f->start = s.start;
+	f->size = s.size;
+	f->name = !err && s.name[0] ? s.name : view_hex(v, addr);
+	if (!f->name)
+		return -ENOMEM;
+	v->fn_hash[j] = (uint32_t)v->nfns + 1;
+	*id = (uint32_t)v->nfns++;
+	return 0;
+}
+
+/* ---- stacks ---------------------------------------------------------------------- */
+
+int view_stash(struct view *v, const struct cygprof_stack_node **s, size_t *n)
+{
+	size_t i;
+	int err;
+
+	*s = NULL;
+	*n = 0;
+	if (!v->stash_state) {
+		err = cygprof_capture_get_stacks(v->cap, &v->stash, &v->nstash);
+		if (err == CYGPROF_E_NOTFOUND)
+			err = 0;
+		for (i = 0; !err && i < v->nstash; i++)
+			if (v->stash[i].id != i + 1)
+				err = CYGPROF_E_CORRUPT;
+		if (err) {
+			free(v->stash);
+			v->stash = NULL;
+			v->nstash = 0;
+			return err;
+		}
+		v->stash_state = 1;
+	}
+	*s = v->stash;
+	*n = v->nstash;
+	return 0;
+}
+
+/* One frame named: the symbol's name, else the stored address in hex.
+ * Symbols that cannot be read leave the frame unnamed. */
+static int name_frame(struct view *v, const struct cygprof_stack_node *nd, struct view_frame *f)
+{
+	struct view_sym s;
+
+	memset(f, 0, sizeof(*f));
+	f->raw = nd->addr;
+	f->addr = nd->kind == CYGPROF_FRAME_RA && nd->addr ? nd->addr - 1 : nd->addr;
+	f->proc = nd->proc_idx;
+	f->kind = nd->kind;
+	if (!view_symbol(v, nd->proc_idx, f->addr, &s) && s.name[0])
+		f->name = s.name;
+	else
+		f->name = view_hex(v, nd->addr);
+	f->obj = s.obj;
+	return f->name ? 0 : -ENOMEM;
+}
+
+/* With source lines: f[i] (of nf) becomes one frame at v[k], or two when it
+ * is in inlined code (the inlined function, then its caller at the inlined
+ * call).  Returns the frames written. */
+static size_t frame_lines(struct srcline *sl, const struct view_frame *f, size_t i, size_t nf,
+			  struct view_frame *out)
+{
+	const struct cygprof_object *o = f[i].obj;
+	const char *inl;
+	uint32_t cl;
+
+	out[0] = f[i];
+	if (!o)
+		return 1;
+	srcline_lookup(sl, o, f[i].addr, &out[0].file, &out[0].line);
+	if (srcline_inlined(sl, o, f[i].addr, &inl, &cl) || !strcmp(inl, out[0].name))
+		return 1;
+	out[0].inlined_in = out[0].name;
+	out[0].name = inl;
+	/* the caller as a frame of its own, at the inlined call, unless the
+	 * next frame is that caller already */
+	if (i + 1 < nf && !strcmp(f[i + 1].name, inl))
+		return 1;
+	out[1] = f[i];
+	out[1].name = out[0].inlined_in;
+	out[1].file = out[0].file;
+	out[1].line = cl;
+	return 2;
+}
+
+int view_stack(struct view *v, uint32_t id, unsigned flags, view_skip_fn skip,
+	       struct view_frame **frames, size_t *n)
+{
+	const struct cygprof_stack_node *stash;
+	struct view_frame *f = NULL, *out;
+	struct srcline *sl = NULL;
+	size_t nstash, nf = 0, cap = 0, i = 0, k = 0;
+	int err;
+
+	*frames = NULL;
+	*n = 0;
+	err = view_stash(v, &stash, &nstash);
+	if (err)
+		return err;
+	while (id && id <= nstash && nf <= nstash) {
+		if (nf == cap) {
+			struct view_frame *t;
+
+			cap = cap ? cap * 2 : 32;
+			t = realloc(f, cap * sizeof(*t));
+			if (!t) {
+				free(f);
+				return -ENOMEM;
+			}
+			f = t;
+		}
+		err = name_frame(v, &stash[id - 1], &f[nf++]);
+		if (err) {
+			free(f);
+			return err;
+		}
+		id = stash[id - 1].parent;
+	}
+	while (skip && i < nf && skip(f[i].name, f[i].obj ? f[i].obj->path : NULL))
+		i++;
+	if (!(flags & VIEW_LINES)) {
+		memmove(f, f + i, (nf - i) * sizeof(*f));
+		*frames = f;
+		*n = nf - i;
+		return 0;
+	}
+	sl = view_srcline(v);
+	out = calloc(nf - i ? 2 * (nf - i) : 1, sizeof(*out)); /* room for inlined callers */
+	if (!sl || !out) {
+		free(f);
+		free(out);
+		return -ENOMEM;
+	}
+	for (; i < nf; i++) {
+		k += frame_lines(sl, f, i, nf, &out[k]);
+		/* The instrumentation also entered the inlined function: its
+		 * frame from the call path says again what the line said. */
+		if (k >= 2 && out[k - 2].inlined_in && !out[k - 1].inlined_in &&
+		    !strcmp(out[k - 2].name, out[k - 1].name))
+			k--;
+	}
+	free(f);
+	*frames = out;
+	*n = k;
+	return 0;
+}

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/* view.c - a capture opened once: metadata, processes and threads, limits,
+ * call trees and call sites, timeline and memory events, each read on first
+ * use and kept (objects, symbols and stacks are in view-symbols.c). */
+#include "view-private.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile.h"
+#include "srcline.h"
+
+int view_new(struct cygprof_capture *cap, const struct view_opts *o, struct view **out)
+{
+	struct view *v = calloc(1, sizeof(*v));
+
+	*out = NULL;
+	if (!v)
+		return -ENOMEM;
+	v->cap = cap;
+	if (o)
+		v->opts = *o;
+	*out = v;
+	return 0;
+}
+
+int view_open(const char *path, const struct view_opts *o, struct view **out)
+{
+	struct cygprof_capture *cap;
+	int err;
+
+	*out = NULL;
+	err = cygprof_capture_open(path, &cap);
+	if (err)
+		return err;
+	err = view_new(cap, o, out);
+	if (err) {
+		cygprof_capture_close(cap);
+		return err;
+	}
+	(*out)->own_cap = 1;
+	return 0;
+}
+
+static void trees_free(struct view *v)
+{
+	size_t i;
+
+	if (!v->trees)
+		return;
+	for (i = 0; i < v->nthreads; i++) {
+		free(v->trees[i].nodes);
+		free(v->trees[i].self_ns);
+		free(v->trees[i].fn);
+		free(v->trees[i].sites);
+	}
+	free(v->trees);
+}
+
+void view_close(struct view *v)
+{
+	struct view_meta_ent *m, *next;
+
+	if (!v)
+		return;
+	for (m = v->meta; m; m = next) {
+		next = m->next;
+		free(m->key);
+		free(m->value);
+		free(m);
+	}
+	trees_free(v);
+	view_symbols_release(v);
+	srcline_free(v->sl);
+	if (v->procs)
+		cygprof_procs_free(v->procs, v->nprocs);
+	free(v->threads);
+	if (v->own_cap)
+		cygprof_capture_close(v->cap);
+	free(v);
+}
+
+struct cygprof_capture *view_capture(const struct view *v)
+{
+	return v->cap;
+}
+
+struct srcline *view_srcline(struct view *v)
+{
+	if (!v->sl)
+		v->sl = srcline_new(v->opts.debuginfo);
+	return v->sl;
+}
+
+/* ---- metadata -------------------------------------------------------------- */
+
+int view_meta(struct view *v, const char *key, const char **value)
+{
+	struct view_meta_ent *m;
+	char *val = NULL;
+	int err;
+
+	*value = NULL;
+	for (m = v->meta; m; m = m->next)
+		if (!strcmp(m->key, key)) {
+			*value = m->value;
+			return m->value ? 0 : CYGPROF_E_NOTFOUND;
+		}
+	err = cygprof_capture_get_meta(v->cap, key, &val);
+	if (err && err != CYGPROF_E_NOTFOUND)
+		return err;
+	m = calloc(1, sizeof(*m));
+	if (!m || !(m->key = strdup(key))) {
+		free(m);
+		free(val);
+		return -ENOMEM;
+	}
+	m->value = err ? NULL : val;
+	m->next = v->meta;
+	v->meta = m;
+	*value = m->value;
+	return err;
+}
+
+const char *view_meta_str(struct view *v, const char *key)
+{
+	const char *s;
+
+	return view_meta(v, key, &s) ? NULL : s;
+}
+
+int view_mode_has(struct view *v, const char *word)
+{
+	const char *mode = view_meta_str(v, "mode");
+
+	return mode && strstr(mode, word);
+}
+
+uint64_t view_duration_ns(struct view *v)
+{
+	const struct cygprof_thread *t;
+	const char *s = view_meta_str(v, "duration_ns");
+	uint64_t d = s ? strtoull(s, NULL, 10) : 0;
+	size_t n = 0, i;
+
+	if (!d && !view_threads(v, &t, &n))
+		for (i = 0; i < n; i++)
+			if (t[i].end_ns > d)
+				d = t[i].end_ns;
+	return d;
+}
+
+/* ---- processes and threads ------------------------------------------------- */
+
+int view_load_procs(struct view *v)
+{
+	int err;
+
+	if (v->procs_state)
+		return 0;
+	err = cygprof_capture_get_procs(v->cap, &v->procs, &v->nprocs);
+	if (err) {
+		v->procs = NULL;
+		v->nprocs = 0;
+		return err;
+	}
+	v->procs_state = 1;
+	return 0;
+}
+
+static int load_threads(struct view *v)
+{
+	int err;
+
+	if (v->threads_state)
+		return 0;
+	err = cygprof_capture_get_threads(v->cap, &v->threads, &v->nthreads);
+	if (err) {
+		v->threads = NULL;
+		v->nthreads = 0;
+		return err;
+	}
+	v->threads_state = 1;
+	return 0;
+}
+
+int view_procs(struct view *v, const struct cygprof_proc **procs, size_t *n)
+{
+	int err = view_load_procs(v);
+
+	*procs = v->procs;
+	*n = v->nprocs;
+	return err;
+}
+
+int view_threads(struct view *v, const struct cygprof_thread **threads, size_t *n)
+{
+	int err = load_threads(v);
+
+	*threads = v->threads;
+	*n = v->nthreads;
+	return err;
+}
+
+/* Indices are dense in a sound capture: look there first. */
+static size_t thread_pos(struct view *v, uint32_t idx)
+{
+	size_t i;
+
+	if (load_threads(v))
+		return SIZE_MAX;
+	if (idx < v->nthreads && v->threads[idx].idx == idx)
+		return idx;
+	for (i = 0; i < v->nthreads; i++)
+		if (v->threads[i].idx == idx)
+			return i;
+	return SIZE_MAX;
+}
+
+const struct cygprof_thread *view_thread(struct view *v, uint32_t idx)
+{
+	size_t i = thread_pos(v, idx);
+
+	return i == SIZE_MAX ? NULL : &v->threads[i];
+}
+
+const struct cygprof_proc *view_proc(struct view *v, uint32_t idx)
+{
+	size_t i;
+
+	if (view_load_procs(v))
+		return NULL;
+	if (idx < v->nprocs && v->procs[idx].idx == idx)
+		return &v->procs[idx];
+	for (i = 0; i < v->nprocs; i++)
+		if (v->procs[i].idx == idx)
+			return &v->procs[i];
+	return NULL;
+}
+
+uint32_t view_thread_pid(struct view *v, const struct cygprof_thread *t)
+{
+	if (view_load_procs(v) || t->proc_idx >= v->nprocs)
+		return 0;
+	return v->procs[t->proc_idx].pid;
+}
+
+const char *view_thread_name(const struct cygprof_thread *t, char buf[16])
+{
+	memcpy(buf, t->name, sizeof(t->name));
+	buf[sizeof(t->name) - 1] = 0;
+	return buf;
+}
+
+void view_limits(struct view *v, struct view_limits *l)
+{
+	const struct cygprof_thread *t;
+	const char *s;
+	size_t n = 0, i;
+
+	memset(l, 0, sizeof(*l));
+	if (!view_threads(v, &t, &n))
+		for (i = 0; i < n; i++) {
+			l->lost += t[i].lost;
+			l->overflow += t[i].overflow;
+			l->sig_lost += t[i].sig_lost;
+			l->mem_lost += t[i].mem_lost;
+			l->unpaired += t[i].unpaired;
+		}
+	s = view_meta_str(v, "shm_full");
+	if (s) {
+		l->shm_full_set = 1;
+		l->shm_full = strtoull(s, NULL, 10);
+	}
+	l->damaged = view_meta_str(v, "damaged");
+	l->incomplete = view_meta(v, "complete", &s) != 0;
+}
+
+/* ---- call trees -------------------------------------------------------------- */
+
+static struct view_tree_slot *tree_slot(struct view *v, uint32_t thread)
+{
+	size_t i = thread_pos(v, thread);
+
+	if (i == SIZE_MAX)
+		return NULL;
+	if (!v->trees) {
+		v->trees = calloc(v->nthreads ? v->nthreads : 1, sizeof(*v->trees));
+		if (!v->trees)
+			return NULL;
+	}
+	return &v->trees[i];
+}
+
+int view_tree(struct view *v, uint32_t thread, const struct view_tree **out)
+{
+	const struct cygprof_thread *th = view_thread(v, thread);
+	struct view_tree_slot *s;
+	struct cygprof_node *nodes = NULL;
+	size_t n = 0, i;
+	int err;
+
+	*out = NULL;
+	if (!th)
+		return v->threads_state ? CYGPROF_E_NOTFOUND : load_threads(v);
+	s = tree_slot(v, thread);
+	if (!s)
+		return -ENOMEM;
+	if (s->state) {
+		*out = &s->t;
+		return 0;
+	}
+	err = cygprof_capture_get_tree(v->cap, thread, &nodes, &n);
+	if (err == CYGPROF_E_NOTFOUND) {
+		nodes = NULL;
+		n = 0;
+	} else if (err) {
+		return err;
+	}
+	s->self_ns = calloc(n ? n : 1, sizeof(*s->self_ns));
+	s->fn = calloc(n ? n : 1, sizeof(*s->fn));
+	if (!s->self_ns || !s->fn) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	err = profile_self_times(nodes, n, s->self_ns, &s->t.total_ns);
+	if (err) {
+		err = CYGPROF_E_CORRUPT;
+		goto fail;
+	}
+	s->fn[0] = VIEW_NONE;
+	for (i = 1; i < n; i++) {
+		err = view_fn_at(v, th->proc_idx, nodes[i].fn, &s->fn[i]);
+		if (err)
+			goto fail;
+	}
+	s->nodes = nodes;
+	s->t.thread = thread;
+	s->t.nodes = nodes;
+	s->t.n = n;
+	s->t.self_ns = s->self_ns;
+	s->t.fn = s->fn;
+	s->state = 1;
+	*out = &s->t;
+	return 0;
+fail:
+	free(nodes);
+	free(s->self_ns);
+	free(s->fn);
+	s->self_ns = NULL;
+	s->fn = NULL;
+	s->t.total_ns = 0;
+	return err;
+}
+
+int view_sites(struct view *v, uint32_t thread, const struct cygprof_callsite **sites,
+	       size_t *n)
+{
+	struct view_tree_slot *s;
+	int err;
+
+	*sites = NULL;
+	*n = 0;
+	if (!view_thread(v, thread))
+		return v->threads_state ? CYGPROF_E_NOTFOUND : load_threads(v);
+	s = tree_slot(v, thread);
+	if (!s)
+		return -ENOMEM;
+	if (!s->sites_state) {
+		err = cygprof_capture_get_sites(v->cap, thread, &s->sites, &s->nsites);
+		if (err == CYGPROF_E_NOTFOUND) {
+			s->sites = NULL;
+			s->nsites = 0;
+		} else if (err) {
+			s->sites = NULL;
+			s->nsites = 0;
+			return err;
+		}
+		s->sites_state = 1;
+	}
+	*sites = s->sites;
+	*n = s->nsites;
+	return 0;
+}
+
+/* ---- timeline and memory events ------------------------------------------------ */
+
+int view_events(struct view *v, uint32_t thread, cygprof_event_fn fn, void *data)
+{
+	int err = cygprof_capture_foreach_event(v->cap, thread, fn, data);
+
+	return err == CYGPROF_E_NOTFOUND ? 0 : err;
+}
+
+struct ev_buf {
+	struct cygprof_event *ev;
+	size_t n, cap;
+};
+
+static int collect(const struct cygprof_event *ev, size_t n, void *data)
+{
+	struct ev_buf *b = data;
+
+	if (b->n + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 4096;
+		struct cygprof_event *t;
+
+		while (cap < b->n + n)
+			cap *= 2;
+		t = realloc(b->ev, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		b->ev = t;
+		b->cap = cap;
+	}
+	memcpy(b->ev + b->n, ev, n * sizeof(*ev));
+	b->n += n;
+	return 0;
+}
+
+int view_events_read(struct view *v, uint32_t thread, struct cygprof_event **ev, size_t *n)
+{
+	struct ev_buf b = {0};
+	int err = view_events(v, thread, collect, &b);
+
+	if (err) {
+		free(b.ev);
+		b.ev = NULL;
+		b.n = 0;
+	}
+	*ev = b.ev;
+	*n = b.n;
+	return err;
+}
+
+int view_mem_cursor(struct view *v, uint32_t thread, struct cygprof_mem_cursor **cur)
+{
+	return cygprof_mem_cursor_open(v->cap, thread, cur);
+}
+
+int view_mem_count(struct view *v, uint64_t *n)
+{
+	const struct cygprof_thread *t;
+	uint64_t k;
+	size_t nt, i;
+	int err;
+
+	*n = 0;
+	err = view_threads(v, &t, &nt);
+	for (i = 0; !err && i < nt; i++) {
+		err = cygprof_capture_mem_count(v->cap, t[i].idx, &k);
+		*n += err ? 0 : k;
+	}
+	return err;
+}

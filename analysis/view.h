@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/* view.h - a capture as the analysis side reads it: opened once, every part
+ * fetched when first asked for and kept until view_close().
+ *
+ * Every command (report, replay, info, memory, gprof, annotate) and every
+ * reader written later starts from a view instead of reading the capture
+ * itself: the processes and threads, the metadata and the limits the
+ * recording hit, per-process symbol lookup (address -> function, object,
+ * build-id, bias), the call trees with their functions named and their self
+ * times, the call sites, the stack stash resolved to frames (with inlined
+ * frames and source lines through srcline.h), the timeline events and the
+ * memory cursors.
+ *
+ * Naming: what the capture stored names an address (the symbols of its
+ * process); when it has no name for it, a fallback resolver set with
+ * view_set_resolver() is asked (object path and build-id + file address ->
+ * name, for example from debug files found later); failing that, the
+ * address in hex ("0x...") names it.
+ *
+ * Ownership: everything returned through a const pointer is borrowed from
+ * the view and valid until view_close() (arrays are never moved once
+ * fetched).  Error convention: 0 or a negative errno / CYGPROF_E_*; nothing
+ * here prints or exits.  A view is not thread-safe: use it from one thread.
+ */
+#ifndef ANALYSIS_VIEW_H
+#define ANALYSIS_VIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cygprof/cygprof-capture.h"
+
+#define VIEW_NONE UINT32_MAX
+
+struct view;
+struct debuginfo;
+struct srcline;
+
+struct view_opts {
+	/* The debug-file search for source lines (borrowed, must outlive the
+	 * view); NULL: the directories of CYGPROF_DEBUG_DIRS and the defaults. */
+	struct debuginfo *debuginfo;
+};
+
+/** Open the capture at path read-only (cygprof_capture_open(): same
+ * errors) and make a view of it; the view owns the capture.  o may be NULL.
+ * @param[out] out owned: view_close(). */
+int view_open(const char *path, const struct view_opts *o, struct view **out);
+/** A view of a capture opened by the caller (borrowed: it must outlive the
+ * view, and view_close() leaves it open).  Returns 0 or -ENOMEM. */
+int view_new(struct cygprof_capture *cap, const struct view_opts *o, struct view **out);
+/** Close the view (and its capture when view_open() opened it).  NULL is a
+ * no-op. */
+void view_close(struct view *v);
+/** The capture handle, for what the view does not offer (borrowed). */
+struct cygprof_capture *view_capture(const struct view *v);
+
+/* ---- metadata -------------------------------------------------------------- */
+
+/** The value of a metadata key (see cygprof-capture.h for the keys).
+ * @param[out] value borrowed; NULL with CYGPROF_E_NOTFOUND when absent.
+ * A failed read is not remembered: the next call reads again. */
+int view_meta(struct view *v, const char *key, const char **value);
+/** The same, NULL when absent or unreadable. */
+const char *view_meta_str(struct view *v, const char *key);
+/** Whether the recording mode ("profile+timeline+memory") holds word
+ * ("timeline", "memory"). */
+int view_mode_has(struct view *v, const char *word);
+/** The capture's duration: "duration_ns", else the latest thread end. */
+uint64_t view_duration_ns(struct view *v);
+
+/* ---- processes and threads ------------------------------------------------- */
+
+/** All processes ordered by idx (borrowed).  A failed read is retried on
+ * the next call. */
+int view_procs(struct view *v, const struct cygprof_proc **procs, size_t *n);
+/** All threads ordered by idx (borrowed). */
+int view_threads(struct view *v, const struct cygprof_thread **threads, size_t *n);
+/** The thread or process of a capture index; NULL when there is none (or
+ * the list cannot be read). */
+const struct cygprof_thread *view_thread(struct view *v, uint32_t idx);
+const struct cygprof_proc *view_proc(struct view *v, uint32_t idx);
+/** The pid of a thread's process, 0 when unknown. */
+uint32_t view_thread_pid(struct view *v, const struct cygprof_thread *t);
+/** The thread's name as a C string in buf (at most 15 bytes, even when the stored
+ * one is not terminated). */
+const char *view_thread_name(const struct cygprof_thread *t, char buf[16]);
+
+/* ---- what the recording could not record ------------------------------------- */
+
+/* The limits a recording hit, summed over the threads, and the capture's
+ * own warnings (meta "shm_full", "damaged", no "complete"). */
+struct view_limits {
+	uint64_t lost;       /* timeline events dropped */
+	uint64_t overflow;   /* calls past the depth limit (counted, not in the trees) */
+	uint64_t sig_lost;   /* calls and allocations of signal handlers not recorded */
+	uint64_t mem_lost;   /* allocations and frees not traced */
+	uint64_t unpaired;   /* exits without an entry, ignored */
+	uint64_t shm_full;   /* allocations the full shared mapping refused */
+	int shm_full_set;
+	const char *damaged; /* what the collector rejected from the mapping, or NULL
+			      * (borrowed) */
+	int incomplete;      /* the recording was interrupted */
+};
+
+/** Fill l; what cannot be read counts as not hit. */
+void view_limits(struct view *v, struct view_limits *l);
+
+/* ---- objects and symbols ----------------------------------------------------- */
+
+/** All objects ordered by idx (none: n = 0). */
+int view_objects(struct view *v, const struct cygprof_object **objs, size_t *n);
+/** The object of index idx, the one of process proc containing addr, the
+ * executable of process proc (the object whose path is the process's exe);
+ * NULL when none (or the objects cannot be read). */
+const struct cygprof_object *view_object(struct view *v, uint32_t idx);
+const struct cygprof_object *view_object_at(struct view *v, uint32_t proc, uint64_t addr);
+const struct cygprof_object *view_exe_object(struct view *v, uint32_t proc);
+
+/* What covers an address. */
+struct view_sym {
+	const char *name;                 /* NULL when no symbol covers the address */
+	uint64_t start, size;             /* runtime start of the symbol; size 0: unknown */
+	const struct cygprof_object *obj; /* the object containing it, NULL when none */
+};
+
+/** Look addr up in process proc: the stored symbol covering it (a symbol
+ * whose stored name is empty or "0x..." counts as unnamed), else the
+ * fallback resolver.  Returns 0 with a symbol (out->name set, possibly to
+ * the stored "0x..." placeholder), -ENOENT with none (out->obj may still be
+ * set), or the error reading the process's symbols (remembered). */
+int view_symbol(struct view *v, uint32_t proc, uint64_t addr, struct view_sym *out);
+
+/** The fallback: name an address of obj the capture left unnamed.
+ * file_addr is addr - obj->bias.  Fill out (start as a file address, name
+ * borrowed until the view is closed) and return 0, or return -ENOENT. */
+typedef int (*view_resolve_fn)(void *arg, const struct cygprof_object *obj, uint64_t file_addr,
+			       struct view_sym *out);
+/** Set the fallback resolver (fn NULL: none), before the first lookup. */
+void view_set_resolver(struct view *v, view_resolve_fn fn, void *arg);
+
+/* A function of a process: the view numbers every (process, address) it
+ * names, densely from 0, so readers can keep per-function arrays. */
+struct view_fn {
+	uint32_t proc;
+	uint32_t has_sym;                 /* a symbol covers addr: start and size are its */
+	uint64_t addr;                    /* the address named (runtime) */
+	uint64_t start, size;
+	const char *name;                 /* the symbol's name, else "0x<addr>"; never NULL */
+	const struct cygprof_object *obj; /* NULL when no object contains addr */
+};
+
+/** The id of the function at addr in process proc (named on first use).
+ * Returns 0, -ENOMEM, or the error reading the process's symbols. */
+int view_fn_at(struct view *v, uint32_t proc, uint64_t addr, uint32_t *id);
+/** A function by id (borrowed; the pointer stays valid); NULL for a bad id. */
+const struct view_fn *view_fn(struct view *v, uint32_t id);
+/** How many functions have ids so far. */
+size_t view_nfns(const struct view *v);
+
+/** "0x<addr>", kept by the view (NULL when out of memory). */
+const char *view_hex(struct view *v, uint64_t addr);
+
+/** The source-line reader of the view (made on first use with the view's
+ * debug-file search; borrowed), NULL when out of memory. */
+struct srcline *view_srcline(struct view *v);
+
+/* ---- call trees -------------------------------------------------------------- */
+
+/* One thread's calling-context tree as stored (nodes[0] is the root), with
+ * what every reader derives from it. */
+struct view_tree {
+	uint32_t thread;
+	const struct cygprof_node *nodes;
+	size_t n;                /* 0 for a thread without a tree */
+	const uint64_t *self_ns; /* per node: its total_ns minus its children's */
+	const uint32_t *fn;      /* per node: its function's id; fn[0] = VIEW_NONE */
+	uint64_t total_ns;       /* the sum of the root's children's total_ns */
+};
+
+/** A thread's tree (read and named once).  CYGPROF_E_NOTFOUND for an
+ * unknown thread, CYGPROF_E_CORRUPT for a malformed tree. */
+int view_tree(struct view *v, uint32_t thread, const struct view_tree **out);
+/** A thread's call sites (none: n = 0). */
+int view_sites(struct view *v, uint32_t thread, const struct cygprof_callsite **sites,
+	       size_t *n);
+
+/* ---- timeline and memory events ------------------------------------------------ */
+
+/** Call fn with consecutive runs of the thread's timeline events in time
+ * order (none: fn is not called); a non-zero return from fn stops the walk
+ * and is returned. */
+int view_events(struct view *v, uint32_t thread, cygprof_event_fn fn, void *data);
+/** All of a thread's timeline events.  @param[out] ev owned: free(). */
+int view_events_read(struct view *v, uint32_t thread, struct cygprof_event **ev, size_t *n);
+
+/** A cursor over the thread's memory events (cygprof_mem_cursor_open()). */
+int view_mem_cursor(struct view *v, uint32_t thread, struct cygprof_mem_cursor **cur);
+/** The number of memory events of all threads. */
+int view_mem_count(struct view *v, uint64_t *n);
+
+/* ---- stacks -------------------------------------------------------------------- */
+
+/** The stack stash (ordered by id: s[i].id == i + 1; none: n = 0). */
+int view_stash(struct view *v, const struct cygprof_stack_node **s, size_t *n);
+
+/* One frame of a stack. */
+struct view_frame {
+	const char *name;       /* the function's, else "0x<raw>" */
+	const char *file;       /* VIEW_LINES: the source file, NULL when unknown */
+	const char *inlined_in; /* VIEW_LINES: name is inlined into this function */
+	const struct cygprof_object *obj;
+	uint64_t raw;           /* the address as stored */
+	uint64_t addr;          /* the address looked up: raw - 1 for a return address */
+	uint32_t line;          /* VIEW_LINES: 0 when unknown */
+	uint32_t proc;
+	uint32_t kind;          /* enum cygprof_frame_kind */
+};
+
+enum {
+	VIEW_LINES = 1, /* source lines, and a frame for each inlined function */
+};
+
+/* Whether a frame is to be left out at the innermost end of a stack. */
+typedef int (*view_skip_fn)(const char *name, const char *object_path);
+
+/** The frames of stack id, innermost first (an unknown id has none); the
+ * innermost frames for which skip (may be NULL) says so are left out.  With
+ * VIEW_LINES each frame gets its source line, and a frame in inlined code
+ * becomes the inlined function's frame followed by its caller's at the
+ * inlined call.  Symbols that cannot be read leave frames unnamed.
+ * @param[out] frames owned: free() (the strings are the view's). */
+int view_stack(struct view *v, uint32_t id, unsigned flags, view_skip_fn skip,
+	       struct view_frame **frames, size_t *n);
+
+#endif

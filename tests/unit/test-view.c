@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: MIT */
+/* test-view.c - the capture view on a synthetic capture written with the
+ * writer API: processes and threads, metadata and limits, naming (stored
+ * symbols, hex names, the fallback resolver), trees with self times, call
+ * sites, stacks, events, and profiles built from the view. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "profile.h"
+#include "view.h"
+
+static char dir[PATH_MAX];
+static char path[PATH_MAX + 16];
+
+/* Two processes (a parent and its fork child, same executable at another
+ * bias), three threads. */
+static void write_capture(void)
+{
+	struct cygprof_capture *cap;
+	struct cygprof_proc p[2] = {
+		{.idx = 0, .pid = 100, .parent_idx = CYGPROF_NONE, .end_ns = 900,
+		 .end_kind = CYGPROF_END_EXIT, .command = "prog", .exe = "/bin/prog"},
+		{.idx = 1, .pid = 101, .ppid = 100, .parent_idx = 0, .end_ns = 800,
+		 .end_kind = CYGPROF_END_EXIT, .end_code = 7, .command = "prog", .exe = "/bin/prog"},
+	};
+	struct cygprof_thread th[3] = {
+		{.idx = 0, .proc_idx = 0, .tid = 100, .end_ns = 900, .name = "prog", .lost = 2,
+		 .overflow = 3},
+		{.idx = 1, .proc_idx = 0, .tid = 102, .end_ns = 700, .name = "worker", .unpaired = 1},
+		{.idx = 2, .proc_idx = 1, .tid = 101, .end_ns = 800, .name = "prog",
+		 .flags = CYGPROF_THREAD_FORKED},
+	};
+	struct cygprof_object objs[3] = {
+		{.idx = 0, .proc_idx = 0, .start = 0x1000, .end = 0x2000, .bias = 0x1000,
+		 .build_id_len = 2, .build_id = {0xab, 0xcd}, .path = "/bin/prog"},
+		{.idx = 1, .proc_idx = 0, .start = 0x9000, .end = 0xa000, .bias = 0x9000,
+		 .path = "/lib/libc.so.6"},
+		{.idx = 2, .proc_idx = 1, .start = 0x5000, .end = 0x6000, .bias = 0x5000,
+		 .build_id_len = 2, .build_id = {0xab, 0xcd}, .path = "/bin/prog"},
+	};
+	struct cygprof_symbol syms[] = {
+		{.proc_idx = 0, .object_idx = 0, .addr = 0x1000, .size = 0x100, .name = "main"},
+		{.proc_idx = 0, .object_idx = 0, .addr = 0x1100, .size = 0x100, .name = "a"},
+		{.proc_idx = 0, .object_idx = 0, .addr = 0x1200, .size = 0x100, .name = "0x1200"},
+		{.proc_idx = 0, .object_idx = 1, .addr = 0x9000, .size = 0x80, .name = "malloc"},
+		{.proc_idx = 1, .object_idx = 2, .addr = 0x5000, .size = 0x100, .name = "main"},
+		{.proc_idx = 1, .object_idx = 2, .addr = 0x5100, .size = 0x100, .name = "a"},
+	};
+	/* main -> a -> 0x1200 (stored unnamed), main -> 0x1800 (no symbol) */
+	const struct cygprof_node t0[] = {
+		{.parent = CYGPROF_NONE},
+		{.parent = 0, .fn = 0x1000, .calls = 1, .total_ns = 100},
+		{.parent = 1, .fn = 0x1100, .site = 0x1010, .calls = 3, .total_ns = 60},
+		{.parent = 2, .fn = 0x1200, .site = 0x1120, .calls = 6, .total_ns = 70},
+		{.parent = 1, .fn = 0x1800, .site = 0x1030, .calls = 2, .total_ns = 15},
+	};
+	const struct cygprof_node t1[] = {
+		{.parent = CYGPROF_NONE},
+		{.parent = 0, .fn = 0x1100, .calls = 4, .total_ns = 40},
+	};
+	const struct cygprof_node t2[] = {
+		{.parent = CYGPROF_NONE},
+		{.parent = 0, .fn = 0x5000, .calls = 1, .total_ns = 50},
+		{.parent = 1, .fn = 0x5100, .site = 0x5010, .calls = 2, .total_ns = 20},
+	};
+	const struct cygprof_callsite s0[] = {
+		{.node = 1, .calls = 1, .total_ns = 100},
+		{.node = 2, .site = 0x1010, .calls = 2, .total_ns = 40},
+		{.node = 2, .site = 0x1020, .calls = 1, .total_ns = 20},
+	};
+	const struct cygprof_event ev[] = {
+		{.ts_ns = 10, .node = 1, .kind = CYGPROF_EV_ENTER},
+		{.ts_ns = 20, .node = 2, .kind = CYGPROF_EV_ENTER},
+		{.ts_ns = 30, .node = 2, .kind = CYGPROF_EV_EXIT},
+		{.ts_ns = 40, .node = 1, .kind = CYGPROF_EV_EXIT},
+	};
+#define S(i, par, k, a) {.id = (i), .parent = (par), .kind = CYGPROF_FRAME_##k, .addr = (a)}
+	const struct cygprof_stack_node stash[] = {
+		S(1, 0, FN, 0x1000),  /* main */
+		S(2, 1, RA, 0x1101),  /* a (0x1100 looked up) */
+		S(3, 2, FN, 0x9000),  /* malloc: [malloc, a, main] */
+		S(4, 1, RA, 0x1900),  /* no symbol: 0x1900 */
+	};
+	size_t i;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "mode", "profile+timeline+memory"), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "command", "prog"), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "shm_full", "5"), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "damaged", "bad node 7"), 0);
+	for (i = 0; i < 2; i++)
+		CHECK_EQ_INT(cygprof_capture_put_proc(cap, &p[i]), 0);
+	for (i = 0; i < 3; i++)
+		CHECK_EQ_INT(cygprof_capture_put_thread(cap, &th[i]), 0);
+	for (i = 0; i < 3; i++)
+		CHECK_EQ_INT(cygprof_capture_put_object(cap, &objs[i]), 0);
+	for (i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
+		CHECK_EQ_INT(cygprof_capture_put_symbol(cap, &syms[i]), 0);
+	CHECK_EQ_INT(cygprof_capture_put_tree(cap, 0, t0, 5), 0);
+	CHECK_EQ_INT(cygprof_capture_put_tree(cap, 1, t1, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_put_tree(cap, 2, t2, 3), 0);
+	CHECK_EQ_INT(cygprof_capture_put_sites(cap, 0, s0, 3), 0);
+	CHECK_EQ_INT(cygprof_capture_append_events(cap, 0, ev, 4), 0);
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, stash, 4), 0);
+	CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+}
+
+static struct view *open_view(void)
+{
+	struct view *v = NULL;
+
+	CHECK_EQ_INT(view_open(path, NULL, &v), 0);
+	return v;
+}
+
+static void test_tasks(void)
+{
+	const struct cygprof_thread *t;
+	const struct cygprof_proc *p;
+	struct view *v = open_view();
+	size_t nt = 0, np = 0;
+	char name[16];
+
+	if (!v)
+		return;
+	CHECK_EQ_INT(view_threads(v, &t, &nt), 0);
+	CHECK_EQ_INT(view_procs(v, &p, &np), 0);
+	CHECK_EQ_U64(nt, 3);
+	CHECK_EQ_U64(np, 2);
+	CHECK(view_thread(v, 2) == &t[2]);
+	CHECK(view_thread(v, 3) == NULL);
+	CHECK(view_proc(v, 1) == &p[1]);
+	CHECK_EQ_U64(view_thread_pid(v, &t[2]), 101);
+	CHECK_EQ_STR(view_thread_name(&t[1], name), "worker");
+	/* fetched once: the same arrays again */
+	{
+		const struct cygprof_thread *t2;
+		size_t n2;
+
+		CHECK_EQ_INT(view_threads(v, &t2, &n2), 0);
+		CHECK(t2 == t);
+	}
+	view_close(v);
+}
+
+static void test_meta_limits(void)
+{
+	struct view *v = open_view();
+	struct view_limits l;
+	const char *s1 = NULL, *s2 = NULL;
+
+	if (!v)
+		return;
+	CHECK_EQ_INT(view_meta(v, "command", &s1), 0);
+	CHECK_EQ_INT(view_meta(v, "command", &s2), 0);
+	CHECK(s1 && s1 == s2);
+	CHECK_EQ_STR(s1, "prog");
+	CHECK_EQ_INT(view_meta(v, "filters", &s1), CYGPROF_E_NOTFOUND);
+	CHECK(s1 == NULL);
+	CHECK(view_mode_has(v, "timeline"));
+	CHECK(!view_mode_has(v, "samples"));
+	CHECK_EQ_U64(view_duration_ns(v), 900); /* no duration_ns: the latest thread end */
+	view_limits(v, &l);
+	CHECK_EQ_U64(l.lost, 2);
+	CHECK_EQ_U64(l.overflow, 3);
+	CHECK_EQ_U64(l.unpaired, 1);
+	CHECK_EQ_INT(l.shm_full_set, 1);
+	CHECK_EQ_U64(l.shm_full, 5);
+	CHECK_EQ_STR(l.damaged, "bad node 7");
+	CHECK_EQ_INT(l.incomplete, 1);
+	view_close(v);
+}
+
+static void test_naming(void)
+{
+	struct view *v = open_view();
+	const struct view_fn *f;
+	struct view_sym s;
+	uint32_t a, b, c, d;
+
+	if (!v)
+		return;
+	CHECK_EQ_INT(view_fn_at(v, 0, 0x1100, &a), 0);
+	CHECK_EQ_INT(view_fn_at(v, 1, 0x5100, &b), 0);
+	CHECK_EQ_INT(view_fn_at(v, 0, 0x1100, &c), 0);
+	CHECK_EQ_INT(view_fn_at(v, 0, 0x1800, &d), 0);
+	CHECK_EQ_INT(a, c);
+	CHECK(a != b);
+	f = view_fn(v, a);
+	CHECK_EQ_STR(f->name, "a");
+	CHECK_EQ_INT(f->has_sym, 1);
+	CHECK_EQ_U64(f->start, 0x1100);
+	CHECK_EQ_U64(f->size, 0x100);
+	CHECK_EQ_STR(f->obj->path, "/bin/prog");
+	CHECK_EQ_STR(view_fn(v, b)->name, "a");
+	CHECK_EQ_U64(view_fn(v, b)->obj->idx, 2);
+	f = view_fn(v, d);
+	CHECK_EQ_STR(f->name, "0x1800"); /* no symbol covers it */
+	CHECK_EQ_INT(f->has_sym, 0);
+	CHECK(view_fn(v, (uint32_t)view_nfns(v)) == NULL);
+	CHECK_EQ_INT(view_symbol(v, 0, 0x1180, &s), 0);
+	CHECK_EQ_STR(s.name, "a");
+	CHECK_EQ_INT(view_symbol(v, 0, 0x3000, &s), -ENOENT);
+	CHECK(s.obj == NULL);
+	CHECK_EQ_U64(view_exe_object(v, 1)->idx, 2);
+	CHECK_EQ_U64(view_object_at(v, 0, 0x9010)->idx, 1);
+	CHECK(view_object_at(v, 1, 0x9010) == NULL);
+	CHECK(view_hex(v, 0x42) == view_hex(v, 0x42));
+	view_close(v);
+}
+
+/* A resolver standing for report-time debug info: it names file address
+ * 0x200 of the object with build-id ab cd. */
+static int fake_resolve(void *arg, const struct cygprof_object *obj, uint64_t file_addr,
+			struct view_sym *out)
+{
+	int *calls = arg;
+
+	++*calls;
+	if (obj->build_id_len != 2 || obj->build_id[0] != 0xab || file_addr < 0x200 ||
+	    file_addr >= 0x280)
+		return -ENOENT;
+	out->name = "late_named";
+	out->start = 0x200;
+	out->size = 0x80;
+	return 0;
+}
+
+static void test_resolver(void)
+{
+	struct view *v = open_view();
+	const struct view_tree *t;
+	struct view_sym s;
+	int calls = 0;
+
+	if (!v)
+		return;
+	view_set_resolver(v, fake_resolve, &calls);
+	CHECK_EQ_INT(view_symbol(v, 0, 0x1210, &s), 0);
+	CHECK_EQ_STR(s.name, "late_named");
+	CHECK_EQ_U64(s.start, 0x1200); /* back to a runtime address */
+	CHECK_EQ_INT(view_tree(v, 0, &t), 0);
+	if (t && t->n == 5) {
+		CHECK_EQ_STR(view_fn(v, t->fn[3])->name, "late_named");
+		CHECK_EQ_STR(view_fn(v, t->fn[4])->name, "0x1800"); /* the resolver has none */
+		CHECK_EQ_STR(view_fn(v, t->fn[2])->name, "a");     /* stored names win */
+	}
+	CHECK(calls >= 2);
+	view_close(v);
+}
+
+static void test_trees(void)
+{
+	struct view *v = open_view();
+	const struct cygprof_callsite *cs;
+	const struct view_tree *t, *t2;
+	size_t n;
+
+	if (!v)
+		return;
+	CHECK_EQ_INT(view_tree(v, 0, &t), 0);
+	CHECK_EQ_U64(t->n, 5);
+	CHECK_EQ_U64(t->total_ns, 100);
+	CHECK_EQ_U64(t->self_ns[1], 25); /* 100 - 60 - 15 */
+	CHECK_EQ_U64(t->self_ns[2], 0);  /* 60 - 70, clamped */
+	CHECK_EQ_U64(t->self_ns[3], 70);
+	CHECK_EQ_U64(t->fn[0], VIEW_NONE);
+	CHECK_EQ_STR(view_fn(v, t->fn[3])->name, "0x1200"); /* the stored placeholder */
+	CHECK_EQ_INT(view_tree(v, 0, &t2), 0);
+	CHECK(t2 == t);
+	CHECK_EQ_INT(view_tree(v, 9, &t2), CYGPROF_E_NOTFOUND);
+	CHECK_EQ_INT(view_sites(v, 0, &cs, &n), 0);
+	CHECK_EQ_U64(n, 3);
+	CHECK_EQ_INT(view_sites(v, 1, &cs, &n), 0);
+	CHECK_EQ_U64(n, 0); /* none stored */
+	view_close(v);
+}
+
+static void test_profiles(void)
+{
+	struct view *v = open_view();
+	struct profile *all = NULL, *one = NULL;
+	uint32_t sel = 2;
+	long a;
+
+	if (!v)
+		return;
+	CHECK_EQ_INT(profile_load(v, NULL, 0, &all), 0);
+	CHECK_EQ_INT(profile_load(v, &sel, 1, &one), 0);
+	if (all && one) {
+		a = profile_find(all, "a");
+		CHECK(a >= 0);
+		if (a >= 0)
+			CHECK_EQ_U64(all->fns[a].calls, 3 + 4 + 2); /* merged by name */
+		CHECK_EQ_U64(all->nthreads, 3);
+		CHECK_EQ_U64(one->nthreads, 1);
+		CHECK_EQ_U64(one->threads[0].info.pid, 101);
+		CHECK_EQ_U64(one->threads[0].total_ns, 50);
+		a = profile_find(one, "main");
+		CHECK(a >= 0);
+		if (a >= 0)
+			CHECK_EQ_U64(one->fns[a].self_ns, 30);
+		CHECK_EQ_INT(profile_find(one, "0x1800"), -ENOENT);
+	}
+	profile_free(all);
+	profile_free(one);
+	view_close(v);
+}
+
+static int skip_malloc(const char *name, const char *obj)
+{
+	(void)obj;
+	return !strcmp(name, "malloc");
+}
+
+static void test_stacks_events(void)
+{
+	struct view *v = open_view();
+	struct cygprof_event *ev;
+	struct view_frame *f;
+	size_t n;
+
+	if (!v)
+		return;
+	CHECK_EQ_INT(view_stack(v, 3, 0, NULL, &f, &n), 0);
+	CHECK_EQ_U64(n, 3);
+	if (n == 3) {
+		CHECK_EQ_STR(f[0].name, "malloc");
+		CHECK_EQ_STR(f[1].name, "a");
+		CHECK_EQ_U64(f[1].raw, 0x1101);
+		CHECK_EQ_U64(f[1].addr, 0x1100);
+		CHECK_EQ_STR(f[2].name, "main");
+		CHECK_EQ_STR(f[0].obj->path, "/lib/libc.so.6");
+	}
+	free(f);
+	CHECK_EQ_INT(view_stack(v, 3, VIEW_LINES, skip_malloc, &f, &n), 0);
+	CHECK_EQ_U64(n, 2);
+	if (n == 2) {
+		CHECK_EQ_STR(f[0].name, "a");
+		CHECK(f[0].file == NULL); /* the object does not exist */
+	}
+	free(f);
+	CHECK_EQ_INT(view_stack(v, 4, 0, NULL, &f, &n), 0);
+	CHECK_EQ_U64(n, 2);
+	if (n == 2)
+		CHECK_EQ_STR(f[0].name, "0x1900"); /* the stored address, not 0x18ff */
+	free(f);
+	CHECK_EQ_INT(view_stack(v, 99, 0, NULL, &f, &n), 0);
+	CHECK_EQ_U64(n, 0);
+	free(f);
+	CHECK_EQ_INT(view_events_read(v, 0, &ev, &n), 0);
+	CHECK_EQ_U64(n, 4);
+	if (n == 4)
+		CHECK_EQ_U64(ev[3].ts_ns, 40);
+	free(ev);
+	CHECK_EQ_INT(view_events_read(v, 1, &ev, &n), 0);
+	CHECK_EQ_U64(n, 0);
+	free(ev);
+	view_close(v);
+}
+
+int main(void)
+{
+	char tmpl[] = "/tmp/cygprof-test-view.XXXXXX";
+
+	if (!mkdtemp(tmpl)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(dir, sizeof(dir), "%s", tmpl);
+	snprintf(path, sizeof(path), "%s/view.cap", dir);
+	write_capture();
+	RUN_TEST(test_tasks);
+	RUN_TEST(test_meta_limits);
+	RUN_TEST(test_naming);
+	RUN_TEST(test_resolver);
+	RUN_TEST(test_trees);
+	RUN_TEST(test_profiles);
+	RUN_TEST(test_stacks_events);
+	unlink(path);
+	rmdir(dir);
+	CHECK_DONE();
+}
