@@ -40,6 +40,13 @@ struct view_hex_ent {
 	char *s; /* NULL: empty slot */
 };
 
+/* A name found in a debug file, by object and the function's file start. */
+struct view_dbg_ent {
+	uint32_t obj;
+	uint64_t start;
+	char *name; /* NULL: empty slot */
+};
+
 struct view {
 	struct cygprof_capture *cap;
 	int own_cap;
@@ -59,6 +66,8 @@ struct view {
 	struct view_proc_syms *syms; /* per process, nprocs of them */
 	view_resolve_fn resolve;
 	void *resolve_arg;
+	struct view_dbg_ent *dbg; /* names from opts.debuginfo, kept */
+	size_t dbg_size, dbg_n;
 
 	struct view_fn **fn_blocks;
 	size_t nfns, fn_blocks_cap;

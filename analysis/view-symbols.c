@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "debuginfo.h"
 #include "srcline.h"
 
 void view_symbols_release(struct view *v)
@@ -30,6 +31,9 @@ void view_symbols_release(struct view *v)
 	for (i = 0; i < v->hex_size; i++)
 		free(v->hex[i].s);
 	free(v->hex);
+	for (i = 0; i < v->dbg_size; i++)
+		free(v->dbg[i].name);
+	free(v->dbg);
 	free(v->stash);
 }
 
@@ -150,11 +154,88 @@ static int load_syms(struct view *v, uint32_t proc, struct view_proc_syms **out)
 	return 0;
 }
 
-/* A stored name that names nothing: empty, or the "0x..." the collector
- * writes for an address no symbol covered. */
-static int unnamed(const char *name)
+static size_t addr_hash(uint64_t a);
+
+/* Keep name (owned) as the name of obj's function at file address start:
+ * the kept copy is returned, name freed when one was kept already; NULL
+ * when out of memory. */
+static const char *dbg_keep(struct view *v, uint32_t obj, uint64_t start, char *name)
 {
-	return !name || !name[0] || (name[0] == '0' && name[1] == 'x');
+	size_t i, j;
+
+	if ((v->dbg_n + 1) * 2 > v->dbg_size) {
+		size_t size = v->dbg_size ? v->dbg_size * 2 : 64;
+		struct view_dbg_ent *t = calloc(size, sizeof(*t));
+
+		if (!t) {
+			free(name);
+			return NULL;
+		}
+		for (i = 0; i < v->dbg_size; i++) {
+			if (!v->dbg[i].name)
+				continue;
+			for (j = addr_hash(v->dbg[i].start ^ v->dbg[i].obj) & (size - 1); t[j].name;
+			     j = (j + 1) & (size - 1))
+				;
+			t[j] = v->dbg[i];
+		}
+		free(v->dbg);
+		v->dbg = t;
+		v->dbg_size = size;
+	}
+	for (j = addr_hash(start ^ obj) & (v->dbg_size - 1); v->dbg[j].name;
+	     j = (j + 1) & (v->dbg_size - 1)) {
+		if (v->dbg[j].obj == obj && v->dbg[j].start == start) {
+			free(name);
+			return v->dbg[j].name;
+		}
+	}
+	v->dbg[j].obj = obj;
+	v->dbg[j].start = start;
+	v->dbg[j].name = name;
+	v->dbg_n++;
+	return name;
+}
+
+/* The resolver of a view with a debug-file search (opts.debuginfo): the
+ * symbol table of the object as found now (under --symfs, by build-id) or
+ * of its separate debug file (--debug-dir, the build-id directories,
+ * .gnu_debuglink, debuginfod), matched by the recorded build-id. */
+static int debug_resolve(struct view *v, const struct cygprof_object *obj, uint64_t file_addr,
+			 struct view_sym *out)
+{
+	uint64_t start = 0, size = 0;
+	char *name = NULL;
+	int err;
+
+	err = sym_name_from_debug(v->opts.debuginfo, obj->path, obj->build_id,
+				  obj->build_id_len, 0, file_addr, &name, &start, &size);
+	if (err)
+		return err;
+	out->name = dbg_keep(v, obj->idx, start, name);
+	if (!out->name)
+		return -ENOMEM;
+	out->start = start;
+	out->size = size;
+	return 0;
+}
+
+/* A stored name that names nothing: empty, the "0x..." the collector
+ * writes for an address outside every object, or its placeholder
+ * "<object file name>+0x<offset>[ [deleted]]" for one no symbol covered. */
+static int unnamed(const char *name, const struct cygprof_object *obj)
+{
+	const char *base;
+	size_t n;
+
+	if (!name || !name[0] || (name[0] == '0' && name[1] == 'x'))
+		return 1;
+	if (!obj || !obj->path)
+		return 0;
+	base = strrchr(obj->path, '/');
+	base = base ? base + 1 : obj->path;
+	n = strlen(base);
+	return !strncmp(name, base, n) && !strncmp(name + n, "+0x", 3);
 }
 
 int view_symbol(struct view *v, uint32_t proc, uint64_t addr, struct view_sym *out)
@@ -175,9 +256,15 @@ int view_symbol(struct view *v, uint32_t proc, uint64_t addr, struct view_sym *o
 		return err;
 	/* The one place where names the capture lacks come from elsewhere
 	 * (report-time debug info, matched by build-id). */
-	if (v->resolve && out->obj && (!s || unnamed(s->name))) {
+	if ((v->resolve || v->opts.debuginfo) && out->obj && (!s || unnamed(s->name, out->obj))) {
+		uint64_t fa = addr - out->obj->bias;
+
 		memset(&r, 0, sizeof(r));
-		if (!v->resolve(v->resolve_arg, out->obj, addr - out->obj->bias, &r) && r.name) {
+		err = v->resolve ? v->resolve(v->resolve_arg, out->obj, fa, &r)
+				 : debug_resolve(v, out->obj, fa, &r);
+		if (err == -ENOMEM)
+			return err;
+		if (!err && r.name) {
 			out->name = r.name;
 			out->start = r.start + out->obj->bias;
 			out->size = r.size;

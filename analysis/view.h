@@ -12,10 +12,12 @@
  * memory cursors.
  *
  * Naming: what the capture stored names an address (the symbols of its
- * process); when it has no name for it, a fallback resolver set with
- * view_set_resolver() is asked (object path and build-id + file address ->
- * name, for example from debug files found later); failing that, the
- * address in hex ("0x...") names it.
+ * process); when it has no name for it (a program recorded stripped, or
+ * whose debug file was found later), the fallback is asked: a resolver set
+ * with view_set_resolver(), else the debug-file search of the view's
+ * options (sym_name_from_debug(): the object's symbol table as found now,
+ * or its separate debug file's, matched by the recorded build-id);
+ * failing that, the address in hex ("0x...") names it.
  *
  * Ownership: everything returned through a const pointer is borrowed from
  * the view and valid until view_close() (arrays are never moved once
@@ -37,8 +39,11 @@ struct debuginfo;
 struct srcline;
 
 struct view_opts {
-	/* The debug-file search for source lines (borrowed, must outlive the
-	 * view); NULL: the directories of CYGPROF_DEBUG_DIRS and the defaults. */
+	/* The debug-file search (borrowed, must outlive the view).  It gives
+	 * source lines and, when no resolver is set, names what the capture
+	 * left unnamed (see "Naming" above).  NULL: source lines from the
+	 * directories of CYGPROF_DEBUG_DIRS and the defaults, and no names
+	 * but the stored ones. */
 	struct debuginfo *debuginfo;
 };
 
@@ -136,7 +141,8 @@ int view_symbol(struct view *v, uint32_t proc, uint64_t addr, struct view_sym *o
  * borrowed until the view is closed) and return 0, or return -ENOENT. */
 typedef int (*view_resolve_fn)(void *arg, const struct cygprof_object *obj, uint64_t file_addr,
 			       struct view_sym *out);
-/** Set the fallback resolver (fn NULL: none), before the first lookup. */
+/** Set the fallback resolver (fn NULL: the debug-file search, when the
+ * view has one), before the first lookup. */
 void view_set_resolver(struct view *v, view_resolve_fn fn, void *arg);
 
 /* A function of a process: the view numbers every (process, address) it

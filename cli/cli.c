@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void cli_warn(const char *fmt, ...)
@@ -149,5 +150,25 @@ void cli_debuginfo_add_dir(struct debuginfo *di, const char *dir)
 void cli_debuginfo_env(struct debuginfo *di)
 {
 	if (debuginfo_add_env(di))
+		cli_die(1, "out of memory");
+}
+
+void cli_debug_option(struct debuginfo *di, const char *cmd, int c, const char *arg)
+{
+	struct stat st;
+	int err;
+
+	if (c == CLI_O_DEBUG_DIR) {
+		cli_debuginfo_add_dir(di, arg);
+		return;
+	}
+	if (!arg[0])
+		cli_die(2, "%s: empty --symfs", cmd);
+	if (stat(arg, &st))
+		cli_die(2, "%s: --symfs %s: %s", cmd, arg, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		cli_die(2, "%s: --symfs %s: not a directory", cmd, arg);
+	err = debuginfo_set_symfs(di, arg); /* the last one counts */
+	if (err)
 		cli_die(1, "out of memory");
 }

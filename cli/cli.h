@@ -137,6 +137,28 @@ struct debuginfo *cli_debuginfo_new(void);
 void cli_debuginfo_add_dir(struct debuginfo *di, const char *dir);
 void cli_debuginfo_env(struct debuginfo *di);
 
+/* --debug-dir DIR and --symfs DIR, for every command that names functions:
+ * given to the view (cli_open_view()), the search names at report time
+ * what the capture left as addresses and finds source lines.  Put
+ * CLI_DEBUG_OPTIONS in the getopt_long table, CLI_DEBUG_HELP in the usage,
+ * and pass both values of c to cli_debug_option(). */
+enum { CLI_O_DEBUG_DIR = 0x4000, CLI_O_SYMFS };
+#define CLI_DEBUG_OPTIONS                                              \
+	{"debug-dir", required_argument, NULL, CLI_O_DEBUG_DIR},       \
+	{                                                              \
+		"symfs", required_argument, NULL, CLI_O_SYMFS          \
+	}
+#define CLI_DEBUG_HELP                                                                  \
+	"  --debug-dir DIR        look for separate debug files in DIR/.build-id/ and\n"   \
+	"                         DIR (repeatable; also CYGPROF_DEBUG_DIRS, colon-\n"      \
+	"                         separated): they name functions the capture left as\n"  \
+	"                         addresses (matched by build-id) and give source lines\n" \
+	"  --symfs DIR            look for the recorded objects and their debug files\n"   \
+	"                         under DIR first (a sysroot, as perf's --symfs)\n"
+/* Handle CLI_O_DEBUG_DIR or CLI_O_SYMFS (c) with its argument; a bad one
+ * dies with "CMD: ...", exit 2. */
+void cli_debug_option(struct debuginfo *di, const char *cmd, int c, const char *arg);
+
 /* Print a subcommand's usage (its --help text) on f. */
 typedef int (*cli_cmd_fn)(int argc, char **argv);
 

@@ -64,9 +64,7 @@ static void usage(FILE *f)
 		"                         their DWARF path (repeatable)\n"
 		"  --prefix-map OLD=NEW   read sources whose path starts with OLD under NEW\n"
 		"                         instead (repeatable)\n"
-		"  --debug-dir DIR        look for separate debug files in DIR/.build-id/ and\n"
-		"                         DIR (repeatable; also CYGPROF_DEBUG_DIRS,\n"
-		"                         colon-separated)\n"
+		CLI_DEBUG_HELP
 		"  --format FMT           text (default) or json\n"
 		"  -h, --help             this help\n");
 }
@@ -99,7 +97,7 @@ static int source_like(const char *s)
 static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 {
 	enum {
-		O_ALL = 256, O_THRESHOLD, O_HOT, O_SOURCE_DIR, O_PREFIX_MAP, O_DEBUG_DIR, O_FORMAT,
+		O_ALL = 256, O_THRESHOLD, O_HOT, O_SOURCE_DIR, O_PREFIX_MAP, O_FORMAT,
 	};
 	static const struct option lopts[] = {
 		{"all", no_argument, NULL, O_ALL},
@@ -107,7 +105,7 @@ static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 		{"hot", required_argument, NULL, O_HOT},
 		{"source-dir", required_argument, NULL, O_SOURCE_DIR},
 		{"prefix-map", required_argument, NULL, O_PREFIX_MAP},
-		{"debug-dir", required_argument, NULL, O_DEBUG_DIR},
+		CLI_DEBUG_OPTIONS,
 		{"format", required_argument, NULL, O_FORMAT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -147,8 +145,9 @@ static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 			o->nmaps--;
 			push(&o->map_new, &o->nmaps, eq + 1);
 			break;
-		case O_DEBUG_DIR:
-			cli_debuginfo_add_dir(o->di, optarg);
+		case CLI_O_DEBUG_DIR:
+		case CLI_O_SYMFS:
+			cli_debug_option(o->di, "annotate", c, optarg);
 			break;
 		case O_FORMAT:
 			o->json = cli_format_json("annotate", optarg);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "debuginfo.h"
 #include "gmon-export.h"
 #include "profile.h"
 #include "report-print.h"
@@ -20,6 +21,7 @@ struct gprof_opts {
 	const char *gmon_out;
 	int brief, force;
 	const char *file;
+	struct debuginfo *di;
 };
 
 static void usage(FILE *f)
@@ -41,6 +43,7 @@ static void usage(FILE *f)
 		"  -f, --force      also replace regular files and symbolic links that are not\n"
 		"                   gmon.out files (never a directory, FIFO or device)\n"
 		"  -b, --brief      no explanations after the tables (as gprof -b)\n"
+		CLI_DEBUG_HELP
 		"  -h, --help       this help\n");
 }
 
@@ -51,12 +54,14 @@ static void parse_opts(int argc, char **argv, struct gprof_opts *o)
 		{"gmon-out", required_argument, NULL, O_GMON_OUT},
 		{"brief", no_argument, NULL, 'b'},
 		{"force", no_argument, NULL, 'f'},
+		CLI_DEBUG_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	int c;
 
 	memset(o, 0, sizeof(*o));
+	o->di = cli_debuginfo_new();
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":hbf", lopts, NULL)) != -1) {
@@ -75,11 +80,16 @@ static void parse_opts(int argc, char **argv, struct gprof_opts *o)
 				cli_die(2, "gprof: --gmon-out needs a file name");
 			o->gmon_out = optarg;
 			break;
+		case CLI_O_DEBUG_DIR:
+		case CLI_O_SYMFS:
+			cli_debug_option(o->di, "gprof", c, optarg);
+			break;
 		default:
 			cli_bad_option("gprof", c, argv);
 		}
 	}
 	o->file = cli_capture_arg("gprof", argc, argv);
+	cli_debuginfo_env(o->di);
 }
 
 static void write_gmon(struct view *view, const char *file, const char *out, int force)
@@ -154,10 +164,12 @@ int cmd_gprof(int argc, char **argv)
 	struct view *v;
 
 	parse_opts(argc, argv, &o);
-	v = cli_open_view(o.file, NULL);
+	v = cli_open_view(o.file, o.di);
 	if (o.gmon_out)
 		write_gmon(v, o.file, o.gmon_out, o.force);
 	else
 		print_text(v, o.file, o.brief);
-	return cli_finish(v);
+	cli_finish(v);
+	debuginfo_free(o.di);
+	return 0;
 }

@@ -60,9 +60,7 @@ static void usage(FILE *f)
 		"                         temporary, leaked, name\n"
 		"  --points N             heap-over-time points (default 50)\n"
 		"  --format FMT           text (default) or json\n"
-		"  --debug-dir DIR        also look for separate debug files (source lines) in\n"
-		"                         DIR/.build-id/ and DIR (repeatable; also\n"
-		"                         CYGPROF_DEBUG_DIRS, colon-separated)\n"
+		CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
 }
 
@@ -73,7 +71,6 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 {
 	enum {
 		O_LEAKS = 256, O_PEAK, O_TEMP, O_DIFF, O_TOP, O_SORT, O_POINTS, O_FORMAT,
-		O_DEBUG_DIR,
 	};
 	static const struct option lopts[] = {
 		{"leaks", no_argument, NULL, O_LEAKS},
@@ -85,7 +82,7 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 		{"sort", required_argument, NULL, O_SORT},
 		{"points", required_argument, NULL, O_POINTS},
 		{"format", required_argument, NULL, O_FORMAT},
-		{"debug-dir", required_argument, NULL, O_DEBUG_DIR},
+		CLI_DEBUG_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -144,8 +141,9 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 					optarg);
 			o->sort = (enum sort_key)i;
 			break;
-		case O_DEBUG_DIR:
-			cli_debuginfo_add_dir(o->di, optarg);
+		case CLI_O_DEBUG_DIR:
+		case CLI_O_SYMFS:
+			cli_debug_option(o->di, "memory", c, optarg);
 			break;
 		case O_FORMAT:
 			o->json = cli_format_json("memory", optarg);

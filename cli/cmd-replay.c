@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "debuginfo.h"
 #include "profile.h"
 #include "report-util.h"
 #include "view.h"
@@ -29,6 +30,7 @@ static void usage(FILE *f)
 		   "  --tid N                only the thread(s) with this tid\n"
 		   "  -F, --function PATTERN only calls to functions matching the glob PATTERN\n"
 		   "                         and the calls made inside them\n"
+		   CLI_DEBUG_HELP
 		   "  -h, --help             this help\n");
 }
 
@@ -144,9 +146,11 @@ int cmd_replay(int argc, char **argv)
 	static const struct option lopts[] = {
 		{"tid", required_argument, NULL, 't'},
 		{"function", required_argument, NULL, 'F'},
+		CLI_DEBUG_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	struct debuginfo *di = cli_debuginfo_new();
 	const struct cygprof_thread *threads;
 	const struct cygprof_proc *procs;
 	struct rthread *rt;
@@ -171,13 +175,18 @@ int cmd_replay(int argc, char **argv)
 		case 't':
 			tid = (long)cli_parse_uint("replay", "--tid", optarg, 1, UINT32_MAX);
 			break;
+		case CLI_O_DEBUG_DIR:
+		case CLI_O_SYMFS:
+			cli_debug_option(di, "replay", c, optarg);
+			break;
 		default:
 			cli_bad_option("replay", c, argv);
 		}
 	}
 	file = cli_capture_arg("replay", argc, argv);
+	cli_debuginfo_env(di);
 
-	v = cli_open_view(file, NULL);
+	v = cli_open_view(file, di);
 	err = view_meta(v, "mode", &mode);
 	if (err && err != CYGPROF_E_NOTFOUND)
 		cli_check(err, file);
@@ -240,5 +249,7 @@ int cmd_replay(int argc, char **argv)
 	free(rt);
 	free(sel);
 	profile_free(p);
-	return cli_finish(v);
+	cli_finish(v);
+	debuginfo_free(di);
+	return 0;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "debuginfo.h"
 #include "profile.h"
 #include "report-print.h"
 #include "report-util.h"
@@ -23,6 +24,7 @@ struct report_opts {
 	int json;
 	struct print_opts print; /* style, sort, pattern */
 	const char *file;
+	struct debuginfo *di;
 };
 
 static void usage(FILE *f)
@@ -44,6 +46,7 @@ static void usage(FILE *f)
 		"  --sort KEY             flat profile order: self (default), total, calls, name\n"
 		"  -F, --function PATTERN only functions matching the glob PATTERN\n"
 		"  --format FMT           text (default) or json\n"
+		CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
 }
 
@@ -212,12 +215,14 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 		{"graph", no_argument, NULL, O_GRAPH},
 		{"tree", no_argument, NULL, O_TREE},
 		{"format", required_argument, NULL, O_FORMAT},
+		CLI_DEBUG_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	int c;
 
 	memset(o, 0, sizeof(*o));
+	o->di = cli_debuginfo_new();
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":hF:", lopts, NULL)) != -1) {
@@ -256,11 +261,16 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 		case O_FORMAT:
 			o->json = cli_format_json("report", optarg);
 			break;
+		case CLI_O_DEBUG_DIR:
+		case CLI_O_SYMFS:
+			cli_debug_option(o->di, "report", c, optarg);
+			break;
 		default:
 			cli_bad_option("report", c, argv);
 		}
 	}
 	o->file = cli_capture_arg("report", argc, argv);
+	cli_debuginfo_env(o->di);
 	if (!o->flat && !o->graph && !o->tree) {
 		o->flat = 1;
 		o->graph = !o->per_thread;
@@ -300,7 +310,7 @@ int cmd_report(int argc, char **argv)
 	size_t nthreads, nprocs, i;
 
 	parse_opts(argc, argv, &o);
-	v = cli_open_view(o.file, NULL);
+	v = cli_open_view(o.file, o.di);
 	cli_check(view_threads(v, &threads, &nthreads), o.file);
 	cli_check(view_procs(v, &procs, &nprocs), o.file);
 
@@ -326,5 +336,7 @@ int cmd_report(int argc, char **argv)
 		print_sections(p, &o);
 		profile_free(p);
 	}
-	return cli_finish(v);
+	cli_finish(v);
+	debuginfo_free(o.di);
+	return 0;
 }

@@ -1146,6 +1146,106 @@ def test_stripped(ck, cyg, example):
     check_functions(ck, data, want)
 
 
+NODEBUG_C = r"""
+#include <stdlib.h>
+void *keep[8];
+static __attribute__((noinline)) int c(int x) { return x * 3; }
+__attribute__((noinline)) int b(int x)
+{
+	int s = 0;
+	for (int i = 0; i < 5; i++)
+		s += c(x + i);
+	keep[x & 7] = malloc(100);
+	return s;
+}
+__attribute__((noinline)) int a(int x) { return b(x) + b(x + 1); }
+int main(void) { int s = 0; for (int i = 0; i < 3; i++) s += a(i); return s == VALUE ? 0 : 1; }
+"""
+
+
+def test_names_after(ck, cyg, example):
+    """A program built without -g and stripped is recorded: the capture
+    names its functions as addresses.  At report time, its debug file made
+    with objcopy --only-keep-debug (by build-id under --debug-dir, or as
+    DIR/prog.debug), or its unstripped copy under --symfs, names them in
+    report, replay, memory and gprof, with the exact counts; a debug file of
+    another build of the program does not."""
+    cc = os.environ.get('CC') or shutil.which('cc') or shutil.which('gcc')
+    objcopy, strip = shutil.which('objcopy'), shutil.which('strip')
+    if not cc or not objcopy or not strip:
+        print('SKIP: needs a C compiler, objcopy and strip')
+        sys.exit(SKIP)
+    w = cyg.workdir
+    src = os.path.join(w, 'nodebug.c')
+    prog = os.path.join(w, 'prog')
+    # b(x) = 15x + 30, a(i) = 30i + 75: the sum over i = 0..2 is 315
+    for value, out in (('315', prog), ('316', os.path.join(w, 'other'))):
+        with open(src, 'w') as f:
+            f.write(NODEBUG_C.replace('VALUE', value))
+        ck.eq(run([cc, '-O1', '-finstrument-functions', '-o', out, src]).returncode, 0,
+              'build %s without -g' % os.path.basename(out))
+    ck.check('.debug_info' not in run(['readelf', '-S', prog]).out, 'no DWARF in the program')
+    bid = re.search(r'Build ID: ([0-9a-f]+)', run(['readelf', '-n', prog]).out).group(1)
+    bydir = os.path.join(w, 'dbg')
+    os.makedirs(os.path.join(bydir, '.build-id', bid[:2]))
+    flat = os.path.join(w, 'flat')
+    wrong = os.path.join(w, 'wrong')
+    symfs = os.path.join(w, 'sysroot')
+    for d in (flat, wrong, symfs + os.path.dirname(prog)):
+        os.makedirs(d)
+    for inp, outp in ((prog, os.path.join(bydir, '.build-id', bid[:2], bid[2:] + '.debug')),
+                      (prog, os.path.join(flat, 'prog.debug')),
+                      (os.path.join(w, 'other'), os.path.join(wrong, 'prog.debug'))):
+        ck.eq(run([objcopy, '--only-keep-debug', inp, outp]).returncode, 0,
+              'objcopy --only-keep-debug > %s' % os.path.relpath(outp, w))
+    shutil.copy(prog, symfs + prog)
+    ck.eq(run([strip, '--strip-all', prog]).returncode, 0, 'strip --strip-all')
+
+    cap = os.path.join(w, 'cap.data')
+    cp = cyg.record(cap, [prog], ['--memory', '--timeline'])
+    ck.eq(describe_status(cp.returncode), 'exit 0', 'record the stripped program')
+    want = {'main': 1, 'a': 3, 'b': 6, 'c': 30}
+
+    def report(opts):
+        cp = run([cyg.exe, 'report', '--format=json'] + opts + [cap])
+        ck.eq(cp.returncode, 0, 'report %s exits 0' % ' '.join(opts))
+        return json.loads(cp.out) if cp.returncode == 0 else {'functions': []}
+
+    names = {f['name'] for f in report([])['functions']}
+    ck.check(not (names & set(want)), 'no debug file: addresses only (got %s)' % sorted(names))
+    ck.check(all(re.match(r'prog\+0x[0-9a-f]+$', n) for n in names),
+             'the capture names them prog+0x... (got %s)' % sorted(names))
+    for opts in (['--debug-dir', bydir], ['--debug-dir', flat], ['--symfs', symfs]):
+        check_functions(ck, report(opts), want)
+    names = {f['name'] for f in report(['--debug-dir', wrong])['functions']}
+    ck.check(not (names & set(want)),
+             'a debug file of another build is not used (got %s)' % sorted(names))
+
+    cp = run([cyg.exe, 'memory', '--leaks', '--format=json', '--debug-dir', bydir, cap])
+    ck.eq(cp.returncode, 0, 'memory --debug-dir exits 0')
+    data = json.loads(cp.out) if cp.returncode == 0 else {}
+    fns = {f['name']: f['self_allocations'] for f in data.get('functions', [])}
+    ck.eq(fns.get('b'), 6, 'memory: b made the 6 allocations')
+    tops = sorted(s['frames'][0]['name'] for s in data.get('stacks', []))
+    ck.check(tops and set(tops) == {'b'}, 'memory: every leak stack starts in b (got %s)' % tops)
+    cp = run([cyg.exe, 'gprof', '-b', '--symfs', symfs, cap])
+    ck.eq(cp.returncode, 0, 'gprof --symfs exits 0')
+    rows = {m.group(2): int(m.group(1)) for m in
+            re.finditer(r'^\s*[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+)\s+[\d.]+\s+[\d.]+\s+(\S+)$',
+                        cp.out, re.M)}
+    ck.eq(rows, want, 'gprof --symfs: the flat profile names the calls')
+    cp = run([cyg.exe, 'replay', '--debug-dir', bydir, cap])
+    ck.eq(cp.returncode, 0, 'replay --debug-dir exits 0')
+    called = re.findall(r'\b([abc])\(\)', cp.out)
+    ck.eq({n: called.count(n) for n in 'abc'}, {'a': 3, 'b': 6, 'c': 30},
+          'replay --debug-dir: every call named')
+    for cmd in ('report', 'memory', 'annotate', 'gprof', 'replay'):
+        cp = run([cyg.exe, cmd, '--symfs', os.path.join(w, 'nowhere'), cap])
+        ck.eq(cp.returncode, 2, '%s --symfs missing-dir: usage error' % cmd)
+        ck.check(cp.err.count('\n') == 1 and 'nowhere' in cp.err,
+                 '%s: one line naming the directory (got %r)' % (cmd, cp.err))
+
+
 INLINE_C = r'''
 #include <stdlib.h>
 void *keep[16];
@@ -1253,6 +1353,7 @@ TESTS.update({
     'mount-namespace': test_mount_namespace,
     'disk-full': test_disk_full,
     'stripped-debug-dir': test_stripped,
+    'names-after-the-fact': test_names_after,
     'inlined-frames': test_inlined_frames,
 })
 
