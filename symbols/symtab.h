@@ -2,7 +2,7 @@
 /* symtab.h - a sorted table of function symbols, internal to symbols/: one
  * rule for which symbols name code and which alias names an address, fed
  * from libelf by the collector's reader (symbols.c) and from libdwfl by the
- * report-time one (names.c), so both name a function alike. */
+ * report-time one (modules.c), so both name a function alike. */
 #ifndef SYM_SYMTAB_H
 #define SYM_SYMTAB_H
 
