@@ -528,7 +528,8 @@ int view_stack(struct view *v, uint32_t id, unsigned flags, view_skip_fn skip,
 	while (skip && i < nf && skip(f[i].name, f[i].obj ? f[i].obj->path : NULL))
 		i++;
 	if (!(flags & VIEW_LINES)) {
-		memmove(f, f + i, (nf - i) * sizeof(*f));
+		if (i && nf > i)
+			memmove(f, f + i, (nf - i) * sizeof(*f));
 		*frames = f;
 		*n = nf - i;
 		return 0;

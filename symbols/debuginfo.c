@@ -318,7 +318,7 @@ out:
 
 static bool same_bid(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
-	return alen == blen && !memcmp(a, b, alen);
+	return alen == blen && (!alen || !memcmp(a, b, alen));
 }
 
 /* ---- the search ------------------------------------------------------------ */

@@ -232,7 +232,7 @@ static int module_get(struct debuginfo *d, const char *path, const uint8_t *bid,
 	for (size_t i = 0; i < d->nmods; i++) {
 		m = d->mods[i];
 		if ((m->path && path ? !strcmp(m->path, path) : m->path == path) &&
-		    m->rec_bid_len == bid_len && !memcmp(m->rec_bid, bid, bid_len)) {
+		    m->rec_bid_len == bid_len && (!bid_len || !memcmp(m->rec_bid, bid, bid_len))) {
 			*out = m;
 			return 0;
 		}
@@ -247,8 +247,10 @@ static int module_get(struct debuginfo *d, const char *path, const uint8_t *bid,
 		return -ENOMEM;
 	}
 	m->d = d;
-	memcpy(m->rec_bid, bid, bid_len);
-	memcpy(m->bid, bid, bid_len);
+	if (bid_len) {
+		memcpy(m->rec_bid, bid, bid_len);
+		memcpy(m->bid, bid, bid_len);
+	}
 	m->rec_bid_len = m->bid_len = bid_len;
 	err = module_open(m);
 	if (err) {
