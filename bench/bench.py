@@ -4,7 +4,7 @@
 in the same interleaved run.
 
 usage: bench/bench.py [--cygprof PATH] [--baseline PATH] [--runs N] [--quick]
-                      [--only calls,threads,growth,memory]
+                      [--only calls,threads,growth,memory,read]
 
 --baseline PATH adds the same cygprof configurations run with another
 cygprof binary (an earlier build) to the calls and memory sections, in the
@@ -31,6 +31,10 @@ Sections:
            recorded without --memory), heaptrack when installed; capture bytes
            per allocation event; and the varied-size run heaptrack cannot
            analyse, checked against the program's own figures.
+  read     the read side on captures made once by this build: report (flat
+           and graph), report --threads (4 threads), replay of a 2.4 M-event
+           timeline, memory --format=json of 3.6 M memory events; with
+           --baseline, each against the baseline binary on the same capture.
 """
 import argparse
 import os
@@ -308,6 +312,38 @@ def memory_section(args, b, tmp):
               f"{shadow / ht:.2f}x")
 
 
+def read_section(args, b, tmp):
+    cyg = args.cygprof
+    sh(f"{cyg} record -q -o {tmp}/r1.cap -- {b}/calls.finstr > /dev/null")
+    sh(f"{cyg} record -q -o {tmp}/r4.cap -- {b}/threads.finstr 4 > /dev/null")
+    sh(f"{cyg} record -q --timeline -o {tmp}/rt.cap -- {b}/calls.finstr 4 100000 > /dev/null")
+    sh(f"{cyg} record -q --memory -o {tmp}/rm.cap -- {b}/allocs.finstr-ops 2000000 1 > /dev/null")
+    jobs = [
+        ("report", f"report {tmp}/r1.cap"),
+        ("report --threads", f"report --threads --graph {tmp}/r4.cap"),
+        ("replay", f"replay {tmp}/rt.cap"),
+        ("memory --format=json", f"memory --format=json {tmp}/rm.cap"),
+    ]
+    print(f"\n### Read side: one command per row, {args.runs} rounds\n")
+    if args.baseline:
+        print("| command | this build wall s | baseline wall s | ratio (wall) | ratio (cpu) |")
+        print("|---|---|---|---|---|")
+    else:
+        print("| command | wall s | cpu s |")
+        print("|---|---|---|")
+    for label, cmd in jobs:
+        cfg = [("this", None, f"exec {cyg} {cmd}")]
+        if args.baseline:
+            cfg = [("baseline", None, f"exec {args.baseline} {cmd}")] + cfg
+        res = interleave(cfg, args.runs, 1)
+        if args.baseline:
+            cpu = [c / cb for c, cb in zip(res["this"]["cpu"], res["baseline"]["cpu"])]
+            print(f"| {label} | {fmt(res['this']['t'], 3)} | {fmt(res['baseline']['t'], 3)} | "
+                  f"{fmt(res['this']['ratio'])} | {fmt(cpu)} |")
+        else:
+            print(f"| {label} | {fmt(res['this']['t'], 3)} | {fmt(res['this']['cpu'], 3)} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cygprof", default=None, help="cygprof binary (default: build tree)")
@@ -315,7 +351,7 @@ def main():
                     help="another cygprof binary to compare with in the same rounds")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="2 rounds")
-    ap.add_argument("--only", default="calls,threads,growth,memory")
+    ap.add_argument("--only", default="calls,threads,growth,memory,read")
     args = ap.parse_args()
     if args.quick:
         args.runs = 2
@@ -344,6 +380,8 @@ def main():
             growth_section(args, b, tmp)
         if "memory" in only:
             memory_section(args, b, tmp)
+        if "read" in only:
+            read_section(args, b, tmp)
 
 
 if __name__ == "__main__":
