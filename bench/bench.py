@@ -32,7 +32,7 @@ Sections:
            per allocation event; and the varied-size run heaptrack cannot
            analyse, checked against the program's own figures.
   read     the read side on captures made once by this build: report (flat
-           and graph), report --threads (4 threads), replay of a 2.4 M-event
+           and graph), report --threads (4 threads), replay of a 2.7 M-event
            timeline, memory --format=json of 3.6 M memory events; with
            --baseline, each against the baseline binary on the same capture.
 """
