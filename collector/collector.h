@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The counters interval without a value (record --counters). */
+#define CYGPROF_COUNTERS_DEFAULT_NS 10000000ULL
+
 struct collector_opts {
 	const char *output;    /* capture path */
 	char *const *argv;     /* the program and its arguments */
@@ -13,6 +16,11 @@ struct collector_opts {
 	int timeline;          /* keep every enter/exit event */
 	int drop;              /* full ring: drop and count instead of waiting */
 	int memory;            /* trace the malloc family (runtime: libcygprof-mem.so) */
+	uint64_t counters_ns;  /* sample the counters every this many ns (0: no counters) */
+	int memdump;           /* let the memdump API report (sampled every counters_ns,
+				* or CYGPROF_COUNTERS_DEFAULT_NS without --counters) */
+	const char *instruments; /* the instruments recorded, comma-separated (meta
+				  * "instruments"), e.g. "calls,memory,counters" */
 	int quiet;             /* no summary line */
 	uint64_t ring_bytes;   /* per-thread ring size (power of two) */
 	uint64_t shm_bytes;    /* size of the shared mapping */

@@ -48,7 +48,7 @@
 #include "cyg-limits.h"
 
 #define CYG_SHM_MAGIC 0x3130465250475943ULL /* "CYGPRF01" little-endian */
-#define CYG_SHM_VERSION 2
+#define CYG_SHM_VERSION 3
 #define CYG_SHM_FD_ENV "CYGPROF_SHM_FD"
 #define CYG_NODE_SIZE 64
 #define CYG_NULL_OFF 4096 /* the null node: fn 0, never matches a function */
@@ -63,6 +63,7 @@ enum {
 	CYG_F_DROP = 2,     /* ring full: drop and count instead of waiting */
 	CYG_F_TSC = 4,      /* timestamps are rdtsc ticks (else CLOCK_MONOTONIC ns) */
 	CYG_F_MEMORY = 8,   /* trace the malloc family (libcygprof-mem.so) */
+	CYG_F_MEMDUMP = 16, /* the memdump API reports into the mapping (struct cyg_memdump) */
 };
 
 /* cyg_thread.state */
@@ -91,6 +92,8 @@ struct cyg_ctl {
 	uint32_t max_depth;     /* deepest call path kept per thread (<= CYG_DEPTH_MAX) */
 	char mnt_ns[64];        /* the collector's mount namespace ("mnt:[N]") */
 	uint64_t tsc_per_sec;   /* informative; the collector calibrates itself */
+	uint32_t memdump_ms;    /* CYG_F_MEMDUMP: the dumper thread's period in ms */
+	uint32_t pad_md;
 	/* cold-path state, changed under lock */
 	pthread_mutex_t lock;   /* process-shared, robust */
 	uint64_t alloc_off;     /* bump pointer */
@@ -247,7 +250,37 @@ struct cyg_proc {
 	uint64_t next;       /* process list */
 	uint32_t foreign;    /* in another mount namespace than the collector */
 	uint32_t primed;     /* the collector opened its objects (set by the collector) */
+	uint64_t memdump_off; /* its struct cyg_memdump, 0 = none yet (release store) */
 	char exe[256];
+};
+
+/* ---- the memdump API's table (CYG_F_MEMDUMP) ---------------------------- */
+/* One per process image, allocated by the runtime when the process's
+ * libcygprof-memdump first asks (cyg__memdump_table()), published in
+ * cyg_proc.memdump_off.  A slot is claimed by a compare-and-swap of state
+ * 0 -> 1, its name written, then state set to 2 (release); it is never
+ * freed.  value is updated with atomic adds (deltas) or stores (totals),
+ * then seq incremented (release); the collector samples a slot whose seq
+ * changed since it last looked, on its counters interval, and once more at
+ * the end.  Everything in it is written by the traced program: the
+ * collector bounds-checks it like the rest of the mapping. */
+#define CYG_MEMDUMP_SLOTS 64
+#define CYG_MEMDUMP_NAME 48
+
+struct cyg_memdump_slot {
+	char name[CYG_MEMDUMP_NAME]; /* NUL-terminated within the array */
+	uint32_t state;              /* 0 free, 1 being claimed, 2 ready */
+	uint32_t pad;
+	int64_t value;               /* bytes: the last total, or the sum of the deltas */
+	uint64_t seq;                /* reports so far */
+	uint64_t last_ns;            /* CLOCK_MONOTONIC ns of the last report */
+};
+
+struct cyg_memdump {
+	uint32_t nslots;      /* CYG_MEMDUMP_SLOTS */
+	uint32_t interval_ms; /* the dumper thread's period (set by the collector's option) */
+	uint64_t pad;
+	struct cyg_memdump_slot slot[CYG_MEMDUMP_SLOTS];
 };
 
 /* ---- the timeline ring: one 64-bit word per event --------------------- */

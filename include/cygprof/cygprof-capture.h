@@ -392,6 +392,46 @@ int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof
 int cygprof_capture_get_stacks(struct cygprof_capture *cap, struct cygprof_stack_node **v,
 			       size_t *n);
 
+/* ---- counters (record --counters, --memdump) ------------------------------ */
+/* Named series of (time, value) samples: the system's /proc/meminfo, each
+ * process's /proc/PID/statm and CPU time, and the memdump API's subsystems.
+ * Times are ns from the capture start, on the clock of every other event. */
+
+enum cygprof_counter_unit {
+	CYGPROF_UNIT_BYTES = 0,
+	CYGPROF_UNIT_NS = 1,
+	CYGPROF_UNIT_COUNT = 2, /* a plain number (blocks, events) */
+};
+
+struct cygprof_counter {
+	uint32_t id;       /* dense from 0, in the order they were put */
+	uint32_t proc_idx; /* the process it belongs to; CYGPROF_NONE: the system's */
+	uint32_t unit;     /* enum cygprof_counter_unit */
+	uint32_t flags;    /* reserved, 0 */
+	char *name;        /* "meminfo/MemFree", "statm/resident", "memdump/Cache", ... */
+};
+
+struct cygprof_sample {
+	uint64_t t_ns; /* from the capture start, non-decreasing per counter */
+	int64_t value;
+};
+
+/** Define a counter; its id must be the next one (0, 1, ...), its name
+ * non-empty.  -EINVAL otherwise. */
+int cygprof_capture_put_counter(struct cygprof_capture *cap, const struct cygprof_counter *c);
+/** All counters ordered by id (none: n = 0).  @param[out] v owned:
+ * cygprof_counters_free(). */
+int cygprof_capture_get_counters(struct cygprof_capture *cap, struct cygprof_counter **v,
+				 size_t *n);
+void cygprof_counters_free(struct cygprof_counter *v, size_t n);
+/** Append samples of a defined counter, in time order (-EINVAL, nothing
+ * appended, for time going backwards or an unknown counter). */
+int cygprof_capture_append_samples(struct cygprof_capture *cap, uint32_t counter_id,
+				   const struct cygprof_sample *s, size_t n);
+/** All samples of a counter in time order (none: n = 0).  @param[out] s
+ * owned: free(). */
+int cygprof_capture_get_samples(struct cygprof_capture *cap, uint32_t counter_id,
+				struct cygprof_sample **s, size_t *n);
 
 #ifdef __cplusplus
 }
