@@ -17,7 +17,7 @@ const char *const capture_db_names[DB_COUNT] = {
 	[DB_META] = "meta",	    [DB_PROCS] = "procs",     [DB_THREADS] = "threads",
 	[DB_TREES] = "trees",	    [DB_TIMELINE] = "timeline", [DB_OBJECTS] = "objects",
 	[DB_SYMBOLS] = "symbols", [DB_MEM] = "mem",	      [DB_STACKS] = "stacks",
-	[DB_SITES] = "sites",
+	[DB_SITES] = "sites",	    [DB_COUNTERS] = "counters", [DB_SAMPLES] = "samples",
 };
 
 /* The detail of the last damage (or version) error of this thread: appended
@@ -90,6 +90,12 @@ void capture_describe(unsigned int db, const void *key, size_t klen, char *buf, 
 		return;
 	case DB_STACKS:
 		snprintf(buf, n, "stack node %u", a);
+		return;
+	case DB_COUNTERS:
+		snprintf(buf, n, "counter %u record", a);
+		return;
+	case DB_SAMPLES:
+		snprintf(buf, n, "counter %u samples block %u", a, klen >= 8 ? get_be32(k + 4) : 0);
 		return;
 	}
 	snprintf(buf, n, "%s record", db < DB_COUNT ? capture_db_names[db] : "?");

@@ -28,16 +28,20 @@ enum {
 	DB_MEM,    /* added later in schema 1: optional in a capture */
 	DB_STACKS, /* likewise */
 	DB_SITES,  /* likewise */
+	DB_COUNTERS, /* added later in schema 2: optional in any capture */
+	DB_SAMPLES,  /* likewise */
 	DB_COUNT
 };
 
 /* The first DB a capture may lack (written before those DBs existed). */
 #define DB_FIRST_OPTIONAL DB_MEM
+/* The first DB a schema 2 capture may lack (added within schema 2). */
+#define DB_FIRST_OPTIONAL_V2 DB_COUNTERS
 
 extern const char *const capture_db_names[DB_COUNT];
 
 /* Streams of per-thread event blocks, each with its own pending blocks. */
-enum { STREAM_TIMELINE, STREAM_MEM, STREAM_COUNT };
+enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_COUNT };
 
 #define CAPTURE_MAGIC "cygprof-capture"
 #define CAPTURE_MAXDBS 16
@@ -80,6 +84,13 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_COUNT };
 /* Largest encoding of one memory event: varint(22 bits) + varint(64 bits)
  * x 3 + varint(32 bits). */
 #define CAPTURE_MEM_EVENT_MAX 39
+/* Counter samples: varint(time delta) + varint(zigzag(value delta)). */
+#define CAPTURE_SAMPLE_MAX 20
+#define CAPTURE_SAMPLE_MIN 2
+/* Longest counter name a writer stores and a reader accepts (bytes). */
+#define CAPTURE_COUNTER_NAME_MAX 1024
+/* Counter record: proc_idx, unit, flags, then the name (a string). */
+#define CAPTURE_COUNTER_FIXED 12
 /* Smallest: a FREE with one-byte header, time delta and address delta. */
 #define CAPTURE_MEM_EVENT_MIN 3
 /* A reader refuses larger schema 1 event blocks (the writer stored at most
@@ -297,10 +308,11 @@ struct wlog {
 	size_t len, dcap;
 };
 
-/* The in-memory event block of one thread and stream (timeline or memory). */
+/* The in-memory event block of one thread and stream (timeline or memory),
+ * or of one counter (samples). */
 struct pending {
-	unsigned int db;  /* DB_TIMELINE or DB_MEM */
-	uint32_t thread;
+	unsigned int db;  /* DB_TIMELINE, DB_MEM or DB_SAMPLES */
+	uint32_t thread;  /* thread index (samples: counter id) */
 	uint8_t *buf;     /* CAPTURE_BLOCK_HDR bytes of header, then the events */
 	size_t len;       /* bytes used, header included */
 	size_t cap;
@@ -308,7 +320,8 @@ struct pending {
 	uint32_t count;   /* events in the block */
 	uint64_t first_ts;
 	uint64_t last_ts; /* of the last event appended to the thread */
-	uint64_t last_addr; /* memory: address of the previous event in the block */
+	uint64_t last_addr; /* memory: address of the previous event in the block;
+			     * samples: value of the previous sample in the block */
 	bool any;         /* last_ts is valid */
 	bool dirty;       /* holds events not yet written to LMDB */
 };
@@ -350,6 +363,7 @@ struct cygprof_capture {
 	struct pending **dirty; /* pending blocks holding unwritten events */
 	size_t ndirty, cdirty;
 	uint32_t nstacks; /* stack stash nodes stored (ids 1..nstacks) */
+	uint32_t ncounters; /* counters defined (ids 0..ncounters-1) */
 };
 
 /* Map an LMDB or errno code to the library's convention. */

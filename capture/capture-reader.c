@@ -184,6 +184,9 @@ static int check_seal(struct cygprof_capture *cap, MDB_txn *txn, uint64_t txnid,
 	for (i = 0; i < DB_COUNT; i++) {
 		size_t nl = strlen(capture_db_names[i]);
 
+		/* a capture written before the DB existed: its seal lacks it */
+		if (cap->missing[i])
+			continue;
 		if (i) {
 			if (*p != ' ')
 				return capture_damage(cap, "meta 'counts' malformed");
@@ -230,7 +233,7 @@ static int check_values(struct cygprof_capture *cap, MDB_txn *txn)
 	if (!cap->crc)
 		return 0;
 	for (db = 0; db < DB_COUNT && !rc; db++) {
-		if (db == DB_TIMELINE || db == DB_MEM || cap->missing[db])
+		if (db == DB_TIMELINE || db == DB_MEM || db == DB_SAMPLES || cap->missing[db])
 			continue;
 		rc = capture_err(mdb_cursor_open(txn, cap->dbi[db], &cur));
 		if (rc)
@@ -271,7 +274,8 @@ static int open_dbs(struct cygprof_capture *cap, uint64_t txnid, const uint64_t 
 		if (i == DB_META)
 			continue;
 		if (entries[i] == UINT64_MAX) {
-			if (i >= DB_FIRST_OPTIONAL && cap->schema == 1) {
+			if ((i >= DB_FIRST_OPTIONAL && cap->schema == 1) ||
+			    i >= DB_FIRST_OPTIONAL_V2) {
 				/* written before this DB existed: reads as empty */
 				cap->missing[i] = true;
 				continue;
@@ -1077,8 +1081,11 @@ static int block_key(struct cygprof_capture *cap, unsigned int db, uint32_t thre
 		return 1;
 	/* schema 2 writes dense sequence numbers: a gap is a lost block */
 	if (cap->schema >= 2 && get_be32((const uint8_t *)k->mv_data + 4) != seq)
-		return capture_damage(cap, "thread %u %s block %u missing", thread,
-				      db == DB_MEM ? "memory" : "timeline", seq);
+		return db == DB_SAMPLES
+			       ? capture_damage(cap, "counter %u samples block %u missing", thread,
+						seq)
+			       : capture_damage(cap, "thread %u %s block %u missing", thread,
+						db == DB_MEM ? "memory" : "timeline", seq);
 	return 0;
 }
 
@@ -1497,5 +1504,180 @@ int cygprof_capture_get_stacks(struct cygprof_capture *cap, struct cygprof_stack
 			return CYGPROF_E_CORRUPT;
 		}
 	}
+	return 0;
+}
+
+/* ---- counters ----------------------------------------------------------------- */
+
+static int decode_counter(const MDB_val *k, const MDB_val *v, void *elem)
+{
+	struct cygprof_counter *c = elem;
+	struct crd r;
+
+	if (k->mv_size != 4)
+		return CYGPROF_E_CORRUPT;
+	c->id = get_be32(k->mv_data);
+	crd_init(&r, v);
+	c->proc_idx = crd_le32(&r);
+	c->unit = crd_le32(&r);
+	c->flags = crd_le32(&r);
+	c->name = crd_str(&r);
+	if (!r.bad && !r.oom &&
+	    (c->unit > CYGPROF_UNIT_COUNT || !c->name || !c->name[0] ||
+	     strlen(c->name) > CAPTURE_COUNTER_NAME_MAX))
+		return CYGPROF_E_CORRUPT;
+	return crd_status(&r);
+}
+
+static void clear_counter(void *elem)
+{
+	struct cygprof_counter *c = elem;
+
+	free(c->name);
+}
+
+int cygprof_capture_get_counters(struct cygprof_capture *cap, struct cygprof_counter **v,
+				 size_t *n)
+{
+	size_t i;
+	int rc;
+
+	if (!cap || !v || !n)
+		return -EINVAL;
+	rc = load(cap, DB_COUNTERS, NULL, 0, sizeof(**v), decode_counter, clear_counter,
+		  (void **)v, n);
+	if (rc)
+		return rc;
+	/* dense ids from 0 */
+	for (i = 0; i < *n; i++) {
+		if ((*v)[i].id != i) {
+			capture_damage(cap, "counter %zu missing", i);
+			cygprof_counters_free(*v, *n);
+			*v = NULL;
+			*n = 0;
+			return CYGPROF_E_CORRUPT;
+		}
+	}
+	return 0;
+}
+
+void cygprof_counters_free(struct cygprof_counter *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
+/* Append the samples of block b to *out (*n used, *cap allocated); *last is
+ * the time of the previous sample (blocks continue each other in time). */
+static int decode_samples(const struct blk *b, uint64_t *last, struct cygprof_sample **out,
+			  size_t *n, size_t *cap)
+{
+	const uint8_t *p = b->raw;
+	size_t off = 0, want;
+	uint64_t d, z, ts = b->first_ts, val = 0;
+	struct cygprof_sample *a;
+	uint32_t i;
+
+	if (ts < *last)
+		return CYGPROF_E_CORRUPT;
+	want = *n + b->count;
+	if (want > *cap) {
+		size_t nc = *cap ? *cap : 256;
+
+		while (nc < want)
+			nc *= 2;
+		a = realloc(*out, nc * sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		*out = a;
+		*cap = nc;
+	}
+	a = *out;
+	for (i = 0; i < b->count; i++) {
+		if (!get_varint(p, b->len, &off, &d) || !get_varint(p, b->len, &off, &z) ||
+		    ts + d < ts)
+			return CYGPROF_E_CORRUPT;
+		ts += d;
+		val += unzigzag(z);
+		a[*n].t_ns = ts;
+		a[*n].value = (int64_t)val;
+		++*n;
+	}
+	/* bytes after the count-th sample are ignored (versioning rules) */
+	*last = ts;
+	return 0;
+}
+
+int cygprof_capture_get_samples(struct cygprof_capture *cap, uint32_t counter_id,
+				struct cygprof_sample **s, size_t *n)
+{
+	struct cygprof_sample *a = NULL;
+	MDB_cursor *cur = NULL;
+	MDB_cursor_op op = MDB_SET_RANGE;
+	MDB_txn *txn;
+	MDB_val k, v;
+	struct blk b;
+	uint8_t key[8], *raw = NULL;
+	size_t na = 0, acap = 0, rawcap = 0;
+	uint64_t last = 0;
+	uint32_t seq = 0;
+	int rc;
+
+	if (!cap || !s || !n)
+		return -EINVAL;
+	*s = NULL;
+	*n = 0;
+	if (cap->missing[DB_SAMPLES])
+		return 0;
+	if (!cap->rdonly) {
+		rc = capture_flush_thread(cap, STREAM_SAMPLES, counter_id);
+		if (rc)
+			return rc;
+	}
+	rc = capture_rbegin(cap, &txn);
+	if (rc)
+		return rc;
+	rc = capture_err(mdb_cursor_open(txn, cap->dbi[DB_SAMPLES], &cur));
+	put_be32(key, counter_id);
+	put_be32(key + 4, 0);
+	k.mv_size = sizeof(key);
+	k.mv_data = key;
+	for (; !rc; op = MDB_NEXT, seq++) {
+		rc = mdb_cursor_get(cur, &k, &v, op);
+		if (rc == MDB_NOTFOUND) {
+			rc = 0;
+			break;
+		}
+		if (rc) {
+			rc = capture_err(rc);
+			break;
+		}
+		rc = block_key(cap, DB_SAMPLES, counter_id, &k, seq);
+		if (rc == 1) {
+			rc = 0;
+			break;
+		}
+		if (!rc)
+			rc = capture_value(cap, DB_SAMPLES, &k, &v);
+		if (!rc)
+			rc = block_damage(cap, DB_SAMPLES, &k,
+					  block_open(cap, &v, CAPTURE_SAMPLE_MIN, &raw, &rawcap, &b));
+		if (!rc)
+			rc = block_damage(cap, DB_SAMPLES, &k,
+					  decode_samples(&b, &last, &a, &na, &acap));
+	}
+	if (cur)
+		mdb_cursor_close(cur);
+	capture_rend(cap, txn);
+	free(raw);
+	if (rc) {
+		free(a);
+		return rc;
+	}
+	*s = a;
+	*n = na;
 	return 0;
 }

@@ -846,7 +846,9 @@ static struct pending *pending_get(struct cygprof_capture *cap, unsigned int str
 		p = calloc(1, sizeof(*p));
 		if (!p)
 			return NULL;
-		p->db = stream == STREAM_MEM ? DB_MEM : DB_TIMELINE;
+		p->db = stream == STREAM_MEM	   ? DB_MEM
+			: stream == STREAM_SAMPLES ? DB_SAMPLES
+						   : DB_TIMELINE;
 		p->thread = thread;
 		p->len = CAPTURE_BLOCK_HDR;
 		cap->pend[stream][thread] = p;
@@ -1072,5 +1074,97 @@ int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof
 	}
 	if (!rc)
 		cap->nstacks += (uint32_t)n;
+	return wdone(cap, rc);
+}
+
+/* ---- counters ----------------------------------------------------------------- */
+
+int cygprof_capture_put_counter(struct cygprof_capture *cap, const struct cygprof_counter *c)
+{
+	struct cbuf *b = &cap->scratch;
+	uint8_t key[4];
+	size_t len;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (!c || c->id != cap->ncounters || c->unit > CYGPROF_UNIT_COUNT || c->flags || !c->name)
+		return -EINVAL;
+	len = strlen(c->name);
+	if (!len || len > CAPTURE_COUNTER_NAME_MAX)
+		return -EINVAL;
+	put_be32(key, c->id);
+	b->len = 0;
+	cbuf_le32(b, c->proc_idx);
+	cbuf_le32(b, c->unit);
+	cbuf_le32(b, c->flags);
+	cbuf_str(b, c->name);
+	rc = put_scratch(cap, DB_COUNTERS, key, sizeof(key));
+	if (!rc)
+		cap->ncounters++;
+	return rc;
+}
+
+/* Samples are buffered per counter in a pending block like the events of a
+ * thread, and written at commit: the block of a counter sampled every few
+ * ms grows over many commits (rewritten in place) before it is closed. */
+int cygprof_capture_append_samples(struct cygprof_capture *cap, uint32_t counter_id,
+				   const struct cygprof_sample *s, size_t n)
+{
+	struct pending *p;
+	uint64_t last;
+	size_t i, want;
+	uint8_t *out;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (counter_id >= cap->ncounters || (n && !s))
+		return -EINVAL;
+	if (!n)
+		return 0;
+	p = pending_get(cap, STREAM_SAMPLES, counter_id);
+	if (!p)
+		return -ENOMEM;
+	/* validate everything first: a rejected call appends nothing */
+	last = p->any ? p->last_ts : 0;
+	for (i = 0; i < n; i++) {
+		if (s[i].t_ns < last)
+			return -EINVAL;
+		last = s[i].t_ns;
+	}
+	want = n > cap->block_max / CAPTURE_SAMPLE_MAX ? cap->block_max
+						       : p->len + n * CAPTURE_SAMPLE_MAX;
+	if (want > cap->block_max)
+		want = cap->block_max;
+	rc = reserve(p, want);
+	if (!rc)
+		rc = mark_dirty(cap, p);
+	if (rc)
+		return rc;
+	for (i = 0; i < n; i++) {
+		if (p->len + CAPTURE_SAMPLE_MAX > cap->block_max) {
+			rc = flush_block(cap, p, true);
+			if (rc)
+				break;
+			rc = mark_dirty(cap, p);
+			if (rc)
+				break;
+		}
+		if (!p->count) {
+			/* every block decodes on its own */
+			p->first_ts = s[i].t_ns;
+			p->last_ts = s[i].t_ns;
+			p->last_addr = 0;
+		}
+		out = p->buf + p->len;
+		out += put_varint(out, s[i].t_ns - p->last_ts);
+		out += put_varint(out, zigzag((uint64_t)s[i].value - p->last_addr));
+		p->len = (size_t)(out - p->buf);
+		p->count++;
+		p->last_ts = s[i].t_ns;
+		p->last_addr = (uint64_t)s[i].value;
+		p->any = true;
+	}
 	return wdone(cap, rc);
 }

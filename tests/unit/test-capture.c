@@ -1004,7 +1004,11 @@ static size_t seal_value(uint8_t *out, const char *db, const void *key, size_t k
 }
 
 static const char *const all_dbs[] = { "meta",	  "procs", "threads", "trees",	"timeline",
-				       "objects", "symbols", "mem",   "stacks", "sites" };
+				       "objects", "symbols", "mem",   "stacks", "sites",
+				       "counters", "samples" };
+/* all_dbs[] from here on were added within schema 2: a capture written
+ * before them lacks them and its seal does not name them */
+#define ALL_DBS_V2 10
 
 /* After a change behind the library's back, write the seal a closed
  * capture carries (meta "txn" and "counts") for the new transaction. */
@@ -1026,13 +1030,17 @@ static int reseal(MDB_txn *txn)
 	v = (MDB_val){ seal_value(buf, "meta", "txn", 3, id, strlen(id)), buf };
 	if (!rc)
 		rc = mdb_put(txn, meta, &k, &v, 0);
-	for (i = 0; i < 10 && !rc; i++) {
+	for (i = 0; i < sizeof(all_dbs) / sizeof(*all_dbs) && !rc; i++) {
 		uint32_t digest = 0;
 		MDB_cursor *cur;
 		MDB_val ck, cv;
 		int r;
 
 		rc = mdb_dbi_open(txn, all_dbs[i], 0, &dbi);
+		if (rc == MDB_NOTFOUND && i >= ALL_DBS_V2) {
+			rc = 0;
+			continue;
+		}
 		if (rc == MDB_NOTFOUND) {
 			st.ms_entries = 0;
 			rc = 0;
@@ -1433,6 +1441,40 @@ static int raw_drop(const char *path, const char *const *dbs, size_t n)
 	return rc;
 }
 
+/* Drop DBs and write the seal of the result in one transaction: a capture
+ * as a writer that did not know those DBs sealed it. */
+static int raw_drop_sealed(const char *path, const char *const *dbs, size_t n)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	size_t i;
+	int rc;
+
+	rc = mdb_env_create(&env);
+	if (rc)
+		return rc;
+	mdb_env_set_maxdbs(env, 16);
+	rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK, 0644);
+	if (!rc)
+		rc = mdb_txn_begin(env, NULL, 0, &txn);
+	if (!rc) {
+		for (i = 0; i < n && !rc; i++) {
+			rc = mdb_dbi_open(txn, dbs[i], 0, &dbi);
+			if (!rc)
+				rc = mdb_drop(txn, dbi, 1);
+		}
+		if (!rc)
+			rc = reseal(txn);
+		if (!rc)
+			rc = mdb_txn_commit(txn);
+		else
+			mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return rc;
+}
+
 static const char *schema1_path;
 
 /* A schema 1 capture (tests/data/schema1.data: `record --timeline --memory`
@@ -1529,6 +1571,159 @@ static void test_old_capture(void)
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 	CHECK_EQ_INT(raw_drop(path, dbs, 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
+}
+
+/* Counters: definitions in order, samples appended in small batches (as the
+ * collector does) and in one large one crossing blocks, ordering errors,
+ * read back by the writer and after reopening; a capture written before
+ * the counters DBs existed reads as having none. */
+static void test_counters(void)
+{
+	const char *path = tmp_path("counters.cap");
+	struct cygprof_counter defs[3] = {
+		{ .id = 0, .proc_idx = CYGPROF_NONE, .unit = CYGPROF_UNIT_BYTES,
+		  .name = "meminfo/MemFree" },
+		{ .id = 1, .proc_idx = 0, .unit = CYGPROF_UNIT_NS, .name = "stat/cpu_time" },
+		{ .id = 2, .proc_idx = 1, .unit = CYGPROF_UNIT_BYTES, .name = "memdump/Cache" },
+	}, bad, *cv = (void *)1;
+	struct cygprof_sample *big, *out = NULL, sm[2];
+	struct cygprof_capture *cap;
+	size_t nbig = 200000, n = 99, i;
+	const char *const dropped[] = { "counters", "samples" };
+	int rc;
+
+	big = calloc(nbig, sizeof(*big));
+	for (i = 0; i < nbig; i++) {
+		big[i].t_ns = i * 10000000ull + (rnd() % 1000);
+		big[i].value = (int64_t)(rnd() % 3 ? (rnd() & 0xffffffffffffull) : rnd());
+	}
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	/* none yet */
+	CHECK_EQ_INT(cygprof_capture_get_counters(cap, &cv, &n), 0);
+	CHECK_EQ_U64(n, 0);
+	/* refused: not the next id, no or empty name, unknown unit, flags,
+	 * samples of an undefined counter */
+	bad = defs[1];
+	CHECK_EQ_INT(cygprof_capture_put_counter(cap, &bad), -EINVAL);
+	bad = defs[0];
+	bad.name = "";
+	CHECK_EQ_INT(cygprof_capture_put_counter(cap, &bad), -EINVAL);
+	bad.name = NULL;
+	CHECK_EQ_INT(cygprof_capture_put_counter(cap, &bad), -EINVAL);
+	bad = defs[0];
+	bad.unit = 3;
+	CHECK_EQ_INT(cygprof_capture_put_counter(cap, &bad), -EINVAL);
+	bad = defs[0];
+	bad.flags = 1;
+	CHECK_EQ_INT(cygprof_capture_put_counter(cap, &bad), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_put_counter(cap, NULL), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_append_samples(cap, 0, big, 1), -EINVAL);
+	for (i = 0; i < 3; i++)
+		CHECK_EQ_INT(cygprof_capture_put_counter(cap, &defs[i]), 0);
+	CHECK_EQ_INT(cygprof_capture_put_counter(cap, &defs[2]), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_append_samples(cap, 3, big, 1), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_append_samples(cap, 0, NULL, 1), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_append_samples(cap, 0, NULL, 0), 0);
+
+	/* counter 0: one sample per batch and commit, like the collector;
+	 * counter 1: one large append crossing blocks; counter 2: none */
+	for (i = 0; i < 1000; i++) {
+		CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+		CHECK_EQ_INT(cygprof_capture_append_samples(cap, 0, big + i, 1), 0);
+		CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	}
+	CHECK_EQ_INT(cygprof_capture_append_samples(cap, 1, big, nbig), 0);
+	/* time going back: refused, nothing appended (also within one call) */
+	CHECK_EQ_INT(cygprof_capture_append_samples(cap, 0, big + 998, 1), -EINVAL);
+	sm[0] = big[1000];
+	sm[1] = big[999];
+	CHECK_EQ_INT(cygprof_capture_append_samples(cap, 0, sm, 2), -EINVAL);
+	/* equal times are allowed */
+	sm[0] = big[999];
+	sm[0].value = -5;
+	CHECK_EQ_INT(cygprof_capture_append_samples(cap, 0, sm, 1), 0);
+
+	/* the writer reads them back */
+	CHECK_EQ_INT(cygprof_capture_get_samples(cap, 0, &out, &n), 0);
+	CHECK_EQ_U64(n, 1001);
+	if (n == 1001) {
+		CHECK(!memcmp(out, big, 1000 * sizeof(*out)));
+		CHECK_EQ_INT(out[1000].value, -5);
+	}
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		goto out;
+	CHECK_EQ_INT(cygprof_capture_get_counters(cap, &cv, &n), 0);
+	CHECK_EQ_U64(n, 3);
+	for (i = 0; i < n && i < 3; i++) {
+		CHECK_EQ_U64(cv[i].id, i);
+		CHECK_EQ_U64(cv[i].proc_idx, defs[i].proc_idx);
+		CHECK_EQ_U64(cv[i].unit, defs[i].unit);
+		CHECK_EQ_U64(cv[i].flags, 0);
+		CHECK_EQ_STR(cv[i].name, defs[i].name);
+	}
+	cygprof_counters_free(cv, n);
+	CHECK_EQ_INT(cygprof_capture_get_samples(cap, 0, &out, &n), 0);
+	CHECK_EQ_U64(n, 1001);
+	if (n == 1001)
+		CHECK(!memcmp(out, big, 1000 * sizeof(*out)));
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_get_samples(cap, 1, &out, &n), 0);
+	CHECK_EQ_U64(n, nbig);
+	if (n == nbig)
+		CHECK(!memcmp(out, big, nbig * sizeof(*out)));
+	free(out);
+	out = (void *)1;
+	CHECK_EQ_INT(cygprof_capture_get_samples(cap, 2, &out, &n), 0);
+	CHECK_EQ_U64(n, 0);
+	CHECK(out == NULL);
+	CHECK_EQ_INT(cygprof_capture_get_samples(cap, 7, &out, &n), 0);
+	CHECK_EQ_U64(n, 0);
+	/* a reader cannot write */
+	CHECK_EQ_INT(cygprof_capture_put_counter(cap, &defs[0]), CYGPROF_E_RDONLY);
+	CHECK_EQ_INT(cygprof_capture_append_samples(cap, 0, big, 1), CYGPROF_E_RDONLY);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* a counter record out of range is damage */
+	{
+		uint8_t key[4] = { 0, 0, 0, 1 }, val[32] = { 0 };
+
+		val[4] = 9; /* unit */
+		val[12] = 1; /* name length */
+		val[16] = 'x';
+		CHECK_EQ_INT(raw_put(path, "counters", key, 4, val, 17), 0);
+		CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+		if (cap) {
+			CHECK_EQ_INT(cygprof_capture_get_counters(cap, &cv, &n), CYGPROF_E_CORRUPT);
+			CHECK_EQ_STR(cygprof_capture_damage(cap), "counter 1 record: malformed");
+			CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+		}
+	}
+
+	/* sealed by a writer that did not know the counters DBs: none */
+	CHECK_EQ_INT(raw_drop_sealed(path, dropped, 2), 0);
+	rc = cygprof_capture_open(path, &cap);
+	CHECK_EQ_INT(rc, 0);
+	if (cap) {
+		cv = (void *)1;
+		CHECK_EQ_INT(cygprof_capture_get_counters(cap, &cv, &n), 0);
+		CHECK_EQ_U64(n, 0);
+		CHECK(cv == NULL);
+		CHECK_EQ_INT(cygprof_capture_get_samples(cap, 0, &out, &n), 0);
+		CHECK_EQ_U64(n, 0);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	/* but a seal naming a DB the file lacks is damage */
+	path = tmp_path("counters-dropped.cap");
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(raw_drop(path, dropped + 1, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
+out:
+	free(big);
 }
 
 /* Readers must work when the lock file cannot be created. */
@@ -1963,6 +2158,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_corrupt_values);
 	RUN_TEST(test_corrupt_mem);
 	RUN_TEST(test_old_capture);
+	RUN_TEST(test_counters);
 	RUN_TEST(test_readonly_dir);
 	RUN_TEST(test_crc);
 	RUN_TEST(test_create_publish);
