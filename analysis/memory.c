@@ -259,10 +259,14 @@ static int do_alloc(struct memory *m, uint32_t thread, const struct cygprof_mem_
 	m->t.allocated_bytes += ev->size;
 	s->allocations++;
 	s->bytes += ev->size;
+	int64_t dbytes = (int64_t)ev->size, dblocks = 1;
+
 	b = live_find(m, ev->addr);
 	if (b) {
 		struct memory_stack *os = &m->stacks[b->stack];
 
+		dbytes -= (int64_t)b->size;
+		dblocks = 0;
 		m->t.untracked_reallocs++;
 		stack_touch(m, os);
 		os->live_blocks--;
@@ -294,6 +298,8 @@ static int do_alloc(struct memory *m, uint32_t thread, const struct cygprof_mem_
 		m->pk_ver++;
 	}
 	m->last_alloc[thread] = ev->addr;
+	if (m->opts.heap_change)
+		m->opts.heap_change(m->opts.heap_arg, thread, ev->ts_ns, dbytes, dblocks);
 	return 0;
 }
 
@@ -323,6 +329,8 @@ static void do_free(struct memory *m, uint32_t thread, const struct cygprof_mem_
 		s->live_bytes -= b->size;
 		m->t.live_blocks--;
 		m->t.live_bytes -= b->size;
+		if (m->opts.heap_change)
+			m->opts.heap_change(m->opts.heap_arg, thread, ev->ts_ns, -(int64_t)b->size, -1);
 		live_remove(m, b);
 	} else {
 		m->t.untracked_frees++;

@@ -58,6 +58,11 @@ struct memory_opts {
 	/* called now and then while memory_load() reads events (may be NULL) */
 	void (*progress)(uint64_t done, uint64_t total, void *arg);
 	void *progress_arg;
+	/* called after every event that changed the live heap (may be NULL):
+	 * the event's thread and time, and the change of live bytes and blocks */
+	void (*heap_change)(void *arg, uint32_t thread, uint64_t ts_ns, int64_t bytes,
+			    int64_t blocks);
+	void *heap_arg;
 };
 
 struct memory_totals {

@@ -81,6 +81,11 @@ struct view {
 	size_t nstash;
 
 	struct view_tree_slot *trees; /* per thread, nthreads of them */
+
+	int counters_state; /* 0 not read, 1 read */
+	struct cygprof_counter *counters;
+	size_t ncounters;
+	struct view_samples { int state; struct cygprof_sample *s; size_t n; } *samples;
 	struct srcline *sl;
 };
 

@@ -71,6 +71,12 @@ void view_close(struct view *v)
 		free(m);
 	}
 	trees_free(v);
+	if (v->samples)
+		for (size_t i = 0; i < v->ncounters; i++)
+			free(v->samples[i].s);
+	free(v->samples);
+	if (v->counters)
+		cygprof_counters_free(v->counters, v->ncounters);
 	view_symbols_release(v);
 	srcline_free(v->sl);
 	if (v->procs)
@@ -453,4 +459,58 @@ int view_mem_count(struct view *v, uint64_t *n)
 		*n += err ? 0 : k;
 	}
 	return err;
+}
+
+/* ---- counters ------------------------------------------------------------------ */
+
+int view_counters(struct view *v, const struct cygprof_counter **c, size_t *n)
+{
+	int err = 0;
+
+	if (!v->counters_state) {
+		err = cygprof_capture_get_counters(v->cap, &v->counters, &v->ncounters);
+		if (err == CYGPROF_E_NOTFOUND)
+			err = 0;
+		if (!err && v->ncounters) {
+			v->samples = calloc(v->ncounters, sizeof(*v->samples));
+			if (!v->samples)
+				err = -ENOMEM;
+		}
+		if (err) {
+			if (v->counters)
+				cygprof_counters_free(v->counters, v->ncounters);
+			v->counters = NULL;
+			v->ncounters = 0;
+		} else {
+			v->counters_state = 1;
+		}
+	}
+	*c = v->counters;
+	*n = v->ncounters;
+	return err;
+}
+
+int view_samples(struct view *v, uint32_t id, const struct cygprof_sample **s, size_t *n)
+{
+	const struct cygprof_counter *c;
+	size_t nc;
+	int err = view_counters(v, &c, &nc);
+
+	*s = NULL;
+	*n = 0;
+	if (err)
+		return err;
+	if (id >= nc)
+		return CYGPROF_E_NOTFOUND;
+	if (!v->samples[id].state) {
+		err = cygprof_capture_get_samples(v->cap, id, &v->samples[id].s, &v->samples[id].n);
+		if (err == CYGPROF_E_NOTFOUND)
+			err = 0;
+		if (err)
+			return err;
+		v->samples[id].state = 1;
+	}
+	*s = v->samples[id].s;
+	*n = v->samples[id].n;
+	return 0;
 }

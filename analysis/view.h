@@ -205,6 +205,14 @@ int view_mem_cursor(struct view *v, uint32_t thread, struct cygprof_mem_cursor *
 /** The number of memory events of all threads. */
 int view_mem_count(struct view *v, uint64_t *n);
 
+/* ---- counters ------------------------------------------------------------------ */
+
+/** All counters ordered by id (none: n = 0; borrowed).  A failed read is
+ * retried on the next call. */
+int view_counters(struct view *v, const struct cygprof_counter **c, size_t *n);
+/** The samples of counter id, in time order (read once; borrowed). */
+int view_samples(struct view *v, uint32_t id, const struct cygprof_sample **s, size_t *n);
+
 /* ---- stacks -------------------------------------------------------------------- */
 
 /** The stack stash (ordered by id: s[i].id == i + 1; none: n = 0). */

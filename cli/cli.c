@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "debuginfo.h"
+#include "instrument.h"
 #include "view.h"
 
 #include <errno.h>
@@ -104,6 +105,16 @@ struct view *cli_open_view(const char *path, struct debuginfo *di)
 	view_limits(v, &l);
 	cli_limits_warn(&l, path);
 	return v;
+}
+
+void cli_need(struct view *v, const char *file, const char *name, const char *what)
+{
+	const struct instrument *in = instrument_find(name);
+
+	if (!in || in->present(v))
+		return;
+	cli_die(1, "%s has no %s (record with -i %s%s%s)", file, what, name, in->alias ? " or " : "",
+		in->alias ? in->alias : "");
 }
 
 void cli_check(int err, const char *file)

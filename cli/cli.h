@@ -73,6 +73,7 @@ double cli_parse_real(const char *cmd, const char *opt, const char *s, double mi
 enum cli_out_kind {
 	CLI_OUT_CAPTURE, /* a cygprof capture (record -o) */
 	CLI_OUT_GMON,    /* a gmon.out file: starts with "gmon" */
+	CLI_OUT_SVG,     /* an SVG drawing: starts with '<?xml version="1.0"' */
 };
 
 /* 1 when path is a regular file holding a cygprof capture (even a damaged
@@ -124,6 +125,9 @@ struct debuginfo;
  * recording hit (cli_limits_warn()).  di: the debug-file search (borrowed;
  * NULL: the defaults).  Close it with view_close(). */
 struct view *cli_open_view(const char *path, struct debuginfo *di);
+/* Die with "FILE has no WHAT (record with -i NAME or --ALIAS)", exit 1,
+ * when the capture lacks the data of instrument name (instrument.h). */
+void cli_need(struct view *v, const char *file, const char *name, const char *what);
 /* Die with "FILE: <error>" (exit 1) when err is not 0. */
 void cli_check(int err, const char *file);
 /* Check standard output, close the view and return 0, or die with "write
@@ -169,5 +173,6 @@ int cmd_info(int argc, char **argv);
 int cmd_memory(int argc, char **argv);
 int cmd_gprof(int argc, char **argv);
 int cmd_annotate(int argc, char **argv);
+int cmd_counters(int argc, char **argv);
 
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "instrument.h"
 #include "report-util.h"
 #include "view.h"
 
@@ -117,6 +118,20 @@ static void print_limits(struct view *v)
 		printf("limits        : none hit\n");
 }
 
+/* The instruments whose data the capture holds, and where they are shown. */
+static void print_instruments(struct view *v)
+{
+	size_t i, n = 0;
+
+	for (i = 0; instruments[i]; i++)
+		n += instruments[i]->present(v) != 0;
+	printf("\ninstruments (%zu):\n", n);
+	for (i = 0; instruments[i]; i++)
+		if (instruments[i]->present(v))
+			printf("  %-9s %-66s %s\n", instruments[i]->name, instruments[i]->summary,
+			       instruments[i]->views);
+}
+
 static void print_text(struct view *v, const char *file, const struct cygprof_proc *procs,
 		       size_t nprocs, const struct cygprof_thread *threads, size_t nthreads)
 {
@@ -139,6 +154,7 @@ static void print_text(struct view *v, const char *file, const struct cygprof_pr
 		printf("%-14s: %s\n", meta_rows[i].label, shown);
 	}
 
+	print_instruments(v);
 	printf("\nprocesses (%zu):\n", nprocs);
 	printf("  %7s %7s  %-10s  %s\n", "PID", "PPID", "END", "COMMAND");
 	for (i = 0; i < nprocs; i++) {
@@ -184,7 +200,7 @@ static void print_json(struct view *v, const char *file, const struct cygprof_th
 		       size_t nthreads)
 {
 	uint64_t calls = 0, events = 0, lost = 0;
-	size_t i;
+	size_t i, k;
 
 	printf("{\n  \"file\": ");
 	json_str(stdout, file);
@@ -200,7 +216,11 @@ static void print_json(struct view *v, const char *file, const struct cygprof_th
 		else
 			printf("null");
 	}
-	printf("},\n  ");
+	printf("},\n  \"instruments\": [");
+	for (i = 0, k = 0; instruments[i]; i++)
+		if (instruments[i]->present(v))
+			printf("%s\"%s\"", k++ ? ", " : "", instruments[i]->name);
+	printf("],\n  ");
 	cli_json_procs(v, file);
 	printf(",\n  ");
 	cli_json_threads(v, file, 0);

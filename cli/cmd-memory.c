@@ -729,8 +729,7 @@ int cmd_memory(int argc, char **argv)
 	parse_opts(argc, argv, &o);
 	cli_debuginfo_env(o.di);
 	v = cli_open_view(o.file, o.di);
-	if (!view_mode_has(v, "memory"))
-		cli_die(1, "%s has no memory events (record with --memory)", o.file);
+	cli_need(v, o.file, "memory", "memory events");
 	memset(&mo, 0, sizeof(mo));
 	mo.points = o.points;
 	mo.diff = o.kinds[K_DIFF];

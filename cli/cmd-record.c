@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "instrument.h"
 #include "collector.h"
 #include "cyg-shm.h"
 
@@ -30,6 +31,10 @@ static void usage(FILE *f)
 		"  -f, --force            also replace a regular file or symbolic link that is\n"
 		"                         not a capture (never a directory, FIFO, device, or\n"
 		"                         PROG itself)\n"
+		"  -i, --instruments LIST what to record besides the calls, comma-separated:\n"
+		"                         timeline, memory, counters, memdump (the options\n"
+		"                         below of the same names do the same; see\n"
+		"                         'cygprof info' for what a capture holds)\n"
 		"      --timeline         also keep every enter/exit event with its time\n"
 		"                         (for 'cygprof replay')\n"
 		"      --ring-size BYTES  per-thread timeline ring, 128 to 1G and at most a\n"
@@ -149,6 +154,26 @@ static void check_space(const char *output)
 		cli_die(1, "record: %s: no space left on device", output);
 }
 
+/* -i LIST: turn each named instrument on. */
+static void add_instruments(struct collector_opts *o, char *list)
+{
+	char *save = NULL, *name;
+
+	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		const struct instrument *in = instrument_find(name);
+
+		if (!in) {
+			char known[256] = "";
+
+			for (size_t i = 0; instruments[i]; i++)
+				snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+					 i ? ", " : "", instruments[i]->name);
+			cli_die(2, "record: unknown instrument '%s' (%s)", name, known);
+		}
+		in->record(o);
+	}
+}
+
 static void human(uint64_t b, char *buf, size_t n)
 {
 	if (b >= 10ULL << 20)
@@ -164,6 +189,7 @@ int cmd_record(int argc, char **argv)
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"force", no_argument, NULL, 'f'},
+		{"instruments", required_argument, NULL, 'i'},
 		{"timeline", no_argument, NULL, 'T'},
 		{"ring-size", required_argument, NULL, 'R'},
 		{"drop", no_argument, NULL, 'P'},
@@ -193,13 +219,16 @@ int cmd_record(int argc, char **argv)
 	o.debug_dirs = dbgdirs;
 	opterr = 0; /* one error line: ours */
 	/* '+': stop at the first non-option, which is PROG. */
-	while ((c = getopt_long(argc, argv, "+:o:fF:N:D:t:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:o:fi:F:N:D:t:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o.output = optarg;
 			break;
 		case 'f':
 			force = 1;
+			break;
+		case 'i':
+			add_instruments(&o, optarg);
 			break;
 		case 'T':
 			o.timeline = 1;

@@ -156,11 +156,11 @@ int cmd_replay(int argc, char **argv)
 	struct rthread *rt;
 	struct profile *p;
 	struct view *v;
-	const char *file, *pattern = NULL, *mode;
+	const char *file, *pattern = NULL;
 	uint32_t *sel;
 	size_t nthreads, nprocs, nsel = 0, i, j;
 	long tid = -1;
-	int c, err;
+	int c;
 
 	opterr = 0;
 	optind = 1;
@@ -187,11 +187,7 @@ int cmd_replay(int argc, char **argv)
 	cli_debuginfo_env(di);
 
 	v = cli_open_view(file, di);
-	err = view_meta(v, "mode", &mode);
-	if (err && err != CYGPROF_E_NOTFOUND)
-		cli_check(err, file);
-	if (!mode || !strstr(mode, "timeline"))
-		cli_die(1, "%s has no timeline (record with --timeline)", file);
+	cli_need(v, file, "timeline", "timeline");
 
 	cli_check(view_threads(v, &threads, &nthreads), file);
 	cli_check(view_procs(v, &procs, &nprocs), file);

@@ -21,6 +21,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"memory", cmd_memory, "heap analysis: allocations, peak, leaks, temporaries (record --memory)"},
 	{"gprof", cmd_gprof, "GNU gprof output: gmon.out files for gprof, or its text layout"},
 	{"annotate", cmd_annotate, "source lines with their calls, entries, time and allocations"},
+	{"counters", cmd_counters, "counters over time: memory, CPU time, memdump reports"},
 };
 
 static void usage(FILE *f)

@@ -46,9 +46,10 @@ int cli_probe_capture(const char *path)
 	return cygprof_capture_probe(path);
 }
 
-static int probe_gmon(const char *path)
+/* Whether the file starts with magic (len bytes). */
+static int probe_magic(const char *path, const char *magic, size_t len)
 {
-	char b[4];
+	char b[16];
 	ssize_t n;
 	int fd = open_peek(path);
 
@@ -56,14 +57,28 @@ static int probe_gmon(const char *path)
 		return 0;
 	if (fd < 0)
 		return fd;
-	n = pread(fd, b, sizeof(b), 0);
+	n = pread(fd, b, len, 0);
 	close(fd);
-	return n == 4 && !memcmp(b, "gmon", 4);
+	return n == (ssize_t)len && !memcmp(b, magic, len);
+}
+
+static int probe_kind(const char *path, enum cli_out_kind kind)
+{
+	switch (kind) {
+	case CLI_OUT_CAPTURE:
+		return cli_probe_capture(path);
+	case CLI_OUT_GMON:
+		return probe_magic(path, "gmon", 4);
+	default:
+		/* what cygprof writes as SVG starts so */
+		return probe_magic(path, "<?xml version=\"1.0\"", 19);
+	}
 }
 
 static const char *const kind_what[] = {
 	[CLI_OUT_CAPTURE] = "a cygprof capture",
 	[CLI_OUT_GMON] = "a gmon.out file",
+	[CLI_OUT_SVG] = "an SVG file",
 };
 
 /* The policy: 0 nothing there, 1 an output of kind (or -f and a regular file
@@ -109,7 +124,7 @@ static int check(const char *path, enum cli_out_kind kind, int force, const stru
 	}
 	if (force)
 		return 1;
-	r = kind == CLI_OUT_CAPTURE ? cli_probe_capture(path) : probe_gmon(path);
+	r = probe_kind(path, kind);
 	if (r == 1)
 		return 1;
 	if (r < 0)

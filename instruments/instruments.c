@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* instruments.c - the table of instruments (instrument.h). */
+#include "instrument.h"
+
+#include <string.h>
+
+extern const struct instrument instrument_calls, instrument_timeline, instrument_memory,
+	instrument_counters, instrument_memdump;
+
+const struct instrument *const instruments[] = {
+	&instrument_calls,
+	&instrument_timeline,
+	&instrument_memory,
+	&instrument_counters,
+	&instrument_memdump,
+	NULL,
+};
+
+const struct instrument *instrument_find(const char *name)
+{
+	for (size_t i = 0; instruments[i]; i++)
+		if (!strcmp(instruments[i]->name, name))
+			return instruments[i];
+	return NULL;
+}
+
+int instrument_present(struct view *v, const char *name)
+{
+	const struct instrument *in = instrument_find(name);
+
+	return in && in->present(v);
+}

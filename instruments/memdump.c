@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* memdump.c - the memdump instrument: the byte totals and deltas a program
+ * reports through <cygprof/memdump.h>, sampled by the collector. */
+#include "instrument.h"
+
+#include <string.h>
+
+#include "collector.h"
+#include "view.h"
+
+static void record(struct collector_opts *o)
+{
+	o->memdump = 1;
+}
+
+/* Recorded with it (meta "instruments"), or a memdump counter. */
+static int present(struct view *v)
+{
+	const char *rec = view_meta_str(v, "instruments");
+	const struct cygprof_counter *c;
+	size_t n;
+
+	if (rec && strstr(rec, "memdump"))
+		return 1;
+	if (view_counters(v, &c, &n))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(c[i].name, "memdump/", 8))
+			return 1;
+	return 0;
+}
+
+const struct instrument instrument_memdump = {
+	.name = "memdump",
+	.summary = "byte totals and deltas the program reports (<cygprof/memdump.h>)",
+	.alias = "--memdump",
+	.views = "cygprof counters (memdump/*)",
+	.record = record,
+	.present = present,
+};
