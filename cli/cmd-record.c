@@ -42,6 +42,13 @@ static void usage(FILE *f)
 		"      --memory           also trace every malloc-family call and C++ new/delete\n"
 		"                         with its call stack (see 'cygprof memory'); works on\n"
 		"                         programs built without -finstrument-functions too\n"
+		"      --counters[=INTERVAL]  also sample memory counters every INTERVAL (1ms to\n"
+		"                         1h, ms when no unit is given; default 10ms): the\n"
+		"                         system's /proc/meminfo, each process's statm and CPU\n"
+		"                         time\n"
+		"      --memdump          let the program report byte totals through the\n"
+		"                         memdump API (<cygprof/memdump.h>), sampled every\n"
+		"                         counters INTERVAL\n"
 		"      --drop             when a ring is full, drop events and count them\n"
 		"                         instead of waiting for the collector (default: wait)\n"
 		"  -F, --filter PATTERN   keep only functions matching PATTERN (glob) and the\n"
@@ -194,6 +201,8 @@ int cmd_record(int argc, char **argv)
 		{"ring-size", required_argument, NULL, 'R'},
 		{"drop", no_argument, NULL, 'P'},
 		{"memory", no_argument, NULL, 'M'},
+		{"counters", optional_argument, NULL, 'C'},
+		{"memdump", no_argument, NULL, 'Y'},
 		{"debug-dir", required_argument, NULL, 'G'},
 		{"filter", required_argument, NULL, 'F'},
 		{"notrace", required_argument, NULL, 'N'},
@@ -242,6 +251,19 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'M':
 			o.memory = 1;
+			break;
+		case 'C':
+			o.counters_ns = CYGPROF_COUNTERS_DEFAULT_NS;
+			if (optarg) {
+				o.counters_ns = cli_parse_duration("record", "--counters", optarg, "ms",
+								   3600000000000ULL);
+				if (o.counters_ns < 1000000)
+					cli_die(2, "record: bad --counters value '%s' (an interval from "
+						"1 ms to 1 h)", optarg);
+			}
+			break;
+		case 'Y':
+			o.memdump = 1;
 			break;
 		case 'G':
 			dbgdirs[o.n_debug_dirs++] = optarg;

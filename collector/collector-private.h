@@ -241,6 +241,7 @@ struct collector {
 	void *scratch[3];     /* checkpoint buffers kept between checkpoints */
 	size_t scratch_cap[3];
 	struct sigaction old_int, old_term; /* put back when the program is gone */
+	struct counters *counters; /* counters.c: NULL without --counters and --memdump */
 };
 
 /* The full timestamp of an event from its low 34 bits (see cyg-shm.h).  The
@@ -403,6 +404,17 @@ static inline uint64_t collector_mem_len(uint64_t w)
 		return 1;
 	}
 }
+
+/* counters.c: sampling the counters (--counters) and the memdump tables
+ * (--memdump).  init: before the program runs (0 or -ENOMEM); tick: in the
+ * poll loop, samples when an interval has passed and returns the ns until
+ * the next tick (UINT64_MAX: no counters); final: the last read of every
+ * memdump table, after the program is gone.  Errors of the capture go to
+ * c->err. */
+int collector_counters_init(struct collector *c);
+uint64_t collector_counters_tick(struct collector *c);
+void collector_counters_final(struct collector *c);
+void collector_counters_release(struct collector *c);
 
 /* Write what the drain produced: new stash nodes, then the thread's events. */
 void collector_mem_flush(struct collector *c, struct cthread *ct);

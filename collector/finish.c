@@ -749,6 +749,15 @@ static int put_meta(struct collector *c, uint64_t lost)
 		 o->memory ? "+memory" : "");
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "mode", buf);
+	/* what was recorded: the given list, else from the options */
+	if (o->instruments)
+		snprintf(buf, sizeof buf, "%s", o->instruments);
+	else
+		snprintf(buf, sizeof buf, "calls%s%s%s%s", o->timeline ? ",timeline" : "",
+			 o->memory ? ",memory" : "", o->counters_ns ? ",counters" : "",
+			 o->memdump ? ",memdump" : "");
+	if (!err)
+		err = cygprof_capture_set_meta(c->cap, "instruments", buf);
 	gmtime_r(&now, &tm);
 	strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (!err)

@@ -62,6 +62,8 @@ int collector_poll(struct collector *c, pid_t pid)
 		collector_prime_procs(c);
 		if (r < 0 && werr == ECHILD)
 			break;
+		/* ns until the counters are due again (UINT64_MAX: none) */
+		uint64_t due = collector_counters_tick(c);
 		uint64_t now = collector_mono_ns();
 		if (interval && now - last_ckpt >= gap) {
 			uint64_t cpu0 = collector_cpu_ns();
@@ -94,9 +96,11 @@ int collector_poll(struct collector *c, pid_t pid)
 		 * trickle in, rarely when there is only the end to wait for. */
 		if (!any && most < c->ring_words / POLL_BUSY_SHARE) {
 			int rings = c->o->timeline || c->o->memory;
-			sleep_ns(!rings ? POLL_SLEEP_NO_RINGS_NS
-				 : most ? POLL_SLEEP_TRICKLE_NS
-					: POLL_SLEEP_IDLE_NS);
+			uint64_t ns = !rings ? POLL_SLEEP_NO_RINGS_NS
+				      : most ? POLL_SLEEP_TRICKLE_NS
+					     : POLL_SLEEP_IDLE_NS;
+			/* wake for the counters' next tick */
+			sleep_ns((long)(due < ns ? due : ns));
 		} else if (!any) {
 			/* rings fill fast: come back soon, but not at once, so the
 			 * writers are not disturbed for every few events */

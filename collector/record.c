@@ -74,6 +74,7 @@ static void free_collector(struct collector *c)
 		free(c->scratch[i]);
 	free(c->own_ns);
 	collector_mem_release(c);
+	collector_counters_release(c);
 	debuginfo_free(c->dbg);
 	if (c->base && c->base != MAP_FAILED)
 		munmap(c->base, c->size);
@@ -114,6 +115,11 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 		return rc;
 	}
 	rc = collector_map(&c, size, &memfd, err, errlen);
+	if (!rc) {
+		rc = collector_counters_init(&c);
+		if (rc)
+			snprintf(err, errlen, "cannot set up the counters: %s", strerror(-rc));
+	}
 	if (rc)
 		goto fail;
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -147,6 +153,8 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 
 	status = collector_poll(&c, pid);
 	collector_forward_end(&c);
+	/* the memdump tables outlive their processes: their last values */
+	collector_counters_final(&c);
 	c.end_ts = collector_now(&c);
 	c.final = 1;
 	collector_drain_all(&c);

@@ -52,7 +52,8 @@ int collector_map(struct collector *c, uint64_t size, int *memfd, char *err, siz
 {
 	const struct collector_opts *o = c->o;
 	uint32_t flags = (o->timeline ? CYG_F_TIMELINE : 0) | (o->drop ? CYG_F_DROP : 0) |
-			 (o->memory ? CYG_F_MEMORY : 0) | (collector_have_tsc() ? CYG_F_TSC : 0);
+			 (o->memory ? CYG_F_MEMORY : 0) | (o->memdump ? CYG_F_MEMDUMP : 0) |
+			 (collector_have_tsc() ? CYG_F_TSC : 0);
 	int rc;
 
 	c->size = size;
@@ -73,6 +74,11 @@ int collector_map(struct collector *c, uint64_t size, int *memfd, char *err, siz
 		return rc;
 	}
 	c->base = (char *)c->ctl;
+	if (o->memdump) {
+		/* the dumper thread's period: the counters interval in ms */
+		uint64_t ms = (o->counters_ns ? o->counters_ns : CYGPROF_COUNTERS_DEFAULT_NS) / 1000000;
+		c->ctl->memdump_ms = ms < 1 ? 1 : ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+	}
 	/* Read before the program exists: from here on, only our copies. */
 	c->ring_words = c->ctl->ring_words;
 	c->flags = c->ctl->flags;

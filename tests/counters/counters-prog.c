@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * counters-prog.c - a program for `record --counters` (tests/e2e/counters.py).
+ *
+ * Touches 32 MiB (its resident size grows by that), forks a child that
+ * touches 8 MiB and lives about 60 ms, waits for it, and runs about 150 ms
+ * in all.  Prints "counters-prog: child=PID".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static char *touch(size_t n)
+{
+	char *p = malloc(n);
+
+	if (p)
+		memset(p, 1, n);
+	return p;
+}
+
+int main(void)
+{
+	char *big, *small;
+	pid_t pid;
+	int st;
+
+	pause_ms(30);
+	big = touch((size_t)32 << 20);
+	pid = fork();
+	if (pid == 0) {
+		small = touch((size_t)8 << 20);
+		pause_ms(60);
+		free(small);
+		_exit(0);
+	}
+	printf("counters-prog: child=%d\n", (int)pid);
+	fflush(stdout);
+	waitpid(pid, &st, 0);
+	pause_ms(60);
+	free(big);
+	return 0;
+}
