@@ -4,7 +4,7 @@
 in the same interleaved run.
 
 usage: bench/bench.py [--cygprof PATH] [--baseline PATH] [--runs N] [--quick]
-                      [--only calls,threads,growth,memory,read]
+                      [--only calls,threads,growth,memory,read,memdump]
 
 --baseline PATH adds the same cygprof configurations run with another
 cygprof binary (an earlier build) to the calls and memory sections, in the
@@ -35,6 +35,12 @@ Sections:
            and graph), report --threads (4 threads), replay of a 2.7 M-event
            timeline, memory --format=json of 3.6 M memory events; with
            --baseline, each against the baseline binary on the same capture.
+  memdump  memdump-cost.c: ns per call of cygprof_memdump_report_byte_delta,
+           _report_byte_total and _needs_report against an empty loop in the
+           same process: without cygprof (every call a no-op), recorded by
+           cygprof without --memdump, with a table (the path taken under
+           --memdump, the table in the program), and under
+           `cygprof record --memdump` once record has that option.
 """
 import argparse
 import os
@@ -344,6 +350,63 @@ def read_section(args, b, tmp):
             print(f"| {label} | {fmt(res['this']['t'], 3)} | {fmt(res['this']['cpu'], 3)} |")
 
 
+def memdump_section(args, b, tmp):
+    cyg = args.cygprof
+    root = os.path.join(HERE, "..")
+    libdir = os.path.join(os.path.dirname(os.path.dirname(cyg)), "memdump")
+    cc = os.environ.get("CC", "gcc")
+    if os.path.exists(os.path.join(libdir, "libcygprof-memdump.so")):
+        flags = f"-I{root}/include -L{libdir} -lcygprof-memdump -Wl,-rpath,{libdir}"
+    else:
+        try:
+            flags = subprocess.run(["pkg-config", "--cflags", "--libs", "cygprof-memdump"],
+                                   check=True, stdout=subprocess.PIPE).stdout.decode().strip()
+        except (OSError, subprocess.CalledProcessError):
+            print("\n### memdump: no libcygprof-memdump (build tree or pkg-config): skipped")
+            return
+    src = os.path.join(PROG, "memdump-cost.c")
+    sh(f"{cc} -O2 -g -finstrument-functions -o {b}/memdump-cost {src} {flags}")
+    sh(f"{cc} -O2 -g -finstrument-functions -DFAKE_TABLE -rdynamic -I{root}/ring -o {b}/memdump-cost.table {src} {flags}")
+    n = 20000000
+    cfg = [
+        ("without cygprof", f"{b}/memdump-cost {n}"),
+        ("cygprof record (no --memdump)",
+         f"{cyg} record -q -o {tmp}/mdc.cap -- {b}/memdump-cost {n}"),
+        ("with a table (the --memdump path)", f"{b}/memdump-cost.table {n}"),
+    ]
+    helptext = subprocess.run([cyg, "record", "--help"], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT).stdout.decode(errors="replace")
+    if "--memdump" in helptext:
+        cfg.append(("cygprof record --memdump",
+                    f"{cyg} record -q --memdump -o {tmp}/mdm.cap -- {b}/memdump-cost {n}"))
+    else:
+        print("\n(memdump: this cygprof's record has no --memdump: that row is left out)")
+    ops = ("empty", "delta", "total", "needs")
+    res = {name: {op: [] for op in ops} for name, _ in cfg}
+    for r in range(args.runs):
+        for name, cmd in cfg[r % len(cfg):] + cfg[:r % len(cfg)]:
+            sh(f"rm -f {tmp}/mdc.cap* {tmp}/mdm.cap*")
+            out = subprocess.run(["bash", "-c", cmd], check=True, stdout=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL).stdout.decode()
+            for line in out.splitlines():
+                k, _, v = line.partition(" ")
+                if k in ops:
+                    res[name][k].append(float(v))
+    print(f"\n### memdump-cost.c: ns per call, {n} calls per loop, {args.runs} rounds\n")
+    print("| config | empty loop | report_byte_delta | report_byte_total | needs_report |")
+    print("|---|---|---|---|---|")
+    for name, _ in cfg:
+        print(f"| {name} | " + " | ".join(fmt(res[name][op]) for op in ops) + " |")
+    print("\nFigures (medians; overhead = call - empty loop, ratio = call / empty loop):")
+    for name, _ in cfg:
+        e = statistics.median(res[name]["empty"])
+        parts = []
+        for op, label in (("delta", "delta"), ("total", "total"), ("needs", "needs_report")):
+            c = statistics.median(res[name][op])
+            parts.append(f"{label} {c - e:.2f} ns ({c / e:.1f}x)")
+        print(f"- {name}: " + ", ".join(parts))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cygprof", default=None, help="cygprof binary (default: build tree)")
@@ -351,7 +414,7 @@ def main():
                     help="another cygprof binary to compare with in the same rounds")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="2 rounds")
-    ap.add_argument("--only", default="calls,threads,growth,memory,read")
+    ap.add_argument("--only", default="calls,threads,growth,memory,read,memdump")
     args = ap.parse_args()
     if args.quick:
         args.runs = 2
@@ -382,6 +445,8 @@ def main():
             memory_section(args, b, tmp)
         if "read" in only:
             read_section(args, b, tmp)
+        if "memdump" in only:
+            memdump_section(args, b, tmp)
 
 
 if __name__ == "__main__":

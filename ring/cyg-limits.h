@@ -52,4 +52,7 @@ static inline uint64_t cyg_ring_words(uint64_t bytes)
 #define CYG_MAPS_MAX (4ULL << 20)   /* a process's /proc/self/maps snapshot, at most */
 #define CYG_CMD_MAX (64ULL << 10)   /* its command line, at most */
 
+/* ---- the memdump API (--memdump) ------------------------------------- */
+#define CYG_MEMDUMP_DEFAULT_MS 10 /* dumper period when ctl->memdump_ms is 0 */
+
 #endif

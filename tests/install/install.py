@@ -26,7 +26,12 @@ with no LD_LIBRARY_PATH and no CYGPROF_RUNTIME:
 4. a small C program built with those flags against the installed
    cygprof-capture.h opens the capture and prints its thread count
    (LD_LIBRARY_PATH is set for this reader only);
-5. the man pages are installed under TMP/PREFIX/MANDIR/man1.
+5. the man pages are installed under TMP/PREFIX/MANDIR/man1;
+6. libcygprof-memdump: libcygprof-memdump.so.N in LIBDIR with that soname
+   and its development link, cygprof/memdump.h, exactly the header's
+   functions exported under one symbol version, cygprof-memdump.pc, and a
+   program built with `pkg-config --cflags --libs cygprof-memdump` runs
+   without cygprof.
 
 Exit status: 0 passed, 1 failed, 77 skipped (no meson, no C compiler or no
 pkg-config here). Standard library only.
@@ -181,6 +186,84 @@ def under(root, prefix, sub):
     return os.path.join(root, path.lstrip('/'))
 
 
+MEMDUMP_C = r'''
+#include <cygprof/memdump.h>
+#include <stdio.h>
+static void dump(void *data) { cygprof_memdump_report_byte_total("Cache", 1); (void)data; }
+int main(void)
+{
+	cygprof_memdump_report_byte_delta("Nodes", 64);
+	if (cygprof_memdump_register(dump, NULL) || cygprof_memdump_unregister(dump, NULL))
+		return 1;
+	printf("needs=%d\n", cygprof_memdump_needs_report("Cache"));
+	return 0;
+}
+'''
+
+
+def check_memdump(ck, dest, prefix, lib_dir, tmp):
+    link = os.path.join(lib_dir, 'libcygprof-memdump.so')
+    ck.check(os.path.islink(link), 'the development link %s' % link)
+    sonames = sorted(os.path.basename(p) for p in glob.glob(link + '.*')
+                     if re.fullmatch(r'libcygprof-memdump\.so\.\d+', os.path.basename(p)))
+    ck.check(len(sonames) == 1, 'one libcygprof-memdump.so.N in %s (got %s)' % (lib_dir, sonames))
+    lib = os.path.realpath(link)
+    got = soname(lib)
+    if got is None:
+        print('info: no readelf here: soname check skipped')
+    elif sonames:
+        ck.eq(got, sonames[0], 'the soname of libcygprof-memdump')
+    header = os.path.join(under(dest, prefix, 'include'), 'cygprof', 'memdump.h')
+    ck.check(os.path.isfile(header), 'header installed at %s' % header)
+    if os.path.isfile(header) and os.path.exists(lib):
+        public = header_functions(header)
+        syms = exported_symbols(lib)
+        if syms is None:
+            print('info: no nm here: export check skipped')
+        else:
+            ck.eq(len(public), 5, 'memdump.h declares the 5 functions of the API')
+            extra = sorted(set(syms) - public)
+            missing = sorted(public - set(syms))
+            ck.check(not extra, 'libcygprof-memdump exports nothing beyond the header '
+                                '(also exported: %s)' % extra)
+            ck.check(not missing, 'libcygprof-memdump exports every function of the header '
+                                  '(missing: %s)' % missing)
+            versions = set(syms.values())
+            ck.check(len(versions) == 1 and '' not in versions,
+                     'one symbol version for the memdump API (got %s)' % sorted(versions))
+    pcs = glob.glob(os.path.join(dest, prefix.lstrip('/'), 'lib*', '**', 'pkgconfig',
+                                 'cygprof-memdump.pc'), recursive=True)
+    ck.check(len(pcs) == 1, 'one cygprof-memdump.pc under %s/lib* (got %s)' % (prefix, pcs))
+    if not pcs:
+        return
+    with open(pcs[0]) as f:
+        ck.check(re.search(r'^Name: cygprof-memdump$', f.read(), re.M) is not None,
+                 'cygprof-memdump.pc: Name: cygprof-memdump')
+    pkg_config = shutil.which('pkg-config') or shutil.which('pkgconf')
+    cc = os.environ.get('CC') or shutil.which('cc') or shutil.which('gcc')
+    if not pkg_config or not cc:
+        print('info: no pkg-config or C compiler here: memdump program check skipped')
+        return
+    system_pc = os.environ.get('PKG_CONFIG_PATH', '')
+    pc_env = clean_env(PKG_CONFIG_PATH=os.path.dirname(pcs[0]) +
+                       (':' + system_pc if system_pc else ''), PKG_CONFIG_SYSROOT_DIR=dest)
+    cp = run([pkg_config, '--cflags', '--libs', 'cygprof-memdump'], env=pc_env)
+    if not ck.eq(cp.returncode, 0, 'pkg-config --cflags --libs cygprof-memdump'):
+        return
+    flags = cp.out.split()
+    ck.check('-lcygprof-memdump' in flags, '-lcygprof-memdump')
+    src = os.path.join(tmp, 'memdump.c')
+    exe = os.path.join(tmp, 'memdump')
+    with open(src, 'w') as f:
+        f.write(MEMDUMP_C)
+    san = [] if SANITIZE in ('', 'none') else ['-fsanitize=' + SANITIZE]
+    cp = run([cc, '-o', exe, src] + san + flags, env=clean_env())
+    if ck.eq(cp.returncode, 0, 'a memdump program compiles and links with pkg-config\'s flags'):
+        cp = run([exe], env=clean_env(LD_LIBRARY_PATH=lib_dir))
+        ck.eq(cp.returncode, 0, 'the memdump program runs without cygprof')
+        ck.eq(cp.out.strip(), 'needs=0', 'the memdump program\'s output')
+
+
 def test(ck, args, meson, tmp):
     dest = os.path.join(tmp, 'dest')
     cp = run(meson + ['install', '-C', args.build, '--destdir', dest, '--no-rebuild', '--quiet'],
@@ -232,6 +315,9 @@ def test(ck, args, meson, tmp):
             versions = set(syms.values())
             ck.check(len(versions) == 1 and '' not in versions,
                      'one symbol version for the API (got %s)' % sorted(versions))
+
+    # 6. the memdump library
+    check_memdump(ck, dest, prefix, lib_dir, tmp)
 
     # 1. the installed cygprof, as it is (no LD_LIBRARY_PATH)
     cp = run([cygprof, '--help'])

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -22,6 +23,7 @@
 
 void __cyg_profile_func_enter(void *fn, void *site);
 void __cyg_profile_func_exit(void *fn, void *site);
+struct cyg_memdump *cyg__memdump_table(void);
 
 static struct cyg_ctl *ctl;
 static char *base;
@@ -298,6 +300,60 @@ static void test_drop(void)
 	CHECK_EQ_U64(calls_of(t, 3), before + 100); /* the tree still counts every call */
 }
 
+/* ---- the memdump API's table ------------------------------------------ */
+
+static struct cyg_proc *proc_of(uint32_t pid)
+{
+	uint64_t off = __atomic_load_n(&ctl->procs_off, __ATOMIC_ACQUIRE);
+	for (int n = 0; off && n < 1000; n++) {
+		struct cyg_proc *p = (struct cyg_proc *)(base + off);
+		if (p->pid == pid && p->state == CYG_P_RUNNING)
+			return p;
+		off = p->next;
+	}
+	return NULL;
+}
+
+/* No table without CYG_F_MEMDUMP; with it, one per process image, published
+ * in its cyg_proc, the interval copied from ctl; a forked child gets its own. */
+static void test_memdump_table(void)
+{
+	struct cyg_proc *p = proc_of((uint32_t)getpid());
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK(cyg__memdump_table() == NULL);
+	CHECK_EQ_U64(p->memdump_off, 0);
+	ctl->memdump_ms = 25;
+	ctl->flags |= CYG_F_MEMDUMP;
+	struct cyg_memdump *md = cyg__memdump_table();
+	CHECK(md != NULL);
+	if (!md)
+		return;
+	CHECK_EQ_U64(__atomic_load_n(&p->memdump_off, __ATOMIC_ACQUIRE),
+		     (uint64_t)((char *)md - base));
+	CHECK_EQ_INT(md->nslots, CYG_MEMDUMP_SLOTS);
+	CHECK_EQ_INT(md->interval_ms, 25);
+	CHECK(md->slot[0].state == 0 && md->slot[CYG_MEMDUMP_SLOTS - 1].seq == 0);
+	CHECK(cyg__memdump_table() == md);
+
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct cyg_memdump *cmd = cyg__memdump_table();
+		struct cyg_proc *cp = proc_of((uint32_t)getpid());
+		int ok = cmd && cmd != md && cp && cp != p &&
+			 cp->memdump_off == (uint64_t)((char *)cmd - base) &&
+			 cyg__memdump_table() == cmd;
+		_exit(ok ? 0 : 1);
+	}
+	int st = -1;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(cyg__memdump_table() == md);
+	ctl->flags &= ~(uint32_t)CYG_F_MEMDUMP;
+	CHECK(cyg__memdump_table() == NULL);
+}
+
 int main(int argc, char **argv)
 {
 	if (!getenv(CYG_SHM_FD_ENV)) {
@@ -329,5 +385,6 @@ int main(int argc, char **argv)
 	RUN_TEST(test_unbalanced);
 	RUN_TEST(test_threads);
 	RUN_TEST(test_drop);
+	RUN_TEST(test_memdump_table);
 	CHECK_DONE();
 }
