@@ -15,7 +15,7 @@
  *   parent  statm/resident grows by at least 64 MiB (67108864) between
  *           its lowest and highest sample; heap/live_bytes peaks at
  *           exactly 67108864 (= `cygprof memory` peak_bytes without fork)
- *   child   (fork) its own statm/*, stat/cpu_time and heap/* rows under
+ *   child   (fork) its own statm, stat/cpu_time and heap counters under
  *           its pid, sampled only while it lived; heap/live_bytes peaks at
  *           exactly 16777216
  * Expected counts: main 1, grow 1 (2 with fork: the child's), hold 1 (2).
@@ -43,7 +43,7 @@ static void sleep_ms(long ms)
 		;
 }
 
-COUNTED char *grow(size_t bytes)
+static COUNTED char *grow(size_t bytes)
 {
 	char *p = malloc(bytes);
 
@@ -54,7 +54,7 @@ COUNTED char *grow(size_t bytes)
 	return p;
 }
 
-COUNTED void hold(long ms)
+static COUNTED void hold(long ms)
 {
 	sleep_ms(ms);
 }

@@ -187,8 +187,9 @@ def test_memdump(ck, cyg, example, args):
     if not args.memdump:
         print('SKIP: the memdump example was not built')
         sys.exit(e2e.SKIP)
+    prog = os.path.abspath(args.memdump)
     cap = os.path.join(cyg.workdir, 'md.data')
-    cp = record(ck, cyg, cap, [args.memdump], ['-i', 'memdump'])
+    cp = record(ck, cyg, cap, [prog], ['-i', 'memdump'])
     ck.eq(cp.out.strip(), 'memdump: cache=327680 nodes=38400', 'the example\'s own line')
     info = info_json(cyg, cap)
     ck.eq(info.get('instruments'), ['calls', 'memdump'], 'info lists calls and memdump')
@@ -210,7 +211,7 @@ def test_memdump(ck, cyg, example, args):
              'no sampled counters without -i counters')
     # the same program without the instrument: no memdump counters, one line
     cap2 = os.path.join(cyg.workdir, 'plain.data')
-    record(ck, cyg, cap2, [args.memdump], [])
+    record(ck, cyg, cap2, [prog], [])
     cp = run([cyg.exe, 'counters', cap2])
     ck.check(cp.returncode == 1 and cp.err.count('\n') == 1 and '-i counters' in cp.err,
              'counters on a capture without them: one line naming -i counters (%r)' % cp.err)
