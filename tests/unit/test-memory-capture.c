@@ -348,7 +348,7 @@ static void test_cli(void)
 		write_capture(nomem, 0);
 		out = run_cygprof(args, &st);
 		CHECK_EQ_INT(st, 1);
-		CHECK_HAS(out, "has no memory events (record with --memory)");
+		CHECK_HAS(out, "has no memory events (record with -i memory or --memory)");
 		free(out);
 	}
 	{
