@@ -81,6 +81,20 @@ static void read_all(struct cygprof_capture *cap)
 		cygprof_objects_free(objs, no);
 	if (!cygprof_capture_get_stacks(cap, &stacks, &nst))
 		free(stacks);
+	{
+		/* every counter's samples, plus one past the last */
+		struct cygprof_counter *cv;
+		struct cygprof_sample *sm;
+		size_t nc = 0, nsm, k;
+
+		if (cygprof_capture_get_counters(cap, &cv, &nc))
+			cv = NULL, nc = 0;
+		for (k = 0; k <= nc; k++)
+			if (!cygprof_capture_get_samples(cap, k < nc ? cv[k].id : (uint32_t)nc, &sm,
+							 &nsm))
+				free(sm);
+		cygprof_counters_free(cv, nc);
+	}
 	if (cygprof_capture_get_threads(cap, &threads, &nt))
 		return;
 	/* every thread, plus one past the last */

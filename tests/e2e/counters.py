@@ -6,7 +6,8 @@ Usage:
   counters.py --cygprof CYGPROF --example EXAMPLE --test NAME --dump HELPER
               [--skip REASON] [-v] [--keep]
 
-EXAMPLE is tests/counters/counters-prog.c (touches 32 MiB, forks a child
+EXAMPLE is tests/counters/memdump-prog.c for counters-memdump, else
+tests/counters/counters-prog.c (touches 32 MiB, forks a child
 that touches 8 MiB and lives ~60 ms, runs ~150 ms); HELPER is
 tests/counters/counters-dump.c, which prints a capture's counters as JSON
 lines ({"duration_ns", "instruments"}, then {"name", "pid", "unit", "samples"} each).
@@ -23,6 +24,13 @@ Tests:
   counters-default  --counters without a value samples every 10 ms (fewer
                  samples than at 5 ms, still several); without --counters
                  the capture has none
+  counters-memdump  --memdump alone: the mapping says CYG_F_MEMDUMP and
+                 10 ms, only memdump/<name> counters of the program's pid
+                 are stored: Cache with totals ending in the value set just
+                 before exit (the final read), Nodes with the sum of its
+                 deltas; a slot never reported and the slots with bad names
+                 get none; with --counters=5ms the interval is 5 ms and the
+                 /proc counters are there too
 """
 
 import json
@@ -137,7 +145,49 @@ def test_default(ck, cyg, example, args):
     ck.eq(record.instruments, 'calls', 'meta instruments without --counters')
 
 
-TESTS = {'counters-5ms': test_5ms, 'counters-default': test_default}
+def test_memdump(ck, cyg, example, args):
+    cap = os.path.join(cyg.workdir, 'md.data')
+    for opts, ms, instruments in ((['--memdump'], 10, 'calls,memdump'),
+                                  (['--counters=5ms', '--memdump'], 5, 'calls,counters,memdump')):
+        cp = cyg.record(cap, [example], opts)
+        if not ck.eq(cp.returncode, 0, 'record %s exit' % ' '.join(opts)):
+            continue
+        ck.check('memdump-prog: memdump_ms=%d flags=' % ms in cp.out,
+                 'memdump_ms %d in the mapping: %r' % (ms, cp.out))
+        flags = int(cp.out.split('flags=')[1].split()[0]) if 'flags=' in cp.out else 0
+        ck.check(flags & 16, 'CYG_F_MEMDUMP set: %d' % flags)
+        dp = run([args.dump, cap])
+        if not ck.eq(dp.returncode, 0, 'counters-dump exit'):
+            continue
+        lines = [json.loads(x) for x in dp.out.splitlines()]
+        duration, counters = lines[0]['duration_ns'], lines[1:]
+        ck.eq(lines[0]['instruments'], instruments, 'meta instruments')
+        md = dict((c['name'], c) for c in counters if c['name'].startswith('memdump/'))
+        ck.eq(sorted(md), ['memdump/Cache', 'memdump/Nodes'], 'memdump counters')
+        others = [c['name'] for c in counters if not c['name'].startswith('memdump/')]
+        if opts == ['--memdump']:
+            ck.eq(others, [], 'no /proc counters without --counters')
+        else:
+            ck.check('meminfo/MemTotal' in others and 'statm/resident' in others,
+                     '/proc counters with --counters: %s' % others)
+        check_times(ck, counters, duration)
+        if sorted(md) != ['memdump/Cache', 'memdump/Nodes']:
+            continue
+        ck.check(md['memdump/Cache']['pid'] is not None, 'memdump/Cache has the pid')
+        ck.eq(md['memdump/Cache']['unit'], 'bytes', 'memdump unit')
+        cache = [v for _, v in md['memdump/Cache']['samples']]
+        nodes = [v for _, v in md['memdump/Nodes']['samples']]
+        ck.eq(cache[-1:], [123456], 'memdump/Cache last value (the final read)')
+        ck.check(set(cache) <= set([i * 1000 for i in range(1, 11)] + [123456]) and
+                 cache == sorted(cache), 'memdump/Cache: the totals reported, in order: %s' % cache)
+        ck.check(len(cache) >= 3, 'memdump/Cache: %d samples >= 3' % len(cache))
+        ck.eq(nodes[-1:], [640], 'memdump/Nodes last value (sum of the deltas)')
+        ck.check(all(v % 64 == 0 for v in nodes) and nodes == sorted(nodes),
+                 'memdump/Nodes: sums of the deltas: %s' % nodes)
+
+
+TESTS = {'counters-5ms': test_5ms, 'counters-default': test_default,
+         'counters-memdump': test_memdump}
 
 
 def main():
