@@ -1136,38 +1136,27 @@ static int decode_block(const struct blk *b, uint64_t *last, struct cygprof_even
 	return 0;
 }
 
-int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_idx,
-				  cygprof_event_fn fn, void *data)
+/* Every block of one stream (a thread's in DB_TIMELINE, a counter's in
+ * DB_SAMPLES) in sequence order, checked, opened and given to fn; a
+ * CYGPROF_E_CORRUPT of fn is reported as damage of that block. */
+static int foreach_block(struct cygprof_capture *cap, unsigned int db, uint32_t id, size_t min,
+			 int (*fn)(const struct blk *b, void *arg), void *arg)
 {
-	struct cygprof_event *buf;
 	MDB_cursor *cur = NULL;
 	MDB_cursor_op op = MDB_SET_RANGE;
 	MDB_txn *txn;
 	MDB_val k, v;
 	struct blk b;
 	uint8_t key[8], *raw = NULL;
-	size_t nbuf = 0, rawcap = 0;
-	uint64_t last = 0;
+	size_t rawcap = 0;
 	uint32_t seq = 0;
 	int rc;
 
-	if (!cap || !fn)
-		return -EINVAL;
-	if (!cap->rdonly) {
-		rc = capture_flush_thread(cap, STREAM_TIMELINE, thread_idx);
-		if (rc)
-			return rc;
-	}
-	buf = malloc(EV_CHUNK * sizeof(*buf));
-	if (!buf)
-		return -ENOMEM;
 	rc = capture_rbegin(cap, &txn);
-	if (rc) {
-		free(buf);
+	if (rc)
 		return rc;
-	}
-	rc = capture_err(mdb_cursor_open(txn, cap->dbi[DB_TIMELINE], &cur));
-	put_be32(key, thread_idx);
+	rc = capture_err(mdb_cursor_open(txn, cap->dbi[db], &cur));
+	put_be32(key, id);
 	put_be32(key + 4, 0);
 	k.mv_size = sizeof(key);
 	k.mv_data = key;
@@ -1181,28 +1170,62 @@ int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_i
 			rc = capture_err(rc);
 			break;
 		}
-		rc = block_key(cap, DB_TIMELINE, thread_idx, &k, seq);
+		rc = block_key(cap, db, id, &k, seq);
 		if (rc == 1) {
 			rc = 0;
 			break;
 		}
 		if (!rc)
-			rc = capture_value(cap, DB_TIMELINE, &k, &v);
+			rc = capture_value(cap, db, &k, &v);
 		if (!rc)
-			rc = block_damage(cap, DB_TIMELINE, &k,
-					  block_open(cap, &v, 2, &raw, &rawcap, &b));
+			rc = block_damage(cap, db, &k, block_open(cap, &v, min, &raw, &rawcap, &b));
 		if (!rc) {
-			rc = decode_block(&b, &last, buf, &nbuf, fn, data);
-			rc = rc == CYGPROF_E_CORRUPT ? block_damage(cap, DB_TIMELINE, &k, rc) : rc;
+			rc = fn(&b, arg);
+			rc = rc == CYGPROF_E_CORRUPT ? block_damage(cap, db, &k, rc) : rc;
 		}
 	}
-	if (!rc && nbuf)
-		rc = fn(buf, nbuf, data);
 	if (cur)
 		mdb_cursor_close(cur);
 	capture_rend(cap, txn);
-	free(buf);
 	free(raw);
+	return rc;
+}
+
+struct ev_walk {
+	uint64_t last;
+	struct cygprof_event *buf;
+	size_t nbuf;
+	cygprof_event_fn fn;
+	void *data;
+};
+
+static int ev_block(const struct blk *b, void *arg)
+{
+	struct ev_walk *w = arg;
+
+	return decode_block(b, &w->last, w->buf, &w->nbuf, w->fn, w->data);
+}
+
+int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_idx,
+				  cygprof_event_fn fn, void *data)
+{
+	struct ev_walk w = { .fn = fn, .data = data };
+	int rc;
+
+	if (!cap || !fn)
+		return -EINVAL;
+	if (!cap->rdonly) {
+		rc = capture_flush_thread(cap, STREAM_TIMELINE, thread_idx);
+		if (rc)
+			return rc;
+	}
+	w.buf = malloc(EV_CHUNK * sizeof(*w.buf));
+	if (!w.buf)
+		return -ENOMEM;
+	rc = foreach_block(cap, DB_TIMELINE, thread_idx, 2, ev_block, &w);
+	if (!rc && w.nbuf)
+		rc = fn(w.buf, w.nbuf, data);
+	free(w.buf);
 	return rc;
 }
 
@@ -1570,60 +1593,55 @@ void cygprof_counters_free(struct cygprof_counter *v, size_t n)
 	free(v);
 }
 
-/* Append the samples of block b to *out (*n used, *cap allocated); *last is
- * the time of the previous sample (blocks continue each other in time). */
-static int decode_samples(const struct blk *b, uint64_t *last, struct cygprof_sample **out,
-			  size_t *n, size_t *cap)
+/* The samples read so far of one counter. */
+struct sm_walk {
+	uint64_t last; /* time of the previous sample: blocks continue each other */
+	struct cygprof_sample *a;
+	size_t n, cap;
+};
+
+/* Append the samples of block b to w. */
+static int sm_block(const struct blk *b, void *arg)
 {
+	struct sm_walk *w = arg;
 	const uint8_t *p = b->raw;
-	size_t off = 0, want;
+	size_t off = 0, want = w->n + b->count;
 	uint64_t d, z, ts = b->first_ts, val = 0;
 	struct cygprof_sample *a;
 	uint32_t i;
 
-	if (ts < *last)
+	if (ts < w->last)
 		return CYGPROF_E_CORRUPT;
-	want = *n + b->count;
-	if (want > *cap) {
-		size_t nc = *cap ? *cap : 256;
+	if (want > w->cap) {
+		size_t nc = w->cap ? w->cap : 256;
 
 		while (nc < want)
 			nc *= 2;
-		a = realloc(*out, nc * sizeof(*a));
+		a = realloc(w->a, nc * sizeof(*a));
 		if (!a)
 			return -ENOMEM;
-		*out = a;
-		*cap = nc;
+		w->a = a;
+		w->cap = nc;
 	}
-	a = *out;
 	for (i = 0; i < b->count; i++) {
 		if (!get_varint(p, b->len, &off, &d) || !get_varint(p, b->len, &off, &z) ||
 		    ts + d < ts)
 			return CYGPROF_E_CORRUPT;
 		ts += d;
 		val += unzigzag(z);
-		a[*n].t_ns = ts;
-		a[*n].value = (int64_t)val;
-		++*n;
+		w->a[w->n].t_ns = ts;
+		w->a[w->n].value = (int64_t)val;
+		w->n++;
 	}
 	/* bytes after the count-th sample are ignored (versioning rules) */
-	*last = ts;
+	w->last = ts;
 	return 0;
 }
 
 int cygprof_capture_get_samples(struct cygprof_capture *cap, uint32_t counter_id,
 				struct cygprof_sample **s, size_t *n)
 {
-	struct cygprof_sample *a = NULL;
-	MDB_cursor *cur = NULL;
-	MDB_cursor_op op = MDB_SET_RANGE;
-	MDB_txn *txn;
-	MDB_val k, v;
-	struct blk b;
-	uint8_t key[8], *raw = NULL;
-	size_t na = 0, acap = 0, rawcap = 0;
-	uint64_t last = 0;
-	uint32_t seq = 0;
+	struct sm_walk w = { 0 };
 	int rc;
 
 	if (!cap || !s || !n)
@@ -1637,47 +1655,12 @@ int cygprof_capture_get_samples(struct cygprof_capture *cap, uint32_t counter_id
 		if (rc)
 			return rc;
 	}
-	rc = capture_rbegin(cap, &txn);
-	if (rc)
-		return rc;
-	rc = capture_err(mdb_cursor_open(txn, cap->dbi[DB_SAMPLES], &cur));
-	put_be32(key, counter_id);
-	put_be32(key + 4, 0);
-	k.mv_size = sizeof(key);
-	k.mv_data = key;
-	for (; !rc; op = MDB_NEXT, seq++) {
-		rc = mdb_cursor_get(cur, &k, &v, op);
-		if (rc == MDB_NOTFOUND) {
-			rc = 0;
-			break;
-		}
-		if (rc) {
-			rc = capture_err(rc);
-			break;
-		}
-		rc = block_key(cap, DB_SAMPLES, counter_id, &k, seq);
-		if (rc == 1) {
-			rc = 0;
-			break;
-		}
-		if (!rc)
-			rc = capture_value(cap, DB_SAMPLES, &k, &v);
-		if (!rc)
-			rc = block_damage(cap, DB_SAMPLES, &k,
-					  block_open(cap, &v, CAPTURE_SAMPLE_MIN, &raw, &rawcap, &b));
-		if (!rc)
-			rc = block_damage(cap, DB_SAMPLES, &k,
-					  decode_samples(&b, &last, &a, &na, &acap));
-	}
-	if (cur)
-		mdb_cursor_close(cur);
-	capture_rend(cap, txn);
-	free(raw);
+	rc = foreach_block(cap, DB_SAMPLES, counter_id, CAPTURE_SAMPLE_MIN, sm_block, &w);
 	if (rc) {
-		free(a);
+		free(w.a);
 		return rc;
 	}
-	*s = a;
-	*n = na;
+	*s = w.a;
+	*n = w.n;
 	return 0;
 }

@@ -894,12 +894,50 @@ static int reserve(struct pending *p, size_t want)
 	return 0;
 }
 
+/* Room in p for n more records of at most max bytes each (a block holds at
+ * most block_max), and p on the dirty list. */
+static int pending_reserve(struct cygprof_capture *cap, struct pending *p, size_t n, size_t max)
+{
+	size_t want = n > cap->block_max / max ? cap->block_max : p->len + n * max;
+	int rc;
+
+	if (want > cap->block_max)
+		want = cap->block_max;
+	rc = reserve(p, want);
+	return rc ? rc : mark_dirty(cap, p);
+}
+
+/* Before a record of at most max bytes: write and close a full block. */
+static int pending_room(struct cygprof_capture *cap, struct pending *p, size_t max)
+{
+	int rc;
+
+	if (p->len + max <= cap->block_max)
+		return 0;
+	rc = flush_block(cap, p, true);
+	return rc ? rc : mark_dirty(cap, p);
+}
+
+/* pending_room(), and a new block of memory events or samples starts
+ * afresh at time ts: every block decodes on its own. */
+static int pending_next(struct cygprof_capture *cap, struct pending *p, size_t max, uint64_t ts)
+{
+	int rc = pending_room(cap, p, max);
+
+	if (!rc && !p->count) {
+		p->first_ts = ts;
+		p->last_ts = ts;
+		p->last_addr = 0;
+	}
+	return rc;
+}
+
 int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_idx,
 				  const struct cygprof_event *ev, size_t n)
 {
 	struct pending *p;
 	uint64_t last;
-	size_t i, want;
+	size_t i;
 	uint8_t *out;
 	int rc = check_writer(cap);
 
@@ -919,26 +957,15 @@ int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_i
 			return -EINVAL;
 		last = ev[i].ts_ns;
 	}
-	want = n > cap->block_max / CAPTURE_EVENT_MAX ? cap->block_max
-						       : p->len + n * CAPTURE_EVENT_MAX;
-	if (want > cap->block_max)
-		want = cap->block_max;
-	rc = reserve(p, want);
-	if (!rc)
-		rc = mark_dirty(cap, p);
+	rc = pending_reserve(cap, p, n, CAPTURE_EVENT_MAX);
 	if (rc)
 		return rc;
 	last = p->last_ts;
 	for (i = 0; i < n; i++) {
-		if (p->len + CAPTURE_EVENT_MAX > cap->block_max) {
-			p->last_ts = last;
-			rc = flush_block(cap, p, true);
-			if (rc)
-				break;
-			rc = mark_dirty(cap, p);
-			if (rc)
-				break;
-		}
+		p->last_ts = last;
+		rc = pending_room(cap, p, CAPTURE_EVENT_MAX);
+		if (rc)
+			break;
 		if (!p->count) {
 			p->first_ts = ev[i].ts_ns;
 			last = ev[i].ts_ns;
@@ -989,7 +1016,7 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 {
 	struct pending *p;
 	uint64_t last;
-	size_t i, want;
+	size_t i;
 	int rc = check_writer(cap);
 
 	if (rc)
@@ -1011,30 +1038,13 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 			return -EINVAL;
 		last = ev[i].ts_ns;
 	}
-	want = n > cap->block_max / CAPTURE_MEM_EVENT_MAX ? cap->block_max
-							  : p->len + n * CAPTURE_MEM_EVENT_MAX;
-	if (want > cap->block_max)
-		want = cap->block_max;
-	rc = reserve(p, want);
-	if (!rc)
-		rc = mark_dirty(cap, p);
+	rc = pending_reserve(cap, p, n, CAPTURE_MEM_EVENT_MAX);
 	if (rc)
 		return rc;
 	for (i = 0; i < n; i++) {
-		if (p->len + CAPTURE_MEM_EVENT_MAX > cap->block_max) {
-			rc = flush_block(cap, p, true);
-			if (rc)
-				break;
-			rc = mark_dirty(cap, p);
-			if (rc)
-				break;
-		}
-		if (!p->count) {
-			/* every block decodes on its own */
-			p->first_ts = ev[i].ts_ns;
-			p->last_ts = ev[i].ts_ns;
-			p->last_addr = 0;
-		}
+		rc = pending_next(cap, p, CAPTURE_MEM_EVENT_MAX, ev[i].ts_ns);
+		if (rc)
+			break;
 		p->len += encode_mem(p->buf + p->len, &ev[i], p->last_ts, p->last_addr);
 		p->count++;
 		p->last_ts = ev[i].ts_ns;
@@ -1113,7 +1123,7 @@ int cygprof_capture_append_samples(struct cygprof_capture *cap, uint32_t counter
 {
 	struct pending *p;
 	uint64_t last;
-	size_t i, want;
+	size_t i;
 	uint8_t *out;
 	int rc = check_writer(cap);
 
@@ -1133,30 +1143,13 @@ int cygprof_capture_append_samples(struct cygprof_capture *cap, uint32_t counter
 			return -EINVAL;
 		last = s[i].t_ns;
 	}
-	want = n > cap->block_max / CAPTURE_SAMPLE_MAX ? cap->block_max
-						       : p->len + n * CAPTURE_SAMPLE_MAX;
-	if (want > cap->block_max)
-		want = cap->block_max;
-	rc = reserve(p, want);
-	if (!rc)
-		rc = mark_dirty(cap, p);
+	rc = pending_reserve(cap, p, n, CAPTURE_SAMPLE_MAX);
 	if (rc)
 		return rc;
 	for (i = 0; i < n; i++) {
-		if (p->len + CAPTURE_SAMPLE_MAX > cap->block_max) {
-			rc = flush_block(cap, p, true);
-			if (rc)
-				break;
-			rc = mark_dirty(cap, p);
-			if (rc)
-				break;
-		}
-		if (!p->count) {
-			/* every block decodes on its own */
-			p->first_ts = s[i].t_ns;
-			p->last_ts = s[i].t_ns;
-			p->last_addr = 0;
-		}
+		rc = pending_next(cap, p, CAPTURE_SAMPLE_MAX, s[i].t_ns);
+		if (rc)
+			break;
 		out = p->buf + p->len;
 		out += put_varint(out, s[i].t_ns - p->last_ts);
 		out += put_varint(out, zigzag((uint64_t)s[i].value - p->last_addr));

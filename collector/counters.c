@@ -229,6 +229,11 @@ static void sample_proc(struct collector *c, struct cproc *cp, struct cnt_proc *
 		}
 		s = end;
 	}
+	if (!statm[0]) {
+		/* exiting: its memory is gone before it turns zombie */
+		proc_stop(p);
+		return;
+	}
 	if (p->id[0] == NO_ID) {
 		char name[32];
 		size_t j = 0;

@@ -2,9 +2,12 @@
 /*
  * counters-prog.c - a program for `record --counters` (tests/e2e/counters.py).
  *
- * Touches 32 MiB (its resident size grows by that), forks a child that
- * touches 8 MiB and lives about 60 ms, waits for it, and runs about 150 ms
- * in all.  Prints "counters-prog: child=PID".
+ * Usage: counters-prog [MS]
+ *
+ * Prints "counters-prog: pid=PID", waits 50 ms, touches 32 MiB (its
+ * resident size grows by that), forks a child that touches 8 MiB and lives
+ * about 60 ms, prints "counters-prog: child=PID", waits for it, then waits
+ * MS ms (default 60) and ends: about 170 ms in all by default.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,13 +32,16 @@ static char *touch(size_t n)
 	return p;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	long end_ms = argc > 1 ? atol(argv[1]) : 60;
 	char *big, *small;
 	pid_t pid;
 	int st;
 
-	pause_ms(30);
+	printf("counters-prog: pid=%d\n", (int)getpid());
+	fflush(stdout);
+	pause_ms(50);
 	big = touch((size_t)32 << 20);
 	pid = fork();
 	if (pid == 0) {
@@ -47,7 +53,7 @@ int main(void)
 	printf("counters-prog: child=%d\n", (int)pid);
 	fflush(stdout);
 	waitpid(pid, &st, 0);
-	pause_ms(60);
+	pause_ms(end_ms);
 	free(big);
 	return 0;
 }

@@ -8,7 +8,7 @@ Usage:
 
 EXAMPLE is tests/counters/memdump-prog.c for counters-memdump, else
 tests/counters/counters-prog.c (touches 32 MiB, forks a child
-that touches 8 MiB and lives ~60 ms, runs ~150 ms); HELPER is
+that touches 8 MiB and lives ~60 ms, runs ~170 ms); HELPER is
 tests/counters/counters-dump.c, which prints a capture's counters as JSON
 lines ({"duration_ns", "instruments"}, then {"name", "pid", "unit", "samples"} each).
 
@@ -24,6 +24,10 @@ Tests:
   counters-default  --counters without a value samples every 10 ms (fewer
                  samples than at 5 ms, still several); without --counters
                  the capture has none
+  counters-killed  cygprof SIGKILLed 1.4 s into a 1.7 s run at 5 ms: the
+                 capture it left holds the counters and the samples of its
+                 commits and checkpoint (at least 20 of MemTotal and of the
+                 program's statm/resident)
   counters-memdump  --memdump alone: the mapping says CYG_F_MEMDUMP and
                  10 ms, only memdump/<name> counters of the program's pid
                  are stored: Cache with totals ending in the value set just
@@ -145,6 +149,48 @@ def test_default(ck, cyg, example, args):
     ck.eq(record.instruments, 'calls', 'meta instruments without --counters')
 
 
+def test_killed(ck, cyg, example, args):
+    import subprocess
+    import time
+    cap = os.path.join(cyg.workdir, 'killed.data')
+    outpath = os.path.join(cyg.workdir, 'stdout')
+    cmd = [cyg.exe, 'record', '-o', cap, '--counters=5ms', '--', example, '1500']
+    print('$ ' + ' '.join(cmd))
+    with open(outpath, 'wb') as out:
+        p = subprocess.Popen(cmd, cwd=cyg.workdir, stdout=out, stderr=subprocess.DEVNULL,
+                             stdin=subprocess.DEVNULL, preexec_fn=e2e.no_core)
+    prog = None
+    try:
+        time.sleep(1.4)
+        ck.check(p.poll() is None, 'cygprof still runs after 1.4 s')
+        p.kill()
+        p.wait()
+        with open(outpath) as f:
+            for line in f.read().splitlines():
+                if line.startswith('counters-prog: pid='):
+                    prog = int(line.split('=')[1])
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if prog:
+            try:
+                os.kill(prog, 9)
+            except OSError:
+                pass
+    ck.check(prog, 'the program printed its pid')
+    dp = run([args.dump, cap])
+    if not ck.eq(dp.returncode, 0, 'counters-dump of the capture of a killed collector'):
+        return
+    counters = [json.loads(x) for x in dp.out.splitlines()][1:]
+    mt = [c for c in counters if c['name'] == 'meminfo/MemTotal']
+    res = [c for c in counters if c['name'] == 'statm/resident' and c['pid'] == prog]
+    for what, rows in (('meminfo/MemTotal', mt), ('statm/resident of the program', res)):
+        if ck.eq(len(rows), 1, '%s rows' % what):
+            ck.check(len(rows[0]['samples']) >= 20,
+                     '%s: %d samples kept >= 20' % (what, len(rows[0]['samples'])))
+
+
 def test_memdump(ck, cyg, example, args):
     cap = os.path.join(cyg.workdir, 'md.data')
     for opts, ms, instruments in ((['--memdump'], 10, 'calls,memdump'),
@@ -187,7 +233,7 @@ def test_memdump(ck, cyg, example, args):
 
 
 TESTS = {'counters-5ms': test_5ms, 'counters-default': test_default,
-         'counters-memdump': test_memdump}
+         'counters-killed': test_killed, 'counters-memdump': test_memdump}
 
 
 def main():

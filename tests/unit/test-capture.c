@@ -1411,7 +1411,10 @@ static void test_corrupt_mem(void)
 }
 
 /* Remove the named DBs from a capture, as written before they existed. */
-static int raw_drop(const char *path, const char *const *dbs, size_t n)
+/* Drop DBs; sealed: and write the seal of the result in the same
+ * transaction (a capture as a writer that did not know those DBs sealed
+ * it). */
+static int raw_drop2(const char *path, const char *const *dbs, size_t n, bool sealed)
 {
 	MDB_env *env;
 	MDB_txn *txn;
@@ -1432,6 +1435,8 @@ static int raw_drop(const char *path, const char *const *dbs, size_t n)
 			if (!rc)
 				rc = mdb_drop(txn, dbi, 1);
 		}
+		if (!rc && sealed)
+			rc = reseal(txn);
 		if (!rc)
 			rc = mdb_txn_commit(txn);
 		else
@@ -1441,38 +1446,9 @@ static int raw_drop(const char *path, const char *const *dbs, size_t n)
 	return rc;
 }
 
-/* Drop DBs and write the seal of the result in one transaction: a capture
- * as a writer that did not know those DBs sealed it. */
-static int raw_drop_sealed(const char *path, const char *const *dbs, size_t n)
+static int raw_drop(const char *path, const char *const *dbs, size_t n)
 {
-	MDB_env *env;
-	MDB_txn *txn;
-	MDB_dbi dbi;
-	size_t i;
-	int rc;
-
-	rc = mdb_env_create(&env);
-	if (rc)
-		return rc;
-	mdb_env_set_maxdbs(env, 16);
-	rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK, 0644);
-	if (!rc)
-		rc = mdb_txn_begin(env, NULL, 0, &txn);
-	if (!rc) {
-		for (i = 0; i < n && !rc; i++) {
-			rc = mdb_dbi_open(txn, dbs[i], 0, &dbi);
-			if (!rc)
-				rc = mdb_drop(txn, dbi, 1);
-		}
-		if (!rc)
-			rc = reseal(txn);
-		if (!rc)
-			rc = mdb_txn_commit(txn);
-		else
-			mdb_txn_abort(txn);
-	}
-	mdb_env_close(env);
-	return rc;
+	return raw_drop2(path, dbs, n, false);
 }
 
 static const char *schema1_path;
@@ -1704,7 +1680,7 @@ static void test_counters(void)
 	}
 
 	/* sealed by a writer that did not know the counters DBs: none */
-	CHECK_EQ_INT(raw_drop_sealed(path, dropped, 2), 0);
+	CHECK_EQ_INT(raw_drop2(path, dropped, 2, true), 0);
 	rc = cygprof_capture_open(path, &cap);
 	CHECK_EQ_INT(rc, 0);
 	if (cap) {
