@@ -3,8 +3,6 @@
  * /proc/PID/statm and CPU time, sampled by the collector over time. */
 #include "instrument.h"
 
-#include <string.h>
-
 #include "collector.h"
 #include "view.h"
 
@@ -17,15 +15,7 @@ static void record(struct collector_opts *o)
 /* A counter the collector sampled itself (not a memdump one). */
 static int present(struct view *v)
 {
-	const struct cygprof_counter *c;
-	size_t n;
-
-	if (view_counters(v, &c, &n))
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(c[i].name, "memdump/", 8))
-			return 1;
-	return 0;
+	return instrument_has_counter(v, "memdump/", 0);
 }
 
 const struct instrument instrument_counters = {

@@ -37,5 +37,8 @@ const struct instrument *instrument_find(const char *name);
 /** Whether the capture of v holds the data of the instrument called name
  * (0 for an unknown name). */
 int instrument_present(struct view *v, const char *name);
+/** For present(): whether the capture has a counter whose name starts with
+ * prefix (want 1) or one whose name does not (want 0). */
+int instrument_has_counter(struct view *v, const char *prefix, int want);
 
 #endif

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "view.h"
+
 extern const struct instrument instrument_calls, instrument_timeline, instrument_memory,
 	instrument_counters, instrument_memdump;
 
@@ -29,4 +31,17 @@ int instrument_present(struct view *v, const char *name)
 	const struct instrument *in = instrument_find(name);
 
 	return in && in->present(v);
+}
+
+int instrument_has_counter(struct view *v, const char *prefix, int want)
+{
+	const struct cygprof_counter *c;
+	size_t n, len = strlen(prefix);
+
+	if (view_counters(v, &c, &n))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(c[i].name, prefix, len) == !!want)
+			return 1;
+	return 0;
 }

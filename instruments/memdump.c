@@ -17,17 +17,8 @@ static void record(struct collector_opts *o)
 static int present(struct view *v)
 {
 	const char *rec = view_meta_str(v, "instruments");
-	const struct cygprof_counter *c;
-	size_t n;
 
-	if (rec && strstr(rec, "memdump"))
-		return 1;
-	if (view_counters(v, &c, &n))
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!strncmp(c[i].name, "memdump/", 8))
-			return 1;
-	return 0;
+	return (rec && strstr(rec, "memdump")) || instrument_has_counter(v, "memdump/", 1);
 }
 
 const struct instrument instrument_memdump = {
