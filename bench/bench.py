@@ -31,7 +31,8 @@ Sections:
            recorded without --memory), heaptrack when installed; capture bytes
            per allocation event; and the varied-size run heaptrack cannot
            analyse, checked against the program's own figures.
-  read     the read side on captures made once by this build: report (flat
+  read     the read side on captures made once (by the baseline when given,
+           which this build reads too): report (flat
            and graph), report --threads (4 threads), replay of a 2.7 M-event
            timeline, memory --format=json of 3.6 M memory events; with
            --baseline, each against the baseline binary on the same capture.
@@ -320,10 +321,13 @@ def memory_section(args, b, tmp):
 
 def read_section(args, b, tmp):
     cyg = args.cygprof
-    sh(f"{cyg} record -q -o {tmp}/r1.cap -- {b}/calls.finstr > /dev/null")
-    sh(f"{cyg} record -q -o {tmp}/r4.cap -- {b}/threads.finstr 4 > /dev/null")
-    sh(f"{cyg} record -q --timeline -o {tmp}/rt.cap -- {b}/calls.finstr 4 100000 > /dev/null")
-    sh(f"{cyg} record -q --memory -o {tmp}/rm.cap -- {b}/allocs.finstr-ops 2000000 1 > /dev/null")
+    # recorded by the baseline when there is one: a newer capture schema is
+    # one an older cygprof refuses, an older one this build still reads
+    rec = args.baseline or cyg
+    sh(f"{rec} record -q -o {tmp}/r1.cap -- {b}/calls.finstr > /dev/null")
+    sh(f"{rec} record -q -o {tmp}/r4.cap -- {b}/threads.finstr 4 > /dev/null")
+    sh(f"{rec} record -q --timeline -o {tmp}/rt.cap -- {b}/calls.finstr 4 100000 > /dev/null")
+    sh(f"{rec} record -q --memory -o {tmp}/rm.cap -- {b}/allocs.finstr-ops 2000000 1 > /dev/null")
     jobs = [
         ("report", f"report {tmp}/r1.cap"),
         ("report --threads", f"report --threads --graph {tmp}/r4.cap"),

@@ -28,14 +28,14 @@ enum {
 	DB_MEM,    /* added later in schema 1: optional in a capture */
 	DB_STACKS, /* likewise */
 	DB_SITES,  /* likewise */
-	DB_COUNTERS, /* added later in schema 2: optional in any capture */
+	DB_COUNTERS, /* added in schema 3: a schema 1 or 2 capture lacks it */
 	DB_SAMPLES,  /* likewise */
 	DB_COUNT
 };
 
 /* The first DB a capture may lack (written before those DBs existed). */
 #define DB_FIRST_OPTIONAL DB_MEM
-/* The first DB a schema 2 capture may lack (added within schema 2). */
+/* The first DB a schema 2 capture lacks (added with schema 3). */
 #define DB_FIRST_OPTIONAL_V2 DB_COUNTERS
 
 extern const char *const capture_db_names[DB_COUNT];

@@ -275,7 +275,7 @@ static int open_dbs(struct cygprof_capture *cap, uint64_t txnid, const uint64_t 
 			continue;
 		if (entries[i] == UINT64_MAX) {
 			if ((i >= DB_FIRST_OPTIONAL && cap->schema == 1) ||
-			    i >= DB_FIRST_OPTIONAL_V2) {
+			    (i >= DB_FIRST_OPTIONAL_V2 && cap->schema <= 2)) {
 				/* written before this DB existed: reads as empty */
 				cap->missing[i] = true;
 				continue;

@@ -18,6 +18,7 @@ Tests:
                  onto a full one: one line, no file left (root: tmpfs)
   ulimit-v       info and report under ulimit -v 1000000
   schema1        a schema 1 capture (tests/data/schema1.data) reads exactly
+  schema2        a schema 2 capture (tests/data/schema2.data) reads exactly
   damaged        a damaged value gives one line naming it
   bitflip        300 random 1-4 bit flips: no silent change, crash or hang
 """
@@ -226,24 +227,50 @@ def test_ulimit_v(ck, a, w):
         ck.eq(functions(r.out), WANT, 'exact counts')
 
 
-def test_schema1(ck, a, w):
-    """A capture written by the cygprof before schema 2 reads exactly."""
-    cap = os.path.join(w, 'schema1.data')
-    shutil.copy(os.path.join(a.data, 'schema1.data'), cap)
+def check_old(ck, a, w, name, schema):
+    """A capture written by an older cygprof (tests/data/NAME: `record
+    --timeline --memory` of examples/mem-basic.c at -O0) reads exactly."""
+    cap = os.path.join(w, name)
+    shutil.copy(os.path.join(a.data, name), cap)
     r = run([a.cygprof, 'report', '--format=json', cap])
-    ck.eq(r.returncode, 0, 'report of a schema 1 capture')
+    ck.eq(r.returncode, 0, 'report of a schema %d capture' % schema)
     if r.returncode == 0:
         calls = {f['name']: f['calls'] for f in json.loads(r.out)['functions']}
         ck.eq(sum(calls.values()), 65, 'calls of mem-basic at -O0')
     r = run([a.cygprof, 'memory', '--format=json', cap])
-    ck.eq(r.returncode, 0, 'memory of a schema 1 capture')
+    ck.eq(r.returncode, 0, 'memory of a schema %d capture' % schema)
+    peak = None
     if r.returncode == 0:
         t = json.loads(r.out)['totals']
+        peak = t['peak_bytes']
         ck.eq((t['allocations'], t['frees'], t['leaked_allocations'], t['leaked_bytes'],
                t['allocated_bytes']), (121, 116, 5, 385, 1063661), 'memory totals')
     r = run([a.cygprof, 'replay', cap])
-    ck.eq(r.returncode, 0, 'replay of a schema 1 capture')
-    ck.eq(sorted(os.listdir(w)), ['schema1.data'], 'no lock file')
+    ck.eq(r.returncode, 0, 'replay of a schema %d capture' % schema)
+    # no counters DBs: the heap derived from its memory events, nothing else
+    r = run([a.cygprof, 'counters', '--format=json', cap])
+    ck.eq(r.returncode, 0, 'counters of a schema %d capture' % schema)
+    if r.returncode == 0:
+        ctr = json.loads(r.out)['counters']
+        ck.eq(sorted(c['name'] for c in ctr), ['heap/live_blocks', 'heap/live_bytes'],
+              'only the derived heap counters')
+        heap = [v for c in ctr if c['name'] == 'heap/live_bytes' for _, v in c['samples']]
+        ck.eq(max(heap) if heap else None, peak, 'heap/live_bytes peaks at memory\'s peak')
+    r = run([a.cygprof, 'info', '--format=json', cap])
+    ck.eq(json.loads(r.out).get('schema') if r.returncode == 0 else None, schema,
+          'info: schema %d' % schema)
+    ck.eq(sorted(os.listdir(w)), [name], 'no lock file')
+
+
+def test_schema1(ck, a, w):
+    """A capture written by the cygprof before schema 2 reads exactly."""
+    check_old(ck, a, w, 'schema1.data', 1)
+
+
+def test_schema2(ck, a, w):
+    """A capture written by the cygprof before schema 3 (no counters DBs)
+    reads exactly."""
+    check_old(ck, a, w, 'schema2.data', 2)
 
 
 def lmdb_file_with(path, edit):
@@ -292,6 +319,7 @@ TESTS = {
     'full-disk': test_full_disk,
     'ulimit-v': test_ulimit_v,
     'schema1': test_schema1,
+    'schema2': test_schema2,
     'damaged': test_damaged,
     'bitflip': test_bitflip,
 }

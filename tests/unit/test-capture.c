@@ -91,7 +91,7 @@ static void test_meta(void)
 	CHECK_EQ_STR(v, "cygprof-capture");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
-	CHECK_EQ_STR(v, "2");
+	CHECK_EQ_STR(v, "3");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "nope", &v), CYGPROF_E_NOTFOUND);
 	CHECK(v == NULL);
@@ -1177,16 +1177,16 @@ static void test_errors(void)
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
 
 	/* a newer schema: the error names it */
-	p = tmp_path("schema3.cap");
+	p = tmp_path("schema4.cap");
 	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
-	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "3"), -EPERM);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "4"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "txn", "3"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
-	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "3", 1), 0);
+	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "4", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_VERSION);
 	CHECK_EQ_STR(cygprof_strerror(CYGPROF_E_VERSION),
-		     "capture written by a newer cygprof (unknown schema) (schema 3; this "
-		     "cygprof reads schemas 1 to 2)");
+		     "capture written by a newer cygprof (unknown schema) (schema 4; this "
+		     "cygprof reads schemas 1 to 3)");
 	/* "2" damaged into "1" (with a valid checksum even) is not schema 1 */
 	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "1", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
@@ -1679,8 +1679,13 @@ static void test_counters(void)
 		}
 	}
 
-	/* sealed by a writer that did not know the counters DBs: none */
+	/* sealed by a writer that did not know the counters DBs (schema 3
+	 * requires them) ... */
 	CHECK_EQ_INT(raw_drop2(path, dropped, 2, true), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
+	CHECK(strstr(cygprof_strerror(CYGPROF_E_CORRUPT), "DB 'counters' missing") != NULL);
+	/* ... that is, a schema 2 writer: none */
+	CHECK_EQ_INT(raw_put(path, "meta", "schema", 6, "2", 1), 0);
 	rc = cygprof_capture_open(path, &cap);
 	CHECK_EQ_INT(rc, 0);
 	if (cap) {
