@@ -35,7 +35,8 @@ static const struct {
 	{"command", "command"},     {"start_time", "start time"}, {"duration_ns", "duration"},
 	{"mode", "mode"},           {"clock", "clock"},           {"filters", "filters"},
 	{"drop_mode", "drop mode"}, {"hostname", "hostname"},     {"kernel", "kernel"},
-	{"machine", "machine"},
+	{"machine", "machine"},     {"tsc_hz", "tsc frequency"},
+	{"clock_start", "clock at start"}, {"clock_end", "clock at end"},
 };
 
 static int capture_schema(struct view *v)
@@ -147,6 +148,13 @@ static void print_text(struct view *v, const char *file, const struct cygprof_pr
 			snprintf(buf, sizeof(buf), "%.9f s", strtod(shown, NULL) / 1e9);
 			shown = buf;
 		}
+		if (!strcmp(meta_rows[i].key, "tsc_hz") && shown) {
+			snprintf(buf, sizeof(buf), "%.40s Hz", shown);
+			shown = buf;
+		}
+		if (!shown && !strcmp(meta_rows[i].key, "tsc_hz") &&
+		    (!view_meta_str(v, "clock") || strcmp(view_meta_str(v, "clock"), "tsc")))
+			continue; /* the monotonic clock has no tsc */
 		if (!shown)
 			shown = !strcmp(meta_rows[i].key, "filters") ? "(none)" : "(unknown)";
 		else if (!*shown && !strcmp(meta_rows[i].key, "filters"))

@@ -58,11 +58,37 @@ uint64_t collector_now(const struct collector *c)
 	return collector_mono_ns();
 }
 
-/* The capture's time origin, taken before the program starts. */
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void collector_clock_pair(const struct collector *c, struct clock_pair *p)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < 5; i++) {
+		uint64_t m1 = collector_mono_ns(), r1 = real_ns(), t = collector_now(c);
+		uint64_t r2 = real_ns(), m2 = collector_mono_ns();
+
+		if (m2 - m1 < best) {
+			best = m2 - m1;
+			p->tick = t;
+			p->mono_ns = m1 + (m2 - m1) / 2;
+			p->real_ns = r1 + (r2 - r1) / 2;
+		}
+	}
+}
+
+/* The capture's time origin, taken before the program starts: the tick and
+ * the two clocks read together (meta clock_start). */
 void collector_clock_origin(struct collector *c)
 {
-	c->mono0 = collector_mono_ns();
-	c->tsc0 = collector_now(c);
+	collector_clock_pair(c, &c->clk_start);
+	c->mono0 = c->clk_start.mono_ns;
+	c->tsc0 = c->clk_start.tick;
 }
 
 /* Ticks to ns against CLOCK_MONOTONIC, from the origin to at least

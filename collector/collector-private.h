@@ -207,6 +207,9 @@ struct collector {
 	uint32_t flags;       /* CYG_F_* */
 	uint64_t heartbeat, pool_head;
 	uint64_t tsc0, mono0;
+	/* the tick read together with CLOCK_MONOTONIC and CLOCK_REALTIME at the
+	 * origin and at the last metadata write (meta clock_start, clock_end) */
+	struct clock_pair { uint64_t tick, mono_ns, real_ns; } clk_start, clk_end;
 	double ns_per_tick;
 	uint64_t mult;        /* ns = ticks * mult >> 32 */
 	struct cthread **threads;
@@ -300,6 +303,10 @@ int collector_have_tsc(void);     /* rdtsc is usable as the clock (invariant TSC
 /* The runtime's clock now: rdtsc ticks with CYG_F_TSC, else CLOCK_MONOTONIC ns. */
 uint64_t collector_now(const struct collector *c);
 void collector_clock_origin(struct collector *c);
+/* The runtime's tick read together with CLOCK_MONOTONIC and CLOCK_REALTIME:
+ * of several tries, the one whose two monotonic reads around the tick are
+ * closest, each clock at the middle of its window. */
+void collector_clock_pair(const struct collector *c, struct clock_pair *p);
 void collector_calibrate(struct collector *c);
 
 /* setup.c: the mapping's size (--shm-size, or within ulimit -v), and the

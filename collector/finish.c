@@ -731,6 +731,16 @@ static int put_meta_u64(struct collector *c, const char *key, uint64_t v)
 	return cygprof_capture_set_meta(c->cap, key, buf);
 }
 
+static int put_clock_pair(struct collector *c, const char *key, const struct clock_pair *p)
+{
+	char buf[96];
+
+	snprintf(buf, sizeof buf, "tick=%llu mono_ns=%llu real_ns=%llu",
+		 (unsigned long long)p->tick, (unsigned long long)p->mono_ns,
+		 (unsigned long long)p->real_ns);
+	return cygprof_capture_set_meta(c->cap, key, buf);
+}
+
 static int put_meta(struct collector *c, uint64_t lost)
 {
 	const struct collector_opts *o = c->o;
@@ -767,6 +777,18 @@ static int put_meta(struct collector *c, uint64_t lost)
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "clock",
 					       (c->flags & CYG_F_TSC) ? "tsc" : "monotonic");
+	/* the pairing of the tick with CLOCK_MONOTONIC (perf's -k) and
+	 * CLOCK_REALTIME, at the origin and now, so any event of the capture
+	 * can be placed on either clock */
+	collector_clock_pair(c, &c->clk_end);
+	if (!err)
+		err = put_clock_pair(c, "clock_start", &c->clk_start);
+	if (!err)
+		err = put_clock_pair(c, "clock_end", &c->clk_end);
+	if (!err && (c->flags & CYG_F_TSC) && c->clk_end.mono_ns > c->clk_start.mono_ns)
+		err = put_meta_u64(c, "tsc_hz",
+				   (uint64_t)((double)(c->clk_end.tick - c->clk_start.tick) * 1e9 /
+					      (double)(c->clk_end.mono_ns - c->clk_start.mono_ns) + 0.5));
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "filters", o->filters ? o->filters : "");
 	if (!err)

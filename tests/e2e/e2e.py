@@ -1146,6 +1146,41 @@ def test_stripped(ck, cyg, example):
     check_functions(ck, data, want)
 
 
+def test_clock(ck, cyg, example):
+    """The capture's clock written down: the tick read with CLOCK_MONOTONIC
+    and CLOCK_REALTIME at the start and at the end (meta clock_start,
+    clock_end) and the tsc frequency, so that an event at t_ns is at
+    clock_start.mono_ns + t_ns on perf's clock (perf record -k
+    CLOCK_MONOTONIC)."""
+    cap = os.path.join(cyg.workdir, 'clock.data')
+    t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    cp = cyg.record(cap, [example], ['--timeline'])
+    t1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    ck.eq(cp.returncode, 0, 'record')
+    meta = info_json(ck, cyg, cap).get('meta', {})
+
+    def pair(key):
+        try:
+            return {k: int(v) for k, v in (f.split('=') for f in meta[key].split())}
+        except (KeyError, ValueError, AttributeError):
+            raise Failure('meta %s malformed: %r' % (key, meta.get(key)))
+    a, b = pair('clock_start'), pair('clock_end')
+    ck.eq(sorted(a), ['mono_ns', 'real_ns', 'tick'], 'clock_start: tick, mono_ns, real_ns')
+    dur = int(meta['duration_ns'])
+    ck.check(t0 <= a['mono_ns'] <= b['mono_ns'] <= t1,
+             'both pairings taken during the recording, on CLOCK_MONOTONIC')
+    ck.check(b['mono_ns'] - a['mono_ns'] >= dur, 'the end pairing is after the last event')
+    drift = abs((b['real_ns'] - b['mono_ns']) - (a['real_ns'] - a['mono_ns']))
+    ck.check(drift < 1000000, 'realtime - monotonic the same at both ends (%d ns apart)' % drift)
+    if meta.get('clock') == 'tsc':
+        hz = int(meta['tsc_hz'])
+        ck.check(10**8 <= hz <= 10**11, 'tsc_hz plausible (%d)' % hz)
+        ck.check(abs((b['tick'] - a['tick']) * 1e9 / hz - (b['mono_ns'] - a['mono_ns'])) < 1000,
+                 'ticks / tsc_hz = the monotonic time between the pairings')
+    else:
+        ck.eq(meta.get('tsc_hz'), None, 'no tsc_hz with the monotonic clock')
+
+
 NODEBUG_C = r"""
 #include <stdlib.h>
 void *keep[8];
@@ -1354,6 +1389,7 @@ TESTS.update({
     'disk-full': test_disk_full,
     'stripped-debug-dir': test_stripped,
     'names-after-the-fact': test_names_after,
+    'clock': test_clock,
     'inlined-frames': test_inlined_frames,
 })
 
