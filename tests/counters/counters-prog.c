@@ -5,9 +5,11 @@
  * Usage: counters-prog [MS]
  *
  * Prints "counters-prog: pid=PID", waits 50 ms, touches 32 MiB (its
- * resident size grows by that), forks a child that touches 8 MiB and lives
- * about 60 ms, prints "counters-prog: child=PID", waits for it, then waits
- * MS ms (default 60) and ends: about 170 ms in all by default.
+ * resident size grows by that) and holds it 150 ms (several counter ticks
+ * even when the collector is slowed down: a sanitized build on a busy
+ * machine), forks a child that touches 8 MiB and lives about 60 ms, prints
+ * "counters-prog: child=PID", waits for it, then waits MS ms (default 60)
+ * and ends: about 320 ms in all by default.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	pause_ms(50);
 	big = touch((size_t)32 << 20);
+	pause_ms(150);
 	pid = fork();
 	if (pid == 0) {
 		small = touch((size_t)8 << 20);

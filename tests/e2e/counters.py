@@ -8,7 +8,7 @@ Usage:
 
 EXAMPLE is tests/counters/memdump-prog.c for counters-memdump, else
 tests/counters/counters-prog.c (touches 32 MiB, forks a child
-that touches 8 MiB and lives ~60 ms, runs ~170 ms); HELPER is
+that touches 8 MiB and lives ~60 ms, runs ~320 ms); HELPER is
 tests/counters/counters-dump.c, which prints a capture's counters as JSON
 lines ({"duration_ns", "instruments"}, then {"name", "pid", "unit", "samples"} each).
 
@@ -126,7 +126,7 @@ def test_5ms(ck, cyg, example, args):
         cv = [v for _, v in cpu]
         ck.check(all(a <= b for a, b in zip(cv, cv[1:])), 'stat/cpu_time never decreases')
     if child in pids:
-        # the child lives ~60 ms of the ~150: its samples end before the program's
+        # the child lives ~60 ms of the ~320: its samples end before the program's
         t_child = [c['samples'][-1][0] for c in byname.get('statm/resident', [])
                    if c['pid'] == child]
         t_main = [c['samples'][-1][0] for c in byname.get('statm/resident', [])
