@@ -4,12 +4,14 @@
  *
  * Usage: counters-prog [MS]
  *
- * Prints "counters-prog: pid=PID", waits 50 ms, touches 32 MiB (its
+ * Prints "counters-prog: pid=PID", waits 250 ms (the collector, slowed
+ * down by a sanitizer on a busy machine, may first see the process late),
+ * touches 32 MiB (its
  * resident size grows by that) and holds it 150 ms (several counter ticks
  * even when the collector is slowed down: a sanitized build on a busy
  * machine), forks a child that touches 8 MiB and lives about 60 ms, prints
  * "counters-prog: child=PID", waits for it, then waits MS ms (default 60)
- * and ends: about 320 ms in all by default.
+ * and ends: about 520 ms in all by default.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +45,7 @@ int main(int argc, char **argv)
 
 	printf("counters-prog: pid=%d\n", (int)getpid());
 	fflush(stdout);
-	pause_ms(50);
+	pause_ms(250);
 	big = touch((size_t)32 << 20);
 	pause_ms(150);
 	pid = fork();
