@@ -846,9 +846,11 @@ static struct pending *pending_get(struct cygprof_capture *cap, unsigned int str
 		p = calloc(1, sizeof(*p));
 		if (!p)
 			return NULL;
-		p->db = stream == STREAM_MEM	   ? DB_MEM
-			: stream == STREAM_SAMPLES ? DB_SAMPLES
-						   : DB_TIMELINE;
+		p->db = stream == STREAM_MEM	    ? DB_MEM
+			: stream == STREAM_SAMPLES  ? DB_SAMPLES
+			: stream == STREAM_PSAMPLES ? DB_PSAMPLES
+			: stream == STREAM_OFFCPU   ? DB_OFFCPU
+						    : DB_TIMELINE;
 		p->thread = thread;
 		p->len = CAPTURE_BLOCK_HDR;
 		cap->pend[stream][thread] = p;
@@ -1072,7 +1074,7 @@ int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof
 		return -EINVAL;
 	/* validate everything first: a rejected call stores nothing */
 	for (i = 0, next = cap->nstacks + 1; i < n; i++, next++)
-		if (v[i].id != next || v[i].parent >= v[i].id || v[i].kind > CYGPROF_FRAME_RA)
+		if (v[i].id != next || v[i].parent >= v[i].id || v[i].kind > CYGPROF_FRAME_IP)
 			return -EINVAL;
 	for (i = 0; i < n && !rc; i++) {
 		put_be32(key, v[i].id);
@@ -1157,6 +1159,100 @@ int cygprof_capture_append_samples(struct cygprof_capture *cap, uint32_t counter
 		p->count++;
 		p->last_ts = s[i].t_ns;
 		p->last_addr = (uint64_t)s[i].value;
+		p->any = true;
+	}
+	return wdone(cap, rc);
+}
+
+/* ---- perf samples and off-CPU intervals ------------------------------------- */
+
+/* Both are one stream each (key CAPTURE_ONE_STREAM), buffered like a
+ * counter's samples.  Calls may go back in time (the collector drains one
+ * ring per CPU): a record's time is a ZigZag delta from the previous one in
+ * its block, and the reader sorts. */
+int cygprof_capture_append_psamples(struct cygprof_capture *cap,
+				    const struct cygprof_psample *s, size_t n)
+{
+	struct pending *p;
+	size_t i;
+	uint8_t *out;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (n && !s)
+		return -EINVAL;
+	/* validate everything first: a rejected call appends nothing */
+	for (i = 0; i < n; i++)
+		if (s[i].pad || (i && s[i].t_ns < s[i - 1].t_ns))
+			return -EINVAL;
+	if (!n)
+		return 0;
+	p = pending_get(cap, STREAM_PSAMPLES, CAPTURE_ONE_STREAM);
+	if (!p)
+		return -ENOMEM;
+	rc = pending_reserve(cap, p, n, CAPTURE_PSAMPLE_MAX);
+	if (rc)
+		return rc;
+	for (i = 0; i < n; i++) {
+		rc = pending_next(cap, p, CAPTURE_PSAMPLE_MAX, s[i].t_ns);
+		if (rc)
+			break;
+		out = p->buf + p->len;
+		out += put_varint(out, zigzag(s[i].t_ns - p->last_ts));
+		out += put_varint(out, s[i].weight_ns);
+		out += put_varint(out, s[i].rr_ticks + 1); /* UINT64_MAX: 0 */
+		out += put_varint(out, ((uint64_t)s[i].thread_idx + 1) & UINT32_MAX);
+		out += put_varint(out, s[i].pid);
+		out += put_varint(out, s[i].tid);
+		out += put_varint(out, s[i].stack);
+		out += put_varint(out, s[i].flags);
+		p->len = (size_t)(out - p->buf);
+		p->count++;
+		p->last_ts = s[i].t_ns;
+		p->any = true;
+	}
+	return wdone(cap, rc);
+}
+
+int cygprof_capture_append_offcpu(struct cygprof_capture *cap, const struct cygprof_offcpu *o,
+				  size_t n)
+{
+	struct pending *p;
+	size_t i;
+	uint8_t *out;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (n && !o)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (o[i].flags || o[i].end_ns < o[i].start_ns ||
+		    (i && o[i].start_ns < o[i - 1].start_ns))
+			return -EINVAL;
+	if (!n)
+		return 0;
+	p = pending_get(cap, STREAM_OFFCPU, CAPTURE_ONE_STREAM);
+	if (!p)
+		return -ENOMEM;
+	rc = pending_reserve(cap, p, n, CAPTURE_OFFCPU_MAX);
+	if (rc)
+		return rc;
+	for (i = 0; i < n; i++) {
+		rc = pending_next(cap, p, CAPTURE_OFFCPU_MAX, o[i].start_ns);
+		if (rc)
+			break;
+		out = p->buf + p->len;
+		out += put_varint(out, zigzag(o[i].start_ns - p->last_ts));
+		out += put_varint(out, o[i].end_ns - o[i].start_ns);
+		out += put_varint(out, ((uint64_t)o[i].thread_idx + 1) & UINT32_MAX);
+		out += put_varint(out, o[i].tid);
+		out += put_varint(out, o[i].stack);
+		out += put_varint(out, o[i].flags);
+		p->len = (size_t)(out - p->buf);
+		p->count++;
+		p->last_ts = o[i].start_ns;
 		p->any = true;
 	}
 	return wdone(cap, rc);
