@@ -381,6 +381,9 @@ struct cygprof_capture {
 	size_t ndirty, cdirty;
 	uint32_t nstacks; /* stack stash nodes stored (ids 1..nstacks) */
 	uint32_t ncounters; /* counters defined (ids 0..ncounters-1) */
+	bool reopened;  /* cygprof_capture_open_rw(): streams continue the file's */
+	uint32_t next_seq[STREAM_COUNT]; /* reopened: the first block of the
+					  * psamples and offcpu streams */
 };
 
 /* Map an LMDB or errno code to the library's convention. */

@@ -417,6 +417,147 @@ fail:
 	return rc;
 }
 
+/* ---- adding to an existing capture ------------------------------------------ */
+
+/* Copy the file at path into fd (a new file); the mode follows. */
+static int copy_into(const char *path, int fd)
+{
+	static char buf[1 << 16];
+	struct stat st;
+	ssize_t r, w, off;
+	int in, rc = 0;
+
+	in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (in < 0)
+		return errno == ELOOP ? CYGPROF_E_NOTCAPTURE : -errno;
+	if (fstat(in, &st) || !S_ISREG(st.st_mode)) {
+		close(in);
+		return CYGPROF_E_NOTCAPTURE;
+	}
+	while (!rc && (r = read(in, buf, sizeof(buf))) != 0) {
+		if (r < 0) {
+			if (errno != EINTR)
+				rc = -errno;
+			continue;
+		}
+		for (off = 0; off < r && !rc; off += w) {
+			w = write(fd, buf + off, (size_t)(r - off));
+			if (w < 0) {
+				w = 0;
+				if (errno != EINTR)
+					rc = errno == ENOSPC || errno == EDQUOT ? CYGPROF_E_FULL : -errno;
+			}
+		}
+	}
+	if (!rc && fchmod(fd, st.st_mode & 07777))
+		(void)0; /* the umask's mode make_temp gave it will do */
+	close(in);
+	return rc;
+}
+
+/* Writer state of a capture reopened from a closed one: the next stack id
+ * and counter id, the next block of the one-stream DBs, and every DB of the
+ * current schema (an older capture gets the DBs it lacks). */
+static int reopen_state(struct cygprof_capture *cap)
+{
+	static const char schema[] = { '0' + CYGPROF_CAPTURE_SCHEMA };
+	MDB_stat st;
+	int rc, i;
+
+	rc = txn_start(cap);
+	for (i = 0; i < DB_COUNT && !rc; i++)
+		rc = capture_err(mdb_dbi_open(cap->txn, capture_db_names[i], MDB_CREATE,
+					      &cap->dbi[i]));
+	if (!rc)
+		rc = capture_err(put_raw(cap->txn, cap, DB_META, "schema", schema, sizeof(schema)));
+	if (!rc)
+		rc = capture_err(mdb_stat(cap->txn, cap->dbi[DB_STACKS], &st));
+	if (!rc)
+		cap->nstacks = st.ms_entries > UINT32_MAX ? UINT32_MAX : (uint32_t)st.ms_entries;
+	if (!rc)
+		rc = capture_err(mdb_stat(cap->txn, cap->dbi[DB_COUNTERS], &st));
+	if (!rc)
+		cap->ncounters = st.ms_entries > UINT32_MAX ? UINT32_MAX : (uint32_t)st.ms_entries;
+	if (!rc)
+		rc = capture_err(mdb_stat(cap->txn, cap->dbi[DB_PSAMPLES], &st));
+	if (!rc)
+		cap->next_seq[STREAM_PSAMPLES] = (uint32_t)st.ms_entries;
+	if (!rc)
+		rc = capture_err(mdb_stat(cap->txn, cap->dbi[DB_OFFCPU], &st));
+	if (!rc)
+		cap->next_seq[STREAM_OFFCPU] = (uint32_t)st.ms_entries;
+	if (!rc)
+		rc = txn_commit(cap);
+	return rc;
+}
+
+int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out)
+{
+	struct cygprof_capture *cap, *rd = NULL;
+	struct stat st;
+	int rc, fd = -1;
+	bool ok;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!path || !*path)
+		return -EINVAL;
+	if (!lstat(path, &st) && S_ISDIR(st.st_mode))
+		return -EISDIR;
+	cap = calloc(1, sizeof(*cap));
+	if (!cap)
+		return -ENOMEM;
+	cap->schema = CYGPROF_CAPTURE_SCHEMA;
+	cap->crc = true;
+	cap->reopened = true;
+	cap->path = strdup(path);
+	if (!cap->path) {
+		free(cap);
+		return -ENOMEM;
+	}
+	rc = make_temp(path, &cap->tmp_path, &fd);
+	if (!rc)
+		rc = copy_into(path, fd);
+	if (fd >= 0)
+		close(fd);
+	/* the copy is what is checked: a file changed meanwhile is not trusted */
+	if (!rc)
+		rc = cygprof_capture_open(cap->tmp_path, &rd);
+	if (!rc) {
+		ok = rd->sealed && rd->schema >= 2;
+		cygprof_capture_close(rd);
+		if (!ok)
+			rc = -EPERM;
+	}
+	if (!rc) {
+		cap->zc = ZSTD_createCCtx();
+		if (!cap->zc)
+			rc = -ENOMEM;
+	}
+	if (!rc && stat(cap->tmp_path, &st))
+		rc = -errno;
+	if (!rc) {
+		cap->mapsize = initial_mapsize(cap);
+		/* room for the file and as much again */
+		while (cap->mapsize / 2 < (uint64_t)st.st_size && cap->mapsize < SIZE_MAX / 2)
+			cap->mapsize *= 2;
+		rc = capture_env_open(cap, cap->tmp_path, MDB_NOSYNC, cap->mapsize);
+		if (rc == -ENOMEM)
+			rc = cap->addrspace_limited ? CYGPROF_E_ADDRSPACE : -ENOMEM;
+	}
+	if (!rc) {
+		cap->block_max = CAPTURE_BLOCK_HDR + CAPTURE_RAW_MAX;
+		rc = reopen_state(cap);
+	}
+	if (rc) {
+		capture_free(cap);
+		return rc;
+	}
+	*out = cap;
+	return 0;
+}
+
 /* ---- batches -------------------------------------------------------------- */
 
 int cygprof_capture_begin(struct cygprof_capture *cap)
@@ -853,6 +994,7 @@ static struct pending *pending_get(struct cygprof_capture *cap, unsigned int str
 						    : DB_TIMELINE;
 		p->thread = thread;
 		p->len = CAPTURE_BLOCK_HDR;
+		p->seq = cap->next_seq[stream]; /* 0 but in a reopened capture */
 		cap->pend[stream][thread] = p;
 	}
 	return p;
@@ -945,6 +1087,9 @@ int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_i
 
 	if (rc)
 		return rc;
+	/* a block must continue the stored ones in time */
+	if (cap->reopened)
+		return -EPERM;
 	if (!n)
 		return 0;
 	if (!ev)
@@ -1023,6 +1168,9 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 
 	if (rc)
 		return rc;
+	/* a block must continue the stored ones in time */
+	if (cap->reopened)
+		return -EPERM;
 	if (!n)
 		return 0;
 	if (!ev)
@@ -1131,6 +1279,9 @@ int cygprof_capture_append_samples(struct cygprof_capture *cap, uint32_t counter
 
 	if (rc)
 		return rc;
+	/* a block must continue the stored ones in time */
+	if (cap->reopened)
+		return -EPERM;
 	if (counter_id >= cap->ncounters || (n && !s))
 		return -EINVAL;
 	if (!n)

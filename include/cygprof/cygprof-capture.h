@@ -84,6 +84,21 @@ int cygprof_capture_probe(const char *path);
  * newer schema CYGPROF_E_VERSION (cygprof_strerror() then says what). */
 int cygprof_capture_open(const char *path, struct cygprof_capture **out);
 
+/** Open an existing, closed capture (schema 2 or later) to add to it: its
+ * file is copied to a new file in path's directory (as for
+ * cygprof_capture_create()), checked like cygprof_capture_open() checks, and
+ * upgraded to the current schema; puts and appends go to the copy, which
+ * cygprof_capture_close() seals and renames onto path (replacing the file
+ * there), while cygprof_capture_discard() or any failure leaves path as it
+ * was.  Stack ids continue after the capture's; perf samples, off-CPU
+ * intervals, counters, meta and records can be added; the timeline,
+ * memory event and counter sample streams cannot (-EPERM).  Errors: those of
+ * cygprof_capture_open() and cygprof_capture_create(), -EPERM for a capture
+ * not closed by its writer (it may still be written) or of schema 1.
+ * @param[out] out owned; release with cygprof_capture_close() or
+ * cygprof_capture_discard(). */
+int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out);
+
 /** What damage was found on this handle (the first; "thread 3 record:
  * checksum mismatch"), NULL when none.  With cap NULL: the detail of the
  * last failing call of this thread (cygprof_capture_open() included). */

@@ -1870,6 +1870,111 @@ out:
 	free(oc);
 }
 
+/* Adding to a closed capture: a copy is written and renamed over it at
+ * close; a discard or failure leaves the file as it was. */
+static void test_open_rw(void)
+{
+	const char *path = tmp_path("rw.cap"), *p2 = tmp_path("rw-open.cap");
+	struct cygprof_stack_node nodes[3] = {
+		{ .id = 1, .kind = CYGPROF_FRAME_FN, .addr = 0x10 },
+		{ .id = 2, .parent = 1, .kind = CYGPROF_FRAME_RA, .addr = 0x20 },
+		{ .id = 3, .parent = 2, .kind = CYGPROF_FRAME_IP, .addr = 0x30 },
+	}, *sv = NULL;
+	struct cygprof_psample ps[4] = {
+		{ .t_ns = 100, .thread_idx = 0, .pid = 7, .tid = 7, .stack = 2 },
+		{ .t_ns = 300, .thread_idx = 0, .pid = 7, .tid = 7, .stack = 2 },
+		{ .t_ns = 200, .thread_idx = 1, .pid = 7, .tid = 8, .stack = 3,
+		  .flags = CYGPROF_SAMPLE_IMPORTED, .rr_ticks = UINT64_MAX },
+		{ .t_ns = 400, .thread_idx = CYGPROF_NONE, .pid = 9, .tid = 9 },
+	}, *out = NULL;
+	struct cygprof_event ev = { .ts_ns = 500, .node = 1, .kind = CYGPROF_EV_ENTER };
+	struct cygprof_capture *cap, *w;
+	struct stat st0, st1;
+	char *v = NULL;
+	size_t n = 0;
+
+	CHECK_EQ_INT(cygprof_capture_open_rw(tmp_path("rw-none.cap"), &cap), -ENOENT);
+	CHECK(cap == NULL);
+	CHECK_EQ_INT(cygprof_capture_open_rw(dir, &cap), -EISDIR);
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, nodes, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_append_psamples(cap, ps, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "k", "v"), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(stat(path, &st0), 0);
+
+	/* a capture still being written is refused */
+	CHECK_EQ_INT(cygprof_capture_create(p2, &w), 0);
+	CHECK_EQ_INT(cygprof_capture_publish(w), 0);
+	CHECK_EQ_INT(cygprof_capture_open_rw(p2, &cap), -EPERM);
+	CHECK_EQ_INT(cygprof_capture_close(w), 0);
+
+	/* discarded: the file is untouched */
+	CHECK_EQ_INT(cygprof_capture_open_rw(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_append_psamples(cap, ps + 2, 2), 0);
+	cygprof_capture_discard(cap);
+	CHECK_EQ_INT(stat(path, &st1), 0);
+	CHECK_EQ_U64(st1.st_ino, st0.st_ino);
+
+	CHECK_EQ_INT(cygprof_capture_open_rw(path, &cap), 0);
+	if (!cap)
+		return;
+	/* ids continue the stored ones */
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, nodes, 1), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, nodes + 2, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &sv, &n), 0);
+	CHECK_EQ_U64(n, 3);
+	free(sv);
+	/* streams that must continue in time are not offered */
+	CHECK_EQ_INT(cygprof_capture_append_events(cap, 0, &ev, 1), -EPERM);
+	CHECK_EQ_INT(cygprof_capture_append_psamples(cap, ps + 2, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_get_psamples(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, 4);
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "k", &v), 0);
+	CHECK_EQ_STR(v, "v");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_psamples(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, 4);
+	if (n == 4) {
+		CHECK_EQ_U64(out[0].t_ns, 100);
+		CHECK_EQ_U64(out[1].t_ns, 200);
+		CHECK_EQ_U64(out[1].tid, 8);
+		CHECK_EQ_U64(out[1].stack, 3);
+		CHECK_EQ_U64(out[1].flags, CYGPROF_SAMPLE_IMPORTED);
+		CHECK_EQ_U64(out[1].rr_ticks, UINT64_MAX);
+		CHECK_EQ_U64(out[2].t_ns, 300);
+		CHECK_EQ_U64(out[3].thread_idx, CYGPROF_NONE);
+	}
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &sv, &n), 0);
+	CHECK_EQ_U64(n, 3);
+	if (n == 3)
+		CHECK_EQ_U64(sv[2].kind, CYGPROF_FRAME_IP);
+	free(sv);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	{
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		int left = 0;
+
+		/* no temporary file left behind */
+		while (d && (e = readdir(d)))
+			if (!strncmp(e->d_name, ".rw", 3))
+				left++;
+		if (d)
+			closedir(d);
+		CHECK_EQ_INT(left, 0);
+	}
+}
+
 /* Readers must work when the lock file cannot be created. */
 static void test_readonly_dir(void)
 {
@@ -2304,6 +2409,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_old_capture);
 	RUN_TEST(test_counters);
 	RUN_TEST(test_psamples);
+	RUN_TEST(test_open_rw);
 	RUN_TEST(test_readonly_dir);
 	RUN_TEST(test_crc);
 	RUN_TEST(test_create_publish);
