@@ -392,10 +392,13 @@ int cygprof_capture_close(struct cygprof_capture *cap)
 	if (!cap->rdonly && cap->env) {
 		rc = capture_writer_finish(cap);
 		/* what was committed is a capture: publish it even after an error
-		 * (the error is still returned) */
-		rc2 = cygprof_capture_publish(cap);
-		if (!rc)
-			rc = rc2;
+		 * (the error is still returned); but the copy of a reopened one
+		 * replaces its original only when complete */
+		if (!rc || !cap->reopened) {
+			rc2 = cygprof_capture_publish(cap);
+			if (!rc)
+				rc = rc2;
+		}
 	}
 	capture_free(cap);
 	return rc;

@@ -429,7 +429,7 @@ static int copy_into(const char *path, int fd)
 
 	in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (in < 0)
-		return errno == ELOOP ? CYGPROF_E_NOTCAPTURE : -errno;
+		return -errno; /* ELOOP: a symbolic link, which the rename would replace */
 	if (fstat(in, &st) || !S_ISREG(st.st_mode)) {
 		close(in);
 		return CYGPROF_E_NOTCAPTURE;
