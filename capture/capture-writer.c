@@ -348,13 +348,14 @@ static int make_temp(const char *path, char **tmp, int *fdp)
 	return 0;
 }
 
-int cygprof_capture_create(const char *path, struct cygprof_capture **out)
+/* The handle of a writer of path and its new file (*fd, open): the start of
+ * cygprof_capture_create() and cygprof_capture_open_rw(). */
+static int new_writer(const char *path, struct cygprof_capture **out,
+		      struct cygprof_capture **capp, int *fd)
 {
 	struct cygprof_capture *cap;
-	char fdpath[64];
 	struct stat st;
-	size_t mapsize;
-	int rc, fd = -1;
+	int rc;
 
 	if (!out)
 		return -EINVAL;
@@ -370,18 +371,33 @@ int cygprof_capture_create(const char *path, struct cygprof_capture **out)
 	cap->schema = CYGPROF_CAPTURE_SCHEMA;
 	cap->crc = true;
 	cap->path = strdup(path);
-	if (!cap->path) {
-		free(cap);
-		return -ENOMEM;
+	rc = cap->path ? make_temp(path, &cap->tmp_path, fd) : -ENOMEM;
+	if (!rc) {
+		cap->zc = ZSTD_createCCtx();
+		if (!cap->zc)
+			rc = -ENOMEM;
 	}
-	rc = make_temp(path, &cap->tmp_path, &fd);
+	if (rc) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		capture_free(cap);
+		return rc;
+	}
+	*capp = cap;
+	return 0;
+}
+
+int cygprof_capture_create(const char *path, struct cygprof_capture **out)
+{
+	struct cygprof_capture *cap;
+	char fdpath[64];
+	size_t mapsize;
+	int rc, fd = -1;
+
+	rc = new_writer(path, out, &cap, &fd);
 	if (rc)
-		goto fail;
-	cap->zc = ZSTD_createCCtx();
-	if (!cap->zc) {
-		rc = -ENOMEM;
-		goto fail;
-	}
+		return rc;
 	mapsize = initial_mapsize(cap);
 	cap->mapsize = mapsize;
 	/* LMDB opens by name: open the very inode made above through its
@@ -498,29 +514,12 @@ int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out)
 	int rc, fd = -1;
 	bool ok;
 
-	if (!out)
-		return -EINVAL;
-	*out = NULL;
-	if (!path || !*path)
-		return -EINVAL;
-	if (!lstat(path, &st) && S_ISDIR(st.st_mode))
-		return -EISDIR;
-	cap = calloc(1, sizeof(*cap));
-	if (!cap)
-		return -ENOMEM;
-	cap->schema = CYGPROF_CAPTURE_SCHEMA;
-	cap->crc = true;
+	rc = new_writer(path, out, &cap, &fd);
+	if (rc)
+		return rc;
 	cap->reopened = true;
-	cap->path = strdup(path);
-	if (!cap->path) {
-		free(cap);
-		return -ENOMEM;
-	}
-	rc = make_temp(path, &cap->tmp_path, &fd);
-	if (!rc)
-		rc = copy_into(path, fd);
-	if (fd >= 0)
-		close(fd);
+	rc = copy_into(path, fd);
+	close(fd);
 	/* the copy is what is checked: a file changed meanwhile is not trusted */
 	if (!rc)
 		rc = cygprof_capture_open(cap->tmp_path, &rd);
@@ -529,11 +528,6 @@ int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out)
 		cygprof_capture_close(rd);
 		if (!ok)
 			rc = -EPERM;
-	}
-	if (!rc) {
-		cap->zc = ZSTD_createCCtx();
-		if (!cap->zc)
-			rc = -ENOMEM;
 	}
 	if (!rc && stat(cap->tmp_path, &st))
 		rc = -errno;
