@@ -1311,6 +1311,78 @@ int cygprof_capture_append_samples(struct cygprof_capture *cap, uint32_t counter
 
 /* ---- perf samples and off-CPU intervals ------------------------------------- */
 
+/* The varints of one record (the first a time delta from last) and its
+ * time; returns how many. */
+typedef unsigned (*rec_fields_fn)(const void *rec, uint64_t last, uint64_t *f, uint64_t *ts);
+
+static unsigned psample_fields(const void *rec, uint64_t last, uint64_t *f, uint64_t *ts)
+{
+	const struct cygprof_psample *s = rec;
+
+	*ts = s->t_ns;
+	f[0] = zigzag(s->t_ns - last);
+	f[1] = s->weight_ns;
+	f[2] = s->rr_ticks + 1; /* UINT64_MAX: 0 */
+	f[3] = ((uint64_t)s->thread_idx + 1) & UINT32_MAX;
+	f[4] = s->pid;
+	f[5] = s->tid;
+	f[6] = s->stack;
+	f[7] = s->flags;
+	return 8;
+}
+
+static unsigned offcpu_fields(const void *rec, uint64_t last, uint64_t *f, uint64_t *ts)
+{
+	const struct cygprof_offcpu *o = rec;
+
+	*ts = o->start_ns;
+	f[0] = zigzag(o->start_ns - last);
+	f[1] = o->end_ns - o->start_ns;
+	f[2] = ((uint64_t)o->thread_idx + 1) & UINT32_MAX;
+	f[3] = o->tid;
+	f[4] = o->stack;
+	f[5] = o->flags;
+	return 6;
+}
+
+/* Append n checked records of elsize bytes to a one-stream DB. */
+static int append_stream(struct cygprof_capture *cap, unsigned int stream, size_t max,
+			 const void *recs, size_t n, size_t elsize, rec_fields_fn fields)
+{
+	struct pending *p;
+	uint64_t f[8], ts;
+	unsigned int j, nf;
+	size_t i;
+	uint8_t *out;
+	int rc;
+
+	if (!n)
+		return 0;
+	p = pending_get(cap, stream, CAPTURE_ONE_STREAM);
+	if (!p)
+		return -ENOMEM;
+	rc = pending_reserve(cap, p, n, max);
+	if (rc)
+		return rc;
+	for (i = 0; i < n; i++) {
+		const void *r = (const uint8_t *)recs + i * elsize;
+
+		fields(r, 0, f, &ts);
+		rc = pending_next(cap, p, max, ts);
+		if (rc)
+			break;
+		nf = fields(r, p->last_ts, f, &ts);
+		out = p->buf + p->len;
+		for (j = 0; j < nf; j++)
+			out += put_varint(out, f[j]);
+		p->len = (size_t)(out - p->buf);
+		p->count++;
+		p->last_ts = ts;
+		p->any = true;
+	}
+	return wdone(cap, rc);
+}
+
 /* Both are one stream each (key CAPTURE_ONE_STREAM), buffered like a
  * counter's samples.  Calls may go back in time (the collector drains one
  * ring per CPU): a record's time is a ZigZag delta from the previous one in
@@ -1318,9 +1390,7 @@ int cygprof_capture_append_samples(struct cygprof_capture *cap, uint32_t counter
 int cygprof_capture_append_psamples(struct cygprof_capture *cap,
 				    const struct cygprof_psample *s, size_t n)
 {
-	struct pending *p;
 	size_t i;
-	uint8_t *out;
 	int rc = check_writer(cap);
 
 	if (rc)
@@ -1331,41 +1401,14 @@ int cygprof_capture_append_psamples(struct cygprof_capture *cap,
 	for (i = 0; i < n; i++)
 		if (s[i].pad || (i && s[i].t_ns < s[i - 1].t_ns))
 			return -EINVAL;
-	if (!n)
-		return 0;
-	p = pending_get(cap, STREAM_PSAMPLES, CAPTURE_ONE_STREAM);
-	if (!p)
-		return -ENOMEM;
-	rc = pending_reserve(cap, p, n, CAPTURE_PSAMPLE_MAX);
-	if (rc)
-		return rc;
-	for (i = 0; i < n; i++) {
-		rc = pending_next(cap, p, CAPTURE_PSAMPLE_MAX, s[i].t_ns);
-		if (rc)
-			break;
-		out = p->buf + p->len;
-		out += put_varint(out, zigzag(s[i].t_ns - p->last_ts));
-		out += put_varint(out, s[i].weight_ns);
-		out += put_varint(out, s[i].rr_ticks + 1); /* UINT64_MAX: 0 */
-		out += put_varint(out, ((uint64_t)s[i].thread_idx + 1) & UINT32_MAX);
-		out += put_varint(out, s[i].pid);
-		out += put_varint(out, s[i].tid);
-		out += put_varint(out, s[i].stack);
-		out += put_varint(out, s[i].flags);
-		p->len = (size_t)(out - p->buf);
-		p->count++;
-		p->last_ts = s[i].t_ns;
-		p->any = true;
-	}
-	return wdone(cap, rc);
+	return append_stream(cap, STREAM_PSAMPLES, CAPTURE_PSAMPLE_MAX, s, n, sizeof(*s),
+			     psample_fields);
 }
 
 int cygprof_capture_append_offcpu(struct cygprof_capture *cap, const struct cygprof_offcpu *o,
 				  size_t n)
 {
-	struct pending *p;
 	size_t i;
-	uint8_t *out;
 	int rc = check_writer(cap);
 
 	if (rc)
@@ -1376,29 +1419,6 @@ int cygprof_capture_append_offcpu(struct cygprof_capture *cap, const struct cygp
 		if (o[i].flags || o[i].end_ns < o[i].start_ns ||
 		    (i && o[i].start_ns < o[i - 1].start_ns))
 			return -EINVAL;
-	if (!n)
-		return 0;
-	p = pending_get(cap, STREAM_OFFCPU, CAPTURE_ONE_STREAM);
-	if (!p)
-		return -ENOMEM;
-	rc = pending_reserve(cap, p, n, CAPTURE_OFFCPU_MAX);
-	if (rc)
-		return rc;
-	for (i = 0; i < n; i++) {
-		rc = pending_next(cap, p, CAPTURE_OFFCPU_MAX, o[i].start_ns);
-		if (rc)
-			break;
-		out = p->buf + p->len;
-		out += put_varint(out, zigzag(o[i].start_ns - p->last_ts));
-		out += put_varint(out, o[i].end_ns - o[i].start_ns);
-		out += put_varint(out, ((uint64_t)o[i].thread_idx + 1) & UINT32_MAX);
-		out += put_varint(out, o[i].tid);
-		out += put_varint(out, o[i].stack);
-		out += put_varint(out, o[i].flags);
-		p->len = (size_t)(out - p->buf);
-		p->count++;
-		p->last_ts = o[i].start_ns;
-		p->any = true;
-	}
-	return wdone(cap, rc);
+	return append_stream(cap, STREAM_OFFCPU, CAPTURE_OFFCPU_MAX, o, n, sizeof(*o),
+			     offcpu_fields);
 }
