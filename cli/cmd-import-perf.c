@@ -419,7 +419,9 @@ static void read_input(struct input *in, FILE *f)
 		}
 		if (line[0] == '#' && !cur)
 			continue; /* perf script --header */
-		if (line[0] == ' ' || line[0] == '\t') {
+		/* perf pads the command on the left with spaces and indents
+		 * frames with a tab */
+		if (line[0] == '\t' || (line[0] == ' ' && cur)) {
 			if (!cur)
 				bad_line(lineno, "call chain line outside a sample");
 			frame_line(in, cur, line, lineno);
