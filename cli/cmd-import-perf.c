@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "view.h"
 
 #define CMD "import-perf"
 /* The kernel's half of the address space (x86-64, arm64 and the like). */
@@ -49,11 +50,12 @@ static void usage(FILE *f)
 
 struct target {
 	const char *file;
+	struct view *v;
 	uint64_t mono0;    /* CLOCK_MONOTONIC ns at the capture's start */
 	uint64_t duration; /* ns */
-	struct cygprof_proc *procs;
+	const struct cygprof_proc *procs; /* the view's */
 	size_t nprocs;
-	struct cygprof_thread *threads;
+	const struct cygprof_thread *threads;
 	size_t nthreads;
 };
 
@@ -77,58 +79,42 @@ static bool meta_field(const char *s, const char *name, uint64_t *out)
 	return false;
 }
 
+/* The capture's clock, end, processes and threads, through a view kept
+ * open until the end (the copy renamed over the file leaves it reading the
+ * old one). */
 static void load_target(struct target *t, const char *file)
 {
-	struct cygprof_capture *cap;
-	char *v = NULL;
+	struct cygprof_psample *ps;
+	const char *v;
 	uint64_t end;
-	size_t i;
-	int rc;
+	size_t i, n;
+	bool imported = false;
 
 	memset(t, 0, sizeof(*t));
 	t->file = file;
 	if (cli_probe_capture(file) != 1)
 		cli_die(1, "%s: not a capture (or a symbolic link to one)", file);
-	cli_check(cygprof_capture_open(file, &cap), file);
-	rc = cygprof_capture_get_meta(cap, "clock_start", &v);
-	if (rc == CYGPROF_E_NOTFOUND || (!rc && !meta_field(v, "mono_ns", &t->mono0))) {
-		cygprof_capture_close(cap);
+	t->v = cli_open_view(file, NULL);
+	v = view_meta_str(t->v, "clock_start");
+	if (!v || !meta_field(v, "mono_ns", &t->mono0))
 		cli_die(1, "%s: capture has no clock pairing; record it with this cygprof", file);
-	}
-	cli_check(rc, file);
-	free(v);
-	/* the end: "duration_ns", else the pairing at the end, else the last thread */
-	if (!cygprof_capture_get_meta(cap, "duration_ns", &v)) {
-		t->duration = strtoull(v, NULL, 10);
-		free(v);
-	} else if (!cygprof_capture_get_meta(cap, "clock_end", &v)) {
-		if (meta_field(v, "mono_ns", &end) && end >= t->mono0)
-			t->duration = end - t->mono0;
-		free(v);
-	}
-	cli_check(cygprof_capture_get_procs(cap, &t->procs, &t->nprocs), file);
-	cli_check(cygprof_capture_get_threads(cap, &t->threads, &t->nthreads), file);
-	for (i = 0; i < t->nthreads; i++)
-		if (t->threads[i].end_ns > t->duration)
-			t->duration = t->threads[i].end_ns;
+	/* the end: "duration_ns", else the pairing at the end, and the
+	 * latest thread or process end */
+	t->duration = view_duration_ns(t->v);
+	v = view_meta_str(t->v, "clock_end");
+	if (v && meta_field(v, "mono_ns", &end) && end >= t->mono0 && end - t->mono0 > t->duration)
+		t->duration = end - t->mono0;
+	cli_check(view_procs(t->v, &t->procs, &t->nprocs), file);
+	cli_check(view_threads(t->v, &t->threads, &t->nthreads), file);
 	for (i = 0; i < t->nprocs; i++)
 		if (t->procs[i].end_ns > t->duration)
 			t->duration = t->procs[i].end_ns;
-	{
-		struct cygprof_psample *ps;
-		size_t n;
-		bool imported = false;
-
-		cli_check(cygprof_capture_get_psamples(cap, &ps, &n), file);
-		for (i = 0; i < n && !imported; i++)
-			imported = ps[i].flags & CYGPROF_SAMPLE_IMPORTED;
-		free(ps);
-		if (imported) {
-			cygprof_capture_close(cap);
-			cli_die(1, "%s: already holds imported perf samples", file);
-		}
-	}
-	cygprof_capture_close(cap);
+	cli_check(cygprof_capture_get_psamples(view_capture(t->v), &ps, &n), file);
+	for (i = 0; i < n && !imported; i++)
+		imported = ps[i].flags & CYGPROF_SAMPLE_IMPORTED;
+	free(ps);
+	if (imported)
+		cli_die(1, "%s: already holds imported perf samples", file);
 }
 
 /* A thread's interval holds t; a thread still running at the end (end_ns
@@ -639,7 +625,6 @@ int cmd_import_perf(int argc, char **argv)
 	free(st.slot);
 	free(in.s);
 	free(in.frames);
-	cygprof_procs_free(t.procs, t.nprocs);
-	free(t.threads);
+	view_close(t.v);
 	return 0;
 }
