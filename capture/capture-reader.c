@@ -1830,7 +1830,7 @@ int cygprof_capture_get_psamples(struct cygprof_capture *cap, struct cygprof_psa
 	*n = 0;
 	rc = get_stream(cap, STREAM_PSAMPLES, DB_PSAMPLES, sizeof(**s), CAPTURE_PSAMPLE_MIN,
 			ps_block, (void **)s, n);
-	if (rc)
+	if (rc || !*n)
 		return rc;
 	for (i = 0; i < *n; i++)
 		(*s)[i].pad = (uint32_t)i;
