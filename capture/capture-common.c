@@ -18,6 +18,7 @@ const char *const capture_db_names[DB_COUNT] = {
 	[DB_TREES] = "trees",	    [DB_TIMELINE] = "timeline", [DB_OBJECTS] = "objects",
 	[DB_SYMBOLS] = "symbols", [DB_MEM] = "mem",	      [DB_STACKS] = "stacks",
 	[DB_SITES] = "sites",	    [DB_COUNTERS] = "counters", [DB_SAMPLES] = "samples",
+	[DB_PSAMPLES] = "psamples", [DB_OFFCPU] = "offcpu",
 };
 
 /* The detail of the last damage (or version) error of this thread: appended
@@ -96,6 +97,12 @@ void capture_describe(unsigned int db, const void *key, size_t klen, char *buf, 
 		return;
 	case DB_SAMPLES:
 		snprintf(buf, n, "counter %u samples block %u", a, klen >= 8 ? get_be32(k + 4) : 0);
+		return;
+	case DB_PSAMPLES:
+		snprintf(buf, n, "perf samples block %u", klen >= 8 ? get_be32(k + 4) : 0);
+		return;
+	case DB_OFFCPU:
+		snprintf(buf, n, "off-CPU block %u", klen >= 8 ? get_be32(k + 4) : 0);
 		return;
 	}
 	snprintf(buf, n, "%s record", db < DB_COUNT ? capture_db_names[db] : "?");
@@ -385,10 +392,13 @@ int cygprof_capture_close(struct cygprof_capture *cap)
 	if (!cap->rdonly && cap->env) {
 		rc = capture_writer_finish(cap);
 		/* what was committed is a capture: publish it even after an error
-		 * (the error is still returned) */
-		rc2 = cygprof_capture_publish(cap);
-		if (!rc)
-			rc = rc2;
+		 * (the error is still returned); but the copy of a reopened one
+		 * replaces its original only when complete */
+		if (!rc || !cap->reopened) {
+			rc2 = cygprof_capture_publish(cap);
+			if (!rc)
+				rc = rc2;
+		}
 	}
 	capture_free(cap);
 	return rc;

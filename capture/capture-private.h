@@ -30,6 +30,8 @@ enum {
 	DB_SITES,  /* likewise */
 	DB_COUNTERS, /* added in schema 3: a schema 1 or 2 capture lacks it */
 	DB_SAMPLES,  /* likewise */
+	DB_PSAMPLES, /* added in schema 4: a schema 1 to 3 capture lacks it */
+	DB_OFFCPU,   /* likewise */
 	DB_COUNT
 };
 
@@ -37,11 +39,16 @@ enum {
 #define DB_FIRST_OPTIONAL DB_MEM
 /* The first DB a schema 2 capture lacks (added with schema 3). */
 #define DB_FIRST_OPTIONAL_V2 DB_COUNTERS
+/* The first DB a schema 3 capture lacks (added with schema 4). */
+#define DB_FIRST_OPTIONAL_V3 DB_PSAMPLES
 
 extern const char *const capture_db_names[DB_COUNT];
 
 /* Streams of per-thread event blocks, each with its own pending blocks. */
-enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_COUNT };
+enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_PSAMPLES, STREAM_OFFCPU,
+       STREAM_COUNT };
+/* The one stream id of the psamples and offcpu DBs (their keys' first half). */
+#define CAPTURE_ONE_STREAM 0
 
 #define CAPTURE_MAGIC "cygprof-capture"
 #define CAPTURE_MAXDBS 16
@@ -87,6 +94,15 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_COUNT };
 /* Counter samples: varint(time delta) + varint(zigzag(value delta)). */
 #define CAPTURE_SAMPLE_MAX 20
 #define CAPTURE_SAMPLE_MIN 2
+/* perf samples: varint(zigzag(time delta)), varint(weight), varint(rr_ticks
+ * + 1, 0 for none), varint(thread_idx + 1, 0 for none), then varints pid,
+ * tid, stack, flags. */
+#define CAPTURE_PSAMPLE_MAX 55
+#define CAPTURE_PSAMPLE_MIN 8
+/* off-CPU intervals: varint(zigzag(start delta)), varint(end - start),
+ * varint(thread_idx + 1), then varints tid, stack, flags. */
+#define CAPTURE_OFFCPU_MAX 40
+#define CAPTURE_OFFCPU_MIN 6
 /* Longest counter name a writer stores and a reader accepts (bytes). */
 #define CAPTURE_COUNTER_NAME_MAX 1024
 /* Counter record: proc_idx, unit, flags, then the name (a string). */
@@ -311,8 +327,9 @@ struct wlog {
 /* The in-memory event block of one thread and stream (timeline or memory),
  * or of one counter (samples). */
 struct pending {
-	unsigned int db;  /* DB_TIMELINE, DB_MEM or DB_SAMPLES */
-	uint32_t thread;  /* thread index (samples: counter id) */
+	unsigned int db;  /* DB_TIMELINE, DB_MEM, DB_SAMPLES, DB_PSAMPLES or DB_OFFCPU */
+	uint32_t thread;  /* thread index (samples: counter id; psamples, offcpu:
+			   * CAPTURE_ONE_STREAM) */
 	uint8_t *buf;     /* CAPTURE_BLOCK_HDR bytes of header, then the events */
 	size_t len;       /* bytes used, header included */
 	size_t cap;
@@ -364,6 +381,9 @@ struct cygprof_capture {
 	size_t ndirty, cdirty;
 	uint32_t nstacks; /* stack stash nodes stored (ids 1..nstacks) */
 	uint32_t ncounters; /* counters defined (ids 0..ncounters-1) */
+	bool reopened;  /* cygprof_capture_open_rw(): streams continue the file's */
+	uint32_t next_seq[STREAM_COUNT]; /* reopened: the first block of the
+					  * psamples and offcpu streams */
 };
 
 /* Map an LMDB or errno code to the library's convention. */

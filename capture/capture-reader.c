@@ -233,7 +233,8 @@ static int check_values(struct cygprof_capture *cap, MDB_txn *txn)
 	if (!cap->crc)
 		return 0;
 	for (db = 0; db < DB_COUNT && !rc; db++) {
-		if (db == DB_TIMELINE || db == DB_MEM || db == DB_SAMPLES || cap->missing[db])
+		if (db == DB_TIMELINE || db == DB_MEM || db == DB_SAMPLES || db == DB_PSAMPLES ||
+		    db == DB_OFFCPU || cap->missing[db])
 			continue;
 		rc = capture_err(mdb_cursor_open(txn, cap->dbi[db], &cur));
 		if (rc)
@@ -275,7 +276,8 @@ static int open_dbs(struct cygprof_capture *cap, uint64_t txnid, const uint64_t 
 			continue;
 		if (entries[i] == UINT64_MAX) {
 			if ((i >= DB_FIRST_OPTIONAL && cap->schema == 1) ||
-			    (i >= DB_FIRST_OPTIONAL_V2 && cap->schema <= 2)) {
+			    (i >= DB_FIRST_OPTIONAL_V2 && cap->schema <= 2) ||
+			    (i >= DB_FIRST_OPTIONAL_V3 && cap->schema <= 3)) {
 				/* written before this DB existed: reads as empty */
 				cap->missing[i] = true;
 				continue;
@@ -1084,8 +1086,10 @@ static int block_key(struct cygprof_capture *cap, unsigned int db, uint32_t thre
 		return db == DB_SAMPLES
 			       ? capture_damage(cap, "counter %u samples block %u missing", thread,
 						seq)
-			       : capture_damage(cap, "thread %u %s block %u missing", thread,
-						db == DB_MEM ? "memory" : "timeline", seq);
+		       : db == DB_PSAMPLES ? capture_damage(cap, "perf samples block %u missing", seq)
+		       : db == DB_OFFCPU   ? capture_damage(cap, "off-CPU block %u missing", seq)
+				   : capture_damage(cap, "thread %u %s block %u missing", thread,
+						    db == DB_MEM ? "memory" : "timeline", seq);
 	return 0;
 }
 
@@ -1500,7 +1504,7 @@ static int decode_stack(const MDB_val *k, const MDB_val *v, void *elem)
 	s->proc_idx = get_le32(p + 4);
 	s->kind = get_le32(p + 8);
 	s->addr = get_le64(p + 12);
-	if (s->parent >= s->id || s->kind > CYGPROF_FRAME_RA)
+	if (s->parent >= s->id || s->kind > CYGPROF_FRAME_IP)
 		return CYGPROF_E_CORRUPT;
 	return 0;
 }
@@ -1519,6 +1523,14 @@ int cygprof_capture_get_stacks(struct cygprof_capture *cap, struct cygprof_stack
 	/* dense ids: with parent < id, every parent is in the array before
 	 * its children */
 	for (i = 0; i < *n; i++) {
+		/* a sample's own frame exists from schema 4 on */
+		if ((*v)[i].kind == CYGPROF_FRAME_IP && cap->schema < 4) {
+			capture_damage(cap, "stack node %zu: malformed", i + 1);
+			free(*v);
+			*v = NULL;
+			*n = 0;
+			return CYGPROF_E_CORRUPT;
+		}
 		if ((*v)[i].id != i + 1) {
 			capture_damage(cap, "stack node %zu missing", i + 1);
 			free(*v);
@@ -1662,5 +1674,203 @@ int cygprof_capture_get_samples(struct cygprof_capture *cap, uint32_t counter_id
 	}
 	*s = w.a;
 	*n = w.n;
+	return 0;
+}
+
+/* ---- perf samples and off-CPU intervals ------------------------------------- */
+
+/* The records read so far of the psamples or offcpu stream. */
+struct ps_walk {
+	void *a;
+	size_t n, cap, elsize;
+};
+
+static int ps_grow(struct ps_walk *w, size_t more)
+{
+	size_t want = w->n + more, nc;
+	void *a;
+
+	if (want <= w->cap)
+		return 0;
+	nc = w->cap ? w->cap : 256;
+	while (nc < want)
+		nc *= 2;
+	a = realloc(w->a, nc * w->elsize);
+	if (!a)
+		return -ENOMEM;
+	w->a = a;
+	w->cap = nc;
+	return 0;
+}
+
+/* Appends of separate calls may go back in time (several rings): within a
+ * block a time is a signed delta from the previous record's. */
+static int ps_block(const struct blk *b, void *arg)
+{
+	struct ps_walk *w = arg;
+	struct cygprof_psample *a;
+	const uint8_t *p = b->raw;
+	size_t off = 0;
+	uint64_t v[8], ts = b->first_ts;
+	uint32_t i;
+	int j, rc;
+
+	rc = ps_grow(w, b->count);
+	if (rc)
+		return rc;
+	a = (struct cygprof_psample *)w->a + w->n;
+	for (i = 0; i < b->count; i++, a++) {
+		for (j = 0; j < 8; j++)
+			if (!get_varint(p, b->len, &off, &v[j]))
+				return CYGPROF_E_CORRUPT;
+		ts += unzigzag(v[0]);
+		if (v[3] > (uint64_t)UINT32_MAX || v[4] > UINT32_MAX || v[5] > UINT32_MAX ||
+		    v[6] > UINT32_MAX || v[7] > UINT32_MAX)
+			return CYGPROF_E_CORRUPT;
+		a->t_ns = ts;
+		a->weight_ns = v[1];
+		a->rr_ticks = v[2] ? v[2] - 1 : UINT64_MAX;
+		a->thread_idx = v[3] ? (uint32_t)(v[3] - 1) : CYGPROF_NONE;
+		a->pid = (uint32_t)v[4];
+		a->tid = (uint32_t)v[5];
+		a->stack = (uint32_t)v[6];
+		a->flags = (uint32_t)v[7];
+		a->pad = 0;
+		w->n++;
+	}
+	/* bytes after the count-th record are ignored (versioning rules) */
+	return 0;
+}
+
+static int oc_block(const struct blk *b, void *arg)
+{
+	struct ps_walk *w = arg;
+	struct cygprof_offcpu *a;
+	const uint8_t *p = b->raw;
+	size_t off = 0;
+	uint64_t v[6], ts = b->first_ts;
+	uint32_t i;
+	int j, rc;
+
+	rc = ps_grow(w, b->count);
+	if (rc)
+		return rc;
+	a = (struct cygprof_offcpu *)w->a + w->n;
+	for (i = 0; i < b->count; i++, a++) {
+		for (j = 0; j < 6; j++)
+			if (!get_varint(p, b->len, &off, &v[j]))
+				return CYGPROF_E_CORRUPT;
+		ts += unzigzag(v[0]);
+		if (ts + v[1] < ts || v[2] > (uint64_t)UINT32_MAX || v[3] > UINT32_MAX ||
+		    v[4] > UINT32_MAX || v[5] > UINT32_MAX)
+			return CYGPROF_E_CORRUPT;
+		a->start_ns = ts;
+		a->end_ns = ts + v[1];
+		a->thread_idx = v[2] ? (uint32_t)(v[2] - 1) : CYGPROF_NONE;
+		a->tid = (uint32_t)v[3];
+		a->stack = (uint32_t)v[4];
+		a->flags = (uint32_t)v[5];
+		w->n++;
+	}
+	return 0;
+}
+
+static int cmp_psample(const void *x, const void *y)
+{
+	const struct cygprof_psample *a = x, *b = y;
+
+	/* stable: pad holds the index while sorting */
+	if (a->t_ns != b->t_ns)
+		return a->t_ns < b->t_ns ? -1 : 1;
+	return a->pad < b->pad ? -1 : a->pad > b->pad;
+}
+
+static int cmp_offcpu(const void *x, const void *y)
+{
+	const struct cygprof_offcpu *a = x, *b = y;
+
+	if (a->start_ns != b->start_ns)
+		return a->start_ns < b->start_ns ? -1 : 1;
+	return a->flags < b->flags ? -1 : a->flags > b->flags;
+}
+
+static int get_stream(struct cygprof_capture *cap, unsigned int stream, unsigned int db,
+		      size_t elsize, size_t min, int (*fn)(const struct blk *b, void *arg),
+		      void **out, size_t *n)
+{
+	struct ps_walk w = { .elsize = elsize };
+	int rc;
+
+	if (cap->missing[db])
+		return 0;
+	if (!cap->rdonly) {
+		rc = capture_flush_thread(cap, stream, CAPTURE_ONE_STREAM);
+		if (rc)
+			return rc;
+	}
+	rc = foreach_block(cap, db, CAPTURE_ONE_STREAM, min, fn, &w);
+	if (rc) {
+		free(w.a);
+		return rc;
+	}
+	*out = w.a;
+	*n = w.n;
+	return 0;
+}
+
+int cygprof_capture_get_psamples(struct cygprof_capture *cap, struct cygprof_psample **s,
+				 size_t *n)
+{
+	size_t i;
+	int rc;
+
+	if (!cap || !s || !n)
+		return -EINVAL;
+	*s = NULL;
+	*n = 0;
+	rc = get_stream(cap, STREAM_PSAMPLES, DB_PSAMPLES, sizeof(**s), CAPTURE_PSAMPLE_MIN,
+			ps_block, (void **)s, n);
+	if (rc || !*n)
+		return rc;
+	for (i = 0; i < *n; i++)
+		(*s)[i].pad = (uint32_t)i;
+	qsort(*s, *n, sizeof(**s), cmp_psample);
+	for (i = 0; i < *n; i++)
+		(*s)[i].pad = 0;
+	return 0;
+}
+
+int cygprof_capture_get_offcpu(struct cygprof_capture *cap, struct cygprof_offcpu **o,
+			       size_t *n)
+{
+	uint32_t *fl;
+	size_t i;
+	int rc;
+
+	if (!cap || !o || !n)
+		return -EINVAL;
+	*o = NULL;
+	*n = 0;
+	rc = get_stream(cap, STREAM_OFFCPU, DB_OFFCPU, sizeof(**o), CAPTURE_OFFCPU_MIN, oc_block,
+			(void **)o, n);
+	if (rc || !*n)
+		return rc;
+	/* stable: flags holds the index while sorting */
+	fl = malloc(*n * sizeof(*fl));
+	if (!fl) {
+		free(fl);
+		free(*o);
+		*o = NULL;
+		*n = 0;
+		return -ENOMEM;
+	}
+	for (i = 0; i < *n; i++) {
+		fl[i] = (*o)[i].flags;
+		(*o)[i].flags = (uint32_t)i;
+	}
+	qsort(*o, *n, sizeof(**o), cmp_offcpu);
+	for (i = 0; i < *n; i++)
+		(*o)[i].flags = fl[(*o)[i].flags];
+	free(fl);
 	return 0;
 }

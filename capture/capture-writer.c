@@ -348,13 +348,14 @@ static int make_temp(const char *path, char **tmp, int *fdp)
 	return 0;
 }
 
-int cygprof_capture_create(const char *path, struct cygprof_capture **out)
+/* The handle of a writer of path and its new file (*fd, open): the start of
+ * cygprof_capture_create() and cygprof_capture_open_rw(). */
+static int new_writer(const char *path, struct cygprof_capture **out,
+		      struct cygprof_capture **capp, int *fd)
 {
 	struct cygprof_capture *cap;
-	char fdpath[64];
 	struct stat st;
-	size_t mapsize;
-	int rc, fd = -1;
+	int rc;
 
 	if (!out)
 		return -EINVAL;
@@ -370,18 +371,33 @@ int cygprof_capture_create(const char *path, struct cygprof_capture **out)
 	cap->schema = CYGPROF_CAPTURE_SCHEMA;
 	cap->crc = true;
 	cap->path = strdup(path);
-	if (!cap->path) {
-		free(cap);
-		return -ENOMEM;
+	rc = cap->path ? make_temp(path, &cap->tmp_path, fd) : -ENOMEM;
+	if (!rc) {
+		cap->zc = ZSTD_createCCtx();
+		if (!cap->zc)
+			rc = -ENOMEM;
 	}
-	rc = make_temp(path, &cap->tmp_path, &fd);
+	if (rc) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		capture_free(cap);
+		return rc;
+	}
+	*capp = cap;
+	return 0;
+}
+
+int cygprof_capture_create(const char *path, struct cygprof_capture **out)
+{
+	struct cygprof_capture *cap;
+	char fdpath[64];
+	size_t mapsize;
+	int rc, fd = -1;
+
+	rc = new_writer(path, out, &cap, &fd);
 	if (rc)
-		goto fail;
-	cap->zc = ZSTD_createCCtx();
-	if (!cap->zc) {
-		rc = -ENOMEM;
-		goto fail;
-	}
+		return rc;
 	mapsize = initial_mapsize(cap);
 	cap->mapsize = mapsize;
 	/* LMDB opens by name: open the very inode made above through its
@@ -415,6 +431,125 @@ fail:
 		close(fd);
 	capture_free(cap);
 	return rc;
+}
+
+/* ---- adding to an existing capture ------------------------------------------ */
+
+/* Copy the file at path into fd (a new file); the mode follows. */
+static int copy_into(const char *path, int fd)
+{
+	static char buf[1 << 16];
+	struct stat st;
+	ssize_t r, w, off;
+	int in, rc = 0;
+
+	in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (in < 0)
+		return -errno; /* ELOOP: a symbolic link, which the rename would replace */
+	if (fstat(in, &st) || !S_ISREG(st.st_mode)) {
+		close(in);
+		return CYGPROF_E_NOTCAPTURE;
+	}
+	while (!rc && (r = read(in, buf, sizeof(buf))) != 0) {
+		if (r < 0) {
+			if (errno != EINTR)
+				rc = -errno;
+			continue;
+		}
+		for (off = 0; off < r && !rc; off += w) {
+			w = write(fd, buf + off, (size_t)(r - off));
+			if (w < 0) {
+				w = 0;
+				if (errno != EINTR)
+					rc = errno == ENOSPC || errno == EDQUOT ? CYGPROF_E_FULL : -errno;
+			}
+		}
+	}
+	if (!rc && fchmod(fd, st.st_mode & 07777))
+		(void)0; /* the umask's mode make_temp gave it will do */
+	close(in);
+	return rc;
+}
+
+/* Writer state of a capture reopened from a closed one: the next stack id
+ * and counter id, the next block of the one-stream DBs, and every DB of the
+ * current schema (an older capture gets the DBs it lacks). */
+static int reopen_state(struct cygprof_capture *cap)
+{
+	static const char schema[] = { '0' + CYGPROF_CAPTURE_SCHEMA };
+	MDB_stat st;
+	int rc, i;
+
+	rc = txn_start(cap);
+	for (i = 0; i < DB_COUNT && !rc; i++)
+		rc = capture_err(mdb_dbi_open(cap->txn, capture_db_names[i], MDB_CREATE,
+					      &cap->dbi[i]));
+	if (!rc)
+		rc = capture_err(put_raw(cap->txn, cap, DB_META, "schema", schema, sizeof(schema)));
+	if (!rc)
+		rc = capture_err(mdb_stat(cap->txn, cap->dbi[DB_STACKS], &st));
+	if (!rc)
+		cap->nstacks = st.ms_entries > UINT32_MAX ? UINT32_MAX : (uint32_t)st.ms_entries;
+	if (!rc)
+		rc = capture_err(mdb_stat(cap->txn, cap->dbi[DB_COUNTERS], &st));
+	if (!rc)
+		cap->ncounters = st.ms_entries > UINT32_MAX ? UINT32_MAX : (uint32_t)st.ms_entries;
+	if (!rc)
+		rc = capture_err(mdb_stat(cap->txn, cap->dbi[DB_PSAMPLES], &st));
+	if (!rc)
+		cap->next_seq[STREAM_PSAMPLES] = (uint32_t)st.ms_entries;
+	if (!rc)
+		rc = capture_err(mdb_stat(cap->txn, cap->dbi[DB_OFFCPU], &st));
+	if (!rc)
+		cap->next_seq[STREAM_OFFCPU] = (uint32_t)st.ms_entries;
+	if (!rc)
+		rc = txn_commit(cap);
+	return rc;
+}
+
+int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out)
+{
+	struct cygprof_capture *cap, *rd = NULL;
+	struct stat st;
+	int rc, fd = -1;
+	bool ok;
+
+	rc = new_writer(path, out, &cap, &fd);
+	if (rc)
+		return rc;
+	cap->reopened = true;
+	rc = copy_into(path, fd);
+	close(fd);
+	/* the copy is what is checked: a file changed meanwhile is not trusted */
+	if (!rc)
+		rc = cygprof_capture_open(cap->tmp_path, &rd);
+	if (!rc) {
+		ok = rd->sealed && rd->schema >= 2;
+		cygprof_capture_close(rd);
+		if (!ok)
+			rc = -EPERM;
+	}
+	if (!rc && stat(cap->tmp_path, &st))
+		rc = -errno;
+	if (!rc) {
+		cap->mapsize = initial_mapsize(cap);
+		/* room for the file and as much again */
+		while (cap->mapsize / 2 < (uint64_t)st.st_size && cap->mapsize < SIZE_MAX / 2)
+			cap->mapsize *= 2;
+		rc = capture_env_open(cap, cap->tmp_path, MDB_NOSYNC, cap->mapsize);
+		if (rc == -ENOMEM)
+			rc = cap->addrspace_limited ? CYGPROF_E_ADDRSPACE : -ENOMEM;
+	}
+	if (!rc) {
+		cap->block_max = CAPTURE_BLOCK_HDR + CAPTURE_RAW_MAX;
+		rc = reopen_state(cap);
+	}
+	if (rc) {
+		capture_free(cap);
+		return rc;
+	}
+	*out = cap;
+	return 0;
 }
 
 /* ---- batches -------------------------------------------------------------- */
@@ -846,11 +981,14 @@ static struct pending *pending_get(struct cygprof_capture *cap, unsigned int str
 		p = calloc(1, sizeof(*p));
 		if (!p)
 			return NULL;
-		p->db = stream == STREAM_MEM	   ? DB_MEM
-			: stream == STREAM_SAMPLES ? DB_SAMPLES
-						   : DB_TIMELINE;
+		p->db = stream == STREAM_MEM	    ? DB_MEM
+			: stream == STREAM_SAMPLES  ? DB_SAMPLES
+			: stream == STREAM_PSAMPLES ? DB_PSAMPLES
+			: stream == STREAM_OFFCPU   ? DB_OFFCPU
+						    : DB_TIMELINE;
 		p->thread = thread;
 		p->len = CAPTURE_BLOCK_HDR;
+		p->seq = cap->next_seq[stream]; /* 0 but in a reopened capture */
 		cap->pend[stream][thread] = p;
 	}
 	return p;
@@ -943,6 +1081,9 @@ int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_i
 
 	if (rc)
 		return rc;
+	/* a block must continue the stored ones in time */
+	if (cap->reopened)
+		return -EPERM;
 	if (!n)
 		return 0;
 	if (!ev)
@@ -1021,6 +1162,9 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 
 	if (rc)
 		return rc;
+	/* a block must continue the stored ones in time */
+	if (cap->reopened)
+		return -EPERM;
 	if (!n)
 		return 0;
 	if (!ev)
@@ -1072,7 +1216,7 @@ int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof
 		return -EINVAL;
 	/* validate everything first: a rejected call stores nothing */
 	for (i = 0, next = cap->nstacks + 1; i < n; i++, next++)
-		if (v[i].id != next || v[i].parent >= v[i].id || v[i].kind > CYGPROF_FRAME_RA)
+		if (v[i].id != next || v[i].parent >= v[i].id || v[i].kind > CYGPROF_FRAME_IP)
 			return -EINVAL;
 	for (i = 0; i < n && !rc; i++) {
 		put_be32(key, v[i].id);
@@ -1129,6 +1273,9 @@ int cygprof_capture_append_samples(struct cygprof_capture *cap, uint32_t counter
 
 	if (rc)
 		return rc;
+	/* a block must continue the stored ones in time */
+	if (cap->reopened)
+		return -EPERM;
 	if (counter_id >= cap->ncounters || (n && !s))
 		return -EINVAL;
 	if (!n)
@@ -1160,4 +1307,118 @@ int cygprof_capture_append_samples(struct cygprof_capture *cap, uint32_t counter
 		p->any = true;
 	}
 	return wdone(cap, rc);
+}
+
+/* ---- perf samples and off-CPU intervals ------------------------------------- */
+
+/* The varints of one record (the first a time delta from last) and its
+ * time; returns how many. */
+typedef unsigned (*rec_fields_fn)(const void *rec, uint64_t last, uint64_t *f, uint64_t *ts);
+
+static unsigned psample_fields(const void *rec, uint64_t last, uint64_t *f, uint64_t *ts)
+{
+	const struct cygprof_psample *s = rec;
+
+	*ts = s->t_ns;
+	f[0] = zigzag(s->t_ns - last);
+	f[1] = s->weight_ns;
+	f[2] = s->rr_ticks + 1; /* UINT64_MAX: 0 */
+	f[3] = ((uint64_t)s->thread_idx + 1) & UINT32_MAX;
+	f[4] = s->pid;
+	f[5] = s->tid;
+	f[6] = s->stack;
+	f[7] = s->flags;
+	return 8;
+}
+
+static unsigned offcpu_fields(const void *rec, uint64_t last, uint64_t *f, uint64_t *ts)
+{
+	const struct cygprof_offcpu *o = rec;
+
+	*ts = o->start_ns;
+	f[0] = zigzag(o->start_ns - last);
+	f[1] = o->end_ns - o->start_ns;
+	f[2] = ((uint64_t)o->thread_idx + 1) & UINT32_MAX;
+	f[3] = o->tid;
+	f[4] = o->stack;
+	f[5] = o->flags;
+	return 6;
+}
+
+/* Append n checked records of elsize bytes to a one-stream DB. */
+static int append_stream(struct cygprof_capture *cap, unsigned int stream, size_t max,
+			 const void *recs, size_t n, size_t elsize, rec_fields_fn fields)
+{
+	struct pending *p;
+	uint64_t f[8], ts;
+	unsigned int j, nf;
+	size_t i;
+	uint8_t *out;
+	int rc;
+
+	if (!n)
+		return 0;
+	p = pending_get(cap, stream, CAPTURE_ONE_STREAM);
+	if (!p)
+		return -ENOMEM;
+	rc = pending_reserve(cap, p, n, max);
+	if (rc)
+		return rc;
+	for (i = 0; i < n; i++) {
+		const void *r = (const uint8_t *)recs + i * elsize;
+
+		fields(r, 0, f, &ts);
+		rc = pending_next(cap, p, max, ts);
+		if (rc)
+			break;
+		nf = fields(r, p->last_ts, f, &ts);
+		out = p->buf + p->len;
+		for (j = 0; j < nf; j++)
+			out += put_varint(out, f[j]);
+		p->len = (size_t)(out - p->buf);
+		p->count++;
+		p->last_ts = ts;
+		p->any = true;
+	}
+	return wdone(cap, rc);
+}
+
+/* Both are one stream each (key CAPTURE_ONE_STREAM), buffered like a
+ * counter's samples.  Calls may go back in time (the collector drains one
+ * ring per CPU): a record's time is a ZigZag delta from the previous one in
+ * its block, and the reader sorts. */
+int cygprof_capture_append_psamples(struct cygprof_capture *cap,
+				    const struct cygprof_psample *s, size_t n)
+{
+	size_t i;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (n && !s)
+		return -EINVAL;
+	/* validate everything first: a rejected call appends nothing */
+	for (i = 0; i < n; i++)
+		if (s[i].pad || (i && s[i].t_ns < s[i - 1].t_ns))
+			return -EINVAL;
+	return append_stream(cap, STREAM_PSAMPLES, CAPTURE_PSAMPLE_MAX, s, n, sizeof(*s),
+			     psample_fields);
+}
+
+int cygprof_capture_append_offcpu(struct cygprof_capture *cap, const struct cygprof_offcpu *o,
+				  size_t n)
+{
+	size_t i;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (n && !o)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (o[i].flags || o[i].end_ns < o[i].start_ns ||
+		    (i && o[i].start_ns < o[i - 1].start_ns))
+			return -EINVAL;
+	return append_stream(cap, STREAM_OFFCPU, CAPTURE_OFFCPU_MAX, o, n, sizeof(*o),
+			     offcpu_fields);
 }

@@ -174,5 +174,6 @@ int cmd_memory(int argc, char **argv);
 int cmd_gprof(int argc, char **argv);
 int cmd_annotate(int argc, char **argv);
 int cmd_counters(int argc, char **argv);
+int cmd_import_perf(int argc, char **argv);
 
 #endif

@@ -22,6 +22,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"gprof", cmd_gprof, "GNU gprof output: gmon.out files for gprof, or its text layout"},
 	{"annotate", cmd_annotate, "source lines with their calls, entries, time and allocations"},
 	{"counters", cmd_counters, "counters over time: memory, CPU time, memdump reports"},
+	{"import-perf", cmd_import_perf, "add the samples of a perf run made alongside (perf script)"},
 };
 
 static void usage(FILE *f)

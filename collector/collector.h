@@ -19,6 +19,9 @@ struct collector_opts {
 	uint64_t counters_ns;  /* sample the counters every this many ns (0: no counters) */
 	int memdump;           /* let the memdump API report (sampled every counters_ns,
 				* or CYGPROF_COUNTERS_DEFAULT_NS without --counters) */
+	uint32_t sample_hz;    /* perf sampling frequency (0: no sampling) */
+	const char *sample_event; /* "cpu-clock" (default), "cycles", ... */
+	int time_sampled;      /* --time=sampled: the hooks read no clock */
 	const char *instruments; /* the instruments recorded, comma-separated (meta
 				  * "instruments"), e.g. "calls,memory,counters" */
 	int quiet;             /* no summary line */

@@ -95,6 +95,17 @@ static void read_all(struct cygprof_capture *cap)
 				free(sm);
 		cygprof_counters_free(cv, nc);
 	}
+	{
+		/* perf samples and off-CPU intervals (schema 4) */
+		struct cygprof_psample *ps;
+		struct cygprof_offcpu *oc;
+		size_t nps, noc;
+
+		if (!cygprof_capture_get_psamples(cap, &ps, &nps))
+			free(ps);
+		if (!cygprof_capture_get_offcpu(cap, &oc, &noc))
+			free(oc);
+	}
 	if (cygprof_capture_get_threads(cap, &threads, &nt))
 		return;
 	/* every thread, plus one past the last */

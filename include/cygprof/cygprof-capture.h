@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define CYGPROF_CAPTURE_SCHEMA 3
+#define CYGPROF_CAPTURE_SCHEMA 4
 
 enum {
 	CYGPROF_E_NOTCAPTURE = -20001, /* the file is not a cygprof capture */
@@ -83,6 +83,21 @@ int cygprof_capture_probe(const char *path);
  * CYGPROF_E_NOTCAPTURE, a truncated or damaged one CYGPROF_E_CORRUPT, a
  * newer schema CYGPROF_E_VERSION (cygprof_strerror() then says what). */
 int cygprof_capture_open(const char *path, struct cygprof_capture **out);
+
+/** Open an existing, closed capture (schema 2 or later) to add to it: its
+ * file is copied to a new file in path's directory (as for
+ * cygprof_capture_create()), checked like cygprof_capture_open() checks, and
+ * upgraded to the current schema; puts and appends go to the copy, which
+ * cygprof_capture_close() seals and renames onto path (replacing the file
+ * there), while cygprof_capture_discard() or any failure leaves path as it
+ * was.  Stack ids continue after the capture's; perf samples, off-CPU
+ * intervals, counters, meta and records can be added; the timeline,
+ * memory event and counter sample streams cannot (-EPERM).  Errors: those of
+ * cygprof_capture_open() and cygprof_capture_create(), -EPERM for a capture
+ * not closed by its writer (it may still be written) or of schema 1.
+ * @param[out] out owned; release with cygprof_capture_close() or
+ * cygprof_capture_discard(). */
+int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out);
 
 /** What damage was found on this handle (the first; "thread 3 record:
  * checksum mismatch"), NULL when none.  With cap NULL: the detail of the
@@ -368,6 +383,7 @@ int cygprof_capture_mem_count(struct cygprof_capture *cap, uint32_t thread_idx, 
 enum cygprof_frame_kind {
 	CYGPROF_FRAME_FN = 0, /* a function entry address (from the call tree) */
 	CYGPROF_FRAME_RA = 1, /* a return address (from unwinding, or a call site) */
+	CYGPROF_FRAME_IP = 2, /* an instruction pointer: a sample's own frame (schema 4) */
 };
 
 struct cygprof_stack_node {
@@ -432,6 +448,50 @@ int cygprof_capture_append_samples(struct cygprof_capture *cap, uint32_t counter
  * owned: free(). */
 int cygprof_capture_get_samples(struct cygprof_capture *cap, uint32_t counter_id,
 				struct cygprof_sample **s, size_t *n);
+
+/* ---- samples (record --sample, import-perf; schema 4) ---------------------- */
+/* perf samples of the recorded threads, on the capture's clock, and the
+ * intervals each thread spent off CPU (from context-switch records). */
+
+enum {
+	CYGPROF_SAMPLE_IMPORTED = 1, /* from `cygprof import-perf`, not recorded */
+	CYGPROF_SAMPLE_KERNEL = 2,   /* the sample hit kernel code (the stack is the user part) */
+};
+
+struct cygprof_psample {
+	uint64_t t_ns;       /* from the capture start, non-decreasing per call of append */
+	uint64_t weight_ns;  /* the CPU time it stands for (the event's period in ns) */
+	uint64_t rr_ticks;   /* retired conditional branches of the thread at the
+			      * sample, UINT64_MAX when not counted */
+	uint32_t thread_idx; /* the capture's thread, CYGPROF_NONE when unknown */
+	uint32_t pid, tid;   /* as the kernel saw them */
+	uint32_t stack;      /* stash id of its call chain, innermost frame an
+			      * CYGPROF_FRAME_IP; 0 when none */
+	uint32_t flags;      /* CYGPROF_SAMPLE_* */
+	uint32_t pad;        /* 0 */
+};
+
+struct cygprof_offcpu {
+	uint64_t start_ns, end_ns; /* from the capture start; start <= end */
+	uint32_t thread_idx;       /* CYGPROF_NONE when unknown */
+	uint32_t tid;
+	uint32_t stack;            /* stash id of where it went off CPU, 0 when unknown */
+	uint32_t flags;            /* reserved, 0 */
+};
+
+/** Append samples (any threads, in time order within the call).  -EINVAL
+ * (nothing appended) for time going backwards or non-zero pad. */
+int cygprof_capture_append_psamples(struct cygprof_capture *cap,
+				    const struct cygprof_psample *s, size_t n);
+/** All samples in time order (none: n = 0).  @param[out] s owned: free(). */
+int cygprof_capture_get_psamples(struct cygprof_capture *cap, struct cygprof_psample **s,
+				 size_t *n);
+/** Append off-CPU intervals (ordered by start within the call). */
+int cygprof_capture_append_offcpu(struct cygprof_capture *cap, const struct cygprof_offcpu *o,
+				  size_t n);
+/** All off-CPU intervals ordered by start.  @param[out] o owned: free(). */
+int cygprof_capture_get_offcpu(struct cygprof_capture *cap, struct cygprof_offcpu **o,
+			       size_t *n);
 
 #ifdef __cplusplus
 }

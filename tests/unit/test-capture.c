@@ -91,7 +91,7 @@ static void test_meta(void)
 	CHECK_EQ_STR(v, "cygprof-capture");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
-	CHECK_EQ_STR(v, "3");
+	CHECK_EQ_STR(v, "4");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "nope", &v), CYGPROF_E_NOTFOUND);
 	CHECK(v == NULL);
@@ -848,7 +848,7 @@ static void test_stacks(void)
 		in[i].parent = !i || rnd() % 50 == 0 ? 0
 			       : rnd() % 3 ? (uint32_t)i : (uint32_t)(rnd() % i + 1);
 		in[i].proc_idx = (uint32_t)(rnd() % 3);
-		in[i].kind = (uint32_t)(rnd() % 2);
+		in[i].kind = (uint32_t)(rnd() % 3);
 		in[i].addr = rnd();
 	}
 	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
@@ -860,7 +860,7 @@ static void test_stacks(void)
 	bad.parent = 1;
 	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, &bad, 1), -EINVAL);
 	bad.parent = 0;
-	bad.kind = 2;
+	bad.kind = CYGPROF_FRAME_IP + 1;
 	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, &bad, 1), -EINVAL);
 	/* in batches of thousands, then the rest outside a batch */
 	for (done = 0; done < big / 2; done += 5000) {
@@ -1005,7 +1005,7 @@ static size_t seal_value(uint8_t *out, const char *db, const void *key, size_t k
 
 static const char *const all_dbs[] = { "meta",	  "procs", "threads", "trees",	"timeline",
 				       "objects", "symbols", "mem",   "stacks", "sites",
-				       "counters", "samples" };
+				       "counters", "samples", "psamples", "offcpu" };
 /* all_dbs[] from here on were added within schema 2: a capture written
  * before them lacks them and its seal does not name them */
 #define ALL_DBS_V2 10
@@ -1177,16 +1177,16 @@ static void test_errors(void)
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
 
 	/* a newer schema: the error names it */
-	p = tmp_path("schema4.cap");
+	p = tmp_path("schema5.cap");
 	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
-	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "4"), -EPERM);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "5"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "txn", "3"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
-	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "4", 1), 0);
+	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "5", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_VERSION);
 	CHECK_EQ_STR(cygprof_strerror(CYGPROF_E_VERSION),
-		     "capture written by a newer cygprof (unknown schema) (schema 4; this "
-		     "cygprof reads schemas 1 to 3)");
+		     "capture written by a newer cygprof (unknown schema) (schema 5; this "
+		     "cygprof reads schemas 1 to 4)");
 	/* "2" damaged into "1" (with a valid checksum even) is not schema 1 */
 	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "1", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
@@ -1707,6 +1707,274 @@ out:
 	free(big);
 }
 
+/* perf samples and off-CPU intervals: round trip across blocks and commits,
+ * calls going back in time (one ring per CPU), the refused calls, and a
+ * capture of schema 3 (without the DBs) that reads them as empty. */
+static void test_psamples(void)
+{
+	const char *path = tmp_path("psamples.cap");
+	const char *const dropped[] = { "psamples", "offcpu" };
+	struct cygprof_psample *ps, *out = NULL, bad[2];
+	struct cygprof_offcpu *oc, *oout = NULL, obad[2];
+	struct cygprof_stack_node node = { .id = 1, .kind = CYGPROF_FRAME_IP, .addr = 0x1234 };
+	struct cygprof_stack_node *sv = NULL;
+	struct cygprof_capture *cap;
+	size_t nps = 50000, noc = 20000, n = 99, i, half;
+	bool ok;
+
+	ps = calloc(nps, sizeof(*ps));
+	oc = calloc(noc, sizeof(*oc));
+	for (i = 0; i < nps; i++) {
+		ps[i].t_ns = i * 1000003ull + rnd() % 1000;
+		ps[i].weight_ns = rnd() % 4 ? 1000000 : rnd();
+		ps[i].rr_ticks = rnd() % 3 ? rnd() >> (rnd() % 64) : UINT64_MAX;
+		ps[i].thread_idx = rnd() % 5 ? (uint32_t)(rnd() % 8) : CYGPROF_NONE;
+		ps[i].pid = (uint32_t)rnd();
+		ps[i].tid = (uint32_t)rnd();
+		ps[i].stack = (uint32_t)(rnd() % 100);
+		ps[i].flags = (uint32_t)(rnd() % 4);
+	}
+	for (i = 0; i < noc; i++) {
+		oc[i].start_ns = i * 5000011ull + rnd() % 1000;
+		oc[i].end_ns = oc[i].start_ns + rnd() % 100000000;
+		oc[i].thread_idx = rnd() % 5 ? (uint32_t)(rnd() % 8) : CYGPROF_NONE;
+		oc[i].tid = (uint32_t)rnd();
+		oc[i].stack = (uint32_t)(rnd() % 100);
+	}
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	if (!cap)
+		goto out;
+	/* none yet */
+	out = (void *)1;
+	CHECK_EQ_INT(cygprof_capture_get_psamples(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, 0);
+	CHECK(out == NULL);
+	CHECK_EQ_INT(cygprof_capture_get_offcpu(cap, &oout, &n), 0);
+	CHECK_EQ_U64(n, 0);
+	/* refused, nothing appended: time going back within a call, pad,
+	 * reserved flags, end before start, NULL */
+	bad[0] = ps[1];
+	bad[1] = ps[0];
+	CHECK_EQ_INT(cygprof_capture_append_psamples(cap, bad, 2), -EINVAL);
+	bad[1] = ps[2];
+	bad[1].pad = 1;
+	CHECK_EQ_INT(cygprof_capture_append_psamples(cap, bad, 2), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_append_psamples(cap, NULL, 1), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_append_psamples(cap, NULL, 0), 0);
+	obad[0] = oc[1];
+	obad[1] = oc[0];
+	CHECK_EQ_INT(cygprof_capture_append_offcpu(cap, obad, 2), -EINVAL);
+	obad[1] = oc[2];
+	obad[1].flags = 1;
+	CHECK_EQ_INT(cygprof_capture_append_offcpu(cap, obad, 2), -EINVAL);
+	obad[1] = oc[2];
+	obad[1].end_ns = obad[1].start_ns - 1;
+	CHECK_EQ_INT(cygprof_capture_append_offcpu(cap, obad, 2), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_append_offcpu(cap, NULL, 1), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_append_offcpu(cap, NULL, 0), 0);
+	/* a sample's own frame */
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, &node, 1), 0);
+
+	/* the second half first, in one call crossing blocks; then the first
+	 * half a few at a time in batches, like one ring after another */
+	half = nps / 2;
+	CHECK_EQ_INT(cygprof_capture_append_psamples(cap, ps + half, nps - half), 0);
+	for (i = 0; i < half; i += 1000) {
+		CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+		CHECK_EQ_INT(cygprof_capture_append_psamples(cap, ps + i, 1000), 0);
+		CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	}
+	half = noc / 2;
+	CHECK_EQ_INT(cygprof_capture_append_offcpu(cap, oc + half, noc - half), 0);
+	CHECK_EQ_INT(cygprof_capture_append_offcpu(cap, oc, half), 0);
+
+	/* the writer reads them back, in time order */
+	CHECK_EQ_INT(cygprof_capture_get_psamples(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, nps);
+	if (n == nps)
+		CHECK(!memcmp(out, ps, nps * sizeof(*out)));
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		goto out;
+	CHECK_EQ_INT(cygprof_capture_get_psamples(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, nps);
+	ok = n == nps && !memcmp(out, ps, nps * sizeof(*out));
+	CHECK(ok);
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_get_offcpu(cap, &oout, &n), 0);
+	CHECK_EQ_U64(n, noc);
+	ok = n == noc && !memcmp(oout, oc, noc * sizeof(*oout));
+	CHECK(ok);
+	free(oout);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &sv, &n), 0);
+	CHECK_EQ_U64(n, 1);
+	if (n == 1)
+		CHECK_EQ_U64(sv[0].kind, CYGPROF_FRAME_IP);
+	free(sv);
+	/* a reader cannot write */
+	CHECK_EQ_INT(cygprof_capture_append_psamples(cap, ps, 1), CYGPROF_E_RDONLY);
+	CHECK_EQ_INT(cygprof_capture_append_offcpu(cap, oc, 1), CYGPROF_E_RDONLY);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* a schema 3 capture has no CYGPROF_FRAME_IP: damage */
+	CHECK_EQ_INT(raw_put(path, "meta", "schema", 6, "3", 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &sv, &n), CYGPROF_E_CORRUPT);
+		CHECK_EQ_STR(cygprof_capture_damage(cap), "stack node 1: malformed");
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	CHECK_EQ_INT(raw_put(path, "meta", "schema", 6, "4", 1), 0);
+
+	/* sealed by a writer that did not know the new DBs: schema 4 requires them ... */
+	CHECK_EQ_INT(raw_drop2(path, dropped, 2, true), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), CYGPROF_E_CORRUPT);
+	CHECK(strstr(cygprof_strerror(CYGPROF_E_CORRUPT), "DB 'psamples' missing") != NULL);
+	/* ... a schema 3 one reads them as empty */
+	CHECK_EQ_INT(raw_put(path, "meta", "schema", 6, "3", 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (cap) {
+		out = (void *)1;
+		CHECK_EQ_INT(cygprof_capture_get_psamples(cap, &out, &n), 0);
+		CHECK_EQ_U64(n, 0);
+		CHECK(out == NULL);
+		oout = (void *)1;
+		CHECK_EQ_INT(cygprof_capture_get_offcpu(cap, &oout, &n), 0);
+		CHECK_EQ_U64(n, 0);
+		CHECK(oout == NULL);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	/* a damaged block is named */
+	path = tmp_path("psamples-bad.cap");
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_append_psamples(cap, ps, 10), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	{
+		uint8_t key[8] = { 0, 0, 0, 0, 0, 0, 0, 0 }, val[16] = { 0 };
+
+		val[0] = 5; /* count 5, raw length 0 */
+		CHECK_EQ_INT(raw_put(path, "psamples", key, 8, val, 16), 0);
+		CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+		if (cap) {
+			CHECK_EQ_INT(cygprof_capture_get_psamples(cap, &out, &n),
+				     CYGPROF_E_CORRUPT);
+			CHECK_EQ_STR(cygprof_capture_damage(cap), "perf samples block 0: malformed");
+			CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+		}
+	}
+out:
+	free(ps);
+	free(oc);
+}
+
+/* Adding to a closed capture: a copy is written and renamed over it at
+ * close; a discard or failure leaves the file as it was. */
+static void test_open_rw(void)
+{
+	const char *path = tmp_path("rw.cap"), *p2 = tmp_path("rw-open.cap");
+	struct cygprof_stack_node nodes[3] = {
+		{ .id = 1, .kind = CYGPROF_FRAME_FN, .addr = 0x10 },
+		{ .id = 2, .parent = 1, .kind = CYGPROF_FRAME_RA, .addr = 0x20 },
+		{ .id = 3, .parent = 2, .kind = CYGPROF_FRAME_IP, .addr = 0x30 },
+	}, *sv = NULL;
+	struct cygprof_psample ps[4] = {
+		{ .t_ns = 100, .thread_idx = 0, .pid = 7, .tid = 7, .stack = 2 },
+		{ .t_ns = 300, .thread_idx = 0, .pid = 7, .tid = 7, .stack = 2 },
+		{ .t_ns = 200, .thread_idx = 1, .pid = 7, .tid = 8, .stack = 3,
+		  .flags = CYGPROF_SAMPLE_IMPORTED, .rr_ticks = UINT64_MAX },
+		{ .t_ns = 400, .thread_idx = CYGPROF_NONE, .pid = 9, .tid = 9 },
+	}, *out = NULL;
+	struct cygprof_event ev = { .ts_ns = 500, .node = 1, .kind = CYGPROF_EV_ENTER };
+	struct cygprof_capture *cap, *w;
+	struct stat st0, st1;
+	char *v = NULL;
+	size_t n = 0;
+
+	CHECK_EQ_INT(cygprof_capture_open_rw(tmp_path("rw-none.cap"), &cap), -ENOENT);
+	CHECK(cap == NULL);
+	CHECK_EQ_INT(cygprof_capture_open_rw(dir, &cap), -EISDIR);
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, nodes, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_append_psamples(cap, ps, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "k", "v"), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(stat(path, &st0), 0);
+
+	/* a capture still being written is refused */
+	CHECK_EQ_INT(cygprof_capture_create(p2, &w), 0);
+	CHECK_EQ_INT(cygprof_capture_publish(w), 0);
+	CHECK_EQ_INT(cygprof_capture_open_rw(p2, &cap), -EPERM);
+	CHECK_EQ_INT(cygprof_capture_close(w), 0);
+
+	/* discarded: the file is untouched */
+	CHECK_EQ_INT(cygprof_capture_open_rw(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_append_psamples(cap, ps + 2, 2), 0);
+	cygprof_capture_discard(cap);
+	CHECK_EQ_INT(stat(path, &st1), 0);
+	CHECK_EQ_U64(st1.st_ino, st0.st_ino);
+
+	CHECK_EQ_INT(cygprof_capture_open_rw(path, &cap), 0);
+	if (!cap)
+		return;
+	/* ids continue the stored ones */
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, nodes, 1), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, nodes + 2, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &sv, &n), 0);
+	CHECK_EQ_U64(n, 3);
+	free(sv);
+	/* streams that must continue in time are not offered */
+	CHECK_EQ_INT(cygprof_capture_append_events(cap, 0, &ev, 1), -EPERM);
+	CHECK_EQ_INT(cygprof_capture_append_psamples(cap, ps + 2, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_get_psamples(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, 4);
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "k", &v), 0);
+	CHECK_EQ_STR(v, "v");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_psamples(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, 4);
+	if (n == 4) {
+		CHECK_EQ_U64(out[0].t_ns, 100);
+		CHECK_EQ_U64(out[1].t_ns, 200);
+		CHECK_EQ_U64(out[1].tid, 8);
+		CHECK_EQ_U64(out[1].stack, 3);
+		CHECK_EQ_U64(out[1].flags, CYGPROF_SAMPLE_IMPORTED);
+		CHECK_EQ_U64(out[1].rr_ticks, UINT64_MAX);
+		CHECK_EQ_U64(out[2].t_ns, 300);
+		CHECK_EQ_U64(out[3].thread_idx, CYGPROF_NONE);
+	}
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &sv, &n), 0);
+	CHECK_EQ_U64(n, 3);
+	if (n == 3)
+		CHECK_EQ_U64(sv[2].kind, CYGPROF_FRAME_IP);
+	free(sv);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	{
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		int left = 0;
+
+		/* no temporary file left behind */
+		while (d && (e = readdir(d)))
+			if (!strncmp(e->d_name, ".rw", 3))
+				left++;
+		if (d)
+			closedir(d);
+		CHECK_EQ_INT(left, 0);
+	}
+}
+
 /* Readers must work when the lock file cannot be created. */
 static void test_readonly_dir(void)
 {
@@ -2140,6 +2408,8 @@ int main(int argc, char **argv)
 	RUN_TEST(test_corrupt_mem);
 	RUN_TEST(test_old_capture);
 	RUN_TEST(test_counters);
+	RUN_TEST(test_psamples);
+	RUN_TEST(test_open_rw);
 	RUN_TEST(test_readonly_dir);
 	RUN_TEST(test_crc);
 	RUN_TEST(test_create_publish);
