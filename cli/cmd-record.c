@@ -50,6 +50,16 @@ static void usage(FILE *f)
 		"      --memdump          let the program report byte totals through the\n"
 		"                         memdump API (<cygprof/memdump.h>), sampled every\n"
 		"                         counters INTERVAL\n"
+		"      --sample[=HZ]      also sample where the program runs with perf, HZ\n"
+		"                         times a second of CPU time (1 to 100000, default\n"
+		"                         999), with user call chains, and record when each\n"
+		"                         thread is off CPU; works on programs built without\n"
+		"                         -finstrument-functions too.  Where perf is\n"
+		"                         forbidden (perf_event_paranoid) or the event is\n"
+		"                         missing: a warning, and no samples\n"
+		"      --sample-event NAME\n"
+		"                         what --sample counts: cpu-clock (default),\n"
+		"                         task-clock, or cycles (needs a hardware PMU)\n"
 		"      --drop             when a ring is full, drop events and count them\n"
 		"                         instead of waiting for the collector (default: wait)\n"
 		"  -F, --filter PATTERN   keep only functions matching PATTERN (glob) and the\n"
@@ -204,6 +214,8 @@ int cmd_record(int argc, char **argv)
 		{"memory", no_argument, NULL, 'M'},
 		{"counters", optional_argument, NULL, 'C'},
 		{"memdump", no_argument, NULL, 'Y'},
+		{"sample", optional_argument, NULL, 'H'},
+		{"sample-event", required_argument, NULL, 'E'},
 		{"debug-dir", required_argument, NULL, 'G'},
 		{"filter", required_argument, NULL, 'F'},
 		{"notrace", required_argument, NULL, 'N'},
@@ -265,6 +277,18 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'Y':
 			o.memdump = 1;
+			break;
+		case 'H':
+			o.sample_hz = optarg ? (uint32_t)cli_parse_uint("record", "--sample", optarg,
+									1, 100000)
+					     : 999;
+			break;
+		case 'E':
+			if (strcmp(optarg, "cpu-clock") && strcmp(optarg, "task-clock") &&
+			    strcmp(optarg, "cycles"))
+				cli_die(2, "record: bad --sample-event '%s' (cpu-clock, task-clock or "
+					"cycles)", optarg);
+			o.sample_event = optarg;
 			break;
 		case 'G':
 			dbgdirs[o.n_debug_dirs++] = optarg;
