@@ -59,7 +59,8 @@ static void usage(FILE *f)
 		"                         missing: a warning, and no samples\n"
 		"      --sample-event NAME\n"
 		"                         what --sample counts: cpu-clock (default),\n"
-		"                         task-clock, or cycles (needs a hardware PMU)\n"
+		"                         task-clock, or cycles (needs a hardware PMU);\n"
+		"                         implies --sample\n"
 		"      --drop             when a ring is full, drop events and count them\n"
 		"                         instead of waiting for the collector (default: wait)\n"
 		"  -F, --filter PATTERN   keep only functions matching PATTERN (glob) and the\n"
@@ -332,6 +333,8 @@ int cmd_record(int argc, char **argv)
 		cli_die(2, "record: no program given (usage: cygprof record [options] -- PROG [ARGS...])");
 	if (!*o.output)
 		cli_die(2, "record: --output needs a file name");
+	if (o.sample_event && !o.sample_hz)
+		o.sample_hz = 999; /* --sample-event alone: --sample */
 	if (o.ring_bytes >
 	    (o.shm_bytes ? o.shm_bytes : CYG_SHM_DEFAULT_BYTES) / CYG_RING_SHM_SHARE)
 		cli_die(2, "record: --ring-size is more than a quarter of --shm-size (%llu MiB)",
@@ -367,10 +370,11 @@ int cmd_record(int argc, char **argv)
 			(unsigned long long)r.lost, sz, o.output);
 	}
 	/* calls count every entry, before the filters; a program traced for
-	 * its allocations only (--memory) needs no instrumentation */
+	 * its allocations only (--memory) or sampled (--sample) needs no
+	 * instrumentation */
 	if (r.damaged[0])
 		cli_warn("warning: %s: %s", o.output, r.damaged);
-	if (!r.calls && !(o.memory && r.mem_events))
+	if (!r.calls && !(o.memory && r.mem_events) && !r.samples)
 		cli_warn("warning: no instrumented function was called: build %s with "
 			 "-finstrument-functions%s", o.argv[0],
 			 o.memory ? "" : " (or record --memory for its allocations only)");

@@ -432,6 +432,8 @@ void collector_sampling_open(struct collector *c, pid_t pid);
 void collector_sampling_drain(struct collector *c);
 void collector_sampling_final(struct collector *c);
 void collector_sampling_release(struct collector *c);
+/* How many samples were taken. */
+uint64_t collector_sampling_count(const struct collector *c);
 
 /* Write what the drain produced: new stash nodes, then the thread's events. */
 void collector_mem_flush(struct collector *c, struct cthread *ct);

@@ -173,6 +173,7 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 	res->status = status;
 	res->procs = (uint32_t)c.nprocs;
 	res->threads = (uint32_t)c.nthreads;
+	res->samples = collector_sampling_count(&c);
 	for (size_t i = 0; i < c.nthreads; i++) {
 		struct cthread *ct = c.threads[i];
 		res->events += ct->events;

@@ -666,6 +666,11 @@ static void dump_json(struct collector *c, struct sampling *s)
 			strerror(errno));
 }
 
+uint64_t collector_sampling_count(const struct collector *c)
+{
+	return c->sampling ? c->sampling->samples : 0;
+}
+
 void collector_sampling_final(struct collector *c)
 {
 	struct sampling *s = c->sampling;
