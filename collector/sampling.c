@@ -289,16 +289,23 @@ static uint32_t proc_of(struct collector *c, struct sampling *s, uint32_t pid)
 	return hmap_get(&s->procs, (uint64_t)pid + 1, &v) ? c->procs[v - 1]->idx : CYGPROF_NONE;
 }
 
+static int grow(void **v, size_t *cap, size_t n, size_t each)
+{
+	if (n < *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : 1024;
+	void *nv = realloc(*v, ncap * each);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
 static int pend_push(struct sampling *s, const struct pend_rec *r)
 {
-	if (s->npend == s->cappend) {
-		size_t cap = s->cappend ? s->cappend * 2 : 1024;
-		struct pend_rec *nv = realloc(s->pend, cap * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		s->pend = nv;
-		s->cappend = cap;
-	}
+	if (grow((void **)&s->pend, &s->cappend, s->npend, sizeof *s->pend))
+		return -ENOMEM;
 	s->pend[s->npend] = *r;
 	s->pend[s->npend++].seq = s->seq++;
 	return 0;
@@ -457,19 +464,6 @@ static int pend_cmp(const void *x, const void *y)
 static uint64_t rel_ns(const struct collector *c, uint64_t t)
 {
 	return t > c->mono0 ? t - c->mono0 : 0;
-}
-
-static int grow(void **v, size_t *cap, size_t n, size_t each)
-{
-	if (n < *cap)
-		return 0;
-	size_t ncap = *cap ? *cap * 2 : 1024;
-	void *nv = realloc(*v, ncap * each);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
 }
 
 #define PREEMPTED_BIT (1ULL << 63)
