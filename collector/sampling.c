@@ -218,6 +218,18 @@ void collector_sampling_open(struct collector *c, pid_t pid)
 
 	a.freq = 1;
 	a.sample_freq = o->sample_hz;
+	{
+		/* above it perf_event_open says only EINVAL */
+		int max;
+		if (!read_int_file("/proc/sys/kernel/perf_event_max_sample_rate", &max) &&
+		    max > 0 && a.sample_freq > (uint64_t)max) {
+			fprintf(stderr,
+				"cygprof: warning: sampling at %d Hz, not %u: "
+				"kernel.perf_event_max_sample_rate is %d\n",
+				max, o->sample_hz, max);
+			a.sample_freq = (uint64_t)max;
+		}
+	}
 	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 			PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_PERIOD;
 	a.disabled = 1;
