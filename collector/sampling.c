@@ -235,7 +235,14 @@ void collector_sampling_open(struct collector *c, pid_t pid)
 	a.disabled = 1;
 	a.enable_on_exec = 1;
 	a.inherit = 1;
-	a.exclude_kernel = 1;
+	/* Time in the kernel too where perf allows it (root, or paranoid <= 1):
+	 * such a sample is charged to the user frames that made the system
+	 * call (CYGPROF_SAMPLE_KERNEL); else only user time is sampled. */
+	{
+		int par = 2;
+		read_int_file("/proc/sys/kernel/perf_event_paranoid", &par);
+		a.exclude_kernel = !(geteuid() == 0 || par <= 1);
+	}
 	a.exclude_hv = 1;
 	a.exclude_callchain_kernel = 1;
 	a.sample_id_all = 1;
@@ -251,6 +258,10 @@ void collector_sampling_open(struct collector *c, pid_t pid)
 	}
 	for (int i = 0; i < s->ncpu && !err; i++) {
 		long fd = perf_open(&a, pid, i);
+		if (fd < 0 && (errno == EACCES || errno == EPERM) && !a.exclude_kernel && !i) {
+			a.exclude_kernel = 1; /* not allowed after all: user time only */
+			fd = perf_open(&a, pid, i);
+		}
 		if (fd < 0) {
 			/* a CPU that is not online: skip it */
 			if (errno == ENODEV && i > 0)
@@ -338,9 +349,11 @@ static uint32_t get_u32(const char *p)
 }
 
 /* The stash id of a user call chain (innermost first, with PERF_CONTEXT_*
- * markers); ip when the chain has no user frame. */
+ * markers); a user ip when the chain has no user frame.  The innermost user
+ * frame is the sample's own (CYGPROF_FRAME_IP): for a sample in the kernel,
+ * where the system call was made. */
 static uint32_t chain_stack(struct collector *c, struct sampling *s, uint32_t pid, uint64_t ip,
-			    const char *chain, uint64_t nr)
+			    int kernel, const char *chain, uint64_t nr)
 {
 	uint64_t frames[SAMPLING_CHAIN_MAX];
 	size_t n = 0;
@@ -357,7 +370,7 @@ static uint32_t chain_stack(struct collector *c, struct sampling *s, uint32_t pi
 		if (user && a)
 			frames[n++] = a;
 	}
-	if (!n && ip && ip < (uint64_t)PERF_CONTEXT_MAX)
+	if (!n && ip && !kernel && ip < (uint64_t)PERF_CONTEXT_MAX)
 		frames[n++] = ip;
 	for (size_t i = n; i-- > 0;)
 		id = collector_stash_intern(st, &c->err, id, proc,
@@ -389,7 +402,7 @@ static void one_record(struct collector *c, struct sampling *s, const char *r, s
 			return;
 		p.kind = PEND_SAMPLE;
 		p.kernel = (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
-		p.stack = chain_stack(c, s, p.pid, ip, b + 40, nr);
+		p.stack = chain_stack(c, s, p.pid, ip, p.kernel, b + 40, nr);
 		break;
 	}
 	case PERF_RECORD_SWITCH:
