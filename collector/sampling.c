@@ -416,9 +416,13 @@ static void one_record(struct collector *c, struct sampling *s, const char *r, s
 			 : (h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? PEND_PREEMPT
 									   : PEND_OUT;
 		break;
-	case PERF_RECORD_LOST:
+	case PERF_RECORD_LOST: /* id, lost: the ring was full */
 		if (end - b >= 16)
 			s->lost += get_u64(b + 8);
+		return;
+	case PERF_RECORD_LOST_SAMPLES: /* lost: samples the kernel could not take */
+		if (end - b >= 8)
+			s->lost += get_u64(b);
 		return;
 	default:
 		return;
