@@ -50,6 +50,17 @@ static void usage(FILE *f)
 		"      --memdump          let the program report byte totals through the\n"
 		"                         memdump API (<cygprof/memdump.h>), sampled every\n"
 		"                         counters INTERVAL\n"
+		"      --sample[=HZ]      also sample where the program runs with perf, HZ\n"
+		"                         times a second of CPU time (1 to 100000, default\n"
+		"                         999), with user call chains, and record when each\n"
+		"                         thread is off CPU; works on programs built without\n"
+		"                         -finstrument-functions too.  Where perf is\n"
+		"                         forbidden (perf_event_paranoid) or the event is\n"
+		"                         missing: a warning, and no samples\n"
+		"      --sample-event NAME\n"
+		"                         what --sample counts: cpu-clock (default),\n"
+		"                         task-clock, or cycles (needs a hardware PMU);\n"
+		"                         implies --sample\n"
 		"      --drop             when a ring is full, drop events and count them\n"
 		"                         instead of waiting for the collector (default: wait)\n"
 		"  -F, --filter PATTERN   keep only functions matching PATTERN (glob) and the\n"
@@ -204,6 +215,8 @@ int cmd_record(int argc, char **argv)
 		{"memory", no_argument, NULL, 'M'},
 		{"counters", optional_argument, NULL, 'C'},
 		{"memdump", no_argument, NULL, 'Y'},
+		{"sample", optional_argument, NULL, 'H'},
+		{"sample-event", required_argument, NULL, 'E'},
 		{"debug-dir", required_argument, NULL, 'G'},
 		{"filter", required_argument, NULL, 'F'},
 		{"notrace", required_argument, NULL, 'N'},
@@ -266,6 +279,18 @@ int cmd_record(int argc, char **argv)
 		case 'Y':
 			o.memdump = 1;
 			break;
+		case 'H':
+			o.sample_hz = optarg ? (uint32_t)cli_parse_uint("record", "--sample", optarg,
+									1, 100000)
+					     : 999;
+			break;
+		case 'E':
+			if (strcmp(optarg, "cpu-clock") && strcmp(optarg, "task-clock") &&
+			    strcmp(optarg, "cycles"))
+				cli_die(2, "record: bad --sample-event '%s' (cpu-clock, task-clock or "
+					"cycles)", optarg);
+			o.sample_event = optarg;
+			break;
 		case 'G':
 			dbgdirs[o.n_debug_dirs++] = optarg;
 			break;
@@ -308,6 +333,8 @@ int cmd_record(int argc, char **argv)
 		cli_die(2, "record: no program given (usage: cygprof record [options] -- PROG [ARGS...])");
 	if (!*o.output)
 		cli_die(2, "record: --output needs a file name");
+	if (o.sample_event && !o.sample_hz)
+		o.sample_hz = 999; /* --sample-event alone: --sample */
 	if (o.ring_bytes >
 	    (o.shm_bytes ? o.shm_bytes : CYG_SHM_DEFAULT_BYTES) / CYG_RING_SHM_SHARE)
 		cli_die(2, "record: --ring-size is more than a quarter of --shm-size (%llu MiB)",
@@ -343,10 +370,11 @@ int cmd_record(int argc, char **argv)
 			(unsigned long long)r.lost, sz, o.output);
 	}
 	/* calls count every entry, before the filters; a program traced for
-	 * its allocations only (--memory) needs no instrumentation */
+	 * its allocations only (--memory) or sampled (--sample) needs no
+	 * instrumentation */
 	if (r.damaged[0])
 		cli_warn("warning: %s: %s", o.output, r.damaged);
-	if (!r.calls && !(o.memory && r.mem_events))
+	if (!r.calls && !(o.memory && r.mem_events) && !r.samples)
 		cli_warn("warning: no instrumented function was called: build %s with "
 			 "-finstrument-functions%s", o.argv[0],
 			 o.memory ? "" : " (or record --memory for its allocations only)");

@@ -245,6 +245,7 @@ struct collector {
 	size_t scratch_cap[3];
 	struct sigaction old_int, old_term; /* put back when the program is gone */
 	struct counters *counters; /* counters.c: NULL without --counters and --memdump */
+	struct sampling *sampling; /* sampling.c: NULL without --sample (or when it is off) */
 };
 
 /* The full timestamp of an event from its low 34 bits (see cyg-shm.h).  The
@@ -422,6 +423,24 @@ int collector_counters_init(struct collector *c);
 uint64_t collector_counters_tick(struct collector *c);
 void collector_counters_final(struct collector *c);
 void collector_counters_release(struct collector *c);
+
+/* memory.c: the id of the stash node (parent, proc, kind, addr) in s, added
+ * when new (ids stay dense); on failure parent, and -ENOMEM in *err. */
+uint32_t collector_stash_intern(struct stash *s, int *err, uint32_t parent, uint32_t proc,
+				uint32_t kind, uint64_t addr);
+
+/* sampling.c: perf samples and off-CPU intervals (record --sample).  open:
+ * in the parent, after the fork and before the child may exec: one
+ * inherited event per CPU on pid; where perf refuses, one warning line and
+ * no sampling (never an error).  drain: each turn of the poll loop; final:
+ * after the program is gone, everything.  Errors of the capture go to
+ * c->err. */
+void collector_sampling_open(struct collector *c, pid_t pid);
+void collector_sampling_drain(struct collector *c);
+void collector_sampling_final(struct collector *c);
+void collector_sampling_release(struct collector *c);
+/* How many samples were taken. */
+uint64_t collector_sampling_count(const struct collector *c);
 
 /* Write what the drain produced: new stash nodes, then the thread's events. */
 void collector_mem_flush(struct collector *c, struct cthread *ct);

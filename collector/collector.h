@@ -45,6 +45,7 @@ struct collector_result {
 	int exec_errno;        /* non-zero: the program could not be started */
 	uint32_t procs, threads;
 	uint64_t calls, events, lost, waits, mem_events;
+	uint64_t samples;      /* perf samples taken (--sample) */
 	uint64_t capture_bytes;
 	char damaged[256];     /* non-empty: what was rejected of what the program wrote into
 				* the shared mapping (the capture's "damaged" line) */

@@ -19,10 +19,9 @@ static uint32_t proc_idx_of(struct collector *c, const struct cthread *ct)
 	return ct->proc ? ct->proc->idx : 0;
 }
 
-static uint32_t stash_intern(struct collector *c, uint32_t parent, uint32_t proc, uint32_t kind,
-			     uint64_t addr)
+uint32_t collector_stash_intern(struct stash *s, int *err, uint32_t parent, uint32_t proc,
+				uint32_t kind, uint64_t addr)
 {
-	struct stash *s = &c->stash;
 	uint64_t key = hash3(parent, addr, proc | (uint64_t)kind << 32), v;
 
 	for (;;) {
@@ -38,8 +37,8 @@ static uint32_t stash_intern(struct collector *c, uint32_t parent, uint32_t proc
 		size_t cap = s->cap ? s->cap * 2 : 1024;
 		struct cygprof_stack_node *nv = realloc(s->v, cap * sizeof *nv);
 		if (!nv) {
-			if (!c->err)
-				c->err = -ENOMEM;
+			if (!*err)
+				*err = -ENOMEM;
 			return parent;
 		}
 		s->v = nv;
@@ -53,6 +52,12 @@ static uint32_t stash_intern(struct collector *c, uint32_t parent, uint32_t proc
 	nd->addr = addr;
 	hmap_put(&s->bykey, key, nd->id);
 	return nd->id;
+}
+
+static uint32_t stash_intern(struct collector *c, uint32_t parent, uint32_t proc, uint32_t kind,
+			     uint64_t addr)
+{
+	return collector_stash_intern(&c->stash, &c->err, parent, proc, kind, addr);
 }
 
 #define PREFIX_BAD UINT64_MAX

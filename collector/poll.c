@@ -59,6 +59,7 @@ int collector_poll(struct collector *c, pid_t pid)
 		werr = errno;
 		__atomic_store_n(&c->ctl->heartbeat, ++c->heartbeat, __ATOMIC_RELAXED);
 		uint64_t most = collector_drain_all(c);
+		collector_sampling_drain(c);
 		collector_prime_procs(c);
 		if (r < 0 && werr == ECHILD)
 			break;

@@ -75,6 +75,7 @@ static void free_collector(struct collector *c)
 	free(c->own_ns);
 	collector_mem_release(c);
 	collector_counters_release(c);
+	collector_sampling_release(c);
 	debuginfo_free(c->dbg);
 	if (c->base && c->base != MAP_FAILED)
 		munmap(c->base, c->size);
@@ -158,6 +159,7 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 	c.end_ts = collector_now(&c);
 	c.final = 1;
 	collector_drain_all(&c);
+	collector_sampling_final(&c);
 	c.main_status = status;
 
 	rc = collector_checkpoint(&c, 1);
@@ -171,6 +173,7 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 	res->status = status;
 	res->procs = (uint32_t)c.nprocs;
 	res->threads = (uint32_t)c.nthreads;
+	res->samples = collector_sampling_count(&c);
 	for (size_t i = 0; i < c.nthreads; i++) {
 		struct cthread *ct = c.threads[i];
 		res->events += ct->events;

@@ -117,7 +117,7 @@ static void cloexec_own_fds(const int *caller, size_t ncaller, int memfd)
 pid_t collector_spawn(struct collector *c, int memfd, const int *caller, size_t ncaller,
 		      int *exec_errno)
 {
-	int pfd[2];
+	int pfd[2], gfd[2] = {-1, -1};
 	char fdbuf[16];
 	char *pre = preload_value(c->o->runtime);
 	pid_t pid;
@@ -125,6 +125,13 @@ pid_t collector_spawn(struct collector *c, int memfd, const int *caller, size_t 
 
 	if (!pre || pipe2(pfd, O_CLOEXEC) < 0) {
 		free(pre);
+		return -1;
+	}
+	/* --sample: the child waits at gfd until its perf events are open */
+	if (c->o->sample_hz && pipe2(gfd, O_CLOEXEC) < 0) {
+		free(pre);
+		close(pfd[0]);
+		close(pfd[1]);
 		return -1;
 	}
 	cloexec_own_fds(caller, ncaller, memfd);
@@ -145,6 +152,12 @@ pid_t collector_spawn(struct collector *c, int memfd, const int *caller, size_t 
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		setenv("LD_PRELOAD", pre, 1);
 		setenv(CYG_SHM_FD_ENV, fdbuf, 1);
+		if (gfd[0] >= 0) {
+			char go;
+			close(gfd[1]);
+			while (read(gfd[0], &go, 1) < 0 && errno == EINTR)
+				;
+		}
 		execvp(c->o->argv[0], c->o->argv);
 		e = errno;
 		(void)!write(pfd[1], &e, sizeof e);
@@ -152,6 +165,12 @@ pid_t collector_spawn(struct collector *c, int memfd, const int *caller, size_t 
 	}
 	free(pre);
 	close(pfd[1]);
+	if (gfd[0] >= 0) {
+		close(gfd[0]);
+		if (pid > 0)
+			collector_sampling_open(c, pid);
+		close(gfd[1]); /* the child goes on to exec */
+	}
 	if (pid > 0)
 		child_pid = pid;
 	sigprocmask(SIG_SETMASK, &old, NULL);

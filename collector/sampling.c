@@ -1,0 +1,731 @@
+/* SPDX-License-Identifier: MIT */
+/* sampling.c - perf samples and off-CPU intervals (record --sample).
+ *
+ * One perf event per online CPU on the program (pid = the child, cpu = each
+ * CPU, inherit = 1: every thread and child process it starts is sampled
+ * into the ring of the CPU it runs on; an inherited event cannot be mapped
+ * with cpu = -1).  The events are opened between the fork and the exec
+ * (spawn.c holds the child back) and start at the exec (enable_on_exec).
+ * Their clock is CLOCK_MONOTONIC, the clock of the collector's origin mono0.
+ *
+ * Each turn of the poll loop reads every ring: a SAMPLE becomes a
+ * struct cygprof_psample whose call chain goes into the stack stash
+ * (innermost frame CYGPROF_FRAME_IP, callers CYGPROF_FRAME_RA); a SWITCH
+ * out of a thread opens an off-CPU interval that its next SWITCH in closes,
+ * charged to the stack of the thread's last sample before it.  A thread
+ * preempted while runnable (SWITCH_OUT_PREEMPT) only waits for a CPU: no
+ * interval (a busy machine would otherwise show computing as off CPU).  The rings of
+ * different CPUs are not ordered with each other, so records wait in a
+ * pending list, sorted by time, until they are older than
+ * SAMPLING_SETTLE_NS (a record stamped just before a ring was read may
+ * still be written into it after).
+ *
+ * Until the capture stores samples (CYGPROF_HAVE_PSAMPLES), they and their
+ * stacks stay here (a stash of their own: the capture's refuses
+ * CYGPROF_FRAME_IP) and CYGPROF_SAMPLES_DUMP=PATH writes them as JSON lines
+ * at the end, for the tests. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector-private.h"
+
+/* Data pages of each CPU's ring (a power of two), 256 KiB with 4 KiB pages:
+ * at 100000 Hz with deep call chains a turn of the poll loop fits. */
+#define SAMPLING_RING_PAGES 64
+/* Records younger than this (from the last read) wait for the next turn. */
+#define SAMPLING_SETTLE_NS 20000000ULL
+/* Longest call chain kept (perf's own limit is perf_event_max_stack). */
+#define SAMPLING_CHAIN_MAX 512
+
+enum { PEND_SAMPLE, PEND_OUT, PEND_PREEMPT, PEND_IN };
+
+struct pend_rec {
+	uint64_t t;      /* perf time (CLOCK_MONOTONIC ns) */
+	uint64_t period; /* samples: ns of CPU time */
+	uint32_t pid, tid;
+	uint32_t stack;  /* samples: stash id */
+	uint32_t kind;   /* PEND_* */
+	uint32_t kernel; /* samples: the IP was in the kernel */
+	uint32_t seq;    /* order of reading: ties keep it */
+};
+
+struct sampling {
+	int ncpu;
+	int *fd;
+	char **map;             /* each ring's mapping, page 0 the control page */
+	size_t map_bytes;
+	struct pend_rec *pend;
+	size_t npend, cappend;
+	uint32_t seq;
+	struct cygprof_psample *s; /* settled samples not yet written (all of them
+				    * when dumping) */
+	size_t ns, caps, s_written;
+	struct cygprof_offcpu *o;
+	size_t no, capo, o_written;
+	uint64_t last_t;        /* time of the last sample settled */
+	struct hmap threads;    /* (pid << 32 | tid) + 1 -> 1 + index in c->threads */
+	size_t threads_known;
+	struct hmap procs;      /* pid + 1 -> 1 + index in c->procs */
+	size_t procs_known;
+	struct hmap out_at;     /* tid + 1 -> 1 + perf time it went off CPU (0: on CPU) */
+	struct hmap last_stack; /* tid + 1 -> stack of its last sample */
+	struct stash own;       /* the samples' stacks while the capture cannot take them */
+	uint64_t lost, samples, offcpu;
+	uint64_t preempted_ns;  /* time runnable threads waited for a CPU (not off-CPU) */
+	char *rec;              /* a record that wraps around its ring, copied out */
+	size_t rec_cap;
+	const char *dump;       /* CYGPROF_SAMPLES_DUMP */
+	const char *event;
+};
+
+static struct stash *sampling_stash(struct collector *c)
+{
+#ifdef CYGPROF_HAVE_PSAMPLES
+	return &c->stash;
+#else
+	return &c->sampling->own;
+#endif
+}
+
+static long perf_open(struct perf_event_attr *a, pid_t pid, int cpu)
+{
+	return syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int read_int_file(const char *path, int *v)
+{
+	FILE *f = fopen(path, "r");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fscanf(f, "%d", v) == 1;
+	fclose(f);
+	return ok ? 0 : -1;
+}
+
+/* The one line saying why sampling is off and what to change. */
+static void warn_off(const char *event, int err)
+{
+	int par = -1;
+
+	read_int_file("/proc/sys/kernel/perf_event_paranoid", &par);
+	if (err == EACCES || err == EPERM) {
+		if (par > 2)
+			fprintf(stderr,
+				"cygprof: warning: sampling off: perf_event_paranoid is %d; run as root "
+				"or set kernel.perf_event_paranoid<=2\n",
+				par);
+		else
+			fprintf(stderr,
+				"cygprof: warning: sampling off: perf_event_open: %s (perf_event_paranoid "
+				"is %d; in a container, allow perf_event_open in its seccomp profile or "
+				"give it CAP_PERFMON)\n",
+				strerror(err), par);
+	} else if (err == ENOENT || err == EOPNOTSUPP || err == ENODEV) {
+		fprintf(stderr,
+			"cygprof: warning: sampling off: this machine has no '%s' event (no PMU: a "
+			"virtual machine?); use --sample-event=cpu-clock\n",
+			event);
+	} else if (err == ENOSYS) {
+		fprintf(stderr, "cygprof: warning: sampling off: this kernel has no perf_event_open "
+				"(CONFIG_PERF_EVENTS)\n");
+	} else {
+		fprintf(stderr, "cygprof: warning: sampling off: perf_event_open (%s): %s\n", event,
+			strerror(err));
+	}
+}
+
+/* The attributes of the event named name; -1 for a name we do not know. */
+static int event_attr(const char *name, struct perf_event_attr *a)
+{
+	memset(a, 0, sizeof *a);
+	a->size = sizeof *a;
+	if (!name || !strcmp(name, "cpu-clock")) {
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = PERF_COUNT_SW_CPU_CLOCK;
+	} else if (!strcmp(name, "task-clock")) {
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = PERF_COUNT_SW_TASK_CLOCK;
+	} else if (!strcmp(name, "cycles")) {
+		a->type = PERF_TYPE_HARDWARE;
+		a->config = PERF_COUNT_HW_CPU_CYCLES;
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+static void close_all(struct sampling *s)
+{
+	for (int i = 0; i < s->ncpu; i++) {
+		if (s->map && s->map[i] && s->map[i] != MAP_FAILED)
+			munmap(s->map[i], s->map_bytes);
+		if (s->fd && s->fd[i] >= 0)
+			close(s->fd[i]);
+	}
+	free(s->map);
+	free(s->fd);
+	s->map = NULL;
+	s->fd = NULL;
+	s->ncpu = 0;
+}
+
+void collector_sampling_open(struct collector *c, pid_t pid)
+{
+	const struct collector_opts *o = c->o;
+	struct perf_event_attr a;
+	struct sampling *s;
+	long page = sysconf(_SC_PAGESIZE);
+	long nconf = sysconf(_SC_NPROCESSORS_CONF);
+	const char *event = o->sample_event ? o->sample_event : "cpu-clock";
+	int err = 0, opened = 0;
+
+	if (!o->sample_hz)
+		return;
+	if (event_attr(event, &a)) {
+		fprintf(stderr, "cygprof: warning: sampling off: unknown event '%s'\n", event);
+		return;
+	}
+	if (page <= 0)
+		page = 4096;
+	if (nconf <= 0)
+		nconf = 1;
+	s = calloc(1, sizeof *s);
+	if (!s || !(s->fd = malloc((size_t)nconf * sizeof *s->fd)) ||
+	    !(s->map = calloc((size_t)nconf, sizeof *s->map))) {
+		if (s)
+			free(s->fd);
+		free(s);
+		fprintf(stderr, "cygprof: warning: sampling off: out of memory\n");
+		return;
+	}
+	s->event = event;
+	s->dump = getenv("CYGPROF_SAMPLES_DUMP");
+	if (s->dump && !*s->dump)
+		s->dump = NULL;
+	s->ncpu = (int)nconf;
+	for (int i = 0; i < s->ncpu; i++)
+		s->fd[i] = -1;
+	s->map_bytes = (size_t)(1 + SAMPLING_RING_PAGES) * (size_t)page;
+
+	a.freq = 1;
+	a.sample_freq = o->sample_hz;
+	{
+		/* above it perf_event_open says only EINVAL */
+		int max;
+		if (!read_int_file("/proc/sys/kernel/perf_event_max_sample_rate", &max) &&
+		    max > 0 && a.sample_freq > (uint64_t)max) {
+			fprintf(stderr,
+				"cygprof: warning: sampling at %d Hz, not %u: "
+				"kernel.perf_event_max_sample_rate is %d\n",
+				max, o->sample_hz, max);
+			a.sample_freq = (uint64_t)max;
+		}
+	}
+	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_PERIOD;
+	a.disabled = 1;
+	a.enable_on_exec = 1;
+	a.inherit = 1;
+	/* Time in the kernel too where perf allows it (root, or paranoid <= 1):
+	 * such a sample is charged to the user frames that made the system
+	 * call (CYGPROF_SAMPLE_KERNEL); else only user time is sampled. */
+	{
+		int par = 2;
+		read_int_file("/proc/sys/kernel/perf_event_paranoid", &par);
+		a.exclude_kernel = !(geteuid() == 0 || par <= 1);
+	}
+	a.exclude_hv = 1;
+	a.exclude_callchain_kernel = 1;
+	a.sample_id_all = 1;
+	a.context_switch = 1;
+	a.use_clockid = 1;
+	a.clockid = CLOCK_MONOTONIC;
+	a.wakeup_events = 0;
+
+	{
+		const char *f = getenv("CYGPROF_SAMPLE_FORCE_EPERM");
+		if (f && !strcmp(f, "1"))
+			err = EPERM; /* the tests' forbidden-perf path */
+	}
+	for (int i = 0; i < s->ncpu && !err; i++) {
+		long fd = perf_open(&a, pid, i);
+		if (fd < 0 && (errno == EACCES || errno == EPERM) && !a.exclude_kernel && !i) {
+			a.exclude_kernel = 1; /* not allowed after all: user time only */
+			fd = perf_open(&a, pid, i);
+		}
+		if (fd < 0) {
+			/* a CPU that is not online: skip it */
+			if (errno == ENODEV && i > 0)
+				continue;
+			err = errno;
+			break;
+		}
+		s->fd[i] = (int)fd;
+		s->map[i] = mmap(NULL, s->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+		if (s->map[i] == MAP_FAILED) {
+			err = errno;
+			s->map[i] = NULL;
+			break;
+		}
+		opened++;
+	}
+	if (!err && !opened)
+		err = ENODEV;
+	if (err) {
+		warn_off(event, err);
+		close_all(s);
+		free(s);
+		return;
+	}
+	c->sampling = s;
+}
+
+/* 1 + the index in c->threads of the thread (pid, tid), or 0. */
+static uint32_t thread_of(struct collector *c, struct sampling *s, uint32_t pid, uint32_t tid)
+{
+	uint64_t v;
+
+	for (; s->threads_known < c->nthreads; s->threads_known++) {
+		const struct cthread *ct = c->threads[s->threads_known];
+		hmap_put(&s->threads, ((uint64_t)ct->pid << 32 | ct->tid) + 1,
+			 s->threads_known + 1);
+	}
+	return hmap_get(&s->threads, ((uint64_t)pid << 32 | tid) + 1, &v) ? (uint32_t)v : 0;
+}
+
+static uint32_t proc_of(struct collector *c, struct sampling *s, uint32_t pid)
+{
+	uint64_t v;
+
+	for (; s->procs_known < c->nprocs; s->procs_known++)
+		hmap_put(&s->procs, (uint64_t)c->procs[s->procs_known]->pid + 1,
+			 s->procs_known + 1);
+	return hmap_get(&s->procs, (uint64_t)pid + 1, &v) ? c->procs[v - 1]->idx : CYGPROF_NONE;
+}
+
+static int grow(void **v, size_t *cap, size_t n, size_t each)
+{
+	if (n < *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : 1024;
+	void *nv = realloc(*v, ncap * each);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+static int pend_push(struct sampling *s, const struct pend_rec *r)
+{
+	if (grow((void **)&s->pend, &s->cappend, s->npend, sizeof *s->pend))
+		return -ENOMEM;
+	s->pend[s->npend] = *r;
+	s->pend[s->npend++].seq = s->seq++;
+	return 0;
+}
+
+static uint64_t get_u64(const char *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static uint32_t get_u32(const char *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+/* The stash id of a user call chain (innermost first, with PERF_CONTEXT_*
+ * markers); a user ip when the chain has no user frame.  The innermost user
+ * frame is the sample's own (CYGPROF_FRAME_IP): for a sample in the kernel,
+ * where the system call was made. */
+static uint32_t chain_stack(struct collector *c, struct sampling *s, uint32_t pid, uint64_t ip,
+			    int kernel, const char *chain, uint64_t nr)
+{
+	uint64_t frames[SAMPLING_CHAIN_MAX];
+	size_t n = 0;
+	int user = 1;
+	uint32_t proc = proc_of(c, s, pid), id = 0;
+	struct stash *st = sampling_stash(c);
+
+	for (uint64_t i = 0; i < nr && n < SAMPLING_CHAIN_MAX; i++) {
+		uint64_t a = get_u64(chain + 8 * i);
+		if (a >= (uint64_t)PERF_CONTEXT_MAX) {
+			user = a == (uint64_t)PERF_CONTEXT_USER;
+			continue;
+		}
+		if (user && a)
+			frames[n++] = a;
+	}
+	if (!n && ip && !kernel && ip < (uint64_t)PERF_CONTEXT_MAX)
+		frames[n++] = ip;
+	for (size_t i = n; i-- > 0;)
+		id = collector_stash_intern(st, &c->err, id, proc,
+					    i ? CYGPROF_FRAME_RA : CYGPROF_FRAME_IP, frames[i]);
+	return id;
+}
+
+/* One record of a ring (header included, size checked). */
+static void one_record(struct collector *c, struct sampling *s, const char *r, size_t size)
+{
+	struct perf_event_header h;
+	struct pend_rec p;
+	const char *b = r + sizeof h, *end = r + size;
+
+	memcpy(&h, r, sizeof h);
+	memset(&p, 0, sizeof p);
+	switch (h.type) {
+	case PERF_RECORD_SAMPLE: {
+		/* ip; pid, tid; time; period; nr; ips[nr] */
+		if (end - b < 40)
+			return;
+		uint64_t ip = get_u64(b), nr;
+		p.pid = get_u32(b + 8);
+		p.tid = get_u32(b + 12);
+		p.t = get_u64(b + 16);
+		p.period = get_u64(b + 24);
+		nr = get_u64(b + 32);
+		if (nr > (uint64_t)(end - b - 40) / 8)
+			return;
+		p.kind = PEND_SAMPLE;
+		p.kernel = (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+		p.stack = chain_stack(c, s, p.pid, ip, p.kernel, b + 40, nr);
+		break;
+	}
+	case PERF_RECORD_SWITCH:
+		/* sample_id: pid, tid; time */
+		if (end - b < 16)
+			return;
+		p.pid = get_u32(b);
+		p.tid = get_u32(b + 4);
+		p.t = get_u64(b + 8);
+		p.kind = !(h.misc & PERF_RECORD_MISC_SWITCH_OUT)	       ? PEND_IN
+			 : (h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? PEND_PREEMPT
+									   : PEND_OUT;
+		break;
+	case PERF_RECORD_LOST: /* id, lost: the ring was full */
+		if (end - b >= 16)
+			s->lost += get_u64(b + 8);
+		return;
+	case PERF_RECORD_LOST_SAMPLES: /* lost: samples the kernel could not take */
+		if (end - b >= 8)
+			s->lost += get_u64(b);
+		return;
+	default:
+		return;
+	}
+	if (pend_push(s, &p) && !c->err)
+		c->err = -ENOMEM;
+}
+
+static void drain_ring(struct collector *c, struct sampling *s, int i)
+{
+	struct perf_event_mmap_page *mp = (void *)s->map[i];
+	uint64_t off = mp->data_offset, size = mp->data_size;
+	uint64_t head, tail;
+	const char *data;
+
+	if (!size) { /* kernels before 4.1 */
+		off = (uint64_t)sysconf(_SC_PAGESIZE);
+		size = s->map_bytes - off;
+	}
+	data = s->map[i] + off;
+	head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+	tail = mp->data_tail;
+	while (head - tail >= sizeof(struct perf_event_header)) {
+		struct perf_event_header h;
+		uint64_t at = tail & (size - 1);
+		const char *r;
+
+		if (at + sizeof h <= size) {
+			memcpy(&h, data + at, sizeof h);
+		} else {
+			size_t k = (size_t)(size - at);
+			memcpy(&h, data + at, k);
+			memcpy((char *)&h + k, data, sizeof h - k);
+		}
+		if (h.size < sizeof h || h.size > head - tail)
+			break; /* cannot be: leave the rest */
+		if (at + h.size <= size) {
+			r = data + at;
+		} else {
+			/* wraps around the end of the ring: copy it out */
+			if (s->rec_cap < h.size) {
+				char *nr = realloc(s->rec, h.size);
+				if (!nr)
+					break;
+				s->rec = nr;
+				s->rec_cap = h.size;
+			}
+			size_t k = (size_t)(size - at);
+			memcpy(s->rec, data + at, k);
+			memcpy(s->rec + k, data, h.size - k);
+			r = s->rec;
+		}
+		one_record(c, s, r, h.size);
+		tail += h.size;
+	}
+	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+static int pend_cmp(const void *x, const void *y)
+{
+	const struct pend_rec *a = x, *b = y;
+
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static uint64_t rel_ns(const struct collector *c, uint64_t t)
+{
+	return t > c->mono0 ? t - c->mono0 : 0;
+}
+
+#define PREEMPTED_BIT (1ULL << 63)
+
+/* A settled record, in time order. */
+static void settle(struct collector *c, struct sampling *s, const struct pend_rec *p)
+{
+	uint64_t key = (uint64_t)p->tid + 1, v;
+	uint32_t th = thread_of(c, s, p->pid, p->tid);
+	uint32_t idx = th ? c->threads[th - 1]->idx : CYGPROF_NONE;
+
+	switch (p->kind) {
+	case PEND_SAMPLE: {
+		if (grow((void **)&s->s, &s->caps, s->ns, sizeof *s->s))
+			goto nomem;
+		struct cygprof_psample *x = &s->s[s->ns++];
+		memset(x, 0, sizeof *x);
+		x->t_ns = rel_ns(c, p->t);
+		if (x->t_ns < s->last_t)
+			x->t_ns = s->last_t; /* never back: the capture refuses it */
+		s->last_t = x->t_ns;
+		x->weight_ns = p->period;
+		x->rr_ticks = UINT64_MAX;
+		x->thread_idx = idx;
+		x->pid = p->pid;
+		x->tid = p->tid;
+		x->stack = p->stack;
+		x->flags = p->kernel ? CYGPROF_SAMPLE_KERNEL : 0;
+		s->samples++;
+		hmap_put(&s->last_stack, key, p->stack);
+		break;
+	}
+	case PEND_OUT:
+		hmap_put(&s->out_at, key, p->t + 1);
+		break;
+	case PEND_PREEMPT:
+		/* runnable, only waiting for a CPU: not off CPU by its own doing */
+		hmap_put(&s->out_at, key, PREEMPTED_BIT | (p->t + 1));
+		break;
+	case PEND_IN:
+		if (!hmap_get(&s->out_at, key, &v) || !v)
+			break;
+		hmap_put(&s->out_at, key, 0);
+		if (v & PREEMPTED_BIT) {
+			v &= ~PREEMPTED_BIT;
+			s->preempted_ns += p->t + 1 > v ? p->t + 1 - v : 0;
+			break;
+		}
+		if (grow((void **)&s->o, &s->capo, s->no, sizeof *s->o))
+			goto nomem;
+		struct cygprof_offcpu *o = &s->o[s->no++];
+		memset(o, 0, sizeof *o);
+		o->start_ns = rel_ns(c, v - 1);
+		o->end_ns = rel_ns(c, p->t);
+		if (o->end_ns < o->start_ns)
+			o->end_ns = o->start_ns;
+		o->thread_idx = idx;
+		o->tid = p->tid;
+		o->stack = hmap_get(&s->last_stack, key, &v) ? (uint32_t)v : 0;
+		s->offcpu++;
+		break;
+	}
+	return;
+nomem:
+	if (!c->err)
+		c->err = -ENOMEM;
+}
+
+static int off_cmp(const void *x, const void *y)
+{
+	const struct cygprof_offcpu *a = x, *b = y;
+	return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
+}
+
+#ifdef CYGPROF_HAVE_PSAMPLES
+/* The capture side: new stash nodes, then the samples and intervals settled
+ * since the last call.  Compiled once the capture stores samples (schema 4). */
+static void sampling_write(struct collector *c, struct sampling *s)
+{
+	struct stash *st = &c->stash;
+	int err = 0;
+
+	if (st->n > st->stored) {
+		err = cygprof_capture_put_stacks(c->cap, st->v + st->stored, st->n - st->stored);
+		st->stored = st->n;
+	}
+	if (!err && s->ns > s->s_written)
+		err = cygprof_capture_append_psamples(c->cap, s->s + s->s_written,
+						      s->ns - s->s_written);
+	if (!err && s->no > s->o_written) {
+		qsort(s->o + s->o_written, s->no - s->o_written, sizeof *s->o, off_cmp);
+		err = cygprof_capture_append_offcpu(c->cap, s->o + s->o_written,
+						    s->no - s->o_written);
+	}
+	s->s_written = s->ns;
+	s->o_written = s->no;
+	if (err && !c->err)
+		c->err = err;
+	if (!s->dump) /* kept only for the dump */
+		s->ns = s->s_written = s->no = s->o_written = 0;
+}
+#else
+static void sampling_write(struct collector *c, struct sampling *s)
+{
+	(void)c;
+	if (s->no > s->o_written)
+		qsort(s->o + s->o_written, s->no - s->o_written, sizeof *s->o, off_cmp);
+	s->s_written = s->ns;
+	s->o_written = s->no;
+	if (!s->dump) /* nowhere to go yet */
+		s->ns = s->s_written = s->no = s->o_written = 0;
+}
+#endif
+
+/* Read every ring; settle what is older than before (all when before is
+ * UINT64_MAX). */
+static void drain(struct collector *c, struct sampling *s, uint64_t before)
+{
+	size_t k;
+
+	for (int i = 0; i < s->ncpu; i++)
+		if (s->map[i])
+			drain_ring(c, s, i);
+	if (!s->npend)
+		return;
+	qsort(s->pend, s->npend, sizeof *s->pend, pend_cmp);
+	for (k = 0; k < s->npend && s->pend[k].t < before; k++)
+		settle(c, s, &s->pend[k]);
+	memmove(s->pend, s->pend + k, (s->npend - k) * sizeof *s->pend);
+	s->npend -= k;
+	if (k)
+		sampling_write(c, s);
+}
+
+void collector_sampling_drain(struct collector *c)
+{
+	struct sampling *s = c->sampling;
+	uint64_t now;
+
+	if (!s)
+		return;
+	now = collector_mono_ns();
+	drain(c, s, now > SAMPLING_SETTLE_NS ? now - SAMPLING_SETTLE_NS : 0);
+}
+
+static void dump_json(struct collector *c, struct sampling *s)
+{
+	FILE *f = fopen(s->dump, "w");
+	const struct stash *st = sampling_stash(c);
+
+	if (!f) {
+		fprintf(stderr, "cygprof: warning: cannot write '%s': %s\n", s->dump,
+			strerror(errno));
+		return;
+	}
+	fprintf(f,
+		"{\"type\":\"info\",\"event\":\"%s\",\"cpus\":%d,\"samples\":%llu,\"offcpu\":%llu,"
+		"\"lost\":%llu,\"preempted_ns\":%llu}\n",
+		s->event, s->ncpu, (unsigned long long)s->samples, (unsigned long long)s->offcpu,
+		(unsigned long long)s->lost, (unsigned long long)s->preempted_ns);
+	for (size_t i = 0; i < s->ns; i++) {
+		const struct cygprof_psample *x = &s->s[i];
+		fprintf(f,
+			"{\"type\":\"sample\",\"t_ns\":%llu,\"weight_ns\":%llu,\"thread_idx\":",
+			(unsigned long long)x->t_ns, (unsigned long long)x->weight_ns);
+		if (x->thread_idx == CYGPROF_NONE)
+			fputs("null", f);
+		else
+			fprintf(f, "%u", x->thread_idx);
+		fprintf(f, ",\"pid\":%u,\"tid\":%u,\"flags\":%u,\"stack\":%u,\"frames\":[", x->pid,
+			x->tid, x->flags, x->stack);
+		/* innermost first: [kind, addr] */
+		uint32_t id = x->stack;
+		for (size_t d = 0; id && id <= st->n && d < SAMPLING_CHAIN_MAX; d++) {
+			const struct cygprof_stack_node *nd = &st->v[id - 1];
+			fprintf(f, "%s[%u,%llu]", d ? "," : "", nd->kind,
+				(unsigned long long)nd->addr);
+			id = nd->parent;
+		}
+		fputs("]}\n", f);
+	}
+	for (size_t i = 0; i < s->no; i++) {
+		const struct cygprof_offcpu *o = &s->o[i];
+		fprintf(f, "{\"type\":\"offcpu\",\"start_ns\":%llu,\"end_ns\":%llu,\"thread_idx\":",
+			(unsigned long long)o->start_ns, (unsigned long long)o->end_ns);
+		if (o->thread_idx == CYGPROF_NONE)
+			fputs("null", f);
+		else
+			fprintf(f, "%u", o->thread_idx);
+		fprintf(f, ",\"tid\":%u,\"stack\":%u}\n", o->tid, o->stack);
+	}
+	if (fclose(f))
+		fprintf(stderr, "cygprof: warning: cannot write '%s': %s\n", s->dump,
+			strerror(errno));
+}
+
+uint64_t collector_sampling_count(const struct collector *c)
+{
+	return c->sampling ? c->sampling->samples : 0;
+}
+
+void collector_sampling_final(struct collector *c)
+{
+	struct sampling *s = c->sampling;
+
+	if (!s)
+		return;
+	drain(c, s, UINT64_MAX);
+	if (s->lost)
+		fprintf(stderr, "cygprof: warning: %llu perf records lost (rings full)\n",
+			(unsigned long long)s->lost);
+	if (s->dump)
+		dump_json(c, s);
+}
+
+void collector_sampling_release(struct collector *c)
+{
+	struct sampling *s = c->sampling;
+
+	if (!s)
+		return;
+	close_all(s);
+	free(s->pend);
+	free(s->s);
+	free(s->o);
+	free(s->rec);
+	hmap_release(&s->threads);
+	hmap_release(&s->procs);
+	hmap_release(&s->out_at);
+	hmap_release(&s->last_stack);
+	free(s->own.v);
+	hmap_release(&s->own.bykey);
+	hmap_release(&s->own.unwound);
+	free(s);
+	c->sampling = NULL;
+}

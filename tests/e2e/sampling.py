@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""End-to-end tests of `cygprof record --sample` (the collector's side).
+
+Usage:
+  sampling.py --cygprof CYGPROF --example PROG --test NAME [--skip REASON] [-v] [--keep]
+
+PROG is tests/sampling/sampling-prog.c, built without -finstrument-functions
+(sampling-prog-plain) for sampling-plain and sampling-off, with it
+(sampling-prog-cyg) for sampling-threads.  Until the capture stores samples,
+the collector writes them as JSON lines to CYGPROF_SAMPLES_DUMP: an "info"
+line ({"event", "cpus", "samples", "offcpu", "lost", "preempted_ns"}), then
+"sample" lines ({"t_ns", "weight_ns", "thread_idx", "pid", "tid", "flags",
+"stack", "frames": [[kind, addr], ...] innermost first}) and "offcpu" lines
+({"start_ns", "end_ns", "thread_idx", "tid", "stack"}).
+
+Tests:
+  sampling-plain    --sample=1000 of a program that is not instrumented,
+                    spinning ~300 ms in spin() then sleeping 200 ms in nap():
+                    at least 10 samples and no more than the run can hold;
+                    most samples' innermost frame (kind IP) lies in spin()
+                    (nm -S, moved by the run-time address the program
+                    prints), their other frames are return addresses (kind
+                    RA), one of them in main; every IP a user address
+                    (samples in the kernel, where perf allows them, keep
+                    their user part); every weight is the 1 ms
+                    period or near it; times never go back and lie within
+                    the capture's duration; the off-CPU intervals of the
+                    main thread add up to about 200 ms (150..400); the
+                    capture is written and the program's exit status kept
+  sampling-threads  an instrumented program: two threads spin, then a forked
+                    child spins: samples of both threads and of the child's
+                    pid; a sample of a thread the runtime registered carries
+                    that thread's capture index (cygprof info), others none
+  sampling-off      CYGPROF_SAMPLE_FORCE_EPERM=1: exactly one warning line
+                    "sampling off: ... perf_event_paranoid ...", exit 0, the
+                    capture is written, no dump; --sample-event=cycles: where
+                    the machine has no PMU the same kind of line naming the
+                    missing event (else samples); bad --sample values and
+                    events are usage errors (exit 2)
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402
+from e2e import Failure, run, describe_status, info_json  # noqa: E402
+
+SKIP = 77
+
+
+class Skip(Exception):
+    pass
+
+
+def symbols(prog):
+    """name -> (start, size) of the defined functions of prog (nm -S)."""
+    out = subprocess.run(['nm', '-S', '--defined-only', prog], stdout=subprocess.PIPE,
+                         check=True).stdout.decode()
+    syms = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[2] in 'tT':
+            syms[f[3]] = (int(f[0], 16), int(f[1], 16))
+    return syms
+
+
+def record(ck, cyg, prog, opts, args=(), env_extra=None, name='s.data'):
+    cap = os.path.join(cyg.workdir, name)
+    dump = os.path.join(cyg.workdir, name + '.json')
+    env = dict(os.environ, CYGPROF_SAMPLES_DUMP=dump)
+    env.update(env_extra or {})
+    cmd = [cyg.exe, 'record', '-q', '-o', cap] + opts + ['--', prog] + list(args)
+    print('$ ' + ' '.join(cmd))
+    cp = subprocess.run(cmd, cwd=cyg.workdir, env=env, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=e2e.TIMEOUT)
+    cp.out = cp.stdout.decode('utf-8', 'replace')
+    cp.err = cp.stderr.decode('utf-8', 'replace')
+    for line in cp.err.splitlines()[:20]:
+        print('  stderr: ' + line)
+    lines = []
+    if os.path.exists(dump):
+        with open(dump) as f:
+            lines = [json.loads(x) for x in f]
+    return cp, cap, lines
+
+
+def split(lines):
+    info = [x for x in lines if x['type'] == 'info']
+    return (info[0] if info else None, [x for x in lines if x['type'] == 'sample'],
+            [x for x in lines if x['type'] == 'offcpu'])
+
+
+def printed(cp, key):
+    vals = []
+    for line in cp.out.splitlines():
+        for w in line.split():
+            if w.startswith(key + '='):
+                vals.append(w.split('=', 1)[1])
+    return vals
+
+
+def sampled(ck, cyg, prog, opts, args=()):
+    cp, cap, lines = record(ck, cyg, prog, opts, args)
+    if 'sampling off' in cp.err:
+        raise Skip('perf sampling is not available here: %s' % cp.err.strip().splitlines()[0])
+    if cp.returncode != 0:
+        raise Failure('record %s failed (%s): %s' % (' '.join(opts), describe_status(cp.returncode),
+                                                     cp.err.strip()))
+    info, samples, offcpu = split(lines)
+    if not info:
+        raise Failure('no CYGPROF_SAMPLES_DUMP written')
+    return cp, cap, info, samples, offcpu
+
+
+def check_times(ck, cyg, cap, samples, offcpu):
+    duration = int(info_json(ck, cyg, cap)['meta']['duration_ns'])
+    t = [s['t_ns'] for s in samples]
+    ck.check(all(a <= b for a, b in zip(t, t[1:])), 'sample times never go back')
+    ck.check(all(0 <= x <= duration for x in t),
+             'sample times within the capture (0..%d): %s' % (duration, t[:3] + t[-3:]))
+    ck.check(all(0 <= o['start_ns'] <= o['end_ns'] <= duration for o in offcpu),
+             'off-CPU intervals within the capture and start <= end')
+    return duration
+
+
+def test_plain(ck, cyg, prog, args):
+    cp, cap, info, samples, offcpu = sampled(ck, cyg, prog, ['--sample=1000'])
+    ck.eq(cp.returncode, 0, 'record exit (the program exits 0)')
+    ck.eq(info['event'], 'cpu-clock', 'event')
+    syms = symbols(prog)
+    at = printed(cp, 'spin')
+    if not ck.eq(len(at), 1, 'the program printed where spin is'):
+        return
+    shift = int(at[0], 16) - syms['spin'][0]
+
+    def inside(name, addr):
+        start, size = syms[name]
+        return start + shift <= addr < start + shift + size
+
+    n = len(samples)
+    # ~300 ms of spinning at 1000 Hz: a loaded machine gives the program less
+    ck.check(10 <= n <= 600, '%d samples in 10..600' % n)
+    ck.eq(info['samples'], n, 'info counts the samples dumped')
+    # a sample in the kernel before the program reached user code (the exec)
+    # has no user frame
+    bare = [s for s in samples if not s['frames']]
+    ck.check(len(bare) <= 2 + n // 20, '%d samples without a frame' % len(bare))
+    ck.check(all(s['flags'] & 2 for s in bare), 'only kernel samples lack a frame')
+    samples = [s for s in samples if s['frames']]
+    ck.check(all(s['frames'][0][0] == 2 for s in samples), 'the innermost frame is of kind IP')
+    ck.check(all(k == 1 for s in samples for k, _ in s['frames'][1:]),
+             'the other frames are return addresses (kind RA)')
+    # (only the innermost: perf's frame-pointer walk through code built
+    # without frame pointers, such as libc, may read any word as a caller)
+    ck.check(all(s['frames'][0][1] < 1 << 47 for s in samples),
+             'the sampled IPs are user addresses (kernel samples keep their user part)')
+    in_spin = [s for s in samples if inside('spin', s['frames'][0][1])]
+    ck.check(len(in_spin) * 2 > n, '%d of %d samples in spin()' % (len(in_spin), n))
+    with_main = [s for s in in_spin if any(inside('main', a) for _, a in s['frames'][1:])]
+    ck.check(len(with_main) * 2 > len(in_spin),
+             '%d of %d samples in spin() called from main()' % (len(with_main), len(in_spin)))
+    ck.check(all(500000 <= s['weight_ns'] <= 20000000 for s in samples[n // 4:]),
+             'weights near the 1 ms period: %s' % sorted(set(s['weight_ns'] for s in samples))[:8])
+    pids = set(s['pid'] for s in samples)
+    ck.eq(len(pids), 1, 'one process sampled')
+    main = pids.pop() if pids else None
+    check_times(ck, cyg, cap, samples, offcpu)
+    off = sum(o['end_ns'] - o['start_ns'] for o in offcpu if o['tid'] == main)
+    ck.check(150 * 10**6 <= off <= 400 * 10**6,
+             'off-CPU time of the main thread %.1f ms in 150..400' % (off / 1e6))
+    longest = max((o for o in offcpu if o['tid'] == main),
+                  key=lambda o: o['end_ns'] - o['start_ns'], default=None)
+    if ck.check(longest is not None, 'an off-CPU interval of the main thread'):
+        ck.check(longest['end_ns'] - longest['start_ns'] >= 150 * 10**6,
+                 'the nap is one interval: %d ns' % (longest['end_ns'] - longest['start_ns']))
+    ck.check(os.path.getsize(cap) > 0, 'the capture is written')
+
+
+def test_threads(ck, cyg, prog, args):
+    cp, cap, info, samples, offcpu = sampled(ck, cyg, prog, ['--sample=1000'], ['threads'])
+    ck.eq(cp.returncode, 0, 'record exit')
+    tids = [int(x) for x in printed(cp, 'tid')]
+    child = [int(x) for x in printed(cp, 'child')]
+    ck.eq(len(tids), 2, 'the program printed its two threads')
+    ck.eq(len(child), 1, 'the program printed its child')
+    seen_tids = set(s['tid'] for s in samples)
+    for t in tids:
+        ck.check(t in seen_tids, 'thread %d sampled' % t)
+    if child:
+        ck.check(any(s['pid'] == child[0] for s in samples), 'the forked child %d sampled' % child[0])
+    data = info_json(ck, cyg, cap)
+    idx = dict(((t['pid'], t['tid']), t['idx']) for t in data['threads'])
+    for t in tids:
+        ck.check((samples[0]['pid'] if samples else 0, t) in idx,
+                 'thread %d registered by the runtime' % t)
+    bad = [s for s in samples if s['thread_idx'] != idx.get((s['pid'], s['tid']))]
+    ck.check(not bad, 'each sample carries the capture index of its thread (or none): %s' %
+             bad[:3])
+    ck.check(any(s['thread_idx'] is not None for s in samples),
+             'samples of registered threads have their index')
+    check_times(ck, cyg, cap, samples, offcpu)
+
+
+def test_off(ck, cyg, prog, args):
+    cp, cap, lines = record(ck, cyg, prog, ['--sample'],
+                            env_extra={'CYGPROF_SAMPLE_FORCE_EPERM': '1'}, name='off.data')
+    ck.eq(cp.returncode, 0, 'record exit with sampling forbidden')
+    warn = [x for x in cp.err.splitlines() if 'sampling off' in x or 'perf' in x]
+    ck.eq(len(warn), 1, 'one line about sampling: %s' % warn)
+    if warn:
+        ck.check(warn[0].startswith('cygprof: warning: sampling off: ') and
+                 'perf_event_paranoid' in warn[0], 'it says why and what to change: %r' % warn[0])
+    ck.eq(lines, [], 'no samples dumped')
+    info = info_json(ck, cyg, cap)
+    ck.eq(len(info['processes']), 1, 'the capture is written (its process)')
+
+    cp, cap, lines = record(ck, cyg, prog, ['--sample-event=cycles'], name='cycles.data')
+    ck.eq(cp.returncode, 0, 'record --sample-event=cycles exit')
+    warn = [x for x in cp.err.splitlines() if 'sampling off' in x or 'perf' in x]
+    if warn:
+        ck.eq(len(warn), 1, 'one line about sampling: %s' % warn)
+        ck.check("no 'cycles' event" in warn[0] or 'perf_event_paranoid' in warn[0],
+                 'it says why: %r' % warn[0])
+        ck.eq(lines, [], 'no samples dumped')
+    else:
+        info_line, samples, _ = split(lines)
+        ck.check(info_line and info_line['event'] == 'cycles', 'cycles sampled (a PMU)')
+    ck.eq(len(info_json(ck, cyg, cap)['processes']), 1, 'the capture is written')
+
+    for bad in (['--sample=0'], ['--sample=100001'], ['--sample=x'], ['--sample-event=foo'],
+                ['--sample-event']):
+        p = run([cyg.exe, 'record', '-o', os.path.join(cyg.workdir, 'bad.data')] + bad +
+                ['--', prog])
+        ck.eq(p.returncode, 2, 'record %s exit' % ' '.join(bad))
+        ck.eq(len(p.err.strip().splitlines()), 1, 'record %s: one error line' % ' '.join(bad))
+
+
+TESTS = {'sampling-plain': test_plain, 'sampling-threads': test_threads,
+         'sampling-off': test_off}
+
+
+def call(fn, ck, cyg, example, args):
+    try:
+        fn(ck, cyg, example, args)
+    except Skip as e:
+        print('SKIP: %s' % e)
+        sys.exit(SKIP)
+
+
+def main():
+    return e2e.driver_main(TESTS, 'sampling', __doc__, call=call)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
