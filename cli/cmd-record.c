@@ -50,6 +50,10 @@ static void usage(FILE *f)
 		"      --memdump          let the program report byte totals through the\n"
 		"                         memdump API (<cygprof/memdump.h>), sampled every\n"
 		"                         counters INTERVAL\n"
+		"      --time=exact|sampled\n"
+		"                         exact (default): time every call; sampled: count\n"
+		"                         every call and call path exactly but read no clock\n"
+		"                         (much faster; times come from samples, --sample)\n"
 		"      --drop             when a ring is full, drop events and count them\n"
 		"                         instead of waiting for the collector (default: wait)\n"
 		"  -F, --filter PATTERN   keep only functions matching PATTERN (glob) and the\n"
@@ -201,6 +205,7 @@ int cmd_record(int argc, char **argv)
 		{"timeline", no_argument, NULL, 'T'},
 		{"ring-size", required_argument, NULL, 'R'},
 		{"drop", no_argument, NULL, 'P'},
+		{"time", required_argument, NULL, 'k'},
 		{"memory", no_argument, NULL, 'M'},
 		{"counters", optional_argument, NULL, 'C'},
 		{"memdump", no_argument, NULL, 'Y'},
@@ -249,6 +254,14 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'P':
 			o.drop = 1;
+			break;
+		case 'k':
+			if (!strcmp(optarg, "exact"))
+				o.time_sampled = 0;
+			else if (!strcmp(optarg, "sampled"))
+				o.time_sampled = 1;
+			else
+				cli_die(2, "record: bad --time value '%s' (exact or sampled)", optarg);
 			break;
 		case 'M':
 			o.memory = 1;
@@ -308,6 +321,8 @@ int cmd_record(int argc, char **argv)
 		cli_die(2, "record: no program given (usage: cygprof record [options] -- PROG [ARGS...])");
 	if (!*o.output)
 		cli_die(2, "record: --output needs a file name");
+	if (o.timeline && o.time_sampled)
+		cli_die(2, "record: a timeline needs times: --timeline cannot go with --time=sampled");
 	if (o.ring_bytes >
 	    (o.shm_bytes ? o.shm_bytes : CYG_SHM_DEFAULT_BYTES) / CYG_RING_SHM_SHARE)
 		cli_die(2, "record: --ring-size is more than a quarter of --shm-size (%llu MiB)",

@@ -6,13 +6,22 @@
  * the shared mapping: no lock, no syscall (the clock is rdtsc or the vDSO),
  * no allocation.  Anything rare is a tail call into cyg-thread.c, so the
  * common path needs almost no registers saved.
+ *
+ * Each hook has two bodies, made from one always-inlined template with a
+ * constant `clocked`: the exact-time one, and the one of CYG_F_NOCLOCK
+ * (record --time=sampled) that reads no clock, stores no entry time and
+ * adds no ticks.  The hook picks one on cyg_noclock, set once at attach: a
+ * branch that is always taken the same way costs next to nothing, where
+ * a call through a function pointer would cost a mispredicted-free but
+ * unavoidable indirect call on every event.
  */
 #include "cyg-private.h"
 
-NOINSTR EXPORT void __cyg_profile_func_enter(void *fn_, void *site_)
+#define ALWAYS_INLINE __attribute__((always_inline)) inline
+
+NOINSTR static ALWAYS_INLINE void enter_body(uint64_t fn, uint64_t site, const int clocked)
 {
 	struct cyg_thread *t = cyg_tls.t;
-	uint64_t fn = (uint64_t)(uintptr_t)fn_, site = (uint64_t)(uintptr_t)site_;
 
 	/* No writer yet, inside a hook already (a signal handler), or past
 	 * the depth limit. */
@@ -22,7 +31,7 @@ NOINSTR EXPORT void __cyg_profile_func_enter(void *fn_, void *site_)
 	}
 	t->busy = 1;
 
-	uint64_t now = cyg_now();
+	uint64_t now = clocked ? cyg_now() : 0;
 	uint64_t cfa = CYG_CFA();
 	struct cyg_frame *stk = cyg_tls.stk;
 	uint32_t d = t->depth;
@@ -54,22 +63,21 @@ NOINSTR EXPORT void __cyg_profile_func_enter(void *fn_, void *site_)
 	}
 	c->calls++;
 	d++;
-	stk[d].ts = now;
+	if (clocked)
+		stk[d].ts = now;
 	stk[d].cfa = cfa;
 	stk[d].node = g;
 	stk[d].site = LIKELY(c->site == site) ? 0 : cyg__other_site(t, c, site);
 	t->depth = d;
-	if (cyg_timeline)
+	if (clocked && cyg_timeline)
 		cyg_ring_put(t, CYG_EV_ENTER, stk[d].node, now);
 	t->busy = 0;
 }
 
-NOINSTR EXPORT void __cyg_profile_func_exit(void *fn_, void *site_)
+NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, const int clocked)
 {
 	struct cyg_thread *t = cyg_tls.t;
-	uint64_t fn = (uint64_t)(uintptr_t)fn_;
 
-	(void)site_;
 	if (UNLIKELY(!t || t->busy)) {
 		if (!t) /* none yet, or a TLS shared with a clone() child */
 			cyg__exit_rare(fn, CYG_CFA());
@@ -77,7 +85,7 @@ NOINSTR EXPORT void __cyg_profile_func_exit(void *fn_, void *site_)
 	}
 	t->busy = 1;
 
-	uint64_t now = cyg_now();
+	uint64_t now = clocked ? cyg_now() : 0;
 	struct cyg_frame *stk = cyg_tls.stk;
 	uint32_t d = t->depth;
 	struct cyg_node *c = CYG_NODE(cyg_base, stk[d].node);
@@ -86,9 +94,27 @@ NOINSTR EXPORT void __cyg_profile_func_exit(void *fn_, void *site_)
 		cyg__exit_slow(t, fn, now, CYG_CFA());
 		return;
 	}
-	c->ticks += now - stk[d].ts;
+	if (clocked)
+		c->ticks += now - stk[d].ts;
 	t->depth = d - 1;
-	if (cyg_timeline)
+	if (clocked && cyg_timeline)
 		cyg_ring_put(t, CYG_EV_EXIT, stk[d].node, now);
 	t->busy = 0;
+}
+
+NOINSTR EXPORT void __cyg_profile_func_enter(void *fn, void *site)
+{
+	if (UNLIKELY(cyg_noclock))
+		enter_body((uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site, 0);
+	else
+		enter_body((uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site, 1);
+}
+
+NOINSTR EXPORT void __cyg_profile_func_exit(void *fn, void *site)
+{
+	(void)site;
+	if (UNLIKELY(cyg_noclock))
+		exit_body((uint64_t)(uintptr_t)fn, 0);
+	else
+		exit_body((uint64_t)(uintptr_t)fn, 1);
 }

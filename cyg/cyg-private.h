@@ -46,6 +46,9 @@ extern char *cyg_base HIDDEN;
 extern struct cyg_ctl *cyg_ctl HIDDEN;
 extern int cyg_use_tsc HIDDEN;
 extern int cyg_timeline HIDDEN;
+/* CYG_F_NOCLOCK (record --time=sampled): the hooks read no clock, frames
+ * carry no time, and nothing adds ticks to a node or call site. */
+extern int cyg_noclock HIDDEN;
 extern uint64_t cyg_ring_mask HIDDEN;
 extern uint32_t cyg_max_depth HIDDEN;
 extern int cyg_memory HIDDEN; /* tracing the malloc family (libcygprof-mem.so, --memory) */
@@ -78,6 +81,13 @@ NOINSTR static inline uint64_t cyg_now(void)
 		return __rdtsc();
 #endif
 	return cyg__mono();
+}
+
+/* The time of a call's enter or exit for the hooks' cold paths: none (0)
+ * under CYG_F_NOCLOCK. */
+NOINSTR static inline uint64_t cyg_hook_now(void)
+{
+	return cyg_noclock ? 0 : cyg_now();
 }
 
 /* The stack position of the instrumented function that called the hook. */
