@@ -19,20 +19,20 @@
 
 #define ALWAYS_INLINE __attribute__((always_inline)) inline
 
-NOINSTR static ALWAYS_INLINE void enter_body(uint64_t fn, uint64_t site, const int clocked)
+NOINSTR static ALWAYS_INLINE void enter_body(uint64_t fn, uint64_t site, uint64_t cfa,
+					     const int clocked)
 {
 	struct cyg_thread *t = cyg_tls.t;
 
 	/* No writer yet, inside a hook already (a signal handler), or past
 	 * the depth limit. */
 	if (UNLIKELY(!t || t->busy || t->ovf)) {
-		cyg__enter_rare(fn, site, CYG_CFA());
+		cyg__enter_rare(fn, site, cfa);
 		return;
 	}
 	t->busy = 1;
 
 	uint64_t now = clocked ? cyg_now() : 0;
-	uint64_t cfa = CYG_CFA();
 	struct cyg_frame *stk = cyg_tls.stk;
 	uint32_t d = t->depth;
 
@@ -67,20 +67,26 @@ NOINSTR static ALWAYS_INLINE void enter_body(uint64_t fn, uint64_t site, const i
 		stk[d].ts = now;
 	stk[d].cfa = cfa;
 	stk[d].node = g;
-	stk[d].site = LIKELY(c->site == site) ? 0 : cyg__other_site(t, c, site);
+	if (UNLIKELY(c->site != site)) {
+		/* called from another site than the node's first: finished
+		 * out of line, so that the hook calls nothing but tail calls */
+		cyg__enter_site(t, c, site, d, now);
+		return;
+	}
+	stk[d].site = 0;
 	t->depth = d;
 	if (clocked && cyg_timeline)
 		cyg_ring_put(t, CYG_EV_ENTER, stk[d].node, now);
 	t->busy = 0;
 }
 
-NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, const int clocked)
+NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, uint64_t cfa, const int clocked)
 {
 	struct cyg_thread *t = cyg_tls.t;
 
 	if (UNLIKELY(!t || t->busy)) {
 		if (!t) /* none yet, or a TLS shared with a clone() child */
-			cyg__exit_rare(fn, CYG_CFA());
+			cyg__exit_rare(fn, cfa);
 		return;
 	}
 	t->busy = 1;
@@ -91,7 +97,7 @@ NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, const int clocked)
 	struct cyg_node *c = CYG_NODE(cyg_base, stk[d].node);
 
 	if (UNLIKELY(c->fn != fn || t->ovf || t->leave_ts || stk[d].site)) {
-		cyg__exit_slow(t, fn, now, CYG_CFA());
+		cyg__exit_slow(t, fn, now, cfa);
 		return;
 	}
 	if (clocked)
@@ -102,19 +108,47 @@ NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, const int clocked)
 	t->busy = 0;
 }
 
+/* Each body out of line, reached by a tail call from its hook, which
+ * itself saves no register: the bodies call nothing but tail calls, so
+ * they save none either (the enter of the exact mode pushes some only on
+ * its CLOCK_MONOTONIC path). */
+NOINSTR static __attribute__((noinline)) void enter_clock(uint64_t fn, uint64_t site,
+							 uint64_t cfa)
+{
+	enter_body(fn, site, cfa, 1);
+}
+
+NOINSTR static __attribute__((noinline)) void exit_clock(uint64_t fn, uint64_t cfa)
+{
+	exit_body(fn, cfa, 1);
+}
+
+NOINSTR static __attribute__((noinline)) void enter_noclock(uint64_t fn, uint64_t site,
+							   uint64_t cfa)
+{
+	enter_body(fn, site, cfa, 0);
+}
+
+NOINSTR static __attribute__((noinline)) void exit_noclock(uint64_t fn, uint64_t cfa)
+{
+	exit_body(fn, cfa, 0);
+}
+
+/* The stack position is taken here, in the function the compiler's call
+ * went to, and passed on. */
 NOINSTR EXPORT void __cyg_profile_func_enter(void *fn, void *site)
 {
-	if (UNLIKELY(cyg_noclock))
-		enter_body((uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site, 0);
+	if (cyg_noclock)
+		enter_noclock((uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site, CYG_CFA());
 	else
-		enter_body((uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site, 1);
+		enter_clock((uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site, CYG_CFA());
 }
 
 NOINSTR EXPORT void __cyg_profile_func_exit(void *fn, void *site)
 {
 	(void)site;
-	if (UNLIKELY(cyg_noclock))
-		exit_body((uint64_t)(uintptr_t)fn, 0);
+	if (cyg_noclock)
+		exit_noclock((uint64_t)(uintptr_t)fn, CYG_CFA());
 	else
-		exit_body((uint64_t)(uintptr_t)fn, 1);
+		exit_clock((uint64_t)(uintptr_t)fn, CYG_CFA());
 }

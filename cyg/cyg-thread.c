@@ -332,6 +332,18 @@ uint32_t cyg__other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site
 	return i + 1;
 }
 
+void cyg__enter_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site, uint32_t d,
+		     uint64_t now)
+{
+	struct cyg_frame *stk = cyg_tls.stk;
+
+	stk[d].site = cyg__other_site(t, c, site);
+	t->depth = d;
+	if (cyg_timeline)
+		cyg_ring_put(t, CYG_EV_ENTER, stk[d].node, now);
+	t->busy = 0;
+}
+
 void cyg__site_ticks(struct cyg_thread *t, const struct cyg_frame *f, uint64_t ticks)
 {
 	struct cyg_site *v = AT(t->sites_off);
