@@ -10,10 +10,10 @@
  * Each hook has two bodies, made from one always-inlined template with a
  * constant `clocked`: the exact-time one, and the one of CYG_F_NOCLOCK
  * (record --time=sampled) that reads no clock, stores no entry time and
- * adds no ticks.  The hook picks one on cyg_noclock, set once at attach: a
- * branch that is always taken the same way costs next to nothing, where
- * a call through a function pointer would cost a mispredicted-free but
- * unavoidable indirect call on every event.
+ * adds no ticks.  The exported hook only tests cyg_noclock (set once at
+ * attach, so the branch always goes the same way) and tail-calls its
+ * mode's body.  A function pointer instead (an indirect tail jump) measured
+ * the same on calls.c; the branch needs no writable pointer.
  */
 #include "cyg-private.h"
 
