@@ -22,7 +22,10 @@ included).
 Sections:
   calls    calls.c (23.8 M calls): glibc's empty hooks, the floor (rdtsc +
            one 16-byte store per event), cygprof default, cygprof --timeline,
-           uftrace record when installed; capture bytes per call and per event.
+           cygprof --time=sampled (exact counts, no clock read), uftrace
+           record when installed; capture bytes per call and per event; the
+           run time of time=exact and time=sampled as a ratio of the same
+           binary's with glibc's empty hooks, round by round.
   threads  threads.c at T=1 and T=4: per-call CPU overhead (scaling).
   growth   capture size of the default mode for a run and a 100x longer run.
   memory   allocs.c (2 M allocations, 8..20 chain frames deep): cygprof --memory
@@ -134,6 +137,18 @@ def med(res, name, key):
     return statistics.median(res[name][key])
 
 
+def sampled_ok(cyg):
+    """Whether this cygprof has record --time=sampled."""
+    cp = subprocess.run([cyg, "record", "--help"], stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL, text=True)
+    return "--time=" in cp.stdout
+
+
+def ratio_to(res, name, base, key):
+    """name's wall ("t") or cpu time over base's, per round (the same rounds)."""
+    return [t / tb for t, tb in zip(res[name][key], res[base][key])]
+
+
 def calls_section(args, b, tmp):
     n = 23769123
     cyg = args.cygprof
@@ -147,6 +162,9 @@ def calls_section(args, b, tmp):
         ("cygprof record --timeline", f"rm -f {tmp}/t.cap*",
          f"exec {cyg} record -q --timeline -o {tmp}/t.cap -- {b}/calls.finstr"),
     ]
+    if sampled_ok(cyg):
+        cfg.append(("cygprof record --time=sampled", f"rm -f {tmp}/s.cap*",
+                    f"exec {cyg} record -q --time=sampled -o {tmp}/s.cap -- {b}/calls.finstr"))
     if args.baseline:
         cfg += [
             ("baseline: cygprof record", f"rm -f {tmp}/bd.cap*",
@@ -172,6 +190,19 @@ def calls_section(args, b, tmp):
           f"(cpu {med(res, 'cygprof record', 'ovcpu'):.1f} ns/call)")
     print(f"- cygprof --timeline: {tl:.1f} ns/call = {tl / floor:.2f}x the floor "
           f"(cpu {med(res, 'cygprof record --timeline', 'ovcpu'):.1f} ns/call)")
+    # the run time against the same binary with glibc's empty hooks, round by
+    # round (issue 10's target for --time=sampled: at most 1.5x); the cpu
+    # ratio beside it is steadier on a shared machine
+    base = "finstr + glibc empty hooks"
+    emc = med(res, base, "ovcpu")
+    for label, name in (("time=exact", "cygprof record"),
+                        ("time=sampled", "cygprof record --time=sampled")):
+        if name not in res:
+            continue
+        wr = statistics.median(ratio_to(res, name, base, "t"))
+        cr = statistics.median(ratio_to(res, name, base, "cpu"))
+        print(f"- {label}: {wr:.2f}x the run time with glibc's empty hooks (cpu {cr:.2f}x; "
+              f"{med(res, name, 'ovcpu') - emc:.1f} ns/call of cpu over the empty hooks)")
     print(f"- capture: default {dsize} bytes ({dsize / n:.4f} B/call); timeline {tsize} bytes "
           f"= {tsize / (2 * n):.2f} B/event")
     if args.baseline:

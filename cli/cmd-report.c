@@ -88,6 +88,8 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 	printf("# calling-context tree: pid %u tid %u (%s)%s, %" PRIu64 " call paths\n",
 	       th->info.pid, th->info.tid, th->info.name, thread_flags_note(th->info.flags),
 	       (uint64_t)(th->n ? th->n - 1 : 0));
+	if (o->print.no_times)
+		printf("# %s\n", PRINT_NO_TIMES_NOTE);
 	printf("# TOTAL TIME   SELF TIME      CALLS   FUNCTION\n");
 	if (th->n <= 1) {
 		printf("\n");
@@ -140,7 +142,8 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 static void print_json(struct view *v, const struct profile *p, const struct report_opts *o)
 {
 	static const char *const meta_keys[] = {
-		"command", "mode", "start_time", "duration_ns", "clock", "filters", "drop_mode",
+		"command", "mode", "start_time", "duration_ns", "clock", "time", "filters",
+		"drop_mode",
 	};
 	struct view_limits l;
 	uint32_t *fns;
@@ -311,6 +314,9 @@ int cmd_report(int argc, char **argv)
 
 	parse_opts(argc, argv, &o);
 	v = cli_open_view(o.file, o.di);
+	/* record --time=sampled: exact calls, no times */
+	const char *tm = view_meta_str(v, "time");
+	o.print.no_times = tm && !strcmp(tm, "sampled");
 	cli_check(view_threads(v, &threads, &nthreads), o.file);
 	cli_check(view_procs(v, &procs, &nprocs), o.file);
 

@@ -201,6 +201,8 @@ void print_flat(const struct profile *p, const struct print_opts *o)
 		printf("Each sample counts as 1e-09 seconds.\n");
 		if (!p->total_self_ns)
 			printf(" no time accumulated\n\n");
+	} else if (o->no_times) {
+		printf("%s\n", PRINT_NO_TIMES_NOTE);
 	} else {
 		printf("Times are exact (instrumented); total self time %.6f seconds.\n",
 		       total / 1e9);
@@ -209,7 +211,7 @@ void print_flat(const struct profile *p, const struct print_opts *o)
 	       "", "self  ", "total ", "");
 	printf("%5.5s %9.9s  %8.8s %8.8s %8.8s %8.8s  %-8.8s\n", "time", "seconds", "seconds",
 	       "calls", unit, unit, "name");
-	if (!p->total_self_ns && !gprof)
+	if (!p->total_self_ns && !gprof && !o->no_times)
 		printf(" no time accumulated\n");
 	for (i = 0; i < n; i++) {
 		const struct profile_fn *f = &p->fns[v[i]];
@@ -363,7 +365,11 @@ void print_graph(const struct profile *p, const struct print_opts *o)
 
 	if (!gprof) {
 		printf("\t\t     Call graph\n\n\n");
-		printf("granularity: exact instrumented times; %.6f seconds\n\n", total / 1e9);
+		if (o->no_times)
+			printf("%s\n\n", PRINT_NO_TIMES_NOTE);
+		else
+			printf("granularity: exact instrumented times; %.6f seconds\n\n",
+			       total / 1e9);
 	} else {
 		printf(o->brief ? "\t\t\tCall graph\n\n\n"
 				: "\t\t     Call graph (explanation follows)\n\n\n");

@@ -22,7 +22,14 @@ struct print_opts {
 	int brief;           /* STYLE_GPROF: no explanations (gprof -b) */
 	enum sort_key sort;  /* flat profile order */
 	const char *pattern; /* glob on function names, NULL for all */
+	int no_times;        /* STYLE_REPORT: the capture has no times (record
+			      * --time=sampled): the headers say so */
 };
+
+/* The header line of a capture recorded with --time=sampled. */
+#define PRINT_NO_TIMES_NOTE \
+	"times: not measured (record --time=sampled; add --sample for sampled times)"
+
 
 /** Whether name passes the -F pattern. */
 int print_matches(const struct print_opts *o, const char *name);

@@ -322,6 +322,13 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 		err = fold_tree(c, ct, &b, &dmg, &raw_calls);
 		if (!err && state != CYG_T_ENDED)
 			close_open_frames(c, ct, end, extra, nraw, &dmg, &closed);
+		if (c->o->time_sampled) {
+			/* --time=sampled: the hooks kept no time (a runtime
+			 * that does not know CYG_F_NOCLOCK did: not ours to keep) */
+			for (size_t i = 0; i < ct->n; i++)
+				ct->nodes[i].ticks = 0;
+			memset(extra, 0, (nraw + 1) * sizeof *extra);
+		}
 		/* The root's time: what its children took. */
 		if (ct->n) {
 			ct->nodes[0].ticks = 0;
@@ -774,6 +781,8 @@ static int put_meta(struct collector *c, uint64_t lost)
 		err = cygprof_capture_set_meta(c->cap, "start_time", buf);
 	if (!err)
 		err = put_meta_u64(c, "duration_ns", tick_ns(c, c->end_ts));
+	if (!err)
+		err = cygprof_capture_set_meta(c->cap, "time", o->time_sampled ? "sampled" : "exact");
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "clock",
 					       (c->flags & CYG_F_TSC) ? "tsc" : "monotonic");

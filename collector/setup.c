@@ -53,9 +53,13 @@ int collector_map(struct collector *c, uint64_t size, int *memfd, char *err, siz
 	const struct collector_opts *o = c->o;
 	uint32_t flags = (o->timeline ? CYG_F_TIMELINE : 0) | (o->drop ? CYG_F_DROP : 0) |
 			 (o->memory ? CYG_F_MEMORY : 0) | (o->memdump ? CYG_F_MEMDUMP : 0) |
-			 (collector_have_tsc() ? CYG_F_TSC : 0);
+			 (o->time_sampled ? CYG_F_NOCLOCK : 0) | (collector_have_tsc() ? CYG_F_TSC : 0);
 	int rc;
 
+	if (o->timeline && o->time_sampled) {
+		snprintf(err, errlen, "a timeline needs times: not with --time=sampled");
+		return -EINVAL;
+	}
 	c->size = size;
 	rc = cyg_shm_create(c->size, flags, o->ring_bytes ? o->ring_bytes : CYG_RING_DEFAULT_BYTES,
 			    o->record_depth,

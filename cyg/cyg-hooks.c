@@ -6,24 +6,33 @@
  * the shared mapping: no lock, no syscall (the clock is rdtsc or the vDSO),
  * no allocation.  Anything rare is a tail call into cyg-thread.c, so the
  * common path needs almost no registers saved.
+ *
+ * Each hook has two bodies, made from one always-inlined template with a
+ * constant `clocked`: the exact-time one, and the one of CYG_F_NOCLOCK
+ * (record --time=sampled) that reads no clock, stores no entry time and
+ * adds no ticks.  The exported hook only tests cyg_noclock (set once at
+ * attach, so the branch always goes the same way) and tail-calls its
+ * mode's body.  A function pointer instead (an indirect tail jump) measured
+ * the same on calls.c; the branch needs no writable pointer.
  */
 #include "cyg-private.h"
 
-NOINSTR EXPORT void __cyg_profile_func_enter(void *fn_, void *site_)
+#define ALWAYS_INLINE __attribute__((always_inline)) inline
+
+NOINSTR static ALWAYS_INLINE void enter_body(uint64_t fn, uint64_t site, uint64_t cfa,
+					     const int clocked)
 {
 	struct cyg_thread *t = cyg_tls.t;
-	uint64_t fn = (uint64_t)(uintptr_t)fn_, site = (uint64_t)(uintptr_t)site_;
 
 	/* No writer yet, inside a hook already (a signal handler), or past
 	 * the depth limit. */
 	if (UNLIKELY(!t || t->busy || t->ovf)) {
-		cyg__enter_rare(fn, site, CYG_CFA());
+		cyg__enter_rare(fn, site, cfa);
 		return;
 	}
 	t->busy = 1;
 
-	uint64_t now = cyg_now();
-	uint64_t cfa = CYG_CFA();
+	uint64_t now = clocked ? cyg_now() : 0;
 	struct cyg_frame *stk = cyg_tls.stk;
 	uint32_t d = t->depth;
 
@@ -54,41 +63,92 @@ NOINSTR EXPORT void __cyg_profile_func_enter(void *fn_, void *site_)
 	}
 	c->calls++;
 	d++;
-	stk[d].ts = now;
+	if (clocked)
+		stk[d].ts = now;
 	stk[d].cfa = cfa;
 	stk[d].node = g;
-	stk[d].site = LIKELY(c->site == site) ? 0 : cyg__other_site(t, c, site);
+	if (UNLIKELY(c->site != site)) {
+		/* called from another site than the node's first: finished
+		 * out of line, so that the hook calls nothing but tail calls */
+		cyg__enter_site(t, c, site, d, now);
+		return;
+	}
+	stk[d].site = 0;
 	t->depth = d;
-	if (cyg_timeline)
+	if (clocked && cyg_timeline)
 		cyg_ring_put(t, CYG_EV_ENTER, stk[d].node, now);
 	t->busy = 0;
 }
 
-NOINSTR EXPORT void __cyg_profile_func_exit(void *fn_, void *site_)
+NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, uint64_t cfa, const int clocked)
 {
 	struct cyg_thread *t = cyg_tls.t;
-	uint64_t fn = (uint64_t)(uintptr_t)fn_;
 
-	(void)site_;
 	if (UNLIKELY(!t || t->busy)) {
 		if (!t) /* none yet, or a TLS shared with a clone() child */
-			cyg__exit_rare(fn, CYG_CFA());
+			cyg__exit_rare(fn, cfa);
 		return;
 	}
 	t->busy = 1;
 
-	uint64_t now = cyg_now();
+	uint64_t now = clocked ? cyg_now() : 0;
 	struct cyg_frame *stk = cyg_tls.stk;
 	uint32_t d = t->depth;
 	struct cyg_node *c = CYG_NODE(cyg_base, stk[d].node);
 
 	if (UNLIKELY(c->fn != fn || t->ovf || t->leave_ts || stk[d].site)) {
-		cyg__exit_slow(t, fn, now, CYG_CFA());
+		cyg__exit_slow(t, fn, now, cfa);
 		return;
 	}
-	c->ticks += now - stk[d].ts;
+	if (clocked)
+		c->ticks += now - stk[d].ts;
 	t->depth = d - 1;
-	if (cyg_timeline)
+	if (clocked && cyg_timeline)
 		cyg_ring_put(t, CYG_EV_EXIT, stk[d].node, now);
 	t->busy = 0;
+}
+
+/* Each body out of line, reached by a tail call from its hook, which
+ * itself saves no register: the bodies call nothing but tail calls, so
+ * they save none either (the enter of the exact mode pushes some only on
+ * its CLOCK_MONOTONIC path). */
+NOINSTR static __attribute__((noinline)) void enter_clock(uint64_t fn, uint64_t site,
+							 uint64_t cfa)
+{
+	enter_body(fn, site, cfa, 1);
+}
+
+NOINSTR static __attribute__((noinline)) void exit_clock(uint64_t fn, uint64_t cfa)
+{
+	exit_body(fn, cfa, 1);
+}
+
+NOINSTR static __attribute__((noinline)) void enter_noclock(uint64_t fn, uint64_t site,
+							   uint64_t cfa)
+{
+	enter_body(fn, site, cfa, 0);
+}
+
+NOINSTR static __attribute__((noinline)) void exit_noclock(uint64_t fn, uint64_t cfa)
+{
+	exit_body(fn, cfa, 0);
+}
+
+/* The stack position is taken here, in the function the compiler's call
+ * went to, and passed on. */
+NOINSTR EXPORT void __cyg_profile_func_enter(void *fn, void *site)
+{
+	if (cyg_noclock)
+		enter_noclock((uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site, CYG_CFA());
+	else
+		enter_clock((uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site, CYG_CFA());
+}
+
+NOINSTR EXPORT void __cyg_profile_func_exit(void *fn, void *site)
+{
+	(void)site;
+	if (cyg_noclock)
+		exit_noclock((uint64_t)(uintptr_t)fn, CYG_CFA());
+	else
+		exit_clock((uint64_t)(uintptr_t)fn, CYG_CFA());
 }

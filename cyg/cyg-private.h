@@ -46,6 +46,9 @@ extern char *cyg_base HIDDEN;
 extern struct cyg_ctl *cyg_ctl HIDDEN;
 extern int cyg_use_tsc HIDDEN;
 extern int cyg_timeline HIDDEN;
+/* CYG_F_NOCLOCK (record --time=sampled): the hooks read no clock, frames
+ * carry no time, and nothing adds ticks to a node or call site. */
+extern int cyg_noclock HIDDEN;
 extern uint64_t cyg_ring_mask HIDDEN;
 extern uint32_t cyg_max_depth HIDDEN;
 extern int cyg_memory HIDDEN; /* tracing the malloc family (libcygprof-mem.so, --memory) */
@@ -78,6 +81,13 @@ NOINSTR static inline uint64_t cyg_now(void)
 		return __rdtsc();
 #endif
 	return cyg__mono();
+}
+
+/* The time of a call's enter or exit for the hooks' cold paths: none (0)
+ * under CYG_F_NOCLOCK. */
+NOINSTR static inline uint64_t cyg_hook_now(void)
+{
+	return cyg_noclock ? 0 : cyg_now();
 }
 
 /* The stack position of the instrumented function that called the hook. */
@@ -115,6 +125,12 @@ HIDDEN void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint
 HIDDEN void cyg__exit_rare(uint64_t fn, uint64_t cfa) COLD;
 /* A call of node c from another site than c->site: 1 + its cyg_site index (0 if none). */
 HIDDEN uint32_t cyg__other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site) COLD;
+/* The end of an enter hook whose call of c (frame d, filled but for its
+ * site) came from site, not c->site: the frame's site, the depth, the
+ * timeline, busy released.  A tail call, so that the hooks save no
+ * registers. */
+HIDDEN void cyg__enter_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site, uint32_t d,
+			    uint64_t now) COLD;
 /* Close frame f of a call from another site: add its time there too. */
 HIDDEN void cyg__site_ticks(struct cyg_thread *t, const struct cyg_frame *f, uint64_t ticks) COLD;
 HIDDEN void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t now) COLD;

@@ -33,6 +33,7 @@ char *cyg_base;
 struct cyg_ctl *cyg_ctl;
 int cyg_use_tsc;
 int cyg_timeline;
+int cyg_noclock;
 uint64_t cyg_ring_mask;
 uint32_t cyg_max_depth = 2; /* until attached: every enter overflows harmlessly */
 int cyg_memory;
@@ -329,6 +330,18 @@ uint32_t cyg__other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site
 	__atomic_store_n(&t->sites_n, i + 1, __ATOMIC_RELEASE);
 	sidx_put(AT(t->sidx_off), t->sidx_mask, v, i);
 	return i + 1;
+}
+
+void cyg__enter_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site, uint32_t d,
+		     uint64_t now)
+{
+	struct cyg_frame *stk = cyg_tls.stk;
+
+	stk[d].site = cyg__other_site(t, c, site);
+	t->depth = d;
+	if (cyg_timeline)
+		cyg_ring_put(t, CYG_EV_ENTER, stk[d].node, now);
+	t->busy = 0;
 }
 
 void cyg__site_ticks(struct cyg_thread *t, const struct cyg_frame *f, uint64_t ticks)
@@ -671,7 +684,7 @@ void cyg__exit_rare(uint64_t fn, uint64_t cfa)
 	if (!t || t->busy)
 		return;
 	t->busy = 1;
-	cyg__exit_slow(t, fn, cyg_now(), cfa);
+	cyg__exit_slow(t, fn, cyg_hook_now(), cfa);
 }
 
 static int attach(void);
@@ -740,7 +753,7 @@ void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when)
 	while (t->depth > to_depth) {
 		struct cyg_frame *f = &stk[t->depth];
 		struct cyg_node *n = CYG_NODE(cyg_base, f->node);
-		if (when > f->ts) {
+		if (!cyg_noclock && when > f->ts) {
 			n->ticks += when - f->ts;
 			if (f->site && f->site != CYG_SITE_HOST)
 				cyg__site_ticks(t, f, when - f->ts);
@@ -823,9 +836,11 @@ again:
 	 * through code without cleanups, or a longjmp we did not see). */
 	cyg__close_frames(t, d, now);
 	struct cyg_node *c = CYG_NODE(cyg_base, stk[d].node);
-	c->ticks += now - stk[d].ts;
-	if (stk[d].site && stk[d].site != CYG_SITE_HOST)
-		cyg__site_ticks(t, &stk[d], now - stk[d].ts);
+	if (!cyg_noclock) {
+		c->ticks += now - stk[d].ts;
+		if (stk[d].site && stk[d].site != CYG_SITE_HOST)
+			cyg__site_ticks(t, &stk[d], now - stk[d].ts);
+	}
 	t->depth = d - 1;
 	if (cyg_timeline)
 		cyg_ring_put_w(t, cyg_ringbuf(t), CYG_EV_EXIT, stk[d].node, now);
@@ -859,7 +874,7 @@ void cyg__enter_rare(uint64_t fn, uint64_t site, uint64_t cfa)
 		return;
 	}
 	t->busy = 1;
-	cyg__enter_slow(t, fn, site, cyg_now(), cfa);
+	cyg__enter_slow(t, fn, site, cyg_hook_now(), cfa);
 }
 
 /* The whole enter, for every case the hot path does not take (busy held). */
@@ -1284,6 +1299,8 @@ static int attach(void)
 	cyg_ctl = c;
 	cyg_use_tsc = !!(c->flags & CYG_F_TSC);
 	cyg_timeline = !!(c->flags & CYG_F_TIMELINE);
+	/* a timeline needs times: the collector never asks for both */
+	cyg_noclock = !!(c->flags & CYG_F_NOCLOCK) && !cyg_timeline;
 	cyg_ring_mask = c->ring_words - 1;
 	cyg_max_depth = c->max_depth;
 	if (pthread_key_create(&cyg_key, thread_dtor))

@@ -64,6 +64,10 @@ enum {
 	CYG_F_TSC = 4,      /* timestamps are rdtsc ticks (else CLOCK_MONOTONIC ns) */
 	CYG_F_MEMORY = 8,   /* trace the malloc family (libcygprof-mem.so) */
 	CYG_F_MEMDUMP = 16, /* the memdump API reports into the mapping (struct cyg_memdump) */
+	CYG_F_NOCLOCK = 32, /* record --time=sampled: the hooks count calls and keep call
+			     * paths but read no clock; node, site and frame times stay 0
+			     * (never with CYG_F_TIMELINE).  A runtime that does not know
+			     * the flag reads the clock: the collector ignores its times. */
 };
 
 /* cyg_thread.state */

@@ -124,6 +124,8 @@ uint64_t cygprof_capture_file_size(struct cygprof_capture *cap);
  *   "start_time"     wall-clock start, ISO 8601 UTC
  *   "duration_ns"    decimal
  *   "clock"          "tsc" or "monotonic"
+ *   "time"           "exact", or "sampled" (record --time=sampled: exact calls, no
+ *                    times: every total_ns is 0); absent in older captures: exact
  *   "filters"        the record-time filters, as given
  *   "lost_events"    decimal total of dropped timeline events
  *   "drop_mode"      "block" or "drop"

@@ -354,6 +354,90 @@ static void test_memdump_table(void)
 	CHECK(cyg__memdump_table() == NULL);
 }
 
+/* CYG_F_NOCLOCK (record --time=sampled): the runtime's flags, switched
+ * here as attach would have set them (no timeline with it). */
+extern int cyg_noclock, cyg_timeline;
+
+__attribute__((noinline)) static void two_sites(void)
+{
+	__cyg_profile_func_enter(FN(201), SITE);
+	for (int i = 0; i < 3; i++) {
+		__cyg_profile_func_enter(FN(202), SITE);
+		sink++;
+		__cyg_profile_func_exit(FN(202), SITE);
+		/* the same callee from another call site */
+		__cyg_profile_func_enter(FN(202), (void *)(uintptr_t)0x500010);
+		sink++;
+		__cyg_profile_func_exit(FN(202), (void *)(uintptr_t)0x500010);
+	}
+	__cyg_profile_func_exit(FN(201), SITE);
+}
+
+/* Sum of the ticks of the nodes with this function. */
+static uint64_t ticks_of(struct cyg_thread *t, int fnidx)
+{
+	uint32_t stack[4096];
+	size_t n = 0;
+	uint64_t sum = 0;
+	stack[n++] = t->root;
+	while (n) {
+		struct cyg_node *nd = node(stack[--n]);
+		if (nd->fn == (uint64_t)(uintptr_t)FN(fnidx))
+			sum += nd->ticks;
+		for (uint32_t g = nd->first_child; g && n < 4096; g = node(g)->next_sibling)
+			stack[n++] = g;
+	}
+	return sum;
+}
+
+/* No clock: the calls, the call sites and the repairs of unbalanced
+ * frames are counted as always, no node or call site gets a tick, and
+ * nothing goes into the ring. */
+static void test_noclock(void)
+{
+	struct cyg_thread *t = self_thread();
+	if (!t)
+		return;
+	uint64_t head = t->head, unwound = t->unwound;
+	uint32_t depth = t->depth, sites = t->sites_n;
+	int timeline = cyg_timeline;
+
+	cyg_timeline = 0;
+	cyg_noclock = 1;
+	for (int r = 0; r < 100; r++)
+		chain(210, 214, 2); /* 31 calls, new nodes at first */
+	two_sites();
+	two_sites();
+	outer(); /* 102 left open: closed by 101's exit */
+	cyg_noclock = 0;
+	cyg_timeline = timeline;
+
+	CHECK_EQ_U64(calls_of(t, 210), 100);
+	CHECK_EQ_U64(calls_of(t, 214), 100 * 16);
+	CHECK_EQ_U64(calls_of(t, 201), 2);
+	CHECK_EQ_U64(calls_of(t, 202), 12);
+	CHECK_EQ_U64(t->unwound, unwound + 1);
+	CHECK_EQ_U64(t->depth, depth);
+	CHECK_EQ_U64(t->head, head);
+	for (int f = 210; f <= 214; f++)
+		CHECK_EQ_U64(ticks_of(t, f), 0);
+	CHECK_EQ_U64(ticks_of(t, 201), 0);
+	CHECK_EQ_U64(ticks_of(t, 202), 0);
+	/* the second site of 202 got its own entry, with its calls and no time */
+	CHECK_EQ_U64(t->sites_n, sites + 1);
+	if (t->sites_n == sites + 1) {
+		struct cyg_site *v = (struct cyg_site *)(base + t->sites_off);
+		CHECK_EQ_U64(v[sites].calls, 6);
+		CHECK_EQ_U64(v[sites].ticks, 0);
+	}
+	/* and with the clock back, times again (the ring is full since
+	 * test_drop, and nobody drains it: drop) */
+	ctl->flags |= CYG_F_DROP;
+	chain(210, 211, 1);
+	ctl->flags &= ~(uint32_t)CYG_F_DROP;
+	CHECK(ticks_of(t, 210) > 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (!getenv(CYG_SHM_FD_ENV)) {
@@ -386,5 +470,6 @@ int main(int argc, char **argv)
 	RUN_TEST(test_threads);
 	RUN_TEST(test_drop);
 	RUN_TEST(test_memdump_table);
+	RUN_TEST(test_noclock);
 	CHECK_DONE();
 }
