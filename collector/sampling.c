@@ -20,10 +20,10 @@
  * SAMPLING_SETTLE_NS (a record stamped just before a ring was read may
  * still be written into it after).
  *
- * Until the capture stores samples (CYGPROF_HAVE_PSAMPLES), they and their
- * stacks stay here (a stash of their own: the capture's refuses
- * CYGPROF_FRAME_IP) and CYGPROF_SAMPLES_DUMP=PATH writes them as JSON lines
- * at the end, for the tests. */
+ * Samples and intervals go to the capture's psamples and offcpu DBs each
+ * turn, their stacks into the stash the memory instrument shares.
+ * CYGPROF_SAMPLES_DUMP=PATH also writes them as JSON lines at the end (the
+ * collector's own view, for debugging and tests). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -76,7 +76,6 @@ struct sampling {
 	size_t procs_known;
 	struct hmap out_at;     /* tid + 1 -> 1 + perf time it went off CPU (0: on CPU) */
 	struct hmap last_stack; /* tid + 1 -> stack of its last sample */
-	struct stash own;       /* the samples' stacks while the capture cannot take them */
 	uint64_t lost, samples, offcpu;
 	uint64_t preempted_ns;  /* time runnable threads waited for a CPU (not off-CPU) */
 	char *rec;              /* a record that wraps around its ring, copied out */
@@ -87,11 +86,7 @@ struct sampling {
 
 static struct stash *sampling_stash(struct collector *c)
 {
-#ifdef CYGPROF_HAVE_PSAMPLES
 	return &c->stash;
-#else
-	return &c->sampling->own;
-#endif
 }
 
 static long perf_open(struct perf_event_attr *a, pid_t pid, int cpu)
@@ -567,9 +562,8 @@ static int off_cmp(const void *x, const void *y)
 	return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
 }
 
-#ifdef CYGPROF_HAVE_PSAMPLES
 /* The capture side: new stash nodes, then the samples and intervals settled
- * since the last call.  Compiled once the capture stores samples (schema 4). */
+ * since the last call. */
 static void sampling_write(struct collector *c, struct sampling *s)
 {
 	struct stash *st = &c->stash;
@@ -594,18 +588,6 @@ static void sampling_write(struct collector *c, struct sampling *s)
 	if (!s->dump) /* kept only for the dump */
 		s->ns = s->s_written = s->no = s->o_written = 0;
 }
-#else
-static void sampling_write(struct collector *c, struct sampling *s)
-{
-	(void)c;
-	if (s->no > s->o_written)
-		qsort(s->o + s->o_written, s->no - s->o_written, sizeof *s->o, off_cmp);
-	s->s_written = s->ns;
-	s->o_written = s->no;
-	if (!s->dump) /* nowhere to go yet */
-		s->ns = s->s_written = s->no = s->o_written = 0;
-}
-#endif
 
 /* Read every ring; settle what is older than before (all when before is
  * UINT64_MAX). */
@@ -723,9 +705,6 @@ void collector_sampling_release(struct collector *c)
 	hmap_release(&s->procs);
 	hmap_release(&s->out_at);
 	hmap_release(&s->last_stack);
-	free(s->own.v);
-	hmap_release(&s->own.bykey);
-	hmap_release(&s->own.unwound);
 	free(s);
 	c->sampling = NULL;
 }
