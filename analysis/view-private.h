@@ -86,6 +86,11 @@ struct view {
 	struct cygprof_counter *counters;
 	size_t ncounters;
 	struct view_samples { int state; struct cygprof_sample *s; size_t n; } *samples;
+	int psamples_state, offcpu_state; /* 0 not read, 1 read */
+	struct cygprof_psample *psamples;
+	size_t npsamples;
+	struct cygprof_offcpu *offcpu;
+	size_t noffcpu;
 	struct srcline *sl;
 };
 

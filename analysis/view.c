@@ -75,6 +75,8 @@ void view_close(struct view *v)
 		for (size_t i = 0; i < v->ncounters; i++)
 			free(v->samples[i].s);
 	free(v->samples);
+	free(v->psamples);
+	free(v->offcpu);
 	if (v->counters)
 		cygprof_counters_free(v->counters, v->ncounters);
 	view_symbols_release(v);
@@ -487,6 +489,46 @@ int view_counters(struct view *v, const struct cygprof_counter **c, size_t *n)
 	}
 	*c = v->counters;
 	*n = v->ncounters;
+	return err;
+}
+
+int view_psamples(struct view *v, const struct cygprof_psample **s, size_t *n)
+{
+	int err = 0;
+
+	if (!v->psamples_state) {
+		err = cygprof_capture_get_psamples(v->cap, &v->psamples, &v->npsamples);
+		if (err == CYGPROF_E_NOTFOUND)
+			err = 0;
+		if (err) {
+			v->psamples = NULL;
+			v->npsamples = 0;
+		} else {
+			v->psamples_state = 1;
+		}
+	}
+	*s = v->psamples;
+	*n = v->npsamples;
+	return err;
+}
+
+int view_offcpu(struct view *v, const struct cygprof_offcpu **o, size_t *n)
+{
+	int err = 0;
+
+	if (!v->offcpu_state) {
+		err = cygprof_capture_get_offcpu(v->cap, &v->offcpu, &v->noffcpu);
+		if (err == CYGPROF_E_NOTFOUND)
+			err = 0;
+		if (err) {
+			v->offcpu = NULL;
+			v->noffcpu = 0;
+		} else {
+			v->offcpu_state = 1;
+		}
+	}
+	*o = v->offcpu;
+	*n = v->noffcpu;
 	return err;
 }
 

@@ -213,6 +213,14 @@ int view_counters(struct view *v, const struct cygprof_counter **c, size_t *n);
 /** The samples of counter id, in time order (read once; borrowed). */
 int view_samples(struct view *v, uint32_t id, const struct cygprof_sample **s, size_t *n);
 
+/* ---- perf samples and off-CPU intervals (record --sample, import-perf) ---- */
+
+/** All perf samples in time order (none, or a capture before schema 4:
+ * n = 0; borrowed, read once).  A failed read is retried on the next call. */
+int view_psamples(struct view *v, const struct cygprof_psample **s, size_t *n);
+/** All off-CPU intervals ordered by start (none: n = 0; borrowed). */
+int view_offcpu(struct view *v, const struct cygprof_offcpu **o, size_t *n);
+
 /* ---- stacks -------------------------------------------------------------------- */
 
 /** The stack stash (ordered by id: s[i].id == i + 1; none: n = 0). */
