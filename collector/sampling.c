@@ -93,6 +93,7 @@ struct sampling {
 	const char *dump;       /* CYGPROF_SAMPLES_DUMP */
 	int regs_stack;         /* samples carry regs_user and stack_user */
 	const char *event;
+	uint64_t hz;            /* the rate asked of perf */
 };
 
 static struct stash *sampling_stash(struct collector *c)
@@ -342,6 +343,7 @@ void collector_sampling_open(struct collector *c, pid_t pid)
 		return;
 	}
 	s->regs_stack = (a.sample_type & PERF_SAMPLE_STACK_USER) != 0;
+	s->hz = a.sample_freq;
 	open_switch_events(s, &a, pid);
 	c->sampling = s;
 }
@@ -819,6 +821,22 @@ static void dump_json(struct collector *c, struct sampling *s)
 	if (fclose(f))
 		fprintf(stderr, "cygprof: warning: cannot write '%s': %s\n", s->dump,
 			strerror(errno));
+}
+
+int collector_sampling_meta(struct collector *c)
+{
+	struct sampling *s = c->sampling;
+	char buf[32];
+	int err;
+
+	err = cygprof_capture_set_meta(c->cap, "sample_event", s->event);
+	snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->hz);
+	if (!err)
+		err = cygprof_capture_set_meta(c->cap, "sample_hz", buf);
+	snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->lost);
+	if (!err && s->lost)
+		err = cygprof_capture_set_meta(c->cap, "sample_lost", buf);
+	return err;
 }
 
 uint64_t collector_sampling_count(const struct collector *c)
