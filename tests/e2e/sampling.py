@@ -48,6 +48,12 @@ Tests:
   sampling-timesampled  record --time=sampled --sample: the report says the
                     times are not measured, counts main, spin and nap
                     exactly once, and spin gets most samples
+  import-perf-real  the README's commands with the real perf: perf record -k
+                    CLOCK_MONOTONIC -g around cygprof record, perf script |
+                    cygprof import-perf: the imported samples (perf prints
+                    addresses relative to their object: moved by its bias)
+                    put most of the program's samples in spin (skipped
+                    where perf is missing or not allowed)
   sampling-off      CYGPROF_SAMPLE_FORCE_EPERM=1: exactly one warning line
                     "sampling off: ... perf_event_paranoid ...", exit 0, the
                     capture is written, no dump; --sample-event=cycles: where
@@ -369,7 +375,34 @@ def test_timesampled(ck, cyg, prog, args):
     ck.check('times: not measured' in p.out, 'the report says times are not measured')
 
 
-TESTS = {'sampling-plain': test_plain, 'sampling-report': test_report, 'sampling-libc': test_libc,
+def test_import_real(ck, cyg, prog, args):
+    import shutil
+    perf = shutil.which('perf')
+    if not perf:
+        raise Skip('perf is not installed')
+    cap = os.path.join(cyg.workdir, 'run.data')
+    pdata = os.path.join(cyg.workdir, 'perf.data')
+    p = run([perf, 'record', '-q', '-k', 'CLOCK_MONOTONIC', '-g', '-o', pdata, '--',
+             cyg.exe, 'record', '-q', '-o', cap, '--', prog])
+    if p.returncode != 0 or not os.path.exists(pdata):
+        raise Skip('perf record does not work here: %s' % p.err.strip()[:200])
+    ps = subprocess.run([perf, 'script', '-i', pdata], stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL, timeout=e2e.TIMEOUT)
+    ck.eq(ps.returncode, 0, 'perf script exit')
+    cp = subprocess.run([cyg.exe, 'import-perf', cap], input=ps.stdout, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, timeout=e2e.TIMEOUT)
+    out = cp.stdout.decode()
+    print(out.strip(), cp.stderr.decode().strip())
+    ck.eq(cp.returncode, 0, 'import-perf exit')
+    rep_ = report_json(ck, cyg, cap)
+    sm = rep_['samples']
+    ck.eq(sm['imported_samples'], sm['samples'], 'every sample is imported')
+    ck.check(sm['samples'] >= 10, '%d samples imported' % sm['samples'])
+    spin = fns(rep_).get('spin', {}).get('samples', 0)
+    ck.check(spin * 2 > sm['samples'], 'spin: %d of %d imported samples' % (spin, sm['samples']))
+
+
+TESTS = {'sampling-plain': test_plain, 'import-perf-real': test_import_real, 'sampling-report': test_report, 'sampling-libc': test_libc,
          'sampling-timesampled': test_timesampled, 'sampling-threads': test_threads,
          'sampling-off': test_off}
 
