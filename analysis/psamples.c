@@ -130,6 +130,58 @@ static uint32_t node_of(const struct profile_thread *t, const struct stack_info 
 	return cur;
 }
 
+static uint64_t pl_hash(uint32_t thread, uint32_t node, uint32_t leaf)
+{
+	uint64_t h = ((uint64_t)thread << 40 ^ (uint64_t)node << 20 ^ leaf) * 0x9e3779b97f4a7c15ull;
+	return h ^ h >> 29;
+}
+
+/* The path_leaf entry of (thread, node, leaf), made when absent; NULL when
+ * out of memory. */
+static struct psamp_path_leaf *path_leaf(struct psamp *s, uint32_t thread, uint32_t node,
+					  uint32_t leaf)
+{
+	size_t j;
+
+	if ((s->npath_leaf + 1) * 2 > s->pl_nslot) {
+		size_t ns = s->pl_nslot ? s->pl_nslot * 2 : 256;
+		uint32_t *sl = calloc(ns, sizeof *sl);
+		if (!sl)
+			return NULL;
+		for (size_t i = 0; i < s->npath_leaf; i++) {
+			const struct psamp_path_leaf *e = &s->path_leaf[i];
+			for (j = pl_hash(e->thread, e->node, e->leaf) & (ns - 1); sl[j];
+			     j = (j + 1) & (ns - 1))
+				;
+			sl[j] = (uint32_t)i + 1;
+		}
+		free(s->pl_slot);
+		s->pl_slot = sl;
+		s->pl_nslot = ns;
+	}
+	for (j = pl_hash(thread, node, leaf) & (s->pl_nslot - 1); s->pl_slot[j];
+	     j = (j + 1) & (s->pl_nslot - 1)) {
+		struct psamp_path_leaf *e = &s->path_leaf[s->pl_slot[j] - 1];
+		if (e->thread == thread && e->node == node && e->leaf == leaf)
+			return e;
+	}
+	if (s->npath_leaf == s->path_leaf_cap) {
+		size_t cap = s->path_leaf_cap ? s->path_leaf_cap * 2 : 64;
+		struct psamp_path_leaf *n = realloc(s->path_leaf, cap * sizeof *n);
+		if (!n)
+			return NULL;
+		s->path_leaf = n;
+		s->path_leaf_cap = cap;
+	}
+	struct psamp_path_leaf *e = &s->path_leaf[s->npath_leaf];
+	memset(e, 0, sizeof *e);
+	e->thread = thread;
+	e->node = node;
+	e->leaf = leaf;
+	s->pl_slot[j] = (uint32_t)++s->npath_leaf;
+	return e;
+}
+
 static void add(struct psamp_cost *c, uint64_t samples, uint64_t sample_ns, uint64_t off_ns,
 		uint64_t off_n)
 {
@@ -145,7 +197,7 @@ static int charge(struct ctx *x, uint32_t thread_idx, uint32_t stack, int kernel
 {
 	struct psamp *s = x->s;
 	struct stack_info *si;
-	uint32_t pt = 0, li;
+	uint32_t pt = 0, li = UINT32_MAX;
 	int err;
 
 	if (thread_idx != CYGPROF_NONE && thread_idx < x->nthread_of)
@@ -172,23 +224,91 @@ static int charge(struct ctx *x, uint32_t thread_idx, uint32_t stack, int kernel
 	}
 	if (pt && s->node[pt - 1]) {
 		uint32_t nd = node_of(&x->p->threads[pt - 1], si);
-		if (nd != PROFILE_NONE)
+		if (nd != PROFILE_NONE) {
 			add(&s->node[pt - 1][nd], samples, sample_ns, off_ns, off_n);
-		else if (si->inst != PROFILE_NONE)
+			if (li != UINT32_MAX) {
+				struct psamp_path_leaf *e = path_leaf(s, pt - 1, nd, li);
+				if (!e)
+					return -ENOMEM;
+				add(&e->cost, samples, sample_ns, off_ns, off_n);
+			}
+		} else if (si->inst != PROFILE_NONE)
 			s->unplaced += samples + off_n;
 	}
 	return 0;
 }
 
+static int cost_cmp(const struct psamp_cost *x, const struct psamp_cost *y)
+{
+	uint64_t tx = x->sample_ns + x->offcpu_ns, ty = y->sample_ns + y->offcpu_ns;
+
+	return tx != ty ? (tx > ty ? -1 : 1) : 0;
+}
+
 static int leaf_cmp(const void *a, const void *b)
 {
 	const struct psamp_leaf *x = a, *y = b;
-	uint64_t tx = x->cost.sample_ns + x->cost.offcpu_ns;
-	uint64_t ty = y->cost.sample_ns + y->cost.offcpu_ns;
+	int c = cost_cmp(&x->cost, &y->cost);
 
-	if (tx != ty)
-		return tx > ty ? -1 : 1;
+	if (c)
+		return c;
+	if (x->caller != y->caller)
+		return x->caller < y->caller ? -1 : 1;
+	if (x->kernel != y->kernel)
+		return x->kernel - y->kernel;
 	return strcmp(x->name, y->name);
+}
+
+static int path_leaf_cmp(const void *a, const void *b)
+{
+	const struct psamp_path_leaf *x = a, *y = b;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	int c = cost_cmp(&x->cost, &y->cost);
+	if (c)
+		return c;
+	return x->leaf < y->leaf ? -1 : x->leaf > y->leaf;
+}
+
+/* Sort the leaves heaviest first, renumber the path leaves' references to
+ * them, and order the path leaves by thread, node, then heaviest first. */
+static int sort_leaves(struct psamp *s)
+{
+	struct { struct psamp_leaf l; uint32_t old; } *t;
+	uint32_t *newidx;
+	size_t i;
+
+	if (!s->nleaf)
+		return 0;
+	t = malloc(s->nleaf * sizeof *t);
+	newidx = malloc(s->nleaf * sizeof *newidx);
+	if (!t || !newidx) {
+		free(t);
+		free(newidx);
+		return -ENOMEM;
+	}
+	for (i = 0; i < s->nleaf; i++) {
+		t[i].l = s->leaf[i];
+		t[i].old = (uint32_t)i;
+	}
+	/* the leaf is the first member: leaf_cmp sorts t */
+	qsort(t, s->nleaf, sizeof *t, leaf_cmp);
+	for (i = 0; i < s->nleaf; i++) {
+		s->leaf[i] = t[i].l;
+		newidx[t[i].old] = (uint32_t)i;
+	}
+	for (i = 0; i < s->npath_leaf; i++)
+		s->path_leaf[i].leaf = newidx[s->path_leaf[i].leaf];
+	qsort(s->path_leaf, s->npath_leaf, sizeof *s->path_leaf, path_leaf_cmp);
+	free(t);
+	free(newidx);
+	free(s->pl_slot);
+	s->pl_slot = NULL;
+	s->pl_nslot = 0;
+	return 0;
 }
 
 void psamp_free(struct psamp *s)
@@ -201,6 +321,8 @@ void psamp_free(struct psamp *s)
 	free(s->node);
 	free(s->fn);
 	free(s->leaf);
+	free(s->path_leaf);
+	free(s->pl_slot);
 	free(s);
 }
 
@@ -262,8 +384,8 @@ int psamp_load(struct view *v, const struct profile *p, int all_threads, struct 
 	for (i = 0; i < noc && !err; i++)
 		err = charge(&x, oc[i].thread_idx, oc[i].stack, 0, 0, 0,
 			     oc[i].end_ns - oc[i].start_ns, 1);
-	if (!err && x.s->nleaf)
-		qsort(x.s->leaf, x.s->nleaf, sizeof *x.s->leaf, leaf_cmp);
+	if (!err)
+		err = sort_leaves(x.s);
 out:
 	if (x.si)
 		for (i = 0; i < x.nst; i++)

@@ -46,6 +46,14 @@ struct psamp_leaf {
 	struct psamp_cost cost;
 };
 
+/* An uninstrumented function under one call path of one thread. */
+struct psamp_path_leaf {
+	uint32_t thread; /* index into profile.threads */
+	uint32_t node;   /* node of that thread's tree */
+	uint32_t leaf;   /* index into psamp.leaf */
+	struct psamp_cost cost;
+};
+
 struct psamp {
 	struct psamp_cost *fn;   /* per profile function (p->nfns entries) */
 	struct psamp_cost **node; /* per profile thread, per tree node (NULL when
@@ -53,13 +61,18 @@ struct psamp {
 	size_t nthreads;
 	struct psamp_leaf *leaf; /* sorted by sampled time, heaviest first */
 	size_t nleaf;
+	/* per call path: ordered by thread, node, then heaviest first */
+	struct psamp_path_leaf *path_leaf;
+	size_t npath_leaf;
 	struct psamp_cost total;  /* everything selected */
 	uint64_t kernel_samples;  /* samples in the kernel */
 	uint64_t uninstr_samples; /* samples whose innermost frame is not instrumented */
 	uint64_t unplaced;        /* samples and intervals not placed on a call path */
 	uint64_t imported;        /* samples from import-perf */
 	/* private */
-	size_t leaf_cap;
+	size_t leaf_cap, path_leaf_cap;
+	uint32_t *pl_slot; /* open addressing over path_leaf: index + 1, 0 free */
+	size_t pl_nslot;
 };
 
 /** The samples and off-CPU intervals of the threads of p (the capture

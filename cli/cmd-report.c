@@ -66,6 +66,45 @@ static int matches(const struct report_opts *o, const char *name)
 
 /* ---- calling-context tree ------------------------------------------------ */
 
+static const char *base_name(const char *path)
+{
+	const char *b = path ? strrchr(path, '/') : NULL;
+
+	return b ? b + 1 : path ? path : "?";
+}
+
+/* The uninstrumented functions samples found under node of the printed
+ * thread, as rows below it: only the sampled columns, the name with its
+ * object.  prefix is the node's children's, connector included. */
+static void print_tree_leaves(const struct report_opts *o, uint32_t node, const char *prefix)
+{
+	const struct psamp *ps = o->ps;
+	size_t lo = 0, hi = ps->npath_leaf, shown = 0;
+
+	while (lo < hi) { /* the first entry of (pthread, node) */
+		size_t mid = lo + (hi - lo) / 2;
+		const struct psamp_path_leaf *e = &ps->path_leaf[mid];
+		if (e->thread < o->pthread || (e->thread == o->pthread && e->node < node))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < ps->npath_leaf && (!o->top || shown < (size_t)o->top); lo++) {
+		const struct psamp_path_leaf *e = &ps->path_leaf[lo];
+		const struct psamp_leaf *l;
+		char xb[32], ob[32];
+
+		if (e->thread != o->pthread || e->node != node)
+			break;
+		l = &ps->leaf[e->leaf];
+		shown++;
+		printf("%10s  %10s %10s  %s  %s : %s%s (%s, sampled%s)\n", "", "", "",
+		       fmt_dur(xb, sizeof(xb), e->cost.sample_ns),
+		       fmt_dur(ob, sizeof(ob), e->cost.offcpu_ns), prefix, l->name,
+		       base_name(l->object), l->kernel ? ", in the kernel" : "");
+	}
+}
+
 static void print_tree(const struct profile *p, const struct profile_thread *th,
 		       const struct report_opts *o)
 {
@@ -133,6 +172,25 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 				       fmt_dur(ob, sizeof(ob), pc[cur].offcpu_ns));
 			}
 			printf(" : %s%s%s\n", prefix, d ? "+-" : "", p->fns[nd->fn].name);
+			if (pc && o->ps->npath_leaf) {
+				/* the node's children's prefix: its own, then
+				 * '|' while it has a later shown sibling */
+				char *cp = malloc((size_t)d * 2 + 3);
+				size_t k = d ? (size_t)(d - 1) * 2 : 0;
+				if (!cp)
+					cli_die(1, "out of memory");
+				memcpy(cp, prefix, k);
+				if (d) {
+					s = nd->next_sibling;
+					while (s != PROFILE_NONE && keep && !keep[s])
+						s = t[s].next_sibling;
+					cp[k++] = s != PROFILE_NONE ? '|' : ' ';
+					cp[k++] = ' ';
+				}
+				memcpy(cp + k, "+-", 3);
+				print_tree_leaves(o, cur, cp);
+				free(cp);
+			}
 			if (nd->first_child != PROFILE_NONE) {
 				if (d) {
 					s = nd->next_sibling;
@@ -156,13 +214,6 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 }
 
 /* ---- samples beside exact times ------------------------------------------ */
-
-static const char *base_name(const char *path)
-{
-	const char *b = path ? strrchr(path, '/') : NULL;
-
-	return b ? b + 1 : path ? path : "?";
-}
 
 static const struct psamp *sort_ps;
 static const struct profile *sort_p;
