@@ -33,7 +33,7 @@ static void usage(FILE *f)
 		   "Exact call counts and times for programs built with -finstrument-functions.\n\n"
 		   "commands:\n");
 	for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
+		fprintf(f, "  %-11s %s\n", cmds[i].name, cmds[i].summary);
 	fprintf(f, "\n'cygprof <command> --help' describes a command; see also cygprof(1).\n");
 }
 
