@@ -191,13 +191,14 @@ static void add(struct psamp_cost *c, uint64_t samples, uint64_t sample_ns, uint
 	c->offcpu_n += off_n;
 }
 
-/* Charge one sample (off_n == 0) or interval. */
-static int charge(struct ctx *x, uint32_t thread_idx, uint32_t stack, int kernel,
+/* Charge one sample (off_n == 0; flags CYGPROF_SAMPLE_*) or interval. */
+static int charge(struct ctx *x, uint32_t thread_idx, uint32_t stack, uint32_t flags,
 		  uint64_t samples, uint64_t sample_ns, uint64_t off_ns, uint64_t off_n)
 {
 	struct psamp *s = x->s;
 	struct stack_info *si;
 	uint32_t pt = 0, li = UINT32_MAX;
+	int kernel = (flags & CYGPROF_SAMPLE_KERNEL) != 0;
 	int err;
 
 	if (thread_idx != CYGPROF_NONE && thread_idx < x->nthread_of)
@@ -205,6 +206,10 @@ static int charge(struct ctx *x, uint32_t thread_idx, uint32_t stack, int kernel
 	if (!pt && !x->all_threads)
 		return 0;
 	add(&s->total, samples, sample_ns, off_ns, off_n);
+	if (kernel)
+		s->kernel_samples++;
+	if (flags & CYGPROF_SAMPLE_IMPORTED)
+		s->imported++;
 	err = stack_info(x, stack, &si);
 	if (err)
 		return err;
@@ -374,16 +379,12 @@ int psamp_load(struct view *v, const struct profile *p, int all_threads, struct 
 	}
 	err = 0;
 	for (i = 0; i < nps && !err; i++) {
-		if (ps[i].flags & CYGPROF_SAMPLE_KERNEL)
-			x.s->kernel_samples++;
-		if (ps[i].flags & CYGPROF_SAMPLE_IMPORTED)
-			x.s->imported++;
-		err = charge(&x, ps[i].thread_idx, ps[i].stack,
-			     (ps[i].flags & CYGPROF_SAMPLE_KERNEL) != 0, 1, ps[i].weight_ns, 0, 0);
+		err = charge(&x, ps[i].thread_idx, ps[i].stack, ps[i].flags, 1, ps[i].weight_ns, 0,
+			     0);
 	}
 	for (i = 0; i < noc && !err; i++)
-		err = charge(&x, oc[i].thread_idx, oc[i].stack, 0, 0, 0,
-			     oc[i].end_ns - oc[i].start_ns, 1);
+		err = charge(&x, oc[i].thread_idx, oc[i].stack, 0, 0, 0, oc[i].end_ns - oc[i].start_ns,
+			     1);
 	if (!err)
 		err = sort_leaves(x.s);
 out:

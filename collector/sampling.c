@@ -94,6 +94,7 @@ struct sampling {
 	int regs_stack;         /* samples carry regs_user and stack_user */
 	const char *event;
 	uint64_t hz;            /* the rate asked of perf */
+	int clock_event;        /* cpu-clock or task-clock: periods are ns */
 };
 
 static struct stash *sampling_stash(struct collector *c)
@@ -344,6 +345,7 @@ void collector_sampling_open(struct collector *c, pid_t pid)
 	}
 	s->regs_stack = (a.sample_type & PERF_SAMPLE_STACK_USER) != 0;
 	s->hz = a.sample_freq;
+	s->clock_event = a.type == PERF_TYPE_SOFTWARE;
 	open_switch_events(s, &a, pid);
 	c->sampling = s;
 }
@@ -647,7 +649,10 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 		if (x->t_ns < s->last_t)
 			x->t_ns = s->last_t; /* never back: the capture refuses it */
 		s->last_t = x->t_ns;
-		x->weight_ns = p->period;
+		/* a clock event's period is ns of CPU time; another's
+		 * (cycles) is a count: at freq Hz, a sample stands for
+		 * 1/freq s of CPU time on average */
+		x->weight_ns = s->clock_event ? p->period : 1000000000ULL / (s->hz ? s->hz : 1);
 		x->rr_ticks = UINT64_MAX;
 		x->thread_idx = idx;
 		x->pid = p->pid;
