@@ -206,6 +206,29 @@ static int add_thread(struct view *v, struct image_acc *a, const struct cygprof_
 	return err;
 }
 
+/* The rate of the samples: the one record asked for (meta "sample_hz"),
+ * else 1e9 / the mean weight (ticks / rate is then their sampled time),
+ * else GMON_DEFAULT_RATE. */
+static uint32_t sample_rate(struct view *v, uint64_t weighted, uint64_t weight)
+{
+	const char *hz = view_meta_str(v, "sample_hz");
+	unsigned long long r;
+	char *end;
+
+	if (hz && *hz >= '0' && *hz <= '9') {
+		errno = 0;
+		r = strtoull(hz, &end, 10);
+		if (!errno && !*end && r >= 1 && r <= 1000000000u)
+			return (uint32_t)r;
+	}
+	if (weight) {
+		double d = 1e9 * (double)weighted / (double)weight + 0.5;
+
+		return d < 1 ? 1 : d > 1e9 ? 1000000000u : (uint32_t)d;
+	}
+	return GMON_DEFAULT_RATE;
+}
+
 /* The perf samples: each one whose innermost frame is in the executable of
  * its process goes to that process's image, at its file address; the rate
  * is the capture's (every image gets it, samples or not). */
@@ -216,7 +239,7 @@ static int add_samples(struct view *v, struct image_acc *acc, size_t nacc,
 	const struct cygprof_psample *ps;
 	size_t n, nstash, i;
 	uint64_t weighted = 0, weight = 0;
-	uint32_t rate = GMON_DEFAULT_RATE;
+	uint32_t rate;
 	int err;
 
 	err = view_psamples(v, &ps, &n);
@@ -249,12 +272,7 @@ static int add_samples(struct view *v, struct image_acc *acc, size_t nacc,
 		a->img.samples++;
 		a->img.sampled_ns += ps[i].weight_ns;
 	}
-	/* ticks / rate is the samples' time: 1 s over the mean weight */
-	if (weight) {
-		double r = 1e9 * (double)weighted / (double)weight + 0.5;
-
-		rate = r < 1 ? 1 : r > 1e9 ? 1000000000u : (uint32_t)r;
-	}
+	rate = sample_rate(v, weighted, weight);
 	for (i = 0; i < nacc; i++) {
 		acc[i].img.sampled = 1;
 		acc[i].img.sample_rate = rate;

@@ -25,8 +25,9 @@
  *      in the bin of the instruction of every sample whose innermost frame
  *      is in the executable (as glibc's profil() counts), over [lowest,
  *      highest) of the functions and those instructions, at the sampling
- *      rate: prof_rate = 1e9 / the mean weight_ns of the capture's samples
- *      (so ticks / prof_rate is their sampled time), or GMON_DEFAULT_RATE
+ *      rate: prof_rate = the rate record asked for (meta "sample_hz"), else
+ *      1e9 / the mean weight_ns of the capture's samples (import-perf: so
+ *      ticks / prof_rate is their sampled time), else GMON_DEFAULT_RATE
  *      when no sample has a weight.  A bin past 65535 ticks continues in
  *      further records over the same range, which gprof adds
  *      (gmon_hist_build_samples()).

@@ -27,8 +27,9 @@ Tests:
                     percentage.  A capture of the same program without
                     --sample: no "%" column, no sampled_ns keys.
   gmon-samples      `cygprof gprof --gmon-out`: one histogram record whose
-                    rate is 1e9 / the samples' mean weight (psamples-dump)
-                    and whose bins inside spin (nm -S, file addresses)
+                    rate is the recorded rate (1000, the capture's
+                    sample_hz) or, in a capture without that key, 1e9 /
+                    the samples' mean weight (psamples-dump), and whose bins inside spin (nm -S, file addresses)
                     hold exactly the samples whose instruction is in spin
                     (their run-time addresses less the bias the program's
                     printed spin address gives), the sum of the bins the
@@ -250,7 +251,11 @@ def check_gmon(ck, cyg, prog, args, what):
     d = dump(ck, args, cap)
     ps = d['psamples']
     weighted = [s['weight_ns'] for s in ps if s['weight_ns']]
-    rate = int(1e9 * len(weighted) / sum(weighted) + 0.5) if weighted else 4000
+    by_weight = int(1e9 * len(weighted) / sum(weighted) + 0.5) if weighted else 4000
+    hz = re.search(r'^sample rate\s*:\s*(\d+) Hz', run([cyg.exe, 'info', cap]).out, re.M)
+    rate = int(hz.group(1)) if hz else by_weight
+    if hz:
+        ck.eq(rate, RATE, '%s: the capture\'s sample rate' % what)
     syms = symbols(prog)
     if 'spin' not in syms:
         raise Failure('%s: nm finds no spin' % prog)
@@ -282,7 +287,7 @@ def check_gmon(ck, cyg, prog, args, what):
     if not ck.eq(len(hists), 1, '%s: one histogram record' % what):
         return
     low, high, n, hrate, bins = hists[0]
-    ck.eq(hrate, rate, '%s: prof_rate = 1e9 / the mean weight' % what)
+    ck.eq(hrate, rate, '%s: prof_rate = sample_hz, else 1e9 / the mean weight' % what)
     ck.eq(high - low, 2 * n, '%s: 2 bytes per bin' % what)
     a, size = syms['spin']
     got = sum(c for i, c in enumerate(bins) if a <= low + 2 * i and low + 2 * i + 2 <= a + size)
