@@ -20,7 +20,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"info", cmd_info, "what a capture holds: command, processes, threads, sizes"},
 	{"memory", cmd_memory, "heap analysis: allocations, peak, leaks, temporaries (record --memory)"},
 	{"gprof", cmd_gprof, "GNU gprof output: gmon.out files for gprof, or its text layout"},
-	{"annotate", cmd_annotate, "source lines with their calls, entries, time and allocations"},
+	{"annotate", cmd_annotate, "source lines with their calls, time, allocations and samples"},
 	{"counters", cmd_counters, "counters over time: memory, CPU time, memdump reports"},
 	{"import-perf", cmd_import_perf, "add the samples of a perf run made alongside (perf script)"},
 };
