@@ -307,7 +307,8 @@ static int sort_leaves(struct psamp *s)
 	}
 	for (i = 0; i < s->npath_leaf; i++)
 		s->path_leaf[i].leaf = newidx[s->path_leaf[i].leaf];
-	qsort(s->path_leaf, s->npath_leaf, sizeof *s->path_leaf, path_leaf_cmp);
+	if (s->npath_leaf)
+		qsort(s->path_leaf, s->npath_leaf, sizeof *s->path_leaf, path_leaf_cmp);
 	free(t);
 	free(newidx);
 	free(s->pl_slot);
