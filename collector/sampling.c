@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "collector-private.h"
+#include "rr-ticks.h"
 
 /* Data pages of each CPU's ring (a power of two), 256 KiB with 4 KiB pages:
  * at 100000 Hz with deep call chains a turn of the poll loop fits. */
@@ -49,6 +50,7 @@ enum { PEND_SAMPLE, PEND_OUT, PEND_PREEMPT, PEND_IN };
 struct pend_rec {
 	uint64_t t;      /* perf time (CLOCK_MONOTONIC ns) */
 	uint64_t period; /* samples: ns of CPU time */
+	uint64_t ticks;  /* samples: rr ticks (rr-ticks.c), RR_TICKS_NONE */
 	uint32_t pid, tid;
 	uint32_t stack;  /* samples: stash id */
 	uint32_t kind;   /* PEND_* */
@@ -82,6 +84,7 @@ struct sampling {
 	size_t rec_cap;
 	const char *dump;       /* CYGPROF_SAMPLES_DUMP */
 	const char *event;
+	struct rr_ticks *rr;    /* record --rr-ticks (rr-ticks.c), NULL without */
 };
 
 static struct stash *sampling_stash(struct collector *c)
@@ -245,6 +248,7 @@ void collector_sampling_open(struct collector *c, pid_t pid)
 	a.use_clockid = 1;
 	a.clockid = CLOCK_MONOTONIC;
 	a.wakeup_events = 0;
+	s->rr = rr_ticks_setup(c, &a, pid);
 
 	{
 		const char *f = getenv("CYGPROF_SAMPLE_FORCE_EPERM");
@@ -265,6 +269,8 @@ void collector_sampling_open(struct collector *c, pid_t pid)
 			break;
 		}
 		s->fd[i] = (int)fd;
+		if (s->rr)
+			rr_ticks_member(s->rr, (int)fd, pid, i);
 		s->map[i] = mmap(NULL, s->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
 		if (s->map[i] == MAP_FAILED) {
 			err = errno;
@@ -278,6 +284,7 @@ void collector_sampling_open(struct collector *c, pid_t pid)
 	if (err) {
 		warn_off(event, err);
 		close_all(s);
+		rr_ticks_free(s->rr);
 		free(s);
 		return;
 	}
@@ -384,20 +391,17 @@ static void one_record(struct collector *c, struct sampling *s, const char *r, s
 	memset(&p, 0, sizeof p);
 	switch (h.type) {
 	case PERF_RECORD_SAMPLE: {
-		/* ip; pid, tid; time; period; nr; ips[nr] */
-		if (end - b < 40)
+		struct perf_sample_rec ps;
+		if (perf_sample_parse(b, (size_t)(end - b), s->rr != NULL, &ps))
 			return;
-		uint64_t ip = get_u64(b), nr;
-		p.pid = get_u32(b + 8);
-		p.tid = get_u32(b + 12);
-		p.t = get_u64(b + 16);
-		p.period = get_u64(b + 24);
-		nr = get_u64(b + 32);
-		if (nr > (uint64_t)(end - b - 40) / 8)
-			return;
+		p.pid = ps.pid;
+		p.tid = ps.tid;
+		p.t = ps.time;
+		p.period = ps.period;
+		p.ticks = ps.ticks;
 		p.kind = PEND_SAMPLE;
 		p.kernel = (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
-		p.stack = chain_stack(c, s, p.pid, ip, p.kernel, b + 40, nr);
+		p.stack = chain_stack(c, s, p.pid, ps.ip, p.kernel, ps.chain, ps.nr);
 		break;
 	}
 	case PERF_RECORD_SWITCH:
@@ -510,7 +514,7 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 			x->t_ns = s->last_t; /* never back: the capture refuses it */
 		s->last_t = x->t_ns;
 		x->weight_ns = p->period;
-		x->rr_ticks = UINT64_MAX;
+		x->rr_ticks = p->ticks;
 		x->thread_idx = idx;
 		x->pid = p->pid;
 		x->tid = p->tid;
@@ -697,6 +701,7 @@ void collector_sampling_release(struct collector *c)
 	if (!s)
 		return;
 	close_all(s);
+	rr_ticks_free(s->rr);
 	free(s->pend);
 	free(s->s);
 	free(s->o);
