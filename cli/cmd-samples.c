@@ -315,6 +315,24 @@ static void no_ticks_line(struct view *v, const char *file, size_t without, size
 		       chosen, why);
 }
 
+/* A thread the capture does not know (a program not instrumented): its
+ * process's program name for its main thread, else "?". */
+static void proc_name(const struct cygprof_proc *p, size_t np, const struct cygprof_psample *s,
+		      char buf[16])
+{
+	snprintf(buf, 16, "?");
+	if (s->tid != s->pid)
+		return;
+	for (size_t i = 0; i < np; i++) {
+		const char *e = p[i].exe;
+		if (p[i].pid != s->pid || !e || !*e)
+			continue;
+		e = strrchr(e, '/') ? strrchr(e, '/') + 1 : e;
+		snprintf(buf, 16, "%s", e);
+		return;
+	}
+}
+
 int cmd_samples(int argc, char **argv)
 {
 	struct samples_opts o;
@@ -362,7 +380,7 @@ int cmd_samples(int argc, char **argv)
 		if (t)
 			view_thread_name(t, x.thread);
 		else
-			snprintf(x.thread, sizeof x.thread, "?");
+			proc_name(procs, np, x.s, x.thread);
 		if (o.json)
 			json_sample(&x, root_pid, o.rr, !chosen);
 		else if (!o.rr || x.s->rr_ticks != NO_TICKS)

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/* test-rr-ticks.c - the PERF_RECORD_SAMPLE layout with and without the read
+ * group of record --rr-ticks, and rr's counter by CPU model. */
+#include <string.h>
+
+#include "check.h"
+#include "rr-ticks.h"
+
+/* A PERF_RECORD_SAMPLE body as the kernel wrote it for a cpu-clock leader
+ * with PERF_SAMPLE_READ and read_format PERF_FORMAT_GROUP and one member
+ * (IP | TID | TIME | PERIOD | READ | CALLCHAIN): ip 0x401136, pid 4242, tid
+ * 4243, time 123456789, period 1001001, group {2; 1001001, 5000123}, chain
+ * {3; PERF_CONTEXT_USER, 0x401136, 0x4011a0}. */
+static const uint64_t with_read[] = {
+	0x401136,
+	4242 | (uint64_t)4243 << 32,
+	123456789,
+	1001001,
+	2, 1001001, 5000123,
+	3, (uint64_t)PERF_CONTEXT_USER, 0x401136, 0x4011a0,
+};
+
+/* The same without the read group (record --sample). */
+static const uint64_t without_read[] = {
+	0x401136,
+	4242 | (uint64_t)4243 << 32,
+	123456789,
+	1001001,
+	3, (uint64_t)PERF_CONTEXT_USER, 0x401136, 0x4011a0,
+};
+
+static void test_with_read_group(void)
+{
+	struct perf_sample_rec r;
+
+	CHECK_EQ_INT(perf_sample_parse(with_read, sizeof with_read, 1, &r), 0);
+	CHECK_EQ_U64(r.ip, 0x401136);
+	CHECK_EQ_U64(r.pid, 4242);
+	CHECK_EQ_U64(r.tid, 4243);
+	CHECK_EQ_U64(r.time, 123456789);
+	CHECK_EQ_U64(r.period, 1001001);
+	CHECK_EQ_U64(r.ticks, 5000123);
+	CHECK_EQ_U64(r.nr, 3);
+	uint64_t last;
+	memcpy(&last, r.chain + 16, 8);
+	CHECK_EQ_U64(last, 0x4011a0);
+}
+
+static void test_without_read_group(void)
+{
+	struct perf_sample_rec r;
+
+	CHECK_EQ_INT(perf_sample_parse(without_read, sizeof without_read, 0, &r), 0);
+	CHECK_EQ_U64(r.ticks, RR_TICKS_NONE);
+	CHECK_EQ_U64(r.time, 123456789);
+	CHECK_EQ_U64(r.nr, 3);
+	uint64_t first;
+	memcpy(&first, r.chain, 8);
+	CHECK_EQ_U64(first, (uint64_t)PERF_CONTEXT_USER);
+}
+
+/* A group of the leader alone (the counter did not open on that CPU). */
+static void test_group_of_one(void)
+{
+	uint64_t b[] = {0x401136, 1 | (uint64_t)1 << 32, 5, 1000, 1, 1000, 1, 0x401136};
+	struct perf_sample_rec r;
+
+	CHECK_EQ_INT(perf_sample_parse(b, sizeof b, 1, &r), 0);
+	CHECK_EQ_U64(r.ticks, RR_TICKS_NONE);
+	CHECK_EQ_U64(r.nr, 1);
+}
+
+static void test_short_records(void)
+{
+	struct perf_sample_rec r;
+
+	/* every truncation is refused, never read past */
+	for (size_t n = 0; n < sizeof with_read; n += 8)
+		CHECK_EQ_INT(perf_sample_parse(with_read, n, 1, &r), -1);
+	for (size_t n = 0; n < sizeof without_read; n += 8)
+		CHECK_EQ_INT(perf_sample_parse(without_read, n, 0, &r), -1);
+	/* a group count that does not fit */
+	uint64_t b[] = {1, 2, 3, 4, UINT64_MAX / 4, 0, 0};
+	CHECK_EQ_INT(perf_sample_parse(b, sizeof b, 1, &r), -1);
+	uint64_t c[] = {1, 2, 3, 4, UINT64_MAX};
+	CHECK_EQ_INT(perf_sample_parse(c, sizeof c, 0, &r), -1);
+}
+
+static void test_cpu_table(void)
+{
+	struct rr_ticks_cpu c;
+
+	/* Skylake client: family 6, model 0x5e (ext model 5, model 0xe), stepping 3 */
+	CHECK_EQ_INT(rr_ticks_cpu_of("GenuineIntel", 0x506e3, &c), 0);
+	CHECK_EQ_U64(c.config, 0x5101c4);
+	CHECK_EQ_STR(c.name, "Intel Skylake");
+	/* Ice Lake server: model 0x6a */
+	CHECK_EQ_INT(rr_ticks_cpu_of("GenuineIntel", 0x606a6, &c), 0);
+	CHECK_EQ_U64(c.config, 0x5111c4);
+	/* Alder Lake: hybrid, two events: refused */
+	CHECK_EQ_INT(rr_ticks_cpu_of("GenuineIntel", 0x90672, &c), -1);
+	CHECK_EQ_STR(c.name, "Intel Alder Lake");
+	/* Penryn: no conditional-branch counter rr uses */
+	CHECK_EQ_INT(rr_ticks_cpu_of("GenuineIntel", 0x10676, &c), -1);
+	/* an unknown Intel model */
+	CHECK_EQ_INT(rr_ticks_cpu_of("GenuineIntel", 0xff0, &c), -1);
+	CHECK_EQ_INT(c.name == NULL, 1);
+	/* AMD Zen 2 (family 17h: base 0xf, ext 8), Zen 3 (19h), Zen 5 (1Ah) */
+	CHECK_EQ_INT(rr_ticks_cpu_of("AuthenticAMD", 0x830f10, &c), 0);
+	CHECK_EQ_U64(c.config, 0x5100d1);
+	CHECK_EQ_INT(rr_ticks_cpu_of("AuthenticAMD", 0xa20f10, &c), 0);
+	CHECK_EQ_U64(c.config, 0x5100d1);
+	CHECK_EQ_INT(rr_ticks_cpu_of("AuthenticAMD", 0xb00f20, &c), 0);
+	CHECK_EQ_U64(c.config, 0x5100d1);
+	/* AMD family 15h: rr counts taken branches there */
+	CHECK_EQ_INT(rr_ticks_cpu_of("AuthenticAMD", 0x600f20, &c), -1);
+	CHECK_EQ_STR(c.name, "AMD Family 15h");
+	CHECK_EQ_INT(rr_ticks_cpu_of("HygonGenuine", 0x900f00, &c), -1);
+}
+
+int main(void)
+{
+	RUN_TEST(test_with_read_group);
+	RUN_TEST(test_without_read_group);
+	RUN_TEST(test_group_of_one);
+	RUN_TEST(test_short_records);
+	RUN_TEST(test_cpu_table);
+	CHECK_DONE();
+}
