@@ -253,7 +253,7 @@ static int probe(const struct rr_ticks *r, const struct perf_event_attr *leader,
 	long cfd, lfd;
 	int e;
 
-	if (access("/sys/bus/event_source/devices/cpu", F_OK)) {
+	if (r->attr.type == PERF_TYPE_RAW && access("/sys/bus/event_source/devices/cpu", F_OK)) {
 		snprintf(why, n,
 			 "this machine has no hardware PMU for rr's counter (%s, raw 0x%llx): no "
 			 "/sys/bus/event_source/devices/cpu (a virtual machine without a virtual "
@@ -310,6 +310,7 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
 	char why[384], meta[448];
 	long nconf = sysconf(_SC_NPROCESSORS_CONF);
 	const char *force = getenv("CYGPROF_RR_TICKS_FORCE_MISSING");
+	const char *soft = getenv("CYGPROF_RR_TICKS_SOFTWARE");
 
 	if (!c->o->rr_ticks)
 		return NULL;
@@ -329,17 +330,28 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
 		snprintf(why, sizeof why, "%s", force);
 		goto off;
 	}
-	if (detect(&r->cpu, why, sizeof why))
-		goto off;
 	memset(&r->attr, 0, sizeof r->attr);
 	r->attr.size = sizeof r->attr;
-	r->attr.type = PERF_TYPE_RAW;
+	if (soft && !strcmp(soft, "1")) {
+		/* the tests' stand-in where there is no PMU: the same group read
+		 * with a software counter (the thread's task-clock, in ns) */
+		r->cpu.name = "task-clock, a software stand-in for tests";
+		r->cpu.config = PERF_COUNT_SW_TASK_CLOCK;
+		r->attr.type = PERF_TYPE_SOFTWARE;
+	} else {
+		if (detect(&r->cpu, why, sizeof why))
+			goto off;
+		r->attr.type = PERF_TYPE_RAW;
+	}
 	r->attr.config = r->cpu.config;
 	/* as rr counts: user space only, every thread from its clone */
 	r->attr.exclude_kernel = 1;
 	r->attr.exclude_hv = 1;
 	r->attr.exclude_guest = 1;
 	r->attr.inherit = 1;
+	/* a group has one clock (else EINVAL) */
+	r->attr.use_clockid = leader->use_clockid;
+	r->attr.clockid = leader->clockid;
 	/* the group reads through the leader's samples: leader first, then us */
 	leader->sample_type |= PERF_SAMPLE_READ;
 	leader->read_format = PERF_FORMAT_GROUP;
