@@ -12,6 +12,19 @@
  * sample, which `cygprof samples --rr` turns into rr's `seek-ticks`.
  * Reading a group in the samples of inherited events needs Linux 6.12.
  *
+ * Each CPU's event counts a thread only while it runs on that CPU, so a
+ * sample reads only that CPU's part.  A second group per CPU (a software
+ * context-switch event sampled at every switch, with its own copy of the
+ * counter, its records redirected into the same ring) reads what each
+ * CPU holds of a thread when the thread leaves it; sampling.c hands both
+ * to rr_ticks_switch_out() and rr_ticks_total() in time order, and a
+ * sample's ticks are its CPU's value plus the other CPUs' last ones.  The
+ * context-switch event runs in the kernel: root or perf_event_paranoid <= 1.
+ *
+ * CYGPROF_RR_TICKS_SOFTWARE=1 (tests) puts the thread's task-clock in place
+ * of rr's counter, so the whole path runs on machines without a PMU;
+ * CYGPROF_RR_TICKS_FORCE_MISSING=WHY takes the missing-counter path.
+ *
  * Where the counter is missing (a virtual machine without a virtual PMU, a
  * CPU rr does not count on, an older kernel) one warning line says why and
  * the samples are recorded without ticks (RR_TICKS_NONE). */
@@ -20,6 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -31,10 +46,15 @@
 
 struct rr_ticks {
 	struct perf_event_attr attr; /* the counter's */
-	int *fd;                     /* one per CPU opened, -1 when not */
+	struct perf_event_attr cs;   /* the switch-out reads' leader */
+	int *fd;                     /* per CPU: the counter in the sampling group, */
+	int *csfd, *cstfd;           /* the switch-out leader and its counter; -1: none */
 	int nfd;
 	int warned;
 	struct rr_ticks_cpu cpu;
+	struct hmap inst;            /* counter id + 1 -> CPU + 1 */
+	struct hmap csid;            /* switch-out leader id + 1 -> 1 */
+	struct hmap last;            /* (tid << 20 | CPU) + 1 -> value + 1 when it left */
 };
 
 static uint64_t get_u64(const char *p)
@@ -65,16 +85,21 @@ int perf_sample_parse(const void *body, size_t len, int read_group, struct perf_
 	out->time = get_u64(b + 16);
 	out->period = get_u64(b + 24);
 	out->ticks = RR_TICKS_NONE;
+	out->leader_id = out->ticks_id = 0;
 	if (read_group) {
-		/* { nr; values[nr] } (PERF_FORMAT_GROUP alone: no times, ids
-		 * or lost counts) */
+		/* { nr; {value, id}[nr] } (PERF_FORMAT_GROUP | PERF_FORMAT_ID:
+		 * no times or lost counts) */
 		uint64_t n = get_u64(b + at);
 		at += 8;
-		if (n > (len - at) / 8)
+		if (n > (len - at) / 16)
 			return -1;
-		if (n >= 2)
-			out->ticks = get_u64(b + at + 8);
-		at += 8 * (size_t)n;
+		if (n >= 1)
+			out->leader_id = get_u64(b + at + 8);
+		if (n >= 2) {
+			out->ticks = get_u64(b + at + 16);
+			out->ticks_id = get_u64(b + at + 24);
+		}
+		at += 16 * (size_t)n;
 	}
 	/* nr; ips[nr] */
 	if (len - at < 8)
@@ -288,13 +313,55 @@ static int probe(const struct rr_ticks *r, const struct perf_event_attr *leader,
 	a = r->attr;
 	cfd = perf_open(&a, pid, 0, (int)lfd);
 	e = errno;
-	close((int)lfd);
 	if (cfd < 0) {
+		close((int)lfd);
 		snprintf(why, n, "rr's counter (%s, raw 0x%llx) cannot join the sampling event: %s",
 			 r->cpu.name, (unsigned long long)r->cpu.config, strerror(e));
 		return -1;
 	}
 	close((int)cfd);
+	/* the switch-out reads: a software event in the kernel */
+	struct perf_event_attr s = r->cs;
+	long sfd = perf_open(&s, pid, 0, -1);
+	e = errno;
+	if (sfd >= 0) {
+		a = r->attr;
+		cfd = perf_open(&a, pid, 0, (int)sfd);
+		e = errno;
+		if (cfd >= 0) {
+			/* redirecting needs the target's ring */
+			long page = sysconf(_SC_PAGESIZE);
+			size_t sz = 2 * (size_t)(page > 0 ? page : 4096);
+			void *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, (int)lfd, 0);
+			if (m == MAP_FAILED)
+				e = errno;
+			else if (ioctl((int)sfd, PERF_EVENT_IOC_SET_OUTPUT, (int)lfd))
+				e = errno;
+			else
+				e = 0;
+			if (m != MAP_FAILED) {
+				/* a redirected event holds the ring: close it first */
+				close((int)cfd);
+				close((int)sfd);
+				sfd = cfd = -1;
+				munmap(m, sz);
+			}
+			if (cfd >= 0)
+				close((int)cfd);
+		}
+		if (sfd >= 0)
+			close((int)sfd);
+	}
+	close((int)lfd);
+	if (e) {
+		if (e == EACCES || e == EPERM)
+			snprintf(why, n,
+				 "reading the counter when a thread leaves a CPU needs root or "
+				 "kernel.perf_event_paranoid<=1 (each CPU counts a thread apart)");
+		else
+			snprintf(why, n, "the switch-out reads of rr's counter: %s", strerror(e));
+		return -1;
+	}
 	return 0;
 }
 
@@ -317,14 +384,20 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
 	r = calloc(1, sizeof *r);
 	if (nconf <= 0)
 		nconf = 1;
-	if (!r || !(r->fd = malloc((size_t)nconf * sizeof *r->fd))) {
+	if (!r || !(r->fd = malloc((size_t)nconf * sizeof *r->fd)) ||
+	    !(r->csfd = malloc((size_t)nconf * sizeof *r->csfd)) ||
+	    !(r->cstfd = malloc((size_t)nconf * sizeof *r->cstfd))) {
+		if (r) {
+			free(r->fd);
+			free(r->csfd);
+		}
 		free(r);
 		snprintf(why, sizeof why, "out of memory");
 		goto off;
 	}
 	r->nfd = (int)nconf;
 	for (int i = 0; i < r->nfd; i++)
-		r->fd[i] = -1;
+		r->fd[i] = r->csfd[i] = r->cstfd[i] = -1;
 	if (force && *force) {
 		/* the tests' missing-counter path on a machine that has it */
 		snprintf(why, sizeof why, "%s", force);
@@ -354,7 +427,28 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
 	r->attr.clockid = leader->clockid;
 	/* the group reads through the leader's samples: leader first, then us */
 	leader->sample_type |= PERF_SAMPLE_READ;
-	leader->read_format = PERF_FORMAT_GROUP;
+	leader->read_format = PERF_FORMAT_GROUP | PERF_FORMAT_ID;
+	/* Each CPU's event counts a thread only while it runs there: its
+	 * count is the sum over CPUs.  A second group reads the counter when
+	 * a thread leaves a CPU (a sample at every context switch, into the
+	 * same ring, same layout), what that CPU holds of it until it comes
+	 * back. */
+	memset(&r->cs, 0, sizeof r->cs);
+	r->cs.size = sizeof r->cs;
+	r->cs.type = PERF_TYPE_SOFTWARE;
+	r->cs.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	r->cs.sample_period = 1;
+	r->cs.sample_type = leader->sample_type;
+	r->cs.read_format = leader->read_format;
+	r->cs.disabled = leader->disabled;
+	r->cs.enable_on_exec = leader->enable_on_exec;
+	r->cs.inherit = 1;
+	r->cs.exclude_hv = 1;
+	r->cs.exclude_callchain_kernel = 1;
+	r->cs.exclude_callchain_user = 1;
+	r->cs.sample_id_all = leader->sample_id_all;
+	r->cs.use_clockid = leader->use_clockid;
+	r->cs.clockid = leader->clockid;
 	if (probe(r, leader, pid, why, sizeof why)) {
 		leader->sample_type &= ~(uint64_t)PERF_SAMPLE_READ;
 		leader->read_format = 0;
@@ -374,32 +468,105 @@ off:
 	return NULL;
 }
 
-void rr_ticks_member(struct rr_ticks *r, int leader_fd, pid_t pid, int cpu)
+/* Open the counter on cpu in group_fd's group and note its id; -1 with errno. */
+static int member(struct rr_ticks *r, int group_fd, pid_t pid, int cpu)
 {
 	struct perf_event_attr a = r->attr;
+	long fd = perf_open(&a, pid, cpu, group_fd);
+	uint64_t id;
+
+	if (fd < 0)
+		return -1;
+	if (ioctl((int)fd, PERF_EVENT_IOC_ID, &id) ||
+	    hmap_put(&r->inst, id + 1, (uint64_t)cpu + 1)) {
+		close((int)fd);
+		errno = ENOMEM;
+		return -1;
+	}
+	return (int)fd;
+}
+
+void rr_ticks_member(struct rr_ticks *r, int leader_fd, pid_t pid, int cpu)
+{
+	struct perf_event_attr s = r->cs;
+	uint64_t id;
 	long fd;
 
 	if (cpu < 0 || cpu >= r->nfd)
 		return;
-	fd = perf_open(&a, pid, cpu, leader_fd);
-	if (fd >= 0) {
-		r->fd[cpu] = (int)fd;
-		return;
-	}
+	r->fd[cpu] = member(r, leader_fd, pid, cpu);
+	if (r->fd[cpu] < 0)
+		goto fail;
+	fd = perf_open(&s, pid, cpu, -1);
+	if (fd < 0)
+		goto fail;
+	r->csfd[cpu] = (int)fd;
+	if (ioctl((int)fd, PERF_EVENT_IOC_ID, &id) || hmap_put(&r->csid, id + 1, 1) ||
+	    ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, leader_fd))
+		goto fail;
+	r->cstfd[cpu] = member(r, (int)fd, pid, cpu);
+	if (r->cstfd[cpu] < 0)
+		goto fail;
+	return;
+fail:
 	if (!r->warned++)
 		fprintf(stderr,
-			"cygprof: warning: no rr ticks on CPU %d: rr's counter: %s; its samples "
-			"are recorded without them\n",
+			"cygprof: warning: rr ticks on CPU %d: rr's counter: %s; samples there "
+			"have no ticks, and threads that ran there may count too few\n",
 			cpu, strerror(errno));
+}
+
+int rr_ticks_classify(const struct rr_ticks *r, const struct perf_sample_rec *ps,
+		      uint32_t *inst)
+{
+	uint64_t v;
+
+	*inst = ps->ticks_id && hmap_get(&r->inst, ps->ticks_id + 1, &v) ? (uint32_t)(v - 1)
+									    : UINT32_MAX;
+	return ps->leader_id && hmap_get(&r->csid, ps->leader_id + 1, &v);
+}
+
+static uint64_t last_key(uint32_t tid, uint32_t inst)
+{
+	return ((uint64_t)tid << 20 | inst) + 1;
+}
+
+void rr_ticks_switch_out(struct rr_ticks *r, uint32_t tid, uint32_t inst, uint64_t value)
+{
+	if (inst == UINT32_MAX || (int)inst >= r->nfd || value == RR_TICKS_NONE)
+		return;
+	(void)hmap_put(&r->last, last_key(tid, inst), value + 1);
+}
+
+uint64_t rr_ticks_total(struct rr_ticks *r, uint32_t tid, uint32_t inst, uint64_t value)
+{
+	uint64_t sum = value, v;
+
+	if (value == RR_TICKS_NONE || inst == UINT32_MAX)
+		return RR_TICKS_NONE;
+	for (int i = 0; i < r->nfd; i++)
+		if ((uint32_t)i != inst && hmap_get(&r->last, last_key(tid, (uint32_t)i), &v))
+			sum += v - 1;
+	return sum;
 }
 
 void rr_ticks_free(struct rr_ticks *r)
 {
 	if (!r)
 		return;
-	for (int i = 0; r->fd && i < r->nfd; i++)
+	for (int i = 0; r->fd && r->csfd && r->cstfd && i < r->nfd; i++) {
+		if (r->cstfd[i] >= 0)
+			close(r->cstfd[i]);
+		if (r->csfd[i] >= 0)
+			close(r->csfd[i]);
 		if (r->fd[i] >= 0)
 			close(r->fd[i]);
+	}
 	free(r->fd);
+	free(r->csfd);
+	free(r->cstfd);
+	hmap_release(&r->inst);
+	hmap_release(&r->csid);
+	hmap_release(&r->last);
 	free(r);
 }

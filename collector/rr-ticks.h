@@ -23,15 +23,17 @@ struct perf_sample_rec {
 	uint64_t time;
 	uint64_t period;
 	uint64_t ticks;    /* the read group's second value, RR_TICKS_NONE without one */
+	uint64_t leader_id, ticks_id; /* the read group's ids (0 without) */
 	const char *chain; /* nr u64 (unaligned) inside the record */
 	uint64_t nr;
 };
 
 /** Parse the body of a PERF_RECORD_SAMPLE (what follows its header, len
  * bytes).  read_group: the event was opened with PERF_SAMPLE_READ and
- * read_format PERF_FORMAT_GROUP alone (rr_ticks_setup() said so), so a
- * group {nr, values[nr]} sits between the period and the call chain; the
- * ticks are its second value (the counter, after the sampling leader).
+ * read_format PERF_FORMAT_GROUP | PERF_FORMAT_ID (rr_ticks_setup() said
+ * so), so a group {nr, {value, id}[nr]} sits between the period and the
+ * call chain; the ticks are its second value (the counter, after the
+ * leader).
  * Returns 0, or -1 for a record too short for what it says it holds. */
 int perf_sample_parse(const void *body, size_t len, int read_group, struct perf_sample_rec *out);
 
@@ -60,6 +62,18 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
  * with the attributes rr_ticks_setup() changed).  A failure leaves that
  * CPU's samples without ticks and warns once. */
 void rr_ticks_member(struct rr_ticks *r, int leader_fd, pid_t pid, int cpu);
+/** Whether the sample ps is one of the switch-out reads (1: not a sample
+ * of the program, give it to rr_ticks_switch_out() in time order) or a
+ * sample (0); *inst: the CPU whose counter ps read (UINT32_MAX: unknown). */
+int rr_ticks_classify(const struct rr_ticks *r, const struct perf_sample_rec *ps,
+		      uint32_t *inst);
+/** In time order: thread tid left CPU inst with its counter there at value. */
+void rr_ticks_switch_out(struct rr_ticks *r, uint32_t tid, uint32_t inst, uint64_t value);
+/** In time order: the thread's tick count at a sample on CPU inst whose
+ * counter read value: that plus what its counters on the other CPUs held
+ * when it last left them (each CPU counts the thread apart).  RR_TICKS_NONE
+ * when value is. */
+uint64_t rr_ticks_total(struct rr_ticks *r, uint32_t tid, uint32_t inst, uint64_t value);
 /** Close the counters and free r (NULL: nothing). */
 void rr_ticks_free(struct rr_ticks *r);
 

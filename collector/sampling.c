@@ -45,12 +45,13 @@
 /* Longest call chain kept (perf's own limit is perf_event_max_stack). */
 #define SAMPLING_CHAIN_MAX 512
 
-enum { PEND_SAMPLE, PEND_OUT, PEND_PREEMPT, PEND_IN };
+enum { PEND_SAMPLE, PEND_OUT, PEND_PREEMPT, PEND_IN, PEND_TICKS };
 
 struct pend_rec {
 	uint64_t t;      /* perf time (CLOCK_MONOTONIC ns) */
 	uint64_t period; /* samples: ns of CPU time */
-	uint64_t ticks;  /* samples: rr ticks (rr-ticks.c), RR_TICKS_NONE */
+	uint64_t ticks;  /* samples, PEND_TICKS: rr ticks (rr-ticks.c), RR_TICKS_NONE */
+	uint32_t inst;   /* samples, PEND_TICKS: the CPU whose counter read them */
 	uint32_t pid, tid;
 	uint32_t stack;  /* samples: stash id */
 	uint32_t kind;   /* PEND_* */
@@ -269,14 +270,14 @@ void collector_sampling_open(struct collector *c, pid_t pid)
 			break;
 		}
 		s->fd[i] = (int)fd;
-		if (s->rr)
-			rr_ticks_member(s->rr, (int)fd, pid, i);
 		s->map[i] = mmap(NULL, s->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
 		if (s->map[i] == MAP_FAILED) {
 			err = errno;
 			s->map[i] = NULL;
 			break;
 		}
+		if (s->rr) /* after the mmap: the switch-out reads go to this ring */
+			rr_ticks_member(s->rr, (int)fd, pid, i);
 		opened++;
 	}
 	if (!err && !opened)
@@ -399,6 +400,10 @@ static void one_record(struct collector *c, struct sampling *s, const char *r, s
 		p.t = ps.time;
 		p.period = ps.period;
 		p.ticks = ps.ticks;
+		if (s->rr && rr_ticks_classify(s->rr, &ps, &p.inst)) {
+			p.kind = PEND_TICKS; /* a thread left a CPU: not a sample */
+			break;
+		}
 		p.kind = PEND_SAMPLE;
 		p.kernel = (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
 		p.stack = chain_stack(c, s, p.pid, ps.ip, p.kernel, ps.chain, ps.nr);
@@ -514,7 +519,7 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 			x->t_ns = s->last_t; /* never back: the capture refuses it */
 		s->last_t = x->t_ns;
 		x->weight_ns = p->period;
-		x->rr_ticks = p->ticks;
+		x->rr_ticks = s->rr ? rr_ticks_total(s->rr, p->tid, p->inst, p->ticks) : RR_TICKS_NONE;
 		x->thread_idx = idx;
 		x->pid = p->pid;
 		x->tid = p->tid;
@@ -524,6 +529,9 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 		hmap_put(&s->last_stack, key, p->stack);
 		break;
 	}
+	case PEND_TICKS:
+		rr_ticks_switch_out(s->rr, p->tid, p->inst, p->ticks);
+		break;
 	case PEND_OUT:
 		hmap_put(&s->out_at, key, p->t + 1);
 		break;

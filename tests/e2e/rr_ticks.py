@@ -29,6 +29,15 @@ Tests:
                  still recorded, and `samples --rr` prints the one line "no rr
                  ticks in this capture: recorded where rr's counter is
                  missing: ..."; a capture recorded without --rr-ticks says so
+  rr-software    the kernel path without a PMU: CYGPROF_RR_TICKS_SOFTWARE=1
+                 puts the thread's task-clock (ns) in place of rr's counter,
+                 read in each sample of sampling-prog-cyg threads (two
+                 threads, a forked child) and summed over the CPUs a thread
+                 ran on (switch-out reads): every sample has ticks, strictly
+                 increasing per thread, the first under 20 ms (counted from
+                 the thread's creation), the k-th at least 0.8 (k - 1)
+                 periods of CPU time; the commands name the thread and use
+                 -f for the child
 """
 
 import argparse
@@ -178,6 +187,40 @@ def test_missing(a, wd):
           "--rr-ticks'\n", '--rr without --rr-ticks: %r' % out)
 
 
+def test_software(a, wd):
+    prog = os.path.join(os.path.dirname(a.example), 'sampling-prog-cyg')
+    env = dict(os.environ, CYGPROF_RR_TICKS_SOFTWARE='1')
+    cp = run([a.cygprof, 'record', '-q', '--sample=1000', '--rr-ticks', '-o', 's.data', '--',
+              prog, 'threads'], wd, env)
+    check(cp.returncode == 0, 'record exit %d' % cp.returncode)
+    check(cp.err == '', 'record warned: %r' % cp.err)
+    j = json.loads(samples(a, wd, ['--rr', '--format=json', 's.data']).out)
+    check(j['rr_ticks'].startswith('counted: task-clock'), 'meta %r' % j['rr_ticks'])
+    check(j['chosen'] >= 30, 'only %d samples' % j['chosen'])
+    by = {}
+    for s in j['samples']:
+        check(s['rr_ticks'] is not None, 'sample %d has no ticks' % s['index'])
+        by.setdefault((s['pid'], s['tid']), []).append(s)
+    root = j['samples'][0]['pid']
+    check(len(by) >= 3, 'samples of %d threads' % len(by))
+    for (pid, tid), ss in by.items():
+        t = [s['rr_ticks'] for s in ss]
+        check(all(x < y for x, y in zip(t, t[1:])), 'ticks of %d not increasing: %r' % (tid, t))
+        if tid != pid or pid != root:
+            check(t[0] < 20000000, 'thread %d starts at %d ns' % (tid, t[0]))
+        w = ss[0]['weight_ns']
+        for k, x in enumerate(t):
+            check(x >= 0.8 * k * w, 'thread %d: sample %d at %d ns' % (tid, k, x))
+        s = ss[-1]
+        want = ['rr replay %s %d' % ('-p' if pid == root else '-f', pid)]
+        if tid != pid:
+            want += ['(rr) break %s' % n for n in [f['name'] for f in s['frames']
+                                                    if not f['name'].startswith('0x')][:1]]
+            want.append('(rr) continue    # until it stops in Thread %d.%d' % (pid, tid))
+        want.append('(rr) seek-ticks %d' % s['rr_ticks'])
+        check(s['rr'] == want, 'commands %r, not %r' % (s['rr'], want))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('--cygprof', required=True)
@@ -189,7 +232,7 @@ def main():
     wd = tempfile.mkdtemp(prefix='cygprof-rr-')
     try:
         {'samples-list': test_list, 'rr-commands': test_commands,
-         'rr-missing': test_missing}[a.test](a, wd)
+         'rr-missing': test_missing, 'rr-software': test_software}[a.test](a, wd)
     except Failure as e:
         print('FAIL: %s' % e)
         return 1
