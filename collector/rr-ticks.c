@@ -20,10 +20,16 @@
  * to rr_ticks_switch_out() and rr_ticks_total() in time order, and a
  * sample's ticks are its CPU's value plus the other CPUs' last ones.  The
  * context-switch event runs in the kernel: root or perf_event_paranoid <= 1.
+ * A third group per CPU, led by the tracepoint sched:sched_process_exec
+ * (its id from tracefs), reads the count at each exec, where rr starts
+ * again from 0: later samples of the thread subtract it.  PERF_RECORD_EXIT
+ * (the switch-out leader asks for them) forgets a thread, whose tid may
+ * come back.
  *
  * CYGPROF_RR_TICKS_SOFTWARE=1 (tests) puts the thread's task-clock in place
  * of rr's counter, so the whole path runs on machines without a PMU;
- * CYGPROF_RR_TICKS_FORCE_MISSING=WHY takes the missing-counter path.
+ * CYGPROF_RR_TICKS_FORCE_MISSING=WHY takes the missing-counter path;
+ * CYGPROF_TRACEFS=DIR is where tracefs is mounted.
  *
  * Where the counter is missing (a virtual machine without a virtual PMU, a
  * CPU rr does not count on, an older kernel) one warning line says why and
@@ -44,17 +50,22 @@
 #include "collector-private.h"
 #include "rr-ticks.h"
 
+/* The events per CPU: the counter in the sampling group, the switch-out
+ * leader and its counter, the exec leader and its counter. */
+enum { FD_TICKS, FD_CS, FD_CST, FD_EX, FD_EXT, FD_N };
+
 struct rr_ticks {
 	struct perf_event_attr attr; /* the counter's */
 	struct perf_event_attr cs;   /* the switch-out reads' leader */
-	int *fd;                     /* per CPU: the counter in the sampling group, */
-	int *csfd, *cstfd;           /* the switch-out leader and its counter; -1: none */
+	struct perf_event_attr ex;   /* the exec reads' leader (type 0: none) */
+	int *fd[5];                  /* per CPU (FD_*), -1 when not open */
 	int nfd;
 	int warned;
 	struct rr_ticks_cpu cpu;
 	struct hmap inst;            /* counter id + 1 -> CPU + 1 */
-	struct hmap csid;            /* switch-out leader id + 1 -> 1 */
-	struct hmap last;            /* (tid << 20 | CPU) + 1 -> value + 1 when it left */
+	struct hmap csid;            /* switch-out leader id + 1 -> RR_REC_SWITCH, exec: _EXEC */
+	struct hmap last;            /* (tid << 20 | CPU) + 1 -> value + 1 when it left (0: none) */
+	struct hmap base;            /* tid + 1 -> its count at its last exec + 1 (0: none) */
 };
 
 static uint64_t get_u64(const char *p)
@@ -270,8 +281,42 @@ static long perf_open(struct perf_event_attr *a, pid_t pid, int cpu, int group)
 	return syscall(SYS_perf_event_open, a, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
 }
 
+/* Whether a leader of reads l with the counter opens and sends its
+ * records into lfd's ring: 0 or an errno. */
+static int probe_reads(const struct rr_ticks *r, const struct perf_event_attr *l, long lfd,
+		       pid_t pid)
+{
+	struct perf_event_attr s = *l, a = r->attr;
+	long sfd = perf_open(&s, pid, 0, -1), cfd;
+	long page = sysconf(_SC_PAGESIZE);
+	size_t sz = 2 * (size_t)(page > 0 ? page : 4096);
+	void *m;
+	int e;
+
+	if (sfd < 0)
+		return errno;
+	cfd = perf_open(&a, pid, 0, (int)sfd);
+	if (cfd < 0) {
+		e = errno;
+		close((int)sfd);
+		return e;
+	}
+	/* redirecting needs the target's ring */
+	m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, (int)lfd, 0);
+	if (m == MAP_FAILED)
+		e = errno;
+	else
+		e = ioctl((int)sfd, PERF_EVENT_IOC_SET_OUTPUT, (int)lfd) ? errno : 0;
+	/* a redirected event holds the ring: close the events first */
+	close((int)cfd);
+	close((int)sfd);
+	if (m != MAP_FAILED)
+		munmap(m, sz);
+	return e;
+}
+
 /* Whether the counter opens next to leader; -1 with why. */
-static int probe(const struct rr_ticks *r, const struct perf_event_attr *leader, pid_t pid,
+static int probe(struct rr_ticks *r, const struct perf_event_attr *leader, pid_t pid,
 		 char *why, size_t n)
 {
 	struct perf_event_attr a = r->attr, l = *leader;
@@ -321,37 +366,9 @@ static int probe(const struct rr_ticks *r, const struct perf_event_attr *leader,
 	}
 	close((int)cfd);
 	/* the switch-out reads: a software event in the kernel */
-	struct perf_event_attr s = r->cs;
-	long sfd = perf_open(&s, pid, 0, -1);
-	e = errno;
-	if (sfd >= 0) {
-		a = r->attr;
-		cfd = perf_open(&a, pid, 0, (int)sfd);
-		e = errno;
-		if (cfd >= 0) {
-			/* redirecting needs the target's ring */
-			long page = sysconf(_SC_PAGESIZE);
-			size_t sz = 2 * (size_t)(page > 0 ? page : 4096);
-			void *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, (int)lfd, 0);
-			if (m == MAP_FAILED)
-				e = errno;
-			else if (ioctl((int)sfd, PERF_EVENT_IOC_SET_OUTPUT, (int)lfd))
-				e = errno;
-			else
-				e = 0;
-			if (m != MAP_FAILED) {
-				/* a redirected event holds the ring: close it first */
-				close((int)cfd);
-				close((int)sfd);
-				sfd = cfd = -1;
-				munmap(m, sz);
-			}
-			if (cfd >= 0)
-				close((int)cfd);
-		}
-		if (sfd >= 0)
-			close((int)sfd);
-	}
+	e = probe_reads(r, &r->cs, lfd, pid);
+	if (!e && r->ex.type && probe_reads(r, &r->ex, lfd, pid))
+		r->ex.type = 0; /* no exec reads: rr_ticks_setup() says so */
 	close((int)lfd);
 	if (e) {
 		if (e == EACCES || e == EPERM)
@@ -361,6 +378,32 @@ static int probe(const struct rr_ticks *r, const struct perf_event_attr *leader,
 		else
 			snprintf(why, n, "the switch-out reads of rr's counter: %s", strerror(e));
 		return -1;
+	}
+	return 0;
+}
+
+/* The id of tracepoint name ("sched/sched_process_exec") from tracefs
+ * (CYGPROF_TRACEFS first, for tests), 0 when it cannot be read. */
+static uint64_t tracepoint_id(const char *name)
+{
+	const char *dirs[] = {getenv("CYGPROF_TRACEFS"), "/sys/kernel/tracing",
+			      "/sys/kernel/debug/tracing"};
+	char path[512];
+
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		unsigned long long id;
+		FILE *f;
+		int ok;
+
+		if (!dirs[i] || !*dirs[i])
+			continue;
+		snprintf(path, sizeof path, "%s/events/%s/id", dirs[i], name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		ok = fscanf(f, "%llu", &id) == 1;
+		fclose(f);
+		if (ok && id)
+			return id;
 	}
 	return 0;
 }
@@ -378,26 +421,27 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
 	long nconf = sysconf(_SC_NPROCESSORS_CONF);
 	const char *force = getenv("CYGPROF_RR_TICKS_FORCE_MISSING");
 	const char *soft = getenv("CYGPROF_RR_TICKS_SOFTWARE");
+	uint64_t exec_id;
 
 	if (!c->o->rr_ticks)
 		return NULL;
 	r = calloc(1, sizeof *r);
 	if (nconf <= 0)
 		nconf = 1;
-	if (!r || !(r->fd = malloc((size_t)nconf * sizeof *r->fd)) ||
-	    !(r->csfd = malloc((size_t)nconf * sizeof *r->csfd)) ||
-	    !(r->cstfd = malloc((size_t)nconf * sizeof *r->cstfd))) {
-		if (r) {
-			free(r->fd);
-			free(r->csfd);
+	for (int k = 0; r && k < FD_N; k++) {
+		if (!(r->fd[k] = malloc((size_t)nconf * sizeof *r->fd[k]))) {
+			rr_ticks_free(r);
+			r = NULL;
+			break;
 		}
-		free(r);
+		for (long i = 0; i < nconf; i++)
+			r->fd[k][i] = -1;
+	}
+	if (!r) {
 		snprintf(why, sizeof why, "out of memory");
 		goto off;
 	}
 	r->nfd = (int)nconf;
-	for (int i = 0; i < r->nfd; i++)
-		r->fd[i] = r->csfd[i] = r->cstfd[i] = -1;
 	if (force && *force) {
 		/* the tests' missing-counter path on a machine that has it */
 		snprintf(why, sizeof why, "%s", force);
@@ -449,13 +493,29 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
 	r->cs.sample_id_all = leader->sample_id_all;
 	r->cs.use_clockid = leader->use_clockid;
 	r->cs.clockid = leader->clockid;
+	r->cs.task = 1; /* PERF_RECORD_EXIT: a tid that ends may come back */
+	/* rr counts from each exec: a read there too, by the tracepoint
+	 * sched:sched_process_exec where tracefs shows its id */
+	exec_id = tracepoint_id("sched/sched_process_exec");
+	if (exec_id) {
+		r->ex = r->cs;
+		r->ex.task = 0;
+		r->ex.type = PERF_TYPE_TRACEPOINT;
+		r->ex.config = exec_id;
+	}
 	if (probe(r, leader, pid, why, sizeof why)) {
 		leader->sample_type &= ~(uint64_t)PERF_SAMPLE_READ;
 		leader->read_format = 0;
 		goto off;
 	}
-	snprintf(meta, sizeof meta, "counted: %s, raw 0x%llx", r->cpu.name,
-		 (unsigned long long)r->cpu.config);
+	snprintf(meta, sizeof meta, "counted: %s, raw 0x%llx%s", r->cpu.name,
+		 (unsigned long long)r->cpu.config,
+		 r->ex.type ? "" : "; execs not seen (no tracefs)");
+	if (!r->ex.type)
+		fprintf(stderr, "cygprof: warning: rr ticks: execs not seen (tracefs, with the id of "
+				"sched:sched_process_exec, is not mounted at /sys/kernel/tracing): the "
+				"ticks of a process that exec'd after it started count from its start, "
+				"rr's from the exec\n");
 	set_meta(c, meta);
 	return r;
 off:
@@ -486,29 +546,37 @@ static int member(struct rr_ticks *r, int group_fd, pid_t pid, int cpu)
 	return (int)fd;
 }
 
+/* A leader of reads (attrs l, kind RR_REC_*) and its counter on cpu, its
+ * records into leader_fd's ring; 0 or -1 with errno. */
+static int reads(struct rr_ticks *r, const struct perf_event_attr *l, int kind, int leader_fd,
+		 pid_t pid, int cpu, int *lfd, int *cfd)
+{
+	struct perf_event_attr a = *l;
+	uint64_t id;
+	long fd = perf_open(&a, pid, cpu, -1);
+
+	if (fd < 0)
+		return -1;
+	*lfd = (int)fd;
+	if (ioctl((int)fd, PERF_EVENT_IOC_ID, &id) || hmap_put(&r->csid, id + 1, (uint64_t)kind) ||
+	    ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, leader_fd))
+		return -1;
+	*cfd = member(r, (int)fd, pid, cpu);
+	return *cfd < 0 ? -1 : 0;
+}
+
 void rr_ticks_member(struct rr_ticks *r, int leader_fd, pid_t pid, int cpu)
 {
-	struct perf_event_attr s = r->cs;
-	uint64_t id;
-	long fd;
-
 	if (cpu < 0 || cpu >= r->nfd)
 		return;
-	r->fd[cpu] = member(r, leader_fd, pid, cpu);
-	if (r->fd[cpu] < 0)
-		goto fail;
-	fd = perf_open(&s, pid, cpu, -1);
-	if (fd < 0)
-		goto fail;
-	r->csfd[cpu] = (int)fd;
-	if (ioctl((int)fd, PERF_EVENT_IOC_ID, &id) || hmap_put(&r->csid, id + 1, 1) ||
-	    ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, leader_fd))
-		goto fail;
-	r->cstfd[cpu] = member(r, (int)fd, pid, cpu);
-	if (r->cstfd[cpu] < 0)
-		goto fail;
-	return;
-fail:
+	r->fd[FD_TICKS][cpu] = member(r, leader_fd, pid, cpu);
+	if (r->fd[FD_TICKS][cpu] >= 0 &&
+	    !reads(r, &r->cs, RR_REC_SWITCH, leader_fd, pid, cpu, &r->fd[FD_CS][cpu],
+		   &r->fd[FD_CST][cpu]) &&
+	    (!r->ex.type ||
+	     !reads(r, &r->ex, RR_REC_EXEC, leader_fd, pid, cpu, &r->fd[FD_EX][cpu],
+		    &r->fd[FD_EXT][cpu])))
+		return;
 	if (!r->warned++)
 		fprintf(stderr,
 			"cygprof: warning: rr ticks on CPU %d: rr's counter: %s; samples there "
@@ -523,7 +591,8 @@ int rr_ticks_classify(const struct rr_ticks *r, const struct perf_sample_rec *ps
 
 	*inst = ps->ticks_id && hmap_get(&r->inst, ps->ticks_id + 1, &v) ? (uint32_t)(v - 1)
 									    : UINT32_MAX;
-	return ps->leader_id && hmap_get(&r->csid, ps->leader_id + 1, &v);
+	return ps->leader_id && hmap_get(&r->csid, ps->leader_id + 1, &v) ? (int)v
+									   : RR_REC_SAMPLE;
 }
 
 static uint64_t last_key(uint32_t tid, uint32_t inst)
@@ -531,42 +600,59 @@ static uint64_t last_key(uint32_t tid, uint32_t inst)
 	return ((uint64_t)tid << 20 | inst) + 1;
 }
 
-void rr_ticks_switch_out(struct rr_ticks *r, uint32_t tid, uint32_t inst, uint64_t value)
+/* value on CPU inst plus the thread's last values on the other CPUs. */
+static uint64_t sum(struct rr_ticks *r, uint32_t tid, uint32_t inst, uint64_t value)
 {
+	uint64_t t = value, v;
+
+	for (int i = 0; i < r->nfd; i++)
+		if ((uint32_t)i != inst && hmap_get(&r->last, last_key(tid, (uint32_t)i), &v) && v)
+			t += v - 1;
+	return t;
+}
+
+void rr_ticks_settle(struct rr_ticks *r, int what, uint32_t tid, uint32_t inst, uint64_t value)
+{
+	if (what == RR_REC_EXIT) {
+		/* the tid may come back as a new thread, counting from 0 */
+		for (int i = 0; i < r->nfd; i++)
+			(void)hmap_put(&r->last, last_key(tid, (uint32_t)i), 0);
+		(void)hmap_put(&r->base, (uint64_t)tid + 1, 0);
+		return;
+	}
 	if (inst == UINT32_MAX || (int)inst >= r->nfd || value == RR_TICKS_NONE)
 		return;
-	(void)hmap_put(&r->last, last_key(tid, inst), value + 1);
+	if (what == RR_REC_SWITCH)
+		(void)hmap_put(&r->last, last_key(tid, inst), value + 1);
+	else if (what == RR_REC_EXEC) /* rr counts from here */
+		(void)hmap_put(&r->base, (uint64_t)tid + 1, sum(r, tid, inst, value) + 1);
 }
 
 uint64_t rr_ticks_total(struct rr_ticks *r, uint32_t tid, uint32_t inst, uint64_t value)
 {
-	uint64_t sum = value, v;
+	uint64_t t, b;
 
 	if (value == RR_TICKS_NONE || inst == UINT32_MAX)
 		return RR_TICKS_NONE;
-	for (int i = 0; i < r->nfd; i++)
-		if ((uint32_t)i != inst && hmap_get(&r->last, last_key(tid, (uint32_t)i), &v))
-			sum += v - 1;
-	return sum;
+	t = sum(r, tid, inst, value);
+	if (hmap_get(&r->base, (uint64_t)tid + 1, &b) && b)
+		t = t >= b - 1 ? t - (b - 1) : 0;
+	return t;
 }
 
 void rr_ticks_free(struct rr_ticks *r)
 {
 	if (!r)
 		return;
-	for (int i = 0; r->fd && r->csfd && r->cstfd && i < r->nfd; i++) {
-		if (r->cstfd[i] >= 0)
-			close(r->cstfd[i]);
-		if (r->csfd[i] >= 0)
-			close(r->csfd[i]);
-		if (r->fd[i] >= 0)
-			close(r->fd[i]);
+	for (int k = FD_N; k-- > 0;) {
+		for (int i = 0; r->fd[k] && i < r->nfd; i++)
+			if (r->fd[k][i] >= 0)
+				close(r->fd[k][i]);
+		free(r->fd[k]);
 	}
-	free(r->fd);
-	free(r->csfd);
-	free(r->cstfd);
 	hmap_release(&r->inst);
 	hmap_release(&r->csid);
 	hmap_release(&r->last);
+	hmap_release(&r->base);
 	free(r);
 }

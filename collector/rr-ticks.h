@@ -62,17 +62,28 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
  * with the attributes rr_ticks_setup() changed).  A failure leaves that
  * CPU's samples without ticks and warns once. */
 void rr_ticks_member(struct rr_ticks *r, int leader_fd, pid_t pid, int cpu);
-/** Whether the sample ps is one of the switch-out reads (1: not a sample
- * of the program, give it to rr_ticks_switch_out() in time order) or a
- * sample (0); *inst: the CPU whose counter ps read (UINT32_MAX: unknown). */
+/* What a record of the ring means to the tick counts (rr_ticks_classify()). */
+enum {
+	RR_REC_SAMPLE = 0, /* a sample of the program */
+	RR_REC_SWITCH,     /* a read as a thread left a CPU */
+	RR_REC_EXEC,       /* a read as a thread exec'd (rr starts again from 0) */
+	RR_REC_EXIT,       /* a thread ended (PERF_RECORD_EXIT): forget it */
+};
+
+/** What the sample ps is: RR_REC_SAMPLE, or RR_REC_SWITCH or RR_REC_EXEC
+ * for the reads rr_ticks_member() set up (not samples of the program: give
+ * them to rr_ticks_settle() in time order); *inst: the CPU whose counter ps
+ * read (UINT32_MAX: unknown). */
 int rr_ticks_classify(const struct rr_ticks *r, const struct perf_sample_rec *ps,
 		      uint32_t *inst);
-/** In time order: thread tid left CPU inst with its counter there at value. */
-void rr_ticks_switch_out(struct rr_ticks *r, uint32_t tid, uint32_t inst, uint64_t value);
+/** In time order with the samples: a record rr_ticks_classify() (or a
+ * PERF_RECORD_EXIT: RR_REC_EXIT) gave what for thread tid, the counter on
+ * CPU inst reading value. */
+void rr_ticks_settle(struct rr_ticks *r, int what, uint32_t tid, uint32_t inst, uint64_t value);
 /** In time order: the thread's tick count at a sample on CPU inst whose
  * counter read value: that plus what its counters on the other CPUs held
- * when it last left them (each CPU counts the thread apart).  RR_TICKS_NONE
- * when value is. */
+ * when it last left them (each CPU counts the thread apart), less the count
+ * at its last exec.  RR_TICKS_NONE when value is. */
 uint64_t rr_ticks_total(struct rr_ticks *r, uint32_t tid, uint32_t inst, uint64_t value);
 /** Close the counters and free r (NULL: nothing). */
 void rr_ticks_free(struct rr_ticks *r);

@@ -52,6 +52,7 @@ struct pend_rec {
 	uint64_t period; /* samples: ns of CPU time */
 	uint64_t ticks;  /* samples, PEND_TICKS: rr ticks (rr-ticks.c), RR_TICKS_NONE */
 	uint32_t inst;   /* samples, PEND_TICKS: the CPU whose counter read them */
+	uint32_t rr;     /* PEND_TICKS: RR_REC_* */
 	uint32_t pid, tid;
 	uint32_t stack;  /* samples: stash id */
 	uint32_t kind;   /* PEND_* */
@@ -400,8 +401,8 @@ static void one_record(struct collector *c, struct sampling *s, const char *r, s
 		p.t = ps.time;
 		p.period = ps.period;
 		p.ticks = ps.ticks;
-		if (s->rr && rr_ticks_classify(s->rr, &ps, &p.inst)) {
-			p.kind = PEND_TICKS; /* a thread left a CPU: not a sample */
+		if (s->rr && (p.rr = (uint32_t)rr_ticks_classify(s->rr, &ps, &p.inst))) {
+			p.kind = PEND_TICKS; /* a read at a switch or an exec: not a sample */
 			break;
 		}
 		p.kind = PEND_SAMPLE;
@@ -419,6 +420,17 @@ static void one_record(struct collector *c, struct sampling *s, const char *r, s
 		p.kind = !(h.misc & PERF_RECORD_MISC_SWITCH_OUT)	       ? PEND_IN
 			 : (h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? PEND_PREEMPT
 									   : PEND_OUT;
+		break;
+	case PERF_RECORD_EXIT:
+		/* pid, ppid, tid, ptid, time; sample_id: pid, tid; time (only
+		 * with --rr-ticks, which asks for them: a tid may come back) */
+		if (!s->rr || end - b < 40)
+			return;
+		p.pid = get_u32(b);
+		p.tid = get_u32(b + 8);
+		p.t = get_u64(b + 32);
+		p.kind = PEND_TICKS;
+		p.rr = RR_REC_EXIT;
 		break;
 	case PERF_RECORD_LOST: /* id, lost: the ring was full */
 		if (end - b >= 16)
@@ -530,7 +542,7 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 		break;
 	}
 	case PEND_TICKS:
-		rr_ticks_switch_out(s->rr, p->tid, p->inst, p->ticks);
+		rr_ticks_settle(s->rr, (int)p->rr, p->tid, p->inst, p->ticks);
 		break;
 	case PEND_OUT:
 		hmap_put(&s->out_at, key, p->t + 1);

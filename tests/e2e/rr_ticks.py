@@ -38,6 +38,11 @@ Tests:
                  the thread's creation), the k-th at least 0.8 (k - 1)
                  periods of CPU time; the commands name the thread and use
                  -f for the child
+  rr-exec        (root: mounts tracefs in a temporary directory, else skipped)
+                 a shell spins, then execs the program: the read at the exec
+                 (sched:sched_process_exec) starts the count again, as rr
+                 does: ticks go back exactly once, to under 3 periods, and
+                 increase before and after
 """
 
 import argparse
@@ -193,7 +198,9 @@ def test_software(a, wd):
     cp = run([a.cygprof, 'record', '-q', '--sample=1000', '--rr-ticks', '-o', 's.data', '--',
               prog, 'threads'], wd, env)
     check(cp.returncode == 0, 'record exit %d' % cp.returncode)
-    check(cp.err == '', 'record warned: %r' % cp.err)
+    # where tracefs is not mounted: one line saying execs are not seen
+    check(cp.err == '' or (len(cp.err.splitlines()) == 1 and 'execs not seen' in cp.err),
+          'record warned: %r' % cp.err)
     j = json.loads(samples(a, wd, ['--rr', '--format=json', 's.data']).out)
     check(j['rr_ticks'].startswith('counted: task-clock'), 'meta %r' % j['rr_ticks'])
     check(j['chosen'] >= 30, 'only %d samples' % j['chosen'])
@@ -221,6 +228,36 @@ def test_software(a, wd):
         check(s['rr'] == want, 'commands %r, not %r' % (s['rr'], want))
 
 
+def test_exec(a, wd):
+    tfs = os.path.join(wd, 'tracefs')
+    os.mkdir(tfs)
+    if os.geteuid() != 0 or subprocess.run(['mount', '-t', 'tracefs', 'nodev', tfs],
+                                           stderr=subprocess.DEVNULL).returncode:
+        print('SKIP: cannot mount tracefs (needs root)')
+        return SKIP
+    try:
+        env = dict(os.environ, CYGPROF_RR_TICKS_SOFTWARE='1', CYGPROF_TRACEFS=tfs)
+        # the shell spins (counted), then execs the program: rr counts from 0 again
+        script = 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; exec %s' % a.example
+        cp = run([a.cygprof, 'record', '-q', '--sample=1000', '--rr-ticks', '-o', 's.data',
+                  '--', '/bin/sh', '-c', script], wd, env)
+    finally:
+        subprocess.run(['umount', tfs])
+    check(cp.returncode == 0, 'record exit %d' % cp.returncode)
+    check(cp.err == '', 'record warned: %r' % cp.err)
+    j = json.loads(samples(a, wd, ['--format=json', 's.data']).out)
+    check(j['rr_ticks'] == 'counted: task-clock, a software stand-in for tests, raw 0x1',
+          'meta %r' % j['rr_ticks'])
+    t = [s['rr_ticks'] for s in j['samples']]
+    drops = [k for k in range(1, len(t)) if t[k] < t[k - 1]]
+    check(len(drops) == 1, 'ticks went back %d times: %r' % (len(drops), t))
+    k = drops[0]
+    w = j['samples'][k]['weight_ns']
+    check(k >= 10 and len(t) - k >= 10, 'exec at sample %d of %d' % (k, len(t)))
+    check(t[k] < 3 * w, 'first ticks after the exec: %d ns' % t[k])
+    check(all(x < y for x, y in zip(t[k:], t[k + 1:])), 'ticks after the exec go back')
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('--cygprof', required=True)
@@ -231,8 +268,11 @@ def main():
     a.cygprof, a.example, a.set = (os.path.abspath(x) for x in (a.cygprof, a.example, a.set))
     wd = tempfile.mkdtemp(prefix='cygprof-rr-')
     try:
-        {'samples-list': test_list, 'rr-commands': test_commands,
-         'rr-missing': test_missing, 'rr-software': test_software}[a.test](a, wd)
+        r = {'samples-list': test_list, 'rr-commands': test_commands,
+         'rr-missing': test_missing, 'rr-software': test_software,
+         'rr-exec': test_exec}[a.test](a, wd)
+        if r == SKIP:
+            return SKIP
     except Failure as e:
         print('FAIL: %s' % e)
         return 1
