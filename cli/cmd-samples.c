@@ -156,23 +156,25 @@ struct shown {
 	char thread[16];
 };
 
-static int matches(const struct samples_opts *o, const struct shown *x)
+/* --tid, --pid and --time-range, from the sample alone. */
+static int chosen_by_sample(const struct samples_opts *o, const struct cygprof_psample *s)
 {
-	const struct cygprof_psample *s = x->s;
-
 	if (o->has_tid && s->tid != o->tid)
 		return 0;
 	if (o->has_pid && s->pid != o->pid)
 		return 0;
-	if (s->t_ns < o->t0 || s->t_ns > o->t1)
-		return 0;
-	if (o->function) {
-		for (size_t i = 0; i < x->nf; i++)
-			if (x->f[i].name && !fnmatch(o->function, x->f[i].name, 0))
-				return 1;
-		return 0;
-	}
-	return 1;
+	return s->t_ns >= o->t0 && s->t_ns <= o->t1;
+}
+
+/* --function: a frame matches. */
+static int chosen_by_frames(const struct samples_opts *o, const struct shown *x)
+{
+	if (!o->function)
+		return 1;
+	for (size_t i = 0; i < x->nf; i++)
+		if (x->f[i].name && !fnmatch(o->function, x->f[i].name, 0))
+			return 1;
+	return 0;
 }
 
 static const char *flags_str(uint32_t fl, char buf[4])
@@ -203,11 +205,12 @@ static void print_frames(const struct shown *x, unsigned depth)
 		fputs(" <- ...", stdout);
 }
 
-/* The innermost frame with a name (not "0x..."), or NULL. */
+/* The innermost frame named by a symbol (not "0x..." or "object+0x..."),
+ * or NULL. */
 static const char *named_frame(const struct shown *x)
 {
 	for (size_t i = 0; i < x->nf; i++)
-		if (x->f[i].name && strncmp(x->f[i].name, "0x", 2))
+		if (x->f[i].name && strncmp(x->f[i].name, "0x", 2) && !strstr(x->f[i].name, "+0x"))
 			return x->f[i].name;
 	return NULL;
 }
@@ -226,8 +229,11 @@ static size_t rr_commands(const struct shown *x, uint32_t root_pid, char lines[5
 	snprintf(lines[n++], 160, "rr replay %s %u", s->pid == root_pid ? "-p" : "-f", s->pid);
 	if (s->tid != s->pid) {
 		/* seek-ticks counts in the thread the replay is stopped in */
+		/* gdb takes a C++ name with its arguments in quotes */
 		if (fn)
-			snprintf(lines[n++], 160, "(rr) break %s", fn);
+			snprintf(lines[n++], 160, strpbrk(fn, " (<:") ? "(rr) break '%.140s'"
+								  : "(rr) break %.140s",
+				 fn);
 		snprintf(lines[n++], 160, "(rr) continue    # until it stops in Thread %u.%u",
 			 s->pid, s->tid);
 	}
@@ -367,12 +373,11 @@ int cmd_samples(int argc, char **argv)
 		memset(&x, 0, sizeof x);
 		x.s = &ps[i];
 		x.index = i;
-		if ((o.has_tid && x.s->tid != o.tid) || (o.has_pid && x.s->pid != o.pid) ||
-		    x.s->t_ns < o.t0 || x.s->t_ns > o.t1)
+		if (!chosen_by_sample(&o, x.s))
 			continue;
 		if (x.s->stack)
 			cli_check(view_stack(v, x.s->stack, 0, NULL, &x.f, &x.nf), o.file);
-		if (!matches(&o, &x)) {
+		if (!chosen_by_frames(&o, &x)) {
 			free(x.f);
 			continue;
 		}
