@@ -13,18 +13,19 @@
  * Reading a group in the samples of inherited events needs Linux 6.12.
  *
  * Each CPU's event counts a thread only while it runs on that CPU, so a
- * sample reads only that CPU's part.  A second group per CPU (a software
- * context-switch event sampled at every switch, with its own copy of the
- * counter, its records redirected into the same ring) reads what each
- * CPU holds of a thread when the thread leaves it; sampling.c hands both
- * to rr_ticks_switch_out() and rr_ticks_total() in time order, and a
- * sample's ticks are its CPU's value plus the other CPUs' last ones.  The
+ * sample reads only that CPU's part.  Two more members of the same group,
+ * sampled at every event with their records redirected into the same ring,
+ * read the group too: a software context-switch event, what that CPU holds
+ * of a thread when the thread leaves it, and the tracepoint
+ * sched:sched_process_exec (its id from tracefs), the count at an exec,
+ * where rr starts again from 0.  PERF_SAMPLE_ID tells the three kinds of
+ * samples apart.  sampling.c hands them to rr_ticks_settle() and
+ * rr_ticks_total() in time order: a sample's ticks are its CPU's value
+ * plus the other CPUs' last ones, less the count at the thread's last exec.
+ * One counter per CPU serves all three, so they always agree.  The
  * context-switch event runs in the kernel: root or perf_event_paranoid <= 1.
- * A third group per CPU, led by the tracepoint sched:sched_process_exec
- * (its id from tracefs), reads the count at each exec, where rr starts
- * again from 0: later samples of the thread subtract it.  PERF_RECORD_EXIT
- * (the switch-out leader asks for them) forgets a thread, whose tid may
- * come back.
+ * PERF_RECORD_EXIT (the switch-out event asks for them) forgets a thread,
+ * whose tid may come back.
  *
  * CYGPROF_RR_TICKS_SOFTWARE=1 (tests) puts the thread's task-clock in place
  * of rr's counter, so the whole path runs on machines without a PMU;
@@ -50,20 +51,20 @@
 #include "collector-private.h"
 #include "rr-ticks.h"
 
-/* The events per CPU: the counter in the sampling group, the switch-out
- * leader and its counter, the exec leader and its counter. */
-enum { FD_TICKS, FD_CS, FD_CST, FD_EX, FD_EXT, FD_N };
+/* The events per CPU, all in the sampling event's group: the counter, the
+ * switch-out reads, the exec reads. */
+enum { FD_TICKS, FD_CS, FD_EX, FD_N };
 
 struct rr_ticks {
 	struct perf_event_attr attr; /* the counter's */
-	struct perf_event_attr cs;   /* the switch-out reads' leader */
-	struct perf_event_attr ex;   /* the exec reads' leader (type 0: none) */
+	struct perf_event_attr cs;   /* the switch-out reads */
+	struct perf_event_attr ex;   /* the exec reads (type 0: none) */
 	int *fd[5];                  /* per CPU (FD_*), -1 when not open */
 	int nfd;
 	int warned;
 	struct rr_ticks_cpu cpu;
 	struct hmap inst;            /* counter id + 1 -> CPU + 1 */
-	struct hmap csid;            /* switch-out leader id + 1 -> RR_REC_SWITCH, exec: _EXEC */
+	struct hmap csid;            /* switch-out reads' id + 1 -> RR_REC_SWITCH, exec's: _EXEC */
 	struct hmap last;            /* (tid << 20 | CPU) + 1 -> value + 1 when it left (0: none) */
 	struct hmap base;            /* tid + 1 -> its count at its last exec + 1 (0: none) */
 };
@@ -85,16 +86,22 @@ static uint32_t get_u32(const char *p)
 int perf_sample_parse(const void *body, size_t len, int read_group, struct perf_sample_rec *out)
 {
 	const char *b = body;
-	size_t at = 32;
+	size_t at = 24;
 
-	/* ip; pid, tid; time; period */
-	if (len < 40)
+	/* ip; pid, tid; time; [id;] period */
+	if (len < (read_group ? 48u : 40u))
 		return -1;
 	out->ip = get_u64(b);
 	out->pid = get_u32(b + 8);
 	out->tid = get_u32(b + 12);
 	out->time = get_u64(b + 16);
-	out->period = get_u64(b + 24);
+	out->id = 0;
+	if (read_group) {
+		out->id = get_u64(b + at);
+		at += 8;
+	}
+	out->period = get_u64(b + at);
+	at += 8;
 	out->ticks = RR_TICKS_NONE;
 	out->leader_id = out->ticks_id = 0;
 	if (read_group) {
@@ -281,13 +288,12 @@ static long perf_open(struct perf_event_attr *a, pid_t pid, int cpu, int group)
 	return syscall(SYS_perf_event_open, a, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
 }
 
-/* Whether a leader of reads l with the counter opens and sends its
- * records into lfd's ring: 0 or an errno. */
-static int probe_reads(const struct rr_ticks *r, const struct perf_event_attr *l, long lfd,
-		       pid_t pid)
+/* Whether the reading event l opens in lfd's group and sends its records
+ * into lfd's ring: 0 or an errno. */
+static int probe_reads(const struct perf_event_attr *l, long lfd, pid_t pid)
 {
-	struct perf_event_attr s = *l, a = r->attr;
-	long sfd = perf_open(&s, pid, 0, -1), cfd;
+	struct perf_event_attr s = *l;
+	long sfd = perf_open(&s, pid, 0, (int)lfd);
 	long page = sysconf(_SC_PAGESIZE);
 	size_t sz = 2 * (size_t)(page > 0 ? page : 4096);
 	void *m;
@@ -295,20 +301,13 @@ static int probe_reads(const struct rr_ticks *r, const struct perf_event_attr *l
 
 	if (sfd < 0)
 		return errno;
-	cfd = perf_open(&a, pid, 0, (int)sfd);
-	if (cfd < 0) {
-		e = errno;
-		close((int)sfd);
-		return e;
-	}
 	/* redirecting needs the target's ring */
 	m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, (int)lfd, 0);
 	if (m == MAP_FAILED)
 		e = errno;
 	else
 		e = ioctl((int)sfd, PERF_EVENT_IOC_SET_OUTPUT, (int)lfd) ? errno : 0;
-	/* a redirected event holds the ring: close the events first */
-	close((int)cfd);
+	/* a redirected event holds the ring: close it first */
 	close((int)sfd);
 	if (m != MAP_FAILED)
 		munmap(m, sz);
@@ -364,11 +363,11 @@ static int probe(struct rr_ticks *r, const struct perf_event_attr *leader, pid_t
 			 r->cpu.name, (unsigned long long)r->cpu.config, strerror(e));
 		return -1;
 	}
-	close((int)cfd);
 	/* the switch-out reads: a software event in the kernel */
-	e = probe_reads(r, &r->cs, lfd, pid);
-	if (!e && r->ex.type && probe_reads(r, &r->ex, lfd, pid))
+	e = probe_reads(&r->cs, lfd, pid);
+	if (!e && r->ex.type && probe_reads(&r->ex, lfd, pid))
 		r->ex.type = 0; /* no exec reads: rr_ticks_setup() says so */
+	close((int)cfd);
 	close((int)lfd);
 	if (e) {
 		if (e == EACCES || e == EPERM)
@@ -470,13 +469,12 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
 	r->attr.use_clockid = leader->use_clockid;
 	r->attr.clockid = leader->clockid;
 	/* the group reads through the leader's samples: leader first, then us */
-	leader->sample_type |= PERF_SAMPLE_READ;
+	leader->sample_type |= PERF_SAMPLE_READ | PERF_SAMPLE_ID;
 	leader->read_format = PERF_FORMAT_GROUP | PERF_FORMAT_ID;
 	/* Each CPU's event counts a thread only while it runs there: its
-	 * count is the sum over CPUs.  A second group reads the counter when
-	 * a thread leaves a CPU (a sample at every context switch, into the
-	 * same ring, same layout), what that CPU holds of it until it comes
-	 * back. */
+	 * count is the sum over CPUs.  A member sampled at every context
+	 * switch reads the group as a thread leaves a CPU (into the same ring,
+	 * same layout): what that CPU holds of it until it comes back. */
 	memset(&r->cs, 0, sizeof r->cs);
 	r->cs.size = sizeof r->cs;
 	r->cs.type = PERF_TYPE_SOFTWARE;
@@ -484,8 +482,6 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
 	r->cs.sample_period = 1;
 	r->cs.sample_type = leader->sample_type;
 	r->cs.read_format = leader->read_format;
-	r->cs.disabled = leader->disabled;
-	r->cs.enable_on_exec = leader->enable_on_exec;
 	r->cs.inherit = 1;
 	r->cs.exclude_hv = 1;
 	r->cs.exclude_callchain_kernel = 1;
@@ -504,7 +500,7 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
 		r->ex.config = exec_id;
 	}
 	if (probe(r, leader, pid, why, sizeof why)) {
-		leader->sample_type &= ~(uint64_t)PERF_SAMPLE_READ;
+		leader->sample_type &= ~(uint64_t)(PERF_SAMPLE_READ | PERF_SAMPLE_ID);
 		leader->read_format = 0;
 		goto off;
 	}
@@ -546,36 +542,37 @@ static int member(struct rr_ticks *r, int group_fd, pid_t pid, int cpu)
 	return (int)fd;
 }
 
-/* A leader of reads (attrs l, kind RR_REC_*) and its counter on cpu, its
- * records into leader_fd's ring; 0 or -1 with errno. */
+/* The reading event l (kind RR_REC_*) in leader_fd's group on cpu, its
+ * records into leader_fd's ring; its fd, or -1 with errno. */
 static int reads(struct rr_ticks *r, const struct perf_event_attr *l, int kind, int leader_fd,
-		 pid_t pid, int cpu, int *lfd, int *cfd)
+		 pid_t pid, int cpu)
 {
 	struct perf_event_attr a = *l;
 	uint64_t id;
-	long fd = perf_open(&a, pid, cpu, -1);
+	long fd = perf_open(&a, pid, cpu, leader_fd);
 
 	if (fd < 0)
 		return -1;
-	*lfd = (int)fd;
 	if (ioctl((int)fd, PERF_EVENT_IOC_ID, &id) || hmap_put(&r->csid, id + 1, (uint64_t)kind) ||
-	    ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, leader_fd))
+	    ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, leader_fd)) {
+		int e = errno;
+		close((int)fd);
+		errno = e;
 		return -1;
-	*cfd = member(r, (int)fd, pid, cpu);
-	return *cfd < 0 ? -1 : 0;
+	}
+	return (int)fd;
 }
 
 void rr_ticks_member(struct rr_ticks *r, int leader_fd, pid_t pid, int cpu)
 {
 	if (cpu < 0 || cpu >= r->nfd)
 		return;
+	/* in this order: the group reads list the counter second */
 	r->fd[FD_TICKS][cpu] = member(r, leader_fd, pid, cpu);
 	if (r->fd[FD_TICKS][cpu] >= 0 &&
-	    !reads(r, &r->cs, RR_REC_SWITCH, leader_fd, pid, cpu, &r->fd[FD_CS][cpu],
-		   &r->fd[FD_CST][cpu]) &&
+	    (r->fd[FD_CS][cpu] = reads(r, &r->cs, RR_REC_SWITCH, leader_fd, pid, cpu)) >= 0 &&
 	    (!r->ex.type ||
-	     !reads(r, &r->ex, RR_REC_EXEC, leader_fd, pid, cpu, &r->fd[FD_EX][cpu],
-		    &r->fd[FD_EXT][cpu])))
+	     (r->fd[FD_EX][cpu] = reads(r, &r->ex, RR_REC_EXEC, leader_fd, pid, cpu)) >= 0))
 		return;
 	if (!r->warned++)
 		fprintf(stderr,
@@ -591,8 +588,7 @@ int rr_ticks_classify(const struct rr_ticks *r, const struct perf_sample_rec *ps
 
 	*inst = ps->ticks_id && hmap_get(&r->inst, ps->ticks_id + 1, &v) ? (uint32_t)(v - 1)
 									    : UINT32_MAX;
-	return ps->leader_id && hmap_get(&r->csid, ps->leader_id + 1, &v) ? (int)v
-									   : RR_REC_SAMPLE;
+	return ps->id && hmap_get(&r->csid, ps->id + 1, &v) ? (int)v : RR_REC_SAMPLE;
 }
 
 static uint64_t last_key(uint32_t tid, uint32_t inst)

@@ -16,11 +16,12 @@ struct rr_ticks;
 #define RR_TICKS_NONE UINT64_MAX
 
 /* The fields of a PERF_RECORD_SAMPLE with the sample_type sampling.c asks
- * for: IP | TID | TIME | PERIOD [| READ] | CALLCHAIN. */
+ * for: IP | TID | TIME [| ID] | PERIOD [| READ] | CALLCHAIN. */
 struct perf_sample_rec {
 	uint64_t ip;
 	uint32_t pid, tid;
 	uint64_t time;
+	uint64_t id;       /* the event that took it (its parent's for an inherited one), 0 without */
 	uint64_t period;
 	uint64_t ticks;    /* the read group's second value, RR_TICKS_NONE without one */
 	uint64_t leader_id, ticks_id; /* the read group's ids (0 without) */
@@ -30,10 +31,10 @@ struct perf_sample_rec {
 
 /** Parse the body of a PERF_RECORD_SAMPLE (what follows its header, len
  * bytes).  read_group: the event was opened with PERF_SAMPLE_READ and
- * read_format PERF_FORMAT_GROUP | PERF_FORMAT_ID (rr_ticks_setup() said
- * so), so a group {nr, {value, id}[nr]} sits between the period and the
- * call chain; the ticks are its second value (the counter, after the
- * leader).
+ * read_format PERF_FORMAT_GROUP | PERF_FORMAT_ID and PERF_SAMPLE_ID
+ * (rr_ticks_setup() said so): the id follows the time, and a group {nr,
+ * {value, id}[nr]} sits between the period and the call chain; the ticks
+ * are its second value (the counter, after the leader).
  * Returns 0, or -1 for a record too short for what it says it holds. */
 int perf_sample_parse(const void *body, size_t len, int read_group, struct perf_sample_rec *out);
 
@@ -58,9 +59,10 @@ int rr_ticks_cpu_of(const char *vendor, uint32_t eax1, struct rr_ticks_cpu *out)
  * the counter is missing) NULL, after one warning line saying why when
  * asked.  Either way the capture's meta "rr_ticks" says what was done. */
 struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *leader, pid_t pid);
-/** Open the counter on cpu into leader_fd's group (the leader just opened
- * with the attributes rr_ticks_setup() changed).  A failure leaves that
- * CPU's samples without ticks and warns once. */
+/** Open the counter and the reading events on cpu into leader_fd's group
+ * (the leader just opened with the attributes rr_ticks_setup() changed, and
+ * mapped: the reads go into its ring).  A failure leaves that CPU's samples
+ * without ticks and warns once. */
 void rr_ticks_member(struct rr_ticks *r, int leader_fd, pid_t pid, int cpu);
 /* What a record of the ring means to the tick counts (rr_ticks_classify()). */
 enum {
@@ -70,8 +72,8 @@ enum {
 	RR_REC_EXIT,       /* a thread ended (PERF_RECORD_EXIT): forget it */
 };
 
-/** What the sample ps is: RR_REC_SAMPLE, or RR_REC_SWITCH or RR_REC_EXEC
- * for the reads rr_ticks_member() set up (not samples of the program: give
+/** What the sample ps is (by its id): RR_REC_SAMPLE, or RR_REC_SWITCH or
+ * RR_REC_EXEC for the reads rr_ticks_member() set up (not samples of the program: give
  * them to rr_ticks_settle() in time order); *inst: the CPU whose counter ps
  * read (UINT32_MAX: unknown). */
 int rr_ticks_classify(const struct rr_ticks *r, const struct perf_sample_rec *ps,

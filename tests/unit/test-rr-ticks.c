@@ -6,31 +6,33 @@
 #include "check.h"
 #include "rr-ticks.h"
 
-/* A PERF_RECORD_SAMPLE body as the kernel wrote it for a cpu-clock leader
- * with PERF_SAMPLE_READ and read_format PERF_FORMAT_GROUP | PERF_FORMAT_ID
- * and one member (IP | TID | TIME | PERIOD | READ | CALLCHAIN): ip 0x401136,
- * pid 4242, tid 4243, time 123456789, period 1001001, group {2; {1001001,
- * id 17}, {5000123, id 18}}, chain {3; PERF_CONTEXT_USER, 0x401136,
- * 0x4011a0}. */
+/* A PERF_RECORD_SAMPLE body of the layout record --rr-ticks asks for: a
+ * cpu-clock leader with PERF_SAMPLE_ID and PERF_SAMPLE_READ, read_format
+ * PERF_FORMAT_GROUP | PERF_FORMAT_ID, and rr's counter as its member (IP |
+ * TID | TIME | ID | PERIOD | READ | CALLCHAIN): ip 0x401136, pid 4242, tid
+ * 4243, time 123456789, id 17, period 1001001, group {2; {1001001, id 17},
+ * {5000123, id 18}}, chain {3; PERF_CONTEXT_USER, 0x401136, 0x4011a0}. */
 static const uint64_t with_read[] = {
 	0x401136,
 	4242 | (uint64_t)4243 << 32,
 	123456789,
+	17,
 	1001001,
 	2, 1001001, 17, 5000123, 18,
 	3, (uint64_t)PERF_CONTEXT_USER, 0x401136, 0x4011a0,
 };
 
-/* Recorded: the body of a PERF_RECORD_SAMPLE (misc 2: user, size 112)
- * that Linux 6.18 wrote for a cpu-clock leader (period 1000000, ids 702)
- * with PERF_SAMPLE_READ, PERF_FORMAT_GROUP | PERF_FORMAT_ID and a
- * task-clock member (id 703) standing in for rr's counter, on a spinning
- * process 810 (a machine without a PMU): the member read 0xfbdee. */
+/* Recorded: the body of a PERF_RECORD_SAMPLE (misc 2: user, size 120)
+ * that Linux 6.18 wrote for a cpu-clock leader (period 1000000, id 1441)
+ * with PERF_SAMPLE_ID, PERF_SAMPLE_READ, PERF_FORMAT_GROUP | PERF_FORMAT_ID
+ * and a task-clock member (id 1442) standing in for rr's counter, on a
+ * spinning process 16311 (a machine without a PMU): the member read
+ * 0xfc44f. */
 static const uint64_t recorded_read[] = {
-	0x55ecd82bb33e, 0x32a0000032a, 0x167659340cd4, 0xf4240,
-	0x2, 0xf895e, 0x2be, 0xfbdee,
-	0x2bf, 0x3, 0xfffffffffffffe00, 0x55ecd82bb33e,
-	0x7f833846224a,
+	0x561babeea33e, 0x3fb700003fb7, 0x170814640b39, 0x5a1,
+	0xf4240, 0x2, 0xf8c8a, 0x5a1,
+	0xfc44f, 0x5a2, 0x3, 0xfffffffffffffe00,
+	0x561babeea33e, 0x7f2d7ae5924a,
 };
 
 /* The same without the read group (record --sample). */
@@ -51,6 +53,7 @@ static void test_with_read_group(void)
 	CHECK_EQ_U64(r.pid, 4242);
 	CHECK_EQ_U64(r.tid, 4243);
 	CHECK_EQ_U64(r.time, 123456789);
+	CHECK_EQ_U64(r.id, 17);
 	CHECK_EQ_U64(r.period, 1001001);
 	CHECK_EQ_U64(r.ticks, 5000123);
 	CHECK_EQ_U64(r.leader_id, 17);
@@ -65,24 +68,23 @@ static void test_recorded(void)
 {
 	struct perf_sample_rec r;
 
-	CHECK_EQ_U64(sizeof recorded_read, 112 - 8);
+	CHECK_EQ_U64(sizeof recorded_read, 120 - 8);
 	CHECK_EQ_INT(perf_sample_parse(recorded_read, sizeof recorded_read, 1, &r), 0);
-	CHECK_EQ_U64(r.ip, 0x55ecd82bb33e);
-	CHECK_EQ_U64(r.pid, 810);
-	CHECK_EQ_U64(r.tid, 810);
-	CHECK_EQ_U64(r.time, 0x167659340cd4);
+	CHECK_EQ_U64(r.ip, 0x561babeea33e);
+	CHECK_EQ_U64(r.pid, 16311);
+	CHECK_EQ_U64(r.tid, 16311);
+	CHECK_EQ_U64(r.time, 0x170814640b39);
+	CHECK_EQ_U64(r.id, 1441);
 	CHECK_EQ_U64(r.period, 1000000);
-	CHECK_EQ_U64(r.ticks, 1031662);
-	CHECK_EQ_U64(r.leader_id, 702);
-	CHECK_EQ_U64(r.ticks_id, 703);
+	CHECK_EQ_U64(r.ticks, 0xfc44f);
+	CHECK_EQ_U64(r.leader_id, 1441);
+	CHECK_EQ_U64(r.ticks_id, 1442);
 	CHECK_EQ_U64(r.nr, 3);
 	uint64_t ra;
 	memcpy(&ra, r.chain + 16, 8);
-	CHECK_EQ_U64(ra, 0x7f833846224a);
-	/* read without the group, the group is taken for the call chain */
-	CHECK_EQ_INT(perf_sample_parse(recorded_read, sizeof recorded_read, 0, &r), 0);
-	CHECK_EQ_U64(r.nr, 2);
-	CHECK_EQ_U64(r.ticks, RR_TICKS_NONE);
+	CHECK_EQ_U64(ra, 0x7f2d7ae5924a);
+	/* taken for the layout without the group, it does not fit */
+	CHECK_EQ_INT(perf_sample_parse(recorded_read, sizeof recorded_read, 0, &r), -1);
 }
 
 static void test_without_read_group(void)
@@ -101,7 +103,7 @@ static void test_without_read_group(void)
 /* A group of the leader alone (the counter did not open on that CPU). */
 static void test_group_of_one(void)
 {
-	uint64_t b[] = {0x401136, 1 | (uint64_t)1 << 32, 5, 1000, 1, 1000, 9, 1, 0x401136};
+	uint64_t b[] = {0x401136, 1 | (uint64_t)1 << 32, 5, 9, 1000, 1, 1000, 9, 1, 0x401136};
 	struct perf_sample_rec r;
 
 	CHECK_EQ_INT(perf_sample_parse(b, sizeof b, 1, &r), 0);
@@ -121,7 +123,7 @@ static void test_short_records(void)
 	for (size_t n = 0; n < sizeof without_read; n += 8)
 		CHECK_EQ_INT(perf_sample_parse(without_read, n, 0, &r), -1);
 	/* a group count that does not fit */
-	uint64_t b[] = {1, 2, 3, 4, UINT64_MAX / 8, 0, 0};
+	uint64_t b[] = {1, 2, 3, 4, 5, UINT64_MAX / 8, 0, 0};
 	CHECK_EQ_INT(perf_sample_parse(b, sizeof b, 1, &r), -1);
 	uint64_t c[] = {1, 2, 3, 4, UINT64_MAX};
 	CHECK_EQ_INT(perf_sample_parse(c, sizeof c, 0, &r), -1);
