@@ -347,6 +347,7 @@ int cmd_samples(int argc, char **argv)
 	struct view *v;
 	size_t n, np, chosen = 0, without = 0;
 	uint32_t root_pid = 0;
+	const char *m;
 
 	parse_opts(argc, argv, &o);
 	v = cli_open_view(o.file, o.di);
@@ -397,7 +398,7 @@ int cmd_samples(int argc, char **argv)
 	}
 	if (o.json) {
 		printf("%s], \"chosen\": %zu, \"rr_ticks\": ", chosen ? "\n" : "", chosen);
-		const char *m = view_meta_str(v, "rr_ticks");
+		m = view_meta_str(v, "rr_ticks");
 		if (m)
 			json_str(stdout, m);
 		else
@@ -405,6 +406,8 @@ int cmd_samples(int argc, char **argv)
 		printf("}\n");
 	} else if (o.rr && without) {
 		no_ticks_line(v, o.file, without, chosen);
+	} else if (o.rr && chosen && (m = view_meta_str(v, "rr_ticks")) && strstr(m, " lost")) {
+		printf("%s: rr ticks %s\n", o.file, m);
 	} else if (!chosen) {
 		printf("%s: no samples%s\n", o.file,
 		       n ? " chosen" : " (record with --sample, or import-perf)");

@@ -56,6 +56,7 @@
 enum { FD_TICKS, FD_CS, FD_EX, FD_N };
 
 struct rr_ticks {
+	char meta[448];              /* the meta "rr_ticks" written */
 	struct perf_event_attr attr; /* the counter's */
 	struct perf_event_attr cs;   /* the switch-out reads */
 	struct perf_event_attr ex;   /* the exec reads (type 0: none) */
@@ -504,7 +505,7 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
 		leader->read_format = 0;
 		goto off;
 	}
-	snprintf(meta, sizeof meta, "counted: %s, raw 0x%llx%s", r->cpu.name,
+	snprintf(r->meta, sizeof r->meta, "counted: %s, raw 0x%llx%s", r->cpu.name,
 		 (unsigned long long)r->cpu.config,
 		 r->ex.type ? "" : "; execs not seen (no tracefs)");
 	if (!r->ex.type)
@@ -512,7 +513,7 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
 				"sched:sched_process_exec, is not mounted at /sys/kernel/tracing): the "
 				"ticks of a process that exec'd after it started count from its start, "
 				"rr's from the exec\n");
-	set_meta(c, meta);
+	set_meta(c, r->meta);
 	return r;
 off:
 	fprintf(stderr, "cygprof: warning: no rr ticks: %s; the samples are recorded without "
@@ -634,6 +635,20 @@ uint64_t rr_ticks_total(struct rr_ticks *r, uint32_t tid, uint32_t inst, uint64_
 	if (hmap_get(&r->base, (uint64_t)tid + 1, &b) && b)
 		t = t >= b - 1 ? t - (b - 1) : 0;
 	return t;
+}
+
+void rr_ticks_final(struct rr_ticks *r, struct collector *c, uint64_t lost)
+{
+	char meta[sizeof r->meta + 96];
+
+	if (!r || !lost)
+		return;
+	fprintf(stderr, "cygprof: warning: rr ticks: %llu perf records lost: the ticks of samples "
+			"after a loss may be wrong\n",
+		(unsigned long long)lost);
+	snprintf(meta, sizeof meta, "%s; %llu perf records lost: ticks may be wrong", r->meta,
+		 (unsigned long long)lost);
+	set_meta(c, meta);
 }
 
 void rr_ticks_free(struct rr_ticks *r)

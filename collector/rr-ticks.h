@@ -87,6 +87,10 @@ void rr_ticks_settle(struct rr_ticks *r, int what, uint32_t tid, uint32_t inst, 
  * when it last left them (each CPU counts the thread apart), less the count
  * at its last exec.  RR_TICKS_NONE when value is. */
 uint64_t rr_ticks_total(struct rr_ticks *r, uint32_t tid, uint32_t inst, uint64_t value);
+/** After the last records: lost perf records (PERF_RECORD_LOST*) may have
+ * taken reads with them, so the ticks of later samples may be wrong: one
+ * warning line, and the capture's meta "rr_ticks" says so. */
+void rr_ticks_final(struct rr_ticks *r, struct collector *c, uint64_t lost);
 /** Close the counters and free r (NULL: nothing). */
 void rr_ticks_free(struct rr_ticks *r);
 

@@ -707,6 +707,7 @@ void collector_sampling_final(struct collector *c)
 	if (!s)
 		return;
 	drain(c, s, UINT64_MAX);
+	rr_ticks_final(s->rr, c, s->lost);
 	if (s->lost)
 		fprintf(stderr, "cygprof: warning: %llu perf records lost (rings full)\n",
 			(unsigned long long)s->lost);
