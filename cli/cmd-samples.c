@@ -154,6 +154,7 @@ struct shown {
 	struct view_frame *f;
 	size_t nf;
 	char thread[16];
+	int execd;      /* its process exec'd (rr replay -p), else only forked (-f) */
 };
 
 /* --tid, --pid and --time-range, from the sample alone. */
@@ -218,15 +219,15 @@ static const char *named_frame(const struct shown *x)
 /* What reaches the sample in `rr replay`: a debugger in its process, in its
  * thread, then seek-ticks (rr's ticks count per thread, from its clone or
  * its process's last exec).  lines[] get the commands, one each. */
-static size_t rr_commands(const struct shown *x, uint32_t root_pid, char lines[5][160])
+static size_t rr_commands(const struct shown *x, char lines[5][160])
 {
 	const struct cygprof_psample *s = x->s;
 	const char *fn = named_frame(x);
 	size_t n = 0;
 
-	/* -p: when the process has exec'd (the program cygprof started);
-	 * -f: when it has been forked (any other) */
-	snprintf(lines[n++], 160, "rr replay %s %u", s->pid == root_pid ? "-p" : "-f", s->pid);
+	/* -p: a debugger once the process has exec'd (the program cygprof
+	 * started, or a child that exec'd); -f: once it has been forked */
+	snprintf(lines[n++], 160, "rr replay %s %u", x->execd ? "-p" : "-f", s->pid);
 	if (s->tid != s->pid) {
 		/* seek-ticks counts in the thread the replay is stopped in */
 		/* gdb takes a C++ name with its arguments in quotes */
@@ -241,7 +242,7 @@ static size_t rr_commands(const struct shown *x, uint32_t root_pid, char lines[5
 	return n;
 }
 
-static void json_sample(const struct shown *x, uint32_t root_pid, int rr, int first)
+static void json_sample(const struct shown *x, int rr, int first)
 {
 	const struct cygprof_psample *s = x->s;
 
@@ -264,7 +265,7 @@ static void json_sample(const struct shown *x, uint32_t root_pid, int rr, int fi
 	putchar(']');
 	if (rr && s->rr_ticks != NO_TICKS) {
 		char lines[5][160];
-		size_t n = rr_commands(x, root_pid, lines);
+		size_t n = rr_commands(x, lines);
 		fputs(", \"rr\": [", stdout);
 		for (size_t i = 0; i < n; i++) {
 			if (i)
@@ -276,7 +277,7 @@ static void json_sample(const struct shown *x, uint32_t root_pid, int rr, int fi
 	putchar('}');
 }
 
-static void text_sample(const struct samples_opts *o, const struct shown *x, uint32_t root_pid)
+static void text_sample(const struct samples_opts *o, const struct shown *x)
 {
 	const struct cygprof_psample *s = x->s;
 	char fl[4];
@@ -289,7 +290,7 @@ static void text_sample(const struct samples_opts *o, const struct shown *x, uin
 		       s->t_ns / 1e9, s->pid, s->tid, x->thread, s->rr_ticks);
 		print_frames(x, o->depth);
 		putchar('\n');
-		n = rr_commands(x, root_pid, lines);
+		n = rr_commands(x, lines);
 		for (size_t i = 0; i < n; i++)
 			printf("    %s\n", lines[i]);
 		return;
@@ -339,6 +340,38 @@ static void proc_name(const struct cygprof_proc *p, size_t np, const struct cygp
 	}
 }
 
+/* Whether the process image the sample ran in came from an exec: the
+ * first (cygprof exec'd it), one after an earlier image of its pid, or a
+ * child running another program than its parent's. */
+static int execd(const struct cygprof_proc *p, size_t np, const struct cygprof_psample *s)
+{
+	const struct cygprof_proc *img = NULL;
+
+	/* the last image of its pid started by then, else its first */
+	for (size_t i = 0; i < np; i++) {
+		if (p[i].pid != s->pid)
+			continue;
+		if (!img || (p[i].start_ns <= s->t_ns ? p[i].start_ns >= img->start_ns ||
+							    img->start_ns > s->t_ns
+						       : img->start_ns > s->t_ns &&
+							     p[i].start_ns < img->start_ns))
+			img = &p[i];
+	}
+	if (!img)
+		return 0;
+	for (size_t i = 0; i < np; i++)
+		if (&p[i] != img && p[i].pid == s->pid && p[i].end_kind == CYGPROF_END_EXEC &&
+		    p[i].start_ns <= img->start_ns)
+			return 1;
+	if (img->parent_idx == CYGPROF_NONE)
+		return 1;
+	for (size_t i = 0; i < np; i++)
+		if (p[i].idx == img->parent_idx)
+			return p[i].pid == img->pid ||
+			       (p[i].exe && img->exe && strcmp(p[i].exe, img->exe));
+	return 0;
+}
+
 int cmd_samples(int argc, char **argv)
 {
 	struct samples_opts o;
@@ -346,18 +379,12 @@ int cmd_samples(int argc, char **argv)
 	const struct cygprof_proc *procs;
 	struct view *v;
 	size_t n, np, chosen = 0, without = 0;
-	uint32_t root_pid = 0;
 	const char *m;
 
 	parse_opts(argc, argv, &o);
 	v = cli_open_view(o.file, o.di);
 	cli_check(view_psamples(v, &ps, &n), o.file);
 	cli_check(view_procs(v, &procs, &np), o.file);
-	for (size_t i = 0; i < np; i++)
-		if (procs[i].parent_idx == CYGPROF_NONE) {
-			root_pid = procs[i].pid;
-			break;
-		}
 	if (o.json)
 		printf("{\"file\": ");
 	if (o.json) {
@@ -382,15 +409,16 @@ int cmd_samples(int argc, char **argv)
 			free(x.f);
 			continue;
 		}
+		x.execd = execd(procs, np, x.s);
 		t = x.s->thread_idx == CYGPROF_NONE ? NULL : view_thread(v, x.s->thread_idx);
 		if (t)
 			view_thread_name(t, x.thread);
 		else
 			proc_name(procs, np, x.s, x.thread);
 		if (o.json)
-			json_sample(&x, root_pid, o.rr, !chosen);
+			json_sample(&x, o.rr, !chosen);
 		else if (!o.rr || x.s->rr_ticks != NO_TICKS)
-			text_sample(&o, &x, root_pid);
+			text_sample(&o, &x);
 		if (x.s->rr_ticks == NO_TICKS)
 			without++;
 		chosen++;

@@ -37,7 +37,8 @@ Tests:
                  increasing per thread, the first under 20 ms (counted from
                  the thread's creation), the k-th at least 0.8 (k - 1)
                  periods of CPU time; the commands name the thread and use
-                 -f for the child
+                 -f for the forked child; then sh -c 'PROG; true': the child
+                 that exec'd PROG gets rr replay -p
   rr-exec        (root: mounts tracefs in a temporary directory, else skipped)
                  a shell spins, then execs the program: the read at the exec
                  (sched:sched_process_exec) starts the count again, as rr
@@ -232,6 +233,16 @@ def test_software(a, wd):
             want.append('(rr) continue    # until it stops in Thread %d.%d' % (pid, tid))
         want.append('(rr) seek-ticks %d' % s['rr_ticks'])
         check(s['rr'] == want, 'commands %r, not %r' % (s['rr'], want))
+    # a child that exec'd another program: rr replay -p (a debugger at its exec)
+    cp = run([a.cygprof, 'record', '-q', '--sample=1000', '--rr-ticks', '-o', 'sh.data', '--',
+              '/bin/sh', '-c', a.example + '; true'], wd, env)
+    check(cp.returncode == 0, 'record sh exit %d' % cp.returncode)
+    j = json.loads(samples(a, wd, ['--rr', '--format=json', '--function', 'spin',
+                                   'sh.data']).out)
+    check(j['chosen'] >= 10, 'only %d samples in spin' % j['chosen'])
+    sh = j['samples'][0]
+    check(sh['rr'] == ['rr replay -p %d' % sh['pid'], '(rr) seek-ticks %d' % sh['rr_ticks']],
+          'exec\'d child: %r' % sh['rr'])
 
 
 def test_exec(a, wd):
