@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "debuginfo.h"
 #include "report-util.h"
 #include "view.h"
 
@@ -440,5 +441,7 @@ int cmd_samples(int argc, char **argv)
 		printf("%s: no samples%s\n", o.file,
 		       n ? " chosen" : " (record with --sample, or import-perf)");
 	}
-	return cli_finish(v);
+	cli_finish(v);
+	debuginfo_free(o.di);
+	return 0;
 }
