@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test-rr-ticks.c - the PERF_RECORD_SAMPLE layout with and without the read
  * group of record --rr-ticks, and rr's counter by CPU model. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -129,6 +130,31 @@ static void test_short_records(void)
 	CHECK_EQ_INT(perf_sample_parse(c, sizeof c, 0, &r), -1);
 }
 
+/* Random bodies in buffers of their exact size (ASan sees any read past
+ * them): parsed or refused, a call chain always inside. */
+static void test_random(void)
+{
+	unsigned seed = 12345;
+	int bad = 0;
+
+	for (int i = 0; i < 20000; i++) {
+		size_t len = (size_t)(rand_r(&seed) % 200);
+		unsigned char *b = malloc(len ? len : 1);
+		struct perf_sample_rec r;
+
+		for (size_t k = 0; k < len; k++) /* small counts now and then */
+			b[k] = (unsigned char)(k % 8 ? (rand_r(&seed) % 4 ? 0 : rand_r(&seed))
+						     : rand_r(&seed) % 6);
+		for (int rg = 0; rg < 2; rg++)
+			if (!perf_sample_parse(b, len, rg, &r) &&
+			    (r.chain < (const char *)b ||
+			     r.chain + 8 * r.nr > (const char *)b + len))
+				bad++;
+		free(b);
+	}
+	CHECK_EQ_INT(bad, 0);
+}
+
 static void test_cpu_table(void)
 {
 	struct rr_ticks_cpu c;
@@ -168,6 +194,7 @@ int main(void)
 	RUN_TEST(test_without_read_group);
 	RUN_TEST(test_group_of_one);
 	RUN_TEST(test_short_records);
+	RUN_TEST(test_random);
 	RUN_TEST(test_cpu_table);
 	CHECK_DONE();
 }
