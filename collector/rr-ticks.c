@@ -128,6 +128,7 @@ int perf_sample_parse(const void *body, size_t len, int read_group, struct perf_
 	if (out->nr > (len - at) / 8)
 		return -1;
 	out->chain = b + at;
+	out->after = out->chain + 8 * (size_t)out->nr;
 	return 0;
 }
 

@@ -27,6 +27,7 @@ struct perf_sample_rec {
 	uint64_t leader_id, ticks_id; /* the read group's ids (0 without) */
 	const char *chain; /* nr u64 (unaligned) inside the record */
 	uint64_t nr;
+	const char *after; /* the first byte after the call chain (regs_user, stack_user...) */
 };
 
 /** Parse the body of a PERF_RECORD_SAMPLE (what follows its header, len

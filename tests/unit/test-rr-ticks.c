@@ -60,6 +60,7 @@ static void test_with_read_group(void)
 	CHECK_EQ_U64(r.leader_id, 17);
 	CHECK_EQ_U64(r.ticks_id, 18);
 	CHECK_EQ_U64(r.nr, 3);
+	CHECK_EQ_INT(r.after == (const char *)(with_read + 14), 1);
 	uint64_t last;
 	memcpy(&last, r.chain + 16, 8);
 	CHECK_EQ_U64(last, 0x4011a0);
