@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* annotate.c - per source line figures: call sites, function entries and
- * allocations mapped to file:line through srcline.c. */
+/* annotate.c - per source line figures: call sites, function entries,
+ * allocations and perf samples mapped to file:line through srcline.c. */
 #include "annotate.h"
 
 #include <errno.h>
@@ -18,6 +18,8 @@ struct wfile {
 	char *path;
 	struct annotate_line *by_line;
 	size_t nlines; /* highest line + 1 */
+	struct annotate_fn *fns; /* functions the samples hit here */
+	size_t nfns;
 };
 
 /* (object, address) -> (file, line), for sites, functions and stacks. */
@@ -310,7 +312,145 @@ static int add_memory(struct state *s, const struct cygprof_thread *th, size_t n
 	return err;
 }
 
+/* ---- perf samples -------------------------------------------------------------- */
+
+/* A sample by its innermost frame (the stash node of its stack). */
+struct leaf {
+	uint64_t addr;
+	uint32_t proc, kind;
+	uint32_t stack;
+	uint64_t weight;
+};
+
+static int cmp_leaf(const void *pa, const void *pb)
+{
+	const struct leaf *a = pa, *b = pb;
+
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static int add_fn(struct wfile *w, const char *name, uint64_t n, uint64_t ns)
+{
+	struct annotate_fn *t;
+	size_t i;
+
+	for (i = 0; i < w->nfns; i++)
+		if (!strcmp(w->fns[i].name, name))
+			goto found;
+	t = realloc(w->fns, (w->nfns + 1) * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	w->fns = t;
+	memset(&t[i], 0, sizeof(*t));
+	t[i].name = strdup(name);
+	if (!t[i].name)
+		return -ENOMEM;
+	w->nfns++;
+found:
+	w->fns[i].samples += n;
+	w->fns[i].sampled_ns += ns;
+	return 0;
+}
+
+/* n samples of weight ns whose innermost frame is l: on the file:line of
+ * that frame as view_stack() resolves it with lines (the inlined
+ * function's line in inlined code). */
+static int add_leaf(struct state *s, const struct leaf *l, uint64_t n, uint64_t ns)
+{
+	struct annotate_line *al;
+	struct view_frame *f;
+	size_t nf;
+	long file;
+	int err;
+
+	err = view_stack(s->v, l->stack, VIEW_LINES, NULL, &f, &nf);
+	if (err)
+		return err;
+	if (!nf || !f[0].file || !f[0].line) {
+		s->a->unresolved_samples += n;
+		s->a->unresolved_sampled_ns += ns;
+		free(f);
+		return 0;
+	}
+	file = file_index(s, f[0].file);
+	err = file < 0 ? (int)file : 0;
+	if (!err) {
+		al = line_of(s, (uint32_t)file, f[0].line);
+		if (!al) {
+			err = -ENOMEM;
+		} else {
+			al->samples += n;
+			al->sampled_ns += ns;
+			err = add_fn(&s->files[file], f[0].name, n, ns);
+		}
+	}
+	free(f);
+	return err;
+}
+
+static int add_samples(struct state *s)
+{
+	const struct cygprof_stack_node *stash;
+	const struct cygprof_psample *ps;
+	struct leaf *leaves;
+	size_t n, nstash, nl = 0, i, j;
+	int err;
+
+	err = view_psamples(s->v, &ps, &n);
+	if (!err && n)
+		err = view_stash(s->v, &stash, &nstash);
+	if (err || !n)
+		return err;
+	s->a->sampled = 1;
+	leaves = malloc(n * sizeof(*leaves));
+	if (!leaves)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const struct cygprof_stack_node *nd;
+
+		s->a->total_samples++;
+		s->a->total_sampled_ns += ps[i].weight_ns;
+		if (!ps[i].stack || ps[i].stack > nstash) {
+			s->a->unresolved_samples++;
+			s->a->unresolved_sampled_ns += ps[i].weight_ns;
+			continue;
+		}
+		nd = &stash[ps[i].stack - 1];
+		leaves[nl].addr = nd->addr;
+		leaves[nl].proc = nd->proc_idx;
+		leaves[nl].kind = nd->kind;
+		leaves[nl].stack = ps[i].stack;
+		leaves[nl].weight = ps[i].weight_ns;
+		nl++;
+	}
+	if (nl)
+		qsort(leaves, nl, sizeof(*leaves), cmp_leaf);
+	/* one stack resolved per innermost frame */
+	for (i = 0; i < nl && !err; i = j) {
+		uint64_t ns = 0;
+
+		for (j = i; j < nl && !cmp_leaf(&leaves[i], &leaves[j]); j++)
+			ns += leaves[j].weight;
+		err = add_leaf(s, &leaves[i], j - i, ns);
+	}
+	free(leaves);
+	return err;
+}
+
 /* ---- result ------------------------------------------------------------------ */
+
+static int cmp_afn(const void *pa, const void *pb)
+{
+	const struct annotate_fn *a = pa, *b = pb;
+
+	if (a->samples != b->samples)
+		return a->samples > b->samples ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
 
 static int cmp_file(const void *a, const void *b)
 {
@@ -353,16 +493,33 @@ static int finish(struct state *s)
 			f->entries += l->entries;
 			f->allocations += l->allocations;
 			f->alloc_bytes += l->alloc_bytes;
+			f->samples += l->samples;
+			f->sampled_ns += l->sampled_ns;
 			if (l->total_ns > f->max_ns)
 				f->max_ns = l->total_ns;
 		}
 		f->path = w->path;
 		w->path = NULL;
+		f->fns = w->fns;
+		f->nfns = w->nfns;
+		w->fns = NULL;
+		w->nfns = 0;
+		if (f->nfns)
+			qsort(f->fns, f->nfns, sizeof(*f->fns), cmp_afn);
 		a->nfiles++;
 	}
 	if (a->nfiles)
 		qsort(a->files, a->nfiles, sizeof(*a->files), cmp_file);
 	return 0;
+}
+
+static void free_fns(struct annotate_fn *fns, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(fns[i].name);
+	free(fns);
 }
 
 void annotate_free(struct annotate *a)
@@ -374,6 +531,7 @@ void annotate_free(struct annotate *a)
 	for (i = 0; i < a->nfiles; i++) {
 		free(a->files[i].path);
 		free(a->files[i].lines);
+		free_fns(a->files[i].fns, a->files[i].nfns);
 	}
 	free(a->files);
 	free(a);
@@ -410,11 +568,14 @@ int annotate_load(struct view *v, struct annotate **out)
 		if (err)
 			goto out;
 	}
-	err = finish(&s);
+	err = add_samples(&s);
+	if (!err)
+		err = finish(&s);
 out:
 	for (i = 0; i < s.nfiles; i++) {
 		free(s.files[i].path);
 		free(s.files[i].by_line);
+		free_fns(s.files[i].fns, s.files[i].nfns);
 	}
 	free(s.files);
 	free(s.loc);

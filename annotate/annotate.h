@@ -14,7 +14,14 @@
  *                innermost return-address frame of each allocation's stack
  *                past the allocator's own frames, or the line of the
  *                function frame when there is none;
- *   samples      0 (no sampling yet).
+ *   samples, sampled_ns
+ *                perf samples (record --sample, import-perf) whose
+ *                innermost frame is on the line: the file:line of the
+ *                sample's own instruction (CYGPROF_FRAME_IP), in inlined code
+ *                the inlined function's line (view_stack() with VIEW_LINES),
+ *                and the sum of their weight_ns.  Samples in code without
+ *                line information (an uninstrumented libc) are on no line:
+ *                they count in unresolved_samples only.
  * Lines come from the objects' DWARF, located through debuginfo.h, read
  * through the view (view.h).
  *
@@ -30,6 +37,14 @@
 struct annotate_line {
 	uint32_t line;
 	uint64_t calls, entries, total_ns, allocations, alloc_bytes, samples;
+	uint64_t sampled_ns;
+};
+
+/* A function the samples hit in a file: the innermost frame's function
+ * (the inlined one in inlined code). */
+struct annotate_fn {
+	char *name;
+	uint64_t samples, sampled_ns;
 };
 
 struct annotate_file {
@@ -37,7 +52,9 @@ struct annotate_file {
 	struct annotate_line *lines; /* sorted by line, only non-zero ones */
 	size_t nlines;
 	/* sums over the lines (total_ns: the largest line's, times overlap) */
-	uint64_t calls, entries, max_ns, allocations, alloc_bytes;
+	uint64_t calls, entries, max_ns, allocations, alloc_bytes, samples, sampled_ns;
+	struct annotate_fn *fns; /* most samples first (then by name); none: nfns 0 */
+	size_t nfns;
 };
 
 struct annotate {
@@ -49,6 +66,9 @@ struct annotate {
 	uint64_t total_allocations, total_alloc_bytes;
 	uint64_t unresolved_calls; /* calls whose site has no line */
 	uint64_t unresolved_allocations;
+	int sampled;             /* the capture has perf samples */
+	uint64_t total_samples, total_sampled_ns; /* all of them */
+	uint64_t unresolved_samples, unresolved_sampled_ns; /* on no line */
 };
 
 struct view;

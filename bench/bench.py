@@ -22,10 +22,11 @@ included).
 Sections:
   calls    calls.c (23.8 M calls): glibc's empty hooks, the floor (rdtsc +
            one 16-byte store per event), cygprof default, cygprof --timeline,
-           cygprof --time=sampled (exact counts, no clock read), uftrace
-           record when installed; capture bytes per call and per event; the
-           run time of time=exact and time=sampled as a ratio of the same
-           binary's with glibc's empty hooks, round by round.
+           cygprof --time=sampled (exact counts, no clock read), both with
+           --sample (perf samples at 999 Hz), uftrace record when installed;
+           capture bytes per call and per event; the run time of each mode
+           as a ratio of the same binary's with glibc's empty hooks, round
+           by round.
   threads  threads.c at T=1 and T=4: per-call CPU overhead (scaling).
   growth   capture size of the default mode for a run and a 100x longer run.
   memory   allocs.c (2 M allocations, 8..20 chain frames deep): cygprof --memory
@@ -165,6 +166,13 @@ def calls_section(args, b, tmp):
     if sampled_ok(cyg):
         cfg.append(("cygprof record --time=sampled", f"rm -f {tmp}/s.cap*",
                     f"exec {cyg} record -q --time=sampled -o {tmp}/s.cap -- {b}/calls.finstr"))
+        # perf sampling at the default 999 Hz on top of each mode: what the
+        # samples cost the program and the collector
+        cfg.append(("cygprof record --sample", f"rm -f {tmp}/ps.cap*",
+                    f"exec {cyg} record -q --sample -o {tmp}/ps.cap -- {b}/calls.finstr"))
+        cfg.append(("cygprof record --time=sampled --sample", f"rm -f {tmp}/pss.cap*",
+                    f"exec {cyg} record -q --time=sampled --sample -o {tmp}/pss.cap -- "
+                    f"{b}/calls.finstr"))
     if args.baseline:
         cfg += [
             ("baseline: cygprof record", f"rm -f {tmp}/bd.cap*",
@@ -196,7 +204,9 @@ def calls_section(args, b, tmp):
     base = "finstr + glibc empty hooks"
     emc = med(res, base, "ovcpu")
     for label, name in (("time=exact", "cygprof record"),
-                        ("time=sampled", "cygprof record --time=sampled")):
+                        ("time=sampled", "cygprof record --time=sampled"),
+                        ("time=exact --sample", "cygprof record --sample"),
+                        ("time=sampled --sample", "cygprof record --time=sampled --sample")):
         if name not in res:
             continue
         wr = statistics.median(ratio_to(res, name, base, "t"))

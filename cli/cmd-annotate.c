@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd-annotate.c - cygprof annotate / cygprof-annotate: the source files of a
  * capture with, on each line, the calls made from it, the entries of the
- * function defined there, the time of those calls and the allocations made
- * from it (perf annotate / callgrind_annotate style); or JSON. */
+ * function defined there, the time of those calls, the allocations made
+ * from it and the perf samples that hit it (perf annotate /
+ * callgrind_annotate style); or JSON. */
 #include "config.h"
 
 #include <errno.h>
@@ -50,16 +51,19 @@ static void usage(FILE *f)
 		"argument ending in a source suffix such as .c or .h is taken as a SOURCE), each\n"
 		"line with: the instrumented calls made from it, the entries of the function\n"
 		"defined there, the inclusive time of those calls, the allocations made from\n"
-		"it (record --memory) and samples (always 0 for now).  Lines come from the\n"
-		"DWARF of the recorded objects or of their separate debug files.  SOURCE\n"
-		"arguments restrict the output to those files (by path suffix or basename).\n"
+		"it (record --memory) and the perf samples whose instruction is on it\n"
+		"(record --sample, import-perf), with their percentage of all samples.\n"
+		"Lines come from the DWARF of the recorded objects or of their separate\n"
+		"debug files.  SOURCE arguments restrict the output to those files (by path\n"
+		"suffix or basename).\n"
 		"\n"
 		"options:\n"
 		"  --all                  every file with a figure (default: files with at\n"
-		"                         least --threshold percent of the calls or time, or\n"
-		"                         with allocations)\n"
+		"                         least --threshold percent of the calls, time or\n"
+		"                         samples, or with allocations)\n"
 		"  --threshold PCT        the default selection's threshold (default 1)\n"
-		"  --hot N                lines marked '>' as the hottest by time (default 5)\n"
+		"  --hot N                lines marked '>' as the hottest by time, by samples\n"
+		"                         when the capture has no times (default 5)\n"
 		"  --source-dir DIR       look for sources under DIR too, by the suffixes of\n"
 		"                         their DWARF path (repeatable)\n"
 		"  --prefix-map OLD=NEW   read sources whose path starts with OLD under NEW\n"
@@ -221,6 +225,9 @@ static int file_shown(const struct annotate_cli *o, const struct annotate *a,
 		return 1;
 	if (a->total_ns && (double)f->max_ns * 100.0 >= o->threshold * (double)a->total_ns)
 		return 1;
+	if (a->total_samples &&
+	    (double)f->samples * 100.0 >= o->threshold * (double)a->total_samples)
+		return 1;
 	return 0;
 }
 
@@ -299,6 +306,16 @@ static void col_u64(char *buf, size_t len, int width, uint64_t v)
 		snprintf(buf, len, "%*s", width, "");
 }
 
+/* The share of the capture's samples, "" for none. */
+static const char *fmt_share(char *buf, size_t len, int width, uint64_t n, uint64_t total)
+{
+	if (n && total)
+		snprintf(buf, len, "%*.1f%%", width - 1, (double)n * 100.0 / (double)total);
+	else
+		snprintf(buf, len, "%*s", width, "");
+	return buf;
+}
+
 static void print_cols(const struct annotate *a, const struct annotate_line *l, int hot)
 {
 	char c[32], e[32], t[32], n[32], b[32], s[32], d[32];
@@ -317,6 +334,8 @@ static void print_cols(const struct annotate *a, const struct annotate_line *l, 
 		printf(" %s %s", n, b);
 	}
 	printf(" %s", s);
+	if (a->sampled)
+		printf(" %s", fmt_share(d, sizeof(d), 6, l ? l->samples : 0, a->total_samples));
 }
 
 static void print_header(const struct annotate *a)
@@ -324,7 +343,42 @@ static void print_header(const struct annotate *a)
 	printf("%c%10s %9s %11s", ' ', "calls", "entries", "time");
 	if (a->memory)
 		printf(" %7s %11s", "allocs", "bytes");
-	printf(" %7s %6s  source\n", "samples", "line");
+	printf(" %7s", "samples");
+	if (a->sampled)
+		printf(" %6s", "%");
+	printf(" %6s  source\n", "line");
+}
+
+/* A duration inside a sentence: fmt_dur() without its padding. */
+static const char *dur_word(char *buf, size_t len, uint64_t ns)
+{
+	char *p = (char *)fmt_dur(buf, len, ns), *q;
+
+	while (*p == ' ')
+		p++;
+	q = strstr(p, "  s");
+	if (q)
+		memmove(q, q + 1, strlen(q));
+	return p;
+}
+
+/* "   N samples (P% of all, T sampled): f N, g N, ..." */
+static void print_file_samples(const struct annotate *a, const struct annotate_file *f)
+{
+	char d[32], p[32];
+	size_t i;
+
+	if (!f->samples)
+		return;
+	printf("   %" PRIu64 " sample%s (%s of all, %s sampled):", f->samples,
+	       f->samples == 1 ? "" : "s",
+	       fmt_share(p, sizeof(p), 1, f->samples, a->total_samples),
+	       dur_word(d, sizeof(d), f->sampled_ns));
+	for (i = 0; i < f->nfns && i < 8; i++)
+		printf("%s %s %" PRIu64, i ? "," : "", f->fns[i].name, f->fns[i].samples);
+	if (f->nfns > 8)
+		printf(", %zu more", f->nfns - 8);
+	printf("\n");
 }
 
 static int is_hot(const struct annotate_line **hot, size_t nhot, const struct annotate_line *l)
@@ -356,6 +410,7 @@ static void print_file_text(const struct annotate_cli *o, const struct annotate 
 		printf(", %" PRIu64 " allocations (%" PRIu64 " bytes)", f->allocations,
 		       f->alloc_bytes);
 	printf("\n");
+	print_file_samples(a, f);
 	src = open_source(o, f->path, &found);
 	if (!src)
 		printf("   (source not found: counts by line number; see --source-dir, --prefix-map)\n");
@@ -391,6 +446,18 @@ static void print_file_text(const struct annotate_cli *o, const struct annotate 
 	free(found);
 }
 
+/* What '>' ranks lines by: the time of the calls from them, or the samples
+ * on them when the capture has no times (record --time=sampled). */
+static int hot_by_samples(const struct annotate *a)
+{
+	return !a->total_ns && a->total_samples;
+}
+
+static uint64_t hotness(const struct annotate *a, const struct annotate_line *l)
+{
+	return hot_by_samples(a) ? l->samples : l->total_ns;
+}
+
 static const struct annotate_line **hot_lines(const struct annotate_cli *o,
 					      const struct annotate *a, const int *shown,
 					      size_t *nhot)
@@ -407,12 +474,12 @@ static const struct annotate_line **hot_lines(const struct annotate_cli *o,
 			const struct annotate_line *l = &a->files[i].lines[j];
 			size_t k;
 
-			if (!l->total_ns || !o->hot)
+			if (!hotness(a, l) || !o->hot)
 				continue;
-			if (n == o->hot && l->total_ns <= v[n - 1]->total_ns)
+			if (n == o->hot && hotness(a, l) <= hotness(a, v[n - 1]))
 				continue;
 			k = n < o->hot ? n++ : n - 1;
-			while (k > 0 && v[k - 1]->total_ns < l->total_ns) {
+			while (k > 0 && hotness(a, v[k - 1]) < hotness(a, l)) {
 				v[k] = v[k - 1];
 				k--;
 			}
@@ -430,6 +497,8 @@ static int cmp_hotness(const void *pa, const void *pb)
 	const struct annotate_file *a = &sort_a->files[*(const size_t *)pa];
 	const struct annotate_file *b = &sort_a->files[*(const size_t *)pb];
 
+	if (a->samples != b->samples)
+		return a->samples > b->samples ? -1 : 1;
 	if (a->max_ns != b->max_ns)
 		return a->max_ns > b->max_ns ? -1 : 1;
 	if (a->calls + a->entries != b->calls + b->entries)
@@ -461,14 +530,35 @@ static void print_text(const struct annotate_cli *o, const struct annotate *a, c
 	if (a->memory)
 		printf(", %" PRIu64 " allocations (%" PRIu64 " bytes)", a->total_allocations,
 		       a->total_alloc_bytes);
+	if (a->sampled)
+		printf(", %" PRIu64 " sample%s (%s sampled)", a->total_samples,
+		       a->total_samples == 1 ? "" : "s",
+		       dur_word(d, sizeof(d), a->total_sampled_ns));
 	printf("\n");
 	if (a->unresolved_calls || a->unresolved_allocations)
 		printf("Without a source line: %" PRIu64 " calls, %" PRIu64 " allocations\n",
 		       a->unresolved_calls, a->unresolved_allocations);
-	printf("Columns: calls made from the line, entries of the function defined there,\n"
-	       "inclusive time of the calls from the line, %ssamples;\n"
-	       "'>' marks the %zu hottest lines by time.\n\n",
-	       a->memory ? "allocations and bytes allocated from the line,\n" : "", nhot);
+	if (a->unresolved_samples) {
+		char p[32];
+
+		printf("Samples without a source line (code without debug information, such as\n"
+		       "an uninstrumented libc): %" PRIu64 " (%s, %s sampled)\n",
+		       a->unresolved_samples,
+		       fmt_share(p, sizeof(p), 1, a->unresolved_samples, a->total_samples),
+		       dur_word(d, sizeof(d), a->unresolved_sampled_ns));
+	}
+	if (a->sampled)
+		printf("Columns: calls made from the line, entries of the function defined there,\n"
+		       "inclusive time of the calls from the line, %sthe perf samples\n"
+		       "whose instruction is on the line and their percentage of all %" PRIu64
+		       " samples;\n'>' marks the %zu hottest lines by %s.\n\n",
+		       a->memory ? "allocations and bytes allocated from the line,\n" : "",
+		       a->total_samples, nhot, hot_by_samples(a) ? "samples" : "time");
+	else
+		printf("Columns: calls made from the line, entries of the function defined there,\n"
+		       "inclusive time of the calls from the line, %ssamples;\n"
+		       "'>' marks the %zu hottest lines by time.\n\n",
+		       a->memory ? "allocations and bytes allocated from the line,\n" : "", nhot);
 	if (!nshown)
 		printf("No source file %s (see --all, --threshold).\n\n",
 		       a->nfiles ? "above the threshold" : "with line information");
@@ -513,19 +603,41 @@ static void print_json(struct view *v, const struct annotate_cli *o,
 			printf("%s\n    {\"line\": %" PRIu32 ", \"calls\": %" PRIu64
 			       ", \"entries\": %" PRIu64 ", \"total_ns\": %" PRIu64
 			       ", \"alloc_bytes\": %" PRIu64 ", \"allocations\": %" PRIu64
-			       ", \"samples\": %" PRIu64 "}",
+			       ", \"samples\": %" PRIu64,
 			       j ? "," : "", l->line, l->calls, l->entries, l->total_ns,
 			       l->alloc_bytes, l->allocations, l->samples);
+			if (a->sampled)
+				printf(", \"sampled_ns\": %" PRIu64, l->sampled_ns);
+			printf("}");
 		}
-		printf("%s]}", f->nlines ? "\n  " : "");
+		printf("%s]", f->nlines ? "\n  " : "");
+		if (a->sampled) {
+			printf(", \"samples\": %" PRIu64 ", \"sampled_ns\": %" PRIu64
+			       ", \"functions\": [",
+			       f->samples, f->sampled_ns);
+			for (j = 0; j < f->nfns; j++) {
+				printf("%s{\"name\": ", j ? ", " : "");
+				json_str(stdout, f->fns[j].name);
+				printf(", \"samples\": %" PRIu64 ", \"sampled_ns\": %" PRIu64 "}",
+				       f->fns[j].samples, f->fns[j].sampled_ns);
+			}
+			printf("]");
+		}
+		printf("}");
 	}
 	printf("%s],\n \"totals\": {\"calls\": %" PRIu64 ", \"total_ns\": %" PRIu64
 	       ", \"allocations\": %" PRIu64 ", \"alloc_bytes\": %" PRIu64
 	       ", \"unresolved_calls\": %" PRIu64 ", \"unresolved_allocations\": %" PRIu64
-	       ", \"memory\": %s},\n ",
+	       ", \"memory\": %s",
 	       first ? "" : "\n", a->total_calls, a->total_ns, a->total_allocations,
 	       a->total_alloc_bytes, a->unresolved_calls, a->unresolved_allocations,
 	       a->memory ? "true" : "false");
+	if (a->sampled)
+		printf(", \"samples\": %" PRIu64 ", \"sampled_ns\": %" PRIu64
+		       ", \"unresolved_samples\": %" PRIu64 ", \"unresolved_sampled_ns\": %" PRIu64,
+		       a->total_samples, a->total_sampled_ns, a->unresolved_samples,
+		       a->unresolved_sampled_ns);
+	printf("},\n ");
 	cli_json_limits(v);
 	printf("}\n");
 }

@@ -316,7 +316,7 @@ static int by_y(const void *a, const void *b)
 }
 
 /* One panel: the series idx[0..n) of one owner and one unit. */
-static void svg_panel(FILE *f, struct view *v, const struct counter_set *cs, const size_t *idx,
+static void svg_panel(FILE *f, const struct counter_set *cs, const size_t *idx,
 		      size_t n, double top, const char *title, uint64_t dur)
 {
 	double pw = SVG_W - SVG_LEFT - SVG_RIGHT, y0 = top + 24, ph = SVG_PANEL_H - 30;
@@ -326,7 +326,6 @@ static void svg_panel(FILE *f, struct view *v, const struct counter_set *cs, con
 	double step, t, xs;
 	char buf[32];
 
-	(void)v;
 	for (size_t i = 0; i < n; i++) {
 		minmax(&cs->v[idx[i]], &a, &b);
 		if (a < lo)
@@ -452,7 +451,7 @@ static int write_svg(FILE *f, struct view *v, const struct counter_set *cs)
 					idx[n++] = k;
 			if (!n)
 				continue;
-			svg_panel(f, v, cs, idx, n, top, title, dur);
+			svg_panel(f, cs, idx, n, top, title, dur);
 			top += SVG_PANEL_H + SVG_GAP;
 		}
 		fprintf(f, "</g>\n");

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd-gprof.c - cygprof gprof: GNU gmon.out files for `gprof PROG gmon.out`,
- * or the exact profile printed in gprof's own text layout. */
+/* cmd-gprof.c - cygprof gprof: GNU gmon.out files for `gprof PROG gmon.out`
+ * (histogram of perf samples, or of exact self times without), or the exact
+ * profile printed in gprof's own text layout. */
 #include "config.h"
 
 #include <getopt.h>
@@ -36,7 +37,8 @@ static void usage(FILE *f)
 		"With --gmon-out FILE, write gmon.out files for 'gprof PROG FILE': one per\n"
 		"recorded executable, FILE for the first and FILE.PID for the others.  Only\n"
 		"an earlier gmon.out file there is replaced (a symbolic link is never\n"
-		"followed).\n"
+		"followed).  The time histogram holds the capture's perf samples (record\n"
+		"--sample, import-perf) when it has any, else the exact self times.\n"
 		"\n"
 		"options:\n"
 		"  --gmon-out FILE  write gmon.out file(s) instead of printing\n"
@@ -101,7 +103,7 @@ static void write_gmon(struct view *view, const char *file, const char *out, int
 	cli_check(gmon_collect(view, &v, &n), file);
 	/* only executables with something recorded get a file */
 	for (i = 0; i < n; i++) {
-		if (v[i].nfns || v[i].narcs) {
+		if (v[i].nfns || v[i].narcs || v[i].npcs) {
 			struct gmon_image t = v[k];
 
 			v[k++] = v[i];
@@ -130,7 +132,7 @@ static void write_gmon(struct view *view, const char *file, const char *out, int
 
 		err = gmon_file_name(out, v, i, &name);
 		if (!err)
-			err = gmon_hist_build(v[i].fns, v[i].nfns, &h);
+			err = gmon_image_hist(&v[i], &h);
 		cli_check(err, name ? name : out);
 		f = cli_output_open(&w, "gprof", name, CLI_OUT_GMON, force);
 		err = gmon_write_file(f, &h, v[i].arcs, v[i].narcs);
@@ -140,8 +142,12 @@ static void write_gmon(struct view *view, const char *file, const char *out, int
 			cli_die(1, "gprof: %s: %s", name, cygprof_strerror(err));
 		}
 		cli_output_commit(&w);
-		printf("cygprof: wrote %s for %s (%zu process%s)\n", name, v[i].exe, v[i].nprocs,
+		printf("cygprof: wrote %s for %s (%zu process%s", name, v[i].exe, v[i].nprocs,
 		       v[i].nprocs == 1 ? "" : "es");
+		if (v[i].sampled)
+			printf("; histogram of %" PRIu64 " sample%s at %" PRIu32 " Hz", v[i].samples,
+			       v[i].samples == 1 ? "" : "s", v[i].sample_rate);
+		printf(")\n");
 		free(name);
 	}
 	gmon_images_free(v, n);

@@ -176,7 +176,10 @@ struct input {
 	struct sample *s;
 	size_t n, cap;
 	uint64_t *frames;
+	uint32_t *dso;     /* per frame: index into dsos, UINT32_MAX when not given */
 	size_t nframes, cframes;
+	char **dsos;       /* the object paths perf printed, each once */
+	size_t ndsos;
 };
 
 static void __attribute__((noreturn)) bad_line(size_t line, const char *what)
@@ -278,17 +281,48 @@ static size_t tokens(char *line, const char **tok, size_t *len, size_t max)
 	return n;
 }
 
-static void add_frame(struct input *in, uint64_t addr)
+/* The index of the object path in the "(DSO)" at the end of a frame
+ * line, UINT32_MAX when there is none or it is perf's "[unknown]". */
+static uint32_t frame_dso(struct input *in, const char *line)
+{
+	const char *e = strrchr(line, ')'), *b;
+	size_t n, i;
+
+	if (!e || e[1])
+		return UINT32_MAX;
+	for (b = e; b > line && b[-1] != '('; b--)
+		;
+	if (b == line || e == b || *b == '[')
+		return UINT32_MAX;
+	n = (size_t)(e - b);
+	for (i = 0; i < in->ndsos; i++)
+		if (strlen(in->dsos[i]) == n && !memcmp(in->dsos[i], b, n))
+			return (uint32_t)i;
+	if (!(in->ndsos & (in->ndsos + 1))) { /* 0, 1, 3, 7...: grow */
+		char **d = realloc(in->dsos, (in->ndsos * 2 + 2) * sizeof(*d));
+		if (!d)
+			cli_die(1, "%s: out of memory", CMD);
+		in->dsos = d;
+	}
+	if (!(in->dsos[in->ndsos] = strndup(b, n)))
+		cli_die(1, "%s: out of memory", CMD);
+	return (uint32_t)in->ndsos++;
+}
+
+static void add_frame(struct input *in, uint64_t addr, uint32_t dso)
 {
 	if (in->nframes == in->cframes) {
 		size_t nc = in->cframes ? in->cframes * 2 : 1024;
 		uint64_t *f = realloc(in->frames, nc * sizeof(*f));
+		uint32_t *d = f ? realloc(in->dso, nc * sizeof(*d)) : NULL;
 
-		if (!f)
+		if (!f || !d)
 			cli_die(1, "%s: out of memory", CMD);
 		in->frames = f;
+		in->dso = d;
 		in->cframes = nc;
 	}
+	in->dso[in->nframes] = dso;
 	in->frames[in->nframes++] = addr;
 }
 
@@ -311,7 +345,7 @@ static void frame_line(struct input *in, struct sample *s, char *line, size_t li
 			s->kernel = true;
 		return;
 	}
-	add_frame(in, addr);
+	add_frame(in, addr, frame_dso(in, line));
 	s->nframes++;
 }
 
@@ -378,7 +412,7 @@ static void header_line(struct input *in, struct sample *s, char *line, size_t l
 		if (ip >= KERNEL_ADDR || strstr(tok[i] + len[i], "([kernel")) {
 			s->kernel = true;
 		} else {
-			add_frame(in, ip);
+			add_frame(in, ip, frame_dso(in, line));
 			s->nframes++;
 		}
 	}
@@ -529,6 +563,47 @@ static int cmp_time(const void *a, const void *b)
 	return x->pad < y->pad ? -1 : x->pad > y->pad;
 }
 
+/* ---- addresses ---------------------------------------------------------------- */
+
+static int same_path(const char *a, const char *b)
+{
+	const char *ba = strrchr(a, '/'), *bb = strrchr(b, '/');
+
+	return !strcmp(a, b) || !strcmp(ba ? ba + 1 : a, bb ? bb + 1 : b);
+}
+
+/* Runtime addresses for the frames of a sample of process proc_idx.  perf
+ * script prints user frames either at their runtime address or (perf 6.x
+ * for addresses it resolved) relative to their object: an address outside
+ * the recorded mapping of the object perf named is such an offset, moved by
+ * the object's load bias. */
+static void runtime_addrs(struct target *t, const struct input *in, uint32_t proc_idx,
+			  size_t first, size_t n, uint64_t *out)
+{
+	const struct cygprof_object *objs;
+	size_t nobjs = 0;
+
+	if (view_objects(t->v, &objs, &nobjs))
+		nobjs = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t a = in->frames[first + i];
+		uint32_t d = in->dso[first + i];
+
+		out[i] = a;
+		if (d == UINT32_MAX)
+			continue;
+		for (size_t k = 0; k < nobjs; k++) {
+			const struct cygprof_object *o = &objs[k];
+			if (o->proc_idx != proc_idx || !o->path || !same_path(o->path, in->dsos[d]))
+				continue;
+			if ((a < o->start || a >= o->end) && a + o->bias >= o->start &&
+			    a + o->bias < o->end)
+				out[i] = a + o->bias;
+			break;
+		}
+	}
+}
+
 /* ---- the command ------------------------------------------------------------ */
 
 int cmd_import_perf(int argc, char **argv)
@@ -543,7 +618,8 @@ int cmd_import_perf(int argc, char **argv)
 	struct stash st = { 0 };
 	struct target t;
 	struct input in;
-	size_t nold, i, nout = 0, outside = 0, foreign = 0;
+	size_t nold, i, nout = 0, outside = 0, foreign = 0, nrt = 0;
+	uint64_t *rt = NULL;
 	const char *file;
 	int c, rc;
 
@@ -593,8 +669,14 @@ int cmd_import_perf(int argc, char **argv)
 		o->thread_idx = thread_idx;
 		o->pid = pid;
 		o->tid = s->tid;
-		o->stack = s->nframes ? stash_chain(&st, proc_idx, in.frames + s->frame0, s->nframes)
-				      : 0;
+		if (s->nframes > nrt) {
+			free(rt);
+			nrt = s->nframes;
+			if (!(rt = malloc(nrt * sizeof(*rt))))
+				cli_die(1, "%s: out of memory", CMD);
+		}
+		runtime_addrs(&t, &in, proc_idx, s->frame0, s->nframes, rt);
+		o->stack = s->nframes ? stash_chain(&st, proc_idx, rt, s->nframes) : 0;
 		o->flags = CYGPROF_SAMPLE_IMPORTED | (s->kernel ? CYGPROF_SAMPLE_KERNEL : 0);
 		o->pad = (uint32_t)nout; /* keeps equal times in input order */
 		nout++;
@@ -625,6 +707,11 @@ int cmd_import_perf(int argc, char **argv)
 	free(st.slot);
 	free(in.s);
 	free(in.frames);
+	free(in.dso);
+	for (i = 0; i < in.ndsos; i++)
+		free(in.dsos[i]);
+	free(in.dsos);
+	free(rt);
 	view_close(t.v);
 	return 0;
 }

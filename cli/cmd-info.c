@@ -37,7 +37,16 @@ static const struct {
 	{"drop_mode", "drop mode"}, {"hostname", "hostname"},     {"kernel", "kernel"},
 	{"machine", "machine"},     {"tsc_hz", "tsc frequency"},
 	{"clock_start", "clock at start"}, {"clock_end", "clock at end"},
+	/* shown only when recorded */
+	{"time", "times"},          {"sample_event", "sample event"},
+	{"sample_hz", "sample rate"}, {"sample_lost", "samples lost"},
 };
+
+/* Keys not shown when absent. */
+static int optional_key(const char *key)
+{
+	return !strcmp(key, "time") || !strncmp(key, "sample_", 7);
+}
 
 static int capture_schema(struct view *v)
 {
@@ -152,6 +161,12 @@ static void print_text(struct view *v, const char *file, const struct cygprof_pr
 			snprintf(buf, sizeof(buf), "%.40s Hz", shown);
 			shown = buf;
 		}
+		if (!shown && optional_key(meta_rows[i].key))
+			continue;
+		if (!strcmp(meta_rows[i].key, "sample_hz") && shown) {
+			snprintf(buf, sizeof(buf), "%.40s Hz", shown);
+			shown = buf;
+		}
 		if (!shown && !strcmp(meta_rows[i].key, "tsc_hz") &&
 		    (!view_meta_str(v, "clock") || strcmp(view_meta_str(v, "clock"), "tsc")))
 			continue; /* the monotonic clock has no tsc */
@@ -216,6 +231,8 @@ static void print_json(struct view *v, const char *file, const struct cygprof_th
 	for (i = 0; i < sizeof(meta_rows) / sizeof(meta_rows[0]); i++) {
 		const char *val = view_meta_str(v, meta_rows[i].key);
 
+		if (!val && optional_key(meta_rows[i].key))
+			continue;
 		printf("%s", i ? ", " : "");
 		json_str(stdout, meta_rows[i].key);
 		printf(": ");

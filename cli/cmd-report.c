@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "debuginfo.h"
 #include "profile.h"
+#include "psamples.h"
 #include "report-print.h"
 #include "report-util.h"
 #include "view.h"
@@ -25,6 +26,9 @@ struct report_opts {
 	struct print_opts print; /* style, sort, pattern */
 	const char *file;
 	struct debuginfo *di;
+	int top;                 /* uninstrumented functions listed (--top) */
+	const struct psamp *ps;  /* the samples of the profile printed, or NULL */
+	uint32_t pthread;        /* print_tree: the profile thread printed */
 };
 
 static void usage(FILE *f)
@@ -34,7 +38,10 @@ static void usage(FILE *f)
 		"\n"
 		"Exact flat profile and call graph (gprof layout) of a capture\n"
 		"(FILE defaults to " CYGPROF_DEFAULT_CAPTURE ").  Functions are merged by name\n"
-		"across threads and processes.\n"
+		"across threads and processes.  A capture with perf samples (record\n"
+		"--sample, import-perf) also gets each function's sampled on-CPU time and\n"
+		"off-CPU time beside its exact self time, and the uninstrumented functions\n"
+		"(libc, libraries) the samples found, under their instrumented caller.\n"
 		"\n"
 		"options:\n"
 		"  --flat                 only the flat profile\n"
@@ -45,6 +52,8 @@ static void usage(FILE *f)
 		"                         --graph/--tree are given)\n"
 		"  --sort KEY             flat profile order: self (default), total, calls, name\n"
 		"  -F, --function PATTERN only functions matching the glob PATTERN\n"
+		"  --top N                uninstrumented functions listed from samples\n"
+		"                         (default 20; 0: all)\n"
 		"  --format FMT           text (default) or json\n"
 		CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
@@ -56,6 +65,45 @@ static int matches(const struct report_opts *o, const char *name)
 }
 
 /* ---- calling-context tree ------------------------------------------------ */
+
+static const char *base_name(const char *path)
+{
+	const char *b = path ? strrchr(path, '/') : NULL;
+
+	return b ? b + 1 : path ? path : "?";
+}
+
+/* The uninstrumented functions samples found under node of the printed
+ * thread, as rows below it: only the sampled columns, the name with its
+ * object.  prefix is the node's children's, connector included. */
+static void print_tree_leaves(const struct report_opts *o, uint32_t node, const char *prefix)
+{
+	const struct psamp *ps = o->ps;
+	size_t lo = 0, hi = ps->npath_leaf, shown = 0;
+
+	while (lo < hi) { /* the first entry of (pthread, node) */
+		size_t mid = lo + (hi - lo) / 2;
+		const struct psamp_path_leaf *e = &ps->path_leaf[mid];
+		if (e->thread < o->pthread || (e->thread == o->pthread && e->node < node))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < ps->npath_leaf && (!o->top || shown < (size_t)o->top); lo++) {
+		const struct psamp_path_leaf *e = &ps->path_leaf[lo];
+		const struct psamp_leaf *l;
+		char xb[32], ob[32];
+
+		if (e->thread != o->pthread || e->node != node)
+			break;
+		l = &ps->leaf[e->leaf];
+		shown++;
+		printf("%10s  %10s %10s  %s  %s : %s%s (%s, sampled%s)\n", "", "", "",
+		       fmt_dur(xb, sizeof(xb), e->cost.sample_ns),
+		       fmt_dur(ob, sizeof(ob), e->cost.offcpu_ns), prefix, l->name,
+		       base_name(l->object), l->kernel ? ", in the kernel" : "");
+	}
+}
 
 static void print_tree(const struct profile *p, const struct profile_thread *th,
 		       const struct report_opts *o)
@@ -90,7 +138,12 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 	       (uint64_t)(th->n ? th->n - 1 : 0));
 	if (o->print.no_times)
 		printf("# %s\n", PRINT_NO_TIMES_NOTE);
-	printf("# TOTAL TIME   SELF TIME      CALLS   FUNCTION\n");
+	const struct psamp_cost *pc = o->ps && o->pthread < o->ps->nthreads
+					      ? o->ps->node[o->pthread] : NULL;
+	if (pc)
+		printf("# TOTAL TIME   SELF TIME      CALLS     SAMPLED     OFF-CPU   FUNCTION\n");
+	else
+		printf("# TOTAL TIME   SELF TIME      CALLS   FUNCTION\n");
 	if (th->n <= 1) {
 		printf("\n");
 		return;
@@ -111,10 +164,33 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 					cli_die(1, "out of memory");
 			}
 			prefix[d ? (d - 1) * 2 : 0] = 0;
-			printf("%s  %s %10" PRIu64 " : %s%s%s\n",
-			       fmt_dur(tb, sizeof(tb), nd->total_ns),
-			       fmt_dur(sb, sizeof(sb), nd->self_ns), nd->calls, prefix,
-			       d ? "+-" : "", p->fns[nd->fn].name);
+			printf("%s  %s %10" PRIu64, fmt_dur(tb, sizeof(tb), nd->total_ns),
+			       fmt_dur(sb, sizeof(sb), nd->self_ns), nd->calls);
+			if (pc) {
+				char xb[32], ob[32];
+				printf("  %s  %s", fmt_dur(xb, sizeof(xb), pc[cur].sample_ns),
+				       fmt_dur(ob, sizeof(ob), pc[cur].offcpu_ns));
+			}
+			printf(" : %s%s%s\n", prefix, d ? "+-" : "", p->fns[nd->fn].name);
+			if (pc && o->ps->npath_leaf) {
+				/* the node's children's prefix: its own, then
+				 * '|' while it has a later shown sibling */
+				char *cp = malloc((size_t)d * 2 + 3);
+				size_t k = d ? (size_t)(d - 1) * 2 : 0;
+				if (!cp)
+					cli_die(1, "out of memory");
+				memcpy(cp, prefix, k);
+				if (d) {
+					s = nd->next_sibling;
+					while (s != PROFILE_NONE && keep && !keep[s])
+						s = t[s].next_sibling;
+					cp[k++] = s != PROFILE_NONE ? '|' : ' ';
+					cp[k++] = ' ';
+				}
+				memcpy(cp + k, "+-", 3);
+				print_tree_leaves(o, cur, cp);
+				free(cp);
+			}
 			if (nd->first_child != PROFILE_NONE) {
 				if (d) {
 					s = nd->next_sibling;
@@ -135,6 +211,109 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 	printf("\n");
 	free(prefix);
 	free(keep);
+}
+
+/* ---- samples beside exact times ------------------------------------------ */
+
+static const struct psamp *sort_ps;
+static const struct profile *sort_p;
+
+static int cmp_sampled(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	const struct psamp_cost *cx = &sort_ps->fn[x], *cy = &sort_ps->fn[y];
+
+	if (cx->sample_ns != cy->sample_ns)
+		return cx->sample_ns > cy->sample_ns ? -1 : 1;
+	if (cx->offcpu_ns != cy->offcpu_ns)
+		return cx->offcpu_ns > cy->offcpu_ns ? -1 : 1;
+	if (sort_p->fns[x].self_ns != sort_p->fns[y].self_ns)
+		return sort_p->fns[x].self_ns > sort_p->fns[y].self_ns ? -1 : 1;
+	return strcmp(sort_p->fns[x].name, sort_p->fns[y].name);
+}
+
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0.0;
+}
+
+/* The samples' section: each instrumented function's sampled on-CPU and
+ * off-CPU time beside its exact self time, then the uninstrumented
+ * functions the samples found, under their instrumented caller. */
+static void print_sampled(struct view *v, const struct profile *p, const struct report_opts *o)
+{
+	const struct psamp *ps = o->ps;
+	const char *ev = view_meta_str(v, "sample_event"), *hz = view_meta_str(v, "sample_hz");
+	char b1[32], b2[32], b3[32];
+	uint32_t *idx;
+	size_t i, n = 0, shown = 0;
+
+	printf("Samples");
+	if (ev)
+		printf(" (perf %s%s%s%s)", ev, hz ? " at " : "", hz ? hz : "", hz ? " Hz" : "");
+	else if (ps->imported)
+		printf(" (imported from perf)");
+	printf(": %" PRIu64 " samples, %.3f s on CPU; %" PRIu64 " off-CPU intervals, %.3f s off CPU.\n",
+	       ps->total.samples, (double)ps->total.sample_ns / 1e9, ps->total.offcpu_n,
+	       (double)ps->total.offcpu_ns / 1e9);
+	printf("Sampled times are estimates from the samples; a function's times include the\n"
+	       "uninstrumented code it calls, as its exact self time does.\n");
+	if (ps->kernel_samples)
+		printf("%" PRIu64 " samples were in the kernel, charged to the code that called it.\n",
+		       ps->kernel_samples);
+	if (ps->unplaced)
+		printf("%" PRIu64 " samples and intervals had a call chain that left the call tree:"
+		       " counted per function, not per call path.\n", ps->unplaced);
+	idx = malloc((p->nfns ? p->nfns : 1) * sizeof *idx);
+	if (!idx)
+		cli_die(1, "out of memory");
+	for (i = 0; i < p->nfns; i++)
+		if ((p->fns[i].calls || ps->fn[i].samples || ps->fn[i].offcpu_n) &&
+		    matches(o, p->fns[i].name))
+			idx[n++] = (uint32_t)i;
+	sort_ps = ps;
+	sort_p = p;
+	qsort(idx, n, sizeof *idx, cmp_sampled);
+	if (n) {
+		printf("\n  exact self     sampled  samples  %%samples     off-CPU       calls  name\n");
+		for (i = 0; i < n; i++) {
+			const struct profile_fn *f = &p->fns[idx[i]];
+			const struct psamp_cost *c = &ps->fn[idx[i]];
+			if (o->print.no_times)
+				printf("  %10s", "-");
+			else
+				printf("  %s", fmt_dur(b1, sizeof b1, f->self_ns));
+			printf("  %s %8" PRIu64 "  %7.2f%%  %s  %10" PRIu64 "  %s\n",
+			       fmt_dur(b2, sizeof b2, c->sample_ns), c->samples,
+			       pct(c->samples, ps->total.samples), fmt_dur(b3, sizeof b3, c->offcpu_ns),
+			       f->calls, f->name);
+		}
+	}
+	free(idx);
+	for (i = 0; i < ps->nleaf; i++)
+		if (matches(o, ps->leaf[i].name) ||
+		    (ps->leaf[i].caller != PROFILE_NONE && matches(o, p->fns[ps->leaf[i].caller].name)))
+			shown++;
+	if (!shown) {
+		printf("\n");
+		return;
+	}
+	printf("\nUninstrumented functions found by samples%s, under their instrumented caller:\n",
+	       o->top && shown > (size_t)o->top ? " (the first --top)" : "");
+	printf("     sampled  samples  %%samples     off-CPU  function  [object]  <- caller\n");
+	for (i = 0, shown = 0; i < ps->nleaf && (!o->top || shown < (size_t)o->top); i++) {
+		const struct psamp_leaf *l = &ps->leaf[i];
+		const char *caller = l->caller != PROFILE_NONE ? p->fns[l->caller].name : NULL;
+		if (!matches(o, l->name) && !(caller && matches(o, caller)))
+			continue;
+		shown++;
+		printf("  %s %8" PRIu64 "  %7.2f%%  %s  %s%s  [%s]  <- %s\n",
+		       fmt_dur(b1, sizeof b1, l->cost.sample_ns), l->cost.samples,
+		       pct(l->cost.samples, ps->total.samples), fmt_dur(b2, sizeof b2, l->cost.offcpu_ns),
+		       l->name, l->kernel ? " (in the kernel)" : "", base_name(l->object),
+		       caller ? caller : "(no instrumented caller)");
+	}
+	printf("\n");
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
@@ -175,8 +354,15 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 		printf("%s\n    {\"name\": ", k++ ? "," : "");
 		json_str(stdout, f->name);
 		printf(", \"calls\": %" PRIu64 ", \"self_ns\": %" PRIu64 ", \"total_ns\": %" PRIu64
-		       ", \"recursive_calls\": %" PRIu64 ", \"spontaneous_calls\": %" PRIu64 "}",
+		       ", \"recursive_calls\": %" PRIu64 ", \"spontaneous_calls\": %" PRIu64,
 		       f->calls, f->self_ns, f->total_ns, f->rec_calls, f->root_calls);
+		if (o->ps) {
+			const struct psamp_cost *c = &o->ps->fn[fns[i]];
+			printf(", \"samples\": %" PRIu64 ", \"sampled_ns\": %" PRIu64
+			       ", \"offcpu_ns\": %" PRIu64,
+			       c->samples, c->sample_ns, c->offcpu_ns);
+		}
+		printf("}");
 	}
 	printf("%s],\n", k ? "\n  " : "");
 	free(fns);
@@ -196,6 +382,35 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 		       a->calls, a->self_ns, a->children_ns);
 	}
 	printf("%s],\n  ", k ? "\n  " : "");
+	if (o->ps) {
+		const struct psamp *ps = o->ps;
+		printf("\"samples\": {\"samples\": %" PRIu64 ", \"sampled_ns\": %" PRIu64
+		       ", \"offcpu_intervals\": %" PRIu64 ", \"offcpu_ns\": %" PRIu64
+		       ", \"kernel_samples\": %" PRIu64 ", \"imported_samples\": %" PRIu64
+		       ", \"unplaced\": %" PRIu64 ",\n    \"uninstrumented\": [",
+		       ps->total.samples, ps->total.sample_ns, ps->total.offcpu_n,
+		       ps->total.offcpu_ns, ps->kernel_samples, ps->imported, ps->unplaced);
+		for (i = 0; i < ps->nleaf; i++) {
+			const struct psamp_leaf *lf = &ps->leaf[i];
+			printf("%s\n      {\"name\": ", i ? "," : "");
+			json_str(stdout, lf->name);
+			printf(", \"object\": ");
+			if (lf->object)
+				json_str(stdout, lf->object);
+			else
+				printf("null");
+			printf(", \"caller\": ");
+			if (lf->caller != PROFILE_NONE)
+				json_str(stdout, p->fns[lf->caller].name);
+			else
+				printf("null");
+			printf(", \"kernel\": %s, \"samples\": %" PRIu64 ", \"sampled_ns\": %" PRIu64
+			       ", \"offcpu_ns\": %" PRIu64 "}",
+			       lf->kernel ? "true" : "false", lf->cost.samples, lf->cost.sample_ns,
+			       lf->cost.offcpu_ns);
+		}
+		printf("%s]},\n  ", ps->nleaf ? "\n    " : "");
+	}
 	cli_json_procs(v, o->file);
 	printf(",\n  ");
 	cli_json_threads(v, o->file, 1);
@@ -209,7 +424,7 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 
 static void parse_opts(int argc, char **argv, struct report_opts *o)
 {
-	enum { O_THREADS = 256, O_SORT, O_FLAT, O_GRAPH, O_TREE, O_FORMAT };
+	enum { O_THREADS = 256, O_SORT, O_FLAT, O_GRAPH, O_TREE, O_FORMAT, O_TOP };
 	static const struct option lopts[] = {
 		{"threads", no_argument, NULL, O_THREADS},
 		{"sort", required_argument, NULL, O_SORT},
@@ -218,6 +433,7 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 		{"graph", no_argument, NULL, O_GRAPH},
 		{"tree", no_argument, NULL, O_TREE},
 		{"format", required_argument, NULL, O_FORMAT},
+		{"top", required_argument, NULL, O_TOP},
 		CLI_DEBUG_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -225,6 +441,7 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
+	o->top = 20;
 	o->di = cli_debuginfo_new();
 	opterr = 0;
 	optind = 1;
@@ -264,6 +481,9 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 		case O_FORMAT:
 			o->json = cli_format_json("report", optarg);
 			break;
+		case O_TOP:
+			o->top = (int)cli_parse_uint("report", "--top", optarg, 0, 1000000);
+			break;
 		case CLI_O_DEBUG_DIR:
 		case CLI_O_SYMFS:
 			cli_debug_option(o->di, "report", c, optarg);
@@ -280,27 +500,43 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 	}
 }
 
-static struct profile *load(struct view *v, const char *file, const uint32_t *idx, size_t n)
+/* The profile of the threads idx (all: NULL) and, in o->ps, its samples
+ * (those of threads without a tree too when all threads are asked). */
+static struct profile *load(struct view *v, struct report_opts *o, const uint32_t *idx, size_t n)
 {
 	struct profile *p;
+	struct psamp *ps;
 
-	cli_check(profile_load(v, idx, n, &p), file);
+	cli_check(profile_load(v, idx, n, &p), o->file);
+	cli_check(psamp_load(v, p, idx == NULL, &ps), o->file);
+	o->ps = ps;
 	return p;
 }
 
-static void print_sections(const struct profile *p, const struct report_opts *o)
+static void unload(struct profile *p, struct report_opts *o)
+{
+	psamp_free((struct psamp *)o->ps);
+	o->ps = NULL;
+	profile_free(p);
+}
+
+static void print_sections(struct view *v, const struct profile *p, struct report_opts *o)
 {
 	size_t i;
 
 	if (o->flat) {
 		print_flat(p, &o->print);
 		printf("\n");
+		if (o->ps)
+			print_sampled(v, p, o);
 	}
 	if (o->graph)
 		print_graph(p, &o->print);
 	if (o->tree)
-		for (i = 0; i < p->nthreads; i++)
+		for (i = 0; i < p->nthreads; i++) {
+			o->pthread = (uint32_t)i;
 			print_tree(p, &p->threads[i], o);
+		}
 }
 
 int cmd_report(int argc, char **argv)
@@ -321,26 +557,26 @@ int cmd_report(int argc, char **argv)
 	cli_check(view_procs(v, &procs, &nprocs), o.file);
 
 	if (o.json) {
-		p = load(v, o.file, NULL, 0);
+		p = load(v, &o, NULL, 0);
 		print_json(v, p, &o);
-		profile_free(p);
+		unload(p, &o);
 	} else if (o.per_thread) {
 		/* one profile per thread, from the trees the view read once */
 		for (i = 0; i < nthreads; i++) {
 			uint32_t ti = threads[i].idx;
 			char name[16];
 
-			p = load(v, o.file, &ti, 1);
+			p = load(v, &o, &ti, 1);
 			printf("==== pid %u tid %u (%s)%s ====\n\n", view_thread_pid(v, &threads[i]),
 			       threads[i].tid, view_thread_name(&threads[i], name),
 			       thread_flags_note(threads[i].flags));
-			print_sections(p, &o);
-			profile_free(p);
+			print_sections(v, p, &o);
+			unload(p, &o);
 		}
 	} else {
-		p = load(v, o.file, NULL, 0);
-		print_sections(p, &o);
-		profile_free(p);
+		p = load(v, &o, NULL, 0);
+		print_sections(v, p, &o);
+		unload(p, &o);
 	}
 	cli_finish(v);
 	debuginfo_free(o.di);

@@ -20,7 +20,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"info", cmd_info, "what a capture holds: command, processes, threads, sizes"},
 	{"memory", cmd_memory, "heap analysis: allocations, peak, leaks, temporaries (record --memory)"},
 	{"gprof", cmd_gprof, "GNU gprof output: gmon.out files for gprof, or its text layout"},
-	{"annotate", cmd_annotate, "source lines with their calls, entries, time and allocations"},
+	{"annotate", cmd_annotate, "source lines with their calls, time, allocations and samples"},
 	{"counters", cmd_counters, "counters over time: memory, CPU time, memdump reports"},
 	{"import-perf", cmd_import_perf, "add the samples of a perf run made alongside (perf script)"},
 	{"samples", cmd_samples, "perf samples one by one; --rr: the rr commands to reach each"},
@@ -34,7 +34,7 @@ static void usage(FILE *f)
 		   "Exact call counts and times for programs built with -finstrument-functions.\n\n"
 		   "commands:\n");
 	for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
+		fprintf(f, "  %-11s %s\n", cmds[i].name, cmds[i].summary);
 	fprintf(f, "\n'cygprof <command> --help' describes a command; see also cygprof(1).\n");
 }
 

@@ -441,6 +441,8 @@ void collector_sampling_final(struct collector *c);
 void collector_sampling_release(struct collector *c);
 /* How many samples were taken. */
 uint64_t collector_sampling_count(const struct collector *c);
+/* The metadata of sampling: "sample_event", "sample_hz", "sample_lost". */
+int collector_sampling_meta(struct collector *c);
 
 /* Write what the drain produced: new stash nodes, then the thread's events. */
 void collector_mem_flush(struct collector *c, struct cthread *ct);

@@ -770,9 +770,9 @@ static int put_meta(struct collector *c, uint64_t lost)
 	if (o->instruments)
 		snprintf(buf, sizeof buf, "%s", o->instruments);
 	else
-		snprintf(buf, sizeof buf, "calls%s%s%s%s", o->timeline ? ",timeline" : "",
+		snprintf(buf, sizeof buf, "calls%s%s%s%s%s", o->timeline ? ",timeline" : "",
 			 o->memory ? ",memory" : "", o->counters_ns ? ",counters" : "",
-			 o->memdump ? ",memdump" : "");
+			 o->memdump ? ",memdump" : "", c->sampling ? ",sampling" : "");
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "instruments", buf);
 	gmtime_r(&now, &tm);
@@ -783,6 +783,8 @@ static int put_meta(struct collector *c, uint64_t lost)
 		err = put_meta_u64(c, "duration_ns", tick_ns(c, c->end_ts));
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "time", o->time_sampled ? "sampled" : "exact");
+	if (!err && c->sampling)
+		err = collector_sampling_meta(c);
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "clock",
 					       (c->flags & CYG_F_TSC) ? "tsc" : "monotonic");

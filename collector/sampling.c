@@ -11,8 +11,12 @@
  * Each turn of the poll loop reads every ring: a SAMPLE becomes a
  * struct cygprof_psample whose call chain goes into the stack stash
  * (innermost frame CYGPROF_FRAME_IP, callers CYGPROF_FRAME_RA); a SWITCH
- * out of a thread opens an off-CPU interval that its next SWITCH in closes,
- * charged to the stack of the thread's last sample before it.  A thread
+ * out of a thread opens an off-CPU interval that its next SWITCH in closes.
+ * A second event per CPU, the software context-switches event sampled at
+ * every switch (period 1) with the same user call chain, says where the
+ * thread was when it left the CPU: the interval is charged to that stack
+ * (where the kernel does not allow it, to the stack of the thread's last
+ * sample before it).  A thread
  * preempted while runnable (SWITCH_OUT_PREEMPT) only waits for a CPU: no
  * interval (a busy machine would otherwise show computing as off CPU).  The rings of
  * different CPUs are not ordered with each other, so records wait in a
@@ -44,8 +48,11 @@
 #define SAMPLING_SETTLE_NS 20000000ULL
 /* Longest call chain kept (perf's own limit is perf_event_max_stack). */
 #define SAMPLING_CHAIN_MAX 512
+/* Bytes of the user stack copied with each sample (from the stack pointer
+ * up), scanned for the caller that the frame-pointer chain skips. */
+#define SAMPLING_STACK_BYTES 1024
 
-enum { PEND_SAMPLE, PEND_OUT, PEND_PREEMPT, PEND_IN, PEND_TICKS };
+enum { PEND_SAMPLE, PEND_OUT, PEND_PREEMPT, PEND_IN, PEND_CS, PEND_TICKS };
 
 struct pend_rec {
 	uint64_t t;      /* perf time (CLOCK_MONOTONIC ns) */
@@ -64,6 +71,8 @@ struct sampling {
 	int ncpu;
 	int *fd;
 	char **map;             /* each ring's mapping, page 0 the control page */
+	int *csfd;              /* the context-switches event of each CPU, -1 when none */
+	char **csmap;           /* its ring */
 	size_t map_bytes;
 	struct pend_rec *pend;
 	size_t npend, cappend;
@@ -80,12 +89,16 @@ struct sampling {
 	size_t procs_known;
 	struct hmap out_at;     /* tid + 1 -> 1 + perf time it went off CPU (0: on CPU) */
 	struct hmap last_stack; /* tid + 1 -> stack of its last sample */
+	struct hmap cs_stack;   /* tid + 1 -> 1 + stack where it last left the CPU */
 	uint64_t lost, samples, offcpu;
 	uint64_t preempted_ns;  /* time runnable threads waited for a CPU (not off-CPU) */
 	char *rec;              /* a record that wraps around its ring, copied out */
 	size_t rec_cap;
 	const char *dump;       /* CYGPROF_SAMPLES_DUMP */
+	int regs_stack;         /* samples carry regs_user and stack_user */
 	const char *event;
+	uint64_t hz;            /* the rate asked of perf */
+	int clock_event;        /* cpu-clock or task-clock: periods are ns */
 	struct rr_ticks *rr;    /* record --rr-ticks (rr-ticks.c), NULL without */
 };
 
@@ -170,12 +183,55 @@ static void close_all(struct sampling *s)
 			munmap(s->map[i], s->map_bytes);
 		if (s->fd && s->fd[i] >= 0)
 			close(s->fd[i]);
+		if (s->csmap && s->csmap[i])
+			munmap(s->csmap[i], s->map_bytes);
+		if (s->csfd && s->csfd[i] >= 0)
+			close(s->csfd[i]);
 	}
 	free(s->map);
 	free(s->fd);
-	s->map = NULL;
-	s->fd = NULL;
+	free(s->csmap);
+	free(s->csfd);
+	s->map = s->csmap = NULL;
+	s->fd = s->csfd = NULL;
 	s->ncpu = 0;
+}
+
+/* The context-switches event on each CPU where the sampling event is open:
+ * a sample with the user call chain at every switch out.  It fires in the
+ * kernel, so it needs kernel sampling allowed; without it (or on any
+ * error) off-CPU intervals take the last sample's stack, silently. */
+static void open_switch_events(struct sampling *s, const struct perf_event_attr *base, pid_t pid)
+{
+	struct perf_event_attr a = *base;
+
+	if (base->exclude_kernel)
+		return;
+	s->csfd = malloc((size_t)s->ncpu * sizeof *s->csfd);
+	s->csmap = calloc((size_t)s->ncpu, sizeof *s->csmap);
+	if (!s->csfd || !s->csmap)
+		return;
+	for (int i = 0; i < s->ncpu; i++)
+		s->csfd[i] = -1;
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	a.freq = 0;
+	a.sample_period = 1;
+	a.context_switch = 0;
+	for (int i = 0; i < s->ncpu; i++) {
+		if (s->fd[i] < 0)
+			continue;
+		long fd = perf_open(&a, pid, i);
+		if (fd < 0)
+			continue;
+		void *m = mmap(NULL, s->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+		if (m == MAP_FAILED) {
+			close((int)fd);
+			continue;
+		}
+		s->csfd[i] = (int)fd;
+		s->csmap[i] = m;
+	}
 }
 
 void collector_sampling_open(struct collector *c, pid_t pid)
@@ -232,6 +288,12 @@ void collector_sampling_open(struct collector *c, pid_t pid)
 	}
 	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 			PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_PERIOD;
+#ifdef __x86_64__
+	/* the stack pointer and the top of the user stack: see leaf_caller() */
+	a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	a.sample_regs_user = 1ULL << 7; /* PERF_REG_X86_SP */
+	a.sample_stack_user = SAMPLING_STACK_BYTES;
+#endif
 	a.disabled = 1;
 	a.enable_on_exec = 1;
 	a.inherit = 1;
@@ -290,6 +352,10 @@ void collector_sampling_open(struct collector *c, pid_t pid)
 		free(s);
 		return;
 	}
+	s->regs_stack = (a.sample_type & PERF_SAMPLE_STACK_USER) != 0;
+	s->hz = a.sample_freq;
+	s->clock_event = a.type == PERF_TYPE_SOFTWARE;
+	open_switch_events(s, &a, pid);
 	c->sampling = s;
 }
 
@@ -306,14 +372,74 @@ static uint32_t thread_of(struct collector *c, struct sampling *s, uint32_t pid,
 	return hmap_get(&s->threads, ((uint64_t)pid << 32 | tid) + 1, &v) ? (uint32_t)v : 0;
 }
 
-static uint32_t proc_of(struct collector *c, struct sampling *s, uint32_t pid)
+static struct cproc *cproc_of(struct collector *c, struct sampling *s, uint32_t pid)
 {
 	uint64_t v;
 
 	for (; s->procs_known < c->nprocs; s->procs_known++)
 		hmap_put(&s->procs, (uint64_t)c->procs[s->procs_known]->pid + 1,
 			 s->procs_known + 1);
-	return hmap_get(&s->procs, (uint64_t)pid + 1, &v) ? c->procs[v - 1]->idx : CYGPROF_NONE;
+	return hmap_get(&s->procs, (uint64_t)pid + 1, &v) ? c->procs[v - 1] : NULL;
+}
+
+static uint64_t get_u64(const char *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static uint32_t get_u32(const char *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+/* The executable mapping of cp holding addr, or NULL. */
+static const struct sym_map *exec_map(const struct cproc *cp, uint64_t addr)
+{
+	for (size_t i = 0; i < cp->maps.n; i++)
+		if (cp->maps.v[i].exec && addr >= cp->maps.v[i].start && addr < cp->maps.v[i].end)
+			return &cp->maps.v[i];
+	return NULL;
+}
+
+static int same_object(const struct sym_map *a, const struct sym_map *b)
+{
+	return a && b && a->path && b->path && !strcmp(a->path, b->path);
+}
+
+/* The caller that the frame-pointer chain skipped, or 0.  Code built
+ * without frame pointers (libc) does not move %rbp, so when the sample's
+ * IP is there, perf's chain goes from the IP straight to the return address
+ * stored in the frame of the function that called into it: the function
+ * that made the call is lost, and its time would be charged to its caller.
+ * The copied user stack holds that return address: the first word above
+ * the stack pointer that points into executable code of another object
+ * than the IP's (frames of the IP's own object come first).  When that word
+ * is the chain's next frame anyway, nothing was skipped. */
+static uint64_t leaf_caller(const struct cproc *cp, const uint64_t *frames, size_t n,
+			    const char *stack, uint64_t size)
+{
+	const struct sym_map *ipm, *next;
+
+	if (!cp || n < 1 || !stack || size < 8)
+		return 0;
+	ipm = exec_map(cp, frames[0]);
+	if (!ipm)
+		return 0;
+	next = n > 1 ? exec_map(cp, frames[1]) : NULL;
+	if (next && same_object(ipm, next))
+		return 0; /* the chain went through its own object: frames are kept */
+	for (uint64_t k = 0; k + 8 <= size; k += 8) {
+		uint64_t w = get_u64(stack + k);
+		const struct sym_map *m = exec_map(cp, w);
+		if (!m || same_object(m, ipm))
+			continue;
+		return n > 1 && w == frames[1] ? 0 : w;
+	}
+	return 0;
 }
 
 static int grow(void **v, size_t *cap, size_t n, size_t each)
@@ -338,31 +464,19 @@ static int pend_push(struct sampling *s, const struct pend_rec *r)
 	return 0;
 }
 
-static uint64_t get_u64(const char *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
-static uint32_t get_u32(const char *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
 /* The stash id of a user call chain (innermost first, with PERF_CONTEXT_*
  * markers); a user ip when the chain has no user frame.  The innermost user
  * frame is the sample's own (CYGPROF_FRAME_IP): for a sample in the kernel,
  * where the system call was made. */
 static uint32_t chain_stack(struct collector *c, struct sampling *s, uint32_t pid, uint64_t ip,
-			    int kernel, const char *chain, uint64_t nr)
+			    int kernel, const char *chain, uint64_t nr, const char *stack,
+			    uint64_t stack_size)
 {
-	uint64_t frames[SAMPLING_CHAIN_MAX];
+	uint64_t frames[SAMPLING_CHAIN_MAX + 1];
 	size_t n = 0;
 	int user = 1;
-	uint32_t proc = proc_of(c, s, pid), id = 0;
+	struct cproc *cp = cproc_of(c, s, pid);
+	uint32_t proc = cp ? cp->idx : CYGPROF_NONE, id = 0;
 	struct stash *st = sampling_stash(c);
 
 	for (uint64_t i = 0; i < nr && n < SAMPLING_CHAIN_MAX; i++) {
@@ -376,6 +490,15 @@ static uint32_t chain_stack(struct collector *c, struct sampling *s, uint32_t pi
 	}
 	if (!n && ip && !kernel && ip < (uint64_t)PERF_CONTEXT_MAX)
 		frames[n++] = ip;
+	if (cp && stack) {
+		collector_proc_maps(c, cp);
+		uint64_t w = leaf_caller(cp, frames, n, stack, stack_size);
+		if (w) {
+			memmove(frames + 2, frames + 1, (n - 1) * sizeof *frames);
+			frames[1] = w;
+			n++;
+		}
+	}
 	for (size_t i = n; i-- > 0;)
 		id = collector_stash_intern(st, &c->err, id, proc,
 					    i ? CYGPROF_FRAME_RA : CYGPROF_FRAME_IP, frames[i]);
@@ -383,7 +506,8 @@ static uint32_t chain_stack(struct collector *c, struct sampling *s, uint32_t pi
 }
 
 /* One record of a ring (header included, size checked). */
-static void one_record(struct collector *c, struct sampling *s, const char *r, size_t size)
+static void one_record(struct collector *c, struct sampling *s, const char *r, size_t size,
+		       int cs)
 {
 	struct perf_event_header h;
 	struct pend_rec p;
@@ -405,9 +529,26 @@ static void one_record(struct collector *c, struct sampling *s, const char *r, s
 			p.kind = PEND_TICKS; /* a read at a switch or an exec: not a sample */
 			break;
 		}
-		p.kind = PEND_SAMPLE;
+		p.kind = cs ? PEND_CS : PEND_SAMPLE;
 		p.kernel = (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
-		p.stack = chain_stack(c, s, p.pid, ps.ip, p.kernel, ps.chain, ps.nr);
+		/* then (x86-64) regs_user: abi, sp when abi != 0; stack_user:
+		 * size, data[size], dyn_size when size != 0 */
+		const char *q = ps.after, *stack = NULL;
+		uint64_t stack_size = 0;
+		if (s->regs_stack && end - q >= 8) {
+			uint64_t abi = get_u64(q);
+			q += abi ? 16 : 8;
+			if (end - q >= 16) {
+				uint64_t sz = get_u64(q);
+				if (sz && sz <= (uint64_t)(end - q - 16)) {
+					uint64_t dyn = get_u64(q + 8 + sz);
+					stack = q + 8;
+					stack_size = dyn < sz ? dyn : sz;
+				}
+			}
+		}
+		p.stack = chain_stack(c, s, p.pid, ps.ip, p.kernel, ps.chain, ps.nr, stack,
+				      stack_size);
 		break;
 	}
 	case PERF_RECORD_SWITCH:
@@ -447,9 +588,9 @@ static void one_record(struct collector *c, struct sampling *s, const char *r, s
 		c->err = -ENOMEM;
 }
 
-static void drain_ring(struct collector *c, struct sampling *s, int i)
+static void drain_ring(struct collector *c, struct sampling *s, char *map, int cs)
 {
-	struct perf_event_mmap_page *mp = (void *)s->map[i];
+	struct perf_event_mmap_page *mp = (void *)map;
 	uint64_t off = mp->data_offset, size = mp->data_size;
 	uint64_t head, tail;
 	const char *data;
@@ -458,7 +599,7 @@ static void drain_ring(struct collector *c, struct sampling *s, int i)
 		off = (uint64_t)sysconf(_SC_PAGESIZE);
 		size = s->map_bytes - off;
 	}
-	data = s->map[i] + off;
+	data = map + off;
 	head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 	tail = mp->data_tail;
 	while (head - tail >= sizeof(struct perf_event_header)) {
@@ -491,7 +632,7 @@ static void drain_ring(struct collector *c, struct sampling *s, int i)
 			memcpy(s->rec + k, data, h.size - k);
 			r = s->rec;
 		}
-		one_record(c, s, r, h.size);
+		one_record(c, s, r, h.size, cs);
 		tail += h.size;
 	}
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
@@ -530,7 +671,10 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 		if (x->t_ns < s->last_t)
 			x->t_ns = s->last_t; /* never back: the capture refuses it */
 		s->last_t = x->t_ns;
-		x->weight_ns = p->period;
+		/* a clock event's period is ns of CPU time; another's
+		 * (cycles) is a count: at freq Hz, a sample stands for
+		 * 1/freq s of CPU time on average */
+		x->weight_ns = s->clock_event ? p->period : 1000000000ULL / (s->hz ? s->hz : 1);
 		x->rr_ticks = s->rr ? rr_ticks_total(s->rr, p->tid, p->inst, p->ticks) : RR_TICKS_NONE;
 		x->thread_idx = idx;
 		x->pid = p->pid;
@@ -544,6 +688,9 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 	case PEND_TICKS:
 		rr_ticks_settle(s->rr, (int)p->rr, p->tid, p->inst, p->ticks);
 		break;
+	case PEND_CS:
+		hmap_put(&s->cs_stack, key, (uint64_t)p->stack + 1);
+		break;
 	case PEND_OUT:
 		hmap_put(&s->out_at, key, p->t + 1);
 		break;
@@ -555,6 +702,11 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 		if (!hmap_get(&s->out_at, key, &v) || !v)
 			break;
 		hmap_put(&s->out_at, key, 0);
+		/* where it left the CPU: this switch's context-switches sample
+		 * (earlier than the switch in), else its last sample's */
+		uint64_t cs_st = 0;
+		if (hmap_get(&s->cs_stack, key, &cs_st) && cs_st)
+			hmap_put(&s->cs_stack, key, 0);
 		if (v & PREEMPTED_BIT) {
 			v &= ~PREEMPTED_BIT;
 			s->preempted_ns += p->t + 1 > v ? p->t + 1 - v : 0;
@@ -570,7 +722,10 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 			o->end_ns = o->start_ns;
 		o->thread_idx = idx;
 		o->tid = p->tid;
-		o->stack = hmap_get(&s->last_stack, key, &v) ? (uint32_t)v : 0;
+		if (cs_st)
+			o->stack = (uint32_t)(cs_st - 1);
+		else
+			o->stack = hmap_get(&s->last_stack, key, &v) ? (uint32_t)v : 0;
 		s->offcpu++;
 		break;
 	}
@@ -621,7 +776,10 @@ static void drain(struct collector *c, struct sampling *s, uint64_t before)
 
 	for (int i = 0; i < s->ncpu; i++)
 		if (s->map[i])
-			drain_ring(c, s, i);
+			drain_ring(c, s, s->map[i], 0);
+	for (int i = 0; s->csmap && i < s->ncpu; i++)
+		if (s->csmap[i])
+			drain_ring(c, s, s->csmap[i], 1);
 	if (!s->npend)
 		return;
 	qsort(s->pend, s->npend, sizeof *s->pend, pend_cmp);
@@ -695,6 +853,22 @@ static void dump_json(struct collector *c, struct sampling *s)
 			strerror(errno));
 }
 
+int collector_sampling_meta(struct collector *c)
+{
+	struct sampling *s = c->sampling;
+	char buf[32];
+	int err;
+
+	err = cygprof_capture_set_meta(c->cap, "sample_event", s->event);
+	snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->hz);
+	if (!err)
+		err = cygprof_capture_set_meta(c->cap, "sample_hz", buf);
+	snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->lost);
+	if (!err && s->lost)
+		err = cygprof_capture_set_meta(c->cap, "sample_lost", buf);
+	return err;
+}
+
 uint64_t collector_sampling_count(const struct collector *c)
 {
 	return c->sampling ? c->sampling->samples : 0;
@@ -731,6 +905,7 @@ void collector_sampling_release(struct collector *c)
 	hmap_release(&s->procs);
 	hmap_release(&s->out_at);
 	hmap_release(&s->last_stack);
+	hmap_release(&s->cs_stack);
 	free(s);
 	c->sampling = NULL;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* gmon-collect.c - group a capture's processes by executable and gather, in
- * file addresses, each executable's functions (exact self time) and arcs
- * (call site -> callee, calls). */
+ * file addresses, each executable's functions (exact self time), arcs (call
+ * site -> callee, calls) and the instructions its perf samples hit. */
 #include "gmon-export.h"
 #include "view.h"
 
@@ -13,7 +13,7 @@
 
 struct image_acc {
 	struct gmon_image img;
-	size_t fns_cap, arcs_cap;
+	size_t fns_cap, arcs_cap, pcs_cap;
 	const struct cygprof_object *obj; /* exe object of the first process */
 };
 
@@ -51,6 +51,30 @@ static int push_arc(struct image_acc *a, uint64_t from, uint64_t self, uint64_t 
 	a->img.arcs[a->img.narcs].count = count;
 	a->img.narcs++;
 	return 0;
+}
+
+static int push_pc(struct image_acc *a, uint64_t pc)
+{
+	if (a->img.npcs == a->pcs_cap) {
+		size_t cap = a->pcs_cap ? a->pcs_cap * 2 : 256;
+		struct gmon_pc *v = realloc(a->img.pcs, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->img.pcs = v;
+		a->pcs_cap = cap;
+	}
+	a->img.pcs[a->img.npcs].pc = pc;
+	a->img.pcs[a->img.npcs].count = 1;
+	a->img.npcs++;
+	return 0;
+}
+
+static int cmp_pc(const void *pa, const void *pb)
+{
+	const struct gmon_pc *a = pa, *b = pb;
+
+	return a->pc < b->pc ? -1 : a->pc > b->pc;
 }
 
 static int cmp_fn(const void *pa, const void *pb)
@@ -100,6 +124,16 @@ static void merge_image(struct gmon_image *m)
 			m->arcs[k++] = m->arcs[i];
 	}
 	m->narcs = k;
+
+	if (m->npcs)
+		qsort(m->pcs, m->npcs, sizeof(*m->pcs), cmp_pc);
+	for (i = 0, k = 0; i < m->npcs; i++) {
+		if (k && m->pcs[k - 1].pc == m->pcs[i].pc)
+			m->pcs[k - 1].count += m->pcs[i].count;
+		else
+			m->pcs[k++] = m->pcs[i];
+	}
+	m->npcs = k;
 }
 
 static int same_build_id(const struct cygprof_object *a, const struct cygprof_object *b)
@@ -172,6 +206,80 @@ static int add_thread(struct view *v, struct image_acc *a, const struct cygprof_
 	return err;
 }
 
+/* The rate of the samples: the one record asked for (meta "sample_hz"),
+ * else 1e9 / the mean weight (ticks / rate is then their sampled time),
+ * else GMON_DEFAULT_RATE. */
+static uint32_t sample_rate(struct view *v, uint64_t weighted, uint64_t weight)
+{
+	const char *hz = view_meta_str(v, "sample_hz");
+	unsigned long long r;
+	char *end;
+
+	if (hz && *hz >= '0' && *hz <= '9') {
+		errno = 0;
+		r = strtoull(hz, &end, 10);
+		if (!errno && !*end && r >= 1 && r <= 1000000000u)
+			return (uint32_t)r;
+	}
+	if (weight) {
+		double d = 1e9 * (double)weighted / (double)weight + 0.5;
+
+		return d < 1 ? 1 : d > 1e9 ? 1000000000u : (uint32_t)d;
+	}
+	return GMON_DEFAULT_RATE;
+}
+
+/* The perf samples: each one whose innermost frame is in the executable of
+ * its process goes to that process's image, at its file address; the rate
+ * is the capture's (every image gets it, samples or not). */
+static int add_samples(struct view *v, struct image_acc *acc, size_t nacc,
+		       const uint32_t *proc_img, size_t nprocs)
+{
+	const struct cygprof_stack_node *stash;
+	const struct cygprof_psample *ps;
+	size_t n, nstash, i;
+	uint64_t weighted = 0, weight = 0;
+	uint32_t rate;
+	int err;
+
+	err = view_psamples(v, &ps, &n);
+	if (!err && n)
+		err = view_stash(v, &stash, &nstash);
+	if (err || !n)
+		return err;
+	for (i = 0; i < n; i++) {
+		const struct cygprof_stack_node *nd;
+		const struct cygprof_object *o;
+		struct image_acc *a;
+		uint64_t pc;
+
+		if (ps[i].weight_ns) {
+			weighted++;
+			weight += ps[i].weight_ns;
+		}
+		if (!ps[i].stack || ps[i].stack > nstash)
+			continue;
+		nd = &stash[ps[i].stack - 1];
+		if (nd->proc_idx >= nprocs || !(o = view_exe_object(v, nd->proc_idx)))
+			continue;
+		pc = nd->kind == CYGPROF_FRAME_RA && nd->addr ? nd->addr - 1 : nd->addr;
+		if (!in_obj(o, pc))
+			continue;
+		a = &acc[proc_img[nd->proc_idx]];
+		err = push_pc(a, pc - o->bias);
+		if (err)
+			return err;
+		a->img.samples++;
+		a->img.sampled_ns += ps[i].weight_ns;
+	}
+	rate = sample_rate(v, weighted, weight);
+	for (i = 0; i < nacc; i++) {
+		acc[i].img.sampled = 1;
+		acc[i].img.sample_rate = rate;
+	}
+	return 0;
+}
+
 void gmon_images_free(struct gmon_image *v, size_t n)
 {
 	size_t i;
@@ -182,6 +290,7 @@ void gmon_images_free(struct gmon_image *v, size_t n)
 		free(v[i].exe);
 		free(v[i].fns);
 		free(v[i].arcs);
+		free(v[i].pcs);
 	}
 	free(v);
 }
@@ -251,6 +360,9 @@ int gmon_collect(struct view *v, struct gmon_image **out, size_t *nout)
 		if (err)
 			goto out;
 	}
+	err = add_samples(v, acc, nacc, proc_img, nprocs);
+	if (err)
+		goto out;
 
 	res = calloc(nacc ? nacc : 1, sizeof(*res));
 	if (!res) {
@@ -271,6 +383,7 @@ out:
 			free(acc[i].img.exe);
 			free(acc[i].img.fns);
 			free(acc[i].img.arcs);
+			free(acc[i].img.pcs);
 		}
 	free(acc);
 	free(proc_img);

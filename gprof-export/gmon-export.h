@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* gmon-export.h - GNU gmon.out files (what `gprof PROG gmon.out` reads) from a
- * capture's exact call trees.
+ * capture's exact call trees and its perf samples.
  *
  * One file per recorded executable: every thread of every process whose
  * image is that executable (fork children, and exec'd images of the same
@@ -13,12 +13,24 @@
  *    entry, count = calls, for every call between two functions of the
  *    executable.  Calls from elsewhere (libc, a thread's start, another
  *    object) are left out: gprof shows those functions as <spontaneous>.
- *  - histogram (tag 0): one record over [lowest, highest) function address
- *    of the executable, 2 bytes per bin, holding every function's exact self
- *    time as ticks of prof_rate Hz spread over the bins inside the function.
- *    The rate is the highest of 1, 2, 5 x 10^k Hz (at most 1 GHz) at which no
- *    16-bit bin overflows; ticks are rounded so that each function is within
- *    one tick of its exact self time and the sum within half a tick.
+ *  - histogram (tag 0), 2 bytes per bin, from one of two sources:
+ *    * a capture without perf samples: one record over [lowest, highest)
+ *      function address of the executable, holding every function's exact
+ *      self time as ticks of prof_rate Hz spread over the bins inside the
+ *      function.  The rate is the highest of 1, 2, 5 x 10^k Hz (at most
+ *      1 GHz) at which no 16-bit bin overflows; ticks are rounded so that
+ *      each function is within one tick of its exact self time and the sum
+ *      within half a tick (gmon_hist_build());
+ *    * a capture with perf samples (record --sample, import-perf): one tick
+ *      in the bin of the instruction of every sample whose innermost frame
+ *      is in the executable (as glibc's profil() counts), over [lowest,
+ *      highest) of the functions and those instructions, at the sampling
+ *      rate: prof_rate = the rate record asked for (meta "sample_hz"), else
+ *      1e9 / the mean weight_ns of the capture's samples (import-perf: so
+ *      ticks / prof_rate is their sampled time), else GMON_DEFAULT_RATE
+ *      when no sample has a weight.  A bin past 65535 ticks continues in
+ *      further records over the same range, which gprof adds
+ *      (gmon_hist_build_samples()).
  *
  * Error convention: negative errno or CYGPROF_E_*; nothing here prints or
  * exits.
@@ -45,12 +57,24 @@ struct gmon_arc {
 	uint64_t count;   /* split into several records above UINT32_MAX */
 };
 
+/* A sampled instruction of an executable (file address) and its samples. */
+struct gmon_pc {
+	uint64_t pc;
+	uint64_t count;
+};
+
+/* perf samples when there is no weight to take the rate from: perf
+ * record's default frequency. */
+#define GMON_DEFAULT_RATE 4000u
+
 struct gmon_hist {
 	uint64_t low_pc, high_pc; /* high_pc - low_pc = 2 * nbins */
 	uint32_t nbins;
 	uint32_t rate;            /* ticks per second; 0 when no time at all */
-	uint16_t *bins;
-	uint64_t ticks;           /* sum of the bins */
+	uint16_t *bins;           /* the first record's (saturated at 65535) */
+	uint64_t *counts;         /* NULL, or the whole count of each bin: as
+				   * many records as the largest needs */
+	uint64_t ticks;           /* sum of the bins (of counts when set) */
 };
 
 /* Everything recorded for one executable. */
@@ -64,12 +88,27 @@ struct gmon_image {
 	struct gmon_arc *arcs; /* sorted by (from_pc, self_pc), merged */
 	size_t narcs;
 	uint64_t self_ns;     /* sum of the functions' self time */
+	/* perf samples (the capture has some when sampled is set) */
+	int sampled;
+	uint32_t sample_rate;  /* the histogram's rate: see above */
+	struct gmon_pc *pcs;   /* the samples in the executable, sorted by pc, merged */
+	size_t npcs;
+	uint64_t samples, sampled_ns; /* theirs: count and sum of weight_ns */
 };
 
 /** Build the histogram of fns (sorted by addr, non-overlapping).
  * @param[out] h owned: gmon_hist_free().  n == 0 gives an empty histogram
  * (nbins 0).  Returns 0 or -ENOMEM. */
 int gmon_hist_build(const struct gmon_fn *fns, size_t n, struct gmon_hist *h);
+/** Build the histogram of perf samples: one tick per sample in the bin of
+ * its pc, over the range of fns (sorted by addr) and pcs (sorted by pc), at
+ * rate Hz.  @param[out] h owned: gmon_hist_free(); h->counts is set.
+ * Nothing at all gives an empty histogram.  Returns 0, -ENOMEM or -E2BIG. */
+int gmon_hist_build_samples(const struct gmon_fn *fns, size_t n, const struct gmon_pc *pcs,
+			    size_t npcs, uint32_t rate, struct gmon_hist *h);
+/** The histogram of an image: from its samples when the capture has any,
+ * else from its functions' exact self times. */
+int gmon_image_hist(const struct gmon_image *img, struct gmon_hist *h);
 void gmon_hist_free(struct gmon_hist *h);
 
 /** Write a gmon.out (header, the histogram when it has bins, the arcs) to f,
@@ -82,9 +121,10 @@ int gmon_write_file(FILE *f, const struct gmon_hist *h, const struct gmon_arc *a
 struct view;
 
 /** Gather the executables of a view of a capture, ordered by their first
- * process (functions, self times and call sites from the view's trees).
- * Executables without any recorded function of their own still appear
- * (nfns == 0).  @param[out] v owned: gmon_images_free(). */
+ * process (functions, self times and call sites from the view's trees, the
+ * instructions of perf samples from its samples).  Executables without any
+ * recorded function of their own still appear (nfns == 0).
+ * @param[out] v owned: gmon_images_free(). */
 int gmon_collect(struct view *view, struct gmon_image **v, size_t *n);
 void gmon_images_free(struct gmon_image *v, size_t n);
 

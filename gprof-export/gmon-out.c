@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* gmon-out.c - the histogram synthesised from exact self times, and the
- * gmon.out byte layout glibc writes (header, tag 0 histogram, tag 1 arcs). */
+/* gmon-out.c - the histogram synthesised from exact self times or made of
+ * perf samples, and the gmon.out byte layout glibc writes (header, tag 0
+ * histogram, tag 1 arcs). */
 #include "gmon-export.h"
 
 #include <errno.h>
@@ -17,6 +18,7 @@ void gmon_hist_free(struct gmon_hist *h)
 	if (!h)
 		return;
 	free(h->bins);
+	free(h->counts);
 	memset(h, 0, sizeof(*h));
 }
 
@@ -166,6 +168,58 @@ out:
 	return err;
 }
 
+int gmon_hist_build_samples(const struct gmon_fn *fns, size_t n, const struct gmon_pc *pcs,
+			    size_t npcs, uint32_t rate, struct gmon_hist *h)
+{
+	uint64_t low = UINT64_MAX, high = 0;
+	size_t i;
+
+	memset(h, 0, sizeof(*h));
+	h->rate = rate ? rate : GMON_DEFAULT_RATE;
+	if (n)
+		low = fns[0].addr;
+	if (npcs && pcs[0].pc < low)
+		low = pcs[0].pc;
+	for (i = 0; i < n; i++) {
+		uint64_t e = fns[i].end > fns[i].addr ? fns[i].end : fns[i].addr + 1;
+
+		if (e > high)
+			high = e;
+	}
+	if (npcs && pcs[npcs - 1].pc + 1 > high)
+		high = pcs[npcs - 1].pc + 1;
+	if (!n && !npcs)
+		return 0;
+	low &= ~(uint64_t)(GMON_BIN_BYTES - 1);
+	high = (high + GMON_BIN_BYTES - 1) & ~(uint64_t)(GMON_BIN_BYTES - 1);
+	if ((high - low) / GMON_BIN_BYTES > UINT32_MAX)
+		return -E2BIG;
+	h->low_pc = low;
+	h->high_pc = high;
+	h->nbins = (uint32_t)((high - low) / GMON_BIN_BYTES);
+	h->bins = calloc(h->nbins ? h->nbins : 1, sizeof(*h->bins));
+	h->counts = calloc(h->nbins ? h->nbins : 1, sizeof(*h->counts));
+	if (!h->bins || !h->counts) {
+		gmon_hist_free(h);
+		return -ENOMEM;
+	}
+	for (i = 0; i < npcs; i++)
+		h->counts[(pcs[i].pc - low) / GMON_BIN_BYTES] += pcs[i].count;
+	for (i = 0; i < h->nbins; i++) {
+		h->bins[i] = h->counts[i] > GMON_BIN_MAX ? GMON_BIN_MAX : (uint16_t)h->counts[i];
+		h->ticks += h->counts[i];
+	}
+	return 0;
+}
+
+int gmon_image_hist(const struct gmon_image *img, struct gmon_hist *h)
+{
+	if (img->sampled)
+		return gmon_hist_build_samples(img->fns, img->nfns, img->pcs, img->npcs,
+					       img->sample_rate, h);
+	return gmon_hist_build(img->fns, img->nfns, h);
+}
+
 /* ---- the file --------------------------------------------------------------- */
 
 static void le(unsigned char *p, uint64_t v, size_t len)
@@ -188,19 +242,34 @@ int gmon_write_file(FILE *f, const struct gmon_hist *h, const struct gmon_arc *a
 	le(buf + 4, 1, 4);
 	fwrite(buf, 1, 20, f);
 
+	/* with counts, as many records over the same range as the fullest
+	 * bin needs: gprof adds their bins */
 	if (h && h->nbins) {
-		memset(buf, 0, 41);
-		buf[0] = 0; /* GMON_TAG_TIME_HIST */
-		le(buf + 1, h->low_pc, 8);
-		le(buf + 9, h->high_pc, 8);
-		le(buf + 17, h->nbins, 4);
-		le(buf + 21, h->rate, 4);
-		memcpy(buf + 25, "seconds", 7); /* 15 bytes, NUL padded */
-		buf[40] = 's';
-		fwrite(buf, 1, 41, f);
-		for (i = 0; i < h->nbins; i++) {
-			le(buf, h->bins[i], 2);
-			fwrite(buf, 1, 2, f);
+		uint64_t max = 0, nrec = 1, r;
+
+		for (i = 0; h->counts && i < h->nbins; i++)
+			if (h->counts[i] > max)
+				max = h->counts[i];
+		if (max > GMON_BIN_MAX)
+			nrec = (max + GMON_BIN_MAX - 1) / GMON_BIN_MAX;
+		for (r = 0; r < nrec; r++) {
+			memset(buf, 0, 41);
+			buf[0] = 0; /* GMON_TAG_TIME_HIST */
+			le(buf + 1, h->low_pc, 8);
+			le(buf + 9, h->high_pc, 8);
+			le(buf + 17, h->nbins, 4);
+			le(buf + 21, h->rate, 4);
+			memcpy(buf + 25, "seconds", 7); /* 15 bytes, NUL padded */
+			buf[40] = 's';
+			fwrite(buf, 1, 41, f);
+			for (i = 0; i < h->nbins; i++) {
+				uint64_t v = h->bins[i], done = r * GMON_BIN_MAX;
+
+				if (h->counts)
+					v = h->counts[i] <= done ? 0 : h->counts[i] - done;
+				le(buf, v > GMON_BIN_MAX ? GMON_BIN_MAX : v, 2);
+				fwrite(buf, 1, 2, f);
+			}
 		}
 	}
 

@@ -7,7 +7,7 @@
 #include "view.h"
 
 extern const struct instrument instrument_calls, instrument_timeline, instrument_memory,
-	instrument_counters, instrument_memdump;
+	instrument_counters, instrument_memdump, instrument_sampling;
 
 const struct instrument *const instruments[] = {
 	&instrument_calls,
@@ -15,6 +15,7 @@ const struct instrument *const instruments[] = {
 	&instrument_memory,
 	&instrument_counters,
 	&instrument_memdump,
+	&instrument_sampling,
 	NULL,
 };
 

@@ -7,8 +7,9 @@ Usage:
 
 PROG is tests/sampling/sampling-prog.c, built without -finstrument-functions
 (sampling-prog-plain) for sampling-plain and sampling-off, with it
-(sampling-prog-cyg) for sampling-threads.  Until the capture stores samples,
-the collector writes them as JSON lines to CYGPROF_SAMPLES_DUMP: an "info"
+(sampling-prog-cyg) for the others.  The capture's samples are read through
+`cygprof report`; the collector also writes them as JSON lines to
+CYGPROF_SAMPLES_DUMP, which the collector-side checks read: an "info"
 line ({"event", "cpus", "samples", "offcpu", "lost", "preempted_ns"}), then
 "sample" lines ({"t_ns", "weight_ns", "thread_idx", "pid", "tid", "flags",
 "stack", "frames": [[kind, addr], ...] innermost first}) and "offcpu" lines
@@ -32,6 +33,27 @@ Tests:
                     child spins: samples of both threads and of the child's
                     pid; a sample of a thread the runtime registered carries
                     that thread's capture index (cygprof info), others none
+  sampling-report   an instrumented program spinning ~300 ms in spin(), then
+                    sleeping 200 ms in nap(): report --format=json charges
+                    most samples to spin (its sampled CPU time at most its
+                    exact self time, which is wall time), and about 200 ms
+                    off CPU (150..400) with at most 3 samples on CPU to nap;
+                    --tree puts them on the call paths main/spin and
+                    main/nap; the uninstrumented function where nap slept
+                    is listed under nap; meta sample_event, sample_hz and
+                    the instrument 'sampling' in info
+  sampling-libc     fill() spends 250 ms in libc's memset: most samples are
+                    charged to fill, and most of fill's are listed as
+                    memset under the caller fill
+  sampling-timesampled  record --time=sampled --sample: the report says the
+                    times are not measured, counts main, spin and nap
+                    exactly once, and spin gets most samples
+  import-perf-real  the README's commands with the real perf: perf record -k
+                    CLOCK_MONOTONIC -g around cygprof record, perf script |
+                    cygprof import-perf: the imported samples (perf prints
+                    addresses relative to their object: moved by its bias)
+                    put most of the program's samples in spin (skipped
+                    where perf is missing or not allowed)
   sampling-off      CYGPROF_SAMPLE_FORCE_EPERM=1: exactly one warning line
                     "sampling off: ... perf_event_paranoid ...", exit 0, the
                     capture is written, no dump; --sample-event=cycles: where
@@ -178,6 +200,14 @@ def test_plain(ck, cyg, prog, args):
         ck.check(longest['end_ns'] - longest['start_ns'] >= 150 * 10**6,
                  'the nap is one interval: %d ns' % (longest['end_ns'] - longest['start_ns']))
     ck.check(os.path.getsize(cap) > 0, 'the capture is written')
+    # the capture holds what the collector dumped; with no instrumented
+    # function every sample is an uninstrumented one, spin the hottest
+    rep = report_json(ck, cyg, cap)
+    ck.eq(rep['samples']['samples'], info['samples'], 'the capture holds every sample')
+    ck.eq(rep['samples']['offcpu_intervals'], info['offcpu'], 'and every off-CPU interval')
+    leaves = rep['samples']['uninstrumented']
+    spin = sum(x['samples'] for x in leaves if x['name'] == 'spin')
+    ck.check(spin * 2 > info['samples'], 'report: %d of %d samples in spin' % (spin, info['samples']))
 
 
 def test_threads(ck, cyg, prog, args):
@@ -239,7 +269,157 @@ def test_off(ck, cyg, prog, args):
         ck.eq(len(p.err.strip().splitlines()), 1, 'record %s: one error line' % ' '.join(bad))
 
 
-TESTS = {'sampling-plain': test_plain, 'sampling-threads': test_threads,
+def report_json(ck, cyg, cap, opts=()):
+    p = run([cyg.exe, 'report', '--format=json'] + list(opts) + [cap])
+    if p.returncode != 0:
+        raise Failure('report --format=json failed: %s' % p.err.strip())
+    return json.loads(p.out)
+
+
+def fns(rep):
+    return dict((f['name'], f) for f in rep['functions'])
+
+
+def tree_rows(ck, cyg, cap):
+    """--tree rows: (path, total, self, calls, sampled, offcpu) with times
+    in ns, path as 'main/spin'; a row of an uninstrumented function samples
+    found under a path ('main/nap/clock_nanosleep (libc.so.6, sampled)')
+    has None for total, self and calls."""
+    p = run([cyg.exe, 'report', '--tree', cap])
+    if p.returncode != 0:
+        raise Failure('report --tree failed: %s' % p.err.strip())
+    unit = {'us': 1e3, 'ms': 1e6, 's': 1e9}
+    rows, stack = [], []
+    ck.check('SAMPLED     OFF-CPU' in p.out, '--tree has the SAMPLED and OFF-CPU columns')
+    for line in p.out.splitlines():
+        if line.startswith('#') or ' : ' not in line:
+            continue
+        left, right = line.split(' : ', 1)
+        w = left.split()
+        vals = []
+        i = 0
+        while i < len(w):
+            if i + 1 < len(w) and w[i + 1] in unit:
+                vals.append(int(float(w[i]) * unit[w[i + 1]]))
+                i += 2
+            else:
+                vals.append(int(w[i]))
+                i += 1
+        depth = (len(right) - len(right.lstrip(' |+-'))) // 2
+        name = right.lstrip(' |+-')
+        if name.endswith('sampled)') or name.endswith('in the kernel)'):
+            rows.append(('/'.join(stack[:depth] + [name]), None, None, None, vals[0], vals[1]))
+            continue
+        stack[depth:] = [name]
+        rows.append(('/'.join(stack), vals[0], vals[1], vals[2], vals[3], vals[4]))
+    return rows
+
+
+def test_report(ck, cyg, prog, args):
+    cp, cap, info, samples, offcpu = sampled(ck, cyg, prog, ['--sample=1000'])
+    ck.eq(cp.returncode, 0, 'record exit')
+    rep = report_json(ck, cyg, cap)
+    total = rep['samples']['samples']
+    f = fns(rep)
+    ck.check(10 <= total <= 600, '%d samples in 10..600' % total)
+    spin, nap = f.get('spin', {}), f.get('nap', {})
+    ck.check(spin.get('samples', 0) * 2 > total,
+             'spin: %d of %d samples' % (spin.get('samples', 0), total))
+    # sampled time is CPU time, the exact self time wall time: on a loaded
+    # machine the first is smaller, never much larger (one thread)
+    if spin.get('self_ns'):
+        ck.check(spin['sampled_ns'] <= 1.25 * spin['self_ns'] + 5e6,
+                 'spin: sampled %.1f ms, at most its exact self %.1f ms' %
+                 (spin['sampled_ns'] / 1e6, spin['self_ns'] / 1e6))
+    ck.check(150e6 <= nap.get('offcpu_ns', 0) <= 400e6,
+             'nap: %.1f ms off CPU in 150..400' % (nap.get('offcpu_ns', 0) / 1e6))
+    ck.check(nap.get('samples', 99) <= 3, 'nap: %s samples on CPU, at most 3' % nap.get('samples'))
+    ck.check(spin.get('offcpu_ns', 0) < 50e6, 'spin: %.1f ms off CPU, under 50' %
+             (spin.get('offcpu_ns', 0) / 1e6))
+    slept = [x for x in rep['samples']['uninstrumented'] if x['caller'] == 'nap']
+    ck.check(slept and max(x['offcpu_ns'] for x in slept) >= 150e6,
+             'the libc function nap slept in is listed under nap: %s' % slept)
+    rows = dict((r[0], r) for r in tree_rows(ck, cyg, cap))
+    ck.check('main/spin' in rows and rows['main/spin'][4] * 2 > total * 1e6 * 0.5,
+             '--tree: main/spin sampled %s' % (rows.get('main/spin'),))
+    ck.check('main/nap' in rows and rows['main/nap'][5] >= 150e6,
+             '--tree: main/nap off CPU %s' % (rows.get('main/nap'),))
+    under = [r for path, r in rows.items() if path.startswith('main/nap/') and r[1] is None]
+    ck.check(under and max(r[5] for r in under) >= 150e6,
+             '--tree: the libc function nap slept in is a row under main/nap: %s' % under)
+    meta = info_json(ck, cyg, cap)['meta']
+    ck.eq(meta.get('sample_event'), 'cpu-clock', 'meta sample_event')
+    ck.eq(meta.get('sample_hz'), '1000', 'meta sample_hz')
+    ck.check('sampling' in info_json(ck, cyg, cap)['instruments'], 'the instrument sampling')
+    p = run([cyg.exe, 'report', '--flat', cap])
+    ck.check('Samples (perf cpu-clock at 1000 Hz): %d samples' % total in p.out,
+             'the flat report has the samples section')
+
+
+def test_libc(ck, cyg, prog, args):
+    cp, cap, info, samples, offcpu = sampled(ck, cyg, prog, ['--sample=1000'], ['libc'])
+    ck.eq(cp.returncode, 0, 'record exit')
+    rep = report_json(ck, cyg, cap)
+    total = rep['samples']['samples']
+    fill = fns(rep).get('fill', {})
+    ck.check(fill.get('samples', 0) * 2 > total,
+             'fill: %d of %d samples' % (fill.get('samples', 0), total))
+    mem = sum(x['samples'] for x in rep['samples']['uninstrumented']
+              if x['caller'] == 'fill' and 'memset' in x['name'])
+    ck.check(mem * 2 > fill.get('samples', 0),
+             '%d of fill\'s %d samples in memset under fill' % (mem, fill.get('samples', 0)))
+    rows = tree_rows(ck, cyg, cap)
+    under = sum(r[4] for r in rows if r[0].startswith('main/fill/') and r[1] is None and
+                'memset' in r[0])
+    ck.check(under * 2 > fill.get('sampled_ns', 0),
+             '--tree: memset under main/fill, %.1f of fill\'s %.1f ms sampled' %
+             (under / 1e6, fill.get('sampled_ns', 0) / 1e6))
+
+
+def test_timesampled(ck, cyg, prog, args):
+    cp, cap, info, samples, offcpu = sampled(ck, cyg, prog, ['--sample=1000', '--time=sampled'])
+    ck.eq(cp.returncode, 0, 'record exit')
+    rep = report_json(ck, cyg, cap)
+    f = fns(rep)
+    for name in ('main', 'spin', 'nap'):
+        ck.eq(f.get(name, {}).get('calls'), 1, '%s calls' % name)
+        ck.eq(f.get(name, {}).get('self_ns'), 0, '%s has no exact time' % name)
+    total = rep['samples']['samples']
+    ck.check(f.get('spin', {}).get('samples', 0) * 2 > total, 'spin gets most of %d samples' % total)
+    ck.check(f.get('nap', {}).get('offcpu_ns', 0) >= 150e6, 'nap off CPU: %s' % f.get('nap'))
+    p = run([cyg.exe, 'report', '--flat', cap])
+    ck.check('times: not measured' in p.out, 'the report says times are not measured')
+
+
+def test_import_real(ck, cyg, prog, args):
+    import shutil
+    perf = shutil.which('perf')
+    if not perf:
+        raise Skip('perf is not installed')
+    cap = os.path.join(cyg.workdir, 'run.data')
+    pdata = os.path.join(cyg.workdir, 'perf.data')
+    p = run([perf, 'record', '-q', '-k', 'CLOCK_MONOTONIC', '-g', '-o', pdata, '--',
+             cyg.exe, 'record', '-q', '-o', cap, '--', prog])
+    if p.returncode != 0 or not os.path.exists(pdata):
+        raise Skip('perf record does not work here: %s' % p.err.strip()[:200])
+    ps = subprocess.run([perf, 'script', '-i', pdata], stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL, timeout=e2e.TIMEOUT)
+    ck.eq(ps.returncode, 0, 'perf script exit')
+    cp = subprocess.run([cyg.exe, 'import-perf', cap], input=ps.stdout, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, timeout=e2e.TIMEOUT)
+    out = cp.stdout.decode()
+    print(out.strip(), cp.stderr.decode().strip())
+    ck.eq(cp.returncode, 0, 'import-perf exit')
+    rep_ = report_json(ck, cyg, cap)
+    sm = rep_['samples']
+    ck.eq(sm['imported_samples'], sm['samples'], 'every sample is imported')
+    ck.check(sm['samples'] >= 10, '%d samples imported' % sm['samples'])
+    spin = fns(rep_).get('spin', {}).get('samples', 0)
+    ck.check(spin * 2 > sm['samples'], 'spin: %d of %d imported samples' % (spin, sm['samples']))
+
+
+TESTS = {'sampling-plain': test_plain, 'import-perf-real': test_import_real, 'sampling-report': test_report, 'sampling-libc': test_libc,
+         'sampling-timesampled': test_timesampled, 'sampling-threads': test_threads,
          'sampling-off': test_off}
 
 

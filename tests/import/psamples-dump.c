@@ -9,13 +9,27 @@
  *  "procs": [{"idx", "pid", "start_ns", "end_ns"}],
  *  "threads": [{"idx", "proc_idx", "tid", "start_ns", "end_ns"}],
  *  "psamples": [{"t_ns", "weight_ns", "thread_idx" (-1: none), "pid", "tid",
- *                "flags", "frames": [[kind, addr], ...] innermost first}]} */
+ *                "flags", "frames": [[kind, addr], ...] innermost first}],
+ *  "offcpu": [{"start_ns", "end_ns", "thread_idx", "tid", "frames"}]} */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cygprof/cygprof-capture.h"
+
+static void frames(const struct cygprof_stack_node *st, size_t nst, uint32_t id)
+{
+	int first = 1;
+
+	printf("\"frames\": [");
+	while (id && id <= nst) {
+		printf("%s[%u, %" PRIu64 "]", first ? "" : ", ", st[id - 1].kind, st[id - 1].addr);
+		first = 0;
+		id = st[id - 1].parent;
+	}
+	printf("]}");
+}
 
 static int fail(const char *file, int err)
 {
@@ -30,7 +44,8 @@ int main(int argc, char **argv)
 	struct cygprof_thread *th;
 	struct cygprof_psample *ps;
 	struct cygprof_stack_node *st;
-	size_t np, nt, nps, nst, i;
+	struct cygprof_offcpu *oc;
+	size_t np, nt, nps, nst, noc, i;
 	char *v = NULL;
 	int err;
 
@@ -58,6 +73,8 @@ int main(int argc, char **argv)
 	if (!err)
 		err = cygprof_capture_get_psamples(cap, &ps, &nps);
 	if (!err)
+		err = cygprof_capture_get_offcpu(cap, &oc, &noc);
+	if (!err)
 		err = cygprof_capture_get_stacks(cap, &st, &nst);
 	if (err)
 		return fail(argv[1], err);
@@ -79,23 +96,23 @@ int main(int argc, char **argv)
 		       th[i].end_ns);
 	printf("],\n \"psamples\": [");
 	for (i = 0; i < nps; i++) {
-		uint32_t id = ps[i].stack;
-		int first = 1;
-
 		printf("%s\n  {\"t_ns\": %" PRIu64 ", \"weight_ns\": %" PRIu64
-		       ", \"thread_idx\": %d, \"pid\": %u, \"tid\": %u, \"flags\": %u, \"frames\": [",
+		       ", \"thread_idx\": %d, \"pid\": %u, \"tid\": %u, \"flags\": %u, ",
 		       i ? "," : "", ps[i].t_ns, ps[i].weight_ns,
 		       ps[i].thread_idx == CYGPROF_NONE ? -1 : (int)ps[i].thread_idx, ps[i].pid,
 		       ps[i].tid, ps[i].flags);
-		while (id && id <= nst) {
-			printf("%s[%u, %" PRIu64 "]", first ? "" : ", ", st[id - 1].kind,
-			       st[id - 1].addr);
-			first = 0;
-			id = st[id - 1].parent;
-		}
-		printf("]}");
+		frames(st, nst, ps[i].stack);
+	}
+	printf("],\n \"offcpu\": [");
+	for (i = 0; i < noc; i++) {
+		printf("%s\n  {\"start_ns\": %" PRIu64 ", \"end_ns\": %" PRIu64
+		       ", \"thread_idx\": %d, \"tid\": %u, ",
+		       i ? "," : "", oc[i].start_ns, oc[i].end_ns,
+		       oc[i].thread_idx == CYGPROF_NONE ? -1 : (int)oc[i].thread_idx, oc[i].tid);
+		frames(st, nst, oc[i].stack);
 	}
 	printf("]}\n");
+	free(oc);
 	cygprof_procs_free(procs, np);
 	free(th);
 	free(ps);

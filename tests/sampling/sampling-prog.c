@@ -10,7 +10,9 @@
  *   threads       two threads spin() for SPIN_MS / 2 each while main
  *                 nap()s, then a forked child spin()s for SPIN_MS / 3;
  *                 prints "sampling-prog: tid=T" per thread and
- *                 "sampling-prog: child=PID". */
+ *                 "sampling-prog: child=PID";
+ *   libc          fill() spends FILL_MS in libc's memset (not instrumented)
+ *                 on a 4 MiB buffer, then returns. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 
 #define SPIN_MS 300
 #define NAP_MS 200
+#define FILL_MS 250
 
 static double now_ms(void)
 {
@@ -46,6 +49,19 @@ __attribute__((noinline)) void spin(double ms)
 __attribute__((noinline)) void nap(int ms)
 {
 	usleep((useconds_t)ms * 1000);
+}
+
+static char buf[4 << 20];
+void fill(int ms);
+
+__attribute__((noinline)) void fill(int ms)
+{
+	double t0 = now_ms();
+	int k = 0;
+
+	while (now_ms() - t0 < ms)
+		memset(buf, k++, sizeof buf);
+	sink = buf[k % sizeof buf];
 }
 
 static void *worker(void *arg)
@@ -76,6 +92,10 @@ int main(int argc, char **argv)
 		printf("sampling-prog: child=%d\n", pid);
 		fflush(stdout);
 		waitpid(pid, NULL, 0);
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "libc")) {
+		fill(FILL_MS);
 		return 0;
 	}
 	spin(SPIN_MS);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test-gmon.c - gprof-export/gmon-out.c: the histogram synthesised from
- * exact self times (rate, rounding, no overflow, bins inside functions) and
- * the gmon.out bytes. */
+ * exact self times (rate, rounding, no overflow, bins inside functions),
+ * the histogram of perf samples (one tick per sample in its pc's bin, the
+ * range widened to the pcs, bins past 65535 in further records) and the
+ * gmon.out bytes. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,11 +166,97 @@ static void test_write(void)
 	gmon_hist_free(&h);
 }
 
+static void test_samples(void)
+{
+	/* a pc below the first function and one past the last: the range
+	 * takes them in; an odd pc shares its bin with the byte before */
+	const struct gmon_fn f[] = {{0x1010, 0x1020, 5}, {0x1020, 0x1030, 0}};
+	const struct gmon_pc pc[] = {{0x1001, 2}, {0x1012, 3}, {0x1013, 4}, {0x1031, 1}};
+	struct gmon_hist h;
+
+	CHECK_EQ_INT(gmon_hist_build_samples(f, 2, pc, 4, 999, &h), 0);
+	CHECK_EQ_U64(h.rate, 999);
+	CHECK_EQ_U64(h.low_pc, 0x1000);
+	CHECK_EQ_U64(h.high_pc, 0x1032);
+	CHECK_EQ_U64(h.nbins, 0x19);
+	CHECK_EQ_U64(h.ticks, 10);
+	CHECK_EQ_U64(h.bins[0], 2);
+	CHECK_EQ_U64(h.bins[9], 7);
+	CHECK_EQ_U64(h.bins[0x18], 1);
+	CHECK_EQ_U64(ticks_in(&h, 0x1010, 0x1020), 7);
+	CHECK_EQ_U64(ticks_in(&h, 0x1020, 0x1030), 0);
+	gmon_hist_free(&h);
+
+	/* no function at all (an uninstrumented program), no rate */
+	CHECK_EQ_INT(gmon_hist_build_samples(NULL, 0, pc + 1, 1, 0, &h), 0);
+	CHECK_EQ_U64(h.rate, GMON_DEFAULT_RATE);
+	CHECK_EQ_U64(h.low_pc, 0x1012);
+	CHECK_EQ_U64(h.nbins, 1);
+	CHECK_EQ_U64(h.bins[0], 3);
+	gmon_hist_free(&h);
+
+	/* nothing: no bins, no record */
+	CHECK_EQ_INT(gmon_hist_build_samples(NULL, 0, NULL, 0, 100, &h), 0);
+	CHECK_EQ_U64(h.nbins, 0);
+	gmon_hist_free(&h);
+}
+
+/* A bin of 140000 samples: three records over the same range, which
+ * gprof adds: 65535 + 65535 + 8930. */
+static void test_samples_records(void)
+{
+	const struct gmon_pc pc[] = {{0x2000, 140000}, {0x2002, 7}};
+	char path[] = "/tmp/test-gmon-XXXXXX";
+	unsigned char b[512];
+	struct gmon_hist h;
+	uint64_t sum0 = 0, sum1 = 0;
+	size_t len, r;
+	FILE *fp;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	fp = fdopen(fd, "wb");
+	CHECK(fp != NULL);
+	if (!fp)
+		return;
+	CHECK_EQ_INT(gmon_hist_build_samples(NULL, 0, pc, 2, 1000, &h), 0);
+	CHECK_EQ_U64(h.nbins, 2);
+	CHECK_EQ_U64(h.ticks, 140007);
+	CHECK_EQ_INT(gmon_write_file(fp, &h, NULL, 0), 0);
+	CHECK_EQ_INT(fclose(fp), 0);
+	fp = fopen(path, "rb");
+	CHECK(fp != NULL);
+	if (!fp)
+		return;
+	len = fread(b, 1, sizeof(b), fp);
+	fclose(fp);
+	unlink(path);
+	CHECK_EQ_U64(len, 20 + 3 * (41 + 2 * 2));
+	for (r = 0; r < 3 && len == 20 + 3 * 45; r++) {
+		const unsigned char *p = b + 20 + r * 45;
+
+		CHECK_EQ_INT(p[0], 0);
+		CHECK_EQ_U64(p[1] | p[2] << 8, 0x2000);
+		CHECK_EQ_U64(p[9] | p[10] << 8, 0x2004);
+		CHECK_EQ_U64(p[17], 2);
+		CHECK_EQ_U64(p[21] | p[22] << 8, 1000);
+		sum0 += (uint64_t)(p[41] | p[42] << 8);
+		sum1 += (uint64_t)(p[43] | p[44] << 8);
+	}
+	CHECK_EQ_U64(sum0, 140000);
+	CHECK_EQ_U64(sum1, 7);
+	gmon_hist_free(&h);
+}
+
 int main(void)
 {
 	RUN_TEST(test_exact_ns);
 	RUN_TEST(test_rate_lowered);
 	RUN_TEST(test_rounding_total);
 	RUN_TEST(test_write);
+	RUN_TEST(test_samples);
+	RUN_TEST(test_samples_records);
 	CHECK_DONE();
 }
