@@ -175,5 +175,6 @@ int cmd_gprof(int argc, char **argv);
 int cmd_annotate(int argc, char **argv);
 int cmd_counters(int argc, char **argv);
 int cmd_import_perf(int argc, char **argv);
+int cmd_samples(int argc, char **argv);
 
 #endif

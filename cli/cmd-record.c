@@ -61,6 +61,13 @@ static void usage(FILE *f)
 		"                         what --sample counts: cpu-clock (default),\n"
 		"                         task-clock, or cycles (needs a hardware PMU);\n"
 		"                         implies --sample\n"
+		"      --rr-ticks         each sample also records the thread's count of\n"
+		"                         rr's tick counter (retired conditional branches),\n"
+		"                         to find it again in an rr recording ('cygprof\n"
+		"                         samples --rr'); implies --sample.  Needs a hardware\n"
+		"                         PMU, Linux 6.12 and root or perf_event_paranoid<=1;\n"
+		"                         where the counter is missing: a warning, and\n"
+		"                         samples without ticks\n"
 		"      --time=exact|sampled\n"
 		"                         exact (default): time every call; sampled: count\n"
 		"                         every call and call path exactly but read no clock\n"
@@ -222,6 +229,7 @@ int cmd_record(int argc, char **argv)
 		{"memdump", no_argument, NULL, 'Y'},
 		{"sample", optional_argument, NULL, 'H'},
 		{"sample-event", required_argument, NULL, 'E'},
+		{"rr-ticks", no_argument, NULL, 'K'},
 		{"debug-dir", required_argument, NULL, 'G'},
 		{"filter", required_argument, NULL, 'F'},
 		{"notrace", required_argument, NULL, 'N'},
@@ -304,6 +312,9 @@ int cmd_record(int argc, char **argv)
 					"cycles)", optarg);
 			o.sample_event = optarg;
 			break;
+		case 'K':
+			o.rr_ticks = 1;
+			break;
 		case 'G':
 			dbgdirs[o.n_debug_dirs++] = optarg;
 			break;
@@ -346,8 +357,8 @@ int cmd_record(int argc, char **argv)
 		cli_die(2, "record: no program given (usage: cygprof record [options] -- PROG [ARGS...])");
 	if (!*o.output)
 		cli_die(2, "record: --output needs a file name");
-	if (o.sample_event && !o.sample_hz)
-		o.sample_hz = 999; /* --sample-event alone: --sample */
+	if ((o.sample_event || o.rr_ticks) && !o.sample_hz)
+		o.sample_hz = 999; /* --sample-event or --rr-ticks alone: --sample */
 	if (o.timeline && o.time_sampled)
 		cli_die(2, "record: a timeline needs times: --timeline cannot go with --time=sampled");
 	if (o.ring_bytes >

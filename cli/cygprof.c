@@ -23,6 +23,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"annotate", cmd_annotate, "source lines with their calls, time, allocations and samples"},
 	{"counters", cmd_counters, "counters over time: memory, CPU time, memdump reports"},
 	{"import-perf", cmd_import_perf, "add the samples of a perf run made alongside (perf script)"},
+	{"samples", cmd_samples, "perf samples one by one; --rr: the rr commands to reach each"},
 };
 
 static void usage(FILE *f)

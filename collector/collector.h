@@ -21,6 +21,7 @@ struct collector_opts {
 				* or CYGPROF_COUNTERS_DEFAULT_NS without --counters) */
 	uint32_t sample_hz;    /* perf sampling frequency (0: no sampling) */
 	const char *sample_event; /* "cpu-clock" (default), "cycles", ... */
+	int rr_ticks;          /* each sample also reads rr's tick counter (rr-ticks.c) */
 	int time_sampled;      /* --time=sampled: the hooks read no clock */
 	const char *instruments; /* the instruments recorded, comma-separated (meta
 				  * "instruments"), e.g. "calls,memory,counters" */

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "collector-private.h"
+#include "rr-ticks.h"
 
 /* Data pages of each CPU's ring (a power of two), 256 KiB with 4 KiB pages:
  * at 100000 Hz with deep call chains a turn of the poll loop fits. */
@@ -51,11 +52,14 @@
  * up), scanned for the caller that the frame-pointer chain skips. */
 #define SAMPLING_STACK_BYTES 1024
 
-enum { PEND_SAMPLE, PEND_OUT, PEND_PREEMPT, PEND_IN, PEND_CS };
+enum { PEND_SAMPLE, PEND_OUT, PEND_PREEMPT, PEND_IN, PEND_CS, PEND_TICKS };
 
 struct pend_rec {
 	uint64_t t;      /* perf time (CLOCK_MONOTONIC ns) */
 	uint64_t period; /* samples: ns of CPU time */
+	uint64_t ticks;  /* samples, PEND_TICKS: rr ticks (rr-ticks.c), RR_TICKS_NONE */
+	uint32_t inst;   /* samples, PEND_TICKS: the CPU whose counter read them */
+	uint32_t rr;     /* PEND_TICKS: RR_REC_* */
 	uint32_t pid, tid;
 	uint32_t stack;  /* samples: stash id */
 	uint32_t kind;   /* PEND_* */
@@ -95,6 +99,7 @@ struct sampling {
 	const char *event;
 	uint64_t hz;            /* the rate asked of perf */
 	int clock_event;        /* cpu-clock or task-clock: periods are ns */
+	struct rr_ticks *rr;    /* record --rr-ticks (rr-ticks.c), NULL without */
 };
 
 static struct stash *sampling_stash(struct collector *c)
@@ -307,6 +312,7 @@ void collector_sampling_open(struct collector *c, pid_t pid)
 	a.use_clockid = 1;
 	a.clockid = CLOCK_MONOTONIC;
 	a.wakeup_events = 0;
+	s->rr = rr_ticks_setup(c, &a, pid);
 
 	{
 		const char *f = getenv("CYGPROF_SAMPLE_FORCE_EPERM");
@@ -333,6 +339,8 @@ void collector_sampling_open(struct collector *c, pid_t pid)
 			s->map[i] = NULL;
 			break;
 		}
+		if (s->rr) /* after the mmap: the switch-out reads go to this ring */
+			rr_ticks_member(s->rr, (int)fd, pid, i);
 		opened++;
 	}
 	if (!err && !opened)
@@ -340,6 +348,7 @@ void collector_sampling_open(struct collector *c, pid_t pid)
 	if (err) {
 		warn_off(event, err);
 		close_all(s);
+		rr_ticks_free(s->rr);
 		free(s);
 		return;
 	}
@@ -508,22 +517,23 @@ static void one_record(struct collector *c, struct sampling *s, const char *r, s
 	memset(&p, 0, sizeof p);
 	switch (h.type) {
 	case PERF_RECORD_SAMPLE: {
-		/* ip; pid, tid; time; period; nr; ips[nr] */
-		if (end - b < 40)
+		struct perf_sample_rec ps;
+		if (perf_sample_parse(b, (size_t)(end - b), s->rr != NULL, &ps))
 			return;
-		uint64_t ip = get_u64(b), nr;
-		p.pid = get_u32(b + 8);
-		p.tid = get_u32(b + 12);
-		p.t = get_u64(b + 16);
-		p.period = get_u64(b + 24);
-		nr = get_u64(b + 32);
-		if (nr > (uint64_t)(end - b - 40) / 8)
-			return;
+		p.pid = ps.pid;
+		p.tid = ps.tid;
+		p.t = ps.time;
+		p.period = ps.period;
+		p.ticks = ps.ticks;
+		if (s->rr && (p.rr = (uint32_t)rr_ticks_classify(s->rr, &ps, &p.inst))) {
+			p.kind = PEND_TICKS; /* a read at a switch or an exec: not a sample */
+			break;
+		}
 		p.kind = cs ? PEND_CS : PEND_SAMPLE;
 		p.kernel = (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
 		/* then (x86-64) regs_user: abi, sp when abi != 0; stack_user:
 		 * size, data[size], dyn_size when size != 0 */
-		const char *q = b + 40 + 8 * nr, *stack = NULL;
+		const char *q = ps.after, *stack = NULL;
 		uint64_t stack_size = 0;
 		if (s->regs_stack && end - q >= 8) {
 			uint64_t abi = get_u64(q);
@@ -537,7 +547,8 @@ static void one_record(struct collector *c, struct sampling *s, const char *r, s
 				}
 			}
 		}
-		p.stack = chain_stack(c, s, p.pid, ip, p.kernel, b + 40, nr, stack, stack_size);
+		p.stack = chain_stack(c, s, p.pid, ps.ip, p.kernel, ps.chain, ps.nr, stack,
+				      stack_size);
 		break;
 	}
 	case PERF_RECORD_SWITCH:
@@ -550,6 +561,17 @@ static void one_record(struct collector *c, struct sampling *s, const char *r, s
 		p.kind = !(h.misc & PERF_RECORD_MISC_SWITCH_OUT)	       ? PEND_IN
 			 : (h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? PEND_PREEMPT
 									   : PEND_OUT;
+		break;
+	case PERF_RECORD_EXIT:
+		/* pid, ppid, tid, ptid, time; sample_id: pid, tid; time (only
+		 * with --rr-ticks, which asks for them: a tid may come back) */
+		if (!s->rr || end - b < 40)
+			return;
+		p.pid = get_u32(b);
+		p.tid = get_u32(b + 8);
+		p.t = get_u64(b + 32);
+		p.kind = PEND_TICKS;
+		p.rr = RR_REC_EXIT;
 		break;
 	case PERF_RECORD_LOST: /* id, lost: the ring was full */
 		if (end - b >= 16)
@@ -653,7 +675,7 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 		 * (cycles) is a count: at freq Hz, a sample stands for
 		 * 1/freq s of CPU time on average */
 		x->weight_ns = s->clock_event ? p->period : 1000000000ULL / (s->hz ? s->hz : 1);
-		x->rr_ticks = UINT64_MAX;
+		x->rr_ticks = s->rr ? rr_ticks_total(s->rr, p->tid, p->inst, p->ticks) : RR_TICKS_NONE;
 		x->thread_idx = idx;
 		x->pid = p->pid;
 		x->tid = p->tid;
@@ -663,6 +685,9 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 		hmap_put(&s->last_stack, key, p->stack);
 		break;
 	}
+	case PEND_TICKS:
+		rr_ticks_settle(s->rr, (int)p->rr, p->tid, p->inst, p->ticks);
+		break;
 	case PEND_CS:
 		hmap_put(&s->cs_stack, key, (uint64_t)p->stack + 1);
 		break;
@@ -856,6 +881,7 @@ void collector_sampling_final(struct collector *c)
 	if (!s)
 		return;
 	drain(c, s, UINT64_MAX);
+	rr_ticks_final(s->rr, c, s->lost);
 	if (s->lost)
 		fprintf(stderr, "cygprof: warning: %llu perf records lost (rings full)\n",
 			(unsigned long long)s->lost);
@@ -870,6 +896,7 @@ void collector_sampling_release(struct collector *c)
 	if (!s)
 		return;
 	close_all(s);
+	rr_ticks_free(s->rr);
 	free(s->pend);
 	free(s->s);
 	free(s->o);

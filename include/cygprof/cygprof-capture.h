@@ -130,6 +130,9 @@ uint64_t cygprof_capture_file_size(struct cygprof_capture *cap);
  *   "lost_events"    decimal total of dropped timeline events
  *   "drop_mode"      "block" or "drop"
  *   "hostname", "kernel", "machine"
+ *   "rr_ticks"       with record --rr-ticks: "counted: CPU, raw 0xCONFIG" (each
+ *                    sample's rr_ticks is the thread's count of rr's counter,
+ *                    maybe followed by "; ..." caveats), or "missing: WHY"
  *   "complete"       "1", written last: absent when the recording was interrupted
  *   "shm_full"       present when the shared mapping filled up: how many
  *                    allocations were refused (threads or calls not recorded)
