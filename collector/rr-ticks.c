@@ -482,7 +482,11 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
 	r->cs.type = PERF_TYPE_SOFTWARE;
 	r->cs.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
 	r->cs.sample_period = 1;
-	r->cs.sample_type = leader->sample_type;
+	/* the layout of the samples up to the call chain (what follows it,
+	 * the user registers and stack sampling.c may ask for, these reads
+	 * need not carry: they are taken apart before it is read) */
+	r->cs.sample_type = leader->sample_type &
+			    ~(uint64_t)(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
 	r->cs.read_format = leader->read_format;
 	r->cs.inherit = 1;
 	r->cs.exclude_hv = 1;
