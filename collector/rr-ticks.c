@@ -70,20 +70,6 @@ struct rr_ticks {
 	struct hmap base;            /* tid + 1 -> its count at its last exec + 1 (0: none) */
 };
 
-static uint64_t get_u64(const char *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
-static uint32_t get_u32(const char *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
 int perf_sample_parse(const void *body, size_t len, int read_group, struct perf_sample_rec *out)
 {
 	const char *b = body;
@@ -92,38 +78,38 @@ int perf_sample_parse(const void *body, size_t len, int read_group, struct perf_
 	/* ip; pid, tid; time; [id;] period */
 	if (len < (read_group ? 48u : 40u))
 		return -1;
-	out->ip = get_u64(b);
-	out->pid = get_u32(b + 8);
-	out->tid = get_u32(b + 12);
-	out->time = get_u64(b + 16);
+	out->ip = perf_u64(b);
+	out->pid = perf_u32(b + 8);
+	out->tid = perf_u32(b + 12);
+	out->time = perf_u64(b + 16);
 	out->id = 0;
 	if (read_group) {
-		out->id = get_u64(b + at);
+		out->id = perf_u64(b + at);
 		at += 8;
 	}
-	out->period = get_u64(b + at);
+	out->period = perf_u64(b + at);
 	at += 8;
 	out->ticks = RR_TICKS_NONE;
 	out->leader_id = out->ticks_id = 0;
 	if (read_group) {
 		/* { nr; {value, id}[nr] } (PERF_FORMAT_GROUP | PERF_FORMAT_ID:
 		 * no times or lost counts) */
-		uint64_t n = get_u64(b + at);
+		uint64_t n = perf_u64(b + at);
 		at += 8;
 		if (n > (len - at) / 16)
 			return -1;
 		if (n >= 1)
-			out->leader_id = get_u64(b + at + 8);
+			out->leader_id = perf_u64(b + at + 8);
 		if (n >= 2) {
-			out->ticks = get_u64(b + at + 16);
-			out->ticks_id = get_u64(b + at + 24);
+			out->ticks = perf_u64(b + at + 16);
+			out->ticks_id = perf_u64(b + at + 24);
 		}
 		at += 16 * (size_t)n;
 	}
 	/* nr; ips[nr] */
 	if (len - at < 8)
 		return -1;
-	out->nr = get_u64(b + at);
+	out->nr = perf_u64(b + at);
 	at += 8;
 	if (out->nr > (len - at) / 8)
 		return -1;

@@ -7,7 +7,23 @@
 #include <linux/perf_event.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
+
+/* Unaligned reads of a perf record's fields (host byte order). */
+static inline uint64_t perf_u64(const char *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static inline uint32_t perf_u32(const char *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
 
 struct collector;
 struct rr_ticks;

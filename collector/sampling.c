@@ -382,20 +382,6 @@ static struct cproc *cproc_of(struct collector *c, struct sampling *s, uint32_t 
 	return hmap_get(&s->procs, (uint64_t)pid + 1, &v) ? c->procs[v - 1] : NULL;
 }
 
-static uint64_t get_u64(const char *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
-static uint32_t get_u32(const char *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
 /* The executable mapping of cp holding addr, or NULL. */
 static const struct sym_map *exec_map(const struct cproc *cp, uint64_t addr)
 {
@@ -433,7 +419,7 @@ static uint64_t leaf_caller(const struct cproc *cp, const uint64_t *frames, size
 	if (next && same_object(ipm, next))
 		return 0; /* the chain went through its own object: frames are kept */
 	for (uint64_t k = 0; k + 8 <= size; k += 8) {
-		uint64_t w = get_u64(stack + k);
+		uint64_t w = perf_u64(stack + k);
 		const struct sym_map *m = exec_map(cp, w);
 		if (!m || same_object(m, ipm))
 			continue;
@@ -480,7 +466,7 @@ static uint32_t chain_stack(struct collector *c, struct sampling *s, uint32_t pi
 	struct stash *st = sampling_stash(c);
 
 	for (uint64_t i = 0; i < nr && n < SAMPLING_CHAIN_MAX; i++) {
-		uint64_t a = get_u64(chain + 8 * i);
+		uint64_t a = perf_u64(chain + 8 * i);
 		if (a >= (uint64_t)PERF_CONTEXT_MAX) {
 			user = a == (uint64_t)PERF_CONTEXT_USER;
 			continue;
@@ -536,12 +522,12 @@ static void one_record(struct collector *c, struct sampling *s, const char *r, s
 		const char *q = ps.after, *stack = NULL;
 		uint64_t stack_size = 0;
 		if (s->regs_stack && end - q >= 8) {
-			uint64_t abi = get_u64(q);
+			uint64_t abi = perf_u64(q);
 			q += abi ? 16 : 8;
 			if (end - q >= 16) {
-				uint64_t sz = get_u64(q);
+				uint64_t sz = perf_u64(q);
 				if (sz && sz <= (uint64_t)(end - q - 16)) {
-					uint64_t dyn = get_u64(q + 8 + sz);
+					uint64_t dyn = perf_u64(q + 8 + sz);
 					stack = q + 8;
 					stack_size = dyn < sz ? dyn : sz;
 				}
@@ -555,9 +541,9 @@ static void one_record(struct collector *c, struct sampling *s, const char *r, s
 		/* sample_id: pid, tid; time */
 		if (end - b < 16)
 			return;
-		p.pid = get_u32(b);
-		p.tid = get_u32(b + 4);
-		p.t = get_u64(b + 8);
+		p.pid = perf_u32(b);
+		p.tid = perf_u32(b + 4);
+		p.t = perf_u64(b + 8);
 		p.kind = !(h.misc & PERF_RECORD_MISC_SWITCH_OUT)	       ? PEND_IN
 			 : (h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? PEND_PREEMPT
 									   : PEND_OUT;
@@ -567,19 +553,19 @@ static void one_record(struct collector *c, struct sampling *s, const char *r, s
 		 * with --rr-ticks, which asks for them: a tid may come back) */
 		if (!s->rr || end - b < 40)
 			return;
-		p.pid = get_u32(b);
-		p.tid = get_u32(b + 8);
-		p.t = get_u64(b + 32);
+		p.pid = perf_u32(b);
+		p.tid = perf_u32(b + 8);
+		p.t = perf_u64(b + 32);
 		p.kind = PEND_TICKS;
 		p.rr = RR_REC_EXIT;
 		break;
 	case PERF_RECORD_LOST: /* id, lost: the ring was full */
 		if (end - b >= 16)
-			s->lost += get_u64(b + 8);
+			s->lost += perf_u64(b + 8);
 		return;
 	case PERF_RECORD_LOST_SAMPLES: /* lost: samples the kernel could not take */
 		if (end - b >= 8)
-			s->lost += get_u64(b);
+			s->lost += perf_u64(b);
 		return;
 	default:
 		return;
