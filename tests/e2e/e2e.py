@@ -635,6 +635,18 @@ def test_replay(ck, cyg, example):
 # record-time filters (-F, -N, -D, -t)
 
 
+def nm_functions(prog):
+    """name -> (start, size) of the defined functions of prog (nm -S)."""
+    out = subprocess.run(['nm', '-S', '--defined-only', prog], stdout=subprocess.PIPE,
+                         check=True).stdout.decode()
+    syms = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[2] in 'tT':
+            syms[f[3]] = (int(f[0], 16), int(f[1], 16))
+    return syms
+
+
 def info_json(ck, cyg, capture):
     cp = run([cyg.exe, 'info', '--format=json', capture])
     if cp.returncode != 0:

@@ -53,7 +53,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
-from e2e import Failure, run, describe_status  # noqa: E402
+from e2e import Failure, run, describe_status, nm_functions as symbols  # noqa: E402
 
 SKIP = 77
 SPIN_MS = 300
@@ -63,18 +63,6 @@ FRAME_IP = 2
 
 class Skip(Exception):
     pass
-
-
-def symbols(prog):
-    """name -> (start, size) of the defined functions of prog (nm -S)."""
-    out = subprocess.run(['nm', '-S', '--defined-only', prog], stdout=subprocess.PIPE,
-                         check=True).stdout.decode()
-    syms = {}
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) == 4 and f[2] in 'tT':
-            syms[f[3]] = (int(f[0], 16), int(f[1], 16))
-    return syms
 
 
 def record(ck, cyg, prog, name, sample=True):
