@@ -68,13 +68,32 @@ uint64_t cli_parse_duration(const char *cmd, const char *opt, const char *s, con
 /* A real number in [min, max]. */
 double cli_parse_real(const char *cmd, const char *opt, const char *s, double min, double max);
 
+/* Write the gmon.out files of a capture (cmd-gprof.c): gprof --gmon-out
+ * and export --format=gmon.  Dies with one line on error. */
+struct view;
+void cli_write_gmon(struct view *v, const char *file, const char *out, int force);
+
 /* ---- output files (output.c) ---------------------------------------------- */
 
 enum cli_out_kind {
 	CLI_OUT_CAPTURE, /* a cygprof capture (record -o) */
 	CLI_OUT_GMON,    /* a gmon.out file: starts with "gmon" */
 	CLI_OUT_SVG,     /* an SVG drawing: starts with '<?xml version="1.0"' */
+	CLI_OUT_CHROME,  /* a Chrome trace: starts with CLI_MAGIC_CHROME */
+	CLI_OUT_CALLGRIND, /* a callgrind file: CLI_MAGIC_CALLGRIND */
+	CLI_OUT_PPROF,   /* a gzip'd pprof profile: CLI_MAGIC_PPROF (gzip header
+			  * with no time and the name cygprof-profile.pb) */
+	CLI_OUT_HTML,    /* cygprof's HTML report: CLI_MAGIC_HTML */
+	CLI_OUT_TEXT,    /* text without a mark (folded stacks): an existing
+			  * file is replaced only with --force */
 };
+
+/* How each output kind starts, so that a later run may replace it. */
+#define CLI_MAGIC_CHROME "{\"traceEvents\":"
+#define CLI_MAGIC_CALLGRIND "# callgrind format\n"
+#define CLI_MAGIC_PPROF "\x1f\x8b\x08\x08\0\0\0\0\0\x03" "cygprof-profile.pb"
+#define CLI_MAGIC_HTML "<!DOCTYPE html>\n<!-- cygprof report -->"
+
 
 /* 1 when path is a regular file holding a cygprof capture (even a damaged
  * one or one of a newer schema), 0 when it is something else, -errno.
@@ -176,5 +195,6 @@ int cmd_annotate(int argc, char **argv);
 int cmd_counters(int argc, char **argv);
 int cmd_import_perf(int argc, char **argv);
 int cmd_samples(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -94,7 +94,7 @@ static void parse_opts(int argc, char **argv, struct gprof_opts *o)
 	cli_debuginfo_env(o->di);
 }
 
-static void write_gmon(struct view *view, const char *file, const char *out, int force)
+void cli_write_gmon(struct view *view, const char *file, const char *out, int force)
 {
 	struct gmon_image *v = NULL;
 	size_t n = 0, k = 0, i;
@@ -172,7 +172,7 @@ int cmd_gprof(int argc, char **argv)
 	parse_opts(argc, argv, &o);
 	v = cli_open_view(o.file, o.di);
 	if (o.gmon_out)
-		write_gmon(v, o.file, o.gmon_out, o.force);
+		cli_write_gmon(v, o.file, o.gmon_out, o.force);
 	else
 		print_text(v, o.file, o.brief);
 	cli_finish(v);

@@ -69,6 +69,16 @@ static int probe_kind(const char *path, enum cli_out_kind kind)
 		return cli_probe_capture(path);
 	case CLI_OUT_GMON:
 		return probe_magic(path, "gmon", 4);
+	case CLI_OUT_CHROME:
+		return probe_magic(path, CLI_MAGIC_CHROME, sizeof(CLI_MAGIC_CHROME) - 1);
+	case CLI_OUT_CALLGRIND:
+		return probe_magic(path, CLI_MAGIC_CALLGRIND, sizeof(CLI_MAGIC_CALLGRIND) - 1);
+	case CLI_OUT_PPROF:
+		return probe_magic(path, CLI_MAGIC_PPROF, sizeof(CLI_MAGIC_PPROF) - 1);
+	case CLI_OUT_HTML:
+		return probe_magic(path, CLI_MAGIC_HTML, sizeof(CLI_MAGIC_HTML) - 1);
+	case CLI_OUT_TEXT:
+		return 0; /* no mark of its own: only --force replaces a file */
 	default:
 		/* what cygprof writes as SVG starts so */
 		return probe_magic(path, "<?xml version=\"1.0\"", 19);
@@ -79,6 +89,11 @@ static const char *const kind_what[] = {
 	[CLI_OUT_CAPTURE] = "a cygprof capture",
 	[CLI_OUT_GMON] = "a gmon.out file",
 	[CLI_OUT_SVG] = "an SVG file",
+	[CLI_OUT_CHROME] = "a Chrome trace written by cygprof",
+	[CLI_OUT_CALLGRIND] = "a callgrind file",
+	[CLI_OUT_PPROF] = "a pprof profile written by cygprof",
+	[CLI_OUT_HTML] = "an HTML report written by cygprof",
+	[CLI_OUT_TEXT] = "an output of this kind",
 };
 
 /* The policy: 0 nothing there, 1 an output of kind (or -f and a regular file

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd-export.c - cygprof export: a capture in the formats other tools read
+ * (export/export.h: one file per format). */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "debuginfo.h"
+#include "export.h"
+#include "view.h"
+
+#define CMD "export"
+
+struct export_cli {
+	const struct exporter *fmt;
+	int gmon; /* --format=gmon: cygprof gprof --gmon-out */
+	const char *out;
+	int force;
+	struct export_opts o;
+	struct debuginfo *di;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cygprof export --format FMT [-o FILE] [options] [CAPTURE]\n"
+		"\n"
+		"Write a capture (CAPTURE defaults to " CYGPROF_DEFAULT_CAPTURE ") in a format other\n"
+		"tools read, to FILE or standard output.  Only an earlier output of the same\n"
+		"format is replaced (never a symbolic link's target); -f replaces any regular\n"
+		"file.\n"
+		"\n"
+		"formats:\n");
+	for (size_t i = 0; exporters[i]; i++)
+		fprintf(f, "  %-10s %s\n", exporters[i]->name, exporters[i]->summary);
+	fprintf(f,
+		"  %-10s gmon.out files for GNU gprof (as 'cygprof gprof --gmon-out FILE';\n"
+		"             FILE defaults to gmon.out)\n"
+		"\n"
+		"options:\n"
+		"  --format FMT           the format (required)\n"
+		"  -o, --output FILE      write FILE instead of standard output\n"
+		"  -f, --force            also replace a regular file or symbolic link that is\n"
+		"                         not an earlier output of FMT\n"
+		"  --weight KEY           folded, pprof: what stacks weigh: self (exact self\n"
+		"                         time, the default), calls, samples (perf samples)\n"
+		"  --memory KEY           folded, pprof: weigh allocation stacks instead:\n"
+		"                         allocated, leaked or peak bytes (record --memory)\n"
+		"  --allocations          chrome: each allocation and free as an instant event\n" CLI_DEBUG_HELP
+		"  -h, --help             this help\n",
+		"gmon");
+}
+
+static void export_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("cygprof: warning: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static enum export_weight parse_weight(const char *opt, const char *s, int memory)
+{
+	static const struct {
+		const char *name;
+		enum export_weight w;
+		int memory;
+	} keys[] = {
+		{"self", EXPORT_W_SELF, 0},          {"calls", EXPORT_W_CALLS, 0},
+		{"samples", EXPORT_W_SAMPLES, 0},    {"allocated", EXPORT_W_ALLOCATED, 1},
+		{"leaked", EXPORT_W_LEAKED, 1},      {"peak", EXPORT_W_PEAK, 1},
+	};
+
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (keys[i].memory == memory && !strcmp(keys[i].name, s))
+			return keys[i].w;
+	cli_die(2, "%s: unknown %s key '%s' (%s)", CMD, opt, s,
+		memory ? "allocated, leaked, peak" : "self, calls, samples");
+}
+
+static void parse_opts(int argc, char **argv, struct export_cli *e)
+{
+	enum { O_FORMAT = 256, O_WEIGHT, O_MEMORY, O_ALLOCATIONS };
+	static const struct option lopts[] = {
+		{"format", required_argument, NULL, O_FORMAT},
+		{"output", required_argument, NULL, 'o'},
+		{"force", no_argument, NULL, 'f'},
+		{"weight", required_argument, NULL, O_WEIGHT},
+		{"memory", required_argument, NULL, O_MEMORY},
+		{"allocations", no_argument, NULL, O_ALLOCATIONS},
+		CLI_DEBUG_OPTIONS,
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *format = NULL;
+	int c;
+
+	memset(e, 0, sizeof *e);
+	e->di = cli_debuginfo_new();
+	e->o.warn = export_warn;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":ho:f", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case O_FORMAT:
+			format = optarg;
+			break;
+		case 'o':
+			if (!*optarg)
+				cli_die(2, "%s: --output needs a file name", CMD);
+			e->out = optarg;
+			break;
+		case 'f':
+			e->force = 1;
+			break;
+		case O_WEIGHT:
+			e->o.weight = parse_weight("--weight", optarg, 0);
+			break;
+		case O_MEMORY:
+			e->o.weight = parse_weight("--memory", optarg, 1);
+			break;
+		case O_ALLOCATIONS:
+			e->o.allocations = 1;
+			break;
+		case CLI_O_DEBUG_DIR:
+		case CLI_O_SYMFS:
+			cli_debug_option(e->di, CMD, c, optarg);
+			break;
+		default:
+			cli_bad_option(CMD, c, argv);
+		}
+	}
+	if (!format)
+		cli_die(2, "%s: no format given (--format chrome, folded, callgrind, pprof or gmon)",
+			CMD);
+	if (!strcmp(format, "gmon"))
+		e->gmon = 1;
+	else if (!(e->fmt = exporter_find(format)))
+		cli_die(2, "%s: unknown format '%s' (chrome, folded, callgrind, pprof, gmon)", CMD,
+			format);
+	e->o.file = cli_capture_arg(CMD, argc, argv);
+	cli_debuginfo_env(e->di);
+}
+
+int cmd_export(int argc, char **argv)
+{
+	struct export_cli e;
+	struct cli_output w;
+	struct view *v;
+	FILE *f = stdout;
+	int err;
+
+	parse_opts(argc, argv, &e);
+	if (e.out)
+		cli_output_check(CMD, e.out, (enum cli_out_kind)(e.gmon ? CLI_OUT_GMON : e.fmt->out_kind),
+				 e.force, NULL);
+	else if (!e.gmon && e.fmt->binary && isatty(STDOUT_FILENO))
+		cli_die(2, "%s: %s output is binary: give -o FILE or redirect standard output", CMD,
+			e.fmt->name);
+	v = cli_open_view(e.o.file, e.di);
+	e.o.file = e.o.file ? e.o.file : CYGPROF_DEFAULT_CAPTURE;
+	if (e.gmon) {
+		cli_write_gmon(v, e.o.file, e.out ? e.out : "gmon.out", e.force);
+		debuginfo_free(e.di);
+		return cli_finish(v);
+	}
+	if (e.out)
+		f = cli_output_open(&w, CMD, e.out, (enum cli_out_kind)e.fmt->out_kind, e.force);
+	err = e.fmt->write(v, &e.o, f);
+	if (e.out) {
+		if (err)
+			cli_output_abort(&w);
+		else
+			cli_output_commit(&w);
+	}
+	cli_check(err, e.o.file);
+	debuginfo_free(e.di);
+	return cli_finish(v);
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* export.h - writers of the formats other tools read (cygprof export).
+ *
+ * Each format is one file here: a short reader on the capture view
+ * (analysis/view.h) that writes one output to a FILE.  cli/cmd-export.c
+ * parses the options, opens the view and the output file (through
+ * cli_output_open(): never replacing what is not an earlier output of the
+ * same kind without --force) and calls the format's write().
+ *
+ * Error convention: write() returns 0, a negative errno or a CYGPROF_E_*
+ * from the view; it prints nothing (warnings go through the warn callback)
+ * and never exits.  Output errors are the caller's (ferror()). */
+#ifndef EXPORT_EXPORT_H
+#define EXPORT_EXPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct view;
+
+/* What the folded and pprof exports weigh stacks by. */
+enum export_weight {
+	EXPORT_W_DEFAULT = 0, /* the format's own choice: self time, or samples
+			       * when the capture has no times */
+	EXPORT_W_SELF,        /* exact self time (ns) */
+	EXPORT_W_CALLS,       /* calls */
+	EXPORT_W_SAMPLES,     /* perf samples */
+	EXPORT_W_ALLOCATED,   /* --memory: bytes allocated */
+	EXPORT_W_LEAKED,      /* --memory: bytes never freed */
+	EXPORT_W_PEAK,        /* --memory: bytes live at the heap's peak */
+};
+
+struct export_opts {
+	const char *file;          /* the capture's path, for messages */
+	enum export_weight weight; /* --weight / --memory */
+	int allocations;           /* chrome: allocations as instant events */
+	/* one warning line, printed by the caller as "cygprof: warning: ..." */
+	void (*warn)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+};
+
+struct exporter {
+	const char *name;    /* --format NAME */
+	const char *summary; /* one line for --help */
+	const char *readers; /* the tools that read it, for the man page */
+	/* cli_out_kind of its output files (cli.h): what it may replace */
+	int out_kind;
+	const char *default_out; /* NULL: standard output */
+	int binary;              /* not for a terminal */
+	int (*write)(struct view *v, const struct export_opts *o, FILE *f);
+};
+
+/* Every format, NULL-terminated, in the order --help lists them. */
+extern const struct exporter *const exporters[];
+const struct exporter *exporter_find(const char *name);
+
+#endif
