@@ -27,6 +27,8 @@ struct view_tree_slot {
 	struct cygprof_node *nodes;
 	uint64_t *self_ns;
 	uint32_t *fn;
+	uint32_t *map; /* with a filter: stored node -> filtered node (VIEW_NONE) */
+	size_t nmap;
 	int sites_state;
 	struct cygprof_callsite *sites;
 	size_t nsites;
@@ -48,6 +50,8 @@ struct view_dbg_ent {
 };
 
 struct view {
+	struct view_filter filter; /* view_set_filter() */
+	int filtering;
 	struct cygprof_capture *cap;
 	int own_cap;
 	struct view_opts opts;
@@ -98,5 +102,13 @@ struct view {
 int view_load_procs(struct view *v);
 /* Release what view-symbols.c holds (view_close()). */
 void view_symbols_release(struct view *v);
+
+/* view-filter.c: the filtered tree of a thread (replacing nodes and fn,
+ * which are freed; map: stored node -> kept node or VIEW_NONE, owned), and
+ * its timeline remapped through map. */
+int view_filter_tree(struct view *v, uint32_t thread, struct cygprof_node **nodes,
+		     uint32_t **fn, size_t *n, uint32_t **map);
+int view_filter_events(struct view *v, uint32_t thread, const uint32_t *map, size_t nmap,
+		       cygprof_event_fn fn, void *data);
 
 #endif

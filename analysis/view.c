@@ -53,6 +53,7 @@ static void trees_free(struct view *v)
 		free(v->trees[i].nodes);
 		free(v->trees[i].self_ns);
 		free(v->trees[i].fn);
+		free(v->trees[i].map);
 		free(v->trees[i].sites);
 	}
 	free(v->trees);
@@ -326,15 +327,9 @@ int view_tree(struct view *v, uint32_t thread, const struct view_tree **out)
 	} else if (err) {
 		return err;
 	}
-	s->self_ns = calloc(n ? n : 1, sizeof(*s->self_ns));
 	s->fn = calloc(n ? n : 1, sizeof(*s->fn));
-	if (!s->self_ns || !s->fn) {
+	if (!s->fn) {
 		err = -ENOMEM;
-		goto fail;
-	}
-	err = profile_self_times(nodes, n, s->self_ns, &s->t.total_ns);
-	if (err) {
-		err = CYGPROF_E_CORRUPT;
 		goto fail;
 	}
 	s->fn[0] = VIEW_NONE;
@@ -342,6 +337,23 @@ int view_tree(struct view *v, uint32_t thread, const struct view_tree **out)
 		err = view_fn_at(v, th->proc_idx, nodes[i].fn, &s->fn[i]);
 		if (err)
 			goto fail;
+	}
+	if (v->filtering) {
+		size_t nstored = n;
+		err = view_filter_tree(v, thread, &nodes, &s->fn, &n, &s->map);
+		if (err)
+			goto fail;
+		s->nmap = nstored;
+	}
+	s->self_ns = calloc(n ? n : 1, sizeof(*s->self_ns));
+	if (!s->self_ns) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	err = profile_self_times(nodes, n, s->self_ns, &s->t.total_ns);
+	if (err) {
+		err = CYGPROF_E_CORRUPT;
+		goto fail;
 	}
 	s->nodes = nodes;
 	s->t.thread = thread;
@@ -356,8 +368,10 @@ fail:
 	free(nodes);
 	free(s->self_ns);
 	free(s->fn);
+	free(s->map);
 	s->self_ns = NULL;
 	s->fn = NULL;
+	s->map = NULL;
 	s->t.total_ns = 0;
 	return err;
 }
@@ -396,7 +410,18 @@ int view_sites(struct view *v, uint32_t thread, const struct cygprof_callsite **
 
 int view_events(struct view *v, uint32_t thread, cygprof_event_fn fn, void *data)
 {
-	int err = cygprof_capture_foreach_event(v->cap, thread, fn, data);
+	int err;
+
+	if (v->filtering) {
+		/* the events of the filtered tree: read it first */
+		const struct view_tree *t;
+		struct view_tree_slot *s;
+		if ((err = view_tree(v, thread, &t)))
+			return err;
+		s = tree_slot(v, thread);
+		return view_filter_events(v, thread, s ? s->map : NULL, s ? s->nmap : 0, fn, data);
+	}
+	err = cygprof_capture_foreach_event(v->cap, thread, fn, data);
 
 	return err == CYGPROF_E_NOTFOUND ? 0 : err;
 }

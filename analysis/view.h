@@ -191,6 +191,30 @@ int view_tree(struct view *v, uint32_t thread, const struct view_tree **out);
 int view_sites(struct view *v, uint32_t thread, const struct cygprof_callsite **sites,
 	       size_t *n);
 
+/* ---- filters after the fact ------------------------------------------------ */
+
+/* What readers see of the trees and the timeline (record's -F, -N, -D, and
+ * a time range), applied to a finished capture; see view-filter.c. */
+struct view_filter {
+	const char *const *filter;  /* -F: only what runs under a matching function */
+	size_t nfilter;
+	const char *const *notrace; /* -N: leave matching functions out (their
+				     * callees attach to the nearest kept caller) */
+	size_t nnotrace;
+	uint32_t depth;             /* -D: call paths at most this deep (0: any) */
+	int has_range;              /* --time-range: calls starting in [t0, t1) */
+	uint64_t t0, t1;            /* ns from the capture's start */
+};
+
+/* A time range needs a timeline: view_tree() returns this without one. */
+#define VIEW_E_NO_TIMELINE (-21001)
+
+/** Filter every tree and timeline read from now on (f copied, its
+ * patterns borrowed; NULL: no filter).  -EBUSY once a tree was read. */
+int view_set_filter(struct view *v, const struct view_filter *f);
+/** Whether a filter is set. */
+int view_filtered(const struct view *v);
+
 /* ---- timeline and memory events ------------------------------------------------ */
 
 /** Call fn with consecutive runs of the thread's timeline events in time

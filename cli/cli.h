@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include "view.h"
+
 #include "cygprof/cygprof-capture.h"
 
 #define CYGPROF_DEFAULT_CAPTURE "cygprof.data"
@@ -181,6 +183,40 @@ enum { CLI_O_DEBUG_DIR = 0x4000, CLI_O_SYMFS };
 /* Handle CLI_O_DEBUG_DIR or CLI_O_SYMFS (c) with its argument; a bad one
  * dies with "CMD: ...", exit 2. */
 void cli_debug_option(struct debuginfo *di, const char *cmd, int c, const char *arg);
+
+/* Filters after the fact (-F/--filter, -N/--notrace, -D/--depth,
+ * --time-range START,END), for every command that reads trees or the
+ * timeline: the same rules as record's filters (view.h, view_set_filter()).
+ * Put CLI_FILTER_OPTIONS in the getopt_long table (and "F:N:D:" in the
+ * short options), CLI_FILTER_HELP in the usage, pass those values of c to
+ * cli_filter_option(), and cli_filter_apply() the view before reading. */
+enum { CLI_O_FILTER = 'F', CLI_O_NOTRACE = 'N', CLI_O_DEPTH = 'D', CLI_O_TIME_RANGE = 0x4100 };
+#define CLI_FILTER_OPTIONS                                             \
+	{"filter", required_argument, NULL, CLI_O_FILTER},             \
+	{"notrace", required_argument, NULL, CLI_O_NOTRACE},           \
+	{"depth", required_argument, NULL, CLI_O_DEPTH},               \
+	{                                                              \
+		"time-range", required_argument, NULL, CLI_O_TIME_RANGE \
+	}
+#define CLI_FILTER_HELP                                                                 \
+	"  -F, --filter PATTERN   only what runs under functions matching the glob\n"      \
+	"                         PATTERN, them included (repeatable; as record -F)\n"     \
+	"  -N, --notrace PATTERN  leave out functions matching PATTERN; what they call\n" \
+	"                         attaches to their caller (repeatable; as record -N)\n"  \
+	"  -D, --depth N          call paths at most N deep (after -F: as record -D)\n"    \
+	"  --time-range START,END only calls that start from START to END (times from\n"  \
+	"                         the capture's start: 1.5s, 200ms; END may be empty);\n" \
+	"                         needs a timeline (record --timeline)\n"
+struct cli_filter {
+	struct view_filter vf;
+	const char **filter, **notrace;
+	int any;
+};
+/* Handle one filter option (c, its argument); a bad one dies, exit 2. */
+void cli_filter_option(struct cli_filter *f, const char *cmd, int c, const char *arg);
+/* Give the filters to the view; a time range on a capture without a
+ * timeline dies with one line, exit 1. */
+void cli_filter_apply(struct cli_filter *f, struct view *v, const char *cmd, const char *file);
 
 /* Print a subcommand's usage (its --help text) on f. */
 typedef int (*cli_cmd_fn)(int argc, char **argv);

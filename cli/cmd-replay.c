@@ -28,8 +28,10 @@ static void usage(FILE *f)
 		   "\n"
 		   "options:\n"
 		   "  --tid N                only the thread(s) with this tid\n"
-		   "  -F, --function PATTERN only calls to functions matching the glob PATTERN\n"
-		   "                         and the calls made inside them\n"
+		   "  --function PATTERN     only calls to functions matching the glob PATTERN\n"
+		   "                         and the calls made inside them (shown at their\n"
+		   "                         depth in the whole trace)\n"
+		   CLI_FILTER_HELP
 		   CLI_DEBUG_HELP
 		   "  -h, --help             this help\n");
 }
@@ -145,12 +147,14 @@ int cmd_replay(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{"tid", required_argument, NULL, 't'},
-		{"function", required_argument, NULL, 'F'},
+		{"function", required_argument, NULL, 0x4200},
+		CLI_FILTER_OPTIONS,
 		CLI_DEBUG_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct debuginfo *di = cli_debuginfo_new();
+	struct cli_filter filt = {0};
 	const struct cygprof_thread *threads;
 	const struct cygprof_proc *procs;
 	struct rthread *rt;
@@ -164,13 +168,19 @@ int cmd_replay(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hF:", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hF:N:D:", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
 			return 0;
-		case 'F':
+		case 0x4200:
 			pattern = optarg;
+			break;
+		case CLI_O_FILTER:
+		case CLI_O_NOTRACE:
+		case CLI_O_DEPTH:
+		case CLI_O_TIME_RANGE:
+			cli_filter_option(&filt, "replay", c, optarg);
 			break;
 		case 't':
 			tid = (long)cli_parse_uint("replay", "--tid", optarg, 1, UINT32_MAX);
@@ -188,6 +198,7 @@ int cmd_replay(int argc, char **argv)
 
 	v = cli_open_view(file, di);
 	cli_need(v, file, "timeline", "timeline");
+	cli_filter_apply(&filt, v, "replay", file);
 
 	cli_check(view_threads(v, &threads, &nthreads), file);
 	cli_check(view_procs(v, &procs, &nprocs), file);

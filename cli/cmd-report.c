@@ -26,6 +26,7 @@ struct report_opts {
 	struct print_opts print; /* style, sort, pattern */
 	const char *file;
 	struct debuginfo *di;
+	struct cli_filter filt;
 	int top;                 /* uninstrumented functions listed (--top) */
 	const struct psamp *ps;  /* the samples of the profile printed, or NULL */
 	uint32_t pthread;        /* print_tree: the profile thread printed */
@@ -51,7 +52,8 @@ static void usage(FILE *f)
 		"  --threads              one report per thread (flat profile unless\n"
 		"                         --graph/--tree are given)\n"
 		"  --sort KEY             flat profile order: self (default), total, calls, name\n"
-		"  -F, --function PATTERN only functions matching the glob PATTERN\n"
+		"  --function PATTERN     only show functions matching the glob PATTERN\n"
+		CLI_FILTER_HELP
 		"  --top N                uninstrumented functions listed from samples\n"
 		"                         (default 20; 0: all)\n"
 		"  --format FMT           text (default) or json\n"
@@ -424,11 +426,12 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 
 static void parse_opts(int argc, char **argv, struct report_opts *o)
 {
-	enum { O_THREADS = 256, O_SORT, O_FLAT, O_GRAPH, O_TREE, O_FORMAT, O_TOP };
+	enum { O_THREADS = 256, O_SORT, O_FLAT, O_GRAPH, O_TREE, O_FORMAT, O_TOP, O_FUNCTION };
 	static const struct option lopts[] = {
 		{"threads", no_argument, NULL, O_THREADS},
 		{"sort", required_argument, NULL, O_SORT},
-		{"function", required_argument, NULL, 'F'},
+		{"function", required_argument, NULL, O_FUNCTION},
+		CLI_FILTER_OPTIONS,
 		{"flat", no_argument, NULL, O_FLAT},
 		{"graph", no_argument, NULL, O_GRAPH},
 		{"tree", no_argument, NULL, O_TREE},
@@ -445,13 +448,19 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 	o->di = cli_debuginfo_new();
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hF:", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hF:N:D:", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
 			exit(0);
-		case 'F':
+		case O_FUNCTION:
 			o->print.pattern = optarg;
+			break;
+		case CLI_O_FILTER:
+		case CLI_O_NOTRACE:
+		case CLI_O_DEPTH:
+		case CLI_O_TIME_RANGE:
+			cli_filter_option(&o->filt, "report", c, optarg);
 			break;
 		case O_THREADS:
 			o->per_thread = 1;
@@ -550,6 +559,7 @@ int cmd_report(int argc, char **argv)
 
 	parse_opts(argc, argv, &o);
 	v = cli_open_view(o.file, o.di);
+	cli_filter_apply(&o.filt, v, "report", o.file);
 	/* record --time=sampled: exact calls, no times */
 	const char *tm = view_meta_str(v, "time");
 	o.print.no_times = tm && !strcmp(tm, "sampled");

@@ -176,3 +176,62 @@ double cli_parse_real(const char *cmd, const char *opt, const char *s, double mi
 		cli_die(2, "%s: bad %s value '%s' (a number from %g to %g)", cmd, opt, s, min, max);
 	return v;
 }
+
+/* ---- filters after the fact ------------------------------------------------ */
+
+static const char **add_pattern(const char **v, size_t *n, const char *p)
+{
+	const char **nv = realloc((void *)v, (*n + 1) * sizeof *nv);
+
+	if (!nv)
+		cli_die(1, "out of memory");
+	nv[(*n)++] = p;
+	return nv;
+}
+
+void cli_filter_option(struct cli_filter *f, const char *cmd, int c, const char *arg)
+{
+	char *comma, *end;
+
+	f->any = 1;
+	switch (c) {
+	case CLI_O_FILTER:
+		f->filter = add_pattern(f->filter, &f->vf.nfilter, arg);
+		f->vf.filter = f->filter;
+		break;
+	case CLI_O_NOTRACE:
+		f->notrace = add_pattern(f->notrace, &f->vf.nnotrace, arg);
+		f->vf.notrace = f->notrace;
+		break;
+	case CLI_O_DEPTH:
+		f->vf.depth = (uint32_t)cli_parse_uint(cmd, "--depth", arg, 1, UINT32_MAX);
+		break;
+	default: /* CLI_O_TIME_RANGE */
+		comma = strchr(arg, ',');
+		if (!comma)
+			cli_die(2, "%s: --time-range takes START,END (e.g. 1s,2.5s), not '%s'", cmd, arg);
+		end = strdup(arg);
+		if (!end)
+			cli_die(1, "out of memory");
+		end[comma - arg] = 0;
+		f->vf.t0 = *end ? cli_parse_duration(cmd, "--time-range", end, "s", UINT64_MAX / 2) : 0;
+		f->vf.t1 = comma[1] ? cli_parse_duration(cmd, "--time-range", comma + 1, "s",
+							UINT64_MAX / 2)
+				    : UINT64_MAX;
+		free(end);
+		if (f->vf.t1 <= f->vf.t0)
+			cli_die(2, "%s: --time-range: END must be after START", cmd);
+		f->vf.has_range = 1;
+		break;
+	}
+}
+
+void cli_filter_apply(struct cli_filter *f, struct view *v, const char *cmd, const char *file)
+{
+	if (!f->any)
+		return;
+	if (f->vf.has_range && !view_mode_has(v, "timeline"))
+		cli_die(1, "%s: %s has no timeline: --time-range needs one (record with --timeline)",
+			cmd, file ? file : CYGPROF_DEFAULT_CAPTURE);
+	cli_check(view_set_filter(v, &f->vf), file);
+}

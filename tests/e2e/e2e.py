@@ -700,10 +700,9 @@ def filter_case(ck, cyg, example, base, opts, functions, arcs, roots):
     return capture
 
 
-def test_filters_calls(ck, cyg, example):
-    base = exp_calls()
+def filter_cases_calls():
     m, a, b, c = 'main', 'a', 'b', 'c'
-    cases = [
+    return [
         (['-F', 'b'], {b: 6, c: 30}, {(b, c): 30}, {b}),
         (['-N', 'b'], {m: 1, a: 3, c: 30}, {(m, a): 3, (a, c): 30}, {m}),
         (['-D', '2'], {m: 1, a: 3}, {(m, a): 3}, {m}),
@@ -717,7 +716,12 @@ def test_filters_calls(ck, cyg, example):
         (['-F', '[bc]'], {b: 6, c: 30}, {(b, c): 30}, {b}),
         (['-F', 'no_such_function'], {}, {}, set()),
     ]
-    for opts, functions, arcs, roots in cases:
+
+
+def test_filters_calls(ck, cyg, example):
+    base = exp_calls()
+    m, a, b, c = 'main', 'a', 'b', 'c'
+    for opts, functions, arcs, roots in filter_cases_calls():
         filter_case(ck, cyg, example, base, opts, functions, arcs, roots)
 
     # The filters apply to the timeline too.
@@ -730,10 +734,9 @@ def test_filters_calls(ck, cyg, example):
     ck.eq(got, {m: 0, a: 0, b: 6, c: 30}, 'replay of -F b: lines per function')
 
 
-def test_filters_recursion(ck, cyg, example):
-    base = exp_recursion()
+def filter_cases_recursion():
     m, r, f, e, o = 'main', 'run', 'fib', 'is_even', 'is_odd'
-    cases = [
+    return [
         (['-D', '3'], {m: 1, r: 1, f: 3, e: 2, o: 2},
          {(m, r): 1, (r, f): 3, (m, e): 1, (m, o): 1, (e, o): 1, (o, e): 1}, {m}),
         (['-N', 'fib'], {m: 1, r: 1, e: 10, o: 9},
@@ -747,8 +750,89 @@ def test_filters_recursion(ck, cyg, example):
         (['-F', 'run', '-D', '2'], {r: 1, f: 3}, {(r, f): 3}, {r}),
         (['-N', 'fib', '-N', 'is_*', '-D', '2'], {m: 1, r: 1}, {(m, r): 1}, {m}),
     ]
-    for opts, functions, arcs, roots in cases:
+
+
+def test_filters_recursion(ck, cyg, example):
+    base = exp_recursion()
+    for opts, functions, arcs, roots in filter_cases_recursion():
         filter_case(ck, cyg, example, base, opts, functions, arcs, roots)
+
+
+def filters_after(ck, cyg, example, cases, replay=False):
+    """Record once without filters (with a timeline); report with each case's
+    filters gives exactly the functions and arcs record's filters give."""
+    cap = os.path.join(cyg.workdir, 'all.data')
+    cp = run([cyg.exe, 'record', '-q', '--timeline', '-o', cap, '--', example])
+    ck.eq(describe_status(cp.returncode), 'exit 0', 'record exit status')
+    full = report_json(ck, cyg, cap, [])
+    for opts, functions, arcs, roots in cases:
+        tag = ' '.join(opts)
+        d = report_json(ck, cyg, cap, opts)
+        ck.eq(dict((f['name'], f['calls']) for f in d['functions'] if f['calls']), functions,
+              '[report %s] calls per function' % tag)
+        ck.eq(dict(((x['caller'], x['callee']), x['calls']) for x in d['arcs']), arcs,
+              '[report %s] arcs' % tag)
+        ck.eq(set(f['name'] for f in d['functions'] if f['spontaneous_calls']), roots,
+              '[report %s] functions called from the root' % tag)
+        if replay:
+            r = run([cyg.exe, 'replay'] + opts + [cap])
+            ck.eq(describe_status(r.returncode), 'exit 0', '[replay %s] exit status' % tag)
+            got = dict((fn, replay_calls(r.out, fn)) for fn in full_names(full))
+            ck.eq(dict((k, v) for k, v in got.items() if v), functions,
+                  '[replay %s] lines per function' % tag)
+    return cap, full
+
+
+def full_names(rep):
+    return [f['name'] for f in rep['functions']]
+
+
+def report_json(ck, cyg, cap, opts):
+    cp = run([cyg.exe, 'report', '--format=json'] + list(opts) + [cap])
+    if cp.returncode != 0:
+        raise Failure('report --format=json %s failed: %s' % (' '.join(opts), cp.err.strip()))
+    return json.loads(cp.out)
+
+
+def test_filters_after_calls(ck, cyg, example):
+    cap, full = filters_after(ck, cyg, example, filter_cases_calls(), replay=True)
+    calls = dict((f['name'], f['calls']) for f in full['functions'])
+    dur = int(info_json(ck, cyg, cap)['meta']['duration_ns'])
+    # a time range covering the whole run changes nothing; one after the end
+    # keeps nothing; the first half and the second half add up to the whole
+    whole = report_json(ck, cyg, cap, ['--time-range', '0,%dns' % (dur + 10**9)])
+    ck.eq(dict((f['name'], f['calls']) for f in whole['functions'] if f['calls']), calls,
+          '--time-range over the whole run: every call')
+    ck.eq(whole['total_self_ns'], full['total_self_ns'], '--time-range over the whole run: all the time')
+    late = report_json(ck, cyg, cap, ['--time-range', '%dns,' % (dur + 10**9)])
+    ck.eq(sum(f['calls'] for f in late['functions']), 0, '--time-range after the end: no call')
+    mid = dur // 2
+    h1 = report_json(ck, cyg, cap, ['--time-range', '0,%dns' % mid])
+    h2 = report_json(ck, cyg, cap, ['--time-range', '%dns,' % mid])
+    for name, n in calls.items():
+        n1 = sum(f['calls'] for f in h1['functions'] if f['name'] == name)
+        n2 = sum(f['calls'] for f in h2['functions'] if f['name'] == name)
+        ck.eq(n1 + n2, n, '--time-range halves: calls of %s add up' % name)
+    t = h1['total_self_ns'] + h2['total_self_ns']
+    ck.check(abs(t - full['total_self_ns']) <= 1000,
+             '--time-range halves: self times add up (%d vs %d)' % (t, full['total_self_ns']))
+    r = run([cyg.exe, 'replay', '--time-range', '%dns,' % (dur + 10**9), cap])
+    ck.eq(r.returncode, 0, 'replay --time-range after the end: exit 0')
+    ck.eq(sum(replay_calls(r.out, fn) for fn in calls), 0, 'replay --time-range after the end: no call')
+    # bad values and a capture without a timeline
+    for bad in (['--time-range', '5'], ['--time-range', '2s,1s'], ['-D', '0'], ['-D', 'x']):
+        p = run([cyg.exe, 'report'] + bad + [cap])
+        ck.eq(p.returncode, 2, 'report %s: exit 2' % ' '.join(bad))
+        ck.eq(len(p.err.strip().splitlines()), 1, 'report %s: one line' % ' '.join(bad))
+    nt = os.path.join(cyg.workdir, 'notl.data')
+    run([cyg.exe, 'record', '-q', '-o', nt, '--', example])
+    p = run([cyg.exe, 'report', '--time-range', '0,1s', nt])
+    ck.eq(p.returncode, 1, 'report --time-range without a timeline: exit 1')
+    ck.check('needs one (record with --timeline)' in p.err, 'it says why: %r' % p.err.strip())
+
+
+def test_filters_after_recursion(ck, cyg, example):
+    filters_after(ck, cyg, example, filter_cases_recursion())
 
 
 REPLAY_LINE = re.compile(r'^\s*(?:([\d.]+)\s*(ns|us|ms|s))?\s*\[\s*\d+\]\s*\|\s*(.*)$')
@@ -1387,6 +1471,8 @@ TESTS.update({
     'replay': test_replay,
     'filters-calls': test_filters_calls,
     'filters-recursion': test_filters_recursion,
+    'filters-after-calls': test_filters_after_calls,
+    'filters-after-recursion': test_filters_after_recursion,
     'time-filter': test_timefilter,
     'sigterm': signal_test(15, False),
     'sigint': signal_test(2, False),
