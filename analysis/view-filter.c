@@ -303,3 +303,41 @@ int view_filter_events(struct view *v, uint32_t thread, const uint32_t *map, siz
 	free(r);
 	return err == CYGPROF_E_NOTFOUND ? 0 : err;
 }
+
+/* ---- call sites ------------------------------------------------------------ */
+
+int view_filter_sites(struct view *v, const struct view_tree_slot *s,
+		      struct cygprof_callsite **sitesp, size_t *np)
+{
+	struct cygprof_callsite *in = *sitesp, *out;
+	size_t n = *np, m = 0;
+
+	if (v->filter.has_range) {
+		/* the stored sites count the whole run: one per kept path */
+		out = calloc(s->t.n ? s->t.n : 1, sizeof *out);
+		if (!out)
+			return -ENOMEM;
+		for (size_t i = 1; i < s->t.n; i++) {
+			const struct cygprof_node *nd = &s->t.nodes[i];
+			if (!nd->calls && !nd->total_ns)
+				continue;
+			out[m].node = (uint32_t)i;
+			out[m].site = nd->site;
+			out[m].calls = nd->calls;
+			out[m++].total_ns = nd->total_ns;
+		}
+	} else {
+		out = in; /* in place: m <= n */
+		for (size_t i = 0; i < n; i++) {
+			if (!s->map || in[i].node >= s->nmap || s->map[in[i].node] == VIEW_NONE)
+				continue;
+			out[m] = in[i];
+			out[m++].node = s->map[in[i].node];
+		}
+		in = NULL;
+	}
+	free(in);
+	*sitesp = out;
+	*np = m;
+	return 0;
+}

@@ -110,5 +110,9 @@ int view_filter_tree(struct view *v, uint32_t thread, struct cygprof_node **node
 		     uint32_t **fn, size_t *n, uint32_t **map);
 int view_filter_events(struct view *v, uint32_t thread, const uint32_t *map, size_t nmap,
 		       cygprof_event_fn fn, void *data);
+/* The call sites of a filtered tree (s's, already read): remapped to its
+ * kept nodes; with a time range, one per kept node, from its calls and time. */
+int view_filter_sites(struct view *v, const struct view_tree_slot *s,
+		      struct cygprof_callsite **sites, size_t *n);
 
 #endif

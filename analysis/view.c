@@ -400,6 +400,17 @@ int view_sites(struct view *v, uint32_t thread, const struct cygprof_callsite **
 			return err;
 		}
 		s->sites_state = 1;
+		if (v->filtering) {
+			const struct view_tree *t;
+			if ((err = view_tree(v, thread, &t)) ||
+			    (err = view_filter_sites(v, s, &s->sites, &s->nsites))) {
+				free(s->sites);
+				s->sites = NULL;
+				s->nsites = 0;
+				s->sites_state = 0;
+				return err;
+			}
+		}
 	}
 	*sites = s->sites;
 	*n = s->nsites;

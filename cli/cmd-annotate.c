@@ -26,6 +26,7 @@
 #include "view.h"
 
 struct annotate_cli {
+	struct cli_filter filt;
 	int json;
 	int all;
 	double threshold; /* percent */
@@ -69,6 +70,9 @@ static void usage(FILE *f)
 		"  --prefix-map OLD=NEW   read sources whose path starts with OLD under NEW\n"
 		"                         instead (repeatable)\n"
 		CLI_DEBUG_HELP
+		CLI_FILTER_HELP
+		"                         (the calls and times; allocations and samples\n"
+		"                         are not filtered)\n"
 		"  --format FMT           text (default) or json\n"
 		"  -h, --help             this help\n");
 }
@@ -110,6 +114,7 @@ static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 		{"source-dir", required_argument, NULL, O_SOURCE_DIR},
 		{"prefix-map", required_argument, NULL, O_PREFIX_MAP},
 		CLI_DEBUG_OPTIONS,
+		CLI_FILTER_OPTIONS,
 		{"format", required_argument, NULL, O_FORMAT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -123,11 +128,17 @@ static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 	o->di = cli_debuginfo_new();
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hF:N:D:", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case CLI_O_FILTER:
+		case CLI_O_NOTRACE:
+		case CLI_O_DEPTH:
+		case CLI_O_TIME_RANGE:
+			cli_filter_option(&o->filt, "annotate", c, optarg);
+			break;
 		case O_ALL:
 			o->all = 1;
 			break;
@@ -656,6 +667,7 @@ int cmd_annotate(int argc, char **argv)
 	parse_opts(argc, argv, &o);
 	file = o.capture ? o.capture : CYGPROF_DEFAULT_CAPTURE;
 	v = cli_open_view(file, o.di);
+	cli_filter_apply(&o.filt, v, "annotate", file);
 	cli_check(annotate_load(v, &a), file);
 	shown = calloc(a->nfiles ? a->nfiles : 1, sizeof(*shown));
 	if (!shown)

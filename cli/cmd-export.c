@@ -24,6 +24,7 @@ struct export_cli {
 	int force;
 	struct export_opts o;
 	struct debuginfo *di;
+	struct cli_filter filt;
 };
 
 static void usage(FILE *f)
@@ -52,7 +53,8 @@ static void usage(FILE *f)
 		"                         time, the default), calls, samples (perf samples)\n"
 		"  --memory KEY           folded, pprof: weigh allocation stacks instead:\n"
 		"                         allocated, leaked or peak bytes (record --memory)\n"
-		"  --allocations          chrome: each allocation and free as an instant event\n" CLI_DEBUG_HELP
+		"  --allocations          chrome: each allocation and free as an instant event\n"
+		CLI_FILTER_HELP CLI_DEBUG_HELP
 		"  -h, --help             this help\n",
 		"gmon");
 }
@@ -98,6 +100,7 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 		{"memory", required_argument, NULL, O_MEMORY},
 		{"allocations", no_argument, NULL, O_ALLOCATIONS},
 		CLI_DEBUG_OPTIONS,
+		CLI_FILTER_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -109,7 +112,7 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 	e->o.warn = export_warn;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":ho:f", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":ho:fF:N:D:", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -137,6 +140,12 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 		case CLI_O_DEBUG_DIR:
 		case CLI_O_SYMFS:
 			cli_debug_option(e->di, CMD, c, optarg);
+			break;
+		case CLI_O_FILTER:
+		case CLI_O_NOTRACE:
+		case CLI_O_DEPTH:
+		case CLI_O_TIME_RANGE:
+			cli_filter_option(&e->filt, CMD, c, optarg);
 			break;
 		default:
 			cli_bad_option(CMD, c, argv);
@@ -170,6 +179,7 @@ int cmd_export(int argc, char **argv)
 		cli_die(2, "%s: %s output is binary: give -o FILE or redirect standard output", CMD,
 			e.fmt->name);
 	v = cli_open_view(e.o.file, e.di);
+	cli_filter_apply(&e.filt, v, CMD, e.o.file);
 	e.o.file = e.o.file ? e.o.file : CYGPROF_DEFAULT_CAPTURE;
 	if (e.gmon) {
 		cli_write_gmon(v, e.o.file, e.out ? e.out : "gmon.out", e.force);

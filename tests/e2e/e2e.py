@@ -774,6 +774,11 @@ def filters_after(ck, cyg, example, cases, replay=False):
               '[report %s] arcs' % tag)
         ck.eq(set(f['name'] for f in d['functions'] if f['spontaneous_calls']), roots,
               '[report %s] functions called from the root' % tag)
+        a = run([cyg.exe, 'annotate', '--format=json'] + opts + [cap])
+        ck.eq(a.returncode, 0, '[annotate %s] exit status' % tag)
+        if a.returncode == 0:
+            ck.eq(json.loads(a.out)['totals']['calls'], sum(functions.values()),
+                  '[annotate %s] total calls' % tag)
         if replay:
             r = run([cyg.exe, 'replay'] + opts + [cap])
             ck.eq(describe_status(r.returncode), 'exit 0', '[replay %s] exit status' % tag)
