@@ -101,8 +101,10 @@ def test_memgrow(ck, cyg, example, args):
     for f in STATM:
         series(ctr, 'statm/' + f, pid)
     res, ts, _ = series(ctr, 'statm/resident', pid)
-    ck.check(max(res) - min(res) >= 64 * MIB,
-             'statm/resident grows by at least 64 MiB (min %d, max %d)' % (min(res), max(res)))
+    # 64 MiB touched; other pages of the process (mapped files) may leave
+    # memory meanwhile on a loaded machine: one MiB of slack
+    ck.check(max(res) - min(res) >= 63 * MIB,
+             'statm/resident grows by at least 63 MiB (min %d, max %d)' % (min(res), max(res)))
     ck.check(len(ts) >= 20, 'about duration/5ms samples (%d over %.0f ms)' % (len(ts), dur / 1e6))
     cpu, _, c = series(ctr, 'stat/cpu_time', pid)
     ck.eq(c['unit'], 'ns', 'stat/cpu_time in ns')
