@@ -839,6 +839,28 @@ def test_filters_after_calls(ck, cyg, example):
     ck.check('needs one (record with --timeline)' in p.err, 'it says why: %r' % p.err.strip())
 
 
+def test_export_gmon(ck, cyg, example):
+    """export --format=gmon writes what gprof --gmon-out writes; the export
+    command's usage errors are one line and exit 2."""
+    cap = os.path.join(cyg.workdir, 'c.data')
+    run([cyg.exe, 'record', '-q', '-o', cap, '--', example])
+    g1, g2 = os.path.join(cyg.workdir, 'g1.out'), os.path.join(cyg.workdir, 'g2.out')
+    p = run([cyg.exe, 'export', '--format=gmon', '-o', g1, cap])
+    ck.eq(p.returncode, 0, 'export --format=gmon exit')
+    p = run([cyg.exe, 'gprof', '--gmon-out', g2, cap])
+    ck.eq(p.returncode, 0, 'gprof --gmon-out exit')
+    if os.path.exists(g1) and os.path.exists(g2):
+        with open(g1, 'rb') as f1, open(g2, 'rb') as f2:
+            ck.check(f1.read() == f2.read(), 'the same gmon.out bytes')
+    for bad in ([], ['--format=nope'], ['--format=folded', '--weight=nope'],
+                ['--format=folded', '--memory=calls'], ['--format']):
+        p = run([cyg.exe, 'export'] + bad + [cap])
+        ck.eq(p.returncode, 2, 'export %s: exit 2' % ' '.join(bad))
+        ck.eq(len(p.err.strip().splitlines()), 1, 'export %s: one line' % ' '.join(bad))
+    p = run([cyg.exe, 'export', '--format=gmon', os.path.join(cyg.workdir, 'missing.data')])
+    ck.eq(p.returncode, 1, 'export of a missing capture: exit 1')
+
+
 def test_filters_after_recursion(ck, cyg, example):
     filters_after(ck, cyg, example, filter_cases_recursion())
 
@@ -1480,6 +1502,7 @@ TESTS.update({
     'filters-calls': test_filters_calls,
     'filters-recursion': test_filters_recursion,
     'filters-after-calls': test_filters_after_calls,
+    'export-gmon': test_export_gmon,
     'filters-after-recursion': test_filters_after_recursion,
     'time-filter': test_timefilter,
     'sigterm': signal_test(15, False),
