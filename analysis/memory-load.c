@@ -7,6 +7,34 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* The frames a filtered view keeps of a stack (innermost first, n of
+ * them): -F cuts the callers above the outermost matching frame, -N takes
+ * out matching frames, -D keeps the D outermost of what is left (the
+ * allocation is charged to the deepest kept frame, as a call's time to its
+ * deepest kept caller). */
+static size_t filter_frames(const struct view_filter *f, struct view_frame *fr, size_t n)
+{
+	size_t k = n, m = 0;
+
+	if (!f)
+		return n;
+	if (f->nfilter) {
+		while (k > 0 && !view_name_matches(f->filter, f->nfilter, fr[k - 1].name))
+			k--;
+		if (!k)
+			return 0;
+	}
+	for (size_t i = 0; i < k; i++)
+		if (!f->nnotrace || !view_name_matches(f->notrace, f->nnotrace, fr[i].name))
+			fr[m++] = fr[i];
+	if (f->depth && m > f->depth) {
+		memmove(fr, fr + (m - f->depth), f->depth * sizeof *fr);
+		m = f->depth;
+	}
+	return m;
+}
 
 /* Every stack the events used, named frame by frame (innermost first). */
 static int name_stacks(struct view *v, struct memory *m)
@@ -26,6 +54,7 @@ static int name_stacks(struct view *v, struct memory *m)
 		err = view_stack(v, ids[i], 0, NULL, &f, &n);
 		if (err)
 			break;
+		n = filter_frames(view_get_filter(v), f, n);
 		if (n > cap) {
 			const char **a = realloc(names, n * sizeof(*a));
 			const char **b = a ? realloc(objs, n * sizeof(*b)) : NULL;
@@ -58,23 +87,125 @@ static int name_stacks(struct view *v, struct memory *m)
  * image index goes into the address's top 16 bits (user addresses use 48),
  * so a block freed in a fork child never pairs with the parent's copy (the
  * child's free of an inherited block is an untracked free). */
+/* With a filter (-F, --time-range): the allocations left out, and the
+ * blocks they made, whose frees are left out too (shared by all threads: a
+ * block may be freed by another thread; events come in time order). */
+struct mem_filter {
+	struct view *v;
+	const struct view_filter *f;
+	signed char *keep; /* per stack id: 0 not decided, 1 kept, -1 left out */
+	size_t nstash;
+	uint64_t *set;     /* open addressing: addr + 1, 0 free, 1 removed */
+	size_t nset, used;
+	int err;
+};
+
+static uint64_t addr_hash(uint64_t a)
+{
+	a *= 0x9e3779b97f4a7c15ull;
+	return a ^ a >> 29;
+}
+
+static int set_add(struct mem_filter *mf, uint64_t addr)
+{
+	size_t j;
+
+	if ((mf->used + 1) * 2 > mf->nset) {
+		size_t ns = mf->nset ? mf->nset * 2 : 1024;
+		uint64_t *t = calloc(ns, sizeof *t);
+		if (!t)
+			return -ENOMEM;
+		for (size_t i = 0; i < mf->nset; i++) {
+			if (mf->set[i] < 2)
+				continue;
+			for (j = addr_hash(mf->set[i]) & (ns - 1); t[j]; j = (j + 1) & (ns - 1))
+				;
+			t[j] = mf->set[i];
+		}
+		free(mf->set);
+		mf->set = t;
+		mf->nset = ns;
+		mf->used = 0;
+		for (size_t i = 0; i < ns; i++)
+			mf->used += t[i] != 0;
+	}
+	for (j = addr_hash(addr + 2) & (mf->nset - 1); mf->set[j] > 1; j = (j + 1) & (mf->nset - 1))
+		if (mf->set[j] == addr + 2)
+			return 0;
+	if (!mf->set[j])
+		mf->used++;
+	mf->set[j] = addr + 2;
+	return 0;
+}
+
+/* Remove addr; 1 when it was there. */
+static int set_take(struct mem_filter *mf, uint64_t addr)
+{
+	if (!mf->nset)
+		return 0;
+	for (size_t j = addr_hash(addr + 2) & (mf->nset - 1); mf->set[j];
+	     j = (j + 1) & (mf->nset - 1))
+		if (mf->set[j] == addr + 2) {
+			mf->set[j] = 1;
+			return 1;
+		}
+	return 0;
+}
+
+/* Whether an allocation with this stack passes -F. */
+static int stack_kept(struct mem_filter *mf, uint32_t stack)
+{
+	struct view_frame *fr;
+	size_t n, i;
+	int keep = 0;
+
+	if (!mf->f->nfilter)
+		return 1;
+	if (stack && stack <= mf->nstash && mf->keep[stack - 1])
+		return mf->keep[stack - 1] > 0;
+	if (!stack || view_stack(mf->v, stack, 0, NULL, &fr, &n))
+		return 0;
+	for (i = 0; i < n && !keep; i++)
+		keep = view_name_matches(mf->f->filter, mf->f->nfilter, fr[i].name);
+	free(fr);
+	if (stack <= mf->nstash)
+		mf->keep[stack - 1] = keep ? 1 : -1;
+	return keep;
+}
+
 struct source {
 	struct cygprof_mem_cursor *cur;
 	uint64_t space;
 	const struct memory_opts *o;
 	uint64_t *done, total;
+	struct mem_filter *mf;
 };
 
 static int cursor_next(void *src, struct cygprof_mem_event *ev)
 {
 	struct source *s = src;
-	int r = cygprof_mem_cursor_next(s->cur, ev);
+	struct mem_filter *mf = s->mf;
+	int r;
 
-	if (r == 1 && s->o->progress && !(++*s->done & 0xfffff))
-		s->o->progress(*s->done, s->total, s->o->progress_arg);
-	if (r == 1 && ev->addr)
-		ev->addr = (ev->addr & ((1ULL << 48) - 1)) | s->space;
-	return r;
+	for (;;) {
+		r = cygprof_mem_cursor_next(s->cur, ev);
+		if (r == 1 && s->o->progress && !(++*s->done & 0xfffff))
+			s->o->progress(*s->done, s->total, s->o->progress_arg);
+		if (r == 1 && ev->addr)
+			ev->addr = (ev->addr & ((1ULL << 48) - 1)) | s->space;
+		if (r != 1 || !mf)
+			return r;
+		if (ev->op == CYGPROF_MEM_FREE) {
+			if (ev->addr && set_take(mf, ev->addr))
+				continue; /* the block of an allocation left out */
+			return r;
+		}
+		if ((!mf->f->has_range || (ev->ts_ns >= mf->f->t0 && ev->ts_ns < mf->f->t1)) &&
+		    stack_kept(mf, ev->stack))
+			return r;
+		if (ev->addr && (mf->err = set_add(mf, ev->addr)))
+			return mf->err;
+	}
 }
 
 int memory_load(struct view *v, const struct memory_opts *o, struct memory **out)
@@ -87,6 +218,7 @@ int memory_load(struct view *v, const struct memory_opts *o, struct memory **out
 	uint64_t done = 0, total = 0;
 	struct memory_opts opts = *o;
 	struct memory *m = NULL;
+	struct mem_filter mf = {0}, *mfp = NULL;
 	size_t nthreads = 0, nobjs, nstash, i;
 	int err;
 
@@ -109,6 +241,17 @@ int memory_load(struct view *v, const struct memory_opts *o, struct memory **out
 	}
 	if (o->progress)
 		view_mem_count(v, &total);
+	mf.f = view_get_filter(v);
+	if (mf.f && (mf.f->nfilter || mf.f->has_range)) {
+		mf.v = v;
+		mf.nstash = nstash;
+		mf.keep = calloc(nstash ? nstash : 1, 1);
+		if (!mf.keep) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		mfp = &mf;
+	}
 	/* thread indices are dense: source i is thread threads[i].idx == i */
 	for (i = 0; i < nthreads; i++) {
 		if (threads[i].idx != i) {
@@ -122,6 +265,7 @@ int memory_load(struct view *v, const struct memory_opts *o, struct memory **out
 		cur[i].o = o;
 		cur[i].done = &done;
 		cur[i].total = total;
+		cur[i].mf = mfp;
 		srcs[i] = &cur[i];
 	}
 	err = memory_run(m, nthreads, cursor_next, srcs);
@@ -141,6 +285,8 @@ fail:
 			cygprof_mem_cursor_close(cur[i].cur);
 	free(cur);
 	free(srcs);
+	free(mf.keep);
+	free(mf.set);
 	memory_free(m);
 	return err;
 }

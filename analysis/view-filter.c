@@ -41,9 +41,14 @@ int view_filtered(const struct view *v)
 	return v->filtering;
 }
 
+const struct view_filter *view_get_filter(const struct view *v)
+{
+	return v->filtering ? &v->filter : NULL;
+}
+
 /* Whether the function's name matches one of pats: as shown, and without
  * its parameter list ("ns::f" matches "ns::f(int)"). */
-static int name_matches(const char *const *pats, size_t n, const char *name)
+int view_name_matches(const char *const *pats, size_t n, const char *name)
 {
 	const char *paren = strchr(name, '(');
 
@@ -193,11 +198,11 @@ int view_filter_tree(struct view *v, uint32_t thread, struct cygprof_node **node
 		}
 		at = attach[p] & ~SCOPE;
 		scope = attach[p] & SCOPE;
-		if (!scope && f->nfilter && name_matches(f->filter, f->nfilter, name))
+		if (!scope && f->nfilter && view_name_matches(f->filter, f->nfilter, name))
 			scope = SCOPE;
 		if (!scope)
 			keep = 0;
-		if (keep && f->nnotrace && name_matches(f->notrace, f->nnotrace, name))
+		if (keep && f->nnotrace && view_name_matches(f->notrace, f->nnotrace, name))
 			keep = 0;
 		if (keep && f->depth && depth[at] + 1 > f->depth)
 			keep = 0;

@@ -214,6 +214,11 @@ struct view_filter {
 int view_set_filter(struct view *v, const struct view_filter *f);
 /** Whether a filter is set. */
 int view_filtered(const struct view *v);
+/** The filter set, or NULL. */
+const struct view_filter *view_get_filter(const struct view *v);
+/** Whether a function's name matches one of the patterns, as shown and
+ * without its parameter list (the filters' rule). */
+int view_name_matches(const char *const *pats, size_t n, const char *name);
 
 /* ---- timeline and memory events ------------------------------------------------ */
 
