@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DIFF_MAX_VALUES 4
+#define DIFF_MAX_VALUES 6
 #define DIFF_BY_NAME (-1)
 
 /* One function, path or stack of one capture.  The strings are the
