@@ -365,10 +365,10 @@ static const char *fmt_rel(char *buf, size_t len, const struct diff_row *r, int 
 {
 	double rel = diff_rel(r->ov[k], r->nv[k]);
 
-	if (isnan(rel))
-		snprintf(buf, len, "%9s", r->nv[k] ? "new" : "");
-	else if (r->ov[k] == r->nv[k])
+	if (r->ov[k] == r->nv[k])
 		snprintf(buf, len, "%9s", "0.0%");
+	else if (isnan(rel))
+		snprintf(buf, len, "%9s", "new");
 	else
 		snprintf(buf, len, "%+8.1f%%", rel * 100.0);
 	return buf;

@@ -868,30 +868,33 @@ static const char *fmt_change(char *buf, size_t len, int64_t d)
 	return buf;
 }
 
-static void mem_rows_text(const char *title, const struct diff_row *r, size_t n, size_t top)
+static void mem_rows_text(const char *title, const struct diff_row *r, size_t n, size_t top,
+			  int stacks)
 {
 	size_t i, shown = top && n > top ? top : n;
 
 	printf("%s:\n\n", title);
-	printf("%14s %14s %14s %9s %12s %10s %10s %10s %14s %14s  %s\n", "bytes old", "bytes new",
-	       "change", "%", "self change", "allocs old", "allocs new", "change", "leaked change",
-	       "peak change", "function");
+	printf("%14s %14s %14s %9s", "bytes old", "bytes new", "change", "%");
+	if (!stacks)
+		printf(" %12s", "self change");
+	printf(" %10s %10s %10s %14s %14s  %s\n", "allocs old", "allocs new", "change",
+	       "leaked change", "peak change", stacks ? "stack" : "function");
 	for (i = 0; i < shown; i++) {
 		const struct diff_row *x = &r[i];
 		char b[6][32];
 		double rel = diff_rel(x->ov[MV_BYTES], x->nv[MV_BYTES]);
 
-		if (isnan(rel))
-			snprintf(b[0], sizeof b[0], "%s", x->nv[MV_BYTES] ? "new" : "");
-		else if (x->ov[MV_BYTES] == x->nv[MV_BYTES])
+		if (x->ov[MV_BYTES] == x->nv[MV_BYTES])
 			snprintf(b[0], sizeof b[0], "0.0%%");
+		else if (isnan(rel))
+			snprintf(b[0], sizeof b[0], "new");
 		else
 			snprintf(b[0], sizeof b[0], "%+.1f%%", rel * 100.0);
-		printf("%14" PRIu64 " %14" PRIu64 " %14s %9s %12s %10" PRIu64 " %10" PRIu64
-		       " %10s %14s %14s  %s",
-		       x->ov[MV_BYTES], x->nv[MV_BYTES],
-		       fmt_change(b[1], sizeof b[1], x->delta[MV_BYTES]), b[0],
-		       fmt_change(b[2], sizeof b[2], x->delta[MV_SELF]), x->ov[MV_ALLOCS],
+		printf("%14" PRIu64 " %14" PRIu64 " %14s %9s", x->ov[MV_BYTES], x->nv[MV_BYTES],
+		       fmt_change(b[1], sizeof b[1], x->delta[MV_BYTES]), b[0]);
+		if (!stacks)
+			printf(" %12s", fmt_change(b[2], sizeof b[2], x->delta[MV_SELF]));
+		printf(" %10" PRIu64 " %10" PRIu64 " %10s %14s %14s  %s", x->ov[MV_ALLOCS],
 		       x->nv[MV_ALLOCS], fmt_change(b[3], sizeof b[3], x->delta[MV_ALLOCS]),
 		       fmt_change(b[4], sizeof b[4], x->delta[MV_LEAKED]),
 		       fmt_change(b[5], sizeof b[5], x->delta[MV_PEAK]), diff_row_name(x));
@@ -1022,8 +1025,8 @@ static int memory_diff_captures(struct memory_cli *o)
 		printf("# functions: %zu unchanged, %zu changed, %zu added, %zu removed\n\n",
 		       c[DIFF_SAME], c[DIFF_CHANGED], c[DIFF_ADDED], c[DIFF_REMOVED]);
 		mem_rows_text("Functions (total figures; self change: allocated in the function itself)",
-			      fr, nfr, o->top);
-		mem_rows_text("Allocation stacks (outermost function first)", sr, nsr, o->top);
+			      fr, nfr, o->top, 0);
+		mem_rows_text("Allocation stacks (outermost function first)", sr, nsr, o->top, 1);
 	}
 	free(fr);
 	free(sr);
