@@ -61,9 +61,10 @@ static void usage(FILE *f)
 		"                         and allocation stack (matched by function names,\n"
 		"                         a function repeated in adjacent frames once)\n"
 		"                         the allocated bytes, allocations, leaked and peak\n"
-		"                         bytes of OLD and NEW, largest change first; OLD\n"
-		"                         names a capture when it is an existing file or\n"
-		"                         does not start with a digit or '.'\n"
+		"                         bytes of OLD and NEW, largest change first (two\n"
+		"                         captures: OLD is an existing file, or does not\n"
+		"                         start with a digit or '.' and NEW is an existing\n"
+		"                         file or OLD holds a '/')\n"
 		"  --top N                stacks (and text function lines) shown, 0 for all\n"
 		"                         (default 20)\n"
 		"  -F, --function NAME    callers and callees of NAME (exact name or glob)\n"
@@ -75,15 +76,20 @@ static void usage(FILE *f)
 		"  -h, --help             this help\n");
 }
 
-/* Whether --diff's first argument names a capture rather than a time: an
- * existing file, or anything that does not start like a number. */
-static int diff_names_capture(const char *arg)
+/* Whether --diff OLD NEW names two captures rather than two times: OLD is
+ * an existing file, or OLD does not start like a number and either NEW is
+ * an existing file or OLD holds a '/'.  So every T1 T2 keeps its meaning
+ * (a bad one is still reported as a bad time) and a missing capture beside
+ * an existing one is reported as missing. */
+static int diff_names_capture(const char *old, const char *new)
 {
 	struct stat st;
 
-	if (!lstat(arg, &st))
+	if (!lstat(old, &st))
 		return 1;
-	return !((arg[0] >= '0' && arg[0] <= '9') || arg[0] == '.');
+	if ((old[0] >= '0' && old[0] <= '9') || old[0] == '.')
+		return 0;
+	return !lstat(new, &st) || strchr(old, '/');
 }
 
 /* --diff times: up to about 31 years, well inside the 64-bit ns of a capture */
@@ -139,7 +145,7 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 		case O_DIFF:
 			if (optind >= argc)
 				cli_die(2, "memory: option '--diff' needs two times T1 T2 or two captures OLD NEW (see 'cygprof memory --help')");
-			if (diff_names_capture(optarg)) {
+			if (diff_names_capture(optarg, argv[optind])) {
 				o->old = optarg;
 				o->new = argv[optind++];
 				break;
