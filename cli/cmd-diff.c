@@ -33,8 +33,6 @@ struct side {
 	size_t nobj;
 	struct diff_entry *fns, *paths;
 	size_t nfns, npaths;
-	char **strs;               /* what the entries point to, freed at the end */
-	size_t nstrs, strs_cap;
 	uint64_t total_ns;         /* the sum of the threads' totals */
 };
 
@@ -135,24 +133,6 @@ static void parse_opts(int argc, char **argv, struct diff_opts *o)
 static void oom(void)
 {
 	cli_die(1, "diff: out of memory");
-}
-
-/* Keep s (owned) until the end. */
-static char *keep(struct side *s, char *str)
-{
-	if (!str)
-		oom();
-	if (s->nstrs == s->strs_cap) {
-		size_t cap = s->strs_cap ? 2 * s->strs_cap : 64;
-		char **n = realloc(s->strs, cap * sizeof(*n));
-
-		if (!n)
-			oom();
-		s->strs = n;
-		s->strs_cap = cap;
-	}
-	s->strs[s->nstrs++] = str;
-	return str;
 }
 
 static const char *base_name(const char *path)
@@ -289,12 +269,60 @@ static void side_functions(struct side *s)
 	diff_merge(s->fns, &s->nfns, NV);
 }
 
-/* Every node of every thread as a path: key the functions' keys from the
- * root joined by '\x1e', name their names joined by ';'. */
+/* The call paths of both captures, numbered together: a path is its
+ * parent path and its function, both by number, so a path is matched in O(1)
+ * however deep it is.  fns numbers the functions' keys, paths the
+ * "PARENT:FN" pairs (fixed-width hex: the key of a path's entries); parent
+ * and fn give each path number's parts back. */
+static struct {
+	struct profile *fns, *paths;
+	uint32_t *parent, *fn;
+	size_t cap;
+} pt;
+
+#define PATH_ROOT UINT32_MAX
+
+static uint32_t path_intern(uint32_t parent, const char *fnkey)
+{
+	char key[32];
+	long f = profile_intern(pt.fns, fnkey), g;
+
+	if (f < 0)
+		oom();
+	snprintf(key, sizeof(key), "%08" PRIx32 ":%08" PRIx32, parent, (uint32_t)f);
+	g = profile_intern(pt.paths, key);
+	if (g < 0)
+		oom();
+	if ((size_t)g >= pt.cap) {
+		size_t cap = pt.cap ? 2 * pt.cap : 256;
+		uint32_t *a = realloc(pt.parent, cap * sizeof(*a)), *b;
+
+		if (!a)
+			oom();
+		pt.parent = a;
+		b = realloc(pt.fn, cap * sizeof(*b));
+		if (!b)
+			oom();
+		pt.fn = b;
+		pt.cap = cap;
+	}
+	pt.parent[g] = parent;
+	pt.fn[g] = (uint32_t)f;
+	return (uint32_t)g;
+}
+
+/* Every node of every thread as a path keyed by its number (name NULL: the
+ * output spells it with path_names()). */
 static void side_paths(struct side *s)
 {
 	size_t t, total = 0;
 
+	if (!pt.fns) {
+		pt.fns = profile_new();
+		pt.paths = profile_new();
+		if (!pt.fns || !pt.paths)
+			oom();
+	}
 	for (t = 0; t < s->p->nthreads; t++)
 		total += s->p->threads[t].n;
 	s->paths = calloc(total + 1, sizeof(*s->paths));
@@ -302,42 +330,76 @@ static void side_paths(struct side *s)
 		oom();
 	for (t = 0; t < s->p->nthreads; t++) {
 		const struct profile_thread *th = &s->p->threads[t];
-		struct diff_entry **at = calloc(th->n + 1, sizeof(*at));
+		uint32_t *at = calloc(th->n + 1, sizeof(*at));
 		size_t i;
 
 		if (!at)
 			oom();
 		for (i = 1; i < th->n; i++) {
 			const struct profile_tnode *nd = &th->nodes[i];
-			const struct diff_entry *up = nd->parent && nd->parent < i ? at[nd->parent] : NULL;
-			const char *fk = s->p->fns[nd->fn].name, *fname = fn_name(s, nd->fn);
+			uint32_t up = nd->parent && nd->parent < i ? at[nd->parent] : PATH_ROOT;
+			uint32_t g = path_intern(up, s->p->fns[nd->fn].name);
 			struct diff_entry *e = &s->paths[s->npaths++];
-			size_t nk = (up ? strlen(up->key) + 1 : 0) + strlen(fk) + 1;
-			size_t nn = (up ? strlen(up->name) + 1 : 0) + strlen(fname) + 1;
-			char *key = keep(s, malloc(nk)), *name = keep(s, malloc(nn));
 
-			snprintf(key, nk, "%s%s%s", up ? up->key : "", up ? "\x1e" : "", fk);
-			snprintf(name, nn, "%s%s%s", up ? up->name : "", up ? ";" : "", fname);
-			e->key = key;
-			e->name = name;
+			e->key = pt.paths->fns[g].name;
+			e->name = NULL;
 			e->object = NULL;
 			e->v[V_CALLS] = nd->calls;
 			e->v[V_SELF] = nd->self_ns;
 			e->v[V_TOTAL] = nd->total_ns;
-			at[i] = e;
+			at[i] = g;
 		}
 		free(at);
 	}
 	diff_merge(s->paths, &s->npaths, NV);
 }
 
+/* The name part of a function key. */
+static const char *key_name(const char *k)
+{
+	const char *sep = strchr(k, '\x1f');
+
+	return sep ? sep + 1 : k;
+}
+
+/* The number of a path row. */
+static uint32_t row_path(const struct diff_row *r)
+{
+	long g = profile_find(pt.paths, (r->new ? r->new : r->old)->key);
+
+	return g < 0 ? PATH_ROOT : (uint32_t)g;
+}
+
+/* The function names of path g from the root (owned: free()). */
+static const char **path_names(uint32_t g, size_t *n)
+{
+	const char **v;
+	size_t k = 0, d = 0;
+	uint32_t x;
+
+	for (x = g; x != PATH_ROOT; x = pt.parent[x])
+		d++;
+	v = malloc((d + 1) * sizeof(*v));
+	if (!v)
+		oom();
+	for (x = g; x != PATH_ROOT; x = pt.parent[x])
+		v[d - ++k] = key_name(pt.fns->fns[pt.fn[x]].name);
+	*n = d;
+	return v;
+}
+
+static void print_path(uint32_t g)
+{
+	size_t n, i;
+	const char **v = path_names(g, &n);
+
+	for (i = 0; i < n; i++)
+		printf("%s%s", i ? ";" : "", v[i]);
+	free(v);
+}
+
 static void side_free(struct side *s)
 {
-	size_t i;
-
-	for (i = 0; i < s->nstrs; i++)
-		free(s->strs[i]);
-	free(s->strs);
 	free(s->fns);
 	free(s->paths);
 	free(s->obj);
@@ -351,9 +413,13 @@ static const char *const value_names[NV] = {"calls", "self_ns", "total_ns"};
 /* The function a row is about: the name, or a path's last function. */
 static const char *leaf(const struct diff_row *r)
 {
-	const char *n = diff_row_name(r), *semi = strrchr(n, ';');
+	const struct diff_entry *e = r->new ? r->new : r->old;
+	uint32_t g;
 
-	return semi ? semi + 1 : n;
+	if (e->name)
+		return e->name;
+	g = row_path(r);
+	return g == PATH_ROOT ? "" : key_name(pt.fns->fns[pt.fn[g]].name);
 }
 
 static int shown(const struct diff_opts *o, const struct diff_row *r)
@@ -415,7 +481,11 @@ static void print_rows_text(const struct diff_opts *o, const struct diff_row *ro
 		       fmt_dur(b[6], sizeof b[6], r->nv[V_TOTAL]),
 		       fmt_sdur(b[7], sizeof b[7], r->delta[V_TOTAL]),
 		       fmt_rel(b[0], sizeof b[0], r, V_TOTAL));
-		printf("  %s", paths ? r->new ? r->new->name : r->old->name : diff_row_name(r));
+		printf("  ");
+		if (paths)
+			print_path(row_path(r));
+		else
+			printf("%s", diff_row_name(r));
 		if (obj && !paths)
 			printf(" [%s]", obj);
 		if (r->status == DIFF_ADDED || r->status == DIFF_REMOVED)
@@ -496,24 +566,17 @@ static void json_rows(const struct diff_opts *o, const char *what, const struct 
 			continue;
 		printf("%s\n    {", m++ ? "," : "");
 		if (paths) {
-			const char *p = diff_row_name(r), *semi;
+			size_t np, j;
+			const char **v = path_names(row_path(r), &np);
 
 			printf("\"path\": [");
-			for (;;) {
-				char *part;
-
-				semi = strchr(p, ';');
-				part = strndup(p, semi ? (size_t)(semi - p) : strlen(p));
-				if (!part)
-					oom();
-				json_str(stdout, part);
-				free(part);
-				if (!semi)
-					break;
-				printf(", ");
-				p = semi + 1;
+			for (j = 0; j < np; j++) {
+				if (j)
+					printf(", ");
+				json_str(stdout, v[j]);
 			}
 			printf("]");
+			free(v);
 		} else {
 			printf("\"name\": ");
 			json_str(stdout, diff_row_name(r));
@@ -596,6 +659,10 @@ int cmd_diff(int argc, char **argv)
 	free(pr);
 	side_free(&old);
 	side_free(&new);
+	profile_free(pt.fns);
+	profile_free(pt.paths);
+	free(pt.parent);
+	free(pt.fn);
 	view_close(old.v);
 	cli_finish(new.v);
 	debuginfo_free(o.di);
