@@ -289,7 +289,10 @@ static uint32_t path_intern(uint32_t parent, const char *fnkey)
 
 	if (f < 0)
 		oom();
-	snprintf(key, sizeof(key), "%08" PRIx32 ":%08" PRIx32, parent, (uint32_t)f);
+	/* the root's children first, and in key order a parent before its
+	 * children (it was numbered first) */
+	snprintf(key, sizeof(key), "%08" PRIx32 ":%08" PRIx32,
+		 parent == PATH_ROOT ? 0 : parent + 1, (uint32_t)f);
 	g = profile_intern(pt.paths, key);
 	if (g < 0)
 		oom();
