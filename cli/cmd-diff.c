@@ -167,6 +167,8 @@ static uint32_t fn_of(struct side *s, uint32_t **map, size_t *nmap, uint32_t id)
 	if ((*map)[id])
 		return (*map)[id] - 1;
 	vf = view_fn(s->v, id);
+	if (!vf)
+		cli_die(1, "%s: %s", s->file, cygprof_strerror(CYGPROF_E_CORRUPT));
 	exe = view_exe_object(s->v, vf->proc);
 	oname = vf->obj ? base_name(vf->obj->path) : "?";
 	okey = vf->obj && vf->obj == exe ? "" : oname;
