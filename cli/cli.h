@@ -232,5 +232,6 @@ int cmd_counters(int argc, char **argv);
 int cmd_import_perf(int argc, char **argv);
 int cmd_samples(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 #endif

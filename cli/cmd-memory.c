@@ -6,15 +6,18 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "debuginfo.h"
+#include "diff.h"
 #include "memory.h"
 #include "report-util.h"
 #include "view.h"
@@ -34,6 +37,7 @@ struct memory_cli {
 	int kinds[K_COUNT];
 	uint64_t t1, t2;
 	const char *file;
+	const char *old, *new; /* --diff OLD NEW: two captures compared */
 	struct debuginfo *di;
 };
 
@@ -53,6 +57,14 @@ static void usage(FILE *f)
 		"  --diff T1 T2           the stacks of blocks live at T2 allocated after T1\n"
 		"                         (times from the capture start; units s, ms, us, ns;\n"
 		"                         default s)\n"
+		"  --diff OLD NEW         compare two captures (no FILE then): per function\n"
+		"                         and allocation stack (matched by function names,\n"
+		"                         a function repeated in adjacent frames once)\n"
+		"                         the allocated bytes, allocations, leaked and peak\n"
+		"                         bytes of OLD and NEW, largest change first (two\n"
+		"                         captures: OLD is an existing file, or does not\n"
+		"                         start with a digit or '.' and NEW is an existing\n"
+		"                         file or OLD holds a '/')\n"
 		"  --top N                stacks (and text function lines) shown, 0 for all\n"
 		"                         (default 20)\n"
 		"  -F, --function NAME    callers and callees of NAME (exact name or glob)\n"
@@ -62,6 +74,22 @@ static void usage(FILE *f)
 		"  --format FMT           text (default) or json\n"
 		CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
+}
+
+/* Whether --diff OLD NEW names two captures rather than two times: OLD is
+ * an existing file, or OLD does not start like a number and either NEW is
+ * an existing file or OLD holds a '/'.  So every T1 T2 keeps its meaning
+ * (a bad one is still reported as a bad time) and a missing capture beside
+ * an existing one is reported as missing. */
+static int diff_names_capture(const char *old, const char *new)
+{
+	struct stat st;
+
+	if (!lstat(old, &st))
+		return 1;
+	if ((old[0] >= '0' && old[0] <= '9') || old[0] == '.')
+		return 0;
+	return !lstat(new, &st) || strchr(old, '/');
 }
 
 /* --diff times: up to about 31 years, well inside the 64-bit ns of a capture */
@@ -116,7 +144,12 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 			break;
 		case O_DIFF:
 			if (optind >= argc)
-				cli_die(2, "memory: option '--diff' needs two times T1 T2 (see 'cygprof memory --help')");
+				cli_die(2, "memory: option '--diff' needs two times T1 T2 or two captures OLD NEW (see 'cygprof memory --help')");
+			if (diff_names_capture(optarg, argv[optind])) {
+				o->old = optarg;
+				o->new = argv[optind++];
+				break;
+			}
 			o->t1 = cli_parse_duration("memory", "--diff T1", optarg, "s", DIFF_MAX_NS);
 			o->t2 = cli_parse_duration("memory", "--diff T2", argv[optind], "s",
 						   DIFF_MAX_NS);
@@ -151,6 +184,17 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 		default:
 			cli_bad_option("memory", c, argv);
 		}
+	}
+	if (o->old) {
+		if (optind < argc)
+			cli_die(2, "memory: --diff OLD NEW takes no other capture ('%s')", argv[optind]);
+		for (i = 0; i < K_COUNT; i++)
+			if (o->kinds[i])
+				cli_die(2, "memory: --diff OLD NEW compares captures; --%s does not apply",
+					kind_names[i]);
+		if (o->function)
+			cli_die(2, "memory: --diff OLD NEW compares captures; --function does not apply");
+		return;
 	}
 	o->file = cli_capture_arg("memory", argc, argv);
 }
@@ -700,6 +744,306 @@ static void json_rel(const char *key, const struct memory *m, const struct memor
 	printf("%s]", n ? "\n  " : "");
 }
 
+/* ---- --diff OLD NEW: two captures compared ------------------------------------ */
+
+/* The values compared, per function (its total figures, and self bytes) and
+ * per stack (its own figures; self bytes = bytes). */
+enum { MV_BYTES, MV_SELF, MV_ALLOCS, MV_LEAKED, MV_PEAK, MV_TEMP, MV_COUNT };
+static const char *const mv_names[MV_COUNT] = {
+	"bytes", "self_bytes", "allocations", "leaked_bytes", "peak_bytes", "temporary",
+};
+
+struct mem_side {
+	const char *file;
+	struct view *v;
+	struct memory *m;
+	struct diff_entry *fns, *stacks;
+	size_t nfns, nstacks;
+	char **strs;
+	size_t nstrs;
+};
+
+static void mem_side_load(struct mem_side *s, struct debuginfo *di)
+{
+	struct memory_opts mo;
+	uint32_t *ids;
+	size_t i, n, k;
+	int err;
+
+	s->v = cli_open_view(s->file, di);
+	cli_need(s->v, s->file, "memory", "memory events");
+	memset(&mo, 0, sizeof(mo));
+	err = memory_load(s->v, &mo, &s->m);
+	cli_check(err, s->file);
+	s->fns = calloc(s->m->nfns + 1, sizeof(*s->fns));
+	if (!s->fns)
+		cli_die(1, "out of memory");
+	for (i = 0; i < s->m->nfns; i++) {
+		const struct memory_fn *f = &s->m->fns[i];
+		struct diff_entry *e;
+
+		if (!f->total_allocations)
+			continue;
+		e = &s->fns[s->nfns++];
+		e->key = e->name = f->name;
+		e->v[MV_BYTES] = f->total_bytes;
+		e->v[MV_SELF] = f->self_bytes;
+		e->v[MV_ALLOCS] = f->total_allocations;
+		e->v[MV_LEAKED] = f->total_leaked_bytes;
+		e->v[MV_PEAK] = f->total_peak_bytes;
+		e->v[MV_TEMP] = f->total_temporary;
+	}
+	diff_merge(s->fns, &s->nfns, MV_COUNT);
+	err = memory_used_stacks(s->m, &ids, &n);
+	cli_check(err, s->file);
+	s->stacks = calloc(n + 1, sizeof(*s->stacks));
+	s->strs = calloc(n + 1, sizeof(*s->strs));
+	if (!s->stacks || !s->strs)
+		cli_die(1, "out of memory");
+	for (i = 0; i < n; i++) {
+		const struct memory_stack *st = &s->m->stacks[ids[i]];
+		struct diff_entry *e = &s->stacks[s->nstacks++];
+		size_t len = 1;
+		char *key;
+
+		/* the functions from the outermost frame in, joined by ';', a
+		 * function repeated in adjacent frames (direct recursion, or the
+		 * doubled innermost frame some unwinds give at -O0) once */
+		for (k = 0; k < st->nframes; k++)
+			len += strlen(s->m->fns[st->fns[k]].name) + 1;
+		key = s->strs[s->nstrs++] = malloc(len + sizeof("<unknown>"));
+		if (!key)
+			cli_die(1, "out of memory");
+		key[0] = 0;
+		for (k = st->nframes; k-- > 0;) {
+			if (k + 1 < st->nframes && st->fns[k] == st->fns[k + 1])
+				continue;
+			if (key[0])
+				strcat(key, ";");
+			strcat(key, s->m->fns[st->fns[k]].name);
+		}
+		if (!st->nframes)
+			strcpy(key, "<unknown>");
+		e->key = e->name = key;
+		e->v[MV_BYTES] = e->v[MV_SELF] = st->bytes;
+		e->v[MV_ALLOCS] = st->allocations;
+		e->v[MV_LEAKED] = st->leaked_bytes;
+		e->v[MV_PEAK] = st->peak_bytes;
+		e->v[MV_TEMP] = st->temporary;
+	}
+	free(ids);
+	diff_merge(s->stacks, &s->nstacks, MV_COUNT);
+}
+
+static void mem_side_free(struct mem_side *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nstrs; i++)
+		free(s->strs[i]);
+	free(s->strs);
+	free(s->fns);
+	free(s->stacks);
+	memory_free(s->m);
+}
+
+static int mem_diff_sort(enum sort_key k)
+{
+	switch (k) {
+	case SORT_SELF:
+		return MV_SELF;
+	case SORT_ALLOCS:
+		return MV_ALLOCS;
+	case SORT_TEMP:
+		return MV_TEMP;
+	case SORT_LEAKED:
+		return MV_LEAKED;
+	case SORT_NAME:
+		return DIFF_BY_NAME;
+	default:
+		return MV_BYTES;
+	}
+}
+
+static const char *fmt_change(char *buf, size_t len, int64_t d)
+{
+	if (d)
+		snprintf(buf, len, "%+" PRId64, d);
+	else
+		snprintf(buf, len, "0");
+	return buf;
+}
+
+static void mem_rows_text(const char *title, const struct diff_row *r, size_t n, size_t top,
+			  int stacks)
+{
+	size_t i, shown = top && n > top ? top : n;
+
+	printf("%s:\n\n", title);
+	printf("%14s %14s %14s %9s", "bytes old", "bytes new", "change", "%");
+	if (!stacks)
+		printf(" %12s", "self change");
+	printf(" %10s %10s %10s %14s %14s  %s\n", "allocs old", "allocs new", "change",
+	       "leaked change", "peak change", stacks ? "stack" : "function");
+	for (i = 0; i < shown; i++) {
+		const struct diff_row *x = &r[i];
+		char b[6][32];
+		double rel = diff_rel(x->ov[MV_BYTES], x->nv[MV_BYTES]);
+
+		if (x->ov[MV_BYTES] == x->nv[MV_BYTES])
+			snprintf(b[0], sizeof b[0], "0.0%%");
+		else if (isnan(rel))
+			snprintf(b[0], sizeof b[0], "new");
+		else
+			snprintf(b[0], sizeof b[0], "%+.1f%%", rel * 100.0);
+		printf("%14" PRIu64 " %14" PRIu64 " %14s %9s", x->ov[MV_BYTES], x->nv[MV_BYTES],
+		       fmt_change(b[1], sizeof b[1], x->delta[MV_BYTES]), b[0]);
+		if (!stacks)
+			printf(" %12s", fmt_change(b[2], sizeof b[2], x->delta[MV_SELF]));
+		printf(" %10" PRIu64 " %10" PRIu64 " %10s %14s %14s  %s", x->ov[MV_ALLOCS],
+		       x->nv[MV_ALLOCS], fmt_change(b[3], sizeof b[3], x->delta[MV_ALLOCS]),
+		       fmt_change(b[4], sizeof b[4], x->delta[MV_LEAKED]),
+		       fmt_change(b[5], sizeof b[5], x->delta[MV_PEAK]), diff_row_name(x));
+		if (x->status == DIFF_ADDED || x->status == DIFF_REMOVED)
+			printf("  (%s)", diff_status_str(x->status));
+		printf("\n");
+	}
+	if (shown < n)
+		printf("  ... %zu more (--top 0 shows all)\n", n - shown);
+	printf("\n");
+}
+
+static void mem_rows_json(const char *what, const struct diff_row *r, size_t n, size_t top,
+			  int stacks)
+{
+	size_t i, k, shown = top && n > top ? top : n;
+
+	printf("  \"%s\": [", what);
+	for (i = 0; i < shown; i++) {
+		const struct diff_row *x = &r[i];
+
+		printf("%s\n    {", i ? "," : "");
+		if (stacks) {
+			const char *p = diff_row_name(x), *semi;
+
+			printf("\"stack\": [");
+			for (;;) {
+				char *part;
+
+				semi = strchr(p, ';');
+				part = strndup(p, semi ? (size_t)(semi - p) : strlen(p));
+				if (!part)
+					cli_die(1, "out of memory");
+				json_str(stdout, part);
+				free(part);
+				if (!semi)
+					break;
+				printf(", ");
+				p = semi + 1;
+			}
+			printf("]");
+		} else {
+			printf("\"name\": ");
+			json_str(stdout, diff_row_name(x));
+		}
+		printf(", \"status\": \"%s\"", diff_status_str(x->status));
+		for (k = 0; k < MV_COUNT; k++) {
+			double rel = diff_rel(x->ov[k], x->nv[k]);
+
+			if (stacks && k == MV_SELF)
+				continue;
+			printf(", \"%s\": {\"old\": %" PRIu64 ", \"new\": %" PRIu64 ", \"delta\": %" PRId64
+			       ", \"relative\": ",
+			       mv_names[k], x->ov[k], x->nv[k], x->delta[k]);
+			if (isnan(rel))
+				printf("null}");
+			else
+				printf("%.6g}", rel);
+		}
+		printf("}");
+	}
+	printf("%s]", shown ? "\n  " : "");
+}
+
+static void mem_json_side(const char *what, struct mem_side *s)
+{
+	const char *cmd = view_meta_str(s->v, "command");
+	const struct memory_totals *t = &s->m->t;
+
+	printf("  \"%s\": {\"file\": ", what);
+	json_str(stdout, s->file);
+	printf(", \"command\": ");
+	if (cmd)
+		json_str(stdout, cmd);
+	else
+		printf("null");
+	printf(", \"allocations\": %" PRIu64 ", \"allocated_bytes\": %" PRIu64
+	       ", \"leaked_bytes\": %" PRIu64 ", \"peak_bytes\": %" PRIu64 "},\n",
+	       t->allocations, t->allocated_bytes, t->leaked_bytes, t->peak_bytes);
+}
+
+static int memory_diff_captures(struct memory_cli *o)
+{
+	struct mem_side old, new;
+	struct diff_row *fr, *sr;
+	size_t nfr, nsr, c[4], i;
+	int by = mem_diff_sort(o->sort);
+
+	memset(&old, 0, sizeof(old));
+	memset(&new, 0, sizeof(new));
+	old.file = o->old;
+	new.file = o->new;
+	mem_side_load(&old, o->di);
+	mem_side_load(&new, o->di);
+	if (diff_match(old.fns, old.nfns, new.fns, new.nfns, MV_COUNT, &fr, &nfr) ||
+	    diff_match(old.stacks, old.nstacks, new.stacks, new.nstacks, MV_COUNT, &sr, &nsr))
+		cli_die(1, "out of memory");
+	diff_sort(fr, nfr, by);
+	diff_sort(sr, nsr, by);
+	memset(c, 0, sizeof(c));
+	for (i = 0; i < nfr; i++)
+		c[fr[i].status]++;
+	if (o->json) {
+		printf("{\n");
+		mem_json_side("old", &old);
+		mem_json_side("new", &new);
+		printf("  \"summary\": {\"same\": %zu, \"changed\": %zu, \"added\": %zu, \"removed\": %zu},\n",
+		       c[DIFF_SAME], c[DIFF_CHANGED], c[DIFF_ADDED], c[DIFF_REMOVED]);
+		mem_rows_json("functions", fr, nfr, 0, 0);
+		printf(",\n");
+		mem_rows_json("stacks", sr, nsr, o->top, 1);
+		printf("\n}\n");
+	} else {
+		const struct memory_totals *a = &old.m->t, *b = &new.m->t;
+		char h1[32], h2[32];
+
+		printf("# cygprof memory --diff\n# OLD: %s\n# NEW: %s\n\n", old.file, new.file);
+		printf("  allocations          %12" PRIu64 " -> %12" PRIu64 "\n", a->allocations,
+		       b->allocations);
+		printf("  allocated bytes      %12" PRIu64 " -> %12" PRIu64 "   (%s -> %s)\n",
+		       a->allocated_bytes, b->allocated_bytes,
+		       human(h1, sizeof(h1), a->allocated_bytes),
+		       human(h2, sizeof(h2), b->allocated_bytes));
+		printf("  peak bytes           %12" PRIu64 " -> %12" PRIu64 "\n", a->peak_bytes,
+		       b->peak_bytes);
+		printf("  leaked bytes         %12" PRIu64 " -> %12" PRIu64 "\n\n", a->leaked_bytes,
+		       b->leaked_bytes);
+		printf("# functions: %zu unchanged, %zu changed, %zu added, %zu removed\n\n",
+		       c[DIFF_SAME], c[DIFF_CHANGED], c[DIFF_ADDED], c[DIFF_REMOVED]);
+		mem_rows_text("Functions (total figures; self change: allocated in the function itself)",
+			      fr, nfr, o->top, 0);
+		mem_rows_text("Allocation stacks (outermost function first)", sr, nsr, o->top, 1);
+	}
+	free(fr);
+	free(sr);
+	mem_side_free(&old);
+	mem_side_free(&new);
+	view_close(old.v);
+	cli_finish(new.v);
+	debuginfo_free(o->di);
+	return 0;
+}
+
 /* ---- driver ---------------------------------------------------------------- */
 
 /* Progress on a terminal: a large capture takes seconds to read. */
@@ -728,6 +1072,8 @@ int cmd_memory(int argc, char **argv)
 
 	parse_opts(argc, argv, &o);
 	cli_debuginfo_env(o.di);
+	if (o.old)
+		return memory_diff_captures(&o);
 	v = cli_open_view(o.file, o.di);
 	cli_need(v, o.file, "memory", "memory events");
 	memset(&mo, 0, sizeof(mo));

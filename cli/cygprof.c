@@ -24,6 +24,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"counters", cmd_counters, "counters over time: memory, CPU time, memdump reports"},
 	{"import-perf", cmd_import_perf, "add the samples of a perf run made alongside (perf script)"},
 	{"samples", cmd_samples, "perf samples one by one; --rr: the rr commands to reach each"},
+	{"diff", cmd_diff, "compare two captures: calls and times per function and call path"},
 	{"export", cmd_export, "the capture for Perfetto, flame graphs, KCachegrind, pprof, gprof"},
 };
 
