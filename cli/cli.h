@@ -211,6 +211,7 @@ struct cli_filter {
 	struct view_filter vf;
 	const char **filter, **notrace;
 	int any;
+	int range_any; /* a time range needs no timeline (memory events) */
 };
 /* Handle one filter option (c, its argument); a bad one dies, exit 2. */
 void cli_filter_option(struct cli_filter *f, const char *cmd, int c, const char *arg);

@@ -28,6 +28,7 @@ enum stack_kind { K_LEAKS, K_PEAK, K_TEMP, K_DIFF, K_COUNT };
 static const char *const kind_names[K_COUNT] = {"leaks", "peak", "temporary", "diff"};
 
 struct memory_cli {
+	struct cli_filter filt;
 	int json;
 	enum sort_key sort;
 	const char *function;
@@ -67,7 +68,12 @@ static void usage(FILE *f)
 		"                         file or OLD holds a '/')\n"
 		"  --top N                stacks (and text function lines) shown, 0 for all\n"
 		"                         (default 20)\n"
-		"  -F, --function NAME    callers and callees of NAME (exact name or glob)\n"
+		"  --function NAME        callers and callees of NAME (exact name or glob)\n"
+		CLI_FILTER_HELP
+		"                         (on allocation stacks: -F keeps the allocations made\n"
+		"                         under a matching function, -N takes frames out, -D\n"
+		"                         keeps the D outermost frames; --time-range keeps the\n"
+		"                         allocations made in it, and needs no timeline)\n"
 		"  --sort KEY             function order: total (default), self, allocations,\n"
 		"                         temporary, leaked, name\n"
 		"  --points N             heap-over-time points (default 50)\n"
@@ -106,7 +112,8 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 		{"temporary", no_argument, NULL, O_TEMP},
 		{"diff", required_argument, NULL, O_DIFF},
 		{"top", required_argument, NULL, O_TOP},
-		{"function", required_argument, NULL, 'F'},
+		{"function", required_argument, NULL, 0x4300},
+		CLI_FILTER_OPTIONS,
 		{"sort", required_argument, NULL, O_SORT},
 		{"points", required_argument, NULL, O_POINTS},
 		{"format", required_argument, NULL, O_FORMAT},
@@ -125,13 +132,19 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 	o->di = cli_debuginfo_new();
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hF:", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hF:N:D:", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
 			exit(0);
-		case 'F':
+		case 0x4300:
 			o->function = optarg;
+			break;
+		case CLI_O_FILTER:
+		case CLI_O_NOTRACE:
+		case CLI_O_DEPTH:
+		case CLI_O_TIME_RANGE:
+			cli_filter_option(&o->filt, "memory", c, optarg);
 			break;
 		case O_LEAKS:
 			o->kinds[K_LEAKS] = 1;
@@ -1076,6 +1089,8 @@ int cmd_memory(int argc, char **argv)
 		return memory_diff_captures(&o);
 	v = cli_open_view(o.file, o.di);
 	cli_need(v, o.file, "memory", "memory events");
+	o.filt.range_any = 1; /* memory events have their own times */
+	cli_filter_apply(&o.filt, v, "memory", o.file);
 	memset(&mo, 0, sizeof(mo));
 	mo.points = o.points;
 	mo.diff = o.kinds[K_DIFF];

@@ -230,7 +230,7 @@ void cli_filter_apply(struct cli_filter *f, struct view *v, const char *cmd, con
 {
 	if (!f->any)
 		return;
-	if (f->vf.has_range && !view_mode_has(v, "timeline"))
+	if (f->vf.has_range && !f->range_any && !view_mode_has(v, "timeline"))
 		cli_die(1, "%s: %s has no timeline: --time-range needs one (record with --timeline)",
 			cmd, file ? file : CYGPROF_DEFAULT_CAPTURE);
 	cli_check(view_set_filter(v, &f->vf), file);

@@ -24,6 +24,12 @@ Tests:
                 alloc_some 6400 -> 12800 bytes (+6400), 100 -> 200
                 allocations, alloc_steady unchanged, the same per stack, also
                 across the two builds; --diff T1 T2 FILE still compares times
+  memory-filters  the filters after the fact on allocation stacks (old run:
+                alloc_some 100 x 64 bytes, alloc_steady 5 x 32): -F
+                alloc_some keeps exactly its 100 allocations and 6400 bytes,
+                -N alloc_some charges them to main, -D 1 charges all 6560
+                bytes to main, a time range after the end keeps none; the
+                frees of the blocks left out are left out too
   diff-errors   a missing, empty or corrupt capture on either side: one
                 line, exit 1; the wrong number of arguments: exit 2; memory
                 --diff with a capture without memory events: exit 1
@@ -277,6 +283,29 @@ def test_memory(ck, cyg, example, args):
           '--diff T1 T2 FILE: still two times')
 
 
+def test_memory_filters(ck, cyg, example, args):
+    cap = record(cyg, example, 'old', 'mf.cyg', ['--memory'])
+
+    def mem(opts):
+        d = run_json([cyg.exe, 'memory', '--format=json'] + opts + [cap], 'memory ' + ' '.join(opts))
+        t = d['totals']
+        fns = dict((f['name'], f['self_bytes']) for f in d['functions'] if f['self_bytes'])
+        return (t['allocations'], t['allocated_bytes'], t['frees'], t['untracked_frees']), fns
+
+    cases = [
+        ([], (105, 6560, 105, 0), {'alloc_some': 6400, 'alloc_steady': 160}),
+        (['-F', 'alloc_some'], (100, 6400, 100, 0), {'alloc_some': 6400}),
+        (['-F', 'alloc_steady'], (5, 160, 5, 0), {'alloc_steady': 160}),
+        (['-N', 'alloc_some'], (105, 6560, 105, 0), {'main': 6400, 'alloc_steady': 160}),
+        (['-D', '1'], (105, 6560, 105, 0), {'main': 6560}),
+        (['--time-range', '1000s,'], (0, 0, 0, 0), {}),
+    ]
+    for opts, totals, fns in cases:
+        got_t, got_f = mem(opts)
+        ck.eq(got_t, totals, 'memory %s: allocations, bytes, frees, untracked frees' % ' '.join(opts))
+        ck.eq(got_f, fns, 'memory %s: self bytes per function' % ' '.join(opts))
+
+
 def test_errors(ck, cyg, example, args):
     d = cyg.workdir
     good = record(cyg, example, 'old', 'good.cyg')
@@ -319,6 +348,7 @@ TESTS = {
     'diff-builds': test_builds,
     'diff-memory': test_memory,
     'diff-errors': test_errors,
+    'memory-filters': test_memory_filters,
 }
 
 

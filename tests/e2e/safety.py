@@ -518,7 +518,7 @@ def test_json_utf8(ck, cyg, example):
     outs = {}
     for cmd in (['report'], ['report', '--threads'], ['info'], ['memory'],
                 ['memory', '--leaks', '--peak', '--temporary'],
-                ['memory', '-F', os.fsdecode(b'weird\xff*')], ['annotate', '--all']):
+                ['memory', '--function', os.fsdecode(b'weird\xff*')], ['annotate', '--all']):
         cpj = run([cyg.exe] + cmd + ['--format=json', os.fsdecode(cap)])
         outs[' '.join(shown(c) for c in cmd)] = strict_json(ck, cpj, ' '.join(
             shown(c) for c in cmd) + ' --format=json')
