@@ -207,6 +207,8 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 					kind_names[i]);
 		if (o->function)
 			cli_die(2, "memory: --diff OLD NEW compares captures; --function does not apply");
+		if (o->filt.any)
+			cli_die(2, "memory: --diff OLD NEW compares captures; the filters do not apply");
 		return;
 	}
 	o->file = cli_capture_arg("memory", argc, argv);
