@@ -314,7 +314,7 @@ static void test_cli(void)
 		free(out);
 	}
 	{
-		const char *args[] = {"memory", "--format=json", "-F", "fib", path, NULL};
+		const char *args[] = {"memory", "--format=json", "--function", "fib", path, NULL};
 
 		out = run_cygprof(args, &st);
 		CHECK_EQ_INT(st, 0);
