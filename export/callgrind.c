@@ -47,6 +47,8 @@ struct cg {
 	size_t nvmap;
 	struct cg_call *calls;
 	size_t ncalls, calls_cap;
+	uint32_t *slot; /* open addressing over calls: index + 1, 0 free */
+	size_t nslot;
 	const char **files, **objs; /* by id - 1 */
 	size_t nfiles, nobjs;
 };
@@ -106,11 +108,40 @@ static int cg_place(struct cg *c, uint32_t pf, const struct view_fn *vf)
 	return err;
 }
 
+static uint64_t cg_hash(uint32_t caller, uint32_t callee, uint32_t line)
+{
+	uint64_t h = ((uint64_t)caller << 32 | callee) * 0x9e3779b97f4a7c15ull;
+
+	h ^= line * 0xc2b2ae3d27d4eb4full;
+	return h ^ (h >> 31);
+}
+
 static int cg_add_call(struct cg *c, uint32_t caller, uint32_t callee, uint32_t line,
 		       uint64_t calls, uint64_t ns)
 {
-	for (size_t i = c->ncalls; i-- > 0;) {
-		struct cg_call *k = &c->calls[i];
+	size_t i;
+
+	if (2 * (c->ncalls + 1) > c->nslot) {
+		size_t nslot = c->nslot ? 2 * c->nslot : 1024;
+		uint32_t *sl = calloc(nslot, sizeof *sl);
+
+		if (!sl)
+			return -ENOMEM;
+		for (size_t k = 0; k < c->ncalls; k++) {
+			const struct cg_call *a = &c->calls[k];
+
+			for (i = cg_hash(a->caller, a->callee, a->line) & (nslot - 1); sl[i];
+			     i = (i + 1) & (nslot - 1))
+				;
+			sl[i] = (uint32_t)k + 1;
+		}
+		free(c->slot);
+		c->slot = sl;
+		c->nslot = nslot;
+	}
+	for (i = cg_hash(caller, callee, line) & (c->nslot - 1); c->slot[i];
+	     i = (i + 1) & (c->nslot - 1)) {
+		struct cg_call *k = &c->calls[c->slot[i] - 1];
 
 		if (k->caller == caller && k->callee == callee && k->line == line) {
 			k->calls += calls;
@@ -127,18 +158,65 @@ static int cg_add_call(struct cg *c, uint32_t caller, uint32_t callee, uint32_t 
 		c->calls = t;
 		c->calls_cap = nc;
 	}
-	c->calls[c->ncalls++] = (struct cg_call){caller, callee, line, calls, ns};
+	c->calls[c->ncalls] = (struct cg_call){caller, callee, line, calls, ns};
+	c->slot[i] = (uint32_t)++c->ncalls;
 	return 0;
 }
 
-/* Whether node i of the tree has an ancestor of its own (merged) function. */
-static int cg_recursive(struct cg *c, const struct view_tree *t, size_t i, uint32_t pf)
+/* For every node of the tree, whether an ancestor is of its own (merged)
+ * function: a walk down the tree counting the functions on the path.
+ * @param[out] rec owned: free(). */
+static int cg_recursive(struct cg *c, const struct view_tree *t, uint8_t **rec)
 {
-	for (uint32_t a = t->nodes[i].parent; a != CYGPROF_NONE && a != 0 && a < t->n;
-	     a = t->nodes[a].parent)
-		if (t->fn[a] != VIEW_NONE && cg_pfn(c, t->fn[a]) == pf)
-			return 1;
-	return 0;
+	uint32_t *pf = malloc(t->n * sizeof *pf), *first = malloc(t->n * sizeof *first);
+	uint32_t *next = malloc(t->n * sizeof *next), *stack = malloc(t->n * sizeof *stack);
+	uint32_t *onpath = calloc(c->p->nfns + 1, sizeof *onpath);
+	uint8_t *r = calloc(t->n, 1), *done = calloc(t->n, 1);
+	size_t sp = 0;
+	int err = -ENOMEM;
+
+	if (!pf || !first || !next || !stack || !onpath || !r || !done)
+		goto out;
+	for (size_t i = 0; i < t->n; i++) {
+		pf[i] = i && t->fn[i] != VIEW_NONE ? cg_pfn(c, t->fn[i]) : PROFILE_NONE;
+		first[i] = next[i] = UINT32_MAX;
+	}
+	for (size_t i = t->n; i-- > 1;) { /* children in array order */
+		uint32_t par = t->nodes[i].parent;
+
+		if (par < i) {
+			next[i] = first[par];
+			first[par] = (uint32_t)i;
+		}
+	}
+	stack[sp++] = 0;
+	while (sp) {
+		uint32_t i = stack[sp - 1];
+
+		if (!done[i]) { /* enter */
+			done[i] = 1;
+			if (pf[i] != PROFILE_NONE)
+				r[i] = onpath[pf[i]]++ > 0;
+			for (uint32_t k = first[i]; k != UINT32_MAX; k = next[k])
+				stack[sp++] = k;
+		} else { /* leave */
+			sp--;
+			if (pf[i] != PROFILE_NONE)
+				onpath[pf[i]]--;
+		}
+	}
+	*rec = r;
+	r = NULL;
+	err = 0;
+out:
+	free(pf);
+	free(first);
+	free(next);
+	free(stack);
+	free(onpath);
+	free(r);
+	free(done);
+	return err;
 }
 
 /* The functions' places and the calls of one thread, by call site. */
@@ -147,6 +225,7 @@ static int cg_thread(struct cg *c, uint32_t thread, uint32_t proc)
 	const struct view_tree *t;
 	const struct cygprof_callsite *s;
 	struct srcline *sl = view_srcline(c->v);
+	uint8_t *rec = NULL;
 	size_t ns;
 	int err;
 
@@ -160,6 +239,8 @@ static int cg_thread(struct cg *c, uint32_t thread, uint32_t proc)
 			return err;
 	}
 	err = view_sites(c->v, thread, &s, &ns);
+	if (!err)
+		err = cg_recursive(c, t, &rec);
 	if (err)
 		return err;
 	for (size_t k = 0; k < ns; k++) {
@@ -182,11 +263,12 @@ static int cg_thread(struct cg *c, uint32_t thread, uint32_t proc)
 			line = 0;
 		if (!line)
 			line = c->fns[caller].line;
-		cost = caller == callee || cg_recursive(c, t, i, callee) ? 0 : s[k].total_ns;
+		cost = caller == callee || rec[i] ? 0 : s[k].total_ns;
 		if ((err = cg_add_call(c, caller, callee, line, s[k].calls, cost)))
-			return err;
+			break;
 	}
-	return 0;
+	free(rec);
+	return err;
 }
 
 static int cmp_call(const void *a, const void *b)
@@ -294,6 +376,7 @@ out:
 	free(c.fns);
 	free(c.vmap);
 	free(c.calls);
+	free(c.slot);
 	free(c.files);
 	free(c.objs);
 	profile_free(c.p);

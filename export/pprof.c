@@ -160,6 +160,7 @@ static int64_t str_id(struct strtab *t, const char *s)
 /* ---- call paths merged over the threads ---------------------------------- */
 
 #define NVAL 4
+#define PPROF_UNPLACED "[samples outside the call trees]"
 
 struct path {
 	uint32_t parent; /* index + 1 of the parent path, 0 for none */
@@ -238,6 +239,29 @@ struct pp {
 	int nval, def;
 };
 
+/* The perf samples the paths do not hold (outside every instrumented
+ * function, or on stacks that leave the trees), as one sample of their own
+ * so that the sums are the report's. */
+static int pp_unplaced(struct pp *c)
+{
+	int64_t n = 0, ns = 0;
+	uint32_t q;
+	long f;
+
+	for (size_t i = 0; i < c->paths.n; i++) {
+		n += c->paths.v[i].val[2];
+		ns += c->paths.v[i].val[3];
+	}
+	if ((uint64_t)n >= c->ps->total.samples && (uint64_t)ns >= c->ps->total.sample_ns)
+		return 0;
+	f = profile_intern(c->p, PPROF_UNPLACED);
+	if (f < 0 || !(q = path_get(&c->paths, 0, (uint32_t)f)))
+		return -ENOMEM;
+	c->paths.v[q - 1].val[2] += (int64_t)c->ps->total.samples - n;
+	c->paths.v[q - 1].val[3] += (int64_t)c->ps->total.sample_ns - ns;
+	return 0;
+}
+
 /* The call paths of the trees: calls, self time, perf samples. */
 static int pp_trees(struct pp *c)
 {
@@ -271,7 +295,7 @@ static int pp_trees(struct pp *c)
 		}
 		free(pid);
 	}
-	return 0;
+	return c->ps ? pp_unplaced(c) : 0;
 }
 
 /* The allocation stacks (--memory): objects, bytes, and leaked or peak bytes. */

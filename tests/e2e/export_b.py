@@ -20,6 +20,11 @@ exact reference), then:
                    (per function too, charging each sample to its innermost
                    location), every location names a function with its file;
                    `go tool pprof -top` reads it when go is installed.
+  pprof-samples    (EXE tests/sampling's sampling-prog-cyg) record --sample:
+                   samples/count and cpu/nanoseconds add up to the report's
+                   samples and sampled ns, each function's innermost samples
+                   to its own (those outside the call trees in one sample of
+                   their own); skipped where perf events cannot be opened.
   pprof-memory     (EXE built by tests/memory) record --memory: alloc_objects
                    and alloc_space add up to `cygprof memory --format=json`'s
                    totals; leaked_space to its leaked bytes.
@@ -309,6 +314,42 @@ def test_pprof_memory(ck, cyg, example, args):
     ck.check(sums[0] > 0, 'the example allocates')
 
 
+def test_pprof_samples(ck, cyg, example, args):
+    cap = os.path.join(cyg.workdir, 'cap.cyg')
+    cp = cyg.record(cap, [example], ['--sample=1000'])
+    if cp.returncode != 0:
+        if 'perf' in cp.err or 'sampl' in cp.err:
+            print('SKIP: record --sample: %s' % cp.err.strip())
+            sys.exit(e2e.SKIP)
+        raise Failure('record --sample failed: %s' % cp.err.strip())
+    data, _ = cyg.report_json(cap, ck)
+    sm = data.get('samples') or {}
+    if not sm.get('samples'):
+        print('SKIP: no perf samples recorded')
+        sys.exit(e2e.SKIP)
+    out = os.path.join(cyg.workdir, 'prof.pb.gz')
+    export(cyg, cap, 'pprof', out, ['--weight', 'samples'])
+    p = decode_profile(out)
+    ck.eq(p['types'], ['calls/count', 'time/nanoseconds', 'samples/count', 'cpu/nanoseconds'],
+          'sample types')
+    ck.eq(p['strings'][p['default']], 'samples', 'default sample type (--weight samples)')
+    sums = [sum(v[k] for _, v in p['sample']) for k in range(4)]
+    ck.eq(sums[0], sum(f['calls'] for f in data['functions']), 'sum of calls')
+    ck.eq(sums[1], data['total_self_ns'], 'sum of time')
+    ck.eq(sums[2], sm['samples'], 'sum of samples/count = report samples')
+    ck.eq(sums[3], sm['sampled_ns'], 'sum of cpu/nanoseconds = report sampled ns')
+    per = {}
+    for locs, vals in p['sample']:
+        if vals[2]:
+            n = leaf_name(p, locs)
+            per[n] = per.get(n, 0) + vals[2]
+    want = {f['name']: f['samples'] for f in data['functions'] if f.get('samples')}
+    rest = sm['samples'] - sum(want.values())
+    if rest:
+        want['[samples outside the call trees]'] = rest
+    ck.eq(per, want, 'samples per innermost function')
+
+
 def test_errors(ck, cyg, example, args):
     cap = record(ck, cyg, example)
     out = os.path.join(cyg.workdir, 'x.pb.gz')
@@ -337,6 +378,7 @@ TESTS = {
     'callgrind': test_callgrind,
     'pprof': test_pprof,
     'pprof-memory': test_pprof_memory,
+    'pprof-samples': test_pprof_samples,
     'errors': test_errors,
 }
 
