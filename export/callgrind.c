@@ -304,8 +304,12 @@ static void cg_write(struct cg *c, FILE *f)
 	fputs("# callgrind format\nversion: 1\ncreator: cygprof\n", f);
 	if (view_procs(c->v, &procs, &np) == 0 && np > 0)
 		fprintf(f, "pid: %" PRIu32 "\n", procs[0].pid);
-	if (cmd)
-		fprintf(f, "cmd: %s\n", cmd);
+	if (cmd) { /* one line: a newline in an argument becomes a space */
+		fputs("cmd: ", f);
+		for (; *cmd; cmd++)
+			fputc(*cmd == '\n' || *cmd == '\r' ? ' ' : *cmd, f);
+		fputc('\n', f);
+	}
 	fputs("positions: line\n"
 	      "event: ns : Time (ns, exact)\n"
 	      "events: ns\n",

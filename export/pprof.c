@@ -339,7 +339,6 @@ static int pp_write_pb(struct pp *c, struct pb *out)
 	struct pp_place *pl;
 	struct srcline *sl = view_srcline(c->v);
 	size_t nobj = 0, nv = view_nfns(c->v);
-	int64_t *loc;
 	size_t depth_cap = 64;
 	uint64_t *stack;
 
@@ -347,7 +346,6 @@ static int pp_write_pb(struct pp *c, struct pb *out)
 		nobj = 0;
 	pl = calloc(c->p->nfns + 1, sizeof *pl);
 	stack = malloc(depth_cap * sizeof *stack);
-	loc = NULL;
 	if (!pl || !stack) {
 		free(pl);
 		free(stack);
@@ -462,7 +460,6 @@ static int pp_write_pb(struct pp *c, struct pb *out)
 	free(sub2.b);
 	free(pl);
 	free(stack);
-	free(loc);
 	return out->err;
 }
 

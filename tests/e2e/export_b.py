@@ -31,7 +31,7 @@ exact reference), then:
   errors           --memory on a capture without memory events: one line,
                    exit 1; an existing file that is not a callgrind output
                    is refused without -f, replaced with -f; a callgrind
-                   output is replaced; pprof to a terminal is refused.
+                   output is replaced, a pprof output is not.
 """
 import gzip
 import json
