@@ -27,7 +27,8 @@ exact reference), then:
                    their own); skipped where perf events cannot be opened.
   pprof-memory     (EXE built by tests/memory) record --memory: alloc_objects
                    and alloc_space add up to `cygprof memory --format=json`'s
-                   totals; leaked_space to its leaked bytes.
+                   totals, per innermost function too; leaked_space to its
+                   leaked bytes; with --memory peak, peak_space to the peak.
   errors           --memory on a capture without memory events: one line,
                    exit 1; an existing file that is not a callgrind output
                    is refused without -f, replaced with -f; a callgrind
@@ -312,6 +313,18 @@ def test_pprof_memory(ck, cyg, example, args):
     ck.eq(sums[1], tot['allocated_bytes'], 'sum of alloc_space = allocated bytes')
     ck.eq(sums[2], tot['leaked_bytes'], 'sum of leaked_space = leaked bytes')
     ck.check(sums[0] > 0, 'the example allocates')
+    per = {}
+    for locs, vals in p['sample']:
+        n = leaf_name(p, locs)
+        per[n] = per.get(n, 0) + vals[1]
+    ck.eq({n: b for n, b in per.items() if b},
+          {f['name']: f['self_bytes'] for f in m['functions'] if f['self_bytes']},
+          'alloc_space per innermost function = memory self bytes')
+    export(cyg, cap, 'pprof', out, ['--memory', 'peak'])
+    p = decode_profile(out)
+    ck.eq(p['types'][2], 'peak_space/bytes', '--memory peak: third sample type')
+    ck.eq(p['strings'][p['default']], 'peak_space', '--memory peak: default sample type')
+    ck.eq(sum(v[2] for _, v in p['sample']), tot['peak_bytes'], 'sum of peak_space = peak bytes')
 
 
 def test_pprof_samples(ck, cyg, example, args):
