@@ -165,6 +165,8 @@ static int64_t str_id(struct strtab *t, const char *s)
 struct path {
 	uint32_t parent; /* index + 1 of the parent path, 0 for none */
 	uint32_t fn;     /* profile function */
+	uint32_t line;   /* the line of the call in the parent's function, 0 unknown */
+	const char *file; /* and its file (borrowed from the view's srcline) */
 	int64_t val[NVAL];
 };
 
@@ -234,6 +236,7 @@ struct pp {
 	struct psamp *ps;
 	struct memory *m;
 	struct paths paths;
+	struct paths locs; /* locations: (line in .parent, function in .fn) */
 	struct strtab st;
 	const char *vtype[NVAL], *vunit[NVAL];
 	int nval, def;
@@ -265,8 +268,11 @@ static int pp_unplaced(struct pp *c)
 /* The call paths of the trees: calls, self time, perf samples. */
 static int pp_trees(struct pp *c)
 {
+	struct srcline *sl = view_srcline(c->v);
+
 	for (size_t t = 0; t < c->p->nthreads; t++) {
 		const struct profile_thread *th = &c->p->threads[t];
+		const struct cygprof_thread *ct = view_thread(c->v, th->info.idx);
 		uint32_t *pid;
 
 		if (!th->n)
@@ -286,6 +292,13 @@ static int pp_trees(struct pp *c)
 				return -ENOMEM;
 			}
 			q = &c->paths.v[pid[i] - 1];
+			if (!q->line && par && nd->site && ct && sl) {
+				const struct cygprof_object *o =
+					view_object_at(c->v, ct->proc_idx, nd->site - 1);
+
+				if (o && srcline_lookup(sl, o, nd->site - 1, &q->file, &q->line))
+					q->file = NULL, q->line = 0;
+			}
 			q->val[0] += (int64_t)nd->calls;
 			q->val[1] += (int64_t)nd->self_ns;
 			if (c->ps && t < c->ps->nthreads && c->ps->node[t]) {
@@ -332,6 +345,22 @@ struct pp_place {
 	int known;
 };
 
+/* The location id of path j's function: at its declaration for the
+ * innermost frame (child 0), else at the line where it calls path child
+ * when DWARF puts that line in the function's own file.  0: no memory. */
+static uint64_t pp_loc(struct pp *c, const struct pp_place *pl, uint32_t j, uint32_t child)
+{
+	uint32_t fn = c->paths.v[j - 1].fn, line = pl[fn].line;
+
+	if (child) {
+		const struct path *ch = &c->paths.v[child - 1];
+
+		if (ch->line && ch->file && pl[fn].file && !strcmp(ch->file, pl[fn].file))
+			line = ch->line;
+	}
+	return path_get(&c->locs, line, fn);
+}
+
 static int pp_write_pb(struct pp *c, struct pb *out)
 {
 	struct pb sub = {0}, sub2 = {0};
@@ -374,6 +403,7 @@ static int pp_write_pb(struct pp *c, struct pb *out)
 	for (size_t i = 0; i < c->paths.n; i++) {
 		const struct path *q = &c->paths.v[i];
 		size_t d = 0;
+		uint32_t stack_child = 0;
 		int any = 0;
 
 		for (int k = 0; k < c->nval; k++)
@@ -391,7 +421,10 @@ static int pp_write_pb(struct pp *c, struct pb *out)
 				stack = t;
 				depth_cap *= 2;
 			}
-			stack[d++] = c->paths.v[j - 1].fn + 1;
+			stack[d] = pp_loc(c, pl, j, stack_child);
+			if (!stack[d++])
+				out->err = -ENOMEM;
+			stack_child = j;
 		}
 		for (size_t k = 0; k < d; k++)
 			pb_varint(&sub2, stack[k]);
@@ -418,12 +451,14 @@ static int pp_write_pb(struct pp *c, struct pb *out)
 		pb_uint(&sub, 9, 1);
 		pb_msg(out, 3, &sub);
 	}
-	for (size_t f = 0; f < c->p->nfns; f++) {
-		pb_uint(&sub, 1, f + 1);
+	for (size_t k = 0; k < c->locs.n; k++) {
+		uint32_t f = c->locs.v[k].fn;
+
+		pb_uint(&sub, 1, k + 1);
 		if (pl[f].obj)
 			pb_uint(&sub, 2, pl[f].obj->idx + 1);
 		pb_uint(&sub2, 1, f + 1);
-		pb_uint(&sub2, 2, pl[f].line);
+		pb_uint(&sub2, 2, c->locs.v[k].parent);
 		pb_msg(&sub, 4, &sub2);
 		pb_msg(out, 4, &sub);
 	}
@@ -554,6 +589,8 @@ out:
 	free(out.b);
 	free(c.paths.v);
 	free(c.paths.slot);
+	free(c.locs.v);
+	free(c.locs.slot);
 	free(c.st.s);
 	free(c.st.slot);
 	if (c.ps)
