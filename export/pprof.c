@@ -15,9 +15,10 @@
  * cpu/nanoseconds on the paths they were placed on.  With --memory the
  * samples are the allocation stacks instead (record --memory), valued
  * alloc_objects/count and alloc_space/bytes, plus the leaked or peak
- * figures asked for.  One Location and one Function per function (merged
- * by name), at the line DWARF gives for its declaration; Mappings are the
- * capture's objects. */
+ * figures asked for.  One Function per function (merged by name), with
+ * the file and line DWARF gives for its declaration; a sample's innermost
+ * frame is at that line, each caller at the line of its call (when it is in
+ * the caller's own file).  Mappings are the capture's objects. */
 #include "export.h"
 
 #include <errno.h>
