@@ -12,7 +12,8 @@
  * by function names, is one Sample whose locations are the path innermost
  * first, with the values calls/count and time/nanoseconds (exact self time
  * of the path); with perf samples (record --sample) also samples/count and
- * cpu/nanoseconds on the paths they were placed on.  With --memory the
+ * cpu/nanoseconds on the paths they were placed on (a capture without
+ * trees: the samples by their own stacks).  With --memory the
  * samples are the allocation stacks instead (record --memory), valued
  * alloc_objects/count and alloc_space/bytes, plus the leaked or peak
  * figures asked for.  One Function per function (merged by name), with
@@ -337,6 +338,54 @@ static int pp_memory(struct pp *c)
 	return 0;
 }
 
+/* A capture without call trees (a program recorded without
+ * instrumentation, with record --sample): the perf samples by their own
+ * stacks, valued samples/count and cpu/nanoseconds. */
+static int pp_stacks(struct pp *c)
+{
+	const struct cygprof_psample *ps;
+	const struct cygprof_stack_node *stash;
+	uint32_t *path_of = NULL; /* per stack id: its path + 1, 0 not yet */
+	size_t n, nstash;
+	int err;
+
+	if ((err = view_psamples(c->v, &ps, &n)) || (err = view_stash(c->v, &stash, &nstash)))
+		return err;
+	path_of = calloc(nstash + 1, sizeof *path_of);
+	if (!path_of)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++) {
+		uint32_t id = ps[i].stack <= nstash ? ps[i].stack : 0, q = path_of[id];
+
+		if (!q) {
+			struct view_frame *fr = NULL;
+			size_t nf = 0;
+			long f;
+
+			if (id)
+				err = view_stack(c->v, id, 0, NULL, &fr, &nf);
+			for (size_t k = nf; k-- > 0 && !err;) {
+				f = profile_intern(c->p, fr[k].name);
+				if (f < 0 || !(q = path_get(&c->paths, q, (uint32_t)f)))
+					err = -ENOMEM;
+			}
+			free(fr);
+			if (!err && !q) {
+				f = profile_intern(c->p, PPROF_UNPLACED);
+				if (f < 0 || !(q = path_get(&c->paths, 0, (uint32_t)f)))
+					err = -ENOMEM;
+			}
+			path_of[id] = q;
+		}
+		if (!err) {
+			c->paths.v[q - 1].val[0] += 1;
+			c->paths.v[q - 1].val[1] += (int64_t)ps[i].weight_ns;
+		}
+	}
+	free(path_of);
+	return err;
+}
+
 /* Where each function is: its object and declaration (first view function
  * of that name). */
 struct pp_place {
@@ -561,6 +610,19 @@ static int write_pprof(struct view *v, const struct export_opts *o, FILE *f)
 		c.def = o->weight == EXPORT_W_ALLOCATED ? 1 : 2;
 		err = pp_memory(&c);
 	} else {
+		const struct cygprof_psample *ps;
+		size_t nps = 0;
+		int trees = 0;
+
+		for (size_t t = 0; t < c.p->nthreads; t++)
+			trees |= c.p->threads[t].n > 1;
+		if (!trees && view_psamples(v, &ps, &nps) == 0 && nps > 0) {
+			c.vtype[0] = "samples", c.vunit[0] = "count";
+			c.vtype[1] = "cpu", c.vunit[1] = "nanoseconds";
+			c.nval = 2;
+			err = pp_stacks(&c);
+			goto write;
+		}
 		err = psamp_load(v, c.p, 0, &c.ps);
 		if (err)
 			goto out;
@@ -582,6 +644,7 @@ static int write_pprof(struct view *v, const struct export_opts *o, FILE *f)
 		}
 		err = pp_trees(&c);
 	}
+write:
 	if (!err)
 		err = pp_write_pb(&c, &out);
 	if (!err)

@@ -26,6 +26,9 @@ exact reference), then:
                    samples and sampled ns, each function's innermost samples
                    to its own (those outside the call trees in one sample of
                    their own); skipped where perf events cannot be opened.
+  pprof-plain      (EXE sampling-prog-plain, no instrumentation) record
+                   --sample: the samples by their own stacks add up to the
+                   report's samples and sampled ns, spin under main most.
   pprof-memory     (EXE built by tests/memory) record --memory: alloc_objects
                    and alloc_space add up to `cygprof memory --format=json`'s
                    totals, per innermost function too; leaked_space to its
@@ -383,6 +386,33 @@ def test_pprof_samples(ck, cyg, example, args):
              'spin: most samples on its path (%d of %d)' % (per.get('spin', 0), sm['samples']))
 
 
+def test_pprof_plain(ck, cyg, example, args):
+    cap = os.path.join(cyg.workdir, 'cap.cyg')
+    cp = cyg.record(cap, [example], ['--sample=1000'])
+    if cp.returncode != 0:
+        if 'perf' in cp.err or 'sampl' in cp.err:
+            print('SKIP: record --sample: %s' % cp.err.strip())
+            sys.exit(e2e.SKIP)
+        raise Failure('record --sample failed: %s' % cp.err.strip())
+    data, _ = cyg.report_json(cap, ck)
+    sm = data.get('samples') or {}
+    if not sm.get('samples'):
+        print('SKIP: no perf samples recorded')
+        sys.exit(e2e.SKIP)
+    out = os.path.join(cyg.workdir, 'prof.pb.gz')
+    export(cyg, cap, 'pprof', out)
+    p = decode_profile(out)
+    ck.eq(p['types'], ['samples/count', 'cpu/nanoseconds'], 'sample types without call trees')
+    ck.eq(p['strings'][p['default']], 'samples', 'default sample type')
+    sums = [sum(v[k] for _, v in p['sample']) for k in range(2)]
+    ck.eq(sums[0], sm['samples'], 'sum of samples/count = report samples')
+    ck.eq(sums[1], sm['sampled_ns'], 'sum of cpu/nanoseconds = report sampled ns')
+    spin = sum(v[0] for locs, v in p['sample']
+               if leaf_name(p, locs) == 'spin' and
+               'main' in [leaf_name(p, [l]) for l in locs[1:]])
+    ck.check(spin * 2 > sums[0], 'spin under main: %d of %d samples' % (spin, sums[0]))
+
+
 def test_errors(ck, cyg, example, args):
     cap = record(ck, cyg, example)
     out = os.path.join(cyg.workdir, 'x.pb.gz')
@@ -412,6 +442,7 @@ TESTS = {
     'pprof': test_pprof,
     'pprof-memory': test_pprof_memory,
     'pprof-samples': test_pprof_samples,
+    'pprof-plain': test_pprof_plain,
     'errors': test_errors,
 }
 
