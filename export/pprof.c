@@ -1,22 +1,676 @@
 /* SPDX-License-Identifier: MIT */
-/* pprof.c - cygprof export --format=pprof (to be written). */
+/* pprof.c - cygprof export --format=pprof: the profile.proto that
+ * `go tool pprof` and other pprof readers take, gzip'd.
+ *
+ * The protobuf is written by hand (varints and length-delimited fields,
+ * field numbers of github.com/google/pprof proto/profile.proto) and
+ * compressed with zlib's raw deflate behind a fixed gzip header
+ * (CLI_MAGIC_PPROF: no time, the name "cygprof-profile.pb") so that a
+ * later export may recognize and replace the file.
+ *
+ * Samples: every call path of the threads' trees, merged over the threads
+ * by function names, is one Sample whose locations are the path innermost
+ * first, with the values calls/count and time/nanoseconds (exact self time
+ * of the path); with perf samples (record --sample) also samples/count and
+ * cpu/nanoseconds on the paths they were placed on (a capture without
+ * trees: the samples by their own stacks).  With --memory the
+ * samples are the allocation stacks instead (record --memory), valued
+ * alloc_objects/count and alloc_space/bytes, plus the leaked or peak
+ * figures asked for.  One Function per function (merged by name), with
+ * the file and line DWARF gives for its declaration; a sample's innermost
+ * frame is at that line, each caller at the line of its call (when it is in
+ * the caller's own file).  Mappings are the capture's objects. */
 #include "export.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
 
+#include "../cli/cli.h"
+#include "memory.h"
+#include "profile.h"
+#include "psamples.h"
+#include "srcline.h"
 #include "view.h"
+
+/* ---- a protobuf writer ----------------------------------------------------- */
+
+struct pb {
+	uint8_t *b;
+	size_t n, cap;
+	int err;
+};
+
+static void pb_raw(struct pb *p, const void *d, size_t len)
+{
+	if (p->err)
+		return;
+	if (p->n + len > p->cap) {
+		size_t nc = p->cap ? p->cap : 256;
+		uint8_t *t;
+
+		while (nc < p->n + len)
+			nc *= 2;
+		t = realloc(p->b, nc);
+		if (!t) {
+			p->err = -ENOMEM;
+			return;
+		}
+		p->b = t;
+		p->cap = nc;
+	}
+	memcpy(p->b + p->n, d, len);
+	p->n += len;
+}
+
+static void pb_varint(struct pb *p, uint64_t v)
+{
+	uint8_t b[10];
+	size_t n = 0;
+
+	do {
+		b[n] = (uint8_t)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			b[n] |= 0x80;
+		n++;
+	} while (v);
+	pb_raw(p, b, n);
+}
+
+/* A varint field (left out when 0, the default). */
+static void pb_uint(struct pb *p, unsigned field, uint64_t v)
+{
+	if (!v)
+		return;
+	pb_varint(p, (uint64_t)field << 3);
+	pb_varint(p, v);
+}
+
+static void pb_bytes(struct pb *p, unsigned field, const void *d, size_t len)
+{
+	pb_varint(p, (uint64_t)field << 3 | 2);
+	pb_varint(p, len);
+	pb_raw(p, d, len);
+}
+
+/* A sub-message, then emptied for the next one. */
+static void pb_msg(struct pb *p, unsigned field, struct pb *sub)
+{
+	if (sub->err)
+		p->err = sub->err;
+	pb_bytes(p, field, sub->b, sub->n);
+	sub->n = 0;
+}
+
+/* ---- the string table ---------------------------------------------------- */
+
+struct strtab {
+	const char **s;
+	size_t n, cap;
+	uint32_t *slot; /* open addressing: index + 1, 0 free */
+	size_t nslot;
+};
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+/* The index of s in the table (added, borrowed); -1 when out of memory. */
+static int64_t str_id(struct strtab *t, const char *s)
+{
+	size_t i;
+
+	if (2 * (t->n + 1) > t->nslot) {
+		size_t ns = t->nslot ? 2 * t->nslot : 1024;
+		uint32_t *sl = calloc(ns, sizeof *sl);
+
+		if (!sl)
+			return -1;
+		for (size_t k = 0; k < t->n; k++) {
+			for (i = str_hash(t->s[k]) & (ns - 1); sl[i]; i = (i + 1) & (ns - 1))
+				;
+			sl[i] = (uint32_t)k + 1;
+		}
+		free(t->slot);
+		t->slot = sl;
+		t->nslot = ns;
+	}
+	for (i = str_hash(s) & (t->nslot - 1); t->slot[i]; i = (i + 1) & (t->nslot - 1))
+		if (!strcmp(t->s[t->slot[i] - 1], s))
+			return t->slot[i] - 1;
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? 2 * t->cap : 256;
+		const char **a = realloc(t->s, nc * sizeof *a);
+
+		if (!a)
+			return -1;
+		t->s = a;
+		t->cap = nc;
+	}
+	t->s[t->n] = s;
+	t->slot[i] = (uint32_t)++t->n;
+	return (int64_t)t->n - 1;
+}
+
+/* ---- call paths merged over the threads ---------------------------------- */
+
+#define NVAL 4
+#define PPROF_UNPLACED "[samples outside the call trees]"
+
+struct path {
+	uint32_t parent; /* index + 1 of the parent path, 0 for none */
+	uint32_t fn;     /* profile function */
+	uint32_t line;   /* the line of the call in the parent's function, 0 unknown */
+	const char *file; /* and its file (borrowed from the view's srcline) */
+	int64_t val[NVAL];
+};
+
+struct paths {
+	struct path *v;
+	size_t n, cap;
+	uint32_t *slot; /* open addressing on (parent, fn): index + 1 */
+	size_t nslot;
+};
+
+static uint64_t path_hash(uint32_t parent, uint32_t fn)
+{
+	uint64_t h = ((uint64_t)parent << 32 | fn) * 0x9e3779b97f4a7c15ull;
+
+	return h ^ (h >> 29);
+}
+
+/* The path parent -> fn (index + 1), added; 0 when out of memory. */
+static uint32_t path_get(struct paths *t, uint32_t parent, uint32_t fn)
+{
+	size_t i;
+
+	if (2 * (t->n + 1) > t->nslot) {
+		size_t ns = t->nslot ? 2 * t->nslot : 1024;
+		uint32_t *sl = calloc(ns, sizeof *sl);
+
+		if (!sl)
+			return 0;
+		for (size_t k = 0; k < t->n; k++) {
+			for (i = path_hash(t->v[k].parent, t->v[k].fn) & (ns - 1); sl[i];
+			     i = (i + 1) & (ns - 1))
+				;
+			sl[i] = (uint32_t)k + 1;
+		}
+		free(t->slot);
+		t->slot = sl;
+		t->nslot = ns;
+	}
+	for (i = path_hash(parent, fn) & (t->nslot - 1); t->slot[i]; i = (i + 1) & (t->nslot - 1)) {
+		const struct path *q = &t->v[t->slot[i] - 1];
+
+		if (q->parent == parent && q->fn == fn)
+			return t->slot[i];
+	}
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? 2 * t->cap : 256;
+		struct path *a = realloc(t->v, nc * sizeof *a);
+
+		if (!a)
+			return 0;
+		t->v = a;
+		t->cap = nc;
+	}
+	memset(&t->v[t->n], 0, sizeof t->v[t->n]);
+	t->v[t->n].parent = parent;
+	t->v[t->n].fn = fn;
+	t->slot[i] = (uint32_t)++t->n;
+	return (uint32_t)t->n;
+}
+
+/* ---- the export ------------------------------------------------------------- */
+
+struct pp {
+	struct view *v;
+	const struct export_opts *o;
+	struct profile *p;
+	struct psamp *ps;
+	struct memory *m;
+	struct paths paths;
+	struct paths locs; /* locations: (line in .parent, function in .fn) */
+	struct strtab st;
+	const char *vtype[NVAL], *vunit[NVAL];
+	int nval, def;
+};
+
+/* The perf samples the paths do not hold (outside every instrumented
+ * function, or on stacks that leave the trees), as one sample of their own
+ * so that the sums are the report's. */
+static int pp_unplaced(struct pp *c)
+{
+	int64_t n = 0, ns = 0;
+	uint32_t q;
+	long f;
+
+	for (size_t i = 0; i < c->paths.n; i++) {
+		n += c->paths.v[i].val[2];
+		ns += c->paths.v[i].val[3];
+	}
+	if ((uint64_t)n >= c->ps->total.samples && (uint64_t)ns >= c->ps->total.sample_ns)
+		return 0;
+	f = profile_intern(c->p, PPROF_UNPLACED);
+	if (f < 0 || !(q = path_get(&c->paths, 0, (uint32_t)f)))
+		return -ENOMEM;
+	c->paths.v[q - 1].val[2] += (int64_t)c->ps->total.samples - n;
+	c->paths.v[q - 1].val[3] += (int64_t)c->ps->total.sample_ns - ns;
+	return 0;
+}
+
+/* The call paths of the trees: calls, self time, perf samples. */
+static int pp_trees(struct pp *c)
+{
+	struct srcline *sl = view_srcline(c->v);
+
+	for (size_t t = 0; t < c->p->nthreads; t++) {
+		const struct profile_thread *th = &c->p->threads[t];
+		const struct cygprof_thread *ct = view_thread(c->v, th->info.idx);
+		uint32_t *pid;
+
+		if (!th->n)
+			continue;
+		pid = calloc(th->n, sizeof *pid);
+		if (!pid)
+			return -ENOMEM;
+		for (size_t i = 1; i < th->n; i++) {
+			const struct profile_tnode *nd = &th->nodes[i];
+			uint32_t par = nd->parent < i ? pid[nd->parent] : 0;
+			struct path *q;
+
+			if (nd->fn == PROFILE_NONE || !(pid[i] = path_get(&c->paths, par, nd->fn))) {
+				if (nd->fn == PROFILE_NONE)
+					continue;
+				free(pid);
+				return -ENOMEM;
+			}
+			q = &c->paths.v[pid[i] - 1];
+			if (!q->line && par && nd->site && ct && sl) {
+				const struct cygprof_object *o =
+					view_object_at(c->v, ct->proc_idx, nd->site - 1);
+
+				if (o && srcline_lookup(sl, o, nd->site - 1, &q->file, &q->line))
+					q->file = NULL, q->line = 0;
+			}
+			q->val[0] += (int64_t)nd->calls;
+			q->val[1] += (int64_t)nd->self_ns;
+			if (c->ps && t < c->ps->nthreads && c->ps->node[t]) {
+				q->val[2] += (int64_t)c->ps->node[t][i].samples;
+				q->val[3] += (int64_t)c->ps->node[t][i].sample_ns;
+			}
+		}
+		free(pid);
+	}
+	return c->ps ? pp_unplaced(c) : 0;
+}
+
+/* The allocation stacks (--memory): objects, bytes, and leaked or peak bytes. */
+static int pp_memory(struct pp *c)
+{
+	for (size_t s = 0; s < c->m->nstacks; s++) {
+		const struct memory_stack *ms = &c->m->stacks[s];
+		uint32_t par = 0;
+		struct path *q;
+
+		if (!ms->used || !ms->nframes)
+			continue;
+		for (uint32_t k = ms->nframes; k-- > 0;) {
+			long f = profile_intern(c->p, c->m->fns[ms->fns[k]].name);
+
+			if (f < 0 || !(par = path_get(&c->paths, par, (uint32_t)f)))
+				return -ENOMEM;
+		}
+		q = &c->paths.v[par - 1];
+		q->val[0] += (int64_t)ms->allocations;
+		q->val[1] += (int64_t)ms->bytes;
+		q->val[2] += (int64_t)(c->o->weight == EXPORT_W_PEAK ? ms->peak_bytes
+								      : ms->leaked_bytes);
+	}
+	return 0;
+}
+
+/* A capture without call trees (a program recorded without
+ * instrumentation, with record --sample): the perf samples by their own
+ * stacks, valued samples/count and cpu/nanoseconds. */
+static int pp_stacks(struct pp *c)
+{
+	const struct cygprof_psample *ps;
+	const struct cygprof_stack_node *stash;
+	uint32_t *path_of = NULL; /* per stack id: its path + 1, 0 not yet */
+	size_t n, nstash;
+	int err;
+
+	if ((err = view_psamples(c->v, &ps, &n)) || (err = view_stash(c->v, &stash, &nstash)))
+		return err;
+	path_of = calloc(nstash + 1, sizeof *path_of);
+	if (!path_of)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++) {
+		uint32_t id = ps[i].stack <= nstash ? ps[i].stack : 0, q = path_of[id];
+
+		if (!q) {
+			struct view_frame *fr = NULL;
+			size_t nf = 0;
+			long f;
+
+			if (id)
+				err = view_stack(c->v, id, 0, NULL, &fr, &nf);
+			for (size_t k = nf; k-- > 0 && !err;) {
+				f = profile_intern(c->p, fr[k].name);
+				if (f < 0 || !(q = path_get(&c->paths, q, (uint32_t)f)))
+					err = -ENOMEM;
+			}
+			free(fr);
+			if (!err && !q) {
+				f = profile_intern(c->p, PPROF_UNPLACED);
+				if (f < 0 || !(q = path_get(&c->paths, 0, (uint32_t)f)))
+					err = -ENOMEM;
+			}
+			path_of[id] = q;
+		}
+		if (!err) {
+			c->paths.v[q - 1].val[0] += 1;
+			c->paths.v[q - 1].val[1] += (int64_t)ps[i].weight_ns;
+		}
+	}
+	free(path_of);
+	return err;
+}
+
+/* Where each function is: its object and declaration (first view function
+ * of that name). */
+struct pp_place {
+	const struct cygprof_object *obj;
+	const char *file;
+	uint32_t line;
+	int known;
+};
+
+/* The location id of path j's function: at its declaration for the
+ * innermost frame (child 0), else at the line where it calls path child
+ * when DWARF puts that line in the function's own file.  0: no memory. */
+static uint64_t pp_loc(struct pp *c, const struct pp_place *pl, uint32_t j, uint32_t child)
+{
+	uint32_t fn = c->paths.v[j - 1].fn, line = pl[fn].line;
+
+	if (child) {
+		const struct path *ch = &c->paths.v[child - 1];
+
+		if (ch->line && ch->file && pl[fn].file && !strcmp(ch->file, pl[fn].file))
+			line = ch->line;
+	}
+	return path_get(&c->locs, line, fn);
+}
+
+static int pp_write_pb(struct pp *c, struct pb *out)
+{
+	struct pb sub = {0}, sub2 = {0};
+	const struct cygprof_object *objs;
+	struct pp_place *pl;
+	struct srcline *sl = view_srcline(c->v);
+	size_t nobj = 0, nv = view_nfns(c->v);
+	size_t depth_cap = 64;
+	uint64_t *stack;
+
+	if (view_objects(c->v, &objs, &nobj))
+		nobj = 0;
+	pl = calloc(c->p->nfns + 1, sizeof *pl);
+	stack = malloc(depth_cap * sizeof *stack);
+	if (!pl || !stack) {
+		free(pl);
+		free(stack);
+		return -ENOMEM;
+	}
+	str_id(&c->st, "");
+	for (size_t id = 0; id < nv; id++) {
+		const struct view_fn *vf = view_fn(c->v, (uint32_t)id);
+		long k = vf ? profile_find(c->p, vf->name) : -1;
+
+		if (k < 0 || pl[k].known)
+			continue;
+		pl[k].known = 1;
+		pl[k].obj = vf->obj;
+		if (vf->obj && sl &&
+		    srcline_function(sl, vf->obj, vf->has_sym ? vf->start : vf->addr, &pl[k].file,
+				     &pl[k].line))
+			pl[k].file = NULL, pl[k].line = 0;
+	}
+
+	for (int i = 0; i < c->nval; i++) {
+		pb_uint(&sub, 1, (uint64_t)str_id(&c->st, c->vtype[i]));
+		pb_uint(&sub, 2, (uint64_t)str_id(&c->st, c->vunit[i]));
+		pb_msg(out, 1, &sub);
+	}
+	for (size_t i = 0; i < c->paths.n; i++) {
+		const struct path *q = &c->paths.v[i];
+		size_t d = 0;
+		uint32_t stack_child = 0;
+		int any = 0;
+
+		for (int k = 0; k < c->nval; k++)
+			any |= q->val[k] != 0;
+		if (!any)
+			continue;
+		for (uint32_t j = (uint32_t)i + 1; j; j = c->paths.v[j - 1].parent) {
+			if (d == depth_cap) {
+				uint64_t *t = realloc(stack, 2 * depth_cap * sizeof *t);
+
+				if (!t) {
+					out->err = -ENOMEM;
+					break;
+				}
+				stack = t;
+				depth_cap *= 2;
+			}
+			stack[d] = pp_loc(c, pl, j, stack_child);
+			if (!stack[d++])
+				out->err = -ENOMEM;
+			stack_child = j;
+		}
+		for (size_t k = 0; k < d; k++)
+			pb_varint(&sub2, stack[k]);
+		pb_msg(&sub, 1, &sub2);
+		for (int k = 0; k < c->nval; k++)
+			pb_varint(&sub2, (uint64_t)q->val[k]);
+		pb_msg(&sub, 2, &sub2);
+		pb_msg(out, 2, &sub);
+	}
+	for (size_t i = 0; i < nobj; i++) {
+		pb_uint(&sub, 1, objs[i].idx + 1);
+		pb_uint(&sub, 2, objs[i].start);
+		pb_uint(&sub, 3, objs[i].end);
+		pb_uint(&sub, 5, (uint64_t)str_id(&c->st, objs[i].path ? objs[i].path : ""));
+		if (objs[i].build_id_len) {
+			char hex[65];
+
+			for (uint32_t b = 0; b < objs[i].build_id_len && b < 32; b++)
+				snprintf(hex + 2 * b, 3, "%02x", objs[i].build_id[b]);
+			pb_uint(&sub, 6, (uint64_t)str_id(&c->st, hex));
+		}
+		pb_uint(&sub, 7, 1);
+		pb_uint(&sub, 8, 1);
+		pb_uint(&sub, 9, 1);
+		pb_msg(out, 3, &sub);
+	}
+	for (size_t k = 0; k < c->locs.n; k++) {
+		uint32_t f = c->locs.v[k].fn;
+
+		pb_uint(&sub, 1, k + 1);
+		if (pl[f].obj)
+			pb_uint(&sub, 2, pl[f].obj->idx + 1);
+		pb_uint(&sub2, 1, f + 1);
+		pb_uint(&sub2, 2, c->locs.v[k].parent);
+		pb_msg(&sub, 4, &sub2);
+		pb_msg(out, 4, &sub);
+	}
+	for (size_t f = 0; f < c->p->nfns; f++) {
+		int64_t name = str_id(&c->st, c->p->fns[f].name);
+
+		pb_uint(&sub, 1, f + 1);
+		pb_uint(&sub, 2, (uint64_t)name);
+		pb_uint(&sub, 3, (uint64_t)name);
+		if (pl[f].file)
+			pb_uint(&sub, 4, (uint64_t)str_id(&c->st, pl[f].file));
+		pb_uint(&sub, 5, pl[f].line);
+		pb_msg(out, 5, &sub);
+	}
+	/* every string is in the table now */
+	for (int i = 0; i < c->nval; i++)
+		str_id(&c->st, c->vtype[i]);
+	{
+		int64_t pt = str_id(&c->st, c->vtype[c->def]);
+		int64_t pu = str_id(&c->st, c->vunit[c->def]);
+
+		for (size_t i = 0; i < c->st.n; i++)
+			pb_bytes(out, 6, c->st.s[i], strlen(c->st.s[i]));
+		pb_uint(out, 10, view_duration_ns(c->v));
+		pb_uint(&sub, 1, (uint64_t)pt);
+		pb_uint(&sub, 2, (uint64_t)pu);
+		pb_msg(out, 11, &sub);
+		pb_uint(out, 12, 1);
+		pb_uint(out, 14, (uint64_t)pt);
+	}
+	if (sub.err || sub2.err)
+		out->err = -ENOMEM;
+	free(sub.b);
+	free(sub2.b);
+	free(pl);
+	free(stack);
+	return out->err;
+}
+
+/* Write the protobuf gzip'd: the fixed header, raw deflate, crc32, size. */
+static int pp_gzip(const struct pb *in, FILE *f)
+{
+	static const uint8_t hdr[] = CLI_MAGIC_PPROF;
+	uint8_t buf[65536], tr[8];
+	z_stream z;
+	uLong crc = crc32(0L, Z_NULL, 0);
+	int zr;
+
+	memset(&z, 0, sizeof z);
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	fwrite(hdr, 1, sizeof hdr, f); /* with the name's terminating NUL */
+	z.next_in = in->b;
+	z.avail_in = (uInt)in->n;
+	crc = crc32(crc, in->b, (uInt)in->n);
+	do {
+		z.next_out = buf;
+		z.avail_out = sizeof buf;
+		zr = deflate(&z, Z_FINISH);
+		if (zr == Z_STREAM_ERROR) {
+			deflateEnd(&z);
+			return -EIO;
+		}
+		fwrite(buf, 1, sizeof buf - z.avail_out, f);
+	} while (zr != Z_STREAM_END);
+	deflateEnd(&z);
+	for (int i = 0; i < 4; i++) {
+		tr[i] = (uint8_t)(crc >> (8 * i));
+		tr[4 + i] = (uint8_t)((uint32_t)in->n >> (8 * i));
+	}
+	fwrite(tr, 1, sizeof tr, f);
+	return 0;
+}
 
 static int write_pprof(struct view *v, const struct export_opts *o, FILE *f)
 {
-	(void)v;
-	(void)o;
-	(void)f;
-	return -ENOSYS;
+	struct pp c = {.v = v, .o = o};
+	struct pb out = {0};
+	int memory = o->weight == EXPORT_W_ALLOCATED || o->weight == EXPORT_W_LEAKED ||
+		     o->weight == EXPORT_W_PEAK;
+	int err;
+
+	if (memory && !view_mode_has(v, "memory"))
+		return -ENODATA;
+	err = profile_load(v, NULL, 0, &c.p);
+	if (err)
+		return err;
+	if (memory) {
+		struct memory_opts mo = {0};
+
+		err = memory_load(v, &mo, &c.m);
+		if (err)
+			goto out;
+		c.vtype[0] = "alloc_objects", c.vunit[0] = "count";
+		c.vtype[1] = "alloc_space", c.vunit[1] = "bytes";
+		c.vtype[2] = o->weight == EXPORT_W_PEAK ? "peak_space" : "leaked_space";
+		c.vunit[2] = "bytes";
+		c.nval = 3;
+		c.def = o->weight == EXPORT_W_ALLOCATED ? 1 : 2;
+		err = pp_memory(&c);
+	} else {
+		const struct cygprof_psample *ps;
+		size_t nps = 0;
+		int trees = 0;
+
+		for (size_t t = 0; t < c.p->nthreads; t++)
+			trees |= c.p->threads[t].n > 1;
+		if (!trees && view_psamples(v, &ps, &nps) == 0 && nps > 0) {
+			c.vtype[0] = "samples", c.vunit[0] = "count";
+			c.vtype[1] = "cpu", c.vunit[1] = "nanoseconds";
+			c.nval = 2;
+			err = pp_stacks(&c);
+			goto write;
+		}
+		err = psamp_load(v, c.p, 0, &c.ps);
+		if (err)
+			goto out;
+		c.vtype[0] = "calls", c.vunit[0] = "count";
+		c.vtype[1] = "time", c.vunit[1] = "nanoseconds";
+		c.nval = 2;
+		if (c.ps) {
+			c.vtype[2] = "samples", c.vunit[2] = "count";
+			c.vtype[3] = "cpu", c.vunit[3] = "nanoseconds";
+			c.nval = 4;
+		}
+		c.def = o->weight == EXPORT_W_CALLS ? 0 : 1;
+		if (o->weight == EXPORT_W_SAMPLES) {
+			if (!c.ps) {
+				err = -ENODATA;
+				goto out;
+			}
+			c.def = 2;
+		}
+		err = pp_trees(&c);
+	}
+write:
+	if (!err)
+		err = pp_write_pb(&c, &out);
+	if (!err)
+		err = pp_gzip(&out, f);
+out:
+	free(out.b);
+	free(c.paths.v);
+	free(c.paths.slot);
+	free(c.locs.v);
+	free(c.locs.slot);
+	free(c.st.s);
+	free(c.st.slot);
+	if (c.ps)
+		psamp_free(c.ps);
+	if (c.m)
+		memory_free(c.m);
+	profile_free(c.p);
+	return err;
 }
 
 const struct exporter export_pprof = {
 	.name = "pprof",
-	.summary = "(not written yet)",
-	.readers = "",
+	.summary = "gzip'd profile.proto for go tool pprof (calls, exact time, samples, memory)",
+	.readers = "go tool pprof, pprof, Speedscope, Grafana Pyroscope",
+	.out_kind = CLI_OUT_PPROF,
+	.default_out = NULL,
+	.binary = 1,
 	.write = write_pprof,
 };
