@@ -180,6 +180,11 @@ int cmd_export(int argc, char **argv)
 			e.fmt->name);
 	v = cli_open_view(e.o.file, e.di);
 	cli_filter_apply(&e.filt, v, CMD, e.o.file);
+	if (e.o.weight == EXPORT_W_ALLOCATED || e.o.weight == EXPORT_W_LEAKED ||
+	    e.o.weight == EXPORT_W_PEAK)
+		cli_need(v, e.o.file, "memory", "memory events");
+	else if (e.o.weight == EXPORT_W_SAMPLES)
+		cli_need(v, e.o.file, "sampling", "samples");
 	e.o.file = e.o.file ? e.o.file : CYGPROF_DEFAULT_CAPTURE;
 	if (e.gmon) {
 		cli_write_gmon(v, e.o.file, e.out ? e.out : "gmon.out", e.force);

@@ -623,7 +623,7 @@ static int write_pprof(struct view *v, const struct export_opts *o, FILE *f)
 			err = pp_stacks(&c);
 			goto write;
 		}
-		err = psamp_load(v, c.p, 0, &c.ps);
+		err = psamp_load(v, c.p, 1, &c.ps);
 		if (err)
 			goto out;
 		c.vtype[0] = "calls", c.vunit[0] = "count";
