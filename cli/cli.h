@@ -196,5 +196,6 @@ int cmd_counters(int argc, char **argv);
 int cmd_import_perf(int argc, char **argv);
 int cmd_samples(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_html(int argc, char **argv);
 
 #endif

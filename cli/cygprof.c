@@ -25,6 +25,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"import-perf", cmd_import_perf, "add the samples of a perf run made alongside (perf script)"},
 	{"samples", cmd_samples, "perf samples one by one; --rr: the rr commands to reach each"},
 	{"export", cmd_export, "the capture for Perfetto, flame graphs, KCachegrind, pprof, gprof"},
+	{"html", cmd_html, "one self-contained HTML report: flame graphs, tables, plots"},
 };
 
 static void usage(FILE *f)
