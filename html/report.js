@@ -58,7 +58,7 @@
       h.push('<tr' + (this.onPick ? ' class="pick' + (row.key === this.chosen ? ' chosen' : '') +
         '" data-row="' + r + '"' : '') + '>');
       for (var i = 0; i < c.length; i++)
-        h.push('<td class="' + (c[i].n ? 'num' : 'name') + '">' +
+        h.push('<td class="' + (c[i].n ? 'num" data-v="' + row[i] : 'name') + '">' +
           esc(c[i].f ? c[i].f(row[i], row) : row[i]) + '</td>');
       h.push('</tr>');
     }
