@@ -407,4 +407,6 @@
   if (CNT && CNT.length) countersSection();
   if (P) samplesSection();
   document.body.setAttribute('data-rendered', '1');
+  /* milliseconds from the start of the navigation to the drawn page */
+  document.body.setAttribute('data-load-ms', String(Math.round(performance.now())));
 })();
