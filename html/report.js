@@ -230,6 +230,12 @@
     if (T.merged) note += '; ' + T.merged + ' paths under ' + (T.cut * 100) + '% of the time are merged into "(other)"';
     add('<h2 id="s-flame">Flame graph of time</h2><p class="note" id="flame-note">' + esc(note) + '.</p>' + f.html());
     f.bind();
+    /* report.html#search=RE opens with the search done */
+    var m = /^#search=(.*)$/.exec(location.hash);
+    if (m) {
+      $('flame-search').value = decodeURIComponent(m[1]);
+      f.search($('flame-search').value);
+    }
   }
 
   function memFlame() {

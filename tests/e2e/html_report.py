@@ -35,6 +35,11 @@ Tests:
                 the data block (written \\u003c), the page has exactly its two
                 scripts and the onerror one, the flat profile shows the name
                 verbatim with 7 calls
+  html-samples  record --sample of tests/sampling/sampling-prog.c (EXAMPLE;
+                skipped when no sample is taken): each flat profile row has
+                the calls, samples, sampled and off-CPU ns of report
+                --format=json, spin most samples; the uninstrumented
+                functions are listed
   html-output   -o onto a file that is not a report is refused (exit 1,
                 file unchanged) unless -f; an earlier report is replaced; the
                 default output is report.html; a missing capture exits 1, a
@@ -78,6 +83,7 @@ class Dom(html.parser.HTMLParser):
         super().__init__(convert_charrefs=True)
         self.tables, self.text, self.frames, self.body = {}, {}, {}, {}
         self.scripts = 0
+        self.matches = {}
         self.charts = []
         self.table = None
         self.row = None
@@ -85,6 +91,7 @@ class Dom(html.parser.HTMLParser):
         self.ids = []  # (id, depth) of open elements with an id
         self.depth = 0
         self.flame = None
+        self.flame_id = None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -107,9 +114,12 @@ class Dom(html.parser.HTMLParser):
         elif tag in ('td', 'th') and self.row is not None:
             self.cell = ['', a.get('data-v')]
         if tag == 'div' and a.get('class', '').startswith('flame'):
-            self.flame = self.frames.setdefault(a.get('id'), [])
+            self.flame_id = a.get('id')
+            self.flame = self.frames.setdefault(self.flame_id, [])
         elif tag == 'div' and self.flame is not None and 'data-n' in a:
             self.flame.append(a.get('title', ''))
+            if 'match' in a.get('class', '').split():
+                self.matches.setdefault(self.flame_id, []).append(a.get('title', '').split(':')[0])
         if tag == 'div' and 'data-counter' in a:
             self.charts.append((a['data-counter'], ''))
 
@@ -135,12 +145,12 @@ class Dom(html.parser.HTMLParser):
             self.text[i] += data
 
 
-def render(ck, path):
+def render(ck, path, fragment=''):
     """Load the report in headless Chromium; the parsed DOM."""
     exe = need_chromium()
     cp = run([exe, '--headless', '--disable-gpu', '--no-sandbox', '--virtual-time-budget=5000',
               '--user-data-dir=' + os.path.join(os.path.dirname(path), 'chromium-profile'),
-              '--dump-dom', 'file://' + path], timeout=90)
+              '--dump-dom', 'file://' + path + fragment], timeout=90)
     if cp.returncode != 0 or '<html' not in cp.out:
         raise Failure('chromium --dump-dom failed (%s): %s' % (describe_status(cp.returncode),
                                                               cp.err.strip()[-2000:]))
@@ -218,6 +228,18 @@ def test_calls(ck, cyg, example, args):
              'the frame of c says its 30 calls')
     ck.check(example in dom.text.get('meta', ''), 'the info names the command')
     ck.eq(len(table(ck, dom, 'threads')), 1, 'threads listed')
+
+    # report.html#search=^c$: c's frames highlighted, their share of the time
+    dom = render(ck, out, '#search=%5Ec%24')
+    frames = dom.frames.get('flame', [])
+    total = sum(t['total_ns'] for t in data['threads'])
+    c_total = [f['total_ns'] for f in data['functions'] if f['name'] == 'c'][0]
+    got = dom.text.get('flame-match', '').strip()
+    ck.check(got.startswith('matched: ') and got.endswith('%'), 'the search says its share: %r' % got)
+    if got.startswith('matched: ') and got.endswith('%'):
+        ck.check(abs(float(got[9:-1]) - 100.0 * c_total / total) < 0.011,
+                 'matched share %s of c\'s %d ns in %d ns' % (got, c_total, total))
+    ck.eq(dom.matches.get('flame'), ['c'], 'highlighted frames')
 
 
 def test_memory(ck, cyg, example, args):
@@ -298,11 +320,38 @@ def test_output(ck, cyg, example, args):
     ck.check('usage: cygprof html' in cp.out, '--help prints the usage')
 
 
+def test_samples(ck, cyg, example, args):
+    cap = record(ck, cyg, example, ['--sample'], 'samples.cyg')
+    data, _ = cyg.report_json(cap, ck)
+    sm = data.get('samples')
+    if not sm or not sm.get('samples'):
+        print('SKIP: record --sample took no sample here (no perf events?)')
+        sys.exit(e2e.SKIP)
+    out = os.path.join(cyg.workdir, 'samples.html')
+    write_html(ck, cyg, cap, out)
+    dom = render(ck, out)
+    flat = table(ck, dom, 'flat')
+    for f in data['functions']:
+        row = flat.get(f['name'])
+        if not ck.check(row is not None, 'flat profile row of %s' % f['name']):
+            continue
+        ck.eq((int(row['calls']), int(row['samples']), int(row['sampled']), int(row['off-CPU'])),
+              (f['calls'], f['samples'], f['sampled_ns'], f['offcpu_ns']),
+              '%s: calls, samples, sampled and off-CPU ns as report --format=json' % f['name'])
+    ck.check(int(flat.get('spin', {}).get('samples', 0)) * 2 > sm['samples'],
+             'spin has most of the %d samples' % sm['samples'])
+    leaves = table(ck, dom, 'leaves')
+    ck.eq(len(leaves), len({(u['name'] + (' (kernel)' if u['kernel'] else '')) for u in sm['uninstrumented']}),
+          'uninstrumented functions listed')
+    ck.check('Samples' in dom.text.get('s-samples', ''), 'the samples section')
+
+
 TESTS = {
     'html-calls': test_calls,
     'html-memory': test_memory,
     'html-escape': test_escape,
     'html-output': test_output,
+    'html-samples': test_samples,
 }
 
 
