@@ -206,7 +206,13 @@
     box.style.height = (maxd + 1) * 16 + 'px';
     box.innerHTML = h.join('');
   };
+  var colors = new Map();
   function color(name) {
+    var c = colors.get(name);
+    if (c === undefined) colors.set(name, c = hue(name));
+    return c;
+  }
+  function hue(name) {
     var hsh = 0;
     for (var i = 0; i < name.length; i++) hsh = (hsh * 31 + name.charCodeAt(i)) | 0;
     return 'hsl(' + (10 + Math.abs(hsh) % 45) + ',80%,' + (58 + Math.abs(hsh >> 8) % 14) + '%)';
@@ -239,12 +245,15 @@
   }
 
   function memFlame() {
-    var tree = { name: ['all'], value: [0], self: [0], count: [0], parent: [-1] }, index = {};
-    function child(p, name) {
-      var key = p + '\u0000' + name, k = index[key];
+    var tree = { name: ['all'], value: [0], self: [0], count: [0], parent: [-1] }, index = new Map();
+    var nf = MEM.fns.length + 1;
+    function child(p, fn) { /* fn -1: "(other)" */
+      var key = p * nf + fn + 1, k = index.get(key);
       if (k === undefined) {
-        k = index[key] = tree.name.length;
-        tree.name.push(name); tree.value.push(0); tree.self.push(0); tree.count.push(0); tree.parent.push(p);
+        k = tree.name.length;
+        index.set(key, k);
+        tree.name.push(fn < 0 ? '(other)' : MEM.fns[fn][0]);
+        tree.value.push(0); tree.self.push(0); tree.count.push(0); tree.parent.push(p);
       }
       return k;
     }
@@ -252,13 +261,13 @@
       var k = 0, fr = s[4];
       tree.value[0] += s[0]; tree.count[0] += s[1];
       for (var i = 0; i < fr.length; i++) {
-        k = child(k, MEM.fns[fr[i]][0]);
+        k = child(k, fr[i]);
         tree.value[k] += s[0]; tree.count[k] += s[1];
       }
       tree.self[k] += s[0];
     });
     if (MEM.other[0]) {
-      var k = child(0, '(other)');
+      var k = child(0, -1);
       tree.value[k] += MEM.other[0]; tree.self[k] += MEM.other[0]; tree.value[0] += MEM.other[0];
     }
     var f = new Flame('memflame', tree, bytes, 'allocations');
