@@ -245,7 +245,8 @@ static int keep_node(const struct mtree *t, const struct mnode *nd, uint64_t lim
  * of its kept parent. */
 static void write_tree(FILE *f, struct mtree *t)
 {
-	uint32_t *idx = xcalloc(t->len, sizeof *idx), *other = xcalloc(t->len, sizeof *other);
+	/* other[] is indexed by the new indices: kept nodes and "(other)"s */
+	uint32_t *idx = xcalloc(t->len, sizeof *idx), *other = xcalloc(2 * t->len, sizeof *other);
 	double cut = HTML_CUT;
 	uint64_t limit;
 	size_t i, kept, merged;
@@ -266,7 +267,6 @@ static void write_tree(FILE *f, struct mtree *t)
 	mtree_push(&o, PROFILE_NONE, PROFILE_NONE);
 	o.n[0] = t->n[0];
 	idx[0] = 1; /* index + 1: 0 for a dropped node */
-	merged = 0;
 	for (i = 1; i < t->len; i++) {
 		const struct mnode *nd = &t->n[i];
 		uint32_t pp = idx[nd->parent];
@@ -280,13 +280,15 @@ static void write_tree(FILE *f, struct mtree *t)
 			idx[i] = k + 1;
 			continue;
 		}
-		merged++;
 		if (!other[pp - 1])
 			other[pp - 1] = mtree_push(&o, pp - 1, PROFILE_NONE) + 1;
 		o.n[other[pp - 1] - 1].calls += nd->calls;
 		o.n[other[pp - 1] - 1].total_ns += nd->total_ns;
 		o.n[other[pp - 1] - 1].self_ns += nd->total_ns;
 	}
+	for (i = 1, merged = t->len - 1; i < t->len; i++)
+		if (idx[i])
+			merged--; /* the dropped paths, their subtrees included */
 	fputs("{\"fn\":[", f);
 	for (i = 0; i < o.len; i++)
 		fprintf(f, "%s%ld", i ? "," : "", o.n[i].fn == PROFILE_NONE ? -1L : (long)o.n[i].fn);
