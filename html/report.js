@@ -279,9 +279,11 @@
 
   /* ---- flat profile and call graph ---------------------------------------------- */
   var total = D.total_self_ns, F = D.fns, graph;
+  /* record --time=sampled: exact calls, no times */
+  var tns = M.time === 'sampled' ? function () { return '-'; } : ns;
   function flatSection() {
-    var cols = [{ t: 'function' }, { t: 'calls', n: 1 }, { t: 'self', n: 1, f: ns },
-      { t: '% self', n: 1, f: function (v) { return pct(v, total); } }, { t: 'total', n: 1, f: ns },
+    var cols = [{ t: 'function' }, { t: 'calls', n: 1 }, { t: 'self', n: 1, f: tns },
+      { t: '% self', n: 1, f: function (v) { return pct(v, total); } }, { t: 'total', n: 1, f: tns },
       { t: 'recursive calls', n: 1 }];
     if (P) cols.push({ t: 'samples', n: 1 }, { t: 'sampled', n: 1, f: ns }, { t: 'off-CPU', n: 1, f: ns });
     var rows = [];
@@ -292,7 +294,7 @@
       r.key = i;
       rows.push(r);
     });
-    var t = new Table('flat', cols, rows, 2, function (k) { pickFn(k); location.hash = '#s-graph'; });
+    var t = new Table('flat', cols, rows, M.time === 'sampled' ? 1 : 2, function (k) { pickFn(k); location.hash = '#s-graph'; });
     add('<h2 id="s-flat">Flat profile</h2><p class="note">Exact calls and times of every function, merged by ' +
       'name over threads and processes' + (P ? ', with the perf samples charged to each' : '') +
       '. Click a heading to sort, a row for its callers and callees.</p>' + t.html());
@@ -303,7 +305,7 @@
     names.sort(function (a, b) { return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0; });
     var opts = names.map(function (x) { return '<option value="' + x[1] + '">' + esc(x[0]) + '</option>'; });
     var cols = function (who) {
-      return [{ t: who }, { t: 'calls', n: 1 }, { t: 'self', n: 1, f: ns }, { t: 'children', n: 1, f: ns }];
+      return [{ t: who }, { t: 'calls', n: 1 }, { t: 'self', n: 1, f: tns }, { t: 'children', n: 1, f: tns }];
     };
     var cr = new Table('callers', cols('caller'), [], 1, pickFn);
     var ce = new Table('callees', cols('callee'), [], 1, pickFn);
@@ -316,6 +318,7 @@
     if (top.length) pickFn(top[0]);
   }
   function pickFn(k) {
+    if (k < 0) return; /* <spontaneous> */
     var cr = [], ce = [];
     D.arcs.forEach(function (a) {
       if (a[1] === k) { var r = [F[a[0]][0], a[2], a[3], a[4]]; r.key = a[0]; cr.push(r); }
@@ -325,7 +328,7 @@
     graph.cr.rows = cr; graph.ce.rows = ce;
     graph.cr.draw(); graph.ce.draw();
     $('graph-fn').value = String(k);
-    $('graph-self').textContent = F[k][0] + ': ' + F[k][1] + ' calls, self ' + ns(F[k][2]) + ', total ' + ns(F[k][3]);
+    $('graph-self').textContent = F[k][0] + ': ' + F[k][1] + ' calls, self ' + tns(F[k][2]) + ', total ' + tns(F[k][3]);
   }
 
   /* ---- memory ---------------------------------------------------------------------- */

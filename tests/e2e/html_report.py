@@ -216,6 +216,8 @@ def test_calls(ck, cyg, example, args):
         ck.eq(int(row['calls']), want.get(f['name']), '%s calls stated by calls.c' % f['name'])
         ck.eq(int(row['self']), f['self_ns'], '%s self time' % f['name'])
         ck.eq(int(row['total']), f['total_ns'], '%s total time' % f['name'])
+    order = [int(r[2][1]) for r in dom.tables['flat'][1:]]
+    ck.eq(order, sorted(order, reverse=True), 'the flat profile sorted by self time, largest first')
     callees = table(ck, dom, 'callees')
     ck.eq({k: int(v['calls']) for k, v in callees.items()}, {'a': 3}, 'callees of main')
     callers = table(ck, dom, 'callers')
