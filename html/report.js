@@ -424,6 +424,31 @@
   if (MEM) memorySection();
   if (CNT && CNT.length) countersSection();
   if (P) samplesSection();
+  /* report.html#selftest clicks through the controls once (the tests):
+   * every heading twice, the first rows, the flame frames, the searches */
+  if (location.hash === '#selftest') {
+    var acts = 0;
+    var click = function (e) { if (e) { e.dispatchEvent(new MouseEvent('click', { bubbles: true })); acts++; } };
+    ['flat', 'callers', 'callees', 'memfns', 'memcallers', 'memcallees', 'leaves'].forEach(function (id) {
+      for (var i = 0; $(id) && i < $(id).querySelectorAll('th').length; i++) {
+        click($(id).querySelectorAll('th')[i]);
+        click($(id).querySelectorAll('th')[i]);
+      }
+      for (i = 0; $(id) && i < 3; i++) click($(id).querySelectorAll('tbody tr')[i]);
+    });
+    ['flame', 'memflame'].forEach(function (id) {
+      if (!$(id)) return;
+      click($(id).querySelectorAll('div[data-n]')[2]);
+      click($(id).querySelectorAll('div[data-n]')[0]);
+      click($(id + '-reset'));
+      $(id + '-search').value = 'a|(';
+      $(id + '-search').dispatchEvent(new Event('input'));
+      $(id + '-search').value = 'main';
+      $(id + '-search').dispatchEvent(new Event('input'));
+      acts += 2;
+    });
+    document.body.setAttribute('data-selftest', String(acts));
+  }
   document.body.setAttribute('data-rendered', '1');
   /* milliseconds from the start of the navigation to the drawn page */
   document.body.setAttribute('data-load-ms', String(Math.round(performance.now())));

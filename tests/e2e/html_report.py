@@ -25,7 +25,11 @@ Tests:
                 `report --format=json` (1, 3, 6, 30) and its times; the call
                 graph of main (picked first: the largest total) has callee a
                 with 3 calls; the flame graph has a frame for each of main, a,
-                b and c; the info tables hold the command and one thread
+                b and c; the info tables hold the command and one thread;
+                report.html#search=^c$ highlights c's frame and gives its
+                share of the time; report.html#selftest (every heading,
+                first rows, flame frames and searches clicked) throws nothing
+                (also in html-memory and html-samples)
   html-memory   record --memory --counters=5ms of mem-basic: the memory table
                 has leaker with 5 allocations, 385 bytes leaked, new_node 50
                 allocations, 1200 bytes, make_list total 1200, every row as
@@ -163,6 +167,14 @@ def render(ck, path, fragment=''):
     return dom
 
 
+def selftest(ck, path):
+    """report.html#selftest: every control clicked once, no error."""
+    dom = render(ck, path, '#selftest')
+    ck.check(int(dom.body.get('data-selftest', '0')) > 10,
+             'the self-test clicked the controls (%s actions)' % dom.body.get('data-selftest'))
+    return dom
+
+
 def table(ck, dom, tid):
     rows = dom.tables.get(tid)
     if rows is None:
@@ -242,6 +254,7 @@ def test_calls(ck, cyg, example, args):
         ck.check(abs(float(got[9:-1]) - 100.0 * c_total / total) < 0.011,
                  'matched share %s of c\'s %d ns in %d ns' % (got, c_total, total))
     ck.eq(dom.matches.get('flame'), ['c'], 'highlighted frames')
+    selftest(ck, out)
 
 
 def test_memory(ck, cyg, example, args):
@@ -278,6 +291,7 @@ def test_memory(ck, cyg, example, args):
     ck.check('heap/live_bytes' in charts, 'the live heap is plotted (charts: %s)' % sorted(charts))
     ck.check(len(charts.get('heap/live_bytes', '').split()) >= 2, 'the heap plot has points')
     ck.check('meminfo/MemTotal' in charts, 'the counters are plotted')
+    selftest(ck, out)
 
 
 def test_escape(ck, cyg, example, args):
@@ -346,6 +360,7 @@ def test_samples(ck, cyg, example, args):
     ck.eq(len(leaves), len({(u['name'] + (' (kernel)' if u['kernel'] else '')) for u in sm['uninstrumented']}),
           'uninstrumented functions listed')
     ck.check('Samples' in dom.text.get('s-samples', ''), 'the samples section')
+    selftest(ck, out)
 
 
 TESTS = {
