@@ -393,7 +393,8 @@
       var span = hi - lo || 1, tmax = Math.max(dur, s.t.length ? s.t[s.t.length - 1] : 0);
       for (var i = 0; i < s.t.length; i++)
         pts.push((40 + (W - 50) * s.t[i] / tmax).toFixed(1) + ',' + (H - 15 - (H - 30) * (s.v[i] - lo) / span).toFixed(1));
-      h.push('<div class="chart" data-counter="' + esc(s.name) + '"><svg width="' + W + '" height="' + H +
+      h.push('<div class="chart" data-counter="' + esc(s.name) + '" data-pid="' + s.pid + '" data-max="' + hi +
+        '"><svg width="' + W + '" height="' + H +
         '" viewBox="0 0 ' + W + ' ' + H + '"><text x="4" y="11">' + esc(s.name) + ' (max ' + esc(f(hi)) +
         ')</text><text x="4" y="' + (H - 3) + '">0</text><text x="' + (W - 60) + '" y="' + (H - 3) + '">' +
         esc(ns(tmax)) + '</text><polyline points="' + pts.join(' ') + '"/></svg></div>');
