@@ -1,0 +1,631 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd-html.c - cygprof html: one self-contained HTML file showing a whole
+ * capture (flame graphs, flat profile, call graph, memory, counters,
+ * samples, info) that opens offline in a browser.
+ *
+ * The page is html/report.css and html/report.js (embedded at build time,
+ * html/embed.py) around one JSON object in a <script type="application/json">
+ * block.  The data is per function, per call path and per allocation stack,
+ * never per call, so the file's size does not grow with the calls; call
+ * paths under HTML_CUT of the time are merged into "(other)". */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "counters.h"
+#include "debuginfo.h"
+#include "instrument.h"
+#include "memory.h"
+#include "profile.h"
+#include "psamples.h"
+#include "report-util.h"
+#include "view.h"
+
+#include "report-assets.h"
+
+#define CMD "html"
+#define HTML_DEFAULT_OUT "report.html"
+/* call paths below this share of the time are merged into "(other)" */
+#define HTML_CUT 1e-4
+/* at most this many call paths (the cut rises tenfold until it fits) */
+#define HTML_MAX_PATHS 200000
+/* at most this many allocation stacks (the heaviest; the rest summed) */
+#define HTML_MAX_STACKS 20000
+/* at most this many points per counter (each the maximum of its interval) */
+#define HTML_MAX_POINTS 600
+
+struct html_cli {
+	const char *file, *out;
+	int force;
+	struct debuginfo *di;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cygprof html [-o FILE] [-f] [CAPTURE]\n"
+		"\n"
+		"Write one self-contained HTML report of a capture (CAPTURE defaults to\n"
+		CYGPROF_DEFAULT_CAPTURE "): a flame graph of time (and of allocated bytes with\n"
+		"--memory) that zooms on click and can be searched, the flat profile and the\n"
+		"call graph as sortable tables, the memory call graph, counters and the live\n"
+		"heap over time, perf samples beside the exact counts, and the capture's\n"
+		"info.  The file needs no network: style, script and data are inline.\n"
+		"\n"
+		"options:\n"
+		"  -o, --output FILE      the report (default " HTML_DEFAULT_OUT "); an existing\n"
+		"                         file is replaced only when it is an earlier report\n"
+		"  -f, --force            replace FILE whatever regular file it is\n"
+		CLI_DEBUG_HELP
+		"  -h, --help             this help\n");
+}
+
+static void parse_opts(int argc, char **argv, struct html_cli *o)
+{
+	static const struct option lopts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"force", no_argument, NULL, 'f'},
+		CLI_DEBUG_OPTIONS,
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->out = HTML_DEFAULT_OUT;
+	o->di = cli_debuginfo_new();
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":ho:f", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'o':
+			if (!*optarg)
+				cli_die(2, "%s: empty output file name", CMD);
+			o->out = optarg;
+			break;
+		case 'f':
+			o->force = 1;
+			break;
+		case CLI_O_DEBUG_DIR:
+		case CLI_O_SYMFS:
+			cli_debug_option(o->di, CMD, c, optarg);
+			break;
+		default:
+			cli_bad_option(CMD, c, argv);
+		}
+	}
+	o->file = cli_capture_arg(CMD, argc, argv);
+	cli_debuginfo_env(o->di);
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+
+	if (!p)
+		cli_die(1, "out of memory");
+	return p;
+}
+
+static void key_str(FILE *f, const char *key, const char *val)
+{
+	json_str(f, key);
+	fputc(':', f);
+	json_str(f, val);
+}
+
+/* ---- the merged call-path tree ---------------------------------------------- */
+
+struct mnode {
+	uint32_t parent, fn; /* fn PROFILE_NONE: the root or "(other)" */
+	uint64_t calls, total_ns, self_ns;
+};
+
+struct mtree {
+	struct mnode *n;
+	size_t len, cap;
+	uint64_t *slot_key; /* open addressing: (parent, fn) + 1 -> index */
+	uint32_t *slot_val;
+	size_t nslot;
+};
+
+static uint64_t mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return k;
+}
+
+static void mtree_rehash(struct mtree *t)
+{
+	size_t ns = t->nslot ? t->nslot * 2 : 1024, i;
+	uint64_t *keys = xcalloc(ns, sizeof *keys);
+	uint32_t *vals = xcalloc(ns, sizeof *vals);
+
+	for (i = 1; i < t->len; i++) {
+		uint64_t k = ((uint64_t)t->n[i].parent << 32 | t->n[i].fn) + 1;
+		size_t h = mix(k) & (ns - 1);
+		while (keys[h])
+			h = (h + 1) & (ns - 1);
+		keys[h] = k;
+		vals[h] = (uint32_t)i;
+	}
+	free(t->slot_key);
+	free(t->slot_val);
+	t->slot_key = keys;
+	t->slot_val = vals;
+	t->nslot = ns;
+}
+
+static uint32_t mtree_push(struct mtree *t, uint32_t parent, uint32_t fn)
+{
+	if (t->len == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 1024;
+		t->n = realloc(t->n, t->cap * sizeof *t->n);
+		if (!t->n)
+			cli_die(1, "out of memory");
+	}
+	memset(&t->n[t->len], 0, sizeof t->n[0]);
+	t->n[t->len].parent = parent;
+	t->n[t->len].fn = fn;
+	return (uint32_t)t->len++;
+}
+
+/* The child fn of parent, created when absent. */
+static uint32_t mtree_child(struct mtree *t, uint32_t parent, uint32_t fn)
+{
+	uint64_t k = ((uint64_t)parent << 32 | fn) + 1;
+	size_t h;
+
+	if (t->len * 2 >= t->nslot)
+		mtree_rehash(t);
+	h = mix(k) & (t->nslot - 1);
+	while (t->slot_key[h]) {
+		if (t->slot_key[h] == k)
+			return t->slot_val[h];
+		h = (h + 1) & (t->nslot - 1);
+	}
+	t->slot_key[h] = k;
+	t->slot_val[h] = mtree_push(t, parent, fn);
+	return t->slot_val[h];
+}
+
+/* Every thread's tree merged by call path under one root (node 0). */
+static void mtree_build(struct mtree *t, const struct profile *p)
+{
+	size_t i, j;
+
+	memset(t, 0, sizeof(*t));
+	mtree_push(t, PROFILE_NONE, PROFILE_NONE);
+	mtree_rehash(t);
+	for (i = 0; i < p->nthreads; i++) {
+		const struct profile_thread *th = &p->threads[i];
+		uint32_t *map;
+
+		if (th->n <= 1)
+			continue;
+		map = xcalloc(th->n, sizeof *map);
+		for (j = 1; j < th->n; j++) {
+			const struct profile_tnode *nd = &th->nodes[j];
+			uint32_t m;
+
+			if (nd->parent >= j) /* parents precede their children */
+				continue;
+			m = mtree_child(t, map[nd->parent], nd->fn);
+			map[j] = m;
+			t->n[m].calls += nd->calls;
+			t->n[m].total_ns += nd->total_ns;
+			t->n[m].self_ns += nd->self_ns;
+		}
+		t->n[0].total_ns += th->total_ns;
+		free(map);
+	}
+}
+
+/* A capture without times (record --time=sampled) keeps every path. */
+static int keep_node(const struct mtree *t, const struct mnode *nd, uint64_t limit)
+{
+	return !t->n[0].total_ns || (nd->total_ns >= limit && nd->total_ns);
+}
+
+/* Write the tree as {"fn":[..],"parent":[..],"calls":[..],"total":[..],
+ * "self":[..],"cut":share,"merged":paths}: the paths of at least cut of the
+ * root's time, each path under cut summed into one "(other)" child (fn -1)
+ * of its kept parent. */
+static void write_tree(FILE *f, struct mtree *t)
+{
+	/* other[] is indexed by the new indices: kept nodes and "(other)"s */
+	uint32_t *idx = xcalloc(t->len, sizeof *idx), *other = xcalloc(2 * t->len, sizeof *other);
+	double cut = HTML_CUT;
+	uint64_t limit;
+	size_t i, kept, merged;
+	struct mtree o;
+
+	for (;;) {
+		limit = (uint64_t)(cut * (double)t->n[0].total_ns);
+		for (i = 1, kept = 1; i < t->len; i++)
+			if (keep_node(t, &t->n[i], limit))
+				kept++;
+		if (kept <= HTML_MAX_PATHS || cut >= 0.1)
+			break;
+		cut *= 10;
+	}
+	/* new indices: kept nodes first in order (parents precede children),
+	 * then one "(other)" per parent that lost children */
+	memset(&o, 0, sizeof o);
+	mtree_push(&o, PROFILE_NONE, PROFILE_NONE);
+	o.n[0] = t->n[0];
+	idx[0] = 1; /* index + 1: 0 for a dropped node */
+	for (i = 1; i < t->len; i++) {
+		const struct mnode *nd = &t->n[i];
+		uint32_t pp = idx[nd->parent];
+
+		if (!pp)
+			continue; /* under a dropped node: counted with it */
+		if (keep_node(t, nd, limit)) {
+			uint32_t k = mtree_push(&o, pp - 1, nd->fn);
+			o.n[k] = *nd;
+			o.n[k].parent = pp - 1;
+			idx[i] = k + 1;
+			continue;
+		}
+		if (!other[pp - 1])
+			other[pp - 1] = mtree_push(&o, pp - 1, PROFILE_NONE) + 1;
+		o.n[other[pp - 1] - 1].calls += nd->calls;
+		o.n[other[pp - 1] - 1].total_ns += nd->total_ns;
+		o.n[other[pp - 1] - 1].self_ns += nd->total_ns;
+	}
+	for (i = 1, merged = t->len - 1; i < t->len; i++)
+		if (idx[i])
+			merged--; /* the dropped paths, their subtrees included */
+	fputs("{\"fn\":[", f);
+	for (i = 0; i < o.len; i++)
+		fprintf(f, "%s%ld", i ? "," : "", o.n[i].fn == PROFILE_NONE ? -1L : (long)o.n[i].fn);
+	fputs("],\"parent\":[", f);
+	for (i = 0; i < o.len; i++)
+		fprintf(f, "%s%ld", i ? "," : "",
+			o.n[i].parent == PROFILE_NONE ? -1L : (long)o.n[i].parent);
+	fputs("],\"calls\":[", f);
+	for (i = 0; i < o.len; i++)
+		fprintf(f, "%s%" PRIu64, i ? "," : "", o.n[i].calls);
+	fputs("],\"total\":[", f);
+	for (i = 0; i < o.len; i++)
+		fprintf(f, "%s%" PRIu64, i ? "," : "", o.n[i].total_ns);
+	fputs("],\"self\":[", f);
+	for (i = 0; i < o.len; i++)
+		fprintf(f, "%s%" PRIu64, i ? "," : "", o.n[i].self_ns);
+	fprintf(f, "],\"cut\":%g,\"paths\":%zu,\"merged\":%zu}", cut, t->len - 1, merged);
+	free(o.n);
+	free(idx);
+	free(other);
+}
+
+/* ---- sections ----------------------------------------------------------------- */
+
+static void write_info(FILE *f, struct view *v, const char *file)
+{
+	static const char *const keys[] = {
+		"command", "start_time", "duration_ns", "mode", "clock", "time", "filters",
+		"drop_mode", "hostname", "kernel", "machine", "tsc_hz", "instruments",
+		"sample_event", "sample_hz", "sample_lost",
+	};
+	const struct cygprof_thread *th;
+	const struct cygprof_proc *pr;
+	struct view_limits l;
+	size_t i, nth, npr;
+	int first = 1;
+
+	fputs("\"file\":", f);
+	json_str(f, file);
+	fputs(",\"meta\":{", f);
+	for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		const char *val = view_meta_str(v, keys[i]);
+		if (!val)
+			continue;
+		if (!first)
+			fputc(',', f);
+		first = 0;
+		key_str(f, keys[i], val);
+	}
+	fprintf(f, "},\"duration_ns\":%" PRIu64 ",\"procs\":[", view_duration_ns(v));
+	cli_check(view_procs(v, &pr, &npr), file);
+	for (i = 0; i < npr; i++) {
+		char eb[32];
+		fprintf(f, "%s{\"pid\":%u,\"ppid\":%u,\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",",
+			i ? "," : "", pr[i].pid, pr[i].ppid, pr[i].start_ns, pr[i].end_ns);
+		key_str(f, "end", proc_end_str(&pr[i], eb, sizeof eb));
+		fputc(',', f);
+		key_str(f, "command", pr[i].command ? pr[i].command : "");
+		fputc(',', f);
+		key_str(f, "exe", pr[i].exe ? pr[i].exe : "");
+		fputc('}', f);
+	}
+	fputs("],\"threads\":[", f);
+	cli_check(view_threads(v, &th, &nth), file);
+	for (i = 0; i < nth; i++) {
+		char nb[16];
+		fprintf(f, "%s{\"pid\":%u,\"tid\":%u,\"calls\":%" PRIu64 ",\"start_ns\":%" PRIu64
+			",\"end_ns\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"unpaired\":%" PRIu64 ",",
+			i ? "," : "", view_thread_pid(v, &th[i]), th[i].tid, th[i].calls,
+			th[i].start_ns, th[i].end_ns, th[i].lost, th[i].unpaired);
+		key_str(f, "name", view_thread_name(&th[i], nb));
+		fputc(',', f);
+		key_str(f, "note", thread_flags_note(th[i].flags));
+		fputc('}', f);
+	}
+	fputs("],", f);
+	view_limits(v, &l);
+	cli_limits_json(f, &l);
+}
+
+static void write_profile(FILE *f, const struct profile *p, const struct psamp *ps)
+{
+	size_t i;
+
+	fprintf(f, "\"total_self_ns\":%" PRIu64 ",\"fns\":[", p->total_self_ns);
+	/* [name, calls, self, total, recursive, spontaneous(, samples, sampled, offcpu)] */
+	for (i = 0; i < p->nfns; i++) {
+		const struct profile_fn *fn = &p->fns[i];
+		fputs(i ? ",[" : "[", f);
+		json_str(f, fn->name);
+		fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, fn->calls,
+			fn->self_ns, fn->total_ns, fn->rec_calls, fn->root_calls);
+		if (ps)
+			fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, ps->fn[i].samples,
+				ps->fn[i].sample_ns, ps->fn[i].offcpu_ns);
+		fputc(']', f);
+	}
+	/* [caller, callee, calls, self, children] */
+	fputs("],\"arcs\":[", f);
+	for (i = 0; i < p->narcs; i++) {
+		const struct profile_arc *a = &p->arcs[i];
+		fprintf(f, "%s[%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", i ? "," : "", a->caller,
+			a->callee, a->calls, a->self_ns, a->children_ns);
+	}
+	fputs("],\"samples\":", f);
+	if (!ps) {
+		fputs("null", f);
+		return;
+	}
+	fprintf(f, "{\"samples\":%" PRIu64 ",\"sampled_ns\":%" PRIu64 ",\"offcpu_n\":%" PRIu64
+		",\"offcpu_ns\":%" PRIu64 ",\"kernel\":%" PRIu64 ",\"unplaced\":%" PRIu64
+		",\"imported\":%" PRIu64 ",\"leaves\":[",
+		ps->total.samples, ps->total.sample_ns, ps->total.offcpu_n, ps->total.offcpu_ns,
+		ps->kernel_samples, ps->unplaced, ps->imported);
+	/* [name, object, caller fn or -1, kernel, samples, sampled, offcpu] */
+	for (i = 0; i < ps->nleaf && i < 1000; i++) {
+		const struct psamp_leaf *lf = &ps->leaf[i];
+		fputs(i ? ",[" : "[", f);
+		json_str(f, lf->name);
+		fputc(',', f);
+		json_str(f, lf->object ? lf->object : "");
+		fprintf(f, ",%ld,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]",
+			lf->caller == PROFILE_NONE ? -1L : (long)lf->caller, lf->kernel ? 1 : 0,
+			lf->cost.samples, lf->cost.sample_ns, lf->cost.offcpu_ns);
+	}
+	fputs("]}", f);
+}
+
+static const struct memory *sort_m;
+
+static int cmp_stack_bytes(const void *a, const void *b)
+{
+	const struct memory_stack *x = &sort_m->stacks[*(const uint32_t *)a];
+	const struct memory_stack *y = &sort_m->stacks[*(const uint32_t *)b];
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void write_memory(FILE *f, struct view *v, const char *file)
+{
+	struct memory_opts mo;
+	struct memory *m;
+	uint32_t *ids;
+	size_t n, i, j;
+	uint64_t ob = 0, oa = 0, ol = 0;
+
+	memset(&mo, 0, sizeof mo);
+	cli_check(memory_load(v, &mo, &m), file);
+	fprintf(f, "{\"allocations\":%" PRIu64 ",\"allocated_bytes\":%" PRIu64 ",\"frees\":%" PRIu64
+		",\"freed_bytes\":%" PRIu64 ",\"peak_bytes\":%" PRIu64 ",\"peak_ns\":%" PRIu64
+		",\"leaked_allocations\":%" PRIu64 ",\"leaked_bytes\":%" PRIu64
+		",\"temporary\":%" PRIu64 ",\"fns\":[",
+		m->t.allocations, m->t.allocated_bytes, m->t.frees, m->t.freed_bytes, m->t.peak_bytes,
+		m->t.peak_ts_ns, m->t.leaked_allocations, m->t.leaked_bytes,
+		m->t.temporary_allocations);
+	/* [name, self allocs, self bytes, total allocs, total bytes, self leaked
+	 * bytes, total leaked bytes, self temporary, total temporary] */
+	for (i = 0; i < m->nfns; i++) {
+		const struct memory_fn *fn = &m->fns[i];
+		fputs(i ? ",[" : "[", f);
+		json_str(f, fn->name);
+		fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+			",%" PRIu64 ",%" PRIu64 "]",
+			fn->self_allocations, fn->self_bytes, fn->total_allocations, fn->total_bytes,
+			fn->self_leaked_bytes, fn->total_leaked_bytes, fn->self_temporary,
+			fn->total_temporary);
+	}
+	/* [bytes, allocations, leaked bytes, leaked allocations, [fns outermost first]] */
+	fputs("],\"stacks\":[", f);
+	cli_check(memory_used_stacks(m, &ids, &n), file);
+	sort_m = m;
+	qsort(ids, n, sizeof *ids, cmp_stack_bytes);
+	for (i = 0; i < n; i++) {
+		const struct memory_stack *s = &m->stacks[ids[i]];
+		if (i >= HTML_MAX_STACKS) {
+			ob += s->bytes;
+			oa += s->allocations;
+			ol += s->leaked_bytes;
+			continue;
+		}
+		fprintf(f, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",[", i ? "," : "",
+			s->bytes, s->allocations, s->leaked_bytes, s->leaked_allocations);
+		for (j = s->nframes; j-- > 0;)
+			fprintf(f, "%s%u", j + 1 < s->nframes ? "," : "", s->fns[j]);
+		fputs("]]", f);
+	}
+	fprintf(f, "],\"nstacks\":%zu,\"other\":[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]}", n, ob, oa,
+		ol);
+	free(ids);
+	memory_free(m);
+}
+
+static void write_counters(FILE *f, struct view *v, const char *file)
+{
+	struct counter_set cs;
+	size_t i, j;
+
+	cli_check(counters_load(v, 1, &cs), file);
+	fputc('[', f);
+	for (i = 0; i < cs.n; i++) {
+		const struct counter_series *s = &cs.v[i];
+		size_t step = (s->n + HTML_MAX_POINTS - 1) / HTML_MAX_POINTS;
+
+		if (!step)
+			step = 1;
+		fputs(i ? ",{" : "{", f);
+		key_str(f, "name", s->name);
+		fprintf(f, ",\"pid\":%u,", s->pid);
+		key_str(f, "unit", counters_unit_name(s->unit));
+		/* each point the largest value of its step: a peak stays a peak */
+		fputs(",\"t\":[", f);
+		for (j = 0; j < s->n; j += step)
+			fprintf(f, "%s%" PRIu64, j ? "," : "", s->s[j].t_ns);
+		fputs("],\"v\":[", f);
+		for (j = 0; j < s->n; j += step) {
+			int64_t mx = s->s[j].value;
+			size_t k;
+			for (k = j + 1; k < j + step && k < s->n; k++)
+				if (s->s[k].value > mx)
+					mx = s->s[k].value;
+			fprintf(f, "%s%" PRId64, j ? "," : "", mx);
+		}
+		fputs("]}", f);
+	}
+	fputc(']', f);
+	counters_release(&cs);
+}
+
+/* ---- the page ------------------------------------------------------------------- */
+
+/* Copy the JSON text into the page: every '<' (only ever inside a string)
+ * becomes \u003c, so that no name can close the script block. */
+static void put_escaped(FILE *f, const char *s, size_t n)
+{
+	size_t i, start = 0;
+
+	for (i = 0; i < n; i++)
+		if (s[i] == '<') {
+			fwrite(s + start, 1, i - start, f);
+			fputs("\\u003c", f);
+			start = i + 1;
+		}
+	fwrite(s + start, 1, n - start, f);
+}
+
+static void html_str(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default: fputc(*s, f);
+		}
+}
+
+int cmd_html(int argc, char **argv)
+{
+	struct html_cli o;
+	struct cli_output w;
+	struct profile *p;
+	struct psamp *ps;
+	struct view *v;
+	struct mtree t;
+	char *json = NULL;
+	size_t jlen = 0;
+	FILE *j, *f;
+	const char *file;
+	int has_mem, has_cnt;
+
+	parse_opts(argc, argv, &o);
+	cli_output_check(CMD, o.out, CLI_OUT_HTML, o.force, NULL);
+	v = cli_open_view(o.file, o.di);
+	file = o.file ? o.file : CYGPROF_DEFAULT_CAPTURE;
+	cli_check(profile_load(v, NULL, 0, &p), file);
+	cli_check(psamp_load(v, p, 1, &ps), file);
+	has_mem = instrument_present(v, "memory");
+	has_cnt = has_mem || instrument_present(v, "counters") || instrument_present(v, "memdump");
+
+	j = open_memstream(&json, &jlen);
+	if (!j)
+		cli_die(1, "out of memory");
+	fputs("{\"version\":", j);
+	json_str(j, CYGPROF_VERSION);
+	fputc(',', j);
+	write_info(j, v, file);
+	fputc(',', j);
+	write_profile(j, p, ps);
+	fputs(",\"tree\":", j);
+	mtree_build(&t, p);
+	write_tree(j, &t);
+	free(t.n);
+	free(t.slot_key);
+	free(t.slot_val);
+	fputs(",\"memory\":", j);
+	if (has_mem)
+		write_memory(j, v, file);
+	else
+		fputs("null", j);
+	fputs(",\"counters\":", j);
+	if (has_cnt)
+		write_counters(j, v, file);
+	else
+		fputs("null", j);
+	fputs("}", j);
+	if (fclose(j) || !json)
+		cli_die(1, "out of memory");
+	psamp_free(ps);
+	profile_free(p);
+
+	f = cli_output_open(&w, CMD, o.out, CLI_OUT_HTML, o.force);
+	fputs(CLI_MAGIC_HTML "\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	      "<meta name=\"generator\" content=\"cygprof ", f);
+	html_str(f, CYGPROF_VERSION);
+	fputs("\">\n<title>cygprof: ", f);
+	html_str(f, view_meta_str(v, "command") ? view_meta_str(v, "command") : file);
+	fputs("</title>\n<style>\n", f);
+	fputs(report_css, f);
+	fputs("</style>\n<script>window.onerror = function (m, s, l) { var e = "
+	      "document.getElementById('errors'); if (e) e.textContent += 'error: ' + m + "
+	      "' (line ' + l + ')\\n'; };</script>\n", f);
+	fputs("</head>\n<body>\n"
+	      "<pre id=\"errors\"></pre>\n<div id=\"app\">Loading the report...</div>\n"
+	      "<script id=\"data\" type=\"application/json\">", f);
+	put_escaped(f, json, jlen);
+	fputs("</script>\n<script>\n", f);
+	fputs(report_js, f);
+	fputs("</script>\n</body>\n</html>\n", f);
+	free(json);
+	if (ferror(f)) {
+		cli_output_abort(&w);
+		cli_die(1, "%s: write error", o.out);
+	}
+	cli_output_commit(&w);
+	debuginfo_free(o.di);
+	return cli_finish(v);
+}
