@@ -417,15 +417,19 @@ static int write_allocations(struct chrome *c)
 			break;
 		while ((err = cygprof_mem_cursor_next(cur, &ev)) == 1) {
 			const char *fn = ev.fn < CYGPROF_FN_COUNT ? mem_fn_names[ev.fn] : "?";
+			int alloc = ev.op == CYGPROF_MEM_ALLOC;
 
 			if (!ev.addr)
 				continue;
+			/* a free by realloc is named "realloc (free)" */
 			ev_start(c);
-			fprintf(c->f, "{\"name\":\"%s %s\",\"cat\":\"memory\",\"ph\":\"i\",\"s\":\"t\","
+			fprintf(c->f, "{\"name\":\"%s%s\",\"cat\":\"memory\",\"ph\":\"i\",\"s\":\"t\","
 				      "\"pid\":%u,\"tid\":%" PRIu64 ",\"ts\":",
-				ev.op == CYGPROF_MEM_ALLOC ? "alloc" : "free", fn, pid, thread_tid(t));
+				fn, alloc || ev.fn == CYGPROF_FN_FREE || ev.fn == CYGPROF_FN_DELETE ||
+					    ev.fn == CYGPROF_FN_DELETE_ARRAY ? "" : " (free)",
+				pid, thread_tid(t));
 			json_us(c->f, ev.ts_ns);
-			if (ev.op == CYGPROF_MEM_ALLOC)
+			if (alloc)
 				fprintf(c->f,
 					",\"args\":{\"size\":%" PRIu64 ",\"address\":\"0x%" PRIx64
 					"\",\"stack\":%u}}",
