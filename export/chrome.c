@@ -501,8 +501,8 @@ static int write_chrome(struct view *v, const struct export_opts *o, FILE *f)
 
 const struct exporter export_chrome = {
 	.name = "chrome",
-	.summary = "Chrome Trace Event JSON (Perfetto UI, chrome://tracing): the timeline,\n"
-		   "             counters, the live heap, allocations (--allocations)",
+	.summary = "Chrome trace JSON for Perfetto UI and chrome://tracing: the\n"
+		   "             timeline, counters, the live heap (and --allocations)",
 	.readers = "Perfetto UI, chrome://tracing",
 	.out_kind = CLI_OUT_CHROME,
 	.write = write_chrome,

@@ -461,8 +461,8 @@ static int write_folded(struct view *v, const struct export_opts *o, FILE *f)
 
 const struct exporter export_folded = {
 	.name = "folded",
-	.summary = "folded stacks (flamegraph.pl, inferno, speedscope), weighed by\n"
-		   "             --weight or --memory",
+	.summary = "folded stacks for flamegraph.pl, inferno and speedscope,\n"
+		   "             weighed by --weight or --memory",
 	.readers = "flamegraph.pl, inferno, speedscope",
 	.out_kind = CLI_OUT_TEXT,
 	.write = write_folded,
