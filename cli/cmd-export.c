@@ -70,6 +70,17 @@ static void export_warn(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+static void export_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("cygprof: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
 static enum export_weight parse_weight(const char *opt, const char *s, int memory)
 {
 	static const struct {
@@ -110,6 +121,7 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 	memset(e, 0, sizeof *e);
 	e->di = cli_debuginfo_new();
 	e->o.warn = export_warn;
+	e->o.error = export_error;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":ho:fF:N:D:", lopts, NULL)) != -1) {
@@ -200,6 +212,8 @@ int cmd_export(int argc, char **argv)
 		else
 			cli_output_commit(&w);
 	}
+	if (err == EXPORT_E_LACKS)
+		exit(1);
 	cli_check(err, e.o.file);
 	debuginfo_free(e.di);
 	return cli_finish(v);

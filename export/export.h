@@ -36,7 +36,14 @@ struct export_opts {
 	int allocations;           /* chrome: allocations as instant events */
 	/* one warning line, printed by the caller as "cygprof: warning: ..." */
 	void (*warn)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+	/* one error line, printed by the caller as "cygprof: ...": what the
+	 * capture lacks; write() then returns EXPORT_E_LACKS */
+	void (*error)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 };
+
+/* write() said through o->error what the capture lacks for this output:
+ * exit 1, nothing more printed. */
+#define EXPORT_E_LACKS (-20100)
 
 struct exporter {
 	const char *name;    /* --format NAME */

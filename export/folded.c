@@ -1,22 +1,469 @@
 /* SPDX-License-Identifier: MIT */
-/* folded.c - cygprof export --format=folded (to be written). */
+/* folded.c - cygprof export --format=folded: folded stacks for
+ * flamegraph.pl, inferno and speedscope.
+ *
+ * One line "outermost;...;innermost VALUE" per stack with a non-zero
+ * weight; ';' in a name becomes ':' and a line break a space, so every
+ * line splits at its last space and its semicolons.  The weights:
+ *   self      exact self time (ns) of each call path, the threads' trees
+ *             merged by function name (analysis/profile.h), no thread frame;
+ *   calls     calls of each call path, merged the same way;
+ *   samples   perf samples (record --sample, import-perf) per stack: the
+ *             samples' own frames, uninstrumented ones included, and
+ *             "[kernel]" innermost for a sample that hit the kernel;
+ *   allocated, leaked, peak (--memory)
+ *             bytes per allocation stack (analysis/memory.h), allocator
+ *             frames left out.
+ * The sums are the report's: self adds up to report's total self time,
+ * calls to its calls, samples to the capture's samples, allocated to
+ * `cygprof memory`'s allocated bytes.  Without --weight a capture recorded
+ * with --time=sampled weighs by samples when it has some, else by calls. */
 #include "export.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "cli/cli.h"
+#include "memory.h"
+#include "profile.h"
 #include "view.h"
+
+/* A frame's name as a folded line may hold it (owned: free()). */
+static char *fold_name(const char *name)
+{
+	char *s = strdup(name && *name ? name : "?"), *p;
+
+	if (!s)
+		return NULL;
+	for (p = s; *p; p++) {
+		if (*p == ';')
+			*p = ':';
+		else if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	}
+	return s;
+}
+
+static uint64_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	return x ^ (x >> 33);
+}
+
+/* ---- call paths: the threads' trees merged into one ------------------------ */
+
+struct path {
+	uint32_t parent; /* index into trie.v; the root is 0 */
+	uint32_t fn;     /* profile function */
+	uint64_t w;
+};
+
+struct trie {
+	struct path *v;
+	size_t n, cap;
+	uint32_t *slot; /* open addressing over (parent, fn): index + 1, 0 free */
+	size_t nslot;
+};
+
+static size_t trie_pos(const struct trie *t, uint32_t parent, uint32_t fn)
+{
+	size_t i = hash64(((uint64_t)parent << 32) | fn) & (t->nslot - 1);
+
+	while (t->slot[i] && (t->v[t->slot[i] - 1].parent != parent || t->v[t->slot[i] - 1].fn != fn))
+		i = (i + 1) & (t->nslot - 1);
+	return i;
+}
+
+/* The child fn of parent, made when new; -ENOMEM. */
+static long trie_child(struct trie *t, uint32_t parent, uint32_t fn)
+{
+	size_t i;
+
+	if ((t->n + 1) * 2 > t->nslot) {
+		size_t ns = t->nslot ? t->nslot * 2 : 1024, j;
+		uint32_t *old = t->slot;
+		size_t oldn = t->nslot;
+
+		if (!(t->slot = calloc(ns, sizeof(*t->slot)))) {
+			t->slot = old;
+			return -ENOMEM;
+		}
+		t->nslot = ns;
+		for (j = 0; j < oldn; j++)
+			if (old[j])
+				t->slot[trie_pos(t, t->v[old[j] - 1].parent, t->v[old[j] - 1].fn)] = old[j];
+		free(old);
+	}
+	i = trie_pos(t, parent, fn);
+	if (t->slot[i])
+		return t->slot[i] - 1;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		struct path *v = realloc(t->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->v = v;
+		t->cap = cap;
+	}
+	t->v[t->n] = (struct path){.parent = parent, .fn = fn, .w = 0};
+	t->slot[i] = (uint32_t)++t->n;
+	return (long)t->n - 1;
+}
+
+static int write_paths(struct view *v, enum export_weight w, FILE *f)
+{
+	struct trie t = {0};
+	struct profile *p = NULL;
+	char **names = NULL;
+	uint32_t *map = NULL, *up = NULL;
+	size_t i, j, maxn = 1, maxdepth = 1;
+	int err;
+
+	if ((err = profile_load(v, NULL, 0, &p)))
+		return err;
+	err = -ENOMEM;
+	if (!(names = calloc(p->nfns ? p->nfns : 1, sizeof(*names))))
+		goto out;
+	for (i = 0; i < p->nfns; i++)
+		if (!(names[i] = fold_name(p->fns[i].name)))
+			goto out;
+	for (i = 0; i < p->nthreads; i++)
+		maxn = p->threads[i].n > maxn ? p->threads[i].n : maxn;
+	if (!(map = malloc(maxn * sizeof(*map))))
+		goto out;
+	/* the root: index 0, never looked up */
+	t.v = malloc(1024 * sizeof(*t.v));
+	if (!t.v)
+		goto out;
+	t.cap = 1024;
+	t.v[0] = (struct path){.parent = UINT32_MAX, .fn = UINT32_MAX};
+	t.n = 1;
+	for (i = 0; i < p->nthreads; i++) {
+		const struct profile_thread *pt = &p->threads[i];
+
+		if (!pt->n)
+			continue;
+		map[0] = 0;
+		for (j = 1; j < pt->n; j++) {
+			const struct profile_tnode *nd = &pt->nodes[j];
+			long k = trie_child(&t, map[nd->parent], nd->fn);
+
+			if (k < 0)
+				goto out;
+			map[j] = (uint32_t)k;
+			t.v[k].w += w == EXPORT_W_CALLS ? nd->calls : nd->self_ns;
+			if (nd->depth + 1 > maxdepth)
+				maxdepth = nd->depth + 1;
+		}
+	}
+	if (!(up = malloc(maxdepth * sizeof(*up))))
+		goto out;
+	for (i = 1; i < t.n; i++) {
+		size_t d = 0;
+		uint32_t k;
+
+		if (!t.v[i].w)
+			continue;
+		for (k = (uint32_t)i; k && d < maxdepth; k = t.v[k].parent)
+			up[d++] = t.v[k].fn;
+		while (d--) {
+			fputs(names[up[d]], f);
+			fputc(d ? ';' : ' ', f);
+		}
+		fprintf(f, "%" PRIu64 "\n", t.v[i].w);
+		if (ferror(f)) {
+			err = -EIO;
+			goto out;
+		}
+	}
+	err = 0;
+out:
+	if (names)
+		for (i = 0; i < p->nfns; i++)
+			free(names[i]);
+	free(names);
+	free(map);
+	free(up);
+	free(t.v);
+	free(t.slot);
+	profile_free(p);
+	return err;
+}
+
+/* ---- stacks as strings: samples and allocations ------------------------------ */
+
+struct line {
+	char *s;
+	uint64_t w;
+};
+
+/* Folded lines merged by text, in the order they first came. */
+struct lines {
+	struct line *v;
+	size_t n, cap;
+	uint32_t *slot;
+	size_t nslot;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
+	return h;
+}
+
+static size_t lines_pos(const struct lines *l, const char *s)
+{
+	size_t i = hash_str(s) & (l->nslot - 1);
+
+	while (l->slot[i] && strcmp(l->v[l->slot[i] - 1].s, s))
+		i = (i + 1) & (l->nslot - 1);
+	return i;
+}
+
+/* Add w to the line s (taken over: freed here when it is not new). */
+static int lines_add(struct lines *l, char *s, uint64_t w)
+{
+	size_t i;
+
+	if ((l->n + 1) * 2 > l->nslot) {
+		size_t ns = l->nslot ? l->nslot * 2 : 256, j;
+		uint32_t *old = l->slot;
+		size_t oldn = l->nslot;
+
+		if (!(l->slot = calloc(ns, sizeof(*l->slot)))) {
+			l->slot = old;
+			free(s);
+			return -ENOMEM;
+		}
+		l->nslot = ns;
+		for (j = 0; j < oldn; j++)
+			if (old[j])
+				l->slot[lines_pos(l, l->v[old[j] - 1].s)] = old[j];
+		free(old);
+	}
+	i = lines_pos(l, s);
+	if (l->slot[i]) {
+		l->v[l->slot[i] - 1].w += w;
+		free(s);
+		return 0;
+	}
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		struct line *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v) {
+			free(s);
+			return -ENOMEM;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n] = (struct line){.s = s, .w = w};
+	l->slot[i] = (uint32_t)++l->n;
+	return 0;
+}
+
+static int lines_write(struct lines *l, FILE *f)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->v[i].w)
+			fprintf(f, "%s %" PRIu64 "\n", l->v[i].s, l->v[i].w);
+	return ferror(f) ? -EIO : 0;
+}
+
+static void lines_free(struct lines *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i].s);
+	free(l->v);
+	free(l->slot);
+}
+
+/* The folded text of frames given innermost first, plus a last frame
+ * (may be NULL); "[unknown]" for none.  NULL when out of memory. */
+static char *fold_frames(const char *const *names, size_t n, const char *last)
+{
+	char *buf = NULL, *s;
+	size_t len = 0, i;
+	FILE *m = open_memstream(&buf, &len);
+	int bad = 0;
+
+	if (!m)
+		return NULL;
+	for (i = n; i-- > 0 && !bad;) {
+		if (!(s = fold_name(names[i]))) {
+			bad = 1;
+			break;
+		}
+		fputs(s, m);
+		free(s);
+		if (i)
+			fputc(';', m);
+	}
+	if (!n)
+		fputs("[unknown]", m);
+	if (last)
+		fprintf(m, ";%s", last);
+	if (fclose(m) || bad) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static int write_samples(struct view *v, FILE *f)
+{
+	const struct cygprof_stack_node *stash;
+	const struct cygprof_psample *s;
+	struct lines l = {0};
+	uint64_t *count = NULL;
+	size_t n, nstash, i, j;
+	int err;
+
+	if ((err = view_psamples(v, &s, &n)) || (err = view_stash(v, &stash, &nstash)))
+		return err;
+	/* per stack id, user and kernel samples apart: [2 * id + kernel] */
+	if (!(count = calloc(2 * (nstash + 1), sizeof(*count))))
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		uint32_t id = s[i].stack <= nstash ? s[i].stack : 0;
+
+		count[2 * id + !!(s[i].flags & CYGPROF_SAMPLE_KERNEL)]++;
+	}
+	for (i = 0; i < 2 * (nstash + 1) && !err; i++) {
+		struct view_frame *fr = NULL;
+		const char **names = NULL;
+		size_t nf = 0;
+		char *line;
+
+		if (!count[i])
+			continue;
+		if ((err = view_stack(v, (uint32_t)(i / 2), 0, NULL, &fr, &nf)))
+			break;
+		if (!(names = malloc((nf ? nf : 1) * sizeof(*names)))) {
+			free(fr);
+			err = -ENOMEM;
+			break;
+		}
+		for (j = 0; j < nf; j++)
+			names[j] = fr[j].name;
+		line = fold_frames(names, nf, (i & 1) ? "[kernel]" : NULL);
+		free(names);
+		free(fr);
+		err = line ? lines_add(&l, line, count[i]) : -ENOMEM;
+	}
+	free(count);
+	if (!err)
+		err = lines_write(&l, f);
+	lines_free(&l);
+	return err;
+}
+
+static int write_memory(struct view *v, enum export_weight w, FILE *f)
+{
+	struct memory_opts mo = {0};
+	struct memory *m = NULL;
+	struct lines l = {0};
+	const char **names = NULL;
+	size_t i, j, maxf = 1;
+	int err;
+
+	if ((err = memory_load(v, &mo, &m)))
+		return err;
+	for (i = 0; i < m->nstacks; i++)
+		if (m->stacks[i].used && m->stacks[i].nframes > maxf)
+			maxf = m->stacks[i].nframes;
+	if (!(names = malloc(maxf * sizeof(*names))))
+		err = -ENOMEM;
+	for (i = 0; i < m->nstacks && !err; i++) {
+		const struct memory_stack *s = &m->stacks[i];
+		uint64_t x = w == EXPORT_W_ALLOCATED ? s->bytes
+			     : w == EXPORT_W_LEAKED  ? s->leaked_bytes
+						     : s->peak_bytes;
+		char *line;
+
+		if (!s->used || !x)
+			continue;
+		for (j = 0; j < s->nframes; j++)
+			names[j] = m->fns[s->fns[j]].name;
+		line = fold_frames(names, s->nframes, NULL);
+		err = line ? lines_add(&l, line, x) : -ENOMEM;
+	}
+	free(names);
+	memory_free(m);
+	if (!err)
+		err = lines_write(&l, f);
+	lines_free(&l);
+	return err;
+}
+
+/* ---- the weight ------------------------------------------------------------------ */
+
+static int has_samples(struct view *v)
+{
+	const struct cygprof_psample *s;
+	size_t n = 0;
+
+	return !view_psamples(v, &s, &n) && n;
+}
 
 static int write_folded(struct view *v, const struct export_opts *o, FILE *f)
 {
-	(void)v;
-	(void)o;
-	(void)f;
-	return -ENOSYS;
+	const char *time = view_meta_str(v, "time");
+	int sampled = time && !strcmp(time, "sampled");
+	enum export_weight w = o->weight;
+	uint64_t nmem = 0;
+
+	if (w == EXPORT_W_DEFAULT)
+		w = !sampled ? EXPORT_W_SELF : has_samples(v) ? EXPORT_W_SAMPLES : EXPORT_W_CALLS;
+	switch (w) {
+	case EXPORT_W_SELF:
+		if (sampled) {
+			o->error("%s has no times (recorded with --time=sampled): use --weight calls "
+				 "or samples",
+				 o->file);
+			return EXPORT_E_LACKS;
+		}
+		/* fall through */
+	case EXPORT_W_CALLS:
+		return write_paths(v, w, f);
+	case EXPORT_W_SAMPLES:
+		if (!has_samples(v)) {
+			o->error("%s has no samples (record with --sample)", o->file);
+			return EXPORT_E_LACKS;
+		}
+		return write_samples(v, f);
+	case EXPORT_W_ALLOCATED:
+	case EXPORT_W_LEAKED:
+	case EXPORT_W_PEAK:
+		if (!view_mode_has(v, "memory") && (view_mem_count(v, &nmem) || !nmem)) {
+			o->error("%s has no allocations (record with --memory)", o->file);
+			return EXPORT_E_LACKS;
+		}
+		return write_memory(v, w, f);
+	default:
+		return -EINVAL;
+	}
 }
 
 const struct exporter export_folded = {
 	.name = "folded",
-	.summary = "(not written yet)",
-	.readers = "",
+	.summary = "folded stacks for flamegraph.pl, inferno and speedscope,\n"
+		   "             weighed by --weight or --memory",
+	.readers = "flamegraph.pl, inferno, speedscope",
+	.out_kind = CLI_OUT_TEXT,
 	.write = write_folded,
 };
