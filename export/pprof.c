@@ -667,7 +667,7 @@ out:
 
 const struct exporter export_pprof = {
 	.name = "pprof",
-	.summary = "gzip'd profile.proto for go tool pprof (calls, exact time, samples, memory)",
+	.summary = "go tool pprof's profile.proto: calls, exact time, samples, bytes",
 	.readers = "go tool pprof, pprof, Speedscope, Grafana Pyroscope",
 	.out_kind = CLI_OUT_PPROF,
 	.default_out = NULL,
