@@ -18,7 +18,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"report", cmd_report, "flat profile and call graph (gprof style), or JSON"},
 	{"replay", cmd_replay, "the recorded timeline as an indented call trace"},
 	{"info", cmd_info, "what a capture holds: command, processes, threads, sizes"},
-	{"memory", cmd_memory, "heap analysis: allocations, peak, leaks, temporaries (record --memory)"},
+	{"memory", cmd_memory, "the heap: allocations, peak, leaks, temporaries (record --memory)"},
 	{"gprof", cmd_gprof, "GNU gprof output: gmon.out files for gprof, or its text layout"},
 	{"annotate", cmd_annotate, "source lines with their calls, time, allocations and samples"},
 	{"counters", cmd_counters, "counters over time: memory, CPU time, memdump reports"},
