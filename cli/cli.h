@@ -207,9 +207,10 @@ enum { CLI_O_FILTER = 'F', CLI_O_NOTRACE = 'N', CLI_O_DEPTH = 'D', CLI_O_TIME_RA
 	"  --time-range START,END only calls that start from START to END (times from\n"  \
 	"                         the capture's start: 1.5s, 200ms; END may be empty);\n" \
 	"                         needs a timeline (record --timeline)\n"
+#define CLI_FILTER_MAX 64 /* patterns of each of -F and -N */
 struct cli_filter {
 	struct view_filter vf;
-	const char **filter, **notrace;
+	const char *filter[CLI_FILTER_MAX], *notrace[CLI_FILTER_MAX];
 	int any;
 	int range_any; /* a time range needs no timeline (memory events) */
 };

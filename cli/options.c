@@ -179,14 +179,12 @@ double cli_parse_real(const char *cmd, const char *opt, const char *s, double mi
 
 /* ---- filters after the fact ------------------------------------------------ */
 
-static const char **add_pattern(const char **v, size_t *n, const char *p)
+static void add_pattern(const char **v, size_t *n, const char *p, const char *cmd,
+			const char *opt)
 {
-	const char **nv = realloc((void *)v, (*n + 1) * sizeof *nv);
-
-	if (!nv)
-		cli_die(1, "out of memory");
-	nv[(*n)++] = p;
-	return nv;
+	if (*n == CLI_FILTER_MAX)
+		cli_die(2, "%s: more than %d %s patterns", cmd, CLI_FILTER_MAX, opt);
+	v[(*n)++] = p;
 }
 
 void cli_filter_option(struct cli_filter *f, const char *cmd, int c, const char *arg)
@@ -196,11 +194,11 @@ void cli_filter_option(struct cli_filter *f, const char *cmd, int c, const char 
 	f->any = 1;
 	switch (c) {
 	case CLI_O_FILTER:
-		f->filter = add_pattern(f->filter, &f->vf.nfilter, arg);
+		add_pattern(f->filter, &f->vf.nfilter, arg, cmd, "-F");
 		f->vf.filter = f->filter;
 		break;
 	case CLI_O_NOTRACE:
-		f->notrace = add_pattern(f->notrace, &f->vf.nnotrace, arg);
+		add_pattern(f->notrace, &f->vf.nnotrace, arg, cmd, "-N");
 		f->vf.notrace = f->notrace;
 		break;
 	case CLI_O_DEPTH:

@@ -49,10 +49,13 @@ int cli_probe_capture(const char *path)
 /* Whether the file starts with magic (len bytes). */
 static int probe_magic(const char *path, const char *magic, size_t len)
 {
-	char b[16];
+	char b[64]; /* the longest mark, CLI_MAGIC_HTML, is 38 bytes */
 	ssize_t n;
-	int fd = open_peek(path);
+	int fd;
 
+	if (len > sizeof b)
+		return 0;
+	fd = open_peek(path);
 	if (fd == -EINVAL)
 		return 0;
 	if (fd < 0)

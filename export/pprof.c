@@ -107,10 +107,12 @@ static void pb_msg(struct pb *p, unsigned field, struct pb *sub)
 /* ---- the string table ---------------------------------------------------- */
 
 struct strtab {
-	const char **s;
+	const char **s; /* borrowed, but for those in owned */
 	size_t n, cap;
 	uint32_t *slot; /* open addressing: index + 1, 0 free */
 	size_t nslot;
+	char **owned;   /* strings made here (build-ids in hex) */
+	size_t nowned;
 };
 
 static uint64_t str_hash(const char *s)
@@ -157,6 +159,30 @@ static int64_t str_id(struct strtab *t, const char *s)
 	t->s[t->n] = s;
 	t->slot[i] = (uint32_t)++t->n;
 	return (int64_t)t->n - 1;
+}
+
+/* The id of a string that does not outlive the call: the table keeps a copy. */
+static int64_t str_id_copy(struct strtab *t, const char *s)
+{
+	char *d = strdup(s), **o;
+	int64_t id;
+
+	if (!d)
+		return -1;
+	id = str_id(t, d);
+	if (id < 0 || t->s[id] != d) {
+		free(d);
+		return id;
+	}
+	o = realloc(t->owned, (t->nowned + 1) * sizeof *o);
+	if (!o) {
+		t->s[id] = ""; /* never used: the output fails on the -1 below */
+		free(d);
+		return -1;
+	}
+	t->owned = o;
+	t->owned[t->nowned++] = d;
+	return id;
 }
 
 /* ---- call paths merged over the threads ---------------------------------- */
@@ -494,7 +520,7 @@ static int pp_write_pb(struct pp *c, struct pb *out)
 
 			for (uint32_t b = 0; b < objs[i].build_id_len && b < 32; b++)
 				snprintf(hex + 2 * b, 3, "%02x", objs[i].build_id[b]);
-			pb_uint(&sub, 6, (uint64_t)str_id(&c->st, hex));
+			pb_uint(&sub, 6, (uint64_t)str_id_copy(&c->st, hex));
 		}
 		pb_uint(&sub, 7, 1);
 		pb_uint(&sub, 8, 1);
@@ -655,6 +681,9 @@ out:
 	free(c.paths.slot);
 	free(c.locs.v);
 	free(c.locs.slot);
+	for (size_t i = 0; i < c.st.nowned; i++)
+		free(c.st.owned[i]);
+	free(c.st.owned);
 	free(c.st.s);
 	free(c.st.slot);
 	if (c.ps)
