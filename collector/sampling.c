@@ -46,6 +46,8 @@
 #define SAMPLING_RING_PAGES 64
 /* Records younger than this (from the last read) wait for the next turn. */
 #define SAMPLING_SETTLE_NS 20000000ULL
+/* How long a sample of a thread not registered yet waits for it. */
+#define SAMPLING_THREAD_WAIT_NS 500000000ULL
 /* Longest call chain kept (perf's own limit is perf_event_max_stack). */
 #define SAMPLING_CHAIN_MAX 512
 /* Bytes of the user stack copied with each sample (from the stack pointer
@@ -769,8 +771,18 @@ static void drain(struct collector *c, struct sampling *s, uint64_t before)
 	if (!s->npend)
 		return;
 	qsort(s->pend, s->npend, sizeof *s->pend, pend_cmp);
-	for (k = 0; k < s->npend && s->pend[k].t < before; k++)
-		settle(c, s, &s->pend[k]);
+	for (k = 0; k < s->npend && s->pend[k].t < before; k++) {
+		/* a sample of a thread the runtime has not registered yet (it
+		 * registers at its first call; a loaded machine delays the
+		 * collector's seeing it) waits for it, up to
+		 * SAMPLING_THREAD_WAIT_NS, so that it carries the thread's
+		 * index; the rest wait behind it (appends keep time order) */
+		const struct pend_rec *p = &s->pend[k];
+		if (before != UINT64_MAX && p->kind == PEND_SAMPLE &&
+		    p->t + SAMPLING_THREAD_WAIT_NS > before && !thread_of(c, s, p->pid, p->tid))
+			break;
+		settle(c, s, p);
+	}
 	memmove(s->pend, s->pend + k, (s->npend - k) * sizeof *s->pend);
 	s->npend -= k;
 	if (k)
