@@ -31,77 +31,10 @@
 #include "cli/cli.h"
 #include "counters.h"
 #include "view.h"
+#include "cli/report-util.h"
 
-/* ---- JSON strings ---------------------------------------------------------- */
-
-/* The length of the UTF-8 sequence at s and whether it is valid (an invalid
- * one is written as U+FFFD and skipped by the returned length). */
-static size_t utf8_len(const unsigned char *s, int *valid)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-	size_t n, i;
-
-	*valid = 0;
-	if (c < 0x80) {
-		*valid = 1;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 1;
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 1;
-	for (i = 2; i < n; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return i;
-	*valid = 1;
-	return n;
-}
-
-/* str as a quoted JSON string. */
-static void json_str(FILE *f, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)(str ? str : "");
-
-	fputc('"', f);
-	while (*s) {
-		unsigned char c = *s;
-		size_t n;
-		int valid;
-
-		if (c == '"' || c == '\\') {
-			fputc('\\', f);
-			fputc(c, f);
-			s++;
-			continue;
-		}
-		if (c < 0x20 || c == 0x7f) {
-			fprintf(f, "\\u%04x", c);
-			s++;
-			continue;
-		}
-		n = utf8_len(s, &valid);
-		if (valid)
-			fwrite(s, 1, n, f);
-		else
-			fputs("\\ufffd", f);
-		s += n;
-	}
-	fputc('"', f);
-}
+/* ---- JSON strings: json_str() of cli/json.c (report-util.h), the one
+ * writer of valid UTF-8 JSON strings -------------------------------------- */
 
 /* ns as microseconds with three decimals: exact. */
 static void json_us(FILE *f, uint64_t ns)
