@@ -234,6 +234,17 @@ def gprof_flat(ck, exe, gmon):
     return (float(m.group(1)) if m else None), rows
 
 
+def load_range(prog):
+    """[lowest, highest) address of prog's PT_LOAD segments (readelf -lW)."""
+    out = subprocess.run(['readelf', '-lW', prog], stdout=subprocess.PIPE,
+                         check=True).stdout.decode()
+    segs = [(int(f[2], 16), int(f[2], 16) + int(f[5], 16))
+            for f in (line.split() for line in out.splitlines()) if f and f[0] == 'LOAD']
+    if not segs:
+        raise Failure('readelf finds no LOAD segment in %s' % prog)
+    return min(a for a, _ in segs), max(e for _, e in segs)
+
+
 def check_gmon(ck, cyg, prog, args, what):
     cap, spin_rt = record(ck, cyg, prog, what + '.data')
     d = dump(ck, args, cap)
@@ -248,9 +259,9 @@ def check_gmon(ck, cyg, prog, args, what):
     if 'spin' not in syms:
         raise Failure('%s: nm finds no spin' % prog)
     bias = spin_rt - syms['spin'][0]
-    # the samples whose own instruction is in spin, and in the executable
-    lo = min(a for a, _ in syms.values())
-    hi = max(a + s for a, s in syms.values())
+    # the samples whose own instruction is in spin, and in the executable: its
+    # loaded segments, PLT and _init included (nm gives those no size)
+    lo, hi = load_range(prog)
     in_spin = in_exe = 0
     for s in ps:
         if not s['frames'] or s['frames'][0][0] != FRAME_IP:
