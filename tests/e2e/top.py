@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""End-to-end tests of `cygprof top` (the live view), through its
+non-interactive mode `top --once`.
+
+Usage:
+  top.py --cygprof CYGPROF --example CALLS-O2 --threads THREADS-O2 --test NAME
+         [--skip REASON] [-v] [--keep]
+
+CALLS-O2 is examples/calls.c (main 1, a 3, b 6, c 30 calls); THREADS-O2 is
+examples/threads.c (4 workers calling work N times, main once more).
+
+Tests:
+  top-once      top --once --format=json on calls: main 1, a 3, b 6, c 30
+                calls, sorted by self time (the hottest first), and the self
+                times those of report --format=json on the capture the same
+                run kept (-o); the interval of the one snapshot is the total;
+                -n 1 keeps only the hottest; the text form names the four;
+                the program's stdout passes through, its exit status is top's
+  top-threads   top --once on threads 200: work 801 calls merged over the
+                threads, 6 threads counted
+  top-errors    no program, --format without --once, a bad --format, a
+                bad --limit: one line, exit 2; a missing program: exit 127
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402
+from e2e import Failure, run, describe_status, expect_error  # noqa: E402
+
+
+def top_json(cyg, prog_args, opts=()):
+    cp = run([cyg.exe, 'top', '--once', '--format=json'] + list(opts) + ['--'] +
+             list(prog_args), cwd=cyg.workdir)
+    if cp.returncode != 0:
+        raise Failure('top --once failed (%s): %s' % (describe_status(cp.returncode),
+                                                     cp.err.strip()))
+    # the program's own stdout comes first: the snapshot is the last line(s)
+    start = cp.out.find('{"elapsed_ns"')
+    if start < 0:
+        raise Failure('no JSON snapshot in the output:\n%s' % cp.out[:500])
+    try:
+        return json.loads(cp.out[start:]), cp
+    except ValueError as e:
+        raise Failure('top output is not JSON (%s):\n%s' % (e, cp.out[start:start + 500]))
+
+
+def check_sorted(ck, fns):
+    selfs = [f['self_ns'] for f in fns]
+    ck.check(selfs == sorted(selfs, reverse=True),
+             'functions sorted by self time, hottest first (%s)' % selfs)
+
+
+def t_once(ck, cyg, example, args):
+    cap = os.path.join(cyg.workdir, 'top.cyg')
+    data, cp = top_json(cyg, [example], ['-o', cap])
+    ck.check(cp.out.startswith('calls: a=3 b=6 c=30\n'), "the program's stdout passes through")
+    ck.eq(data.get('exit_status'), 0, 'exit_status')
+    ck.eq(data.get('threads'), 1, 'threads')
+    fns = data['functions']
+    calls = {f['name']: f['calls'] for f in fns}
+    ck.eq(calls, {'main': 1, 'a': 3, 'b': 6, 'c': 30}, 'calls per function')
+    check_sorted(ck, fns)
+    ck.eq(data['interval_ns'], data['elapsed_ns'], 'one snapshot: the interval is the run')
+    for f in fns:
+        ck.eq((f['interval_calls'], f['interval_self_ns']), (f['calls'], f['self_ns']),
+              '%s: one snapshot: the interval is the total' % f['name'])
+    # the same run's capture, through the report: the same self times
+    rep, _ = cyg.report_json(cap, ck)
+    want = {f['name']: (f['calls'], f['self_ns'], f['total_ns']) for f in rep['functions']}
+    for f in fns:
+        w = want.get(f['name'])
+        if not w:
+            ck.fail('%s: not in the report of the capture' % f['name'])
+            continue
+        ck.eq(f['calls'], w[0], '%s: calls as the report' % f['name'])
+        ck.check(abs(f['self_ns'] - w[1]) <= 10 and abs(f['total_ns'] - w[2]) <= 10,
+                 '%s: self %d total %d ns as the report (%d, %d) within 10 ns' %
+                 (f['name'], f['self_ns'], f['total_ns'], w[1], w[2]))
+    hottest = max(rep['functions'], key=lambda f: f['self_ns'])['name']
+    ck.eq(fns[0]['name'], hottest, 'the hottest function first')
+    # -n 1: only the hottest
+    one, _ = top_json(cyg, [example], ['-n', '1'])
+    ck.eq(len(one['functions']), 1, '-n 1: one function')
+    cp = run([cyg.exe, 'top', '--once', '--', example], cwd=cyg.workdir)
+    ck.eq(cp.returncode, 0, 'text: exit status')
+    lines = cp.out.splitlines()
+    head = [i for i, ln in enumerate(lines) if ln.rstrip().endswith('function')]
+    rows = [ln.split()[-1] for ln in lines[head[0] + 1:] if ln.strip()] if head else []
+    ck.eq(sorted(rows), ['a', 'b', 'c', 'main'], 'text: the four functions')
+    ck.eq(os.listdir(cyg.workdir), ['top.cyg'], 'nothing left behind but the -o capture')
+
+
+def t_threads(ck, cyg, example, args):
+    data, _ = top_json(cyg, [os.path.abspath(args.threads), '200'])
+    ck.eq(data['threads'], 6, 'threads')
+    calls = {f['name']: f['calls'] for f in data['functions']}
+    ck.eq(calls.get('work'), 801, 'work: calls merged over the threads')
+    check_sorted(ck, data['functions'])
+
+
+def t_errors(ck, cyg, example, args):
+    for what, argv in (('no program', ['top', '--once']),
+                       ('--format without --once', ['top', '--format=json', '--', example]),
+                       ('bad --format', ['top', '--once', '--format=xml', '--', example]),
+                       ('bad --limit', ['top', '--once', '-n', 'x', '--', example]),
+                       ('unknown option', ['top', '--bogus', '--', example])):
+        expect_error(ck, run([cyg.exe] + argv, cwd=cyg.workdir), what, 2)
+    expect_error(ck, run([cyg.exe, 'top', '--once', '--', os.path.join(cyg.workdir, 'nope')],
+                         cwd=cyg.workdir), 'missing program', 127)
+
+
+TESTS = {'top-once': t_once, 'top-threads': t_threads, 'top-errors': t_errors}
+
+
+def extra(ap):
+    ap.add_argument('--threads', required=True)
+
+
+if __name__ == '__main__':
+    sys.exit(e2e.driver_main(TESTS, 'top', __doc__, extra))
