@@ -34,7 +34,7 @@ static void usage(FILE *f)
 		"  -n, --limit N          show at most N functions (default 20, 0: all)\n"
 		"  -o, --output FILE      also keep the capture (as 'cygprof record -o' writes\n"
 		"                         it); only an earlier capture there is replaced\n"
-		"  -q, --quiet            no summary line at the end\n"
+		"  -q, --quiet            no warning when no instrumented function was called\n"
 		"  -h, --help             this help\n\n"
 		"Snapshots come about once a second (CYGPROF_CHECKPOINT_MS).\n");
 }
