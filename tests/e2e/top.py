@@ -4,11 +4,13 @@
 non-interactive mode `top --once`.
 
 Usage:
-  top.py --cygprof CYGPROF --example CALLS-O2 --threads THREADS-O2 --test NAME
+  top.py --cygprof CYGPROF --example CALLS-O2 --threads THREADS-O2
+         --longrun LONGRUN-O2 --test NAME
          [--skip REASON] [-v] [--keep]
 
 CALLS-O2 is examples/calls.c (main 1, a 3, b 6, c 30 calls); THREADS-O2 is
-examples/threads.c (4 workers calling work N times, main once more).
+examples/threads.c (4 workers calling work N times, main once more);
+LONGRUN-O2 is examples/longrun.c.
 
 Tests:
   top-once      top --once --format=json on calls: main 1, a 3, b 6, c 30
@@ -19,6 +21,10 @@ Tests:
                 the program's stdout passes through, its exit status is top's
   top-threads   top --once on threads 200: work 801 calls merged over the
                 threads, 6 threads counted
+  top-live      top without --once on longrun (10 rounds of 2000 work calls,
+                100 ms apart) with snapshots every 200 ms: several snapshots,
+                work's calls never going down, its last-interval calls
+                summing to the 20000 of the last one
   top-errors    no program, --format without --once, a bad --format, a
                 bad --limit: one line, exit 2; a missing program: exit 127
 """
@@ -102,6 +108,27 @@ def t_threads(ck, cyg, example, args):
     check_sorted(ck, data['functions'])
 
 
+def t_live(ck, cyg, example, args):
+    pidfile = os.path.join(cyg.workdir, 'pid')
+    os.environ['CYGPROF_CHECKPOINT_MS'] = '200'
+    try:
+        cp = run([cyg.exe, 'top', '-n', '0', '--', os.path.abspath(args.longrun), pidfile,
+                  '10', '2000'], cwd=cyg.workdir)
+    finally:
+        del os.environ['CYGPROF_CHECKPOINT_MS']
+    ck.eq(cp.returncode, 0, 'exit status')
+    totals, last = [], []
+    for ln in cp.out.splitlines():
+        f = ln.split()
+        if len(f) == 5 and f[4] == 'work':
+            totals.append(int(f[1]))
+            last.append(int(f[3]))
+    ck.check(len(totals) >= 3, 'several snapshots (%d)' % len(totals))
+    ck.check(totals == sorted(totals), 'work: calls never go down (%s)' % totals)
+    ck.eq(totals[-1] if totals else None, 20000, 'work: calls at the end')
+    ck.eq(sum(last), 20000, 'work: the intervals add up to the total')
+
+
 def t_errors(ck, cyg, example, args):
     for what, argv in (('no program', ['top', '--once']),
                        ('--format without --once', ['top', '--format=json', '--', example]),
@@ -113,11 +140,13 @@ def t_errors(ck, cyg, example, args):
                          cwd=cyg.workdir), 'missing program', 127)
 
 
-TESTS = {'top-once': t_once, 'top-threads': t_threads, 'top-errors': t_errors}
+TESTS = {'top-once': t_once, 'top-threads': t_threads, 'top-live': t_live,
+         'top-errors': t_errors}
 
 
 def extra(ap):
     ap.add_argument('--threads', required=True)
+    ap.add_argument('--longrun', required=True)
 
 
 if __name__ == '__main__':
