@@ -9,11 +9,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -36,7 +39,9 @@ static void usage(FILE *f)
 		"                         it); only an earlier capture there is replaced\n"
 		"  -q, --quiet            no warning when no instrumented function was called\n"
 		"  -h, --help             this help\n\n"
-		"Snapshots come about once a second (CYGPROF_CHECKPOINT_MS).\n");
+		"Snapshots come about once a second (CYGPROF_CHECKPOINT_MS).  On a terminal,\n"
+		"keys act at the next snapshot: q stops PROG (SIGTERM) and quits, p pauses\n"
+		"the display (and resumes it).\n");
 }
 
 /* One function merged over the threads. */
@@ -48,6 +53,8 @@ struct tfn {
 
 struct top {
 	int once, json, quiet;
+	int keys;            /* stdin is a terminal in cbreak mode: q, p */
+	int paused, quitting;
 	size_t limit;
 	struct tfn *cur, *prev;
 	size_t ncur, nprev;
@@ -121,6 +128,53 @@ static void print_json(struct top *t, FILE *f, int status)
 	fprintf(f, "]}\n");
 }
 
+/* The terminal's mode before top's cbreak mode (keys without Enter, no echo). */
+static struct termios saved_tty;
+static int tty_changed;
+
+static void tty_restore(void)
+{
+	if (tty_changed) {
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tty);
+		tty_changed = 0;
+	}
+}
+
+static int tty_keys(void)
+{
+	struct termios raw;
+
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO) || tcgetattr(STDIN_FILENO, &saved_tty))
+		return 0;
+	raw = saved_tty;
+	raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	raw.c_cc[VMIN] = 0;
+	raw.c_cc[VTIME] = 0;
+	if (tcsetattr(STDIN_FILENO, TCSANOW, &raw))
+		return 0;
+	tty_changed = 1;
+	atexit(tty_restore);
+	return 1;
+}
+
+/* The keys typed since the last snapshot: q stops the program, p pauses. */
+static void read_keys(struct top *t, int pid)
+{
+	struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
+	char buf[64];
+	ssize_t n;
+
+	while (poll(&pfd, 1, 0) > 0 && (n = read(STDIN_FILENO, buf, sizeof buf)) > 0)
+		for (ssize_t i = 0; i < n; i++) {
+			if ((buf[i] == 'q' || buf[i] == 'Q') && !t->quitting) {
+				t->quitting = 1;
+				if (pid > 0)
+					kill(pid, SIGTERM);
+			} else if (buf[i] == 'p' || buf[i] == 'P')
+				t->paused = !t->paused;
+		}
+}
+
 /* The collector's snapshot: merge by name, take the interval against the
  * previous one, show it (live) or keep it (--once). */
 static void on_snapshot(void *arg, const struct collector_snapshot *s)
@@ -177,10 +231,17 @@ static void on_snapshot(void *arg, const struct collector_snapshot *s)
 	qsort(t->cur, t->ncur, sizeof *t->cur, by_self);
 	t->elapsed_ns = s->elapsed_ns;
 	t->threads = s->threads;
-	if (!t->once && !s->final) {
+	if (t->keys)
+		read_keys(t, s->pid);
+	if (!t->once && !s->final && !t->paused) {
 		if (isatty(STDOUT_FILENO))
 			fputs("\033[H\033[2J", stdout);
 		print_text(t, stdout);
+		if (t->keys)
+			fputs("\nq: quit  p: pause\n", stdout);
+		fflush(stdout);
+	} else if (t->keys && !t->once && !s->final) {
+		fputs("\r(paused: p resumes)", stdout);
 		fflush(stdout);
 	}
 }
@@ -275,7 +336,10 @@ int cmd_top(int argc, char **argv)
 		o.output = tmpcap;
 	}
 
+	if (!t.once)
+		t.keys = tty_keys();
 	rc = collector_record(&o, &r, err, sizeof err);
+	tty_restore();
 	free(rt);
 	if (tmpdir[0])
 		remove_dir(tmpdir);
@@ -288,8 +352,11 @@ int cmd_top(int argc, char **argv)
 	}
 	if (t.json)
 		print_json(&t, stdout, r.status);
-	else
+	else {
+		if (!t.once && isatty(STDOUT_FILENO))
+			fputs("\033[H\033[2J", stdout); /* the last snapshot in place */
 		print_text(&t, stdout);
+	}
 	fflush(stdout);
 	if (r.damaged[0])
 		cli_warn("warning: %s", r.damaged);

@@ -23,6 +23,7 @@ struct collector_fn {
  * the call only. */
 struct collector_snapshot {
 	int final;             /* the program is gone: the last snapshot */
+	int pid;               /* the program started (to stop it: cygprof top's q) */
 	uint64_t elapsed_ns;   /* since the program started */
 	uint32_t threads;
 	const struct collector_fn *fns;

@@ -105,6 +105,7 @@ void collector_snapshot(struct collector *c, int final)
 			fns[i] = v[i].f;
 		struct collector_snapshot s = {
 			.final = final,
+			.pid = c->main_pid,
 			.elapsed_ns = tick_ns(c, c->end_ts),
 			.threads = (uint32_t)c->nthreads,
 			.fns = fns,

@@ -25,13 +25,20 @@ Tests:
                 100 ms apart) with snapshots every 200 ms: several snapshots,
                 work's calls never going down, its last-interval calls
                 summing to the 20000 of the last one
+  top-tty       top in a real terminal (tmux) on longrun: the view with its
+                key line comes, p pauses it, q stops the program (SIGTERM:
+                exit 143) and leaves the last snapshot on the screen; skipped
+                without tmux
   top-errors    no program, --format without --once, a bad --format, a
                 bad --limit: one line, exit 2; a missing program: exit 127
 """
 
 import json
 import os
+import shutil
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
@@ -129,6 +136,50 @@ def t_live(ck, cyg, example, args):
     ck.eq(sum(last), 20000, 'work: the intervals add up to the total')
 
 
+def tmux(sock, *a):
+    return subprocess.run(['tmux', '-L', sock] + list(a), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=30)
+
+
+def wait_pane(sock, what, timeout=20):
+    end = time.time() + timeout
+    while time.time() < end:
+        out = tmux(sock, 'capture-pane', '-p', '-t', 'top').stdout.decode('utf-8', 'replace')
+        if what in out:
+            return out
+        time.sleep(0.2)
+    raise Failure('the terminal never showed %r; it shows:\n%s' % (what, out))
+
+
+def t_tty(ck, cyg, example, args):
+    if not shutil.which('tmux'):
+        print('SKIP top-tty: no tmux')
+        sys.exit(e2e.SKIP)
+    sock = 'cygprof-top-%d' % os.getpid()
+    done = os.path.join(cyg.workdir, 'exit')
+    # the program's own stdout would scroll the view: the view alone on the tty
+    cmd = ('CYGPROF_CHECKPOINT_MS=200 %s top -- sh -c \'exec "$0" "$@" >/dev/null\' '
+           '%s %s 200 2000; echo $? > %s; sleep 30' %
+           (cyg.exe, os.path.abspath(args.longrun), os.path.join(cyg.workdir, 'pid'), done))
+    tmux(sock, 'new-session', '-d', '-s', 'top', '-x', '120', '-y', '40', cmd)
+    try:
+        out = wait_pane(sock, 'q: quit  p: pause')
+        ck.check('work' in out and 'round_' in out, 'the view shows work and round_')
+        tmux(sock, 'send-keys', '-t', 'top', 'p')
+        wait_pane(sock, '(paused: p resumes)')
+        ck.ok('p pauses the view')
+        tmux(sock, 'send-keys', '-t', 'top', 'q')
+        end = time.time() + 20
+        while not os.path.exists(done) and time.time() < end:
+            time.sleep(0.2)
+        status = open(done).read().strip() if os.path.exists(done) else None
+        ck.eq(status, '143', 'q: the program stopped by SIGTERM, top exits 128+15')
+        out = wait_pane(sock, 'function')
+        ck.check('work' in out, 'the last snapshot stays on the screen')
+    finally:
+        tmux(sock, 'kill-server')
+
+
 def t_errors(ck, cyg, example, args):
     for what, argv in (('no program', ['top', '--once']),
                        ('--format without --once', ['top', '--format=json', '--', example]),
@@ -141,7 +192,7 @@ def t_errors(ck, cyg, example, args):
 
 
 TESTS = {'top-once': t_once, 'top-threads': t_threads, 'top-live': t_live,
-         'top-errors': t_errors}
+         'top-tty': t_tty, 'top-errors': t_errors}
 
 
 def extra(ap):
