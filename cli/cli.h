@@ -236,5 +236,12 @@ int cmd_samples(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_html(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+
+/* cmd-record.c, shared with top: the runtime next to this executable (owned,
+ * NULL: not found); PROG as a shell finds it, or exit 127/126 like one. */
+struct stat;
+char *cli_find_runtime(const char *name);
+void cli_check_program(const char *prog, struct stat *st);
 
 #endif

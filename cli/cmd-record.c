@@ -95,7 +95,7 @@ static void usage(FILE *f)
 
 /* Find the runtime next to this executable: installed
  * (BINDIR/../LIBDIR/cygprof) or in the build tree (cli/../cyg). */
-static char *find_runtime(const char *name)
+char *cli_find_runtime(const char *name)
 {
 	static const char *rel[] = {
 		"../" CYGPROF_RUNTIME_DIR_REL "/",
@@ -128,7 +128,7 @@ static char *find_runtime(const char *name)
 
 /* Like a shell: 127 when PROG is not found, 126 when it cannot be run.
  * *st: the program found (its stat, links followed). */
-static void check_program(const char *prog, struct stat *st)
+void cli_check_program(const char *prog, struct stat *st)
 {
 	if (strchr(prog, '/')) {
 		if (stat(prog, st) < 0)
@@ -367,11 +367,11 @@ int cmd_record(int argc, char **argv)
 			(unsigned long long)(o.shm_bytes ? o.shm_bytes : CYG_SHM_DEFAULT_BYTES) >> 20);
 	o.argv = argv + optind;
 	o.filters = filters;
-	check_program(o.argv[0], &prog_st);
+	cli_check_program(o.argv[0], &prog_st);
 	cli_output_check("record", o.output, CLI_OUT_CAPTURE, force, &prog_st);
 	check_space(o.output);
 	const char *rtname = o.memory ? "libcygprof-mem.so" : "libcygprof-cyg.so";
-	char *rt = find_runtime(rtname);
+	char *rt = cli_find_runtime(rtname);
 	if (!rt)
 		cli_die(1, "cannot find the runtime %s next to this cygprof", rtname);
 	o.runtime = rt;

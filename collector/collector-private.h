@@ -444,6 +444,10 @@ uint64_t collector_sampling_count(const struct collector *c);
 /* The metadata of sampling: "sample_event", "sample_hz", "sample_lost". */
 int collector_sampling_meta(struct collector *c);
 
+/* snapshot.c: the trees folded so far to o->snapshot (when set), after a
+ * checkpoint. */
+void collector_snapshot(struct collector *c, int final);
+
 /* Write what the drain produced: new stash nodes, then the thread's events. */
 void collector_mem_flush(struct collector *c, struct cthread *ct);
 void collector_mem_release(struct collector *c);

@@ -9,6 +9,27 @@
 /* The counters interval without a value (record --counters). */
 #define CYGPROF_COUNTERS_DEFAULT_NS 10000000ULL
 
+/* One function of one thread in a snapshot (collector_opts.snapshot). */
+struct collector_fn {
+	const char *name;      /* demangled; "0x..." when it has no symbol */
+	uint32_t tid;          /* the thread */
+	uint64_t calls;        /* calls so far */
+	uint64_t self_ns;      /* time in it, not in what it called */
+	uint64_t total_ns;     /* time in it with what it called (recursion counted once per frame) */
+};
+
+/* What the collector has folded so far: after every checkpoint (about once a
+ * second, CYGPROF_CHECKPOINT_MS) and once at the end (final).  Valid during
+ * the call only. */
+struct collector_snapshot {
+	int final;             /* the program is gone: the last snapshot */
+	int pid;               /* the program started (to stop it: cygprof top's q) */
+	uint64_t elapsed_ns;   /* since the program started */
+	uint32_t threads;
+	const struct collector_fn *fns;
+	size_t nfns;
+};
+
 struct collector_opts {
 	const char *output;    /* capture path */
 	char *const *argv;     /* the program and its arguments */
@@ -39,6 +60,9 @@ struct collector_opts {
 	const char *filters;   /* the filter options as given, for the capture */
 	const char **debug_dirs; /* where separate debug files are (--debug-dir) */
 	size_t n_debug_dirs;
+	/* called with each snapshot (cygprof top); NULL: none */
+	void (*snapshot)(void *arg, const struct collector_snapshot *s);
+	void *snapshot_arg;
 };
 
 struct collector_result {

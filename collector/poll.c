@@ -75,6 +75,8 @@ int collector_poll(struct collector *c, pid_t pid)
 			int e = collector_checkpoint(c, 0);
 			c->in_checkpoint = 0;
 			if (!e)
+				collector_snapshot(c, 0);
+			if (!e)
 				e = cygprof_capture_commit(c->cap);
 			else
 				cygprof_capture_commit(c->cap);

@@ -163,6 +163,8 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 	c.main_status = status;
 
 	rc = collector_checkpoint(&c, 1);
+	if (!rc)
+		collector_snapshot(&c, 1);
 	{
 		int e = cygprof_capture_commit(c.cap);
 		if (!rc)
