@@ -8,11 +8,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "capture-sink.h"
 #include "check.h"
 #include "net-proto.h"
+#include "net.h"
+#include "sha256.h"
 
 static char dir[PATH_MAX];
 
@@ -480,6 +485,166 @@ static void test_malformed(void)
 	CHECK_EQ_STR(netp_type_name(NETP_T_STACKS), "stacks");
 }
 
+static void hex(const uint8_t *p, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", p[i]);
+}
+
+static void test_sha256(void)
+{
+	uint8_t d[32];
+	char h[65];
+	struct sha256 c;
+
+	sha256_init(&c);
+	sha256_update(&c, "abc", 3);
+	sha256_final(&c, d);
+	hex(d, 32, h);
+	CHECK_EQ_STR(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	sha256_init(&c);
+	for (int i = 0; i < 1000; i++)
+		sha256_update(&c, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+			      1000);
+	sha256_final(&c, d);
+	hex(d, 32, h);
+	CHECK_EQ_STR(h, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	/* RFC 4231 test cases 2 and 6 (a key longer than a block) */
+	hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, d);
+	hex(d, 32, h);
+	CHECK_EQ_STR(h, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+	uint8_t key[131];
+	memset(key, 0xaa, sizeof key);
+	const char *m = "Test Using Larger Than Block-Size Key - Hash Key First";
+	hmac_sha256(key, sizeof key, m, strlen(m), d);
+	hex(d, 32, h);
+	CHECK_EQ_STR(h, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+	CHECK(ct_equal(d, d, 32));
+	uint8_t d2[32];
+	memcpy(d2, d, 32);
+	d2[31] ^= 1;
+	CHECK(!ct_equal(d, d2, 32));
+}
+
+static const char *write_token(const char *name, const char *text, mode_t mode)
+{
+	const char *path = tmp_path(name);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return path;
+	fputs(text, f);
+	fclose(f);
+	chmod(path, mode);
+	return path;
+}
+
+static void test_token(void)
+{
+	uint8_t *tok = NULL;
+	size_t n = 0;
+	char err[300] = "";
+
+	CHECK_EQ_INT(net_token_load(write_token("t1", "0123456789abcdef\n", 0600), &tok, &n, err,
+				    sizeof err), 0);
+	CHECK_EQ_U64(n, 16);
+	free(tok);
+	CHECK_EQ_INT(net_token_load(write_token("t2", "0123456789abcdef\n", 0644), &tok, &n, err,
+				    sizeof err), -EPERM);
+	CHECK(strstr(err, "readable by others") != NULL);
+	CHECK_EQ_INT(net_token_load(write_token("t3", "short\n", 0600), &tok, &n, err, sizeof err),
+		     -EINVAL);
+	CHECK_EQ_INT(net_token_load(tmp_path("none"), &tok, &n, err, sizeof err), -ENOENT);
+}
+
+/* The server side in a child over a socketpair; its result as exit code. */
+static void handshake_case(const char *ctok, const char *stok, int want_c, int want_s)
+{
+	int sv[2];
+	char err[300] = "";
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) {
+		CHECK_FAIL_("socketpair: %s", strerror(errno));
+		return;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		int rc = net_handshake_server(sv[1], (const uint8_t *)stok, strlen(stok), 5000,
+					      err, sizeof err);
+		_exit(rc == 0 ? 0 : rc == -EACCES ? 1 : 2);
+	}
+	close(sv[1]);
+	int rc = net_handshake_client(sv[0], (const uint8_t *)ctok, strlen(ctok), 5000, err,
+				      sizeof err);
+	CHECK_EQ_INT(rc, want_c);
+	close(sv[0]);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ_INT(WEXITSTATUS(st), want_s);
+}
+
+static void test_handshake(void)
+{
+	handshake_case("0123456789abcdef", "0123456789abcdef", 0, 0);
+	handshake_case("0123456789abcdeX", "0123456789abcdef", -EACCES, 1);
+
+	/* A peer that is not cygprof. */
+	int sv[2];
+	char err[300] = "";
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		return;
+	CHECK_EQ_INT(write(sv[0], "GET / HTTP/1.0\r\n", 16), 16);
+	CHECK_EQ_INT(net_handshake_server(sv[1], (const uint8_t *)"0123456789abcdef", 16, 5000,
+					  err, sizeof err),
+		     -EPROTO);
+	CHECK_EQ_STR(err, "the peer is not cygprof record --send");
+	close(sv[0]);
+	/* A peer that hangs up. */
+	CHECK_EQ_INT(net_handshake_server(sv[1], (const uint8_t *)"0123456789abcdef", 16, 5000,
+					  err, sizeof err),
+		     -EPIPE);
+	close(sv[1]);
+}
+
+static void test_loopback(void)
+{
+	char err[300] = "";
+	int l = net_listen("127.0.0.1:0", err, sizeof err);
+	CHECK(l >= 0);
+	if (l < 0)
+		return;
+	int port = net_local_port(l);
+	CHECK(port > 0);
+	char spec[64];
+	snprintf(spec, sizeof spec, "127.0.0.1:%d", port);
+	int c = net_connect(spec, err, sizeof err);
+	CHECK(c >= 0);
+	int a = accept(l, NULL, NULL);
+	CHECK(a >= 0);
+	CHECK_EQ_INT(net_write_full(c, "hello", 5, 1000), 0);
+	char buf[8] = "";
+	CHECK_EQ_INT(net_read_full(a, buf, 5, 1000), 0);
+	CHECK_EQ_STR(buf, "hello");
+	CHECK_EQ_INT(net_read_full(a, buf, 1, 50), -ETIMEDOUT);
+	close(c);
+	CHECK_EQ_INT(net_read_full(a, buf, 1, 1000), -EPIPE);
+	close(a);
+	close(l);
+	CHECK_EQ_INT(net_listen("nocolon", err, sizeof err), -EINVAL);
+	CHECK_EQ_STR(err, "nocolon: expected ADDR:PORT");
+	CHECK_EQ_INT(net_listen("127.0.0.1:99999", err, sizeof err), -EINVAL);
+}
+
 int main(void)
 {
 	const char *base = getenv("TMPDIR");
@@ -493,6 +658,10 @@ int main(void)
 	RUN_TEST(test_flush);
 	RUN_TEST(test_cut);
 	RUN_TEST(test_malformed);
+	RUN_TEST(test_sha256);
+	RUN_TEST(test_token);
+	RUN_TEST(test_handshake);
+	RUN_TEST(test_loopback);
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
