@@ -26,6 +26,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"samples", cmd_samples, "perf samples one by one; --rr: the rr commands to reach each"},
 	{"diff", cmd_diff, "compare two captures: calls and times per function and call path"},
 	{"export", cmd_export, "the capture for Perfetto, flame graphs, KCachegrind, pprof, gprof"},
+	{"receive", cmd_receive, "wait for one record --send and write the capture it streams"},
 	{"html", cmd_html, "one self-contained HTML report: flame graphs, tables, plots"},
 };
 
