@@ -27,6 +27,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"diff", cmd_diff, "compare two captures: calls and times per function and call path"},
 	{"export", cmd_export, "the capture for Perfetto, flame graphs, KCachegrind, pprof, gprof"},
 	{"top", cmd_top, "run a program and show its hottest functions as it runs"},
+	{"receive", cmd_receive, "wait for one record --send and write the capture it streams"},
 	{"html", cmd_html, "one self-contained HTML report: flame graphs, tables, plots"},
 };
 
