@@ -39,4 +39,21 @@ int attach_allowed(pid_t pid, const char *scope_path, char *err, size_t errlen);
  * Returns 0 or -1 with one line in err. */
 int attach_check(pid_t pid, struct attach_target *t, char *err, size_t errlen);
 
+/* Every thread of a process, seized and stopped (attach-ptrace.c). */
+#define ATTACH_MAX_THREADS 4096
+struct attach_threads {
+	pid_t pid;
+	size_t n;
+	pid_t tid[ATTACH_MAX_THREADS];
+};
+
+/* PTRACE_SEIZE (with PTRACE_O_TRACECLONE) and PTRACE_INTERRUPT every
+ * thread of pid, reading /proc/PID/task until no new one appears; each is
+ * in a ptrace stop on return.  Returns 0, or -1 with one line in err and
+ * nothing left seized. */
+int attach_stop_all(pid_t pid, struct attach_threads *a, char *err, size_t errlen);
+
+/* PTRACE_DETACH every thread of a: the process runs on. */
+void attach_resume_all(struct attach_threads *a);
+
 #endif

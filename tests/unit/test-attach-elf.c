@@ -165,6 +165,45 @@ static void test_instrumented(void)
 	CHECK(strstr(err, "no process") != NULL);
 }
 
+/* State letter of a thread from /proc/PID/task/TID/stat. */
+static char task_state(pid_t pid, pid_t tid)
+{
+	char p[96], line[512], *c;
+	FILE *f;
+
+	snprintf(p, sizeof p, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	f = fopen(p, "r");
+	if (!f)
+		return 0;
+	c = fgets(line, sizeof line, f) ? strrchr(line, ')') : NULL;
+	fclose(f);
+	return c && c[1] ? c[2] : 0;
+}
+
+static void test_stop_all(void)
+{
+	static struct attach_threads a;
+	char pidfile[128], err[512];
+	int i, st;
+
+	snprintf(pidfile, sizeof pidfile, "%s/pid2", tmpdir);
+	char *argv[] = {(char *)longrun, pidfile, "5", "200", NULL};
+	pid_t pid = spawn(argv);
+	for (i = 0; i < 500 && access(pidfile, F_OK); i++)
+		msleep(10);
+	CHECK_EQ_INT(attach_stop_all(pid, &a, err, sizeof err), 0);
+	CHECK_EQ_U64(a.n, 1);
+	CHECK_EQ_INT(task_state(pid, pid), 't'); /* tracing stop */
+	msleep(200);
+	CHECK_EQ_INT(task_state(pid, pid), 't');
+	attach_resume_all(&a);
+	CHECK_EQ_U64(a.n, 0);
+	/* runs on to its normal end */
+	CHECK_EQ_INT(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	unlink(pidfile);
+}
+
 static void test_uninstrumented(void)
 {
 	char err[512];
@@ -224,6 +263,7 @@ int main(int argc, char **argv)
 	if (!mkdtemp(tmpdir))
 		return 1;
 	RUN_TEST(test_instrumented);
+	RUN_TEST(test_stop_all);
 	RUN_TEST(test_uninstrumented);
 	RUN_TEST(test_scope);
 	rmdir(tmpdir);
