@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT */
+/* attach-elf.c - inspect a running process for record --attach: the GOT
+ * slots of the instrumentation hooks, dlopen in its libc, the refusals
+ * (docs/attach.md, steps 1 and 2).  Reads /proc and ELF files only: no
+ * ptrace. */
+#include "config.h"
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attach-elf.h"
+
+#ifndef R_X86_64_GLOB_DAT
+#define R_X86_64_GLOB_DAT 6
+#endif
+#ifndef R_X86_64_JUMP_SLOT
+#define R_X86_64_JUMP_SLOT 7
+#endif
+
+static int fail(char *err, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static Elf *open_elf(const char *path, int *fdp)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *e;
+
+	*fdp = fd;
+	if (fd < 0)
+		return NULL;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		if (e)
+			elf_end(e);
+		close(fd);
+		*fdp = -1;
+		return NULL;
+	}
+	return e;
+}
+
+static void close_elf(Elf *e, int fd)
+{
+	elf_end(e);
+	close(fd);
+}
+
+/* The load bias of an ELF object mapped with its offset-0 mapping at
+ * start: start minus the page-aligned vaddr of the PT_LOAD at offset 0. */
+static int load_bias(Elf *e, uint64_t start, uint64_t *bias)
+{
+	size_t n, i;
+	long pg = sysconf(_SC_PAGESIZE);
+
+	if (elf_getphdrnum(e, &n) != 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    ph.p_offset < (uint64_t)pg) {
+			*bias = start - (ph.p_vaddr & ~((uint64_t)pg - 1));
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* The GOT slots of the hooks: JUMP_SLOT (PLT calls) preferred, GLOB_DAT
+ * (-fno-plt) otherwise. */
+static void find_slots(Elf *e, struct attach_target *t)
+{
+	Elf_Scn *s = NULL;
+
+	while ((s = elf_nextscn(e, s))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		Elf_Scn *syms = elf_getscn(e, sh.sh_link);
+		GElf_Shdr ssh;
+		Elf_Data *rd = elf_getdata(s, NULL), *sd;
+		if (!syms || !gelf_getshdr(syms, &ssh) || !rd || !(sd = elf_getdata(syms, NULL)))
+			continue;
+		size_t n = sh.sh_size / sh.sh_entsize, i;
+		for (i = 0; i < n; i++) {
+			GElf_Rela r;
+			GElf_Sym sym;
+			int type;
+			if (!gelf_getrela(rd, (int)i, &r))
+				break;
+			type = (int)GELF_R_TYPE(r.r_info);
+			if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+			    !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &sym))
+				continue;
+			const char *name = elf_strptr(e, ssh.sh_link, sym.st_name);
+			uint64_t *slot;
+			int *ty;
+			if (!name)
+				continue;
+			if (!strcmp(name, "__cyg_profile_func_enter"))
+				slot = &t->got_enter, ty = &t->got_enter_type;
+			else if (!strcmp(name, "__cyg_profile_func_exit"))
+				slot = &t->got_exit, ty = &t->got_exit_type;
+			else
+				continue;
+			if (*slot && *ty == R_X86_64_JUMP_SLOT)
+				continue;
+			*slot = t->exe_base + r.r_offset;
+			*ty = type;
+		}
+	}
+}
+
+/* The value of a defined function in .dynsym, its default version when
+ * versioned (the hidden bit of .gnu.version clear). 0 when absent. */
+static uint64_t dynsym_value(Elf *e, const char *want)
+{
+	Elf_Scn *s = NULL, *dyn = NULL, *ver = NULL;
+	GElf_Shdr sh, dsh;
+	uint64_t any = 0;
+
+	while ((s = elf_nextscn(e, s))) {
+		if (!gelf_getshdr(s, &sh))
+			continue;
+		if (sh.sh_type == SHT_DYNSYM)
+			dyn = s;
+		else if (sh.sh_type == SHT_GNU_versym)
+			ver = s;
+	}
+	if (!dyn || !gelf_getshdr(dyn, &dsh) || !dsh.sh_entsize)
+		return 0;
+	Elf_Data *d = elf_getdata(dyn, NULL), *vd = ver ? elf_getdata(ver, NULL) : NULL;
+	size_t n = dsh.sh_size / dsh.sh_entsize, i;
+	for (i = 0; d && i < n; i++) {
+		GElf_Sym sym;
+		GElf_Versym v;
+		if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value ||
+		    GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+			continue;
+		const char *name = elf_strptr(e, dsh.sh_link, sym.st_name);
+		if (!name || strcmp(name, want))
+			continue;
+		if (!vd || !gelf_getversym(vd, (int)i, &v) || !(v & 0x8000))
+			return sym.st_value;
+		any = sym.st_value;
+	}
+	return any;
+}
+
+static int is_libc(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	return !strncmp(b, "libc.so", 7) ||
+	       (!strncmp(b, "libc-", 5) && strstr(b, ".so"));
+}
+
+static int is_runtime(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	return !strncmp(b, "libcygprof-cyg.so", 17) || !strncmp(b, "libcygprof-mem.so", 17);
+}
+
+int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
+{
+	char p[64], line[PATH_MAX + 256];
+	uint64_t exe_start = 0;
+	int fd, have_exe = 0;
+	FILE *f;
+	Elf *e;
+	ssize_t n;
+
+	memset(t, 0, sizeof *t);
+	t->pid = pid;
+	elf_version(EV_CURRENT);
+	snprintf(p, sizeof p, "/proc/%d/exe", (int)pid);
+	n = readlink(p, t->exe, sizeof t->exe - 1);
+	if (n < 0)
+		return fail(err, errlen, "attach: no process %d (%s)", (int)pid,
+			    errno == ENOENT ? "it does not exist" : strerror(errno));
+	t->exe[n] = 0;
+	/* The maps name the executable as the link does (" (deleted)" too). */
+	snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
+	f = fopen(p, "re");
+	if (!f)
+		return fail(err, errlen, "attach: cannot read %s: %s", p, strerror(errno));
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long lo, hi, off;
+		int pos = -1;
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s%n", &lo, &hi, &off, &pos) < 3 || pos < 0)
+			continue;
+		char *path = line + pos;
+		while (*path == ' ')
+			path++;
+		path[strcspn(path, "\n")] = 0;
+		if (*path != '/')
+			continue;
+		if (is_runtime(path))
+			t->profiled = 1;
+		if (off != 0)
+			continue;
+		if (!have_exe && !strcmp(path, t->exe)) {
+			exe_start = lo;
+			have_exe = 1;
+		} else if (!t->libc[0] && is_libc(path)) {
+			snprintf(t->libc, sizeof t->libc, "%s", path);
+			t->libc_base = lo; /* the start; the bias below */
+		}
+	}
+	fclose(f);
+
+	snprintf(p, sizeof p, "/proc/%d/exe", (int)pid);
+	e = open_elf(p, &fd);
+	if (!e)
+		return fail(err, errlen, "attach: cannot read the executable of process %d (%s)",
+			    (int)pid, t->exe);
+	GElf_Ehdr eh;
+	if (!gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64) {
+		close_elf(e, fd);
+		return fail(err, errlen, "attach: process %d is not an x86-64 program", (int)pid);
+	}
+	if (!have_exe || load_bias(e, exe_start, &t->exe_base) < 0) {
+		close_elf(e, fd);
+		return fail(err, errlen, "attach: cannot find where %s is mapped in process %d",
+			    t->exe, (int)pid);
+	}
+	find_slots(e, t);
+	close_elf(e, fd);
+
+	if (!t->libc[0])
+		return fail(err, errlen, "attach: process %d maps no libc (a static program?)",
+			    (int)pid);
+	char lp[PATH_MAX + 32];
+	snprintf(lp, sizeof lp, "/proc/%d/root%s", (int)pid, t->libc);
+	e = open_elf(lp, &fd);
+	if (!e)
+		e = open_elf(t->libc, &fd);
+	if (!e || load_bias(e, t->libc_base, &t->libc_base) < 0) {
+		if (e)
+			close_elf(e, fd);
+		return fail(err, errlen, "attach: cannot read %s of process %d", t->libc, (int)pid);
+	}
+	uint64_t v = dynsym_value(e, "dlopen");
+	if (!v)
+		v = dynsym_value(e, "__libc_dlopen_mode"); /* glibc before 2.34 */
+	uint64_t s = dynsym_value(e, "dlsym");
+	if (!s)
+		s = dynsym_value(e, "__libc_dlsym");
+	close_elf(e, fd);
+	if (!v || !s)
+		return fail(err, errlen, "attach: no dlopen in %s of process %d", t->libc, (int)pid);
+	t->dlopen_addr = t->libc_base + v;
+	t->dlsym_addr = t->libc_base + s;
+	return 0;
+}
+
+/* CAP_SYS_PTRACE in our effective set. */
+static int cap_sys_ptrace(void)
+{
+	char line[256];
+	int yes = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long cap;
+		if (sscanf(line, "CapEff: %llx", &cap) == 1)
+			yes = !!(cap & (1ULL << 19));
+	}
+	fclose(f);
+	return yes;
+}
+
+/* pid descends from us (Yama's ptrace_scope 1 lets a process trace its
+ * descendants). */
+static int descendant(pid_t pid)
+{
+	pid_t self = getpid();
+	int hops;
+
+	for (hops = 0; hops < 4096 && pid > 1; hops++) {
+		char p[64], line[256];
+		pid_t pp = -1;
+		snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+		FILE *f = fopen(p, "re");
+		if (!f)
+			return 0;
+		while (fgets(line, sizeof line, f))
+			if (sscanf(line, "PPid: %d", &pp) == 1)
+				break;
+		fclose(f);
+		if (pp == self)
+			return 1;
+		pid = pp;
+	}
+	return 0;
+}
+
+int attach_allowed(pid_t pid, const char *scope_path, char *err, size_t errlen)
+{
+	char p[64], line[256];
+	int scope = 0;
+	FILE *f = fopen(scope_path, "re");
+
+	if (f) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = 0;
+		fclose(f);
+	}
+	if (scope >= 3 || (scope == 2 && !cap_sys_ptrace()) ||
+	    (scope == 1 && !cap_sys_ptrace() && !descendant(pid)))
+		return fail(err, errlen,
+			    "attach: ptrace is not allowed here (%s is %d%s)", scope_path, scope,
+			    scope == 1 ? ": run as root or set it to 0"
+			    : scope == 2 ? ": run as root" : ": no attaching until reboot");
+	snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+	f = fopen(p, "re");
+	if (!f)
+		return fail(err, errlen, "attach: no process %d (%s)", (int)pid,
+			    errno == ENOENT ? "it does not exist" : strerror(errno));
+	while (fgets(line, sizeof line, f)) {
+		int tracer;
+		if (sscanf(line, "TracerPid: %d", &tracer) == 1 && tracer) {
+			fclose(f);
+			return fail(err, errlen, "attach: process %d is already traced by process %d",
+				    (int)pid, tracer);
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+int attach_check(pid_t pid, struct attach_target *t, char *err, size_t errlen)
+{
+	if (pid <= 0 || kill(pid, 0) < 0) {
+		if (pid > 0 && errno == EPERM)
+			return fail(err, errlen, "attach: process %d belongs to another user",
+				    (int)pid);
+		return fail(err, errlen, "attach: no process %d", (int)pid);
+	}
+	if (attach_allowed(pid, "/proc/sys/kernel/yama/ptrace_scope", err, errlen) < 0 ||
+	    attach_inspect(pid, t, err, errlen) < 0)
+		return -1;
+	if (t->profiled)
+		return fail(err, errlen, "attach: process %d is already being profiled by cygprof",
+			    (int)pid);
+	if (!t->got_enter || !t->got_exit)
+		return fail(err, errlen,
+			    "attach: %s (process %d) was not built with -finstrument-functions",
+			    t->exe, (int)pid);
+	return 0;
+}
