@@ -589,17 +589,8 @@ static void json_rows(const struct diff_opts *o, const char *what, const struct 
 			json_str(stdout, diff_row_object(r));
 		}
 		printf(", \"status\": \"%s\"", diff_status_str(r->status));
-		for (k = 0; k < NV; k++) {
-			double rel = diff_rel(r->ov[k], r->nv[k]);
-
-			printf(", \"%s\": {\"old\": %" PRIu64 ", \"new\": %" PRIu64 ", \"delta\": %" PRId64
-			       ", \"relative\": ",
-			       value_names[k], r->ov[k], r->nv[k], r->delta[k]);
-			if (isnan(rel))
-				printf("null}");
-			else
-				printf("%.6g}", rel);
-		}
+		for (k = 0; k < NV; k++)
+			json_change(stdout, value_names[k], r->ov[k], r->nv[k], r->delta[k]);
 		printf("}");
 	}
 	printf("%s]", m ? "\n  " : "");

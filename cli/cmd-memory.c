@@ -963,17 +963,9 @@ static void mem_rows_json(const char *what, const struct diff_row *r, size_t n, 
 		}
 		printf(", \"status\": \"%s\"", diff_status_str(x->status));
 		for (k = 0; k < MV_COUNT; k++) {
-			double rel = diff_rel(x->ov[k], x->nv[k]);
-
 			if (stacks && k == MV_SELF)
 				continue;
-			printf(", \"%s\": {\"old\": %" PRIu64 ", \"new\": %" PRIu64 ", \"delta\": %" PRId64
-			       ", \"relative\": ",
-			       mv_names[k], x->ov[k], x->nv[k], x->delta[k]);
-			if (isnan(rel))
-				printf("null}");
-			else
-				printf("%.6g}", rel);
+			json_change(stdout, mv_names[k], x->ov[k], x->nv[k], x->delta[k]);
 		}
 		printf("}");
 	}

@@ -6,10 +6,12 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "cli.h"
 #include "report-util.h"
+#include "diff.h"
 #include "view.h"
 
 /* The UTF-8 sequence at s (RFC 3629, table 3-7 of the Unicode standard):
@@ -142,4 +144,16 @@ void cli_json_threads(struct view *v, const char *file, int totals)
 		printf("}");
 	}
 	printf("%s]", n ? "\n  " : "");
+}
+
+void json_change(FILE *f, const char *key, uint64_t old, uint64_t new, int64_t delta)
+{
+	double rel = diff_rel(old, new);
+
+	fprintf(f, ", \"%s\": {\"old\": %" PRIu64 ", \"new\": %" PRIu64 ", \"delta\": %" PRId64
+		", \"relative\": ", key, old, new, delta);
+	if (isnan(rel))
+		fputs("null}", f);
+	else
+		fprintf(f, "%.6g}", rel);
 }

@@ -38,6 +38,11 @@ static inline const char *proc_end_str(const struct cygprof_proc *p, char *buf, 
  * ill-formed sequence, as Python, browsers and ICU decode (json.c). */
 void json_str(FILE *f, const char *s);
 
+/* One value compared across two captures (diff, memory --diff):
+ * `, "KEY": {"old": O, "new": N, "delta": D, "relative": R}`, R = delta / old
+ * (diff_rel()) or null when old is 0 (json.c). */
+void json_change(FILE *f, const char *key, uint64_t old, uint64_t new, int64_t delta);
+
 /* uftrace-style duration: "  1.234 us", "  5.678 ms", "  1.000  s" (10 chars). */
 static inline const char *fmt_dur(char *buf, size_t len, uint64_t ns)
 {
