@@ -40,10 +40,11 @@ enum {
  * fd is closed (the mapping keeps the memfd alive).  Threads register on
  * their first hook, threads that end are seen by a pthread key destructor
  * and fork() by pthread_atfork(): nothing here needs the runtime to have
- * been preloaded.  Returns 0, or a negative errno: -EBUSY attached already
- * (or attaching), -EALREADY detached before (no re-attach), -EBADF fd is
- * not a mapping of this runtime's protocol version, -ENOMEM it cannot be
- * mapped. */
+ * been preloaded.  After cygprof_detach() it attaches again, to this or
+ * another collector's mapping: each thread gets a new writer at its next
+ * hook (the earlier mapping stays mapped).  Returns 0, or a negative errno:
+ * -EBUSY attached already (or attaching), -EBADF fd is not a mapping of
+ * this runtime's protocol version, -ENOMEM it cannot be mapped. */
 CYGPROF_ATTACH_API int cygprof_attach_fd(int fd);
 
 /* The instrumented functions on thread tid's stack at attach time (their

@@ -43,7 +43,10 @@ static int mem_started; /* the callbacks' mem_attach ran, or runs */
 
 int cyg_state;               /* 0 not tried, -2 attaching, 1 attached, -1 disabled */
 static int ctor_done;         /* our constructor ran: a missing environment is final */
-static __thread int thread_failed TLS_IE; /* no writer could be made: don't retry */
+/* no writer could be made in the mapping of this attach (cyg_gen): don't retry */
+static __thread unsigned thread_failed TLS_IE;
+static unsigned cyg_gen = 1; /* one more at each attach after a detach */
+static char *cyg_end;        /* the end of the mapping at cyg_base */
 static __thread uint64_t fork_cfa TLS_IE; /* stack position of fork()'s caller */
 static uint64_t cyg_proc_off; /* this process image's record */
 static pthread_key_t cyg_key;
@@ -445,6 +448,25 @@ static uint32_t nseeds; /* entries ever used (release-stored) */
 
 static void thread_dtor(void *arg);
 static void seed_push(struct cyg_thread *t, uint64_t now);
+
+/* A writer of an earlier attach (the runtime was detached, then attached
+ * again to another mapping): the thread's TLS still names it, in the old
+ * mapping, which stays mapped but is not written any more. */
+static inline int stale(const struct cyg_thread *t)
+{
+	return (const char *)t < cyg_base || (const char *)t >= cyg_end;
+}
+
+/* Forget the writers of an earlier attach: this thread gets a new one at
+ * its next hook. */
+static void tls_forget(void)
+{
+	cyg_tls.t = NULL;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	cyg_tls.stk = NULL;
+	cyg_tls.ring = NULL;
+	memset(cyg_tls.save, 0, sizeof cyg_tls.save);
+}
 static int attached_late; /* cygprof_attach_fd() attached us, not the environment */
 
 /* A new writer of this process image, on the thread list; the caller
@@ -723,7 +745,7 @@ struct cyg_thread *cyg__thread_init(void)
 
 	if (cyg_state == 0)
 		attach();
-	if (cyg_state <= 0 || thread_failed)
+	if (cyg_state <= 0 || thread_failed == cyg_gen)
 		return NULL;
 	t = shared_writer(1);
 	if (t) {
@@ -732,7 +754,7 @@ struct cyg_thread *cyg__thread_init(void)
 	}
 	t = thread_new(0, cyg_now());
 	if (!t)
-		thread_failed = 1; /* the mapping is full (counted in ctl->oom) */
+		thread_failed = cyg_gen; /* the mapping is full (counted in ctl->oom) */
 	errno = saved;
 	return t;
 }
@@ -824,8 +846,20 @@ void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cf
 	struct cyg_frame *stk;
 	uint32_t d;
 
-	if (CYG_DETACHED())
-		return; /* busy stays held: the writer is closed */
+	if (CYG_DETACHED()) {
+		t->busy = 0; /* the writer is closed (ovf diverts every hook here) */
+		return;
+	}
+	if (UNLIKELY(stale(t))) {
+		/* the first hook after an attach again: a new writer */
+		t->busy = 0;
+		tls_forget();
+		t = cyg__thread_init();
+		if (!t)
+			return;
+		t->busy = 1;
+		now = cyg_hook_now(); /* not before its seeded frames' entry */
+	}
 again:
 	stk = cyg_stk(t);
 	if (t->ovf) {
@@ -887,6 +921,10 @@ void cyg__enter_rare(uint64_t fn, uint64_t site, uint64_t cfa)
 
 	if (CYG_DETACHED())
 		return;
+	if (t && UNLIKELY(stale(t))) {
+		tls_forget();
+		t = NULL;
+	}
 	if (!t) {
 		t = cyg__thread_init();
 		if (!t)
@@ -915,8 +953,10 @@ void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t 
 	struct cyg_frame *stk = cyg_stk(t);
 	uint32_t d = t->depth, g;
 
-	if (CYG_DETACHED())
-		return; /* busy stays held: the writer is closed */
+	if (CYG_DETACHED()) {
+		t->busy = 0;
+		return;
+	}
 	if (stk[d].cfa < cfa || (stk[d].cfa == cfa && t->leave_ts))
 		d = cyg__unwind_dead(t, fn, site, cfa, now);
 	if (!d && t->level && !host_of(t)->busy) {
@@ -1144,7 +1184,10 @@ static void thread_dtor(void *arg)
 
 	if (__atomic_load_n(&cyg_state, __ATOMIC_RELAXED) <= 0)
 		return; /* detached: the writer was closed then */
-
+	if (t && stale(t)) {
+		tls_forget(); /* closed at the detach of an earlier attach */
+		t = NULL;
+	}
 	while (t && t->host_off)
 		t = host_of(t);
 	if (arg && t == arg)
@@ -1179,7 +1222,9 @@ __attribute__((destructor)) static void cyg_fini(void)
 
 	if (cyg_state <= 0)
 		return;
-	if (cyg_tls.t)
+	if (cyg_tls.t && stale(cyg_tls.t))
+		tls_forget();
+	else if (cyg_tls.t)
 		thread_end(cyg_tls.t);
 	else
 		shared_end();
@@ -1203,6 +1248,10 @@ static void atfork_child(void)
 
 	if (cyg_state <= 0)
 		return;
+	if (old && stale(old)) {
+		tls_forget();
+		old = NULL;
+	}
 	cyg_proc_off = register_proc(cyg_proc_off, now);
 	shared_reset();
 	cyg_tls.t = NULL;
@@ -1332,6 +1381,7 @@ static int map_fd(int fd)
 		key_made = 1;
 	}
 	cyg_base = m;
+	cyg_end = (char *)m + st.st_size;
 	cyg_ctl = c;
 	cyg_use_tsc = !!(c->flags & CYG_F_TSC);
 	cyg_timeline = !!(c->flags & CYG_F_TIMELINE);
@@ -1379,25 +1429,62 @@ static int attach(void)
 
 int cygprof_attach_state;
 
+/* Attached again, to a smaller mapping than before: the exit hook reads
+ * the node that the top frame of the stack its TLS names before it looks
+ * at anything else, a gid of the earlier mapping that may lie past the end
+ * of this one.  The earlier collector is done with those writers: their
+ * top frame becomes the root, naming the null node. */
+static void forget_writers(char *obase, uint64_t oproc)
+{
+	const struct cyg_ctl *oc = (const struct cyg_ctl *)(void *)obase;
+	uint32_t pid = (uint32_t)getpid();
+
+	for (uint64_t off = __atomic_load_n(&oc->threads_off, __ATOMIC_ACQUIRE); off;) {
+		struct cyg_thread *t = (struct cyg_thread *)(void *)(obase + off);
+		off = t->next;
+		if (t->pid != pid || t->proc_off != oproc)
+			continue;
+		struct cyg_frame *stk = (struct cyg_frame *)(void *)(obase + t->stack_off);
+		t->depth = 0;
+		stk[0].node = CYG_GID_NULL;
+	}
+}
+
 int cygprof_attach_fd(int fd)
 {
 	int saved = errno, prev = __atomic_load_n(&cyg_state, __ATOMIC_SEQ_CST), r;
 
 	if (prev > 0 || prev == -2)
 		return -EBUSY;
-	if (prev == CYG_STATE_DETACHED)
-		return -EALREADY;
 	if (fd < 0)
 		return -EBADF;
 	if (!__atomic_compare_exchange_n(&cyg_state, &prev, -2, 0, __ATOMIC_SEQ_CST,
 					 __ATOMIC_SEQ_CST))
 		return -EBUSY;
+	if (prev == CYG_STATE_DETACHED) {
+		/* Attached again (no hook runs: the slots are the original
+		 * ones).  What belongs to the earlier mapping is forgotten:
+		 * seeds not taken, the tid table of shared TLS, the threads'
+		 * failures; their writers are recognised as stale (outside
+		 * the new mapping) at each thread's next hook.  The earlier
+		 * mapping stays mapped: a TLS still points into it. */
+		uint32_t n = __atomic_load_n(&nseeds, __ATOMIC_ACQUIRE);
+		for (uint32_t i = 0; i < n; i++)
+			__atomic_store_n(&seeds[i].tid, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&nseeds, 0, __ATOMIC_RELEASE);
+		shared_reset();
+		cyg_gen++;
+	}
+	char *obase = cyg_base, *oend = cyg_end;
+	uint64_t oproc = cyg_proc_off;
 	r = map_fd(fd);
 	if (r) {
 		__atomic_store_n(&cyg_state, prev, __ATOMIC_SEQ_CST);
 		errno = saved;
 		return r;
 	}
+	if (prev == CYG_STATE_DETACHED && cyg_end - cyg_base < oend - obase)
+		forget_writers(obase, oproc);
 	close(fd); /* the mapping holds the memfd; an exec'd image would not use it */
 	attached_late = 1;
 	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_ON, __ATOMIC_SEQ_CST);
@@ -1507,12 +1594,10 @@ int cygprof_detach(void)
 		off = t->next;
 		if (t->pid != pid || t->proc_off != cyg_proc_off)
 			continue; /* another process's (a child forked meanwhile) */
-		/* Both send every later hook to a cold path: busy the exit
-		 * hook (which returns), ovf the enter hook; neither is ever
-		 * cleared again (a hook a thread was stopped inside clears
-		 * busy once, ovf stays). */
+		/* Sends every later hook to a cold path (enter and exit),
+		 * which returns; never cleared.  After an attach again the
+		 * cold path gives the thread a new writer instead. */
 		t->ovf = UINT32_MAX / 2;
-		t->busy = 1;
 		if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == CYG_T_ACTIVE) {
 			/* Its open frames end now: the collector closes them
 			 * at end_ts in its own copy, so nothing here writes

@@ -32,6 +32,15 @@ Tests:
                      under run), no unpaired exit.
   attach-timeline    attach-self recorded with --timeline: the same counts,
                      every recorded event balanced.
+  attach-again       detached, then attached again (to a second descriptor
+                     of the same mapping): a thread that waited across the
+                     detach gets a new writer at its first hook (an enter),
+                     the main thread at its first (an exit); exact totals
+                     of both windows, nothing in between, no unpaired exit.
+  attach-smaller     attached again to a smaller mapping of the program's own
+                     (the earlier writers' nodes lie past its end): the
+                     capture has the first window only, the program finds
+                     the second in its mapping, nothing crashes.
 """
 
 import os
@@ -81,6 +90,7 @@ def check_common(ck, data, tag, main_calls):
     ck.eq(arcs.get(('work', 'leaf')), 1500, tag + 'arc work -> leaf')
     ck.eq(arcs.get(('worker', 'work')), 1, tag + 'arc worker -> work')
     ck.eq(data['limits']['unpaired'], 0, tag + 'unpaired exits')
+    ck.eq(data['limits']['damaged'], None, tag + 'nothing rejected as damage')
     # the image attached: the one sh exec'd, with two threads recorded
     procs = [p for p in data['processes']
              if os.path.basename(p['exe']).startswith('attach-self')]
@@ -137,11 +147,44 @@ def test_timeline(ck, cyg, example, args):
     ck.eq(data['lost_events'], 0, 'events lost')
 
 
+def test_again(ck, cyg, example, args):
+    _, data = record(ck, cyg, example, args.runtime, 'reattach')
+    got = calls_of(data)
+    want = {'main': 2, 'run': 2, 'work_reattach': 1, 'work': 5, 'leaf': 2200, 'worker': 1,
+            'parker': 2}
+    for name, n in sorted(want.items()):
+        ck.eq(got.get(name), n, 'calls of %s over both windows' % name)
+    arcs = arcs_of(data)
+    want = {('main', 'run'): 2, ('run', 'work'): 2, ('run', 'work_reattach'): 1,
+            ('work', 'leaf'): 2200, ('worker', 'work'): 1, ('parker', 'work'): 2}
+    for arc, n in sorted(want.items()):
+        ck.eq(arcs.get(arc), n, 'arc %s -> %s' % arc)
+    ck.eq(data['limits']['unpaired'], 0, 'unpaired exits')
+    ck.eq(data['limits']['damaged'], None, 'nothing rejected as damage')
+    sp = spont_of(data)
+    ck.eq(sp.get('main'), 2, 'main is the main thread\'s root in both windows')
+    ck.eq(sp.get('parker'), 2, 'parker is its thread\'s root in both windows')
+    ck.eq(sp.get('work'), 0, 'work always has a caller')
+
+
+def test_smaller(ck, cyg, example, args):
+    _, data = record(ck, cyg, example, args.runtime, 'smaller')
+    got = calls_of(data)
+    want = {'main': 1, 'run': 1, 'work': 3, 'leaf': 1700, 'worker': 1, 'parker': 1}
+    for name, n in sorted(want.items()):
+        ck.eq(got.get(name), n, 'calls of %s (the first window only)' % name)
+    ck.eq(got.get('work_reattach'), None, 'work_reattach not in the capture')
+    ck.eq(data['limits']['unpaired'], 0, 'unpaired exits')
+    ck.eq(data['limits']['damaged'], None, 'nothing rejected as damage')
+
+
 TESTS = {
     'attach-self': test_seed,
     'attach-noseed': test_noseed,
     'attach-exitfirst': test_exitfirst,
     'attach-timeline': test_timeline,
+    'attach-again': test_again,
+    'attach-smaller': test_smaller,
 }
 
 

@@ -16,7 +16,19 @@
  * detach, and the 55 made through the runtime's hooks after the detach.
  * MODE "noseed": no seed (work has no caller, leaf the same); "exitfirst":
  * the main thread's first hook is the exit of a call made before the
- * attach (work_attach, seeded under run: 1 call), then as above.
+ * attach (work_attach, seeded under run: 1 call), then as above;
+ * "reattach": as without a mode, plus a thread `parker` made in the first
+ * window (parker -> work -> leaf 200) that waits across the detach; then
+ * an attach again (to a second descriptor of the same mapping) inside
+ * work_reattach, whose exit is the main thread's first hook then (seeded
+ * main -> run -> work_reattach), run -> work -> leaf 300, and parker
+ * (seeded) -> work -> leaf 200, whose first hook is that enter; detach.
+ * Totals then: main 2, run 2, work_reattach 1, work 5, leaf 2200, worker
+ * 1, parker 2.  "smaller": the same, but the attach again is to a mapping
+ * of its own, smaller than record's (the stale writers' gids lie past its
+ * end): the capture has the first window only (main 1, run 1, work 3, leaf
+ * 1700, worker 1, parker 1) and the program checks its own mapping (leaf
+ * 500 there).
  * Exits 0 when every step returned what it should, else prints why and
  * exits 1.
  */
@@ -26,6 +38,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,11 +46,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cyg-lock.h"
+#include "cyg-shm.h"
+
 #define N_MAIN 1000
 #define N_THREAD 500
 #define N_BEFORE 100
 #define N_AFTER 77
 #define N_LATE 55
+#define N_PARK 200
+#define N_AGAIN 300
 
 typedef void hook_fn(void *, void *);
 
@@ -182,6 +200,56 @@ static NOINSTR void do_attach(int fd, const unsigned long *seed, unsigned n)
 }
 
 static int the_fd;
+static struct cyg_ctl *own; /* mode smaller: the mapping made here */
+
+/* A mapping as the collector makes it (ring/shm-create.c), smallest size. */
+static NOINSTR int own_mapping(void)
+{
+	int fd = memfd_create("cygprof-test", 0);
+
+	if (fd < 0 || ftruncate(fd, (off_t)CYG_SHM_MIN_BYTES) < 0)
+		fail("memfd_create failed");
+	own = mmap(NULL, CYG_SHM_MIN_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd,
+		   0);
+	if (own == MAP_FAILED)
+		fail("mmap failed");
+	own->magic = CYG_SHM_MAGIC;
+	own->version = CYG_SHM_VERSION;
+	own->size = CYG_SHM_MIN_BYTES;
+	own->ring_words = 1024;
+	own->max_depth = CYG_DEPTH_MAX;
+	own->alloc_off = CYG_AREA_OFF;
+	cyg_lock_init(&own->lock);
+	cyg_lock_init(&own->alive);
+	return fd;
+}
+
+/* Calls of fn in the tree under gid of the mapping made here. */
+static NOINSTR uint64_t own_calls(uint32_t gid, uint64_t fn, int depth)
+{
+	const struct cyg_node *n = CYG_NODE((char *)own, gid);
+	uint64_t sum = n->fn == fn ? n->calls : 0;
+
+	if (depth > 64)
+		fail("a tree deeper than the program's calls in its own mapping");
+	for (uint32_t c = n->first_child; c; c = CYG_NODE((char *)own, c)->next_sibling)
+		sum += own_calls(c, fn, depth + 1);
+	return sum;
+}
+static sem_t parked, go;
+static volatile pid_t parker_tid;
+
+__attribute__((noinline)) static void *parker(void *arg)
+{
+	(void)arg;
+	work(N_PARK);
+	parker_tid = gettid();
+	sem_post(&parked);
+	while (sem_wait(&go))
+		;
+	work(N_PARK);
+	return NULL;
+}
 
 extern int main(int, char **);
 __attribute__((noinline)) static void run(int fd);
@@ -198,10 +266,28 @@ __attribute__((noinline)) static void work_attach(unsigned n)
 	do_attach(the_fd, seed, 3);
 }
 
+/* Attach again while this function is open; its exit is the first hook. */
+__attribute__((noinline)) static void work_reattach(int fd)
+{
+	unsigned long seed[3] = {(unsigned long)(uintptr_t)main, (unsigned long)(uintptr_t)run,
+				 (unsigned long)(uintptr_t)work_reattach};
+	unsigned long pseed[1] = {(unsigned long)(uintptr_t)parker};
+
+	if (attach_fd(fd))
+		fail("cygprof_attach_fd after a detach failed");
+	if (*attach_state != 1)
+		fail("cygprof_attach_state is not 1 after the attach again");
+	if (attach_seed((int)gettid(), seed, 3) || attach_seed((int)parker_tid, pseed, 1))
+		fail("cygprof_attach_seed failed after the attach again");
+	hooks_to((uintptr_t)rt_enter, (uintptr_t)rt_exit);
+}
+
 __attribute__((noinline)) static void run(int fd)
 {
 	unsigned long seed[2] = {(unsigned long)(uintptr_t)main, (unsigned long)(uintptr_t)run};
-	pthread_t th;
+	pthread_t th, park;
+	int smaller = !strcmp(mode, "smaller"), again = smaller || !strcmp(mode, "reattach");
+	int fd2 = smaller ? own_mapping() : again ? dup(fd) : -1;
 
 	if (!strcmp(mode, "exitfirst")) {
 		/* the attach happens inside work_attach: its exit is the
@@ -217,6 +303,15 @@ __attribute__((noinline)) static void run(int fd)
 	/* a thread made after the attach */
 	if (pthread_create(&th, NULL, worker, NULL) || pthread_join(th, NULL))
 		fail("pthread_create failed");
+	if (again) {
+		/* one more, which waits across the detach */
+		sem_init(&parked, 0, 0);
+		sem_init(&go, 0, 0);
+		if (pthread_create(&park, NULL, parker, NULL))
+			fail("pthread_create failed");
+		while (sem_wait(&parked))
+			;
+	}
 
 	hooks_to(orig_enter, orig_exit); /* what the injector does first */
 	if (detach())
@@ -225,8 +320,8 @@ __attribute__((noinline)) static void run(int fd)
 		fail("cygprof_attach_state is not 2 after the detach");
 	if (detach() != -EINVAL)
 		fail("a second cygprof_detach did not return -EINVAL");
-	if (attach_fd(fd) != -EALREADY)
-		fail("cygprof_attach_fd after the detach did not return -EALREADY");
+	if (attach_fd(fd) != -EBADF || *attach_state != 2)
+		fail("cygprof_attach_fd of a closed fd after the detach did not return -EBADF");
 	work(N_AFTER);
 	/* hooks still reaching the runtime after the detach write nothing */
 	hooks_to((uintptr_t)rt_enter, (uintptr_t)rt_exit);
@@ -234,6 +329,26 @@ __attribute__((noinline)) static void run(int fd)
 	if (pthread_create(&th, NULL, worker, NULL) || pthread_join(th, NULL))
 		fail("pthread_create failed");
 	hooks_to(orig_enter, orig_exit);
+	if (!again)
+		return;
+	work_reattach(fd2);
+	work(N_AGAIN);
+	sem_post(&go);
+	if (pthread_join(park, NULL))
+		fail("pthread_join failed");
+	hooks_to(orig_enter, orig_exit);
+	if (detach() || *attach_state != 2)
+		fail("cygprof_detach after the attach again failed");
+	if (smaller) {
+		uint64_t leafs = 0;
+		for (uint64_t off = own->threads_off; off;) {
+			const struct cyg_thread *t = (const void *)((char *)own + off);
+			leafs += own_calls(t->root, (uint64_t)(uintptr_t)leaf, 0);
+			off = t->next;
+		}
+		if (own->nthreads != 2 || leafs != N_PARK + N_AGAIN)
+			fail("the mapping of the attach again does not hold 2 threads and leaf 500");
+	}
 }
 
 int main(int argc, char **argv)
