@@ -52,7 +52,13 @@ extern int cyg_noclock HIDDEN;
 extern uint64_t cyg_ring_mask HIDDEN;
 extern uint32_t cyg_max_depth HIDDEN;
 extern int cyg_memory HIDDEN; /* tracing the malloc family (libcygprof-mem.so, --memory) */
-extern int cyg_state HIDDEN;  /* 0 not attached yet, 1 attached, <0 disabled or attaching */
+/* 0 not attached yet, 1 attached, <0 disabled (-1), attaching (-2) or
+ * detached (CYG_STATE_DETACHED: cygprof_detach(), the hooks' cold paths
+ * return without writing) */
+extern int cyg_state HIDDEN;
+#define CYG_STATE_DETACHED (-3)
+/* cygprof_detach() ran: every cold path of the hooks returns at once. */
+#define CYG_DETACHED() UNLIKELY(__atomic_load_n(&cyg_state, __ATOMIC_RELAXED) == CYG_STATE_DETACHED)
 /* Attach before our constructor ran (an allocation in an earlier one). */
 HIDDEN void cyg__attach_early(void) COLD;
 

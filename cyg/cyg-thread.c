@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cyg-attach.h"
 #include "cyg-lock.h"
 #include "cyg-private.h"
 
@@ -42,7 +43,10 @@ static int mem_started; /* the callbacks' mem_attach ran, or runs */
 
 int cyg_state;               /* 0 not tried, -2 attaching, 1 attached, -1 disabled */
 static int ctor_done;         /* our constructor ran: a missing environment is final */
-static __thread int thread_failed TLS_IE; /* no writer could be made: don't retry */
+/* no writer could be made in the mapping of this attach (cyg_gen): don't retry */
+static __thread unsigned thread_failed TLS_IE;
+static unsigned cyg_gen = 1; /* one more at each attach after a detach */
+static char *cyg_end;        /* the end of the mapping at cyg_base */
 static __thread uint64_t fork_cfa TLS_IE; /* stack position of fork()'s caller */
 static uint64_t cyg_proc_off; /* this process image's record */
 static pthread_key_t cyg_key;
@@ -428,7 +432,42 @@ struct cyg_node *cyg__new_child(struct cyg_thread *t, struct cyg_node *p, uint64
 	return c;
 }
 
+/* Thread ids waiting for their first hook, with the frames to start their
+ * shadow stacks with (CYGPROF_ATTACH_SEED_MAX function addresses, in the
+ * mapping: no malloc).  An entry is claimed by a compare-and-swap of its
+ * tid from 0, filled, then its tid published; the thread takes it at its
+ * first hook (SEED_TAKEN while it reads it, then free again). */
+#define SEED_CLAIMED UINT32_MAX
+#define SEED_TAKEN (UINT32_MAX - 1)
+static struct seed {
+	uint32_t tid; /* 0 free, SEED_CLAIMED being filled, SEED_TAKEN used */
+	uint32_t n;
+	uint64_t off; /* uint64_t[n] in the mapping, outermost first */
+} seeds[CYGPROF_ATTACH_SEED_THREADS];
+static uint32_t nseeds; /* entries ever used (release-stored) */
+
 static void thread_dtor(void *arg);
+static void seed_push(struct cyg_thread *t, uint64_t now);
+
+/* A writer of an earlier attach (the runtime was detached, then attached
+ * again to another mapping): the thread's TLS still names it, in the old
+ * mapping, which stays mapped but is not written any more. */
+static inline int stale(const struct cyg_thread *t)
+{
+	return (const char *)t < cyg_base || (const char *)t >= cyg_end;
+}
+
+/* Forget the writers of an earlier attach: this thread gets a new one at
+ * its next hook. */
+static void tls_forget(void)
+{
+	cyg_tls.t = NULL;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	cyg_tls.stk = NULL;
+	cyg_tls.ring = NULL;
+	memset(cyg_tls.save, 0, sizeof cyg_tls.save);
+}
+static int attached_late; /* cygprof_attach_fd() attached us, not the environment */
 
 /* A new writer of this process image, on the thread list; the caller
  * makes it current (or not: a signal handlers' writer waits for one). */
@@ -519,6 +558,8 @@ static struct cyg_thread *thread_new(uint32_t flags, uint64_t now)
 		return NULL;
 	tls_use(t);
 	pthread_setspecific(cyg_key, t);
+	if (UNLIKELY(__atomic_load_n(&nseeds, __ATOMIC_RELAXED)))
+		seed_push(t, now); /* attached to a running program */
 	return t;
 }
 
@@ -679,8 +720,16 @@ static struct cyg_thread *shared_writer(int make)
 
 void cyg__exit_rare(uint64_t fn, uint64_t cfa)
 {
-	struct cyg_thread *t = shared_writer(0);
+	struct cyg_thread *t;
 
+	if (CYG_DETACHED())
+		return;
+	t = shared_writer(0);
+	/* Attached to a running program: a thread's first hook may well be
+	 * an exit (of a call made before the attach).  It registers the
+	 * thread, whose seeded frames (if any) that exit pairs with. */
+	if (!t && attached_late && !cyg_tls.t)
+		t = cyg__thread_init();
 	if (!t || t->busy)
 		return;
 	t->busy = 1;
@@ -696,7 +745,7 @@ struct cyg_thread *cyg__thread_init(void)
 
 	if (cyg_state == 0)
 		attach();
-	if (cyg_state <= 0 || thread_failed)
+	if (cyg_state <= 0 || thread_failed == cyg_gen)
 		return NULL;
 	t = shared_writer(1);
 	if (t) {
@@ -705,7 +754,7 @@ struct cyg_thread *cyg__thread_init(void)
 	}
 	t = thread_new(0, cyg_now());
 	if (!t)
-		thread_failed = 1; /* the mapping is full (counted in ctl->oom) */
+		thread_failed = cyg_gen; /* the mapping is full (counted in ctl->oom) */
 	errno = saved;
 	return t;
 }
@@ -797,6 +846,20 @@ void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cf
 	struct cyg_frame *stk;
 	uint32_t d;
 
+	if (CYG_DETACHED()) {
+		t->busy = 0; /* the writer is closed (ovf diverts every hook here) */
+		return;
+	}
+	if (UNLIKELY(stale(t))) {
+		/* the first hook after an attach again: a new writer */
+		t->busy = 0;
+		tls_forget();
+		t = cyg__thread_init();
+		if (!t)
+			return;
+		t->busy = 1;
+		now = cyg_hook_now(); /* not before its seeded frames' entry */
+	}
 again:
 	stk = cyg_stk(t);
 	if (t->ovf) {
@@ -856,6 +919,12 @@ void cyg__enter_rare(uint64_t fn, uint64_t site, uint64_t cfa)
 {
 	struct cyg_thread *t = cyg_tls.t;
 
+	if (CYG_DETACHED())
+		return;
+	if (t && UNLIKELY(stale(t))) {
+		tls_forget();
+		t = NULL;
+	}
 	if (!t) {
 		t = cyg__thread_init();
 		if (!t)
@@ -884,6 +953,10 @@ void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t 
 	struct cyg_frame *stk = cyg_stk(t);
 	uint32_t d = t->depth, g;
 
+	if (CYG_DETACHED()) {
+		t->busy = 0;
+		return;
+	}
 	if (stk[d].cfa < cfa || (stk[d].cfa == cfa && t->leave_ts))
 		d = cyg__unwind_dead(t, fn, site, cfa, now);
 	if (!d && t->level && !host_of(t)->busy) {
@@ -1021,7 +1094,11 @@ void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t 
 {
 	uint64_t h;
 	int saved = errno; /* waiting may sleep: the program's errno stays */
-	int waited = ring_wait(t, 1, 0);
+	int waited;
+
+	if (CYG_DETACHED())
+		return;
+	waited = ring_wait(t, 1, 0);
 
 	errno = saved;
 	if (waited < 0) {
@@ -1105,6 +1182,12 @@ static void thread_dtor(void *arg)
 	int saved = errno;
 	struct cyg_thread *t = cyg_tls.t;
 
+	if (__atomic_load_n(&cyg_state, __ATOMIC_RELAXED) <= 0)
+		return; /* detached: the writer was closed then */
+	if (t && stale(t)) {
+		tls_forget(); /* closed at the detach of an earlier attach */
+		t = NULL;
+	}
 	while (t && t->host_off)
 		t = host_of(t);
 	if (arg && t == arg)
@@ -1139,7 +1222,9 @@ __attribute__((destructor)) static void cyg_fini(void)
 
 	if (cyg_state <= 0)
 		return;
-	if (cyg_tls.t)
+	if (cyg_tls.t && stale(cyg_tls.t))
+		tls_forget();
+	else if (cyg_tls.t)
 		thread_end(cyg_tls.t);
 	else
 		shared_end();
@@ -1163,6 +1248,10 @@ static void atfork_child(void)
 
 	if (cyg_state <= 0)
 		return;
+	if (old && stale(old)) {
+		tls_forget();
+		old = NULL;
+	}
 	cyg_proc_off = register_proc(cyg_proc_off, now);
 	shared_reset();
 	cyg_tls.t = NULL;
@@ -1253,29 +1342,18 @@ static void mem_start(void)
 	__atomic_store_n(&cyg_memory, 1, __ATOMIC_RELEASE);
 }
 
-/* Attach to the collector's mapping: from our constructor, or earlier from
- * the first hook or allocation (a .preinit_array function, another
- * library's constructor).  That early, the environment may not be readable
- * yet: then try again later, until our constructor has run. */
-static int attach(void)
+/* Map the collector's mapping from fd and take its settings; the pthread
+ * key and the fork handler are made once per process.  Returns 0 or a
+ * negative errno; on failure nothing changed but what a caller undoes
+ * (cyg_state). */
+static int map_fd(int fd)
 {
-	const char *s;
+	static int key_made, atfork_made;
 	struct stat st;
 	void *m;
-	int fd;
 
-	if (cyg_state != 0)
-		return cyg_state > 0 ? 0 : -1;
-	cyg_state = -2;
-	s = getenv(CYG_SHM_FD_ENV);
-	fd = s ? atoi(s) : environ_fd();
-	if (fd < 0) {
-		cyg_state = ctor_done ? -1 : 0;
-		return -1;
-	}
-	cyg_state = -1;
 	if (fstat(fd, &st) < 0 || st.st_size < (off_t)CYG_AREA_OFF)
-		return -1;
+		return -EBADF;
 	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED) {
 		/* Not silently: this process is not recorded (e.g. it lowered
@@ -1288,14 +1366,22 @@ static int attach(void)
 					    strerror(e));
 		if (n > 0)
 			(void)!write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
-		return -1;
+		return -ENOMEM;
 	}
 	struct cyg_ctl *c = m;
 	if (c->magic != CYG_SHM_MAGIC || c->version != CYG_SHM_VERSION) {
 		munmap(m, (size_t)st.st_size);
-		return -1;
+		return -EBADF;
+	}
+	if (!key_made) {
+		if (pthread_key_create(&cyg_key, thread_dtor)) {
+			munmap(m, (size_t)st.st_size);
+			return -EAGAIN;
+		}
+		key_made = 1;
 	}
 	cyg_base = m;
+	cyg_end = (char *)m + st.st_size;
 	cyg_ctl = c;
 	cyg_use_tsc = !!(c->flags & CYG_F_TSC);
 	cyg_timeline = !!(c->flags & CYG_F_TIMELINE);
@@ -1303,12 +1389,228 @@ static int attach(void)
 	cyg_noclock = !!(c->flags & CYG_F_NOCLOCK) && !cyg_timeline;
 	cyg_ring_mask = c->ring_words - 1;
 	cyg_max_depth = c->max_depth;
-	if (pthread_key_create(&cyg_key, thread_dtor))
-		return -1;
 	cyg_proc_off = register_proc(0, cyg_now());
-	pthread_atfork(NULL, NULL, atfork_child);
+	if (!atfork_made) {
+		pthread_atfork(NULL, NULL, atfork_child);
+		atfork_made = 1;
+	}
+	return 0;
+}
+
+/* Attach to the collector's mapping: from our constructor, or earlier from
+ * the first hook or allocation (a .preinit_array function, another
+ * library's constructor).  That early, the environment may not be readable
+ * yet: then try again later, until our constructor has run. */
+static int attach(void)
+{
+	const char *s;
+	int fd;
+
+	if (cyg_state != 0)
+		return cyg_state > 0 ? 0 : -1;
+	cyg_state = -2;
+	s = getenv(CYG_SHM_FD_ENV);
+	fd = s ? atoi(s) : environ_fd();
+	if (fd < 0) {
+		cyg_state = ctor_done ? -1 : 0;
+		return -1;
+	}
+	cyg_state = -1;
+	if (map_fd(fd))
+		return -1;
+	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_ON, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cyg_state, 1, __ATOMIC_SEQ_CST);
 	mem_start();
+	return 0;
+}
+
+/* ---- attaching to a running program (cyg-attach.h, docs/attach.md) ----- */
+
+
+int cygprof_attach_state;
+
+/* Attached again, to a smaller mapping than before: the exit hook reads
+ * the node that the top frame of the stack its TLS names before it looks
+ * at anything else, a gid of the earlier mapping that may lie past the end
+ * of this one.  The earlier collector is done with those writers: their
+ * top frame becomes the root, naming the null node. */
+static void forget_writers(char *obase, uint64_t oproc)
+{
+	const struct cyg_ctl *oc = (const struct cyg_ctl *)(void *)obase;
+	uint32_t pid = (uint32_t)getpid();
+
+	for (uint64_t off = __atomic_load_n(&oc->threads_off, __ATOMIC_ACQUIRE); off;) {
+		struct cyg_thread *t = (struct cyg_thread *)(void *)(obase + off);
+		off = t->next;
+		if (t->pid != pid || t->proc_off != oproc)
+			continue;
+		struct cyg_frame *stk = (struct cyg_frame *)(void *)(obase + t->stack_off);
+		t->depth = 0;
+		stk[0].node = CYG_GID_NULL;
+	}
+}
+
+int cygprof_attach_fd(int fd)
+{
+	int saved = errno, prev = __atomic_load_n(&cyg_state, __ATOMIC_SEQ_CST), r;
+
+	if (prev > 0 || prev == -2)
+		return -EBUSY;
+	if (fd < 0)
+		return -EBADF;
+	if (!__atomic_compare_exchange_n(&cyg_state, &prev, -2, 0, __ATOMIC_SEQ_CST,
+					 __ATOMIC_SEQ_CST))
+		return -EBUSY;
+	if (prev == CYG_STATE_DETACHED) {
+		/* Attached again (no hook runs: the slots are the original
+		 * ones).  What belongs to the earlier mapping is forgotten:
+		 * seeds not taken, the tid table of shared TLS, the threads'
+		 * failures; their writers are recognised as stale (outside
+		 * the new mapping) at each thread's next hook.  The earlier
+		 * mapping stays mapped: a TLS still points into it. */
+		uint32_t n = __atomic_load_n(&nseeds, __ATOMIC_ACQUIRE);
+		for (uint32_t i = 0; i < n; i++)
+			__atomic_store_n(&seeds[i].tid, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&nseeds, 0, __ATOMIC_RELEASE);
+		shared_reset();
+		cyg_gen++;
+	}
+	char *obase = cyg_base, *oend = cyg_end;
+	uint64_t oproc = cyg_proc_off;
+	r = map_fd(fd);
+	if (r) {
+		__atomic_store_n(&cyg_state, prev, __ATOMIC_SEQ_CST);
+		errno = saved;
+		return r;
+	}
+	if (prev == CYG_STATE_DETACHED && cyg_end - cyg_base < oend - obase)
+		forget_writers(obase, oproc);
+	close(fd); /* the mapping holds the memfd; an exec'd image would not use it */
+	attached_late = 1;
+	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_ON, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&cyg_state, 1, __ATOMIC_SEQ_CST);
+	mem_start();
+	errno = saved;
+	return 0;
+}
+
+int cygprof_attach_seed(int tid, const unsigned long *fns, unsigned n)
+{
+	uint32_t i, cur;
+	uint64_t off;
+
+	if (__atomic_load_n(&cyg_state, __ATOMIC_SEQ_CST) <= 0)
+		return -EINVAL;
+	if (tid <= 0 || (uint32_t)tid >= SEED_TAKEN || (n && !fns) || n > CYGPROF_ATTACH_SEED_MAX)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	off = area_alloc((uint64_t)n * sizeof(uint64_t));
+	if (!off)
+		return -ENOSPC;
+	for (i = 0; i < n; i++)
+		((uint64_t *)AT(off))[i] = fns[i];
+	for (i = 0; i < CYGPROF_ATTACH_SEED_THREADS; i++) {
+		cur = 0;
+		if (__atomic_compare_exchange_n(&seeds[i].tid, &cur, SEED_CLAIMED, 0,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			break;
+	}
+	if (i == CYGPROF_ATTACH_SEED_THREADS)
+		return -ENOSPC;
+	seeds[i].n = n;
+	seeds[i].off = off;
+	__atomic_store_n(&seeds[i].tid, (uint32_t)tid, __ATOMIC_RELEASE);
+	for (cur = __atomic_load_n(&nseeds, __ATOMIC_RELAXED); cur < i + 1;)
+		if (__atomic_compare_exchange_n(&nseeds, &cur, i + 1, 1, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			break;
+	return 0;
+}
+
+/* Writer t's first hook: the frames seeded for its tid go on its shadow
+ * stack, as calls entered now from an unknown site.  Their stack position
+ * is unknown: above every later frame (UINT64_MAX, as the root's), so no
+ * later call takes them for abandoned; their exits find them by function. */
+static void seed_push(struct cyg_thread *t, uint64_t now)
+{
+	uint32_t n = __atomic_load_n(&nseeds, __ATOMIC_ACQUIRE), i, k, d;
+	struct seed *s = NULL;
+
+	for (i = 0; i < n; i++) {
+		uint32_t cur = t->tid;
+		if (__atomic_load_n(&seeds[i].tid, __ATOMIC_ACQUIRE) == cur &&
+		    __atomic_compare_exchange_n(&seeds[i].tid, &cur, SEED_TAKEN, 0,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			s = &seeds[i];
+			break;
+		}
+	}
+	if (!s)
+		return;
+	const uint64_t *fns = AT(s->off);
+	n = s->n;
+	__atomic_store_n(&s->tid, 0, __ATOMIC_RELEASE);
+	t->busy = 1;
+	for (k = 0; k < n; k++) {
+		d = t->depth;
+		if (d + 1 >= t->lim && (stack_reserve(t, d + 1) || d + 1 >= t->lim))
+			break;
+		struct cyg_frame *stk = cyg_stk(t);
+		struct cyg_node *p = CYG_NODE(cyg_base, stk[d].node);
+		struct cyg_node *c = kid_find(t, stk[d].node, fns[k]);
+		if (!c)
+			c = cyg__new_child(t, p, fns[k], 0);
+		if (!c)
+			break;
+		c->calls++;
+		d++;
+		stk[d].ts = now;
+		stk[d].cfa = UINT64_MAX;
+		stk[d].node = cyg_gid(c);
+		stk[d].site = 0;
+		t->depth = d;
+		if (cyg_timeline)
+			cyg_ring_put_w(t, cyg_ringbuf(t), CYG_EV_ENTER, stk[d].node, now);
+	}
+	t->busy = 0;
+}
+
+int cygprof_detach(void)
+{
+	int saved = errno, cur = 1;
+	uint32_t pid = (uint32_t)getpid();
+	uint64_t now, off;
+
+	if (!__atomic_compare_exchange_n(&cyg_state, &cur, CYG_STATE_DETACHED, 0,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return -EINVAL;
+	/* From here on every cold path of the hooks returns at once, and no
+	 * thread gets a writer; the writers that exist are diverted there. */
+	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_DETACHED, __ATOMIC_SEQ_CST);
+	now = cyg_now();
+	for (off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE); off;) {
+		struct cyg_thread *t = AT(off);
+		off = t->next;
+		if (t->pid != pid || t->proc_off != cyg_proc_off)
+			continue; /* another process's (a child forked meanwhile) */
+		/* Sends every later hook to a cold path (enter and exit),
+		 * which returns; never cleared.  After an attach again the
+		 * cold path gives the thread a new writer instead. */
+		t->ovf = UINT32_MAX / 2;
+		if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == CYG_T_ACTIVE) {
+			/* Its open frames end now: the collector closes them
+			 * at end_ts in its own copy, so nothing here writes
+			 * into a ring or waits for the collector. */
+			t->end_ts = now;
+			__atomic_store_n(&t->state, CYG_T_CUT, __ATOMIC_RELEASE);
+		}
+	}
+	if (cyg_proc_off) {
+		struct cyg_proc *p = AT(cyg_proc_off);
+		p->end_ts = now;
+	}
+	errno = saved;
 	return 0;
 }
 
