@@ -11,6 +11,15 @@
 
 #define NETP_NOSTR UINT32_MAX /* a NULL string */
 
+/* The bulk records (events, memory events, tree nodes) have no padding: on a
+ * little-endian machine their memory is their wire form, copied whole (the
+ * timeline streams tens of millions of events). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NETP_RAW(type, rec) (sizeof(type) == (rec))
+#else
+#define NETP_RAW(type, rec) 0
+#endif
+
 /* ---- encoder ------------------------------------------------------------ */
 
 static int enc_reserve(struct netp_enc *e, size_t more)
@@ -190,14 +199,17 @@ static int ns_put_tree(void *s, uint32_t t, const struct cygprof_node *v, size_t
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_TREE, 1, t, n);
-	for (size_t i = 0; i < n && !e->err; i++) {
-		put_u32(e, v[i].parent);
-		put_u32(e, v[i].flags);
-		put_u64(e, v[i].fn);
-		put_u64(e, v[i].site);
-		put_u64(e, v[i].calls);
-		put_u64(e, v[i].total_ns);
-	}
+	if (NETP_RAW(*v, 40) && n)
+		put_bytes(e, v, n * sizeof *v);
+	else
+		for (size_t i = 0; i < n && !e->err; i++) {
+			put_u32(e, v[i].parent);
+			put_u32(e, v[i].flags);
+			put_u64(e, v[i].fn);
+			put_u64(e, v[i].site);
+			put_u64(e, v[i].calls);
+			put_u64(e, v[i].total_ns);
+		}
 	return frame_end(e, at, 0);
 }
 
@@ -219,11 +231,14 @@ static int ns_append_events(void *s, uint32_t t, const struct cygprof_event *v, 
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_EVENTS, 1, t, n);
-	for (size_t i = 0; i < n && !e->err; i++) {
-		put_u64(e, v[i].ts_ns);
-		put_u32(e, v[i].node);
-		put_u32(e, v[i].kind);
-	}
+	if (NETP_RAW(*v, 16) && n)
+		put_bytes(e, v, n * sizeof *v);
+	else
+		for (size_t i = 0; i < n && !e->err; i++) {
+			put_u64(e, v[i].ts_ns);
+			put_u32(e, v[i].node);
+			put_u32(e, v[i].kind);
+		}
 	return frame_end(e, at, 0);
 }
 
@@ -258,15 +273,18 @@ static int ns_append_mem(void *s, uint32_t t, const struct cygprof_mem_event *v,
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_MEM, 1, t, n);
-	for (size_t i = 0; i < n && !e->err; i++) {
-		put_u64(e, v[i].ts_ns);
-		put_u64(e, v[i].addr);
-		put_u64(e, v[i].size);
-		put_u32(e, v[i].stack);
-		put_u8(e, v[i].op);
-		put_u8(e, v[i].fn);
-		put_u16(e, v[i].flags);
-	}
+	if (NETP_RAW(*v, 32) && n)
+		put_bytes(e, v, n * sizeof *v);
+	else
+		for (size_t i = 0; i < n && !e->err; i++) {
+			put_u64(e, v[i].ts_ns);
+			put_u64(e, v[i].addr);
+			put_u64(e, v[i].size);
+			put_u32(e, v[i].stack);
+			put_u8(e, v[i].op);
+			put_u8(e, v[i].fn);
+			put_u16(e, v[i].flags);
+		}
 	return frame_end(e, at, 0);
 }
 
@@ -629,14 +647,17 @@ int netp_dispatch(uint32_t type, const uint8_t *payload, uint32_t plen,
 	}
 	case NETP_T_TREE: {
 		struct cygprof_node *v = get_array(&r, 1, &id, 40, sizeof *v, &n);
-		for (size_t i = 0; v && !r.bad && i < n; i++) {
-			v[i].parent = get_u32(&r);
-			v[i].flags = get_u32(&r);
-			v[i].fn = get_u64(&r);
-			v[i].site = get_u64(&r);
-			v[i].calls = get_u64(&r);
-			v[i].total_ns = get_u64(&r);
-		}
+		if (v && NETP_RAW(*v, 40) && n)
+			memcpy(v, take(&r, n * sizeof *v), n * sizeof *v);
+		else
+			for (size_t i = 0; v && !r.bad && i < n; i++) {
+				v[i].parent = get_u32(&r);
+				v[i].flags = get_u32(&r);
+				v[i].fn = get_u64(&r);
+				v[i].site = get_u64(&r);
+				v[i].calls = get_u64(&r);
+				v[i].total_ns = get_u64(&r);
+			}
 		if (!r.bad)
 			rc = o->put_tree(s, id, v, n);
 		free(v);
@@ -658,11 +679,14 @@ int netp_dispatch(uint32_t type, const uint8_t *payload, uint32_t plen,
 	}
 	case NETP_T_EVENTS: {
 		struct cygprof_event *v = get_array(&r, 1, &id, 16, sizeof *v, &n);
-		for (size_t i = 0; v && !r.bad && i < n; i++) {
-			v[i].ts_ns = get_u64(&r);
-			v[i].node = get_u32(&r);
-			v[i].kind = get_u32(&r);
-		}
+		if (v && NETP_RAW(*v, 16) && n)
+			memcpy(v, take(&r, n * sizeof *v), n * sizeof *v);
+		else
+			for (size_t i = 0; v && !r.bad && i < n; i++) {
+				v[i].ts_ns = get_u64(&r);
+				v[i].node = get_u32(&r);
+				v[i].kind = get_u32(&r);
+			}
 		if (!r.bad)
 			rc = o->append_events(s, id, v, n);
 		free(v);
@@ -703,15 +727,18 @@ int netp_dispatch(uint32_t type, const uint8_t *payload, uint32_t plen,
 	}
 	case NETP_T_MEM: {
 		struct cygprof_mem_event *v = get_array(&r, 1, &id, 32, sizeof *v, &n);
-		for (size_t i = 0; v && !r.bad && i < n; i++) {
-			v[i].ts_ns = get_u64(&r);
-			v[i].addr = get_u64(&r);
-			v[i].size = get_u64(&r);
-			v[i].stack = get_u32(&r);
-			v[i].op = get_u8(&r);
-			v[i].fn = get_u8(&r);
-			v[i].flags = get_u16(&r);
-		}
+		if (v && NETP_RAW(*v, 32) && n)
+			memcpy(v, take(&r, n * sizeof *v), n * sizeof *v);
+		else
+			for (size_t i = 0; v && !r.bad && i < n; i++) {
+				v[i].ts_ns = get_u64(&r);
+				v[i].addr = get_u64(&r);
+				v[i].size = get_u64(&r);
+				v[i].stack = get_u32(&r);
+				v[i].op = get_u8(&r);
+				v[i].fn = get_u8(&r);
+				v[i].flags = get_u16(&r);
+			}
 		if (!r.bad)
 			rc = o->append_mem(s, id, v, n);
 		free(v);
