@@ -520,7 +520,8 @@ const char *netp_type_name(uint32_t type)
 	return type > 0 && type < NETP_T_COUNT_ ? type_names[type] : "unknown";
 }
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void seterr(char *err, size_t errlen,
+							   const char *fmt, ...)
 {
 	if (!err || !errlen)
 		return;
