@@ -146,6 +146,7 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 		/* frames, batched: flushed at each commit and past NETP_FLUSH_AT */
 		enc.flush = send_flush;
 		enc.arg = &send_fd;
+		enc.compress = 1; /* zstd's fastest: a timeline shrinks about 50 times */
 		c.sink = cap_sink_net(&enc);
 	} else {
 		struct cygprof_capture *cap;

@@ -5,7 +5,8 @@
  * Each input is a stream as it follows the handshake: frames are cut with
  * netp_frame() and replayed with netp_dispatch() into the net sink (the
  * encoder), as cmd-receive.c replays them into a capture, until the input
- * ends, a frame is refused, or END/ABORT.  Every frame the decoder accepts
+ * ends, a frame is refused, or END/ABORT; a ZBATCH frame is decompressed
+ * with netp_unzip() and its frames replayed the same way.  Every frame the decoder accepts
  * must encode back to the same bytes (the thread name excepted: the decoder
  * ends it with a NUL), a refused one must say why in one line, and a frame's
  * length never runs past the input.  Built with -Dfuzz=true (clang): see
@@ -27,10 +28,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* Replay the frames of data; inside a ZBATCH (nested), a ZBATCH is refused.
+ * 1 when END or ABORT was replayed or a frame refused: the stream stops. */
+static int run_frames(const uint8_t *data, size_t size, int nested, struct netp_enc *enc,
+		      const struct cap_sink *sink)
 {
-	struct netp_enc enc = { 0 };
-	struct cap_sink sink = cap_sink_net(&enc);
 	size_t off = 0;
 
 	while (off < size) {
@@ -40,26 +42,53 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		long fl = netp_frame(data + off, size - off, &type, &payload, &plen);
 
 		if (fl <= 0)
-			break;
+			return 1;
 		if ((size_t)fl > size - off || payload != data + off + NETP_HDR ||
 		    (size_t)fl != NETP_HDR + (size_t)plen)
 			abort(); /* a frame past the input */
-		enc.len = 0;
-		int rc = netp_dispatch(type, payload, plen, &sink, err, sizeof err);
+		off += (size_t)fl;
+		if (type == NETP_T_ZBATCH) {
+			uint8_t *buf = NULL;
+			size_t cap = 0, n = 0;
+			int stop = 1;
+			if (nested)
+				return 1;
+			if (netp_unzip(payload, plen, &buf, &cap, &n, err, sizeof err) == 0) {
+				if (n > NETP_MAX_FRAME)
+					abort(); /* more than the payload may state */
+				stop = run_frames(buf, n, 1, enc, sink);
+			} else if (!err[0] || strchr(err, '\n')) {
+				abort();
+			}
+			free(buf);
+			if (stop)
+				return 1;
+			continue;
+		}
+		enc->len = 0;
+		int rc = netp_dispatch(type, payload, plen, sink, err, sizeof err);
 		if (rc < 0) {
 			if (!err[0] || strchr(err, '\n'))
 				abort(); /* a refusal says why, in one line */
-			break;
+			return 1;
 		}
-		if (enc.err)
+		if (enc->err)
 			abort(); /* the encoder refused what the decoder accepted */
 		if (type != NETP_T_THREAD &&
-		    (enc.len != (size_t)fl || memcmp(enc.buf, data + off, enc.len)))
+		    (enc->len != (size_t)fl || memcmp(enc->buf, payload - NETP_HDR, enc->len)))
 			abort(); /* decoded and encoded again: not the same frame */
-		off += (size_t)fl;
 		if (rc == NETP_DONE_END || rc == NETP_DONE_ABORT)
-			break;
+			return 1;
 	}
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct netp_enc enc = { 0 };
+	struct cap_sink sink = cap_sink_net(&enc);
+
+	run_frames(data, size, 0, &enc, &sink);
 	netp_enc_free(&enc);
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #define NETP_NOSTR UINT32_MAX /* a NULL string */
 
@@ -45,6 +46,25 @@ static void put_bytes(struct netp_enc *e, const void *p, size_t n)
 		return;
 	memcpy(e->buf + e->len, p, n);
 	e->len += n;
+}
+
+static inline void wr32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void wr64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t rd64(const uint8_t *p)
+{
+	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
 }
 
 static void put_u8(struct netp_enc *e, uint8_t v) { put_bytes(e, &v, 1); }
@@ -93,14 +113,47 @@ static size_t frame_start(struct netp_enc *e, uint32_t type)
 	return at;
 }
 
+/* The buffer as one ZBATCH frame in zbuf: its size, or 0 when it is not
+ * worth it (small, incompressible, too large, out of memory: sent as is). */
+static size_t enc_zip(struct netp_enc *e)
+{
+	if (e->len < NETP_ZMIN || e->len > NETP_MAX_FRAME)
+		return 0;
+	size_t need = NETP_HDR + 4 + ZSTD_compressBound(e->len);
+	if (need > e->zcap) {
+		uint8_t *p = realloc(e->zbuf, need);
+		if (!p)
+			return 0;
+		e->zbuf = p;
+		e->zcap = need;
+	}
+	if (!e->zc && !(e->zc = ZSTD_createCCtx()))
+		return 0;
+	size_t z = ZSTD_compressCCtx(e->zc, e->zbuf + NETP_HDR + 4, e->zcap - NETP_HDR - 4,
+				     e->buf, e->len, e->compress);
+	if (ZSTD_isError(z) || z + 4 + NETP_HDR >= e->len || z + 4 > NETP_MAX_FRAME)
+		return 0;
+	uint32_t plen = (uint32_t)z + 4, raw = (uint32_t)e->len;
+	for (int i = 0; i < 4; i++) {
+		e->zbuf[i] = (uint8_t)(plen >> (8 * i));
+		e->zbuf[NETP_HDR + i] = (uint8_t)(raw >> (8 * i));
+	}
+	e->zbuf[4] = (uint8_t)NETP_T_ZBATCH;
+	e->zbuf[5] = (uint8_t)(NETP_T_ZBATCH >> 8);
+	e->zbuf[6] = e->zbuf[7] = 0;
+	return NETP_HDR + plen;
+}
+
 static int enc_flush(struct netp_enc *e)
 {
 	if (e->err || !e->flush || !e->len)
 		return e->err;
-	int r = e->flush(e->arg, e->buf, e->len);
+	size_t zn = e->compress ? enc_zip(e) : 0;
+	int r = zn ? e->flush(e->arg, e->zbuf, zn) : e->flush(e->arg, e->buf, e->len);
 	if (r < 0)
 		return e->err = r;
-	e->sent += e->len;
+	e->sent += zn ? zn : e->len;
+	e->raw += e->len;
 	e->len = 0;
 	return 0;
 }
@@ -231,14 +284,19 @@ static int ns_append_events(void *s, uint32_t t, const struct cygprof_event *v, 
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_EVENTS, 1, t, n);
-	if (NETP_RAW(*v, 16) && n)
-		put_bytes(e, v, n * sizeof *v);
-	else
-		for (size_t i = 0; i < n && !e->err; i++) {
-			put_u64(e, v[i].ts_ns);
-			put_u32(e, v[i].node);
-			put_u32(e, v[i].kind);
+	/* each time as the step from the one before (the first: from 0),
+	 * modulo 2^64: mostly small numbers, which zstd shrinks well */
+	if (!enc_reserve(e, n * 16)) {
+		uint8_t *p = e->buf + e->len;
+		uint64_t prev = 0;
+		for (size_t i = 0; i < n; i++, p += 16) {
+			wr64(p, v[i].ts_ns - prev);
+			wr32(p + 8, v[i].node);
+			wr32(p + 12, v[i].kind);
+			prev = v[i].ts_ns;
 		}
+		e->len += n * 16;
+	}
 	return frame_end(e, at, 0);
 }
 
@@ -408,6 +466,11 @@ void netp_enc_free(struct netp_enc *enc)
 	free(enc->buf);
 	enc->buf = NULL;
 	enc->len = enc->cap = 0;
+	free(enc->zbuf);
+	enc->zbuf = NULL;
+	enc->zcap = 0;
+	ZSTD_freeCCtx(enc->zc);
+	enc->zc = NULL;
 }
 
 /* ---- decoder ------------------------------------------------------------ */
@@ -513,6 +576,7 @@ static const char *const type_names[NETP_T_COUNT_] = {
 	[NETP_T_COUNTER] = "counter",	[NETP_T_SAMPLES] = "samples",
 	[NETP_T_PSAMPLES] = "psamples", [NETP_T_OFFCPU] = "offcpu",
 	[NETP_T_PUBLISH] = "publish",	[NETP_T_END] = "end",		[NETP_T_ABORT] = "abort",
+	[NETP_T_ZBATCH] = "zbatch",
 };
 
 const char *netp_type_name(uint32_t type)
@@ -529,6 +593,43 @@ __attribute__((format(printf, 3, 4))) static void seterr(char *err, size_t errle
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+}
+
+int netp_unzip(const uint8_t *payload, uint32_t plen, uint8_t **buf, size_t *cap, size_t *n,
+	       char *err, size_t errlen)
+{
+	*n = 0;
+	if (plen < 4) {
+		seterr(err, errlen, "malformed zbatch frame (%u bytes)", (unsigned)plen);
+		return -EBADMSG;
+	}
+	uint32_t raw = (uint32_t)payload[0] | (uint32_t)payload[1] << 8 |
+		       (uint32_t)payload[2] << 16 | (uint32_t)payload[3] << 24;
+	const uint8_t *z = payload + 4;
+	size_t zn = plen - 4;
+	if (raw > NETP_MAX_FRAME || ZSTD_getFrameContentSize(z, zn) != raw ||
+	    ZSTD_findFrameCompressedSize(z, zn) != zn) {
+		seterr(err, errlen, "malformed zbatch frame (%u bytes, %u stated)", (unsigned)plen,
+		       (unsigned)raw);
+		return -EBADMSG;
+	}
+	if (raw > *cap || !*buf) {
+		uint8_t *p = realloc(*buf, raw ? raw : 1);
+		if (!p) {
+			seterr(err, errlen, "out of memory decoding a zbatch frame");
+			return -ENOMEM;
+		}
+		*buf = p;
+		*cap = raw ? raw : 1;
+	}
+	size_t got = ZSTD_decompress(*buf, raw, z, zn);
+	if (ZSTD_isError(got) || got != raw) {
+		seterr(err, errlen, "malformed zbatch frame: %s",
+		       ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short");
+		return -EBADMSG;
+	}
+	*n = raw;
+	return 0;
 }
 
 /* Read an array header: id (when has_id), count; allocate count records of
@@ -680,14 +781,14 @@ int netp_dispatch(uint32_t type, const uint8_t *payload, uint32_t plen,
 	}
 	case NETP_T_EVENTS: {
 		struct cygprof_event *v = get_array(&r, 1, &id, 16, sizeof *v, &n);
-		if (v && NETP_RAW(*v, 16) && n)
-			memcpy(v, take(&r, n * sizeof *v), n * sizeof *v);
-		else
-			for (size_t i = 0; v && !r.bad && i < n; i++) {
-				v[i].ts_ns = get_u64(&r);
-				v[i].node = get_u32(&r);
-				v[i].kind = get_u32(&r);
-			}
+		const uint8_t *p = v && n ? take(&r, n * 16) : NULL;
+		uint64_t ts = 0;
+		for (size_t i = 0; p && i < n; i++, p += 16) {
+			ts += rd64(p); /* the steps back to times (modulo 2^64) */
+			v[i].ts_ns = ts;
+			v[i].node = rd32(p + 8);
+			v[i].kind = rd32(p + 12);
+		}
 		if (!r.bad)
 			rc = o->append_events(s, id, v, n);
 		free(v);

@@ -36,6 +36,7 @@ enum netp_type {
 	NETP_T_PUBLISH, /* the capture becomes visible at its path */
 	NETP_T_END,     /* close: the run is over */
 	NETP_T_ABORT,   /* discard */
+	NETP_T_ZBATCH,  /* u32 raw length + one zstd frame: whole frames (no ZBATCH) */
 	NETP_T_COUNT_
 };
 
@@ -43,15 +44,31 @@ enum netp_type {
  * called with the whole buffer at each commit, at the end and when the
  * buffer passes NETP_FLUSH_AT, and returns 0 or a negative errno, which
  * every later op returns as well.  Without flush the buffer just grows
- * (tests).  err: the first error (-ENOMEM, -EINVAL for a frame too large). */
+ * (tests).  err: the first error (-ENOMEM, -EINVAL for a frame too large).
+ * With compress set, a flush of NETP_ZMIN bytes or more goes out as one
+ * ZBATCH frame when zstd makes it smaller. */
 struct netp_enc {
 	uint8_t *buf;
 	size_t len, cap;
 	int err;
 	int (*flush)(void *arg, const uint8_t *p, size_t n);
 	void *arg;
-	uint64_t sent; /* bytes flushed so far */
+	uint64_t sent; /* bytes flushed so far (compressed: what went out) */
+	uint64_t raw;  /* the frames' bytes before compression */
+	int compress;  /* zstd level (1: fast), 0: none */
+	void *zc;      /* ZSTD_CCtx */
+	uint8_t *zbuf;
+	size_t zcap;
 };
+
+#define NETP_ZMIN 256u
+
+/* The frames of a ZBATCH payload, decompressed into *buf (grown as needed,
+ * owned: free()); their length in *n.  -EBADMSG (err says why) when the
+ * payload is not one zstd frame of the raw length it states, or states
+ * more than NETP_MAX_FRAME; -ENOMEM. */
+int netp_unzip(const uint8_t *payload, uint32_t plen, uint8_t **buf, size_t *cap, size_t *n,
+	       char *err, size_t errlen);
 
 /* A sink encoding into enc (which must outlive it). */
 struct cap_sink cap_sink_net(struct netp_enc *enc);
@@ -69,7 +86,8 @@ enum {
 	NETP_DONE_ABORT = 2, /* ABORT: the sink was discarded */
 };
 
-/* Decode one frame's payload and make the call on sink.  NETP_DONE_*, or
+/* Decode one frame's payload and make the call on sink (not ZBATCH:
+ * netp_unzip() first, then each frame inside).  NETP_DONE_*, or
  * <0: -EBADMSG for a malformed payload (err says what), or the sink's
  * error.  err (errlen bytes) gets one line on failure. */
 int netp_dispatch(uint32_t type, const uint8_t *payload, uint32_t plen,

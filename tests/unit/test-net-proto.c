@@ -361,6 +361,112 @@ static void test_flush(void)
 	netp_enc_free(&f);
 }
 
+struct ev_got {
+	struct cygprof_event *v;
+	size_t n;
+};
+
+static int got_events(void *s, uint32_t t, const struct cygprof_event *v, size_t n)
+{
+	struct ev_got *g = s;
+	(void)t;
+	free(g->v);
+	g->v = malloc(n * sizeof *v);
+	if (!g->v)
+		return -ENOMEM;
+	memcpy(g->v, v, n * sizeof *v);
+	g->n = n;
+	return 0;
+}
+
+static void write_events(struct netp_enc *e, const struct cygprof_event *ev, size_t n)
+{
+	struct cap_sink k = cap_sink_net(e);
+	CHECK_EQ_INT(cap_sink_begin(&k), 0);
+	CHECK_EQ_INT(cap_sink_append_events(&k, 3, ev, n), 0);
+	CHECK_EQ_INT(cap_sink_commit(&k), 0);
+	CHECK_EQ_INT(cap_sink_close(&k), 0);
+}
+
+/* compress: a flush goes out as one ZBATCH frame holding exactly the
+ * frames an uncompressed flush sends; event times travel as steps and come
+ * back exactly, even going back or wrapping. */
+static void test_compressed(void)
+{
+	enum { NEV = 20000 };
+	struct cygprof_event *ev = malloc(NEV * sizeof *ev);
+	struct netp_enc plain = { 0 };
+	struct sink_buf b = { 0 };
+	struct netp_enc z = { .flush = flush_to, .arg = &b, .compress = 1 };
+	uint8_t *out = NULL, *zb = NULL;
+	size_t nout = 0, zcap = 0, off = 0;
+	char err[200] = "";
+
+	CHECK(ev != NULL);
+	if (!ev)
+		return;
+	for (size_t i = 0; i < NEV; i++)
+		ev[i] = (struct cygprof_event){ 1000000 + i * 37, (uint32_t)(i % 7), (uint32_t)(i & 1) };
+	ev[5].ts_ns = 3;	    /* a step back */
+	ev[6].ts_ns = UINT64_MAX;  /* and the largest time */
+	write_events(&plain, ev, NEV);
+	write_events(&z, ev, NEV);
+	CHECK_EQ_INT(z.err, 0);
+	CHECK_EQ_U64(z.raw, plain.len);
+	CHECK(z.sent * 10 < z.raw);
+	while (off < b.n) {
+		uint32_t type, plen;
+		const uint8_t *pl;
+		long fl = netp_frame(b.p + off, b.n - off, &type, &pl, &plen);
+		CHECK(fl > 0);
+		if (fl <= 0)
+			break;
+		const uint8_t *add = b.p + off;
+		size_t nadd = (size_t)fl;
+		if (type == NETP_T_ZBATCH) {
+			CHECK_EQ_INT(netp_unzip(pl, plen, &zb, &zcap, &nadd, err, sizeof err), 0);
+			add = zb;
+		}
+		uint8_t *q = realloc(out, nout + nadd);
+		if (!q)
+			break;
+		out = q;
+		memcpy(out + nout, add, nadd);
+		nout += nadd;
+		off += (size_t)fl;
+	}
+	CHECK(nout == plain.len && !memcmp(out, plain.buf, nout));
+
+	/* the events frame replayed: the times as they were */
+	static const struct cap_sink_ops evops = { .append_events = got_events };
+	struct ev_got g = { 0 };
+	struct cap_sink gk = { &evops, &g };
+	uint32_t type, plen;
+	const uint8_t *pl;
+	long fl = netp_frame(plain.buf, plain.len, &type, &pl, &plen); /* BEGIN */
+	CHECK(fl > 0);
+	if (fl > 0) {
+		fl = netp_frame(plain.buf + fl, plain.len - (size_t)fl, &type, &pl, &plen);
+		CHECK_EQ_INT(type, NETP_T_EVENTS);
+		CHECK_EQ_INT(netp_dispatch(type, pl, plen, &gk, err, sizeof err), NETP_DONE_MORE);
+		CHECK(g.n == NEV && !memcmp(g.v, ev, NEV * sizeof *ev));
+	}
+
+	/* a ZBATCH that lies about its size, or holds garbage */
+	uint8_t bad[64] = { 0xff, 0xff, 0xff, 0x7f, 1, 2, 3 };
+	CHECK_EQ_INT(netp_unzip(bad, sizeof bad, &zb, &zcap, &nout, err, sizeof err),
+		     -EBADMSG);
+	CHECK(strstr(err, "zbatch") != NULL);
+
+	free(g.v);
+	free(out);
+	free(zb);
+	free(b.p);
+	free(ev);
+	netp_enc_free(&plain);
+	netp_enc_free(&z);
+}
+
 /* A stream cut anywhere: never a crash; cut after the first batch, the
  * capture keeps it and says what happened, with no "complete". */
 static void test_cut(void)
@@ -656,6 +762,7 @@ int main(void)
 	RUN_TEST(test_roundtrip);
 	RUN_TEST(test_events);
 	RUN_TEST(test_flush);
+	RUN_TEST(test_compressed);
 	RUN_TEST(test_cut);
 	RUN_TEST(test_malformed);
 	RUN_TEST(test_sha256);
