@@ -24,6 +24,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cygprof record [-o FILE] [options] [--] PROG [ARGS...]\n"
+		"       cygprof record --send ADDR:PORT --token-file FILE [options] PROG [ARGS...]\n"
 		"       cygprof record --attach PID\n\n"
 		"Run PROG (built with -finstrument-functions) and record exact call counts and\n"
 		"times per function, call path and thread into a capture.  Exits with PROG's\n"
