@@ -129,6 +129,7 @@ struct rx {
 	int in_batch;
 	int ended; /* END or ABORT was replayed: the capture is closed or gone */
 	uint64_t total, max; /* the frames' bytes (uncompressed), --max-bytes */
+	struct netp_join join; /* a tree or sites frame split in parts */
 	char *err;
 	size_t errlen;
 };
@@ -143,10 +144,15 @@ static int rx_count(struct rx *x, uint64_t n)
 	return -EFBIG;
 }
 
-/* Replay one frame (not ZBATCH): NETP_DONE_* or < 0. */
-static int rx_frame(struct rx *x, uint32_t type, const uint8_t *p, uint32_t len)
+/* Replay one frame (not ZBATCH; flags from its header): NETP_DONE_* or < 0. */
+static int rx_frame(struct rx *x, uint32_t type, unsigned flags, const uint8_t *p, uint32_t len)
 {
-	int rc = netp_dispatch(type, p, len, x->sink, x->err, x->errlen);
+	const uint8_t *jp;
+	uint32_t jlen;
+	int rc = netp_join(&x->join, type, flags, p, len, &jp, &jlen, x->err, x->errlen);
+	if (rc)
+		return rc > 0 ? NETP_DONE_MORE : rc; /* a part kept, or refused */
+	rc = netp_dispatch(type, jp, jlen, x->sink, x->err, x->errlen);
 	if (type == NETP_T_END || type == NETP_T_ABORT)
 		x->ended = 1;
 	if (rc >= 0 && type == NETP_T_BEGIN)
@@ -180,7 +186,7 @@ static int rx_zbatch(struct rx *x, const uint8_t *p, uint32_t len, uint8_t **zbu
 			return -EBADMSG;
 		}
 		off += (size_t)fl;
-		rc = rx_frame(x, type, pp, plen);
+		rc = rx_frame(x, type, netp_flags(pp - NETP_HDR), pp, plen);
 		if (rc != NETP_DONE_MORE)
 			return rc;
 	}
@@ -262,8 +268,9 @@ int cmd_receive(int argc, char **argv)
 		if (type == NETP_T_ZBATCH)
 			rc = rx_zbatch(&x, payload, len, &zbuf, &zcap);
 		else
-			rc = rx_frame(&x, type, payload, len);
+			rc = rx_frame(&x, type, netp_flags(hdr), payload, len);
 		if (rc == NETP_DONE_END || rc == NETP_DONE_ABORT) {
+			netp_join_free(&x.join);
 			free(payload);
 			free(zbuf);
 			close(fd);
@@ -280,6 +287,7 @@ int cmd_receive(int argc, char **argv)
 		cli_die(1, "receive: %s: %s", o.output, err);
 	uint64_t total = x.total;
 	int in_batch = x.in_batch;
+	netp_join_free(&x.join); /* a tree cut in parts is dropped: the last whole one stays */
 	free(zbuf);
 	free(payload);
 	close(fd);

@@ -6,10 +6,11 @@
  * netp_frame() and replayed with netp_dispatch() into the net sink (the
  * encoder), as cmd-receive.c replays them into a capture, until the input
  * ends, a frame is refused, or END/ABORT; a ZBATCH frame is decompressed
- * with netp_unzip() and its frames replayed the same way.  Every frame the decoder accepts
- * must encode back to the same bytes (the thread name excepted: the decoder
- * ends it with a NUL), a refused one must say why in one line, and a frame's
- * length never runs past the input.  Built with -Dfuzz=true (clang): see
+ * with netp_unzip() and its frames replayed the same way; the parts of a
+ * split TREE or SITES frame are joined first (netp_join()).  Every frame
+ * the decoder accepts whole must encode back to the same bytes (the thread
+ * name excepted: the decoder ends it with a NUL), a refused one must say
+ * why in one line, and a frame's length never runs past the input.  Built with -Dfuzz=true (clang): see
  * fuzz/README.md.
  *
  * With FUZZ_REPLAY_MAIN it is a plain program instead that runs the same
@@ -31,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* Replay the frames of data; inside a ZBATCH (nested), a ZBATCH is refused.
  * 1 when END or ABORT was replayed or a frame refused: the stream stops. */
 static int run_frames(const uint8_t *data, size_t size, int nested, struct netp_enc *enc,
-		      const struct cap_sink *sink)
+		      const struct cap_sink *sink, struct netp_join *join)
 {
 	size_t off = 0;
 
@@ -56,7 +57,7 @@ static int run_frames(const uint8_t *data, size_t size, int nested, struct netp_
 			if (netp_unzip(payload, plen, &buf, &cap, &n, err, sizeof err) == 0) {
 				if (n > NETP_MAX_FRAME)
 					abort(); /* more than the payload may state */
-				stop = run_frames(buf, n, 1, enc, sink);
+				stop = run_frames(buf, n, 1, enc, sink, join);
 			} else if (!err[0] || strchr(err, '\n')) {
 				abort();
 			}
@@ -65,8 +66,19 @@ static int run_frames(const uint8_t *data, size_t size, int nested, struct netp_
 				return 1;
 			continue;
 		}
+		const uint8_t *jp;
+		uint32_t jlen;
+		int jr = netp_join(join, type, netp_flags(data + off - (size_t)fl), payload, plen, &jp,
+				   &jlen, err, sizeof err);
+		if (jr < 0) {
+			if (!err[0] || strchr(err, '\n'))
+				abort();
+			return 1;
+		}
+		if (jr > 0)
+			continue; /* a part of a split frame */
 		enc->len = 0;
-		int rc = netp_dispatch(type, payload, plen, sink, err, sizeof err);
+		int rc = netp_dispatch(type, jp, jlen, sink, err, sizeof err);
 		if (rc < 0) {
 			if (!err[0] || strchr(err, '\n'))
 				abort(); /* a refusal says why, in one line */
@@ -74,7 +86,7 @@ static int run_frames(const uint8_t *data, size_t size, int nested, struct netp_
 		}
 		if (enc->err)
 			abort(); /* the encoder refused what the decoder accepted */
-		if (type != NETP_T_THREAD &&
+		if (type != NETP_T_THREAD && jp == payload &&
 		    (enc->len != (size_t)fl || memcmp(enc->buf, payload - NETP_HDR, enc->len)))
 			abort(); /* decoded and encoded again: not the same frame */
 		if (rc == NETP_DONE_END || rc == NETP_DONE_ABORT)
@@ -87,8 +99,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct netp_enc enc = { 0 };
 	struct cap_sink sink = cap_sink_net(&enc);
+	struct netp_join join = { 0 };
 
-	run_frames(data, size, 0, &enc, &sink);
+	run_frames(data, size, 0, &enc, &sink, &join);
+	netp_join_free(&join);
 	netp_enc_free(&enc);
 	return 0;
 }

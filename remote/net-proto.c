@@ -174,6 +174,13 @@ static int frame_end(struct netp_enc *e, size_t at, int flush)
 	return 0;
 }
 
+/* Records of rec bytes that fit one array frame (u32 id, u32 count). */
+static size_t per_frame(const struct netp_enc *e, size_t rec)
+{
+	size_t max = e->max_frame && e->max_frame < NETP_MAX_FRAME ? e->max_frame : NETP_MAX_FRAME;
+	return max >= 8 + rec ? (max - 8) / rec : 1;
+}
+
 static int ns_begin(void *s)
 {
 	struct netp_enc *e = s;
@@ -236,10 +243,13 @@ static int ns_put_thread(void *s, const struct cygprof_thread *t)
 	return frame_end(e, at, 0);
 }
 
-/* Array frames: u32 id (when the call has one), u32 count, the records. */
+/* Array frames: u32 id (when the call has one), u32 count, the records;
+ * flags e->part (NETP_F_MORE for a part of a split tree or sites frame). */
 static size_t array_start(struct netp_enc *e, uint32_t type, int has_id, uint32_t id, size_t n)
 {
 	size_t at = frame_start(e, type);
+	if (!e->err)
+		e->buf[at + 6] = (uint8_t)e->part;
 	if (has_id)
 		put_u32(e, id);
 	if (n > UINT32_MAX && !e->err)
@@ -248,7 +258,7 @@ static size_t array_start(struct netp_enc *e, uint32_t type, int has_id, uint32_
 	return at;
 }
 
-static int ns_put_tree(void *s, uint32_t t, const struct cygprof_node *v, size_t n)
+static int tree_one(void *s, uint32_t t, const struct cygprof_node *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_TREE, 1, t, n);
@@ -266,7 +276,23 @@ static int ns_put_tree(void *s, uint32_t t, const struct cygprof_node *v, size_t
 	return frame_end(e, at, 0);
 }
 
-static int ns_put_sites(void *s, uint32_t t, const struct cygprof_callsite *v, size_t n)
+/* Past the frame size: parts flagged NETP_F_MORE but the last, which
+ * the receiver joins (netp_join()) before the call. */
+static int ns_put_tree(void *s, uint32_t t, const struct cygprof_node *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 40);
+	int rc = 0;
+
+	e->part = NETP_F_MORE;
+	for (; n > k; v += k, n -= k)
+		if ((rc = tree_one(s, t, v, k)) < 0)
+			break;
+	e->part = 0;
+	return n > k ? rc : tree_one(s, t, v, n);
+}
+
+static int sites_one(void *s, uint32_t t, const struct cygprof_callsite *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_SITES, 1, t, n);
@@ -280,7 +306,23 @@ static int ns_put_sites(void *s, uint32_t t, const struct cygprof_callsite *v, s
 	return frame_end(e, at, 0);
 }
 
-static int ns_append_events(void *s, uint32_t t, const struct cygprof_event *v, size_t n)
+/* Past the frame size: parts flagged NETP_F_MORE but the last, which
+ * the receiver joins (netp_join()) before the call. */
+static int ns_put_sites(void *s, uint32_t t, const struct cygprof_callsite *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 32);
+	int rc = 0;
+
+	e->part = NETP_F_MORE;
+	for (; n > k; v += k, n -= k)
+		if ((rc = sites_one(s, t, v, k)) < 0)
+			break;
+	e->part = 0;
+	return n > k ? rc : sites_one(s, t, v, n);
+}
+
+static int events_one(void *s, uint32_t t, const struct cygprof_event *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_EVENTS, 1, t, n);
@@ -298,6 +340,19 @@ static int ns_append_events(void *s, uint32_t t, const struct cygprof_event *v, 
 		e->len += n * 16;
 	}
 	return frame_end(e, at, 0);
+}
+
+/* Past the frame size: several frames (an append is the same in parts). */
+static int ns_append_events(void *s, uint32_t t, const struct cygprof_event *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 16);
+	int rc;
+
+	for (; n > k; v += k, n -= k)
+		if ((rc = events_one(s, t, v, k)) < 0)
+			return rc;
+	return events_one(s, t, v, n);
 }
 
 static int ns_put_object(void *s, const struct cygprof_object *o)
@@ -327,7 +382,7 @@ static int ns_put_symbol(void *s, const struct cygprof_symbol *sym)
 	return frame_end(e, at, 0);
 }
 
-static int ns_append_mem(void *s, uint32_t t, const struct cygprof_mem_event *v, size_t n)
+static int mem_one(void *s, uint32_t t, const struct cygprof_mem_event *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_MEM, 1, t, n);
@@ -346,7 +401,20 @@ static int ns_append_mem(void *s, uint32_t t, const struct cygprof_mem_event *v,
 	return frame_end(e, at, 0);
 }
 
-static int ns_put_stacks(void *s, const struct cygprof_stack_node *v, size_t n)
+/* Past the frame size: several frames (an append is the same in parts). */
+static int ns_append_mem(void *s, uint32_t t, const struct cygprof_mem_event *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 32);
+	int rc;
+
+	for (; n > k; v += k, n -= k)
+		if ((rc = mem_one(s, t, v, k)) < 0)
+			return rc;
+	return mem_one(s, t, v, n);
+}
+
+static int stacks_one(void *s, const struct cygprof_stack_node *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_STACKS, 0, 0, n);
@@ -358,6 +426,19 @@ static int ns_put_stacks(void *s, const struct cygprof_stack_node *v, size_t n)
 		put_u64(e, v[i].addr);
 	}
 	return frame_end(e, at, 0);
+}
+
+/* Past the frame size: several frames (an append is the same in parts). */
+static int ns_put_stacks(void *s, const struct cygprof_stack_node *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 24);
+	int rc;
+
+	for (; n > k; v += k, n -= k)
+		if ((rc = stacks_one(s, v, k)) < 0)
+			return rc;
+	return stacks_one(s, v, n);
 }
 
 static int ns_put_counter(void *s, const struct cygprof_counter *c)
@@ -372,7 +453,7 @@ static int ns_put_counter(void *s, const struct cygprof_counter *c)
 	return frame_end(e, at, 0);
 }
 
-static int ns_append_samples(void *s, uint32_t id, const struct cygprof_sample *v, size_t n)
+static int samples_one(void *s, uint32_t id, const struct cygprof_sample *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_SAMPLES, 1, id, n);
@@ -383,7 +464,20 @@ static int ns_append_samples(void *s, uint32_t id, const struct cygprof_sample *
 	return frame_end(e, at, 0);
 }
 
-static int ns_append_psamples(void *s, const struct cygprof_psample *v, size_t n)
+/* Past the frame size: several frames (an append is the same in parts). */
+static int ns_append_samples(void *s, uint32_t id, const struct cygprof_sample *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 16);
+	int rc;
+
+	for (; n > k; v += k, n -= k)
+		if ((rc = samples_one(s, id, v, k)) < 0)
+			return rc;
+	return samples_one(s, id, v, n);
+}
+
+static int psamples_one(void *s, const struct cygprof_psample *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_PSAMPLES, 0, 0, n);
@@ -401,7 +495,20 @@ static int ns_append_psamples(void *s, const struct cygprof_psample *v, size_t n
 	return frame_end(e, at, 0);
 }
 
-static int ns_append_offcpu(void *s, const struct cygprof_offcpu *v, size_t n)
+/* Past the frame size: several frames (an append is the same in parts). */
+static int ns_append_psamples(void *s, const struct cygprof_psample *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 48);
+	int rc;
+
+	for (; n > k; v += k, n -= k)
+		if ((rc = psamples_one(s, v, k)) < 0)
+			return rc;
+	return psamples_one(s, v, n);
+}
+
+static int offcpu_one(void *s, const struct cygprof_offcpu *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_OFFCPU, 0, 0, n);
@@ -414,6 +521,19 @@ static int ns_append_offcpu(void *s, const struct cygprof_offcpu *v, size_t n)
 		put_u32(e, v[i].flags);
 	}
 	return frame_end(e, at, 0);
+}
+
+/* Past the frame size: several frames (an append is the same in parts). */
+static int ns_append_offcpu(void *s, const struct cygprof_offcpu *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 32);
+	int rc;
+
+	for (; n > k; v += k, n -= k)
+		if ((rc = offcpu_one(s, v, k)) < 0)
+			return rc;
+	return offcpu_one(s, v, n);
 }
 
 static int ns_publish(void *s)
@@ -556,7 +676,8 @@ long netp_frame(const uint8_t *p, size_t avail, uint32_t *type, const uint8_t **
 		       (uint32_t)p[3] << 24;
 	uint32_t t = (uint32_t)p[4] | (uint32_t)p[5] << 8;
 	uint32_t flags = (uint32_t)p[6] | (uint32_t)p[7] << 8;
-	if (len > NETP_MAX_FRAME || t == 0 || t >= NETP_T_COUNT_ || flags)
+	if (len > NETP_MAX_FRAME || t == 0 || t >= NETP_T_COUNT_ ||
+	    (flags && (flags != NETP_F_MORE || (t != NETP_T_TREE && t != NETP_T_SITES))))
 		return -EBADMSG;
 	if (avail - NETP_HDR < len)
 		return 0;
@@ -630,6 +751,76 @@ int netp_unzip(const uint8_t *payload, uint32_t plen, uint8_t **buf, size_t *cap
 	}
 	*n = raw;
 	return 0;
+}
+
+int netp_join(struct netp_join *j, uint32_t type, unsigned flags, const uint8_t *payload,
+	      uint32_t plen, const uint8_t **out, uint32_t *outlen, char *err, size_t errlen)
+{
+	if (!j->open && !(flags & NETP_F_MORE)) {
+		*out = payload;
+		*outlen = plen;
+		return 0;
+	}
+	if (j->open && type != j->type) {
+		seterr(err, errlen, "a %s frame inside a split %s frame", netp_type_name(type),
+		       netp_type_name(j->type));
+		return -EBADMSG;
+	}
+	size_t rec = type == NETP_T_TREE ? 40 : type == NETP_T_SITES ? 32 : 0;
+	uint32_t id = plen >= 8 ? rd32(payload) : 0, cnt = plen >= 8 ? rd32(payload + 4) : 0;
+	if (!rec || plen < 8 || (uint64_t)cnt * rec != plen - 8u) {
+		seterr(err, errlen, "malformed %s frame (%u bytes)", netp_type_name(type),
+		       (unsigned)plen);
+		return -EBADMSG;
+	}
+	if (j->open && id != j->id) {
+		seterr(err, errlen, "a split %s frame of thread %u continued for thread %u",
+		       netp_type_name(type), (unsigned)j->id, (unsigned)id);
+		return -EBADMSG;
+	}
+	if (!j->open) {
+		j->open = 1;
+		j->type = type;
+		j->id = id;
+		j->count = 0;
+		j->len = 8;
+	}
+	size_t add = plen - 8u;
+	if (j->count + cnt > UINT32_MAX || j->len + add > UINT32_MAX) {
+		seterr(err, errlen, "a split %s frame of more than 4 GiB", netp_type_name(type));
+		return -EBADMSG;
+	}
+	if (j->len + add > j->cap) {
+		size_t cap = j->cap ? j->cap : 4096;
+		while (cap < j->len + add)
+			cap *= 2;
+		uint8_t *p = realloc(j->buf, cap);
+		if (!p) {
+			seterr(err, errlen, "out of memory joining a split %s frame",
+			       netp_type_name(type));
+			return -ENOMEM;
+		}
+		j->buf = p;
+		j->cap = cap;
+	}
+	if (add)
+		memcpy(j->buf + j->len, payload + 8, add);
+	j->len += add;
+	j->count += cnt;
+	if (flags & NETP_F_MORE)
+		return 1;
+	wr32(j->buf, j->id);
+	wr32(j->buf + 4, (uint32_t)j->count);
+	j->open = 0;
+	*out = j->buf;
+	*outlen = (uint32_t)j->len;
+	return 0;
+}
+
+void netp_join_free(struct netp_join *j)
+{
+	free(j->buf);
+	memset(j, 0, sizeof *j);
 }
 
 /* Read an array header: id (when has_id), count; allocate count records of

@@ -123,16 +123,19 @@ static int replay(const uint8_t *p, size_t n, const char *path, char *err, size_
 	if (rc < 0)
 		return rc;
 	struct cap_sink k = cap_sink_capture(cap);
+	struct netp_join join = { 0 };
 	size_t off = 0;
 	for (;;) {
 		uint32_t type, plen;
 		const uint8_t *payload;
 		long fl = netp_frame(p + off, n - off, &type, &payload, &plen);
 		if (fl < 0) {
+			netp_join_free(&join);
 			cygprof_capture_discard(cap);
 			return (int)fl;
 		}
 		if (fl == 0) {
+			netp_join_free(&join);
 			/* Cut: what a receiver does when the connection drops. */
 			cygprof_capture_commit(cap);
 			cygprof_capture_set_meta(cap, "remote_error", "connection lost");
@@ -140,14 +143,24 @@ static int replay(const uint8_t *p, size_t n, const char *path, char *err, size_
 			cygprof_capture_close(cap);
 			return 0;
 		}
-		rc = netp_dispatch(type, payload, plen, &k, err, errlen);
+		const uint8_t *jp;
+		uint32_t jlen;
+		rc = netp_join(&join, type, netp_flags(p + off), payload, plen, &jp, &jlen, err,
+			       errlen);
 		off += (size_t)fl;
+		if (rc > 0)
+			continue; /* a part of a split tree or sites frame */
+		if (!rc)
+			rc = netp_dispatch(type, jp, jlen, &k, err, errlen);
 		if (rc < 0) {
+			netp_join_free(&join);
 			cygprof_capture_discard(cap);
 			return rc;
 		}
-		if (rc != NETP_DONE_MORE)
+		if (rc != NETP_DONE_MORE) {
+			netp_join_free(&join);
 			return rc;
+		}
 	}
 }
 
@@ -157,14 +170,31 @@ static int encode_run(struct netp_enc *e, int half)
 	return write_run(&k, half);
 }
 
-static void test_roundtrip(void)
+/* Every call through the frames into a capture; with max_frame, arrays are
+ * split (appends in several frames, tree and sites in parts joined again). */
+static void roundtrip(uint32_t max_frame, const char *name)
 {
-	struct netp_enc e = { 0 };
+	struct netp_enc e = { .max_frame = max_frame };
 	char err[200] = "";
-	const char *path = tmp_path("rt.cap");
+	const char *path = tmp_path(name);
 
 	CHECK_EQ_INT(encode_run(&e, 0), 0);
 	CHECK_EQ_INT(e.err, 0);
+	size_t parts = 0, trees = 0;
+	for (size_t off = 0; off < e.len;) {
+		uint32_t type, plen;
+		const uint8_t *pl;
+		long fl = netp_frame(e.buf + off, e.len - off, &type, &pl, &plen);
+		CHECK(fl > 0);
+		if (fl <= 0)
+			break;
+		parts += netp_flags(e.buf + off) == NETP_F_MORE;
+		trees += type == NETP_T_TREE;
+		off += (size_t)fl;
+	}
+	/* 3 nodes and 3 sites, one a frame: two parts of each flagged */
+	CHECK_EQ_U64(parts, max_frame ? 4 : 0);
+	CHECK_EQ_U64(trees, max_frame ? 3 : 1);
 	CHECK_EQ_INT(replay(e.buf, e.len, path, err, sizeof err), NETP_DONE_END);
 	CHECK_EQ_STR(err, "");
 	netp_enc_free(&e);
@@ -283,6 +313,49 @@ static void test_roundtrip(void)
 	CHECK(n == N(offcpu) && !memcmp(oc, offcpu, sizeof offcpu));
 	free(oc);
 	cygprof_capture_close(cap);
+}
+
+static void test_roundtrip(void)
+{
+	roundtrip(0, "rt.cap");
+}
+
+/* Frames of at most 40 bytes of payload: one node, site or stack node, two
+ * events, one memory event a frame. */
+static void test_split(void)
+{
+	roundtrip(40, "split.cap");
+
+	/* a part of another type, or of another thread, in between: refused */
+	struct netp_join j = { 0 };
+	uint8_t part[8 + 40] = { 0 }, other[8 + 40] = { 0 };
+	const uint8_t *out;
+	uint32_t olen;
+	char err[200] = "";
+	part[4] = 1;
+	other[0] = 7;
+	other[4] = 1;
+	CHECK_EQ_INT(netp_join(&j, NETP_T_TREE, NETP_F_MORE, part, sizeof part, &out, &olen, err,
+			       sizeof err), 1);
+	CHECK_EQ_INT(netp_join(&j, NETP_T_META, 0, part, 4, &out, &olen, err, sizeof err),
+		     -EBADMSG);
+	CHECK(strstr(err, "inside a split tree frame") != NULL);
+	CHECK_EQ_INT(netp_join(&j, NETP_T_TREE, 0, other, sizeof other, &out, &olen, err,
+			       sizeof err), -EBADMSG);
+	CHECK(strstr(err, "thread 0 continued for thread 7") != NULL);
+	CHECK_EQ_INT(netp_join(&j, NETP_T_TREE, 0, part, sizeof part - 1, &out, &olen, err,
+			       sizeof err), -EBADMSG);
+	CHECK_EQ_INT(netp_join(&j, NETP_T_TREE, 0, part, sizeof part, &out, &olen, err,
+			       sizeof err), 0);
+	CHECK(olen == 8 + 80 && out[4] == 2);
+	netp_join_free(&j);
+	/* the flag is refused on anything but a tree or sites frame */
+	uint8_t hdr[8] = { 0, 0, 0, 0, NETP_T_EVENTS, 0, NETP_F_MORE, 0 };
+	uint32_t type, plen;
+	const uint8_t *pl;
+	CHECK_EQ_INT(netp_frame(hdr, sizeof hdr, &type, &pl, &plen), -EBADMSG);
+	hdr[4] = NETP_T_SITES;
+	CHECK_EQ_INT(netp_frame(hdr, sizeof hdr, &type, &pl, &plen), 8);
 }
 
 static int count_events(const struct cygprof_event *ev, size_t n, void *data)
@@ -760,6 +833,7 @@ int main(void)
 		return 99;
 	}
 	RUN_TEST(test_roundtrip);
+	RUN_TEST(test_split);
 	RUN_TEST(test_events);
 	RUN_TEST(test_flush);
 	RUN_TEST(test_compressed);
