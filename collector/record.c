@@ -249,16 +249,17 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 				 cygprof_strerror(rc));
 		res->capture_bytes = enc.sent;
 		netp_enc_free(&enc);
-	} else if (rc && rc != CYGPROF_E_FULL && disk_full(o->output))
-		rc = CYGPROF_E_FULL; /* LMDB may report a failed write as EIO */
-	if (o->send_to)
-		;
-	else if (rc)
-		snprintf(err, errlen, "writing capture '%s': %s", o->output, cygprof_strerror(rc));
-	else {
-		struct stat stt;
-		if (!stat(o->output, &stt))
-			res->capture_bytes = (uint64_t)stt.st_size;
+	} else {
+		if (rc && rc != CYGPROF_E_FULL && disk_full(o->output))
+			rc = CYGPROF_E_FULL; /* LMDB may report a failed write as EIO */
+		if (rc)
+			snprintf(err, errlen, "writing capture '%s': %s", o->output,
+				 cygprof_strerror(rc));
+		else {
+			struct stat stt;
+			if (!stat(o->output, &stt))
+				res->capture_bytes = (uint64_t)stt.st_size;
+		}
 	}
 	free_collector(&c);
 	free(caller_fds);
