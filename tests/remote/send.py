@@ -302,10 +302,17 @@ def test_sender_killed():
     pidf = os.path.join(TMP, 'skill.pid')
     env = dict(os.environ, CYGPROF_CHECKPOINT_MS='50')
     rec = subprocess.Popen([CYG, 'record', '--send', '127.0.0.1:%d' % port, '--token-file',
-                            TOK, '--', A.longrun, pidf, '20', '2000'],
+                            TOK, '--', A.longrun, pidf, '30', '2000'],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    # a few rounds, so that checkpoints have streamed
-    lines = [rec.stdout.readline() for _ in range(4)]
+    # kill it once the receiver has a checkpoint with rounds in it (the
+    # receiver's file is readable while it grows)
+    lines = [rec.stdout.readline()]
+    end = time.monotonic() + WAIT
+    while time.monotonic() < end and rec.poll() is None:
+        calls = calls_of(out) if os.path.exists(out) else None
+        if calls and calls.get('round_', 0) >= 1 and calls.get('work', 0) >= 1:
+            break
+        time.sleep(0.1)
     rec.send_signal(signal.SIGKILL)
     rec.communicate()
     rc, err = finish(p)
