@@ -40,12 +40,13 @@ static const struct {
 	/* shown only when recorded */
 	{"time", "times"},          {"sample_event", "sample event"},
 	{"sample_hz", "sample rate"}, {"sample_lost", "samples lost"},
+	{"remote_error", "remote error"}, /* cygprof receive: why the stream ended early */
 };
 
 /* Keys not shown when absent. */
 static int optional_key(const char *key)
 {
-	return !strcmp(key, "time") || !strncmp(key, "sample_", 7);
+	return !strcmp(key, "time") || !strncmp(key, "sample_", 7) || !strcmp(key, "remote_error");
 }
 
 static int capture_schema(struct view *v)

@@ -18,11 +18,13 @@
 #include "collector.h"
 #include "attach-elf.h"
 #include "cyg-shm.h"
+#include "net.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cygprof record [-o FILE] [options] [--] PROG [ARGS...]\n"
+		"       cygprof record --send ADDR:PORT --token-file FILE [options] PROG [ARGS...]\n"
 		"       cygprof record --attach PID\n\n"
 		"Run PROG (built with -finstrument-functions) and record exact call counts and\n"
 		"times per function, call path and thread into a capture.  Exits with PROG's\n"
@@ -30,6 +32,11 @@ static void usage(FILE *f)
 		"options:\n"
 		"  -o, --output FILE      capture file to write (default: cygprof.data); only\n"
 		"                         an earlier capture there is replaced\n"
+		"      --send ADDR:PORT   stream the capture to 'cygprof receive' listening\n"
+		"                         there instead of writing a file (nothing is written\n"
+		"                         here); connects before PROG starts\n"
+		"      --token-file FILE  with --send: the token the receiver shares (a file\n"
+		"                         only its owner may read, 16 to 4096 bytes)\n"
 		"      --attach PID       profile the running process PID (built with\n"
 		"                         -finstrument-functions) without restarting it; not\n"
 		"                         complete yet: only checks that it can be attached\n"
@@ -235,6 +242,30 @@ static int record_attach(pid_t pid, int have_prog)
 	return 1;
 }
 
+/* record --send: connect and prove the token before the program starts
+ * (docs/remote.md); any failure is one line and exit 1, and nothing runs. */
+static int send_connect(const char *to, const char *token_file)
+{
+	char err[512];
+	uint8_t *tok;
+	size_t ntok;
+	int fd, rc;
+
+	rc = net_token_load(token_file, &tok, &ntok, err, sizeof err);
+	if (rc < 0)
+		cli_die(2, "record: --token-file %s", err);
+	fd = net_connect(to, err, sizeof err);
+	if (fd < 0) {
+		free(tok);
+		cli_die(fd == -EINVAL ? 2 : 1, "record: %s", err);
+	}
+	rc = net_handshake_client(fd, tok, ntok, 30000, err, sizeof err);
+	free(tok);
+	if (rc < 0)
+		cli_die(1, "record: --send %s: %s", to, err);
+	return fd;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -260,6 +291,8 @@ int cmd_record(int argc, char **argv)
 		{"max-depth", required_argument, NULL, 'X'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"attach", required_argument, NULL, 'A'},
+		{"send", required_argument, NULL, 'W'},
+		{"token-file", required_argument, NULL, 'Z'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -268,7 +301,8 @@ int cmd_record(int argc, char **argv)
 	char err[512], filters[1024] = "", sz[32];
 	const char *only[argc], *except[argc], *dbgdirs[argc];
 	struct stat prog_st;
-	int c, rc, force = 0;
+	int c, rc, force = 0, have_output = 0;
+	const char *token_file = NULL;
 	long attach_pid = 0;
 
 	memset(&o, 0, sizeof o);
@@ -282,6 +316,7 @@ int cmd_record(int argc, char **argv)
 		switch (c) {
 		case 'o':
 			o.output = optarg;
+			have_output = 1;
 			break;
 		case 'f':
 			force = 1;
@@ -369,6 +404,12 @@ int cmd_record(int argc, char **argv)
 		case 'q':
 			o.quiet = 1;
 			break;
+		case 'W':
+			o.send_to = optarg;
+			break;
+		case 'Z':
+			token_file = optarg;
+			break;
 		case 'A':
 			attach_pid = (long)cli_parse_uint("record", "--attach", optarg, 1, INT_MAX);
 			break;
@@ -385,6 +426,12 @@ int cmd_record(int argc, char **argv)
 		cli_die(2, "record: no program given (usage: cygprof record [options] -- PROG [ARGS...])");
 	if (!*o.output)
 		cli_die(2, "record: --output needs a file name");
+	if (o.send_to && have_output)
+		cli_die(2, "record: --send writes no file: it cannot go with --output");
+	if (o.send_to && !token_file)
+		cli_die(2, "record: --send needs --token-file FILE");
+	if (token_file && !o.send_to)
+		cli_die(2, "record: --token-file goes with --send");
 	if ((o.sample_event || o.rr_ticks) && !o.sample_hz)
 		o.sample_hz = 999; /* --sample-event or --rr-ticks alone: --sample */
 	if (o.timeline && o.time_sampled)
@@ -396,20 +443,26 @@ int cmd_record(int argc, char **argv)
 	o.argv = argv + optind;
 	o.filters = filters;
 	cli_check_program(o.argv[0], &prog_st);
-	cli_output_check("record", o.output, CLI_OUT_CAPTURE, force, &prog_st);
-	check_space(o.output);
+	if (!o.send_to) {
+		cli_output_check("record", o.output, CLI_OUT_CAPTURE, force, &prog_st);
+		check_space(o.output);
+	}
 	const char *rtname = o.memory ? "libcygprof-mem.so" : "libcygprof-cyg.so";
 	char *rt = cli_find_runtime(rtname);
 	if (!rt)
 		cli_die(1, "cannot find the runtime %s next to this cygprof", rtname);
 	o.runtime = rt;
+	if (o.send_to)
+		o.send_fd = send_connect(o.send_to, token_file);
 
 	rc = collector_record(&o, &r, err, sizeof err);
 	free(rt);
+	if (o.send_to)
+		close(o.send_fd);
 	if (rc) {
 		if (r.exec_errno)
 			cli_die(r.exec_errno == ENOENT ? 127 : 126, "%s", err);
-		if (rc == CYGPROF_E_FULL || rc == -ENOSPC)
+		if (!o.send_to && (rc == CYGPROF_E_FULL || rc == -ENOSPC))
 			cli_die(1, "record: %s: no space left on device", o.output);
 		cli_die(1, "%s", err);
 	}
@@ -417,17 +470,18 @@ int cmd_record(int argc, char **argv)
 		human(r.capture_bytes, sz, sizeof sz);
 		fprintf(stderr,
 			"cygprof: %u process%s, %u thread%s, %llu calls, %llu events, "
-			"%llu memory events, %llu lost, %s: %s\n",
+			"%llu memory events, %llu lost, %s: %s%s\n",
 			r.procs, r.procs == 1 ? "" : "es", r.threads, r.threads == 1 ? "" : "s",
 			(unsigned long long)r.calls, (unsigned long long)r.events,
 			(unsigned long long)r.mem_events,
-			(unsigned long long)r.lost, sz, o.output);
+			(unsigned long long)r.lost, sz, o.send_to ? "sent to " : "",
+			o.send_to ? o.send_to : o.output);
 	}
 	/* calls count every entry, before the filters; a program traced for
 	 * its allocations only (--memory) or sampled (--sample) needs no
 	 * instrumentation */
 	if (r.damaged[0])
-		cli_warn("warning: %s: %s", o.output, r.damaged);
+		cli_warn("warning: %s: %s", o.send_to ? o.send_to : o.output, r.damaged);
 	if (!r.calls && !(o.memory && r.mem_events) && !r.samples)
 		cli_warn("warning: no instrumented function was called: build %s with "
 			 "-finstrument-functions%s", o.argv[0],

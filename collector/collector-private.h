@@ -19,6 +19,7 @@
 
 #include "collector.h"
 #include "cyg-shm.h"
+#include "capture-sink.h"
 #include "cygprof/cygprof-capture.h"
 #include "debuginfo.h"
 #include "symbols.h"
@@ -198,7 +199,7 @@ struct cobj {
 struct collector {
 	const struct collector_opts *o;
 	struct stash stash;
-	struct cygprof_capture *cap;
+	struct cap_sink sink;  /* where every capture write goes (remote/capture-sink.h) */
 	char *base;
 	struct cyg_ctl *ctl;
 	/* our own copies: never read back from the mapping */

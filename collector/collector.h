@@ -31,7 +31,12 @@ struct collector_snapshot {
 };
 
 struct collector_opts {
-	const char *output;    /* capture path */
+	const char *output;    /* capture path (unused with send_to) */
+	/* record --send: stream the capture over send_fd (connected, past the
+	 * handshake: remote/net.h) instead of writing output; send_to names
+	 * the peer in messages.  No LMDB file is opened then. */
+	const char *send_to;
+	int send_fd;
 	char *const *argv;     /* the program and its arguments */
 	const char *runtime;   /* absolute path of libcygprof-cyg.so */
 	int timeline;          /* keep every enter/exit event */
@@ -71,7 +76,7 @@ struct collector_result {
 	uint32_t procs, threads;
 	uint64_t calls, events, lost, waits, mem_events;
 	uint64_t samples;      /* perf samples taken (--sample) */
-	uint64_t capture_bytes;
+	uint64_t capture_bytes; /* of the file, or sent (send_to) */
 	char damaged[256];     /* non-empty: what was rejected of what the program wrote into
 				* the shared mapping (the capture's "damaged" line) */
 };

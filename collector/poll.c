@@ -39,7 +39,7 @@ int collector_poll(struct collector *c, pid_t pid)
 	uint64_t interval = checkpoint_interval_ns(), last_commit, last_ckpt, gap;
 	int status = 0;
 
-	cygprof_capture_begin(c->cap);
+	cap_sink_begin(&c->sink);
 	last_commit = last_ckpt = collector_mono_ns();
 	gap = interval;
 	for (;;) {
@@ -77,22 +77,22 @@ int collector_poll(struct collector *c, pid_t pid)
 			if (!e)
 				collector_snapshot(c, 0);
 			if (!e)
-				e = cygprof_capture_commit(c->cap);
+				e = cap_sink_commit(&c->sink);
 			else
-				cygprof_capture_commit(c->cap);
+				cap_sink_commit(&c->sink);
 			if (e && !c->err)
 				c->err = e;
-			cygprof_capture_begin(c->cap);
+			cap_sink_begin(&c->sink);
 			last_ckpt = last_commit = collector_mono_ns();
 			c->ckpt_ns = collector_cpu_ns() - cpu0;
 			gap = c->ckpt_ns * POLL_CHECKPOINT_CPU_SHARE > interval
 				      ? c->ckpt_ns * POLL_CHECKPOINT_CPU_SHARE
 				      : interval;
 		} else if (now - last_commit > POLL_COMMIT_NS) {
-			int e = cygprof_capture_commit(c->cap);
+			int e = cap_sink_commit(&c->sink);
 			if (e && !c->err)
 				c->err = e; /* a write that failed is lost: say so at the end */
-			cygprof_capture_begin(c->cap);
+			cap_sink_begin(&c->sink);
 			last_commit = collector_mono_ns();
 		}
 		/* Poll: at once while rings fill fast, briefly while events

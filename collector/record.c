@@ -14,6 +14,38 @@
 #include <unistd.h>
 
 #include "collector-private.h"
+#include "net-proto.h"
+#include "net.h"
+
+/* record --send: a write making no progress for this long loses the
+ * connection (a receiver that stopped reading). */
+#define SEND_TIMEOUT_MS 60000
+
+/* The net sink's flush: the buffered frames onto the socket. */
+static int send_flush(void *arg, const uint8_t *p, size_t n)
+{
+	return net_write_full(*(int *)arg, p, n, SEND_TIMEOUT_MS);
+}
+
+/* The one line for a lost connection (or any failed send). */
+static void send_lost(const struct collector_opts *o, const struct netp_enc *enc, int rc,
+		      int status, char *err, size_t errlen)
+{
+	char st[300];
+
+	if (WIFSIGNALED(status))
+		snprintf(st, sizeof st, "; %s ran on to its end, killed by signal %d", o->argv[0],
+			 WTERMSIG(status));
+	else
+		snprintf(st, sizeof st, "; %s ran on to its end, exit status %d", o->argv[0],
+			 WEXITSTATUS(status));
+	snprintf(err, errlen, "record: connection to %s lost after %llu bytes: %s%s", o->send_to,
+		 (unsigned long long)enc->sent,
+		 rc == -EPIPE ? "the receiver closed it"
+		 : rc == -ETIMEDOUT ? "the receiver stopped reading"
+				    : cygprof_strerror(rc),
+		 st);
+}
 
 static int disk_full(const char *path)
 {
@@ -85,12 +117,15 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 		     size_t errlen)
 {
 	struct collector c;
+	struct netp_enc enc;
+	int send_fd = o->send_fd;
 	int memfd = -1, rc, status = 0, exec_errno = 0, *caller_fds = NULL;
 	size_t ncaller = 0;
 	pid_t pid;
 	uint64_t size;
 
 	memset(&c, 0, sizeof c);
+	memset(&enc, 0, sizeof enc);
 	memset(res, 0, sizeof *res);
 	c.o = o;
 	/* What the caller left open: the program inherits exactly that. */
@@ -107,13 +142,23 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 		debuginfo_add_env(c.dbg);
 	c.filtering = o->n_only || o->n_except || o->max_depth;
 
-	rc = cygprof_capture_create(o->output, &c.cap);
-	if (rc) {
-		snprintf(err, errlen, "cannot create capture '%s': %s", o->output,
-			 cygprof_strerror(rc));
-		debuginfo_free(c.dbg);
-		free(caller_fds);
-		return rc;
+	if (o->send_to) {
+		/* frames, batched: flushed at each commit and past NETP_FLUSH_AT */
+		enc.flush = send_flush;
+		enc.arg = &send_fd;
+		enc.compress = 1; /* zstd's fastest: a timeline shrinks about 50 times */
+		c.sink = cap_sink_net(&enc);
+	} else {
+		struct cygprof_capture *cap;
+		rc = cygprof_capture_create(o->output, &cap);
+		if (rc) {
+			snprintf(err, errlen, "cannot create capture '%s': %s", o->output,
+				 cygprof_strerror(rc));
+			debuginfo_free(c.dbg);
+			free(caller_fds);
+			return rc;
+		}
+		c.sink = cap_sink_capture(cap);
 	}
 	rc = collector_map(&c, size, &memfd, err, errlen);
 	if (!rc) {
@@ -150,7 +195,7 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 	/* the program runs: from now on the capture is visible at its name
 	 * (a collector killed later leaves what it committed there); a
 	 * failure shows again at close, which publishes too */
-	(void)cygprof_capture_publish(c.cap);
+	(void)cap_sink_publish(&c.sink);
 
 	status = collector_poll(&c, pid);
 	collector_forward_end(&c);
@@ -166,7 +211,7 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 	if (!rc)
 		collector_snapshot(&c, 1);
 	{
-		int e = cygprof_capture_commit(c.cap);
+		int e = cap_sink_commit(&c.sink);
 		if (!rc)
 			rc = e;
 	}
@@ -191,19 +236,30 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 		free(line);
 	}
 	{
-		int e = cygprof_capture_close(c.cap);
-		c.cap = NULL;
+		int e = cap_sink_close(&c.sink);
+		c.sink.ops = NULL;
 		if (!rc)
 			rc = e;
 	}
-	if (rc && rc != CYGPROF_E_FULL && disk_full(o->output))
-		rc = CYGPROF_E_FULL; /* LMDB may report a failed write as EIO */
-	if (rc)
-		snprintf(err, errlen, "writing capture '%s': %s", o->output, cygprof_strerror(rc));
-	else {
-		struct stat stt;
-		if (!stat(o->output, &stt))
-			res->capture_bytes = (uint64_t)stt.st_size;
+	if (o->send_to) {
+		if (enc.err)
+			send_lost(o, &enc, enc.err, status, err, errlen);
+		else if (rc)
+			snprintf(err, errlen, "record: sending to %s: %s", o->send_to,
+				 cygprof_strerror(rc));
+		res->capture_bytes = enc.sent;
+		netp_enc_free(&enc);
+	} else {
+		if (rc && rc != CYGPROF_E_FULL && disk_full(o->output))
+			rc = CYGPROF_E_FULL; /* LMDB may report a failed write as EIO */
+		if (rc)
+			snprintf(err, errlen, "writing capture '%s': %s", o->output,
+				 cygprof_strerror(rc));
+		else {
+			struct stat stt;
+			if (!stat(o->output, &stt))
+				res->capture_bytes = (uint64_t)stt.st_size;
+		}
 	}
 	free_collector(&c);
 	free(caller_fds);
@@ -211,8 +267,10 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 fail:
 	if (memfd >= 0)
 		close(memfd);
-	/* removes the new file; what was at the output's name stays */
-	cygprof_capture_discard(c.cap);
+	/* removes the new file (what was at the output's name stays), or
+	 * tells the receiver to drop what it got */
+	cap_sink_discard(&c.sink);
+	netp_enc_free(&enc);
 	free_collector(&c);
 	free(caller_fds);
 	return rc ? rc : -EIO;

@@ -8,8 +8,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #define NETP_NOSTR UINT32_MAX /* a NULL string */
+
+/* The bulk records (events, memory events, tree nodes) have no padding: on a
+ * little-endian machine their memory is their wire form, copied whole (the
+ * timeline streams tens of millions of events). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NETP_RAW(type, rec) (sizeof(type) == (rec))
+#else
+#define NETP_RAW(type, rec) 0
+#endif
 
 /* ---- encoder ------------------------------------------------------------ */
 
@@ -36,6 +46,25 @@ static void put_bytes(struct netp_enc *e, const void *p, size_t n)
 		return;
 	memcpy(e->buf + e->len, p, n);
 	e->len += n;
+}
+
+static inline void wr32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void wr64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t rd64(const uint8_t *p)
+{
+	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
 }
 
 static void put_u8(struct netp_enc *e, uint8_t v) { put_bytes(e, &v, 1); }
@@ -84,14 +113,47 @@ static size_t frame_start(struct netp_enc *e, uint32_t type)
 	return at;
 }
 
+/* The buffer as one ZBATCH frame in zbuf: its size, or 0 when it is not
+ * worth it (small, incompressible, too large, out of memory: sent as is). */
+static size_t enc_zip(struct netp_enc *e)
+{
+	if (e->len < NETP_ZMIN || e->len > NETP_MAX_FRAME)
+		return 0;
+	size_t need = NETP_HDR + 4 + ZSTD_compressBound(e->len);
+	if (need > e->zcap) {
+		uint8_t *p = realloc(e->zbuf, need);
+		if (!p)
+			return 0;
+		e->zbuf = p;
+		e->zcap = need;
+	}
+	if (!e->zc && !(e->zc = ZSTD_createCCtx()))
+		return 0;
+	size_t z = ZSTD_compressCCtx(e->zc, e->zbuf + NETP_HDR + 4, e->zcap - NETP_HDR - 4,
+				     e->buf, e->len, e->compress);
+	if (ZSTD_isError(z) || z + 4 + NETP_HDR >= e->len || z + 4 > NETP_MAX_FRAME)
+		return 0;
+	uint32_t plen = (uint32_t)z + 4, raw = (uint32_t)e->len;
+	for (int i = 0; i < 4; i++) {
+		e->zbuf[i] = (uint8_t)(plen >> (8 * i));
+		e->zbuf[NETP_HDR + i] = (uint8_t)(raw >> (8 * i));
+	}
+	e->zbuf[4] = (uint8_t)NETP_T_ZBATCH;
+	e->zbuf[5] = (uint8_t)(NETP_T_ZBATCH >> 8);
+	e->zbuf[6] = e->zbuf[7] = 0;
+	return NETP_HDR + plen;
+}
+
 static int enc_flush(struct netp_enc *e)
 {
 	if (e->err || !e->flush || !e->len)
 		return e->err;
-	int r = e->flush(e->arg, e->buf, e->len);
+	size_t zn = e->compress ? enc_zip(e) : 0;
+	int r = zn ? e->flush(e->arg, e->zbuf, zn) : e->flush(e->arg, e->buf, e->len);
 	if (r < 0)
 		return e->err = r;
-	e->sent += e->len;
+	e->sent += zn ? zn : e->len;
+	e->raw += e->len;
 	e->len = 0;
 	return 0;
 }
@@ -110,6 +172,13 @@ static int frame_end(struct netp_enc *e, size_t at, int flush)
 	if (flush || e->len >= NETP_FLUSH_AT)
 		return enc_flush(e);
 	return 0;
+}
+
+/* Records of rec bytes that fit one array frame (u32 id, u32 count). */
+static size_t per_frame(const struct netp_enc *e, size_t rec)
+{
+	size_t max = e->max_frame && e->max_frame < NETP_MAX_FRAME ? e->max_frame : NETP_MAX_FRAME;
+	return max >= 8 + rec ? (max - 8) / rec : 1;
 }
 
 static int ns_begin(void *s)
@@ -174,10 +243,13 @@ static int ns_put_thread(void *s, const struct cygprof_thread *t)
 	return frame_end(e, at, 0);
 }
 
-/* Array frames: u32 id (when the call has one), u32 count, the records. */
+/* Array frames: u32 id (when the call has one), u32 count, the records;
+ * flags e->part (NETP_F_MORE for a part of a split tree or sites frame). */
 static size_t array_start(struct netp_enc *e, uint32_t type, int has_id, uint32_t id, size_t n)
 {
 	size_t at = frame_start(e, type);
+	if (!e->err)
+		e->buf[at + 6] = (uint8_t)e->part;
 	if (has_id)
 		put_u32(e, id);
 	if (n > UINT32_MAX && !e->err)
@@ -186,22 +258,41 @@ static size_t array_start(struct netp_enc *e, uint32_t type, int has_id, uint32_
 	return at;
 }
 
-static int ns_put_tree(void *s, uint32_t t, const struct cygprof_node *v, size_t n)
+static int tree_one(void *s, uint32_t t, const struct cygprof_node *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_TREE, 1, t, n);
-	for (size_t i = 0; i < n && !e->err; i++) {
-		put_u32(e, v[i].parent);
-		put_u32(e, v[i].flags);
-		put_u64(e, v[i].fn);
-		put_u64(e, v[i].site);
-		put_u64(e, v[i].calls);
-		put_u64(e, v[i].total_ns);
-	}
+	if (NETP_RAW(*v, 40) && n)
+		put_bytes(e, v, n * sizeof *v);
+	else
+		for (size_t i = 0; i < n && !e->err; i++) {
+			put_u32(e, v[i].parent);
+			put_u32(e, v[i].flags);
+			put_u64(e, v[i].fn);
+			put_u64(e, v[i].site);
+			put_u64(e, v[i].calls);
+			put_u64(e, v[i].total_ns);
+		}
 	return frame_end(e, at, 0);
 }
 
-static int ns_put_sites(void *s, uint32_t t, const struct cygprof_callsite *v, size_t n)
+/* Past the frame size: parts flagged NETP_F_MORE but the last, which
+ * the receiver joins (netp_join()) before the call. */
+static int ns_put_tree(void *s, uint32_t t, const struct cygprof_node *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 40);
+	int rc = 0;
+
+	e->part = NETP_F_MORE;
+	for (; n > k; v += k, n -= k)
+		if ((rc = tree_one(s, t, v, k)) < 0)
+			break;
+	e->part = 0;
+	return n > k ? rc : tree_one(s, t, v, n);
+}
+
+static int sites_one(void *s, uint32_t t, const struct cygprof_callsite *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_SITES, 1, t, n);
@@ -215,16 +306,53 @@ static int ns_put_sites(void *s, uint32_t t, const struct cygprof_callsite *v, s
 	return frame_end(e, at, 0);
 }
 
-static int ns_append_events(void *s, uint32_t t, const struct cygprof_event *v, size_t n)
+/* Past the frame size: parts flagged NETP_F_MORE but the last, which
+ * the receiver joins (netp_join()) before the call. */
+static int ns_put_sites(void *s, uint32_t t, const struct cygprof_callsite *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 32);
+	int rc = 0;
+
+	e->part = NETP_F_MORE;
+	for (; n > k; v += k, n -= k)
+		if ((rc = sites_one(s, t, v, k)) < 0)
+			break;
+	e->part = 0;
+	return n > k ? rc : sites_one(s, t, v, n);
+}
+
+static int events_one(void *s, uint32_t t, const struct cygprof_event *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_EVENTS, 1, t, n);
-	for (size_t i = 0; i < n && !e->err; i++) {
-		put_u64(e, v[i].ts_ns);
-		put_u32(e, v[i].node);
-		put_u32(e, v[i].kind);
+	/* each time as the step from the one before (the first: from 0),
+	 * modulo 2^64: mostly small numbers, which zstd shrinks well */
+	if (!enc_reserve(e, n * 16)) {
+		uint8_t *p = e->buf + e->len;
+		uint64_t prev = 0;
+		for (size_t i = 0; i < n; i++, p += 16) {
+			wr64(p, v[i].ts_ns - prev);
+			wr32(p + 8, v[i].node);
+			wr32(p + 12, v[i].kind);
+			prev = v[i].ts_ns;
+		}
+		e->len += n * 16;
 	}
 	return frame_end(e, at, 0);
+}
+
+/* Past the frame size: several frames (an append is the same in parts). */
+static int ns_append_events(void *s, uint32_t t, const struct cygprof_event *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 16);
+	int rc;
+
+	for (; n > k; v += k, n -= k)
+		if ((rc = events_one(s, t, v, k)) < 0)
+			return rc;
+	return events_one(s, t, v, n);
 }
 
 static int ns_put_object(void *s, const struct cygprof_object *o)
@@ -254,23 +382,39 @@ static int ns_put_symbol(void *s, const struct cygprof_symbol *sym)
 	return frame_end(e, at, 0);
 }
 
-static int ns_append_mem(void *s, uint32_t t, const struct cygprof_mem_event *v, size_t n)
+static int mem_one(void *s, uint32_t t, const struct cygprof_mem_event *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_MEM, 1, t, n);
-	for (size_t i = 0; i < n && !e->err; i++) {
-		put_u64(e, v[i].ts_ns);
-		put_u64(e, v[i].addr);
-		put_u64(e, v[i].size);
-		put_u32(e, v[i].stack);
-		put_u8(e, v[i].op);
-		put_u8(e, v[i].fn);
-		put_u16(e, v[i].flags);
-	}
+	if (NETP_RAW(*v, 32) && n)
+		put_bytes(e, v, n * sizeof *v);
+	else
+		for (size_t i = 0; i < n && !e->err; i++) {
+			put_u64(e, v[i].ts_ns);
+			put_u64(e, v[i].addr);
+			put_u64(e, v[i].size);
+			put_u32(e, v[i].stack);
+			put_u8(e, v[i].op);
+			put_u8(e, v[i].fn);
+			put_u16(e, v[i].flags);
+		}
 	return frame_end(e, at, 0);
 }
 
-static int ns_put_stacks(void *s, const struct cygprof_stack_node *v, size_t n)
+/* Past the frame size: several frames (an append is the same in parts). */
+static int ns_append_mem(void *s, uint32_t t, const struct cygprof_mem_event *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 32);
+	int rc;
+
+	for (; n > k; v += k, n -= k)
+		if ((rc = mem_one(s, t, v, k)) < 0)
+			return rc;
+	return mem_one(s, t, v, n);
+}
+
+static int stacks_one(void *s, const struct cygprof_stack_node *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_STACKS, 0, 0, n);
@@ -282,6 +426,19 @@ static int ns_put_stacks(void *s, const struct cygprof_stack_node *v, size_t n)
 		put_u64(e, v[i].addr);
 	}
 	return frame_end(e, at, 0);
+}
+
+/* Past the frame size: several frames (an append is the same in parts). */
+static int ns_put_stacks(void *s, const struct cygprof_stack_node *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 24);
+	int rc;
+
+	for (; n > k; v += k, n -= k)
+		if ((rc = stacks_one(s, v, k)) < 0)
+			return rc;
+	return stacks_one(s, v, n);
 }
 
 static int ns_put_counter(void *s, const struct cygprof_counter *c)
@@ -296,7 +453,7 @@ static int ns_put_counter(void *s, const struct cygprof_counter *c)
 	return frame_end(e, at, 0);
 }
 
-static int ns_append_samples(void *s, uint32_t id, const struct cygprof_sample *v, size_t n)
+static int samples_one(void *s, uint32_t id, const struct cygprof_sample *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_SAMPLES, 1, id, n);
@@ -307,7 +464,20 @@ static int ns_append_samples(void *s, uint32_t id, const struct cygprof_sample *
 	return frame_end(e, at, 0);
 }
 
-static int ns_append_psamples(void *s, const struct cygprof_psample *v, size_t n)
+/* Past the frame size: several frames (an append is the same in parts). */
+static int ns_append_samples(void *s, uint32_t id, const struct cygprof_sample *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 16);
+	int rc;
+
+	for (; n > k; v += k, n -= k)
+		if ((rc = samples_one(s, id, v, k)) < 0)
+			return rc;
+	return samples_one(s, id, v, n);
+}
+
+static int psamples_one(void *s, const struct cygprof_psample *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_PSAMPLES, 0, 0, n);
@@ -325,7 +495,20 @@ static int ns_append_psamples(void *s, const struct cygprof_psample *v, size_t n
 	return frame_end(e, at, 0);
 }
 
-static int ns_append_offcpu(void *s, const struct cygprof_offcpu *v, size_t n)
+/* Past the frame size: several frames (an append is the same in parts). */
+static int ns_append_psamples(void *s, const struct cygprof_psample *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 48);
+	int rc;
+
+	for (; n > k; v += k, n -= k)
+		if ((rc = psamples_one(s, v, k)) < 0)
+			return rc;
+	return psamples_one(s, v, n);
+}
+
+static int offcpu_one(void *s, const struct cygprof_offcpu *v, size_t n)
 {
 	struct netp_enc *e = s;
 	size_t at = array_start(e, NETP_T_OFFCPU, 0, 0, n);
@@ -338,6 +521,19 @@ static int ns_append_offcpu(void *s, const struct cygprof_offcpu *v, size_t n)
 		put_u32(e, v[i].flags);
 	}
 	return frame_end(e, at, 0);
+}
+
+/* Past the frame size: several frames (an append is the same in parts). */
+static int ns_append_offcpu(void *s, const struct cygprof_offcpu *v, size_t n)
+{
+	struct netp_enc *e = s;
+	size_t k = per_frame(e, 32);
+	int rc;
+
+	for (; n > k; v += k, n -= k)
+		if ((rc = offcpu_one(s, v, k)) < 0)
+			return rc;
+	return offcpu_one(s, v, n);
 }
 
 static int ns_publish(void *s)
@@ -390,6 +586,11 @@ void netp_enc_free(struct netp_enc *enc)
 	free(enc->buf);
 	enc->buf = NULL;
 	enc->len = enc->cap = 0;
+	free(enc->zbuf);
+	enc->zbuf = NULL;
+	enc->zcap = 0;
+	ZSTD_freeCCtx(enc->zc);
+	enc->zc = NULL;
 }
 
 /* ---- decoder ------------------------------------------------------------ */
@@ -475,7 +676,8 @@ long netp_frame(const uint8_t *p, size_t avail, uint32_t *type, const uint8_t **
 		       (uint32_t)p[3] << 24;
 	uint32_t t = (uint32_t)p[4] | (uint32_t)p[5] << 8;
 	uint32_t flags = (uint32_t)p[6] | (uint32_t)p[7] << 8;
-	if (len > NETP_MAX_FRAME || t == 0 || t >= NETP_T_COUNT_ || flags)
+	if (len > NETP_MAX_FRAME || t == 0 || t >= NETP_T_COUNT_ ||
+	    (flags && (flags != NETP_F_MORE || (t != NETP_T_TREE && t != NETP_T_SITES))))
 		return -EBADMSG;
 	if (avail - NETP_HDR < len)
 		return 0;
@@ -495,6 +697,7 @@ static const char *const type_names[NETP_T_COUNT_] = {
 	[NETP_T_COUNTER] = "counter",	[NETP_T_SAMPLES] = "samples",
 	[NETP_T_PSAMPLES] = "psamples", [NETP_T_OFFCPU] = "offcpu",
 	[NETP_T_PUBLISH] = "publish",	[NETP_T_END] = "end",		[NETP_T_ABORT] = "abort",
+	[NETP_T_ZBATCH] = "zbatch",
 };
 
 const char *netp_type_name(uint32_t type)
@@ -502,7 +705,8 @@ const char *netp_type_name(uint32_t type)
 	return type > 0 && type < NETP_T_COUNT_ ? type_names[type] : "unknown";
 }
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void seterr(char *err, size_t errlen,
+							   const char *fmt, ...)
 {
 	if (!err || !errlen)
 		return;
@@ -510,6 +714,113 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+}
+
+int netp_unzip(const uint8_t *payload, uint32_t plen, uint8_t **buf, size_t *cap, size_t *n,
+	       char *err, size_t errlen)
+{
+	*n = 0;
+	if (plen < 4) {
+		seterr(err, errlen, "malformed zbatch frame (%u bytes)", (unsigned)plen);
+		return -EBADMSG;
+	}
+	uint32_t raw = (uint32_t)payload[0] | (uint32_t)payload[1] << 8 |
+		       (uint32_t)payload[2] << 16 | (uint32_t)payload[3] << 24;
+	const uint8_t *z = payload + 4;
+	size_t zn = plen - 4;
+	if (raw > NETP_MAX_FRAME || ZSTD_getFrameContentSize(z, zn) != raw ||
+	    ZSTD_findFrameCompressedSize(z, zn) != zn) {
+		seterr(err, errlen, "malformed zbatch frame (%u bytes, %u stated)", (unsigned)plen,
+		       (unsigned)raw);
+		return -EBADMSG;
+	}
+	if (raw > *cap || !*buf) {
+		uint8_t *p = realloc(*buf, raw ? raw : 1);
+		if (!p) {
+			seterr(err, errlen, "out of memory decoding a zbatch frame");
+			return -ENOMEM;
+		}
+		*buf = p;
+		*cap = raw ? raw : 1;
+	}
+	size_t got = ZSTD_decompress(*buf, raw, z, zn);
+	if (ZSTD_isError(got) || got != raw) {
+		seterr(err, errlen, "malformed zbatch frame: %s",
+		       ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short");
+		return -EBADMSG;
+	}
+	*n = raw;
+	return 0;
+}
+
+int netp_join(struct netp_join *j, uint32_t type, unsigned flags, const uint8_t *payload,
+	      uint32_t plen, const uint8_t **out, uint32_t *outlen, char *err, size_t errlen)
+{
+	if (!j->open && !(flags & NETP_F_MORE)) {
+		*out = payload;
+		*outlen = plen;
+		return 0;
+	}
+	if (j->open && type != j->type) {
+		seterr(err, errlen, "a %s frame inside a split %s frame", netp_type_name(type),
+		       netp_type_name(j->type));
+		return -EBADMSG;
+	}
+	size_t rec = type == NETP_T_TREE ? 40 : type == NETP_T_SITES ? 32 : 0;
+	uint32_t id = plen >= 8 ? rd32(payload) : 0, cnt = plen >= 8 ? rd32(payload + 4) : 0;
+	if (!rec || plen < 8 || (uint64_t)cnt * rec != plen - 8u) {
+		seterr(err, errlen, "malformed %s frame (%u bytes)", netp_type_name(type),
+		       (unsigned)plen);
+		return -EBADMSG;
+	}
+	if (j->open && id != j->id) {
+		seterr(err, errlen, "a split %s frame of thread %u continued for thread %u",
+		       netp_type_name(type), (unsigned)j->id, (unsigned)id);
+		return -EBADMSG;
+	}
+	if (!j->open) {
+		j->open = 1;
+		j->type = type;
+		j->id = id;
+		j->count = 0;
+		j->len = 8;
+	}
+	size_t add = plen - 8u;
+	if (j->count + cnt > UINT32_MAX || j->len + add > UINT32_MAX) {
+		seterr(err, errlen, "a split %s frame of more than 4 GiB", netp_type_name(type));
+		return -EBADMSG;
+	}
+	if (j->len + add > j->cap) {
+		size_t cap = j->cap ? j->cap : 4096;
+		while (cap < j->len + add)
+			cap *= 2;
+		uint8_t *p = realloc(j->buf, cap);
+		if (!p) {
+			seterr(err, errlen, "out of memory joining a split %s frame",
+			       netp_type_name(type));
+			return -ENOMEM;
+		}
+		j->buf = p;
+		j->cap = cap;
+	}
+	if (add)
+		memcpy(j->buf + j->len, payload + 8, add);
+	j->len += add;
+	j->count += cnt;
+	if (flags & NETP_F_MORE)
+		return 1;
+	wr32(j->buf, j->id);
+	wr32(j->buf + 4, (uint32_t)j->count);
+	j->open = 0;
+	*out = j->buf;
+	*outlen = (uint32_t)j->len;
+	return 0;
+}
+
+void netp_join_free(struct netp_join *j)
+{
+	free(j->buf);
+	memset(j, 0, sizeof *j);
 }
 
 /* Read an array header: id (when has_id), count; allocate count records of
@@ -629,14 +940,17 @@ int netp_dispatch(uint32_t type, const uint8_t *payload, uint32_t plen,
 	}
 	case NETP_T_TREE: {
 		struct cygprof_node *v = get_array(&r, 1, &id, 40, sizeof *v, &n);
-		for (size_t i = 0; v && !r.bad && i < n; i++) {
-			v[i].parent = get_u32(&r);
-			v[i].flags = get_u32(&r);
-			v[i].fn = get_u64(&r);
-			v[i].site = get_u64(&r);
-			v[i].calls = get_u64(&r);
-			v[i].total_ns = get_u64(&r);
-		}
+		if (v && NETP_RAW(*v, 40) && n)
+			memcpy(v, take(&r, n * sizeof *v), n * sizeof *v);
+		else
+			for (size_t i = 0; v && !r.bad && i < n; i++) {
+				v[i].parent = get_u32(&r);
+				v[i].flags = get_u32(&r);
+				v[i].fn = get_u64(&r);
+				v[i].site = get_u64(&r);
+				v[i].calls = get_u64(&r);
+				v[i].total_ns = get_u64(&r);
+			}
 		if (!r.bad)
 			rc = o->put_tree(s, id, v, n);
 		free(v);
@@ -658,10 +972,13 @@ int netp_dispatch(uint32_t type, const uint8_t *payload, uint32_t plen,
 	}
 	case NETP_T_EVENTS: {
 		struct cygprof_event *v = get_array(&r, 1, &id, 16, sizeof *v, &n);
-		for (size_t i = 0; v && !r.bad && i < n; i++) {
-			v[i].ts_ns = get_u64(&r);
-			v[i].node = get_u32(&r);
-			v[i].kind = get_u32(&r);
+		const uint8_t *p = v && n ? take(&r, n * 16) : NULL;
+		uint64_t ts = 0;
+		for (size_t i = 0; p && i < n; i++, p += 16) {
+			ts += rd64(p); /* the steps back to times (modulo 2^64) */
+			v[i].ts_ns = ts;
+			v[i].node = rd32(p + 8);
+			v[i].kind = rd32(p + 12);
 		}
 		if (!r.bad)
 			rc = o->append_events(s, id, v, n);
@@ -703,15 +1020,18 @@ int netp_dispatch(uint32_t type, const uint8_t *payload, uint32_t plen,
 	}
 	case NETP_T_MEM: {
 		struct cygprof_mem_event *v = get_array(&r, 1, &id, 32, sizeof *v, &n);
-		for (size_t i = 0; v && !r.bad && i < n; i++) {
-			v[i].ts_ns = get_u64(&r);
-			v[i].addr = get_u64(&r);
-			v[i].size = get_u64(&r);
-			v[i].stack = get_u32(&r);
-			v[i].op = get_u8(&r);
-			v[i].fn = get_u8(&r);
-			v[i].flags = get_u16(&r);
-		}
+		if (v && NETP_RAW(*v, 32) && n)
+			memcpy(v, take(&r, n * sizeof *v), n * sizeof *v);
+		else
+			for (size_t i = 0; v && !r.bad && i < n; i++) {
+				v[i].ts_ns = get_u64(&r);
+				v[i].addr = get_u64(&r);
+				v[i].size = get_u64(&r);
+				v[i].stack = get_u32(&r);
+				v[i].op = get_u8(&r);
+				v[i].fn = get_u8(&r);
+				v[i].flags = get_u16(&r);
+			}
 		if (!r.bad)
 			rc = o->append_mem(s, id, v, n);
 		free(v);

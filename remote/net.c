@@ -21,7 +21,8 @@
 #include "net-proto.h"
 #include "sha256.h"
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void seterr(char *err, size_t errlen,
+							   const char *fmt, ...)
 {
 	if (!err || !errlen)
 		return;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """cygprof receive over loopback, against a sender written here from
-docs/remote.md (record --send does not exist yet): a whole stream gives a
+docs/remote.md (send.py drives record --send itself): a whole stream gives a
 complete capture; a wrong token is refused on both sides and writes
 nothing; a connection cut mid-stream keeps an incomplete capture; a stream
 past --max-bytes is cut; a token file others may read is refused.

@@ -123,16 +123,19 @@ static int replay(const uint8_t *p, size_t n, const char *path, char *err, size_
 	if (rc < 0)
 		return rc;
 	struct cap_sink k = cap_sink_capture(cap);
+	struct netp_join join = { 0 };
 	size_t off = 0;
 	for (;;) {
 		uint32_t type, plen;
 		const uint8_t *payload;
 		long fl = netp_frame(p + off, n - off, &type, &payload, &plen);
 		if (fl < 0) {
+			netp_join_free(&join);
 			cygprof_capture_discard(cap);
 			return (int)fl;
 		}
 		if (fl == 0) {
+			netp_join_free(&join);
 			/* Cut: what a receiver does when the connection drops. */
 			cygprof_capture_commit(cap);
 			cygprof_capture_set_meta(cap, "remote_error", "connection lost");
@@ -140,14 +143,24 @@ static int replay(const uint8_t *p, size_t n, const char *path, char *err, size_
 			cygprof_capture_close(cap);
 			return 0;
 		}
-		rc = netp_dispatch(type, payload, plen, &k, err, errlen);
+		const uint8_t *jp;
+		uint32_t jlen;
+		rc = netp_join(&join, type, netp_flags(p + off), payload, plen, &jp, &jlen, err,
+			       errlen);
 		off += (size_t)fl;
+		if (rc > 0)
+			continue; /* a part of a split tree or sites frame */
+		if (!rc)
+			rc = netp_dispatch(type, jp, jlen, &k, err, errlen);
 		if (rc < 0) {
+			netp_join_free(&join);
 			cygprof_capture_discard(cap);
 			return rc;
 		}
-		if (rc != NETP_DONE_MORE)
+		if (rc != NETP_DONE_MORE) {
+			netp_join_free(&join);
 			return rc;
+		}
 	}
 }
 
@@ -157,14 +170,31 @@ static int encode_run(struct netp_enc *e, int half)
 	return write_run(&k, half);
 }
 
-static void test_roundtrip(void)
+/* Every call through the frames into a capture; with max_frame, arrays are
+ * split (appends in several frames, tree and sites in parts joined again). */
+static void roundtrip(uint32_t max_frame, const char *name)
 {
-	struct netp_enc e = { 0 };
+	struct netp_enc e = { .max_frame = max_frame };
 	char err[200] = "";
-	const char *path = tmp_path("rt.cap");
+	const char *path = tmp_path(name);
 
 	CHECK_EQ_INT(encode_run(&e, 0), 0);
 	CHECK_EQ_INT(e.err, 0);
+	size_t parts = 0, trees = 0;
+	for (size_t off = 0; off < e.len;) {
+		uint32_t type, plen;
+		const uint8_t *pl;
+		long fl = netp_frame(e.buf + off, e.len - off, &type, &pl, &plen);
+		CHECK(fl > 0);
+		if (fl <= 0)
+			break;
+		parts += netp_flags(e.buf + off) == NETP_F_MORE;
+		trees += type == NETP_T_TREE;
+		off += (size_t)fl;
+	}
+	/* 3 nodes and 3 sites, one a frame: two parts of each flagged */
+	CHECK_EQ_U64(parts, max_frame ? 4 : 0);
+	CHECK_EQ_U64(trees, max_frame ? 3 : 1);
 	CHECK_EQ_INT(replay(e.buf, e.len, path, err, sizeof err), NETP_DONE_END);
 	CHECK_EQ_STR(err, "");
 	netp_enc_free(&e);
@@ -285,6 +315,49 @@ static void test_roundtrip(void)
 	cygprof_capture_close(cap);
 }
 
+static void test_roundtrip(void)
+{
+	roundtrip(0, "rt.cap");
+}
+
+/* Frames of at most 40 bytes of payload: one node, site or stack node, two
+ * events, one memory event a frame. */
+static void test_split(void)
+{
+	roundtrip(40, "split.cap");
+
+	/* a part of another type, or of another thread, in between: refused */
+	struct netp_join j = { 0 };
+	uint8_t part[8 + 40] = { 0 }, other[8 + 40] = { 0 };
+	const uint8_t *out;
+	uint32_t olen;
+	char err[200] = "";
+	part[4] = 1;
+	other[0] = 7;
+	other[4] = 1;
+	CHECK_EQ_INT(netp_join(&j, NETP_T_TREE, NETP_F_MORE, part, sizeof part, &out, &olen, err,
+			       sizeof err), 1);
+	CHECK_EQ_INT(netp_join(&j, NETP_T_META, 0, part, 4, &out, &olen, err, sizeof err),
+		     -EBADMSG);
+	CHECK(strstr(err, "inside a split tree frame") != NULL);
+	CHECK_EQ_INT(netp_join(&j, NETP_T_TREE, 0, other, sizeof other, &out, &olen, err,
+			       sizeof err), -EBADMSG);
+	CHECK(strstr(err, "thread 0 continued for thread 7") != NULL);
+	CHECK_EQ_INT(netp_join(&j, NETP_T_TREE, 0, part, sizeof part - 1, &out, &olen, err,
+			       sizeof err), -EBADMSG);
+	CHECK_EQ_INT(netp_join(&j, NETP_T_TREE, 0, part, sizeof part, &out, &olen, err,
+			       sizeof err), 0);
+	CHECK(olen == 8 + 80 && out[4] == 2);
+	netp_join_free(&j);
+	/* the flag is refused on anything but a tree or sites frame */
+	uint8_t hdr[8] = { 0, 0, 0, 0, NETP_T_EVENTS, 0, NETP_F_MORE, 0 };
+	uint32_t type, plen;
+	const uint8_t *pl;
+	CHECK_EQ_INT(netp_frame(hdr, sizeof hdr, &type, &pl, &plen), -EBADMSG);
+	hdr[4] = NETP_T_SITES;
+	CHECK_EQ_INT(netp_frame(hdr, sizeof hdr, &type, &pl, &plen), 8);
+}
+
 static int count_events(const struct cygprof_event *ev, size_t n, void *data)
 {
 	(void)ev;
@@ -359,6 +432,112 @@ static void test_flush(void)
 	CHECK_EQ_INT(k.ops->commit(k.state), -EPIPE);
 	CHECK_EQ_INT(k.ops->set_meta(k.state, "a", "b"), -EPIPE);
 	netp_enc_free(&f);
+}
+
+struct ev_got {
+	struct cygprof_event *v;
+	size_t n;
+};
+
+static int got_events(void *s, uint32_t t, const struct cygprof_event *v, size_t n)
+{
+	struct ev_got *g = s;
+	(void)t;
+	free(g->v);
+	g->v = malloc(n * sizeof *v);
+	if (!g->v)
+		return -ENOMEM;
+	memcpy(g->v, v, n * sizeof *v);
+	g->n = n;
+	return 0;
+}
+
+static void write_events(struct netp_enc *e, const struct cygprof_event *ev, size_t n)
+{
+	struct cap_sink k = cap_sink_net(e);
+	CHECK_EQ_INT(cap_sink_begin(&k), 0);
+	CHECK_EQ_INT(cap_sink_append_events(&k, 3, ev, n), 0);
+	CHECK_EQ_INT(cap_sink_commit(&k), 0);
+	CHECK_EQ_INT(cap_sink_close(&k), 0);
+}
+
+/* compress: a flush goes out as one ZBATCH frame holding exactly the
+ * frames an uncompressed flush sends; event times travel as steps and come
+ * back exactly, even going back or wrapping. */
+static void test_compressed(void)
+{
+	enum { NEV = 20000 };
+	struct cygprof_event *ev = malloc(NEV * sizeof *ev);
+	struct netp_enc plain = { 0 };
+	struct sink_buf b = { 0 };
+	struct netp_enc z = { .flush = flush_to, .arg = &b, .compress = 1 };
+	uint8_t *out = NULL, *zb = NULL;
+	size_t nout = 0, zcap = 0, off = 0;
+	char err[200] = "";
+
+	CHECK(ev != NULL);
+	if (!ev)
+		return;
+	for (size_t i = 0; i < NEV; i++)
+		ev[i] = (struct cygprof_event){ 1000000 + i * 37, (uint32_t)(i % 7), (uint32_t)(i & 1) };
+	ev[5].ts_ns = 3;	    /* a step back */
+	ev[6].ts_ns = UINT64_MAX;  /* and the largest time */
+	write_events(&plain, ev, NEV);
+	write_events(&z, ev, NEV);
+	CHECK_EQ_INT(z.err, 0);
+	CHECK_EQ_U64(z.raw, plain.len);
+	CHECK(z.sent * 10 < z.raw);
+	while (off < b.n) {
+		uint32_t type, plen;
+		const uint8_t *pl;
+		long fl = netp_frame(b.p + off, b.n - off, &type, &pl, &plen);
+		CHECK(fl > 0);
+		if (fl <= 0)
+			break;
+		const uint8_t *add = b.p + off;
+		size_t nadd = (size_t)fl;
+		if (type == NETP_T_ZBATCH) {
+			CHECK_EQ_INT(netp_unzip(pl, plen, &zb, &zcap, &nadd, err, sizeof err), 0);
+			add = zb;
+		}
+		uint8_t *q = realloc(out, nout + nadd);
+		if (!q)
+			break;
+		out = q;
+		memcpy(out + nout, add, nadd);
+		nout += nadd;
+		off += (size_t)fl;
+	}
+	CHECK(nout == plain.len && !memcmp(out, plain.buf, nout));
+
+	/* the events frame replayed: the times as they were */
+	static const struct cap_sink_ops evops = { .append_events = got_events };
+	struct ev_got g = { 0 };
+	struct cap_sink gk = { &evops, &g };
+	uint32_t type, plen;
+	const uint8_t *pl;
+	long fl = netp_frame(plain.buf, plain.len, &type, &pl, &plen); /* BEGIN */
+	CHECK(fl > 0);
+	if (fl > 0) {
+		fl = netp_frame(plain.buf + fl, plain.len - (size_t)fl, &type, &pl, &plen);
+		CHECK_EQ_INT(type, NETP_T_EVENTS);
+		CHECK_EQ_INT(netp_dispatch(type, pl, plen, &gk, err, sizeof err), NETP_DONE_MORE);
+		CHECK(g.n == NEV && !memcmp(g.v, ev, NEV * sizeof *ev));
+	}
+
+	/* a ZBATCH that lies about its size, or holds garbage */
+	uint8_t bad[64] = { 0xff, 0xff, 0xff, 0x7f, 1, 2, 3 };
+	CHECK_EQ_INT(netp_unzip(bad, sizeof bad, &zb, &zcap, &nout, err, sizeof err),
+		     -EBADMSG);
+	CHECK(strstr(err, "zbatch") != NULL);
+
+	free(g.v);
+	free(out);
+	free(zb);
+	free(b.p);
+	free(ev);
+	netp_enc_free(&plain);
+	netp_enc_free(&z);
 }
 
 /* A stream cut anywhere: never a crash; cut after the first batch, the
@@ -654,8 +833,10 @@ int main(void)
 		return 99;
 	}
 	RUN_TEST(test_roundtrip);
+	RUN_TEST(test_split);
 	RUN_TEST(test_events);
 	RUN_TEST(test_flush);
+	RUN_TEST(test_compressed);
 	RUN_TEST(test_cut);
 	RUN_TEST(test_malformed);
 	RUN_TEST(test_sha256);
