@@ -38,6 +38,12 @@ struct stk {
 	uint64_t live_bytes, live_blocks, allocations, bytes;
 };
 
+/* One thread's memory events waiting for the merge (in the thread's order). */
+struct mq {
+	struct cygprof_mem_event *v;
+	size_t head, n, cap;
+};
+
 struct snapstate {
 	uint64_t last_ns; /* CLOCK_MONOTONIC of the last live snapshot */
 	int started;
@@ -51,6 +57,8 @@ struct snapstate {
 	uint32_t free_head;
 	struct stk *stacks; /* by stash id */
 	size_t cap_stacks;
+	struct mq *mq;    /* by capture thread index: events not applied yet */
+	size_t nmq;
 };
 
 static struct snapstate *state(struct collector *c)
@@ -70,6 +78,9 @@ void collector_snapshot_release(struct collector *c)
 	hmap_release(&st->at);
 	free(st->blocks);
 	free(st->stacks);
+	for (size_t i = 0; i < st->nmq; i++)
+		free(st->mq[i].v);
+	free(st->mq);
 	free(st);
 	c->snap = NULL;
 }
@@ -335,63 +346,166 @@ static void block_gone(struct snapstate *st, uint64_t i)
 	}
 }
 
+static void heap_event(struct snapstate *st, const struct cygprof_mem_event *e)
+{
+	uint64_t v = 0, b;
+	int live;
+
+	if (!e->addr)
+		return;
+	live = hmap_get(&st->at, e->addr, &v) && v;
+	if (e->op != CYGPROF_MEM_ALLOC) {
+		if (!live) {
+			st->h.untracked_frees++;
+			return;
+		}
+		b = v - 1;
+		st->h.frees++;
+		st->h.freed_bytes += st->blocks[b].size;
+		block_gone(st, b);
+		hmap_put(&st->at, e->addr, 0);
+		st->blocks[b].next_free = st->free_head;
+		st->free_head = (uint32_t)v;
+		return;
+	}
+	struct stk *s = stack_stats(st, e->stack);
+	st->h.allocations++;
+	st->h.allocated_bytes += e->size;
+	if (live) {
+		b = v - 1; /* a realloc the runtime did not see: the block is replaced */
+		block_gone(st, b);
+	} else if (st->free_head) {
+		b = st->free_head - 1;
+		st->free_head = st->blocks[b].next_free;
+	} else {
+		if (st->nblocks == st->cap_blocks) {
+			size_t cap = st->cap_blocks ? st->cap_blocks * 2 : 1024;
+			struct block *nv = realloc(st->blocks, cap * sizeof *nv);
+			if (!nv)
+				return;
+			st->blocks = nv;
+			st->cap_blocks = cap;
+		}
+		b = st->nblocks++;
+	}
+	if (hmap_put(&st->at, e->addr, b + 1))
+		return;
+	st->blocks[b] = (struct block){e->addr, e->size, s ? e->stack : UINT32_MAX, 0};
+	st->h.live_bytes += e->size;
+	st->h.live_blocks++;
+	if (st->h.live_bytes > st->h.peak_bytes)
+		st->h.peak_bytes = st->h.live_bytes;
+	if (s) {
+		s->allocations++;
+		s->bytes += e->size;
+		s->live_bytes += e->size;
+		s->live_blocks++;
+	}
+}
+
 void collector_snapshot_mem(struct collector *c, const struct cthread *ct)
 {
 	struct snapstate *st;
 
 	if (!c->o->snapshot || !c->o->memory || !ct->nmev || !(st = state(c)))
 		return;
-	for (size_t i = 0; i < ct->nmev; i++) {
-		const struct cygprof_mem_event *e = &ct->mev[i];
-		uint64_t v = 0;
-		if (!e->addr)
-			continue;
-		int live = hmap_get(&st->at, e->addr, &v) && v;
-		if (e->op == CYGPROF_MEM_ALLOC) {
-			struct stk *s = stack_stats(st, e->stack);
-			uint64_t b;
-			st->h.allocations++;
-			st->h.allocated_bytes += e->size;
-			if (live) {
-				b = v - 1; /* a realloc the runtime did not see: replaced */
-				block_gone(st, b);
-			} else if (st->free_head) {
-				b = st->free_head - 1;
-				st->free_head = st->blocks[b].next_free;
-			} else {
-				if (st->nblocks == st->cap_blocks) {
-					size_t cap = st->cap_blocks ? st->cap_blocks * 2 : 1024;
-					struct block *nv = realloc(st->blocks, cap * sizeof *nv);
-					if (!nv)
-						continue;
-					st->blocks = nv;
-					st->cap_blocks = cap;
-				}
-				b = st->nblocks++;
-			}
-			if (hmap_put(&st->at, e->addr, b + 1))
+	if (ct->idx >= st->nmq) {
+		size_t n = ct->idx + 64;
+		struct mq *v = realloc(st->mq, n * sizeof *v);
+		if (!v)
+			return;
+		memset(v + st->nmq, 0, (n - st->nmq) * sizeof *v);
+		st->mq = v;
+		st->nmq = n;
+	}
+	struct mq *q = &st->mq[ct->idx];
+	if (q->head && q->head == q->n)
+		q->head = q->n = 0;
+	if (q->n + ct->nmev > q->cap) {
+		size_t cap = q->cap ? q->cap : 1024;
+		while (cap < q->n + ct->nmev)
+			cap *= 2;
+		struct cygprof_mem_event *v = realloc(q->v, cap * sizeof *v);
+		if (!v)
+			return;
+		q->v = v;
+		q->cap = cap;
+	}
+	memcpy(q->v + q->n, ct->mev, ct->nmev * sizeof *ct->mev);
+	q->n += ct->nmev;
+}
+
+/* a before b (the heads of queues qa, qb): time, then FREE before ALLOC,
+ * then the thread's index, as `cygprof memory` merges them */
+static int ev_before(const struct cygprof_mem_event *a, size_t qa, const struct cygprof_mem_event *b,
+		     size_t qb)
+{
+	int ra = a->op != CYGPROF_MEM_FREE, rb = b->op != CYGPROF_MEM_FREE;
+
+	if (a->ts_ns != b->ts_ns)
+		return a->ts_ns < b->ts_ns;
+	if (ra != rb)
+		return ra < rb;
+	return qa < qb;
+}
+
+/* A margin under the threads' lower bounds: an event stamped just before a
+ * drain may be published just after it. */
+#define HEAP_MERGE_MARGIN_NS 20000000ULL
+
+/* Apply the events every thread is past (all of them at the end), merged
+ * over the threads by time.  Until then a thread's events wait: an event
+ * older than another thread's may still come. */
+static void heap_apply(struct collector *c, int final)
+{
+	struct snapstate *st = c->snap;
+	uint64_t upto = UINT64_MAX;
+
+	if (!st || !st->nmq)
+		return;
+	if (!final) {
+		/* later events of a thread are not older than its lower bound */
+		for (size_t i = 0; i < c->nthreads; i++) {
+			const struct cthread *ct = c->threads[i];
+			if (!ct->ring_off || ct->ring_done)
 				continue;
-			st->blocks[b] = (struct block){e->addr, e->size, s ? e->stack : UINT32_MAX, 0};
-			st->h.live_bytes += e->size;
-			st->h.live_blocks++;
-			if (st->h.live_bytes > st->h.peak_bytes)
-				st->h.peak_bytes = st->h.live_bytes;
-			if (s) {
-				s->allocations++;
-				s->bytes += e->size;
-				s->live_bytes += e->size;
-				s->live_blocks++;
-			}
-		} else if (live) {
-			st->h.frees++;
-			st->h.freed_bytes += st->blocks[v - 1].size;
-			block_gone(st, v - 1);
-			hmap_put(&st->at, e->addr, 0);
-			st->blocks[v - 1].next_free = st->free_head;
-			st->free_head = (uint32_t)v;
-		} else {
-			st->h.untracked_frees++;
+			uint64_t lb = ct->cur_ts > ct->idle_lb ? ct->cur_ts : ct->idle_lb;
+			uint64_t ns = tick_ns(c, lb);
+			if (ct->last_mev_ns > ns)
+				ns = ct->last_mev_ns;
+			if (ns < upto)
+				upto = ns;
 		}
+		if (upto == UINT64_MAX)
+			upto = tick_ns(c, collector_now(c));
+		upto = upto > HEAP_MERGE_MARGIN_NS ? upto - HEAP_MERGE_MARGIN_NS : 0;
+	}
+	for (;;) {
+		size_t best = SIZE_MAX, next = SIZE_MAX;
+		for (size_t i = 0; i < st->nmq; i++) {
+			const struct mq *q = &st->mq[i];
+			if (q->head == q->n || q->v[q->head].ts_ns > upto)
+				continue;
+			if (best == SIZE_MAX ||
+			    ev_before(&q->v[q->head], i, &st->mq[best].v[st->mq[best].head], best)) {
+				next = best;
+				best = i;
+			} else if (next == SIZE_MAX || ev_before(&q->v[q->head], i,
+								  &st->mq[next].v[st->mq[next].head],
+								  next)) {
+				next = i;
+			}
+		}
+		if (best == SIZE_MAX)
+			break;
+		/* this thread's events up to the next other thread's head */
+		struct mq *q = &st->mq[best];
+		const struct cygprof_mem_event *other =
+			next == SIZE_MAX ? NULL : &st->mq[next].v[st->mq[next].head];
+		do
+			heap_event(st, &q->v[q->head++]);
+		while (q->head < q->n && q->v[q->head].ts_ns <= upto &&
+		       (!other || ev_before(&q->v[q->head], best, other, next)));
 	}
 }
 
@@ -531,6 +645,8 @@ static void take(struct collector *c, int final)
 	s.fns = fns;
 	s.nfns = F.n;
 
+	if (c->o->memory)
+		heap_apply(c, final);
 	struct collector_heap heap = st->h;
 	if (c->o->memory) {
 		ids = malloc((st->cap_stacks + 1) * sizeof *ids);
@@ -586,6 +702,8 @@ void collector_snapshot_turn(struct collector *c)
 
 	if (c->o->turn)
 		c->o->turn(c->o->snapshot_arg);
+	if (c->o->snapshot && c->o->memory)
+		heap_apply(c, 0); /* what waits stays small */
 	if (!c->o->snapshot || !c->o->snapshot_ns || !(st = state(c)))
 		return;
 	uint64_t now = collector_mono_ns();
