@@ -260,6 +260,46 @@ static double per_s(uint64_t v, uint64_t ns)
 	return ns ? v * 1e9 / ns : 0;
 }
 
+/* The order of the thread blocks: by the sum of the first sort key's figure
+ * over their functions (by name: by tid), live threads first; order[0] for
+ * the merged view. */
+static const struct snap *order_snap;
+static const uint64_t *order_sum;
+
+static int by_block(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	const struct thr *tx = &order_snap->thr[x], *ty = &order_snap->thr[y];
+
+	if (tx->ended != ty->ended)
+		return tx->ended - ty->ended;
+	if (order_sum[x] != order_sum[y])
+		return order_sum[x] < order_sum[y] ? 1 : -1;
+	return tx->tid < ty->tid ? -1 : tx->tid > ty->tid;
+}
+
+static void thread_order(const struct top *t, size_t *order)
+{
+	const struct snap *s = &t->cur;
+
+	order[0] = 0;
+	if (!t->threads)
+		return;
+	uint64_t *sum = calloc(s->nthr + 1, sizeof *sum);
+	for (size_t b = 0; b < s->nthr; b++) {
+		order[b] = b;
+		for (size_t i = 0; sum && i < s->nper; i++)
+			if (s->per[i].tid == s->thr[b].tid && t->sort[0] != K_NAME)
+				sum[b] += fig(&s->per[i], t->sort[0], t->interval_view);
+	}
+	if (sum) {
+		order_snap = s;
+		order_sum = sum;
+		qsort(order, s->nthr, sizeof *order, by_block);
+	}
+	free(sum);
+}
+
 /* The lines of the view: a header, the functions (merged or per thread),
  * the heap.  max_lines: 0 for no limit (plain output). */
 static void render(struct top *t, FILE *f, unsigned max_lines)
@@ -274,12 +314,12 @@ static void render(struct top *t, FILE *f, unsigned max_lines)
 		per_s(s->icalls, s->interval_ns), s->final ? "  [ended]" : "",
 		t->paused ? "  [paused]" : "");
 	used++;
-	if (s->rings)
+	if (s->rings || s->ring_lost || s->ring_waits)
 		fprintf(f, "rings: %u, fullest %u%%, %llu lost, %llu waits\n", s->rings,
 			s->ring_fill_pct, (unsigned long long)s->ring_lost,
 			(unsigned long long)s->ring_waits);
 	else
-		fprintf(f, "rings: none (calls are counted in place)\n");
+		fprintf(f, "rings: none open\n");
 	used++;
 	if (t->screen) {
 		fprintf(f, "program output: %s\n", t->output_of);
@@ -311,13 +351,25 @@ static void render(struct top *t, FILE *f, unsigned max_lines)
 							      : 0;
 
 	const char *hdr = "%self  last self ms  last calls     self ms        calls    total ms  function\n";
-	for (size_t b = 0; b < (t->threads ? s->nthr : 1); b++) {
+	size_t nblocks = t->threads ? s->nthr : 1, *order = calloc(nblocks + 1, sizeof *order);
+	if (!order)
+		return;
+	thread_order(t, order);
+	/* on a screen, a share of the lines for each thread */
+	size_t per_block = t->limit;
+	if (max_lines && t->threads && nblocks) {
+		size_t share = avail / nblocks > 3 ? avail / nblocks - 3 : 1;
+		if (!per_block || share < per_block)
+			per_block = share;
+	}
+	for (size_t bi = 0; bi < nblocks; bi++) {
+		size_t b = order[bi];
 		const struct row *v = t->threads ? s->per : s->merged;
 		size_t n = t->threads ? s->nper : s->nmerged;
 		uint32_t tid = t->threads ? s->thr[b].tid : 0;
 		uint64_t sum = 0;
 		size_t shown = 0;
-		if (max_lines && avail < 3 && t->threads && b)
+		if (max_lines && avail < 3 && t->threads && bi)
 			break;
 		if (t->threads) {
 			fprintf(f, "thread %u %s (pid %u)%s\n", tid, s->thr[b].name, s->thr[b].pid,
@@ -335,7 +387,7 @@ static void render(struct top *t, FILE *f, unsigned max_lines)
 			const struct row *x = &v[i];
 			if (x->tid != tid)
 				continue;
-			if (t->limit && shown >= t->limit)
+			if (per_block && shown >= per_block)
 				break;
 			if (max_lines && !avail)
 				break;
@@ -354,6 +406,7 @@ static void render(struct top *t, FILE *f, unsigned max_lines)
 			avail = avail ? avail - 1 : 0;
 		}
 	}
+	free(order);
 	if (s->has_heap) {
 		fprintf(f, "\n  live bytes  blocks  allocations  stack (innermost first)\n");
 		used += 2;
@@ -615,6 +668,18 @@ static void show(struct top *t)
 	free(buf);
 }
 
+/* s: the next key first, the others after it in their usual order. */
+static void next_sort(struct top *t)
+{
+	enum key first = (t->sort[0] + 1) % K_COUNT;
+	size_t n = 0;
+
+	t->sort[n++] = first;
+	if (first != K_NAME)
+		t->sort[n++] = first == K_CALLS ? K_SELF : K_CALLS;
+	t->nsort = n;
+}
+
 /* The keys typed since the last turn. */
 static void read_keys(struct top *t)
 {
@@ -638,7 +703,7 @@ static void read_keys(struct top *t)
 				t->paused = !t->paused;
 				break;
 			case 's':
-				t->sort[0] = (t->sort[0] + 1) % K_COUNT;
+				next_sort(t);
 				break;
 			case 't':
 				t->threads = !t->threads;
@@ -765,6 +830,11 @@ static void on_snapshot(void *arg, const struct collector_snapshot *s)
 	}
 	n.nper = merge_rows(n.per, n.nper);
 	n.nmerged = merge_rows(n.merged, n.nmerged);
+	/* the previous rows are in the view's order: by key for the lookup */
+	if (t->have) {
+		qsort(t->cur.per, t->cur.nper, sizeof *t->cur.per, by_key);
+		qsort(t->cur.merged, t->cur.nmerged, sizeof *t->cur.merged, by_key);
+	}
 	take_interval(n.per, n.nper, t->cur.per, t->have ? t->cur.nper : 0);
 	take_interval(n.merged, n.nmerged, t->cur.merged, t->have ? t->cur.nmerged : 0);
 	for (size_t i = 0; i < n.nmerged; i++) {

@@ -44,8 +44,11 @@ struct mq {
 	size_t head, n, cap;
 };
 
+/* The first live snapshot comes this soon at the latest. */
+#define SNAPSHOT_FIRST_NS 1000000000ULL
+
 struct snapstate {
-	uint64_t last_ns; /* CLOCK_MONOTONIC of the last live snapshot */
+	uint64_t due_ns;  /* CLOCK_MONOTONIC time of the next live snapshot */
 	int started;
 	struct sn *sn;    /* one thread's nodes, kept between snapshots */
 	size_t sn_cap;
@@ -708,12 +711,14 @@ void collector_snapshot_turn(struct collector *c)
 		return;
 	uint64_t now = collector_mono_ns();
 	if (!st->started) {
+		/* the first one within a second, whatever the interval */
 		st->started = 1;
-		st->last_ns = now;
+		st->due_ns = now + (c->o->snapshot_ns < SNAPSHOT_FIRST_NS ? c->o->snapshot_ns
+									 : SNAPSHOT_FIRST_NS);
 		return;
 	}
-	if (now - st->last_ns < c->o->snapshot_ns)
+	if (now < st->due_ns)
 		return;
-	st->last_ns = now;
+	st->due_ns = now + c->o->snapshot_ns;
 	take(c, 0);
 }
