@@ -51,9 +51,9 @@ static void usage(FILE *f)
 		"                         and show the live heap and the stacks holding it\n"
 		"  -n, --limit N          show at most N functions (per thread with --threads)\n"
 		"                         and N heap stacks (default 20, 0: all)\n"
-		"  -O, --output-of FILE   on a terminal, PROG's standard output and error go to\n"
-		"                         FILE (default /dev/null: they would garble the view);\n"
-		"                         its standard input is /dev/null\n"
+		"  -O, --output-of FILE   PROG's standard output and error go to FILE (appended);\n"
+		"                         on a terminal by default to /dev/null (they would\n"
+		"                         garble the view), and its input is /dev/null\n"
 		"      --once             no live view: run PROG to its end, then print one\n"
 		"                         snapshot (PROG's output passes through)\n"
 		"      --format=text|json what --once prints (default text)\n"
@@ -531,6 +531,7 @@ static void print_json(struct top *t, FILE *f, int status)
  * descriptors 0-2 (the program's output went elsewhere). */
 static struct termios saved_tty;
 static int tty_fd = -1, tty_changed, screen_on, saved_fd[3] = {-1, -1, -1};
+static FILE *view_out; /* the view's stream on saved_fd[1] */
 static volatile sig_atomic_t winched;
 
 static void on_winch(int sig)
@@ -541,6 +542,8 @@ static void on_winch(int sig)
 
 static void term_restore(void)
 {
+	if (view_out)
+		fflush(view_out);
 	if (screen_on && saved_fd[1] >= 0) {
 		static const char leave[] = "\033[?25h\033[?1049l";
 		ssize_t w = write(saved_fd[1], leave, sizeof leave - 1);
@@ -554,7 +557,12 @@ static void term_restore(void)
 	for (int fd = 0; fd < 3; fd++)
 		if (saved_fd[fd] >= 0) {
 			dup2(saved_fd[fd], fd);
-			close(saved_fd[fd]);
+			if (fd == 1 && view_out) {
+				fclose(view_out);
+				view_out = NULL;
+			} else {
+				close(saved_fd[fd]);
+			}
 			saved_fd[fd] = -1;
 		}
 }
@@ -577,11 +585,12 @@ static int tty_keys(int fd)
 	return 1;
 }
 
-/* The full-screen view: our own copies of 0-2 (closed in PROG), PROG's
- * output to the file, its input from /dev/null; the alternate screen. */
-static void screen_start(struct top *t)
+/* PROG's output to t->output_of (and with in_too its input from
+ * /dev/null): our own copies of 0-2 (close-on-exec: PROG does not get
+ * them) for the view, the keys and the messages, put back at the end. */
+static void redirect(struct top *t, int in_too)
 {
-	int out;
+	int out, in = -1;
 
 	for (int fd = 0; fd < 3; fd++) {
 		saved_fd[fd] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -593,14 +602,23 @@ static void screen_start(struct top *t)
 	if (out < 0)
 		cli_die(1, "top: cannot open %s for the program's output: %s", t->output_of,
 			strerror(errno));
-	int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+	if (in_too && ((in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0 || dup2(in, 0) < 0))
+		cli_die(1, "top: cannot redirect the program's input: %s", strerror(errno));
+	if (dup2(out, 1) < 0 || dup2(out, 2) < 0)
 		cli_die(1, "top: cannot redirect the program's output: %s", strerror(errno));
-	close(in);
+	if (in >= 0)
+		close(in);
 	close(out);
-	t->out = fdopen(saved_fd[1], "w");
+	t->out = view_out = fdopen(saved_fd[1], "w");
 	if (!t->out)
 		cli_die(1, "top: %s", strerror(errno));
+}
+
+/* The full-screen view: PROG's output to the file, its input from
+ * /dev/null; the keys; the alternate screen. */
+static void screen_start(struct top *t)
+{
+	redirect(t, 1);
 	t->key_fd = saved_fd[0];
 	t->keys = tty_keys(t->key_fd);
 	struct sigaction sa;
@@ -727,10 +745,11 @@ static void read_keys(struct top *t)
 	}
 }
 
-static void on_turn(void *arg)
+static void on_turn(void *arg, int pid)
 {
 	struct top *t = arg;
 
+	t->pid = pid;
 	if (t->keys)
 		read_keys(t);
 	if (winched && t->screen)
@@ -878,10 +897,9 @@ static void on_snapshot(void *arg, const struct collector_snapshot *s)
 	free_snap(&t->cur);
 	t->cur = n;
 	t->have = 1;
+	/* paused: the figures on the screen stay (keys redraw with the new ones) */
 	if (!t->once && !s->final && !t->paused)
 		show(t);
-	else if (t->paused && t->screen)
-		show(t); /* the old figures stay until p again; the header says paused */
 	return;
 fail:
 	free_snap(&n);
@@ -1062,16 +1080,18 @@ int cmd_top(int argc, char **argv)
 		if (!t.output_of)
 			t.output_of = "/dev/null";
 		screen_start(&t);
-	} else if (!t.once && isatty(STDIN_FILENO)) {
-		t.key_fd = STDIN_FILENO;
-		t.keys = tty_keys(STDIN_FILENO);
-		if (t.keys)
-			atexit(term_restore);
+	} else {
+		if (t.output_of)
+			redirect(&t, 0);
+		if (!t.once && isatty(STDIN_FILENO)) {
+			t.key_fd = STDIN_FILENO;
+			t.keys = tty_keys(STDIN_FILENO);
+			if (t.keys)
+				atexit(term_restore);
+		}
 	}
 	rc = run_collector(&t, &o, &r, err, sizeof err);
-	if (t.screen)
-		fflush(t.out);
-	term_restore();
+	term_restore(); /* closes t.out, our copy of the standard output */
 	t.out = stdout;
 	t.screen = 0;
 	free(rt);

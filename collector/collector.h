@@ -105,9 +105,10 @@ struct collector_opts {
 	void *snapshot_arg;
 	uint64_t snapshot_ns;  /* live snapshots this often (0: only the final one) */
 	size_t snapshot_stacks; /* heap stacks in a snapshot (0: all with live blocks) */
-	/* called at every turn of the poll loop (at most about 10 ms apart while
-	 * the program runs: cygprof top reads its keys there); NULL: none */
-	void (*turn)(void *arg);
+	/* called with snapshot_arg and the program's pid at every turn of the
+	 * poll loop (at most about 10 ms apart while the program runs: cygprof
+	 * top reads its keys there); NULL: none */
+	void (*turn)(void *arg, int pid);
 };
 
 struct collector_result {

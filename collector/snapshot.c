@@ -574,12 +574,10 @@ static char **stack_frames(struct collector *c, uint32_t id, size_t *n)
 	return v;
 }
 
-static const struct stk *sort_stacks;
-
-static int by_live(const void *a, const void *b)
+static int by_live(const void *a, const void *b, void *arg)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	const struct stk *sx = &sort_stacks[x], *sy = &sort_stacks[y];
+	const struct stk *stacks = arg, *sx = &stacks[x], *sy = &stacks[y];
 
 	if (sx->live_bytes != sy->live_bytes)
 		return sx->live_bytes < sy->live_bytes ? 1 : -1;
@@ -656,9 +654,8 @@ static void take(struct collector *c, int final)
 		for (size_t i = 0; ids && i < st->cap_stacks; i++)
 			if (st->stacks[i].live_blocks)
 				ids[nids++] = (uint32_t)i;
-		sort_stacks = st->stacks;
 		if (nids)
-			qsort(ids, nids, sizeof *ids, by_live);
+			qsort_r(ids, nids, sizeof *ids, by_live, st->stacks);
 		if (c->o->snapshot_stacks && nids > c->o->snapshot_stacks)
 			nids = c->o->snapshot_stacks;
 		stacks = calloc(nids + 1, sizeof *stacks);
@@ -704,7 +701,7 @@ void collector_snapshot_turn(struct collector *c)
 	struct snapstate *st;
 
 	if (c->o->turn)
-		c->o->turn(c->o->snapshot_arg);
+		c->o->turn(c->o->snapshot_arg, c->main_pid);
 	if (c->o->snapshot && c->o->memory)
 		heap_apply(c, 0); /* what waits stays small */
 	if (!c->o->snapshot || !c->o->snapshot_ns || !(st = state(c)))

@@ -21,7 +21,8 @@ Tests:
                 times those of report --format=json on the capture the same
                 run kept (-o); the interval of the one snapshot is the total;
                 the one thread's block the same; --sort calls, name, total
-                and total,name order the functions so (and say so); -n 1
+                and total,name order the functions so (and say so); -O FILE
+                takes the program's output (appended), not stdout; -n 1
                 keeps only the hottest; the text form names the four; the
                 program's stdout passes through, its exit status is top's
   top-threads   top --once on threads 200: work 801 calls merged over the
@@ -143,6 +144,14 @@ def t_once(ck, cyg, example, args):
     ck.eq(d['functions'][0]['name'] if d['functions'] else None, 'main',
           '--sort total: main (everything under it) first')
     ck.eq(d.get('view'), 'total', '--view=total: said')
+    # -O FILE: the program's output there (appended), the snapshot alone on stdout
+    pout = os.path.join(cyg.workdir, 'prog.out')
+    with open(pout, 'w') as f:
+        f.write('before\n')
+    _, cp = top_json(cyg, [example], ['-O', pout])
+    ck.check(cp.out.startswith('{"elapsed_ns"'), '-O: the snapshot alone on stdout')
+    ck.eq(open(pout).read(), 'before\ncalls: a=3 b=6 c=30\n', "-O: the program's output appended")
+    os.unlink(pout)
     # -n 1: only the hottest
     one, _ = top_json(cyg, [example], ['-n', '1'])
     ck.eq(len(one['functions']), 1, '-n 1: one function')
