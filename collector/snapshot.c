@@ -110,31 +110,60 @@ struct walk {
 };
 
 /* The raw tree of ct from the mapping, with the time of its open frames up
- * to now (or to its end) added.  Returns the number of nodes, or 0. */
+ * to now (or to its end) added.  Returns the number of nodes, or 0.  A big
+ * tree lets the rings be drained now and then (collector_yield()). */
 static size_t raw_tree(struct collector *c, struct cthread *ct, uint64_t now)
 {
 	struct snapstate *st = c->snap;
 	struct walk *w = NULL;
-	struct hmap local = {0}; /* gid -> its index in st->sn */
-	size_t n = 0, nw = 0, capw = 0;
+	struct hmap open = {0}; /* gid of an open frame -> the time it is open so far */
+	size_t n = 0, nw = 0, capw = 256;
 
 	if (!gid_ok(c, ct, ct->root))
 		return 0;
-	capw = 256;
+
+	/* the open frames first: a thread's stack is short */
+	struct cyg_thread *t = C_AT(c, ct->off);
+	uint32_t state = ACQ(t->state);
+	uint64_t end = now;
+	if (state == CYG_T_ENDED || state == CYG_T_CUT)
+		end = clamp_ts(RD(t->end_ts), ct->start_ts, now);
+	else if (ct->proc && ct->proc->reaped)
+		end = clamp_ts(ct->proc->reap_ts, ct->start_ts, now);
+	uint32_t depth = RD(t->depth);
+	uint64_t soff = ACQ(t->stack_off);
+	uint32_t cap = RD(t->stack_cap);
+	if (state != CYG_T_ENDED && depth && depth < cap && depth <= CYG_DEPTH_MAX &&
+	    shm_ok(c, soff, (uint64_t)cap * sizeof(struct cyg_frame))) {
+		const struct cyg_frame *stk = C_AT(c, soff);
+		for (uint32_t d = 1; d <= depth; d++) {
+			uint64_t ts = clamp_ts(RD(stk[d].ts), ct->start_ts, end), v = 0;
+			uint32_t gid = RD(stk[d].node);
+			if (!gid)
+				continue;
+			hmap_get(&open, gid, &v);
+			hmap_put(&open, gid, v + (end - ts));
+		}
+	}
+
 	w = malloc(capw * sizeof *w);
-	if (!w)
+	if (!w) {
+		hmap_release(&open);
 		return 0;
+	}
 	w[nw++] = (struct walk){ct->root, 0};
 	while (nw) {
 		struct walk x = w[--nw];
 		const struct cyg_node *rn = shm_node(c, x.gid);
+		uint64_t extra = 0;
 		if (sn_room(st, n))
 			break;
-		st->sn[n] = (struct sn){x.depth, x.depth ? RD(rn->fn) : 0, RD(rn->calls),
-					RD(rn->ticks)};
-		if (hmap_put(&local, x.gid, n))
-			break;
-		n++;
+		if (open.n)
+			hmap_get(&open, x.gid, &extra);
+		st->sn[n++] = (struct sn){x.depth, x.depth ? RD(rn->fn) : 0, RD(rn->calls),
+					  RD(rn->ticks) + extra};
+		if (!(n & 4095))
+			collector_yield(c);
 		uint32_t g = ACQ(rn->first_child), prev = UINT32_MAX;
 		while (g) {
 			if (g <= x.gid || g >= prev || !gid_ok(c, ct, g))
@@ -155,28 +184,7 @@ static size_t raw_tree(struct collector *c, struct cthread *ct, uint64_t now)
 		}
 	}
 	free(w);
-
-	/* the open frames: their time so far */
-	struct cyg_thread *t = C_AT(c, ct->off);
-	uint32_t state = ACQ(t->state);
-	uint64_t end = now;
-	if (state == CYG_T_ENDED || state == CYG_T_CUT)
-		end = clamp_ts(RD(t->end_ts), ct->start_ts, now);
-	else if (ct->proc && ct->proc->reaped)
-		end = clamp_ts(ct->proc->reap_ts, ct->start_ts, now);
-	uint32_t depth = RD(t->depth);
-	uint64_t soff = ACQ(t->stack_off);
-	uint32_t cap = RD(t->stack_cap);
-	if (state != CYG_T_ENDED && depth && depth < cap && depth <= CYG_DEPTH_MAX &&
-	    shm_ok(c, soff, (uint64_t)cap * sizeof(struct cyg_frame))) {
-		const struct cyg_frame *stk = C_AT(c, soff);
-		for (uint32_t d = 1; d <= depth; d++) {
-			uint64_t ts = clamp_ts(RD(stk[d].ts), ct->start_ts, end), i;
-			if (hmap_get(&local, RD(stk[d].node), &i) && i < n)
-				st->sn[i].ticks += end - ts;
-		}
-	}
-	hmap_release(&local);
+	hmap_release(&open);
 	return n;
 }
 
@@ -602,16 +610,23 @@ static void take(struct collector *c, int final)
 		return;
 	th = calloc(c->nthreads + 1, sizeof *th);
 	names = calloc(c->nthreads + 1, sizeof *names);
+	/* c->threads may grow during the pass, never shrink */
 	if (!th || !names)
 		goto out;
+	/* the threads found so far (a drain from collector_yield() may find more) */
+	size_t nth = c->nthreads;
 	struct collector_snapshot s = {
 		.final = final,
 		.pid = c->main_pid,
 		.elapsed_ns = tick_ns(c, now),
-		.threads = (uint32_t)c->nthreads,
+		.threads = (uint32_t)nth,
 		.thread = th,
 	};
-	for (size_t i = 0; i < c->nthreads; i++) {
+	/* a live snapshot is a long pass as a checkpoint is: the rings may be
+	 * drained meanwhile */
+	int was = c->in_checkpoint;
+	c->in_checkpoint = !final;
+	for (size_t i = 0; i < nth; i++) {
 		struct cthread *ct = c->threads[i];
 		struct cyg_thread *t = C_AT(c, ct->off);
 		uint32_t state = ACQ(t->state);
@@ -638,6 +653,7 @@ static void take(struct collector *c, int final)
 		if (n && fold_thread(c, ct, n, &F))
 			break;
 	}
+	c->in_checkpoint = was;
 	fns = calloc(F.n + 1, sizeof *fns);
 	if (!fns)
 		goto out;
