@@ -802,7 +802,8 @@ static void merge_stacks(struct snap *n)
 		free(h->frames);
 	}
 	n->nhs = k;
-	qsort(n->hs, k, sizeof *n->hs, by_live);
+	if (k)
+		qsort(n->hs, k, sizeof *n->hs, by_live);
 }
 
 /* The collector's snapshot: per-thread rows and merged ones, the interval
