@@ -61,7 +61,7 @@ static void usage(FILE *f)
 		"                         it); only an earlier capture there is replaced\n"
 		"  -q, --quiet            no warning when no instrumented function was called\n"
 		"  -h, --help             this help\n\n"
-		"Keys on a terminal: q stop PROG (SIGTERM; twice: SIGKILL) and quit,\n"
+		"Keys on a terminal: q (or ^C) stop PROG (SIGTERM; twice: SIGKILL) and quit,\n"
 		"p pause the display, s next sort key, t per thread or merged, d last interval\n"
 		"or total, h or ? help.\n");
 }
@@ -309,8 +309,11 @@ static void render(struct top *t, FILE *f, unsigned max_lines)
 	char b1[32], b2[32];
 
 #define LINE_OK() (!max_lines || used < max_lines)
-	fprintf(f, "cygprof top: %s  %.1f s  %zu thread%s  %.0f calls/s%s%s\n", t->prog,
-		s->elapsed_ns / 1e9, s->nthr, s->nthr == 1 ? "" : "s",
+	size_t live = 0;
+	for (size_t i = 0; i < s->nthr; i++)
+		live += !s->thr[i].ended;
+	fprintf(f, "cygprof top: %s  %.1f s  %zu thread%s (%zu running)  %.0f calls/s%s%s\n",
+		t->prog, s->elapsed_ns / 1e9, s->nthr, s->nthr == 1 ? "" : "s", live,
 		per_s(s->icalls, s->interval_ns), s->final ? "  [ended]" : "",
 		t->paused ? "  [paused]" : "");
 	used++;
@@ -567,8 +570,10 @@ static void term_restore(void)
 		}
 }
 
-/* cbreak mode on fd (keys without Enter, no echo; ^C still a signal). */
-static int tty_keys(int fd)
+/* cbreak mode on fd (keys without Enter, no echo).  no_signals: ^C and ^Z
+ * come as keys (the full screen: ^C quits as q does, ^Z would leave the
+ * terminal in the view's mode). */
+static int tty_keys(int fd, int no_signals)
 {
 	struct termios raw;
 
@@ -576,6 +581,8 @@ static int tty_keys(int fd)
 		return 0;
 	raw = saved_tty;
 	raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	if (no_signals)
+		raw.c_lflag &= ~(tcflag_t)ISIG;
 	raw.c_cc[VMIN] = 0;
 	raw.c_cc[VTIME] = 0;
 	tty_fd = fd;
@@ -620,7 +627,7 @@ static void screen_start(struct top *t)
 {
 	redirect(t, 1);
 	t->key_fd = saved_fd[0];
-	t->keys = tty_keys(t->key_fd);
+	t->keys = tty_keys(t->key_fd, 1);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_winch;
@@ -711,6 +718,7 @@ static void read_keys(struct top *t)
 			switch (buf[i]) {
 			case 'q':
 			case 'Q':
+			case 3: /* ^C */
 				if (t->pid > 0)
 					kill(t->pid, t->quitting ? SIGKILL : SIGTERM);
 				t->quitting = 1;
@@ -1086,7 +1094,7 @@ int cmd_top(int argc, char **argv)
 			redirect(&t, 0);
 		if (!t.once && isatty(STDIN_FILENO)) {
 			t.key_fd = STDIN_FILENO;
-			t.keys = tty_keys(STDIN_FILENO);
+			t.keys = tty_keys(STDIN_FILENO, 0);
 			if (t.keys)
 				atexit(term_restore);
 		}

@@ -7,7 +7,8 @@ full-screen view in a real terminal (tmux).
 
 Usage:
   top.py --cygprof CYGPROF --example CALLS-O2 --threads THREADS-O2
-         --longrun LONGRUN-O2 [--mem-basic MEM-BASIC --mem-threads MEM-THREADS]
+         --longrun LONGRUN-O2 [--recursion RECURSION-O2]
+         [--mem-basic MEM-BASIC --mem-threads MEM-THREADS]
          --test NAME [--skip REASON] [-v] [--keep]
 
 CALLS-O2 is examples/calls.c (main 1, a 3, b 6, c 30 calls); THREADS-O2 is
@@ -24,7 +25,9 @@ Tests:
                 and total,name order the functions so (and say so); -O FILE
                 takes the program's output (appended), not stdout; -n 1
                 keeps only the hottest; the text form names the four; the
-                program's stdout passes through, its exit status is top's
+                program's stdout passes through, its exit status is top's;
+                on recursion (direct and mutual) the self and total times
+                of the report (a total counts the outermost frame only)
   top-threads   top --once on threads 200: work 801 calls merged over the
                 threads, 6 threads counted, one block per thread (tid, name
                 from the program) whose calls add up to the merged ones:
@@ -47,10 +50,11 @@ Tests:
                 snapshot, the first, within a second): the full-screen view
                 (alternate screen) with its header, rows and key line; the
                 program's output goes to -O FILE; d, s, t, h and p change
-                the view at once (no snapshot comes in between), q stops the
+                the view at once (no snapshot comes in between), a smaller
+                window gets the view drawn again to its size, q stops the
                 program (SIGTERM: exit 143), the alternate screen is left and
-                the last snapshot stays on the normal screen; skipped
-                without tmux
+                the last snapshot stays on the normal screen; ^C on the
+                full screen is a key that acts as q; skipped without tmux
   top-errors    no program, --format without --once, a bad --format, a
                 bad --limit, --sort, --view or --delay, an empty --output-of,
                 an unknown option: one line, exit 2; a missing program: 127
@@ -162,6 +166,22 @@ def t_once(ck, cyg, example, args):
     rows = [ln.split()[-1] for ln in lines[head[0] + 1:] if ln.strip()] if head else []
     ck.eq(sorted(rows), ['a', 'b', 'c', 'main'], 'text: the four functions')
     ck.eq(os.listdir(cyg.workdir), ['top.cyg'], 'nothing left behind but the -o capture')
+    if args.recursion:
+        # recursion, direct (fib) and mutual (is_even, is_odd): a total counts
+        # the outermost frame only, as the report's does
+        rcap = os.path.join(cyg.workdir, 'rec.cyg')
+        d, _ = top_json(cyg, [os.path.abspath(args.recursion)], ['-o', rcap, '-n', '0'])
+        rep, _ = cyg.report_json(rcap, ck)
+        want = {f['name']: (f['calls'], f['self_ns'], f['total_ns']) for f in rep['functions']}
+        got = {f['name']: (f['calls'], f['self_ns'], f['total_ns']) for f in d['functions']}
+        ck.eq({k: v[0] for k, v in got.items()},
+              {'main': 1, 'run': 1, 'fib': 65673, 'is_even': 10, 'is_odd': 9},
+              'recursion: calls')
+        for name, (c, sn, tn) in sorted(got.items()):
+            w = want.get(name, (None, 0, 0))
+            ck.check(c == w[0] and abs(sn - w[1]) <= 10 and abs(tn - w[2]) <= 10,
+                     'recursion: %s calls %d self %d total %d as the report %r within 10 ns'
+                     % (name, c, sn, tn, w))
 
 
 def t_threads(ck, cyg, example, args):
@@ -307,6 +327,17 @@ def t_tty(ck, cyg, example, args):
             ck.check(out != before, '%s changes the view' % key)
         ck.check('per thread' not in out and '[paused]' not in out, 't and p twice: back')
         ck.check('sorted by total,calls' in out, 's: the sort stays')
+        # a smaller window: the view is drawn again to its size (SIGWINCH)
+        tmux(sock, 'resize-window', '-t', 'top', '-x', '70', '-y', '20')
+        end = time.time() + 10
+        while time.time() < end:
+            lines = pane(sock).rstrip('\n').split('\n')
+            if len(lines) <= 20 and lines[-1].startswith('q: quit'):
+                break
+            time.sleep(0.1)
+        ck.check(len(lines) <= 20 and lines[-1].startswith('q: quit') and
+                 all(len(ln) <= 70 for ln in lines),
+                 'resized to 70x20: the key line at the bottom, no line wider (%r)' % lines[-3:])
         tmux(sock, 'send-keys', '-t', 'top', 'q')
         end = time.time() + 30
         while not os.path.exists(done) and time.time() < end:
@@ -318,6 +349,23 @@ def t_tty(ck, cyg, example, args):
         ck.check('work' in out, 'the last snapshot stays on the normal screen')
         text = open(progout).read() if os.path.exists(progout) else ''
         ck.check('longrun: round=1\n' in text, "the program's output went to -O FILE")
+    finally:
+        tmux(sock, 'kill-server')
+    # ^C on the full screen is a key, as q
+    if os.path.exists(done):
+        os.unlink(done)
+    sock += '-c'
+    tmux(sock, 'new-session', '-d', '-s', 'top', '-x', '100', '-y', '30', cmd)
+    try:
+        wait_pane(sock, 'q: quit  p: pause')
+        tmux(sock, 'send-keys', '-t', 'top', 'C-c')
+        end = time.time() + 30
+        while not os.path.exists(done) and time.time() < end:
+            time.sleep(0.2)
+        status = open(done).read().strip() if os.path.exists(done) else None
+        ck.eq(status, '143', '^C: as q')
+        wait_pane(sock, 'function')
+        ck.eq(alternate(sock), '0', '^C: the alternate screen is left')
     finally:
         tmux(sock, 'kill-server')
 
@@ -345,6 +393,7 @@ TESTS = {'top-once': t_once, 'top-threads': t_threads, 'top-live': t_live,
 def extra(ap):
     ap.add_argument('--threads', required=True)
     ap.add_argument('--longrun', required=True)
+    ap.add_argument('--recursion')
     ap.add_argument('--mem-basic')
     ap.add_argument('--mem-threads')
 
