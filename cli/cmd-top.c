@@ -56,7 +56,8 @@ static void usage(FILE *f)
 		"                         garble the view), and its input is /dev/null\n"
 		"      --once             no live view: run PROG to its end, then print one\n"
 		"                         snapshot (PROG's output passes through)\n"
-		"      --format=text|json what --once prints (default text)\n"
+		"      --format=text|json text (default) or JSON: one object per snapshot, one\n"
+		"                         a line (no full screen; with --once the last only)\n"
 		"  -o, --output FILE      also keep the capture (as 'cygprof record -o' writes\n"
 		"                         it); only an earlier capture there is replaced\n"
 		"  -q, --quiet            no warning when no instrumented function was called\n"
@@ -456,14 +457,19 @@ static void json_row(FILE *f, const struct row *x, int tid)
 		(unsigned long long)x->iself_ns, (unsigned long long)x->itotal_ns);
 }
 
+/* One snapshot as one line of JSON; status: PROG's wait status (the last
+ * one), or -1 (a live one). */
 static void print_json(struct top *t, FILE *f, int status)
 {
 	struct snap *s = &t->cur;
 	size_t shown = 0;
 
-	fprintf(f, "{\"elapsed_ns\":%llu,\"interval_ns\":%llu,\"threads\":%zu,",
-		(unsigned long long)s->elapsed_ns, (unsigned long long)s->interval_ns, s->nthr);
-	if (WIFSIGNALED(status))
+	fprintf(f, "{\"elapsed_ns\":%llu,\"interval_ns\":%llu,\"final\":%s,\"threads\":%zu,",
+		(unsigned long long)s->elapsed_ns, (unsigned long long)s->interval_ns,
+		status == -1 ? "false" : "true", s->nthr);
+	if (status == -1)
+		;
+	else if (WIFSIGNALED(status))
 		fprintf(f, "\"signal\":%d,", WTERMSIG(status));
 	else
 		fprintf(f, "\"exit_status\":%d,", WEXITSTATUS(status));
@@ -477,12 +483,13 @@ static void print_json(struct top *t, FILE *f, int status)
 		(unsigned long long)s->ring_waits);
 	fprintf(f, "\"functions\":[");
 	for (size_t i = 0; i < s->nmerged && (!t->limit || i < t->limit); i++) {
-		fputs(i ? ",\n" : "\n", f);
+		if (i)
+			fputc(',', f);
 		json_row(f, &s->merged[i], 0);
 	}
-	fprintf(f, "],\n\"per_thread\":[");
+	fprintf(f, "],\"per_thread\":[");
 	for (size_t b = 0; b < s->nthr; b++) {
-		fprintf(f, "%s\n{\"tid\":%u,\"pid\":%u,\"name\":", b ? "," : "", s->thr[b].tid,
+		fprintf(f, "%s{\"tid\":%u,\"pid\":%u,\"name\":", b ? "," : "", s->thr[b].tid,
 			s->thr[b].pid);
 		json_str(f, s->thr[b].name);
 		fprintf(f, ",\"ended\":%s,\"functions\":[", s->thr[b].ended ? "true" : "false");
@@ -490,7 +497,8 @@ static void print_json(struct top *t, FILE *f, int status)
 		for (size_t i = 0; i < s->nper; i++) {
 			if (s->per[i].tid != s->thr[b].tid || (t->limit && shown >= t->limit))
 				continue;
-			fputs(shown++ ? ",\n" : "\n", f);
+			if (shown++)
+				fputc(',', f);
 			json_row(f, &s->per[i], 1);
 		}
 		fputs("]}", f);
@@ -499,7 +507,7 @@ static void print_json(struct top *t, FILE *f, int status)
 	if (s->has_heap) {
 		const struct collector_heap *h = &s->heap;
 		fprintf(f,
-			",\n\"memory\":{\"live_bytes\":%llu,\"live_blocks\":%llu,\"peak_bytes\":%llu,"
+			",\"memory\":{\"live_bytes\":%llu,\"live_blocks\":%llu,\"peak_bytes\":%llu,"
 			"\"allocations\":%llu,\"frees\":%llu,\"allocated_bytes\":%llu,"
 			"\"freed_bytes\":%llu,\"untracked_frees\":%llu,"
 			"\"interval_allocations\":%llu,\"allocations_per_s\":%.3f,\"stacks\":[",
@@ -511,7 +519,7 @@ static void print_json(struct top *t, FILE *f, int status)
 		for (size_t i = 0; i < s->nhs && (!t->limit || i < t->limit); i++) {
 			const struct hstack *x = &s->hs[i];
 			fprintf(f,
-				"%s\n{\"id\":%u,\"live_bytes\":%llu,\"live_blocks\":%llu,"
+				"%s{\"id\":%u,\"live_bytes\":%llu,\"live_blocks\":%llu,"
 				"\"allocations\":%llu,\"bytes\":%llu,\"frames\":[",
 				i ? "," : "", x->id, (unsigned long long)x->live_bytes,
 				(unsigned long long)x->live_blocks, (unsigned long long)x->allocations,
@@ -657,6 +665,11 @@ static void show(struct top *t)
 {
 	if (!t->have)
 		return;
+	if (t->json) {
+		print_json(t, t->out, -1);
+		fflush(t->out);
+		return;
+	}
 	if (!t->screen) {
 		render(t, t->out, 0);
 		fputc('\n', t->out);
@@ -992,7 +1005,7 @@ int cmd_top(int argc, char **argv)
 	struct collector_result r;
 	struct stat prog_st;
 	char err[512], tmpdir[4096] = "", tmpcap[4200];
-	int c, rc, format_given = 0;
+	int c, rc;
 
 	memset(&o, 0, sizeof o);
 	opterr = 0;
@@ -1004,7 +1017,6 @@ int cmd_top(int argc, char **argv)
 			break;
 		case OPT_FORMAT:
 			t.json = cli_format_json("top", optarg);
-			format_given = 1;
 			break;
 		case 'n':
 			t.limit = (size_t)cli_parse_uint("top", "--limit", optarg, 0, 1000000000);
@@ -1050,8 +1062,6 @@ int cmd_top(int argc, char **argv)
 	}
 	if (optind >= argc)
 		cli_die(2, "top: no program given (usage: cygprof top [options] -- PROG [ARGS...])");
-	if (format_given && !t.once)
-		cli_die(2, "top: --format goes with --once");
 	if (o.output && !*o.output)
 		cli_die(2, "top: --output needs a file name");
 	o.argv = argv + optind;
@@ -1084,7 +1094,7 @@ int cmd_top(int argc, char **argv)
 	}
 
 	t.out = stdout;
-	if (!t.once && isatty(STDOUT_FILENO)) {
+	if (!t.once && !t.json && isatty(STDOUT_FILENO)) {
 		t.screen = 1;
 		if (!t.output_of)
 			t.output_of = "/dev/null";

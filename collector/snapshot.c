@@ -461,8 +461,12 @@ static int ev_before(const struct cygprof_mem_event *a, size_t qa, const struct 
 }
 
 /* A margin under the threads' lower bounds: an event stamped just before a
- * drain may be published just after it. */
-#define HEAP_MERGE_MARGIN_NS 20000000ULL
+ * drain may be published just after it (the writer was preempted between
+ * the two), and a new thread's first events come before the collector
+ * finds the thread.  The live heap lags this much behind; without live
+ * snapshots (--once) nobody sees it lag: a wider margin. */
+#define HEAP_MERGE_MARGIN_NS 200000000ULL
+#define HEAP_MERGE_MARGIN_ONCE_NS 2000000000ULL
 
 /* Apply the events every thread is past (all of them at the end), merged
  * over the threads by time.  Until then a thread's events wait: an event
@@ -489,7 +493,8 @@ static void heap_apply(struct collector *c, int final)
 		}
 		if (upto == UINT64_MAX)
 			upto = tick_ns(c, collector_now(c));
-		upto = upto > HEAP_MERGE_MARGIN_NS ? upto - HEAP_MERGE_MARGIN_NS : 0;
+		uint64_t margin = c->o->snapshot_ns ? HEAP_MERGE_MARGIN_NS : HEAP_MERGE_MARGIN_ONCE_NS;
+		upto = upto > margin ? upto - margin : 0;
 	}
 	for (;;) {
 		size_t best = SIZE_MAX, next = SIZE_MAX;

@@ -37,7 +37,9 @@ Tests:
                 checkpoints off (CYGPROF_CHECKPOINT_MS=0: the snapshots come
                 from the poll loop): several snapshots, work's calls never
                 going down, its last-interval calls summing to the 20000 of
-                the last one
+                the last one; the same with --format=json: one object a line
+                per snapshot, the last one final with the exit status, the
+                intervals adding up to the run and to work's 20000 calls
   top-memory    top --once --memory --format=json on mem-basic: the heap's
                 totals (allocations, frees, bytes, peak, live = leaked)
                 equal those of 'cygprof memory --format=json' on the capture
@@ -45,7 +47,8 @@ Tests:
                 (5 blocks, 385 bytes, innermost frame leaker); on
                 mem-threads (4 producers, 4 stressing threads handing blocks
                 to each other) the same totals: the threads' events merged by
-                time as the memory analysis merges them
+                time as the memory analysis merges them, also in a live run
+                (--format=json, -d 0.1) where the heap follows the program
   top-tty       top in a real terminal (tmux) on longrun with -d 3600 (one
                 snapshot, the first, within a second): the full-screen view
                 (alternate screen) with its header, rows and key line; the
@@ -55,7 +58,7 @@ Tests:
                 program (SIGTERM: exit 143), the alternate screen is left and
                 the last snapshot stays on the normal screen; ^C on the
                 full screen is a key that acts as q; skipped without tmux
-  top-errors    no program, --format without --once, a bad --format, a
+  top-errors    no program, a bad --format, a
                 bad --limit, --sort, --view or --delay, an empty --output-of,
                 an unknown option: one line, exit 2; a missing program: 127
 """
@@ -78,8 +81,8 @@ def top_json(cyg, prog_args, opts=()):
     if cp.returncode != 0:
         raise Failure('top --once failed (%s): %s' % (describe_status(cp.returncode),
                                                      cp.err.strip()))
-    # the program's own stdout comes first: the snapshot is the last line(s)
-    start = cp.out.find('{"elapsed_ns"')
+    # the program's own stdout comes first: the snapshot is the last line
+    start = cp.out.rfind('{"elapsed_ns"')
     if start < 0:
         raise Failure('no JSON snapshot in the output:\n%s' % cp.out[:500])
     try:
@@ -228,6 +231,23 @@ def t_live(ck, cyg, example, args):
     ck.eq(sum(last), 20000, 'work: the intervals add up to the total')
     ck.check('longrun: done rounds=10 work=20000' in cp.out,
              "not on a terminal: the program's output passes through")
+    # --format=json without --once: one object a line per snapshot, the last final
+    cp = run([cyg.exe, 'top', '--format=json', '-d', '0.2', '-O', os.devnull, '--',
+              os.path.abspath(args.longrun), pidfile, '10', '2000'], cwd=cyg.workdir)
+    ck.eq(cp.returncode, 0, 'json: exit status')
+    try:
+        snaps = [json.loads(ln) for ln in cp.out.splitlines()]
+    except ValueError as e:
+        raise Failure('json: a line is not JSON (%s):\n%s' % (e, cp.out[:500]))
+    ck.check(len(snaps) >= 3, 'json: several snapshots (%d)' % len(snaps))
+    ck.eq([x['final'] for x in snaps], [False] * (len(snaps) - 1) + [True],
+          'json: the last one is final')
+    ck.eq(snaps[-1].get('exit_status'), 0, 'json: the exit status in the final one')
+    works = [sum(f['interval_calls'] for f in x['functions'] if f['name'] == 'work')
+             for x in snaps]
+    ck.eq(sum(works), 20000, 'json: work\'s intervals add up to 20000 (%s)' % works)
+    ck.eq(sum(x['interval_ns'] for x in snaps), snaps[-1]['elapsed_ns'],
+          'json: the intervals add up to the run')
 
 
 def t_memory(ck, cyg, example, args):
@@ -257,6 +277,25 @@ def t_memory(ck, cyg, example, args):
                   (tag, mine, theirs))
         ck.eq(mem.get('interval_allocations'), mem.get('allocations'),
               '%s: one snapshot: the interval is the run' % tag)
+        if prog == args.mem_threads:
+            # live, with snapshots (and the heap merged) while it runs:
+            # the last snapshot's totals are still cygprof memory's
+            cap2 = os.path.join(cyg.workdir, tag + '-live.cyg')
+            cp = run([cyg.exe, 'top', '--memory', '--format=json', '-d', '0.1', '-o', cap2,
+                      '-O', os.devnull, '--', os.path.abspath(prog), '2000', '60000'],
+                     cwd=cyg.workdir)
+            lines = cp.out.splitlines()
+            ck.eq(cp.returncode, 0, '%s live: exit status' % tag)
+            last = json.loads(lines[-1]).get('memory', {}) if lines else {}
+            cp = run([cyg.exe, 'memory', '--format=json', cap2], cwd=cyg.workdir)
+            tot = json.loads(cp.out)['totals'] if cp.returncode == 0 else {}
+            ck.check(len(lines) >= 2, '%s live: several snapshots (%d)' % (tag, len(lines)))
+            for mine, theirs in (('allocations', 'allocations'), ('frees', 'frees'),
+                                 ('freed_bytes', 'freed_bytes'), ('peak_bytes', 'peak_bytes'),
+                                 ('live_bytes', 'leaked_bytes'),
+                                 ('untracked_frees', 'untracked_frees')):
+                ck.eq(last.get(mine), tot.get(theirs), '%s live: %s as cygprof memory\'s %s' %
+                      (tag, mine, theirs))
         if prog == args.mem_basic:
             st = mem.get('stacks', [])
             ck.eq([(s['live_bytes'], s['live_blocks'], s['frames'][:1]) for s in st],
@@ -372,7 +411,6 @@ def t_tty(ck, cyg, example, args):
 
 def t_errors(ck, cyg, example, args):
     for what, argv in (('no program', ['top', '--once']),
-                       ('--format without --once', ['top', '--format=json', '--', example]),
                        ('bad --format', ['top', '--once', '--format=xml', '--', example]),
                        ('bad --limit', ['top', '--once', '-n', 'x', '--', example]),
                        ('bad --sort', ['top', '--once', '--sort', 'self,size', '--', example]),
