@@ -663,8 +663,16 @@ static void screen_size(struct top *t)
  * every line cut at the width. */
 static void show(struct top *t)
 {
-	if (!t->have)
+	if (!t->have) {
+		if (t->screen && winched) {
+			winched = 0;
+			screen_size(t);
+			fprintf(t->out, "\033[2J\033[Hcygprof top: %s: waiting for the first snapshot",
+				t->prog);
+			fflush(t->out);
+		}
 		return;
+	}
 	if (t->json) {
 		print_json(t, t->out, -1);
 		fflush(t->out);
