@@ -247,6 +247,7 @@ struct collector {
 	struct sigaction old_int, old_term; /* put back when the program is gone */
 	struct counters *counters; /* counters.c: NULL without --counters and --memdump */
 	struct sampling *sampling; /* sampling.c: NULL without --sample (or when it is off) */
+	struct snapstate *snap;    /* snapshot.c: NULL without o->snapshot */
 };
 
 /* The full timestamp of an event from its low 34 bits (see cyg-shm.h).  The
@@ -445,9 +446,15 @@ uint64_t collector_sampling_count(const struct collector *c);
 /* The metadata of sampling: "sample_event", "sample_hz", "sample_lost". */
 int collector_sampling_meta(struct collector *c);
 
-/* snapshot.c: the trees folded so far to o->snapshot (when set), after a
- * checkpoint. */
+/* snapshot.c (cygprof top): final: the capture's trees, as the last
+ * checkpoint folded them, to o->snapshot (when set).  turn: at every turn of
+ * the poll loop; calls o->turn, and takes a live snapshot (from the mapping)
+ * every o->snapshot_ns.  mem: the memory events of ct about to be flushed
+ * (the live heap of --memory).  release: at the end. */
 void collector_snapshot(struct collector *c, int final);
+void collector_snapshot_turn(struct collector *c);
+void collector_snapshot_mem(struct collector *c, const struct cthread *ct);
+void collector_snapshot_release(struct collector *c);
 
 /* Write what the drain produced: new stash nodes, then the thread's events. */
 void collector_mem_flush(struct collector *c, struct cthread *ct);

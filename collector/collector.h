@@ -18,16 +18,56 @@ struct collector_fn {
 	uint64_t total_ns;     /* time in it with what it called (recursion counted once per frame) */
 };
 
-/* What the collector has folded so far: after every checkpoint (about once a
- * second, CYGPROF_CHECKPOINT_MS) and once at the end (final).  Valid during
- * the call only. */
+/* One thread in a snapshot. */
+struct collector_thread {
+	uint32_t pid, tid;
+	const char *name;      /* its name (comm, up to 15 bytes); "" when unknown */
+	int ended;             /* it has ended (or was cut off) */
+};
+
+/* One allocating stack in a snapshot (--memory): what it allocated, and what
+ * of that is still live. */
+struct collector_stack {
+	uint32_t id;           /* the capture's stack id (stash) */
+	uint64_t live_bytes, live_blocks;
+	uint64_t allocations, bytes;
+	const char *const *frames; /* function names, innermost first, the allocator's
+				    * own frames (malloc, operator new, the runtime)
+				    * and frames without a name left out */
+	size_t nframes;
+};
+
+/* The live heap (--memory), from the events drained so far, in the order the
+ * collector drained them (a thread's own events in order).  The rules are
+ * those of `cygprof memory` (analysis/memory.h): an allocation at an address
+ * already live replaces that block; a free of an address not live is
+ * untracked; address 0 is ignored. */
+struct collector_heap {
+	uint64_t allocations, frees, allocated_bytes, freed_bytes;
+	uint64_t live_bytes, live_blocks, peak_bytes;
+	uint64_t untracked_frees;
+	const struct collector_stack *stacks; /* the stacks with live blocks, most live
+					       * bytes first (at most snapshot_stacks) */
+	size_t nstacks;
+};
+
+/* What the collector has folded so far: every snapshot_ns while the program
+ * runs (read from the shared mapping, with the time of the frames still
+ * open up to now), and once at the end (final: the profile the capture
+ * stores).  Valid during the call only. */
 struct collector_snapshot {
 	int final;             /* the program is gone: the last snapshot */
 	int pid;               /* the program started (to stop it: cygprof top's q) */
 	uint64_t elapsed_ns;   /* since the program started */
 	uint32_t threads;
-	const struct collector_fn *fns;
+	const struct collector_thread *thread; /* [threads], in the order they were found */
+	const struct collector_fn *fns; /* one per function and thread */
 	size_t nfns;
+	/* the rings (--memory, --timeline): how many, the fullest one's share
+	 * not drained yet (percent), and what the writers lost or waited for */
+	uint32_t rings, ring_fill_pct;
+	uint64_t ring_lost, ring_waits;
+	const struct collector_heap *heap; /* --memory; NULL without */
 };
 
 struct collector_opts {
@@ -68,6 +108,12 @@ struct collector_opts {
 	/* called with each snapshot (cygprof top); NULL: none */
 	void (*snapshot)(void *arg, const struct collector_snapshot *s);
 	void *snapshot_arg;
+	uint64_t snapshot_ns;  /* live snapshots this often (0: only the final one) */
+	size_t snapshot_stacks; /* heap stacks in a snapshot (0: all with live blocks) */
+	/* called with snapshot_arg and the program's pid at every turn of the
+	 * poll loop (at most about 10 ms apart while the program runs: cygprof
+	 * top reads its keys there); NULL: none */
+	void (*turn)(void *arg, int pid);
 };
 
 struct collector_result {

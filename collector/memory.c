@@ -301,6 +301,7 @@ void collector_mem_flush(struct collector *c, struct cthread *ct)
 			c->err = err;
 		s->stored = s->n;
 	}
+	collector_snapshot_mem(c, ct); /* cygprof top --memory: the live heap */
 	if (ct->nmev) {
 		err = cap_sink_append_mem(&c->sink, ct->idx, ct->mev, ct->nmev);
 		if (err && !c->err)

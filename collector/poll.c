@@ -61,6 +61,7 @@ int collector_poll(struct collector *c, pid_t pid)
 		uint64_t most = collector_drain_all(c);
 		collector_sampling_drain(c);
 		collector_prime_procs(c);
+		collector_snapshot_turn(c); /* cygprof top: keys, live snapshots */
 		if (r < 0 && werr == ECHILD)
 			break;
 		/* ns until the counters are due again (UINT64_MAX: none) */
@@ -74,8 +75,6 @@ int collector_poll(struct collector *c, pid_t pid)
 			c->in_checkpoint = 1;
 			int e = collector_checkpoint(c, 0);
 			c->in_checkpoint = 0;
-			if (!e)
-				collector_snapshot(c, 0);
 			if (!e)
 				e = cap_sink_commit(&c->sink);
 			else

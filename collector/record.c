@@ -108,6 +108,7 @@ static void free_collector(struct collector *c)
 	collector_mem_release(c);
 	collector_counters_release(c);
 	collector_sampling_release(c);
+	collector_snapshot_release(c);
 	debuginfo_free(c->dbg);
 	if (c->base && c->base != MAP_FAILED)
 		munmap(c->base, c->size);
