@@ -128,7 +128,7 @@ static void find_slots(Elf *e, struct attach_target *t)
 
 /* The value of a defined function in .dynsym, its default version when
  * versioned (the hidden bit of .gnu.version clear). 0 when absent. */
-static uint64_t dynsym_value(Elf *e, const char *want)
+static uint64_t dynsym_value_type(Elf *e, const char *want, int type)
 {
 	Elf_Scn *s = NULL, *dyn = NULL, *ver = NULL;
 	GElf_Shdr sh, dsh;
@@ -150,7 +150,7 @@ static uint64_t dynsym_value(Elf *e, const char *want)
 		GElf_Sym sym;
 		GElf_Versym v;
 		if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value ||
-		    GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+		    GELF_ST_TYPE(sym.st_info) != type)
 			continue;
 		const char *name = elf_strptr(e, dsh.sh_link, sym.st_name);
 		if (!name || strcmp(name, want))
@@ -160,6 +160,11 @@ static uint64_t dynsym_value(Elf *e, const char *want)
 		any = sym.st_value;
 	}
 	return any;
+}
+
+static uint64_t dynsym_value(Elf *e, const char *want)
+{
+	return dynsym_value_type(e, want, STT_FUNC);
 }
 
 static int is_libc(const char *path)
@@ -177,6 +182,27 @@ static int is_runtime(const char *path)
 
 	b = b ? b + 1 : path;
 	return !strncmp(b, "libcygprof-cyg.so", 17) || !strncmp(b, "libcygprof-mem.so", 17);
+}
+
+/* Where the mapped runtime keeps cygprof_attach_state (0 when it has
+ * none: a runtime older than attaching). */
+static void runtime_state_addr(struct attach_target *t)
+{
+	char lp[PATH_MAX + 32];
+	uint64_t bias, v;
+	int fd;
+	Elf *e;
+
+	snprintf(lp, sizeof lp, "/proc/%d/root%s", (int)t->pid, t->runtime);
+	e = open_elf(lp, &fd);
+	if (!e)
+		e = open_elf(t->runtime, &fd);
+	if (!e)
+		return;
+	if (load_bias(e, t->runtime_base, &bias) == 0 &&
+	    (v = dynsym_value_type(e, "cygprof_attach_state", STT_OBJECT)))
+		t->state_addr = bias + v;
+	close_elf(e, fd);
 }
 
 int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
@@ -213,8 +239,13 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 		path[strcspn(path, "\n")] = 0;
 		if (*path != '/')
 			continue;
-		if (is_runtime(path))
+		if (is_runtime(path)) {
 			t->profiled = 1;
+			if (off == 0 && !t->runtime[0]) {
+				snprintf(t->runtime, sizeof t->runtime, "%s", path);
+				t->runtime_base = lo;
+			}
+		}
 		if (off != 0)
 			continue;
 		if (!have_exe && !strcmp(path, t->exe)) {
@@ -264,11 +295,21 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	uint64_t s = dynsym_value(e, "dlsym");
 	if (!s)
 		s = dynsym_value(e, "__libc_dlsym");
+	uint64_t o = dynsym_value(e, "open"), m = dynsym_value(e, "mmap"),
+		 u = dynsym_value(e, "munmap"), de = dynsym_value(e, "dlerror"),
+		 cl = dynsym_value(e, "close");
 	close_elf(e, fd);
 	if (!v || !s)
 		return fail(err, errlen, "attach: no dlopen in %s of process %d", t->libc, (int)pid);
 	t->dlopen_addr = t->libc_base + v;
 	t->dlsym_addr = t->libc_base + s;
+	t->open_addr = o ? t->libc_base + o : 0;
+	t->mmap_addr = m ? t->libc_base + m : 0;
+	t->munmap_addr = u ? t->libc_base + u : 0;
+	t->dlerror_addr = de ? t->libc_base + de : 0;
+	t->close_addr = cl ? t->libc_base + cl : 0;
+	if (t->runtime[0])
+		runtime_state_addr(t);
 	return 0;
 }
 
@@ -349,6 +390,23 @@ int attach_allowed(pid_t pid, const char *scope_path, char *err, size_t errlen)
 	return 0;
 }
 
+int attach_runtime_state(const struct attach_target *t, int32_t *state)
+{
+	char p[64];
+	int fd;
+	ssize_t n;
+
+	if (!t->state_addr)
+		return -1;
+	snprintf(p, sizeof p, "/proc/%d/mem", (int)t->pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = pread(fd, state, sizeof *state, (off_t)t->state_addr);
+	close(fd);
+	return n == (ssize_t)sizeof *state ? 0 : -1;
+}
+
 int attach_check(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 {
 	if (pid <= 0 || kill(pid, 0) < 0) {
@@ -360,9 +418,17 @@ int attach_check(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	if (attach_allowed(pid, "/proc/sys/kernel/yama/ptrace_scope", err, errlen) < 0 ||
 	    attach_inspect(pid, t, err, errlen) < 0)
 		return -1;
-	if (t->profiled)
-		return fail(err, errlen, "attach: process %d is already being profiled by cygprof",
-			    (int)pid);
+	if (t->profiled) {
+		/* a runtime mapped and detached from an earlier attach may be
+		 * attached again; one started by record or attached now not */
+		int32_t state = -1;
+		if (!attach_runtime_state(t, &state) && state == 2 && !strstr(t->runtime, "-mem.so"))
+			t->reattach = 1;
+		else
+			return fail(err, errlen,
+				    "attach: process %d is already being profiled by cygprof",
+				    (int)pid);
+	}
 	if (!t->got_enter || !t->got_exit)
 		return fail(err, errlen,
 			    "attach: %s (process %d) was not built with -finstrument-functions",

@@ -61,7 +61,8 @@ int collector_poll(struct collector *c, pid_t pid)
 		uint64_t most = collector_drain_all(c);
 		collector_sampling_drain(c);
 		collector_prime_procs(c);
-		if (r < 0 && werr == ECHILD)
+		/* attached (attach-run.c): no child, until the attach ends */
+		if (c->attach ? collector_attach_over(c) : r < 0 && werr == ECHILD)
 			break;
 		/* ns until the counters are due again (UINT64_MAX: none) */
 		uint64_t due = collector_counters_tick(c);

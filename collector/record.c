@@ -30,7 +30,7 @@ static int disk_full(const char *path)
 	return statvfs(dir, &sv) == 0 && sv.f_bavail < 16;
 }
 
-static void free_collector(struct collector *c)
+void collector_free(struct collector *c)
 {
 	size_t i;
 
@@ -205,7 +205,7 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 		if (!stat(o->output, &stt))
 			res->capture_bytes = (uint64_t)stt.st_size;
 	}
-	free_collector(&c);
+	collector_free(&c);
 	free(caller_fds);
 	return rc;
 fail:
@@ -213,7 +213,7 @@ fail:
 		close(memfd);
 	/* removes the new file; what was at the output's name stays */
 	cygprof_capture_discard(c.cap);
-	free_collector(&c);
+	collector_free(&c);
 	free(caller_fds);
 	return rc ? rc : -EIO;
 }
