@@ -40,12 +40,16 @@ static const struct {
 	/* shown only when recorded */
 	{"time", "times"},          {"sample_event", "sample event"},
 	{"sample_hz", "sample rate"}, {"sample_lost", "samples lost"},
+	/* record --attach: the process, CLOCK_MONOTONIC ns of the hooks'
+	 * patching and restoring, whether it ended while attached */
+	{"attach_pid", "attached to"}, {"attach_start", "attach start"},
+	{"attach_end", "attach end"}, {"attach_exited", "ended attached"},
 };
 
 /* Keys not shown when absent. */
 static int optional_key(const char *key)
 {
-	return !strcmp(key, "time") || !strncmp(key, "sample_", 7);
+	return !strcmp(key, "time") || !strncmp(key, "sample_", 7) || !strncmp(key, "attach_", 7);
 }
 
 static int capture_schema(struct view *v)
