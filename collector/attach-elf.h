@@ -94,6 +94,8 @@ struct attach_session {
 	uint64_t old_enter, old_exit; /* the slots' values before */
 	int patched;           /* the slots point at the runtime */
 	size_t seeded, seed_frames; /* threads seeded, frames in all */
+	uint64_t run_ns, stop_ns; /* CLOCK_MONOTONIC: the threads resumed with the
+				   * hooks pointed, and stopped to put them back */
 };
 
 /* Stop every thread of t->pid, load runtime there (dlopen), hand it the

@@ -401,12 +401,11 @@ size_t attach_walk(struct attach_session *s, const struct user_regs_struct *r, u
 			return 0;
 		uint64_t ra, f;
 		attach_mem_read(s, a, &ra, sizeof ra);
+		/* an uninstrumented function of the program (a helper that
+		 * sleeps) is passed over */
 		f = fn_of(s, ra, &sz);
-		if (!f)
-			return 0;
 		/* returning from its exit hook: it is over */
-		uint64_t x = hook_call_after(s, f, sz, s->t->got_exit, ra - 6 > f ? ra - 6 : f);
-		if (x != ra)
+		if (f && hook_call_after(s, f, sz, s->t->got_exit, ra - 6 > f ? ra - 6 : f) != ra)
 			inner[n++] = f;
 		floor = a;
 	}
@@ -415,10 +414,11 @@ size_t attach_walk(struct attach_session *s, const struct user_regs_struct *r, u
 		uint64_t fr[2], f;
 		if (attach_mem_read(s, fp, fr, sizeof fr) < 0)
 			break;
-		f = fn_of(s, fr[1], &sz);
-		if (!f)
+		if (!in_exe_text(s, fr[1] - 1))
 			break; /* main's caller, a thread's start in the C library */
-		inner[n++] = f;
+		f = fn_of(s, fr[1], &sz);
+		if (f)
+			inner[n++] = f;
 		floor = fp;
 		fp = fr[0];
 	}
@@ -626,6 +626,7 @@ out:
 	}
 	if (!s->gone)
 		restore_regs(s);
+	s->run_ns = mono_ns();
 	attach_resume_all(&s->th);
 	cleanup(s);
 	free(seeds);
@@ -642,10 +643,13 @@ int attach_end(struct attach_session *s, char *err, size_t errlen)
 	if (!s->patched)
 		return 0;
 	s->gone = 0;
+	uint64_t t0 = mono_ns();
 	if (stop(s, err, errlen) < 0) {
 		s->gone = 1;
 		return -1;
 	}
+	/* the threads stopped one after the other: the middle of it */
+	s->stop_ns = t0 + (mono_ns() - t0) / 2;
 	if (attach_mem_write(s, s->t->got_enter, &s->old_enter, 8) < 0 ||
 	    attach_mem_write(s, s->t->got_exit, &s->old_exit, 8) < 0)
 		rc = fail(err, errlen, "attach: cannot write the hooks' slots back in process %d",

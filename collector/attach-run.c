@@ -193,7 +193,7 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 		rc = -EPERM;
 		goto fail_sig;
 	}
-	uint64_t start_ns = collector_mono_ns();
+	uint64_t start_ns = s->run_ns;
 	a.pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
 	if (duration_ns)
 		a.deadline_ns = start_ns + duration_ns;
@@ -214,7 +214,8 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 				snprintf(res->damaged, sizeof res->damaged, "%.200s", derr);
 		}
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
-		end_ns = collector_mono_ns();
+		if (s->stop_ns)
+			end_ns = s->stop_ns;
 	}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
