@@ -35,6 +35,9 @@
 #define INJECT_SCRATCH 65536
 /* An injected call that has not returned after this long is given up. */
 #define INJECT_CALL_NS 20000000000ULL
+/* How many more times the threads are stopped when none is at a good
+ * place for the calls (2 ms apart). */
+#define INJECT_TRIES 20
 /* Bytes of a function searched for its call to the enter hook. */
 #define FN_SCAN 512
 /* Bytes above the stack pointer searched for a return address into the
@@ -107,7 +110,7 @@ int attach_thread_rank(const struct user_regs_struct *r, int rip_in_exe)
 	return 0;
 }
 
-static int pick_thread(struct attach_session *s)
+static int pick_thread(struct attach_session *s, int *rankp)
 {
 	int best = -1, rank = -1;
 	size_t i;
@@ -122,6 +125,8 @@ static int pick_thread(struct attach_session *s)
 			best = (int)i;
 		}
 	}
+	if (rankp)
+		*rankp = rank;
 	return best < 0 ? -1 : s->th.tid[best];
 }
 
@@ -492,9 +497,27 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 	if (!t->open_addr || !t->mmap_addr || !t->munmap_addr)
 		return fail(err, errlen, "attach: no open or mmap in %s of process %d", t->libc,
 			    (int)t->pid);
-	if (load_exe(s, err, errlen) < 0 || stop(s, err, errlen) < 0) {
+	if (load_exe(s, err, errlen) < 0) {
 		cleanup(s);
 		return -1;
+	}
+	/* no thread asleep or in the program's own code (all inside the C
+	 * library, which may hold a lock dlopen needs): let it run a little
+	 * and look again, a few times */
+	for (int tries = 0;; tries++) {
+		int rank;
+		if (stop(s, err, errlen) < 0) {
+			cleanup(s);
+			return -1;
+		}
+		s->tid = pick_thread(s, &rank);
+		if (rank >= 2 || tries == INJECT_TRIES)
+			break;
+		close(s->memfd);
+		s->memfd = -1;
+		attach_resume_all(&s->th);
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
 	}
 	/* the open frames of every thread, before any call changes one */
 	seeds = calloc(s->th.n, ATTACH_SEED_MAX * sizeof *seeds);
@@ -508,7 +531,6 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 		if (ptrace(PTRACE_GETREGS, s->th.tid[i], 0, &r) == 0)
 			nseeds[i] = attach_walk(s, &r, seeds + i * ATTACH_SEED_MAX, ATTACH_SEED_MAX);
 	}
-	s->tid = pick_thread(s);
 	if (s->tid <= 0 || save_regs(s, err, errlen) < 0) {
 		if (s->tid <= 0)
 			fail(err, errlen, "attach: no thread of process %d can be used", (int)t->pid);
@@ -655,7 +677,7 @@ int attach_end(struct attach_session *s, char *err, size_t errlen)
 		rc = fail(err, errlen, "attach: cannot write the hooks' slots back in process %d",
 			  (int)s->t->pid);
 	s->patched = 0;
-	s->tid = pick_thread(s);
+	s->tid = pick_thread(s, NULL);
 	if (s->tid > 0 && save_regs(s, err, errlen) == 0) {
 		if (call0(s, "cygprof_detach", s->fn_detach, 0, 0, 0, &ret, err, errlen) < 0)
 			rc = -1;
