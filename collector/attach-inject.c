@@ -388,9 +388,35 @@ size_t attach_walk(struct attach_session *s, const struct user_regs_struct *r, u
 			return 0;
 		uint64_t e = hook_call_after(s, f, sz, s->t->got_enter, f);
 		uint64_t x = hook_call_after(s, f, sz, s->t->got_exit, f);
-		if (!e || r->rip < e || (x && r->rip >= x - 6))
-			return 0;
-		inner[n++] = f;
+		if (!e || (x && r->rip >= x - 6))
+			return 0; /* past its exit hook: where rbp is, is unknown */
+		if (r->rip >= e) {
+			inner[n++] = f;
+		} else {
+			/* not entered yet: its callers are open.  In the usual
+			 * prologue (endbr64, push %rbp, mov %rsp,%rbp) rbp is
+			 * the caller's frame until the push (the return address
+			 * at rsp, or above the pushed rbp), f's own after it. */
+			unsigned char pb[8];
+			uint64_t k = 0, ra;
+			if (attach_mem_read(s, f, pb, sizeof pb) < 0)
+				return 0;
+			if (pb[0] == 0xf3 && pb[1] == 0x0f && pb[2] == 0x1e && pb[3] == 0xfa)
+				k = 4;
+			if (pb[k] != 0x55 || pb[k + 1] != 0x48 || pb[k + 2] != 0x89 ||
+			    pb[k + 3] != 0xe5)
+				return 0;
+			if (r->rip <= f + k + 1) {
+				floor = r->rsp + (r->rip == f + k + 1 ? 8 : 0);
+				if (attach_mem_read(s, floor, &ra, sizeof ra) < 0)
+					return 0;
+				uint64_t g = fn_of(s, ra, &sz);
+				if (g)
+					inner[n++] = g;
+			} else if (r->rip < f + k + 4) {
+				return 0; /* inside the mov: cannot be */
+			}
+		}
 	} else {
 		/* in a library: the innermost return address into the program,
 		 * above the stack pointer (the library keeps no frame pointer) */
