@@ -125,7 +125,7 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	struct collector_opts o = *o0;
 	struct attach_run a;
 	struct attach_session *s = NULL;
-	struct sigaction sa, old_int, old_term;
+	struct sigaction sa, old_int, old_term, old_hup;
 	char *cmdbuf = NULL, **argv;
 	int memfd = -1, rc;
 	uint64_t size;
@@ -172,12 +172,13 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	collector_clock_origin(&c);
 	collector_calibrate(&c);
 
-	/* SIGINT/SIGTERM end the attach (the process runs on); blocked while
-	 * the process is stopped, so that it is never left stopped */
+	/* SIGINT/SIGTERM/SIGHUP end the attach (the process runs on); blocked
+	 * while the process is stopped, so that it is never left stopped */
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_stop;
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGHUP, &sa, &old_hup);
 	sigset_t block, oldmask;
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
@@ -219,6 +220,7 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
 	res->attach_ended = a.ended;
 	res->attach_seeded = (uint32_t)s->seeded;
 
@@ -282,6 +284,7 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 fail_sig:
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
 fail:
 	free(s);
 	if (memfd >= 0)

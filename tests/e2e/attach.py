@@ -25,7 +25,7 @@ Tests:
                  and attach_end (meta) within 5% of the program's own
                  counter over the same time; a second attach while the first
                  runs is refused (the runtime says -EBUSY); after the detach
-                 an attach again works.
+                 an attach again works, without --duration, until SIGINT.
   attach-run     (needs the runtime's attach entries, branch i12r: skipped
                  without them) the real runtime: attach to attachme for 2 s
                  while a thread is started in the middle: the capture's calls
@@ -42,6 +42,7 @@ Tests:
 """
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -180,7 +181,9 @@ def within(ck, got, want, what, share=0.05):
 
 def attach_bg(cyg, pid, cap, seconds):
     """record --attach in the background; returns once it says it attached."""
-    cmd = [cyg.exe, 'record', '--attach', str(pid), '-o', cap, '--duration', str(seconds)]
+    cmd = [cyg.exe, 'record', '--attach', str(pid), '-o', cap]
+    if seconds is not None:
+        cmd += ['--duration', str(seconds)]
     print('$ ' + ' '.join(cmd))
     a = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          stdin=subprocess.DEVNULL, universal_newlines=True)
@@ -274,9 +277,13 @@ def test_inject(ck, cyg, example, args):
             ticks = (t1 - t0) / 20e6
             # the stand-in counts every enter: work, round_ (1 in 200), tick
             within(ck, int(det[0][1]) - ticks, work * 201 / 200, 'calls the hooks saw')
-        # attached again after the detach
-        a = attach_bg(cyg, pid, os.path.join(d, 'again.data'), 0.5)
-        end_bg(ck, a, 'attach after a detach')
+        # attached again after the detach, without --duration: until SIGINT
+        a = attach_bg(cyg, pid, os.path.join(d, 'again.data'), None)
+        time.sleep(0.3)
+        a.send_signal(signal.SIGINT)
+        end_bg(ck, a, 'attach after a detach, ended by SIGINT')
+        with open(log) as f:
+            ck.eq(sum(1 for l in f if l.startswith('detach')), 2, 'detached twice')
         finish_attachme(ck, p)
     finally:
         if p.poll() is None:
