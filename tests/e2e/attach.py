@@ -25,7 +25,9 @@ Tests:
                  and attach_end (meta) within 5% of the program's own
                  counter over the same time; a second attach while the first
                  runs is refused (the runtime says -EBUSY); after the detach
-                 an attach again works, without --duration, until SIGINT.
+                 an attach again works, without --duration, until SIGINT;
+                 attachme ending while attached ends the attach (exit 0, "attached
+                 until the end", meta attach_exited 1).
   attach-run     (needs the runtime's attach entries, branch i12r: skipped
                  without them) the real runtime: attach to attachme for 2 s
                  while a thread is started in the middle: the capture's calls
@@ -285,6 +287,31 @@ def test_inject(ck, cyg, example, args):
         with open(log) as f:
             ck.eq(sum(1 for l in f if l.startswith('detach')), 2, 'detached twice')
         finish_attachme(ck, p)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if os.path.exists(log):
+            os.unlink(log)
+
+    # the process ends while attached: cygprof ends too, and says so
+    p, pid, countfile = start_attachme(d, 'short', 1.5)
+    log = '/tmp/cygprof-fakert-%d.log' % pid
+    try:
+        cap = os.path.join(d, 'short.data')
+        a = attach_bg(cyg, pid, cap, 60)
+        finish_attachme(ck, p)
+        try:
+            out, err = a.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            a.kill()
+            a.communicate()
+            raise Failure('record --attach did not end with the process')
+        ck.eq(a.returncode, 0, 'attached until the end: exit 0 (stderr %r)' % err)
+        ck.check('attached until the end of process %d' % pid in err,
+                 'says the process ended while attached: %r' % err)
+        meta, t0, t1 = attach_window(ck, cyg, cap)
+        ck.eq(meta.get('attach_exited'), '1', 'meta attach_exited')
     finally:
         if p.poll() is None:
             p.kill()
