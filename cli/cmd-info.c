@@ -43,7 +43,7 @@ static const struct {
 	/* record --attach: the process, CLOCK_MONOTONIC ns of the hooks'
 	 * patching and restoring, whether it ended while attached */
 	{"attach_pid", "attached to"}, {"attach_start", "attach start"},
-	{"attach_end", "attach end"}, {"attach_exited", "ended attached"},
+	{"attach_end", "attach end"}, {"attach_exited", "process ended"},
 };
 
 /* Keys not shown when absent. */
