@@ -83,7 +83,7 @@ struct attach_session {
 	int have_regs, gone;   /* its registers saved; the process ended */
 	struct user_regs_struct saved;
 	struct user_fpregs_struct fp;
-	unsigned char xstate[16384] __attribute__((aligned(64)));
+	unsigned char xstate[16384];
 	size_t xstate_len;     /* 0: fp holds the FP state */
 	uint64_t text[16][2];  /* the executable's text mappings */
 	size_t ntext;
