@@ -159,6 +159,7 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	if (rc) {
 		snprintf(err, errlen, "cannot create capture '%s': %s", o.output,
 			 cygprof_strerror(rc));
+		debuginfo_free(c.dbg);
 		goto out_free;
 	}
 	rc = collector_map(&c, size, &memfd, err, errlen);
