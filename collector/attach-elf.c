@@ -219,9 +219,11 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	elf_version(EV_CURRENT);
 	snprintf(p, sizeof p, "/proc/%d/exe", (int)pid);
 	n = readlink(p, t->exe, sizeof t->exe - 1);
+	if (n < 0 && errno == ENOENT)
+		return fail(err, errlen, "attach: no process %d", (int)pid);
 	if (n < 0)
-		return fail(err, errlen, "attach: no process %d (%s)", (int)pid,
-			    errno == ENOENT ? "it does not exist" : strerror(errno));
+		return fail(err, errlen, "attach: cannot read the executable of process %d: %s",
+			    (int)pid, strerror(errno));
 	t->exe[n] = 0;
 	/* The maps name the executable as the link does (" (deleted)" too). */
 	snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
