@@ -83,7 +83,8 @@ static int load_bias(Elf *e, uint64_t start, uint64_t *bias)
 
 /* The GOT slots of the hooks: JUMP_SLOT (PLT calls) preferred, GLOB_DAT
  * (-fno-plt) otherwise. */
-static void find_slots(Elf *e, struct attach_target *t)
+static void find_slots(Elf *e, uint64_t base, uint64_t *enter, int *enter_type, uint64_t *exit_,
+		       int *exit_type)
 {
 	Elf_Scn *s = NULL;
 
@@ -113,14 +114,14 @@ static void find_slots(Elf *e, struct attach_target *t)
 			if (!name)
 				continue;
 			if (!strcmp(name, "__cyg_profile_func_enter"))
-				slot = &t->got_enter, ty = &t->got_enter_type;
+				slot = enter, ty = enter_type;
 			else if (!strcmp(name, "__cyg_profile_func_exit"))
-				slot = &t->got_exit, ty = &t->got_exit_type;
+				slot = exit_, ty = exit_type;
 			else
 				continue;
 			if (*slot && *ty == R_X86_64_JUMP_SLOT)
 				continue;
-			*slot = t->exe_base + r.r_offset;
+			*slot = base + r.r_offset;
 			*ty = type;
 		}
 	}
@@ -205,8 +206,55 @@ static void runtime_state_addr(struct attach_target *t)
 	close_elf(e, fd);
 }
 
+struct lib_cand {
+	uint64_t start;
+	char *path;
+};
+
+static int lib_seen(const struct lib_cand *v, size_t n, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(v[i].path, path))
+			return 1;
+	return 0;
+}
+
+/* The hooks' slots of the other objects mapped (instrumented shared
+ * libraries); frees the candidates. */
+static void lib_slots(struct attach_target *t, struct lib_cand *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		char lp[PATH_MAX + 32];
+		uint64_t bias, en = 0, ex = 0;
+		int fd, ety = 0, xty = 0;
+		Elf *e;
+
+		snprintf(lp, sizeof lp, "/proc/%d/root%s", (int)t->pid, v[i].path);
+		e = open_elf(lp, &fd);
+		if (!e)
+			e = open_elf(v[i].path, &fd);
+		if (e && load_bias(e, v[i].start, &bias) == 0) {
+			find_slots(e, bias, &en, &ety, &ex, &xty);
+			if (en && ex && t->nlibs < ATTACH_MAX_LIBS) {
+				t->lib_enter[t->nlibs] = en;
+				t->lib_exit[t->nlibs] = ex;
+				t->nlibs++;
+			}
+		}
+		if (e)
+			close_elf(e, fd);
+		free(v[i].path);
+	}
+}
+
 int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 {
+	struct lib_cand libs[ATTACH_MAX_LIBS];
+	size_t nlibs = 0;
 	char p[64], line[PATH_MAX + 256];
 	uint64_t exe_start = 0;
 	int fd, have_exe = 0;
@@ -256,9 +304,15 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 		} else if (!t->libc[0] && is_libc(path)) {
 			snprintf(t->libc, sizeof t->libc, "%s", path);
 			t->libc_base = lo; /* the start; the bias below */
+		} else if (strcmp(path, t->exe) && !is_runtime(path) && !is_libc(path) &&
+			   nlibs < ATTACH_MAX_LIBS && !lib_seen(libs, nlibs, path)) {
+			libs[nlibs].start = lo;
+			libs[nlibs].path = strdup(path);
+			nlibs += !!libs[nlibs].path;
 		}
 	}
 	fclose(f);
+	lib_slots(t, libs, nlibs);
 
 	snprintf(p, sizeof p, "/proc/%d/exe", (int)pid);
 	e = open_elf(p, &fd);
@@ -275,7 +329,8 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 		return fail(err, errlen, "attach: cannot find where %s is mapped in process %d",
 			    t->exe, (int)pid);
 	}
-	find_slots(e, t);
+	find_slots(e, t->exe_base, &t->got_enter, &t->got_enter_type, &t->got_exit,
+		   &t->got_exit_type);
 	close_elf(e, fd);
 
 	if (!t->libc[0])
@@ -431,7 +486,7 @@ int attach_check(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 				    "attach: process %d is already being profiled by cygprof",
 				    (int)pid);
 	}
-	if (!t->got_enter || !t->got_exit)
+	if ((!t->got_enter || !t->got_exit) && !t->nlibs)
 		return fail(err, errlen,
 			    "attach: %s (process %d) was not built with -finstrument-functions",
 			    t->exe, (int)pid);

@@ -10,6 +10,9 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+/* Most instrumented shared libraries whose slots are pointed too. */
+#define ATTACH_MAX_LIBS 64
+
 struct attach_target {
 	pid_t pid;
 	char exe[PATH_MAX];    /* readlink of /proc/PID/exe */
@@ -18,6 +21,8 @@ struct attach_target {
 	uint64_t got_exit;     /* __cyg_profile_func_enter/_exit, 0: none */
 	int got_enter_type;    /* R_X86_64_JUMP_SLOT or R_X86_64_GLOB_DAT */
 	int got_exit_type;
+	size_t nlibs;          /* other objects mapped with both slots */
+	uint64_t lib_enter[ATTACH_MAX_LIBS], lib_exit[ATTACH_MAX_LIBS];
 	char libc[PATH_MAX];   /* path of the mapped libc, as in the maps */
 	uint64_t libc_base;
 	uint64_t dlopen_addr;  /* run-time address of dlopen in the target */
@@ -91,7 +96,9 @@ struct attach_session {
 	uint64_t scratch;      /* mapped in the target during the calls */
 	uint64_t handle;       /* dlopen's */
 	uint64_t fn_attach_fd, fn_seed, fn_detach, fn_enter, fn_exit, state_addr;
-	uint64_t old_enter, old_exit; /* the slots' values before */
+	uint64_t slot[2 + 2 * ATTACH_MAX_LIBS]; /* every slot pointed (exe, libs; enter, exit) */
+	uint64_t old[2 + 2 * ATTACH_MAX_LIBS]; /* their values before */
+	size_t nslots;
 	int patched;           /* the slots point at the runtime */
 	size_t seeded, seed_frames; /* threads seeded, frames in all */
 	uint64_t run_ns, stop_ns; /* CLOCK_MONOTONIC: the threads resumed with the

@@ -650,14 +650,32 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 		s->seeded++;
 		s->seed_frames += nseeds[i];
 	}
-	/* the hooks: the runtime's from now on */
-	if (attach_mem_read(s, t->got_enter, &s->old_enter, 8) < 0 ||
-	    attach_mem_read(s, t->got_exit, &s->old_exit, 8) < 0 ||
-	    attach_mem_write(s, t->got_enter, &s->fn_enter, 8) < 0 ||
-	    attach_mem_write(s, t->got_exit, &s->fn_exit, 8) < 0) {
-		attach_mem_write(s, t->got_enter, &s->old_enter, 8);
+	/* the hooks: the runtime's from now on, in the executable and in the
+	 * instrumented libraries */
+	s->nslots = 0;
+	if (t->got_enter && t->got_exit) {
+		s->slot[s->nslots++] = t->got_enter;
+		s->slot[s->nslots++] = t->got_exit;
+	}
+	for (i = 0; i < t->nlibs; i++) {
+		s->slot[s->nslots++] = t->lib_enter[i];
+		s->slot[s->nslots++] = t->lib_exit[i];
+	}
+	for (i = 0; i < s->nslots; i++)
+		if (attach_mem_read(s, s->slot[i], &s->old[i], 8) < 0)
+			break;
+	size_t done = 0;
+	if (i == s->nslots)
+		for (; done < s->nslots; done++)
+			if (attach_mem_write(s, s->slot[done], done & 1 ? &s->fn_exit : &s->fn_enter,
+					     8) < 0)
+				break;
+	if (i < s->nslots || done < s->nslots) {
+		int e = errno;
+		while (done-- > 0)
+			attach_mem_write(s, s->slot[done], &s->old[done], 8);
 		fail(err, errlen, "attach: cannot write the hooks' slots in process %d: %s",
-		     (int)t->pid, strerror(errno));
+		     (int)t->pid, strerror(e));
 		goto out;
 	}
 	s->patched = 1;
@@ -698,10 +716,11 @@ int attach_end(struct attach_session *s, char *err, size_t errlen)
 	}
 	/* the threads stopped one after the other: the middle of it */
 	s->stop_ns = t0 + (mono_ns() - t0) / 2;
-	if (attach_mem_write(s, s->t->got_enter, &s->old_enter, 8) < 0 ||
-	    attach_mem_write(s, s->t->got_exit, &s->old_exit, 8) < 0)
-		rc = fail(err, errlen, "attach: cannot write the hooks' slots back in process %d",
-			  (int)s->t->pid);
+	for (size_t i = 0; i < s->nslots; i++)
+		if (attach_mem_write(s, s->slot[i], &s->old[i], 8) < 0)
+			rc = fail(err, errlen,
+				  "attach: cannot write the hooks' slots back in process %d",
+				  (int)s->t->pid);
 	s->patched = 0;
 	s->tid = pick_thread(s, NULL);
 	if (s->tid > 0 && save_regs(s, err, errlen) == 0) {
