@@ -28,6 +28,10 @@ Tests:
                  an attach again works, without --duration, until SIGINT;
                  attachme ending while attached ends the attach (exit 0, "attached
                  until the end", meta attach_exited 1).
+  attach-lib     an uninstrumented program (tests/attach/uselib.c) whose
+                 shared library is instrumented: attached (not refused), the
+                 library's calls reach the (stand-in) runtime, paired; the
+                 program exits 0.
   attach-run     (needs the runtime's attach entries, branch i12r: skipped
                  without them) the real runtime: attach to attachme for 2 s
                  while a thread is started in the middle: the capture's calls
@@ -320,6 +324,38 @@ def test_inject(ck, cyg, example, args):
             os.unlink(log)
 
 
+def test_lib(ck, cyg, example, args):
+    """uselib, not instrumented, calls its instrumented library."""
+    d = cyg.workdir
+    use_fake_runtime(args)
+    pidfile = os.path.join(d, 'pid-lib')
+    print('$ %s %s 4' % (example, pidfile))
+    p = subprocess.Popen([example, pidfile, '4'], cwd=d, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, preexec_fn=no_core,
+                         universal_newlines=True)
+    pid = wait_pid(pidfile, p)
+    log = '/tmp/cygprof-fakert-%d.log' % pid
+    try:
+        a = attach_bg(cyg, pid, os.path.join(d, 'lib.data'), 1)
+        end_bg(ck, a, 'attach')
+        with open(log) as f:
+            det = [l.split() for l in f if l.startswith('detach')]
+        ck.eq(len(det), 1, 'detached once')
+        if det:
+            enters, exits = int(det[0][1]), int(det[0][2])
+            ck.check(enters > 1000, 'the library\'s calls went to the runtime: %d' % enters)
+            ck.check(abs(enters - exits) <= 4, 'enters %d and exits %d pair' % (enters, exits))
+        out, err = p.communicate(timeout=60)
+        ck.eq(p.returncode, 0, 'uselib exits normally (stderr %r)' % err)
+        ck.check(out.startswith('uselib: done'), 'uselib prints its summary: %r' % out)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if os.path.exists(log):
+            os.unlink(log)
+
+
 def functions_of(data):
     return {f['name']: f for f in data['functions']}
 
@@ -383,7 +419,7 @@ def test_twice(ck, cyg, example, args):
             p.wait()
 
 
-TESTS = {'attach-refuse': test_refuse, 'attach-inject': test_inject,
+TESTS = {'attach-refuse': test_refuse, 'attach-inject': test_inject, 'attach-lib': test_lib,
          'attach-run': test_run, 'attach-twice': test_twice}
 EXAMPLE = []
 NEEDS_RUNTIME = ('attach-run', 'attach-twice')
