@@ -427,6 +427,11 @@ NEEDS_RUNTIME = ('attach-run', 'attach-twice')
 
 def runtime_can_attach(cygprof):
     """The runtime next to cygprof has the attach entries (branch i12r)."""
+    env = os.environ.get('CYGPROF_RUNTIME')
+    if env:  # as cygprof finds it: the runtime, or a directory holding it
+        rt = os.path.join(env, 'libcygprof-cyg.so') if os.path.isdir(env) else env
+        with open(rt, 'rb') as f:
+            return b'cygprof_attach_fd' in f.read()
     exe = os.path.realpath(cygprof)
     for rel in ('../cyg', '../lib/cygprof'):
         rt = os.path.join(os.path.dirname(exe), rel, 'libcygprof-cyg.so')
