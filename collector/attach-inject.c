@@ -226,6 +226,7 @@ static int call(struct attach_session *s, const char *what, uint64_t fn, const u
 		}
 		if (sig == SIGSEGV) {
 			struct user_regs_struct q;
+			memset(&q, 0, sizeof q);
 			if (ptrace(PTRACE_GETREGS, s->tid, 0, &q) == 0 && q.rip == 0 &&
 			    q.rsp == r.rsp + 8) {
 				*ret = q.rax;
@@ -513,7 +514,7 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 					     "__cyg_profile_func_exit", "cygprof_attach_state"};
 	uint64_t ret, a[6], *seeds = NULL;
 	size_t *nseeds = NULL, i;
-	int rc = -1, attached = 0;
+	int rc = -1, attached = 0, tfd = -1;
 
 	memset(s, 0, sizeof *s);
 	s->t = t;
@@ -592,7 +593,7 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 		     (int)t->pid, str.fdpath);
 		goto out;
 	}
-	int tfd = (int)ret;
+	tfd = (int)ret;
 	if (call0(s, "dlopen", t->dlopen_addr, SCR(runtime), RTLD_NOW, 0, &ret, err, errlen) < 0)
 		goto out;
 	s->handle = ret;
@@ -601,8 +602,6 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 		if (t->dlerror_addr &&
 		    call0(s, "dlerror", t->dlerror_addr, 0, 0, 0, &ret, err, errlen) == 0)
 			read_str(s, ret, why, sizeof why);
-		if (t->close_addr)
-			call0(s, "close", t->close_addr, (uint64_t)tfd, 0, 0, &ret, err, errlen);
 		fail(err, errlen, "attach: process %d cannot load %s%s%s", (int)t->pid, s->runtime,
 		     why[0] ? ": " : "", why);
 		goto out;
@@ -621,8 +620,6 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 		goto out;
 	if ((int)ret < 0) {
 		int e = -(int)ret;
-		if (t->close_addr)
-			call0(s, "close", t->close_addr, (uint64_t)tfd, 0, 0, &ret, err, errlen);
 		if (e == EBUSY)
 			fail(err, errlen, "attach: process %d is already being profiled by cygprof",
 			     (int)t->pid);
@@ -684,6 +681,10 @@ out:
 	if (rc < 0 && attached && !s->gone) {
 		char e2[8];
 		call0(s, names[2], s->fn_detach, 0, 0, 0, &ret, e2, sizeof e2);
+	} else if (rc < 0 && tfd >= 0 && t->close_addr && !s->gone) {
+		/* the runtime did not take the mapping: nothing of it stays */
+		char e2[8];
+		call0(s, "close", t->close_addr, (uint64_t)tfd, 0, 0, &ret, e2, sizeof e2);
 	}
 	if (s->scratch && !s->gone) {
 		char e2[8];
