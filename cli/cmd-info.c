@@ -41,12 +41,17 @@ static const struct {
 	{"time", "times"},          {"sample_event", "sample event"},
 	{"sample_hz", "sample rate"}, {"sample_lost", "samples lost"},
 	{"remote_error", "remote error"}, /* cygprof receive: why the stream ended early */
+	/* record --attach: the process, CLOCK_MONOTONIC ns of the hooks'
+	 * patching and restoring, whether it ended while attached */
+	{"attach_pid", "attached to"}, {"attach_start", "attach start"},
+	{"attach_end", "attach end"}, {"attach_exited", "process ended"},
 };
 
 /* Keys not shown when absent. */
 static int optional_key(const char *key)
 {
-	return !strcmp(key, "time") || !strncmp(key, "sample_", 7) || !strcmp(key, "remote_error");
+	return !strcmp(key, "time") || !strncmp(key, "sample_", 7) || !strcmp(key, "remote_error") ||
+	       !strncmp(key, "attach_", 7);
 }
 
 static int capture_schema(struct view *v)

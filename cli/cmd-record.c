@@ -25,7 +25,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: cygprof record [-o FILE] [options] [--] PROG [ARGS...]\n"
 		"       cygprof record --send ADDR:PORT --token-file FILE [options] PROG [ARGS...]\n"
-		"       cygprof record --attach PID\n\n"
+		"       cygprof record --attach PID [-o FILE] [--duration SEC] [options]\n\n"
 		"Run PROG (built with -finstrument-functions) and record exact call counts and\n"
 		"times per function, call path and thread into a capture.  Exits with PROG's\n"
 		"exit status, or 128+N when signal N killed it.\n\n"
@@ -38,8 +38,13 @@ static void usage(FILE *f)
 		"      --token-file FILE  with --send: the token the receiver shares (a file\n"
 		"                         only its owner may read, 16 to 4096 bytes)\n"
 		"      --attach PID       profile the running process PID (built with\n"
-		"                         -finstrument-functions) without restarting it; not\n"
-		"                         complete yet: only checks that it can be attached\n"
+		"                         -finstrument-functions) without restarting it: load\n"
+		"                         the runtime into it, record until --duration or\n"
+		"                         Ctrl-C (or its end), then detach; it runs on.  Calls\n"
+		"                         and --timeline only; needs ptrace (see\n"
+		"                         /proc/sys/kernel/yama/ptrace_scope)\n"
+		"      --duration SEC     with --attach: detach after SEC (s when no unit is\n"
+		"                         given; e.g. 500ms, 2s)\n"
 		"  -f, --force            also replace a regular file or symbolic link that is\n"
 		"                         not a capture (never a directory, FIFO, device, or\n"
 		"                         PROG itself)\n"
@@ -226,20 +231,60 @@ static void human(uint64_t b, char *buf, size_t n)
 		snprintf(buf, n, "%llu bytes", (unsigned long long)b);
 }
 
-/* record --attach PID (docs/attach.md): the refusals and the inspection
- * are done; loading the runtime into the process is not yet. */
-static int record_attach(pid_t pid, int have_prog)
+/* record --attach PID (docs/attach.md): the refusals, then the runtime
+ * loaded into the process for the duration; the process runs on. */
+static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_ns, int have_prog,
+			 int force)
 {
-	struct attach_target t;
-	char err[512];
+	struct attach_target *t = calloc(1, sizeof *t);
+	struct collector_result r;
+	char err[512], sz[32];
+	int rc;
 
 	if (have_prog)
 		cli_die(2, "record: --attach PID takes no program");
-	if (attach_check(pid, &t, err, sizeof err) < 0)
+	if (o->memory || o->counters_ns || o->memdump || o->sample_hz || o->sample_event ||
+	    o->rr_ticks)
+		cli_die(2, "record: --attach records calls (and --timeline) only: not with "
+			"--memory, --counters, --memdump, --sample or --rr-ticks");
+	if (o->timeline && o->time_sampled)
+		cli_die(2, "record: a timeline needs times: --timeline cannot go with --time=sampled");
+	if (!*o->output)
+		cli_die(2, "record: --output needs a file name");
+	if (!t)
+		cli_die(1, "record: out of memory");
+	if (attach_check(pid, t, err, sizeof err) < 0)
 		cli_die(1, "record: %s", err);
-	cli_die(1, "record: attach: process %d can be attached, but loading the runtime into "
-		"a running process is not implemented yet", (int)pid);
-	return 1;
+	struct stat exe_st;
+	char exe[64];
+	snprintf(exe, sizeof exe, "/proc/%d/exe", (int)pid);
+	if (stat(exe, &exe_st) < 0)
+		cli_die(1, "record: attach: no process %d", (int)pid);
+	cli_output_check("record", o->output, CLI_OUT_CAPTURE, force, &exe_st);
+	check_space(o->output);
+	char *rt = cli_find_runtime("libcygprof-cyg.so");
+	if (!rt)
+		cli_die(1, "cannot find the runtime libcygprof-cyg.so next to this cygprof");
+	o->runtime = rt;
+	rc = collector_attach(o, t, duration_ns, &r, err, sizeof err);
+	free(rt);
+	free(t);
+	if (rc) {
+		if (rc == CYGPROF_E_FULL || rc == -ENOSPC)
+			cli_die(1, "record: %s: no space left on device", o->output);
+		cli_die(1, "record: %s", err);
+	}
+	if (!o->quiet) {
+		human(r.capture_bytes, sz, sizeof sz);
+		fprintf(stderr, "cygprof: %s process %d: %u thread%s, %llu calls, %llu events, "
+			"%llu lost, %s: %s\n",
+			r.attach_ended ? "attached until the end of" : "detached from", (int)pid,
+			r.threads, r.threads == 1 ? "" : "s", (unsigned long long)r.calls,
+			(unsigned long long)r.events, (unsigned long long)r.lost, sz, o->output);
+	}
+	if (r.damaged[0])
+		cli_warn("warning: %s: %s", o->output, r.damaged);
+	return 0;
 }
 
 /* record --send: connect and prove the token before the program starts
@@ -293,6 +338,7 @@ int cmd_record(int argc, char **argv)
 		{"attach", required_argument, NULL, 'A'},
 		{"send", required_argument, NULL, 'W'},
 		{"token-file", required_argument, NULL, 'Z'},
+		{"duration", required_argument, NULL, 'U'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -304,6 +350,7 @@ int cmd_record(int argc, char **argv)
 	int c, rc, force = 0, have_output = 0;
 	const char *token_file = NULL;
 	long attach_pid = 0;
+	uint64_t duration_ns = 0;
 
 	memset(&o, 0, sizeof o);
 	o.output = CYGPROF_DEFAULT_CAPTURE;
@@ -413,6 +460,12 @@ int cmd_record(int argc, char **argv)
 		case 'A':
 			attach_pid = (long)cli_parse_uint("record", "--attach", optarg, 1, INT_MAX);
 			break;
+		case 'U':
+			duration_ns = cli_parse_duration("record", "--duration", optarg, "s",
+							 86400000000000ULL * 365);
+			if (!duration_ns)
+				cli_die(2, "record: bad --duration value '%s' (more than 0)", optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -420,8 +473,15 @@ int cmd_record(int argc, char **argv)
 			cli_bad_option("record", c, argv);
 		}
 	}
-	if (attach_pid)
-		return record_attach((pid_t)attach_pid, optind < argc);
+	if (duration_ns && !attach_pid)
+		cli_die(2, "record: --duration goes with --attach (a program started runs to its end)");
+	if (attach_pid) {
+		if (o.send_to || token_file)
+			cli_die(2, "record: --attach writes a capture here: it cannot go with --send "
+				"(stream the capture with 'record --send' of a started program)");
+		o.filters = filters;
+		return record_attach(&o, (pid_t)attach_pid, duration_ns, optind < argc, force);
+	}
 	if (optind >= argc)
 		cli_die(2, "record: no program given (usage: cygprof record [options] -- PROG [ARGS...])");
 	if (!*o.output)

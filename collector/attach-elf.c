@@ -83,7 +83,8 @@ static int load_bias(Elf *e, uint64_t start, uint64_t *bias)
 
 /* The GOT slots of the hooks: JUMP_SLOT (PLT calls) preferred, GLOB_DAT
  * (-fno-plt) otherwise. */
-static void find_slots(Elf *e, struct attach_target *t)
+static void find_slots(Elf *e, uint64_t base, uint64_t *enter, int *enter_type, uint64_t *exit_,
+		       int *exit_type)
 {
 	Elf_Scn *s = NULL;
 
@@ -113,14 +114,14 @@ static void find_slots(Elf *e, struct attach_target *t)
 			if (!name)
 				continue;
 			if (!strcmp(name, "__cyg_profile_func_enter"))
-				slot = &t->got_enter, ty = &t->got_enter_type;
+				slot = enter, ty = enter_type;
 			else if (!strcmp(name, "__cyg_profile_func_exit"))
-				slot = &t->got_exit, ty = &t->got_exit_type;
+				slot = exit_, ty = exit_type;
 			else
 				continue;
 			if (*slot && *ty == R_X86_64_JUMP_SLOT)
 				continue;
-			*slot = t->exe_base + r.r_offset;
+			*slot = base + r.r_offset;
 			*ty = type;
 		}
 	}
@@ -128,7 +129,7 @@ static void find_slots(Elf *e, struct attach_target *t)
 
 /* The value of a defined function in .dynsym, its default version when
  * versioned (the hidden bit of .gnu.version clear). 0 when absent. */
-static uint64_t dynsym_value(Elf *e, const char *want)
+static uint64_t dynsym_value_type(Elf *e, const char *want, int type)
 {
 	Elf_Scn *s = NULL, *dyn = NULL, *ver = NULL;
 	GElf_Shdr sh, dsh;
@@ -150,7 +151,7 @@ static uint64_t dynsym_value(Elf *e, const char *want)
 		GElf_Sym sym;
 		GElf_Versym v;
 		if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value ||
-		    GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+		    GELF_ST_TYPE(sym.st_info) != type)
 			continue;
 		const char *name = elf_strptr(e, dsh.sh_link, sym.st_name);
 		if (!name || strcmp(name, want))
@@ -160,6 +161,11 @@ static uint64_t dynsym_value(Elf *e, const char *want)
 		any = sym.st_value;
 	}
 	return any;
+}
+
+static uint64_t dynsym_value(Elf *e, const char *want)
+{
+	return dynsym_value_type(e, want, STT_FUNC);
 }
 
 static int is_libc(const char *path)
@@ -179,8 +185,76 @@ static int is_runtime(const char *path)
 	return !strncmp(b, "libcygprof-cyg.so", 17) || !strncmp(b, "libcygprof-mem.so", 17);
 }
 
+/* Where the mapped runtime keeps cygprof_attach_state (0 when it has
+ * none: a runtime older than attaching). */
+static void runtime_state_addr(struct attach_target *t)
+{
+	char lp[PATH_MAX + 32];
+	uint64_t bias, v;
+	int fd;
+	Elf *e;
+
+	snprintf(lp, sizeof lp, "/proc/%d/root%s", (int)t->pid, t->runtime);
+	e = open_elf(lp, &fd);
+	if (!e)
+		e = open_elf(t->runtime, &fd);
+	if (!e)
+		return;
+	if (load_bias(e, t->runtime_base, &bias) == 0 &&
+	    (v = dynsym_value_type(e, "cygprof_attach_state", STT_OBJECT)))
+		t->state_addr = bias + v;
+	close_elf(e, fd);
+}
+
+struct lib_cand {
+	uint64_t start;
+	char *path;
+};
+
+static int lib_seen(const struct lib_cand *v, size_t n, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(v[i].path, path))
+			return 1;
+	return 0;
+}
+
+/* The hooks' slots of the other objects mapped (instrumented shared
+ * libraries); frees the candidates. */
+static void lib_slots(struct attach_target *t, struct lib_cand *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		char lp[PATH_MAX + 32];
+		uint64_t bias, en = 0, ex = 0;
+		int fd, ety = 0, xty = 0;
+		Elf *e;
+
+		snprintf(lp, sizeof lp, "/proc/%d/root%s", (int)t->pid, v[i].path);
+		e = open_elf(lp, &fd);
+		if (!e)
+			e = open_elf(v[i].path, &fd);
+		if (e && load_bias(e, v[i].start, &bias) == 0) {
+			find_slots(e, bias, &en, &ety, &ex, &xty);
+			if (en && ex && t->nlibs < ATTACH_MAX_LIBS) {
+				t->lib_enter[t->nlibs] = en;
+				t->lib_exit[t->nlibs] = ex;
+				t->nlibs++;
+			}
+		}
+		if (e)
+			close_elf(e, fd);
+		free(v[i].path);
+	}
+}
+
 int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 {
+	struct lib_cand libs[ATTACH_MAX_LIBS];
+	size_t nlibs = 0;
 	char p[64], line[PATH_MAX + 256];
 	uint64_t exe_start = 0;
 	int fd, have_exe = 0;
@@ -193,9 +267,11 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	elf_version(EV_CURRENT);
 	snprintf(p, sizeof p, "/proc/%d/exe", (int)pid);
 	n = readlink(p, t->exe, sizeof t->exe - 1);
+	if (n < 0 && errno == ENOENT)
+		return fail(err, errlen, "attach: no process %d", (int)pid);
 	if (n < 0)
-		return fail(err, errlen, "attach: no process %d (%s)", (int)pid,
-			    errno == ENOENT ? "it does not exist" : strerror(errno));
+		return fail(err, errlen, "attach: cannot read the executable of process %d: %s",
+			    (int)pid, strerror(errno));
 	t->exe[n] = 0;
 	/* The maps name the executable as the link does (" (deleted)" too). */
 	snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
@@ -213,8 +289,13 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 		path[strcspn(path, "\n")] = 0;
 		if (*path != '/')
 			continue;
-		if (is_runtime(path))
+		if (is_runtime(path)) {
 			t->profiled = 1;
+			if (off == 0 && !t->runtime[0]) {
+				snprintf(t->runtime, sizeof t->runtime, "%s", path);
+				t->runtime_base = lo;
+			}
+		}
 		if (off != 0)
 			continue;
 		if (!have_exe && !strcmp(path, t->exe)) {
@@ -223,9 +304,15 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 		} else if (!t->libc[0] && is_libc(path)) {
 			snprintf(t->libc, sizeof t->libc, "%s", path);
 			t->libc_base = lo; /* the start; the bias below */
+		} else if (strcmp(path, t->exe) && !is_runtime(path) && !is_libc(path) &&
+			   nlibs < ATTACH_MAX_LIBS && !lib_seen(libs, nlibs, path)) {
+			libs[nlibs].start = lo;
+			libs[nlibs].path = strdup(path);
+			nlibs += !!libs[nlibs].path;
 		}
 	}
 	fclose(f);
+	lib_slots(t, libs, nlibs);
 
 	snprintf(p, sizeof p, "/proc/%d/exe", (int)pid);
 	e = open_elf(p, &fd);
@@ -242,7 +329,8 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 		return fail(err, errlen, "attach: cannot find where %s is mapped in process %d",
 			    t->exe, (int)pid);
 	}
-	find_slots(e, t);
+	find_slots(e, t->exe_base, &t->got_enter, &t->got_enter_type, &t->got_exit,
+		   &t->got_exit_type);
 	close_elf(e, fd);
 
 	if (!t->libc[0])
@@ -264,11 +352,21 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	uint64_t s = dynsym_value(e, "dlsym");
 	if (!s)
 		s = dynsym_value(e, "__libc_dlsym");
+	uint64_t o = dynsym_value(e, "open"), m = dynsym_value(e, "mmap"),
+		 u = dynsym_value(e, "munmap"), de = dynsym_value(e, "dlerror"),
+		 cl = dynsym_value(e, "close");
 	close_elf(e, fd);
 	if (!v || !s)
 		return fail(err, errlen, "attach: no dlopen in %s of process %d", t->libc, (int)pid);
 	t->dlopen_addr = t->libc_base + v;
 	t->dlsym_addr = t->libc_base + s;
+	t->open_addr = o ? t->libc_base + o : 0;
+	t->mmap_addr = m ? t->libc_base + m : 0;
+	t->munmap_addr = u ? t->libc_base + u : 0;
+	t->dlerror_addr = de ? t->libc_base + de : 0;
+	t->close_addr = cl ? t->libc_base + cl : 0;
+	if (t->runtime[0])
+		runtime_state_addr(t);
 	return 0;
 }
 
@@ -349,6 +447,23 @@ int attach_allowed(pid_t pid, const char *scope_path, char *err, size_t errlen)
 	return 0;
 }
 
+int attach_runtime_state(const struct attach_target *t, int32_t *state)
+{
+	char p[64];
+	int fd;
+	ssize_t n;
+
+	if (!t->state_addr)
+		return -1;
+	snprintf(p, sizeof p, "/proc/%d/mem", (int)t->pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = pread(fd, state, sizeof *state, (off_t)t->state_addr);
+	close(fd);
+	return n == (ssize_t)sizeof *state ? 0 : -1;
+}
+
 int attach_check(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 {
 	if (pid <= 0 || kill(pid, 0) < 0) {
@@ -360,10 +475,18 @@ int attach_check(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	if (attach_allowed(pid, "/proc/sys/kernel/yama/ptrace_scope", err, errlen) < 0 ||
 	    attach_inspect(pid, t, err, errlen) < 0)
 		return -1;
-	if (t->profiled)
-		return fail(err, errlen, "attach: process %d is already being profiled by cygprof",
-			    (int)pid);
-	if (!t->got_enter || !t->got_exit)
+	if (t->profiled) {
+		/* a runtime mapped and detached from an earlier attach may be
+		 * attached again; one started by record or attached now not */
+		int32_t state = -1;
+		if (!attach_runtime_state(t, &state) && state == 2 && !strstr(t->runtime, "-mem.so"))
+			t->reattach = 1;
+		else
+			return fail(err, errlen,
+				    "attach: process %d is already being profiled by cygprof",
+				    (int)pid);
+	}
+	if ((!t->got_enter || !t->got_exit) && !t->nlibs)
 		return fail(err, errlen,
 			    "attach: %s (process %d) was not built with -finstrument-functions",
 			    t->exe, (int)pid);

@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/user.h>
+
+/* Most instrumented shared libraries whose slots are pointed too. */
+#define ATTACH_MAX_LIBS 64
 
 struct attach_target {
 	pid_t pid;
@@ -17,12 +21,24 @@ struct attach_target {
 	uint64_t got_exit;     /* __cyg_profile_func_enter/_exit, 0: none */
 	int got_enter_type;    /* R_X86_64_JUMP_SLOT or R_X86_64_GLOB_DAT */
 	int got_exit_type;
+	size_t nlibs;          /* other objects mapped with both slots */
+	uint64_t lib_enter[ATTACH_MAX_LIBS], lib_exit[ATTACH_MAX_LIBS];
 	char libc[PATH_MAX];   /* path of the mapped libc, as in the maps */
 	uint64_t libc_base;
 	uint64_t dlopen_addr;  /* run-time address of dlopen in the target */
 	uint64_t dlsym_addr;
+	uint64_t open_addr, mmap_addr, munmap_addr, dlerror_addr, close_addr; /* 0: none */
 	int profiled;          /* a cygprof runtime is mapped already */
+	char runtime[PATH_MAX]; /* that runtime's path ("" when none) */
+	uint64_t runtime_base; /* start of its offset-0 mapping */
+	uint64_t state_addr;   /* its cygprof_attach_state (0: it has none) */
+	int reattach;          /* that runtime is detached (state 2): attach it again */
 };
+
+/* Read the mapped runtime's cygprof_attach_state through /proc/PID/mem
+ * (0 never attached, 1 attached, 2 detached).  Returns 0, or -1 when there
+ * is no such runtime or variable, or it cannot be read. */
+int attach_runtime_state(const struct attach_target *t, int32_t *state);
 
 /* Fill *t for process pid from /proc/PID/{exe,maps} and the ELF files.
  * Returns 0, or -1 with one line in err (no such process, not x86-64,
@@ -55,5 +71,65 @@ int attach_stop_all(pid_t pid, struct attach_threads *a, char *err, size_t errle
 
 /* PTRACE_DETACH every thread of a: the process runs on. */
 void attach_resume_all(struct attach_threads *a);
+
+/* ---- loading the runtime and pointing the hooks (attach-inject.c) ---- */
+
+/* Most frames handed to the runtime per thread (cygprof_attach_seed). */
+#define ATTACH_SEED_MAX 256
+
+struct sym_elf;
+
+struct attach_session {
+	struct attach_target *t;
+	struct attach_threads th;
+	char runtime[PATH_MAX]; /* the runtime loaded */
+	int memfd;             /* /proc/PID/mem while stopped */
+	pid_t tid;             /* the thread the calls run on */
+	int have_regs, gone;   /* its registers saved; the process ended */
+	struct user_regs_struct saved;
+	struct user_fpregs_struct fp;
+	unsigned char xstate[16384];
+	size_t xstate_len;     /* 0: fp holds the FP state */
+	uint64_t text[16][2];  /* the executable's text mappings */
+	size_t ntext;
+	struct sym_elf *elf;   /* its symbols (NULL: no seeds) */
+	uint64_t scratch;      /* mapped in the target during the calls */
+	uint64_t handle;       /* dlopen's */
+	uint64_t fn_attach_fd, fn_seed, fn_detach, fn_enter, fn_exit, state_addr;
+	uint64_t slot[2 + 2 * ATTACH_MAX_LIBS]; /* every slot pointed (exe, libs; enter, exit) */
+	uint64_t old[2 + 2 * ATTACH_MAX_LIBS]; /* their values before */
+	size_t nslots;
+	int patched;           /* the slots point at the runtime */
+	size_t seeded, seed_frames; /* threads seeded, frames in all */
+	uint64_t run_ns, stop_ns; /* CLOCK_MONOTONIC: the threads resumed with the
+				   * hooks pointed, and stopped to put them back */
+};
+
+/* Stop every thread of t->pid, load runtime there (dlopen), hand it the
+ * collector's mapping (/proc/COLLECTOR/fd/SHM_FD), seed the threads' open
+ * frames, point the hooks' GOT slots at it, and let the process run on.
+ * Returns 0, or -1 with one line in err and the process as it was (but
+ * for a runtime loaded and detached). */
+int attach_begin(struct attach_session *s, struct attach_target *t, const char *runtime,
+		 pid_t collector, int shm_fd, char *err, size_t errlen);
+
+/* Stop every thread, put the slots back, call cygprof_detach(), resume.
+ * Returns 0, or -1 with err (s->gone: the process has ended). */
+int attach_end(struct attach_session *s, char *err, size_t errlen);
+
+/* Read and write the stopped process's memory (through read-only pages too). */
+int attach_mem_read(struct attach_session *s, uint64_t addr, void *buf, size_t n);
+int attach_mem_write(struct attach_session *s, uint64_t addr, const void *buf, size_t n);
+
+/* How good a thread stopped with registers r is for the injected calls:
+ * 4 asleep (nanosleep), 3 in another restartable syscall but futex, 2
+ * running the program's own code (rip_in_exe), 1 other restartable
+ * syscall, 0 anything else. */
+int attach_thread_rank(const struct user_regs_struct *r, int rip_in_exe);
+
+/* The instrumented functions open on a stopped thread with registers r,
+ * outermost first, into fns (at most max); returns how many. */
+size_t attach_walk(struct attach_session *s, const struct user_regs_struct *r, uint64_t *fns,
+		   size_t max);
 
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "attach-elf.h"
 
@@ -23,6 +24,31 @@ static int seized(const struct attach_threads *a, pid_t tid)
 		if (a->tid[i] == tid)
 			return 1;
 	return 0;
+}
+
+/* tid is traced by this process already: 1, 0 not, -1 it is gone or
+ * exiting. */
+static int traced_by_us(pid_t tid)
+{
+	char p[64], line[256];
+	int tracer = 0;
+	FILE *f;
+
+	snprintf(p, sizeof p, "/proc/%d/status", (int)tid);
+	f = fopen(p, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f)) {
+		char state = 0;
+		if (sscanf(line, "State: %c", &state) == 1 && (state == 'Z' || state == 'X')) {
+			fclose(f);
+			return -1;
+		}
+		if (sscanf(line, "TracerPid: %d", &tracer) == 1)
+			break;
+	}
+	fclose(f);
+	return tracer == getpid();
 }
 
 int attach_stop_all(pid_t pid, struct attach_threads *a, char *err, size_t errlen)
@@ -59,6 +85,19 @@ int attach_stop_all(pid_t pid, struct attach_threads *a, char *err, size_t errle
 			if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)PTRACE_O_TRACECLONE) < 0) {
 				if (errno == ESRCH)
 					continue; /* gone meanwhile */
+				int e0 = errno, ours = e0 == EPERM ? traced_by_us(tid) : 0;
+				if (ours < 0)
+					continue; /* an exiting thread: gone by now */
+				errno = e0;
+				if (ours) {
+					/* created by a thread we seized (TRACECLONE):
+					 * ours already, stopping on its own */
+					a->tid[a->n++] = tid;
+					added = 1;
+					while (waitpid(tid, &st, __WALL) < 0 && errno == EINTR)
+						;
+					continue;
+				}
 				int e = errno;
 				closedir(d);
 				snprintf(err, errlen, "attach: cannot ptrace process %d: %s%s", (int)pid,

@@ -248,6 +248,7 @@ struct collector {
 	struct counters *counters; /* counters.c: NULL without --counters and --memdump */
 	struct sampling *sampling; /* sampling.c: NULL without --sample (or when it is off) */
 	struct snapstate *snap;    /* snapshot.c: NULL without o->snapshot */
+	struct attach_run *attach; /* attach-run.c: record --attach; NULL otherwise */
 };
 
 /* The full timestamp of an event from its low 34 bits (see cyg-shm.h).  The
@@ -325,6 +326,12 @@ pid_t collector_spawn(struct collector *c, int memfd, const int *caller, size_t 
 		      int *exec_errno);
 void collector_forward_signals(struct collector *c);
 void collector_forward_end(struct collector *c);
+
+/* record.c: free what the collector holds (not the capture). */
+void collector_free(struct collector *c);
+
+/* attach-run.c: the attach is over (the duration, a signal, the process ended). */
+int collector_attach_over(struct collector *c);
 
 /* poll.c: drain, reap and checkpoint until no child is left; returns the
  * wait status of pid. */

@@ -123,6 +123,8 @@ struct collector_result {
 	uint64_t calls, events, lost, waits, mem_events;
 	uint64_t samples;      /* perf samples taken (--sample) */
 	uint64_t capture_bytes; /* of the file, or sent (send_to) */
+	int attach_ended;      /* record --attach: the process ended while attached */
+	uint32_t attach_seeded; /* ... threads whose open frames were handed over */
 	char damaged[256];     /* non-empty: what was rejected of what the program wrote into
 				* the shared mapping (the capture's "damaged" line) */
 };
@@ -130,6 +132,16 @@ struct collector_result {
 /** Run the program and record it.  Returns 0 when the capture was written
  * (whatever the program did), or a negative error (message in err). */
 int collector_record(const struct collector_opts *o, struct collector_result *res, char *err,
+		     size_t errlen);
+
+struct attach_target;
+/** Attach to the running process t (attach_check() passed): record it until
+ * duration_ns (0: until SIGINT or SIGTERM) or its end, then detach; the
+ * process runs on.  Returns 0 when the capture was written, -EPERM when
+ * the attach failed (nothing written, the process untouched; message in
+ * err), or another negative error. */
+int collector_attach(const struct collector_opts *o, struct attach_target *t,
+		     uint64_t duration_ns, struct collector_result *res, char *err,
 		     size_t errlen);
 
 #endif

@@ -62,7 +62,8 @@ int collector_poll(struct collector *c, pid_t pid)
 		collector_sampling_drain(c);
 		collector_prime_procs(c);
 		collector_snapshot_turn(c); /* cygprof top: keys, live snapshots */
-		if (r < 0 && werr == ECHILD)
+		/* attached (attach-run.c): no child, until the attach ends */
+		if (c->attach ? collector_attach_over(c) : r < 0 && werr == ECHILD)
 			break;
 		/* ns until the counters are due again (UINT64_MAX: none) */
 		uint64_t due = collector_counters_tick(c);

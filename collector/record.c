@@ -62,7 +62,7 @@ static int disk_full(const char *path)
 	return statvfs(dir, &sv) == 0 && sv.f_bavail < 16;
 }
 
-static void free_collector(struct collector *c)
+void collector_free(struct collector *c)
 {
 	size_t i;
 
@@ -262,7 +262,7 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 				res->capture_bytes = (uint64_t)stt.st_size;
 		}
 	}
-	free_collector(&c);
+	collector_free(&c);
 	free(caller_fds);
 	return rc;
 fail:
@@ -272,7 +272,7 @@ fail:
 	 * tells the receiver to drop what it got */
 	cap_sink_discard(&c.sink);
 	netp_enc_free(&enc);
-	free_collector(&c);
+	collector_free(&c);
 	free(caller_fds);
 	return rc ? rc : -EIO;
 }

@@ -232,6 +232,22 @@ static void test_uninstrumented(void)
 	reap(pid);
 }
 
+static int has_cap_sys_ptrace(void)
+{
+	char line[256];
+	int yes = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof line, f)) {
+		unsigned long long cap;
+		if (sscanf(line, "CapEff: %llx", &cap) == 1)
+			yes = !!(cap & (1ULL << 19));
+	}
+	if (f)
+		fclose(f);
+	return yes;
+}
+
 static void test_scope(void)
 {
 	char path[128], err[512];
@@ -247,10 +263,47 @@ static void test_scope(void)
 	fputs("0\n", f);
 	fclose(f);
 	CHECK_EQ_INT(attach_allowed(getpid(), path, err, sizeof err), 0);
+	/* 1 and 2 allow only with CAP_SYS_PTRACE, 1 also our descendants */
+	int cap = has_cap_sys_ptrace();
+	char *const sl[] = {"/bin/sleep", "30", NULL};
+	pid_t child = spawn(sl);
+	f = fopen(path, "w");
+	fputs("1\n", f);
+	fclose(f);
+	CHECK_EQ_INT(attach_allowed(child, path, err, sizeof err), 0);
+	CHECK_EQ_INT(attach_allowed(1, path, err, sizeof err), cap ? 0 : -1);
+	f = fopen(path, "w");
+	fputs("2\n", f);
+	fclose(f);
+	CHECK_EQ_INT(attach_allowed(child, path, err, sizeof err), cap ? 0 : -1);
+	if (!cap)
+		CHECK(strstr(err, "run as root") != NULL);
+	kill(child, SIGKILL);
+	reap(child);
 	snprintf(path, sizeof path, "%s/absent", tmpdir);
 	CHECK_EQ_INT(attach_allowed(getpid(), path, err, sizeof err), 0);
 	snprintf(path, sizeof path, "%s/scope", tmpdir);
 	unlink(path);
+}
+
+/* Which stopped thread runs the injected calls (attach-inject.c). */
+static void test_rank(void)
+{
+	struct user_regs_struct r;
+
+	memset(&r, 0, sizeof r);
+	r.orig_rax = 230; /* clock_nanosleep, interrupted: restarts */
+	r.rax = (unsigned long long)-516;
+	CHECK_EQ_INT(attach_thread_rank(&r, 0), 4);
+	r.orig_rax = 7; /* poll */
+	r.rax = (unsigned long long)-514;
+	CHECK_EQ_INT(attach_thread_rank(&r, 0), 3);
+	r.orig_rax = 202; /* futex: maybe a lock dlopen needs */
+	r.rax = (unsigned long long)-512;
+	CHECK_EQ_INT(attach_thread_rank(&r, 0), 1);
+	r.orig_rax = (unsigned long long)-1; /* running */
+	CHECK_EQ_INT(attach_thread_rank(&r, 1), 2);
+	CHECK_EQ_INT(attach_thread_rank(&r, 0), 0); /* inside a library */
 }
 
 int main(int argc, char **argv)
@@ -266,6 +319,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_stop_all);
 	RUN_TEST(test_uninstrumented);
 	RUN_TEST(test_scope);
+	RUN_TEST(test_rank);
 	rmdir(tmpdir);
 	CHECK_DONE();
 }

@@ -1,0 +1,739 @@
+/* SPDX-License-Identifier: MIT */
+/* attach-inject.c - load the runtime into a stopped process and point its
+ * hooks at it, and the way back (docs/attach.md, steps 4, 6, 7 and 8):
+ * function calls injected with ptrace on one stopped thread, the threads'
+ * open instrumented frames found by walking their stacks, the GOT slots
+ * written through /proc/PID/mem. */
+#include "config.h"
+
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attach-elf.h"
+#include "symbols.h"
+
+/* The injected calls' frame starts this far below the thread's stack
+ * pointer (the red zone, and some room). */
+#define INJECT_RED_ZONE 1024
+/* The scratch page(s) mapped in the target for strings and seed lists. */
+#define INJECT_SCRATCH 65536
+/* An injected call that has not returned after this long is given up. */
+#define INJECT_CALL_NS 20000000000ULL
+/* How many more times the threads are stopped when none is at a good
+ * place for the calls (2 ms apart). */
+#define INJECT_TRIES 20
+/* Bytes of a function searched for its call to the enter hook. */
+#define FN_SCAN 512
+/* Bytes above the stack pointer searched for a return address into the
+ * program when the thread stopped inside a library. */
+#define STACK_SCAN 4096
+
+static int fail(char *err, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int attach_mem_read(struct attach_session *s, uint64_t addr, void *buf, size_t n)
+{
+	return pread(s->memfd, buf, n, (off_t)addr) == (ssize_t)n ? 0 : -1;
+}
+
+int attach_mem_write(struct attach_session *s, uint64_t addr, const void *buf, size_t n)
+{
+	return pwrite(s->memfd, buf, n, (off_t)addr) == (ssize_t)n ? 0 : -1;
+}
+
+/* ---- choosing the thread that runs the calls ----------------------------- */
+
+#define ERESTARTSYS_ 512
+#define ERESTARTNOINTR_ 513
+#define ERESTARTNOHAND_ 514
+#define ERESTART_RESTARTBLOCK_ 516
+
+static int in_exe_text(const struct attach_session *s, uint64_t a)
+{
+	size_t i;
+
+	for (i = 0; i < s->ntext; i++)
+		if (a >= s->text[i][0] && a < s->text[i][1])
+			return 1;
+	return 0;
+}
+
+/* How good a place thread regs r is to run dlopen from (higher is
+ * better): asleep in a restartable syscall (nothing of the program's is
+ * half done there, and the sleep goes on afterwards), in another
+ * syscall but a futex (which may be a lock dlopen wants), running the
+ * program's own code (not inside the C library, which may hold a lock). */
+int attach_thread_rank(const struct user_regs_struct *r, int rip_in_exe)
+{
+	long nr = (long)r->orig_rax, rv = (long)r->rax;
+	int restartable = rv == -ERESTARTSYS_ || rv == -ERESTARTNOINTR_ ||
+			  rv == -ERESTARTNOHAND_ || rv == -ERESTART_RESTARTBLOCK_;
+
+	if (nr >= 0 && restartable && (nr == 35 /* nanosleep */ || nr == 230 /* clock_nanosleep */))
+		return 4;
+	if (nr >= 0 && restartable && nr != 202 /* futex */)
+		return 3;
+	if (nr < 0 && rip_in_exe)
+		return 2;
+	if (nr >= 0 && restartable)
+		return 1;
+	return 0;
+}
+
+static int pick_thread(struct attach_session *s, int *rankp)
+{
+	int best = -1, rank = -1;
+	size_t i;
+
+	for (i = 0; i < s->th.n; i++) {
+		struct user_regs_struct r;
+		if (ptrace(PTRACE_GETREGS, s->th.tid[i], 0, &r) < 0)
+			continue;
+		int k = attach_thread_rank(&r, in_exe_text(s, r.rip));
+		if (k > rank) {
+			rank = k;
+			best = (int)i;
+		}
+	}
+	if (rankp)
+		*rankp = rank;
+	return best < 0 ? -1 : s->th.tid[best];
+}
+
+/* ---- calls in the target ---------------------------------------------- */
+
+static int save_regs(struct attach_session *s, char *err, size_t errlen)
+{
+	struct iovec io = {s->xstate, sizeof s->xstate};
+
+	if (ptrace(PTRACE_GETREGS, s->tid, 0, &s->saved) < 0)
+		return fail(err, errlen, "attach: cannot read the registers of thread %d: %s",
+			    (int)s->tid, strerror(errno));
+	s->xstate_len = 0;
+	if (ptrace(PTRACE_GETREGSET, s->tid, (void *)(long)NT_X86_XSTATE, &io) == 0)
+		s->xstate_len = io.iov_len;
+	else if (ptrace(PTRACE_GETFPREGS, s->tid, 0, &s->fp) < 0)
+		return fail(err, errlen, "attach: cannot read the registers of thread %d: %s",
+			    (int)s->tid, strerror(errno));
+	s->have_regs = 1;
+	return 0;
+}
+
+static void restore_regs(struct attach_session *s)
+{
+	if (!s->have_regs)
+		return;
+	ptrace(PTRACE_SETREGS, s->tid, 0, &s->saved);
+	if (s->xstate_len) {
+		struct iovec io = {s->xstate, s->xstate_len};
+		ptrace(PTRACE_SETREGSET, s->tid, (void *)(long)NT_X86_XSTATE, &io);
+	} else {
+		ptrace(PTRACE_SETFPREGS, s->tid, 0, &s->fp);
+	}
+	s->have_regs = 0;
+}
+
+/* Call fn(a0, a1, a2, a3, a4, a5) on the chosen thread: its frame below the
+ * saved stack pointer, returning to address 0, where the fault stops it
+ * again.  *ret is rax.  Returns 0, or -1 with err (the thread's state is
+ * then unknown: the caller restores the saved registers). */
+static int call(struct attach_session *s, const char *what, uint64_t fn, const uint64_t *a,
+		uint64_t *ret, char *err, size_t errlen)
+{
+	struct user_regs_struct r = s->saved;
+	uint64_t zero = 0, start = mono_ns();
+	int st;
+
+	r.rsp = ((s->saved.rsp - INJECT_RED_ZONE) & ~15ULL) - 8;
+	if (attach_mem_write(s, r.rsp, &zero, sizeof zero) < 0)
+		return fail(err, errlen, "attach: cannot write the stack of thread %d",
+			    (int)s->tid);
+	r.rip = fn;
+	r.rdi = a[0];
+	r.rsi = a[1];
+	r.rdx = a[2];
+	r.rcx = a[3];
+	r.r8 = a[4];
+	r.r9 = a[5];
+	r.rax = 0;
+	r.orig_rax = (unsigned long long)-1; /* no syscall restart on the way */
+	if (ptrace(PTRACE_SETREGS, s->tid, 0, &r) < 0 || ptrace(PTRACE_CONT, s->tid, 0, 0) < 0)
+		return fail(err, errlen, "attach: cannot run %s in process %d: %s", what,
+			    (int)s->th.pid, strerror(errno));
+	for (;;) {
+		pid_t w = waitpid(s->tid, &st, __WALL | WNOHANG);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return fail(err, errlen, "attach: lost thread %d during %s: %s",
+				    (int)s->tid, what, strerror(errno));
+		if (w == 0) {
+			if (mono_ns() - start > INJECT_CALL_NS) {
+				ptrace(PTRACE_INTERRUPT, s->tid, 0, 0);
+				while (waitpid(s->tid, &st, __WALL) < 0 && errno == EINTR)
+					;
+				return fail(err, errlen,
+					    "attach: %s did not return in process %d (a lock held "
+					    "by a stopped thread?)",
+					    what, (int)s->th.pid);
+			}
+			struct timespec ts = {0, 200000};
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			s->gone = 1;
+			return fail(err, errlen, "attach: process %d ended during %s", (int)s->th.pid,
+				    what);
+		}
+		if (!WIFSTOPPED(st))
+			continue;
+		int sig = WSTOPSIG(st);
+		if (st >> 16) {
+			/* a ptrace event stop (clone, interrupt): go on */
+			ptrace(PTRACE_CONT, s->tid, 0, 0);
+			continue;
+		}
+		if (sig == SIGSEGV) {
+			struct user_regs_struct q;
+			memset(&q, 0, sizeof q);
+			if (ptrace(PTRACE_GETREGS, s->tid, 0, &q) == 0 && q.rip == 0 &&
+			    q.rsp == r.rsp + 8) {
+				*ret = q.rax;
+				return 0;
+			}
+			return fail(err, errlen, "attach: %s crashed in process %d (at %#llx)", what,
+				    (int)s->th.pid, (unsigned long long)q.rip);
+		}
+		if (sig == SIGTRAP || sig == SIGSTOP) {
+			ptrace(PTRACE_CONT, s->tid, 0, 0);
+			continue;
+		}
+		/* another signal for the thread: let its handler run on top */
+		ptrace(PTRACE_CONT, s->tid, 0, (void *)(long)sig);
+	}
+}
+
+static int call0(struct attach_session *s, const char *what, uint64_t fn, uint64_t a0,
+		 uint64_t a1, uint64_t a2, uint64_t *ret, char *err, size_t errlen)
+{
+	uint64_t a[6] = {a0, a1, a2, 0, 0, 0};
+	return call(s, what, fn, a, ret, err, errlen);
+}
+
+/* A string of the target's, for a message. */
+static void read_str(struct attach_session *s, uint64_t addr, char *buf, size_t n)
+{
+	size_t i;
+
+	buf[0] = 0;
+	if (!addr || n < 2)
+		return;
+	for (i = 0; i + 1 < n; i++)
+		if (attach_mem_read(s, addr + i, buf + i, 1) < 0 || !buf[i])
+			break;
+	buf[i] = 0;
+}
+
+/* ---- the program's text and its functions ----------------------------- */
+
+static int load_exe(struct attach_session *s, char *err, size_t errlen)
+{
+	char p[64], line[PATH_MAX + 256];
+	FILE *f;
+
+	snprintf(p, sizeof p, "/proc/%d/maps", (int)s->t->pid);
+	f = fopen(p, "re");
+	if (!f)
+		return fail(err, errlen, "attach: cannot read %s: %s", p, strerror(errno));
+	s->ntext = 0;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long lo, hi;
+		char perm[8];
+		int pos = -1;
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s%n", &lo, &hi, perm, &pos) < 3 || pos < 0)
+			continue;
+		char *path = line + pos;
+		while (*path == ' ')
+			path++;
+		path[strcspn(path, "\n")] = 0;
+		if (perm[2] == 'x' && !strcmp(path, s->t->exe) &&
+		    s->ntext < sizeof s->text / sizeof s->text[0]) {
+			s->text[s->ntext][0] = lo;
+			s->text[s->ntext][1] = hi;
+			s->ntext++;
+		}
+	}
+	fclose(f);
+	snprintf(p, sizeof p, "/proc/%d/exe", (int)s->t->pid);
+	if (sym_elf_open(p, &s->elf) < 0)
+		s->elf = NULL; /* no seeds: the runtime's recovery does */
+	return 0;
+}
+
+/* Where function fn calls the hook whose GOT slot is slot (directly
+ * through the GOT with -fno-plt, or through its PLT entry), from the
+ * start of the function: the address after the first such call within
+ * [fn, fn + len), or 0. */
+static uint64_t hook_call_after(struct attach_session *s, uint64_t fn, uint64_t len, uint64_t slot,
+				uint64_t from)
+{
+	unsigned char b[FN_SCAN + 8];
+	uint64_t i;
+
+	if (len > FN_SCAN)
+		len = FN_SCAN;
+	if (from > fn + len || attach_mem_read(s, fn, b, (size_t)len + 8) < 0)
+		return 0;
+	for (i = from - fn; i + 6 <= len + 8 && i < len; i++) {
+		if (b[i] == 0xff && b[i + 1] == 0x15) { /* call *disp32(%rip) */
+			int32_t d;
+			memcpy(&d, b + i + 2, 4);
+			if (fn + i + 6 + (uint64_t)(int64_t)d == slot)
+				return fn + i + 6;
+		}
+		if (b[i] == 0xe8) { /* call rel32: a PLT entry jumping through slot? */
+			int32_t d;
+			unsigned char p[16];
+			memcpy(&d, b + i + 1, 4);
+			uint64_t tgt = fn + i + 5 + (uint64_t)(int64_t)d, k = 0;
+			if (attach_mem_read(s, tgt, p, sizeof p) < 0)
+				continue;
+			if (p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa)
+				k = 4; /* endbr64 */
+			if (p[k] == 0xf2)
+				k++; /* bnd */
+			if (p[k] == 0xff && p[k + 1] == 0x25) {
+				memcpy(&d, p + k + 2, 4);
+				if (tgt + k + 6 + (uint64_t)(int64_t)d == slot)
+					return fn + i + 5;
+			}
+		}
+	}
+	return 0;
+}
+
+/* The instrumented function of the program containing code address a
+ * (a return address: a - 1 is inside the call), or 0. */
+static uint64_t fn_of(struct attach_session *s, uint64_t a, uint64_t *size)
+{
+	uint64_t start = 0, sz = 0;
+
+	if (!s->elf || !in_exe_text(s, a - 1))
+		return 0;
+	if (!sym_elf_lookup(s->elf, a - 1 - s->t->exe_base, &start, &sz) || !sz)
+		return 0;
+	start += s->t->exe_base;
+	if (!hook_call_after(s, start, sz, s->t->got_enter, start))
+		return 0;
+	*size = sz;
+	return start;
+}
+
+/* Looks like a return address: in the program's text, after a call. */
+static int after_call(struct attach_session *s, uint64_t a)
+{
+	unsigned char b[7];
+
+	if (!in_exe_text(s, a) || attach_mem_read(s, a - 7, b, sizeof b) < 0)
+		return 0;
+	return b[2] == 0xe8 || (b[1] == 0xff && (b[2] & 0x38) == 0x10) ||
+	       (b[4] == 0xff && (b[5] & 0x38) == 0x10) || (b[5] == 0xff && (b[6] & 0x38) == 0x10);
+}
+
+/* The instrumented functions open on thread tid's stack, outermost first
+ * (docs/attach.md step 7).  Returns how many (0: none found). */
+size_t attach_walk(struct attach_session *s, const struct user_regs_struct *r, uint64_t *fns,
+		   size_t max)
+{
+	uint64_t inner[ATTACH_SEED_MAX], fp = r->rbp, floor = r->rsp, sz;
+	size_t n = 0, i;
+
+	if (max > ATTACH_SEED_MAX)
+		max = ATTACH_SEED_MAX;
+	if (in_exe_text(s, r->rip)) {
+		/* stopped in the program's code: in its function once the
+		 * enter hook returned, and until the exit hook is called */
+		uint64_t f = fn_of(s, r->rip + 1, &sz);
+		if (!f)
+			return 0;
+		uint64_t e = hook_call_after(s, f, sz, s->t->got_enter, f);
+		uint64_t x = hook_call_after(s, f, sz, s->t->got_exit, f);
+		if (!e || (x && r->rip >= x - 6))
+			return 0; /* past its exit hook: where rbp is, is unknown */
+		if (r->rip >= e) {
+			inner[n++] = f;
+		} else {
+			/* not entered yet: its callers are open.  In the usual
+			 * prologue (endbr64, push %rbp, mov %rsp,%rbp) rbp is
+			 * the caller's frame until the push (the return address
+			 * at rsp, or above the pushed rbp), f's own after it. */
+			unsigned char pb[8];
+			uint64_t k = 0, ra;
+			if (attach_mem_read(s, f, pb, sizeof pb) < 0)
+				return 0;
+			if (pb[0] == 0xf3 && pb[1] == 0x0f && pb[2] == 0x1e && pb[3] == 0xfa)
+				k = 4;
+			if (pb[k] != 0x55 || pb[k + 1] != 0x48 || pb[k + 2] != 0x89 ||
+			    pb[k + 3] != 0xe5)
+				return 0;
+			if (r->rip <= f + k + 1) {
+				floor = r->rsp + (r->rip == f + k + 1 ? 8 : 0);
+				if (attach_mem_read(s, floor, &ra, sizeof ra) < 0)
+					return 0;
+				uint64_t g = fn_of(s, ra, &sz);
+				if (g)
+					inner[n++] = g;
+			} else if (r->rip < f + k + 4) {
+				return 0; /* inside the mov: cannot be */
+			}
+		}
+	} else {
+		/* in a library: the innermost return address into the program,
+		 * above the stack pointer (the library keeps no frame pointer) */
+		uint64_t a;
+		for (a = r->rsp; a < r->rsp + STACK_SCAN; a += 8) {
+			uint64_t v;
+			if (attach_mem_read(s, a, &v, sizeof v) < 0)
+				return 0;
+			if (after_call(s, v))
+				break;
+		}
+		if (a >= r->rsp + STACK_SCAN)
+			return 0;
+		uint64_t ra, f;
+		attach_mem_read(s, a, &ra, sizeof ra);
+		/* an uninstrumented function of the program (a helper that
+		 * sleeps) is passed over */
+		f = fn_of(s, ra, &sz);
+		/* returning from its exit hook: it is over */
+		if (f && hook_call_after(s, f, sz, s->t->got_exit, ra - 6 > f ? ra - 6 : f) != ra)
+			inner[n++] = f;
+		floor = a;
+	}
+	/* the frame-pointer chain, from the innermost program frame */
+	while (n < max && fp > floor && !(fp & 7) && fp - floor < (64ULL << 20)) {
+		uint64_t fr[2], f;
+		if (attach_mem_read(s, fp, fr, sizeof fr) < 0)
+			break;
+		if (!in_exe_text(s, fr[1] - 1))
+			break; /* main's caller, a thread's start in the C library */
+		f = fn_of(s, fr[1], &sz);
+		if (f)
+			inner[n++] = f;
+		floor = fp;
+		fp = fr[0];
+	}
+	for (i = 0; i < n; i++)
+		fns[i] = inner[n - 1 - i];
+	return n;
+}
+
+/* ---- the session ------------------------------------------------------- */
+
+static void cleanup(struct attach_session *s)
+{
+	if (s->memfd >= 0)
+		close(s->memfd);
+	s->memfd = -1;
+	if (s->elf)
+		sym_elf_close(s->elf);
+	s->elf = NULL;
+}
+
+/* Stop everything and open the memory; the calling thread chosen. */
+static int stop(struct attach_session *s, char *err, size_t errlen)
+{
+	char p[64];
+
+	if (attach_stop_all(s->t->pid, &s->th, err, errlen) < 0)
+		return -1;
+	snprintf(p, sizeof p, "/proc/%d/mem", (int)s->t->pid);
+	s->memfd = open(p, O_RDWR | O_CLOEXEC);
+	if (s->memfd < 0) {
+		attach_resume_all(&s->th);
+		return fail(err, errlen, "attach: cannot open %s: %s", p, strerror(errno));
+	}
+	return 0;
+}
+
+static int lookup(struct attach_session *s, uint64_t name, const char *what, uint64_t *addr,
+		  char *err, size_t errlen)
+{
+	char buf[128];
+
+	if (call0(s, "dlsym", s->t->dlsym_addr, s->handle, name, 0, addr, err, errlen) < 0)
+		return -1;
+	if (!*addr) {
+		snprintf(buf, sizeof buf, "%s", what);
+		return fail(err, errlen, "attach: the runtime %s has no %s", s->runtime, buf);
+	}
+	return 0;
+}
+
+int attach_begin(struct attach_session *s, struct attach_target *t, const char *runtime,
+		 pid_t collector, int shm_fd, char *err, size_t errlen)
+{
+	struct {
+		char fdpath[64];
+		char names[6][32];
+		char runtime[PATH_MAX];
+	} str;
+	static const char *const names[6] = {"cygprof_attach_fd", "cygprof_attach_seed",
+					     "cygprof_detach", "__cyg_profile_func_enter",
+					     "__cyg_profile_func_exit", "cygprof_attach_state"};
+	uint64_t ret, a[6], *seeds = NULL;
+	size_t *nseeds = NULL, i;
+	int rc = -1, attached = 0, tfd = -1;
+
+	memset(s, 0, sizeof *s);
+	s->t = t;
+	s->memfd = -1;
+	/* a detached runtime is loaded again from where it is mapped */
+	snprintf(s->runtime, sizeof s->runtime, "%s", t->reattach ? t->runtime : runtime);
+	if (!t->open_addr || !t->mmap_addr || !t->munmap_addr)
+		return fail(err, errlen, "attach: no open or mmap in %s of process %d", t->libc,
+			    (int)t->pid);
+	if (load_exe(s, err, errlen) < 0) {
+		cleanup(s);
+		return -1;
+	}
+	/* no thread asleep or in the program's own code (all inside the C
+	 * library, which may hold a lock dlopen needs): let it run a little
+	 * and look again, a few times */
+	for (int tries = 0;; tries++) {
+		int rank;
+		if (stop(s, err, errlen) < 0) {
+			cleanup(s);
+			return -1;
+		}
+		s->tid = pick_thread(s, &rank);
+		if (rank >= 2 || tries == INJECT_TRIES)
+			break;
+		close(s->memfd);
+		s->memfd = -1;
+		attach_resume_all(&s->th);
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
+	}
+	/* the open frames of every thread, before any call changes one */
+	seeds = calloc(s->th.n, ATTACH_SEED_MAX * sizeof *seeds);
+	nseeds = calloc(s->th.n, sizeof *nseeds);
+	if (!seeds || !nseeds) {
+		fail(err, errlen, "attach: out of memory");
+		goto out;
+	}
+	for (i = 0; i < s->th.n; i++) {
+		struct user_regs_struct r;
+		if (ptrace(PTRACE_GETREGS, s->th.tid[i], 0, &r) == 0)
+			nseeds[i] = attach_walk(s, &r, seeds + i * ATTACH_SEED_MAX, ATTACH_SEED_MAX);
+	}
+	if (s->tid <= 0 || save_regs(s, err, errlen) < 0) {
+		if (s->tid <= 0)
+			fail(err, errlen, "attach: no thread of process %d can be used", (int)t->pid);
+		goto out;
+	}
+
+	/* scratch memory for the strings and the seed lists */
+	a[0] = 0, a[1] = INJECT_SCRATCH, a[2] = PROT_READ | PROT_WRITE;
+	a[3] = MAP_PRIVATE | MAP_ANONYMOUS, a[4] = (uint64_t)-1, a[5] = 0;
+	if (call(s, "mmap", t->mmap_addr, a, &ret, err, errlen) < 0)
+		goto out;
+	if (ret == (uint64_t)MAP_FAILED || !ret) {
+		fail(err, errlen, "attach: cannot map memory in process %d", (int)t->pid);
+		goto out;
+	}
+	s->scratch = ret;
+	memset(&str, 0, sizeof str);
+	snprintf(str.fdpath, sizeof str.fdpath, "/proc/%d/fd/%d", (int)collector, shm_fd);
+	for (i = 0; i < 6; i++)
+		snprintf(str.names[i], sizeof str.names[i], "%s", names[i]);
+	snprintf(str.runtime, sizeof str.runtime, "%s", s->runtime);
+	if (attach_mem_write(s, s->scratch, &str, sizeof str) < 0) {
+		fail(err, errlen, "attach: cannot write into process %d", (int)t->pid);
+		goto out;
+	}
+#define SCR(field) (s->scratch + (uint64_t)offsetof(__typeof__(str), field))
+	/* the collector's mapping, opened by the target */
+	if (call0(s, "open", t->open_addr, SCR(fdpath), O_RDWR | O_CLOEXEC, 0, &ret, err, errlen) <
+	    0)
+		goto out;
+	if ((int)ret < 0) {
+		fail(err, errlen, "attach: process %d cannot open cygprof's shared memory (%s)",
+		     (int)t->pid, str.fdpath);
+		goto out;
+	}
+	tfd = (int)ret;
+	if (call0(s, "dlopen", t->dlopen_addr, SCR(runtime), RTLD_NOW, 0, &ret, err, errlen) < 0)
+		goto out;
+	s->handle = ret;
+	if (!s->handle) {
+		char why[256] = "";
+		if (t->dlerror_addr &&
+		    call0(s, "dlerror", t->dlerror_addr, 0, 0, 0, &ret, err, errlen) == 0)
+			read_str(s, ret, why, sizeof why);
+		fail(err, errlen, "attach: process %d cannot load %s%s%s", (int)t->pid, s->runtime,
+		     why[0] ? ": " : "", why);
+		goto out;
+	}
+	if (lookup(s, SCR(names[0]), names[0], &s->fn_attach_fd, err, errlen) < 0 ||
+	    lookup(s, SCR(names[1]), names[1], &s->fn_seed, err, errlen) < 0 ||
+	    lookup(s, SCR(names[2]), names[2], &s->fn_detach, err, errlen) < 0 ||
+	    lookup(s, SCR(names[3]), names[3], &s->fn_enter, err, errlen) < 0 ||
+	    lookup(s, SCR(names[4]), names[4], &s->fn_exit, err, errlen) < 0)
+		goto out;
+	/* the data symbol: dlsym finds it too */
+	if (call0(s, "dlsym", t->dlsym_addr, s->handle, SCR(names[5]), 0, &s->state_addr, err,
+		  errlen) < 0)
+		goto out;
+	if (call0(s, names[0], s->fn_attach_fd, (uint64_t)tfd, 0, 0, &ret, err, errlen) < 0)
+		goto out;
+	if ((int)ret < 0) {
+		int e = -(int)ret;
+		if (e == EBUSY)
+			fail(err, errlen, "attach: process %d is already being profiled by cygprof",
+			     (int)t->pid);
+		else if (e == EALREADY)
+			fail(err, errlen,
+			     "attach: process %d was attached before, and its runtime cannot be "
+			     "attached again",
+			     (int)t->pid);
+		else
+			fail(err, errlen, "attach: the runtime in process %d refused: %s",
+			     (int)t->pid, strerror(e));
+		goto out;
+	}
+	attached = 1;
+	/* the open frames: one list at a time through the scratch memory */
+	for (i = 0; i < s->th.n; i++) {
+		if (!nseeds[i])
+			continue;
+		if (attach_mem_write(s, s->scratch + INJECT_SCRATCH / 2, seeds + i * ATTACH_SEED_MAX,
+				     nseeds[i] * sizeof *seeds) < 0)
+			break;
+		if (call0(s, names[1], s->fn_seed, (uint64_t)s->th.tid[i],
+			  s->scratch + INJECT_SCRATCH / 2, nseeds[i], &ret, err, errlen) < 0)
+			goto out;
+		s->seeded++;
+		s->seed_frames += nseeds[i];
+	}
+	/* the hooks: the runtime's from now on, in the executable and in the
+	 * instrumented libraries */
+	s->nslots = 0;
+	if (t->got_enter && t->got_exit) {
+		s->slot[s->nslots++] = t->got_enter;
+		s->slot[s->nslots++] = t->got_exit;
+	}
+	for (i = 0; i < t->nlibs; i++) {
+		s->slot[s->nslots++] = t->lib_enter[i];
+		s->slot[s->nslots++] = t->lib_exit[i];
+	}
+	for (i = 0; i < s->nslots; i++)
+		if (attach_mem_read(s, s->slot[i], &s->old[i], 8) < 0)
+			break;
+	size_t done = 0;
+	if (i == s->nslots)
+		for (; done < s->nslots; done++)
+			if (attach_mem_write(s, s->slot[done], done & 1 ? &s->fn_exit : &s->fn_enter,
+					     8) < 0)
+				break;
+	if (i < s->nslots || done < s->nslots) {
+		int e = errno;
+		while (done-- > 0)
+			attach_mem_write(s, s->slot[done], &s->old[done], 8);
+		fail(err, errlen, "attach: cannot write the hooks' slots in process %d: %s",
+		     (int)t->pid, strerror(e));
+		goto out;
+	}
+	s->patched = 1;
+	rc = 0;
+out:
+	if (rc < 0 && attached && !s->gone) {
+		char e2[8];
+		call0(s, names[2], s->fn_detach, 0, 0, 0, &ret, e2, sizeof e2);
+	} else if (rc < 0 && tfd >= 0 && t->close_addr && !s->gone) {
+		/* the runtime did not take the mapping: nothing of it stays */
+		char e2[8];
+		call0(s, "close", t->close_addr, (uint64_t)tfd, 0, 0, &ret, e2, sizeof e2);
+	}
+	if (s->scratch && !s->gone) {
+		char e2[8];
+		call0(s, "munmap", t->munmap_addr, s->scratch, INJECT_SCRATCH, 0, &ret, e2, sizeof e2);
+		s->scratch = 0;
+	}
+	if (!s->gone)
+		restore_regs(s);
+	s->run_ns = mono_ns();
+	attach_resume_all(&s->th);
+	cleanup(s);
+	free(seeds);
+	free(nseeds);
+	return rc;
+#undef SCR
+}
+
+int attach_end(struct attach_session *s, char *err, size_t errlen)
+{
+	uint64_t ret;
+	int rc = 0;
+
+	if (!s->patched)
+		return 0;
+	s->gone = 0;
+	uint64_t t0 = mono_ns();
+	if (stop(s, err, errlen) < 0) {
+		s->gone = 1;
+		return -1;
+	}
+	/* the threads stopped one after the other: the middle of it */
+	s->stop_ns = t0 + (mono_ns() - t0) / 2;
+	for (size_t i = 0; i < s->nslots; i++)
+		if (attach_mem_write(s, s->slot[i], &s->old[i], 8) < 0)
+			rc = fail(err, errlen,
+				  "attach: cannot write the hooks' slots back in process %d",
+				  (int)s->t->pid);
+	s->patched = 0;
+	s->tid = pick_thread(s, NULL);
+	if (s->tid > 0 && save_regs(s, err, errlen) == 0) {
+		if (call0(s, "cygprof_detach", s->fn_detach, 0, 0, 0, &ret, err, errlen) < 0)
+			rc = -1;
+		if (!s->gone)
+			restore_regs(s);
+	} else if (!rc) {
+		rc = fail(err, errlen, "attach: no thread of process %d can be used to detach",
+			  (int)s->t->pid);
+	}
+	attach_resume_all(&s->th);
+	cleanup(s);
+	return rc;
+}

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/* attach-run.c - one recording of a running process (record --attach,
+ * docs/attach.md): the capture and the mapping as for a program started,
+ * the runtime loaded into the process and its hooks pointed at it
+ * (attach-inject.c), the same poll loop until --duration, SIGINT/SIGTERM or
+ * the process's end, then the hooks put back and the capture written. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "attach-elf.h"
+#include "collector-private.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+struct attach_run {
+	pid_t pid;
+	int pidfd;            /* readable once the process has ended; -1: use /proc */
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC; 0: none */
+	int ended;            /* the process ended while attached */
+};
+
+static volatile sig_atomic_t stop_sig;
+
+static void on_stop(int sig)
+{
+	stop_sig = sig;
+}
+
+/* The process has ended (or is a zombie waiting for its parent). */
+static int target_gone(const struct attach_run *a)
+{
+	char p[64], buf[512];
+	int fd;
+	ssize_t n;
+
+	if (a->pidfd >= 0) {
+		struct pollfd pf = {a->pidfd, POLLIN, 0};
+		return poll(&pf, 1, 0) > 0;
+	}
+	snprintf(p, sizeof p, "/proc/%d/stat", (int)a->pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	char *rp = strrchr(buf, ')');
+	return rp && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+int collector_attach_over(struct collector *c)
+{
+	struct attach_run *a = c->attach;
+
+	if (target_gone(a)) {
+		a->ended = 1;
+		return 1;
+	}
+	return stop_sig || (a->deadline_ns && collector_mono_ns() >= a->deadline_ns);
+}
+
+/* The process's command line as an argv (for the capture's "command"). */
+static char **cmdline_argv(pid_t pid, char **buf)
+{
+	char p[64];
+	size_t len = 0, cap = 4096, n = 0, i;
+	char *b = malloc(cap + 1), **v;
+	int fd;
+
+	*buf = b;
+	if (!b)
+		return NULL;
+	snprintf(p, sizeof p, "/proc/%d/cmdline", (int)pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t r;
+		while ((r = read(fd, b + len, cap - len)) > 0) {
+			len += (size_t)r;
+			if (len == cap) {
+				char *nb = realloc(b, cap * 2 + 1);
+				if (!nb)
+					break;
+				*buf = b = nb;
+				cap *= 2;
+			}
+		}
+		close(fd);
+	}
+	if (!len || b[len - 1])
+		b[len++] = 0;
+	for (i = 0; i < len; i++)
+		n += !b[i];
+	v = calloc(n + 1, sizeof *v);
+	if (!v)
+		return NULL;
+	for (i = 0, n = 0; i < len; i += strlen(b + i) + 1)
+		v[n++] = b + i;
+	return v;
+}
+
+static int put_meta_u64(struct collector *c, const char *key, uint64_t v)
+{
+	char buf[32];
+	snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+	return cap_sink_set_meta(&c->sink, key, buf);
+}
+
+int collector_attach(const struct collector_opts *o0, struct attach_target *t,
+		     uint64_t duration_ns, struct collector_result *res, char *err, size_t errlen)
+{
+	struct collector c;
+	struct collector_opts o = *o0;
+	struct attach_run a;
+	struct attach_session *s = NULL;
+	struct sigaction sa, old_int, old_term, old_hup;
+	char *cmdbuf = NULL, **argv;
+	int memfd = -1, rc;
+	uint64_t size;
+
+	memset(&c, 0, sizeof c);
+	memset(res, 0, sizeof *res);
+	memset(&a, 0, sizeof a);
+	a.pid = t->pid;
+	a.pidfd = -1;
+	argv = cmdline_argv(t->pid, &cmdbuf);
+	if (!argv) {
+		free(cmdbuf);
+		snprintf(err, errlen, "attach: out of memory");
+		return -ENOMEM;
+	}
+	if (!argv[0][0])
+		argv[0] = t->exe;
+	o.argv = argv;
+	c.o = &o;
+	c.attach = &a;
+	rc = collector_shm_size(&o, &size, err, errlen);
+	if (rc)
+		goto out_free;
+	c.dbg = debuginfo_new();
+	for (size_t i = 0; c.dbg && i < o.n_debug_dirs; i++)
+		debuginfo_add_dir(c.dbg, o.debug_dirs[i]);
+	if (c.dbg)
+		debuginfo_add_env(c.dbg);
+	c.filtering = o.n_only || o.n_except || o.max_depth;
+	{
+		struct cygprof_capture *cap;
+
+		rc = cygprof_capture_create(o.output, &cap);
+		if (rc) {
+			snprintf(err, errlen, "cannot create capture '%s': %s", o.output,
+				 cygprof_strerror(rc));
+			debuginfo_free(c.dbg);
+			goto out_free;
+		}
+		c.sink = cap_sink_capture(cap);
+	}
+	rc = collector_map(&c, size, &memfd, err, errlen);
+	if (!rc) {
+		rc = collector_counters_init(&c);
+		if (rc)
+			snprintf(err, errlen, "cannot set up the counters: %s", strerror(-rc));
+	}
+	if (rc)
+		goto fail;
+	collector_clock_origin(&c);
+	collector_calibrate(&c);
+
+	/* SIGINT/SIGTERM/SIGHUP end the attach (the process runs on); blocked
+	 * while the process is stopped, so that it is never left stopped */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGHUP, &sa, &old_hup);
+	sigset_t block, oldmask;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &oldmask);
+	s = calloc(1, sizeof *s);
+	rc = s ? attach_begin(s, t, o.runtime, getpid(), memfd, err, errlen) : -ENOMEM;
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	if (rc) {
+		if (!s)
+			snprintf(err, errlen, "attach: out of memory");
+		rc = -EPERM;
+		goto fail_sig;
+	}
+	uint64_t start_ns = s->run_ns;
+	a.pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
+	if (duration_ns)
+		a.deadline_ns = start_ns + duration_ns;
+	(void)cap_sink_publish(&c.sink);
+	if (!o.quiet)
+		fprintf(stderr, "cygprof: attached to process %d (%s)%s\n", (int)t->pid, t->exe,
+			duration_ns ? "" : "; Ctrl-C to detach");
+
+	collector_poll(&c, 0);
+	uint64_t end_ns = collector_mono_ns();
+	if (!a.ended) {
+		char derr[512];
+		sigprocmask(SIG_BLOCK, &block, &oldmask);
+		if (attach_end(s, derr, sizeof derr) < 0) {
+			if (s->gone || target_gone(&a))
+				a.ended = 1;
+			else
+				snprintf(res->damaged, sizeof res->damaged, "%.200s", derr);
+		}
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+		if (s->stop_ns)
+			end_ns = s->stop_ns;
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
+	res->attach_ended = a.ended;
+	res->attach_seeded = (uint32_t)s->seeded;
+
+	collector_counters_final(&c);
+	c.end_ts = collector_now(&c);
+	c.final = 1;
+	collector_drain_all(&c);
+	collector_sampling_final(&c);
+	rc = collector_checkpoint(&c, 1);
+	if (!rc)
+		collector_snapshot(&c, 1);
+	if (!rc)
+		rc = put_meta_u64(&c, "attach_pid", (uint64_t)t->pid);
+	if (!rc)
+		rc = put_meta_u64(&c, "attach_start", start_ns);
+	if (!rc)
+		rc = put_meta_u64(&c, "attach_end", end_ns);
+	if (!rc)
+		rc = cap_sink_set_meta(&c.sink, "attach_exited", a.ended ? "1" : "0");
+	{
+		int e = cap_sink_commit(&c.sink);
+		if (!rc)
+			rc = e;
+	}
+	if (!rc && c.err)
+		rc = c.err;
+	res->procs = (uint32_t)c.nprocs;
+	res->threads = (uint32_t)c.nthreads;
+	for (size_t i = 0; i < c.nthreads; i++) {
+		res->events += c.threads[i]->events;
+		res->lost += c.threads[i]->lost;
+		res->calls += c.threads[i]->calls;
+	}
+	{
+		char *line = collector_damage_line(&c);
+		if (line)
+			snprintf(res->damaged, sizeof res->damaged, "%s", line);
+		free(line);
+	}
+	{
+		int e = cap_sink_close(&c.sink);
+		c.sink.ops = NULL;
+		if (!rc)
+			rc = e;
+	}
+	if (rc)
+		snprintf(err, errlen, "writing capture '%s': %s", o.output, cygprof_strerror(rc));
+	else {
+		struct stat st;
+		if (!stat(o.output, &st))
+			res->capture_bytes = (uint64_t)st.st_size;
+	}
+	if (a.pidfd >= 0)
+		close(a.pidfd);
+	close(memfd);
+	free(s);
+	collector_free(&c);
+	free(argv);
+	free(cmdbuf);
+	return rc;
+fail_sig:
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
+fail:
+	free(s);
+	if (memfd >= 0)
+		close(memfd);
+	cap_sink_discard(&c.sink);
+	collector_free(&c);
+out_free:
+	free(argv);
+	free(cmdbuf);
+	return rc ? rc : -EIO;
+}
