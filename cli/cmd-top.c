@@ -29,18 +29,26 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "attach-elf.h"
 #include "collector.h"
 #include "report-util.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: cygprof top [options] [--] PROG [ARGS...]\n\n"
+		"usage: cygprof top [options] [--] PROG [ARGS...]\n"
+		"       cygprof top --attach PID [--duration SEC] [options]\n\n"
 		"Run PROG (built with -finstrument-functions) and show, refreshed as it runs, its\n"
 		"hottest functions: self time and calls over the last interval and in total,\n"
 		"and total time.  Exits with PROG's exit status, or 128+N when signal N ended\n"
-		"it (q stops it with SIGTERM: 143).\n\n"
+		"it (q stops it with SIGTERM: 143).  With --attach, watch a running process\n"
+		"built with -finstrument-functions instead (as 'record --attach'); q detaches\n"
+		"and it runs on.\n\n"
 		"options:\n"
+		"      --attach PID       watch the running process PID instead of starting one\n"
+		"                         (docs/attach.md); it runs on after q, --duration or\n"
+		"                         Ctrl-C.  Not with --memory\n"
+		"      --duration SEC     with --attach: detach after SEC (e.g. 500ms, 10s)\n"
 		"  -d, --delay SECS       refresh every SECS seconds (default 1; 0.05 to 3600)\n"
 		"  -s, --sort KEY[,KEY]   order by these keys: self, total, calls, name\n"
 		"                         (default self,calls); numbers largest first\n"
@@ -128,6 +136,9 @@ struct top {
 	const char *output_of; /* where PROG's output goes (screen) */
 	int paused, quitting, help;
 	int pid;
+	int attach_pid;    /* --attach: the process watched (q detaches, never kills) */
+	uint64_t duration_ns;
+	struct attach_target *target;
 	struct snap cur;
 	int have;
 	unsigned rows, cols;
@@ -325,7 +336,10 @@ static void render(struct top *t, FILE *f, unsigned max_lines)
 	else
 		fprintf(f, "rings: none open\n");
 	used++;
-	if (t->screen) {
+	if (t->screen && t->attach_pid) {
+		fprintf(f, "attached to process %d: q detaches, it runs on\n", t->attach_pid);
+		used++;
+	} else if (t->screen) {
 		fprintf(f, "program output: %s\n", t->output_of);
 		used++;
 	}
@@ -469,6 +483,8 @@ static void print_json(struct top *t, FILE *f, int status)
 		status == -1 ? "false" : "true", s->nthr);
 	if (status == -1)
 		;
+	else if (t->attach_pid)
+		fprintf(f, "\"attached\":%d,", t->attach_pid);
 	else if (WIFSIGNALED(status))
 		fprintf(f, "\"signal\":%d,", WTERMSIG(status));
 	else
@@ -740,7 +756,9 @@ static void read_keys(struct top *t)
 			case 'q':
 			case 'Q':
 			case 3: /* ^C */
-				if (t->pid > 0)
+				if (t->attach_pid)
+					raise(SIGINT); /* the attach ends: detach, it runs on */
+				else if (t->pid > 0)
 					kill(t->pid, t->quitting ? SIGKILL : SIGTERM);
 				t->quitting = 1;
 				break;
@@ -986,12 +1004,15 @@ static int run_collector(struct top *t, struct collector_opts *o, struct collect
 	o->memory = t->memory;
 	if (t->memory)
 		o->instruments = "calls,memory";
+	if (t->attach_pid)
+		return collector_attach(o, t->target, t->duration_ns, r, err, errlen);
 	return collector_record(o, r, err, errlen);
 }
 
 int cmd_top(int argc, char **argv)
 {
-	enum { OPT_ONCE = 256, OPT_FORMAT, OPT_VIEW, OPT_THREADS, OPT_MEMORY };
+	enum { OPT_ONCE = 256, OPT_FORMAT, OPT_VIEW, OPT_THREADS, OPT_MEMORY, OPT_ATTACH,
+	       OPT_DURATION };
 	static const struct option opts[] = {
 		{"once", no_argument, NULL, OPT_ONCE},
 		{"format", required_argument, NULL, OPT_FORMAT},
@@ -1003,6 +1024,8 @@ int cmd_top(int argc, char **argv)
 		{"view", required_argument, NULL, OPT_VIEW},
 		{"threads", no_argument, NULL, OPT_THREADS},
 		{"memory", no_argument, NULL, OPT_MEMORY},
+		{"attach", required_argument, NULL, OPT_ATTACH},
+		{"duration", required_argument, NULL, OPT_DURATION},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -1058,6 +1081,15 @@ int cmd_top(int argc, char **argv)
 		case OPT_MEMORY:
 			t.memory = 1;
 			break;
+		case OPT_ATTACH:
+			t.attach_pid = (int)cli_parse_uint("top", "--attach", optarg, 1, INT_MAX);
+			break;
+		case OPT_DURATION:
+			t.duration_ns = cli_parse_duration("top", "--duration", optarg, "s",
+							   86400000000000ULL * 365);
+			if (!t.duration_ns)
+				cli_die(2, "top: bad --duration value '%s' (more than 0)", optarg);
+			break;
 		case 'q':
 			t.quiet = 1;
 			break;
@@ -1068,13 +1100,36 @@ int cmd_top(int argc, char **argv)
 			cli_bad_option("top", c, argv);
 		}
 	}
-	if (optind >= argc)
-		cli_die(2, "top: no program given (usage: cygprof top [options] -- PROG [ARGS...])");
+	if (t.duration_ns && !t.attach_pid)
+		cli_die(2, "top: --duration goes with --attach (a program started runs to its end)");
+	if (t.attach_pid) {
+		char exe[64];
+
+		if (optind < argc)
+			cli_die(2, "top: --attach PID takes no program");
+		if (t.memory)
+			cli_die(2, "top: --attach shows calls only: not with --memory");
+		if (t.output_of)
+			cli_die(2, "top: --output-of goes with a program top starts, not --attach");
+		t.target = calloc(1, sizeof *t.target);
+		if (!t.target)
+			cli_die(1, "top: out of memory");
+		if (attach_check(t.attach_pid, t.target, err, sizeof err) < 0)
+			cli_die(1, "top: %s", err);
+		snprintf(exe, sizeof exe, "/proc/%d/exe", t.attach_pid);
+		if (stat(exe, &prog_st) < 0)
+			cli_die(1, "top: attach: no process %d", t.attach_pid);
+		t.prog = t.target->exe;
+	} else {
+		if (optind >= argc)
+			cli_die(2, "top: no program given (usage: cygprof top [options] -- PROG "
+				"[ARGS...])");
+		o.argv = argv + optind;
+		t.prog = o.argv[0];
+		cli_check_program(o.argv[0], &prog_st);
+	}
 	if (o.output && !*o.output)
 		cli_die(2, "top: --output needs a file name");
-	o.argv = argv + optind;
-	t.prog = o.argv[0];
-	cli_check_program(o.argv[0], &prog_st);
 	if (o.output)
 		cli_output_check("top", o.output, CLI_OUT_CAPTURE, 0, &prog_st);
 	if (t.output_of) {
@@ -1140,11 +1195,14 @@ int cmd_top(int argc, char **argv)
 		cli_die(1, "write error on standard output");
 	if (r.damaged[0])
 		cli_warn("warning: %s", r.damaged);
-	if (!r.calls && !(t.memory && r.mem_events) && !t.quiet)
+	if (!r.calls && !(t.memory && r.mem_events) && !t.quiet && !t.attach_pid)
 		cli_warn("warning: no instrumented function was called: build %s with "
 			 "-finstrument-functions",
 			 o.argv[0]);
 	free_snap(&t.cur);
+	free(t.target);
+	if (t.attach_pid)
+		return 0; /* detached (or the process ended): it was never ours to wait for */
 	if (WIFSIGNALED(r.status))
 		return 128 + WTERMSIG(r.status);
 	return WEXITSTATUS(r.status);

@@ -47,6 +47,7 @@ Tests:
                  either way attachme exits 0.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -419,26 +420,46 @@ def test_twice(ck, cyg, example, args):
             p.wait()
 
 
+def test_top(ck, cyg, example, args):
+    """cygprof top --attach: the snapshot of the window is the capture's, within 5%
+    of the program's own counter, and the program runs on to exit 0."""
+    d = cyg.workdir
+    p, pid, countfile = start_attachme(d, 'top', 8)
+    try:
+        cap = os.path.join(d, 'top.data')
+        cp = run([cyg.exe, 'top', '--attach', str(pid), '--duration', '2', '--once',
+                  '--format=json', '-n', '0', '-o', cap])
+        ck.eq(cp.returncode, 0, 'top --attach exits 0 after the detach (stderr %r)' % cp.err)
+        lines = cp.out.strip().splitlines()
+        if not lines:
+            raise Failure('top --attach printed nothing (stderr %r)' % cp.err)
+        snap = json.loads(lines[-1])
+        ck.eq(snap.get('attached'), pid, 'the snapshot names the process attached')
+        ck.eq(snap.get('final'), True, 'the last snapshot is final')
+        rows = {f['name']: f for f in snap['functions']}
+        data, _ = cyg.report_json(cap, ck)
+        fns = functions_of(data)
+        for name in ('work', 'round_', 'tick'):
+            ck.eq(rows.get(name, {}).get('calls'), fns.get(name, {}).get('calls'),
+                  '%s: calls in top as in the report of its capture' % name)
+        _, t0, t1 = attach_window(ck, cyg, cap)
+        within(ck, rows.get('work', {}).get('calls', 0),
+               counter_at(counts(countfile), t1) - counter_at(counts(countfile), t0),
+               'top: calls of work()')
+        cp = run([cyg.exe, 'top', '--attach', str(pid), '--memory', '--once'])
+        expect_error(ck, cp, 'top --attach --memory', 2)
+        cp = run([cyg.exe, 'top', '--duration', '1', '--once', '--', example])
+        expect_error(ck, cp, 'top --duration without --attach', 2)
+        finish_attachme(ck, p)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 TESTS = {'attach-refuse': test_refuse, 'attach-inject': test_inject, 'attach-lib': test_lib,
-         'attach-run': test_run, 'attach-twice': test_twice}
+         'attach-run': test_run, 'attach-twice': test_twice, 'attach-top': test_top}
 EXAMPLE = []
-NEEDS_RUNTIME = ('attach-run', 'attach-twice')
-
-
-def runtime_can_attach(cygprof):
-    """The runtime next to cygprof has the attach entries (branch i12r)."""
-    env = os.environ.get('CYGPROF_RUNTIME')
-    if env:  # as cygprof finds it: the runtime, or a directory holding it
-        rt = os.path.join(env, 'libcygprof-cyg.so') if os.path.isdir(env) else env
-        with open(rt, 'rb') as f:
-            return b'cygprof_attach_fd' in f.read()
-    exe = os.path.realpath(cygprof)
-    for rel in ('../cyg', '../lib/cygprof'):
-        rt = os.path.join(os.path.dirname(exe), rel, 'libcygprof-cyg.so')
-        if os.path.exists(rt):
-            with open(rt, 'rb') as f:
-                return b'cygprof_attach_fd' in f.read()
-    return False
 
 
 def extra(ap):
@@ -454,13 +475,6 @@ def call(fn, ck, cyg, example, args):
 
 
 def main():
-    if '--test' in sys.argv and '--skip' not in sys.argv:
-        i = sys.argv.index('--test')
-        cyg = sys.argv[sys.argv.index('--cygprof') + 1]
-        if sys.argv[i + 1:i + 2] and sys.argv[i + 1] in NEEDS_RUNTIME and \
-                not runtime_can_attach(cyg):
-            sys.argv += ['--skip', 'needs the runtime\'s attach entries '
-                         '(cygprof_attach_fd, branch i12r)']
     return e2e.driver_main(TESTS, 'attach', __doc__, extra=extra, call=call)
 
 
