@@ -26,7 +26,7 @@
 #define R_X86_64_JUMP_SLOT 7
 #endif
 
-static int fail(char *err, size_t n, const char *fmt, ...)
+int attach_fail(char *err, size_t n, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -268,16 +268,16 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	snprintf(p, sizeof p, "/proc/%d/exe", (int)pid);
 	n = readlink(p, t->exe, sizeof t->exe - 1);
 	if (n < 0 && errno == ENOENT)
-		return fail(err, errlen, "attach: no process %d", (int)pid);
+		return attach_fail(err, errlen, "attach: no process %d", (int)pid);
 	if (n < 0)
-		return fail(err, errlen, "attach: cannot read the executable of process %d: %s",
+		return attach_fail(err, errlen, "attach: cannot read the executable of process %d: %s",
 			    (int)pid, strerror(errno));
 	t->exe[n] = 0;
 	/* The maps name the executable as the link does (" (deleted)" too). */
 	snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
 	f = fopen(p, "re");
 	if (!f)
-		return fail(err, errlen, "attach: cannot read %s: %s", p, strerror(errno));
+		return attach_fail(err, errlen, "attach: cannot read %s: %s", p, strerror(errno));
 	while (fgets(line, sizeof line, f)) {
 		unsigned long long lo, hi, off;
 		int pos = -1;
@@ -317,16 +317,16 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	snprintf(p, sizeof p, "/proc/%d/exe", (int)pid);
 	e = open_elf(p, &fd);
 	if (!e)
-		return fail(err, errlen, "attach: cannot read the executable of process %d (%s)",
+		return attach_fail(err, errlen, "attach: cannot read the executable of process %d (%s)",
 			    (int)pid, t->exe);
 	GElf_Ehdr eh;
 	if (!gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64) {
 		close_elf(e, fd);
-		return fail(err, errlen, "attach: process %d is not an x86-64 program", (int)pid);
+		return attach_fail(err, errlen, "attach: process %d is not an x86-64 program", (int)pid);
 	}
 	if (!have_exe || load_bias(e, exe_start, &t->exe_base) < 0) {
 		close_elf(e, fd);
-		return fail(err, errlen, "attach: cannot find where %s is mapped in process %d",
+		return attach_fail(err, errlen, "attach: cannot find where %s is mapped in process %d",
 			    t->exe, (int)pid);
 	}
 	find_slots(e, t->exe_base, &t->got_enter, &t->got_enter_type, &t->got_exit,
@@ -334,7 +334,7 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	close_elf(e, fd);
 
 	if (!t->libc[0])
-		return fail(err, errlen, "attach: process %d maps no libc (a static program?)",
+		return attach_fail(err, errlen, "attach: process %d maps no libc (a static program?)",
 			    (int)pid);
 	char lp[PATH_MAX + 32];
 	snprintf(lp, sizeof lp, "/proc/%d/root%s", (int)pid, t->libc);
@@ -344,7 +344,7 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	if (!e || load_bias(e, t->libc_base, &t->libc_base) < 0) {
 		if (e)
 			close_elf(e, fd);
-		return fail(err, errlen, "attach: cannot read %s of process %d", t->libc, (int)pid);
+		return attach_fail(err, errlen, "attach: cannot read %s of process %d", t->libc, (int)pid);
 	}
 	uint64_t v = dynsym_value(e, "dlopen");
 	if (!v)
@@ -357,7 +357,7 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 		 cl = dynsym_value(e, "close");
 	close_elf(e, fd);
 	if (!v || !s)
-		return fail(err, errlen, "attach: no dlopen in %s of process %d", t->libc, (int)pid);
+		return attach_fail(err, errlen, "attach: no dlopen in %s of process %d", t->libc, (int)pid);
 	t->dlopen_addr = t->libc_base + v;
 	t->dlsym_addr = t->libc_base + s;
 	t->open_addr = o ? t->libc_base + o : 0;
@@ -426,20 +426,20 @@ int attach_allowed(pid_t pid, const char *scope_path, char *err, size_t errlen)
 	}
 	if (scope >= 3 || (scope == 2 && !cap_sys_ptrace()) ||
 	    (scope == 1 && !cap_sys_ptrace() && !descendant(pid)))
-		return fail(err, errlen,
+		return attach_fail(err, errlen,
 			    "attach: ptrace is not allowed here (%s is %d%s)", scope_path, scope,
 			    scope == 1 ? ": run as root or set it to 0"
 			    : scope == 2 ? ": run as root" : ": no attaching until reboot");
 	snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
 	f = fopen(p, "re");
 	if (!f)
-		return fail(err, errlen, "attach: no process %d (%s)", (int)pid,
+		return attach_fail(err, errlen, "attach: no process %d (%s)", (int)pid,
 			    errno == ENOENT ? "it does not exist" : strerror(errno));
 	while (fgets(line, sizeof line, f)) {
 		int tracer;
 		if (sscanf(line, "TracerPid: %d", &tracer) == 1 && tracer) {
 			fclose(f);
-			return fail(err, errlen, "attach: process %d is already traced by process %d",
+			return attach_fail(err, errlen, "attach: process %d is already traced by process %d",
 				    (int)pid, tracer);
 		}
 	}
@@ -468,9 +468,9 @@ int attach_check(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 {
 	if (pid <= 0 || kill(pid, 0) < 0) {
 		if (pid > 0 && errno == EPERM)
-			return fail(err, errlen, "attach: process %d belongs to another user",
+			return attach_fail(err, errlen, "attach: process %d belongs to another user",
 				    (int)pid);
-		return fail(err, errlen, "attach: no process %d", (int)pid);
+		return attach_fail(err, errlen, "attach: no process %d", (int)pid);
 	}
 	if (attach_allowed(pid, "/proc/sys/kernel/yama/ptrace_scope", err, errlen) < 0 ||
 	    attach_inspect(pid, t, err, errlen) < 0)
@@ -482,12 +482,12 @@ int attach_check(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 		if (!attach_runtime_state(t, &state) && state == 2 && !strstr(t->runtime, "-mem.so"))
 			t->reattach = 1;
 		else
-			return fail(err, errlen,
+			return attach_fail(err, errlen,
 				    "attach: process %d is already being profiled by cygprof",
 				    (int)pid);
 	}
 	if ((!t->got_enter || !t->got_exit) && !t->nlibs)
-		return fail(err, errlen,
+		return attach_fail(err, errlen,
 			    "attach: %s (process %d) was not built with -finstrument-functions",
 			    t->exe, (int)pid);
 	return 0;

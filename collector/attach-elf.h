@@ -55,6 +55,9 @@ int attach_allowed(pid_t pid, const char *scope_path, char *err, size_t errlen);
  * Returns 0 or -1 with one line in err. */
 int attach_check(pid_t pid, struct attach_target *t, char *err, size_t errlen);
 
+/* The one-line error of an attach step into err (n bytes); returns -1. */
+__attribute__((format(printf, 3, 4))) int attach_fail(char *err, size_t n, const char *fmt, ...);
+
 /* Every thread of a process, seized and stopped (attach-ptrace.c). */
 #define ATTACH_MAX_THREADS 4096
 struct attach_threads {

@@ -44,16 +44,6 @@
  * program when the thread stopped inside a library. */
 #define STACK_SCAN 4096
 
-static int fail(char *err, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, n, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -137,13 +127,13 @@ static int save_regs(struct attach_session *s, char *err, size_t errlen)
 	struct iovec io = {s->xstate, sizeof s->xstate};
 
 	if (ptrace(PTRACE_GETREGS, s->tid, 0, &s->saved) < 0)
-		return fail(err, errlen, "attach: cannot read the registers of thread %d: %s",
+		return attach_fail(err, errlen, "attach: cannot read the registers of thread %d: %s",
 			    (int)s->tid, strerror(errno));
 	s->xstate_len = 0;
 	if (ptrace(PTRACE_GETREGSET, s->tid, (void *)(long)NT_X86_XSTATE, &io) == 0)
 		s->xstate_len = io.iov_len;
 	else if (ptrace(PTRACE_GETFPREGS, s->tid, 0, &s->fp) < 0)
-		return fail(err, errlen, "attach: cannot read the registers of thread %d: %s",
+		return attach_fail(err, errlen, "attach: cannot read the registers of thread %d: %s",
 			    (int)s->tid, strerror(errno));
 	s->have_regs = 1;
 	return 0;
@@ -176,7 +166,7 @@ static int call(struct attach_session *s, const char *what, uint64_t fn, const u
 
 	r.rsp = ((s->saved.rsp - INJECT_RED_ZONE) & ~15ULL) - 8;
 	if (attach_mem_write(s, r.rsp, &zero, sizeof zero) < 0)
-		return fail(err, errlen, "attach: cannot write the stack of thread %d",
+		return attach_fail(err, errlen, "attach: cannot write the stack of thread %d",
 			    (int)s->tid);
 	r.rip = fn;
 	r.rdi = a[0];
@@ -188,21 +178,21 @@ static int call(struct attach_session *s, const char *what, uint64_t fn, const u
 	r.rax = 0;
 	r.orig_rax = (unsigned long long)-1; /* no syscall restart on the way */
 	if (ptrace(PTRACE_SETREGS, s->tid, 0, &r) < 0 || ptrace(PTRACE_CONT, s->tid, 0, 0) < 0)
-		return fail(err, errlen, "attach: cannot run %s in process %d: %s", what,
+		return attach_fail(err, errlen, "attach: cannot run %s in process %d: %s", what,
 			    (int)s->th.pid, strerror(errno));
 	for (;;) {
 		pid_t w = waitpid(s->tid, &st, __WALL | WNOHANG);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0)
-			return fail(err, errlen, "attach: lost thread %d during %s: %s",
+			return attach_fail(err, errlen, "attach: lost thread %d during %s: %s",
 				    (int)s->tid, what, strerror(errno));
 		if (w == 0) {
 			if (mono_ns() - start > INJECT_CALL_NS) {
 				ptrace(PTRACE_INTERRUPT, s->tid, 0, 0);
 				while (waitpid(s->tid, &st, __WALL) < 0 && errno == EINTR)
 					;
-				return fail(err, errlen,
+				return attach_fail(err, errlen,
 					    "attach: %s did not return in process %d (a lock held "
 					    "by a stopped thread?)",
 					    what, (int)s->th.pid);
@@ -213,7 +203,7 @@ static int call(struct attach_session *s, const char *what, uint64_t fn, const u
 		}
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
 			s->gone = 1;
-			return fail(err, errlen, "attach: process %d ended during %s", (int)s->th.pid,
+			return attach_fail(err, errlen, "attach: process %d ended during %s", (int)s->th.pid,
 				    what);
 		}
 		if (!WIFSTOPPED(st))
@@ -232,7 +222,7 @@ static int call(struct attach_session *s, const char *what, uint64_t fn, const u
 				*ret = q.rax;
 				return 0;
 			}
-			return fail(err, errlen, "attach: %s crashed in process %d (at %#llx)", what,
+			return attach_fail(err, errlen, "attach: %s crashed in process %d (at %#llx)", what,
 				    (int)s->th.pid, (unsigned long long)q.rip);
 		}
 		if (sig == SIGTRAP || sig == SIGSTOP) {
@@ -275,7 +265,7 @@ static int load_exe(struct attach_session *s, char *err, size_t errlen)
 	snprintf(p, sizeof p, "/proc/%d/maps", (int)s->t->pid);
 	f = fopen(p, "re");
 	if (!f)
-		return fail(err, errlen, "attach: cannot read %s: %s", p, strerror(errno));
+		return attach_fail(err, errlen, "attach: cannot read %s: %s", p, strerror(errno));
 	s->ntext = 0;
 	while (fgets(line, sizeof line, f)) {
 		unsigned long long lo, hi;
@@ -482,7 +472,7 @@ static int stop(struct attach_session *s, char *err, size_t errlen)
 	s->memfd = open(p, O_RDWR | O_CLOEXEC);
 	if (s->memfd < 0) {
 		attach_resume_all(&s->th);
-		return fail(err, errlen, "attach: cannot open %s: %s", p, strerror(errno));
+		return attach_fail(err, errlen, "attach: cannot open %s: %s", p, strerror(errno));
 	}
 	return 0;
 }
@@ -496,7 +486,7 @@ static int lookup(struct attach_session *s, uint64_t name, const char *what, uin
 		return -1;
 	if (!*addr) {
 		snprintf(buf, sizeof buf, "%s", what);
-		return fail(err, errlen, "attach: the runtime %s has no %s", s->runtime, buf);
+		return attach_fail(err, errlen, "attach: the runtime %s has no %s", s->runtime, buf);
 	}
 	return 0;
 }
@@ -522,7 +512,7 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 	/* a detached runtime is loaded again from where it is mapped */
 	snprintf(s->runtime, sizeof s->runtime, "%s", t->reattach ? t->runtime : runtime);
 	if (!t->open_addr || !t->mmap_addr || !t->munmap_addr)
-		return fail(err, errlen, "attach: no open or mmap in %s of process %d", t->libc,
+		return attach_fail(err, errlen, "attach: no open or mmap in %s of process %d", t->libc,
 			    (int)t->pid);
 	if (load_exe(s, err, errlen) < 0) {
 		cleanup(s);
@@ -550,7 +540,7 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 	seeds = calloc(s->th.n, ATTACH_SEED_MAX * sizeof *seeds);
 	nseeds = calloc(s->th.n, sizeof *nseeds);
 	if (!seeds || !nseeds) {
-		fail(err, errlen, "attach: out of memory");
+		attach_fail(err, errlen, "attach: out of memory");
 		goto out;
 	}
 	for (i = 0; i < s->th.n; i++) {
@@ -560,7 +550,7 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 	}
 	if (s->tid <= 0 || save_regs(s, err, errlen) < 0) {
 		if (s->tid <= 0)
-			fail(err, errlen, "attach: no thread of process %d can be used", (int)t->pid);
+			attach_fail(err, errlen, "attach: no thread of process %d can be used", (int)t->pid);
 		goto out;
 	}
 
@@ -570,7 +560,7 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 	if (call(s, "mmap", t->mmap_addr, a, &ret, err, errlen) < 0)
 		goto out;
 	if (ret == (uint64_t)MAP_FAILED || !ret) {
-		fail(err, errlen, "attach: cannot map memory in process %d", (int)t->pid);
+		attach_fail(err, errlen, "attach: cannot map memory in process %d", (int)t->pid);
 		goto out;
 	}
 	s->scratch = ret;
@@ -580,7 +570,7 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 		snprintf(str.names[i], sizeof str.names[i], "%s", names[i]);
 	snprintf(str.runtime, sizeof str.runtime, "%s", s->runtime);
 	if (attach_mem_write(s, s->scratch, &str, sizeof str) < 0) {
-		fail(err, errlen, "attach: cannot write into process %d", (int)t->pid);
+		attach_fail(err, errlen, "attach: cannot write into process %d", (int)t->pid);
 		goto out;
 	}
 #define SCR(field) (s->scratch + (uint64_t)offsetof(__typeof__(str), field))
@@ -589,7 +579,7 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 	    0)
 		goto out;
 	if ((int)ret < 0) {
-		fail(err, errlen, "attach: process %d cannot open cygprof's shared memory (%s)",
+		attach_fail(err, errlen, "attach: process %d cannot open cygprof's shared memory (%s)",
 		     (int)t->pid, str.fdpath);
 		goto out;
 	}
@@ -602,7 +592,7 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 		if (t->dlerror_addr &&
 		    call0(s, "dlerror", t->dlerror_addr, 0, 0, 0, &ret, err, errlen) == 0)
 			read_str(s, ret, why, sizeof why);
-		fail(err, errlen, "attach: process %d cannot load %s%s%s", (int)t->pid, s->runtime,
+		attach_fail(err, errlen, "attach: process %d cannot load %s%s%s", (int)t->pid, s->runtime,
 		     why[0] ? ": " : "", why);
 		goto out;
 	}
@@ -621,15 +611,15 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 	if ((int)ret < 0) {
 		int e = -(int)ret;
 		if (e == EBUSY)
-			fail(err, errlen, "attach: process %d is already being profiled by cygprof",
+			attach_fail(err, errlen, "attach: process %d is already being profiled by cygprof",
 			     (int)t->pid);
 		else if (e == EALREADY)
-			fail(err, errlen,
+			attach_fail(err, errlen,
 			     "attach: process %d was attached before, and its runtime cannot be "
 			     "attached again",
 			     (int)t->pid);
 		else
-			fail(err, errlen, "attach: the runtime in process %d refused: %s",
+			attach_fail(err, errlen, "attach: the runtime in process %d refused: %s",
 			     (int)t->pid, strerror(e));
 		goto out;
 	}
@@ -671,7 +661,7 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 		int e = errno;
 		while (done-- > 0)
 			attach_mem_write(s, s->slot[done], &s->old[done], 8);
-		fail(err, errlen, "attach: cannot write the hooks' slots in process %d: %s",
+		attach_fail(err, errlen, "attach: cannot write the hooks' slots in process %d: %s",
 		     (int)t->pid, strerror(e));
 		goto out;
 	}
@@ -719,7 +709,7 @@ int attach_end(struct attach_session *s, char *err, size_t errlen)
 	s->stop_ns = t0 + (mono_ns() - t0) / 2;
 	for (size_t i = 0; i < s->nslots; i++)
 		if (attach_mem_write(s, s->slot[i], &s->old[i], 8) < 0)
-			rc = fail(err, errlen,
+			rc = attach_fail(err, errlen,
 				  "attach: cannot write the hooks' slots back in process %d",
 				  (int)s->t->pid);
 	s->patched = 0;
@@ -730,7 +720,7 @@ int attach_end(struct attach_session *s, char *err, size_t errlen)
 		if (!s->gone)
 			restore_regs(s);
 	} else if (!rc) {
-		rc = fail(err, errlen, "attach: no thread of process %d can be used to detach",
+		rc = attach_fail(err, errlen, "attach: no thread of process %d can be used to detach",
 			  (int)s->t->pid);
 	}
 	attach_resume_all(&s->th);

@@ -705,8 +705,7 @@ const char *netp_type_name(uint32_t type)
 	return type > 0 && type < NETP_T_COUNT_ ? type_names[type] : "unknown";
 }
 
-__attribute__((format(printf, 3, 4))) static void seterr(char *err, size_t errlen,
-							   const char *fmt, ...)
+void netp_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
 	if (!err || !errlen)
 		return;
@@ -721,7 +720,7 @@ int netp_unzip(const uint8_t *payload, uint32_t plen, uint8_t **buf, size_t *cap
 {
 	*n = 0;
 	if (plen < 4) {
-		seterr(err, errlen, "malformed zbatch frame (%u bytes)", (unsigned)plen);
+		netp_seterr(err, errlen, "malformed zbatch frame (%u bytes)", (unsigned)plen);
 		return -EBADMSG;
 	}
 	uint32_t raw = (uint32_t)payload[0] | (uint32_t)payload[1] << 8 |
@@ -730,14 +729,14 @@ int netp_unzip(const uint8_t *payload, uint32_t plen, uint8_t **buf, size_t *cap
 	size_t zn = plen - 4;
 	if (raw > NETP_MAX_FRAME || ZSTD_getFrameContentSize(z, zn) != raw ||
 	    ZSTD_findFrameCompressedSize(z, zn) != zn) {
-		seterr(err, errlen, "malformed zbatch frame (%u bytes, %u stated)", (unsigned)plen,
+		netp_seterr(err, errlen, "malformed zbatch frame (%u bytes, %u stated)", (unsigned)plen,
 		       (unsigned)raw);
 		return -EBADMSG;
 	}
 	if (raw > *cap || !*buf) {
 		uint8_t *p = realloc(*buf, raw ? raw : 1);
 		if (!p) {
-			seterr(err, errlen, "out of memory decoding a zbatch frame");
+			netp_seterr(err, errlen, "out of memory decoding a zbatch frame");
 			return -ENOMEM;
 		}
 		*buf = p;
@@ -745,7 +744,7 @@ int netp_unzip(const uint8_t *payload, uint32_t plen, uint8_t **buf, size_t *cap
 	}
 	size_t got = ZSTD_decompress(*buf, raw, z, zn);
 	if (ZSTD_isError(got) || got != raw) {
-		seterr(err, errlen, "malformed zbatch frame: %s",
+		netp_seterr(err, errlen, "malformed zbatch frame: %s",
 		       ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short");
 		return -EBADMSG;
 	}
@@ -762,19 +761,19 @@ int netp_join(struct netp_join *j, uint32_t type, unsigned flags, const uint8_t 
 		return 0;
 	}
 	if (j->open && type != j->type) {
-		seterr(err, errlen, "a %s frame inside a split %s frame", netp_type_name(type),
+		netp_seterr(err, errlen, "a %s frame inside a split %s frame", netp_type_name(type),
 		       netp_type_name(j->type));
 		return -EBADMSG;
 	}
 	size_t rec = type == NETP_T_TREE ? 40 : type == NETP_T_SITES ? 32 : 0;
 	uint32_t id = plen >= 8 ? rd32(payload) : 0, cnt = plen >= 8 ? rd32(payload + 4) : 0;
 	if (!rec || plen < 8 || (uint64_t)cnt * rec != plen - 8u) {
-		seterr(err, errlen, "malformed %s frame (%u bytes)", netp_type_name(type),
+		netp_seterr(err, errlen, "malformed %s frame (%u bytes)", netp_type_name(type),
 		       (unsigned)plen);
 		return -EBADMSG;
 	}
 	if (j->open && id != j->id) {
-		seterr(err, errlen, "a split %s frame of thread %u continued for thread %u",
+		netp_seterr(err, errlen, "a split %s frame of thread %u continued for thread %u",
 		       netp_type_name(type), (unsigned)j->id, (unsigned)id);
 		return -EBADMSG;
 	}
@@ -787,7 +786,7 @@ int netp_join(struct netp_join *j, uint32_t type, unsigned flags, const uint8_t 
 	}
 	size_t add = plen - 8u;
 	if (j->count + cnt > UINT32_MAX || j->len + add > UINT32_MAX) {
-		seterr(err, errlen, "a split %s frame of more than 4 GiB", netp_type_name(type));
+		netp_seterr(err, errlen, "a split %s frame of more than 4 GiB", netp_type_name(type));
 		return -EBADMSG;
 	}
 	if (j->len + add > j->cap) {
@@ -796,7 +795,7 @@ int netp_join(struct netp_join *j, uint32_t type, unsigned flags, const uint8_t 
 			cap *= 2;
 		uint8_t *p = realloc(j->buf, cap);
 		if (!p) {
-			seterr(err, errlen, "out of memory joining a split %s frame",
+			netp_seterr(err, errlen, "out of memory joining a split %s frame",
 			       netp_type_name(type));
 			return -ENOMEM;
 		}
@@ -1110,19 +1109,19 @@ int netp_dispatch(uint32_t type, const uint8_t *payload, uint32_t plen,
 		break;
 	}
 	default:
-		seterr(err, errlen, "unknown frame type %u", (unsigned)type);
+		netp_seterr(err, errlen, "unknown frame type %u", (unsigned)type);
 		return -EBADMSG;
 	}
 	if (r.bad == 2) {
-		seterr(err, errlen, "out of memory decoding a %s frame", netp_type_name(type));
+		netp_seterr(err, errlen, "out of memory decoding a %s frame", netp_type_name(type));
 		return -ENOMEM;
 	}
 	if (r.bad) {
-		seterr(err, errlen, "malformed %s frame (%u bytes)", netp_type_name(type),
+		netp_seterr(err, errlen, "malformed %s frame (%u bytes)", netp_type_name(type),
 		       (unsigned)plen);
 		return -EBADMSG;
 	}
 	if (rc < 0)
-		seterr(err, errlen, "%s frame: %s", netp_type_name(type), cygprof_strerror(rc));
+		netp_seterr(err, errlen, "%s frame: %s", netp_type_name(type), cygprof_strerror(rc));
 	return rc;
 }

@@ -70,6 +70,10 @@ struct netp_enc {
  * owned: free()); their length in *n.  -EBADMSG (err says why) when the
  * payload is not one zstd frame of the raw length it states, or states
  * more than NETP_MAX_FRAME; -ENOMEM. */
+/* An error message into err (errlen bytes; nothing when err is NULL). */
+__attribute__((format(printf, 3, 4))) void netp_seterr(char *err, size_t errlen,
+							 const char *fmt, ...);
+
 int netp_unzip(const uint8_t *payload, uint32_t plen, uint8_t **buf, size_t *cap, size_t *n,
 	       char *err, size_t errlen);
 

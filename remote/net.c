@@ -21,17 +21,6 @@
 #include "net-proto.h"
 #include "sha256.h"
 
-__attribute__((format(printf, 3, 4))) static void seterr(char *err, size_t errlen,
-							   const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* Split "HOST:PORT" / "[V6]:PORT" and resolve it. */
 static int resolve(const char *spec, int passive, struct addrinfo **res, char *err, size_t errlen)
 {
@@ -40,7 +29,7 @@ static int resolve(const char *spec, int passive, struct addrinfo **res, char *e
 	const char *colon = strrchr(spec, ':');
 
 	if (!colon || !colon[1]) {
-		seterr(err, errlen, "%s: expected ADDR:PORT", spec);
+		netp_seterr(err, errlen, "%s: expected ADDR:PORT", spec);
 		return -EINVAL;
 	}
 	size_t hl = (size_t)(colon - spec);
@@ -48,7 +37,7 @@ static int resolve(const char *spec, int passive, struct addrinfo **res, char *e
 	if (hl >= 2 && spec[0] == '[' && spec[hl - 1] == ']')
 		h++, hl -= 2;
 	if (hl >= sizeof host) {
-		seterr(err, errlen, "%s: host name too long", spec);
+		netp_seterr(err, errlen, "%s: host name too long", spec);
 		return -EINVAL;
 	}
 	memcpy(host, h, hl);
@@ -57,14 +46,14 @@ static int resolve(const char *spec, int passive, struct addrinfo **res, char *e
 	char *end;
 	long pn = strtol(port, &end, 10);
 	if (*end || pn < 0 || pn > 65535) {
-		seterr(err, errlen, "%s: bad port '%s'", spec, port);
+		netp_seterr(err, errlen, "%s: bad port '%s'", spec, port);
 		return -EINVAL;
 	}
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0) };
 	int rc = getaddrinfo(hl ? host : NULL, port, &hints, res);
 	if (rc) {
-		seterr(err, errlen, "%s: %s", spec, gai_strerror(rc));
+		netp_seterr(err, errlen, "%s: %s", spec, gai_strerror(rc));
 		return -EHOSTUNREACH;
 	}
 	return 0;
@@ -93,7 +82,7 @@ int net_listen(const char *spec, char *err, size_t errlen)
 		close(fd);
 	}
 	freeaddrinfo(res);
-	seterr(err, errlen, "listen on %s: %s", spec, strerror(-rc));
+	netp_seterr(err, errlen, "listen on %s: %s", spec, strerror(-rc));
 	return rc;
 }
 
@@ -120,7 +109,7 @@ int net_connect(const char *spec, char *err, size_t errlen)
 		close(fd);
 	}
 	freeaddrinfo(res);
-	seterr(err, errlen, "connect to %s: %s", spec, strerror(-rc));
+	netp_seterr(err, errlen, "connect to %s: %s", spec, strerror(-rc));
 	return rc;
 }
 
@@ -196,18 +185,18 @@ int net_token_load(const char *path, uint8_t **tok, size_t *n, char *err, size_t
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		int e = errno;
-		seterr(err, errlen, "%s: %s", path, strerror(e));
+		netp_seterr(err, errlen, "%s: %s", path, strerror(e));
 		return -e;
 	}
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		seterr(err, errlen, "%s: not a regular file", path);
+		netp_seterr(err, errlen, "%s: not a regular file", path);
 		return -EINVAL;
 	}
 	if (st.st_mode & 077) {
 		close(fd);
-		seterr(err, errlen, "%s: readable by others (chmod 600 it)", path);
+		netp_seterr(err, errlen, "%s: readable by others (chmod 600 it)", path);
 		return -EPERM;
 	}
 	uint8_t *b = malloc(NET_TOKEN_MAX + 1);
@@ -231,7 +220,7 @@ int net_token_load(const char *path, uint8_t **tok, size_t *n, char *err, size_t
 		len--;
 	if (len > NET_TOKEN_MAX || len < NET_TOKEN_MIN) {
 		free(b);
-		seterr(err, errlen, "%s: the token must have %d to %d bytes", path, NET_TOKEN_MIN,
+		netp_seterr(err, errlen, "%s: the token must have %d to %d bytes", path, NET_TOKEN_MIN,
 		       NET_TOKEN_MAX);
 		return -EINVAL;
 	}
@@ -264,9 +253,9 @@ static uint32_t get32(const uint8_t *p)
 static int io_err(int rc, const char *what, char *err, size_t errlen)
 {
 	if (rc == -EPIPE)
-		seterr(err, errlen, "connection closed during the handshake (%s)", what);
+		netp_seterr(err, errlen, "connection closed during the handshake (%s)", what);
 	else
-		seterr(err, errlen, "handshake (%s): %s", what, strerror(-rc));
+		netp_seterr(err, errlen, "handshake (%s): %s", what, strerror(-rc));
 	return rc;
 }
 
@@ -278,11 +267,11 @@ int net_handshake_server(int fd, const uint8_t *tok, size_t n, int timeout_ms, c
 	if (rc < 0)
 		return io_err(rc, "hello", err, errlen);
 	if (memcmp(hello, NETP_MAGIC, 8)) {
-		seterr(err, errlen, "the peer is not cygprof record --send");
+		netp_seterr(err, errlen, "the peer is not cygprof record --send");
 		return -EPROTO;
 	}
 	if (get32(hello + 8) != NETP_VERSION) {
-		seterr(err, errlen, "the sender speaks protocol %u, this receiver %u",
+		netp_seterr(err, errlen, "the sender speaks protocol %u, this receiver %u",
 		       (unsigned)get32(hello + 8), NETP_VERSION);
 		put32(reply + 8, NETP_VERSION);
 		memcpy(reply, NETP_MAGIC, 8);
@@ -292,7 +281,7 @@ int net_handshake_server(int fd, const uint8_t *tok, size_t n, int timeout_ms, c
 	memcpy(reply, NETP_MAGIC, 8);
 	put32(reply + 8, NETP_VERSION);
 	if (getrandom(reply + 12, NET_NONCE, 0) != NET_NONCE) {
-		seterr(err, errlen, "getrandom: %s", strerror(errno));
+		netp_seterr(err, errlen, "getrandom: %s", strerror(errno));
 		return -EIO;
 	}
 	rc = net_write_full(fd, reply, sizeof reply, timeout_ms);
@@ -305,7 +294,7 @@ int net_handshake_server(int fd, const uint8_t *tok, size_t n, int timeout_ms, c
 	uint8_t verdict = ct_equal(mac, want, 32) ? 'K' : 'T';
 	rc = net_write_full(fd, &verdict, 1, timeout_ms);
 	if (verdict != 'K') {
-		seterr(err, errlen, "refused a sender with a wrong token");
+		netp_seterr(err, errlen, "refused a sender with a wrong token");
 		return -EACCES;
 	}
 	if (rc < 0)
@@ -326,11 +315,11 @@ int net_handshake_client(int fd, const uint8_t *tok, size_t n, int timeout_ms, c
 	if (rc < 0)
 		return io_err(rc, "hello", err, errlen);
 	if (memcmp(reply, NETP_MAGIC, 8)) {
-		seterr(err, errlen, "the peer is not cygprof receive");
+		netp_seterr(err, errlen, "the peer is not cygprof receive");
 		return -EPROTO;
 	}
 	if (get32(reply + 8) != NETP_VERSION) {
-		seterr(err, errlen, "the receiver speaks protocol %u, this sender %u",
+		netp_seterr(err, errlen, "the receiver speaks protocol %u, this sender %u",
 		       (unsigned)get32(reply + 8), NETP_VERSION);
 		return -EPROTO;
 	}
@@ -345,7 +334,7 @@ int net_handshake_client(int fd, const uint8_t *tok, size_t n, int timeout_ms, c
 	if (rc < 0)
 		return io_err(rc, "verdict", err, errlen);
 	if (verdict != 'K') {
-		seterr(err, errlen, "the receiver refused the token");
+		netp_seterr(err, errlen, "the receiver refused the token");
 		return -EACCES;
 	}
 	return 0;
