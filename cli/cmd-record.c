@@ -25,7 +25,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: cygprof record [-o FILE] [options] [--] PROG [ARGS...]\n"
 		"       cygprof record --send ADDR:PORT --token-file FILE [options] PROG [ARGS...]\n"
-		"       cygprof record --attach PID [-o FILE] [--duration SEC] [options]\n\n"
+		"       cygprof record --attach PID [-o FILE | --send ADDR:PORT --token-file FILE]\n"
+		"                      [--duration SEC] [options]\n\n"
 		"Run PROG (built with -finstrument-functions) and record exact call counts and\n"
 		"times per function, call path and thread into a capture.  Exits with PROG's\n"
 		"exit status, or 128+N when signal N killed it.\n\n"
@@ -34,7 +35,7 @@ static void usage(FILE *f)
 		"                         an earlier capture there is replaced\n"
 		"      --send ADDR:PORT   stream the capture to 'cygprof receive' listening\n"
 		"                         there instead of writing a file (nothing is written\n"
-		"                         here); connects before PROG starts\n"
+		"                         here); connects before PROG starts (or attaches)\n"
 		"      --token-file FILE  with --send: the token the receiver shares (a file\n"
 		"                         only its owner may read, 16 to 4096 bytes)\n"
 		"      --attach PID       profile the running process PID (built with\n"
@@ -233,8 +234,10 @@ static void human(uint64_t b, char *buf, size_t n)
 
 /* record --attach PID (docs/attach.md): the refusals, then the runtime
  * loaded into the process for the duration; the process runs on. */
+static int send_connect(const char *to, const char *token_file);
+
 static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_ns, int have_prog,
-			 int force)
+			 int force, const char *token_file)
 {
 	struct attach_target *t = calloc(1, sizeof *t);
 	struct collector_result r;
@@ -260,30 +263,35 @@ static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_
 	snprintf(exe, sizeof exe, "/proc/%d/exe", (int)pid);
 	if (stat(exe, &exe_st) < 0)
 		cli_die(1, "record: attach: no process %d", (int)pid);
-	cli_output_check("record", o->output, CLI_OUT_CAPTURE, force, &exe_st);
-	check_space(o->output);
+	if (!o->send_to) {
+		cli_output_check("record", o->output, CLI_OUT_CAPTURE, force, &exe_st);
+		check_space(o->output);
+	}
 	char *rt = cli_find_runtime("libcygprof-cyg.so");
 	if (!rt)
 		cli_die(1, "cannot find the runtime libcygprof-cyg.so next to this cygprof");
 	o->runtime = rt;
+	if (o->send_to) /* after the refusals: a refused attach connects to nobody */
+		o->send_fd = send_connect(o->send_to, token_file);
 	rc = collector_attach(o, t, duration_ns, &r, err, sizeof err);
 	free(rt);
 	free(t);
 	if (rc) {
-		if (rc == CYGPROF_E_FULL || rc == -ENOSPC)
+		if (!o->send_to && (rc == CYGPROF_E_FULL || rc == -ENOSPC))
 			cli_die(1, "record: %s: no space left on device", o->output);
-		cli_die(1, "record: %s", err);
+		cli_die(1, "%s%s", strncmp(err, "record: ", 8) ? "record: " : "", err);
 	}
 	if (!o->quiet) {
 		human(r.capture_bytes, sz, sizeof sz);
 		fprintf(stderr, "cygprof: %s process %d: %u thread%s, %llu calls, %llu events, "
-			"%llu lost, %s: %s\n",
+			"%llu lost, %s: %s%s\n",
 			r.attach_ended ? "attached until the end of" : "detached from", (int)pid,
 			r.threads, r.threads == 1 ? "" : "s", (unsigned long long)r.calls,
-			(unsigned long long)r.events, (unsigned long long)r.lost, sz, o->output);
+			(unsigned long long)r.events, (unsigned long long)r.lost, sz,
+			o->send_to ? "sent to " : "", o->send_to ? o->send_to : o->output);
 	}
 	if (r.damaged[0])
-		cli_warn("warning: %s: %s", o->output, r.damaged);
+		cli_warn("warning: %s: %s", o->send_to ? o->send_to : o->output, r.damaged);
 	return 0;
 }
 
@@ -475,23 +483,21 @@ int cmd_record(int argc, char **argv)
 	}
 	if (duration_ns && !attach_pid)
 		cli_die(2, "record: --duration goes with --attach (a program started runs to its end)");
-	if (attach_pid) {
-		if (o.send_to || token_file)
-			cli_die(2, "record: --attach writes a capture here: it cannot go with --send "
-				"(stream the capture with 'record --send' of a started program)");
-		o.filters = filters;
-		return record_attach(&o, (pid_t)attach_pid, duration_ns, optind < argc, force);
-	}
-	if (optind >= argc)
-		cli_die(2, "record: no program given (usage: cygprof record [options] -- PROG [ARGS...])");
-	if (!*o.output)
-		cli_die(2, "record: --output needs a file name");
 	if (o.send_to && have_output)
 		cli_die(2, "record: --send writes no file: it cannot go with --output");
 	if (o.send_to && !token_file)
 		cli_die(2, "record: --send needs --token-file FILE");
 	if (token_file && !o.send_to)
 		cli_die(2, "record: --token-file goes with --send");
+	if (attach_pid) {
+		o.filters = filters;
+		return record_attach(&o, (pid_t)attach_pid, duration_ns, optind < argc, force,
+				     token_file);
+	}
+	if (optind >= argc)
+		cli_die(2, "record: no program given (usage: cygprof record [options] -- PROG [ARGS...])");
+	if (!*o.output)
+		cli_die(2, "record: --output needs a file name");
 	if ((o.sample_event || o.rr_ticks) && !o.sample_hz)
 		o.sample_hz = 999; /* --sample-event or --rr-ticks alone: --sample */
 	if (o.timeline && o.time_sampled)

@@ -18,6 +18,7 @@
 
 #include "attach-elf.h"
 #include "collector-private.h"
+#include "net-proto.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -123,6 +124,8 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 {
 	struct collector c;
 	struct collector_opts o = *o0;
+	struct netp_enc enc;
+	int send_fd = o0->send_fd;
 	struct attach_run a;
 	struct attach_session *s = NULL;
 	struct sigaction sa, old_int, old_term, old_hup;
@@ -131,6 +134,7 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	uint64_t size;
 
 	memset(&c, 0, sizeof c);
+	memset(&enc, 0, sizeof enc);
 	memset(res, 0, sizeof *res);
 	memset(&a, 0, sizeof a);
 	a.pid = t->pid;
@@ -155,17 +159,10 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	if (c.dbg)
 		debuginfo_add_env(c.dbg);
 	c.filtering = o.n_only || o.n_except || o.max_depth;
-	{
-		struct cygprof_capture *cap;
-
-		rc = cygprof_capture_create(o.output, &cap);
-		if (rc) {
-			snprintf(err, errlen, "cannot create capture '%s': %s", o.output,
-				 cygprof_strerror(rc));
-			debuginfo_free(c.dbg);
-			goto out_free;
-		}
-		c.sink = cap_sink_capture(cap);
+	rc = collector_sink_open(&c, &enc, &send_fd, err, errlen);
+	if (rc) {
+		debuginfo_free(c.dbg);
+		goto out_free;
 	}
 	rc = collector_map(&c, size, &memfd, err, errlen);
 	if (!rc) {
@@ -266,19 +263,7 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 			snprintf(res->damaged, sizeof res->damaged, "%s", line);
 		free(line);
 	}
-	{
-		int e = cap_sink_close(&c.sink);
-		c.sink.ops = NULL;
-		if (!rc)
-			rc = e;
-	}
-	if (rc)
-		snprintf(err, errlen, "writing capture '%s': %s", o.output, cygprof_strerror(rc));
-	else {
-		struct stat st;
-		if (!stat(o.output, &st))
-			res->capture_bytes = (uint64_t)st.st_size;
-	}
+	rc = collector_sink_end(&c, &enc, rc, 0, res, err, errlen);
 	if (a.pidfd >= 0)
 		close(a.pidfd);
 	close(memfd);
@@ -296,6 +281,7 @@ fail:
 	if (memfd >= 0)
 		close(memfd);
 	cap_sink_discard(&c.sink);
+	netp_enc_free(&enc);
 	collector_free(&c);
 out_free:
 	free(argv);

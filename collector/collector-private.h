@@ -330,6 +330,18 @@ void collector_forward_end(struct collector *c);
 /* record.c: free what the collector holds (not the capture). */
 void collector_free(struct collector *c);
 
+struct netp_enc;
+/* record.c: where the run's capture goes: a new capture at o->output, or
+ * with o->send_to the network sink, whose frames go out on *send_fd (enc and
+ * send_fd must outlive the run).  0, or an error with its line in err. */
+int collector_sink_open(struct collector *c, struct netp_enc *enc, int *send_fd, char *err,
+			size_t errlen);
+/* Close the sink; rc: the run's error so far.  Sets res->capture_bytes (of
+ * the file, or sent) and, on an error (a lost connection too), its one line
+ * in err; returns the error. */
+int collector_sink_end(struct collector *c, struct netp_enc *enc, int rc, int status,
+		       struct collector_result *res, char *err, size_t errlen);
+
 /* attach-run.c: the attach is over (the duration, a signal, the process ended). */
 int collector_attach_over(struct collector *c);
 

@@ -28,12 +28,15 @@ static int send_flush(void *arg, const uint8_t *p, size_t n)
 }
 
 /* The one line for a lost connection (or any failed send). */
-static void send_lost(const struct collector_opts *o, const struct netp_enc *enc, int rc,
+static void send_lost(const struct collector *c, const struct netp_enc *enc, int rc,
 		      int status, char *err, size_t errlen)
 {
+	const struct collector_opts *o = c->o;
 	char st[300];
 
-	if (WIFSIGNALED(status))
+	if (c->attach)
+		snprintf(st, sizeof st, "; the process attached to runs on");
+	else if (WIFSIGNALED(status))
 		snprintf(st, sizeof st, "; %s ran on to its end, killed by signal %d", o->argv[0],
 			 WTERMSIG(status));
 	else
@@ -60,6 +63,63 @@ static int disk_full(const char *path)
 	else
 		snprintf(dir, sizeof dir, ".");
 	return statvfs(dir, &sv) == 0 && sv.f_bavail < 16;
+}
+
+int collector_sink_open(struct collector *c, struct netp_enc *enc, int *send_fd, char *err,
+			size_t errlen)
+{
+	const struct collector_opts *o = c->o;
+	struct cygprof_capture *cap;
+	int rc;
+
+	memset(enc, 0, sizeof *enc);
+	if (o->send_to) {
+		/* frames, batched: flushed at each commit and past NETP_FLUSH_AT */
+		enc->flush = send_flush;
+		enc->arg = send_fd;
+		enc->compress = 1; /* zstd's fastest: a timeline shrinks about 50 times */
+		c->sink = cap_sink_net(enc);
+		return 0;
+	}
+	rc = cygprof_capture_create(o->output, &cap);
+	if (rc) {
+		snprintf(err, errlen, "cannot create capture '%s': %s", o->output,
+			 cygprof_strerror(rc));
+		return rc;
+	}
+	c->sink = cap_sink_capture(cap);
+	return 0;
+}
+
+int collector_sink_end(struct collector *c, struct netp_enc *enc, int rc, int status,
+		       struct collector_result *res, char *err, size_t errlen)
+{
+	const struct collector_opts *o = c->o;
+	int e = cap_sink_close(&c->sink);
+
+	c->sink.ops = NULL;
+	if (!rc)
+		rc = e;
+	if (o->send_to) {
+		if (enc->err)
+			send_lost(c, enc, enc->err, status, err, errlen);
+		else if (rc)
+			snprintf(err, errlen, "record: sending to %s: %s", o->send_to,
+				 cygprof_strerror(rc));
+		res->capture_bytes = enc->sent;
+		netp_enc_free(enc);
+		return rc;
+	}
+	if (rc && rc != CYGPROF_E_FULL && disk_full(o->output))
+		rc = CYGPROF_E_FULL; /* LMDB may report a failed write as EIO */
+	if (rc)
+		snprintf(err, errlen, "writing capture '%s': %s", o->output, cygprof_strerror(rc));
+	else {
+		struct stat stt;
+		if (!stat(o->output, &stt))
+			res->capture_bytes = (uint64_t)stt.st_size;
+	}
+	return rc;
 }
 
 void collector_free(struct collector *c)
@@ -143,23 +203,11 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 		debuginfo_add_env(c.dbg);
 	c.filtering = o->n_only || o->n_except || o->max_depth;
 
-	if (o->send_to) {
-		/* frames, batched: flushed at each commit and past NETP_FLUSH_AT */
-		enc.flush = send_flush;
-		enc.arg = &send_fd;
-		enc.compress = 1; /* zstd's fastest: a timeline shrinks about 50 times */
-		c.sink = cap_sink_net(&enc);
-	} else {
-		struct cygprof_capture *cap;
-		rc = cygprof_capture_create(o->output, &cap);
-		if (rc) {
-			snprintf(err, errlen, "cannot create capture '%s': %s", o->output,
-				 cygprof_strerror(rc));
-			debuginfo_free(c.dbg);
-			free(caller_fds);
-			return rc;
-		}
-		c.sink = cap_sink_capture(cap);
+	rc = collector_sink_open(&c, &enc, &send_fd, err, errlen);
+	if (rc) {
+		debuginfo_free(c.dbg);
+		free(caller_fds);
+		return rc;
 	}
 	rc = collector_map(&c, size, &memfd, err, errlen);
 	if (!rc) {
@@ -236,32 +284,7 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 			snprintf(res->damaged, sizeof res->damaged, "%s", line);
 		free(line);
 	}
-	{
-		int e = cap_sink_close(&c.sink);
-		c.sink.ops = NULL;
-		if (!rc)
-			rc = e;
-	}
-	if (o->send_to) {
-		if (enc.err)
-			send_lost(o, &enc, enc.err, status, err, errlen);
-		else if (rc)
-			snprintf(err, errlen, "record: sending to %s: %s", o->send_to,
-				 cygprof_strerror(rc));
-		res->capture_bytes = enc.sent;
-		netp_enc_free(&enc);
-	} else {
-		if (rc && rc != CYGPROF_E_FULL && disk_full(o->output))
-			rc = CYGPROF_E_FULL; /* LMDB may report a failed write as EIO */
-		if (rc)
-			snprintf(err, errlen, "writing capture '%s': %s", o->output,
-				 cygprof_strerror(rc));
-		else {
-			struct stat stt;
-			if (!stat(o->output, &stt))
-				res->capture_bytes = (uint64_t)stt.st_size;
-		}
-	}
+	rc = collector_sink_end(&c, &enc, rc, status, res, err, errlen);
 	collector_free(&c);
 	free(caller_fds);
 	return rc;

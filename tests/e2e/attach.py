@@ -457,8 +457,59 @@ def test_top(ck, cyg, example, args):
             p.wait()
 
 
+def test_send(ck, cyg, example, args):
+    """record --attach --send: the window streamed to cygprof receive over
+    loopback, nothing written where record runs, the counts within 5% of the
+    program's own counter; a refused attach connects to nobody."""
+    d = cyg.workdir
+    tok = os.path.join(d, 'token')
+    with open(tok, 'wb') as f:
+        f.write(b'0123456789abcdef-attach\n')
+    os.chmod(tok, 0o600)
+    out = os.path.join(d, 'sent.data')
+    rp = subprocess.Popen([cyg.exe, 'receive', '--listen', '127.0.0.1:0', '--token-file', tok,
+                           '-o', out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          universal_newlines=True)
+    p = None
+    try:
+        line = rp.stderr.readline()
+        if not line.startswith('receive: listening on port '):
+            raise Failure('receive did not listen: %r' % line)
+        to = '127.0.0.1:' + line.split()[-1]
+        p, pid, countfile = start_attachme(d, 'send', 8)
+        cwd = os.path.join(d, 'sender')
+        os.mkdir(cwd)
+        cp = subprocess.run([cyg.exe, 'record', '--attach', str(pid), '--duration', '2',
+                             '--send', to, '--token-file', tok], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True, timeout=120)
+        ck.eq(cp.returncode, 0, 'record --attach --send exits 0 (stderr %r)' % cp.stderr)
+        ck.check('sent to ' + to in cp.stderr, 'says where it sent: %r' % cp.stderr)
+        ck.eq(os.listdir(cwd), [], 'nothing written where record runs')
+        err = rp.stderr.read()
+        ck.eq(rp.wait(timeout=120), 0, 'receive exits 0 (%r)' % err)
+        meta, t0, t1 = attach_window(ck, cyg, out)
+        ck.eq(meta.get('attach_pid'), str(pid), 'the received capture names the process')
+        data, _ = cyg.report_json(out, ck)
+        within(ck, functions_of(data).get('work', {}).get('calls', 0),
+               counter_at(counts(countfile), t1) - counter_at(counts(countfile), t0),
+               'received calls of work()')
+        cp = run([cyg.exe, 'record', '--attach', str(pid), '--send', '127.0.0.1:1',
+                  '--token-file', tok, '-o', os.path.join(d, 'x.data')])
+        expect_error(ck, cp, '--send with -o', 2)
+        finish_attachme(ck, p)
+    finally:
+        if rp.poll() is None:
+            rp.kill()
+            rp.wait()
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 TESTS = {'attach-refuse': test_refuse, 'attach-inject': test_inject, 'attach-lib': test_lib,
-         'attach-run': test_run, 'attach-twice': test_twice, 'attach-top': test_top}
+         'attach-run': test_run, 'attach-twice': test_twice, 'attach-top': test_top,
+         'attach-send': test_send}
 EXAMPLE = []
 
 
