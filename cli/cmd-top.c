@@ -324,11 +324,15 @@ static void render(struct top *t, FILE *f, unsigned max_lines)
 	size_t live = 0;
 	for (size_t i = 0; i < s->nthr; i++)
 		live += !s->thr[i].ended;
+	/* after a detach the threads' records are closed, but they run on */
+	char running[40] = "";
+	if (!(s->final && t->attach_pid))
+		snprintf(running, sizeof running, " (%zu running)", live);
 	/* the state first: a long program path is what the width cuts */
-	fprintf(f, "cygprof top%s%s: %s  %.1f s  %zu thread%s (%zu running)  %.0f calls/s\n",
-		s->final ? " [ended]" : "", t->paused ? " [paused]" : "", t->prog,
-		s->elapsed_ns / 1e9, s->nthr, s->nthr == 1 ? "" : "s", live,
-		per_s(s->icalls, s->interval_ns));
+	fprintf(f, "cygprof top%s%s: %s  %.1f s  %zu thread%s%s  %.0f calls/s\n",
+		s->final ? (t->attach_pid ? " [detached]" : " [ended]") : "",
+		t->paused ? " [paused]" : "", t->prog, s->elapsed_ns / 1e9, s->nthr,
+		s->nthr == 1 ? "" : "s", running, per_s(s->icalls, s->interval_ns));
 	used++;
 	if (s->rings || s->ring_lost || s->ring_waits)
 		fprintf(f, "rings: %u, fullest %u%%, %llu lost, %llu waits\n", s->rings,

@@ -446,6 +446,11 @@ def test_top(ck, cyg, example, args):
         within(ck, rows.get('work', {}).get('calls', 0),
                counter_at(counts(countfile), t1) - counter_at(counts(countfile), t0),
                'top: calls of work()')
+        cp = run([cyg.exe, 'top', '--attach', str(pid), '--duration', '0.5', '--once'])
+        ck.eq(cp.returncode, 0, 'top --attach as text exits 0 (stderr %r)' % cp.err)
+        ck.check(cp.out.startswith('cygprof top [detached]: ') and '[ended]' not in cp.out
+                 and 'running)' not in cp.out.splitlines()[0],
+                 'the text header says detached, not ended: %r' % cp.out[:200])
         cp = run([cyg.exe, 'top', '--attach', str(pid), '--memory', '--once'])
         expect_error(ck, cp, 'top --attach --memory', 2)
         cp = run([cyg.exe, 'top', '--duration', '1', '--once', '--', example])
