@@ -119,6 +119,27 @@ static int put_meta_u64(struct collector *c, const char *key, uint64_t v)
 	return cap_sink_set_meta(&c->sink, key, buf);
 }
 
+/* What the capture says of the attach (docs/capture-format.md). */
+struct attach_meta {
+	pid_t pid;
+	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC: hooks pointed, and put back */
+	int ended;                 /* the process ended while attached */
+};
+
+static int put_attach_meta(struct collector *c, void *arg)
+{
+	const struct attach_meta *m = arg;
+	int rc = put_meta_u64(c, "attach_pid", (uint64_t)m->pid);
+
+	if (!rc)
+		rc = put_meta_u64(c, "attach_start", m->start_ns);
+	if (!rc)
+		rc = put_meta_u64(c, "attach_end", m->end_ns);
+	if (!rc)
+		rc = cap_sink_set_meta(&c->sink, "attach_exited", m->ended ? "1" : "0");
+	return rc;
+}
+
 int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 		     uint64_t duration_ns, struct collector_result *res, char *err, size_t errlen)
 {
@@ -227,42 +248,8 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	res->attach_ended = a.ended;
 	res->attach_seeded = (uint32_t)s->seeded;
 
-	collector_counters_final(&c);
-	c.end_ts = collector_now(&c);
-	c.final = 1;
-	collector_drain_all(&c);
-	collector_sampling_final(&c);
-	rc = collector_checkpoint(&c, 1);
-	if (!rc)
-		collector_snapshot(&c, 1);
-	if (!rc)
-		rc = put_meta_u64(&c, "attach_pid", (uint64_t)t->pid);
-	if (!rc)
-		rc = put_meta_u64(&c, "attach_start", start_ns);
-	if (!rc)
-		rc = put_meta_u64(&c, "attach_end", end_ns);
-	if (!rc)
-		rc = cap_sink_set_meta(&c.sink, "attach_exited", a.ended ? "1" : "0");
-	{
-		int e = cap_sink_commit(&c.sink);
-		if (!rc)
-			rc = e;
-	}
-	if (!rc && c.err)
-		rc = c.err;
-	res->procs = (uint32_t)c.nprocs;
-	res->threads = (uint32_t)c.nthreads;
-	for (size_t i = 0; i < c.nthreads; i++) {
-		res->events += c.threads[i]->events;
-		res->lost += c.threads[i]->lost;
-		res->calls += c.threads[i]->calls;
-	}
-	{
-		char *line = collector_damage_line(&c);
-		if (line)
-			snprintf(res->damaged, sizeof res->damaged, "%s", line);
-		free(line);
-	}
+	struct attach_meta am = {t->pid, start_ns, end_ns, a.ended};
+	rc = collector_finish_run(&c, put_attach_meta, &am, res);
 	rc = collector_sink_end(&c, &enc, rc, 0, res, err, errlen);
 	if (a.pidfd >= 0)
 		close(a.pidfd);

@@ -330,6 +330,13 @@ void collector_forward_end(struct collector *c);
 /* record.c: free what the collector holds (not the capture). */
 void collector_free(struct collector *c);
 
+/* record.c: the end of a run (the program gone, or detached from): the last
+ * drain, the final checkpoint and snapshot, meta(c, arg) when not NULL (the
+ * caller's meta keys), the commit; the totals and the damage line into res.
+ * Returns the first error. */
+int collector_finish_run(struct collector *c, int (*meta)(struct collector *c, void *arg),
+			 void *arg, struct collector_result *res);
+
 struct netp_enc;
 /* record.c: where the run's capture goes: a new capture at o->output, or
  * with o->send_to the network sink, whose frames go out on *send_fd (enc and

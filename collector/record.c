@@ -122,6 +122,45 @@ int collector_sink_end(struct collector *c, struct netp_enc *enc, int rc, int st
 	return rc;
 }
 
+int collector_finish_run(struct collector *c, int (*meta)(struct collector *c, void *arg),
+			 void *arg, struct collector_result *res)
+{
+	int rc, e;
+
+	/* the memdump tables outlive their processes: their last values */
+	collector_counters_final(c);
+	c->end_ts = collector_now(c);
+	c->final = 1;
+	collector_drain_all(c);
+	collector_sampling_final(c);
+	rc = collector_checkpoint(c, 1);
+	if (!rc)
+		collector_snapshot(c, 1);
+	if (!rc && meta)
+		rc = meta(c, arg);
+	e = cap_sink_commit(&c->sink);
+	if (!rc)
+		rc = e;
+	if (!rc && c->err)
+		rc = c->err;
+	res->procs = (uint32_t)c->nprocs;
+	res->threads = (uint32_t)c->nthreads;
+	res->samples = collector_sampling_count(c);
+	for (size_t i = 0; i < c->nthreads; i++) {
+		struct cthread *ct = c->threads[i];
+		res->events += ct->events;
+		res->lost += ct->lost;
+		res->waits += ct->waits;
+		res->calls += ct->calls;
+		res->mem_events += ct->mem_events;
+	}
+	char *line = collector_damage_line(c);
+	if (line)
+		snprintf(res->damaged, sizeof res->damaged, "%s", line);
+	free(line);
+	return rc;
+}
+
 void collector_free(struct collector *c)
 {
 	size_t i;
@@ -248,42 +287,9 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 
 	status = collector_poll(&c, pid);
 	collector_forward_end(&c);
-	/* the memdump tables outlive their processes: their last values */
-	collector_counters_final(&c);
-	c.end_ts = collector_now(&c);
-	c.final = 1;
-	collector_drain_all(&c);
-	collector_sampling_final(&c);
 	c.main_status = status;
-
-	rc = collector_checkpoint(&c, 1);
-	if (!rc)
-		collector_snapshot(&c, 1);
-	{
-		int e = cap_sink_commit(&c.sink);
-		if (!rc)
-			rc = e;
-	}
-	if (!rc && c.err)
-		rc = c.err;
+	rc = collector_finish_run(&c, NULL, NULL, res);
 	res->status = status;
-	res->procs = (uint32_t)c.nprocs;
-	res->threads = (uint32_t)c.nthreads;
-	res->samples = collector_sampling_count(&c);
-	for (size_t i = 0; i < c.nthreads; i++) {
-		struct cthread *ct = c.threads[i];
-		res->events += ct->events;
-		res->lost += ct->lost;
-		res->waits += ct->waits;
-		res->calls += ct->calls;
-		res->mem_events += ct->mem_events;
-	}
-	{
-		char *line = collector_damage_line(&c);
-		if (line)
-			snprintf(res->damaged, sizeof res->damaged, "%s", line);
-		free(line);
-	}
 	rc = collector_sink_end(&c, &enc, rc, status, res, err, errlen);
 	collector_free(&c);
 	free(caller_fds);
