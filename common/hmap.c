@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/* hmap.c - the out-of-line parts of the hash tables of hmap.h: growing,
+ * deletion by backward shift, release. */
+#include "hmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The first size of a table: small enough for the many small ones (a
+ * table per thread, per command), large enough to skip the first
+ * doublings. */
+#define HMAP_FIRST 64
+
+int hmap_grow(struct hmap *m)
+{
+	size_t size = m->size ? m->size * 2 : HMAP_FIRST, mask = size - 1, i, j;
+	struct hmap_slot *t;
+
+	if (size > SIZE_MAX / sizeof(*t) || !(t = calloc(size, sizeof(*t))))
+		return -ENOMEM;
+	for (i = 0; i < m->size; i++) {
+		if (!m->slot[i].key)
+			continue;
+		for (j = (size_t)hash64(m->slot[i].key) & mask; t[j].key; j = (j + 1) & mask)
+			;
+		t[j] = m->slot[i];
+	}
+	free(m->slot);
+	m->slot = t;
+	m->size = size;
+	return 0;
+}
+
+int hmap_del(struct hmap *m, uint64_t key)
+{
+	size_t mask, i, j, k;
+
+	if (!key) {
+		if (!m->has0)
+			return 0;
+		m->has0 = 0;
+		m->val0 = 0;
+		return 1;
+	}
+	if (!m->size)
+		return 0;
+	mask = m->size - 1;
+	i = hmap_pos_(m, key);
+	if (!m->slot[i].key)
+		return 0;
+	/* Move each later key of the run into the hole unless its home slot
+	 * k lies cyclically in (i, j]: then a lookup from k reaches j without
+	 * passing the hole. */
+	for (j = i;;) {
+		j = (j + 1) & mask;
+		if (!m->slot[j].key)
+			break;
+		k = (size_t)hash64(m->slot[j].key) & mask;
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		m->slot[i] = m->slot[j];
+		i = j;
+	}
+	m->slot[i].key = 0;
+	m->slot[i].val = 0;
+	m->n--;
+	return 1;
+}
+
+void hmap_release(struct hmap *m)
+{
+	free(m->slot);
+	memset(m, 0, sizeof(*m));
+}
+
+int hindex_grow(struct hindex *ix, hindex_hash_fn hash_at, const void *ctx)
+{
+	size_t size = ix->size ? ix->size * 2 : HMAP_FIRST, mask = size - 1, i, j;
+	uint32_t *t;
+
+	if (size > SIZE_MAX / sizeof(*t) || !(t = calloc(size, sizeof(*t))))
+		return -ENOMEM;
+	for (i = 0; i < ix->size; i++) {
+		if (!ix->slot[i])
+			continue;
+		for (j = (size_t)hash_at(ctx, ix->slot[i] - 1) & mask; t[j]; j = (j + 1) & mask)
+			;
+		t[j] = ix->slot[i];
+	}
+	free(ix->slot);
+	ix->slot = t;
+	ix->size = size;
+	return 0;
+}
+
+void hindex_release(struct hindex *ix)
+{
+	free(ix->slot);
+	memset(ix, 0, sizeof(*ix));
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/* hmap.h - the one hash table of cygprof: open addressing, linear probing,
+ * power-of-two sizes, no tombstones.  Two forms:
+ *
+ *   struct hmap    a 64-bit key (any value, 0 too) -> a 64-bit value, with
+ *                  deletion by backward shift (hmap_del()).  Key and value
+ *                  sit side by side in a slot: one probe reads both.  It
+ *                  grows past 3/4 full.
+ *   struct hindex  an index over an array of entries the caller keeps (for
+ *                  keys wider than 64 bits: strings, triples): a slot holds
+ *                  an entry's index + 1, 0 is empty.  The caller gives the
+ *                  hash of a key and the test of an entry against it;
+ *                  hindex_find() is inlined into the caller with both, so
+ *                  the test costs no call.  It grows past half full (its
+ *                  slots are 4 bytes), rehashing the entries it holds
+ *                  through the caller's hash of an entry.
+ *
+ * And the hashes they are keyed with: hash64() of an integer, hash_pair()
+ * of two, hash_str() of a string.
+ *
+ * The lookups are static inline (the read side runs them per tree node,
+ * over millions).  Nothing here prints or exits: what allocates returns 0
+ * (or 1) or -ENOMEM and leaves the table as it was when it fails.  A table
+ * starts zeroed ({0}) and is emptied with its _release(); it is not
+ * thread-safe. */
+#ifndef CYGPROF_HMAP_H
+#define CYGPROF_HMAP_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- hashes ------------------------------------------------------------- */
+
+/* A 64-bit integer mixed so that every bit of it moves the low bits (the
+ * finaliser of MurmurHash3): addresses, ids and pairs packed into one
+ * word all spread over a power-of-two table. */
+static inline uint64_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* Two 64-bit integers (a key wider than one word). */
+static inline uint64_t hash_pair(uint64_t a, uint64_t b)
+{
+	return hash64(hash64(a) ^ b);
+}
+
+/* A NUL-terminated string (FNV-1a). */
+static inline uint64_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (*s) {
+		h ^= (unsigned char)*s++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* ---- 64-bit key -> 64-bit value ------------------------------------------- */
+
+struct hmap_slot {
+	uint64_t key; /* 0: empty (key 0 itself is kept apart, in has0/val0) */
+	uint64_t val;
+};
+
+struct hmap {
+	struct hmap_slot *slot;
+	size_t size; /* a power of two; 0 before the first put */
+	size_t n;    /* keys in the slots (key 0 not counted) */
+	int has0;    /* key 0 is present, with value val0 */
+	uint64_t val0;
+};
+
+/* Double the table (or make the first one); 0 or -ENOMEM (hmap.c). */
+int hmap_grow(struct hmap *m);
+
+/* Where key is in the slots, or the empty slot where it would go
+ * (m->size > 0, key != 0). */
+static inline size_t hmap_pos_(const struct hmap *m, uint64_t key)
+{
+	size_t mask = m->size - 1, j = (size_t)hash64(key) & mask;
+
+	while (m->slot[j].key && m->slot[j].key != key)
+		j = (j + 1) & mask;
+	return j;
+}
+
+/* 1 and *val when key is present, else 0 (*val untouched). */
+static inline int hmap_get(const struct hmap *m, uint64_t key, uint64_t *val)
+{
+	size_t j;
+
+	if (!key) {
+		if (m->has0)
+			*val = m->val0;
+		return m->has0;
+	}
+	if (!m->size)
+		return 0;
+	j = hmap_pos_(m, key);
+	if (!m->slot[j].key)
+		return 0;
+	*val = m->slot[j].val;
+	return 1;
+}
+
+/* The value of key, for reading and writing: added with the value 0 (and
+ * *added = 1) when absent.  The pointer is valid until the next addition.
+ * NULL when out of memory (nothing added). */
+static inline uint64_t *hmap_ref(struct hmap *m, uint64_t key, int *added)
+{
+	size_t j;
+
+	*added = 0;
+	if (!key) {
+		if (!m->has0) {
+			m->has0 = 1;
+			m->val0 = 0;
+			*added = 1;
+		}
+		return &m->val0;
+	}
+	if (m->size) {
+		j = hmap_pos_(m, key);
+		if (m->slot[j].key)
+			return &m->slot[j].val;
+	}
+	if ((m->n + 1) * 4 > m->size * 3 && hmap_grow(m))
+		return NULL;
+	j = hmap_pos_(m, key);
+	m->slot[j].key = key;
+	m->slot[j].val = 0;
+	m->n++;
+	*added = 1;
+	return &m->slot[j].val;
+}
+
+/* The value of key when present: returns 0 with *out that value.  Else
+ * adds key with val: returns 1 with *out = val, or -ENOMEM (nothing
+ * added).  The interning step of a table whose values index the caller's
+ * array: one probe whether the key is new or not. */
+static inline int hmap_get_or_put(struct hmap *m, uint64_t key, uint64_t val, uint64_t *out)
+{
+	int added;
+	uint64_t *v = hmap_ref(m, key, &added);
+
+	if (!v)
+		return -ENOMEM;
+	if (added)
+		*v = val;
+	*out = *v;
+	return added;
+}
+
+/* Set key's value (added or replaced); 0 or -ENOMEM (nothing changed). */
+static inline int hmap_put(struct hmap *m, uint64_t key, uint64_t val)
+{
+	int added;
+	uint64_t *v = hmap_ref(m, key, &added);
+
+	if (!v)
+		return -ENOMEM;
+	*v = val;
+	return 0;
+}
+
+/* Remove key: 1 when it was present, 0 when not.  The keys after it in
+ * its run move back to where a lookup finds them (backward shift), so
+ * deletion leaves no tombstone and lookups stay as short as without it. */
+int hmap_del(struct hmap *m, uint64_t key);
+
+/* How many keys the map holds. */
+static inline size_t hmap_count(const struct hmap *m)
+{
+	return m->n + (m->has0 != 0);
+}
+
+/* Free the slots; the map is empty (and reusable) again. */
+void hmap_release(struct hmap *m);
+
+/* ---- an index over the caller's entries ------------------------------------ */
+
+struct hindex {
+	uint32_t *slot; /* entry index + 1; 0: empty */
+	size_t size;    /* a power of two; 0 before the first add */
+	size_t n;       /* entries indexed */
+};
+
+/* Whether the caller's entry i equals key (the caller's own key type). */
+typedef int (*hindex_eq_fn)(const void *ctx, uint32_t i, const void *key);
+/* The hash of the caller's entry i, as it was given to hindex_add(). */
+typedef uint64_t (*hindex_hash_fn)(const void *ctx, uint32_t i);
+
+/* Double the table (or make the first one), rehashing the entries it
+ * holds with hash_at; 0 or -ENOMEM (hmap.c). */
+int hindex_grow(struct hindex *ix, hindex_hash_fn hash_at, const void *ctx);
+
+/* The index of the entry equal to key (eq) under hash, or -1.  Inlined
+ * with the caller's eq, a constant function: the compiler inlines it too. */
+static inline __attribute__((always_inline)) long
+hindex_find(const struct hindex *ix, uint64_t hash, hindex_eq_fn eq, const void *ctx,
+	    const void *key)
+{
+	size_t mask, j;
+
+	if (!ix->size)
+		return -1;
+	mask = ix->size - 1;
+	for (j = (size_t)hash & mask; ix->slot[j]; j = (j + 1) & mask)
+		if (eq(ctx, ix->slot[j] - 1, key))
+			return (long)ix->slot[j] - 1;
+	return -1;
+}
+
+/* Index the caller's entry i (i < UINT32_MAX, not indexed yet: look it up
+ * first) under hash, growing the table past half full; hash_at must give
+ * the same hash for each entry indexed.  0 or -ENOMEM (i not indexed). */
+static inline int hindex_add(struct hindex *ix, uint64_t hash, uint32_t i,
+			     hindex_hash_fn hash_at, const void *ctx)
+{
+	size_t mask, j;
+
+	if ((ix->n + 1) * 2 > ix->size && hindex_grow(ix, hash_at, ctx))
+		return -ENOMEM;
+	mask = ix->size - 1;
+	for (j = (size_t)hash & mask; ix->slot[j]; j = (j + 1) & mask)
+		;
+	ix->slot[j] = i + 1;
+	ix->n++;
+	return 0;
+}
+
+/* Free the slots; the index is empty (and reusable) again. */
+void hindex_release(struct hindex *ix);
+
+#endif
