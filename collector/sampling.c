@@ -385,7 +385,7 @@ static struct cproc *cproc_of(struct collector *c, struct sampling *s, uint32_t 
 }
 
 /* The executable mapping of cp holding addr, or NULL. */
-static const struct sym_map *exec_map(const struct cproc *cp, uint64_t addr)
+static const struct procmap *exec_map(const struct cproc *cp, uint64_t addr)
 {
 	for (size_t i = 0; i < cp->maps.n; i++)
 		if (cp->maps.v[i].exec && addr >= cp->maps.v[i].start && addr < cp->maps.v[i].end)
@@ -393,7 +393,7 @@ static const struct sym_map *exec_map(const struct cproc *cp, uint64_t addr)
 	return NULL;
 }
 
-static int same_object(const struct sym_map *a, const struct sym_map *b)
+static int same_object(const struct procmap *a, const struct procmap *b)
 {
 	return a && b && a->path && b->path && !strcmp(a->path, b->path);
 }
@@ -410,7 +410,7 @@ static int same_object(const struct sym_map *a, const struct sym_map *b)
 static uint64_t leaf_caller(const struct cproc *cp, const uint64_t *frames, size_t n,
 			    const char *stack, uint64_t size)
 {
-	const struct sym_map *ipm, *next;
+	const struct procmap *ipm, *next;
 
 	if (!cp || n < 1 || !stack || size < 8)
 		return 0;
@@ -422,7 +422,7 @@ static uint64_t leaf_caller(const struct cproc *cp, const uint64_t *frames, size
 		return 0; /* the chain went through its own object: frames are kept */
 	for (uint64_t k = 0; k + 8 <= size; k += 8) {
 		uint64_t w = perf_u64(stack + k);
-		const struct sym_map *m = exec_map(cp, w);
+		const struct procmap *m = exec_map(cp, w);
 		if (!m || same_object(m, ipm))
 			continue;
 		return n > 1 && w == frames[1] ? 0 : w;

@@ -525,7 +525,7 @@ static void heap_apply(struct collector *c, int final)
 	}
 }
 
-static int frame_skipped(const char *name, const struct sym_map *m)
+static int frame_skipped(const char *name, const struct procmap *m)
 {
 	static const char *const alloc_fns[] = {
 		"malloc",	  "calloc",	   "realloc",  "reallocarray", "free",
@@ -566,7 +566,7 @@ static char **stack_frames(struct collector *c, uint32_t id, size_t *n)
 	while (id && id <= c->stash.n && k < STACK_FRAMES_MAX && steps++ < CYG_DEPTH_MAX) {
 		const struct cygprof_stack_node *nd = &c->stash.v[id - 1];
 		struct cproc *cp = proc_of(c, nd->proc_idx);
-		struct sym_map *m = NULL;
+		struct procmap *m = NULL;
 		uint64_t a = nd->kind == CYGPROF_FRAME_RA && nd->addr ? nd->addr - 1 : nd->addr;
 		const char *raw = NULL;
 		if (cp) {
