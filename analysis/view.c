@@ -446,18 +446,8 @@ static int collect(const struct cygprof_event *ev, size_t n, void *data)
 {
 	struct ev_buf *b = data;
 
-	if (b->n + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		struct cygprof_event *t;
-
-		while (cap < b->n + n)
-			cap *= 2;
-		t = realloc(b->ev, cap * sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		b->ev = t;
-		b->cap = cap;
-	}
+	if (ARRAY_GROW(b->ev, b->cap, b->n + n))
+		return -ENOMEM;
 	memcpy(b->ev + b->n, ev, n * sizeof(*ev));
 	b->n += n;
 	return 0;

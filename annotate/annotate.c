@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
+#include "hmap.h"
 #include "memory.h"
 #include "srcline.h"
 #include "view.h"
@@ -25,7 +27,7 @@ struct wfile {
 /* (object, address) -> (file, line), for sites, functions and stacks. */
 struct loc_ent {
 	uint64_t addr;
-	uint32_t obj;  /* object index + 1; 0: empty slot */
+	uint32_t obj;  /* object index + 1 */
 	uint32_t kind; /* 0 line of an address, 1 function definition */
 	uint32_t file; /* NO_FILE when unknown */
 	uint32_t line;
@@ -40,7 +42,8 @@ struct state {
 	const char *last_name; /* the last srcline name seen and its file */
 	uint32_t last_file;
 	struct loc_ent *loc;
-	size_t loc_size, loc_n;
+	size_t nloc, loc_cap;
+	struct hindex loc_index; /* of loc, by (obj, kind, addr) */
 	struct annotate *a;
 };
 
@@ -71,33 +74,21 @@ found:
 
 static uint64_t loc_hash(uint32_t obj, uint32_t kind, uint64_t addr)
 {
-	uint64_t h = addr * 0x9e3779b97f4a7c15ull ^ ((uint64_t)obj << 1 | kind);
-
-	return h ^ (h >> 29);
+	return hash_pair((uint64_t)obj << 1 | kind, addr);
 }
 
-static int loc_grow(struct state *s)
+static int loc_eq(const void *ctx, uint32_t i, const void *key)
 {
-	size_t size = s->loc_size ? s->loc_size * 2 : 1024, i;
-	struct loc_ent *v = calloc(size, sizeof(*v));
+	const struct loc_ent *e = &((const struct state *)ctx)->loc[i], *k = key;
 
-	if (!v)
-		return -ENOMEM;
-	for (i = 0; i < s->loc_size; i++) {
-		struct loc_ent *e = &s->loc[i];
-		size_t k;
+	return e->obj == k->obj && e->kind == k->kind && e->addr == k->addr;
+}
 
-		if (!e->obj)
-			continue;
-		k = loc_hash(e->obj, e->kind, e->addr) & (size - 1);
-		while (v[k].obj)
-			k = (k + 1) & (size - 1);
-		v[k] = *e;
-	}
-	free(s->loc);
-	s->loc = v;
-	s->loc_size = size;
-	return 0;
+static uint64_t loc_hash_at(const void *ctx, uint32_t i)
+{
+	const struct loc_ent *e = &((const struct state *)ctx)->loc[i];
+
+	return loc_hash(e->obj, e->kind, e->addr);
 }
 
 /* The file and line of addr in object o: kind 0 the line of the address,
@@ -106,35 +97,30 @@ static int loc_grow(struct state *s)
 static int locate(struct state *s, const struct cygprof_object *o, uint64_t addr, uint32_t kind,
 		  uint32_t *file, uint32_t *line)
 {
-	struct loc_ent *e;
+	struct loc_ent k, *e;
 	const char *name;
-	uint32_t key;
-	size_t k;
-	long f;
+	uint64_t h;
+	long i, f;
 	int err;
 
 	*file = NO_FILE;
 	*line = 0;
 	if (!o)
 		return 0;
-	key = (uint32_t)(o - s->objs) + 1;
-	if ((s->loc_n + 1) * 2 > s->loc_size && (err = loc_grow(s)))
-		return err;
-	k = loc_hash(key, kind, addr) & (s->loc_size - 1);
-	for (; s->loc[k].obj; k = (k + 1) & (s->loc_size - 1)) {
-		e = &s->loc[k];
-		if (e->obj == key && e->kind == kind && e->addr == addr) {
-			*file = e->file;
-			*line = e->line;
-			return 0;
-		}
+	k = (struct loc_ent){.addr = addr, .obj = (uint32_t)(o - s->objs) + 1, .kind = kind,
+			     .file = NO_FILE};
+	h = loc_hash(k.obj, kind, addr);
+	i = hindex_find(&s->loc_index, h, loc_eq, s, &k);
+	if (i >= 0) {
+		*file = s->loc[i].file;
+		*line = s->loc[i].line;
+		return 0;
 	}
-	e = &s->loc[k];
-	e->obj = key;
-	e->kind = kind;
-	e->addr = addr;
-	e->file = NO_FILE;
-	s->loc_n++;
+	if (ARRAY_GROW(s->loc, s->loc_cap, s->nloc + 1) ||
+	    hindex_add(&s->loc_index, h, loc_hash_at, s))
+		return -ENOMEM;
+	e = &s->loc[s->nloc++];
+	*e = k;
 	err = kind ? srcline_function(s->sl, o, addr, &name, line)
 		   : srcline_lookup(s->sl, o, addr, &name, line);
 	if (err == -ENOMEM)
@@ -579,6 +565,7 @@ out:
 	}
 	free(s.files);
 	free(s.loc);
+	hindex_release(&s.loc_index);
 	if (err) {
 		annotate_free(s.a);
 		return err;

@@ -18,9 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "cli.h"
 #include "counters.h"
 #include "debuginfo.h"
+#include "hmap.h"
 #include "instrument.h"
 #include "memory.h"
 #include "profile.h"
@@ -134,48 +136,33 @@ struct mnode {
 struct mtree {
 	struct mnode *n;
 	size_t len, cap;
-	uint64_t *slot_key; /* open addressing: (parent, fn) + 1 -> index */
-	uint32_t *slot_val;
-	size_t nslot;
+	struct hindex index; /* of n, by (parent, fn) */
 };
 
-static uint64_t mix(uint64_t k)
+static uint64_t mnode_hash(uint32_t parent, uint32_t fn)
 {
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
+	return hash64((uint64_t)parent << 32 | fn);
 }
 
-static void mtree_rehash(struct mtree *t)
+static int mnode_eq(const void *ctx, uint32_t i, const void *key)
 {
-	size_t ns = t->nslot ? t->nslot * 2 : 1024, i;
-	uint64_t *keys = xcalloc(ns, sizeof *keys);
-	uint32_t *vals = xcalloc(ns, sizeof *vals);
+	const struct mnode *a = &((const struct mtree *)ctx)->n[i], *k = key;
 
-	for (i = 1; i < t->len; i++) {
-		uint64_t k = ((uint64_t)t->n[i].parent << 32 | t->n[i].fn) + 1;
-		size_t h = mix(k) & (ns - 1);
-		while (keys[h])
-			h = (h + 1) & (ns - 1);
-		keys[h] = k;
-		vals[h] = (uint32_t)i;
-	}
-	free(t->slot_key);
-	free(t->slot_val);
-	t->slot_key = keys;
-	t->slot_val = vals;
-	t->nslot = ns;
+	return a->parent == k->parent && a->fn == k->fn;
 }
 
+static uint64_t mnode_hash_at(const void *ctx, uint32_t i)
+{
+	const struct mnode *a = &((const struct mtree *)ctx)->n[i];
+
+	return mnode_hash(a->parent, a->fn);
+}
+
+/* A new node of t (write_tree()'s tree has no index). */
 static uint32_t mtree_push(struct mtree *t, uint32_t parent, uint32_t fn)
 {
-	if (t->len == t->cap) {
-		t->cap = t->cap ? t->cap * 2 : 1024;
-		t->n = realloc(t->n, t->cap * sizeof *t->n);
-		if (!t->n)
-			cli_die(1, "out of memory");
-	}
+	if (ARRAY_GROW(t->n, t->cap, t->len + 1))
+		cli_die(1, "out of memory");
 	memset(&t->n[t->len], 0, sizeof t->n[0]);
 	t->n[t->len].parent = parent;
 	t->n[t->len].fn = fn;
@@ -185,20 +172,15 @@ static uint32_t mtree_push(struct mtree *t, uint32_t parent, uint32_t fn)
 /* The child fn of parent, created when absent. */
 static uint32_t mtree_child(struct mtree *t, uint32_t parent, uint32_t fn)
 {
-	uint64_t k = ((uint64_t)parent << 32 | fn) + 1;
-	size_t h;
+	struct mnode k = {.parent = parent, .fn = fn};
+	uint64_t h = mnode_hash(parent, fn);
+	long i = hindex_find(&t->index, h, mnode_eq, t, &k);
 
-	if (t->len * 2 >= t->nslot)
-		mtree_rehash(t);
-	h = mix(k) & (t->nslot - 1);
-	while (t->slot_key[h]) {
-		if (t->slot_key[h] == k)
-			return t->slot_val[h];
-		h = (h + 1) & (t->nslot - 1);
-	}
-	t->slot_key[h] = k;
-	t->slot_val[h] = mtree_push(t, parent, fn);
-	return t->slot_val[h];
+	if (i >= 0)
+		return (uint32_t)i;
+	if (hindex_add(&t->index, h, mnode_hash_at, t))
+		cli_die(1, "out of memory");
+	return mtree_push(t, parent, fn);
 }
 
 /* Every thread's tree merged by call path under one root (node 0). */
@@ -207,8 +189,8 @@ static void mtree_build(struct mtree *t, const struct profile *p)
 	size_t i, j;
 
 	memset(t, 0, sizeof(*t));
-	mtree_push(t, PROFILE_NONE, PROFILE_NONE);
-	mtree_rehash(t);
+	/* the root, indexed too (no node has the parent PROFILE_NONE) */
+	mtree_child(t, PROFILE_NONE, PROFILE_NONE);
 	for (i = 0; i < p->nthreads; i++) {
 		const struct profile_thread *th = &p->threads[i];
 		uint32_t *map;
@@ -584,8 +566,7 @@ int cmd_html(int argc, char **argv)
 	mtree_build(&t, p);
 	write_tree(j, &t);
 	free(t.n);
-	free(t.slot_key);
-	free(t.slot_val);
+	hindex_release(&t.index);
 	fputs(",\"memory\":", j);
 	if (has_mem)
 		write_memory(j, v, file);

@@ -5,7 +5,7 @@
  *	struct fn *v = NULL;
  *	size_t n = 0, cap = 0;
  *	...
- *	if (n == cap && ARRAY_GROW(v, cap, n + 1))
+ *	if (ARRAY_GROW(v, cap, n + 1))
  *		return -ENOMEM;
  *	v[n++] = f;
  *
@@ -22,7 +22,9 @@
 int array_grow(void *vp, size_t *cap, size_t need, size_t elem);
 
 /* array_grow() of the array v (an lvalue pointer) with capacity cap (an
- * lvalue size_t). */
-#define ARRAY_GROW(v, cap, need) array_grow(&(v), &(cap), (need), sizeof(*(v)))
+ * lvalue size_t), called only when need exceeds cap (so that a writer may
+ * ask before every append; the arguments are evaluated more than once). */
+#define ARRAY_GROW(v, cap, need) \
+	((need) > (cap) ? array_grow(&(v), &(cap), (need), sizeof(*(v))) : 0)
 
 #endif

@@ -11,9 +11,10 @@
  * doublings. */
 #define HMAP_FIRST 64
 
-int hmap_grow(struct hmap *m)
+/* Rehash m into a table of size slots (a power of two, room for all). */
+static int hmap_resize(struct hmap *m, size_t size)
 {
-	size_t size = m->size ? m->size * 2 : HMAP_FIRST, mask = size - 1, i, j;
+	size_t mask = size - 1, i, j;
 	struct hmap_slot *t;
 
 	if (size > SIZE_MAX / sizeof(*t) || !(t = calloc(size, sizeof(*t))))
@@ -31,13 +32,14 @@ int hmap_grow(struct hmap *m)
 	return 0;
 }
 
-int hmap_del(struct hmap *m, uint64_t key)
+int hmap_take(struct hmap *m, uint64_t key, uint64_t *val)
 {
 	size_t mask, i, j, k;
 
 	if (!key) {
 		if (!m->has0)
 			return 0;
+		*val = m->val0;
 		m->has0 = 0;
 		m->val0 = 0;
 		return 1;
@@ -48,6 +50,7 @@ int hmap_del(struct hmap *m, uint64_t key)
 	i = hmap_pos_(m, key);
 	if (!m->slot[i].key)
 		return 0;
+	*val = m->slot[i].val;
 	/* Move each later key of the run into the hole unless its home slot
 	 * k lies cyclically in (i, j]: then a lookup from k reaches j without
 	 * passing the hole. */
@@ -67,30 +70,62 @@ int hmap_del(struct hmap *m, uint64_t key)
 	return 1;
 }
 
+int hmap_grow(struct hmap *m)
+{
+	return hmap_resize(m, m->size ? m->size * 2 : HMAP_FIRST);
+}
+
+int hmap_reserve(struct hmap *m, size_t n)
+{
+	size_t size = m->size ? m->size : HMAP_FIRST;
+
+	if (n > SIZE_MAX / 4)
+		return -ENOMEM;
+	while (n * 2 > size)
+		size *= 2;
+	return size == m->size ? 0 : hmap_resize(m, size);
+}
+
 void hmap_release(struct hmap *m)
 {
 	free(m->slot);
 	memset(m, 0, sizeof(*m));
 }
 
-int hindex_grow(struct hindex *ix, hindex_hash_fn hash_at, const void *ctx)
+/* Rehash entries 0 .. n - 1 into a table of size slots: the entries in
+ * the order they are in the caller's array, read once each, in order. */
+static int hindex_resize(struct hindex *ix, size_t size, hindex_hash_fn hash_at, const void *ctx)
 {
-	size_t size = ix->size ? ix->size * 2 : HMAP_FIRST, mask = size - 1, i, j;
+	size_t mask = size - 1, i, j;
 	uint32_t *t;
 
 	if (size > SIZE_MAX / sizeof(*t) || !(t = calloc(size, sizeof(*t))))
 		return -ENOMEM;
-	for (i = 0; i < ix->size; i++) {
-		if (!ix->slot[i])
-			continue;
-		for (j = (size_t)hash_at(ctx, ix->slot[i] - 1) & mask; t[j]; j = (j + 1) & mask)
+	for (i = 0; i < ix->n; i++) {
+		for (j = (size_t)hash_at(ctx, (uint32_t)i) & mask; t[j]; j = (j + 1) & mask)
 			;
-		t[j] = ix->slot[i];
+		t[j] = (uint32_t)i + 1;
 	}
 	free(ix->slot);
 	ix->slot = t;
 	ix->size = size;
 	return 0;
+}
+
+int hindex_grow(struct hindex *ix, hindex_hash_fn hash_at, const void *ctx)
+{
+	return hindex_resize(ix, ix->size ? ix->size * 2 : HMAP_FIRST, hash_at, ctx);
+}
+
+int hindex_reserve(struct hindex *ix, size_t n, hindex_hash_fn hash_at, const void *ctx)
+{
+	size_t size = ix->size ? ix->size : HMAP_FIRST;
+
+	if (n > SIZE_MAX / 4)
+		return -ENOMEM;
+	while (n * 2 > size)
+		size *= 2;
+	return size == ix->size ? 0 : hindex_resize(ix, size, hash_at, ctx);
 }
 
 void hindex_release(struct hindex *ix)

@@ -4,16 +4,18 @@
  *
  *   struct hmap    a 64-bit key (any value, 0 too) -> a 64-bit value, with
  *                  deletion by backward shift (hmap_del()).  Key and value
- *                  sit side by side in a slot: one probe reads both.  It
- *                  grows past 3/4 full.
+ *                  sit side by side in a slot: one probe reads both.
  *   struct hindex  an index over an array of entries the caller keeps (for
  *                  keys wider than 64 bits: strings, triples): a slot holds
  *                  an entry's index + 1, 0 is empty.  The caller gives the
  *                  hash of a key and the test of an entry against it;
  *                  hindex_find() is inlined into the caller with both, so
- *                  the test costs no call.  It grows past half full (its
- *                  slots are 4 bytes), rehashing the entries it holds
- *                  through the caller's hash of an entry.
+ *                  the test costs no call.  It rehashes the entries it
+ *                  holds through the caller's hash of an entry.
+ *
+ * Both double past half full: with linear probing a miss reads about
+ * (1 + 1/(1 - load)^2) / 2 slots, 2.5 at 1/2 but 8.5 at 3/4, and the read
+ * side misses once per new address, node or name.
  *
  * And the hashes they are keyed with: hash64() of an integer, hash_pair()
  * of two, hash_str() of a string.
@@ -32,9 +34,12 @@
 
 /* ---- hashes ------------------------------------------------------------- */
 
-/* A 64-bit integer mixed so that every bit of it moves the low bits (the
- * finaliser of MurmurHash3): addresses, ids and pairs packed into one
- * word all spread over a power-of-two table. */
+/* A 64-bit integer mixed so that every bit of it moves the low bits that
+ * pick a slot (the finaliser of MurmurHash3): functions 16 or 128 bytes
+ * apart, addresses with a process in their top bits, (parent, fn) pairs
+ * packed into one word all spread evenly.  A single multiplication
+ * leaves such keys in a few runs (measured: 7 probes a lookup instead of
+ * 1.2 on a program's functions). */
 static inline uint64_t hash64(uint64_t x)
 {
 	x ^= x >> 33;
@@ -80,6 +85,10 @@ struct hmap {
 
 /* Double the table (or make the first one); 0 or -ENOMEM (hmap.c). */
 int hmap_grow(struct hmap *m);
+
+/* Make room for n keys in all at once (when their number is known: no
+ * doubling on the way); 0 or -ENOMEM (hmap.c). */
+int hmap_reserve(struct hmap *m, size_t n);
 
 /* Where key is in the slots, or the empty slot where it would go
  * (m->size > 0, key != 0). */
@@ -132,7 +141,7 @@ static inline uint64_t *hmap_ref(struct hmap *m, uint64_t key, int *added)
 		if (m->slot[j].key)
 			return &m->slot[j].val;
 	}
-	if ((m->n + 1) * 4 > m->size * 3 && hmap_grow(m))
+	if ((m->n + 1) * 2 > m->size && hmap_grow(m))
 		return NULL;
 	j = hmap_pos_(m, key);
 	m->slot[j].key = key;
@@ -171,10 +180,19 @@ static inline int hmap_put(struct hmap *m, uint64_t key, uint64_t val)
 	return 0;
 }
 
-/* Remove key: 1 when it was present, 0 when not.  The keys after it in
- * its run move back to where a lookup finds them (backward shift), so
- * deletion leaves no tombstone and lookups stay as short as without it. */
-int hmap_del(struct hmap *m, uint64_t key);
+/* Remove key: 1 with *val its value when it was present, 0 when not.  The
+ * keys after it in its run move back to where a lookup finds them
+ * (backward shift), so deletion leaves no tombstone and lookups stay as
+ * short as without it. */
+int hmap_take(struct hmap *m, uint64_t key, uint64_t *val);
+
+/* hmap_take() without the value. */
+static inline int hmap_del(struct hmap *m, uint64_t key)
+{
+	uint64_t val;
+
+	return hmap_take(m, key, &val);
+}
 
 /* How many keys the map holds. */
 static inline size_t hmap_count(const struct hmap *m)
@@ -182,15 +200,43 @@ static inline size_t hmap_count(const struct hmap *m)
 	return m->n + (m->has0 != 0);
 }
 
+/* Walk the map: with *pos 0 at first, each call gives one key and its
+ * value and returns 1, then 0 when all were given (key 0 first, then in
+ * no useful order).  The map must not change during the walk. */
+static inline int hmap_next(const struct hmap *m, size_t *pos, uint64_t *key, uint64_t *val)
+{
+	if (!*pos) {
+		*pos = 1;
+		if (m->has0) {
+			*key = 0;
+			*val = m->val0;
+			return 1;
+		}
+	}
+	for (; *pos <= m->size; (*pos)++) {
+		const struct hmap_slot *e = &m->slot[*pos - 1];
+
+		if (e->key) {
+			*key = e->key;
+			*val = e->val;
+			(*pos)++;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Free the slots; the map is empty (and reusable) again. */
 void hmap_release(struct hmap *m);
 
 /* ---- an index over the caller's entries ------------------------------------ */
 
+/* The index of an array the caller appends to: its entries 0 .. n - 1 are
+ * indexed, each added as it is appended. */
 struct hindex {
 	uint32_t *slot; /* entry index + 1; 0: empty */
 	size_t size;    /* a power of two; 0 before the first add */
-	size_t n;       /* entries indexed */
+	size_t n;       /* entries indexed: the next one is entry n */
 };
 
 /* Whether the caller's entry i equals key (the caller's own key type). */
@@ -198,9 +244,13 @@ typedef int (*hindex_eq_fn)(const void *ctx, uint32_t i, const void *key);
 /* The hash of the caller's entry i, as it was given to hindex_add(). */
 typedef uint64_t (*hindex_hash_fn)(const void *ctx, uint32_t i);
 
-/* Double the table (or make the first one), rehashing the entries it
- * holds with hash_at; 0 or -ENOMEM (hmap.c). */
+/* Double the table (or make the first one), rehashing entries 0 .. n - 1
+ * in order with hash_at; 0 or -ENOMEM (hmap.c). */
 int hindex_grow(struct hindex *ix, hindex_hash_fn hash_at, const void *ctx);
+
+/* Make room for n entries in all, so that adding up to that many cannot
+ * fail; 0 or -ENOMEM (hmap.c). */
+int hindex_reserve(struct hindex *ix, size_t n, hindex_hash_fn hash_at, const void *ctx);
 
 /* The index of the entry equal to key (eq) under hash, or -1.  Inlined
  * with the caller's eq, a constant function: the compiler inlines it too. */
@@ -219,21 +269,22 @@ hindex_find(const struct hindex *ix, uint64_t hash, hindex_eq_fn eq, const void 
 	return -1;
 }
 
-/* Index the caller's entry i (i < UINT32_MAX, not indexed yet: look it up
- * first) under hash, growing the table past half full; hash_at must give
- * the same hash for each entry indexed.  0 or -ENOMEM (i not indexed). */
-static inline int hindex_add(struct hindex *ix, uint64_t hash, uint32_t i,
-			     hindex_hash_fn hash_at, const void *ctx)
+/* Index the caller's entry number ix->n under hash (look its key up
+ * first: it must be new), growing the table past half full; hash_at must
+ * give the same hash for each entry.  0 or -ENOMEM (not indexed: do not
+ * count the entry as appended). */
+static inline int hindex_add(struct hindex *ix, uint64_t hash, hindex_hash_fn hash_at,
+			     const void *ctx)
 {
 	size_t mask, j;
 
-	if ((ix->n + 1) * 2 > ix->size && hindex_grow(ix, hash_at, ctx))
+	if (ix->n >= UINT32_MAX - 1 ||
+	    ((ix->n + 1) * 2 > ix->size && hindex_grow(ix, hash_at, ctx)))
 		return -ENOMEM;
 	mask = ix->size - 1;
 	for (j = (size_t)hash & mask; ix->slot[j]; j = (j + 1) & mask)
 		;
-	ix->slot[j] = i + 1;
-	ix->n++;
+	ix->slot[j] = (uint32_t)++ix->n;
 	return 0;
 }
 

@@ -128,7 +128,7 @@ int procmaps_parse(const char *text, size_t len, struct procmaps *out)
 		struct procmap m;
 		int ret;
 
-		if (maps.n == cap && ARRAY_GROW(maps.v, cap, maps.n + 1)) {
+		if (ARRAY_GROW(maps.v, cap, maps.n + 1)) {
 			procmaps_release(&maps);
 			return -ENOMEM;
 		}
