@@ -5,6 +5,7 @@
 #include "view-private.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -260,6 +261,38 @@ const char *view_thread_name(const struct cygprof_thread *t, char buf[16])
 	memcpy(buf, t->name, sizeof(t->name));
 	buf[sizeof(t->name) - 1] = 0;
 	return buf;
+}
+
+const char *view_proc_end(const struct cygprof_proc *p, char *buf, size_t len)
+{
+	switch (p->end_kind) {
+	case CYGPROF_END_EXIT:
+		snprintf(buf, len, "exit %d", (int)p->end_code);
+		break;
+	case CYGPROF_END_SIGNAL:
+		snprintf(buf, len, "signal %d", (int)p->end_code);
+		break;
+	case CYGPROF_END_EXEC:
+		snprintf(buf, len, "exec");
+		break;
+	default:
+		snprintf(buf, len, "unknown");
+		break;
+	}
+	return buf;
+}
+
+const char *view_thread_note(uint32_t flags)
+{
+	switch (flags & (CYGPROF_THREAD_SIGNAL | CYGPROF_THREAD_CLONED)) {
+	case CYGPROF_THREAD_SIGNAL:
+		return " [signal handlers]";
+	case CYGPROF_THREAD_CLONED:
+		return " [raw clone]";
+	case CYGPROF_THREAD_SIGNAL | CYGPROF_THREAD_CLONED:
+		return " [raw clone, signal handlers]";
+	}
+	return "";
 }
 
 void view_limits(struct view *v, struct view_limits *l)

@@ -24,10 +24,10 @@
 #include "debuginfo.h"
 #include "hmap.h"
 #include "instrument.h"
+#include "json.h"
 #include "memory.h"
 #include "profile.h"
 #include "psamples.h"
-#include "report-util.h"
 #include "view.h"
 
 #include "report-assets.h"
@@ -326,7 +326,7 @@ static void write_info(FILE *f, struct view *v, const char *file)
 		char eb[32];
 		fprintf(f, "%s{\"pid\":%u,\"ppid\":%u,\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",",
 			i ? "," : "", pr[i].pid, pr[i].ppid, pr[i].start_ns, pr[i].end_ns);
-		key_str(f, "end", proc_end_str(&pr[i], eb, sizeof eb));
+		key_str(f, "end", view_proc_end(&pr[i], eb, sizeof eb));
 		fputc(',', f);
 		key_str(f, "command", pr[i].command ? pr[i].command : "");
 		fputc(',', f);
@@ -343,7 +343,7 @@ static void write_info(FILE *f, struct view *v, const char *file)
 			th[i].start_ns, th[i].end_ns, th[i].lost, th[i].unpaired);
 		key_str(f, "name", view_thread_name(&th[i], nb));
 		fputc(',', f);
-		key_str(f, "note", thread_flags_note(th[i].flags));
+		key_str(f, "note", view_thread_note(th[i].flags));
 		fputc('}', f);
 	}
 	fputs("],", f);
@@ -545,7 +545,7 @@ int cmd_html(int argc, char **argv)
 	int has_mem, has_cnt;
 
 	parse_opts(argc, argv, &o);
-	cli_output_check(CMD, o.out, CLI_OUT_HTML, o.force, NULL);
+	cli_output_check(CMD, o.out, OUT_HTML, o.force, NULL);
 	v = cli_open_view(o.file, o.di);
 	file = o.file ? o.file : CYGPROF_DEFAULT_CAPTURE;
 	cli_check(profile_load(v, NULL, 0, &p), file);
@@ -583,8 +583,8 @@ int cmd_html(int argc, char **argv)
 	psamp_free(ps);
 	profile_free(p);
 
-	f = cli_output_open(&w, CMD, o.out, CLI_OUT_HTML, o.force);
-	fputs(CLI_MAGIC_HTML "\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	f = cli_output_open(&w, CMD, o.out, OUT_HTML, o.force);
+	fputs(OUT_MAGIC_HTML "\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      "<meta name=\"generator\" content=\"cygprof ", f);
 	html_str(f, CYGPROF_VERSION);
 	fputs("\">\n<title>cygprof: ", f);

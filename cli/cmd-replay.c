@@ -15,7 +15,7 @@
 #include "cli.h"
 #include "debuginfo.h"
 #include "profile.h"
-#include "report-util.h"
+#include "format.h"
 #include "view.h"
 
 static void usage(FILE *f)

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cli/cli.h"
 #include "array.h"
 #include "hmap.h"
 #include "profile.h"
@@ -285,7 +284,7 @@ static void cg_write(struct cg *c, FILE *f)
 	const struct cygprof_proc *procs;
 	size_t np, k = 0;
 
-	fputs("# callgrind format\nversion: 1\ncreator: cygprof\n", f);
+	fputs(OUT_MAGIC_CALLGRIND "version: 1\ncreator: cygprof\n", f);
 	if (view_procs(c->v, &procs, &np) == 0 && np > 0)
 		fprintf(f, "pid: %" PRIu32 "\n", procs[0].pid);
 	if (cmd) { /* one line: a newline in an argument becomes a space */
@@ -375,7 +374,7 @@ const struct exporter export_callgrind = {
 	.name = "callgrind",
 	.summary = "call graph with exact times for KCachegrind, callgrind_annotate",
 	.readers = "KCachegrind, QCachegrind, callgrind_annotate",
-	.out_kind = CLI_OUT_CALLGRIND,
+	.out_kind = OUT_CALLGRIND,
 	.default_out = NULL,
 	.write = write_callgrind,
 };

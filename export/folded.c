@@ -26,9 +26,9 @@
 #include <string.h>
 
 #include "array.h"
-#include "cli/cli.h"
 #include "hmap.h"
 #include "memory.h"
+#include "out-kind.h"
 #include "profile.h"
 #include "view.h"
 
@@ -412,6 +412,6 @@ const struct exporter export_folded = {
 	.summary = "folded stacks for flamegraph.pl, inferno and speedscope,\n"
 		   "             weighed by --weight or --memory",
 	.readers = "flamegraph.pl, inferno, speedscope",
-	.out_kind = CLI_OUT_TEXT,
+	.out_kind = OUT_TEXT,
 	.write = write_folded,
 };

@@ -5,7 +5,7 @@
  * The protobuf is written by hand (varints and length-delimited fields,
  * field numbers of github.com/google/pprof proto/profile.proto) and
  * compressed with zlib's raw deflate behind a fixed gzip header
- * (CLI_MAGIC_PPROF: no time, the name "cygprof-profile.pb") so that a
+ * (OUT_MAGIC_PPROF: no time, the name "cygprof-profile.pb") so that a
  * later export may recognize and replace the file.
  *
  * Samples: every call path of the threads' trees, merged over the threads
@@ -27,7 +27,6 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "../cli/cli.h"
 #include "array.h"
 #include "hmap.h"
 #include "memory.h"
@@ -531,7 +530,7 @@ static int pp_write_pb(struct pp *c, struct pb *out)
 /* Write the protobuf gzip'd: the fixed header, raw deflate, crc32, size. */
 static int pp_gzip(const struct pb *in, FILE *f)
 {
-	static const uint8_t hdr[] = CLI_MAGIC_PPROF;
+	static const uint8_t hdr[] = OUT_MAGIC_PPROF;
 	uint8_t buf[65536], tr[8];
 	z_stream z;
 	uLong crc = crc32(0L, Z_NULL, 0);
@@ -652,7 +651,7 @@ const struct exporter export_pprof = {
 	.name = "pprof",
 	.summary = "go tool pprof's profile.proto: calls, exact time, samples, bytes",
 	.readers = "go tool pprof, pprof, Speedscope, Grafana Pyroscope",
-	.out_kind = CLI_OUT_PPROF,
+	.out_kind = OUT_PPROF,
 	.default_out = NULL,
 	.binary = 1,
 	.write = write_pprof,
