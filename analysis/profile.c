@@ -32,24 +32,8 @@ void profile_free(struct profile *p)
 
 #define FN_NAMES(p) ((struct name_array){(p)->fns, sizeof(*(p)->fns), offsetof(struct profile_fn, name)})
 
-static uint64_t arc_hash(uint32_t caller, uint32_t callee)
-{
-	return hash64((uint64_t)caller << 32 | callee);
-}
-
-static int arc_eq(const void *ctx, uint32_t i, const void *key)
-{
-	const struct profile_arc *a = &((const struct profile *)ctx)->arcs[i], *k = key;
-
-	return a->caller == k->caller && a->callee == k->callee;
-}
-
-static uint64_t arc_hash_at(const void *ctx, uint32_t i)
-{
-	const struct profile_arc *a = &((const struct profile *)ctx)->arcs[i];
-
-	return arc_hash(a->caller, a->callee);
-}
+/* The arcs, keyed by (caller, callee), for arc_index. */
+#define ARCS(p) HINDEX_PAIRS((p)->arcs, struct profile_arc, caller, callee)
 
 long profile_find(const struct profile *p, const char *name)
 {
@@ -69,24 +53,21 @@ long profile_intern(struct profile *p, const char *name)
 const struct profile_arc *profile_find_arc(const struct profile *p, uint32_t caller,
 					   uint32_t callee)
 {
-	struct profile_arc k = {.caller = caller, .callee = callee};
-	long i = hindex_find(&p->arc_index, arc_hash(caller, callee), arc_eq, p, &k);
+	long i = hindex_find_pair(&p->arc_index, ARCS(p), caller, callee);
 
 	return i < 0 ? NULL : &p->arcs[i];
 }
 
 static long arc_intern(struct profile *p, uint32_t caller, uint32_t callee)
 {
-	struct profile_arc k = {.caller = caller, .callee = callee};
-	uint64_t h = arc_hash(caller, callee);
-	long i = hindex_find(&p->arc_index, h, arc_eq, p, &k);
+	long i = hindex_find_pair(&p->arc_index, ARCS(p), caller, callee);
 
 	if (i >= 0)
 		return i;
 	if (ARRAY_GROW(p->arcs, p->arcs_cap, p->narcs + 1) ||
-	    hindex_add(&p->arc_index, h, arc_hash_at, p))
+	    hindex_add_pair(&p->arc_index, ARCS(p), caller, callee))
 		return -ENOMEM;
-	p->arcs[p->narcs] = k;
+	p->arcs[p->narcs] = (struct profile_arc){.caller = caller, .callee = callee};
 	return (long)p->narcs++;
 }
 

@@ -10,6 +10,7 @@
 #include "array.h"
 #include "hmap.h"
 #include "memory.h"
+#include "names.h"
 #include "srcline.h"
 #include "view.h"
 
@@ -21,7 +22,8 @@ struct wfile {
 	struct annotate_line *by_line;
 	size_t nlines; /* highest line + 1 */
 	struct annotate_fn *fns; /* functions the samples hit here */
-	size_t nfns;
+	size_t nfns, fns_cap;
+	struct hindex fn_index; /* of fns, by name (names.h) */
 };
 
 /* (object, address) -> (file, line), for sites, functions and stacks. */
@@ -38,7 +40,8 @@ struct state {
 	struct srcline *sl;
 	const struct cygprof_object *objs; /* the view's, for keys */
 	struct wfile *files;
-	size_t nfiles;
+	size_t nfiles, files_cap;
+	struct hindex file_index; /* of files, by path (names.h) */
 	const char *last_name; /* the last srcline name seen and its file */
 	uint32_t last_file;
 	struct loc_ent *loc;
@@ -49,27 +52,19 @@ struct state {
 
 static long file_index(struct state *s, const char *name)
 {
-	struct wfile *t;
-	size_t i;
+	void *base = s->files;
+	long i;
 
 	if (name == s->last_name)
 		return s->last_file;
-	for (i = 0; i < s->nfiles; i++)
-		if (!strcmp(s->files[i].path, name))
-			goto found;
-	t = realloc(s->files, (s->nfiles + 1) * sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	s->files = t;
-	memset(&t[i], 0, sizeof(*t));
-	t[i].path = strdup(name);
-	if (!t[i].path)
-		return -ENOMEM;
-	s->nfiles++;
-found:
+	i = name_intern(&s->file_index, &base, &s->nfiles, &s->files_cap, sizeof(*s->files),
+			offsetof(struct wfile, path), name);
+	s->files = base;
+	if (i < 0)
+		return i;
 	s->last_name = name;
 	s->last_file = (uint32_t)i;
-	return (long)i;
+	return i;
 }
 
 static uint64_t loc_hash(uint32_t obj, uint32_t kind, uint64_t addr)
@@ -321,22 +316,13 @@ static int cmp_leaf(const void *pa, const void *pb)
 
 static int add_fn(struct wfile *w, const char *name, uint64_t n, uint64_t ns)
 {
-	struct annotate_fn *t;
-	size_t i;
+	void *base = w->fns;
+	long i = name_intern(&w->fn_index, &base, &w->nfns, &w->fns_cap, sizeof(*w->fns),
+			     offsetof(struct annotate_fn, name), name);
 
-	for (i = 0; i < w->nfns; i++)
-		if (!strcmp(w->fns[i].name, name))
-			goto found;
-	t = realloc(w->fns, (w->nfns + 1) * sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	w->fns = t;
-	memset(&t[i], 0, sizeof(*t));
-	t[i].name = strdup(name);
-	if (!t[i].name)
-		return -ENOMEM;
-	w->nfns++;
-found:
+	w->fns = base;
+	if (i < 0)
+		return (int)i;
 	w->fns[i].samples += n;
 	w->fns[i].sampled_ns += ns;
 	return 0;
@@ -562,8 +548,10 @@ out:
 		free(s.files[i].path);
 		free(s.files[i].by_line);
 		free_fns(s.files[i].fns, s.files[i].nfns);
+		hindex_release(&s.files[i].fn_index);
 	}
 	free(s.files);
+	hindex_release(&s.file_index);
 	free(s.loc);
 	hindex_release(&s.loc_index);
 	if (err) {

@@ -139,24 +139,8 @@ struct mtree {
 	struct hindex index; /* of n, by (parent, fn) */
 };
 
-static uint64_t mnode_hash(uint32_t parent, uint32_t fn)
-{
-	return hash64((uint64_t)parent << 32 | fn);
-}
-
-static int mnode_eq(const void *ctx, uint32_t i, const void *key)
-{
-	const struct mnode *a = &((const struct mtree *)ctx)->n[i], *k = key;
-
-	return a->parent == k->parent && a->fn == k->fn;
-}
-
-static uint64_t mnode_hash_at(const void *ctx, uint32_t i)
-{
-	const struct mnode *a = &((const struct mtree *)ctx)->n[i];
-
-	return mnode_hash(a->parent, a->fn);
-}
+/* The nodes, keyed by (parent, fn), for t->index. */
+#define MNODES(t) HINDEX_PAIRS((t)->n, struct mnode, parent, fn)
 
 /* A new node of t (write_tree()'s tree has no index). */
 static uint32_t mtree_push(struct mtree *t, uint32_t parent, uint32_t fn)
@@ -172,13 +156,11 @@ static uint32_t mtree_push(struct mtree *t, uint32_t parent, uint32_t fn)
 /* The child fn of parent, created when absent. */
 static uint32_t mtree_child(struct mtree *t, uint32_t parent, uint32_t fn)
 {
-	struct mnode k = {.parent = parent, .fn = fn};
-	uint64_t h = mnode_hash(parent, fn);
-	long i = hindex_find(&t->index, h, mnode_eq, t, &k);
+	long i = hindex_find_pair(&t->index, MNODES(t), parent, fn);
 
 	if (i >= 0)
 		return (uint32_t)i;
-	if (hindex_add(&t->index, h, mnode_hash_at, t))
+	if (hindex_add_pair(&t->index, MNODES(t), parent, fn))
 		cli_die(1, "out of memory");
 	return mtree_push(t, parent, fn);
 }

@@ -22,6 +22,7 @@
 #include "capture-sink.h"
 #include "cygprof/cygprof-capture.h"
 #include "debuginfo.h"
+#include "array.h"
 #include "hmap.h"
 #include "symbols.h"
 

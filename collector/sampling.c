@@ -430,22 +430,9 @@ static uint64_t leaf_caller(const struct cproc *cp, const uint64_t *frames, size
 	return 0;
 }
 
-static int grow(void **v, size_t *cap, size_t n, size_t each)
-{
-	if (n < *cap)
-		return 0;
-	size_t ncap = *cap ? *cap * 2 : 1024;
-	void *nv = realloc(*v, ncap * each);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
-}
-
 static int pend_push(struct sampling *s, const struct pend_rec *r)
 {
-	if (grow((void **)&s->pend, &s->cappend, s->npend, sizeof *s->pend))
+	if (ARRAY_GROW(s->pend, s->cappend, s->npend + 1))
 		return -ENOMEM;
 	s->pend[s->npend] = *r;
 	s->pend[s->npend++].seq = s->seq++;
@@ -651,7 +638,7 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 
 	switch (p->kind) {
 	case PEND_SAMPLE: {
-		if (grow((void **)&s->s, &s->caps, s->ns, sizeof *s->s))
+		if (ARRAY_GROW(s->s, s->caps, s->ns + 1))
 			goto nomem;
 		struct cygprof_psample *x = &s->s[s->ns++];
 		memset(x, 0, sizeof *x);
@@ -700,7 +687,7 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 			s->preempted_ns += p->t + 1 > v ? p->t + 1 - v : 0;
 			break;
 		}
-		if (grow((void **)&s->o, &s->capo, s->no, sizeof *s->o))
+		if (ARRAY_GROW(s->o, s->capo, s->no + 1))
 			goto nomem;
 		struct cygprof_offcpu *o = &s->o[s->no++];
 		memset(o, 0, sizeof *o);

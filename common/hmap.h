@@ -291,4 +291,59 @@ static inline int hindex_add(struct hindex *ix, uint64_t hash, hindex_hash_fn ha
 /* Free the slots; the index is empty (and reusable) again. */
 void hindex_release(struct hindex *ix);
 
+/* ---- entries keyed by two 32-bit fields ------------------------------------ */
+
+/* Where the key of the caller's entries is: two uint32_t fields, at
+ * offsets a and b of entries stride bytes apart from base (a call path's
+ * parent and function, an arc's caller and callee).  HINDEX_PAIRS() makes
+ * one; the lookups are inlined with its constant offsets. */
+struct hindex_pairs {
+	const void *base;
+	size_t stride, a, b;
+};
+
+#define HINDEX_PAIRS(v, type, fa, fb) \
+	((struct hindex_pairs){(v), sizeof(type), offsetof(type, fa), offsetof(type, fb)})
+
+static inline uint32_t hindex_pair_field_(const struct hindex_pairs *e, uint32_t i, size_t off)
+{
+	return *(const uint32_t *)((const char *)e->base + i * e->stride + off);
+}
+
+static inline uint64_t hash_pair32(uint32_t x, uint32_t y)
+{
+	return hash64((uint64_t)x << 32 | y);
+}
+
+static inline int hindex_pair_eq_(const void *ctx, uint32_t i, const void *key)
+{
+	const struct hindex_pairs *e = ctx;
+	const uint32_t *k = key;
+
+	return hindex_pair_field_(e, i, e->a) == k[0] && hindex_pair_field_(e, i, e->b) == k[1];
+}
+
+static inline uint64_t hindex_pair_hash_at_(const void *ctx, uint32_t i)
+{
+	const struct hindex_pairs *e = ctx;
+
+	return hash_pair32(hindex_pair_field_(e, i, e->a), hindex_pair_field_(e, i, e->b));
+}
+
+/* The index of the entry keyed (x, y), or -1. */
+static inline long hindex_find_pair(const struct hindex *ix, struct hindex_pairs e, uint32_t x,
+				    uint32_t y)
+{
+	const uint32_t k[2] = {x, y};
+
+	return hindex_find(ix, hash_pair32(x, y), hindex_pair_eq_, &e, k);
+}
+
+/* hindex_add() of the entry keyed (x, y), number ix->n, for a key that
+ * hindex_find_pair() did not find. */
+static inline int hindex_add_pair(struct hindex *ix, struct hindex_pairs e, uint32_t x, uint32_t y)
+{
+	return hindex_add(ix, hash_pair32(x, y), hindex_pair_hash_at_, &e);
+}
+
 #endif

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "counters.h"
 #include "json.h"
 #include "view.h"
@@ -201,15 +202,8 @@ static int on_events(const struct cygprof_event *ev, size_t n, void *data)
 		size_t d;
 
 		if (e->kind == CYGPROF_EV_ENTER) {
-			if (t->depth == t->cap) {
-				size_t cap = t->cap ? t->cap * 2 : 64;
-				struct open_call *s = realloc(t->stack, cap * sizeof(*s));
-
-				if (!s)
-					return -ENOMEM;
-				t->stack = s;
-				t->cap = cap;
-			}
+			if (ARRAY_GROW(t->stack, t->cap, t->depth + 1))
+				return -ENOMEM;
 			t->stack[t->depth].node = e->node;
 			t->stack[t->depth].ts = e->ts_ns;
 			t->depth++;

@@ -62,38 +62,19 @@ struct trie {
 	struct hindex index; /* of v but the root, by (parent, fn) */
 };
 
-static uint64_t path_hash(uint32_t parent, uint32_t fn)
-{
-	return hash64((uint64_t)parent << 32 | fn);
-}
-
-static int path_eq(const void *ctx, uint32_t i, const void *key)
-{
-	const struct path *p = &((const struct trie *)ctx)->v[i], *k = key;
-
-	return p->parent == k->parent && p->fn == k->fn;
-}
-
-static uint64_t path_hash_at(const void *ctx, uint32_t i)
-{
-	const struct path *p = &((const struct trie *)ctx)->v[i];
-
-	return path_hash(p->parent, p->fn);
-}
+/* The paths, keyed by (parent, fn), for t->index. */
+#define PATHS(t) HINDEX_PAIRS((t)->v, struct path, parent, fn)
 
 /* The child fn of parent, made when new; -ENOMEM. */
 static long trie_child(struct trie *t, uint32_t parent, uint32_t fn)
 {
-	struct path k = {.parent = parent, .fn = fn, .w = 0};
-	uint64_t h = path_hash(parent, fn);
-	long i = hindex_find(&t->index, h, path_eq, t, &k);
+	long i = hindex_find_pair(&t->index, PATHS(t), parent, fn);
 
 	if (i >= 0)
 		return i;
-	if (ARRAY_GROW(t->v, t->cap, t->n + 1) ||
-	    hindex_add(&t->index, h, path_hash_at, t))
+	if (ARRAY_GROW(t->v, t->cap, t->n + 1) || hindex_add_pair(&t->index, PATHS(t), parent, fn))
 		return -ENOMEM;
-	t->v[t->n] = k;
+	t->v[t->n] = (struct path){.parent = parent, .fn = fn, .w = 0};
 	return (long)t->n++;
 }
 
@@ -119,8 +100,7 @@ static int write_paths(struct view *v, enum export_weight w, FILE *f)
 	if (!(map = malloc(maxn * sizeof(*map))))
 		goto out;
 	/* the root: index 0, never looked up (no parent is UINT32_MAX) */
-	if (ARRAY_GROW(t.v, t.cap, 1) ||
-	    hindex_add(&t.index, path_hash(UINT32_MAX, UINT32_MAX), path_hash_at, &t))
+	if (ARRAY_GROW(t.v, t.cap, 1) || hindex_add_pair(&t.index, PATHS(&t), UINT32_MAX, UINT32_MAX))
 		goto out;
 	t.v[0] = (struct path){.parent = UINT32_MAX, .fn = UINT32_MAX};
 	t.n = 1;

@@ -173,38 +173,19 @@ struct paths {
 	struct hindex index; /* of v, by (parent, fn) */
 };
 
-static uint64_t path_hash(uint32_t parent, uint32_t fn)
-{
-	return hash64((uint64_t)parent << 32 | fn);
-}
-
-static int path_eq(const void *ctx, uint32_t i, const void *key)
-{
-	const struct path *p = &((const struct paths *)ctx)->v[i], *k = key;
-
-	return p->parent == k->parent && p->fn == k->fn;
-}
-
-static uint64_t path_hash_at(const void *ctx, uint32_t i)
-{
-	const struct path *p = &((const struct paths *)ctx)->v[i];
-
-	return path_hash(p->parent, p->fn);
-}
+/* The paths, keyed by (parent, fn), for t->index. */
+#define PATHS(t) HINDEX_PAIRS((t)->v, struct path, parent, fn)
 
 /* The path parent -> fn (index + 1), added; 0 when out of memory. */
 static uint32_t path_get(struct paths *t, uint32_t parent, uint32_t fn)
 {
-	struct path k = {.parent = parent, .fn = fn};
-	uint64_t h = path_hash(parent, fn);
-	long i = hindex_find(&t->index, h, path_eq, t, &k);
+	long i = hindex_find_pair(&t->index, PATHS(t), parent, fn);
 
 	if (i >= 0)
 		return (uint32_t)i + 1;
-	if (ARRAY_GROW(t->v, t->cap, t->n + 1) ||
-	    hindex_add(&t->index, h, path_hash_at, t))
+	if (ARRAY_GROW(t->v, t->cap, t->n + 1) || hindex_add_pair(&t->index, PATHS(t), parent, fn))
 		return 0;
-	t->v[t->n++] = k;
+	t->v[t->n++] = (struct path){.parent = parent, .fn = fn};
 	return (uint32_t)t->n;
 }
 

@@ -5,6 +5,8 @@
  * (same device, same root within it), which names host directories that
  * outlive the process.  libdwfl knows neither. */
 #include "debuginfo-private.h"
+
+#include "array.h"
 #include "readfile.h"
 
 #include <errno.h>
@@ -96,17 +98,10 @@ static int parse_all(const char *text, size_t len, struct mnt_line **v, size_t *
 		if (r < 0)
 			return r;
 		if (r) {
-			if (*n == cap) {
-				size_t c = cap ? cap * 2 : 32;
-				struct mnt_line *t = realloc(*v, c * sizeof(*t));
-
-				if (!t) {
-					free(l.root);
-					free(l.dir);
-					return -ENOMEM;
-				}
-				*v = t;
-				cap = c;
+			if (ARRAY_GROW(*v, cap, *n + 1)) {
+				free(l.root);
+				free(l.dir);
+				return -ENOMEM;
 			}
 			(*v)[(*n)++] = l;
 		}

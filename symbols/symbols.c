@@ -3,6 +3,8 @@
 #include "symbols.h"
 #include "symtab.h"
 
+#include "array.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -96,15 +98,8 @@ bool sym_is_function(Elf *elf, const GElf_Sym *sym, size_t shndx)
 int sym_table_add(struct sym_table *t, uint64_t value, uint64_t size, uint8_t bind,
 		  const char *name)
 {
-	if (t->n == t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 256;
-		struct sym_entry *v = realloc(t->v, ncap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		t->v = v;
-		t->cap = ncap;
-	}
+	if (ARRAY_GROW(t->v, t->cap, t->n + 1))
+		return -ENOMEM;
 	t->v[t->n].name = strdup(name);
 	if (!t->v[t->n].name)
 		return -ENOMEM;
