@@ -189,6 +189,7 @@ int memory_load(struct view *v, const struct memory_opts *o, struct memory **out
 	}
 	if (o->progress)
 		view_mem_count(v, &total);
+	mf.set.sparse = 1; /* each free of a left-out block deletes it */
 	mf.f = view_get_filter(v);
 	if (mf.f && (mf.f->nfilter || mf.f->has_range)) {
 		mf.v = v;

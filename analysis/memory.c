@@ -29,6 +29,7 @@ struct memory *memory_new(const struct memory_opts *o)
 		return NULL;
 	if (o)
 		m->opts = *o;
+	m->live.sparse = 1; /* every allocation is a miss, every free a deletion */
 	m->t.peak_pos = MEMORY_NO_TIME;
 	m->t.peak_ts_ns = MEMORY_NO_TIME;
 	m->t.first_ts_ns = MEMORY_NO_TIME;

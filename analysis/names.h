@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* names.h - the interning of names into an array of structs that each
  * hold a `char *name`, indexed by name (common/hmap.h's struct hindex):
- * the function tables of profile.c and memory.c. */
+ * the function tables of profile.c and memory.c, annotate.c's files and
+ * their sampled functions. */
 #ifndef CYGPROF_NAMES_H
 #define CYGPROF_NAMES_H
 

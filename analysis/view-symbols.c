@@ -328,7 +328,7 @@ static inline const struct view_fn *fn_at(const struct view *v, uint32_t i)
 }
 
 /* The process rotated into the address's top bits, where no user address
- * has any (hash64() brings them down): one word, one multiplication. */
+ * has any (hash64() brings them down): one word, hashed once. */
 static uint64_t fn_hash(uint32_t proc, uint64_t addr)
 {
 	return hash64(addr ^ ((uint64_t)proc << 48 | (uint64_t)proc >> 16));

@@ -77,19 +77,22 @@ int hmap_grow(struct hmap *m)
 
 int hmap_reserve(struct hmap *m, size_t n)
 {
-	size_t size = m->size ? m->size : HMAP_FIRST;
+	struct hmap t = {.size = m->size ? m->size : HMAP_FIRST, .sparse = m->sparse};
 
 	if (n > SIZE_MAX / 4)
 		return -ENOMEM;
-	while (n * 2 > size)
-		size *= 2;
-	return size == m->size ? 0 : hmap_resize(m, size);
+	while (hmap_full_(&t, n))
+		t.size *= 2;
+	return t.size == m->size ? 0 : hmap_resize(m, t.size);
 }
 
 void hmap_release(struct hmap *m)
 {
+	int sparse = m->sparse;
+
 	free(m->slot);
 	memset(m, 0, sizeof(*m));
+	m->sparse = sparse;
 }
 
 /* Rehash entries 0 .. n - 1 into a table of size slots: the entries in

@@ -5,20 +5,27 @@
  *   struct hmap    a 64-bit key (any value, 0 too) -> a 64-bit value, with
  *                  deletion by backward shift (hmap_del()).  Key and value
  *                  sit side by side in a slot: one probe reads both.
- *   struct hindex  an index over an array of entries the caller keeps (for
- *                  keys wider than 64 bits: strings, triples): a slot holds
- *                  an entry's index + 1, 0 is empty.  The caller gives the
- *                  hash of a key and the test of an entry against it;
+ *   struct hindex  an index over an array the caller appends to, whose
+ *                  entries hold their keys (names, call paths, triples): a
+ *                  slot holds an entry's index + 1, 0 is empty (4 bytes a
+ *                  slot, where a big trie would take 16).  The caller gives
+ *                  the hash of a key and the test of an entry against it;
  *                  hindex_find() is inlined into the caller with both, so
- *                  the test costs no call.  It rehashes the entries it
- *                  holds through the caller's hash of an entry.
+ *                  the test costs no call.  It rehashes its entries, in
+ *                  order, through the caller's hash of an entry.  Entries
+ *                  keyed by two 32-bit fields (a parent and a function, a
+ *                  caller and a callee) need no callbacks of their own:
+ *                  HINDEX_PAIRS(), hindex_find_pair(), hindex_add_pair().
  *
- * Both double past half full: with linear probing a miss reads about
- * (1 + 1/(1 - load)^2) / 2 slots, 2.5 at 1/2 but 8.5 at 3/4, and the read
- * side misses once per new address, node or name.
+ * With linear probing a miss reads about (1 + 1/(1 - load)^2) / 2 slots,
+ * 2.5 at 1/2 full but 8.5 at 3/4.  An index (4-byte slots) doubles past
+ * half full.  A map doubles past 3/4 full (its slots are 16 bytes: the
+ * collector keeps maps of millions of nodes), or past half full when
+ * marked sparse, for a map that mostly misses and deletes (the live
+ * blocks of the memory analysis: every allocation is a new address).
  *
  * And the hashes they are keyed with: hash64() of an integer, hash_pair()
- * of two, hash_str() of a string.
+ * of two, hash_pair32() of two 32-bit ones, hash_str() of a string.
  *
  * The lookups are static inline (the read side runs them per tree node,
  * over millions).  Nothing here prints or exits: what allocates returns 0
@@ -80,8 +87,16 @@ struct hmap {
 	size_t size; /* a power of two; 0 before the first put */
 	size_t n;    /* keys in the slots (key 0 not counted) */
 	int has0;    /* key 0 is present, with value val0 */
+	int sparse;  /* set by the user (kept by hmap_release()): double past
+		      * half full, not 3/4 */
 	uint64_t val0;
 };
+
+/* Whether m must double before holding n keys in its slots. */
+static inline int hmap_full_(const struct hmap *m, size_t n)
+{
+	return m->sparse ? n * 2 > m->size : n * 4 > m->size * 3;
+}
 
 /* Double the table (or make the first one); 0 or -ENOMEM (hmap.c). */
 int hmap_grow(struct hmap *m);
@@ -141,7 +156,7 @@ static inline uint64_t *hmap_ref(struct hmap *m, uint64_t key, int *added)
 		if (m->slot[j].key)
 			return &m->slot[j].val;
 	}
-	if ((m->n + 1) * 2 > m->size && hmap_grow(m))
+	if (hmap_full_(m, m->n + 1) && hmap_grow(m))
 		return NULL;
 	j = hmap_pos_(m, key);
 	m->slot[j].key = key;

@@ -81,12 +81,35 @@ static void test_grow(void)
 			bad++;
 	CHECK_EQ_INT(bad, 0);
 	CHECK_EQ_U64(hmap_count(&m), 100000);
-	CHECK(m.size >= 100000 * 2 && (m.size & (m.size - 1)) == 0);
+	/* at most 3/4 full */
+	CHECK(m.size * 3 >= 100000 * 4 && (m.size & (m.size - 1)) == 0);
 	for (i = 1; i <= 100000; i++)
 		if (!hmap_get(&m, i * 0x10000, &v) || v != i)
 			bad++;
 	CHECK_EQ_INT(bad, 0);
 	CHECK_EQ_INT(hmap_get(&m, 0x10001, &v), 0);
+	hmap_release(&m);
+
+	/* a sparse map stays at most half full, and stays sparse */
+	m.sparse = 1;
+	for (i = 1; i <= 1000; i++)
+		if (hmap_put(&m, i, i))
+			bad++;
+	CHECK_EQ_INT(bad, 0);
+	CHECK(m.size >= 2000);
+	hmap_release(&m);
+	CHECK_EQ_INT(m.sparse, 1);
+	/* reserving: room for n keys at once, no doubling on the way */
+	CHECK_EQ_INT(hmap_reserve(&m, 5000), 0);
+	CHECK_EQ_U64(m.size, 16384);
+	hmap_release(&m);
+	m.sparse = 0;
+	CHECK_EQ_INT(hmap_reserve(&m, 5000), 0);
+	CHECK_EQ_U64(m.size, 8192);
+	CHECK_EQ_INT(hmap_put(&m, 7, 8), 0);
+	CHECK_EQ_INT(hmap_reserve(&m, 10), 0); /* never shrinks */
+	CHECK(hmap_get(&m, 7, &v) && v == 8);
+	CHECK_EQ_U64(m.size, 8192);
 	hmap_release(&m);
 }
 
@@ -237,6 +260,10 @@ static void test_hindex(void)
 	CHECK_EQ_INT(bad, 0);
 	CHECK_EQ_U64(t.n, 5000);
 	CHECK_EQ_INT(hindex_find(&t.ix, hash_str("fn5000"), name_eq, &t, "fn5000"), -1);
+	/* room reserved: no growth while adding up to it */
+	CHECK_EQ_INT(hindex_reserve(&t.ix, 20000, name_hash, &t), 0);
+	CHECK_EQ_U64(t.ix.size, 65536);
+	CHECK_EQ_INT(intern(&t, "fn17"), 17);
 	/* an empty string is a name like the others */
 	CHECK_EQ_INT(intern(&t, ""), 5000);
 	CHECK_EQ_INT(intern(&t, ""), 5000);
@@ -245,6 +272,73 @@ static void test_hindex(void)
 	free(t.v);
 	hindex_release(&t.ix);
 	CHECK_EQ_U64(t.ix.size, 0);
+}
+
+/* Entries keyed by two 32-bit fields: a trie of (parent, fn). */
+struct tnode {
+	uint64_t weight;
+	uint32_t parent, fn;
+};
+
+static void test_pairs(void)
+{
+	struct tnode *v = NULL;
+	struct hindex ix = {0};
+	size_t n = 0, cap = 0;
+	uint32_t p, f;
+	int bad = 0;
+
+#define TNODES HINDEX_PAIRS(v, struct tnode, parent, fn)
+	for (p = 0; p < 300; p++)
+		for (f = 0; f < 40; f++) {
+			if (hindex_find_pair(&ix, TNODES, p, f) != -1)
+				bad++;
+			if (ARRAY_GROW(v, cap, n + 1) || hindex_add_pair(&ix, TNODES, p, f))
+				bad++;
+			v[n++] = (struct tnode){.weight = p * 1000 + f, .parent = p, .fn = f};
+		}
+	CHECK_EQ_INT(bad, 0);
+	for (p = 0; p < 300; p++)
+		for (f = 0; f < 40; f++) {
+			long i = hindex_find_pair(&ix, TNODES, p, f);
+
+			if (i < 0 || v[i].weight != p * 1000 + f)
+				bad++;
+		}
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(hindex_find_pair(&ix, TNODES, 40, 300), -1);
+	CHECK_EQ_INT(hindex_find_pair(&ix, TNODES, UINT32_MAX, 0), -1);
+#undef TNODES
+	free(v);
+	hindex_release(&ix);
+}
+
+/* A walk gives every key once, key 0 too; take gives the value back. */
+static void test_next_take(void)
+{
+	struct hmap m = {0};
+	uint64_t k, v, sum = 0;
+	size_t pos = 0, n = 0;
+
+	for (k = 0; k < 100; k++)
+		CHECK_EQ_INT(hmap_put(&m, k, k * 2), 0);
+	while (hmap_next(&m, &pos, &k, &v)) {
+		n++;
+		sum += k;
+		CHECK_EQ_U64(v, k * 2);
+	}
+	CHECK_EQ_U64(n, 100);
+	CHECK_EQ_U64(sum, 4950);
+	v = 0;
+	CHECK_EQ_INT(hmap_take(&m, 42, &v), 1);
+	CHECK_EQ_U64(v, 84);
+	CHECK_EQ_INT(hmap_take(&m, 42, &v), 0);
+	CHECK_EQ_INT(hmap_take(&m, 0, &v), 1);
+	CHECK_EQ_U64(v, 0);
+	CHECK_EQ_U64(hmap_count(&m), 98);
+	hmap_release(&m);
+	pos = 0;
+	CHECK_EQ_INT(hmap_next(&m, &pos, &k, &v), 0);
 }
 
 /* The hashes spread keys that differ only in their high bits (one
@@ -256,6 +350,18 @@ static void test_hashes(void)
 	for (uint64_t p = 0; p < 64; p++)
 		seen |= 1ULL << (hash64(p << 48 | 0x7f0000001000ULL) & 63);
 	CHECK(__builtin_popcountll(seen) > 32);
+	/* functions 128 bytes apart do not pile up in a few runs (a single
+	 * multiplication put them 7 probes from home) */
+	struct hmap m = {0};
+	size_t i, disp = 0;
+
+	for (i = 0; i < 25; i++)
+		CHECK_EQ_INT(hmap_put(&m, 0x55d0c0a01250ULL + 0x80 * i, i), 0);
+	for (i = 0; i < m.size; i++)
+		if (m.slot[i].key)
+			disp += (i - (hash64(m.slot[i].key) & (m.size - 1))) & (m.size - 1);
+	CHECK(disp <= 25);
+	hmap_release(&m);
 	CHECK(hash_str("a") != hash_str("b"));
 	CHECK_EQ_U64(hash_str(""), 0xcbf29ce484222325ULL);
 	CHECK(hash_pair(1, 2) != hash_pair(2, 1));
@@ -297,6 +403,8 @@ int main(void)
 	RUN_TEST(test_delete_backward_shift);
 	RUN_TEST(test_delete_random);
 	RUN_TEST(test_hindex);
+	RUN_TEST(test_pairs);
+	RUN_TEST(test_next_take);
 	RUN_TEST(test_hashes);
 	RUN_TEST(test_array_grow);
 	CHECK_DONE();
