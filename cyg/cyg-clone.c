@@ -163,14 +163,14 @@ static int clone_start(void *p)
 		/* TLS of its own: a copy of the caller's, or whatever the
 		 * caller made; its writer is made at its first hook. */
 		memset(&cyg_tls, 0, sizeof cyg_tls);
-		t = cyg__thread_alloc(CYG_TF_CLONED | (flags & CLONE_THREAD ? 0 : CYG_TF_FORKED), now,
-				 proc_off);
+		t = cyg__thread_alloc(CYG_TF_CLONED | (flags & CLONE_THREAD ? 0 : CYG_TF_FORKED),
+				      now, proc_off);
 		if (t)
 			cyg__tls_use(t);
 	} else {
 		/* TLS shared with the caller (which went shared in the wrapper) */
-		t = cyg__thread_alloc(CYG_TF_CLONED | (flags & CLONE_THREAD ? 0 : CYG_TF_FORKED), now,
-				 proc_off);
+		t = cyg__thread_alloc(CYG_TF_CLONED | (flags & CLONE_THREAD ? 0 : CYG_TF_FORKED),
+				      now, proc_off);
 		shared_add((uint32_t)syscall(SYS_gettid), t ? OFF(t) : 0, proc_off,
 			   CYG_TF_CLONED);
 	}

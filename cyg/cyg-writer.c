@@ -42,7 +42,7 @@ struct cyg_thread *cyg__thread_alloc(uint32_t flags, uint64_t now, uint64_t proc
 {
 	struct cyg_thread *t;
 	struct cyg_node *root;
-	uint64_t off, stack, ring = 0;
+	uint64_t off, stack = 0, ring = 0;
 	uint32_t cap = CYG_STACK_INIT;
 	/* By the mapping's flag, not cyg_memory: a writer made before memory
 	 * tracing started (a hook that came before libcygprof-mem.so
@@ -51,7 +51,6 @@ struct cyg_thread *cyg__thread_alloc(uint32_t flags, uint64_t now, uint64_t proc
 
 	/* What others gave back, under the lock; new memory without it (a
 	 * signal handler's writer, when its thread holds the lock). */
-	stack = 0;
 	cyg__reuse(&stack, &cap, &ring, cyg_timeline || mem);
 	off = cyg__area_alloc(sizeof *t);
 	if (!stack)
@@ -158,8 +157,8 @@ static struct cyg_thread *sig_writer(struct cyg_thread *h)
 	if (h->level + 1 > CYG_SIG_LEVELS)
 		return NULL;
 	int saved = errno;
-	struct cyg_thread *a =
-		cyg__thread_alloc(CYG_TF_SIGNAL | (h->flags & CYG_TF_CLONED), cyg_now(), h->proc_off);
+	struct cyg_thread *a = cyg__thread_alloc(CYG_TF_SIGNAL | (h->flags & CYG_TF_CLONED),
+						 cyg_now(), h->proc_off);
 	errno = saved;
 	if (!a)
 		return NULL;
