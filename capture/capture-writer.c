@@ -650,11 +650,15 @@ static int flush_block(struct cygprof_capture *cap, struct pending *p, bool clos
 		return rc;
 	p->dirty = false;
 	/* A small block stays open: later events extend it and rewrite the key,
-	 * so frequent commits do not leave many tiny blocks behind. */
-	if (close || p->len >= cap->block_max / 2) {
+	 * so frequent commits do not leave many tiny blocks behind.  A stream
+	 * sends the whole block again at each rewrite: it closes the block
+	 * after a few (a slow stream would be sent over and over). */
+	if (close || p->len >= cap->block_max / 2 ||
+	    (cap->stream && ++p->puts >= CAPTURE_STREAM_PUTS)) {
 		p->seq++;
 		p->count = 0;
 		p->len = CAPTURE_BLOCK_HDR;
+		p->puts = 0;
 	}
 	return 0;
 }

@@ -162,7 +162,9 @@ struct cygprof_capture_stream {
 /** Start a capture that is not a file: every write call encodes its records
  * exactly as cygprof_capture_create() does (same checks, batching, blocks
  * and packing) and hands the resulting values to ops (with arg), instead of
- * storing them.  No file is created; the capture has no reader side (the
+ * storing them.  (One difference: an open event block is put at most 4
+ * times before the next one starts, where a file's writer rewrites it until
+ * it is half full; docs/capture-format.md "Streams".)  No file is created; the capture has no reader side (the
  * get_* calls, cursors and cygprof_capture_foreach_event() return
  * -EOPNOTSUPP) and cygprof_capture_file_size() is 0.  ops and arg must
  * outlive the capture.  Errors: -EINVAL (no ops or put), -ENOMEM.
@@ -179,15 +181,15 @@ int cygprof_capture_create_stream(const struct cygprof_capture_stream *ops, void
  * makes them: stack nodes and counters with the next id, event blocks of a
  * stream dense from 0 (the last one rewritten or the next one started),
  * their times not going back from the block before, the memory events'
- * stack ids among the stack nodes put, samples of a defined counter.
- * Anything else is refused and nothing is stored, so a capture made of
- * accepted values reads as written.  Errors: CYGPROF_E_CORRUPT for a value
- * a reader would refuse or a record out of sequence
- * (cygprof_capture_damage(NULL) says which and why), -EPERM for a meta key
- * of the library's own (as cygprof_capture_set_meta()) or a capture from
- * cygprof_capture_open_rw(), -EINVAL for an unknown db or a key of the
- * wrong size, and the errors of a write.  A stream of event blocks is
- * written by put_value or by the append calls, not by both. */
+ * stack ids among the stack nodes put, samples of a defined counter
+ * (docs/capture-format.md "Streams").  Anything else is refused and nothing
+ * is stored, so a capture made of accepted values reads as written.
+ * Errors: CYGPROF_E_CORRUPT for a key or value a reader would refuse or a
+ * record out of sequence (cygprof_capture_damage(NULL) says which and why),
+ * -EPERM for a meta key of the library's own (as cygprof_capture_set_meta())
+ * or a capture from cygprof_capture_open_rw(), -EINVAL for an unknown db or
+ * an empty or too long key, and the errors of a write.  A stream of event
+ * blocks is written by put_value or by the append calls, not by both. */
 int cygprof_capture_put_value(struct cygprof_capture *cap, unsigned int db, const void *key,
 			      size_t klen, const void *value, size_t vlen);
 

@@ -247,9 +247,16 @@ static void text_add(struct text *t, const char *tag, const void *v, size_t n)
 	t->p[t->n] = 0;
 }
 
+/* The event block DBs, and the meta keys of the seal that counts them. */
+static int is_block_db(size_t d)
+{
+	return d == 4 || d == 7 || d == 11 || d == 12 || d == 13;
+}
+
 /* Every key and value of every DB of the capture at path, in hex, one
- * line each (LMDB read directly: what is stored, checksums included). */
-static char *contents(const char *path)
+ * line each (LMDB read directly: what is stored, checksums included); with
+ * no_blocks, without the event blocks and the seal, which counts them. */
+static char *contents(const char *path, int no_blocks)
 {
 	struct text t = { 0 };
 	MDB_env *env;
@@ -272,6 +279,9 @@ static char *contents(const char *path)
 		}
 		for (int r = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !r;
 		     r = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+			if (no_blocks && (is_block_db(d) || (!d && k.mv_size == 6 &&
+							     !memcmp(k.mv_data, "counts", 6))))
+				continue;
 			text_add(&t, db_names[d], k.mv_data, k.mv_size);
 			text_add(&t, "=", v.mv_data, v.mv_size);
 		}
@@ -283,11 +293,50 @@ static char *contents(const char *path)
 	return t.p;
 }
 
-/* The two captures hold the same keys and values in every DB. */
-static void check_same(const char *a, const char *b)
+static int add_events(const struct cygprof_event *ev, size_t n, void *data)
 {
-	char *x = contents(a), *y = contents(b);
+	text_add(data, "events", ev, n * sizeof(*ev));
+	return 0;
+}
 
+/* The records of every event block stream of the capture at path, as the
+ * reader gives them (threads and counters 0 to 3). */
+static char *streams(const char *path)
+{
+	struct text t = { 0 };
+	struct cygprof_capture *cap;
+	void *v;
+	size_t n;
+
+	if (cygprof_capture_open(path, &cap))
+		return NULL;
+	for (uint32_t i = 0; i < 4; i++) {
+		struct cygprof_mem_cursor *cur;
+		struct cygprof_mem_event me;
+		CHECK_EQ_INT(cygprof_capture_foreach_event(cap, i, add_events, &t), 0);
+		CHECK_EQ_INT(cygprof_mem_cursor_open(cap, i, &cur), 0);
+		while (cur && cygprof_mem_cursor_next(cur, &me) == 1)
+			text_add(&t, "mem", &me, sizeof me);
+		cygprof_mem_cursor_close(cur);
+		if (!cygprof_capture_get_samples(cap, i, (struct cygprof_sample **)&v, &n)) {
+			text_add(&t, "samples", v, n * sizeof(struct cygprof_sample));
+			free(v);
+		}
+	}
+	if (!cygprof_capture_get_psamples(cap, (struct cygprof_psample **)&v, &n)) {
+		text_add(&t, "psamples", v, n * sizeof(struct cygprof_psample));
+		free(v);
+	}
+	if (!cygprof_capture_get_offcpu(cap, (struct cygprof_offcpu **)&v, &n)) {
+		text_add(&t, "offcpu", v, n * sizeof(struct cygprof_offcpu));
+		free(v);
+	}
+	cygprof_capture_close(cap);
+	return t.p;
+}
+
+static void check_same_text(const char *a, const char *b, char *x, char *y)
+{
 	CHECK(x && y);
 	if (x && y && strcmp(x, y)) {
 		size_t i = 0;
@@ -299,6 +348,16 @@ static void check_same(const char *a, const char *b)
 	}
 	free(x);
 	free(y);
+}
+
+/* The two captures hold the same keys and values in every DB; with
+ * blocks_differ, the same but for the event blocks, which give the same
+ * records (a stream closes an open block after CAPTURE_STREAM_PUTS puts,
+ * a file's writer when it is half full). */
+static void check_same(const char *a, const char *b, int blocks_differ)
+{
+	check_same_text(a, b, contents(a, blocks_differ), contents(b, blocks_differ));
+	check_same_text(a, b, streams(a), streams(b));
 }
 
 /* The small run's records, read back from the capture at path. */
@@ -432,7 +491,8 @@ static void roundtrip(uint32_t max_frame, int big, const char *name)
 	const char *recv = tmp_path(rname), *direct = tmp_path(dname);
 	CHECK_EQ_INT(encode_run(&e, 0, big), 0);
 	CHECK_EQ_INT(direct_run(direct, big), 0);
-	size_t parts = 0, puts = 0;
+	size_t parts = 0, puts = 0, again = 0, most = 0, blocks = 0;
+	uint8_t last[12] = { 0 };
 	for (size_t off = 0; off < e.len;) {
 		uint32_t type, plen;
 		const uint8_t *pl;
@@ -443,9 +503,22 @@ static void roundtrip(uint32_t max_frame, int big, const char *name)
 		CHECK(plen <= (max_frame ? max_frame : NETP_MAX_FRAME));
 		parts += e.buf[off + 6] == NETP_F_MORE;
 		puts += type == NETP_T_PUT;
+		/* thread 1's timeline blocks (the big run): how often each is put
+		 * again (its parts counted once) */
+		if (type == NETP_T_PUT && e.buf[off + 6] == 0 && pl[0] == CYGPROF_DB_TIMELINE &&
+		    pl[2] == 8 && pl[7] == 1) {
+			again = memcmp(last, pl, 12) ? 1 : again + 1;
+			blocks += again == 1;
+			most = again > most ? again : most;
+			memcpy(last, pl, 12);
+		}
 		off += (size_t)fl;
 	}
 	CHECK(puts > 15);
+	/* an open block is put again at each commit, at most 4 times
+	 * (CAPTURE_STREAM_PUTS), then the next one starts */
+	if (big)
+		CHECK(most == 4 && blocks >= 14);
 	if (max_frame)
 		CHECK(parts > 10); /* trees, sites, blocks: more than a frame */
 	else
@@ -453,7 +526,7 @@ static void roundtrip(uint32_t max_frame, int big, const char *name)
 	CHECK_EQ_INT(replay(e.buf, e.len, recv, err, sizeof err), NETP_DONE_END);
 	CHECK_EQ_STR(err, "");
 	netp_enc_free(&e);
-	check_same(direct, recv);
+	check_same(direct, recv, big);
 	check_read(recv);
 }
 
@@ -619,7 +692,7 @@ static void test_compressed(void)
 	CHECK_EQ_INT(replay(b.p, b.n, tmp_path("z.recv"), err, sizeof err), NETP_DONE_END);
 	CHECK_EQ_STR(err, "");
 	CHECK_EQ_INT(direct_run(tmp_path("z.direct"), 1), 0);
-	check_same(tmp_path("z.direct"), tmp_path("z.recv"));
+	check_same(tmp_path("z.direct"), tmp_path("z.recv"), 1);
 
 	/* a ZBATCH that lies about its size, or holds garbage */
 	uint8_t bad[64] = { 0xff, 0xff, 0xff, 0x7f, 1, 2, 3 };
