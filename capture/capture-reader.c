@@ -817,149 +817,142 @@ static int unpack(struct cygprof_capture *cap, MDB_val *v, uint8_t **buf)
 	return 0;
 }
 
-/* A tree value (checksum stripped) as nodes (*out owned, NULL when empty). */
-static int decode_tree(struct cygprof_capture *cap, uint32_t thread_idx, MDB_val v,
-		       struct cygprof_node **out, size_t *n)
+/* A packed per-thread array (trees, sites; checksum stripped): unpacked
+ * into *packed (free it), its header (LE32 count, LE32 record size at
+ * least min) checked against its length, *a an array of count elements of
+ * elsize bytes (NULL when empty) for the caller to fill from *rec, each
+ * *size bytes apart.  0, CYGPROF_E_CORRUPT or -ENOMEM. */
+static int unpack_array(struct cygprof_capture *cap, MDB_val v, size_t min, size_t elsize,
+			uint8_t **packed, const uint8_t **rec, uint32_t *count, uint32_t *size,
+			void **a)
 {
-	struct cygprof_node *a = NULL;
+	int rc = unpack(cap, &v, packed);
+
+	*a = NULL;
+	if (rc)
+		return rc;
+	if (v.mv_size < 8)
+		return CYGPROF_E_CORRUPT;
+	*rec = (const uint8_t *)v.mv_data + 8;
+	*count = get_le32(v.mv_data);
+	*size = get_le32((const uint8_t *)v.mv_data + 4);
+	if (*size < min || (uint64_t)*count * *size > (uint64_t)v.mv_size - 8)
+		return CYGPROF_E_CORRUPT;
+	if (*count && !(*a = malloc((size_t)*count * elsize)))
+		return -ENOMEM;
+	return 0;
+}
+
+typedef int (*thread_decode_fn)(struct cygprof_capture *cap, uint32_t thread_idx, MDB_val v,
+				void **out, size_t *n);
+
+/* A tree value as nodes (*out owned, NULL when empty). */
+static int decode_tree(struct cygprof_capture *cap, uint32_t thread_idx, MDB_val v, void **out,
+		       size_t *n)
+{
+	struct cygprof_node *a;
 	const uint8_t *p;
 	uint8_t *packed = NULL;
-	uint32_t count, size, i;
+	uint32_t count = 0, size, i;
 	int rc;
 
-	*out = NULL;
-	*n = 0;
-	rc = unpack(cap, &v, &packed);
-	if (rc)
-		goto out;
-	rc = CYGPROF_E_CORRUPT;
-	if (v.mv_size < CAPTURE_TREE_HDR)
-		goto out;
-	p = v.mv_data;
-	count = get_le32(p);
-	size = get_le32(p + 4);
-	if (size < CAPTURE_NODE_SIZE ||
-	    (uint64_t)count * size > (uint64_t)v.mv_size - CAPTURE_TREE_HDR)
-		goto out;
-	rc = 0;
-	if (!count)
-		goto out;
-	a = malloc((size_t)count * sizeof(*a));
-	if (!a) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (i = 0, p += CAPTURE_TREE_HDR; i < count; i++, p += size) {
+	rc = unpack_array(cap, v, CAPTURE_NODE_SIZE, sizeof(*a), &packed, &p, &count, &size,
+			  (void **)&a);
+	for (i = 0; !rc && i < count; i++, p += size) {
 		a[i].parent = get_le32(p);
 		a[i].flags = get_le32(p + 4);
 		a[i].fn = get_le64(p + 8);
 		a[i].site = get_le64(p + 16);
 		a[i].calls = get_le64(p + 24);
 		a[i].total_ns = get_le64(p + 32);
-		if (a[i].parent != CYGPROF_NONE && a[i].parent >= i) {
+		if (a[i].parent != CYGPROF_NONE && a[i].parent >= i)
 			rc = capture_damage(cap, "thread %u call tree: node %u has parent %u",
 					    thread_idx, i, a[i].parent);
-			free(a);
-			a = NULL;
-			goto out;
-		}
 	}
-	*out = a;
-	*n = count;
-out:
 	if (rc == CYGPROF_E_CORRUPT && !capture_detail_last()[0])
 		capture_damage(cap, "thread %u call tree: malformed", thread_idx);
 	free(packed);
-	return rc;
-}
-
-int cygprof_capture_get_tree(struct cygprof_capture *cap, uint32_t thread_idx,
-			     struct cygprof_node **nodes, size_t *n)
-{
-	uint8_t key[4];
-	MDB_txn *txn;
-	MDB_val k = { .mv_size = sizeof(key), .mv_data = key }, v;
-	int rc;
-
-	if (!cap || !nodes || !n)
-		return -EINVAL;
-	*nodes = NULL;
-	*n = 0;
-	put_be32(key, thread_idx);
-	rc = capture_rbegin(cap, &txn);
-	if (rc)
-		return rc;
-	rc = mdb_get(txn, cap->dbi[DB_TREES], &k, &v);
 	if (rc) {
-		/* no tree stored: an empty tree */
-		rc = rc == MDB_NOTFOUND ? 0 : capture_err(rc);
-		goto out;
+		free(a);
+		a = NULL;
 	}
-	rc = capture_value(cap, DB_TREES, &k, &v);
-	if (!rc)
-		rc = decode_tree(cap, thread_idx, v, nodes, n);
-out:
-	capture_rend(cap, txn);
+	*out = a;
+	*n = rc ? 0 : count;
 	return rc;
 }
 
-/* ---- call sites ------------------------------------------------------------- */
-
-/* A sites value (checksum stripped) as entries (*out owned, NULL when
- * empty). */
-static int decode_sites(struct cygprof_capture *cap, uint32_t thread_idx, MDB_val v,
-			struct cygprof_callsite **out, size_t *n)
+/* A sites value as entries (*out owned, NULL when empty). */
+static int decode_sites(struct cygprof_capture *cap, uint32_t thread_idx, MDB_val v, void **out,
+			size_t *n)
 {
-	struct cygprof_callsite *a = NULL;
+	struct cygprof_callsite *a;
 	const uint8_t *p;
 	uint8_t *packed = NULL;
-	uint32_t count, size, i;
+	uint32_t count = 0, size, i;
 	int rc;
 
-	*out = NULL;
-	*n = 0;
-	rc = unpack(cap, &v, &packed);
-	if (rc)
-		goto out;
-	rc = CYGPROF_E_CORRUPT;
-	if (v.mv_size < 8)
-		goto out;
-	p = v.mv_data;
-	count = get_le32(p);
-	size = get_le32(p + 4);
-	if (size < 32 || (uint64_t)count * size > (uint64_t)v.mv_size - 8)
-		goto out;
-	rc = 0;
-	if (!count)
-		goto out;
-	a = malloc((size_t)count * sizeof(*a));
-	if (!a) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (i = 0, p += 8; i < count; i++, p += size) {
+	rc = unpack_array(cap, v, 32, sizeof(*a), &packed, &p, &count, &size, (void **)&a);
+	for (i = 0; !rc && i < count; i++, p += size) {
 		a[i].node = get_le32(p);
 		a[i].flags = get_le32(p + 4);
 		a[i].site = get_le64(p + 8);
 		a[i].calls = get_le64(p + 16);
 		a[i].total_ns = get_le64(p + 24);
 	}
-	*out = a;
-	*n = count;
-out:
 	if (rc == CYGPROF_E_CORRUPT && !capture_detail_last()[0])
 		capture_damage(cap, "thread %u call sites: malformed", thread_idx);
 	free(packed);
+	if (rc) {
+		free(a);
+		a = NULL;
+	}
+	*out = a;
+	*n = rc ? 0 : count;
 	return rc;
 }
+
+/* The value of a thread in a per-thread DB (trees, sites), decoded; none
+ * stored: empty (*out NULL, *n 0). */
+static int get_thread_value(struct cygprof_capture *cap, unsigned int db, uint32_t thread_idx,
+			    thread_decode_fn decode, void **out, size_t *n)
+{
+	uint8_t key[4];
+	MDB_txn *txn;
+	MDB_val k = { .mv_size = sizeof(key), .mv_data = key }, v;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	put_be32(key, thread_idx);
+	rc = capture_rbegin(cap, &txn);
+	if (rc)
+		return rc;
+	rc = mdb_get(txn, cap->dbi[db], &k, &v);
+	if (rc) {
+		rc = rc == MDB_NOTFOUND ? 0 : capture_err(rc);
+	} else {
+		rc = capture_value(cap, db, &k, &v);
+		if (!rc)
+			rc = decode(cap, thread_idx, v, out, n);
+	}
+	capture_rend(cap, txn);
+	return rc;
+}
+
+int cygprof_capture_get_tree(struct cygprof_capture *cap, uint32_t thread_idx,
+			     struct cygprof_node **nodes, size_t *n)
+{
+	if (!cap || !nodes || !n)
+		return -EINVAL;
+	return get_thread_value(cap, DB_TREES, thread_idx, decode_tree, (void **)nodes, n);
+}
+
+/* ---- call sites ------------------------------------------------------------- */
 
 int cygprof_capture_get_sites(struct cygprof_capture *cap, uint32_t thread_idx,
 			      struct cygprof_callsite **out, size_t *n)
 {
 	struct cygprof_callsite *a = NULL;
-	uint8_t key[4];
-	MDB_txn *txn;
-	MDB_val k = { .mv_size = sizeof(key), .mv_data = key }, v;
 	int rc;
 
 	if (!cap || !out || !n)
@@ -989,21 +982,7 @@ int cygprof_capture_get_sites(struct cygprof_capture *cap, uint32_t thread_idx,
 		*out = a;
 		return 0;
 	}
-	put_be32(key, thread_idx);
-	rc = capture_rbegin(cap, &txn);
-	if (rc)
-		return rc;
-	rc = mdb_get(txn, cap->dbi[DB_SITES], &k, &v);
-	if (rc) {
-		rc = rc == MDB_NOTFOUND ? 0 : capture_err(rc);
-		goto out;
-	}
-	rc = capture_value(cap, DB_SITES, &k, &v);
-	if (!rc)
-		rc = decode_sites(cap, thread_idx, v, out, n);
-out:
-	capture_rend(cap, txn);
-	return rc;
+	return get_thread_value(cap, DB_SITES, thread_idx, decode_sites, (void **)out, n);
 }
 
 /* ---- event blocks ---------------------------------------------------------- */
@@ -1991,6 +1970,18 @@ int capture_check_value(struct cygprof_capture *cap, unsigned int db, const MDB_
 		[DB_SITES] = 4,	  [DB_COUNTERS] = 4, [DB_SAMPLES] = 8, [DB_PSAMPLES] = 8,
 		[DB_OFFCPU] = 8,
 	};
+	/* the DBs of one record per value, as load() decodes them */
+	static const struct {
+		decode_fn decode;
+		clear_fn clear;
+	} records[DB_COUNT] = {
+		[DB_PROCS] = { decode_proc, clear_proc },
+		[DB_THREADS] = { decode_thread, NULL },
+		[DB_OBJECTS] = { decode_object, clear_object },
+		[DB_SYMBOLS] = { decode_symbol, clear_symbol },
+		[DB_STACKS] = { decode_stack, NULL },
+		[DB_COUNTERS] = { decode_counter, clear_counter },
+	};
 	union {
 		struct cygprof_proc p;
 		struct cygprof_thread t;
@@ -1999,8 +1990,7 @@ int capture_check_value(struct cygprof_capture *cap, unsigned int db, const MDB_
 		struct cygprof_stack_node st;
 		struct cygprof_counter c;
 	} u;
-	struct cygprof_node *nodes = NULL;
-	struct cygprof_callsite *sites = NULL;
+	void *arr = NULL;
 	char what[96];
 	size_t n;
 	int rc;
@@ -2012,7 +2002,8 @@ int capture_check_value(struct cygprof_capture *cap, unsigned int db, const MDB_
 	capture_describe(db, k->mv_data, k->mv_size, what, sizeof(what));
 	if (db == DB_META) {
 		/* what cygprof_capture_set_meta() can write: C strings */
-		if (memchr(k->mv_data, 0, k->mv_size) || memchr(v->mv_data, 0, v->mv_size))
+		if ((k->mv_size && memchr(k->mv_data, 0, k->mv_size)) ||
+		    (v->mv_size && memchr(v->mv_data, 0, v->mv_size)))
 			return capture_damage(cap, "%s: a NUL byte", what);
 		return 0;
 	}
@@ -2022,40 +2013,17 @@ int capture_check_value(struct cygprof_capture *cap, unsigned int db, const MDB_
 	/* the one-stream DBs: the reader reads the blocks of stream 0 only */
 	if ((db == DB_PSAMPLES || db == DB_OFFCPU) && get_be32(k->mv_data) != CAPTURE_ONE_STREAM)
 		return capture_damage(cap, "%s: not of stream 0", what);
-	switch (db) {
-	case DB_PROCS:
-		rc = decode_proc(k, v, &u.p);
-		clear_proc(&u.p);
-		break;
-	case DB_THREADS:
-		rc = decode_thread(k, v, &u.t);
-		break;
-	case DB_OBJECTS:
-		rc = decode_object(k, v, &u.o);
-		clear_object(&u.o);
-		break;
-	case DB_SYMBOLS:
-		rc = decode_symbol(k, v, &u.s);
-		clear_symbol(&u.s);
-		break;
-	case DB_STACKS:
-		rc = decode_stack(k, v, &u.st);
-		break;
-	case DB_COUNTERS:
-		rc = decode_counter(k, v, &u.c);
-		clear_counter(&u.c);
-		break;
-	case DB_TREES:
-		rc = decode_tree(cap, get_be32(k->mv_data), *v, &nodes, &n);
-		free(nodes);
+	if (records[db].decode) {
+		rc = records[db].decode(k, v, &u);
+		if (records[db].clear)
+			records[db].clear(&u);
+	} else if (db == DB_TREES || db == DB_SITES) {
+		rc = (db == DB_TREES ? decode_tree : decode_sites)(cap, get_be32(k->mv_data), *v,
+								   &arr, &n);
+		free(arr);
 		return rc;
-	case DB_SITES:
-		rc = decode_sites(cap, get_be32(k->mv_data), *v, &sites, &n);
-		free(sites);
-		return rc;
-	default:
+	} else {
 		rc = check_block(cap, db, v, f);
-		break;
 	}
 	if (rc == CYGPROF_E_CORRUPT)
 		return capture_damage(cap, "%s: malformed", what);
