@@ -231,18 +231,29 @@ static const char *const db_names[] = { "meta",	   "procs",    "threads", "trees
 
 struct text {
 	char *p;
-	size_t n;
+	size_t n, cap;
 };
 
 static void text_add(struct text *t, const char *tag, const void *v, size_t n)
 {
-	char *q = realloc(t->p, t->n + strlen(tag) + 2 * n + 3);
-	if (!q)
-		return;
-	t->p = q;
+	static const char hexd[] = "0123456789abcdef";
+	size_t need = t->n + strlen(tag) + 2 * n + 3;
+
+	if (need > t->cap) {
+		size_t cap = t->cap ? t->cap : 4096;
+		while (cap < need)
+			cap *= 2;
+		char *q = realloc(t->p, cap);
+		if (!q)
+			return;
+		t->p = q;
+		t->cap = cap;
+	}
 	t->n += (size_t)sprintf(t->p + t->n, "%s ", tag);
-	for (size_t i = 0; i < n; i++)
-		t->n += (size_t)sprintf(t->p + t->n, "%02x", ((const uint8_t *)v)[i]);
+	for (size_t i = 0; i < n; i++) {
+		t->p[t->n++] = hexd[((const uint8_t *)v)[i] >> 4];
+		t->p[t->n++] = hexd[((const uint8_t *)v)[i] & 15];
+	}
 	t->p[t->n++] = '\n';
 	t->p[t->n] = 0;
 }
@@ -864,7 +875,7 @@ static void test_malformed(void)
 	CHECK_EQ_STR(err, "malformed put frame (6 bytes)");
 	CHECK_EQ_STR(netp_type_name(NETP_T_PUT), "put");
 
-	uint8_t k4[4] = { 0, 0, 0, 0 }, k8[8] = { 0 }, val[64] = { 0 };
+	uint8_t k4[4] = { 0, 0, 0, 0 }, k8[8] = { 0 }, val[128] = { 0 };
 	CHECK_EQ_INT(put(&rx, 14, k4, 4, val, 8), -EINVAL); /* no such DB */
 	CHECK(strstr(rx.err, "DB 14") != NULL);
 	/* the library's own meta keys, as set_meta refuses them */
