@@ -378,6 +378,7 @@ void capture_free(struct cygprof_capture *cap)
 	ZSTD_freeDCtx(cap->zd);
 	free(cap->zbuf.p);
 	free(cap->dirty);
+	free(cap->vstreams);
 	free(cap->log.ent);
 	free(cap->log.data);
 	free(cap->scratch.p);

@@ -359,8 +359,15 @@ struct pending {
 			     * samples: value of the previous sample in the block */
 	bool any;         /* last_ts is valid */
 	bool dirty;       /* holds events not yet written to LMDB */
-	uint64_t before_ts; /* put_value: last time of the block before seq */
 	unsigned int puts; /* a stream capture: times this open block was put */
+};
+
+/* put_value: the blocks put of one stream (db, thread or counter id). */
+struct vstream {
+	uint32_t db, id;
+	uint32_t seq;       /* of the last block put */
+	uint64_t before_ts; /* last time of the block before it (0: none) */
+	uint64_t last_ts;   /* last time of the block seq */
 };
 
 struct cygprof_capture {
@@ -404,6 +411,10 @@ struct cygprof_capture {
 	bool reopened;  /* cygprof_capture_open_rw(): streams continue the file's */
 	uint32_t next_seq[STREAM_COUNT]; /* reopened: the first block of the
 					  * psamples and offcpu streams */
+	/* put_value: where each stream of event blocks is, sorted by (db, id):
+	 * as many as streams were put (ids come from the values) */
+	struct vstream *vstreams;
+	size_t nvstreams, cvstreams;
 	/* a stream capture (cygprof_capture_create_stream()): no env, every
 	 * put goes to stream->put */
 	const struct cygprof_capture_stream *stream;

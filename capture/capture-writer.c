@@ -1498,38 +1498,43 @@ int cygprof_capture_append_offcpu(struct cygprof_capture *cap, const struct cygp
 
 /* ---- values as a stream capture hands them out ---------------------------------- */
 
-static unsigned int stream_of(unsigned int db)
+/* Where the stream (db, id) of put_value is in cap->vstreams (*found), or
+ * would be inserted. */
+static size_t vstream_find(const struct cygprof_capture *cap, uint32_t db, uint32_t id,
+			   bool *found)
 {
-	switch (db) {
-	case DB_MEM:
-		return STREAM_MEM;
-	case DB_SAMPLES:
-		return STREAM_SAMPLES;
-	case DB_PSAMPLES:
-		return STREAM_PSAMPLES;
-	case DB_OFFCPU:
-		return STREAM_OFFCPU;
-	default:
-		return STREAM_TIMELINE;
+	size_t lo = 0, hi = cap->nvstreams, mid;
+	const struct vstream *v;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		v = &cap->vstreams[mid];
+		if (v->db < db || (v->db == db && v->id < id))
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	*found = lo < cap->nvstreams && cap->vstreams[lo].db == db && cap->vstreams[lo].id == id;
+	return lo;
 }
 
 /* Whether a checked value of db at key may follow what was put before, as
  * the reader reads records across values: the next stack node and counter
- * id; the blocks of a stream dense from 0, the last one rewritten or the
+ * id; the blocks of a stream dense from 0, the last one put again or the
  * next one started, times not going back from the block before (the perf
  * samples and off-CPU streams are sorted by the reader: any time); memory
- * stack ids among the nodes put; samples of a defined counter.  *pp: the
- * stream's state, for put_value_done(). */
+ * stack ids among the nodes put; samples of a defined counter.  Room for
+ * one more stream is made, so that put_value_done() cannot fail. */
 static int put_value_order(struct cygprof_capture *cap, unsigned int db, const uint8_t *key,
-			   size_t klen, const struct value_facts *f, struct pending **pp)
+			   size_t klen, const struct value_facts *f)
 {
-	struct pending *p;
+	const struct vstream *v;
 	uint64_t before;
-	uint32_t id, seq;
+	uint32_t seq;
 	char what[96];
+	size_t at;
+	bool found;
 
-	*pp = NULL;
 	capture_describe(db, key, klen, what, sizeof(what));
 	switch (db) {
 	case DB_STACKS:
@@ -1551,48 +1556,63 @@ static int put_value_order(struct cygprof_capture *cap, unsigned int db, const u
 	default:
 		return 0;
 	}
-	id = get_be32(key);
 	seq = get_be32(key + 4);
-	if (db == DB_SAMPLES && id >= cap->ncounters)
+	if (db == DB_SAMPLES && get_be32(key) >= cap->ncounters)
 		return capture_damage(cap, "%s: no such counter", what);
 	if (db == DB_MEM && f->max_stack > cap->nstacks)
 		return capture_damage(cap, "%s: stack %llu not put", what,
 				      (unsigned long long)f->max_stack);
-	p = pending_get(cap, stream_of(db), id);
-	if (!p)
-		return -ENOMEM;
-	if (p->any && seq == p->seq) {
-		before = p->before_ts; /* the open block, rewritten */
-	} else if (p->any ? p->seq != UINT32_MAX && seq == p->seq + 1 : seq == p->seq) {
-		before = p->any ? p->last_ts : 0;
-	} else {
-		return capture_damage(cap, "%s: out of sequence (block %u%s)", what, p->seq,
-				      p->any ? " put last" : " expected");
-	}
+	at = vstream_find(cap, db, get_be32(key), &found);
+	v = found ? &cap->vstreams[at] : NULL;
+	if (v && seq == v->seq)
+		before = v->before_ts; /* the last block, put again */
+	else if (v ? v->seq != UINT32_MAX && seq == v->seq + 1 : !seq)
+		before = v ? v->last_ts : 0;
+	else
+		return capture_damage(cap, "%s: out of sequence (block %u %s)", what,
+				      v ? v->seq : 0, v ? "put last" : "expected");
 	if (db != DB_PSAMPLES && db != DB_OFFCPU && f->first_ts < before)
 		return capture_damage(cap, "%s: time goes back", what);
-	*pp = p;
+	if (cap->nvstreams == cap->cvstreams) {
+		size_t n = cap->cvstreams ? cap->cvstreams * 2 : 16;
+		struct vstream *nv = realloc(cap->vstreams, n * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		cap->vstreams = nv;
+		cap->cvstreams = n;
+	}
 	return 0;
 }
 
 /* A value put: the sequences move on. */
 static void put_value_done(struct cygprof_capture *cap, unsigned int db, const uint8_t *key,
-			   const struct value_facts *f, struct pending *p)
+			   const struct value_facts *f)
 {
+	struct vstream *v;
 	uint32_t seq;
+	size_t at;
+	bool found;
 
 	if (db == DB_STACKS)
 		cap->nstacks++;
 	else if (db == DB_COUNTERS)
 		cap->ncounters++;
-	if (!p)
+	if (db != DB_TIMELINE && db != DB_MEM && db != DB_SAMPLES && db != DB_PSAMPLES &&
+	    db != DB_OFFCPU)
 		return;
 	seq = get_be32(key + 4);
-	if (p->any && seq != p->seq)
-		p->before_ts = p->last_ts; /* the next block started */
-	p->seq = seq;
-	p->last_ts = f->last_ts;
-	p->any = true;
+	at = vstream_find(cap, db, get_be32(key), &found);
+	v = &cap->vstreams[at];
+	if (!found) {
+		/* put_value_order() made room */
+		memmove(v + 1, v, (cap->nvstreams - at) * sizeof(*v));
+		cap->nvstreams++;
+		*v = (struct vstream){ .db = db, .id = get_be32(key) };
+	} else if (seq != v->seq) {
+		v->before_ts = v->last_ts; /* the next block started */
+	}
+	v->seq = seq;
+	v->last_ts = f->last_ts;
 }
 
 int cygprof_capture_put_value(struct cygprof_capture *cap, unsigned int db, const void *key,
@@ -1601,7 +1621,6 @@ int cygprof_capture_put_value(struct cygprof_capture *cap, unsigned int db, cons
 	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
 	MDB_val v = { .mv_size = vlen, .mv_data = (void *)value };
 	struct value_facts f;
-	struct pending *p;
 	int rc = check_writer(cap);
 
 	capture_detail_clear();
@@ -1615,10 +1634,10 @@ int cygprof_capture_put_value(struct cygprof_capture *cap, unsigned int db, cons
 		return -EPERM;
 	rc = capture_check_value(cap, db, &k, &v, &f);
 	if (!rc)
-		rc = put_value_order(cap, db, key, klen, &f, &p);
+		rc = put_value_order(cap, db, key, klen, &f);
 	if (!rc)
 		rc = wdone(cap, wput(cap, db, key, klen, value, vlen));
 	if (!rc)
-		put_value_done(cap, db, key, &f, p);
+		put_value_done(cap, db, key, &f);
 	return rc;
 }

@@ -947,6 +947,12 @@ static void test_malformed(void)
 	refused(&rx, b.db, b.key, b.klen, b.val, b.vlen, "thread 0 timeline block 1: time goes back");
 	b.val[1] ^= 0x40; /* the count */
 	refused(&rx, b.db, b.key, b.klen, b.val, b.vlen, "thread 0 timeline block 1: malformed");
+	b.val[1] ^= 0x40;
+	/* any thread index: what is kept per stream does not grow with it */
+	b.key[0] = b.key[1] = b.key[2] = 0xff;
+	b.key[7] = 0;
+	CHECK_EQ_INT(put(&rx, b.db, b.key, b.klen, b.val, b.vlen), 0);
+	b.key[0] = b.key[1] = b.key[2] = 0;
 	struct caught m = { .db = CYGPROF_DB_MEM };
 	CHECK_EQ_INT(cygprof_capture_create_stream(&catch_ops, &m, &sc), 0);
 	CHECK_EQ_INT(cygprof_capture_append_mem(sc, 0, mem, N(mem)), 0); /* stack 2 */
