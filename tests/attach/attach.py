@@ -7,8 +7,10 @@ Usage:
   attach.py --cygprof CYGPROF --example EXAMPLE --test NAME
             [--fake-runtime LIB] [--plain LONGRUN] [--skip REASON] [-v]
 
-EXAMPLE is examples/attachme.c (the refusals take longrun.c); LIB is
-tests/attach/fake-runtime.c, a stand-in runtime that logs what it is asked.
+EXAMPLE is tests/attach/attachme.c (the refusals take examples/longrun.c);
+LIB is tests/attach/fake-runtime.c, a stand-in runtime that logs what it is
+asked.  attachme, uselib and longrun run until the test tells them to stop
+(a file PATH.stop): a test takes no longer than its checks need.
 
 Tests:
   attach-refuse  one stderr line and exit 1 for: a pid that does not exist,
@@ -32,15 +34,14 @@ Tests:
                  shared library is instrumented: attached (not refused), the
                  library's calls reach the (stand-in) runtime, paired; the
                  program exits 0.
-  attach-run     (needs the runtime's attach entries, branch i12r: skipped
-                 without them) the real runtime: attach to attachme for 2 s
-                 while a thread is started in the middle: the capture's calls
+  attach-run     the real runtime: attach to attachme for 2 s, a thread
+                 started once attached: the capture's calls
                  of work() per second within 5% of the program's counter
                  over [attach_start, attach_end]; every thread seen (the
                  late one too); call paths start at main, worker or
                  late_worker (the seeds); meta attach_pid; attachme runs on
                  and exits 0.
-  attach-twice   (needs i12r too) a second attach while the first runs is
+  attach-twice   a second attach while the first runs (until SIGINT) is
                  refused with "already being profiled" (the runtime's
                  cygprof_attach_state read through /proc/PID/mem); after the
                  detach, attaching again works or is refused in one line;
@@ -71,6 +72,20 @@ def wait_pid(pidfile, proc):
     raise Failure('the program did not write its pid')
 
 
+def wait_exec(proc, path):
+    """Wait until proc has exec'd path (its /proc/PID/exe)."""
+    want = os.path.realpath(path)
+    end = time.monotonic() + 30
+    while time.monotonic() < end and proc.poll() is None:
+        try:
+            if os.path.realpath('/proc/%d/exe' % proc.pid) == want:
+                return
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise Failure('%s was not started' % path)
+
+
 def start(cmd, cwd):
     print('$ ' + ' '.join(cmd))
     return subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL,
@@ -94,7 +109,7 @@ def test_refuse(ck, cyg, example, args):
     # uninstrumented
     p = start(['/bin/sleep', '30'], d)
     try:
-        time.sleep(0.3)
+        wait_exec(p, '/bin/sleep')
         cp = run([cyg.exe, 'record', '--attach', str(p.pid)])
         expect_error(ck, cp, 'uninstrumented', 1)
         ck.check('not built with -finstrument-functions' in cp.err,
@@ -112,6 +127,7 @@ def test_refuse(ck, cyg, example, args):
         cp = run([cyg.exe, 'record', '--attach', str(pid)])
         expect_error(ck, cp, 'already profiled', 1)
         ck.check('already being profiled' in cp.err, 'says it is profiled: %r' % cp.err)
+        open(pidfile + '.stop', 'w').close()  # longrun: done with it, stop
         ck.eq(p.wait(timeout=60), 0, 'the recorded program and its record end normally')
     finally:
         if p.poll() is None:
@@ -127,20 +143,31 @@ def test_refuse(ck, cyg, example, args):
 # ---- attaching to attachme ----------------------------------------------
 
 
-def start_attachme(d, tag, seconds, threads=3):
-    """attachme running for `seconds`: (process, pid, count file)."""
+# attachme runs until told to stop (the file COUNTFILE.stop), at the
+# latest for this many seconds
+ATTACHME_LIMIT = 60
+
+
+def start_attachme(d, tag, threads=3):
+    """attachme running until stop_attachme(): (process, pid, count file)."""
     pidfile = os.path.join(d, 'pid-' + tag)
     countfile = os.path.join(d, 'count-' + tag)
-    print('$ attachme %s %s %s %d' % (pidfile, countfile, seconds, threads))
-    p = subprocess.Popen([EXAMPLE[0], pidfile, countfile, str(seconds), str(threads)],
+    print('$ attachme %s %s %s %d' % (pidfile, countfile, ATTACHME_LIMIT, threads))
+    p = subprocess.Popen([EXAMPLE[0], pidfile, countfile, str(ATTACHME_LIMIT), str(threads)],
                          cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          stdin=subprocess.DEVNULL, preexec_fn=no_core,
                          universal_newlines=True)
     return p, wait_pid(pidfile, p), countfile
 
 
-def finish_attachme(ck, p, threads=3):
-    """attachme ran to its end: exit 0 and its last line."""
+def stop_attachme(countfile):
+    """Tell attachme to stop (it looks every 20 ms)."""
+    open(countfile + '.stop', 'w').close()
+
+
+def finish_attachme(ck, p, countfile):
+    """Stop attachme: it exits 0 with its last line."""
+    stop_attachme(countfile)
     try:
         out, err = p.communicate(timeout=120)
     except subprocess.TimeoutExpired:
@@ -245,7 +272,7 @@ def nm_addrs(exe):
 def test_inject(ck, cyg, example, args):
     d = cyg.workdir
     use_fake_runtime(args)
-    p, pid, countfile = start_attachme(d, 'inject', 8)
+    p, pid, countfile = start_attachme(d, 'inject')
     log = '/tmp/cygprof-fakert-%d.log' % pid
     try:
         base = exe_base(pid, os.path.realpath(example))
@@ -286,12 +313,11 @@ def test_inject(ck, cyg, example, args):
             within(ck, int(det[0][1]) - ticks, work * 201 / 200, 'calls the hooks saw')
         # attached again after the detach, without --duration: until SIGINT
         a = attach_bg(cyg, pid, os.path.join(d, 'again.data'), None)
-        time.sleep(0.3)
         a.send_signal(signal.SIGINT)
         end_bg(ck, a, 'attach after a detach, ended by SIGINT')
         with open(log) as f:
             ck.eq(sum(1 for l in f if l.startswith('detach')), 2, 'detached twice')
-        finish_attachme(ck, p)
+        finish_attachme(ck, p, countfile)
     finally:
         if p.poll() is None:
             p.kill()
@@ -300,12 +326,12 @@ def test_inject(ck, cyg, example, args):
             os.unlink(log)
 
     # the process ends while attached: cygprof ends too, and says so
-    p, pid, countfile = start_attachme(d, 'short', 1.5)
+    p, pid, countfile = start_attachme(d, 'short')
     log = '/tmp/cygprof-fakert-%d.log' % pid
     try:
         cap = os.path.join(d, 'short.data')
         a = attach_bg(cyg, pid, cap, 60)
-        finish_attachme(ck, p)
+        finish_attachme(ck, p, countfile)
         try:
             out, err = a.communicate(timeout=60)
         except subprocess.TimeoutExpired:
@@ -330,8 +356,8 @@ def test_lib(ck, cyg, example, args):
     d = cyg.workdir
     use_fake_runtime(args)
     pidfile = os.path.join(d, 'pid-lib')
-    print('$ %s %s 4' % (example, pidfile))
-    p = subprocess.Popen([example, pidfile, '4'], cwd=d, stdout=subprocess.PIPE,
+    print('$ %s %s 60' % (example, pidfile))
+    p = subprocess.Popen([example, pidfile, '60'], cwd=d, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, preexec_fn=no_core,
                          universal_newlines=True)
     pid = wait_pid(pidfile, p)
@@ -346,6 +372,7 @@ def test_lib(ck, cyg, example, args):
             enters, exits = int(det[0][1]), int(det[0][2])
             ck.check(enters > 1000, 'the library\'s calls went to the runtime: %d' % enters)
             ck.check(abs(enters - exits) <= 4, 'enters %d and exits %d pair' % (enters, exits))
+        open(pidfile + '.stop', 'w').close()  # uselib: done with it, stop
         out, err = p.communicate(timeout=60)
         ck.eq(p.returncode, 0, 'uselib exits normally (stderr %r)' % err)
         ck.check(out.startswith('uselib: done'), 'uselib prints its summary: %r' % out)
@@ -363,15 +390,14 @@ def functions_of(data):
 
 def test_run(ck, cyg, example, args):
     d = cyg.workdir
-    p, pid, countfile = start_attachme(d, 'run', 8)
+    p, pid, countfile = start_attachme(d, 'run')
     try:
         tids = sorted(int(t) for t in os.listdir('/proc/%d/task' % pid))
         cap = os.path.join(d, 'run.data')
         a = attach_bg(cyg, pid, cap, 2)
-        time.sleep(0.5)
         open(countfile + '.late', 'w').close()  # a thread started while attached
         end_bg(ck, a, 'attach')
-        finish_attachme(ck, p)
+        finish_attachme(ck, p, countfile)
         meta, t0, t1 = attach_window(ck, cyg, cap)
         ck.eq(meta.get('attach_pid'), str(pid), 'meta attach_pid')
         rows = counts(countfile)
@@ -400,20 +426,22 @@ def test_run(ck, cyg, example, args):
 
 def test_twice(ck, cyg, example, args):
     d = cyg.workdir
-    p, pid, countfile = start_attachme(d, 'twice', 8)
+    p, pid, countfile = start_attachme(d, 'twice')
     try:
-        a = attach_bg(cyg, pid, os.path.join(d, 'one.data'), 2)
+        # attached until SIGINT, once the second attach is refused
+        a = attach_bg(cyg, pid, os.path.join(d, 'one.data'), None)
         cp = run([cyg.exe, 'record', '--attach', str(pid), '-o', os.path.join(d, 'two.data')])
         expect_error(ck, cp, 'attach while attached', 1)
         ck.check('already being profiled' in cp.err, 'says it is profiled: %r' % cp.err)
         ck.check(not os.path.exists(os.path.join(d, 'two.data')), 'the refusal writes nothing')
+        a.send_signal(signal.SIGINT)
         end_bg(ck, a, 'first attach')
         cp = run([cyg.exe, 'record', '--attach', str(pid), '-o', os.path.join(d, 'three.data'),
                   '--duration', '0.5'])
         ck.check(cp.returncode == 0 or (cp.returncode == 1 and len(cp.err.splitlines()) == 1),
                  'attaching again after the detach works or is refused in one line: %s %r' %
                  (cp.returncode, cp.err))
-        finish_attachme(ck, p)
+        finish_attachme(ck, p, countfile)
     finally:
         if p.poll() is None:
             p.kill()
@@ -424,7 +452,7 @@ def test_top(ck, cyg, example, args):
     """cygprof top --attach: the snapshot of the window is the capture's, within 5%
     of the program's own counter, and the program runs on to exit 0."""
     d = cyg.workdir
-    p, pid, countfile = start_attachme(d, 'top', 8)
+    p, pid, countfile = start_attachme(d, 'top')
     try:
         cap = os.path.join(d, 'top.data')
         cp = run([cyg.exe, 'top', '--attach', str(pid), '--duration', '2', '--once',
@@ -455,7 +483,7 @@ def test_top(ck, cyg, example, args):
         expect_error(ck, cp, 'top --attach --memory', 2)
         cp = run([cyg.exe, 'top', '--duration', '1', '--once', '--', example])
         expect_error(ck, cp, 'top --duration without --attach', 2)
-        finish_attachme(ck, p)
+        finish_attachme(ck, p, countfile)
     finally:
         if p.poll() is None:
             p.kill()
@@ -481,7 +509,7 @@ def test_send(ck, cyg, example, args):
         if not line.startswith('receive: listening on port '):
             raise Failure('receive did not listen: %r' % line)
         to = '127.0.0.1:' + line.split()[-1]
-        p, pid, countfile = start_attachme(d, 'send', 8)
+        p, pid, countfile = start_attachme(d, 'send')
         cwd = os.path.join(d, 'sender')
         os.mkdir(cwd)
         cp = subprocess.run([cyg.exe, 'record', '--attach', str(pid), '--duration', '2',
@@ -502,7 +530,7 @@ def test_send(ck, cyg, example, args):
         cp = run([cyg.exe, 'record', '--attach', str(pid), '--send', '127.0.0.1:1',
                   '--token-file', tok, '-o', os.path.join(d, 'x.data')])
         expect_error(ck, cp, '--send with -o', 2)
-        finish_attachme(ck, p)
+        finish_attachme(ck, p, countfile)
     finally:
         if rp.poll() is None:
             rp.kill()

@@ -3,7 +3,7 @@
  * attachme.c - a long-running multithreaded program to attach to
  * (cygprof record --attach PID, docs/attach.md), which counts its own calls.
  *
- * Usage: attachme PIDFILE COUNTFILE [SECONDS [THREADS]]   (defaults 10 and 3)
+ * Usage: attachme PIDFILE COUNTFILE [SECONDS [THREADS]]   (defaults 60 and 3)
  *
  * main starts THREADS threads running worker(), writes its pid into
  * PIDFILE, then every 20 ms appends a line "MONO_NS WORK LATE" to COUNTFILE
@@ -13,8 +13,10 @@
  * round_() calls work() 200 times, then the worker sleeps 1 ms (nanosleep,
  * not instrumented).  When the file COUNTFILE.late appears, main starts
  * one more thread, late_worker(), which calls late_work() 100 times a
- * round the same way (a thread created while attached).  After SECONDS
- * everything stops; main prints "attachme: done work=N late=M" and exits 0.
+ * round the same way (a thread created while attached).  When the file
+ * COUNTFILE.stop appears (the test is done with it), or at the latest
+ * after SECONDS, everything stops; main prints "attachme: done work=N
+ * late=M" and exits 0.
  *
  * Call paths (every call is made on one of them):
  *   main -> tick            (once per 20 ms line)
@@ -119,8 +121,8 @@ int main(int argc, char **argv)
 {
 	pthread_t th[MAX_THREADS], late;
 	int nthreads = 3, i, have_late = 0;
-	double seconds = 10;
-	char latefile[4096];
+	double seconds = 60;
+	char latefile[4096], stopfile[4096];
 	unsigned long long end;
 	FILE *f, *cf;
 
@@ -137,6 +139,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	snprintf(latefile, sizeof latefile, "%s.late", argv[2]);
+	snprintf(stopfile, sizeof stopfile, "%s.stop", argv[2]);
 	cf = fopen(argv[2], "w");
 	if (!cf) {
 		perror(argv[2]);
@@ -164,7 +167,7 @@ int main(int argc, char **argv)
 		fprintf(cf, "%llu %lu %lu\n", now, sum,
 			__atomic_load_n(&counts[MAX_THREADS].n, __ATOMIC_RELAXED));
 		fflush(cf);
-		if (now >= end)
+		if (now >= end || access(stopfile, F_OK) == 0)
 			break;
 		if (!have_late && access(latefile, F_OK) == 0) {
 			if (pthread_create(&late, NULL, late_worker, &counts[MAX_THREADS].n) == 0)
