@@ -8,19 +8,25 @@ Usage:
 Each test records the example and reads `cygprof report --format=json` (the
 exact reference), then:
 
-  callgrind        export, then `callgrind_annotate` (valgrind): its program
+  callgrind        export, read as a reader of the format would: every
+                   function's self cost the report's self time; the calls=
+                   lines add up to each function's calls less those from a
+                   thread's root; the functions' file names and declaration
+                   lines are there (-g build).
+  callgrind-annotate
+                   `callgrind_annotate` (valgrind) reads it: its program
                    total equals the report's total self time, every
                    function's self and inclusive time (--inclusive=yes) the
-                   report's; the calls= lines add up to each function's calls
-                   less those from a thread's root; the functions' file
-                   names and declaration lines are there (-g build).
+                   report's (skipped without callgrind_annotate).
   pprof            export, gunzip and decode the profile.proto with the small
                    reader below: the gzip header is cygprof's, the sums of
                    calls/count and time/nanoseconds equal the report's
                    (per function too, charging each sample to its innermost
                    location), every location names a function with its file,
-                   a caller's at the source line of its call;
-                   `go tool pprof -top` reads it when go is installed.
+                   a caller's at the source line of its call.
+  pprof-go         `go tool pprof -top -nodefraction=0 -edgefraction=0`
+                   reads it: every function with its calls (skipped
+                   without go, Debian package golang-go).
   pprof-samples    (EXE tests/sampling's sampling-prog-cyg) record --sample:
                    samples/count and cpu/nanoseconds add up to the report's
                    samples and sampled ns, each function's innermost samples
@@ -148,16 +154,33 @@ def test_callgrind(ck, cyg, example, args):
         fl, ln = place.get(n, (None, 0))
         ck.check(fl and fl.endswith('.c') and os.path.basename(fl).startswith(src[:4]) and ln > 0,
                  '%s has its file and declaration line (%r:%r)' % (n, fl, ln))
-    if not shutil.which('callgrind_annotate'):
-        print('note: callgrind_annotate not installed (valgrind): not run')
-        return
-    cp = run(['callgrind_annotate', '--threshold=100', out])
+
+
+def need(tool, package):
+    """The optional tool's path; the test is skipped (exit 77) without it."""
+    path = shutil.which(tool)
+    if not path:
+        print('SKIP: %s is not installed (Debian package %s)' % (tool, package))
+        sys.exit(cygtest.SKIP)
+    return path
+
+
+def test_callgrind_annotate(ck, cyg, example, args):
+    """callgrind_annotate (valgrind) reads the export: its totals are the
+    report's."""
+    tool = need('callgrind_annotate', 'valgrind')
+    cap = record(ck, cyg, example)
+    data, _ = cyg.report_json(cap, ck)
+    out = os.path.join(cyg.workdir, 'callgrind.out.1')
+    export(cyg, cap, 'callgrind', out)
+    fns = cygtest.fn_map(data)
+    cp = run([tool, '--threshold=100', out])
     ck.eq(cp.returncode, 0, 'callgrind_annotate exit status')
     total, per = parse_annotate(cp.out)
     ck.eq(total, data['total_self_ns'], 'callgrind_annotate PROGRAM TOTALS = total self ns')
     ck.eq(per, {n: f['self_ns'] for n, f in fns.items() if f['self_ns']},
           'callgrind_annotate self ns per function')
-    cp = run(['callgrind_annotate', '--threshold=100', '--inclusive=yes', out])
+    cp = run([tool, '--threshold=100', '--inclusive=yes', out])
     _, per = parse_annotate(cp.out)
     ck.eq(per, {n: f['total_ns'] for n, f in fns.items() if f['total_ns']},
           'callgrind_annotate --inclusive=yes ns per function = report total_ns')
@@ -303,15 +326,22 @@ def test_pprof(ck, cyg, example, args):
             if not re.search(r'\b%s\s*\(' % re.escape(callee), text):
                 bad.append('%s:%d %r does not call %s' % (fl, ln, text, callee))
     ck.check(seen and not bad, 'callers\' locations are at their calls (%d): %s' % (seen, bad))
-    go = shutil.which('go')
-    if go:
-        cp = run([go, 'tool', 'pprof', '-top', '-sample_index=calls', out], timeout=300)
-        ck.eq(cp.returncode, 0, 'go tool pprof -top exit status')
-        for n, f in fns.items():
-            ck.check(re.search(r'^\s*%d\b.*\s%s\s*$' % (f['calls'], re.escape(n)), cp.out,
-                               re.M) is not None, 'go tool pprof -top shows %s %d' % (n, f['calls']))
-    else:
-        print('note: go is not installed: go tool pprof not run')
+
+
+def test_pprof_go(ck, cyg, example, args):
+    """`go tool pprof -top` reads the export: every function with its calls
+    (-nodefraction=0 -edgefraction=0: pprof drops small nodes otherwise)."""
+    go = need('go', 'golang-go')
+    cap = record(ck, cyg, example)
+    data, _ = cyg.report_json(cap, ck)
+    out = os.path.join(cyg.workdir, 'profile.pb.gz')
+    export(cyg, cap, 'pprof', out)
+    cp = run([go, 'tool', 'pprof', '-top', '-sample_index=calls', '-nodefraction=0',
+              '-edgefraction=0', out], timeout=300)
+    ck.eq(cp.returncode, 0, 'go tool pprof -top exit status')
+    for n, f in cygtest.fn_map(data).items():
+        ck.check(re.search(r'^\s*%d\b.*\s%s\s*$' % (f['calls'], re.escape(n)), cp.out,
+                           re.M) is not None, 'go tool pprof -top shows %s %d' % (n, f['calls']))
 
 
 def test_pprof_memory(ck, cyg, example, args):
@@ -439,7 +469,9 @@ def test_errors(ck, cyg, example, args):
 
 TESTS = {
     'callgrind': test_callgrind,
+    'callgrind-annotate': test_callgrind_annotate,
     'pprof': test_pprof,
+    'pprof-go': test_pprof_go,
     'pprof-memory': test_pprof_memory,
     'pprof-samples': test_pprof_samples,
     'pprof-plain': test_pprof_plain,

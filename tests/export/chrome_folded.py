@@ -34,14 +34,17 @@ Tests:
                   "frames VALUE"; self weights add up to the report's
                   total_self_ns, calls weights to its calls (main;a;b;c 30);
                   a capture recorded with --time=sampled weighs by calls by
-                  default; flamegraph.pl or inferno-flamegraph read it when
-                  installed
+                  default
   export-folded-samples  record --sample of sampling-prog-cyg: the samples
                   weights add up to the capture's samples (skipped when perf
                   sampling is not available)
   export-folded-memory   record --memory of mem-basic: allocated, leaked and
                   peak weights add up to `cygprof memory`'s allocated, leaked
                   and peak bytes
+  export-folded-flamegraph  flamegraph.pl or inferno-flamegraph reads the
+                  folded stacks of calls, samples and memory (skipped
+                  without either; samples and memory where they can be
+                  recorded here)
   export-chrome-folded-errors
                   an unknown --weight key exits 2, samples or --memory
                   weights of a capture without them exit 1 with one line
@@ -291,8 +294,11 @@ def folded(ck, cyg, cap, opts=()):
     return {x.rsplit(' ', 1)[0]: int(x.rsplit(' ', 1)[1]) for x in lines if FOLDED_LINE.match(x)}, cp
 
 
-def flamegraph(ck, cyg, text):
-    for tool in ('flamegraph.pl', 'inferno-flamegraph'):
+FLAMEGRAPH_TOOLS = ('flamegraph.pl', 'inferno-flamegraph')
+
+
+def flamegraph(ck, cyg, text, what):
+    for tool in FLAMEGRAPH_TOOLS:
         exe = shutil.which(tool)
         if not exe:
             continue
@@ -300,7 +306,31 @@ def flamegraph(ck, cyg, text):
         with open(path, 'w') as f:
             f.write(text)
         cp = run([exe, path])
-        ck.check(cp.returncode == 0 and '<svg' in cp.out, '%s reads the folded stacks' % tool)
+        ck.check(cp.returncode == 0 and '<svg' in cp.out,
+                 '%s reads the folded stacks (%s)' % (tool, what))
+
+
+def test_folded_flamegraph(ck, cyg, example, args):
+    """flamegraph.pl or inferno-flamegraph (each one installed) reads the
+    folded stacks of calls, and of the samples and the memory where those
+    can be recorded here (as export-folded-samples and -memory)."""
+    if not any(shutil.which(t) for t in FLAMEGRAPH_TOOLS):
+        raise Skip('neither %s is installed' % ' nor '.join(FLAMEGRAPH_TOOLS))
+    cap, _ = record(cyg, 'calls.cyg', [example], [])
+    _, cp = folded(ck, cyg, cap)
+    flamegraph(ck, cyg, cp.out, 'self weights of calls')
+    cap, cp = record(cyg, 's.cyg', [args.sampling_prog], ['--sample'])
+    if 'sampling off' in cp.err:
+        print('note: perf sampling is not available here: no samples to draw')
+    else:
+        _, out = folded(ck, cyg, cap, ['--weight', 'samples'])
+        flamegraph(ck, cyg, out.out, 'samples weights')
+    if args.sanitize not in (None, '', 'none'):
+        print('note: --memory under b_sanitize=%s: no allocations to draw' % args.sanitize)
+    else:
+        cap, _ = record(cyg, 'm.cyg', [args.mem_prog], ['--memory'])
+        _, cp = folded(ck, cyg, cap, ['--memory', 'peak'])
+        flamegraph(ck, cyg, cp.out, '--memory peak')
 
 
 def test_folded(ck, cyg, example, args):
@@ -322,7 +352,6 @@ def test_folded(ck, cyg, example, args):
         if name == 'calls':
             ck.eq(calls_w, {'main': 1, 'main;a': 3, 'main;a;b': 6, 'main;a;b;c': 30},
                   'calls: the call paths and their calls')
-            flamegraph(ck, cyg, cp.out)
         else:
             ck.eq(per_fn['work'], 4001, 'threads: work merged over the threads')
     cap, _ = record(cyg, 'ts.cyg', [example], ['--time=sampled'])
@@ -346,7 +375,6 @@ def test_folded_samples(ck, cyg, example, args):
     ck.check(spin * 2 > len(samples), 'most samples end in spin (%d of %d)' % (spin, len(samples)))
     ck.check(any(k.startswith('__libc_start_call_main;main;') or ';main;' in k for k in w),
              'stacks run from outermost to innermost: main before spin')
-    flamegraph(ck, cyg, out.out)
     cap, cp = record(cyg, 'st.cyg', [args.sampling_prog], ['--sample', '--time=sampled'])
     w2, _ = folded(ck, cyg, cap)
     ck.eq(sum(w2.values()), len(json_of(cyg, ['samples'], cap)['samples']),
@@ -366,7 +394,6 @@ def test_folded_memory(ck, cyg, example, args):
             ck.eq(sorted(w.values()), [385], 'the leaks: leaker()\'s 5 x 77 bytes on one stack')
             ck.check(all(k.split(';')[-1] == 'leaker' for k in w),
                      'leaked stacks end in leaker, allocator frames left out: %s' % list(w))
-    flamegraph(ck, cyg, cp.out)
 
 
 def test_errors(ck, cyg, example, args):
@@ -413,6 +440,7 @@ TESTS = {
     'export-folded': test_folded,
     'export-folded-samples': test_folded_samples,
     'export-folded-memory': test_folded_memory,
+    'export-folded-flamegraph': test_folded_flamegraph,
     'export-chrome-folded-errors': test_errors,
 }
 

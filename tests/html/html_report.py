@@ -12,11 +12,13 @@ a->b 6, b->c 30) for html-calls and html-output, tests/html/html-name.c
 MEMEX is examples/mem-basic.c (leaker: 5 allocations, 385 bytes, never
 freed; new_node: 50 x 24 bytes under make_list) for html-memory.
 
-The DOM tests run `chromium --headless --dump-dom` on the report and read
-its tables; they are skipped when chromium is not installed (the Debian
-package `chromium`, tools/install-deps.sh).  The page's script writes any
-uncaught error into <pre id="errors"> and marks <body data-rendered="1">
-when it is done.
+The DOM tests load the report in headless Chromium and read its tables;
+they are skipped when chromium is not installed (the Debian package
+`chromium`, tools/install-deps.sh).  One Chromium per test renders every
+page the test looks at (Browser below: the DevTools protocol over
+--remote-debugging-pipe; a start costs 3 s of CPU, a page 0.5 s).  The
+page's script writes any uncaught error into <pre id="errors"> and marks
+<body data-rendered="1"> when it is done.
 
 Tests:
   html-calls    the report of calls-O2 starts with the report's mark, has no
@@ -55,8 +57,11 @@ Tests:
 import html.parser
 import json
 import os
+import select
 import shutil
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
 import cygtest  # noqa: E402  (tests/lib: the helpers of every driver)
@@ -153,22 +158,152 @@ class Dom(html.parser.HTMLParser):
             self.text[i] += data
 
 
+class Browser:
+    """Headless Chromium driven through the DevTools protocol over a pipe
+    (--remote-debugging-pipe: JSON messages ended by NUL, commands on its
+    fd 3, answers and events on its fd 4), one tab for every page."""
+
+    def __init__(self, exe, profile):
+        r_cmd, w_cmd = os.pipe()
+        r_out, w_out = os.pipe()
+
+        def fds():
+            a, b = os.dup(r_cmd), os.dup(w_out)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+
+        self.log = open(profile + '.log', 'w+')
+        cmd = [exe, '--headless', '--disable-gpu', '--no-sandbox', '--user-data-dir=' + profile,
+               '--remote-debugging-pipe', 'about:blank']
+        print('$ ' + ' '.join(cmd))
+        self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=self.log, pass_fds=(3, 4), preexec_fn=fds)
+        os.close(r_cmd)
+        os.close(w_out)
+        self.w, self.r = w_cmd, r_out
+        self.buf = b''
+        self.id = 0
+        self.events = []
+        self.session = None
+
+    def send(self, method, params=None, session=None):
+        self.id += 1
+        msg = {'id': self.id, 'method': method, 'params': params or {}}
+        if session:
+            msg['sessionId'] = session
+        os.write(self.w, json.dumps(msg).encode() + b'\0')
+        return self.id
+
+    def recv(self, end):
+        while b'\0' not in self.buf:
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([self.r], [], [], left)[0]:
+                raise Failure('chromium did not answer within 90 s')
+            chunk = os.read(self.r, 1 << 20)
+            if not chunk:
+                raise Failure('chromium ended (%s)' % self.stderr()[-2000:])
+            self.buf += chunk
+        msg, self.buf = self.buf.split(b'\0', 1)
+        return json.loads(msg)
+
+    def call(self, method, params=None, session=None):
+        i = self.send(method, params, session)
+        end = time.monotonic() + 90
+        while True:
+            m = self.recv(end)
+            if m.get('id') == i:
+                if 'error' in m:
+                    raise Failure('chromium: %s: %s' % (method, m['error']))
+                return m.get('result', {})
+            self.events.append(m)
+
+    def wait_event(self, method, session):
+        end = time.monotonic() + 90
+        while True:
+            for k, m in enumerate(self.events):
+                if m.get('method') == method and m.get('sessionId') == session:
+                    return self.events.pop(k)
+            self.events.append(self.recv(end))
+
+    def render(self, url):
+        """The page's DOM once loaded (its scripts have run: they are
+        inline), and the exceptions and console messages it gave."""
+        if not self.session:
+            t = self.call('Target.createTarget', {'url': 'about:blank'})['targetId']
+            self.session = self.call('Target.attachToTarget',
+                                     {'targetId': t, 'flatten': True})['sessionId']
+            self.call('Runtime.enable', session=self.session)
+            self.call('Page.enable', session=self.session)
+        s = self.session
+        # through about:blank: a page that differs only in its #fragment
+        # is loaded anew
+        self.call('Page.navigate', {'url': 'about:blank'}, session=s)
+        self.wait_event('Page.loadEventFired', s)
+        self.events = []
+        self.call('Page.navigate', {'url': url}, session=s)
+        self.wait_event('Page.loadEventFired', s)
+        dom = self.call('Runtime.evaluate', {'expression': 'document.documentElement.outerHTML',
+                                             'returnByValue': True}, session=s)['result']['value']
+        msgs = []
+        for m in self.events:
+            if m.get('method') == 'Runtime.exceptionThrown':
+                d = m['params']['exceptionDetails']
+                msgs.append('%s %s' % (d.get('text', ''),
+                                       d.get('exception', {}).get('description', '')))
+            elif m.get('method') == 'Runtime.consoleAPICalled':
+                msgs.append(' '.join(str(a.get('value', a.get('description', '')))
+                                     for a in m['params'].get('args', [])))
+        self.events = []
+        return dom, msgs
+
+    def stderr(self):
+        self.log.seek(0)
+        return self.log.read()
+
+    def close(self):
+        try:
+            self.send('Browser.close')
+            self.p.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+            self.p.wait()
+        os.close(self.w)
+        os.close(self.r)
+        err = self.stderr()
+        self.log.close()
+        return err
+
+
+BROWSER = []
+
+
 def render(ck, path, fragment=''):
     """Load the report in headless Chromium; the parsed DOM."""
-    exe = need_chromium()
-    cp = run([exe, '--headless', '--disable-gpu', '--no-sandbox', '--virtual-time-budget=5000',
-              '--user-data-dir=' + os.path.join(os.path.dirname(path), 'chromium-profile'),
-              '--dump-dom', 'file://' + path + fragment], timeout=90)
-    if cp.returncode != 0 or '<html' not in cp.out:
-        raise Failure('chromium --dump-dom failed (%s): %s' % (describe_status(cp.returncode),
-                                                              cp.err.strip()[-2000:]))
-    for line in cp.err.splitlines():
+    if not BROWSER:
+        BROWSER.append(Browser(need_chromium(),
+                               os.path.join(os.path.dirname(path), 'chromium-profile')))
+    print('render file://%s%s' % (path, fragment))
+    out, msgs = BROWSER[0].render('file://' + path + fragment)
+    if '<html' not in out:
+        raise Failure('chromium rendered no page: %r' % out[:200])
+    for line in msgs:
         ck.check('Uncaught' not in line, 'no uncaught error on the console: %s' % line)
     dom = Dom()
-    dom.feed(cp.out)
+    dom.feed(out)
     ck.eq(dom.text.get('errors', '').strip(), '', 'errors the page caught')
     ck.eq(dom.body.get('data-rendered'), '1', 'the script ran to its end')
     return dom
+
+
+def with_browser(fn, ck, cyg, example, args):
+    """Run the test, then close its Chromium (whose stderr must have no
+    uncaught error either)."""
+    try:
+        fn(ck, cyg, example, args)
+    finally:
+        if BROWSER:
+            for line in BROWSER.pop().close().splitlines():
+                ck.check('Uncaught' not in line, 'no uncaught error on the console: %s' % line)
 
 
 def selftest(ck, path):
@@ -388,4 +523,4 @@ def extra(ap):
 
 
 if __name__ == '__main__':
-    sys.exit(cygtest.driver_main(TESTS, 'html', __doc__, extra))
+    sys.exit(cygtest.driver_main(TESTS, 'html', __doc__, extra, call=with_browser))
