@@ -57,7 +57,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
 import cygtest  # noqa: E402  (tests/lib: the helpers of every driver)
-from cygtest import Failure, no_core, run, expect_error  # noqa: E402
+from cygtest import Failure, run, expect_error  # noqa: E402
 
 
 def wait_pid(pidfile, proc):
@@ -89,8 +89,7 @@ def wait_exec(proc, path):
 def start(cmd, cwd):
     print('$ ' + ' '.join(cmd))
     return subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                            preexec_fn=no_core)
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
 
 
 def test_refuse(ck, cyg, example, args):
@@ -155,7 +154,7 @@ def start_attachme(d, tag, threads=3):
     print('$ attachme %s %s %s %d' % (pidfile, countfile, ATTACHME_LIMIT, threads))
     p = subprocess.Popen([EXAMPLE[0], pidfile, countfile, str(ATTACHME_LIMIT), str(threads)],
                          cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         stdin=subprocess.DEVNULL, preexec_fn=no_core,
+                         stdin=subprocess.DEVNULL,
                          universal_newlines=True)
     return p, wait_pid(pidfile, p), countfile
 
@@ -358,7 +357,7 @@ def test_lib(ck, cyg, example, args):
     pidfile = os.path.join(d, 'pid-lib')
     print('$ %s %s 60' % (example, pidfile))
     p = subprocess.Popen([example, pidfile, '60'], cwd=d, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, preexec_fn=no_core,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                          universal_newlines=True)
     pid = wait_pid(pidfile, p)
     log = '/tmp/cygprof-fakert-%d.log' % pid

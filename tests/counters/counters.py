@@ -166,7 +166,7 @@ def test_killed(ck, cyg, example, args):
     print('$ ' + ' '.join(cmd))
     with open(outpath, 'wb') as out:
         p = subprocess.Popen(cmd, cwd=cyg.workdir, stdout=out, stderr=subprocess.DEVNULL,
-                             stdin=subprocess.DEVNULL, preexec_fn=cygtest.no_core)
+                             stdin=subprocess.DEVNULL)
     prog = None
     try:
         time.sleep(1.4)

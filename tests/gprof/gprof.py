@@ -32,7 +32,6 @@ import os
 import re
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 

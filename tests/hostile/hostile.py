@@ -255,8 +255,7 @@ def test_checkpoint(ck, cyg, example):
         print('$ CYGPROF_CHECKPOINT_MS=200 ' + ' '.join(cmd))
         env = dict(os.environ, CYGPROF_CHECKPOINT_MS='200')
         p = subprocess.Popen(cmd, cwd=cyg.workdir, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                             preexec_fn=cygtest.no_core)
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
         kids = []
         try:
             line = cygtest.read_line(p, 30)

@@ -45,7 +45,7 @@ IP, RA = 2, 1
 def run_in(cmd, data):
     print('$ ' + ' '.join(cmd) + ' < input')
     cp = subprocess.run(cmd, input=data.encode(), stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, timeout=cygtest.TIMEOUT, preexec_fn=cygtest.no_core)
+                        stderr=subprocess.PIPE, timeout=cygtest.TIMEOUT)
     cp.out = cp.stdout.decode('utf-8', 'replace')
     cp.err = cp.stderr.decode('utf-8', 'replace')
     if cp.returncode != 0:

@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 from cygtest import (  # noqa: E402
     driver_main, EXPECT, Failure, SKIP, check_all, check_arcs, check_functions, check_processes,
     check_times, children, describe_status, exp_longrun, exp_manythreads, exp_threads,
-    exp_waitsig, expect_error, fn_map, info_json, is_int, no_core, proc_status, read_line,
+    exp_waitsig, expect_error, fn_map, info_json, is_int, proc_status, read_line,
     record_and_check, replay_calls, run)
 
 
@@ -169,8 +169,7 @@ def signal_test(sig, handle):
         cmd = [cyg.exe, 'record', '-o', capture, '--', example] + exp['args']
         print('$ ' + ' '.join(cmd))
         p = subprocess.Popen(cmd, cwd=cyg.workdir, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                             preexec_fn=no_core)
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
         try:
             first = read_line(p, 30)
             ck.eq(first, exp['stdout'][0], 'the program\'s "ready" line')
@@ -253,7 +252,7 @@ def test_collector_gone(ck, cyg, example):
     print('$ ' + ' '.join(cmd))
     with open(outpath, 'wb') as out:
         p = subprocess.Popen(cmd, cwd=d, stdout=out, stderr=subprocess.PIPE,
-                             stdin=subprocess.DEVNULL, preexec_fn=no_core)
+                             stdin=subprocess.DEVNULL)
     pid = None
     try:
         end = time.monotonic() + 30

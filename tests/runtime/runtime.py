@@ -186,8 +186,7 @@ class Recording:
               ['--', example, self.pidfile, str(rounds), '2000']
         print('$ ' + ' '.join(cmd))
         self.p = subprocess.Popen(cmd, cwd=cyg.workdir, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                  preexec_fn=cygtest.no_core)
+                                  stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
         self.lines = []
         self.buf = b''
 

@@ -51,7 +51,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
 import cygtest  # noqa: E402  (tests/lib: the helpers of every driver)
-from cygtest import Failure, describe_status, no_core, SKIP  # noqa: E402
+from cygtest import Failure, describe_status, SKIP  # noqa: E402
 
 TIMEOUT = 60
 
@@ -69,7 +69,7 @@ def run(cmd, cwd=None, timeout=TIMEOUT):
     print('$ ' + ' '.join(shown(a) for a in cmd))
     try:
         cp = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, timeout=timeout, preexec_fn=no_core)
+                            stdin=subprocess.DEVNULL, timeout=timeout)
     except subprocess.TimeoutExpired as e:
         raise Failure('timed out after %ds: %s' % (timeout, ' '.join(shown(a) for a in cmd))) \
             from e
