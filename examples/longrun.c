@@ -22,7 +22,7 @@
  * Exit status 0. stdout: ROUNDS heartbeat lines, then
  * "longrun: done rounds=ROUNDS work=ROUNDS*K".
  *
- * The test of a collector that dies (e2e.py, collector-gone) SIGKILLs
+ * The test of a collector that dies (record-collector-gone-O2) SIGKILLs
  * cygprof while this runs: the program must still run to the end and exit 0.
  */
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* attach-self.c - plays `record --attach` on itself, for the runtime's side
- * of attaching (cyg/cyg-attach.h; tests/e2e/runtime.py, test attach-self).
+ * of attaching (cyg/cyg-attach.h; tests/attach/attach_runtime.py, test attach-self).
  *
  * Built with -finstrument-functions and started WITHOUT the runtime
  * preloaded: its hooks go to glibc's empty ones.  Usage:

@@ -7,7 +7,7 @@ Usage:
   attach_runtime.py --cygprof CYGPROF --example ATTACH_SELF --runtime LIBCYGPROF_CYG
                     --test NAME [--skip REASON] [-v] [--keep]
 
-tests/runtime/attach-self.c is built with -finstrument-functions and runs
+tests/attach/attach-self.c is built with -finstrument-functions and runs
 WITHOUT the runtime preloaded: it dlopen()s the runtime itself, calls
 cygprof_attach_fd() on the collector's mapping, seeds its own stack, points
 its own GOT slots of the hooks at the runtime, and at the end puts them

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * html-name.c - a function whose symbol is an HTML injection, for the
- * report's escaping (tests/e2e/html_report.py).
+ * report's escaping (tests/html/html_report.py).
  *
  * main calls the function named `</script><script>alert(1)</script>` 7
  * times (the name is the symbol: an asm label, quoted for the assembler).

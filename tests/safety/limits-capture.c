@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* limits-capture.c - write a synthetic capture that hit every limit a
- * recording can hit (for tests/e2e/safety.py, test 'limits'):
+ * recording can hit (for tests/safety/safety.py, test 'limits'):
  *
  *   thread 0, tid 100 "main":  calls 10, lost 7, unpaired 2, overflow 5
  *   thread 1, tid 101 "sig":   CYGPROF_THREAD_SIGNAL, sig_lost 3
