@@ -46,6 +46,14 @@ Tests:
                  cygprof_attach_state read through /proc/PID/mem); after the
                  detach, attaching again works or is refused in one line;
                  either way attachme exits 0.
+  attach-top     top --attach --once --format=json for 2 s: the snapshot
+                 names the process, is final, has the calls of the capture
+                 it writes, within 5% of the program's counter; as text its
+                 header says detached; --memory and --duration refused.
+  attach-send    record --attach --send to cygprof receive over loopback:
+                 nothing written where record runs, the received capture's
+                 calls within 5% of the program's counter; --send with -o
+                 refused.
 """
 
 import json
