@@ -329,6 +329,8 @@ int capture_rbegin(struct cygprof_capture *cap, MDB_txn **txn)
 
 	/* every reader call starts here: its damage detail is its own */
 	capture_detail_clear();
+	if (!cap->env)
+		return -EOPNOTSUPP; /* a stream capture has nothing to read */
 	if (cap->txn) {
 		*txn = cap->txn;
 		return 0;
@@ -376,6 +378,7 @@ void capture_free(struct cygprof_capture *cap)
 	ZSTD_freeDCtx(cap->zd);
 	free(cap->zbuf.p);
 	free(cap->dirty);
+	free(cap->vstreams);
 	free(cap->log.ent);
 	free(cap->log.data);
 	free(cap->scratch.p);
@@ -389,7 +392,9 @@ int cygprof_capture_close(struct cygprof_capture *cap)
 
 	if (!cap)
 		return 0;
-	if (!cap->rdonly && cap->env) {
+	if (cap->stream) {
+		rc = capture_writer_finish(cap);
+	} else if (!cap->rdonly && cap->env) {
 		rc = capture_writer_finish(cap);
 		/* what was committed is a capture: publish it even after an error
 		 * (the error is still returned); but the copy of a reopened one
@@ -410,6 +415,8 @@ int cygprof_capture_publish(struct cygprof_capture *cap)
 		return -EINVAL;
 	if (cap->rdonly)
 		return CYGPROF_E_RDONLY;
+	if (cap->stream)
+		return capture_stream_call(cap, cap->stream->publish);
 	if (cap->published)
 		return 0;
 	if (rename(cap->tmp_path, cap->path))
@@ -422,6 +429,8 @@ void cygprof_capture_discard(struct cygprof_capture *cap)
 {
 	if (!cap)
 		return;
+	if (cap->stream && !cap->stream_err && cap->stream->discard)
+		cap->stream->discard(cap->stream_arg);
 	if (cap->rdonly || cap->published) {
 		cygprof_capture_close(cap);
 		return;
@@ -438,6 +447,8 @@ uint64_t cygprof_capture_file_size(struct cygprof_capture *cap)
 		return 0;
 	if (cap->rdonly)
 		return cap->file_size;
+	if (cap->stream)
+		return 0;
 	if (stat(cap->published ? cap->path : cap->tmp_path, &st))
 		return 0;
 	return (uint64_t)st.st_size;

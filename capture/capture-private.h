@@ -35,6 +35,17 @@ enum {
 	DB_COUNT
 };
 
+/* The public numbers of the DBs (enum cygprof_db) are these. */
+#define CAPTURE_DB_SAME(x) ((int)DB_##x == (int)CYGPROF_DB_##x)
+_Static_assert(CAPTURE_DB_SAME(META) && CAPTURE_DB_SAME(PROCS) && CAPTURE_DB_SAME(THREADS) &&
+		       CAPTURE_DB_SAME(TREES) && CAPTURE_DB_SAME(TIMELINE) &&
+		       CAPTURE_DB_SAME(OBJECTS) && CAPTURE_DB_SAME(SYMBOLS) && CAPTURE_DB_SAME(MEM) &&
+		       CAPTURE_DB_SAME(STACKS) && CAPTURE_DB_SAME(SITES) &&
+		       CAPTURE_DB_SAME(COUNTERS) && CAPTURE_DB_SAME(SAMPLES) &&
+		       CAPTURE_DB_SAME(PSAMPLES) && CAPTURE_DB_SAME(OFFCPU) &&
+		       (int)DB_COUNT == (int)CYGPROF_DB_OFFCPU + 1,
+	       "enum cygprof_db numbers the DBs as capture_db_names[]");
+
 /* The first DB a capture may lack (written before those DBs existed). */
 #define DB_FIRST_OPTIONAL DB_MEM
 /* The first DB a schema 2 capture lacks (added with schema 3). */
@@ -52,6 +63,9 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_PSAMPLES, STREAM_OFFC
 
 #define CAPTURE_MAGIC "cygprof-capture"
 #define CAPTURE_MAXDBS 16
+/* Longest key: LMDB's (mdb_env_get_maxkeysize() of the default build), also
+ * what a stream capture allows. */
+#define CAPTURE_MAXKEY 511
 
 /* Fixed parts of the value encodings (bytes). */
 #define CAPTURE_PROC_FIXED 36
@@ -68,6 +82,10 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_PSAMPLES, STREAM_OFFC
  * accepts (bounds the memory of a cursor and of a decompression). */
 #define CAPTURE_RAW_MAX ((size_t)256 << 10)
 #define CAPTURE_RAW_LIMIT ((size_t)1 << 20)
+/* A stream capture closes an open block after putting it this many times
+ * (a file's writer rewrites it until it holds block_max / 2): each put
+ * sends the whole block again. */
+#define CAPTURE_STREAM_PUTS 4
 /* zstd level of event blocks: 3 is zstd's default */
 #define CAPTURE_ZSTD_LEVEL 1
 /* A packed value (schema 2 trees and sites) expands at most this much:
@@ -341,6 +359,15 @@ struct pending {
 			     * samples: value of the previous sample in the block */
 	bool any;         /* last_ts is valid */
 	bool dirty;       /* holds events not yet written to LMDB */
+	unsigned int puts; /* a stream capture: times this open block was put */
+};
+
+/* put_value: the blocks put of one stream (db, thread or counter id). */
+struct vstream {
+	uint32_t db, id;
+	uint32_t seq;       /* of the last block put */
+	uint64_t before_ts; /* last time of the block before it (0: none) */
+	uint64_t last_ts;   /* last time of the block seq */
 };
 
 struct cygprof_capture {
@@ -384,6 +411,15 @@ struct cygprof_capture {
 	bool reopened;  /* cygprof_capture_open_rw(): streams continue the file's */
 	uint32_t next_seq[STREAM_COUNT]; /* reopened: the first block of the
 					  * psamples and offcpu streams */
+	/* put_value: where each stream of event blocks is, sorted by (db, id):
+	 * as many as streams were put (ids come from the values) */
+	struct vstream *vstreams;
+	size_t nvstreams, cvstreams;
+	/* a stream capture (cygprof_capture_create_stream()): no env, every
+	 * put goes to stream->put */
+	const struct cygprof_capture_stream *stream;
+	void *stream_arg;
+	int stream_err; /* the first error of a stream call: sticky */
 };
 
 /* Map an LMDB or errno code to the library's convention. */
@@ -442,5 +478,22 @@ int capture_writer_finish(struct cygprof_capture *cap);
 /* Writer: make the pending block of a thread in a stream (STREAM_*)
  * visible to readers. */
 int capture_flush_thread(struct cygprof_capture *cap, unsigned int stream, uint32_t thread_idx);
+
+/* Writer: call a stream capture's callback fn (NULL: nothing to do); its
+ * error becomes the capture's sticky error.  The sticky error when there
+ * is one. */
+int capture_stream_call(struct cygprof_capture *cap, int (*fn)(void *arg));
+
+/* What capture_check_value() read in a value, for the writer's sequence
+ * checks (cygprof_capture_put_value()). */
+struct value_facts {
+	uint64_t first_ts, last_ts; /* an event block: its first and last time */
+	uint64_t max_stack;         /* a memory block: the largest stack id */
+};
+
+/* Decode the value v of key k of db (without its checksum) as a reader
+ * does: 0, CYGPROF_E_CORRUPT (the thread's detail says what), -ENOMEM. */
+int capture_check_value(struct cygprof_capture *cap, unsigned int db, const MDB_val *k,
+			const MDB_val *v, struct value_facts *f);
 
 #endif

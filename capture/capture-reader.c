@@ -817,76 +817,134 @@ static int unpack(struct cygprof_capture *cap, MDB_val *v, uint8_t **buf)
 	return 0;
 }
 
-int cygprof_capture_get_tree(struct cygprof_capture *cap, uint32_t thread_idx,
-			     struct cygprof_node **nodes, size_t *n)
+/* A packed per-thread array (trees, sites; checksum stripped): unpacked
+ * into *packed (free it), its header (LE32 count, LE32 record size at
+ * least min) checked against its length, *a an array of count elements of
+ * elsize bytes (NULL when empty) for the caller to fill from *rec, each
+ * *size bytes apart.  0, CYGPROF_E_CORRUPT or -ENOMEM. */
+static int unpack_array(struct cygprof_capture *cap, MDB_val v, size_t min, size_t elsize,
+			uint8_t **packed, const uint8_t **rec, uint32_t *count, uint32_t *size,
+			void **a)
 {
-	struct cygprof_node *a = NULL;
-	const uint8_t *p;
-	uint8_t key[4], *packed = NULL;
-	uint32_t count, size, i;
-	MDB_txn *txn;
-	MDB_val k = { .mv_size = sizeof(key), .mv_data = key }, v;
-	int rc;
+	int rc = unpack(cap, &v, packed);
 
-	if (!cap || !nodes || !n)
-		return -EINVAL;
-	*nodes = NULL;
-	*n = 0;
-	put_be32(key, thread_idx);
-	rc = capture_rbegin(cap, &txn);
+	*a = NULL;
 	if (rc)
 		return rc;
-	rc = mdb_get(txn, cap->dbi[DB_TREES], &k, &v);
-	if (rc) {
-		/* no tree stored: an empty tree */
-		rc = rc == MDB_NOTFOUND ? 0 : capture_err(rc);
-		goto out;
-	}
-	rc = capture_value(cap, DB_TREES, &k, &v);
-	if (!rc)
-		rc = unpack(cap, &v, &packed);
-	if (rc)
-		goto out;
-	rc = CYGPROF_E_CORRUPT;
-	if (v.mv_size < CAPTURE_TREE_HDR)
-		goto out;
-	p = v.mv_data;
-	count = get_le32(p);
-	size = get_le32(p + 4);
-	if (size < CAPTURE_NODE_SIZE ||
-	    (uint64_t)count * size > (uint64_t)v.mv_size - CAPTURE_TREE_HDR)
-		goto out;
-	rc = 0;
-	if (!count)
-		goto out;
-	a = malloc((size_t)count * sizeof(*a));
-	if (!a) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (i = 0, p += CAPTURE_TREE_HDR; i < count; i++, p += size) {
+	if (v.mv_size < 8)
+		return CYGPROF_E_CORRUPT;
+	*rec = (const uint8_t *)v.mv_data + 8;
+	*count = get_le32(v.mv_data);
+	*size = get_le32((const uint8_t *)v.mv_data + 4);
+	if (*size < min || (uint64_t)*count * *size > (uint64_t)v.mv_size - 8)
+		return CYGPROF_E_CORRUPT;
+	if (*count && !(*a = malloc((size_t)*count * elsize)))
+		return -ENOMEM;
+	return 0;
+}
+
+typedef int (*thread_decode_fn)(struct cygprof_capture *cap, uint32_t thread_idx, MDB_val v,
+				void **out, size_t *n);
+
+/* A tree value as nodes (*out owned, NULL when empty). */
+static int decode_tree(struct cygprof_capture *cap, uint32_t thread_idx, MDB_val v, void **out,
+		       size_t *n)
+{
+	struct cygprof_node *a;
+	const uint8_t *p;
+	uint8_t *packed = NULL;
+	uint32_t count = 0, size, i;
+	int rc;
+
+	rc = unpack_array(cap, v, CAPTURE_NODE_SIZE, sizeof(*a), &packed, &p, &count, &size,
+			  (void **)&a);
+	for (i = 0; !rc && i < count; i++, p += size) {
 		a[i].parent = get_le32(p);
 		a[i].flags = get_le32(p + 4);
 		a[i].fn = get_le64(p + 8);
 		a[i].site = get_le64(p + 16);
 		a[i].calls = get_le64(p + 24);
 		a[i].total_ns = get_le64(p + 32);
-		if (a[i].parent != CYGPROF_NONE && a[i].parent >= i) {
+		if (a[i].parent != CYGPROF_NONE && a[i].parent >= i)
 			rc = capture_damage(cap, "thread %u call tree: node %u has parent %u",
 					    thread_idx, i, a[i].parent);
-			free(a);
-			a = NULL;
-			goto out;
-		}
 	}
-	*nodes = a;
-	*n = count;
-out:
 	if (rc == CYGPROF_E_CORRUPT && !capture_detail_last()[0])
 		capture_damage(cap, "thread %u call tree: malformed", thread_idx);
 	free(packed);
+	if (rc) {
+		free(a);
+		a = NULL;
+	}
+	*out = a;
+	*n = rc ? 0 : count;
+	return rc;
+}
+
+/* A sites value as entries (*out owned, NULL when empty). */
+static int decode_sites(struct cygprof_capture *cap, uint32_t thread_idx, MDB_val v, void **out,
+			size_t *n)
+{
+	struct cygprof_callsite *a;
+	const uint8_t *p;
+	uint8_t *packed = NULL;
+	uint32_t count = 0, size, i;
+	int rc;
+
+	rc = unpack_array(cap, v, 32, sizeof(*a), &packed, &p, &count, &size, (void **)&a);
+	for (i = 0; !rc && i < count; i++, p += size) {
+		a[i].node = get_le32(p);
+		a[i].flags = get_le32(p + 4);
+		a[i].site = get_le64(p + 8);
+		a[i].calls = get_le64(p + 16);
+		a[i].total_ns = get_le64(p + 24);
+	}
+	if (rc == CYGPROF_E_CORRUPT && !capture_detail_last()[0])
+		capture_damage(cap, "thread %u call sites: malformed", thread_idx);
+	free(packed);
+	if (rc) {
+		free(a);
+		a = NULL;
+	}
+	*out = a;
+	*n = rc ? 0 : count;
+	return rc;
+}
+
+/* The value of a thread in a per-thread DB (trees, sites), decoded; none
+ * stored: empty (*out NULL, *n 0). */
+static int get_thread_value(struct cygprof_capture *cap, unsigned int db, uint32_t thread_idx,
+			    thread_decode_fn decode, void **out, size_t *n)
+{
+	uint8_t key[4];
+	MDB_txn *txn;
+	MDB_val k = { .mv_size = sizeof(key), .mv_data = key }, v;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	put_be32(key, thread_idx);
+	rc = capture_rbegin(cap, &txn);
+	if (rc)
+		return rc;
+	rc = mdb_get(txn, cap->dbi[db], &k, &v);
+	if (rc) {
+		rc = rc == MDB_NOTFOUND ? 0 : capture_err(rc);
+	} else {
+		rc = capture_value(cap, db, &k, &v);
+		if (!rc)
+			rc = decode(cap, thread_idx, v, out, n);
+	}
 	capture_rend(cap, txn);
 	return rc;
+}
+
+int cygprof_capture_get_tree(struct cygprof_capture *cap, uint32_t thread_idx,
+			     struct cygprof_node **nodes, size_t *n)
+{
+	if (!cap || !nodes || !n)
+		return -EINVAL;
+	return get_thread_value(cap, DB_TREES, thread_idx, decode_tree, (void **)nodes, n);
 }
 
 /* ---- call sites ------------------------------------------------------------- */
@@ -895,11 +953,6 @@ int cygprof_capture_get_sites(struct cygprof_capture *cap, uint32_t thread_idx,
 			      struct cygprof_callsite **out, size_t *n)
 {
 	struct cygprof_callsite *a = NULL;
-	const uint8_t *p;
-	uint8_t key[4], *packed = NULL;
-	uint32_t count, size, i;
-	MDB_txn *txn;
-	MDB_val k = { .mv_size = sizeof(key), .mv_data = key }, v;
 	int rc;
 
 	if (!cap || !out || !n)
@@ -929,51 +982,7 @@ int cygprof_capture_get_sites(struct cygprof_capture *cap, uint32_t thread_idx,
 		*out = a;
 		return 0;
 	}
-	put_be32(key, thread_idx);
-	rc = capture_rbegin(cap, &txn);
-	if (rc)
-		return rc;
-	rc = mdb_get(txn, cap->dbi[DB_SITES], &k, &v);
-	if (rc) {
-		rc = rc == MDB_NOTFOUND ? 0 : capture_err(rc);
-		goto out;
-	}
-	rc = capture_value(cap, DB_SITES, &k, &v);
-	if (!rc)
-		rc = unpack(cap, &v, &packed);
-	if (rc)
-		goto out;
-	rc = CYGPROF_E_CORRUPT;
-	if (v.mv_size < 8)
-		goto out;
-	p = v.mv_data;
-	count = get_le32(p);
-	size = get_le32(p + 4);
-	if (size < 32 || (uint64_t)count * size > (uint64_t)v.mv_size - 8)
-		goto out;
-	rc = 0;
-	if (!count)
-		goto out;
-	a = malloc((size_t)count * sizeof(*a));
-	if (!a) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (i = 0, p += 8; i < count; i++, p += size) {
-		a[i].node = get_le32(p);
-		a[i].flags = get_le32(p + 4);
-		a[i].site = get_le64(p + 8);
-		a[i].calls = get_le64(p + 16);
-		a[i].total_ns = get_le64(p + 24);
-	}
-	*out = a;
-	*n = count;
-out:
-	if (rc == CYGPROF_E_CORRUPT && !capture_detail_last()[0])
-		capture_damage(cap, "thread %u call sites: malformed", thread_idx);
-	free(packed);
-	capture_rend(cap, txn);
-	return rc;
+	return get_thread_value(cap, DB_SITES, thread_idx, decode_sites, (void **)out, n);
 }
 
 /* ---- event blocks ---------------------------------------------------------- */
@@ -1370,10 +1379,40 @@ out:
 	return rc;
 }
 
-int cygprof_mem_cursor_next(struct cygprof_mem_cursor *cur, struct cygprof_mem_event *ev)
+/* Decode the memory event at p[*off..len) after the one at time *ts and
+ * address *addr (both advanced); false when malformed. */
+static bool mem_event(const uint8_t *p, size_t len, size_t *off, uint64_t *ts, uint64_t *addr,
+		      struct cygprof_mem_event *ev)
 {
 	uint64_t hdr, dts, d, size = 0, stack = 0;
-	const uint8_t *p;
+
+	if (!get_varint(p, len, off, &hdr) || !get_varint(p, len, off, &dts) ||
+	    !get_varint(p, len, off, &d))
+		return false;
+	if (hdr >> (MEM_HDR_FLAGS_SHIFT + 16) ||
+	    (hdr >> MEM_HDR_FN_SHIFT & MEM_HDR_FN_MASK) >= CYGPROF_FN_COUNT || *ts + dts < *ts)
+		return false;
+	if (!(hdr & MEM_HDR_OP) &&
+	    (!get_varint(p, len, off, &size) || !get_varint(p, len, off, &stack) ||
+	     stack > UINT32_MAX))
+		return false;
+	d = unzigzag(d);
+	if (hdr & MEM_HDR_SCALED)
+		d <<= 4;
+	*ts += dts;
+	*addr += d;
+	ev->ts_ns = *ts;
+	ev->addr = *addr;
+	ev->size = size;
+	ev->stack = (uint32_t)stack;
+	ev->op = (uint8_t)(hdr & MEM_HDR_OP);
+	ev->fn = (uint8_t)(hdr >> MEM_HDR_FN_SHIFT & MEM_HDR_FN_MASK);
+	ev->flags = (uint16_t)(hdr >> MEM_HDR_FLAGS_SHIFT);
+	return true;
+}
+
+int cygprof_mem_cursor_next(struct cygprof_mem_cursor *cur, struct cygprof_mem_event *ev)
+{
 	int rc;
 
 	if (!cur || !ev)
@@ -1389,36 +1428,13 @@ int cygprof_mem_cursor_next(struct cygprof_mem_cursor *cur, struct cygprof_mem_e
 			return rc;
 		}
 	}
-	p = cur->buf;
-	if (!get_varint(p, cur->len, &cur->off, &hdr) ||
-	    !get_varint(p, cur->len, &cur->off, &dts) ||
-	    !get_varint(p, cur->len, &cur->off, &d))
-		goto corrupt;
-	if (hdr >> (MEM_HDR_FLAGS_SHIFT + 16) ||
-	    (hdr >> MEM_HDR_FN_SHIFT & MEM_HDR_FN_MASK) >= CYGPROF_FN_COUNT ||
-	    cur->ts + dts < cur->ts)
-		goto corrupt;
-	if (!(hdr & MEM_HDR_OP) &&
-	    (!get_varint(p, cur->len, &cur->off, &size) ||
-	     !get_varint(p, cur->len, &cur->off, &stack) || stack > UINT32_MAX))
+	if (!mem_event(cur->buf, cur->len, &cur->off, &cur->ts, &cur->addr, ev))
 		goto corrupt;
 	/* a stack id past the stash of a sealed capture that has one */
-	if (cur->cap->sealed && cur->cap->nstacks_stored && stack > cur->cap->nstacks_stored)
+	if (cur->cap->sealed && cur->cap->nstacks_stored && ev->stack > cur->cap->nstacks_stored)
 		goto corrupt;
-	d = unzigzag(d);
-	if (hdr & MEM_HDR_SCALED)
-		d <<= 4;
-	cur->ts += dts;
-	cur->addr += d;
 	cur->any = true;
 	cur->left--;
-	ev->ts_ns = cur->ts;
-	ev->addr = cur->addr;
-	ev->size = size;
-	ev->stack = (uint32_t)stack;
-	ev->op = (uint8_t)(hdr & MEM_HDR_OP);
-	ev->fn = (uint8_t)(hdr >> MEM_HDR_FN_SHIFT & MEM_HDR_FN_MASK);
-	ev->flags = (uint16_t)(hdr >> MEM_HDR_FLAGS_SHIFT);
 	return 1;
 corrupt:
 	cur->err = capture_damage(cur->cap, "%s: malformed", cur->what);
@@ -1873,4 +1889,143 @@ int cygprof_capture_get_offcpu(struct cygprof_capture *cap, struct cygprof_offcp
 		(*o)[i].flags = fl[(*o)[i].flags];
 	free(fl);
 	return 0;
+}
+
+/* ---- one value, as cygprof_capture_put_value() gets it -------------------- */
+
+static int ev_none(const struct cygprof_event *ev, size_t n, void *data)
+{
+	(void)ev;
+	(void)n;
+	(void)data;
+	return 0;
+}
+
+/* The records of an event block value of db, decoded; the times into f. */
+static int check_block(struct cygprof_capture *cap, unsigned int db, const MDB_val *v,
+		       struct value_facts *f)
+{
+	static const size_t min[DB_COUNT] = {
+		[DB_TIMELINE] = 2, [DB_MEM] = CAPTURE_MEM_EVENT_MIN,
+		[DB_SAMPLES] = CAPTURE_SAMPLE_MIN, [DB_PSAMPLES] = CAPTURE_PSAMPLE_MIN,
+		[DB_OFFCPU] = CAPTURE_OFFCPU_MIN,
+	};
+	struct ps_walk pw = { .elsize = db == DB_PSAMPLES ? sizeof(struct cygprof_psample)
+							  : sizeof(struct cygprof_offcpu) };
+	struct sm_walk sw = { 0 };
+	struct cygprof_event *evbuf = NULL;
+	struct cygprof_mem_event me;
+	uint8_t *raw = NULL;
+	size_t rawcap = 0, nbuf = 0, off = 0;
+	uint64_t last = 0, addr = 0;
+	struct blk b;
+	uint32_t i;
+	int rc;
+
+	rc = block_open(cap, v, min[db], &raw, &rawcap, &b);
+	if (rc)
+		goto out;
+	f->first_ts = f->last_ts = b.first_ts;
+	switch (db) {
+	case DB_TIMELINE:
+		evbuf = malloc(EV_CHUNK * sizeof(*evbuf));
+		rc = evbuf ? decode_block(&b, &last, evbuf, &nbuf, ev_none, NULL) : -ENOMEM;
+		f->last_ts = last;
+		break;
+	case DB_MEM:
+		last = b.first_ts;
+		for (i = 0; i < b.count && !rc; i++) {
+			if (!mem_event(b.raw, b.len, &off, &last, &addr, &me))
+				rc = CYGPROF_E_CORRUPT;
+			else if (me.stack > f->max_stack)
+				f->max_stack = me.stack;
+		}
+		f->last_ts = last;
+		break;
+	case DB_SAMPLES:
+		rc = sm_block(&b, &sw);
+		f->last_ts = sw.last;
+		break;
+	case DB_PSAMPLES:
+		rc = ps_block(&b, &pw);
+		break;
+	case DB_OFFCPU:
+		rc = oc_block(&b, &pw);
+		break;
+	}
+out:
+	free(evbuf);
+	free(sw.a);
+	free(pw.a);
+	free(raw);
+	return rc;
+}
+
+int capture_check_value(struct cygprof_capture *cap, unsigned int db, const MDB_val *k,
+			const MDB_val *v, struct value_facts *f)
+{
+	static const size_t klen[DB_COUNT] = {
+		[DB_PROCS] = 4,	  [DB_THREADS] = 4, [DB_TREES] = 4,  [DB_TIMELINE] = 8,
+		[DB_OBJECTS] = 4, [DB_SYMBOLS] = 12, [DB_MEM] = 8,    [DB_STACKS] = 4,
+		[DB_SITES] = 4,	  [DB_COUNTERS] = 4, [DB_SAMPLES] = 8, [DB_PSAMPLES] = 8,
+		[DB_OFFCPU] = 8,
+	};
+	/* the DBs of one record per value, as load() decodes them */
+	static const struct {
+		decode_fn decode;
+		clear_fn clear;
+	} records[DB_COUNT] = {
+		[DB_PROCS] = { decode_proc, clear_proc },
+		[DB_THREADS] = { decode_thread, NULL },
+		[DB_OBJECTS] = { decode_object, clear_object },
+		[DB_SYMBOLS] = { decode_symbol, clear_symbol },
+		[DB_STACKS] = { decode_stack, NULL },
+		[DB_COUNTERS] = { decode_counter, clear_counter },
+	};
+	union {
+		struct cygprof_proc p;
+		struct cygprof_thread t;
+		struct cygprof_object o;
+		struct cygprof_symbol s;
+		struct cygprof_stack_node st;
+		struct cygprof_counter c;
+	} u;
+	void *arr = NULL;
+	char what[96];
+	size_t n;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	memset(&u, 0, sizeof(u));
+	if (db >= DB_COUNT)
+		return -EINVAL;
+	capture_describe(db, k->mv_data, k->mv_size, what, sizeof(what));
+	if (db == DB_META) {
+		/* what cygprof_capture_set_meta() can write: C strings */
+		if ((k->mv_size && memchr(k->mv_data, 0, k->mv_size)) ||
+		    (v->mv_size && memchr(v->mv_data, 0, v->mv_size)))
+			return capture_damage(cap, "%s: a NUL byte", what);
+		return 0;
+	}
+	if (k->mv_size != klen[db])
+		return capture_damage(cap, "%s: key of %zu bytes", capture_db_names[db],
+				      k->mv_size);
+	/* the one-stream DBs: the reader reads the blocks of stream 0 only */
+	if ((db == DB_PSAMPLES || db == DB_OFFCPU) && get_be32(k->mv_data) != CAPTURE_ONE_STREAM)
+		return capture_damage(cap, "%s: not of stream 0", what);
+	if (records[db].decode) {
+		rc = records[db].decode(k, v, &u);
+		if (records[db].clear)
+			records[db].clear(&u);
+	} else if (db == DB_TREES || db == DB_SITES) {
+		rc = (db == DB_TREES ? decode_tree : decode_sites)(cap, get_be32(k->mv_data), *v,
+								   &arr, &n);
+		free(arr);
+		return rc;
+	} else {
+		rc = check_block(cap, db, v, f);
+	}
+	if (rc == CYGPROF_E_CORRUPT)
+		return capture_damage(cap, "%s: malformed", what);
+	return rc;
 }

@@ -7,7 +7,10 @@
  * growing the map on MDB_MAP_FULL.  Outside a batch every public put commits
  * on its own (wdone).  Timeline and memory events are buffered per thread
  * in a pending block and written when the block is full, at commit and at
- * close.
+ * close.  A stream capture (cygprof_capture_create_stream()) has no LMDB:
+ * wput() hands each value to its callback instead, everything before it
+ * (encoding, blocks, packing, keys) being the same.  put_value() stores a
+ * value such a stream handed out, checked by the reader's decoders.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +37,19 @@ static int check_writer(struct cygprof_capture *cap)
 		return -EINVAL;
 	if (cap->rdonly)
 		return CYGPROF_E_RDONLY;
-	return 0;
+	return cap->stream_err;
+}
+
+int capture_stream_call(struct cygprof_capture *cap, int (*fn)(void *arg))
+{
+	int rc;
+
+	if (cap->stream_err || !fn)
+		return cap->stream_err;
+	rc = fn(cap->stream_arg);
+	if (rc < 0)
+		cap->stream_err = rc;
+	return rc;
 }
 
 static void log_clear(struct cygprof_capture *cap)
@@ -204,6 +219,14 @@ static int wput(struct cygprof_capture *cap, unsigned int db, const void *key, s
 		return -EINVAL;
 	if (vlen > UINT32_MAX - CAPTURE_CRC_SIZE)
 		return -E2BIG;
+	if (cap->stream) {
+		if (cap->stream_err)
+			return cap->stream_err;
+		rc = cap->stream->put(cap->stream_arg, db, key, klen, val, vlen);
+		if (rc < 0)
+			cap->stream_err = rc;
+		return rc;
+	}
 	if (cap->txn && cap->log.len > LOG_MAX) {
 		rc = txn_commit(cap);
 		if (rc)
@@ -348,6 +371,44 @@ static int make_temp(const char *path, char **tmp, int *fdp)
 	return 0;
 }
 
+/* A writer's handle of the current schema, with its compressor. */
+static struct cygprof_capture *writer_alloc(void)
+{
+	struct cygprof_capture *cap = calloc(1, sizeof(*cap));
+
+	if (!cap)
+		return NULL;
+	cap->schema = CYGPROF_CAPTURE_SCHEMA;
+	cap->crc = true;
+	cap->block_max = CAPTURE_BLOCK_HDR + CAPTURE_RAW_MAX;
+	cap->zc = ZSTD_createCCtx();
+	if (!cap->zc) {
+		capture_free(cap);
+		return NULL;
+	}
+	return cap;
+}
+
+int cygprof_capture_create_stream(const struct cygprof_capture_stream *ops, void *arg,
+				  struct cygprof_capture **out)
+{
+	struct cygprof_capture *cap;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!ops || !ops->put)
+		return -EINVAL;
+	cap = writer_alloc();
+	if (!cap)
+		return -ENOMEM;
+	cap->stream = ops;
+	cap->stream_arg = arg;
+	cap->maxkey = CAPTURE_MAXKEY;
+	*out = cap;
+	return 0;
+}
+
 /* The handle of a writer of path and its new file (*fd, open): the start of
  * cygprof_capture_create() and cygprof_capture_open_rw(). */
 static int new_writer(const char *path, struct cygprof_capture **out,
@@ -365,18 +426,11 @@ static int new_writer(const char *path, struct cygprof_capture **out,
 	/* rename(2) could not replace a directory at the end: say so now */
 	if (!lstat(path, &st) && S_ISDIR(st.st_mode))
 		return -EISDIR;
-	cap = calloc(1, sizeof(*cap));
+	cap = writer_alloc();
 	if (!cap)
 		return -ENOMEM;
-	cap->schema = CYGPROF_CAPTURE_SCHEMA;
-	cap->crc = true;
 	cap->path = strdup(path);
 	rc = cap->path ? make_temp(path, &cap->tmp_path, fd) : -ENOMEM;
-	if (!rc) {
-		cap->zc = ZSTD_createCCtx();
-		if (!cap->zc)
-			rc = -ENOMEM;
-	}
 	if (rc) {
 		if (*fd >= 0)
 			close(*fd);
@@ -420,7 +474,6 @@ int cygprof_capture_create(const char *path, struct cygprof_capture **out)
 		rc = cap->addrspace_limited ? CYGPROF_E_ADDRSPACE : -ENOMEM;
 	if (rc)
 		goto fail;
-	cap->block_max = CAPTURE_BLOCK_HDR + CAPTURE_RAW_MAX;
 	rc = init_dbs(cap);
 	if (rc)
 		goto fail;
@@ -540,10 +593,8 @@ int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out)
 		if (rc == -ENOMEM)
 			rc = cap->addrspace_limited ? CYGPROF_E_ADDRSPACE : -ENOMEM;
 	}
-	if (!rc) {
-		cap->block_max = CAPTURE_BLOCK_HDR + CAPTURE_RAW_MAX;
+	if (!rc)
 		rc = reopen_state(cap);
-	}
 	if (rc) {
 		capture_free(cap);
 		return rc;
@@ -562,7 +613,7 @@ int cygprof_capture_begin(struct cygprof_capture *cap)
 		return rc;
 	if (cap->batch)
 		return -EBUSY;
-	rc = txn_start(cap);
+	rc = cap->stream ? capture_stream_call(cap, cap->stream->begin) : txn_start(cap);
 	if (rc)
 		return rc;
 	cap->batch = true;
@@ -599,11 +650,15 @@ static int flush_block(struct cygprof_capture *cap, struct pending *p, bool clos
 		return rc;
 	p->dirty = false;
 	/* A small block stays open: later events extend it and rewrite the key,
-	 * so frequent commits do not leave many tiny blocks behind. */
-	if (close || p->len >= cap->block_max / 2) {
+	 * so frequent commits do not leave many tiny blocks behind.  A stream
+	 * sends the whole block again at each rewrite: it closes the block
+	 * after a few (a slow stream would be sent over and over). */
+	if (close || p->len >= cap->block_max / 2 ||
+	    (cap->stream && ++p->puts >= CAPTURE_STREAM_PUTS)) {
 		p->seq++;
 		p->count = 0;
 		p->len = CAPTURE_BLOCK_HDR;
+		p->puts = 0;
 	}
 	return 0;
 }
@@ -636,7 +691,10 @@ int cygprof_capture_commit(struct cygprof_capture *cap)
 		return CYGPROF_E_NOTXN;
 	rc = flush_dirty(cap);
 	cap->batch = false;
-	rc2 = txn_commit(cap);
+	if (cap->stream)
+		rc2 = rc ? 0 : capture_stream_call(cap, cap->stream->commit);
+	else
+		rc2 = txn_commit(cap);
 	return rc ? rc : rc2;
 }
 
@@ -692,6 +750,9 @@ int capture_writer_finish(struct cygprof_capture *cap)
 
 	rc = flush_dirty(cap);
 	cap->batch = false;
+	/* a stream: its close after the last put (the receiver seals) */
+	if (cap->stream)
+		return rc ? rc : capture_stream_call(cap, cap->stream->close);
 	if (!rc)
 		rc = seal(cap);
 	rc2 = txn_commit(cap);
@@ -708,6 +769,8 @@ int capture_flush_thread(struct cygprof_capture *cap, unsigned int stream, uint3
 {
 	struct pending *p;
 
+	if (cap->stream)
+		return -EOPNOTSUPP; /* nothing to read back */
 	if (thread_idx >= cap->npend[stream] || !cap->pend[stream][thread_idx])
 		return 0;
 	p = cap->pend[stream][thread_idx];
@@ -718,6 +781,18 @@ int capture_flush_thread(struct cygprof_capture *cap, unsigned int stream, uint3
 
 /* ---- records ---------------------------------------------------------------- */
 
+/* The library's own meta keys, which no caller writes. */
+static bool own_meta_key(const char *key, size_t n)
+{
+	static const char *const own[] = { "magic", "schema", "crc32c", "txn", "counts" };
+	size_t i;
+
+	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (n == strlen(own[i]) && !memcmp(key, own[i], n))
+			return true;
+	return false;
+}
+
 int cygprof_capture_set_meta(struct cygprof_capture *cap, const char *key, const char *value)
 {
 	int rc = check_writer(cap);
@@ -726,9 +801,7 @@ int cygprof_capture_set_meta(struct cygprof_capture *cap, const char *key, const
 		return rc;
 	if (!key || !value)
 		return -EINVAL;
-	/* the library's own keys */
-	if (!strcmp(key, "magic") || !strcmp(key, "schema") || !strcmp(key, "crc32c") ||
-	    !strcmp(key, "txn") || !strcmp(key, "counts"))
+	if (own_meta_key(key, strlen(key)))
 		return -EPERM;
 	return wdone(cap, wput(cap, DB_META, key, strlen(key), value, strlen(value)));
 }
@@ -1421,4 +1494,150 @@ int cygprof_capture_append_offcpu(struct cygprof_capture *cap, const struct cygp
 			return -EINVAL;
 	return append_stream(cap, STREAM_OFFCPU, CAPTURE_OFFCPU_MAX, o, n, sizeof(*o),
 			     offcpu_fields);
+}
+
+/* ---- values as a stream capture hands them out ---------------------------------- */
+
+/* Where the stream (db, id) of put_value is in cap->vstreams (*found), or
+ * would be inserted. */
+static size_t vstream_find(const struct cygprof_capture *cap, uint32_t db, uint32_t id,
+			   bool *found)
+{
+	size_t lo = 0, hi = cap->nvstreams, mid;
+	const struct vstream *v;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		v = &cap->vstreams[mid];
+		if (v->db < db || (v->db == db && v->id < id))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < cap->nvstreams && cap->vstreams[lo].db == db && cap->vstreams[lo].id == id;
+	return lo;
+}
+
+/* Whether a checked value of db at key may follow what was put before, as
+ * the reader reads records across values: the next stack node and counter
+ * id; the blocks of a stream dense from 0, the last one put again or the
+ * next one started, times not going back from the block before (the perf
+ * samples and off-CPU streams are sorted by the reader: any time); memory
+ * stack ids among the nodes put; samples of a defined counter.  Room for
+ * one more stream is made, so that put_value_done() cannot fail. */
+static int put_value_order(struct cygprof_capture *cap, unsigned int db, const uint8_t *key,
+			   size_t klen, const struct value_facts *f)
+{
+	const struct vstream *v;
+	uint64_t before;
+	uint32_t seq;
+	char what[96];
+	size_t at;
+	bool found;
+
+	capture_describe(db, key, klen, what, sizeof(what));
+	switch (db) {
+	case DB_STACKS:
+		if (get_be32(key) != cap->nstacks + 1)
+			return capture_damage(cap, "%s: out of sequence (%u nodes put)", what,
+					      cap->nstacks);
+		return 0;
+	case DB_COUNTERS:
+		if (get_be32(key) != cap->ncounters)
+			return capture_damage(cap, "%s: out of sequence (%u counters put)", what,
+					      cap->ncounters);
+		return 0;
+	case DB_TIMELINE:
+	case DB_MEM:
+	case DB_SAMPLES:
+	case DB_PSAMPLES:
+	case DB_OFFCPU:
+		break;
+	default:
+		return 0;
+	}
+	seq = get_be32(key + 4);
+	if (db == DB_SAMPLES && get_be32(key) >= cap->ncounters)
+		return capture_damage(cap, "%s: no such counter", what);
+	if (db == DB_MEM && f->max_stack > cap->nstacks)
+		return capture_damage(cap, "%s: stack %llu not put", what,
+				      (unsigned long long)f->max_stack);
+	at = vstream_find(cap, db, get_be32(key), &found);
+	v = found ? &cap->vstreams[at] : NULL;
+	if (v && seq == v->seq)
+		before = v->before_ts; /* the last block, put again */
+	else if (v ? v->seq != UINT32_MAX && seq == v->seq + 1 : !seq)
+		before = v ? v->last_ts : 0;
+	else
+		return capture_damage(cap, "%s: out of sequence (block %u %s)", what,
+				      v ? v->seq : 0, v ? "put last" : "expected");
+	if (db != DB_PSAMPLES && db != DB_OFFCPU && f->first_ts < before)
+		return capture_damage(cap, "%s: time goes back", what);
+	if (cap->nvstreams == cap->cvstreams) {
+		size_t n = cap->cvstreams ? cap->cvstreams * 2 : 16;
+		struct vstream *nv = realloc(cap->vstreams, n * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		cap->vstreams = nv;
+		cap->cvstreams = n;
+	}
+	return 0;
+}
+
+/* A value put: the sequences move on. */
+static void put_value_done(struct cygprof_capture *cap, unsigned int db, const uint8_t *key,
+			   const struct value_facts *f)
+{
+	struct vstream *v;
+	uint32_t seq;
+	size_t at;
+	bool found;
+
+	if (db == DB_STACKS)
+		cap->nstacks++;
+	else if (db == DB_COUNTERS)
+		cap->ncounters++;
+	if (db != DB_TIMELINE && db != DB_MEM && db != DB_SAMPLES && db != DB_PSAMPLES &&
+	    db != DB_OFFCPU)
+		return;
+	seq = get_be32(key + 4);
+	at = vstream_find(cap, db, get_be32(key), &found);
+	v = &cap->vstreams[at];
+	if (!found) {
+		/* put_value_order() made room */
+		memmove(v + 1, v, (cap->nvstreams - at) * sizeof(*v));
+		cap->nvstreams++;
+		*v = (struct vstream){ .db = db, .id = get_be32(key) };
+	} else if (seq != v->seq) {
+		v->before_ts = v->last_ts; /* the next block started */
+	}
+	v->seq = seq;
+	v->last_ts = f->last_ts;
+}
+
+int cygprof_capture_put_value(struct cygprof_capture *cap, unsigned int db, const void *key,
+			      size_t klen, const void *value, size_t vlen)
+{
+	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
+	MDB_val v = { .mv_size = vlen, .mv_data = (void *)value };
+	struct value_facts f;
+	int rc = check_writer(cap);
+
+	capture_detail_clear();
+	if (rc)
+		return rc;
+	if (db >= DB_COUNT || (klen && !key) || (vlen && !value))
+		return -EINVAL;
+	if (cap->reopened)
+		return -EPERM;
+	if (db == DB_META && own_meta_key(key, klen))
+		return -EPERM;
+	rc = capture_check_value(cap, db, &k, &v, &f);
+	if (!rc)
+		rc = put_value_order(cap, db, key, klen, &f);
+	if (!rc)
+		rc = wdone(cap, wput(cap, db, key, klen, value, vlen));
+	if (!rc)
+		put_value_done(cap, db, key, &f);
+	return rc;
 }

@@ -123,76 +123,6 @@ static void keep_incomplete(struct cygprof_capture *cap, int in_batch, const cha
 	(void)cygprof_capture_close(cap);
 }
 
-/* The state of one stream. */
-struct rx {
-	const struct cap_sink *sink;
-	int in_batch;
-	int ended; /* END or ABORT was replayed: the capture is closed or gone */
-	uint64_t total, max; /* the frames' bytes (uncompressed), --max-bytes */
-	struct netp_join join; /* a tree or sites frame split in parts */
-	char *err;
-	size_t errlen;
-};
-
-/* Count n more bytes of frames: -EFBIG past --max-bytes. */
-static int rx_count(struct rx *x, uint64_t n)
-{
-	x->total += n;
-	if (x->total <= x->max)
-		return 0;
-	snprintf(x->err, x->errlen, "the stream passed --max-bytes %" PRIu64, x->max);
-	return -EFBIG;
-}
-
-/* Replay one frame (not ZBATCH; flags from its header): NETP_DONE_* or < 0. */
-static int rx_frame(struct rx *x, uint32_t type, unsigned flags, const uint8_t *p, uint32_t len)
-{
-	const uint8_t *jp;
-	uint32_t jlen;
-	int rc = netp_join(&x->join, type, flags, p, len, &jp, &jlen, x->err, x->errlen);
-	if (rc)
-		return rc > 0 ? NETP_DONE_MORE : rc; /* a part kept, or refused */
-	rc = netp_dispatch(type, jp, jlen, x->sink, x->err, x->errlen);
-	if (type == NETP_T_END || type == NETP_T_ABORT)
-		x->ended = 1;
-	if (rc >= 0 && type == NETP_T_BEGIN)
-		x->in_batch = 1;
-	else if (rc >= 0 && type == NETP_T_COMMIT)
-		x->in_batch = 0;
-	return rc;
-}
-
-/* Replay the frames of a ZBATCH payload. */
-static int rx_zbatch(struct rx *x, const uint8_t *p, uint32_t len, uint8_t **zbuf, size_t *zcap)
-{
-	size_t n, off = 0;
-	uint32_t raw = len >= 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-					  (uint32_t)p[3] << 24
-				: 0;
-	/* the stated size counts before anything is decompressed */
-	int rc = rx_count(x, raw);
-	if (rc < 0)
-		return rc;
-	rc = netp_unzip(p, len, zbuf, zcap, &n, x->err, x->errlen);
-	if (rc < 0)
-		return rc;
-	while (off < n) {
-		uint32_t type = 0, plen = 0;
-		const uint8_t *pp = NULL;
-		long fl = netp_frame(*zbuf + off, n - off, &type, &pp, &plen);
-		if (fl <= 0 || type == NETP_T_ZBATCH) {
-			snprintf(x->err, x->errlen, "malformed zbatch frame (a frame inside cut or "
-				 "nested)");
-			return -EBADMSG;
-		}
-		off += (size_t)fl;
-		rc = rx_frame(x, type, netp_flags(pp - NETP_HDR), pp, plen);
-		if (rc != NETP_DONE_MORE)
-			return rc;
-	}
-	return NETP_DONE_MORE;
-}
-
 int cmd_receive(int argc, char **argv)
 {
 	struct recv_opts o;
@@ -220,41 +150,32 @@ int cmd_receive(int argc, char **argv)
 		cli_die(1, "receive: %s", err);
 	free(tok);
 
-	struct cygprof_capture *cap;
-	int rc = cygprof_capture_create(o.output, &cap);
+	struct netp_rx x = { .max = o.max_bytes };
+	int rc = cygprof_capture_create(o.output, &x.cap);
 	if (rc < 0)
 		cli_die(1, "receive: %s: %s", o.output, cygprof_strerror(rc));
-	struct cap_sink sink = cap_sink_capture(cap);
-	uint8_t hdr[NETP_HDR], *payload = NULL, *zbuf = NULL;
-	size_t pcap = 0, zcap = 0;
+	uint8_t hdr[NETP_HDR], *payload = NULL;
+	size_t pcap = 0;
 	uint64_t wire = 0;
 	char why[600];
-	struct rx x = { .sink = &sink, .max = o.max_bytes, .err = err, .errlen = sizeof err };
 
 	for (;;) {
-		uint32_t type = 0, plen = 0;
-		const uint8_t *pp;
+		uint32_t type, len;
+		unsigned flags;
 		rc = net_read_full(fd, hdr, sizeof hdr, o.timeout_ms);
 		if (rc < 0)
 			break;
-		uint32_t len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 |
-			       (uint32_t)hdr[3] << 24;
-		long fl = netp_frame(hdr, sizeof hdr, &type, &pp, &plen);
-		if (fl < 0) {
+		if (netp_header(hdr, &type, &flags, &len) < 0) {
 			rc = -EBADMSG;
-			snprintf(err, sizeof err, "malformed frame header");
+			snprintf(x.err, sizeof x.err, "malformed frame header");
 			break;
 		}
-		type = (uint32_t)hdr[4] | (uint32_t)hdr[5] << 8;
 		wire += NETP_HDR + (uint64_t)len;
-		/* a compressed batch counts by what it holds (rx_zbatch) */
-		if (type != NETP_T_ZBATCH && (rc = rx_count(&x, NETP_HDR + (uint64_t)len)) < 0)
-			break;
 		if (len > pcap) {
 			uint8_t *np = realloc(payload, len);
 			if (!np) {
 				rc = -ENOMEM;
-				snprintf(err, sizeof err, "out of memory");
+				snprintf(x.err, sizeof x.err, "out of memory");
 				break;
 			}
 			payload = np;
@@ -265,14 +186,10 @@ int cmd_receive(int argc, char **argv)
 			if (rc < 0)
 				break;
 		}
-		if (type == NETP_T_ZBATCH)
-			rc = rx_zbatch(&x, payload, len, &zbuf, &zcap);
-		else
-			rc = rx_frame(&x, type, netp_flags(hdr), payload, len);
+		rc = netp_rx_frame(&x, hdr, payload);
 		if (rc == NETP_DONE_END || rc == NETP_DONE_ABORT) {
-			netp_join_free(&x.join);
+			netp_rx_free(&x);
 			free(payload);
-			free(zbuf);
 			close(fd);
 			if (rc == NETP_DONE_ABORT)
 				cli_die(1, "receive: the sender gave up the capture");
@@ -284,23 +201,20 @@ int cmd_receive(int argc, char **argv)
 			break;
 	}
 	if (x.ended) /* closing the capture failed: nothing more to keep */
-		cli_die(1, "receive: %s: %s", o.output, err);
-	uint64_t total = x.total;
-	int in_batch = x.in_batch;
-	netp_join_free(&x.join); /* a tree cut in parts is dropped: the last whole one stays */
-	free(zbuf);
+		cli_die(1, "receive: %s: %s", o.output, x.err);
+	netp_rx_free(&x); /* a value cut in parts is dropped: the last whole one stays */
 	free(payload);
 	close(fd);
 	if (rc == -EPIPE)
-		snprintf(why, sizeof why, "connection lost after %" PRIu64 " bytes", total);
+		snprintf(why, sizeof why, "connection lost after %" PRIu64 " bytes", x.total);
 	else if (rc == -ETIMEDOUT)
 		snprintf(why, sizeof why, "no data for %d s after %" PRIu64 " bytes",
-			 o.timeout_ms / 1000, total);
-	else if (err[0])
-		snprintf(why, sizeof why, "%s after %" PRIu64 " bytes", err, total);
+			 o.timeout_ms / 1000, x.total);
+	else if (x.err[0])
+		snprintf(why, sizeof why, "%s after %" PRIu64 " bytes", x.err, x.total);
 	else
-		snprintf(why, sizeof why, "%s after %" PRIu64 " bytes", strerror(-rc), total);
-	keep_incomplete(cap, in_batch, why);
+		snprintf(why, sizeof why, "%s after %" PRIu64 " bytes", strerror(-rc), x.total);
+	keep_incomplete(x.cap, x.in_batch, why);
 	cli_die(1, "receive: %s; %s kept, incomplete", why, o.output);
 	return 1;
 }

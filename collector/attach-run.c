@@ -105,7 +105,7 @@ static int put_meta_u64(struct collector *c, const char *key, uint64_t v)
 {
 	char buf[32];
 	snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
-	return cap_sink_set_meta(&c->sink, key, buf);
+	return cygprof_capture_set_meta(c->cap, key, buf);
 }
 
 /* What the capture says of the attach (docs/capture-format.md). */
@@ -125,7 +125,7 @@ static int put_attach_meta(struct collector *c, void *arg)
 	if (!rc)
 		rc = put_meta_u64(c, "attach_end", m->end_ns);
 	if (!rc)
-		rc = cap_sink_set_meta(&c->sink, "attach_exited", m->ended ? "1" : "0");
+		rc = cygprof_capture_set_meta(c->cap, "attach_exited", m->ended ? "1" : "0");
 	return rc;
 }
 
@@ -169,7 +169,7 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	if (c.dbg)
 		debuginfo_add_env(c.dbg);
 	c.filtering = o.n_only || o.n_except || o.max_depth;
-	rc = collector_sink_open(&c, &enc, &send_fd, err, errlen);
+	rc = collector_output_open(&c, &enc, &send_fd, err, errlen);
 	if (rc) {
 		debuginfo_free(c.dbg);
 		goto out_free;
@@ -211,7 +211,7 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	a.pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
 	if (duration_ns)
 		a.deadline_ns = start_ns + duration_ns;
-	(void)cap_sink_publish(&c.sink);
+	(void)cygprof_capture_publish(c.cap);
 	if (!o.quiet)
 		fprintf(stderr, "cygprof: attached to process %d (%s)%s\n", (int)t->pid, t->exe,
 			duration_ns ? "" : "; Ctrl-C to detach");
@@ -239,7 +239,7 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 
 	struct attach_meta am = {t->pid, start_ns, end_ns, a.ended};
 	rc = collector_finish_run(&c, put_attach_meta, &am, res);
-	rc = collector_sink_end(&c, &enc, rc, 0, res, err, errlen);
+	rc = collector_output_end(&c, &enc, rc, 0, res, err, errlen);
 	if (a.pidfd >= 0)
 		close(a.pidfd);
 	close(memfd);
@@ -256,7 +256,7 @@ fail:
 	free(s);
 	if (memfd >= 0)
 		close(memfd);
-	cap_sink_discard(&c.sink);
+	cygprof_capture_discard(c.cap);
 	netp_enc_free(&enc);
 	collector_free(&c);
 out_free:

@@ -19,7 +19,6 @@
 
 #include "collector.h"
 #include "cyg-shm.h"
-#include "capture-sink.h"
 #include "cygprof/cygprof-capture.h"
 #include "debuginfo.h"
 #include "array.h"
@@ -192,7 +191,8 @@ struct cobj {
 struct collector {
 	const struct collector_opts *o;
 	struct stash stash;
-	struct cap_sink sink;  /* where every capture write goes (remote/capture-sink.h) */
+	struct cygprof_capture *cap; /* where every capture write goes: a file, or a
+				      * stream to the receiver (output.c) */
 	char *base;
 	struct cyg_ctl *ctl;
 	/* our own copies: never read back from the mapping */
@@ -331,16 +331,16 @@ int collector_finish_run(struct collector *c, int (*meta)(struct collector *c, v
 			 void *arg, struct collector_result *res);
 
 struct netp_enc;
-/* record.c: where the run's capture goes: a new capture at o->output, or
- * with o->send_to the network sink, whose frames go out on *send_fd (enc and
+/* output.c: the run's capture c->cap: a new capture at o->output, or with
+ * o->send_to a stream capture whose frames go out on *send_fd (enc and
  * send_fd must outlive the run).  0, or an error with its line in err. */
-int collector_sink_open(struct collector *c, struct netp_enc *enc, int *send_fd, char *err,
-			size_t errlen);
-/* Close the sink; rc: the run's error so far.  Sets res->capture_bytes (of
- * the file, or sent) and, on an error (a lost connection too), its one line
- * in err; returns the error. */
-int collector_sink_end(struct collector *c, struct netp_enc *enc, int rc, int status,
-		       struct collector_result *res, char *err, size_t errlen);
+int collector_output_open(struct collector *c, struct netp_enc *enc, int *send_fd, char *err,
+			  size_t errlen);
+/* output.c: close c->cap; rc: the run's error so far.  Sets
+ * res->capture_bytes (of the file, or sent) and, on an error (a lost
+ * connection too), its one line in err; returns the error. */
+int collector_output_end(struct collector *c, struct netp_enc *enc, int rc, int status,
+			 struct collector_result *res, char *err, size_t errlen);
 
 /* attach-run.c: the attach is over (the duration, a signal, the process ended). */
 int collector_attach_over(struct collector *c);

@@ -81,7 +81,7 @@ static uint32_t define(struct collector *c, uint32_t proc_idx, uint32_t unit, co
 	struct counters *k = c->counters;
 	struct cygprof_counter d = { .id = k->next_id, .proc_idx = proc_idx, .unit = unit,
 				     .name = (char *)name };
-	int err = cap_sink_put_counter(&c->sink, &d);
+	int err = cygprof_capture_put_counter(c->cap, &d);
 
 	if (err) {
 		note_err(c, err);
@@ -95,7 +95,7 @@ static void sample(struct collector *c, uint32_t id, uint64_t t, int64_t v)
 	struct cygprof_sample s = { .t_ns = t, .value = v };
 
 	if (id != NO_ID)
-		note_err(c, cap_sink_append_samples(&c->sink, id, &s, 1));
+		note_err(c, cygprof_capture_append_samples(c->cap, id, &s, 1));
 }
 
 /* The whole of a small /proc file into k->buf (NUL-terminated); its length,

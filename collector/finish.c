@@ -213,7 +213,7 @@ static int put_tree(struct collector *c, struct cthread *ct)
 		v[i].calls = ct->nodes[i].calls;
 		v[i].total_ns = ticks_to_ns(c, ct->nodes[i].ticks);
 	}
-	err = cap_sink_put_tree(&c->sink, ct->idx, v, ct->n);
+	err = cygprof_capture_put_tree(c->cap, ct->idx, v, ct->n);
 	return err;
 }
 
@@ -279,7 +279,7 @@ static int put_sites(struct collector *c, struct cthread *ct, const struct cyg_s
 	for (k = 0; k < n; k++)
 		if (v[k].calls || v[k].total_ns)
 			v[out++] = v[k];
-	err = cap_sink_put_sites(&c->sink, ct->idx, v, out);
+	err = cygprof_capture_put_sites(c->cap, ct->idx, v, out);
 	hmap_release(&at);
 	return err;
 }
@@ -387,7 +387,7 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 	ct->lost = th.lost;
 	ct->waits = th.waits;
 	if (!err)
-		err = cap_sink_put_thread(&c->sink, &th);
+		err = cygprof_capture_put_thread(c->cap, &th);
 	return err;
 }
 
@@ -498,7 +498,7 @@ static int store_proc(struct collector *c, struct cproc *cpr)
 		cpr->dmg = dmg;
 	if (!cp.command)
 		return -ENOMEM;
-	err = cap_sink_put_proc(&c->sink, &cp);
+	err = cygprof_capture_put_proc(c->cap, &cp);
 	free(cp.command);
 	return err;
 }
@@ -570,7 +570,7 @@ static int put_objects(struct collector *c, struct cproc *cp)
 				o.build_id_len = sizeof o.build_id;
 		}
 		o.bias = bias;
-		err = cap_sink_put_object(&c->sink, &o);
+		err = cygprof_capture_put_object(c->cap, &o);
 		if (err)
 			return err;
 		cp->objidx[i] = o.idx;
@@ -620,7 +620,7 @@ static int put_sym(struct collector *c, struct cproc *cp, struct procmap *m, uin
 	s.addr = addr;
 	s.size = size;
 	s.name = name;
-	err = cap_sink_put_symbol(&c->sink, &s);
+	err = cygprof_capture_put_symbol(c->cap, &s);
 	free(name);
 	return err;
 }
@@ -735,7 +735,7 @@ static int put_meta_u64(struct collector *c, const char *key, uint64_t v)
 {
 	char buf[32];
 	snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
-	return cap_sink_set_meta(&c->sink, key, buf);
+	return cygprof_capture_set_meta(c->cap, key, buf);
 }
 
 static int put_clock_pair(struct collector *c, const char *key, const struct clock_pair *p)
@@ -745,7 +745,7 @@ static int put_clock_pair(struct collector *c, const char *key, const struct clo
 	snprintf(buf, sizeof buf, "tick=%llu mono_ns=%llu real_ns=%llu",
 		 (unsigned long long)p->tick, (unsigned long long)p->mono_ns,
 		 (unsigned long long)p->real_ns);
-	return cap_sink_set_meta(&c->sink, key, buf);
+	return cygprof_capture_set_meta(c->cap, key, buf);
 }
 
 static int put_meta(struct collector *c, uint64_t lost)
@@ -760,12 +760,12 @@ static int put_meta(struct collector *c, uint64_t lost)
 
 	if (!cmd)
 		return -ENOMEM;
-	err = cap_sink_set_meta(&c->sink, "command", cmd);
+	err = cygprof_capture_set_meta(c->cap, "command", cmd);
 	free(cmd);
 	snprintf(buf, sizeof buf, "profile%s%s", o->timeline ? "+timeline" : "",
 		 o->memory ? "+memory" : "");
 	if (!err)
-		err = cap_sink_set_meta(&c->sink, "mode", buf);
+		err = cygprof_capture_set_meta(c->cap, "mode", buf);
 	/* what was recorded: the given list, else from the options */
 	if (o->instruments)
 		snprintf(buf, sizeof buf, "%s", o->instruments);
@@ -774,19 +774,19 @@ static int put_meta(struct collector *c, uint64_t lost)
 			 o->memory ? ",memory" : "", o->counters_ns ? ",counters" : "",
 			 o->memdump ? ",memdump" : "", c->sampling ? ",sampling" : "");
 	if (!err)
-		err = cap_sink_set_meta(&c->sink, "instruments", buf);
+		err = cygprof_capture_set_meta(c->cap, "instruments", buf);
 	gmtime_r(&now, &tm);
 	strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (!err)
-		err = cap_sink_set_meta(&c->sink, "start_time", buf);
+		err = cygprof_capture_set_meta(c->cap, "start_time", buf);
 	if (!err)
 		err = put_meta_u64(c, "duration_ns", tick_ns(c, c->end_ts));
 	if (!err)
-		err = cap_sink_set_meta(&c->sink, "time", o->time_sampled ? "sampled" : "exact");
+		err = cygprof_capture_set_meta(c->cap, "time", o->time_sampled ? "sampled" : "exact");
 	if (!err && c->sampling)
 		err = collector_sampling_meta(c);
 	if (!err)
-		err = cap_sink_set_meta(&c->sink, "clock",
+		err = cygprof_capture_set_meta(c->cap, "clock",
 					       (c->flags & CYG_F_TSC) ? "tsc" : "monotonic");
 	/* the pairing of the tick with CLOCK_MONOTONIC (perf's -k) and
 	 * CLOCK_REALTIME, at the origin and now, so any event of the capture
@@ -801,30 +801,30 @@ static int put_meta(struct collector *c, uint64_t lost)
 				   (uint64_t)((double)(c->clk_end.tick - c->clk_start.tick) * 1e9 /
 					      (double)(c->clk_end.mono_ns - c->clk_start.mono_ns) + 0.5));
 	if (!err)
-		err = cap_sink_set_meta(&c->sink, "filters", o->filters ? o->filters : "");
+		err = cygprof_capture_set_meta(c->cap, "filters", o->filters ? o->filters : "");
 	if (!err)
 		err = put_meta_u64(c, "lost_events", lost);
 	if (!err)
-		err = cap_sink_set_meta(&c->sink, "drop_mode", o->drop ? "drop" : "block");
+		err = cygprof_capture_set_meta(c->cap, "drop_mode", o->drop ? "drop" : "block");
 	if (!err && gethostname(buf, sizeof buf) == 0) {
 		buf[sizeof buf - 1] = 0;
-		err = cap_sink_set_meta(&c->sink, "hostname", buf);
+		err = cygprof_capture_set_meta(c->cap, "hostname", buf);
 	}
 	if (!err && uname(&u) == 0) {
-		err = cap_sink_set_meta(&c->sink, "kernel", u.release);
+		err = cygprof_capture_set_meta(c->cap, "kernel", u.release);
 		if (!err)
-			err = cap_sink_set_meta(&c->sink, "machine", u.machine);
+			err = cygprof_capture_set_meta(c->cap, "machine", u.machine);
 	}
 	uint64_t oom = RD(c->ctl->oom);
 	if (!err && oom)
 		err = put_meta_u64(c, "shm_full", oom);
 	char *damaged = collector_damage_line(c);
 	if (!err && damaged)
-		err = cap_sink_set_meta(&c->sink, "damaged", damaged);
+		err = cygprof_capture_set_meta(c->cap, "damaged", damaged);
 	free(damaged);
 	/* Last, and only at the end: a capture without it was interrupted. */
 	if (!err && c->final)
-		err = cap_sink_set_meta(&c->sink, "complete", "1");
+		err = cygprof_capture_set_meta(c->cap, "complete", "1");
 	return err;
 }
 
@@ -854,7 +854,7 @@ static int put_main_fallback(struct collector *c)
 	}
 	cp.command = join_argv(c->o->argv);
 	cp.exe = (char *)c->o->argv[0];
-	err = cp.command ? cap_sink_put_proc(&c->sink, &cp) : -ENOMEM;
+	err = cp.command ? cygprof_capture_put_proc(c->cap, &cp) : -ENOMEM;
 	free(cp.command);
 	return err;
 }

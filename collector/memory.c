@@ -290,14 +290,14 @@ void collector_mem_flush(struct collector *c, struct cthread *ct)
 	int err;
 
 	if (s->n > s->stored) {
-		err = cap_sink_put_stacks(&c->sink, s->v + s->stored, s->n - s->stored);
+		err = cygprof_capture_put_stacks(c->cap, s->v + s->stored, s->n - s->stored);
 		if (err && !c->err)
 			c->err = err;
 		s->stored = s->n;
 	}
 	collector_snapshot_mem(c, ct); /* cygprof top --memory: the live heap */
 	if (ct->nmev) {
-		err = cap_sink_append_mem(&c->sink, ct->idx, ct->mev, ct->nmev);
+		err = cygprof_capture_append_mem(c->cap, ct->idx, ct->mev, ct->nmev);
 		if (err && !c->err)
 			c->err = err;
 		ct->mem_events += ct->nmev;

@@ -39,7 +39,7 @@ int collector_poll(struct collector *c, pid_t pid)
 	uint64_t interval = checkpoint_interval_ns(), last_commit, last_ckpt, gap;
 	int status = 0;
 
-	cap_sink_begin(&c->sink);
+	cygprof_capture_begin(c->cap);
 	last_commit = last_ckpt = collector_mono_ns();
 	gap = interval;
 	for (;;) {
@@ -77,22 +77,22 @@ int collector_poll(struct collector *c, pid_t pid)
 			int e = collector_checkpoint(c, 0);
 			c->in_checkpoint = 0;
 			if (!e)
-				e = cap_sink_commit(&c->sink);
+				e = cygprof_capture_commit(c->cap);
 			else
-				cap_sink_commit(&c->sink);
+				cygprof_capture_commit(c->cap);
 			if (e && !c->err)
 				c->err = e;
-			cap_sink_begin(&c->sink);
+			cygprof_capture_begin(c->cap);
 			last_ckpt = last_commit = collector_mono_ns();
 			c->ckpt_ns = collector_cpu_ns() - cpu0;
 			gap = c->ckpt_ns * POLL_CHECKPOINT_CPU_SHARE > interval
 				      ? c->ckpt_ns * POLL_CHECKPOINT_CPU_SHARE
 				      : interval;
 		} else if (now - last_commit > POLL_COMMIT_NS) {
-			int e = cap_sink_commit(&c->sink);
+			int e = cygprof_capture_commit(c->cap);
 			if (e && !c->err)
 				c->err = e; /* a write that failed is lost: say so at the end */
-			cap_sink_begin(&c->sink);
+			cygprof_capture_begin(c->cap);
 			last_commit = collector_mono_ns();
 		}
 		/* Poll: at once while rings fill fast, briefly while events

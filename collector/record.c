@@ -9,118 +9,11 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "collector-private.h"
 #include "net-proto.h"
-#include "net.h"
-
-/* record --send: a write making no progress for this long loses the
- * connection (a receiver that stopped reading). */
-#define SEND_TIMEOUT_MS 60000
-
-/* The net sink's flush: the buffered frames onto the socket. */
-static int send_flush(void *arg, const uint8_t *p, size_t n)
-{
-	return net_write_full(*(int *)arg, p, n, SEND_TIMEOUT_MS);
-}
-
-/* The one line for a lost connection (or any failed send). */
-static void send_lost(const struct collector *c, const struct netp_enc *enc, int rc,
-		      int status, char *err, size_t errlen)
-{
-	const struct collector_opts *o = c->o;
-	char st[300];
-
-	if (c->attach)
-		snprintf(st, sizeof st, "; the process attached to runs on");
-	else if (WIFSIGNALED(status))
-		snprintf(st, sizeof st, "; %s ran on to its end, killed by signal %d", o->argv[0],
-			 WTERMSIG(status));
-	else
-		snprintf(st, sizeof st, "; %s ran on to its end, exit status %d", o->argv[0],
-			 WEXITSTATUS(status));
-	snprintf(err, errlen, "record: connection to %s lost after %llu bytes: %s%s", o->send_to,
-		 (unsigned long long)enc->sent,
-		 rc == -EPIPE ? "the receiver closed it"
-		 : rc == -ETIMEDOUT ? "the receiver stopped reading"
-				    : cygprof_strerror(rc),
-		 st);
-}
-
-static int disk_full(const char *path)
-{
-	char dir[4096];
-	struct statvfs sv;
-	char *slash;
-
-	snprintf(dir, sizeof dir, "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash)
-		*(slash == dir ? slash + 1 : slash) = 0;
-	else
-		snprintf(dir, sizeof dir, ".");
-	return statvfs(dir, &sv) == 0 && sv.f_bavail < 16;
-}
-
-int collector_sink_open(struct collector *c, struct netp_enc *enc, int *send_fd, char *err,
-			size_t errlen)
-{
-	const struct collector_opts *o = c->o;
-	struct cygprof_capture *cap;
-	int rc;
-
-	memset(enc, 0, sizeof *enc);
-	if (o->send_to) {
-		/* frames, batched: flushed at each commit and past NETP_FLUSH_AT */
-		enc->flush = send_flush;
-		enc->arg = send_fd;
-		enc->compress = 1; /* zstd's fastest: a timeline shrinks about 50 times */
-		c->sink = cap_sink_net(enc);
-		return 0;
-	}
-	rc = cygprof_capture_create(o->output, &cap);
-	if (rc) {
-		snprintf(err, errlen, "cannot create capture '%s': %s", o->output,
-			 cygprof_strerror(rc));
-		return rc;
-	}
-	c->sink = cap_sink_capture(cap);
-	return 0;
-}
-
-int collector_sink_end(struct collector *c, struct netp_enc *enc, int rc, int status,
-		       struct collector_result *res, char *err, size_t errlen)
-{
-	const struct collector_opts *o = c->o;
-	int e = cap_sink_close(&c->sink);
-
-	c->sink.ops = NULL;
-	if (!rc)
-		rc = e;
-	if (o->send_to) {
-		if (enc->err)
-			send_lost(c, enc, enc->err, status, err, errlen);
-		else if (rc)
-			snprintf(err, errlen, "record: sending to %s: %s", o->send_to,
-				 cygprof_strerror(rc));
-		res->capture_bytes = enc->sent;
-		netp_enc_free(enc);
-		return rc;
-	}
-	if (rc && rc != CYGPROF_E_FULL && disk_full(o->output))
-		rc = CYGPROF_E_FULL; /* LMDB may report a failed write as EIO */
-	if (rc)
-		snprintf(err, errlen, "writing capture '%s': %s", o->output, cygprof_strerror(rc));
-	else {
-		struct stat stt;
-		if (!stat(o->output, &stt))
-			res->capture_bytes = (uint64_t)stt.st_size;
-	}
-	return rc;
-}
 
 int collector_finish_run(struct collector *c, int (*meta)(struct collector *c, void *arg),
 			 void *arg, struct collector_result *res)
@@ -138,7 +31,7 @@ int collector_finish_run(struct collector *c, int (*meta)(struct collector *c, v
 		collector_snapshot(c, 1);
 	if (!rc && meta)
 		rc = meta(c, arg);
-	e = cap_sink_commit(&c->sink);
+	e = cygprof_capture_commit(c->cap);
 	if (!rc)
 		rc = e;
 	if (!rc && c->err)
@@ -242,7 +135,7 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 		debuginfo_add_env(c.dbg);
 	c.filtering = o->n_only || o->n_except || o->max_depth;
 
-	rc = collector_sink_open(&c, &enc, &send_fd, err, errlen);
+	rc = collector_output_open(&c, &enc, &send_fd, err, errlen);
 	if (rc) {
 		debuginfo_free(c.dbg);
 		free(caller_fds);
@@ -283,14 +176,14 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 	/* the program runs: from now on the capture is visible at its name
 	 * (a collector killed later leaves what it committed there); a
 	 * failure shows again at close, which publishes too */
-	(void)cap_sink_publish(&c.sink);
+	(void)cygprof_capture_publish(c.cap);
 
 	status = collector_poll(&c, pid);
 	collector_forward_end(&c);
 	c.main_status = status;
 	rc = collector_finish_run(&c, NULL, NULL, res);
 	res->status = status;
-	rc = collector_sink_end(&c, &enc, rc, status, res, err, errlen);
+	rc = collector_output_end(&c, &enc, rc, status, res, err, errlen);
 	collector_free(&c);
 	free(caller_fds);
 	return rc;
@@ -299,7 +192,7 @@ fail:
 		close(memfd);
 	/* removes the new file (what was at the output's name stays), or
 	 * tells the receiver to drop what it got */
-	cap_sink_discard(&c.sink);
+	cygprof_capture_discard(c.cap);
 	netp_enc_free(&enc);
 	collector_free(&c);
 	free(caller_fds);

@@ -397,8 +397,8 @@ static uint64_t tracepoint_id(const char *name)
 
 static void set_meta(struct collector *c, const char *v)
 {
-	if (c->sink.ops)
-		(void)cap_sink_set_meta(&c->sink, "rr_ticks", v);
+	if (c->cap)
+		(void)cygprof_capture_set_meta(c->cap, "rr_ticks", v);
 }
 
 struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *leader, pid_t pid)

@@ -724,15 +724,15 @@ static void sampling_write(struct collector *c, struct sampling *s)
 	int err = 0;
 
 	if (st->n > st->stored) {
-		err = cap_sink_put_stacks(&c->sink, st->v + st->stored, st->n - st->stored);
+		err = cygprof_capture_put_stacks(c->cap, st->v + st->stored, st->n - st->stored);
 		st->stored = st->n;
 	}
 	if (!err && s->ns > s->s_written)
-		err = cap_sink_append_psamples(&c->sink, s->s + s->s_written,
+		err = cygprof_capture_append_psamples(c->cap, s->s + s->s_written,
 						      s->ns - s->s_written);
 	if (!err && s->no > s->o_written) {
 		qsort(s->o + s->o_written, s->no - s->o_written, sizeof *s->o, off_cmp);
-		err = cap_sink_append_offcpu(&c->sink, s->o + s->o_written,
+		err = cygprof_capture_append_offcpu(c->cap, s->o + s->o_written,
 						    s->no - s->o_written);
 	}
 	s->s_written = s->ns;
@@ -844,13 +844,13 @@ int collector_sampling_meta(struct collector *c)
 	char buf[32];
 	int err;
 
-	err = cap_sink_set_meta(&c->sink, "sample_event", s->event);
+	err = cygprof_capture_set_meta(c->cap, "sample_event", s->event);
 	snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->hz);
 	if (!err)
-		err = cap_sink_set_meta(&c->sink, "sample_hz", buf);
+		err = cygprof_capture_set_meta(c->cap, "sample_hz", buf);
 	snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->lost);
 	if (!err && s->lost)
-		err = cap_sink_set_meta(&c->sink, "sample_lost", buf);
+		err = cygprof_capture_set_meta(c->cap, "sample_lost", buf);
 	return err;
 }
 

@@ -4,8 +4,9 @@
  * Runs inside the traced program on every call and return.  Each thread
  * writes only its own calling-context tree, shadow stack and ring, all in
  * the shared mapping: no lock, no syscall (the clock is rdtsc or the vDSO),
- * no allocation.  Anything rare is a tail call into cyg-thread.c, so the
- * common path needs almost no registers saved.
+ * no allocation.  Anything rare is a tail call into the cold part
+ * (cyg-stack.c, cyg-tree.c, cyg-ring.c: cyg-cold.h lists its files), so
+ * the common path needs almost no registers saved.
  *
  * Each hook has two bodies, made from one always-inlined template with a
  * constant `clocked`: the exact-time one, and the one of CYG_F_NOCLOCK

@@ -116,7 +116,7 @@ HIDDEN struct cyg_thread *cyg__sig_enter(struct cyg_thread *t, unsigned *first) 
 /* Put back what was there before the writer of level `level` took over. */
 HIDDEN void cyg__sig_leave(unsigned level) COLD;
 
-/* cold paths (cyg-thread.c) */
+/* cold paths of the hooks (cyg-writer.c, cyg-stack.c, cyg-tree.c, cyg-ring.c) */
 HIDDEN struct cyg_thread *cyg__thread_init(void) COLD;
 HIDDEN void cyg__enter_rare(uint64_t fn, uint64_t site, uint64_t cfa) COLD;
 HIDDEN void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t now,

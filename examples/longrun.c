@@ -8,7 +8,9 @@
  * though it is a child of cygprof), then runs ROUNDS rounds: each calls
  * round_() once, which calls work() K times, prints a heartbeat line
  * "longrun: round=R" (flushed) and sleeps 100 ms (nanosleep, not
- * instrumented). With the defaults it runs about 3 s.
+ * instrumented). With the defaults it runs about 3 s.  It stops after
+ * fewer rounds when the file PIDFILE.stop appears (a test that only needs
+ * a running program tells it so; the counts below are for ROUNDS).
  *
  * Expected counts (one process, one thread):
  *   main    1
@@ -20,7 +22,7 @@
  * Exit status 0. stdout: ROUNDS heartbeat lines, then
  * "longrun: done rounds=ROUNDS work=ROUNDS*K".
  *
- * The test of a collector that dies (e2e.py, collector-gone) SIGKILLs
+ * The test of a collector that dies (record-collector-gone-O2) SIGKILLs
  * cygprof while this runs: the program must still run to the end and exit 0.
  */
 #include <stdio.h>
@@ -63,6 +65,7 @@ COUNTED static void round_(void)
 int main(int argc, char **argv)
 {
 	unsigned long rounds = 30, r;
+	char stopfile[4096];
 	FILE *f;
 
 	if (argc < 2)
@@ -76,7 +79,8 @@ int main(int argc, char **argv)
 		return 1;
 	fprintf(f, "%ld\n", (long)getpid());
 	fclose(f);
-	for (r = 0; r < rounds; r++)
+	snprintf(stopfile, sizeof stopfile, "%s.stop", argv[1]);
+	for (r = 0; r < rounds && access(stopfile, F_OK) != 0; r++)
 		round_();
 	printf("longrun: done rounds=%lu work=%lu\n", n_round, n_work);
 	return 0;

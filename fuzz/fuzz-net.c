@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz-net.c - libFuzzer harness for the frame decoder of `cygprof receive`
- * (remote/net-proto.c, docs/remote.md "Frames").
+/* fuzz-net.c - libFuzzer harness for the receiving side of `cygprof
+ * receive` (remote/net-proto.c, docs/remote.md "Frames"), down to the
+ * capture library's check of every value it is given
+ * (cygprof_capture_put_value(): the reader's decoders).
  *
- * Each input is a stream as it follows the handshake: frames are cut with
- * netp_frame() and replayed with netp_dispatch() into the net sink (the
- * encoder), as cmd-receive.c replays them into a capture, until the input
- * ends, a frame is refused, or END/ABORT; a ZBATCH frame is decompressed
- * with netp_unzip() and its frames replayed the same way; the parts of a
- * split TREE or SITES frame are joined first (netp_join()).  Every frame
- * the decoder accepts whole must encode back to the same bytes (the thread
- * name excepted: the decoder ends it with a NUL), a refused one must say
- * why in one line, and a frame's length never runs past the input.  Built with -Dfuzz=true (clang): see
+ * Each input is a stream as it follows the handshake: its frames are cut
+ * with netp_frame() and fed to a receiver (netp_rx_frame(): ZBATCH
+ * decompressed, split values joined, every frame replayed) until the input
+ * ends, a frame is refused, or END/ABORT.  The receiver's capture is a
+ * stream capture whose stream is the sender's encoder (netp_stream), so
+ * every frame accepted is encoded again and must give back the same bytes
+ * (a ZBATCH: the frames inside; frames joined from parts are left out); a
+ * refused frame must say why in one line; a frame never runs past the
+ * input.  It aborts otherwise.  Built with -Dfuzz=true (clang): see
  * fuzz/README.md.
  *
  * Linked with replay-main.c instead it is a plain program that runs the
- * same function over files and directories given on the command line (the seed
- * corpus as a unit test in every build).
+ * same function over files and directories given on the command line (the
+ * seed corpus as a unit test in every build).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -27,80 +29,64 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Replay the frames of data; inside a ZBATCH (nested), a ZBATCH is refused.
- * 1 when END or ABORT was replayed or a frame refused: the stream stops. */
-static int run_frames(const uint8_t *data, size_t size, int nested, struct netp_enc *enc,
-		      const struct cap_sink *sink, struct netp_join *join)
+/* What the frame at f (fl bytes) must encode back to: itself, or the
+ * frames inside a ZBATCH (*buf, owned); 0 when there is nothing to compare
+ * (a ZBATCH that does not decompress). */
+static size_t expected(const uint8_t *f, long fl, uint32_t type, const uint8_t **want,
+		       uint8_t **buf)
 {
-	size_t off = 0;
+	size_t cap = 0, n = 0;
+	char err[256];
 
-	while (off < size) {
-		uint32_t type = 0, plen = 0;
-		const uint8_t *payload = NULL;
-		char err[256] = "";
-		long fl = netp_frame(data + off, size - off, &type, &payload, &plen);
-
-		if (fl <= 0)
-			return 1;
-		if ((size_t)fl > size - off || payload != data + off + NETP_HDR ||
-		    (size_t)fl != NETP_HDR + (size_t)plen)
-			abort(); /* a frame past the input */
-		off += (size_t)fl;
-		if (type == NETP_T_ZBATCH) {
-			uint8_t *buf = NULL;
-			size_t cap = 0, n = 0;
-			int stop = 1;
-			if (nested)
-				return 1;
-			if (netp_unzip(payload, plen, &buf, &cap, &n, err, sizeof err) == 0) {
-				if (n > NETP_MAX_FRAME)
-					abort(); /* more than the payload may state */
-				stop = run_frames(buf, n, 1, enc, sink, join);
-			} else if (!err[0] || strchr(err, '\n')) {
-				abort();
-			}
-			free(buf);
-			if (stop)
-				return 1;
-			continue;
-		}
-		const uint8_t *jp;
-		uint32_t jlen;
-		int jr = netp_join(join, type, netp_flags(data + off - (size_t)fl), payload, plen, &jp,
-				   &jlen, err, sizeof err);
-		if (jr < 0) {
-			if (!err[0] || strchr(err, '\n'))
-				abort();
-			return 1;
-		}
-		if (jr > 0)
-			continue; /* a part of a split frame */
-		enc->len = 0;
-		int rc = netp_dispatch(type, jp, jlen, sink, err, sizeof err);
-		if (rc < 0) {
-			if (!err[0] || strchr(err, '\n'))
-				abort(); /* a refusal says why, in one line */
-			return 1;
-		}
-		if (enc->err)
-			abort(); /* the encoder refused what the decoder accepted */
-		if (type != NETP_T_THREAD && jp == payload &&
-		    (enc->len != (size_t)fl || memcmp(enc->buf, payload - NETP_HDR, enc->len)))
-			abort(); /* decoded and encoded again: not the same frame */
-		if (rc == NETP_DONE_END || rc == NETP_DONE_ABORT)
-			return 1;
-	}
-	return 0;
+	*want = f;
+	if (type != NETP_T_ZBATCH)
+		return (size_t)fl;
+	if (netp_unzip(f + NETP_HDR, (uint32_t)(fl - NETP_HDR), buf, &cap, &n, err, sizeof err))
+		return 0;
+	*want = *buf;
+	return n;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct netp_enc enc = { 0 };
-	struct cap_sink sink = cap_sink_net(&enc);
-	struct netp_join join = { 0 };
+	struct netp_rx rx = { 0 };
+	size_t off = 0;
 
-	run_frames(data, size, 0, &enc, &sink, &join);
-	netp_join_free(&join);
+	if (cygprof_capture_create_stream(&netp_stream, &enc, &rx.cap))
+		abort();
+	while (off < size && !rx.ended) {
+		uint32_t type = 0, plen = 0;
+		const uint8_t *payload = NULL, *want;
+		uint8_t *buf = NULL;
+		long fl = netp_frame(data + off, size - off, &type, &payload, &plen);
+
+		if (fl <= 0)
+			break;
+		if ((size_t)fl > size - off || payload != data + off + NETP_HDR ||
+		    (size_t)fl != NETP_HDR + (size_t)plen)
+			abort(); /* a frame past the input */
+		uint64_t parts = rx.parts;
+		enc.len = 0;
+		int rc = netp_rx_frame(&rx, data + off, payload);
+		if (rc < 0) {
+			if (!rx.err[0] || strchr(rx.err, '\n'))
+				abort(); /* a refusal says why, in one line */
+			break;
+		}
+		size_t n = expected(data + off, fl, type, &want, &buf);
+		/* decoded and encoded again: the same frames (all of them, or
+		 * those before an END or ABORT inside a ZBATCH) */
+		if (rx.parts == parts && n &&
+		    (enc.len > n || (rc == NETP_DONE_MORE && enc.len != n) ||
+		     (enc.len && memcmp(enc.buf, want, enc.len))))
+			abort();
+		free(buf);
+		off += (size_t)fl;
+	}
+	if (!rx.ended)
+		cygprof_capture_discard(rx.cap);
+	netp_rx_free(&rx);
 	netp_enc_free(&enc);
 	return 0;
 }

@@ -2,12 +2,16 @@
 # SPDX-License-Identifier: MIT
 """Make a seed of fuzz/corpus-net: stand in for `cygprof receive` (the
 handshake of docs/remote.md), record one program with `cygprof record
---send`, and save the frames it streams after the handshake.
-usage: net-corpus.py OUT CYGPROF [RECORD OPTIONS] -- PROG [ARGS]"""
+--send`, and save the frames it streams after the handshake.  With
+--expand, every ZBATCH frame is replaced by the frames it holds (the
+`zstd` command decompresses them): a seed of plain PUT frames, whose
+values the fuzzer then changes.
+usage: net-corpus.py [--expand] OUT CYGPROF [RECORD OPTIONS] -- PROG [ARGS]"""
 import hashlib
 import hmac
 import os
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -26,8 +30,27 @@ def read_n(c, n):
     return b
 
 
+def expand(data):
+    """The frames of data, each ZBATCH (type 7: u32 raw, zstd frame)
+    replaced by its content."""
+    out, off = b'', 0
+    while off + 8 <= len(data):
+        n, t = struct.unpack_from('<IH', data, off)
+        if t == 7:
+            out += subprocess.run(['zstd', '-dcq'], input=data[off + 12:off + 8 + n],
+                                  stdout=subprocess.PIPE, check=True).stdout
+        else:
+            out += data[off:off + 8 + n]
+        off += 8 + n
+    return out + data[off:]
+
+
 def main():
-    out, cyg, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
+    args = sys.argv[1:]
+    plain = args[0] == '--expand'
+    if plain:
+        args = args[1:]
+    out, cyg, rest = args[0], args[1], args[2:]
     with tempfile.TemporaryDirectory() as tmp:
         tok = os.path.join(tmp, 'token')
         with open(tok, 'wb') as f:
@@ -42,6 +65,7 @@ def main():
         c, _ = srv.accept()
         hello = read_n(c, 12)
         assert hello[:8] == MAGIC, hello
+        assert struct.unpack('<I', hello[8:])[0] == 2, hello  # NETP_VERSION
         nonce = os.urandom(32)
         c.sendall(hello + nonce)
         mac = read_n(c, 32)
@@ -55,6 +79,8 @@ def main():
                 break
             data += chunk
         rec.wait()
+    if plain:
+        data = expand(data)
     with open(out, 'wb') as f:
         f.write(data)
     print('%s: %d bytes' % (out, len(data)))

@@ -33,7 +33,7 @@ if [ ! -d "$C" ]; then
 		tests/example-threads-O2 tests/example-forkexec-O2 tests/example-exceptions-O2 \
 		tests/memory/example-mem-basic-instr-O2 tests/memory/example-mem-threads-instr-O2 \
 		tests/instruments/example-memgrow-O2 tests/example-memdump-O2 \
-		tests/annotate/example-annotate-O2 tests/diff-prog-O2 tests/sampling-prog-cyg; do
+		tests/annotate/example-annotate-O2 tests/diff/diff-prog-O2 tests/sampling/sampling-prog-cyg; do
 		cp "$B/$e" "$C/bin/" || exit 1
 	done
 	bin=$C/bin

@@ -117,6 +117,82 @@ int cygprof_capture_commit(struct cygprof_capture *cap);
 /** Size in bytes of the capture file on disk. */
 uint64_t cygprof_capture_file_size(struct cygprof_capture *cap);
 
+/* ---- streams: the capture's values handed to a callback ---------------------- */
+/* The named databases of a capture (docs/capture-format.md), numbered in the
+ * order of the seal's "counts". */
+enum cygprof_db {
+	CYGPROF_DB_META = 0,
+	CYGPROF_DB_PROCS = 1,
+	CYGPROF_DB_THREADS = 2,
+	CYGPROF_DB_TREES = 3,
+	CYGPROF_DB_TIMELINE = 4,
+	CYGPROF_DB_OBJECTS = 5,
+	CYGPROF_DB_SYMBOLS = 6,
+	CYGPROF_DB_MEM = 7,
+	CYGPROF_DB_STACKS = 8,
+	CYGPROF_DB_SITES = 9,
+	CYGPROF_DB_COUNTERS = 10,
+	CYGPROF_DB_SAMPLES = 11,
+	CYGPROF_DB_PSAMPLES = 12,
+	CYGPROF_DB_OFFCPU = 13,
+};
+
+/* Where a stream capture's writes go.  put gets every (db, key, value) the
+ * writer would store in an LMDB capture, in the same order: the same key
+ * bytes and the very value bytes (event blocks zstd-packed, trees and sites
+ * packed, as in the file), without the trailing checksum, which the capture
+ * that stores the value adds.  begin and commit bracket a batch
+ * (cygprof_capture_begin(), cygprof_capture_commit(): the pending event
+ * blocks are put before commit); publish, close (the writer's last call,
+ * after its last put) and discard mirror the calls of those names.  Each
+ * returns 0 or a negative errno / CYGPROF_E_*; the first error is sticky:
+ * every later write to the capture returns it at once, and close and
+ * discard then call nothing.  Any member but put may be NULL (nothing to
+ * do).  The pointers are valid during the call only. */
+struct cygprof_capture_stream {
+	int (*put)(void *arg, unsigned int db, const void *key, size_t klen, const void *value,
+		   size_t vlen);
+	int (*begin)(void *arg);
+	int (*commit)(void *arg);
+	int (*publish)(void *arg);
+	int (*close)(void *arg);
+	void (*discard)(void *arg);
+};
+
+/** Start a capture that is not a file: every write call encodes its records
+ * exactly as cygprof_capture_create() does (same checks, batching, blocks
+ * and packing) and hands the resulting values to ops (with arg), instead of
+ * storing them.  (One difference: an open event block is put at most 4
+ * times before the next one starts, where a file's writer rewrites it until
+ * it is half full; docs/capture-format.md "Streams".)  No file is created; the capture has no reader side (the
+ * get_* calls, cursors and cygprof_capture_foreach_event() return
+ * -EOPNOTSUPP) and cygprof_capture_file_size() is 0.  ops and arg must
+ * outlive the capture.  Errors: -EINVAL (no ops or put), -ENOMEM.
+ * @param[out] out owned; release with cygprof_capture_close() or
+ * cygprof_capture_discard(). */
+int cygprof_capture_create_stream(const struct cygprof_capture_stream *ops, void *arg,
+				  struct cygprof_capture **out);
+
+/** Store one value as a stream capture hands it out (db a CYGPROF_DB_*,
+ * value without its checksum): into a capture from cygprof_capture_create()
+ * it is stored like any put (with its checksum, counted in the seal); into
+ * a stream capture it is passed on to its put.  The value is first decoded
+ * as a reader decodes it, and the records of a DB must come as a writer
+ * makes them: stack nodes and counters with the next id, event blocks of a
+ * stream dense from 0 (the last one rewritten or the next one started),
+ * their times not going back from the block before, the memory events'
+ * stack ids among the stack nodes put, samples of a defined counter
+ * (docs/capture-format.md "Streams").  Anything else is refused and nothing
+ * is stored, so a capture made of accepted values reads as written.
+ * Errors: CYGPROF_E_CORRUPT for a key or value a reader would refuse or a
+ * record out of sequence (cygprof_capture_damage(NULL) says which and why),
+ * -EPERM for a meta key of the library's own (as cygprof_capture_set_meta())
+ * or a capture from cygprof_capture_open_rw(), -EINVAL for an unknown db or
+ * an empty or too long key, and the errors of a write.  A stream of event
+ * blocks is written by put_value or by the append calls, not by both. */
+int cygprof_capture_put_value(struct cygprof_capture *cap, unsigned int db, const void *key,
+			      size_t klen, const void *value, size_t vlen);
+
 /* ---- metadata: string key -> string value ------------------------------ */
 /* Well-known keys (all written by the collector):
  *   "command"        the recorded command line, arguments separated by ' '

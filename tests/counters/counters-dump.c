@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* counters-dump.c - print the counters of a capture as JSON lines, for
- * tests/e2e/counters.py (until 'cygprof counters' exists): first
+ * tests/counters/counters.py (until 'cygprof counters' exists): first
  * {"duration_ns": N, "instruments": "..."}, then one line per counter
  * {"name", "pid" (null: the system's), "unit", "samples": [[t_ns, value], ...]}.
  * Exit 1 with a message when the capture cannot be read. */

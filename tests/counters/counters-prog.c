@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * counters-prog.c - a program for `record --counters` (tests/e2e/counters.py).
+ * counters-prog.c - a program for `record --counters` (tests/counters/counters.py).
  *
  * Usage: counters-prog [MS]
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * memdump-prog.c - the program side of the memdump table written by hand,
- * for the collector's side of `record --memdump` (tests/e2e/counters.py),
+ * for the collector's side of `record --memdump` (tests/counters/counters.py),
  * without the memdump library: finds the shared mapping, allocates a struct
  * cyg_memdump from its bump pointer, publishes it in its own process record.
  *

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* diff-prog.c - the program behind tests/e2e/diff.py: run as "diff-prog old"
+/* diff-prog.c - the program behind tests/diff/diff.py: run as "diff-prog old"
  * and "diff-prog new", its two runs differ by a known amount.
  *
  * Exact counts (per run):

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """cygprof receive over loopback, against a sender written here from
-docs/remote.md (send.py drives record --send itself): a whole stream gives a
-complete capture; a wrong token is refused on both sides and writes
-nothing; a connection cut mid-stream keeps an incomplete capture; a stream
-past --max-bytes is cut; a token file others may read is refused.
+docs/remote.md (the frames) and docs/capture-format.md (the values they
+carry; send.py drives record --send itself): a whole stream gives a
+complete capture that reads as sent (its call tree, timeline and a value
+split in parts); a value a reader would refuse is refused in one line and
+what came before is kept; a wrong token is refused on both sides and writes
+nothing; a sender of another protocol version is refused in one line; a
+connection cut mid-stream keeps an incomplete capture; a stream past
+--max-bytes is cut; a token file others may read is refused.
 TAP output.  usage: receive.py CYGPROF"""
 import hashlib
 import hmac
@@ -20,7 +24,13 @@ import time
 CYG = sys.argv[1]
 TOKEN = b'0123456789abcdef-secret'
 MAGIC = b'CYGPNET\n'
-T = dict(BEGIN=1, COMMIT=2, META=3, PROC=4, THREAD=5, TREE=6, PUBLISH=17, END=18, ABORT=19)
+VERSION = 2
+# docs/remote.md "Frames"
+T = dict(BEGIN=1, COMMIT=2, PUT=3, PUBLISH=4, END=5, ABORT=6, ZBATCH=7)
+MORE = 1
+# docs/capture-format.md "Streams": the DB numbers
+DB = dict(meta=0, procs=1, threads=2, trees=3, timeline=4, objects=5, symbols=6, mem=7,
+          stacks=8, sites=9, counters=10, samples=11, psamples=12, offcpu=13)
 NONE = 0xffffffff
 results = []
 
@@ -33,32 +43,99 @@ def ok(cond, name, detail=''):
             print('# ' + line)
 
 
-def frame(t, payload=b''):
-    return struct.pack('<IHH', len(payload), T[t], 0) + payload
+def frame(t, payload=b'', flags=0):
+    return struct.pack('<IHH', len(payload), T[t], flags) + payload
+
+
+def put(db, key, value, flags=0):
+    """A PUT frame: u16 db, u16 key length, the key, the value."""
+    return frame('PUT', struct.pack('<HH', DB[db], len(key)) + key + value, flags)
+
+
+def be32(*v):
+    return b''.join(struct.pack('>I', x) for x in v)
 
 
 def s(text):
+    """STR: LE32 length, the bytes."""
     b = text.encode()
     return struct.pack('<I', len(b)) + b
 
 
-def stream():
-    """One process, one thread, main -> work called 1000 times."""
-    first = frame('BEGIN') + frame('META', s('command') + s('prog')) + \
-        frame('META', s('mode') + s('profile')) + \
-        frame('PROC', struct.pack('<IIIIQQIi', 0, 42, 1, NONE, 0, 5000, 1, 0) +
-              s('prog') + s('/tmp/prog')) + \
-        frame('THREAD', struct.pack('<IIII' + 'Q' * 9, 0, 0, 42, 1, 0, 5000, 1001, 0, 0, 0,
-                                    0, 0, 0) + b'prog'.ljust(16, b'\0') +
-              struct.pack('<QQQ', 0, 0, 0)) + \
+def meta(key, value):
+    return put('meta', key.encode(), value.encode())
+
+
+def proc(idx, pid, ppid, parent, start, end, kind, code, command, exe):
+    return put('procs', be32(idx), struct.pack('<IIIQQIi', pid, ppid, parent, start, end, kind,
+                                               code) + s(command) + s(exe))
+
+
+def thread(idx, proc_idx, tid, flags, start, end, calls, events, name):
+    """The 124 bytes of a thread record (lost, waits, wait_ns, unpaired,
+    unwound, overflow, sig_lost, mem_lost 0)."""
+    return put('threads', be32(idx), struct.pack('<IIIQQQQQQQQQ', proc_idx, tid, flags, start,
+                                                 end, calls, events, 0, 0, 0, 0, 0) +
+               name.encode().ljust(16, b'\0') + struct.pack('<QQQ', 0, 0, 0))
+
+
+def packed(raw):
+    """A packed value stored raw: LE32 raw length, the raw bytes."""
+    return struct.pack('<I', len(raw)) + raw
+
+
+def tree_value(nodes):
+    return packed(struct.pack('<II', len(nodes), 40) +
+                  b''.join(struct.pack('<IIQQQQ', *n) for n in nodes))
+
+
+def varint(v):
+    out = b''
+    while v >= 0x80:
+        out += bytes([v & 0x7f | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def zstd_raw(data):
+    """One zstd frame (RFC 8878) holding data in one raw block: single
+    segment, content size in 1 byte (data < 256 bytes), no checksum."""
+    assert len(data) < 256
+    return struct.pack('<IBB', 0xFD2FB528, 0x20, len(data)) + \
+        struct.pack('<I', len(data) << 3 | 1)[:3] + data
+
+
+def timeline_block(events):
+    """A schema 2 event block: count, first_ts, raw length, zstd frame of
+    varint(node << 2 | kind), varint(time step) per event."""
+    first = events[0][0]
+    raw, last = b'', first
+    for ts, node, kind in events:
+        raw += varint(node << 2 | kind) + varint(ts - last)
+        last = ts
+    return struct.pack('<IQI', len(events), first, len(raw)) + zstd_raw(raw)
+
+
+NODES = [(NONE, 0, 0, 0, 0, 0), (0, 0, 0x401000, 0x400500, 1, 5000),
+         (1, 0, 0x401100, 0x401010, 1000, 3000)]
+EVENTS = [(10, 1, 0), (20, 2, 0), (30, 2, 1), (4990, 1, 1)]
+
+
+def stream(split=False):
+    """One process, one thread, main -> work called 1000 times, with a
+    timeline; with split, the tree in three parts."""
+    first = frame('BEGIN') + meta('command', 'prog') + meta('mode', 'profile+timeline') + \
+        proc(0, 42, 1, NONE, 0, 5000, 1, 0, 'prog', '/tmp/prog') + \
+        thread(0, 0, 42, 1, 0, 5000, 1001, len(EVENTS), 'prog') + \
         frame('COMMIT') + frame('PUBLISH')
-    nodes = [(NONE, 0, 0, 0, 0, 0), (0, 0, 0x401000, 0x400500, 1, 5000),
-             (1, 0, 0x401100, 0x401010, 1000, 3000)]
-    tree = struct.pack('<II', 0, len(nodes)) + b''.join(struct.pack('<IIQQQQ', *n)
-                                                         for n in nodes)
-    second = frame('BEGIN') + frame('TREE', tree) + \
-        frame('META', s('duration_ns') + s('5000')) + \
-        frame('META', s('complete') + s('1')) + frame('COMMIT')
+    tree = tree_value(NODES)
+    if split:
+        trees = put('trees', be32(0), tree[:50], MORE) + put('trees', be32(0), tree[50:90], MORE) + \
+            put('trees', be32(0), tree[90:])
+    else:
+        trees = put('trees', be32(0), tree)
+    second = frame('BEGIN') + trees + put('timeline', be32(0, 0), timeline_block(EVENTS)) + \
+        meta('duration_ns', '5000') + meta('complete', '1') + frame('COMMIT')
     return first, second + frame('END')
 
 
@@ -76,9 +153,9 @@ def start_receiver(out, extra=(), token_mode=0o600, token=TOKEN):
     return p, int(line.split()[-1]), line
 
 
-def connect(port, token):
+def connect(port, token, version=VERSION):
     c = socket.create_connection(('127.0.0.1', port), timeout=10)
-    c.sendall(MAGIC + struct.pack('<I', 1))
+    c.sendall(MAGIC + struct.pack('<I', version))
     reply = b''
     while len(reply) < 12 + 32:
         chunk = c.recv(12 + 32 - len(reply))
@@ -108,28 +185,84 @@ def complete(text):
         return None
 
 
-def test_whole():
+def report(path):
+    cp = subprocess.run([CYG, 'report', '--format=json', path], capture_output=True, text=True)
+    try:
+        return cp.returncode, {f['name']: f['calls'] for f in json.loads(cp.stdout)['functions']}, \
+            cp.stderr
+    except (ValueError, KeyError, TypeError):
+        return cp.returncode, None, cp.stderr + cp.stdout[:2000]
+
+
+def test_whole(split=False):
+    name = 'whole stream' + (', the tree split' if split else '')
     out = os.path.join(TMP, 'whole.cyg')
     p, port, line = start_receiver(out)
     if port is None:
-        ok(False, 'whole stream', line)
+        ok(False, name, line)
         return
     c, verdict = connect(port, TOKEN)
-    first, second = stream()
+    first, second = stream(split)
     c.sendall(first + second)
     c.close()
     rc, err = finish(p)
-    ok(verdict == b'K' and rc == 0, 'whole stream: receiver exits 0', err)
-    cp = subprocess.run([CYG, 'report', '--format=json', out], capture_output=True, text=True)
-    ok(cp.returncode == 0, 'whole stream: report reads it', cp.stderr)
+    ok(verdict == b'K' and rc == 0, '%s: receiver exits 0' % name, err)
+    rc, calls, e = report(out)
+    ok(rc == 0, '%s: report reads it' % name, e)
     rc, text, e = info(out)
-    ok(rc == 0 and complete(text) is True, 'whole stream: complete', text + e)
+    ok(rc == 0 and complete(text) is True, '%s: complete' % name, text + e)
+    ok(calls == {'0x401000': 1, '0x401100': 1000}, '%s: the calls sent' % name, calls)
+    cp = subprocess.run([CYG, 'replay', out], capture_output=True, text=True)
+    calls = [ln.split('|', 1)[1].rstrip() for ln in cp.stdout.splitlines() if '|' in ln]
+    ok(cp.returncode == 0 and
+       calls == [' 0x401000() {', '   0x401100();', ' } /* 0x401000 */'],
+       '%s: replay shows the events sent' % name, cp.stdout + cp.stderr)
+
+
+def test_refused_value():
+    """A tree whose node 2 names itself as its parent: a reader would
+    refuse it, so the receiver does, and keeps what came before."""
+    out = os.path.join(TMP, 'refused.cyg')
+    p, port, line = start_receiver(out)
+    if port is None:
+        ok(False, 'refused value', line)
+        return
+    c, verdict = connect(port, TOKEN)
+    first, _ = stream()
+    bad = list(NODES)
+    bad[2] = (2,) + bad[2][1:]
     try:
-        calls = {f['name']: f['calls'] for f in json.loads(cp.stdout)['functions']}
-    except (ValueError, KeyError, TypeError):
-        calls = None
-    ok(calls == {'0x401000': 1, '0x401100': 1000}, 'whole stream: the calls sent',
-       cp.stdout[:2000])
+        c.sendall(first + frame('BEGIN') + put('trees', be32(0), tree_value(bad)) +
+                  frame('COMMIT') + frame('END'))
+    except OSError:
+        pass
+    c.close()
+    rc, err = finish(p)
+    ok(rc == 1 and 'refused a value: thread 0 call tree: node 2 has parent 2' in err and
+       'incomplete' in err and len(err.strip().splitlines()) == 1,
+       'refused value: receiver says which, in one line, exit 1', err)
+    rc, text, e = info(out)
+    ok(rc == 0 and complete(text) is False, 'refused value: what came before is kept', text + e)
+    rc, calls, e = report(out)
+    ok(rc == 0 and calls == {}, 'refused value: no tree stored', '%s %s' % (calls, e))
+
+
+def test_old_version():
+    out = os.path.join(TMP, 'old.cyg')
+    p, port, line = start_receiver(out)
+    if port is None:
+        ok(False, 'old version', line)
+        return
+    c = socket.create_connection(('127.0.0.1', port), timeout=10)
+    c.sendall(MAGIC + struct.pack('<I', 1))
+    reply = c.recv(12)
+    c.close()
+    rc, err = finish(p)
+    ok(reply == MAGIC + struct.pack('<I', VERSION), 'old version: the receiver says its own',
+       repr(reply))
+    ok(rc == 1 and 'the sender speaks protocol 1, this receiver %d' % VERSION in err and
+       len(err.strip().splitlines()) == 1, 'old version: refused in one line, exit 1', err)
+    ok(not os.path.exists(out), 'old version: nothing written')
 
 
 def test_wrong_token():
@@ -173,7 +306,7 @@ def test_max_bytes():
         return
     c, verdict = connect(port, TOKEN)
     first, _ = stream()
-    big = frame('META', s('filler') + s('x' * 2000))
+    big = meta('filler', 'x' * 2000)
     try:
         c.sendall(first + big + frame('END'))
     except OSError:
@@ -195,6 +328,9 @@ def test_token_mode():
 
 with tempfile.TemporaryDirectory() as TMP:
     test_whole()
+    test_whole(split=True)
+    test_refused_value()
+    test_old_version()
     test_wrong_token()
     test_cut()
     test_max_bytes()

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """cygprof record --send to cygprof receive over loopback (docs/remote.md):
-the capture received reports exactly as a local `record -o` of the same
-example (report, memory, replay: counts and call paths; times differ);
+the capture received reads exactly as a local `record -o` of the same
+example (report, info, memory, replay, counters, samples: counts, call
+paths, records; times, pids and what perf sampled differ from run to run);
 record --send writes nothing where it runs; a wrong token or no listener is
 refused in one line before the program starts; a receiver killed mid-run
 makes record say so in one line while the program runs on to exit 0; a
@@ -89,28 +90,50 @@ def one_line(err):
 # ---- comparing a received capture with a local one -----------------------
 
 # what differs between two local runs too: times, pids, the order in which
-# threads are found (idx), the heap over time
-DROP = ('start_time', 'pid', 'ppid', 'tid', 'share', 'idx', 'heap')
+# threads are found (idx), the heap over time, the clock's pairings and
+# rate, and the capture's name and size
+DROP = ('start_time', 'pid', 'ppid', 'tid', 'share', 'idx', 'heap', 'clock_start',
+        'clock_end', 'tsc_hz', 'file', 'size')
 
 
-def norm(x):
-    """The figures of a JSON result that do not depend on time or pids, lists
-    sorted (the order of functions of equal time may differ)."""
+def norm(x, drop=()):
+    """The figures of a JSON result that do not depend on time or pids (nor
+    on the keys in drop), lists sorted (the order of functions of equal
+    time may differ)."""
     if isinstance(x, dict):
-        return {k: norm(v) for k, v in x.items()
-                if not k.endswith('_ns') and k not in DROP}
+        return {k: norm(v, drop) for k, v in x.items()
+                if not k.endswith('_ns') and k not in DROP and k not in drop}
     if isinstance(x, list):
-        return sorted((norm(v) for v in x), key=lambda v: json.dumps(v, sort_keys=True))
+        return sorted((norm(v, drop) for v in x), key=lambda v: json.dumps(v, sort_keys=True))
     return x
 
 
-def json_of(cmd, path):
+def counters_shape(doc):
+    """The counters of a counters --format=json: name, process or system,
+    unit, and whether it has samples (their times and values are the run's)."""
+    return sorted((c['name'], c['pid'] is None, c['unit'], len(c['samples']) > 0)
+                  for c in doc['counters'])
+
+
+def samples_shape(doc):
+    """What the perf samples of two runs of a program share (how many and
+    where differ): each is placed in a named thread, each frame is named,
+    there are some."""
+    return all(s['thread'] for s in doc['samples']), \
+        all(f['name'] for s in doc['samples'] for f in s['frames']), len(doc['samples']) > 0
+
+
+SHAPE = {'counters': counters_shape, 'samples': samples_shape}
+
+
+def json_of(cmd, path, drop=()):
     cp = run([CYG, cmd, '--format=json', path])
     if cp.returncode:
         return None, cp.stderr
     try:
-        return norm(json.loads(cp.stdout)), ''
-    except ValueError as e:
+        doc = json.loads(cp.stdout)
+        return SHAPE[cmd](doc) if cmd in SHAPE else norm(doc, drop), ''
+    except (ValueError, KeyError, TypeError) as e:
         return None, str(e)
 
 
@@ -138,7 +161,7 @@ def send(name, rec_args, prog, out=None, env=None):
     return rc, err, rec, os.listdir(cwd)
 
 
-def test_equal(name, rec_args, prog, cmds=('report',), replay=False):
+def test_equal(name, rec_args, prog, cmds=('report', 'info'), replay=False, drop=()):
     local = os.path.join(TMP, name + '.local')
     loc = run([CYG, 'record', '-q', '-o', local] + rec_args + ['--'] + prog)
     rc, err, rec, left = send(name, rec_args, prog)
@@ -154,8 +177,8 @@ def test_equal(name, rec_args, prog, cmds=('report',), replay=False):
        rec.stdout + '\n---\n' + loc.stdout)
     recv = os.path.join(TMP, name + '.recv')
     for cmd in cmds:
-        a, ea = json_of(cmd, recv)
-        b, eb = json_of(cmd, local)
+        a, ea = json_of(cmd, recv, drop)
+        b, eb = json_of(cmd, local, drop)
         ok(a is not None and a == b, '%s: %s --format=json equals the local capture\'s' %
            (name, cmd), ea + eb + '\n' + json.dumps(a)[:1500] + '\n---\n' +
            json.dumps(b)[:1500])
@@ -214,6 +237,16 @@ def wait_gone(pid, secs=WAIT):
             return True
         time.sleep(0.05)
     return False
+
+
+def sampling():
+    """Whether record --sample gets samples here (perf may be forbidden)."""
+    path = os.path.join(TMP, 'probe.data')
+    cp = run([CYG, 'record', '-q', '--sample', '-o', path, '--', A.threads])
+    if cp.returncode:
+        return False
+    doc, _ = json_of('samples', path)
+    return bool(doc and doc[2])
 
 
 # ---- refusals --------------------------------------------------------------
@@ -366,8 +399,18 @@ with tempfile.TemporaryDirectory() as TMP:
     test_equal('calls', [], [A.example], replay=False)
     test_equal('calls-timeline', ['--timeline'], [A.example], replay=True)
     test_equal('threads', ['--timeline'], [A.threads])
-    test_equal('memory', ['--memory', '--timeline'], [A.mem], cmds=('report', 'memory'),
-               replay=True)
+    test_equal('memory', ['--memory', '--timeline'], [A.mem],
+               cmds=('report', 'info', 'memory'), replay=True)
+    test_equal('counters', ['--counters=5ms'],
+               [A.longrun, os.path.join(TMP, 'counters.pid'), '3', '20000'],
+               cmds=('report', 'info', 'counters'))
+    if sampling():
+        # what perf sampled differs from run to run: the report's figures
+        # of samples are left out (samples_shape() compares the rest)
+        test_equal('samples', ['--sample'], [A.threads], cmds=('report', 'info', 'samples'),
+                   drop=('samples', 'uninstrumented'))
+    else:
+        print('# perf sampling is not allowed here: the samples comparison is skipped')
     test_receiver_killed()
     test_sender_killed()
     test_max_bytes()

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sampling-prog.c - the program of tests/e2e/sampling.py (record --sample).
+/* sampling-prog.c - the program of tests/sampling/sampling.py (record --sample).
  *
  * Built twice: without -finstrument-functions (sampling-prog-plain) and
  * with it (sampling-prog-cyg).  Prints "sampling-prog: spin=ADDR nap=ADDR"

@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: MIT */
+/* cyg-attach.c - attaching the runtime to the collector's mapping, and
+ * the entries of cyg-attach.h that attach it to a running program, seed
+ * its threads' stacks and detach it; the settings taken from the mapping,
+ * and the callbacks a library built on the runtime registers.
+ *
+ * Under `cygprof record` the mapping's fd is in the environment
+ * (CYGPROF_SHM_FD): the constructor attaches, or the first hook or
+ * allocation if it comes earlier.  Under `record --attach` the collector
+ * loads the runtime into the running program and calls cygprof_attach_fd()
+ * (docs/attach.md).  Either way map_fd() maps it, takes its settings and
+ * registers the process image.  Runs inside the traced program, on cold
+ * paths only.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cyg-attach.h"
+#include "cyg-cold.h"
+
+char *cyg_base;
+struct cyg_ctl *cyg_ctl;
+int cyg_use_tsc;
+int cyg_timeline;
+int cyg_noclock;
+uint64_t cyg_ring_mask;
+uint32_t cyg_max_depth = 2; /* until attached: every enter overflows harmlessly */
+int cyg_memory;
+const struct cyg_callbacks *cyg_callbacks;
+static int mem_started; /* the callbacks' mem_attach ran, or runs */
+
+int cyg_state;               /* 0 not tried, -2 attaching, 1 attached, -1 disabled */
+static int ctor_done;         /* our constructor ran: a missing environment is final */
+unsigned cyg_gen = 1;         /* one more at each attach after a detach */
+char *cyg_end;                /* the end of the mapping at cyg_base */
+int cyg_attached_late;        /* cygprof_attach_fd() attached us, not the environment */
+
+/* ---- attaching to the collector ---------------------------------------- */
+
+/* The fd of the mapping from the initial environment, read from
+ * /proc/self/environ: before libc sets `environ` (a .preinit_array
+ * function), getenv() cannot see it yet.  Returns -1 when absent. */
+static int environ_fd(void)
+{
+	static const char key[] = CYG_SHM_FD_ENV "=";
+	char buf[4096 + sizeof key];
+	size_t keep = 0;
+	int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC), found = -1;
+
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		ssize_t n = read(fd, buf + keep, 4096);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		size_t len = keep + (size_t)n, i;
+		for (i = 0; i + sizeof key <= len; i++) {
+			if ((i == 0 || buf[i - 1] == 0) && !memcmp(buf + i, key, sizeof key - 1)) {
+				size_t j = i + sizeof key - 1;
+				int v = 0, digits = 0;
+				while (j < len && buf[j] >= '0' && buf[j] <= '9') {
+					v = v * 10 + (buf[j++] - '0');
+					digits++;
+				}
+				if (digits && j < len) {
+					found = v;
+					goto out;
+				}
+			}
+		}
+		/* keep the tail: an entry may straddle two reads */
+		keep = len < sizeof key + 12 ? len : sizeof key + 12;
+		memmove(buf, buf + len - keep, keep);
+	}
+out:
+	close(fd);
+	return found;
+}
+
+/* Memory tracing starts once the mapping is attached, asks for it, and
+ * libcygprof-mem.so registered its callbacks, whichever comes last (both
+ * sides call this after publishing their part). */
+static void mem_start(void)
+{
+	const struct cyg_callbacks *cb = __atomic_load_n(&cyg_callbacks, __ATOMIC_SEQ_CST);
+
+	if (!cb || __atomic_load_n(&cyg_state, __ATOMIC_SEQ_CST) <= 0 ||
+	    !(cyg_ctl->flags & CYG_F_MEMORY) ||
+	    __atomic_exchange_n(&mem_started, 1, __ATOMIC_SEQ_CST))
+		return;
+	if (cb->mem_attach)
+		cb->mem_attach();
+	__atomic_store_n(&cyg_memory, 1, __ATOMIC_RELEASE);
+}
+
+/* Map the collector's mapping from fd and take its settings; the pthread
+ * key and the fork handler are made once per process.  Returns 0 or a
+ * negative errno; on failure nothing changed but what a caller undoes
+ * (cyg_state). */
+static int map_fd(int fd)
+{
+	static int atfork_made;
+	struct stat st;
+	void *m;
+
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)CYG_AREA_OFF)
+		return -EBADF;
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		/* Not silently: this process is not recorded (e.g. it lowered
+		 * its own ulimit -v below the mapping's size). */
+		char msg[200];
+		int e = errno, n = snprintf(msg, sizeof msg,
+					    "cygprof: process %d is not recorded: cannot map %llu MiB "
+					    "of shared memory (%s); record with a smaller --shm-size\n",
+					    (int)getpid(), (unsigned long long)st.st_size >> 20,
+					    strerror(e));
+		if (n > 0)
+			(void)!write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+		return -ENOMEM;
+	}
+	struct cyg_ctl *c = m;
+	if (c->magic != CYG_SHM_MAGIC || c->version != CYG_SHM_VERSION) {
+		munmap(m, (size_t)st.st_size);
+		return -EBADF;
+	}
+	if (cyg__writer_key()) {
+		munmap(m, (size_t)st.st_size);
+		return -EAGAIN;
+	}
+	cyg_base = m;
+	cyg_end = (char *)m + st.st_size;
+	cyg_ctl = c;
+	cyg_use_tsc = !!(c->flags & CYG_F_TSC);
+	cyg_timeline = !!(c->flags & CYG_F_TIMELINE);
+	/* a timeline needs times: the collector never asks for both */
+	cyg_noclock = !!(c->flags & CYG_F_NOCLOCK) && !cyg_timeline;
+	cyg_ring_mask = c->ring_words - 1;
+	cyg_max_depth = c->max_depth;
+	cyg_proc_off = cyg__register_proc(0, cyg_now());
+	if (!atfork_made) {
+		pthread_atfork(NULL, NULL, cyg__atfork_child);
+		atfork_made = 1;
+	}
+	return 0;
+}
+
+/* Attach to the collector's mapping: from our constructor, or earlier from
+ * the first hook or allocation (a .preinit_array function, another
+ * library's constructor).  That early, the environment may not be readable
+ * yet: then try again later, until our constructor has run. */
+int cyg__attach(void)
+{
+	const char *s;
+	int fd;
+
+	if (cyg_state != 0)
+		return cyg_state > 0 ? 0 : -1;
+	cyg_state = -2;
+	s = getenv(CYG_SHM_FD_ENV);
+	fd = s ? atoi(s) : environ_fd();
+	if (fd < 0) {
+		cyg_state = ctor_done ? -1 : 0;
+		return -1;
+	}
+	cyg_state = -1;
+	if (map_fd(fd))
+		return -1;
+	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_ON, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&cyg_state, 1, __ATOMIC_SEQ_CST);
+	mem_start();
+	return 0;
+}
+
+void cyg__register(const struct cyg_callbacks *cb)
+{
+	int saved = errno;
+
+	__atomic_store_n(&cyg_callbacks, cb, __ATOMIC_SEQ_CST);
+	mem_start();
+	errno = saved;
+}
+
+void cyg__attach_early(void)
+{
+	int saved = errno, guard = cyg_tls.guard;
+
+	cyg_tls.guard = 1; /* what attaching allocates is not traced */
+	cyg__attach();
+	cyg_tls.guard = guard;
+	errno = saved;
+}
+
+__attribute__((constructor(101))) static void cyg_init(void)
+{
+	int saved = errno;
+	ctor_done = 1;
+	cyg__attach();
+	errno = saved;
+}
+
+/* ---- attaching to a running program (cyg-attach.h, docs/attach.md) ----- */
+
+int cygprof_attach_state;
+
+/* Thread ids waiting for their first hook, with the frames to start their
+ * shadow stacks with (CYGPROF_ATTACH_SEED_MAX function addresses, in the
+ * mapping: no malloc).  An entry is claimed by a compare-and-swap of its
+ * tid from 0, filled, then its tid published; the thread takes it at its
+ * first hook (SEED_TAKEN while it reads it, then free again). */
+#define SEED_CLAIMED UINT32_MAX
+#define SEED_TAKEN (UINT32_MAX - 1)
+static struct seed {
+	uint32_t tid; /* 0 free, SEED_CLAIMED being filled, SEED_TAKEN used */
+	uint32_t n;
+	uint64_t off; /* uint64_t[n] in the mapping, outermost first */
+} seeds[CYGPROF_ATTACH_SEED_THREADS];
+static uint32_t nseeds; /* entries ever used (release-stored) */
+
+/* Attached again, to a smaller mapping than before: the exit hook reads
+ * the node that the top frame of the stack its TLS names before it looks
+ * at anything else, a gid of the earlier mapping that may lie past the end
+ * of this one.  The earlier collector is done with those writers: their
+ * top frame becomes the root, naming the null node. */
+static void forget_writers(char *obase, uint64_t oproc)
+{
+	const struct cyg_ctl *oc = (const struct cyg_ctl *)(void *)obase;
+	uint32_t pid = (uint32_t)getpid();
+
+	for (uint64_t off = __atomic_load_n(&oc->threads_off, __ATOMIC_ACQUIRE); off;) {
+		struct cyg_thread *t = (struct cyg_thread *)(void *)(obase + off);
+		off = t->next;
+		if (t->pid != pid || t->proc_off != oproc)
+			continue;
+		struct cyg_frame *stk = (struct cyg_frame *)(void *)(obase + t->stack_off);
+		t->depth = 0;
+		stk[0].node = CYG_GID_NULL;
+	}
+}
+
+int cygprof_attach_fd(int fd)
+{
+	int saved = errno, prev = __atomic_load_n(&cyg_state, __ATOMIC_SEQ_CST), r;
+
+	if (prev > 0 || prev == -2)
+		return -EBUSY;
+	if (fd < 0)
+		return -EBADF;
+	if (!__atomic_compare_exchange_n(&cyg_state, &prev, -2, 0, __ATOMIC_SEQ_CST,
+					 __ATOMIC_SEQ_CST))
+		return -EBUSY;
+	if (prev == CYG_STATE_DETACHED) {
+		/* Attached again (no hook runs: the slots are the original
+		 * ones).  What belongs to the earlier mapping is forgotten:
+		 * seeds not taken, the tid table of shared TLS, the threads'
+		 * failures; their writers are recognised as stale (outside
+		 * the new mapping) at each thread's next hook.  The earlier
+		 * mapping stays mapped: a TLS still points into it. */
+		uint32_t n = __atomic_load_n(&nseeds, __ATOMIC_ACQUIRE);
+		for (uint32_t i = 0; i < n; i++)
+			__atomic_store_n(&seeds[i].tid, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&nseeds, 0, __ATOMIC_RELEASE);
+		cyg__shared_reset();
+		cyg_gen++;
+	}
+	char *obase = cyg_base, *oend = cyg_end;
+	uint64_t oproc = cyg_proc_off;
+	r = map_fd(fd);
+	if (r) {
+		__atomic_store_n(&cyg_state, prev, __ATOMIC_SEQ_CST);
+		errno = saved;
+		return r;
+	}
+	if (prev == CYG_STATE_DETACHED && cyg_end - cyg_base < oend - obase)
+		forget_writers(obase, oproc);
+	close(fd); /* the mapping holds the memfd; an exec'd image would not use it */
+	cyg_attached_late = 1;
+	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_ON, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&cyg_state, 1, __ATOMIC_SEQ_CST);
+	mem_start();
+	errno = saved;
+	return 0;
+}
+
+int cygprof_attach_seed(int tid, const unsigned long *fns, unsigned n)
+{
+	uint32_t i, cur;
+	uint64_t off;
+
+	if (__atomic_load_n(&cyg_state, __ATOMIC_SEQ_CST) <= 0)
+		return -EINVAL;
+	if (tid <= 0 || (uint32_t)tid >= SEED_TAKEN || (n && !fns) || n > CYGPROF_ATTACH_SEED_MAX)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	off = cyg__area_alloc((uint64_t)n * sizeof(uint64_t));
+	if (!off)
+		return -ENOSPC;
+	for (i = 0; i < n; i++)
+		((uint64_t *)AT(off))[i] = fns[i];
+	for (i = 0; i < CYGPROF_ATTACH_SEED_THREADS; i++) {
+		cur = 0;
+		if (__atomic_compare_exchange_n(&seeds[i].tid, &cur, SEED_CLAIMED, 0,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			break;
+	}
+	if (i == CYGPROF_ATTACH_SEED_THREADS)
+		return -ENOSPC;
+	seeds[i].n = n;
+	seeds[i].off = off;
+	__atomic_store_n(&seeds[i].tid, (uint32_t)tid, __ATOMIC_RELEASE);
+	for (cur = __atomic_load_n(&nseeds, __ATOMIC_RELAXED); cur < i + 1;)
+		if (__atomic_compare_exchange_n(&nseeds, &cur, i + 1, 1, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			break;
+	return 0;
+}
+
+const uint64_t *cyg__seed_take(uint32_t tid, uint32_t *n)
+{
+	uint32_t used = __atomic_load_n(&nseeds, __ATOMIC_ACQUIRE), i;
+	struct seed *s = NULL;
+
+	for (i = 0; i < used; i++) {
+		uint32_t cur = tid;
+		if (__atomic_load_n(&seeds[i].tid, __ATOMIC_ACQUIRE) == cur &&
+		    __atomic_compare_exchange_n(&seeds[i].tid, &cur, SEED_TAKEN, 0,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			s = &seeds[i];
+			break;
+		}
+	}
+	if (!s)
+		return NULL;
+	const uint64_t *fns = AT(s->off);
+	*n = s->n;
+	__atomic_store_n(&s->tid, 0, __ATOMIC_RELEASE);
+	return fns;
+}
+
+int cygprof_detach(void)
+{
+	int saved = errno, cur = 1;
+	uint32_t pid = (uint32_t)getpid();
+	uint64_t now, off;
+
+	if (!__atomic_compare_exchange_n(&cyg_state, &cur, CYG_STATE_DETACHED, 0,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return -EINVAL;
+	/* From here on every cold path of the hooks returns at once, and no
+	 * thread gets a writer; the writers that exist are diverted there. */
+	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_DETACHED, __ATOMIC_SEQ_CST);
+	now = cyg_now();
+	for (off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE); off;) {
+		struct cyg_thread *t = AT(off);
+		off = t->next;
+		if (t->pid != pid || t->proc_off != cyg_proc_off)
+			continue; /* another process's (a child forked meanwhile) */
+		/* Sends every later hook to a cold path (enter and exit),
+		 * which returns; never cleared.  After an attach again the
+		 * cold path gives the thread a new writer instead. */
+		t->ovf = UINT32_MAX / 2;
+		if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == CYG_T_ACTIVE) {
+			/* Its open frames end now: the collector closes them
+			 * at end_ts in its own copy, so nothing here writes
+			 * into a ring or waits for the collector. */
+			t->end_ts = now;
+			__atomic_store_n(&t->state, CYG_T_CUT, __ATOMIC_RELEASE);
+		}
+	}
+	if (cyg_proc_off) {
+		struct cyg_proc *p = AT(cyg_proc_off);
+		p->end_ts = now;
+	}
+	errno = saved;
+	return 0;
+}

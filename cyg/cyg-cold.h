@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/* cyg-cold.h - what the files of the runtime's cold part share with each
+ * other, and nobody else.
+ *
+ * The cold part is split by concern, one file each:
+ *   cyg-alloc.c    the cold-path lock, the bump allocator, the free stacks
+ *                  and the ring pool
+ *   cyg-proc.c     process images: their records, the /proc/self/maps
+ *                  snapshot, a reaped child's status
+ *   cyg-writer.c   per-thread writers: made, made current, ended; the
+ *                  writers of signal handlers that interrupt a hook
+ *   cyg-clone.c    clone(): its children, and threads that share a TLS
+ *   cyg-tree.c     the calling-context tree: nodes, the child table,
+ *                  calls from other call sites
+ *   cyg-stack.c    the hooks' slow paths: the shadow stack, its repair,
+ *                  and the frames a writer starts with
+ *   cyg-ring.c     the timeline ring's rare cases and the full-ring wait
+ *   cyg-attach.c   attaching to the collector's mapping (environment or
+ *                  cyg-attach.h), detaching, and the callbacks of preload/
+ *   cyg-wrap.c     the interposed libc functions (longjmp, exit, wait,
+ *                  fork, dlopen), the process's end and the fork child
+ *   cyg-memdump.c  the memdump API's table
+ * What the hooks (cyg-hooks.c) and preload/ call is in cyg-private.h; this
+ * header adds the cold part's internal interface.  All of it is hidden
+ * (the library is built -fvisibility=hidden): only the hooks, the attach
+ * API, the libc wrappers and cyg__memdump_table() are exported.
+ *
+ * Runs inside the traced program: libc, libdl and pthread only, never
+ * malloc (the runtime takes its memory from the mapping).  Every file
+ * defines _GNU_SOURCE before its first #include (ring/cyg-lock.h needs it).
+ */
+#ifndef CYGPROF_CYG_COLD_H
+#define CYGPROF_CYG_COLD_H
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cyg-private.h"
+
+/* A pointer into the mapping as an offset, and back. */
+#define OFF(p) ((uint64_t)((char *)(p) - cyg_base))
+#define AT(off) ((void *)(cyg_base + (off)))
+
+/* ---- state of the attach (cyg-attach.c, cyg-proc.c) ------------------- */
+
+extern char *cyg_end HIDDEN;           /* the end of the mapping at cyg_base */
+extern unsigned cyg_gen HIDDEN;        /* one more at each attach after a detach */
+extern int cyg_attached_late HIDDEN;   /* cygprof_attach_fd() attached us, not the environment */
+extern uint64_t cyg_proc_off HIDDEN;   /* this process image's record */
+
+/* Attach to the collector's mapping named by the environment, unless
+ * tried already (cyg_state).  Returns 0 when attached, else -1. */
+HIDDEN int cyg__attach(void);
+
+/* A writer of an earlier attach (the runtime was detached, then attached
+ * again to another mapping): the thread's TLS still names it, in the old
+ * mapping, which stays mapped but is not written any more. */
+static inline int cyg_stale(const struct cyg_thread *t)
+{
+	return (const char *)t < cyg_base || (const char *)t >= cyg_end;
+}
+
+/* The writer a signal handlers' writer nests in. */
+static inline struct cyg_thread *cyg_host_of(const struct cyg_thread *t)
+{
+	return t->host_off ? AT(t->host_off) : NULL;
+}
+
+/* The next definition of a libc function the runtime interposes. */
+static inline void *cyg_next_sym(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+/* ---- the lock and the allocator (cyg-alloc.c) ------------------------- */
+
+/* Take the cold-path lock, unless this very thread holds it already: a
+ * signal handler interrupted it inside a cold path (ring/cyg-lock.h).
+ * Returns 0 or -1. */
+HIDDEN int cyg__lock(void);
+HIDDEN void cyg__unlock(void);
+/* Bump-allocate size bytes (64-aligned) from the mapping, without the
+ * lock.  Returns the offset, 0 when full (counted in ctl->oom). */
+HIDDEN uint64_t cyg__area_alloc(uint64_t size);
+/* What ended writers gave back, for a new one, under the lock (nothing
+ * changes when it cannot be had): a shadow stack in *stack (0 if none;
+ * its capacity in *cap) and, when want_ring, a ring the collector drained
+ * in *ring (0 if none). */
+HIDDEN void cyg__reuse(uint64_t *stack, uint32_t *cap, uint64_t *ring, int want_ring);
+/* A shadow stack goes back to the free list with its capacity, under the
+ * lock (lost when the lock cannot be had). */
+HIDDEN void cyg__stack_give(uint64_t off, uint32_t cap);
+
+/* ---- process images (cyg-proc.c) -------------------------------------- */
+
+/* Register this process image.  parent_off: the image that forked us, or
+ * 0 to look it up (exec'd image or the program the collector started).
+ * Returns its record's offset, 0 when it could not be made. */
+HIDDEN uint64_t cyg__register_proc(uint64_t parent_off, uint64_t now);
+/* Take a new snapshot of /proc/self/maps for image p (new code appeared). */
+HIDDEN void cyg__snapshot_maps(struct cyg_proc *p);
+/* A parent reaped child pid (a status of waitpid()): its exit status. */
+HIDDEN void cyg__proc_reaped(pid_t pid, int status);
+
+/* ---- writers (cyg-writer.c) -------------------------------------------- */
+
+/* Make, once per process, the pthread key whose destructor ends a
+ * thread's writer.  Returns 0 or -1. */
+HIDDEN int cyg__writer_key(void);
+/* A new writer of process image proc_off, on the thread list; not made
+ * current.  NULL when the mapping is full. */
+HIDDEN struct cyg_thread *cyg__thread_alloc(uint32_t flags, uint64_t now, uint64_t proc_off);
+/* A new writer of this process image, made the calling thread's. */
+HIDDEN struct cyg_thread *cyg__thread_new(uint32_t flags, uint64_t now);
+/* Write through t from now on. */
+HIDDEN void cyg__tls_use(struct cyg_thread *t);
+/* Forget the writers of an earlier attach: this thread gets a new one at
+ * its next hook. */
+HIDDEN void cyg__tls_forget(void);
+/* One writer ends: close what is open, give its stack back, publish. */
+HIDDEN void cyg__writer_end(struct cyg_thread *w, uint64_t now);
+/* The calling thread's writer t ends, with those of its signal handlers. */
+HIDDEN void cyg__thread_end(struct cyg_thread *t);
+
+/* ---- clone() and shared TLS (cyg-clone.c) ------------------------------ */
+
+/* The writer of the calling thread when it shares its TLS with a raw
+ * clone() child, made at its first hook when `make`; NULL when it does
+ * not share it (or none can be made). */
+HIDDEN struct cyg_thread *cyg__shared_writer(int make);
+/* A thread whose TLS is shared ends: its writer and its entry. */
+HIDDEN void cyg__shared_end(void);
+/* Forget every thread sharing a TLS (a new process, a new attach). */
+HIDDEN void cyg__shared_reset(void);
+
+/* ---- the tree (cyg-tree.c) --------------------------------------------- */
+
+/* A tree node for writer t (no lock: the thread owns its chunk); NULL
+ * when the mapping is full. */
+HIDDEN struct cyg_node *cyg__node_alloc(struct cyg_thread *t);
+/* The child of node `parent` for fn by the child table, or NULL: not
+ * there, or not in the table (none yet, or t->kids_partial: the mapping
+ * was full; the sibling list still has every child). */
+HIDDEN struct cyg_node *cyg__kid_find(struct cyg_thread *t, uint32_t parent, uint64_t fn);
+
+/* ---- frames a writer starts with (cyg-stack.c, cyg-attach.c) ----------- */
+
+/* Writer t's first hook: the frames seeded for its tid by
+ * cygprof_attach_seed() go on its shadow stack. */
+HIDDEN void cyg__seed_push(struct cyg_thread *t, uint64_t now);
+/* Take the seed of thread tid, if any: its functions (*n of them,
+ * outermost first, in the mapping), the entry freed.  NULL when none. */
+HIDDEN const uint64_t *cyg__seed_take(uint32_t tid, uint32_t *n);
+/* A forked child's writer t (current) starts with the frames of old (the
+ * parent's writer, its stack ostk) that were live when fork() was called
+ * from stack position fork_cfa (0: unknown). */
+HIDDEN void cyg__fork_frames(struct cyg_thread *t, const struct cyg_thread *old,
+			     const struct cyg_frame *ostk, uint64_t fork_cfa, uint64_t now);
+
+/* ---- process ends (cyg-wrap.c) ----------------------------------------- */
+
+/* The pthread_atfork() child handler: the child is a process of its own. */
+HIDDEN void cyg__atfork_child(void);
+
+#endif

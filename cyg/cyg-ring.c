@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* cyg-ring.c - the timeline ring's rare cases: the full ring, the wait for
+ * the collector to drain it, and the multi-word records of memory tracing;
+ * and the clock when there is no TSC.
+ *
+ * A writer appends to its ring without a lock (cyg_ring_put() in
+ * cyg-private.h); only a ring seen full comes here.  In drop mode the
+ * event is dropped and counted; otherwise the writer waits, as long as the
+ * collector lives (it holds ctl->alive: getting that lock means it is
+ * gone), and the wait is measured.  Runs inside the traced program; the
+ * program's errno is kept across the wait.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <time.h>
+
+#include "cyg-lock.h"
+#include "cyg-private.h"
+
+uint64_t cyg__mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Wait up to ns nanoseconds for the collector to die: it holds ctl->alive
+ * for its whole life, so getting the lock (EOWNERDEAD) means it is gone.
+ * Returns 1 when it is (and marks it gone for every writer), else 0. */
+static int collector_dead(long ns)
+{
+	struct timespec dl;
+	int r;
+
+	if (__atomic_load_n(&cyg_ctl->collector_gone, __ATOMIC_RELAXED))
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_nsec += ns;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	r = cyg_lock(&cyg_ctl->alive, NULL, &dl);
+	if (r == -ETIMEDOUT || r == -EINTR)
+		return 0;
+	if (r >= 0) {
+		cyg_unlock(&cyg_ctl->alive, NULL);
+	} else if (r != -ENOTRECOVERABLE) {
+		/* EDEADLK: its owner's tid is ours in another pid namespace;
+		 * nothing to learn from the lock: just wait. */
+		struct timespec ts = {0, ns};
+		nanosleep(&ts, NULL);
+		return 0;
+	}
+	__atomic_store_n(&cyg_ctl->collector_gone, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+/* Wait until `need` words are free.  Returns 0, or -1 to drop the event
+ * (drop mode, unless `force`; or the collector is gone). */
+static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
+{
+	uint64_t size = cyg_ring_mask + 1;
+	uint64_t t0, spins = 0;
+
+	t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
+	if (t->head + need - t->tail_seen <= size)
+		return 0;
+	if ((!force && (cyg_ctl->flags & CYG_F_DROP)) ||
+	    __atomic_load_n(&cyg_ctl->collector_gone, __ATOMIC_RELAXED))
+		return -1;
+
+	/* Lossless mode: wait for the collector as long as it lives (stopped,
+	 * under a debugger, or slow), and measure the wait. */
+	t0 = cyg_now();
+	t->waits++;
+	for (;;) {
+		t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
+		if (t->head + need - t->tail_seen <= size)
+			break;
+		if (++spins < 100) {
+			sched_yield();
+			continue;
+		}
+		if (collector_dead(50000)) {
+			t->wait_ticks += cyg_now() - t0;
+			return -1;
+		}
+	}
+	t->wait_ticks += cyg_now() - t0;
+	return 0;
+}
+
+void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t now)
+{
+	uint64_t h;
+	int saved = errno; /* waiting may sleep: the program's errno stays */
+	int waited;
+
+	if (CYG_DETACHED())
+		return;
+	waited = ring_wait(t, 1, 0);
+
+	errno = saved;
+	if (waited < 0) {
+		t->lost++;
+		return;
+	}
+	h = t->head;
+	cyg_ringbuf(t)[h & cyg_ring_mask] = cyg_ev_make(kind, gid, now & CYG_EV_DELTA_MAX);
+	__atomic_store_n(&t->head, h + 1, __ATOMIC_RELEASE);
+}
+
+void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now)
+{
+	uint64_t h;
+	unsigned i;
+
+	if (now)
+		w[0] |= now & CYG_EV_DELTA_MAX;
+	h = t->head;
+	/* Room by the tail last seen: no need to read the collector's line. */
+	if (UNLIKELY(h + n - t->tail_seen > cyg_ring_mask + 1)) {
+		int saved = errno;
+		int waited = ring_wait(t, n, 1);
+		errno = saved;
+		if (waited < 0) {
+			t->lost++;
+			return;
+		}
+	}
+	uint64_t *ring = cyg_ringbuf(t);
+	for (i = 0; i < n; i++)
+		ring[h++ & cyg_ring_mask] = w[i];
+	__atomic_store_n(&t->head, h, __ATOMIC_RELEASE);
+}

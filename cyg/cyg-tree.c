@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/* cyg-tree.c - the calling-context tree of a writer: its nodes, the child
+ * table that finds a node's child for a function, and the calls made from
+ * other call sites than a node's first.
+ *
+ * Each writer owns its tree (nodes from chunks of its own, no lock); the
+ * collector reads it while the program runs, so a node is published fully
+ * built with a release store of its parent's first_child.  The child table
+ * ((parent, fn) -> child, open addressing) and the index of call sites
+ * are the writer's own, in the mapping; they double past half full and
+ * the old ones are left there.  Runs inside the traced program, on the
+ * hooks' cold paths.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+
+#include "cyg-cold.h"
+
+/* ---- nodes ------------------------------------------------------------- */
+
+/* Allocate a tree node for thread t (no lock: the thread owns its chunk). */
+struct cyg_node *cyg__node_alloc(struct cyg_thread *t)
+{
+	if (UNLIKELY(t->chunk_next + CYG_NODE_SIZE > t->chunk_end)) {
+		uint64_t size = t->chunk_size ? t->chunk_size * 2 : CYG_CHUNK_MIN;
+		uint64_t off;
+		if (size > CYG_CHUNK_MAX)
+			size = CYG_CHUNK_MAX;
+		off = cyg__area_alloc(size);
+		if (!off)
+			return NULL;
+		t->chunk_size = size;
+		t->chunk_next = off;
+		t->chunk_end = off + size;
+	}
+	struct cyg_node *n = AT(t->chunk_next);
+	t->chunk_next += CYG_NODE_SIZE;
+	return n;
+}
+
+/* ---- calls from other call sites --------------------------------------- */
+
+static size_t site_slot(uint32_t node, uint64_t site, uint32_t mask)
+{
+	uint64_t h = (site ^ ((uint64_t)node << 29)) * 0x9E3779B97F4A7C15ULL;
+	return (size_t)(h >> 40) & mask;
+}
+
+static void sidx_put(uint32_t *ix, uint32_t mask, const struct cyg_site *v, uint32_t i)
+{
+	size_t j = site_slot(v[i].node, v[i].site, mask);
+	while (ix[j])
+		j = (j + 1) & mask;
+	ix[j] = i + 1;
+}
+
+uint32_t cyg__other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site)
+{
+	uint32_t node = cyg_gid(c);
+	struct cyg_site *v;
+	uint32_t *ix;
+	size_t j;
+
+	if (!c->site) { /* a node copied at fork has none yet */
+		c->site = site;
+		return 0;
+	}
+	if (t->sites_off) {
+		v = AT(t->sites_off);
+		ix = AT(t->sidx_off);
+		for (j = site_slot(node, site, t->sidx_mask); ix[j]; j = (j + 1) & t->sidx_mask) {
+			struct cyg_site *s = &v[ix[j] - 1];
+			if (s->node == node && s->site == site) {
+				s->calls++;
+				return ix[j];
+			}
+		}
+	}
+	/* A new (node, site): append it, growing the index past half full. */
+	int saved = errno;
+	if (!t->sites_off || (t->sites_n + 1) * 2 > t->sidx_mask + 1) {
+		uint32_t slots = t->sites_off ? (t->sidx_mask + 1) * 2 : 256;
+		uint64_t sites = t->sites_off, idx;
+		if (!sites)
+			sites = cyg__area_alloc((uint64_t)CYG_SITES_MAX * sizeof(struct cyg_site));
+		idx = cyg__area_alloc((uint64_t)slots * sizeof(uint32_t));
+		if (!sites || !idx) {
+			errno = saved;
+			return 0; /* the mapping is full: counted at the node's first site */
+		}
+		t->sites_off = sites;
+		v = AT(sites);
+		ix = AT(idx);
+		for (uint32_t i = 0; i < t->sites_n; i++)
+			sidx_put(ix, slots - 1, v, i);
+		t->sidx_off = idx;
+		t->sidx_mask = slots - 1;
+	}
+	errno = saved;
+	if (t->sites_n >= CYG_SITES_MAX)
+		return 0;
+	v = AT(t->sites_off);
+	uint32_t i = t->sites_n;
+	v[i].node = node;
+	v[i].site = site;
+	v[i].calls = 1;
+	v[i].ticks = 0;
+	__atomic_store_n(&t->sites_n, i + 1, __ATOMIC_RELEASE);
+	sidx_put(AT(t->sidx_off), t->sidx_mask, v, i);
+	return i + 1;
+}
+
+void cyg__enter_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site, uint32_t d,
+		     uint64_t now)
+{
+	struct cyg_frame *stk = cyg_tls.stk;
+
+	stk[d].site = cyg__other_site(t, c, site);
+	t->depth = d;
+	if (cyg_timeline)
+		cyg_ring_put(t, CYG_EV_ENTER, stk[d].node, now);
+	t->busy = 0;
+}
+
+void cyg__site_ticks(struct cyg_thread *t, const struct cyg_frame *f, uint64_t ticks)
+{
+	struct cyg_site *v = AT(t->sites_off);
+	v[f->site - 1].ticks += ticks;
+}
+
+/* ---- the child table: (parent, fn) -> child, open addressing ------------ */
+
+static size_t kid_slot(uint32_t parent, uint64_t fn, uint32_t mask)
+{
+	uint64_t h = (fn ^ ((uint64_t)parent << 32 | parent)) * 0x9E3779B97F4A7C15ULL;
+	return (size_t)(h >> 40) & mask;
+}
+
+struct cyg_node *cyg__kid_find(struct cyg_thread *t, uint32_t parent, uint64_t fn)
+{
+	if (!t->kids_off)
+		return NULL;
+	struct cyg_kid *k = AT(t->kids_off);
+	for (size_t i = kid_slot(parent, fn, t->kids_mask);; i = (i + 1) & t->kids_mask) {
+		if (!k[i].child)
+			return NULL;
+		if (k[i].parent == parent && k[i].fn == fn)
+			return CYG_NODE(cyg_base, k[i].child);
+	}
+}
+
+static void kid_put(struct cyg_kid *k, uint32_t mask, uint32_t parent, uint64_t fn, uint32_t child)
+{
+	size_t i = kid_slot(parent, fn, mask);
+	while (k[i].child)
+		i = (i + 1) & mask;
+	k[i].fn = fn;
+	k[i].parent = parent;
+	k[i].child = child;
+}
+
+/* Record a new child; the table doubles past half full (the old one is
+ * left in the mapping).  Without room the sibling lists still work. */
+static void kid_add(struct cyg_thread *t, uint32_t parent, uint64_t fn, uint32_t child)
+{
+	if (!t->kids_off || (t->kids_n + 1) * 2 > t->kids_mask + 1) {
+		uint32_t slots = t->kids_off ? (t->kids_mask + 1) * 2 : 1024;
+		uint64_t off = cyg__area_alloc((uint64_t)slots * sizeof(struct cyg_kid));
+		if (!off) {
+			t->kids_partial = 1;
+			return;
+		}
+		struct cyg_kid *nk = AT(off);
+		if (t->kids_off) {
+			struct cyg_kid *ok = AT(t->kids_off);
+			for (uint32_t i = 0; i <= t->kids_mask; i++)
+				if (ok[i].child)
+					kid_put(nk, slots - 1, ok[i].parent, ok[i].fn, ok[i].child);
+		}
+		t->kids_off = off;
+		t->kids_mask = slots - 1;
+	}
+	kid_put(AT(t->kids_off), t->kids_mask, parent, fn, child);
+	t->kids_n++;
+}
+
+struct cyg_node *cyg__new_child(struct cyg_thread *t, struct cyg_node *p, uint64_t fn,
+				uint64_t site)
+{
+	struct cyg_node *c = cyg__node_alloc(t);
+
+	if (!c)
+		return NULL;
+	c->fn = fn;
+	c->site = site;
+	c->calls = 0;
+	c->ticks = 0;
+	c->parent = cyg_gid(p);
+	c->first_child = 0;
+	c->hint = CYG_GID_NULL;
+	c->hint2 = CYG_GID_NULL;
+	c->next_sibling = p->first_child;
+	/* Publish fully built: the collector may follow the link any time. */
+	__atomic_store_n(&p->first_child, cyg_gid(c), __ATOMIC_RELEASE);
+	kid_add(t, cyg_gid(p), fn, cyg_gid(c));
+	return c;
+}
+

@@ -1,0 +1,455 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""End-to-end tests of `cygprof annotate` / `cygprof-annotate` and the debug
+info lookup.
+
+Usage:
+  annotate.py --cygprof CYGPROF --annotate CYGPROF_ANNOTATE --example EXE
+              --other EXE2 --source SRC --test NAME [--sanitize B_SANITIZE]
+              [--skip REASON] [-v] [--keep]
+
+The example is examples/annotate.c, built with -finstrument-functions -g;
+EXE2 is the same source built at another optimization level (so with
+another build-id), used as the wrong debug file.  The lines the checks look
+at are found by their marker comments (/* L_CALL_B1 */ ...) in SRC, and the
+expected figures are those stated in the example's comment block.
+
+Tests:
+  lines      exact calls per call line, entries at the definition lines,
+             allocations at the malloc line (record --memory, unless
+             b_sanitize is set), JSON and text, SOURCE selection,
+             --source-dir, --prefix-map, a missing source, option errors
+  deleted    `cygprof report` after the binary was deleted (names from the
+             capture); annotate still exits 0 (no lines)
+  debugdir   a separate debug file (objcopy --only-keep-debug) in a
+             --debug-dir laid out by build-id, the binary stripped
+             (strip --strip-debug): lines found; DIR/<name>.debug and
+             CYGPROF_DEBUG_DIRS too; then with the binary deleted
+  debuglink  .gnu_debuglink next to the binary (CRC checked): lines found; a
+             debug file with the wrong CRC is refused with a warning
+  mismatch   the other build's debug file at the expected build-id path (and
+             by debuglink) is refused with the warning, exit 0, no lines
+
+Exit status: 0 passed, 1 failed, 77 skipped.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+import cygtest  # noqa: E402  (tests/lib: the helpers of every driver)
+from cygtest import Failure, Checker, run, describe_status  # noqa: E402
+
+SKIP = 77
+GRAB_BYTES = 100
+
+ARGS = None
+
+
+def markers(src):
+    lines = {}
+    with open(src) as f:
+        for i, text in enumerate(f, 1):
+            for m in re.finditer(r'/\* (L_[A-Z0-9_]+) \*/', text):
+                lines[m.group(1)] = i
+    return lines
+
+
+def expected(src, memory):
+    m = markers(src)
+    want = {}
+
+    def put(marker, **kw):
+        fig = want.setdefault(m[marker], {'calls': 0, 'entries': 0, 'alloc_bytes': 0,
+                                          'allocations': 0})
+        fig.update(kw)
+
+    put('L_CALL_A1', calls=3)
+    put('L_CALL_A2', calls=2)
+    put('L_CALL_B1', calls=12)
+    put('L_CALL_B2', calls=5)
+    put('L_CALL_G', calls=4)
+    put('L_DEF_MAIN', entries=1)
+    put('L_DEF_A', entries=5)
+    put('L_DEF_B', entries=17)
+    put('L_DEF_GRAB', entries=4)
+    if memory:
+        put('L_MALLOC', allocations=4, alloc_bytes=4 * GRAB_BYTES)
+    return want
+
+
+def annotate(ck, args, status=0, exe=None, env=None):
+    cmd = [exe or ARGS.annotate] + list(args)
+    print('$ ' + ' '.join(cmd))
+    cp = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        stdin=subprocess.DEVNULL, timeout=cygtest.TIMEOUT, env=env)
+    cp.out = cp.stdout.decode('utf-8', 'replace')
+    cp.err = cp.stderr.decode('utf-8', 'replace')
+    if cp.returncode != status:
+        for line in cp.err.splitlines()[:20]:
+            print('  stderr: ' + line)
+        raise Failure('%s: expected exit %d, got %s' % (' '.join(cmd), status,
+                                                       describe_status(cp.returncode)))
+    return cp
+
+
+def annotate_json(ck, args, env=None, exe=None):
+    cp = annotate(ck, ['--format=json'] + list(args), env=env, exe=exe)
+    try:
+        data = json.loads(cp.out)
+    except ValueError as e:
+        raise Failure('annotate output is not JSON (%s): %s' % (e, cp.out[:500])) from e
+    ck.check(isinstance(data.get('files'), list), 'JSON has a files list')
+    for f in data['files']:
+        ck.check(isinstance(f.get('path'), str) and isinstance(f.get('lines'), list),
+                 'file entries have path and lines')
+        prev = 0
+        for ln in f['lines']:
+            for k in ('line', 'calls', 'entries', 'total_ns', 'alloc_bytes', 'samples'):
+                if not cygtest.is_int(ln.get(k)):
+                    raise Failure('line %r of %s lacks integer %s' % (ln, f['path'], k))
+            if ln['line'] <= prev:
+                raise Failure('lines of %s not sorted' % f['path'])
+            prev = ln['line']
+            if not any(ln[k] for k in ('calls', 'entries', 'total_ns', 'alloc_bytes',
+                                       'samples')):
+                raise Failure('line %d of %s has only zero figures' % (ln['line'], f['path']))
+    return data, cp
+
+
+def example_file(data):
+    for f in data['files']:
+        if f['path'].endswith('/examples/annotate.c') or f['path'].endswith('/annotate.c'):
+            return f
+    return None
+
+
+def check_lines(ck, data, src, memory, what):
+    f = example_file(data)
+    if not ck.check(f is not None, '%s: annotate.c is in the output' % what):
+        return
+    ck.check(os.path.isabs(f['path']), '%s: path %s is absolute' % (what, f['path']))
+    ck.eq(os.path.realpath(f['path']), os.path.realpath(src), '%s: path names the source' % what)
+    want = expected(src, memory)
+    got = {}
+    for ln in f['lines']:
+        fig = {k: ln[k] for k in ('calls', 'entries', 'alloc_bytes', 'allocations')}
+        if any(fig.values()):
+            got[ln['line']] = fig
+    ck.check(cygtest.diff_table('%s: figures per line' % what, want, got),
+             '%s: figures per line of annotate.c are exact' % what)
+    for ln in f['lines']:
+        if ln['calls']:
+            ck.check(ln['total_ns'] > 0, '%s: line %d has time' % (what, ln['line']))
+        else:
+            ck.eq(ln['total_ns'], 0, '%s: line %d without calls has no time' % (what, ln['line']))
+        ck.eq(ln['samples'], 0, '%s: samples are 0' % what)
+
+
+def record(ck, cyg, capture, prog, memory, cwd=None):
+    opts = ['--memory'] if memory else []
+    cp = cyg.record(capture, [prog], opts=opts, cwd=cwd)
+    if cp.returncode != 0:
+        raise Failure('record failed (%s): %s' % (describe_status(cp.returncode), cp.err.strip()))
+    ck.check('annotate: a=5 b=17 grab=4' in cp.out, 'the example printed its counts')
+
+
+def memory_ok():
+    return ARGS.sanitize in ('', 'none')
+
+
+# --------------------------------------------------------------------------
+
+
+def test_lines(ck, cyg, example, workdir):
+    src = ARGS.source
+    mem = memory_ok()
+    cap = os.path.join(workdir, 'cap.data')
+    record(ck, cyg, cap, example, mem)
+    data, _ = annotate_json(ck, [cap])
+    check_lines(ck, data, src, mem, 'json')
+    # the same through 'cygprof annotate'
+    data2, _ = annotate_json(ck, [cap], exe=None)
+    cp = run([cyg.exe, 'annotate', '--format=json', cap])
+    ck.eq(cp.returncode, 0, 'cygprof annotate exits 0')
+    ck.eq(json.loads(cp.out)['files'], data2['files'], 'cygprof annotate = cygprof-annotate')
+    # SOURCE selection: by basename, by path suffix, none matching
+    m = markers(src)
+    data, _ = annotate_json(ck, [cap, 'annotate.c'])
+    ck.eq([os.path.basename(f['path']) for f in data['files']], ['annotate.c'],
+          'SOURCE annotate.c selects only that file')
+    data, _ = annotate_json(ck, [cap, 'examples/annotate.c'])
+    ck.eq(len(data['files']), 1, 'SOURCE examples/annotate.c selects one file')
+    data, _ = annotate_json(ck, [cap, 'nosuch.c'])
+    ck.eq(data['files'], [], 'SOURCE nosuch.c selects nothing')
+    data, _ = annotate_json(ck, ['--all', cap])
+    ck.check(example_file(data) is not None, '--all shows annotate.c')
+
+    # text: the source lines with their columns, hot marks
+    cp = annotate(ck, [cap, 'annotate.c'])
+    lines = cp.out.splitlines()
+    ck.check(any(ln.startswith('== ') and ln.endswith('annotate.c') for ln in lines),
+             'text has a header for annotate.c')
+    row = [ln for ln in lines if re.search(r'\b%d  .*L_CALL_B1' % m['L_CALL_B1'], ln)]
+    ck.check(len(row) == 1 and re.match(r'^[> ]\s+12\s', row[0]) is not None,
+             'text: L_CALL_B1 line shows 12 calls: %r' % row)
+    row = [ln for ln in lines if re.search(r'\b%d  .*L_DEF_B' % m['L_DEF_B'], ln)]
+    ck.check(len(row) == 1 and re.match(r'^ \s{10} \s+17\s', row[0]) is not None,
+             'text: L_DEF_B line shows 17 entries in the entries column: %r' % row)
+    hot = [ln for ln in lines if ln.startswith('>')]
+    ck.check(1 <= len(hot) <= 5, 'text: 1 to 5 lines marked hot (%d)' % len(hot))
+    data, _ = annotate_json(ck, [cap, 'annotate.c'])
+    top = max(data['files'][0]['lines'], key=lambda ln: ln['total_ns'])['line']
+    row = [ln for ln in lines if re.search(r'\b%d  ' % top, ln)]
+    ck.check(len(row) == 1 and row[0].startswith('>'),
+             'text: the hottest line of annotate.c (%d) is marked' % top)
+    # --hot 0: no marks
+    cp = annotate(ck, ['--hot', '0', cap, 'annotate.c'])
+    ck.check(not any(ln.startswith('>') for ln in cp.out.splitlines()), '--hot 0 marks none')
+
+    # sources moved: missing source note, then --source-dir and --prefix-map
+    moved = os.path.join(workdir, 'moved', 'examples')
+    os.makedirs(moved)
+    shutil.copy(src, moved)
+    orig_dir = os.path.dirname(os.path.realpath(src))
+    hidden = os.path.join(workdir, 'nosrc')
+    cp = annotate(ck, ['--prefix-map', '%s=%s' % (orig_dir, hidden), cap, 'annotate.c'])
+    ck.check('source not found' in cp.out, 'a missing source gives a note')
+    row = [ln for ln in cp.out.splitlines() if re.search(r'\s%d$' % m['L_CALL_B1'], ln)]
+    ck.check(len(row) == 1 and re.match(r'^[> ]\s+12\s', row[0]) is not None,
+             'missing source: counts by line number (%r)' % row)
+    cp = annotate(ck, ['--prefix-map', '%s=%s' % (orig_dir, moved), cap, 'annotate.c'])
+    ck.check('source not found' not in cp.out and 'L_CALL_B1' in cp.out
+             and ('source read from ' + os.path.join(moved, 'annotate.c')) in cp.out,
+             '--prefix-map finds the source')
+    data, _ = annotate_json(ck, ['--prefix-map', '%s=%s' % (orig_dir, hidden),
+                                 '--source-dir', os.path.join(workdir, 'moved'), cap,
+                                 'annotate.c'])
+    ck.eq(data['files'][0].get('source') if data['files'] else None,
+          os.path.join(moved, 'annotate.c'), '--source-dir finds the source by suffix')
+
+    # help, option errors
+    cp = annotate(ck, ['--help'])
+    ck.check('--debug-dir' in cp.out and '--source-dir' in cp.out, '--help describes options')
+    cp = annotate(ck, ['--format=xml', cap], status=2)
+    ck.check(cp.err.startswith('cygprof: '), 'bad --format: one-line error')
+    cp = annotate(ck, ['--prefix-map', 'nonsense', cap], status=2)
+    cp = annotate(ck, [os.path.join(workdir, 'nosuch.data')], status=1)
+    ck.check(len(cp.err.strip().splitlines()) == 1, 'missing capture: one-line error')
+
+
+def copy_example(example, workdir, name='prog'):
+    d = os.path.join(workdir, 'bin')
+    os.makedirs(d, exist_ok=True)
+    dst = os.path.join(d, name)
+    shutil.copy(example, dst)
+    return dst
+
+
+def build_id(path):
+    cp = run(['readelf', '-n', path])
+    m = re.search(r'Build ID: ([0-9a-f]+)', cp.out)
+    if not m:
+        raise Failure('%s has no build-id (readelf -n)' % path)
+    return m.group(1)
+
+
+def keep_debug(src, dst):
+    cp = run(['objcopy', '--only-keep-debug', src, dst])
+    if cp.returncode != 0:
+        raise Failure('objcopy --only-keep-debug failed: %s' % cp.err)
+
+
+def strip_debug(path):
+    cp = run(['strip', '--strip-debug', path])
+    if cp.returncode != 0:
+        raise Failure('strip failed: %s' % cp.err)
+
+
+def bid_path(d, bid):
+    p = os.path.join(d, '.build-id', bid[:2], bid[2:] + '.debug')
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    return p
+
+
+def test_deleted(ck, cyg, example, workdir):
+    prog = copy_example(example, workdir)
+    cap = os.path.join(workdir, 'cap.data')
+    record(ck, cyg, cap, prog, False)
+    os.unlink(prog)
+    data, _ = cyg.report_json(cap, ck)
+    got = {f['name']: f['calls'] for f in data['functions']}
+    want = {'main': 1, 'a': 5, 'b': 17, 'grab': 4}
+    ck.check(cygtest.diff_table('calls after the binary was deleted', want,
+                            {k: got.get(k) for k in want}),
+             'report names the functions after the binary was deleted')
+    data, _ = annotate_json(ck, ['--all', cap])
+    ck.check(example_file(data) is None, 'annotate: no lines without the binary, exit 0')
+
+
+def test_debugdir(ck, cyg, example, workdir):
+    prog = copy_example(example, workdir)
+    bid = build_id(prog)
+    dbg = os.path.join(workdir, 'debug')
+    keep_debug(prog, bid_path(dbg, bid))
+    strip_debug(prog)
+    mem = memory_ok()
+    cap = os.path.join(workdir, 'cap.data')
+    record(ck, cyg, cap, prog, mem)
+    data, _ = annotate_json(ck, ['--all', cap])
+    ck.check(example_file(data) is None, 'stripped binary, no --debug-dir: no lines')
+    data, cp = annotate_json(ck, ['--debug-dir', dbg, cap])
+    check_lines(ck, data, ARGS.source, mem, '--debug-dir (build-id)')
+    ck.eq(cp.err, '', 'no warning with the right debug file')
+    env = dict(os.environ, CYGPROF_DEBUG_DIRS='/nonexistent:' + dbg)
+    data, _ = annotate_json(ck, [cap], env=env)
+    check_lines(ck, data, ARGS.source, mem, 'CYGPROF_DEBUG_DIRS')
+    # DIR/<basename>.debug
+    flat = os.path.join(workdir, 'flat')
+    os.makedirs(flat)
+    keep_debug(example, os.path.join(flat, 'prog.debug'))
+    data, _ = annotate_json(ck, ['--debug-dir', flat, cap])
+    check_lines(ck, data, ARGS.source, mem, '--debug-dir (DIR/prog.debug)')
+    # cygprof memory --debug-dir gives the malloc line too
+    if mem:
+        cp = run([cyg.exe, 'memory', '--format=json', '--temporary', '--top', '0',
+                  '--debug-dir', dbg, cap])
+        ck.eq(cp.returncode, 0, 'cygprof memory --debug-dir exits 0')
+        m = markers(ARGS.source)
+        frames = [fr for s in json.loads(cp.out).get('stacks', []) for fr in s['frames']]
+        ck.check(any(fr['name'] == 'grab' and fr['line'] == m['L_MALLOC'] for fr in frames),
+                 'cygprof memory --debug-dir: grab at the malloc line')
+    # the object gone: the debug file found by build-id still gives lines
+    os.unlink(prog)
+    data, _ = annotate_json(ck, ['--debug-dir', dbg, cap])
+    check_lines(ck, data, ARGS.source, mem, 'binary deleted, --debug-dir')
+
+
+def test_debuglink(ck, cyg, example, workdir):
+    prog = copy_example(example, workdir)
+    dbgfile = os.path.join(os.path.dirname(prog), 'prog.dbg')
+    keep_debug(prog, dbgfile)
+    strip_debug(prog)
+    cp = run(['objcopy', '--add-gnu-debuglink=' + dbgfile, prog])
+    if cp.returncode != 0:
+        raise Failure('objcopy --add-gnu-debuglink failed: %s' % cp.err)
+    cap = os.path.join(workdir, 'cap.data')
+    record(ck, cyg, cap, prog, False)
+    data, cp = annotate_json(ck, [cap])
+    check_lines(ck, data, ARGS.source, False, 'debuglink')
+    ck.eq(cp.err, '', 'no warning with the right debuglink file')
+    # in .debug/ instead
+    os.makedirs(os.path.join(os.path.dirname(prog), '.debug'))
+    moved = os.path.join(os.path.dirname(prog), '.debug', 'prog.dbg')
+    os.rename(dbgfile, moved)
+    data, _ = annotate_json(ck, [cap])
+    check_lines(ck, data, ARGS.source, False, 'debuglink in .debug/')
+    # wrong CRC: one byte more at the end (same build-id)
+    with open(moved, 'ab') as f:
+        f.write(b'\0')
+    data, cp = annotate_json(ck, ['--all', cap])
+    ck.check(example_file(data) is None, 'wrong CRC: no lines')
+    ck.check(re.search(r'^cygprof: warning: %s: CRC does not match .*, ignored$' %
+                       re.escape(moved), cp.err, re.M) is not None,
+             'wrong CRC: one warning (%r)' % cp.err)
+
+
+def test_mismatch(ck, cyg, example, workdir):
+    prog = copy_example(example, workdir)
+    bid = build_id(prog)
+    other_bid = build_id(ARGS.other)
+    ck.check(bid != other_bid, 'the two builds have different build-ids')
+    dbg = os.path.join(workdir, 'debug')
+    wrong = bid_path(dbg, bid)
+    keep_debug(ARGS.other, wrong)
+    strip_debug(prog)
+    cap = os.path.join(workdir, 'cap.data')
+    record(ck, cyg, cap, prog, False)
+    data, cp = annotate_json(ck, ['--all', '--debug-dir', dbg, cap])
+    ck.check(example_file(data) is None, 'mismatched debug file: no lines of annotate.c')
+    pat = r'^cygprof: warning: %s: build-id does not match %s, ignored$' % (
+        re.escape(wrong), re.escape(prog))
+    warns = [ln for ln in cp.err.splitlines() if re.match(pat, ln)]
+    ck.eq(len(warns), 1, 'mismatched debug file: the warning once (%r)' % cp.err)
+    cp = annotate(ck, ['--debug-dir', dbg, cap])
+    ck.check(re.search(pat, cp.err, re.M) is not None, 'text: the warning too, exit 0')
+    # by debuglink: the other build's debug file under the linked name
+    os.unlink(wrong)
+    linked = os.path.join(os.path.dirname(prog), 'prog.dbg')
+    keep_debug(ARGS.other, linked)
+    cp = run(['objcopy', '--add-gnu-debuglink=' + linked, prog])
+    if cp.returncode != 0:
+        raise Failure('objcopy --add-gnu-debuglink failed: %s' % cp.err)
+    cap2 = os.path.join(workdir, 'cap2.data')
+    record(ck, cyg, cap2, prog, False)
+    data, cp = annotate_json(ck, ['--all', cap2])
+    ck.check(example_file(data) is None, 'mismatched debuglink file: no lines')
+    pat = r'^cygprof: warning: %s: build-id does not match %s, ignored$' % (
+        re.escape(linked), re.escape(prog))
+    ck.check(re.search(pat, cp.err, re.M) is not None,
+             'mismatched debuglink file: the warning (%r)' % cp.err)
+
+
+TESTS = {
+    'lines': test_lines,
+    'deleted': test_deleted,
+    'debugdir': test_debugdir,
+    'debuglink': test_debuglink,
+    'mismatch': test_mismatch,
+}
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--cygprof', required=True)
+    ap.add_argument('--annotate', required=True)
+    ap.add_argument('--example', required=True)
+    ap.add_argument('--other', required=True)
+    ap.add_argument('--source', required=True)
+    ap.add_argument('--test', required=True, choices=sorted(TESTS))
+    ap.add_argument('--sanitize', default='none')
+    ap.add_argument('--skip', metavar='REASON')
+    ap.add_argument('--keep', action='store_true')
+    ap.add_argument('-v', '--verbose', action='store_true')
+    ARGS = ap.parse_args()
+    cygtest.VERBOSE = ARGS.verbose or bool(os.environ.get('CYGPROF_E2E_VERBOSE'))
+
+    if ARGS.skip:
+        print('SKIP %s: %s' % (ARGS.test, ARGS.skip))
+        return SKIP
+    if ARGS.test in ('debugdir', 'debuglink', 'mismatch'):
+        for tool in ('objcopy', 'strip', 'readelf'):
+            if not shutil.which(tool):
+                print('SKIP %s: %s not found' % (ARGS.test, tool))
+                return SKIP
+    ARGS.annotate = os.path.abspath(ARGS.annotate)
+    example = os.path.abspath(ARGS.example)
+    ck = Checker()
+    workdir = tempfile.mkdtemp(prefix='cygprof-annotate-%s-' % ARGS.test)
+    try:
+        TESTS[ARGS.test](ck, cygtest.Cygprof(os.path.abspath(ARGS.cygprof), workdir), example,
+                         workdir)
+    except Failure as e:
+        ck.fail(str(e))
+    finally:
+        if ARGS.keep or (ck.failures and os.environ.get('CYGPROF_E2E_KEEP')):
+            print('kept %s' % workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if ck.failures:
+        print('FAIL %s (%s): %d of %d checks failed' %
+              (ARGS.test, os.path.basename(example), len(ck.failures), max(ck.count, 1)))
+        return 1
+    print('PASS %s (%s): %d checks' % (ARGS.test, os.path.basename(example), ck.count))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

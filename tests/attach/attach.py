@@ -1,0 +1,573 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""End-to-end tests of cygprof record --attach PID (issue 12, point 3;
+docs/attach.md).
+
+Usage:
+  attach.py --cygprof CYGPROF --example EXAMPLE --test NAME
+            [--fake-runtime LIB] [--plain LONGRUN] [--skip REASON] [-v]
+
+EXAMPLE is tests/attach/attachme.c (the refusals take examples/longrun.c);
+LIB is tests/attach/fake-runtime.c, a stand-in runtime that logs what it is
+asked.  attachme, uselib and longrun run until the test tells them to stop
+(a file PATH.stop): a test takes no longer than its checks need.
+
+Tests:
+  attach-refuse  one stderr line and exit 1 for: a pid that does not exist,
+                 an uninstrumented program (/bin/sleep), a program profiled
+                 by record already; exit 2 for --attach with a program, a
+                 bad pid, --duration without --attach, --attach with
+                 --memory.
+  attach-inject  the injection against the stand-in runtime: attach to
+                 attachme for 2 s; cygprof exits 0, attachme runs on and
+                 exits 0 with its normal output; the runtime got the
+                 collector's mapping (its size and magic), one seed per
+                 thread (main's outermost frame main, each worker's worker),
+                 and the hooks: the calls it counted between attach_start
+                 and attach_end (meta) within 5% of the program's own
+                 counter over the same time; a second attach while the first
+                 runs is refused (the runtime says -EBUSY); after the detach
+                 an attach again works, without --duration, until SIGINT;
+                 attachme ending while attached ends the attach (exit 0, "attached
+                 until the end", meta attach_exited 1).
+  attach-lib     an uninstrumented program (tests/attach/uselib.c) whose
+                 shared library is instrumented: attached (not refused), the
+                 library's calls reach the (stand-in) runtime, paired; the
+                 program exits 0.
+  attach-run     the real runtime: attach to attachme for 2 s, a thread
+                 started once attached: the capture's calls
+                 of work() per second within 5% of the program's counter
+                 over [attach_start, attach_end]; every thread seen (the
+                 late one too); call paths start at main, worker or
+                 late_worker (the seeds); meta attach_pid; attachme runs on
+                 and exits 0.
+  attach-twice   a second attach while the first runs (until SIGINT) is
+                 refused with "already being profiled" (the runtime's
+                 cygprof_attach_state read through /proc/PID/mem); after the
+                 detach, attaching again works or is refused in one line;
+                 either way attachme exits 0.
+  attach-top     top --attach --once --format=json for 2 s: the snapshot
+                 names the process, is final, has the calls of the capture
+                 it writes, within 5% of the program's counter; as text its
+                 header says detached; --memory and --duration refused.
+  attach-send    record --attach --send to cygprof receive over loopback:
+                 nothing written where record runs, the received capture's
+                 calls within 5% of the program's counter; --send with -o
+                 refused.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+import cygtest  # noqa: E402  (tests/lib: the helpers of every driver)
+from cygtest import Failure, run, expect_error  # noqa: E402
+
+
+def wait_pid(pidfile, proc):
+    end = time.monotonic() + 30
+    while time.monotonic() < end and proc.poll() is None:
+        if os.path.exists(pidfile):
+            with open(pidfile) as f:
+                text = f.read()
+            if text.endswith('\n'):
+                return int(text)
+        time.sleep(0.01)
+    raise Failure('the program did not write its pid')
+
+
+def wait_exec(proc, path):
+    """Wait until proc has exec'd path (its /proc/PID/exe)."""
+    want = os.path.realpath(path)
+    end = time.monotonic() + 30
+    while time.monotonic() < end and proc.poll() is None:
+        try:
+            if os.path.realpath('/proc/%d/exe' % proc.pid) == want:
+                return
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise Failure('%s was not started' % path)
+
+
+def start(cmd, cwd):
+    print('$ ' + ' '.join(cmd))
+    return subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+
+
+def test_refuse(ck, cyg, example, args):
+    d = cyg.workdir
+    # a pid that does not exist: the highest possible pid is never in use
+    with open('/proc/sys/kernel/pid_max') as f:
+        pid_max = int(f.read())
+    cp = run([cyg.exe, 'record', '--attach', str(pid_max)])
+    expect_error(ck, cp, 'no such process', 1)
+    ck.check('no process %d' % pid_max in cp.err, 'names the missing pid: %r' % cp.err)
+    cp = run([cyg.exe, 'record', '--attach', 'x'])
+    expect_error(ck, cp, 'bad pid', 2)
+    cp = run([cyg.exe, 'record', '--attach', '1', '--', example])
+    expect_error(ck, cp, 'pid and program', 2)
+
+    # uninstrumented
+    p = start(['/bin/sleep', '30'], d)
+    try:
+        wait_exec(p, '/bin/sleep')
+        cp = run([cyg.exe, 'record', '--attach', str(p.pid)])
+        expect_error(ck, cp, 'uninstrumented', 1)
+        ck.check('not built with -finstrument-functions' in cp.err,
+                 'says the program is not instrumented: %r' % cp.err)
+    finally:
+        p.kill()
+        p.wait()
+
+    # already profiled by record
+    pidfile = os.path.join(d, 'pid-rec')
+    p = start([cyg.exe, 'record', '-q', '-o', os.path.join(d, 'rec.data'), '--',
+               example, pidfile, '30', '200'], d)
+    try:
+        pid = wait_pid(pidfile, p)
+        cp = run([cyg.exe, 'record', '--attach', str(pid)])
+        expect_error(ck, cp, 'already profiled', 1)
+        ck.check('already being profiled' in cp.err, 'says it is profiled: %r' % cp.err)
+        open(pidfile + '.stop', 'w').close()  # longrun: done with it, stop
+        ck.eq(p.wait(timeout=60), 0, 'the recorded program and its record end normally')
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+    cp = run([cyg.exe, 'record', '--duration', '1', '--', example])
+    expect_error(ck, cp, '--duration without --attach', 2)
+    cp = run([cyg.exe, 'record', '--attach', '1', '--memory'])
+    expect_error(ck, cp, '--attach with --memory', 2)
+
+
+# ---- attaching to attachme ----------------------------------------------
+
+
+# attachme runs until told to stop (the file COUNTFILE.stop), at the
+# latest for this many seconds
+ATTACHME_LIMIT = 60
+
+
+def start_attachme(d, tag, threads=3):
+    """attachme running until stop_attachme(): (process, pid, count file)."""
+    pidfile = os.path.join(d, 'pid-' + tag)
+    countfile = os.path.join(d, 'count-' + tag)
+    print('$ attachme %s %s %s %d' % (pidfile, countfile, ATTACHME_LIMIT, threads))
+    p = subprocess.Popen([EXAMPLE[0], pidfile, countfile, str(ATTACHME_LIMIT), str(threads)],
+                         cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL,
+                         universal_newlines=True)
+    return p, wait_pid(pidfile, p), countfile
+
+
+def stop_attachme(countfile):
+    """Tell attachme to stop (it looks every 20 ms)."""
+    open(countfile + '.stop', 'w').close()
+
+
+def finish_attachme(ck, p, countfile):
+    """Stop attachme: it exits 0 with its last line."""
+    stop_attachme(countfile)
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise Failure('attachme did not end')
+    ck.eq(p.returncode, 0, 'attachme exits normally after the detach (stderr %r)' % err)
+    ck.check(out.startswith('attachme: done work='), 'attachme prints its summary: %r' % out)
+
+
+def counts(countfile):
+    """The program's own counter lines: [(mono_ns, work, late)]."""
+    rows = []
+    with open(countfile) as f:
+        for line in f:
+            v = line.split()
+            if len(v) == 3:
+                rows.append(tuple(int(x) for x in v))
+    return rows
+
+
+def counter_at(rows, t, col=1):
+    """The program's counter at CLOCK_MONOTONIC t, between two lines."""
+    for (t0, *v0), (t1, *v1) in zip(rows, rows[1:]):
+        if t0 <= t <= t1:
+            a, b = v0[col - 1], v1[col - 1]
+            return a + (b - a) * (t - t0) / max(t1 - t0, 1)
+    raise Failure('no counter line around %d (lines from %d to %d)' %
+                  (t, rows[0][0] if rows else 0, rows[-1][0] if rows else 0))
+
+
+def attach_window(ck, cyg, cap):
+    meta = cygtest.info_json(ck, cyg, cap)['meta']
+    for k in ('attach_pid', 'attach_start', 'attach_end'):
+        if k not in meta:
+            raise Failure('the capture has no meta %s: %r' % (k, meta))
+    return meta, int(meta['attach_start']), int(meta['attach_end'])
+
+
+def within(ck, got, want, what, share=0.05):
+    ck.check(want > 0 and abs(got - want) <= share * want,
+             '%s: %d, the program counted %.0f (%.2f%% off, at most %g%%)' %
+             (what, got, want, 100.0 * abs(got - want) / max(want, 1), share * 100))
+
+
+def attach_bg(cyg, pid, cap, seconds):
+    """record --attach in the background; returns once it says it attached."""
+    cmd = [cyg.exe, 'record', '--attach', str(pid), '-o', cap]
+    if seconds is not None:
+        cmd += ['--duration', str(seconds)]
+    print('$ ' + ' '.join(cmd))
+    a = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, universal_newlines=True)
+    line = a.stderr.readline()
+    if 'attached to process %d' % pid not in line:
+        out, err = a.communicate(timeout=60)
+        raise Failure('record --attach did not attach (exit %s): %r' % (a.returncode, line + err))
+    return a
+
+
+def end_bg(ck, a, what):
+    try:
+        out, err = a.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        a.kill()
+        a.communicate()
+        raise Failure('%s: record --attach did not end' % what)
+    ck.eq(a.returncode, 0, '%s: record --attach exits 0 (stderr %r)' % (what, err))
+    ck.check('detached from process' in err, '%s: says it detached: %r' % (what, err))
+    return err
+
+
+def use_fake_runtime(args):
+    """cygprof (and what else this test starts) takes the stand-in runtime."""
+    if not args.fake_runtime:
+        raise Failure('--fake-runtime is needed')
+    os.environ['CYGPROF_RUNTIME'] = os.path.abspath(args.fake_runtime)
+
+
+def exe_base(pid, exe):
+    """Where exe's first mapping starts in process pid (its load bias: the
+    examples are PIE, or 0 for a fixed executable)."""
+    with open('/proc/%d/maps' % pid) as f:
+        for line in f:
+            v = line.split()
+            if len(v) >= 6 and v[2] == '00000000' and os.path.realpath(v[5]) == exe:
+                return int(v[0].split('-')[0], 16)
+    raise Failure('%s is not mapped in process %d' % (exe, pid))
+
+
+def nm_addrs(exe):
+    out = subprocess.run(['nm', exe], stdout=subprocess.PIPE, universal_newlines=True,
+                         check=True).stdout
+    addrs = {}
+    for line in out.splitlines():
+        v = line.split()
+        if len(v) == 3 and v[1] in 'tT':
+            addrs[v[2]] = int(v[0], 16)
+    return addrs
+
+
+def test_inject(ck, cyg, example, args):
+    d = cyg.workdir
+    use_fake_runtime(args)
+    p, pid, countfile = start_attachme(d, 'inject')
+    log = '/tmp/cygprof-fakert-%d.log' % pid
+    try:
+        base = exe_base(pid, os.path.realpath(example))
+        tids = sorted(int(t) for t in os.listdir('/proc/%d/task' % pid))
+        cap = os.path.join(d, 'inject.data')
+        a = attach_bg(cyg, pid, cap, 2)
+        # attached: a second attach finds the runtime attached (-EBUSY)
+        cp = run([cyg.exe, 'record', '--attach', str(pid), '-o', os.path.join(d, 'x.data')])
+        expect_error(ck, cp, 'attach while attached', 1)
+        ck.check('already being profiled' in cp.err, 'says it is profiled: %r' % cp.err)
+        end_bg(ck, a, 'first attach')
+        meta, t0, t1 = attach_window(ck, cyg, cap)
+        ck.eq(meta['attach_pid'], str(pid), 'meta attach_pid')
+        ck.check(1.5e9 < t1 - t0 < 10e9, 'the attach lasted about 2 s: %.3f s' % ((t1 - t0) / 1e9))
+        with open(log) as f:
+            lines = [l.split() for l in f]
+        print('runtime log: %r' % [' '.join(l)[:80] for l in lines])
+        att = [l for l in lines if l[0] == 'attach_fd']
+        ck.eq(len(att), 1, 'cygprof_attach_fd called once')
+        if att:
+            ck.check(int(att[0][1]) >= 64 << 20, 'it maps the collector\'s memfd: %r' % att[0])
+        seeds = {int(l[1]): [int(x, 16) - base for x in l[3:]] for l in lines if l[0] == 'seed'}
+        ck.eq(sorted(seeds), tids, 'one seed per thread')
+        nm = nm_addrs(example)
+        for tid, fns in seeds.items():
+            want = 'main' if tid == pid else 'worker'
+            ck.check(fns and fns[0] == nm[want],
+                     'thread %d: the outermost frame is %s: %r' % (tid, want, fns))
+            ck.check(set(fns) <= {nm[n] for n in ('main', 'worker', 'round_', 'work', 'tick')},
+                     'thread %d: only open instrumented functions: %r' % (tid, fns))
+        det = [l for l in lines if l[0] == 'detach']
+        ck.eq(len(det), 1, 'cygprof_detach called once')
+        if det:
+            rows = counts(countfile)
+            work = counter_at(rows, t1) - counter_at(rows, t0)
+            ticks = (t1 - t0) / 20e6
+            # the stand-in counts every enter: work, round_ (1 in 200), tick
+            within(ck, int(det[0][1]) - ticks, work * 201 / 200, 'calls the hooks saw')
+        # attached again after the detach, without --duration: until SIGINT
+        a = attach_bg(cyg, pid, os.path.join(d, 'again.data'), None)
+        a.send_signal(signal.SIGINT)
+        end_bg(ck, a, 'attach after a detach, ended by SIGINT')
+        with open(log) as f:
+            ck.eq(sum(1 for l in f if l.startswith('detach')), 2, 'detached twice')
+        finish_attachme(ck, p, countfile)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if os.path.exists(log):
+            os.unlink(log)
+
+    # the process ends while attached: cygprof ends too, and says so
+    p, pid, countfile = start_attachme(d, 'short')
+    log = '/tmp/cygprof-fakert-%d.log' % pid
+    try:
+        cap = os.path.join(d, 'short.data')
+        a = attach_bg(cyg, pid, cap, 60)
+        finish_attachme(ck, p, countfile)
+        try:
+            out, err = a.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            a.kill()
+            a.communicate()
+            raise Failure('record --attach did not end with the process')
+        ck.eq(a.returncode, 0, 'attached until the end: exit 0 (stderr %r)' % err)
+        ck.check('attached until the end of process %d' % pid in err,
+                 'says the process ended while attached: %r' % err)
+        meta, t0, t1 = attach_window(ck, cyg, cap)
+        ck.eq(meta.get('attach_exited'), '1', 'meta attach_exited')
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if os.path.exists(log):
+            os.unlink(log)
+
+
+def test_lib(ck, cyg, example, args):
+    """uselib, not instrumented, calls its instrumented library."""
+    d = cyg.workdir
+    use_fake_runtime(args)
+    pidfile = os.path.join(d, 'pid-lib')
+    print('$ %s %s 60' % (example, pidfile))
+    p = subprocess.Popen([example, pidfile, '60'], cwd=d, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                         universal_newlines=True)
+    pid = wait_pid(pidfile, p)
+    log = '/tmp/cygprof-fakert-%d.log' % pid
+    try:
+        a = attach_bg(cyg, pid, os.path.join(d, 'lib.data'), 1)
+        end_bg(ck, a, 'attach')
+        with open(log) as f:
+            det = [l.split() for l in f if l.startswith('detach')]
+        ck.eq(len(det), 1, 'detached once')
+        if det:
+            enters, exits = int(det[0][1]), int(det[0][2])
+            ck.check(enters > 1000, 'the library\'s calls went to the runtime: %d' % enters)
+            ck.check(abs(enters - exits) <= 4, 'enters %d and exits %d pair' % (enters, exits))
+        open(pidfile + '.stop', 'w').close()  # uselib: done with it, stop
+        out, err = p.communicate(timeout=60)
+        ck.eq(p.returncode, 0, 'uselib exits normally (stderr %r)' % err)
+        ck.check(out.startswith('uselib: done'), 'uselib prints its summary: %r' % out)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if os.path.exists(log):
+            os.unlink(log)
+
+
+def functions_of(data):
+    return {f['name']: f for f in data['functions']}
+
+
+def test_run(ck, cyg, example, args):
+    d = cyg.workdir
+    p, pid, countfile = start_attachme(d, 'run')
+    try:
+        tids = sorted(int(t) for t in os.listdir('/proc/%d/task' % pid))
+        cap = os.path.join(d, 'run.data')
+        a = attach_bg(cyg, pid, cap, 2)
+        open(countfile + '.late', 'w').close()  # a thread started while attached
+        end_bg(ck, a, 'attach')
+        finish_attachme(ck, p, countfile)
+        meta, t0, t1 = attach_window(ck, cyg, cap)
+        ck.eq(meta.get('attach_pid'), str(pid), 'meta attach_pid')
+        rows = counts(countfile)
+        data, _ = cyg.report_json(cap, ck)
+        fns = functions_of(data)
+        got = fns.get('work', {}).get('calls', 0)
+        within(ck, got, counter_at(rows, t1) - counter_at(rows, t0), 'calls of work()')
+        ck.check(fns.get('late_work', {}).get('calls', 0) > 0,
+                 'the thread started while attached is recorded: %r' % fns.get('late_work'))
+        seen = sorted(t['tid'] for t in data['threads'] if t['calls'] > 0)
+        ck.check(set(tids) <= set(seen) and len(seen) == len(tids) + 1,
+                 'every thread seen, and the late one: %r (threads at the attach %r)' %
+                 (seen, tids))
+        roots = sorted(n for n, f in fns.items() if f.get('spontaneous_calls'))
+        ck.check(set(roots) <= {'main', 'worker', 'late_worker'},
+                 'call paths start at main or a thread function (seeded): %r' % roots)
+        arcs = {(x['caller'], x['callee']) for x in data['arcs']}
+        for arc in (('main', 'tick'), ('worker', 'round_'), ('round_', 'work'),
+                    ('late_worker', 'late_work')):
+            ck.check(arc in arcs, 'arc %s -> %s' % arc)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_twice(ck, cyg, example, args):
+    d = cyg.workdir
+    p, pid, countfile = start_attachme(d, 'twice')
+    try:
+        # attached until SIGINT, once the second attach is refused
+        a = attach_bg(cyg, pid, os.path.join(d, 'one.data'), None)
+        cp = run([cyg.exe, 'record', '--attach', str(pid), '-o', os.path.join(d, 'two.data')])
+        expect_error(ck, cp, 'attach while attached', 1)
+        ck.check('already being profiled' in cp.err, 'says it is profiled: %r' % cp.err)
+        ck.check(not os.path.exists(os.path.join(d, 'two.data')), 'the refusal writes nothing')
+        a.send_signal(signal.SIGINT)
+        end_bg(ck, a, 'first attach')
+        cp = run([cyg.exe, 'record', '--attach', str(pid), '-o', os.path.join(d, 'three.data'),
+                  '--duration', '0.5'])
+        ck.check(cp.returncode == 0 or (cp.returncode == 1 and len(cp.err.splitlines()) == 1),
+                 'attaching again after the detach works or is refused in one line: %s %r' %
+                 (cp.returncode, cp.err))
+        finish_attachme(ck, p, countfile)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_top(ck, cyg, example, args):
+    """cygprof top --attach: the snapshot of the window is the capture's, within 5%
+    of the program's own counter, and the program runs on to exit 0."""
+    d = cyg.workdir
+    p, pid, countfile = start_attachme(d, 'top')
+    try:
+        cap = os.path.join(d, 'top.data')
+        cp = run([cyg.exe, 'top', '--attach', str(pid), '--duration', '2', '--once',
+                  '--format=json', '-n', '0', '-o', cap])
+        ck.eq(cp.returncode, 0, 'top --attach exits 0 after the detach (stderr %r)' % cp.err)
+        lines = cp.out.strip().splitlines()
+        if not lines:
+            raise Failure('top --attach printed nothing (stderr %r)' % cp.err)
+        snap = json.loads(lines[-1])
+        ck.eq(snap.get('attached'), pid, 'the snapshot names the process attached')
+        ck.eq(snap.get('final'), True, 'the last snapshot is final')
+        rows = {f['name']: f for f in snap['functions']}
+        data, _ = cyg.report_json(cap, ck)
+        fns = functions_of(data)
+        for name in ('work', 'round_', 'tick'):
+            ck.eq(rows.get(name, {}).get('calls'), fns.get(name, {}).get('calls'),
+                  '%s: calls in top as in the report of its capture' % name)
+        _, t0, t1 = attach_window(ck, cyg, cap)
+        within(ck, rows.get('work', {}).get('calls', 0),
+               counter_at(counts(countfile), t1) - counter_at(counts(countfile), t0),
+               'top: calls of work()')
+        cp = run([cyg.exe, 'top', '--attach', str(pid), '--duration', '0.5', '--once'])
+        ck.eq(cp.returncode, 0, 'top --attach as text exits 0 (stderr %r)' % cp.err)
+        ck.check(cp.out.startswith('cygprof top [detached]: ') and '[ended]' not in cp.out
+                 and 'running)' not in cp.out.splitlines()[0],
+                 'the text header says detached, not ended: %r' % cp.out[:200])
+        cp = run([cyg.exe, 'top', '--attach', str(pid), '--memory', '--once'])
+        expect_error(ck, cp, 'top --attach --memory', 2)
+        cp = run([cyg.exe, 'top', '--duration', '1', '--once', '--', example])
+        expect_error(ck, cp, 'top --duration without --attach', 2)
+        finish_attachme(ck, p, countfile)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_send(ck, cyg, example, args):
+    """record --attach --send: the window streamed to cygprof receive over
+    loopback, nothing written where record runs, the counts within 5% of the
+    program's own counter; a refused attach connects to nobody."""
+    d = cyg.workdir
+    tok = os.path.join(d, 'token')
+    with open(tok, 'wb') as f:
+        f.write(b'0123456789abcdef-attach\n')
+    os.chmod(tok, 0o600)
+    out = os.path.join(d, 'sent.data')
+    rp = subprocess.Popen([cyg.exe, 'receive', '--listen', '127.0.0.1:0', '--token-file', tok,
+                           '-o', out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          universal_newlines=True)
+    p = None
+    try:
+        line = rp.stderr.readline()
+        if not line.startswith('receive: listening on port '):
+            raise Failure('receive did not listen: %r' % line)
+        to = '127.0.0.1:' + line.split()[-1]
+        p, pid, countfile = start_attachme(d, 'send')
+        cwd = os.path.join(d, 'sender')
+        os.mkdir(cwd)
+        cp = subprocess.run([cyg.exe, 'record', '--attach', str(pid), '--duration', '2',
+                             '--send', to, '--token-file', tok], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True, timeout=120)
+        ck.eq(cp.returncode, 0, 'record --attach --send exits 0 (stderr %r)' % cp.stderr)
+        ck.check('sent to ' + to in cp.stderr, 'says where it sent: %r' % cp.stderr)
+        ck.eq(os.listdir(cwd), [], 'nothing written where record runs')
+        err = rp.stderr.read()
+        ck.eq(rp.wait(timeout=120), 0, 'receive exits 0 (%r)' % err)
+        meta, t0, t1 = attach_window(ck, cyg, out)
+        ck.eq(meta.get('attach_pid'), str(pid), 'the received capture names the process')
+        data, _ = cyg.report_json(out, ck)
+        within(ck, functions_of(data).get('work', {}).get('calls', 0),
+               counter_at(counts(countfile), t1) - counter_at(counts(countfile), t0),
+               'received calls of work()')
+        cp = run([cyg.exe, 'record', '--attach', str(pid), '--send', '127.0.0.1:1',
+                  '--token-file', tok, '-o', os.path.join(d, 'x.data')])
+        expect_error(ck, cp, '--send with -o', 2)
+        finish_attachme(ck, p, countfile)
+    finally:
+        if rp.poll() is None:
+            rp.kill()
+            rp.wait()
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+TESTS = {'attach-refuse': test_refuse, 'attach-inject': test_inject, 'attach-lib': test_lib,
+         'attach-run': test_run, 'attach-twice': test_twice, 'attach-top': test_top,
+         'attach-send': test_send}
+EXAMPLE = []
+
+
+def extra(ap):
+    ap.add_argument('--fake-runtime')
+    ap.add_argument('--plain')
+
+
+def call(fn, ck, cyg, example, args):
+    EXAMPLE[:] = [example]
+    if fn is test_refuse and args.plain:
+        example = os.path.abspath(args.plain)
+    fn(ck, cyg, example, args)
+
+
+def main():
+    return cygtest.driver_main(TESTS, 'attach', __doc__, extra=extra, call=call)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""docs.py - the docs checked against the code, so that they cannot drift.
+
+usage: docs.py --source SOURCE_ROOT --build BUILD_DIR --cygprof CYGPROF
+
+Checks (one TAP line each):
+  - every command `cygprof --help` lists has its man page man/cygprof-CMD.1,
+    installed by man/meson.build, listed in cygprof(1), in docs/DESIGN.md's
+    `cmds[]` list (cli/), and named in README.md as `cygprof CMD`;
+  - every man page in man/ is installed by man/meson.build and named in
+    docs/DESIGN.md's paragraph on man/;
+  - every place docs/capture-format.md states its own schema number
+    ("(schema N)" in its title, "Schema N (this document)", "`N` for this
+    document") says CYGPROF_CAPTURE_SCHEMA of
+    include/cygprof/cygprof-capture.h;
+  - every unit test the build registers (suite 'unit', from the build's
+    meson-info/intro-tests.json) is listed in HACKING.md as `NAME`;
+  - every folder of tests/ is described in tests/README.md (as `NAME/`),
+    and every other test is named after its folder: its suite is the folder,
+    its name the folder's name or starts with it and a dash.
+(The databases capture/ opens are checked against docs/capture-format.md by
+capture-dbs.py, the test docs-capture-dbs.)
+Exit status 0 when every check passes.  Standard library only.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+
+def read(root, path):
+    with open(os.path.join(root, path)) as f:
+        return f.read()
+
+
+def help_commands(cygprof):
+    """The commands `cygprof --help` lists, in its order."""
+    out = subprocess.run([cygprof, '--help'], stdout=subprocess.PIPE, check=True,
+                         universal_newlines=True).stdout
+    part = out.split('\ncommands:\n', 1)
+    if len(part) != 2:
+        raise SystemExit('Bail out! no "commands:" in cygprof --help')
+    cmds = []
+    for line in part[1].splitlines():
+        m = re.match(r'  ([a-z][a-z-]*)\s', line)
+        if not m:
+            if cmds:
+                break
+            continue
+        cmds.append(m.group(1))
+    return cmds
+
+
+def install_man_list(root):
+    m = re.search(r'install_man\((.*?)\)', read(root, 'man/meson.build'), re.S)
+    return re.findall(r"'([^']+)'", m.group(1)) if m else []
+
+
+def design_paragraph(design, folder):
+    """The text of DESIGN.md's paragraph that starts **folder/**."""
+    m = re.search(r'^\*\*' + re.escape(folder) + r'\*\*(.*?)(?=\n\n)', design, re.S | re.M)
+    return m.group(1) if m else ''
+
+
+def unroff(text):
+    return text.replace('\\-', '-')
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--source', required=True)
+    ap.add_argument('--build', required=True)
+    ap.add_argument('--cygprof', required=True)
+    a = ap.parse_args()
+    root = a.source
+    checks = []
+
+    def check(ok, what):
+        checks.append((bool(ok), what))
+
+    # ---- commands and man pages
+    cmds = help_commands(a.cygprof)
+    check(len(cmds) >= 10, 'cygprof --help lists its commands (%s)' % ' '.join(cmds))
+    installed = install_man_list(root)
+    pages = sorted(f for f in os.listdir(os.path.join(root, 'man')) if f.endswith('.1'))
+    main_page = unroff(read(root, 'man/cygprof.1'))
+    design = read(root, 'docs/DESIGN.md')
+    readme = read(root, 'README.md')
+    cli = design_paragraph(design, 'cli/')
+    m = re.search(r'`cmds\[\]` table \(([^)]*)\)', cli)
+    design_cmds = re.findall(r'`([a-z-]+)`', m.group(1)) if m else []
+    for c in cmds:
+        page = 'cygprof-%s.1' % c
+        check(page in pages, '%s: its man page man/%s' % (c, page))
+        check(page in installed, '%s: man/meson.build installs %s' % (c, page))
+        check(re.search(r'^\.BR cygprof-%s \(1\)' % re.escape(c), main_page, re.M),
+              '%s: cygprof(1) refers to cygprof-%s(1)' % (c, c))
+        check(c in design_cmds, '%s: docs/DESIGN.md lists it in the cmds[] table of cli/ (%s)' %
+              (c, ' '.join(design_cmds)))
+        check(re.search(r'\bcygprof %s\b' % re.escape(c), readme),
+              '%s: README.md names `cygprof %s`' % (c, c))
+    check(sorted(design_cmds) == sorted(cmds),
+          'docs/DESIGN.md\'s cmds[] list has no other command (%s)' %
+          ' '.join(sorted(set(design_cmds) - set(cmds))))
+    man_par = design_paragraph(design, 'man/')
+    for p in pages:
+        check(p in installed, 'man/%s: man/meson.build installs it' % p)
+        check('`%s(1)`' % p[:-2] in man_par,
+              'man/%s: docs/DESIGN.md\'s paragraph on man/ names `%s(1)`' % (p, p[:-2]))
+    check(set(installed) <= set(pages), 'man/meson.build installs no page man/ lacks (%s)' %
+          ' '.join(sorted(set(installed) - set(pages))))
+
+    # ---- the capture's schema number
+    m = re.search(r'#define\s+CYGPROF_CAPTURE_SCHEMA\s+(\d+)',
+                  read(root, 'include/cygprof/cygprof-capture.h'))
+    schema = m.group(1) if m else None
+    check(schema, 'include/cygprof/cygprof-capture.h defines CYGPROF_CAPTURE_SCHEMA')
+    fmt = read(root, 'docs/capture-format.md')
+    stated = []
+    for n, line in enumerate(fmt.splitlines(), 1):
+        for pat in (r'^#.*\(schema (\d+)\)', r'[Ss]chema (\d+) \(this document\)',
+                    r'`(\d+)` for this document'):
+            stated += [(n, x) for x in re.findall(pat, line)]
+    check(stated, 'docs/capture-format.md states its schema number')
+    for n, x in stated:
+        check(x == schema, 'docs/capture-format.md line %d says schema %s: the code\'s is %s' %
+              (n, x, schema))
+
+    # ---- tests
+    with open(os.path.join(a.build, 'meson-info', 'intro-tests.json')) as f:
+        tests = json.load(f)
+    hacking = read(root, 'HACKING.md')
+    tests_readme = read(root, 'tests/README.md')
+    unit = sorted(t['name'] for t in tests if any(s.endswith(':unit') for s in t['suite']))
+    check(unit, 'the build registers unit tests')
+    for name in unit:
+        check('`%s`' % name in hacking, 'unit test %s: HACKING.md lists it' % name)
+    folders = sorted(d for d in os.listdir(os.path.join(root, 'tests'))
+                     if os.path.isdir(os.path.join(root, 'tests', d)) and
+                     set(os.listdir(os.path.join(root, 'tests', d))) - {'__pycache__'})
+    for d in folders:
+        check('`%s/`' % d in tests_readme, 'tests/%s/: tests/README.md describes it' % d)
+    for t in tests:
+        suites = [s.split(':', 1)[1] for s in t['suite']]
+        if 'unit' in suites:
+            continue
+        ok = len(suites) == 1 and suites[0] in folders and \
+            os.path.exists(os.path.join(root, 'tests', suites[0], 'meson.build')) and \
+            (t['name'] == suites[0] or t['name'].startswith(suites[0] + '-'))
+        check(ok, 'test %s: its suite is its folder of tests/, its name starts with it (%s)' %
+              (t['name'], ' '.join(suites)))
+
+    print('1..%d' % len(checks))
+    for i, (ok, what) in enumerate(checks, 1):
+        print('%s %d - %s' % ('ok' if ok else 'not ok', i, what))
+    return 0 if all(ok for ok, _ in checks) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

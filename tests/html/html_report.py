@@ -1,0 +1,526 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""End-to-end tests of `cygprof html`, rendered in headless Chromium.
+
+Usage:
+  html_report.py --cygprof CYGPROF --example EXAMPLE --test NAME [--memory MEMEX]
+          [--skip REASON] [-v] [--keep]
+
+EXAMPLE is examples/calls.c (main 1, a 3, b 6, c 30 calls; arcs main->a 3,
+a->b 6, b->c 30) for html-calls and html-output, tests/html/html-name.c
+(main calls `</script><script>alert(1)</script>` 7 times) for html-escape;
+MEMEX is examples/mem-basic.c (leaker: 5 allocations, 385 bytes, never
+freed; new_node: 50 x 24 bytes under make_list) for html-memory.
+
+The DOM tests load the report in headless Chromium and read its tables;
+they are skipped when chromium is not installed (the Debian package
+`chromium`, tools/install-deps.sh).  One Chromium per test renders every
+page the test looks at (Browser below: the DevTools protocol over
+--remote-debugging-pipe; a start costs 3 s of CPU, a page 0.5 s).  The
+page's script writes any uncaught error into <pre id="errors"> and marks
+<body data-rendered="1"> when it is done.
+
+Tests:
+  html-calls    the report of calls-O2 starts with the report's mark, has no
+                http:// or https:// reference, renders without an error; its
+                flat profile has one row per function with the calls of
+                `report --format=json` (1, 3, 6, 30) and its times; the call
+                graph of main (picked first: the largest total) has callee a
+                with 3 calls; the flame graph has a frame for each of main, a,
+                b and c; the info tables hold the command and one thread;
+                report.html#search=^c$ highlights c's frame and gives its
+                share of the time; report.html#selftest (every heading,
+                first rows, flame frames and searches clicked) throws nothing
+                (also in html-memory and html-samples)
+  html-memory   record --memory --counters=5ms of mem-basic: the memory table
+                has leaker with 5 allocations, 385 bytes leaked, new_node 50
+                allocations, 1200 bytes, make_list total 1200, every row as
+                `memory --format=json` has it; the allocation flame graph (all,
+                main) is drawn, one chart per counter of counters
+                --format=json, heap/live_bytes up to the peak of memory
+                --format=json
+  html-escape   the symbol `</script><script>alert(1)</script>` stays inside
+                the data block (written \\u003c), the page has exactly its two
+                scripts and the onerror one, the flat profile shows the name
+                verbatim with 7 calls
+  html-samples  record --sample of tests/sampling/sampling-prog.c (EXAMPLE;
+                skipped when no sample is taken): each flat profile row has
+                the calls, samples, sampled and off-CPU ns of report
+                --format=json, spin most samples; the uninstrumented
+                functions are listed
+  html-output   -o onto a file that is not a report is refused (exit 1,
+                file unchanged) unless -f; an earlier report is replaced; the
+                default output is report.html; a missing capture exits 1, a
+                bad option 2; --help exits 0
+"""
+
+import html.parser
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+import cygtest  # noqa: E402  (tests/lib: the helpers of every driver)
+from cygtest import Failure, run, describe_status  # noqa: E402
+
+MAGIC = b'<!DOCTYPE html>\n<!-- cygprof report -->'
+
+
+def chromium():
+    for name in ('chromium', 'chromium-browser'):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def need_chromium():
+    path = chromium()
+    if not path:
+        print('SKIP: chromium is not installed (Debian package chromium, tools/install-deps.sh)')
+        sys.exit(cygtest.SKIP)
+    return path
+
+
+class Dom(html.parser.HTMLParser):
+    """The tables (by id: rows of cells, each (text, data-v)), the text of
+    elements by id, the flame frames' names and the attributes of body."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tables, self.text, self.frames, self.body = {}, {}, {}, {}
+        self.scripts = 0
+        self.matches = {}
+        self.chart_max = {}
+        self.charts = []
+        self.table = None
+        self.row = None
+        self.cell = None
+        self.ids = []  # (id, depth) of open elements with an id
+        self.depth = 0
+        self.flame = None
+        self.flame_id = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag in ('meta', 'input', 'br', 'img', 'link'):
+            return
+        if tag == 'polyline' and self.charts:
+            self.charts[-1] = (self.charts[-1][0], a.get('points', ''))
+        self.depth += 1
+        if tag == 'body':
+            self.body = a
+        if tag == 'script':
+            self.scripts += 1
+        if 'id' in a:
+            self.ids.append((a['id'], self.depth))
+            self.text.setdefault(a['id'], '')
+        if tag == 'table' and 'id' in a:
+            self.table = self.tables.setdefault(a['id'], [])
+        elif tag == 'tr' and self.table is not None:
+            self.row = []
+        elif tag in ('td', 'th') and self.row is not None:
+            self.cell = ['', a.get('data-v')]
+        if tag == 'div' and a.get('class', '').startswith('flame'):
+            self.flame_id = a.get('id')
+            self.flame = self.frames.setdefault(self.flame_id, [])
+        elif tag == 'div' and self.flame is not None and 'data-n' in a:
+            self.flame.append(a.get('title', ''))
+            if 'match' in a.get('class', '').split():
+                self.matches.setdefault(self.flame_id, []).append(a.get('title', '').split(':')[0])
+        if tag == 'div' and 'data-counter' in a:
+            self.charts.append((a['data-counter'], ''))
+            self.chart_max[a['data-counter']] = a.get('data-max')
+
+    def handle_endtag(self, tag):
+        if tag in ('td', 'th') and self.cell is not None:
+            self.row.append((self.cell[0], self.cell[1]))
+            self.cell = None
+        elif tag == 'tr' and self.row is not None:
+            self.table.append(self.row)
+            self.row = None
+        elif tag == 'table':
+            self.table = None
+        while self.ids and self.ids[-1][1] >= self.depth:
+            if self.ids[-1][0] in self.frames:
+                self.flame = None
+            self.ids.pop()
+        self.depth -= 1
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell[0] += data
+        for i, _ in self.ids:
+            self.text[i] += data
+
+
+class Browser:
+    """Headless Chromium driven through the DevTools protocol over a pipe
+    (--remote-debugging-pipe: JSON messages ended by NUL, commands on its
+    fd 3, answers and events on its fd 4), one tab for every page."""
+
+    def __init__(self, exe, profile):
+        r_cmd, w_cmd = os.pipe()
+        r_out, w_out = os.pipe()
+
+        def fds():
+            a, b = os.dup(r_cmd), os.dup(w_out)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+
+        self.log = open(profile + '.log', 'w+')
+        cmd = [exe, '--headless', '--disable-gpu', '--no-sandbox', '--user-data-dir=' + profile,
+               '--remote-debugging-pipe', 'about:blank']
+        print('$ ' + ' '.join(cmd))
+        self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=self.log, pass_fds=(3, 4), preexec_fn=fds)
+        os.close(r_cmd)
+        os.close(w_out)
+        self.w, self.r = w_cmd, r_out
+        self.buf = b''
+        self.id = 0
+        self.events = []
+        self.session = None
+
+    def send(self, method, params=None, session=None):
+        self.id += 1
+        msg = {'id': self.id, 'method': method, 'params': params or {}}
+        if session:
+            msg['sessionId'] = session
+        os.write(self.w, json.dumps(msg).encode() + b'\0')
+        return self.id
+
+    def recv(self, end):
+        while b'\0' not in self.buf:
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([self.r], [], [], left)[0]:
+                raise Failure('chromium did not answer within 90 s')
+            chunk = os.read(self.r, 1 << 20)
+            if not chunk:
+                raise Failure('chromium ended (%s)' % self.stderr()[-2000:])
+            self.buf += chunk
+        msg, self.buf = self.buf.split(b'\0', 1)
+        return json.loads(msg)
+
+    def call(self, method, params=None, session=None):
+        i = self.send(method, params, session)
+        end = time.monotonic() + 90
+        while True:
+            m = self.recv(end)
+            if m.get('id') == i:
+                if 'error' in m:
+                    raise Failure('chromium: %s: %s' % (method, m['error']))
+                return m.get('result', {})
+            self.events.append(m)
+
+    def wait_event(self, method, session):
+        end = time.monotonic() + 90
+        while True:
+            for k, m in enumerate(self.events):
+                if m.get('method') == method and m.get('sessionId') == session:
+                    return self.events.pop(k)
+            self.events.append(self.recv(end))
+
+    def render(self, url):
+        """The page's DOM once loaded (its scripts have run: they are
+        inline), and the exceptions and console messages it gave."""
+        if not self.session:
+            t = self.call('Target.createTarget', {'url': 'about:blank'})['targetId']
+            self.session = self.call('Target.attachToTarget',
+                                     {'targetId': t, 'flatten': True})['sessionId']
+            self.call('Runtime.enable', session=self.session)
+            self.call('Page.enable', session=self.session)
+        s = self.session
+        # through about:blank: a page that differs only in its #fragment
+        # is loaded anew
+        self.call('Page.navigate', {'url': 'about:blank'}, session=s)
+        self.wait_event('Page.loadEventFired', s)
+        self.events = []
+        self.call('Page.navigate', {'url': url}, session=s)
+        self.wait_event('Page.loadEventFired', s)
+        dom = self.call('Runtime.evaluate', {'expression': 'document.documentElement.outerHTML',
+                                             'returnByValue': True}, session=s)['result']['value']
+        msgs = []
+        for m in self.events:
+            if m.get('method') == 'Runtime.exceptionThrown':
+                d = m['params']['exceptionDetails']
+                msgs.append('%s %s' % (d.get('text', ''),
+                                       d.get('exception', {}).get('description', '')))
+            elif m.get('method') == 'Runtime.consoleAPICalled':
+                msgs.append(' '.join(str(a.get('value', a.get('description', '')))
+                                     for a in m['params'].get('args', [])))
+        self.events = []
+        return dom, msgs
+
+    def stderr(self):
+        self.log.seek(0)
+        return self.log.read()
+
+    def close(self):
+        try:
+            self.send('Browser.close')
+            self.p.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+            self.p.wait()
+        os.close(self.w)
+        os.close(self.r)
+        err = self.stderr()
+        self.log.close()
+        return err
+
+
+BROWSER = []
+
+
+def render(ck, path, fragment=''):
+    """Load the report in headless Chromium; the parsed DOM."""
+    if not BROWSER:
+        BROWSER.append(Browser(need_chromium(),
+                               os.path.join(os.path.dirname(path), 'chromium-profile')))
+    print('render file://%s%s' % (path, fragment))
+    out, msgs = BROWSER[0].render('file://' + path + fragment)
+    if '<html' not in out:
+        raise Failure('chromium rendered no page: %r' % out[:200])
+    for line in msgs:
+        ck.check('Uncaught' not in line, 'no uncaught error on the console: %s' % line)
+    dom = Dom()
+    dom.feed(out)
+    ck.eq(dom.text.get('errors', '').strip(), '', 'errors the page caught')
+    ck.eq(dom.body.get('data-rendered'), '1', 'the script ran to its end')
+    return dom
+
+
+def with_browser(fn, ck, cyg, example, args):
+    """Run the test, then close its Chromium (whose stderr must have no
+    uncaught error either)."""
+    try:
+        fn(ck, cyg, example, args)
+    finally:
+        if BROWSER:
+            for line in BROWSER.pop().close().splitlines():
+                ck.check('Uncaught' not in line, 'no uncaught error on the console: %s' % line)
+
+
+def selftest(ck, path):
+    """report.html#selftest: every control clicked once, no error."""
+    dom = render(ck, path, '#selftest')
+    ck.check(int(dom.body.get('data-selftest', '0')) > 10,
+             'the self-test clicked the controls (%s actions)' % dom.body.get('data-selftest'))
+    return dom
+
+
+def table(ck, dom, tid):
+    rows = dom.tables.get(tid)
+    if rows is None:
+        raise Failure('the page has no table #%s (tables: %s)' % (tid, sorted(dom.tables)))
+    if not rows:
+        raise Failure('table #%s is empty' % tid)
+    head = [c[0].strip() for c in rows[0]]
+    out = {}
+    for r in rows[1:]:
+        out[r[0][0]] = {head[i]: (c[1] if c[1] is not None else c[0]) for i, c in enumerate(r)}
+    return out
+
+
+def record(ck, cyg, example, opts, name):
+    cap = os.path.join(cyg.workdir, name)
+    cp = cyg.record(cap, [example], opts)
+    if cp.returncode != 0:
+        raise Failure('record %s failed (%s): %s' % (' '.join(opts), describe_status(cp.returncode),
+                                                     cp.err.strip()))
+    return cap
+
+
+def write_html(ck, cyg, cap, out, extra=()):
+    cp = run([cyg.exe, 'html', '-o', out] + list(extra) + [cap])
+    if cp.returncode != 0:
+        raise Failure('html failed (%s): %s' % (describe_status(cp.returncode), cp.err.strip()))
+    with open(out, 'rb') as f:
+        data = f.read()
+    ck.check(data.startswith(MAGIC), 'the report starts with %r' % MAGIC)
+    ck.check(b'http://' not in data and b'https://' not in data,
+             'the report refers to nothing on the network')
+    ck.check(data.count(b'<script') == 3, 'three scripts: onerror, data, code (got %d)' %
+             data.count(b'<script'))
+    return data
+
+
+def test_calls(ck, cyg, example, args):
+    cap = record(ck, cyg, example, [], 'calls.cyg')
+    out = os.path.join(cyg.workdir, 'calls.html')
+    write_html(ck, cyg, cap, out)
+    data, _ = cyg.report_json(cap, ck)
+    dom = render(ck, out)
+    flat = table(ck, dom, 'flat')
+    want = {'main': 1, 'a': 3, 'b': 6, 'c': 30}
+    ck.eq(sorted(flat), sorted(want), 'functions in the flat profile')
+    for f in data['functions']:
+        row = flat.get(f['name'])
+        if not ck.check(row is not None, 'flat profile row of %s' % f['name']):
+            continue
+        ck.eq(int(row['calls']), f['calls'], '%s calls in the report' % f['name'])
+        ck.eq(int(row['calls']), want.get(f['name']), '%s calls stated by calls.c' % f['name'])
+        ck.eq(int(row['self']), f['self_ns'], '%s self time' % f['name'])
+        ck.eq(int(row['total']), f['total_ns'], '%s total time' % f['name'])
+    order = [int(r[2][1]) for r in dom.tables['flat'][1:]]
+    ck.eq(order, sorted(order, reverse=True), 'the flat profile sorted by self time, largest first')
+    callees = table(ck, dom, 'callees')
+    ck.eq({k: int(v['calls']) for k, v in callees.items()}, {'a': 3}, 'callees of main')
+    callers = table(ck, dom, 'callers')
+    ck.eq({k: int(v['calls']) for k, v in callers.items()}, {'<spontaneous>': 1}, 'callers of main')
+    frames = dom.frames.get('flame', [])
+    names = {t.split(':')[0] for t in frames}
+    for fn in ('all', 'main', 'a', 'b', 'c'):
+        ck.check(fn in names, 'flame graph frame %s (frames: %s)' % (fn, sorted(names)))
+    ck.check(any(t.startswith('c: ') and ', 30 calls' in t for t in frames),
+             'the frame of c says its 30 calls')
+    ck.check(example in dom.text.get('meta', ''), 'the info names the command')
+    ck.eq(len(table(ck, dom, 'threads')), 1, 'threads listed')
+
+    # report.html#search=^c$: c's frames highlighted, their share of the time
+    dom = render(ck, out, '#search=%5Ec%24')
+    frames = dom.frames.get('flame', [])
+    total = sum(t['total_ns'] for t in data['threads'])
+    c_total = [f['total_ns'] for f in data['functions'] if f['name'] == 'c'][0]
+    got = dom.text.get('flame-match', '').strip()
+    ck.check(got.startswith('matched: ') and got.endswith('%'), 'the search says its share: %r' % got)
+    if got.startswith('matched: ') and got.endswith('%'):
+        ck.check(abs(float(got[9:-1]) - 100.0 * c_total / total) < 0.011,
+                 'matched share %s of c\'s %d ns in %d ns' % (got, c_total, total))
+    ck.eq(dom.matches.get('flame'), ['c'], 'highlighted frames')
+    selftest(ck, out)
+
+
+def test_memory(ck, cyg, example, args):
+    cap = record(ck, cyg, os.path.abspath(args.memory), ['--memory', '--counters=5ms'], 'mem.cyg')
+    out = os.path.join(cyg.workdir, 'mem.html')
+    write_html(ck, cyg, cap, out)
+    cp = run([cyg.exe, 'memory', '--format=json', cap])
+    if cp.returncode != 0:
+        raise Failure('memory --format=json failed: ' + cp.err.strip())
+    mj = {f['name']: f for f in json.loads(cp.out)['functions']}
+    dom = render(ck, out)
+    mem = table(ck, dom, 'memfns')
+    want = {'leaker': (5, 385, 5, 385, 385), 'new_node': (50, 1200, 50, 1200, 0),
+            'make_list': (0, 0, 50, 1200, 0)}
+    for fn, (sa, sb, ta, tb, leak) in want.items():
+        row = mem.get(fn)
+        if not ck.check(row is not None, 'memory row of %s' % fn):
+            continue
+        got = (int(row['self allocations']), int(row['self allocated']),
+               int(row['total allocations']), int(row['total allocated']), int(row['total leaked']))
+        ck.eq(got, (sa, sb, ta, tb, leak), '%s (self allocs, bytes, total allocs, bytes, leaked)' % fn)
+    for name, f in mj.items():
+        row = mem.get(name)
+        if not ck.check(row is not None, 'memory row of %s' % name):
+            continue
+        ck.eq((int(row['self allocated']), int(row['total allocated']), int(row['total leaked'])),
+              (f['self_bytes'], f['total_bytes'], f['total_leaked_bytes']),
+              '%s as memory --format=json' % name)
+    frames = {t.split(':')[0] for t in dom.frames.get('memflame', [])}
+    # the small stacks are under a pixel wide at the default window size
+    for fn in ('all', 'main'):
+        ck.check(fn in frames, 'allocation flame graph frame %s (frames: %s)' % (fn, sorted(frames)))
+    charts = dict(dom.charts)
+    ck.check('heap/live_bytes' in charts, 'the live heap is plotted (charts: %s)' % sorted(charts))
+    ck.check(len(charts.get('heap/live_bytes', '').split()) >= 1, 'the heap plot has points')
+    peak = json.loads(cp.out)['totals']['peak_bytes']
+    ck.eq(int(dom.chart_max.get('heap/live_bytes') or -1), peak,
+          'the live heap plot reaches the peak of memory --format=json')
+    cc = run([cyg.exe, 'counters', '--format=json', cap])
+    if cc.returncode != 0:
+        raise Failure('counters --format=json failed: ' + cc.err.strip())
+    ck.eq(sorted(c[0] for c in dom.charts), sorted(c['name'] for c in json.loads(cc.out)['counters']),
+          'one chart per counter of counters --format=json')
+    selftest(ck, out)
+
+
+def test_escape(ck, cyg, example, args):
+    evil = '</script><script>alert(1)</script>'
+    cap = record(ck, cyg, example, [], 'name.cyg')
+    out = os.path.join(cyg.workdir, 'name.html')
+    data = write_html(ck, cyg, cap, out)
+    ck.check(evil.encode() not in data, 'the name is not in the file as is')
+    ck.check(b'\\u003c/script>\\u003cscript>alert(1)\\u003c/script>' in data,
+             'the name is in the data block with < written \\u003c')
+    dom = render(ck, out)
+    ck.eq(dom.scripts, 3, 'scripts in the rendered page')
+    flat = table(ck, dom, 'flat')
+    ck.check(evil in flat, 'the flat profile shows the name verbatim (rows: %s)' % sorted(flat))
+    if evil in flat:
+        ck.eq(int(flat[evil]['calls']), 7, 'its calls')
+
+
+def test_output(ck, cyg, example, args):
+    cap = record(ck, cyg, example, [], 'calls.cyg')
+    other = os.path.join(cyg.workdir, 'notes.txt')
+    with open(other, 'w') as f:
+        f.write('not a report\n')
+    cp = run([cyg.exe, 'html', '-o', other, cap])
+    ck.eq(cp.returncode, 1, 'html -o onto another file: exit status')
+    ck.eq(len(cp.err.strip().splitlines()), 1, 'one line of error')
+    with open(other) as f:
+        ck.eq(f.read(), 'not a report\n', 'the other file is left as it was')
+    write_html(ck, cyg, cap, other, ['-f'])
+    rep = os.path.join(cyg.workdir, 'r.html')
+    write_html(ck, cyg, cap, rep)
+    write_html(ck, cyg, cap, rep)  # an earlier report is replaced
+    cp = run([cyg.exe, 'html', cap], cwd=cyg.workdir)
+    ck.eq(cp.returncode, 0, 'html without -o')
+    ck.check(os.path.isfile(os.path.join(cyg.workdir, 'report.html')), 'the default report.html')
+    cp = run([cyg.exe, 'html', '-o', rep, os.path.join(cyg.workdir, 'missing.cyg')])
+    ck.eq(cp.returncode, 1, 'a missing capture: exit status')
+    cp = run([cyg.exe, 'html', '--bogus', cap])
+    ck.eq(cp.returncode, 2, 'an unknown option: exit status')
+    cp = run([cyg.exe, 'html', '--help'])
+    ck.eq(cp.returncode, 0, '--help')
+    ck.check('usage: cygprof html' in cp.out, '--help prints the usage')
+
+
+def test_samples(ck, cyg, example, args):
+    cap = record(ck, cyg, example, ['--sample'], 'samples.cyg')
+    data, _ = cyg.report_json(cap, ck)
+    sm = data.get('samples')
+    if not sm or not sm.get('samples'):
+        print('SKIP: record --sample took no sample here (no perf events?)')
+        sys.exit(cygtest.SKIP)
+    out = os.path.join(cyg.workdir, 'samples.html')
+    write_html(ck, cyg, cap, out)
+    dom = render(ck, out)
+    flat = table(ck, dom, 'flat')
+    for f in data['functions']:
+        row = flat.get(f['name'])
+        if not ck.check(row is not None, 'flat profile row of %s' % f['name']):
+            continue
+        ck.eq((int(row['calls']), int(row['samples']), int(row['sampled']), int(row['off-CPU'])),
+              (f['calls'], f['samples'], f['sampled_ns'], f['offcpu_ns']),
+              '%s: calls, samples, sampled and off-CPU ns as report --format=json' % f['name'])
+    ck.check(int(flat.get('spin', {}).get('samples', 0)) * 2 > sm['samples'],
+             'spin has most of the %d samples' % sm['samples'])
+    leaves = table(ck, dom, 'leaves')
+    ck.eq(len(leaves), len({(u['name'] + (' (kernel)' if u['kernel'] else '')) for u in sm['uninstrumented']}),
+          'uninstrumented functions listed')
+    ck.check('Samples' in dom.text.get('s-samples', ''), 'the samples section')
+    selftest(ck, out)
+
+
+TESTS = {
+    'html-calls': test_calls,
+    'html-memory': test_memory,
+    'html-escape': test_escape,
+    'html-output': test_output,
+    'html-samples': test_samples,
+}
+
+
+def extra(ap):
+    ap.add_argument('--memory', help='mem-basic built with -finstrument-functions')
+
+
+if __name__ == '__main__':
+    sys.exit(cygtest.driver_main(TESTS, 'html', __doc__, extra, call=with_browser))

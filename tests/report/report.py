@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""End-to-end tests of the readers `cygprof report`, `replay` and `info`
+beyond the exact counts (tests/record/): errors, the replayed trace, the
+processes that info lists.
+
+Usage:
+  report.py --cygprof CYGPROF --example EXAMPLE --test NAME [--skip REASON] [-v] [--keep]
+
+Tests (meson names report-TEST):
+  errors           report of a missing, random, truncated or empty file:
+                   one line, exit 1, never a crash
+  replay           replay of a --timeline capture of calls shows a(), b(),
+                   c() in order; without timeline it is an error (exit 1)
+  info-forkexec    info of forkexec: every process, its end and its command
+"""
+
+import os
+import random
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+from cygtest import (  # noqa: E402
+    driver_main, Failure, check_all, describe_status, exp_forkexec, expect_error, info_json,
+    record_and_check, run)
+
+
+def truncate_capture(path):
+    """Truncate a capture (a file, or the largest file of a directory) to half."""
+    if os.path.isdir(path):
+        files = [os.path.join(path, f) for f in os.listdir(path)]
+        files = [f for f in files if os.path.isfile(f)]
+        if not files:
+            raise Failure('capture directory %s holds no file' % path)
+        path = max(files, key=os.path.getsize)
+    size = os.path.getsize(path)
+    with open(path, 'r+b') as f:
+        f.truncate(size // 2)
+    return path, size
+
+
+def test_errors_report(ck, cyg, example):
+    d = cyg.workdir
+    cp = run([cyg.exe, 'report', '--format=json', os.path.join(d, 'missing.data')])
+    expect_error(ck, cp, 'report of a missing file', 1)
+
+    rnd = os.path.join(d, 'random.data')
+    with open(rnd, 'wb') as f:
+        f.write(random.Random(1234).randbytes(65536))
+    cp = run([cyg.exe, 'report', '--format=json', rnd])
+    expect_error(ck, cp, 'report of random bytes', 1)
+
+    empty = os.path.join(d, 'empty.data')
+    open(empty, 'wb').close()
+    cp = run([cyg.exe, 'report', '--format=json', empty])
+    expect_error(ck, cp, 'report of an empty file', 1)
+
+    cap = os.path.join(d, 'trunc.data')
+    rec = cyg.record(cap, [example])
+    if rec.returncode != 0 or not os.path.exists(cap):
+        raise Failure('could not record a capture to truncate (%s)' %
+                      describe_status(rec.returncode))
+    cp = run([cyg.exe, 'report', '--format=json', cap])
+    ck.eq(cp.returncode, 0, 'report of the intact capture')
+    path, size = truncate_capture(cap)
+    print('info: truncated %s from %d to %d bytes' % (path, size, size // 2))
+    cp = run([cyg.exe, 'report', '--format=json', cap])
+    expect_error(ck, cp, 'report of a truncated capture', 1)
+    cp = run([cyg.exe, 'report', cap])
+    expect_error(ck, cp, 'text report of a truncated capture', 1)
+
+
+def test_replay(ck, cyg, example):
+    d = cyg.workdir
+    cap = os.path.join(d, 'timeline.data')
+    rec = cyg.record(cap, [example], ['--timeline'])
+    ck.eq(rec.returncode, 0, 'record --timeline exit status')
+    cp = run([cyg.exe, 'replay', cap])
+    ck.eq(describe_status(cp.returncode), 'exit 0', 'replay exit status')
+    lines = cp.out.splitlines()
+    first = {}
+    for fn in ('a', 'b', 'c'):
+        pat = re.compile(r'(?<![\w:])%s\(\)' % fn)
+        hits = [i for i, line in enumerate(lines) if pat.search(line)]
+        want = {'a': 3, 'b': 6, 'c': 30}[fn]
+        ck.check(len(hits) >= want, 'replay shows %s() on at least %d lines (got %d)' %
+                 (fn, want, len(hits)))
+        first[fn] = hits[0] if hits else None
+    if None not in first.values():
+        ck.check(first['a'] < first['b'] < first['c'],
+                 'replay order: first a() before first b() before first c() (%s)' % first)
+    if ck.failures:
+        print('--- replay output (first 40 lines)')
+        print('\n'.join(lines[:40]))
+
+    plain = os.path.join(d, 'plain.data')
+    rec = cyg.record(plain, [example])
+    ck.eq(rec.returncode, 0, 'record (no timeline) exit status')
+    cp = run([cyg.exe, 'replay', plain])
+    expect_error(ck, cp, 'replay of a capture without timeline', 1)
+
+
+def test_info_forkexec(ck, cyg, example):
+    exp = exp_forkexec()
+    capture, data, _ = record_and_check(ck, cyg, example, exp)
+    check_all(ck, data, exp, example)
+    cp = run([cyg.exe, 'info', capture])
+    ck.eq(describe_status(cp.returncode), 'exit 0', 'info exit status')
+    lines = cp.out.splitlines()
+    ck.eq(lines[:1], ['# capture: %s' % capture], 'info: first line')
+    cmd = [re.sub(r'^command\s*:\s*', '', l) for l in lines if re.match(r'command\s*:', l)]
+    ck.eq(cmd, [example], 'info: the command line')
+    ck.check('processes (3):' in lines, 'info: "processes (3):"')
+    ck.check('threads (3):' in lines, 'info: "threads (3):"')
+    for p in data['processes']:
+        row = re.compile(r'^\s*%d\s+\d+\s+%s\s+%s' % (p['pid'], re.escape(p['end']),
+                                                    re.escape(p['command'])))
+        ck.check(any(row.match(l) for l in lines),
+                 'info: a process row "%d ... %s %s"' % (p['pid'], p['end'], p['command']))
+    ends = sorted(re.findall(r'^\s*\d+\s+\d+\s+(exit \d+|signal \d+|exec|unknown)\s',
+                             cp.out, re.M))
+    ck.eq(ends, sorted(exp['ends']), 'info: the ends of the process table')
+    total = sum(exp['functions'].values())
+    tot = [l for l in lines if l.startswith('totals:')]
+    ck.check(len(tot) == 1 and tot[0].startswith('totals: %d calls, 0 events, 0 lost' % total),
+             'info: totals line with %d calls (got %r)' % (total, tot))
+
+    info = info_json(ck, cyg, capture)
+    ck.eq(info.get('file'), capture, 'info json: file')
+    ck.eq(info.get('meta', {}).get('command'), example, 'info json: meta.command')
+    ck.eq(info.get('meta', {}).get('mode'), 'profile', 'info json: meta.mode')
+    ck.eq(info.get('processes'), data['processes'], 'info json: processes = report\'s')
+    keys = ('idx', 'tid', 'pid', 'name', 'calls', 'events', 'lost', 'unpaired', 'unwound')
+    ith = [{k: t.get(k) for k in keys} for t in info.get('threads', [])]
+    rth = [{k: t.get(k) for k in keys} for t in data['threads']]
+    ck.eq(ith, rth, 'info json: threads = report\'s')
+    ck.eq(len(ith), 3, 'info json: 3 threads')
+    ck.eq(info.get('lost_events'), data['lost_events'], 'info json: lost_events')
+    ck.eq(info.get('calls'), total, 'info json: calls (all entries)')
+    ck.eq(info.get('calls'), sum(f['calls'] for f in data['functions']),
+          'info json: calls = the sum of the report\'s calls')
+    ck.eq(info.get('calls'), sum(t.get('calls', 0) for t in info.get('threads', [])),
+          'info json: calls = the sum over threads')
+    if os.path.isfile(capture):
+        ck.eq(info.get('size'), os.path.getsize(capture), 'info json: size is the file\'s size')
+    flags = {t['pid'] if t.get('flags', 0) & 4 else None for t in info.get('threads', [])}
+    child = [p['pid'] for p in data['processes'] if p['end'] == 'exit 7']
+    ck.eq(flags - {None}, set(child), 'info json: flag 4 marks the fork child\'s thread')
+
+
+TESTS = {
+    'errors': test_errors_report,
+    'replay': test_replay,
+    'info-forkexec': test_info_forkexec,
+}
+
+
+def main():
+    return driver_main(TESTS, 'report', __doc__,
+                       call=lambda fn, ck, cyg, example, args: fn(ck, cyg, example))
+
+
+if __name__ == '__main__':
+    sys.exit(main())
