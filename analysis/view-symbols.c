@@ -174,7 +174,7 @@ static uint64_t dbg_hash_at(const void *ctx, uint32_t i)
 {
 	const struct view_dbg_ent *e = &((const struct view *)ctx)->dbg[i];
 
-	return hash_pair(e->obj, e->start);
+	return hash_addr(e->obj, e->start);
 }
 
 /* Keep name (owned) as the name of obj's function at file address start:
@@ -183,7 +183,7 @@ static uint64_t dbg_hash_at(const void *ctx, uint32_t i)
 static const char *dbg_keep(struct view *v, uint32_t obj, uint64_t start, char *name)
 {
 	struct dbg_key k = {obj, start};
-	uint64_t h = hash_pair(obj, start);
+	uint64_t h = hash_addr(obj, start);
 	long i = hindex_find(&v->dbg_index, h, dbg_eq, v, &k);
 
 	if (i >= 0) {
@@ -327,11 +327,9 @@ static inline const struct view_fn *fn_at(const struct view *v, uint32_t i)
 	return &v->fn_blocks[i / VIEW_FN_BLOCK][i % VIEW_FN_BLOCK];
 }
 
-/* The process rotated into the address's top bits, where no user address
- * has any (hash64() brings them down): one word, hashed once. */
 static uint64_t fn_hash(uint32_t proc, uint64_t addr)
 {
-	return hash64(addr ^ ((uint64_t)proc << 48 | (uint64_t)proc >> 16));
+	return hash_addr(proc, addr);
 }
 
 static int fn_eq(const void *ctx, uint32_t i, const void *key)

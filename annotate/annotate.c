@@ -69,12 +69,19 @@ static long file_index(struct state *s, const char *name)
 
 static uint64_t loc_hash(uint32_t obj, uint32_t kind, uint64_t addr)
 {
-	return hash_pair((uint64_t)obj << 1 | kind, addr);
+	return hash_addr(obj << 1 | kind, addr);
 }
+
+/* What locate() looks a location up by. */
+struct loc_key {
+	uint64_t addr;
+	uint32_t obj, kind;
+};
 
 static int loc_eq(const void *ctx, uint32_t i, const void *key)
 {
-	const struct loc_ent *e = &((const struct state *)ctx)->loc[i], *k = key;
+	const struct loc_ent *e = &((const struct state *)ctx)->loc[i];
+	const struct loc_key *k = key;
 
 	return e->obj == k->obj && e->kind == k->kind && e->addr == k->addr;
 }
@@ -92,7 +99,8 @@ static uint64_t loc_hash_at(const void *ctx, uint32_t i)
 static int locate(struct state *s, const struct cygprof_object *o, uint64_t addr, uint32_t kind,
 		  uint32_t *file, uint32_t *line)
 {
-	struct loc_ent k, *e;
+	struct loc_key k;
+	struct loc_ent *e;
 	const char *name;
 	uint64_t h;
 	long i, f;
@@ -102,8 +110,9 @@ static int locate(struct state *s, const struct cygprof_object *o, uint64_t addr
 	*line = 0;
 	if (!o)
 		return 0;
-	k = (struct loc_ent){.addr = addr, .obj = (uint32_t)(o - s->objs) + 1, .kind = kind,
-			     .file = NO_FILE};
+	k.addr = addr;
+	k.obj = (uint32_t)(o - s->objs) + 1;
+	k.kind = kind;
 	h = loc_hash(k.obj, kind, addr);
 	i = hindex_find(&s->loc_index, h, loc_eq, s, &k);
 	if (i >= 0) {
@@ -115,7 +124,7 @@ static int locate(struct state *s, const struct cygprof_object *o, uint64_t addr
 	    hindex_add(&s->loc_index, h, loc_hash_at, s))
 		return -ENOMEM;
 	e = &s->loc[s->nloc++];
-	*e = k;
+	*e = (struct loc_ent){.addr = addr, .obj = k.obj, .kind = kind, .file = NO_FILE};
 	err = kind ? srcline_function(s->sl, o, addr, &name, line)
 		   : srcline_lookup(s->sl, o, addr, &name, line);
 	if (err == -ENOMEM)

@@ -350,18 +350,20 @@ static void test_hashes(void)
 	for (uint64_t p = 0; p < 64; p++)
 		seen |= 1ULL << (hash64(p << 48 | 0x7f0000001000ULL) & 63);
 	CHECK(__builtin_popcountll(seen) > 32);
-	/* functions 128 bytes apart do not pile up in a few runs (a single
-	 * multiplication put them 7 probes from home) */
-	struct hmap m = {0};
-	size_t i, disp = 0;
+	/* functions 128 or 4096 bytes apart do not pile up in a few runs (a
+	 * plain multiplication put them 7 probes from home) */
+	for (uint64_t step = 0x80; step <= 0x1000; step *= 32) {
+		struct hmap m = {0};
+		size_t i, disp = 0;
 
-	for (i = 0; i < 25; i++)
-		CHECK_EQ_INT(hmap_put(&m, 0x55d0c0a01250ULL + 0x80 * i, i), 0);
-	for (i = 0; i < m.size; i++)
-		if (m.slot[i].key)
-			disp += (i - (hash64(m.slot[i].key) & (m.size - 1))) & (m.size - 1);
-	CHECK(disp <= 25);
-	hmap_release(&m);
+		for (i = 0; i < 25; i++)
+			CHECK_EQ_INT(hmap_put(&m, 0x55d0c0a01250ULL + step * i, i), 0);
+		for (i = 0; i < m.size; i++)
+			if (m.slot[i].key)
+				disp += (i - (hash64(m.slot[i].key) & (m.size - 1))) & (m.size - 1);
+		CHECK(disp <= 25);
+		hmap_release(&m);
+	}
 	CHECK(hash_str("a") != hash_str("b"));
 	CHECK_EQ_U64(hash_str(""), 0xcbf29ce484222325ULL);
 	CHECK(hash_pair(1, 2) != hash_pair(2, 1));
