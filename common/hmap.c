@@ -15,19 +15,29 @@
 static int hmap_resize(struct hmap *m, size_t size)
 {
 	size_t mask = size - 1, i, j;
-	struct hmap_slot *t;
+	uint64_t *k, *v;
 
-	if (size > SIZE_MAX / sizeof(*t) || !(t = calloc(size, sizeof(*t))))
+	if (size > SIZE_MAX / sizeof(*k))
 		return -ENOMEM;
-	for (i = 0; i < m->size; i++) {
-		if (!m->slot[i].key)
-			continue;
-		for (j = (size_t)hash64(m->slot[i].key) & mask; t[j].key; j = (j + 1) & mask)
-			;
-		t[j] = m->slot[i];
+	k = calloc(size, sizeof(*k));
+	v = malloc(size * sizeof(*v)); /* read only where a key is */
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return -ENOMEM;
 	}
-	free(m->slot);
-	m->slot = t;
+	for (i = 0; i < m->size; i++) {
+		if (!m->key[i])
+			continue;
+		for (j = (size_t)hash64(m->key[i]) & mask; k[j]; j = (j + 1) & mask)
+			;
+		k[j] = m->key[i];
+		v[j] = m->val[i];
+	}
+	free(m->key);
+	free(m->val);
+	m->key = k;
+	m->val = v;
 	m->size = size;
 	return 0;
 }
@@ -48,24 +58,24 @@ int hmap_take(struct hmap *m, uint64_t key, uint64_t *val)
 		return 0;
 	mask = m->size - 1;
 	i = hmap_pos_(m, key);
-	if (!m->slot[i].key)
+	if (!m->key[i])
 		return 0;
-	*val = m->slot[i].val;
+	*val = m->val[i];
 	/* Move each later key of the run into the hole unless its home slot
 	 * k lies cyclically in (i, j]: then a lookup from k reaches j without
 	 * passing the hole. */
 	for (j = i;;) {
 		j = (j + 1) & mask;
-		if (!m->slot[j].key)
+		if (!m->key[j])
 			break;
-		k = (size_t)hash64(m->slot[j].key) & mask;
+		k = (size_t)hash64(m->key[j]) & mask;
 		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
 			continue;
-		m->slot[i] = m->slot[j];
+		m->key[i] = m->key[j];
+		m->val[i] = m->val[j];
 		i = j;
 	}
-	m->slot[i].key = 0;
-	m->slot[i].val = 0;
+	m->key[i] = 0;
 	m->n--;
 	return 1;
 }
@@ -90,7 +100,8 @@ void hmap_release(struct hmap *m)
 {
 	int sparse = m->sparse;
 
-	free(m->slot);
+	free(m->key);
+	free(m->val);
 	memset(m, 0, sizeof(*m));
 	m->sparse = sparse;
 }

@@ -3,8 +3,10 @@
  * power-of-two sizes, no tombstones.  Two forms:
  *
  *   struct hmap    a 64-bit key (any value, 0 too) -> a 64-bit value, with
- *                  deletion by backward shift (hmap_del()).  Key and value
- *                  sit side by side in a slot: one probe reads both.
+ *                  deletion by backward shift (hmap_del()).  Keys and
+ *                  values are two arrays: a probe reads keys only, so the
+ *                  misses of interning (the collector's maps of millions
+ *                  of nodes) touch half the memory.
  *   struct hindex  an index over an array the caller appends to, whose
  *                  entries hold their keys (names, call paths, triples): a
  *                  slot holds an entry's index + 1, 0 is empty (4 bytes a
@@ -86,14 +88,10 @@ static inline uint64_t hash_str(const char *s)
 
 /* ---- 64-bit key -> 64-bit value ------------------------------------------- */
 
-struct hmap_slot {
-	uint64_t key; /* 0: empty (key 0 itself is kept apart, in has0/val0) */
-	uint64_t val;
-};
-
 struct hmap {
-	struct hmap_slot *slot;
-	size_t size; /* a power of two; 0 before the first put */
+	uint64_t *key; /* 0: an empty slot (key 0 itself is kept apart, in has0/val0) */
+	uint64_t *val; /* the value of the key in the same slot */
+	size_t size;   /* slots, a power of two; 0 before the first put */
 	size_t n;    /* keys in the slots (key 0 not counted) */
 	int has0;    /* key 0 is present, with value val0 */
 	int sparse;  /* set by the user (kept by hmap_release()): double past
@@ -120,7 +118,7 @@ static inline size_t hmap_pos_(const struct hmap *m, uint64_t key)
 {
 	size_t mask = m->size - 1, j = (size_t)hash64(key) & mask;
 
-	while (m->slot[j].key && m->slot[j].key != key)
+	while (m->key[j] && m->key[j] != key)
 		j = (j + 1) & mask;
 	return j;
 }
@@ -138,9 +136,9 @@ static inline int hmap_get(const struct hmap *m, uint64_t key, uint64_t *val)
 	if (!m->size)
 		return 0;
 	j = hmap_pos_(m, key);
-	if (!m->slot[j].key)
+	if (!m->key[j])
 		return 0;
-	*val = m->slot[j].val;
+	*val = m->val[j];
 	return 1;
 }
 
@@ -162,17 +160,17 @@ static inline uint64_t *hmap_ref(struct hmap *m, uint64_t key, int *added)
 	}
 	if (m->size) {
 		j = hmap_pos_(m, key);
-		if (m->slot[j].key)
-			return &m->slot[j].val;
+		if (m->key[j])
+			return &m->val[j];
 	}
 	if (hmap_full_(m, m->n + 1) && hmap_grow(m))
 		return NULL;
 	j = hmap_pos_(m, key);
-	m->slot[j].key = key;
-	m->slot[j].val = 0;
+	m->key[j] = key;
+	m->val[j] = 0;
 	m->n++;
 	*added = 1;
-	return &m->slot[j].val;
+	return &m->val[j];
 }
 
 /* The value of key when present: returns 0 with *out that value.  Else
@@ -238,11 +236,9 @@ static inline int hmap_next(const struct hmap *m, size_t *pos, uint64_t *key, ui
 		}
 	}
 	for (; *pos <= m->size; (*pos)++) {
-		const struct hmap_slot *e = &m->slot[*pos - 1];
-
-		if (e->key) {
-			*key = e->key;
-			*val = e->val;
+		if (m->key[*pos - 1]) {
+			*key = m->key[*pos - 1];
+			*val = m->val[*pos - 1];
 			(*pos)++;
 			return 1;
 		}

@@ -139,19 +139,19 @@ static void test_delete_backward_shift(void)
 	CHECK_EQ_INT(hmap_put(&m, d, 13), 0);
 	CHECK_EQ_INT(hmap_put(&m, e, 14), 0);
 	CHECK_EQ_U64(m.size, size);
-	CHECK_EQ_U64(m.slot[size - 1].key, a);
-	CHECK_EQ_U64(m.slot[0].key, b);
-	CHECK_EQ_U64(m.slot[1].key, c);
-	CHECK_EQ_U64(m.slot[2].key, d);
-	CHECK_EQ_U64(m.slot[3].key, e);
+	CHECK_EQ_U64(m.key[size - 1], a);
+	CHECK_EQ_U64(m.key[0], b);
+	CHECK_EQ_U64(m.key[1], c);
+	CHECK_EQ_U64(m.key[2], d);
+	CHECK_EQ_U64(m.key[3], e);
 	/* removing a: b and c move back over the end, d to its home 1, e to
 	 * its home 2 */
 	CHECK_EQ_INT(hmap_del(&m, a), 1);
-	CHECK_EQ_U64(m.slot[size - 1].key, b);
-	CHECK_EQ_U64(m.slot[0].key, c);
-	CHECK_EQ_U64(m.slot[1].key, d);
-	CHECK_EQ_U64(m.slot[2].key, e);
-	CHECK_EQ_U64(m.slot[3].key, 0);
+	CHECK_EQ_U64(m.key[size - 1], b);
+	CHECK_EQ_U64(m.key[0], c);
+	CHECK_EQ_U64(m.key[1], d);
+	CHECK_EQ_U64(m.key[2], e);
+	CHECK_EQ_U64(m.key[3], 0);
 	CHECK_EQ_INT(hmap_get(&m, a, &v), 0);
 	CHECK(hmap_get(&m, b, &v) && v == 11);
 	CHECK(hmap_get(&m, c, &v) && v == 12);
@@ -159,9 +159,9 @@ static void test_delete_backward_shift(void)
 	CHECK(hmap_get(&m, e, &v) && v == 14);
 	/* removing c (slot 0): d and e are at home, nothing moves */
 	CHECK_EQ_INT(hmap_del(&m, c), 1);
-	CHECK_EQ_U64(m.slot[0].key, 0);
-	CHECK_EQ_U64(m.slot[1].key, d);
-	CHECK_EQ_U64(m.slot[2].key, e);
+	CHECK_EQ_U64(m.key[0], 0);
+	CHECK_EQ_U64(m.key[1], d);
+	CHECK_EQ_U64(m.key[2], e);
 	CHECK_EQ_U64(hmap_count(&m), 3);
 	hmap_release(&m);
 }
@@ -359,8 +359,8 @@ static void test_hashes(void)
 		for (i = 0; i < 25; i++)
 			CHECK_EQ_INT(hmap_put(&m, 0x55d0c0a01250ULL + step * i, i), 0);
 		for (i = 0; i < m.size; i++)
-			if (m.slot[i].key)
-				disp += (i - (hash64(m.slot[i].key) & (m.size - 1))) & (m.size - 1);
+			if (m.key[i])
+				disp += (i - (hash64(m.key[i]) & (m.size - 1))) & (m.size - 1);
 		CHECK(disp <= 25);
 		hmap_release(&m);
 	}
