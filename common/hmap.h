@@ -21,7 +21,7 @@
  *
  * With linear probing a miss reads about (1 + 1/(1 - load)^2) / 2 slots,
  * 2.5 at 1/2 full but 8.5 at 3/4.  An index (4-byte slots) doubles past
- * half full.  A map doubles past 3/4 full (its slots are 16 bytes: the
+ * half full.  A map doubles past 3/4 full (16 bytes a slot: the
  * collector keeps maps of millions of nodes), or past half full when
  * marked sparse, for a map that mostly misses and deletes (the live
  * blocks of the memory analysis: every allocation is a new address).
