@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "memory.h"
 #include "view.h"
 
@@ -26,15 +27,8 @@ const char *counters_unit_name(uint32_t unit)
 
 static int push(struct counter_series *c, uint64_t t, int64_t value)
 {
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		struct cygprof_sample *s = realloc(c->own, cap * sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		c->own = s;
-		c->cap = cap;
-	}
+	if (ARRAY_GROW(c->own, c->cap, c->n + 1))
+		return -ENOMEM;
 	c->own[c->n].t_ns = t;
 	c->own[c->n].value = value;
 	c->n++;

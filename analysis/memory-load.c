@@ -2,6 +2,7 @@
 /* memory-load.c - run the memory analysis over a view of a capture: one
  * cursor per thread merged by memory_run(), the stacks named through the
  * view. */
+#include "hmap.h"
 #include "memory.h"
 #include "view.h"
 
@@ -95,62 +96,9 @@ struct mem_filter {
 	const struct view_filter *f;
 	signed char *keep; /* per stack id: 0 not decided, 1 kept, -1 left out */
 	size_t nstash;
-	uint64_t *set;     /* open addressing: addr + 1, 0 free, 1 removed */
-	size_t nset, used;
+	struct hmap set;   /* the addresses of the blocks left out */
 	int err;
 };
-
-static uint64_t addr_hash(uint64_t a)
-{
-	a *= 0x9e3779b97f4a7c15ull;
-	return a ^ a >> 29;
-}
-
-static int set_add(struct mem_filter *mf, uint64_t addr)
-{
-	size_t j;
-
-	if ((mf->used + 1) * 2 > mf->nset) {
-		size_t ns = mf->nset ? mf->nset * 2 : 1024;
-		uint64_t *t = calloc(ns, sizeof *t);
-		if (!t)
-			return -ENOMEM;
-		for (size_t i = 0; i < mf->nset; i++) {
-			if (mf->set[i] < 2)
-				continue;
-			for (j = addr_hash(mf->set[i]) & (ns - 1); t[j]; j = (j + 1) & (ns - 1))
-				;
-			t[j] = mf->set[i];
-		}
-		free(mf->set);
-		mf->set = t;
-		mf->nset = ns;
-		mf->used = 0;
-		for (size_t i = 0; i < ns; i++)
-			mf->used += t[i] != 0;
-	}
-	for (j = addr_hash(addr + 2) & (mf->nset - 1); mf->set[j] > 1; j = (j + 1) & (mf->nset - 1))
-		if (mf->set[j] == addr + 2)
-			return 0;
-	if (!mf->set[j])
-		mf->used++;
-	mf->set[j] = addr + 2;
-	return 0;
-}
-
-/* Remove addr; 1 when it was there. */
-static int set_take(struct mem_filter *mf, uint64_t addr)
-{
-	if (!mf->nset)
-		return 0;
-	for (size_t j = addr_hash(addr + 2) & (mf->nset - 1); mf->set[j];
-	     j = (j + 1) & (mf->nset - 1))
-		if (mf->set[j] == addr + 2) {
-			mf->set[j] = 1;
-			return 1;
-		}
-	return 0;
-}
 
 /* Whether an allocation with this stack passes -F. */
 static int stack_kept(struct mem_filter *mf, uint32_t stack)
@@ -196,14 +144,14 @@ static int cursor_next(void *src, struct cygprof_mem_event *ev)
 		if (r != 1 || !mf)
 			return r;
 		if (ev->op == CYGPROF_MEM_FREE) {
-			if (ev->addr && set_take(mf, ev->addr))
+			if (ev->addr && hmap_del(&mf->set, ev->addr))
 				continue; /* the block of an allocation left out */
 			return r;
 		}
 		if ((!mf->f->has_range || (ev->ts_ns >= mf->f->t0 && ev->ts_ns < mf->f->t1)) &&
 		    stack_kept(mf, ev->stack))
 			return r;
-		if (ev->addr && (mf->err = set_add(mf, ev->addr)))
+		if (ev->addr && (mf->err = hmap_put(&mf->set, ev->addr, 1)))
 			return mf->err;
 	}
 }
@@ -241,6 +189,7 @@ int memory_load(struct view *v, const struct memory_opts *o, struct memory **out
 	}
 	if (o->progress)
 		view_mem_count(v, &total);
+	mf.set.sparse = 1; /* each free of a left-out block deletes it */
 	mf.f = view_get_filter(v);
 	if (mf.f && (mf.f->nfilter || mf.f->has_range)) {
 		mf.v = v;
@@ -286,7 +235,7 @@ fail:
 	free(cur);
 	free(srcs);
 	free(mf.keep);
-	free(mf.set);
+	hmap_release(&mf.set);
 	memory_free(m);
 	return err;
 }

@@ -9,8 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
+#include "hmap.h"
+
+/* A live block, in m->blocks; m->live finds it by address. */
 struct memory_block {
-	uint64_t addr; /* 0: empty slot */
+	uint64_t addr; /* 0: a free entry, whose stack is the next free one + 1 */
 	uint64_t size;
 	uint64_t ts_ns;
 	uint32_t stack;
@@ -25,6 +29,7 @@ struct memory *memory_new(const struct memory_opts *o)
 		return NULL;
 	if (o)
 		m->opts = *o;
+	m->live.sparse = 1; /* every allocation is a miss, every free a deletion */
 	m->t.peak_pos = MEMORY_NO_TIME;
 	m->t.peak_ts_ns = MEMORY_NO_TIME;
 	m->t.first_ts_ns = MEMORY_NO_TIME;
@@ -56,94 +61,39 @@ void memory_free(struct memory *m)
 		free(m->fns[i].name);
 	free(m->stacks);
 	free(m->fns);
-	name_index_release(&m->fn_index);
+	hindex_release(&m->fn_index);
 	free(m->heap);
-	free(m->live);
+	hmap_release(&m->live);
+	free(m->blocks);
 	free(m->last_alloc);
 	free(m);
 }
 
-/* ---- live blocks: open addressing, linear probing, backward-shift delete */
+/* ---- live blocks: by address (common/hmap.h), in an array reusing the
+ * entries of freed blocks ------------------------------------------------- */
 
-static size_t addr_slot(uint64_t addr, size_t size)
+/* The block of a new live address: an entry of blocks, reused or added;
+ * NULL when out of memory. */
+static struct memory_block *block_new(struct memory *m)
 {
-	uint64_t h = addr * 0x9e3779b97f4a7c15ull;
+	struct memory_block *b;
 
-	return (size_t)(h ^ (h >> 32)) & (size - 1);
-}
-
-static struct memory_block *live_find(const struct memory *m, uint64_t addr)
-{
-	size_t j;
-
-	if (!m->live_size)
+	if (m->free_block) {
+		b = &m->blocks[m->free_block - 1];
+		m->free_block = b->stack;
+		return b;
+	}
+	if (m->nblocks >= UINT32_MAX || ARRAY_GROW(m->blocks, m->blocks_cap, m->nblocks + 1))
 		return NULL;
-	j = addr_slot(addr, m->live_size);
-	while (m->live[j].addr) {
-		if (m->live[j].addr == addr)
-			return &m->live[j];
-		j = (j + 1) & (m->live_size - 1);
-	}
-	return NULL;
+	return &m->blocks[m->nblocks++];
 }
 
-static int live_grow(struct memory *m)
+/* A block no longer live (its address already out of m->live). */
+static void block_free(struct memory *m, struct memory_block *b)
 {
-	size_t size = m->live_size ? m->live_size * 2 : 1024, i, j;
-	struct memory_block *t = calloc(size, sizeof(*t));
-
-	if (!t)
-		return -ENOMEM;
-	for (i = 0; i < m->live_size; i++) {
-		if (!m->live[i].addr)
-			continue;
-		j = addr_slot(m->live[i].addr, size);
-		while (t[j].addr)
-			j = (j + 1) & (size - 1);
-		t[j] = m->live[i];
-	}
-	free(m->live);
-	m->live = t;
-	m->live_size = size;
-	return 0;
-}
-
-static int live_insert(struct memory *m, const struct memory_block *b)
-{
-	size_t j;
-	int err;
-
-	if ((m->live_n + 1) * 4 > m->live_size * 3) {
-		err = live_grow(m);
-		if (err)
-			return err;
-	}
-	j = addr_slot(b->addr, m->live_size);
-	while (m->live[j].addr)
-		j = (j + 1) & (m->live_size - 1);
-	m->live[j] = *b;
-	m->live_n++;
-	return 0;
-}
-
-static void live_remove(struct memory *m, struct memory_block *b)
-{
-	size_t mask = m->live_size - 1;
-	size_t i = (size_t)(b - m->live), j = i, k;
-
-	for (;;) {
-		j = (j + 1) & mask;
-		if (!m->live[j].addr)
-			break;
-		k = addr_slot(m->live[j].addr, m->live_size);
-		/* leave j where it is when its home k lies cyclically in (i, j] */
-		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-			continue;
-		m->live[i] = m->live[j];
-		i = j;
-	}
-	m->live[i].addr = 0;
-	m->live_n--;
+	b->addr = 0;
+	b->stack = m->free_block;
+	m->free_block = (uint32_t)(b - m->blocks) + 1;
 }
 
 /* ---- stacks ---------------------------------------------------------------- */
@@ -153,17 +103,8 @@ static struct memory_stack *stack_get(struct memory *m, uint32_t id)
 	struct memory_stack *s;
 
 	if (id >= m->nstacks) {
-		if (id >= m->stacks_cap) {
-			size_t cap = m->stacks_cap ? m->stacks_cap : 64;
-
-			while (cap <= id)
-				cap *= 2;
-			s = realloc(m->stacks, cap * sizeof(*s));
-			if (!s)
-				return NULL;
-			m->stacks = s;
-			m->stacks_cap = cap;
-		}
+		if (ARRAY_GROW(m->stacks, m->stacks_cap, (size_t)id + 1))
+			return NULL;
 		memset(&m->stacks[m->nstacks], 0, (id + 1 - m->nstacks) * sizeof(*s));
 		m->nstacks = (size_t)id + 1;
 	}
@@ -219,8 +160,8 @@ static void diff_snapshot(struct memory *m)
 	m->diff_done = 1;
 	if (!m->opts.diff)
 		return;
-	for (i = 0; i < m->live_size; i++) {
-		const struct memory_block *b = &m->live[i];
+	for (i = 0; i < m->nblocks; i++) {
+		const struct memory_block *b = &m->blocks[i];
 
 		if (!b->addr || b->ts_ns <= m->opts.diff_t1)
 			continue;
@@ -251,7 +192,7 @@ static int do_alloc(struct memory *m, uint32_t thread, const struct cygprof_mem_
 {
 	struct memory_stack *s = stack_get(m, ev->stack);
 	struct memory_block *b;
-	int err;
+	int added;
 
 	if (!s)
 		return -ENOMEM;
@@ -260,9 +201,12 @@ static int do_alloc(struct memory *m, uint32_t thread, const struct cygprof_mem_
 	s->allocations++;
 	s->bytes += ev->size;
 	int64_t dbytes = (int64_t)ev->size, dblocks = 1;
+	uint64_t *at = hmap_ref(&m->live, ev->addr, &added);
 
-	b = live_find(m, ev->addr);
-	if (b) {
+	if (!at)
+		return -ENOMEM;
+	if (!added) {
+		b = &m->blocks[*at];
 		struct memory_stack *os = &m->stacks[b->stack];
 
 		dbytes -= (int64_t)b->size;
@@ -274,12 +218,13 @@ static int do_alloc(struct memory *m, uint32_t thread, const struct cygprof_mem_
 		m->t.live_blocks--;
 		m->t.live_bytes -= b->size;
 	} else {
-		struct memory_block nb = {.addr = ev->addr};
-
-		err = live_insert(m, &nb);
-		if (err)
-			return err;
-		b = live_find(m, ev->addr);
+		b = block_new(m);
+		if (!b) {
+			hmap_del(&m->live, ev->addr);
+			return -ENOMEM;
+		}
+		*at = (uint64_t)(b - m->blocks);
+		b->addr = ev->addr;
 	}
 	b->size = ev->size;
 	b->ts_ns = ev->ts_ns;
@@ -305,9 +250,10 @@ static int do_alloc(struct memory *m, uint32_t thread, const struct cygprof_mem_
 
 static void do_free(struct memory *m, uint32_t thread, const struct cygprof_mem_event *ev)
 {
-	struct memory_block *b = live_find(m, ev->addr);
+	uint64_t i;
 
-	if (b) {
+	if (hmap_take(&m->live, ev->addr, &i)) {
+		struct memory_block *b = &m->blocks[i];
 		struct memory_stack *s = &m->stacks[b->stack];
 
 		m->t.frees++;
@@ -331,7 +277,7 @@ static void do_free(struct memory *m, uint32_t thread, const struct cygprof_mem_
 		m->t.live_bytes -= b->size;
 		if (m->opts.heap_change)
 			m->opts.heap_change(m->opts.heap_arg, thread, ev->ts_ns, -(int64_t)b->size, -1);
-		live_remove(m, b);
+		block_free(m, b);
 	} else {
 		m->t.untracked_frees++;
 	}

@@ -42,6 +42,7 @@
 #define CYGPROF_MEMORY_H
 
 #include <stddef.h>
+#include "hmap.h"
 #include "names.h"
 #include <stdint.h>
 
@@ -137,9 +138,11 @@ struct memory {
 	size_t npoints;
 	/* private */
 	size_t stacks_cap, fns_cap;
-	struct name_index fn_index;
-	struct memory_block *live;
-	size_t live_size, live_n;
+	struct hindex fn_index; /* by name (names.h) */
+	struct hmap live;             /* address -> index in blocks */
+	struct memory_block *blocks;  /* the live blocks, and free entries */
+	size_t nblocks, blocks_cap;
+	uint32_t free_block;          /* the first free entry + 1, 0: none */
 	uint64_t *last_alloc; /* per thread */
 	size_t nthreads;
 	uint64_t pk_ver;

@@ -25,38 +25,15 @@ void profile_free(struct profile *p)
 	free(p->fns);
 	free(p->arcs);
 	free(p->threads);
-	name_index_release(&p->fn_index);
-	free(p->arc_hash);
+	hindex_release(&p->fn_index);
+	hindex_release(&p->arc_index);
 	free(p);
-}
-
-static uint64_t hash_pair(uint32_t a, uint32_t b)
-{
-	uint64_t h = ((uint64_t)a << 32 | b) * 0x9e3779b97f4a7c15ull;
-
-	return h ^ (h >> 29);
 }
 
 #define FN_NAMES(p) ((struct name_array){(p)->fns, sizeof(*(p)->fns), offsetof(struct profile_fn, name)})
 
-static int arc_rehash(struct profile *p, size_t size)
-{
-	uint32_t *t = calloc(size, sizeof(*t));
-	size_t i, j;
-
-	if (!t)
-		return -ENOMEM;
-	for (i = 0; i < p->narcs; i++) {
-		j = hash_pair(p->arcs[i].caller, p->arcs[i].callee) & (size - 1);
-		while (t[j])
-			j = (j + 1) & (size - 1);
-		t[j] = (uint32_t)i + 1;
-	}
-	free(p->arc_hash);
-	p->arc_hash = t;
-	p->arc_hash_size = size;
-	return 0;
-}
+/* The arcs, keyed by (caller, callee), for arc_index. */
+#define ARCS(p) HINDEX_PAIRS((p)->arcs, struct profile_arc, caller, callee)
 
 long profile_find(const struct profile *p, const char *name)
 {
@@ -73,64 +50,25 @@ long profile_intern(struct profile *p, const char *name)
 	return i;
 }
 
-static long arc_lookup(const struct profile *p, uint32_t caller, uint32_t callee)
-{
-	size_t j;
-
-	if (!p->arc_hash_size)
-		return -ENOENT;
-	j = hash_pair(caller, callee) & (p->arc_hash_size - 1);
-	while (p->arc_hash[j]) {
-		uint32_t i = p->arc_hash[j] - 1;
-
-		if (p->arcs[i].caller == caller && p->arcs[i].callee == callee)
-			return i;
-		j = (j + 1) & (p->arc_hash_size - 1);
-	}
-	return -ENOENT;
-}
-
 const struct profile_arc *profile_find_arc(const struct profile *p, uint32_t caller,
 					   uint32_t callee)
 {
-	long i = arc_lookup(p, caller, callee);
+	long i = hindex_find_pair(&p->arc_index, ARCS(p), caller, callee);
 
 	return i < 0 ? NULL : &p->arcs[i];
 }
 
 static long arc_intern(struct profile *p, uint32_t caller, uint32_t callee)
 {
-	struct profile_arc *a;
-	long i = arc_lookup(p, caller, callee);
-	size_t j;
-	int err;
+	long i = hindex_find_pair(&p->arc_index, ARCS(p), caller, callee);
 
 	if (i >= 0)
 		return i;
-	if ((p->narcs + 1) * 2 > p->arc_hash_size) {
-		err = arc_rehash(p, p->arc_hash_size ? p->arc_hash_size * 2 : 64);
-		if (err)
-			return err;
-	}
-	if (p->narcs == p->arcs_cap) {
-		size_t cap = p->arcs_cap ? p->arcs_cap * 2 : 64;
-
-		a = realloc(p->arcs, cap * sizeof(*a));
-		if (!a)
-			return -ENOMEM;
-		p->arcs = a;
-		p->arcs_cap = cap;
-	}
-	a = &p->arcs[p->narcs];
-	memset(a, 0, sizeof(*a));
-	a->caller = caller;
-	a->callee = callee;
-	i = (long)p->narcs++;
-	j = hash_pair(caller, callee) & (p->arc_hash_size - 1);
-	while (p->arc_hash[j])
-		j = (j + 1) & (p->arc_hash_size - 1);
-	p->arc_hash[j] = (uint32_t)i + 1;
-	return i;
+	if (ARRAY_GROW(p->arcs, p->arcs_cap, p->narcs + 1) ||
+	    hindex_add_pair(&p->arc_index, ARCS(p), caller, callee))
+		return -ENOMEM;
+	p->arcs[p->narcs] = (struct profile_arc){.caller = caller, .callee = callee};
+	return (long)p->narcs++;
 }
 
 /* For every node, the highest ancestor-or-self of the same function, by a
@@ -182,15 +120,8 @@ static int add_thread(struct profile *p, const struct profile_thread_info *info,
 {
 	struct profile_thread *th;
 
-	if (p->nthreads == p->threads_cap) {
-		size_t cap = p->threads_cap ? p->threads_cap * 2 : 8;
-
-		th = realloc(p->threads, cap * sizeof(*th));
-		if (!th)
-			return -ENOMEM;
-		p->threads = th;
-		p->threads_cap = cap;
-	}
+	if (ARRAY_GROW(p->threads, p->threads_cap, p->nthreads + 1))
+		return -ENOMEM;
 	th = &p->threads[p->nthreads++];
 	memset(th, 0, sizeof(*th));
 	if (info)

@@ -91,9 +91,8 @@ struct profile {
 	uint64_t total_self_ns; /* sum of all functions' self time */
 	/* private */
 	size_t fns_cap, arcs_cap, threads_cap;
-	struct name_index fn_index;
-	uint32_t *arc_hash;
-	size_t arc_hash_size;
+	struct hindex fn_index; /* by name (names.h) */
+	struct hindex arc_index; /* of arcs, by (caller, callee) */
 };
 
 struct profile *profile_new(void);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "psamples.h"
 #include "view.h"
 
@@ -91,14 +92,8 @@ static int leaf_of(struct ctx *x, struct stack_info *si, int kernel, uint32_t *i
 			break;
 	}
 	if (i == s->nleaf) {
-		if (s->nleaf == s->leaf_cap) {
-			size_t cap = s->leaf_cap ? s->leaf_cap * 2 : 64;
-			struct psamp_leaf *nl = realloc(s->leaf, cap * sizeof *nl);
-			if (!nl)
-				return -ENOMEM;
-			s->leaf = nl;
-			s->leaf_cap = cap;
-		}
+		if (ARRAY_GROW(s->leaf, s->leaf_cap, s->nleaf + 1))
+			return -ENOMEM;
 		memset(&s->leaf[i], 0, sizeof s->leaf[i]);
 		s->leaf[i].name = si->leaf;
 		s->leaf[i].object = si->leaf_obj;
@@ -132,8 +127,21 @@ static uint32_t node_of(const struct profile_thread *t, const struct stack_info 
 
 static uint64_t pl_hash(uint32_t thread, uint32_t node, uint32_t leaf)
 {
-	uint64_t h = ((uint64_t)thread << 40 ^ (uint64_t)node << 20 ^ leaf) * 0x9e3779b97f4a7c15ull;
-	return h ^ h >> 29;
+	return hash_pair((uint64_t)thread << 32 | node, leaf);
+}
+
+static int pl_eq(const void *ctx, uint32_t i, const void *key)
+{
+	const struct psamp_path_leaf *e = &((const struct psamp *)ctx)->path_leaf[i], *k = key;
+
+	return e->thread == k->thread && e->node == k->node && e->leaf == k->leaf;
+}
+
+static uint64_t pl_hash_at(const void *ctx, uint32_t i)
+{
+	const struct psamp_path_leaf *e = &((const struct psamp *)ctx)->path_leaf[i];
+
+	return pl_hash(e->thread, e->node, e->leaf);
 }
 
 /* The path_leaf entry of (thread, node, leaf), made when absent; NULL when
@@ -141,44 +149,17 @@ static uint64_t pl_hash(uint32_t thread, uint32_t node, uint32_t leaf)
 static struct psamp_path_leaf *path_leaf(struct psamp *s, uint32_t thread, uint32_t node,
 					  uint32_t leaf)
 {
-	size_t j;
+	struct psamp_path_leaf k = {.thread = thread, .node = node, .leaf = leaf}, *e;
+	uint64_t h = pl_hash(thread, node, leaf);
+	long i = hindex_find(&s->pl_index, h, pl_eq, s, &k);
 
-	if ((s->npath_leaf + 1) * 2 > s->pl_nslot) {
-		size_t ns = s->pl_nslot ? s->pl_nslot * 2 : 256;
-		uint32_t *sl = calloc(ns, sizeof *sl);
-		if (!sl)
-			return NULL;
-		for (size_t i = 0; i < s->npath_leaf; i++) {
-			const struct psamp_path_leaf *e = &s->path_leaf[i];
-			for (j = pl_hash(e->thread, e->node, e->leaf) & (ns - 1); sl[j];
-			     j = (j + 1) & (ns - 1))
-				;
-			sl[j] = (uint32_t)i + 1;
-		}
-		free(s->pl_slot);
-		s->pl_slot = sl;
-		s->pl_nslot = ns;
-	}
-	for (j = pl_hash(thread, node, leaf) & (s->pl_nslot - 1); s->pl_slot[j];
-	     j = (j + 1) & (s->pl_nslot - 1)) {
-		struct psamp_path_leaf *e = &s->path_leaf[s->pl_slot[j] - 1];
-		if (e->thread == thread && e->node == node && e->leaf == leaf)
-			return e;
-	}
-	if (s->npath_leaf == s->path_leaf_cap) {
-		size_t cap = s->path_leaf_cap ? s->path_leaf_cap * 2 : 64;
-		struct psamp_path_leaf *n = realloc(s->path_leaf, cap * sizeof *n);
-		if (!n)
-			return NULL;
-		s->path_leaf = n;
-		s->path_leaf_cap = cap;
-	}
-	struct psamp_path_leaf *e = &s->path_leaf[s->npath_leaf];
-	memset(e, 0, sizeof *e);
-	e->thread = thread;
-	e->node = node;
-	e->leaf = leaf;
-	s->pl_slot[j] = (uint32_t)++s->npath_leaf;
+	if (i >= 0)
+		return &s->path_leaf[i];
+	if (ARRAY_GROW(s->path_leaf, s->path_leaf_cap, s->npath_leaf + 1) ||
+	    hindex_add(&s->pl_index, h, pl_hash_at, s))
+		return NULL;
+	e = &s->path_leaf[s->npath_leaf++];
+	*e = k;
 	return e;
 }
 
@@ -311,9 +292,7 @@ static int sort_leaves(struct psamp *s)
 		qsort(s->path_leaf, s->npath_leaf, sizeof *s->path_leaf, path_leaf_cmp);
 	free(t);
 	free(newidx);
-	free(s->pl_slot);
-	s->pl_slot = NULL;
-	s->pl_nslot = 0;
+	hindex_release(&s->pl_index);
 	return 0;
 }
 
@@ -328,7 +307,7 @@ void psamp_free(struct psamp *s)
 	free(s->fn);
 	free(s->leaf);
 	free(s->path_leaf);
-	free(s->pl_slot);
+	hindex_release(&s->pl_index);
 	free(s);
 }
 

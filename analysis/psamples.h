@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hmap.h"
 #include "profile.h"
 
 struct view;
@@ -71,8 +72,7 @@ struct psamp {
 	uint64_t imported;        /* samples from import-perf */
 	/* private */
 	size_t leaf_cap, path_leaf_cap;
-	uint32_t *pl_slot; /* open addressing over path_leaf: index + 1, 0 free */
-	size_t pl_nslot;
+	struct hindex pl_index; /* of path_leaf, by (thread, node, leaf) */
 };
 
 /** The samples and off-CPU intervals of the threads of p (the capture

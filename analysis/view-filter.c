@@ -98,14 +98,8 @@ static int range_event(const struct cygprof_event *ev, size_t n, void *data)
 		if (e->node >= w->n)
 			return CYGPROF_E_CORRUPT;
 		if (e->kind == CYGPROF_EV_ENTER) {
-			if (w->depth == w->cap) {
-				size_t cap = w->cap ? w->cap * 2 : 256;
-				void *ns = realloc(w->stack, cap * sizeof *w->stack);
-				if (!ns)
-					return -ENOMEM;
-				w->stack = ns;
-				w->cap = cap;
-			}
+			if (ARRAY_GROW(w->stack, w->cap, w->depth + 1))
+				return -ENOMEM;
 			w->stack[w->depth].node = e->node;
 			w->stack[w->depth++].ts = e->ts_ns;
 			if (e->ts_ns >= w->t0 && e->ts_ns < w->t1)
@@ -153,14 +147,45 @@ static int range_times(struct view *v, uint32_t thread, struct cygprof_node *nod
 
 #define SCOPE 0x80000000u
 
+/* The kept nodes, by (new parent, fn). */
+struct kept {
+	const struct cygprof_node *out;
+	const uint32_t *ofn;
+};
+
+struct kept_key {
+	uint32_t parent, fn;
+};
+
+static uint64_t kept_hash(uint32_t parent, uint32_t fn)
+{
+	return hash64((uint64_t)parent << 32 | fn);
+}
+
+static int kept_eq(const void *ctx, uint32_t i, const void *key)
+{
+	const struct kept *t = ctx;
+	const struct kept_key *k = key;
+
+	return t->out[i].parent == k->parent && t->ofn[i] == k->fn;
+}
+
+static uint64_t kept_hash_at(const void *ctx, uint32_t i)
+{
+	const struct kept *t = ctx;
+
+	return kept_hash(t->out[i].parent, t->ofn[i]);
+}
+
 int view_filter_tree(struct view *v, uint32_t thread, struct cygprof_node **nodesp,
 		     uint32_t **fnp, size_t *np, uint32_t **mapp)
 {
 	const struct view_filter *f = &v->filter;
 	struct cygprof_node *in = *nodesp, *out = NULL;
 	uint32_t *fn = *fnp, *ofn = NULL, *map = NULL, *attach = NULL, *depth = NULL;
-	uint32_t *slot = NULL;
-	size_t n = *np, m = 0, nslot = 1, i;
+	struct hindex kept = {0}; /* the new nodes by (new parent, fn) */
+	struct kept kt;
+	size_t n = *np, m = 0, i;
 	int err = 0;
 
 	*mapp = NULL;
@@ -168,22 +193,22 @@ int view_filter_tree(struct view *v, uint32_t thread, struct cygprof_node **node
 		return err;
 	if (!n)
 		return 0;
-	while (nslot < 2 * n)
-		nslot *= 2;
 	out = calloc(n, sizeof *out);
 	ofn = calloc(n, sizeof *ofn);
 	map = malloc(n * sizeof *map);
 	attach = malloc(n * sizeof *attach); /* per old node: kept index (or its
 					      * nearest kept ancestor's) | SCOPE */
 	depth = calloc(n, sizeof *depth);    /* per new node */
-	slot = calloc(nslot, sizeof *slot);  /* (new parent, fn) -> new index + 1 */
-	if (!out || !ofn || !map || !attach || !depth || !slot) {
+	kt = (struct kept){out, ofn};
+	if (!out || !ofn || !map || !attach || !depth ||
+	    hindex_reserve(&kept, n, kept_hash_at, &kt)) {
 		err = -ENOMEM;
 		goto done;
 	}
 	out[0] = in[0];
-	out[0].parent = CYGPROF_NONE;
+	out[0].parent = CYGPROF_NONE; /* indexed, never looked up */
 	ofn[0] = fn[0];
+	hindex_add(&kept, kept_hash(CYGPROF_NONE, fn[0]), kept_hash_at, &kt); /* reserved */
 	map[0] = 0;
 	attach[0] = f->nfilter ? 0 : SCOPE;
 	m = 1;
@@ -216,19 +241,20 @@ int view_filter_tree(struct view *v, uint32_t thread, struct cygprof_node **node
 			continue;
 		}
 		/* the kept node of fn under at, made or merged */
-		uint64_t h = ((uint64_t)at * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)fn[i] * 0xc2b2ae3d27d4eb4full);
-		size_t j = (size_t)(h ^ h >> 31) & (nslot - 1);
-		while (slot[j] && !(out[slot[j] - 1].parent == at && ofn[slot[j] - 1] == fn[i]))
-			j = (j + 1) & (nslot - 1);
-		if (!slot[j]) {
+		struct kept_key kk = {at, fn[i]};
+		uint64_t h = kept_hash(at, fn[i]);
+		long r = hindex_find(&kept, h, kept_eq, &kt, &kk);
+
+		if (r < 0) {
 			out[m] = in[i];
 			out[m].parent = at;
 			out[m].calls = out[m].total_ns = 0;
 			ofn[m] = fn[i];
 			depth[m] = depth[at] + 1;
-			slot[j] = (uint32_t)++m;
+			hindex_add(&kept, h, kept_hash_at, &kt); /* reserved */
+			r = (long)m++;
 		}
-		uint32_t k = slot[j] - 1;
+		uint32_t k = (uint32_t)r;
 		out[k].calls += in[i].calls;
 		out[k].total_ns += in[i].total_ns;
 		map[i] = k;
@@ -237,7 +263,7 @@ int view_filter_tree(struct view *v, uint32_t thread, struct cygprof_node **node
 done:
 	free(attach);
 	free(depth);
-	free(slot);
+	hindex_release(&kept);
 	if (err) {
 		free(out);
 		free(ofn);

@@ -7,6 +7,9 @@
 
 #include "view.h"
 
+#include "array.h"
+#include "hmap.h"
+
 /* A list fetched once: state 0 not yet read, 1 read (a failed read leaves 0
  * so that the next call reads again). */
 struct view_meta_ent {
@@ -37,16 +40,11 @@ struct view_tree_slot {
 /* Functions live in blocks that never move: pointers handed out stay valid. */
 #define VIEW_FN_BLOCK 1024
 
-struct view_hex_ent {
-	uint64_t addr;
-	char *s; /* NULL: empty slot */
-};
-
 /* A name found in a debug file, by object and the function's file start. */
 struct view_dbg_ent {
 	uint32_t obj;
 	uint64_t start;
-	char *name; /* NULL: empty slot */
+	char *name; /* owned */
 };
 
 struct view {
@@ -71,14 +69,13 @@ struct view {
 	view_resolve_fn resolve;
 	void *resolve_arg;
 	struct view_dbg_ent *dbg; /* names from opts.debuginfo, kept */
-	size_t dbg_size, dbg_n;
+	size_t ndbg, dbg_cap;
+	struct hindex dbg_index;  /* of dbg, by (obj, start) */
 
 	struct view_fn **fn_blocks;
 	size_t nfns, fn_blocks_cap;
-	uint32_t *fn_hash; /* id + 1; 0 empty */
-	size_t fn_hash_size;
-	struct view_hex_ent *hex;
-	size_t hex_size, hex_n;
+	struct hindex fn_index; /* function ids by (proc, addr) */
+	struct hmap hex;        /* address -> its "0x..." name (owned char *) */
 
 	int stash_state;
 	struct cygprof_stack_node *stash;

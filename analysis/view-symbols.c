@@ -15,6 +15,7 @@
 
 void view_symbols_release(struct view *v)
 {
+	uint64_t key, val;
 	size_t i;
 
 	if (v->syms)
@@ -27,13 +28,14 @@ void view_symbols_release(struct view *v)
 	for (i = 0; i < v->nfns; i += VIEW_FN_BLOCK)
 		free(v->fn_blocks[i / VIEW_FN_BLOCK]);
 	free(v->fn_blocks);
-	free(v->fn_hash);
-	for (i = 0; i < v->hex_size; i++)
-		free(v->hex[i].s);
-	free(v->hex);
-	for (i = 0; i < v->dbg_size; i++)
+	hindex_release(&v->fn_index);
+	for (size_t pos = 0; hmap_next(&v->hex, &pos, &key, &val);)
+		free((char *)(uintptr_t)val);
+	hmap_release(&v->hex);
+	for (i = 0; i < v->ndbg; i++)
 		free(v->dbg[i].name);
 	free(v->dbg);
+	hindex_release(&v->dbg_index);
 	free(v->stash);
 }
 
@@ -154,46 +156,48 @@ static int load_syms(struct view *v, uint32_t proc, struct view_proc_syms **out)
 	return 0;
 }
 
-static size_t addr_hash(uint64_t a);
+/* A debug-file name by object and start (dbg_index). */
+struct dbg_key {
+	uint32_t obj;
+	uint64_t start;
+};
+
+static int dbg_eq(const void *ctx, uint32_t i, const void *key)
+{
+	const struct view_dbg_ent *e = &((const struct view *)ctx)->dbg[i];
+	const struct dbg_key *k = key;
+
+	return e->obj == k->obj && e->start == k->start;
+}
+
+static uint64_t dbg_hash_at(const void *ctx, uint32_t i)
+{
+	const struct view_dbg_ent *e = &((const struct view *)ctx)->dbg[i];
+
+	return hash_addr(e->obj, e->start);
+}
 
 /* Keep name (owned) as the name of obj's function at file address start:
  * the kept copy is returned, name freed when one was kept already; NULL
  * when out of memory. */
 static const char *dbg_keep(struct view *v, uint32_t obj, uint64_t start, char *name)
 {
-	size_t i, j;
+	struct dbg_key k = {obj, start};
+	uint64_t h = hash_addr(obj, start);
+	long i = hindex_find(&v->dbg_index, h, dbg_eq, v, &k);
 
-	if ((v->dbg_n + 1) * 2 > v->dbg_size) {
-		size_t size = v->dbg_size ? v->dbg_size * 2 : 64;
-		struct view_dbg_ent *t = calloc(size, sizeof(*t));
-
-		if (!t) {
-			free(name);
-			return NULL;
-		}
-		for (i = 0; i < v->dbg_size; i++) {
-			if (!v->dbg[i].name)
-				continue;
-			for (j = addr_hash(v->dbg[i].start ^ v->dbg[i].obj) & (size - 1); t[j].name;
-			     j = (j + 1) & (size - 1))
-				;
-			t[j] = v->dbg[i];
-		}
-		free(v->dbg);
-		v->dbg = t;
-		v->dbg_size = size;
+	if (i >= 0) {
+		free(name);
+		return v->dbg[i].name;
 	}
-	for (j = addr_hash(start ^ obj) & (v->dbg_size - 1); v->dbg[j].name;
-	     j = (j + 1) & (v->dbg_size - 1)) {
-		if (v->dbg[j].obj == obj && v->dbg[j].start == start) {
-			free(name);
-			return v->dbg[j].name;
-		}
+	if (ARRAY_GROW(v->dbg, v->dbg_cap, v->ndbg + 1) ||
+	    hindex_add(&v->dbg_index, h, dbg_hash_at, v)) {
+		free(name);
+		return NULL;
 	}
-	v->dbg[j].obj = obj;
-	v->dbg[j].start = start;
-	v->dbg[j].name = name;
-	v->dbg_n++;
+	v->dbg[v->ndbg].obj = obj;
+	v->dbg[v->ndbg].start = start;
+	v->dbg[v->ndbg++].name = name;
 	return name;
 }
 
@@ -281,53 +285,23 @@ int view_symbol(struct view *v, uint32_t proc, uint64_t addr, struct view_sym *o
 
 /* ---- hex names ------------------------------------------------------------------ */
 
-static size_t addr_hash(uint64_t a)
-{
-	uint64_t h = a * 0x9e3779b97f4a7c15ull;
-
-	return (size_t)(h ^ (h >> 29));
-}
-
 const char *view_hex(struct view *v, uint64_t addr)
 {
-	char buf[24];
-	size_t j, i;
+	char buf[24], *s;
+	uint64_t val;
 
-	if ((v->hex_n + 1) * 2 > v->hex_size) {
-		size_t size = v->hex_size ? v->hex_size * 2 : 256;
-		struct view_hex_ent *t = calloc(size, sizeof(*t));
-
-		if (!t)
-			return NULL;
-		for (i = 0; i < v->hex_size; i++) {
-			if (!v->hex[i].s)
-				continue;
-			for (j = addr_hash(v->hex[i].addr) & (size - 1); t[j].s; j = (j + 1) & (size - 1))
-				;
-			t[j] = v->hex[i];
-		}
-		free(v->hex);
-		v->hex = t;
-		v->hex_size = size;
-	}
-	for (j = addr_hash(addr) & (v->hex_size - 1); v->hex[j].s; j = (j + 1) & (v->hex_size - 1))
-		if (v->hex[j].addr == addr)
-			return v->hex[j].s;
+	if (hmap_get(&v->hex, addr, &val))
+		return (const char *)(uintptr_t)val;
 	snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
-	v->hex[j].s = strdup(buf);
-	if (!v->hex[j].s)
+	s = strdup(buf);
+	if (!s || hmap_put(&v->hex, addr, (uintptr_t)s)) {
+		free(s);
 		return NULL;
-	v->hex[j].addr = addr;
-	v->hex_n++;
-	return v->hex[j].s;
+	}
+	return s;
 }
 
 /* ---- functions ------------------------------------------------------------------ */
-
-static size_t fn_hash(uint32_t proc, uint64_t addr)
-{
-	return addr_hash(addr ^ ((uint64_t)proc << 48 | (uint64_t)proc >> 16));
-}
 
 const struct view_fn *view_fn(struct view *v, uint32_t id)
 {
@@ -341,43 +315,54 @@ size_t view_nfns(const struct view *v)
 	return v->nfns;
 }
 
-static int fn_rehash(struct view *v)
+/* A function by process and address (fn_index). */
+struct fn_key {
+	uint32_t proc;
+	uint64_t addr;
+};
+
+/* Function i (< nfns). */
+static inline const struct view_fn *fn_at(const struct view *v, uint32_t i)
 {
-	size_t size = v->fn_hash_size ? v->fn_hash_size * 2 : 1024, i, j;
-	uint32_t *t = calloc(size, sizeof(*t));
+	return &v->fn_blocks[i / VIEW_FN_BLOCK][i % VIEW_FN_BLOCK];
+}
 
-	if (!t)
-		return -ENOMEM;
-	for (i = 0; i < v->nfns; i++) {
-		const struct view_fn *f = view_fn(v, (uint32_t)i);
+static uint64_t fn_hash(uint32_t proc, uint64_t addr)
+{
+	return hash_addr(proc, addr);
+}
 
-		for (j = fn_hash(f->proc, f->addr) & (size - 1); t[j]; j = (j + 1) & (size - 1))
-			;
-		t[j] = (uint32_t)i + 1;
-	}
-	free(v->fn_hash);
-	v->fn_hash = t;
-	v->fn_hash_size = size;
-	return 0;
+static int fn_eq(const void *ctx, uint32_t i, const void *key)
+{
+	const struct view_fn *f = fn_at(ctx, i);
+	const struct fn_key *k = key;
+
+	return f->addr == k->addr && f->proc == k->proc;
+}
+
+static uint64_t fn_hash_at(const void *ctx, uint32_t i)
+{
+	const struct view_fn *f = fn_at(ctx, i);
+
+	return fn_hash(f->proc, f->addr);
 }
 
 int view_fn_at(struct view *v, uint32_t proc, uint64_t addr, uint32_t *id)
 {
+	struct fn_key k = {proc, addr};
+	uint64_t h = fn_hash(proc, addr);
+	long i = hindex_find(&v->fn_index, h, fn_eq, v, &k);
 	struct view_sym s;
 	struct view_fn *f;
-	size_t j;
 	int err;
 
-	if ((v->nfns + 1) * 2 > v->fn_hash_size && (err = fn_rehash(v)))
-		return err;
-	for (j = fn_hash(proc, addr) & (v->fn_hash_size - 1); v->fn_hash[j];
-	     j = (j + 1) & (v->fn_hash_size - 1)) {
-		f = (struct view_fn *)view_fn(v, v->fn_hash[j] - 1);
-		if (f->addr == addr && f->proc == proc) {
-			*id = v->fn_hash[j] - 1;
-			return 0;
-		}
+	if (i >= 0) {
+		*id = (uint32_t)i;
+		return 0;
 	}
+	/* room to index it first: nothing to undo once its block is made */
+	if ((err = hindex_reserve(&v->fn_index, v->nfns + 1, fn_hash_at, v)))
+		return err;
 	if (v->nfns >= UINT32_MAX - 1)
 		return -ENOMEM;
 	err = view_symbol(v, proc, addr, &s);
@@ -386,15 +371,8 @@ int view_fn_at(struct view *v, uint32_t proc, uint64_t addr, uint32_t *id)
 	if (v->nfns % VIEW_FN_BLOCK == 0) {
 		size_t b = v->nfns / VIEW_FN_BLOCK;
 
-		if (b == v->fn_blocks_cap) {
-			size_t cap = v->fn_blocks_cap ? v->fn_blocks_cap * 2 : 16;
-			struct view_fn **t = realloc(v->fn_blocks, cap * sizeof(*t));
-
-			if (!t)
-				return -ENOMEM;
-			v->fn_blocks = t;
-			v->fn_blocks_cap = cap;
-		}
+		if (ARRAY_GROW(v->fn_blocks, v->fn_blocks_cap, b + 1))
+			return -ENOMEM;
 		v->fn_blocks[b] = malloc(VIEW_FN_BLOCK * sizeof(struct view_fn));
 		if (!v->fn_blocks[b])
 			return -ENOMEM;
@@ -410,7 +388,7 @@ int view_fn_at(struct view *v, uint32_t proc, uint64_t addr, uint32_t *id)
 	f->name = !err && s.name[0] ? s.name : view_hex(v, addr);
 	if (!f->name)
 		return -ENOMEM;
-	v->fn_hash[j] = (uint32_t)v->nfns + 1;
+	hindex_add(&v->fn_index, h, fn_hash_at, v); /* reserved */
 	*id = (uint32_t)v->nfns++;
 	return 0;
 }
@@ -507,16 +485,9 @@ int view_stack(struct view *v, uint32_t id, unsigned flags, view_skip_fn skip,
 	if (err)
 		return err;
 	while (id && id <= nstash && nf <= nstash) {
-		if (nf == cap) {
-			struct view_frame *t;
-
-			cap = cap ? cap * 2 : 32;
-			t = realloc(f, cap * sizeof(*t));
-			if (!t) {
-				free(f);
-				return -ENOMEM;
-			}
-			f = t;
+		if (ARRAY_GROW(f, cap, nf + 1)) {
+			free(f);
+			return -ENOMEM;
 		}
 		err = name_frame(v, &stash[id - 1], &f[nf++]);
 		if (err) {

@@ -5,6 +5,7 @@
 #include "view-private.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -262,6 +263,38 @@ const char *view_thread_name(const struct cygprof_thread *t, char buf[16])
 	return buf;
 }
 
+const char *view_proc_end(const struct cygprof_proc *p, char *buf, size_t len)
+{
+	switch (p->end_kind) {
+	case CYGPROF_END_EXIT:
+		snprintf(buf, len, "exit %d", (int)p->end_code);
+		break;
+	case CYGPROF_END_SIGNAL:
+		snprintf(buf, len, "signal %d", (int)p->end_code);
+		break;
+	case CYGPROF_END_EXEC:
+		snprintf(buf, len, "exec");
+		break;
+	default:
+		snprintf(buf, len, "unknown");
+		break;
+	}
+	return buf;
+}
+
+const char *view_thread_note(uint32_t flags)
+{
+	switch (flags & (CYGPROF_THREAD_SIGNAL | CYGPROF_THREAD_CLONED)) {
+	case CYGPROF_THREAD_SIGNAL:
+		return " [signal handlers]";
+	case CYGPROF_THREAD_CLONED:
+		return " [raw clone]";
+	case CYGPROF_THREAD_SIGNAL | CYGPROF_THREAD_CLONED:
+		return " [raw clone, signal handlers]";
+	}
+	return "";
+}
+
 void view_limits(struct view *v, struct view_limits *l)
 {
 	const struct cygprof_thread *t;
@@ -446,18 +479,8 @@ static int collect(const struct cygprof_event *ev, size_t n, void *data)
 {
 	struct ev_buf *b = data;
 
-	if (b->n + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		struct cygprof_event *t;
-
-		while (cap < b->n + n)
-			cap *= 2;
-		t = realloc(b->ev, cap * sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		b->ev = t;
-		b->cap = cap;
-	}
+	if (ARRAY_GROW(b->ev, b->cap, b->n + n))
+		return -ENOMEM;
 	memcpy(b->ev + b->n, ev, n * sizeof(*ev));
 	b->n += n;
 	return 0;

@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cygprof/cygprof-capture.h"
 
@@ -90,6 +91,23 @@ uint32_t view_thread_pid(struct view *v, const struct cygprof_thread *t);
 /** The thread's name as a C string in buf (at most 15 bytes, even when the stored
  * one is not terminated). */
 const char *view_thread_name(const struct cygprof_thread *t, char buf[16]);
+/** How a process ended, in buf: "exit N", "signal N", "exec" or "unknown". */
+const char *view_proc_end(const struct cygprof_proc *p, char *buf, size_t len);
+/** What the flags CYGPROF_THREAD_SIGNAL and CYGPROF_THREAD_CLONED say of a
+ * thread, as a note after its name (static): " [signal handlers]",
+ * " [raw clone]", " [raw clone, signal handlers]", or "" for neither. */
+const char *view_thread_note(uint32_t flags);
+
+/* ---- processes and threads as JSON (view-json.c) ------------------------------ */
+
+/** "processes": [...] of the view on f, the one writer of the processes
+ * JSON of every command (no separator before or after).  0, or the error
+ * reading them (nothing written). */
+int view_json_procs(struct view *v, FILE *f);
+/** "threads": [...] of the view on f, the same way; with totals each
+ * thread also gets its tree's total_ns.  0, or the error reading a tree
+ * (what was written so far stays written). */
+int view_json_threads(struct view *v, FILE *f, int totals);
 
 /* ---- what the recording could not record ------------------------------------- */
 

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
+#include "hmap.h"
 #include "memory.h"
+#include "names.h"
 #include "srcline.h"
 #include "view.h"
 
@@ -19,13 +22,14 @@ struct wfile {
 	struct annotate_line *by_line;
 	size_t nlines; /* highest line + 1 */
 	struct annotate_fn *fns; /* functions the samples hit here */
-	size_t nfns;
+	size_t nfns, fns_cap;
+	struct hindex fn_index; /* of fns, by name (names.h) */
 };
 
 /* (object, address) -> (file, line), for sites, functions and stacks. */
 struct loc_ent {
 	uint64_t addr;
-	uint32_t obj;  /* object index + 1; 0: empty slot */
+	uint32_t obj;  /* object index + 1 */
 	uint32_t kind; /* 0 line of an address, 1 function definition */
 	uint32_t file; /* NO_FILE when unknown */
 	uint32_t line;
@@ -36,68 +40,57 @@ struct state {
 	struct srcline *sl;
 	const struct cygprof_object *objs; /* the view's, for keys */
 	struct wfile *files;
-	size_t nfiles;
+	size_t nfiles, files_cap;
+	struct hindex file_index; /* of files, by path (names.h) */
 	const char *last_name; /* the last srcline name seen and its file */
 	uint32_t last_file;
 	struct loc_ent *loc;
-	size_t loc_size, loc_n;
+	size_t nloc, loc_cap;
+	struct hindex loc_index; /* of loc, by (obj, kind, addr) */
 	struct annotate *a;
 };
 
 static long file_index(struct state *s, const char *name)
 {
-	struct wfile *t;
-	size_t i;
+	void *base = s->files;
+	long i;
 
 	if (name == s->last_name)
 		return s->last_file;
-	for (i = 0; i < s->nfiles; i++)
-		if (!strcmp(s->files[i].path, name))
-			goto found;
-	t = realloc(s->files, (s->nfiles + 1) * sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	s->files = t;
-	memset(&t[i], 0, sizeof(*t));
-	t[i].path = strdup(name);
-	if (!t[i].path)
-		return -ENOMEM;
-	s->nfiles++;
-found:
+	i = name_intern(&s->file_index, &base, &s->nfiles, &s->files_cap, sizeof(*s->files),
+			offsetof(struct wfile, path), name);
+	s->files = base;
+	if (i < 0)
+		return i;
 	s->last_name = name;
 	s->last_file = (uint32_t)i;
-	return (long)i;
+	return i;
 }
 
 static uint64_t loc_hash(uint32_t obj, uint32_t kind, uint64_t addr)
 {
-	uint64_t h = addr * 0x9e3779b97f4a7c15ull ^ ((uint64_t)obj << 1 | kind);
-
-	return h ^ (h >> 29);
+	return hash_addr(obj << 1 | kind, addr);
 }
 
-static int loc_grow(struct state *s)
+/* What locate() looks a location up by. */
+struct loc_key {
+	uint64_t addr;
+	uint32_t obj, kind;
+};
+
+static int loc_eq(const void *ctx, uint32_t i, const void *key)
 {
-	size_t size = s->loc_size ? s->loc_size * 2 : 1024, i;
-	struct loc_ent *v = calloc(size, sizeof(*v));
+	const struct loc_ent *e = &((const struct state *)ctx)->loc[i];
+	const struct loc_key *k = key;
 
-	if (!v)
-		return -ENOMEM;
-	for (i = 0; i < s->loc_size; i++) {
-		struct loc_ent *e = &s->loc[i];
-		size_t k;
+	return e->obj == k->obj && e->kind == k->kind && e->addr == k->addr;
+}
 
-		if (!e->obj)
-			continue;
-		k = loc_hash(e->obj, e->kind, e->addr) & (size - 1);
-		while (v[k].obj)
-			k = (k + 1) & (size - 1);
-		v[k] = *e;
-	}
-	free(s->loc);
-	s->loc = v;
-	s->loc_size = size;
-	return 0;
+static uint64_t loc_hash_at(const void *ctx, uint32_t i)
+{
+	const struct loc_ent *e = &((const struct state *)ctx)->loc[i];
+
+	return loc_hash(e->obj, e->kind, e->addr);
 }
 
 /* The file and line of addr in object o: kind 0 the line of the address,
@@ -106,35 +99,32 @@ static int loc_grow(struct state *s)
 static int locate(struct state *s, const struct cygprof_object *o, uint64_t addr, uint32_t kind,
 		  uint32_t *file, uint32_t *line)
 {
+	struct loc_key k;
 	struct loc_ent *e;
 	const char *name;
-	uint32_t key;
-	size_t k;
-	long f;
+	uint64_t h;
+	long i, f;
 	int err;
 
 	*file = NO_FILE;
 	*line = 0;
 	if (!o)
 		return 0;
-	key = (uint32_t)(o - s->objs) + 1;
-	if ((s->loc_n + 1) * 2 > s->loc_size && (err = loc_grow(s)))
-		return err;
-	k = loc_hash(key, kind, addr) & (s->loc_size - 1);
-	for (; s->loc[k].obj; k = (k + 1) & (s->loc_size - 1)) {
-		e = &s->loc[k];
-		if (e->obj == key && e->kind == kind && e->addr == addr) {
-			*file = e->file;
-			*line = e->line;
-			return 0;
-		}
+	k.addr = addr;
+	k.obj = (uint32_t)(o - s->objs) + 1;
+	k.kind = kind;
+	h = loc_hash(k.obj, kind, addr);
+	i = hindex_find(&s->loc_index, h, loc_eq, s, &k);
+	if (i >= 0) {
+		*file = s->loc[i].file;
+		*line = s->loc[i].line;
+		return 0;
 	}
-	e = &s->loc[k];
-	e->obj = key;
-	e->kind = kind;
-	e->addr = addr;
-	e->file = NO_FILE;
-	s->loc_n++;
+	if (ARRAY_GROW(s->loc, s->loc_cap, s->nloc + 1) ||
+	    hindex_add(&s->loc_index, h, loc_hash_at, s))
+		return -ENOMEM;
+	e = &s->loc[s->nloc++];
+	*e = (struct loc_ent){.addr = addr, .obj = k.obj, .kind = kind, .file = NO_FILE};
 	err = kind ? srcline_function(s->sl, o, addr, &name, line)
 		   : srcline_lookup(s->sl, o, addr, &name, line);
 	if (err == -ENOMEM)
@@ -335,22 +325,13 @@ static int cmp_leaf(const void *pa, const void *pb)
 
 static int add_fn(struct wfile *w, const char *name, uint64_t n, uint64_t ns)
 {
-	struct annotate_fn *t;
-	size_t i;
+	void *base = w->fns;
+	long i = name_intern(&w->fn_index, &base, &w->nfns, &w->fns_cap, sizeof(*w->fns),
+			     offsetof(struct annotate_fn, name), name);
 
-	for (i = 0; i < w->nfns; i++)
-		if (!strcmp(w->fns[i].name, name))
-			goto found;
-	t = realloc(w->fns, (w->nfns + 1) * sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	w->fns = t;
-	memset(&t[i], 0, sizeof(*t));
-	t[i].name = strdup(name);
-	if (!t[i].name)
-		return -ENOMEM;
-	w->nfns++;
-found:
+	w->fns = base;
+	if (i < 0)
+		return (int)i;
 	w->fns[i].samples += n;
 	w->fns[i].sampled_ns += ns;
 	return 0;
@@ -576,9 +557,12 @@ out:
 		free(s.files[i].path);
 		free(s.files[i].by_line);
 		free_fns(s.files[i].fns, s.files[i].nfns);
+		hindex_release(&s.files[i].fn_index);
 	}
 	free(s.files);
+	hindex_release(&s.file_index);
 	free(s.loc);
+	hindex_release(&s.loc_index);
 	if (err) {
 		annotate_free(s.a);
 		return err;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include "out-kind.h"
 #include "view.h"
 
 #include "cygprof/cygprof-capture.h"
@@ -44,9 +45,10 @@ void cli_json_limits(struct view *v);
 
 /* ---- processes and threads as JSON (json.c) -------------------------------- */
 
-/* "processes": [...] and "threads": [...] of a view on stdout, the one
- * writer for every command (no separator before or after); dies when they
- * cannot be read.  With totals, each thread also gets its tree's total_ns. */
+/* "processes": [...] and "threads": [...] of a view on stdout
+ * (view_json_procs()/_threads() of analysis/view.h: no separator before or
+ * after; with totals, each thread also gets its tree's total_ns); dies when
+ * they cannot be read. */
 void cli_json_procs(struct view *v, const char *file);
 void cli_json_threads(struct view *v, const char *file, int totals);
 
@@ -76,26 +78,7 @@ struct view;
 void cli_write_gmon(struct view *v, const char *file, const char *out, int force);
 
 /* ---- output files (output.c) ---------------------------------------------- */
-
-enum cli_out_kind {
-	CLI_OUT_CAPTURE, /* a cygprof capture (record -o) */
-	CLI_OUT_GMON,    /* a gmon.out file: starts with "gmon" */
-	CLI_OUT_SVG,     /* an SVG drawing: starts with '<?xml version="1.0"' */
-	CLI_OUT_CHROME,  /* a Chrome trace: starts with CLI_MAGIC_CHROME */
-	CLI_OUT_CALLGRIND, /* a callgrind file: CLI_MAGIC_CALLGRIND */
-	CLI_OUT_PPROF,   /* a gzip'd pprof profile: CLI_MAGIC_PPROF (gzip header
-			  * with no time and the name cygprof-profile.pb) */
-	CLI_OUT_HTML,    /* cygprof's HTML report: CLI_MAGIC_HTML */
-	CLI_OUT_TEXT,    /* text without a mark (folded stacks): an existing
-			  * file is replaced only with --force */
-};
-
-/* How each output kind starts, so that a later run may replace it. */
-#define CLI_MAGIC_CHROME "{\"traceEvents\":"
-#define CLI_MAGIC_CALLGRIND "# callgrind format\n"
-#define CLI_MAGIC_PPROF "\x1f\x8b\x08\x08\0\0\0\0\0\x03" "cygprof-profile.pb"
-#define CLI_MAGIC_HTML "<!DOCTYPE html>\n<!-- cygprof report -->"
-
+/* The kinds of output and the marks they start with: common/out-kind.h. */
 
 /* 1 when path is a regular file holding a cygprof capture (even a damaged
  * one or one of a newer schema), 0 when it is something else, -errno.
@@ -110,7 +93,7 @@ int cli_probe_capture(const char *path);
  * a directory, FIFO, socket or device (even with force), a symbolic link
  * or a regular file of another kind (without force), and the file avoid
  * (same device and inode: the program being recorded; even with force). */
-int cli_output_check(const char *cmd, const char *path, enum cli_out_kind kind, int force,
+int cli_output_check(const char *cmd, const char *path, enum out_kind kind, int force,
 		     const struct stat *avoid);
 
 /* Every file a command writes goes through this: cli_output_open() checks
@@ -124,12 +107,12 @@ struct cli_output {
 	const char *cmd;
 	char *path, *tmp;
 	FILE *f;
-	enum cli_out_kind kind;
+	enum out_kind kind;
 	int force, existed;
 };
 
 FILE *cli_output_open(struct cli_output *o, const char *cmd, const char *path,
-		      enum cli_out_kind kind, int force);
+		      enum out_kind kind, int force);
 void cli_output_commit(struct cli_output *o);
 void cli_output_abort(struct cli_output *o);
 

@@ -21,7 +21,8 @@
 #include "annotate.h"
 #include "cli.h"
 #include "debuginfo.h"
-#include "report-util.h"
+#include "format.h"
+#include "json.h"
 #include "srcline.h"
 #include "view.h"
 

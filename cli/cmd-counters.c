@@ -13,7 +13,8 @@
 #include "cli.h"
 #include "counters.h"
 #include "instrument.h"
-#include "report-util.h"
+#include "format.h"
+#include "json.h"
 #include "view.h"
 
 enum fmt { FMT_TEXT, FMT_JSON, FMT_CSV };
@@ -102,17 +103,10 @@ static void parse_opts(int argc, char **argv, struct counters_opts *o)
 
 static void human(char *buf, size_t len, uint32_t unit, double v)
 {
-	static const char *const bytes[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	double a = fabs(v);
-	int i = 0;
 
 	if (unit == CYGPROF_UNIT_BYTES) {
-		while (a >= 1024 && i < 4) {
-			a /= 1024;
-			v /= 1024;
-			i++;
-		}
-		snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", v, bytes[i]);
+		fmt_bytes_real(buf, len, v);
 	} else if (unit == CYGPROF_UNIT_NS) {
 		if (a >= 1e9)
 			snprintf(buf, len, "%.2f s", v / 1e9);
@@ -465,7 +459,7 @@ static int write_svg(FILE *f, struct view *v, const struct counter_set *cs)
 static void plot(struct view *v, const struct counter_set *cs, const char *path, int force)
 {
 	struct cli_output w;
-	FILE *f = cli_output_open(&w, "counters", path, CLI_OUT_SVG, force);
+	FILE *f = cli_output_open(&w, "counters", path, OUT_SVG, force);
 
 	if (write_svg(f, v, cs)) {
 		cli_output_abort(&w);

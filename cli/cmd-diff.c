@@ -19,7 +19,8 @@
 #include "debuginfo.h"
 #include "diff.h"
 #include "profile.h"
-#include "report-util.h"
+#include "format.h"
+#include "json.h"
 #include "view.h"
 
 enum { V_CALLS, V_SELF, V_TOTAL, NV };
@@ -551,10 +552,7 @@ static void json_side(const char *what, struct side *s)
 	printf("  \"%s\": {\"file\": ", what);
 	json_str(stdout, s->file);
 	printf(", \"command\": ");
-	if (cmd)
-		json_str(stdout, cmd);
-	else
-		printf("null");
+	json_str_null(stdout, cmd);
 	printf(", \"total_ns\": %" PRIu64 "},\n", s->total_ns);
 }
 
@@ -590,7 +588,8 @@ static void json_rows(const struct diff_opts *o, const char *what, const struct 
 		}
 		printf(", \"status\": \"%s\"", diff_status_str(r->status));
 		for (k = 0; k < NV; k++)
-			json_change(stdout, value_names[k], r->ov[k], r->nv[k], r->delta[k]);
+			json_change(stdout, value_names[k], r->ov[k], r->nv[k], r->delta[k],
+				    diff_rel(r->ov[k], r->nv[k]));
 		printf("}");
 	}
 	printf("%s]", m ? "\n  " : "");

@@ -185,8 +185,7 @@ int cmd_export(int argc, char **argv)
 
 	parse_opts(argc, argv, &e);
 	if (e.out)
-		cli_output_check(CMD, e.out, (enum cli_out_kind)(e.gmon ? CLI_OUT_GMON : e.fmt->out_kind),
-				 e.force, NULL);
+		cli_output_check(CMD, e.out, e.gmon ? OUT_GMON : e.fmt->out_kind, e.force, NULL);
 	else if (!e.gmon && e.fmt->binary && isatty(STDOUT_FILENO))
 		cli_die(2, "%s: %s output is binary: give -o FILE or redirect standard output", CMD,
 			e.fmt->name);
@@ -204,7 +203,7 @@ int cmd_export(int argc, char **argv)
 		return cli_finish(v);
 	}
 	if (e.out)
-		f = cli_output_open(&w, CMD, e.out, (enum cli_out_kind)e.fmt->out_kind, e.force);
+		f = cli_output_open(&w, CMD, e.out, e.fmt->out_kind, e.force);
 	err = e.fmt->write(v, &e.o, f);
 	if (e.out) {
 		if (err)

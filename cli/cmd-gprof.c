@@ -16,7 +16,6 @@
 #include "gmon-export.h"
 #include "profile.h"
 #include "report-print.h"
-#include "report-util.h"
 
 struct gprof_opts {
 	const char *gmon_out;
@@ -121,7 +120,7 @@ void cli_write_gmon(struct view *view, const char *file, const char *out, int fo
 
 		if (gmon_file_name(out, v, i, &name))
 			cli_die(1, "out of memory");
-		cli_output_check("gprof", name, CLI_OUT_GMON, force, NULL);
+		cli_output_check("gprof", name, OUT_GMON, force, NULL);
 		free(name);
 	}
 	for (i = 0; i < k; i++) {
@@ -134,7 +133,7 @@ void cli_write_gmon(struct view *view, const char *file, const char *out, int fo
 		if (!err)
 			err = gmon_image_hist(&v[i], &h);
 		cli_check(err, name ? name : out);
-		f = cli_output_open(&w, "gprof", name, CLI_OUT_GMON, force);
+		f = cli_output_open(&w, "gprof", name, OUT_GMON, force);
 		err = gmon_write_file(f, &h, v[i].arcs, v[i].narcs);
 		gmon_hist_free(&h);
 		if (err) {

@@ -18,14 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "cli.h"
 #include "counters.h"
 #include "debuginfo.h"
+#include "hmap.h"
 #include "instrument.h"
+#include "json.h"
 #include "memory.h"
 #include "profile.h"
 #include "psamples.h"
-#include "report-util.h"
 #include "view.h"
 
 #include "report-assets.h"
@@ -134,48 +136,17 @@ struct mnode {
 struct mtree {
 	struct mnode *n;
 	size_t len, cap;
-	uint64_t *slot_key; /* open addressing: (parent, fn) + 1 -> index */
-	uint32_t *slot_val;
-	size_t nslot;
+	struct hindex index; /* of n, by (parent, fn) */
 };
 
-static uint64_t mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
-}
+/* The nodes, keyed by (parent, fn), for t->index. */
+#define MNODES(t) HINDEX_PAIRS((t)->n, struct mnode, parent, fn)
 
-static void mtree_rehash(struct mtree *t)
-{
-	size_t ns = t->nslot ? t->nslot * 2 : 1024, i;
-	uint64_t *keys = xcalloc(ns, sizeof *keys);
-	uint32_t *vals = xcalloc(ns, sizeof *vals);
-
-	for (i = 1; i < t->len; i++) {
-		uint64_t k = ((uint64_t)t->n[i].parent << 32 | t->n[i].fn) + 1;
-		size_t h = mix(k) & (ns - 1);
-		while (keys[h])
-			h = (h + 1) & (ns - 1);
-		keys[h] = k;
-		vals[h] = (uint32_t)i;
-	}
-	free(t->slot_key);
-	free(t->slot_val);
-	t->slot_key = keys;
-	t->slot_val = vals;
-	t->nslot = ns;
-}
-
+/* A new node of t (write_tree()'s tree has no index). */
 static uint32_t mtree_push(struct mtree *t, uint32_t parent, uint32_t fn)
 {
-	if (t->len == t->cap) {
-		t->cap = t->cap ? t->cap * 2 : 1024;
-		t->n = realloc(t->n, t->cap * sizeof *t->n);
-		if (!t->n)
-			cli_die(1, "out of memory");
-	}
+	if (ARRAY_GROW(t->n, t->cap, t->len + 1))
+		cli_die(1, "out of memory");
 	memset(&t->n[t->len], 0, sizeof t->n[0]);
 	t->n[t->len].parent = parent;
 	t->n[t->len].fn = fn;
@@ -185,20 +156,13 @@ static uint32_t mtree_push(struct mtree *t, uint32_t parent, uint32_t fn)
 /* The child fn of parent, created when absent. */
 static uint32_t mtree_child(struct mtree *t, uint32_t parent, uint32_t fn)
 {
-	uint64_t k = ((uint64_t)parent << 32 | fn) + 1;
-	size_t h;
+	long i = hindex_find_pair(&t->index, MNODES(t), parent, fn);
 
-	if (t->len * 2 >= t->nslot)
-		mtree_rehash(t);
-	h = mix(k) & (t->nslot - 1);
-	while (t->slot_key[h]) {
-		if (t->slot_key[h] == k)
-			return t->slot_val[h];
-		h = (h + 1) & (t->nslot - 1);
-	}
-	t->slot_key[h] = k;
-	t->slot_val[h] = mtree_push(t, parent, fn);
-	return t->slot_val[h];
+	if (i >= 0)
+		return (uint32_t)i;
+	if (hindex_add_pair(&t->index, MNODES(t), parent, fn))
+		cli_die(1, "out of memory");
+	return mtree_push(t, parent, fn);
 }
 
 /* Every thread's tree merged by call path under one root (node 0). */
@@ -207,8 +171,8 @@ static void mtree_build(struct mtree *t, const struct profile *p)
 	size_t i, j;
 
 	memset(t, 0, sizeof(*t));
-	mtree_push(t, PROFILE_NONE, PROFILE_NONE);
-	mtree_rehash(t);
+	/* the root, indexed too (no node has the parent PROFILE_NONE) */
+	mtree_child(t, PROFILE_NONE, PROFILE_NONE);
 	for (i = 0; i < p->nthreads; i++) {
 		const struct profile_thread *th = &p->threads[i];
 		uint32_t *map;
@@ -344,7 +308,7 @@ static void write_info(FILE *f, struct view *v, const char *file)
 		char eb[32];
 		fprintf(f, "%s{\"pid\":%u,\"ppid\":%u,\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",",
 			i ? "," : "", pr[i].pid, pr[i].ppid, pr[i].start_ns, pr[i].end_ns);
-		key_str(f, "end", proc_end_str(&pr[i], eb, sizeof eb));
+		key_str(f, "end", view_proc_end(&pr[i], eb, sizeof eb));
 		fputc(',', f);
 		key_str(f, "command", pr[i].command ? pr[i].command : "");
 		fputc(',', f);
@@ -361,7 +325,7 @@ static void write_info(FILE *f, struct view *v, const char *file)
 			th[i].start_ns, th[i].end_ns, th[i].lost, th[i].unpaired);
 		key_str(f, "name", view_thread_name(&th[i], nb));
 		fputc(',', f);
-		key_str(f, "note", thread_flags_note(th[i].flags));
+		key_str(f, "note", view_thread_note(th[i].flags));
 		fputc('}', f);
 	}
 	fputs("],", f);
@@ -563,7 +527,7 @@ int cmd_html(int argc, char **argv)
 	int has_mem, has_cnt;
 
 	parse_opts(argc, argv, &o);
-	cli_output_check(CMD, o.out, CLI_OUT_HTML, o.force, NULL);
+	cli_output_check(CMD, o.out, OUT_HTML, o.force, NULL);
 	v = cli_open_view(o.file, o.di);
 	file = o.file ? o.file : CYGPROF_DEFAULT_CAPTURE;
 	cli_check(profile_load(v, NULL, 0, &p), file);
@@ -584,8 +548,7 @@ int cmd_html(int argc, char **argv)
 	mtree_build(&t, p);
 	write_tree(j, &t);
 	free(t.n);
-	free(t.slot_key);
-	free(t.slot_val);
+	hindex_release(&t.index);
 	fputs(",\"memory\":", j);
 	if (has_mem)
 		write_memory(j, v, file);
@@ -602,8 +565,8 @@ int cmd_html(int argc, char **argv)
 	psamp_free(ps);
 	profile_free(p);
 
-	f = cli_output_open(&w, CMD, o.out, CLI_OUT_HTML, o.force);
-	fputs(CLI_MAGIC_HTML "\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	f = cli_output_open(&w, CMD, o.out, OUT_HTML, o.force);
+	fputs(OUT_MAGIC_HTML "\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      "<meta name=\"generator\" content=\"cygprof ", f);
 	html_str(f, CYGPROF_VERSION);
 	fputs("\">\n<title>cygprof: ", f);

@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "cli.h"
+#include "hmap.h"
 #include "view.h"
 
 #define CMD "import-perf"
@@ -449,15 +451,8 @@ static void read_input(struct input *in, FILE *f)
 		}
 		if (cur)
 			bad_line(lineno, "sample header without the blank line that ends the last sample");
-		if (in->n == in->cap) {
-			size_t nc = in->cap ? in->cap * 2 : 1024;
-			struct sample *s = realloc(in->s, nc * sizeof(*s));
-
-			if (!s)
-				cli_die(1, "%s: out of memory", CMD);
-			in->s = s;
-			in->cap = nc;
-		}
+		if (ARRAY_GROW(in->s, in->cap, in->n + 1))
+			cli_die(1, "%s: out of memory", CMD);
 		cur = &in->s[in->n++];
 		header_line(in, cur, line, lineno);
 	}
@@ -475,62 +470,40 @@ struct stash {
 	struct cygprof_stack_node *v;
 	size_t n, cap;
 	uint32_t first; /* id of v[0] */
-	uint32_t *slot; /* open addressing: index + 1 into v, 0 free */
-	size_t nslot;
+	struct hindex index; /* of v, by (parent, proc_idx, kind, addr) */
 };
 
-static uint64_t node_hash(uint32_t parent, uint32_t proc, uint32_t kind, uint64_t addr)
+static uint64_t node_hash(const struct cygprof_stack_node *k)
 {
-	uint64_t h = addr * 0x9e3779b97f4a7c15ull;
-
-	h ^= ((uint64_t)parent << 32 | proc) * 0xc2b2ae3d27d4eb4full;
-	h ^= kind;
-	return h ^ h >> 29;
+	return hash_pair((uint64_t)k->parent << 32 | k->proc_idx, k->addr ^ k->kind);
 }
 
-static void stash_grow(struct stash *st)
+static int node_eq(const void *ctx, uint32_t i, const void *key)
 {
-	size_t i, ns = st->nslot ? st->nslot * 2 : 4096, j;
-	uint32_t *slot = calloc(ns, sizeof(*slot));
+	const struct cygprof_stack_node *v = &((const struct stash *)ctx)->v[i], *k = key;
 
-	if (!slot)
-		cli_die(1, "%s: out of memory", CMD);
-	for (i = 0; i < st->n; i++) {
-		const struct cygprof_stack_node *v = &st->v[i];
+	return v->parent == k->parent && v->proc_idx == k->proc_idx && v->kind == k->kind &&
+	       v->addr == k->addr;
+}
 
-		j = node_hash(v->parent, v->proc_idx, v->kind, v->addr) & (ns - 1);
-		while (slot[j])
-			j = (j + 1) & (ns - 1);
-		slot[j] = (uint32_t)i + 1;
-	}
-	free(st->slot);
-	st->slot = slot;
-	st->nslot = ns;
+static uint64_t node_hash_at(const void *ctx, uint32_t i)
+{
+	return node_hash(&((const struct stash *)ctx)->v[i]);
 }
 
 static uint32_t stash_node(struct stash *st, uint32_t parent, uint32_t proc, uint32_t kind,
 			   uint64_t addr)
 {
-	struct cygprof_stack_node *v;
-	size_t j;
+	struct cygprof_stack_node k = {.parent = parent, .proc_idx = proc, .kind = kind,
+				       .addr = addr}, *v;
+	uint64_t h = node_hash(&k);
+	long i = hindex_find(&st->index, h, node_eq, st, &k);
 
-	if ((st->n + 1) * 2 > st->nslot)
-		stash_grow(st);
-	j = node_hash(parent, proc, kind, addr) & (st->nslot - 1);
-	for (; st->slot[j]; j = (j + 1) & (st->nslot - 1)) {
-		v = &st->v[st->slot[j] - 1];
-		if (v->parent == parent && v->proc_idx == proc && v->kind == kind && v->addr == addr)
-			return v->id;
-	}
-	if (st->n == st->cap) {
-		size_t nc = st->cap ? st->cap * 2 : 1024;
-
-		v = realloc(st->v, nc * sizeof(*v));
-		if (!v)
-			cli_die(1, "%s: out of memory", CMD);
-		st->v = v;
-		st->cap = nc;
-	}
+	if (i >= 0)
+		return st->v[i].id;
+	if (ARRAY_GROW(st->v, st->cap, st->n + 1) ||
+	    hindex_add(&st->index, h, node_hash_at, st))
+		cli_die(1, "%s: out of memory", CMD);
 	if ((uint64_t)st->first + st->n > UINT32_MAX)
 		cli_die(1, "%s: too many stack nodes", CMD);
 	v = &st->v[st->n];
@@ -539,7 +512,7 @@ static uint32_t stash_node(struct stash *st, uint32_t parent, uint32_t proc, uin
 	v->proc_idx = proc;
 	v->kind = kind;
 	v->addr = addr;
-	st->slot[j] = (uint32_t)++st->n;
+	st->n++;
 	return v->id;
 }
 
@@ -704,7 +677,7 @@ int cmd_import_perf(int argc, char **argv)
 		cli_die(1, "write error on standard output");
 	free(out);
 	free(st.v);
-	free(st.slot);
+	hindex_release(&st.index);
 	free(in.s);
 	free(in.frames);
 	free(in.dso);

@@ -13,7 +13,8 @@
 
 #include "cli.h"
 #include "instrument.h"
-#include "report-util.h"
+#include "format.h"
+#include "json.h"
 #include "view.h"
 
 static void usage(FILE *f)
@@ -190,7 +191,7 @@ static void print_text(struct view *v, const char *file, const struct cygprof_pr
 		const struct cygprof_proc *p = &procs[i];
 
 		printf("  %7u %7u  %-10s  %s\n", p->pid, p->ppid,
-		       proc_end_str(p, buf, sizeof(buf)), p->command ? p->command : "");
+		       view_proc_end(p, buf, sizeof(buf)), p->command ? p->command : "");
 	}
 
 	printf("\nthreads (%zu):\n", nthreads);
@@ -242,10 +243,7 @@ static void print_json(struct view *v, const char *file, const struct cygprof_th
 		printf("%s", i ? ", " : "");
 		json_str(stdout, meta_rows[i].key);
 		printf(": ");
-		if (val)
-			json_str(stdout, val);
-		else
-			printf("null");
+		json_str_null(stdout, val);
 	}
 	printf("},\n  \"instruments\": [");
 	for (i = 0, k = 0; instruments[i]; i++)

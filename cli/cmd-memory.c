@@ -19,7 +19,8 @@
 #include "debuginfo.h"
 #include "diff.h"
 #include "memory.h"
-#include "report-util.h"
+#include "format.h"
+#include "json.h"
 #include "view.h"
 
 enum sort_key { SORT_TOTAL, SORT_SELF, SORT_ALLOCS, SORT_TEMP, SORT_LEAKED, SORT_NAME };
@@ -445,23 +446,6 @@ static struct stack_group *group_stacks(struct view *v, const struct memory *m,
 
 /* ---- text -------------------------------------------------------------------- */
 
-static const char *human(char *buf, size_t len, uint64_t b)
-{
-	static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)b;
-	size_t i = 0;
-
-	while (v >= 1024 && i + 1 < sizeof(u) / sizeof(u[0])) {
-		v /= 1024;
-		i++;
-	}
-	if (i)
-		snprintf(buf, len, "%.1f %s", v, u[i]);
-	else
-		snprintf(buf, len, "%" PRIu64 " B", b);
-	return buf;
-}
-
 static void print_totals(const struct memory *m, const char *command)
 {
 	const struct memory_totals *t = &m->t;
@@ -470,16 +454,17 @@ static void print_totals(const struct memory *m, const char *command)
 	if (command)
 		printf("Memory: %s\n\n", command);
 	printf("  allocations          %12" PRIu64 "   %" PRIu64 " bytes (%s)\n", t->allocations,
-	       t->allocated_bytes, human(h, sizeof(h), t->allocated_bytes));
+	       t->allocated_bytes, fmt_bytes(h, sizeof(h), t->allocated_bytes, FMT_BYTES_IEC));
 	printf("  frees                %12" PRIu64 "   %" PRIu64 " bytes\n", t->frees,
 	       t->freed_bytes);
 	printf("  peak                 %12" PRIu64 " bytes (%s) in %" PRIu64 " blocks", t->peak_bytes,
-	       human(h, sizeof(h), t->peak_bytes), t->peak_blocks);
+	       fmt_bytes(h, sizeof(h), t->peak_bytes, FMT_BYTES_IEC), t->peak_blocks);
 	if (t->peak_ts_ns != MEMORY_NO_TIME)
 		printf(" at %s", fmt_dur(d, sizeof(d), t->peak_ts_ns));
 	printf("\n");
 	printf("  leaked               %12" PRIu64 " blocks, %" PRIu64 " bytes (%s)\n",
-	       t->leaked_allocations, t->leaked_bytes, human(h, sizeof(h), t->leaked_bytes));
+	       t->leaked_allocations, t->leaked_bytes,
+	       fmt_bytes(h, sizeof(h), t->leaked_bytes, FMT_BYTES_IEC));
 	printf("  temporary            %12" PRIu64 " allocations, %" PRIu64 " bytes\n",
 	       t->temporary_allocations, t->temporary_bytes);
 	printf("  cross-thread frees   %12" PRIu64 "\n", t->cross_thread_frees);
@@ -531,9 +516,9 @@ static void print_heap(const struct memory *m)
 		if (m->heap[i].live_bytes > max)
 			max = m->heap[i].live_bytes;
 	printf("Heap over time (maximum live bytes per interval, peak %s):\n\n",
-	       human(h, sizeof(h), max));
+	       fmt_bytes(h, sizeof(h), max, FMT_BYTES_IEC));
 	for (r = ROWS; r >= 1; r--) {
-		printf("%12s |", r == ROWS ? human(h, sizeof(h), max) : "");
+		printf("%12s |", r == ROWS ? fmt_bytes(h, sizeof(h), max, FMT_BYTES_IEC) : "");
 		for (i = 0; i < m->npoints; i++) {
 			/* filled when the point reaches this row's lower edge */
 			uint64_t v = m->heap[i].live_bytes;
@@ -965,7 +950,8 @@ static void mem_rows_json(const char *what, const struct diff_row *r, size_t n, 
 		for (k = 0; k < MV_COUNT; k++) {
 			if (stacks && k == MV_SELF)
 				continue;
-			json_change(stdout, mv_names[k], x->ov[k], x->nv[k], x->delta[k]);
+			json_change(stdout, mv_names[k], x->ov[k], x->nv[k], x->delta[k],
+				    diff_rel(x->ov[k], x->nv[k]));
 		}
 		printf("}");
 	}
@@ -980,10 +966,7 @@ static void mem_json_side(const char *what, struct mem_side *s)
 	printf("  \"%s\": {\"file\": ", what);
 	json_str(stdout, s->file);
 	printf(", \"command\": ");
-	if (cmd)
-		json_str(stdout, cmd);
-	else
-		printf("null");
+	json_str_null(stdout, cmd);
 	printf(", \"allocations\": %" PRIu64 ", \"allocated_bytes\": %" PRIu64
 	       ", \"leaked_bytes\": %" PRIu64 ", \"peak_bytes\": %" PRIu64 "},\n",
 	       t->allocations, t->allocated_bytes, t->leaked_bytes, t->peak_bytes);
@@ -1029,8 +1012,8 @@ static int memory_diff_captures(struct memory_cli *o)
 		       b->allocations);
 		printf("  allocated bytes      %12" PRIu64 " -> %12" PRIu64 "   (%s -> %s)\n",
 		       a->allocated_bytes, b->allocated_bytes,
-		       human(h1, sizeof(h1), a->allocated_bytes),
-		       human(h2, sizeof(h2), b->allocated_bytes));
+		       fmt_bytes(h1, sizeof(h1), a->allocated_bytes, FMT_BYTES_IEC),
+		       fmt_bytes(h2, sizeof(h2), b->allocated_bytes, FMT_BYTES_IEC));
 		printf("  peak bytes           %12" PRIu64 " -> %12" PRIu64 "\n", a->peak_bytes,
 		       b->peak_bytes);
 		printf("  leaked bytes         %12" PRIu64 " -> %12" PRIu64 "\n\n", a->leaked_bytes,

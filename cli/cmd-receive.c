@@ -131,7 +131,7 @@ int cmd_receive(int argc, char **argv)
 	size_t ntok;
 
 	parse_opts(argc, argv, &o);
-	cli_output_check("receive", o.output, CLI_OUT_CAPTURE, o.force, NULL);
+	cli_output_check("receive", o.output, OUT_CAPTURE, o.force, NULL);
 	if (net_token_load(o.token_file, &tok, &ntok, err, sizeof err) < 0)
 		cli_die(2, "receive: --token-file %s", err);
 	int lfd = net_listen(o.listen, err, sizeof err);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "format.h"
 #include "instrument.h"
 #include "collector.h"
 #include "attach-elf.h"
@@ -222,16 +223,6 @@ static void add_instruments(struct collector_opts *o, char *list)
 	}
 }
 
-static void human(uint64_t b, char *buf, size_t n)
-{
-	if (b >= 10ULL << 20)
-		snprintf(buf, n, "%.1f MB", b / 1048576.0);
-	else if (b >= 10ULL << 10)
-		snprintf(buf, n, "%.1f KB", b / 1024.0);
-	else
-		snprintf(buf, n, "%llu bytes", (unsigned long long)b);
-}
-
 /* record --attach PID (docs/attach.md): the refusals, then the runtime
  * loaded into the process for the duration; the process runs on. */
 static int send_connect(const char *to, const char *token_file);
@@ -264,7 +255,7 @@ static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_
 	if (stat(exe, &exe_st) < 0)
 		cli_die(1, "record: attach: no process %d", (int)pid);
 	if (!o->send_to) {
-		cli_output_check("record", o->output, CLI_OUT_CAPTURE, force, &exe_st);
+		cli_output_check("record", o->output, OUT_CAPTURE, force, &exe_st);
 		check_space(o->output);
 	}
 	char *rt = cli_find_runtime("libcygprof-cyg.so");
@@ -282,7 +273,7 @@ static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_
 		cli_die(1, "%s%s", strncmp(err, "record: ", 8) ? "record: " : "", err);
 	}
 	if (!o->quiet) {
-		human(r.capture_bytes, sz, sizeof sz);
+		fmt_bytes(sz, sizeof sz, r.capture_bytes, FMT_BYTES_KB10);
 		fprintf(stderr, "cygprof: %s process %d: %u thread%s, %llu calls, %llu events, "
 			"%llu lost, %s: %s%s\n",
 			r.attach_ended ? "attached until the end of" : "detached from", (int)pid,
@@ -510,7 +501,7 @@ int cmd_record(int argc, char **argv)
 	o.filters = filters;
 	cli_check_program(o.argv[0], &prog_st);
 	if (!o.send_to) {
-		cli_output_check("record", o.output, CLI_OUT_CAPTURE, force, &prog_st);
+		cli_output_check("record", o.output, OUT_CAPTURE, force, &prog_st);
 		check_space(o.output);
 	}
 	const char *rtname = o.memory ? "libcygprof-mem.so" : "libcygprof-cyg.so";
@@ -533,7 +524,7 @@ int cmd_record(int argc, char **argv)
 		cli_die(1, "%s", err);
 	}
 	if (!o.quiet) {
-		human(r.capture_bytes, sz, sizeof sz);
+		fmt_bytes(sz, sizeof sz, r.capture_bytes, FMT_BYTES_KB10);
 		fprintf(stderr,
 			"cygprof: %u process%s, %u thread%s, %llu calls, %llu events, "
 			"%llu memory events, %llu lost, %s: %s%s\n",

@@ -12,10 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "cli.h"
 #include "debuginfo.h"
 #include "profile.h"
-#include "report-util.h"
+#include "format.h"
 #include "view.h"
 
 static void usage(FILE *f)
@@ -52,12 +53,8 @@ struct rthread {
 
 static void push(struct rthread *t, uint32_t node, uint64_t ts)
 {
-	if (t->depth == t->stack_cap) {
-		t->stack_cap = t->stack_cap ? t->stack_cap * 2 : 64;
-		t->stack = realloc(t->stack, t->stack_cap * sizeof(*t->stack));
-		if (!t->stack)
-			cli_die(1, "out of memory");
-	}
+	if (ARRAY_GROW(t->stack, t->stack_cap, t->depth + 1))
+		cli_die(1, "out of memory");
 	t->stack[t->depth].node = node;
 	t->stack[t->depth].ts = ts;
 	t->depth++;

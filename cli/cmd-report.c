@@ -16,7 +16,8 @@
 #include "profile.h"
 #include "psamples.h"
 #include "report-print.h"
-#include "report-util.h"
+#include "format.h"
+#include "json.h"
 #include "view.h"
 
 struct report_opts {
@@ -136,7 +137,7 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 		return; /* nothing of interest in this thread */
 	}
 	printf("# calling-context tree: pid %u tid %u (%s)%s, %" PRIu64 " call paths\n",
-	       th->info.pid, th->info.tid, th->info.name, thread_flags_note(th->info.flags),
+	       th->info.pid, th->info.tid, th->info.name, view_thread_note(th->info.flags),
 	       (uint64_t)(th->n ? th->n - 1 : 0));
 	if (o->print.no_times)
 		printf("# %s\n", PRINT_NO_TIMES_NOTE);
@@ -397,10 +398,7 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 			printf("%s\n      {\"name\": ", i ? "," : "");
 			json_str(stdout, lf->name);
 			printf(", \"object\": ");
-			if (lf->object)
-				json_str(stdout, lf->object);
-			else
-				printf("null");
+			json_str_null(stdout, lf->object);
 			printf(", \"caller\": ");
 			if (lf->caller != PROFILE_NONE)
 				json_str(stdout, p->fns[lf->caller].name);
@@ -579,7 +577,7 @@ int cmd_report(int argc, char **argv)
 			p = load(v, &o, &ti, 1);
 			printf("==== pid %u tid %u (%s)%s ====\n\n", view_thread_pid(v, &threads[i]),
 			       threads[i].tid, view_thread_name(&threads[i], name),
-			       thread_flags_note(threads[i].flags));
+			       view_thread_note(threads[i].flags));
 			print_sections(v, p, &o);
 			unload(p, &o);
 		}

@@ -13,7 +13,7 @@
 
 #include "cli.h"
 #include "debuginfo.h"
-#include "report-util.h"
+#include "json.h"
 #include "view.h"
 
 #define CMD "samples"
@@ -428,10 +428,7 @@ int cmd_samples(int argc, char **argv)
 	if (o.json) {
 		printf("%s], \"chosen\": %zu, \"rr_ticks\": ", chosen ? "\n" : "", chosen);
 		m = view_meta_str(v, "rr_ticks");
-		if (m)
-			json_str(stdout, m);
-		else
-			fputs("null", stdout);
+		json_str_null(stdout, m);
 		printf("}\n");
 	} else if (o.rr && without) {
 		no_ticks_line(v, o.file, without, chosen);

@@ -31,7 +31,8 @@
 #include "cli.h"
 #include "attach-elf.h"
 #include "collector.h"
-#include "report-util.h"
+#include "format.h"
+#include "json.h"
 
 static void usage(FILE *f)
 {
@@ -254,19 +255,6 @@ static size_t merge_rows(struct row *v, size_t n)
 
 /* ---- output --------------------------------------------------------------------- */
 
-static const char *human_bytes(uint64_t b, char *buf, size_t n)
-{
-	if (b >= 10ULL << 30)
-		snprintf(buf, n, "%.1f GiB", b / 1073741824.0);
-	else if (b >= 10ULL << 20)
-		snprintf(buf, n, "%.1f MiB", b / 1048576.0);
-	else if (b >= 10ULL << 10)
-		snprintf(buf, n, "%.1f KiB", b / 1024.0);
-	else
-		snprintf(buf, n, "%llu B", (unsigned long long)b);
-	return buf;
-}
-
 static double per_s(uint64_t v, uint64_t ns)
 {
 	return ns ? v * 1e9 / ns : 0;
@@ -350,9 +338,9 @@ static void render(struct top *t, FILE *f, unsigned max_lines)
 	}
 	if (s->has_heap) {
 		fprintf(f, "heap: %s live in %llu blocks, peak %s, %.0f allocations/s\n",
-			human_bytes(s->heap.live_bytes, b1, sizeof b1),
+			fmt_bytes(b1, sizeof b1, s->heap.live_bytes, FMT_BYTES_IEC10),
 			(unsigned long long)s->heap.live_blocks,
-			human_bytes(s->heap.peak_bytes, b2, sizeof b2),
+			fmt_bytes(b2, sizeof b2, s->heap.peak_bytes, FMT_BYTES_IEC10),
 			per_s(s->iallocations, s->interval_ns));
 		used++;
 	}
@@ -1136,7 +1124,7 @@ int cmd_top(int argc, char **argv)
 	if (o.output && !*o.output)
 		cli_die(2, "top: --output needs a file name");
 	if (o.output)
-		cli_output_check("top", o.output, CLI_OUT_CAPTURE, 0, &prog_st);
+		cli_output_check("top", o.output, OUT_CAPTURE, 0, &prog_st);
 	if (t.output_of) {
 		struct stat st;
 		if (!stat(t.output_of, &st) && (S_ISDIR(st.st_mode) ||

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "report-util.h"
+#include "json.h"
 #include "view.h"
 
 static void __attribute__((format(printf, 2, 3))) warn(const char *file, const char *fmt, ...)
@@ -70,10 +70,7 @@ void cli_limits_json(FILE *f, const struct view_limits *l)
 	else
 		fputs("null", f);
 	fputs(", \"damaged\": ", f);
-	if (l->damaged)
-		json_str(f, l->damaged);
-	else
-		fputs("null", f);
+	json_str_null(f, l->damaged);
 	fputc('}', f);
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "format.h"
 
 /* The digits of s: how many leading decimal digits it has. */
 static size_t digits(const char *s)
@@ -95,22 +96,6 @@ uint64_t cli_parse_uint(const char *cmd, const char *opt, const char *s, uint64_
 	return v;
 }
 
-static const char *size_str(char *buf, size_t len, uint64_t v)
-{
-	static const char sfx[] = "KMGTPE";
-	int i = -1;
-
-	while (v && !(v & 1023) && i < 5) {
-		v >>= 10;
-		i++;
-	}
-	if (i < 0)
-		snprintf(buf, len, "%llu", (unsigned long long)v);
-	else
-		snprintf(buf, len, "%llu%c", (unsigned long long)v, sfx[i]);
-	return buf;
-}
-
 uint64_t cli_parse_size(const char *cmd, const char *opt, const char *s, uint64_t min,
 			uint64_t max)
 {
@@ -136,7 +121,8 @@ uint64_t cli_parse_size(const char *cmd, const char *opt, const char *s, uint64_
 	return v;
 bad:
 	cli_die(2, "%s: bad %s value '%s' (a size from %s to %s bytes, with an optional K, M or "
-		"G suffix)", cmd, opt, s, size_str(a, sizeof(a), min), size_str(b, sizeof(b), max));
+		"G suffix)", cmd, opt, s, fmt_bytes(a, sizeof(a), min, FMT_BYTES_EXACT),
+		fmt_bytes(b, sizeof(b), max, FMT_BYTES_EXACT));
 }
 
 uint64_t cli_parse_duration(const char *cmd, const char *opt, const char *s, const char *bare,

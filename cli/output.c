@@ -49,7 +49,7 @@ int cli_probe_capture(const char *path)
 /* Whether the file starts with magic (len bytes). */
 static int probe_magic(const char *path, const char *magic, size_t len)
 {
-	char b[64]; /* the longest mark, CLI_MAGIC_HTML, is 38 bytes */
+	char b[64]; /* the longest mark, OUT_MAGIC_HTML, is 38 bytes */
 	ssize_t n;
 	int fd;
 
@@ -65,22 +65,22 @@ static int probe_magic(const char *path, const char *magic, size_t len)
 	return n == (ssize_t)len && !memcmp(b, magic, len);
 }
 
-static int probe_kind(const char *path, enum cli_out_kind kind)
+static int probe_kind(const char *path, enum out_kind kind)
 {
 	switch (kind) {
-	case CLI_OUT_CAPTURE:
+	case OUT_CAPTURE:
 		return cli_probe_capture(path);
-	case CLI_OUT_GMON:
+	case OUT_GMON:
 		return probe_magic(path, "gmon", 4);
-	case CLI_OUT_CHROME:
-		return probe_magic(path, CLI_MAGIC_CHROME, sizeof(CLI_MAGIC_CHROME) - 1);
-	case CLI_OUT_CALLGRIND:
-		return probe_magic(path, CLI_MAGIC_CALLGRIND, sizeof(CLI_MAGIC_CALLGRIND) - 1);
-	case CLI_OUT_PPROF:
-		return probe_magic(path, CLI_MAGIC_PPROF, sizeof(CLI_MAGIC_PPROF) - 1);
-	case CLI_OUT_HTML:
-		return probe_magic(path, CLI_MAGIC_HTML, sizeof(CLI_MAGIC_HTML) - 1);
-	case CLI_OUT_TEXT:
+	case OUT_CHROME:
+		return probe_magic(path, OUT_MAGIC_CHROME, sizeof(OUT_MAGIC_CHROME) - 1);
+	case OUT_CALLGRIND:
+		return probe_magic(path, OUT_MAGIC_CALLGRIND, sizeof(OUT_MAGIC_CALLGRIND) - 1);
+	case OUT_PPROF:
+		return probe_magic(path, OUT_MAGIC_PPROF, sizeof(OUT_MAGIC_PPROF) - 1);
+	case OUT_HTML:
+		return probe_magic(path, OUT_MAGIC_HTML, sizeof(OUT_MAGIC_HTML) - 1);
+	case OUT_TEXT:
 		return 0; /* no mark of its own: only --force replaces a file */
 	default:
 		/* what cygprof writes as SVG starts so */
@@ -89,19 +89,19 @@ static int probe_kind(const char *path, enum cli_out_kind kind)
 }
 
 static const char *const kind_what[] = {
-	[CLI_OUT_CAPTURE] = "a cygprof capture",
-	[CLI_OUT_GMON] = "a gmon.out file",
-	[CLI_OUT_SVG] = "an SVG file",
-	[CLI_OUT_CHROME] = "a Chrome trace written by cygprof",
-	[CLI_OUT_CALLGRIND] = "a callgrind file",
-	[CLI_OUT_PPROF] = "a pprof profile written by cygprof",
-	[CLI_OUT_HTML] = "an HTML report written by cygprof",
-	[CLI_OUT_TEXT] = "an output of this kind",
+	[OUT_CAPTURE] = "a cygprof capture",
+	[OUT_GMON] = "a gmon.out file",
+	[OUT_SVG] = "an SVG file",
+	[OUT_CHROME] = "a Chrome trace written by cygprof",
+	[OUT_CALLGRIND] = "a callgrind file",
+	[OUT_PPROF] = "a pprof profile written by cygprof",
+	[OUT_HTML] = "an HTML report written by cygprof",
+	[OUT_TEXT] = "an output of this kind",
 };
 
 /* The policy: 0 nothing there, 1 an output of kind (or -f and a regular file
  * or link): replace it; -1 refused, with the reason in why. */
-static int check(const char *path, enum cli_out_kind kind, int force, const struct stat *avoid,
+static int check(const char *path, enum out_kind kind, int force, const struct stat *avoid,
 		 char *why, size_t len)
 {
 	struct stat st;
@@ -153,7 +153,7 @@ static int check(const char *path, enum cli_out_kind kind, int force, const stru
 	return -1;
 }
 
-int cli_output_check(const char *cmd, const char *path, enum cli_out_kind kind, int force,
+int cli_output_check(const char *cmd, const char *path, enum out_kind kind, int force,
 		     const struct stat *avoid)
 {
 	char why[256];
@@ -165,7 +165,7 @@ int cli_output_check(const char *cmd, const char *path, enum cli_out_kind kind, 
 }
 
 FILE *cli_output_open(struct cli_output *o, const char *cmd, const char *path,
-		      enum cli_out_kind kind, int force)
+		      enum out_kind kind, int force)
 {
 	const char *slash;
 	size_t dl;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "attach-elf.h"
+#include "procmaps.h"
 
 #ifndef R_X86_64_GLOB_DAT
 #define R_X86_64_GLOB_DAT 6
@@ -254,11 +255,11 @@ static void lib_slots(struct attach_target *t, struct lib_cand *v, size_t n)
 int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 {
 	struct lib_cand libs[ATTACH_MAX_LIBS];
-	size_t nlibs = 0;
-	char p[64], line[PATH_MAX + 256];
+	struct procmaps maps;
+	size_t nlibs = 0, i;
+	char p[64], kp[PATH_MAX + 16];
 	uint64_t exe_start = 0;
-	int fd, have_exe = 0;
-	FILE *f;
+	int fd, have_exe = 0, rc;
 	Elf *e;
 	ssize_t n;
 
@@ -273,22 +274,17 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 		return attach_fail(err, errlen, "attach: cannot read the executable of process %d: %s",
 			    (int)pid, strerror(errno));
 	t->exe[n] = 0;
-	/* The maps name the executable as the link does (" (deleted)" too). */
-	snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
-	f = fopen(p, "re");
-	if (!f)
-		return attach_fail(err, errlen, "attach: cannot read %s: %s", p, strerror(errno));
-	while (fgets(line, sizeof line, f)) {
-		unsigned long long lo, hi, off;
-		int pos = -1;
-		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s%n", &lo, &hi, &off, &pos) < 3 || pos < 0)
-			continue;
-		char *path = line + pos;
-		while (*path == ' ')
-			path++;
-		path[strcspn(path, "\n")] = 0;
-		if (*path != '/')
-			continue;
+	/* The maps name the executable as the link does (" (deleted)" too):
+	 * compare the paths as the kernel writes them. */
+	rc = procmaps_read(pid, &maps);
+	if (rc)
+		return attach_fail(err, errlen, "attach: cannot read /proc/%d/maps: %s", (int)pid,
+				   strerror(-rc));
+	for (i = 0; i < maps.n; i++) {
+		const struct procmap *m = &maps.v[i];
+		const char *path = procmap_kernel_path(m, kp, sizeof kp);
+		uint64_t lo = m->start, off = m->offset;
+
 		if (is_runtime(path)) {
 			t->profiled = 1;
 			if (off == 0 && !t->runtime[0]) {
@@ -311,7 +307,7 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 			nlibs += !!libs[nlibs].path;
 		}
 	}
-	fclose(f);
+	procmaps_release(&maps);
 	lib_slots(t, libs, nlibs);
 
 	snprintf(p, sizeof p, "/proc/%d/exe", (int)pid);

@@ -259,32 +259,27 @@ static void read_str(struct attach_session *s, uint64_t addr, char *buf, size_t 
 
 static int load_exe(struct attach_session *s, char *err, size_t errlen)
 {
-	char p[64], line[PATH_MAX + 256];
-	FILE *f;
+	char p[64], kp[PATH_MAX + 16];
+	struct procmaps maps;
+	size_t i;
+	int rc;
 
-	snprintf(p, sizeof p, "/proc/%d/maps", (int)s->t->pid);
-	f = fopen(p, "re");
-	if (!f)
-		return attach_fail(err, errlen, "attach: cannot read %s: %s", p, strerror(errno));
+	rc = procmaps_read(s->t->pid, &maps);
+	if (rc)
+		return attach_fail(err, errlen, "attach: cannot read /proc/%d/maps: %s",
+				   (int)s->t->pid, strerror(-rc));
 	s->ntext = 0;
-	while (fgets(line, sizeof line, f)) {
-		unsigned long long lo, hi;
-		char perm[8];
-		int pos = -1;
-		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s%n", &lo, &hi, perm, &pos) < 3 || pos < 0)
-			continue;
-		char *path = line + pos;
-		while (*path == ' ')
-			path++;
-		path[strcspn(path, "\n")] = 0;
-		if (perm[2] == 'x' && !strcmp(path, s->t->exe) &&
+	for (i = 0; i < maps.n; i++) {
+		const struct procmap *m = &maps.v[i];
+
+		if (m->exec && !strcmp(procmap_kernel_path(m, kp, sizeof kp), s->t->exe) &&
 		    s->ntext < sizeof s->text / sizeof s->text[0]) {
-			s->text[s->ntext][0] = lo;
-			s->text[s->ntext][1] = hi;
+			s->text[s->ntext][0] = m->start;
+			s->text[s->ntext][1] = m->end;
 			s->ntext++;
 		}
 	}
-	fclose(f);
+	procmaps_release(&maps);
 	snprintf(p, sizeof p, "/proc/%d/exe", (int)s->t->pid);
 	if (sym_elf_open(p, &s->elf) < 0)
 		s->elf = NULL; /* no seeds: the runtime's recovery does */

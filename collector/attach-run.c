@@ -19,6 +19,7 @@
 #include "attach-elf.h"
 #include "collector-private.h"
 #include "net-proto.h"
+#include "readfile.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -76,30 +77,18 @@ int collector_attach_over(struct collector *c)
 /* The process's command line as an argv (for the capture's "command"). */
 static char **cmdline_argv(pid_t pid, char **buf)
 {
-	char p[64];
-	size_t len = 0, cap = 4096, n = 0, i;
-	char *b = malloc(cap + 1), **v;
-	int fd;
+	char p[64], *b, **v;
+	size_t len = 0, n = 0, i;
 
+	snprintf(p, sizeof p, "/proc/%d/cmdline", (int)pid);
+	if (read_file(p, &b, &len)) { /* an empty command line */
+		b = malloc(1);
+		len = 0;
+	}
 	*buf = b;
 	if (!b)
 		return NULL;
-	snprintf(p, sizeof p, "/proc/%d/cmdline", (int)pid);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t r;
-		while ((r = read(fd, b + len, cap - len)) > 0) {
-			len += (size_t)r;
-			if (len == cap) {
-				char *nb = realloc(b, cap * 2 + 1);
-				if (!nb)
-					break;
-				*buf = b = nb;
-				cap *= 2;
-			}
-		}
-		close(fd);
-	}
+	/* read_file() left room for the NUL of an unterminated last argument */
 	if (!len || b[len - 1])
 		b[len++] = 0;
 	for (i = 0; i < len; i++)

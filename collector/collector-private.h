@@ -21,6 +21,8 @@
 #include "cyg-shm.h"
 #include "cygprof/cygprof-capture.h"
 #include "debuginfo.h"
+#include "array.h"
+#include "hmap.h"
 #include "symbols.h"
 
 /* One read of a field of the mapping (the program may change it at any time:
@@ -64,15 +66,6 @@
 /* The TSC is calibrated against CLOCK_MONOTONIC over at least this time
  * from the origin, while the program starts. */
 #define CLOCK_CALIBRATE_NS 10000000ULL
-
-/* Open-addressing hash from a 64-bit key (never 0) to a 64-bit value (hmap.c). */
-struct hmap {
-	uint64_t *keys, *vals;
-	size_t cap, n;
-};
-int hmap_put(struct hmap *m, uint64_t key, uint64_t val);
-int hmap_get(const struct hmap *m, uint64_t key, uint64_t *val);
-void hmap_release(struct hmap *m);
 
 static inline uint64_t hash3(uint64_t a, uint64_t b, uint64_t c)
 {
@@ -163,7 +156,7 @@ struct cproc {
 	uint64_t off;        /* its struct cyg_proc */
 	uint32_t idx;        /* capture index: order in which the collector found it */
 	uint32_t pid;        /* read once when found */
-	struct sym_maps maps;
+	struct procmaps maps;
 	uint64_t maps_len, maps_off; /* the snapshot parsed (or rejected) last */
 	uint64_t primed_len; /* maps_len when its objects were last opened */
 	char *ns;            /* its mount namespace when not ours ("mnt:[N]") */
@@ -401,12 +394,12 @@ void collector_damage_add(struct damage *to, const struct damage *d);
 /* names.c: the raw name of the function at addr in process cp (its start,
  * size, map and object when found), or NULL. */
 const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t addr, uint64_t *start,
-			      uint64_t *size, struct sym_map **map, struct sym_elf **elf);
+			      uint64_t *size, struct procmap **map, struct sym_elf **elf);
 /* The ELF object of map in process cp (cached); *gone set when its file is
  * no more the one that was mapped (deleted, or replaced by something that is
  * not a regular file). */
 struct sym_elf *collector_elf(struct collector *c, struct cproc *cp,
-				  const struct sym_map *m, int *gone);
+				  const struct procmap *m, int *gone);
 /* Whether raw, its demangled form, or that without parameters matches one
  * of the n glob patterns. */
 int collector_name_matches(const char **pats, size_t n, const char *raw);

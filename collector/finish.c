@@ -521,7 +521,7 @@ static int put_objects(struct collector *c, struct cproc *cp)
 	cp->objs_len = cp->maps_len;
 	cp->objs_off = cp->maps_off;
 	for (i = 0; i < cp->maps.n; i++) {
-		struct sym_map *m = &cp->maps.v[i];
+		struct procmap *m = &cp->maps.v[i];
 		cp->objidx[i] = CYGPROF_NONE;
 		for (k = 0; k < i; k++)
 			if (!strcmp(cp->maps.v[k].path, m->path)) {
@@ -585,7 +585,7 @@ static int put_objects(struct collector *c, struct cproc *cp)
  * offset in it ("libfoo.so+0x1234", the ELF address when the object could be
  * read, else the offset in the file), flagged " [deleted]" when the file was
  * gone; "0x..." outside every mapped object. */
-static void placeholder(struct collector *c, struct cproc *cp, struct sym_map *m,
+static void placeholder(struct collector *c, struct cproc *cp, struct procmap *m,
 			uint64_t addr, char *buf, size_t len)
 {
 	int gone = 0;
@@ -605,7 +605,7 @@ static void placeholder(struct collector *c, struct cproc *cp, struct sym_map *m
 		 gone ? " [deleted]" : "");
 }
 
-static int put_sym(struct collector *c, struct cproc *cp, struct sym_map *m, uint64_t addr,
+static int put_sym(struct collector *c, struct cproc *cp, struct procmap *m, uint64_t addr,
 		   uint64_t size, char *name)
 {
 	struct cygprof_symbol s;
@@ -631,7 +631,7 @@ static int put_sym(struct collector *c, struct cproc *cp, struct sym_map *m, uin
 static int put_symbol(struct collector *c, struct cproc *cp, uint64_t addr, int must_name)
 {
 	uint64_t start = 0, size = 0, seen;
-	struct sym_map *m = NULL;
+	struct procmap *m = NULL;
 	char buf[4200];
 
 	if (!addr || hmap_get(&cp->seen, addr, &seen))
@@ -670,7 +670,7 @@ static int retry_symbols(struct collector *c, struct cproc *cp)
 
 	for (i = 0; i < cp->nretry; i++) {
 		uint64_t addr = cp->retry[i], start = 0, size = 0, seen;
-		struct sym_map *m = NULL;
+		struct procmap *m = NULL;
 		const char *raw = err ? NULL : collector_fn_name(c, cp, addr, &start, &size, &m, NULL);
 		if (!raw) {
 			cp->retry[out++] = addr;

@@ -201,7 +201,7 @@ void collector_proc_maps(struct collector *c, struct cproc *cp)
 {
 	struct cyg_proc *p = C_AT(c, cp->off);
 	uint64_t len = ACQ(p->maps_len), off = RD(p->maps_off);
-	struct sym_maps maps;
+	struct procmaps maps;
 	char *text;
 
 	if (len == cp->maps_len && off == cp->maps_off)
@@ -219,8 +219,8 @@ void collector_proc_maps(struct collector *c, struct cproc *cp)
 	if (!text)
 		return;
 	memcpy(text, C_AT(c, off), len);
-	if (!sym_maps_parse(text, len, &maps)) {
-		sym_maps_release(&cp->maps);
+	if (!procmaps_parse(text, len, &maps)) {
+		procmaps_release(&cp->maps);
 		cp->maps = maps;
 	}
 	free(text);

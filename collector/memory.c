@@ -33,16 +33,10 @@ uint32_t collector_stash_intern(struct stash *s, int *err, uint32_t parent, uint
 			return (uint32_t)v;
 		key = hash_next(key);
 	}
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 1024;
-		struct cygprof_stack_node *nv = realloc(s->v, cap * sizeof *nv);
-		if (!nv) {
-			if (!*err)
-				*err = -ENOMEM;
-			return parent;
-		}
-		s->v = nv;
-		s->cap = cap;
+	if (ARRAY_GROW(s->v, s->cap, s->n + 1)) {
+		if (!*err)
+			*err = -ENOMEM;
+		return parent;
 	}
 	struct cygprof_stack_node *nd = &s->v[s->n];
 	nd->id = (uint32_t)++s->n;

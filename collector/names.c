@@ -51,7 +51,7 @@ static void adopt_debug(struct collector *c, struct cproc *cp, const char *file,
  * through /proc/PID/map_files (root only).  Failures while the process
  * lives are not cached: the end tries again. */
 static struct sym_elf *elf_open(struct collector *c, struct cproc *cp,
-				    const struct sym_map *m, int live, int *gone)
+				    const struct procmap *m, int live, int *gone)
 {
 	char key[4096 + 64], file[4096 + 64];
 	const char *path = m->path;
@@ -124,7 +124,7 @@ static struct sym_elf *elf_open(struct collector *c, struct cproc *cp,
 }
 
 struct sym_elf *collector_elf(struct collector *c, struct cproc *cp,
-				  const struct sym_map *m, int *gone)
+				  const struct procmap *m, int *gone)
 {
 	return elf_open(c, cp, m, 0, gone);
 }
@@ -173,14 +173,14 @@ void collector_prime_procs(struct collector *c)
 
 /* The raw (mangled) name of the function at runtime address addr. */
 const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t addr, uint64_t *start,
-			      uint64_t *size, struct sym_map **mapp, struct sym_elf **elfp)
+			      uint64_t *size, struct procmap **mapp, struct sym_elf **elfp)
 {
 	size_t i;
 
 	if (!cp)
 		return NULL;
 	for (i = 0; i < cp->maps.n; i++) {
-		struct sym_map *m = &cp->maps.v[i];
+		struct procmap *m = &cp->maps.v[i];
 		uint64_t bias, s, z;
 		if (addr < m->start || addr >= m->end)
 			continue;

@@ -75,7 +75,7 @@ void collector_free(struct collector *c)
 	hmap_release(&c->thread_at);
 	for (i = 0; i < c->nprocs; i++) {
 		struct cproc *cp = c->procs[i];
-		sym_maps_release(&cp->maps);
+		procmaps_release(&cp->maps);
 		free(cp->ns);
 		hmap_release(&cp->seen);
 		free(cp->retry);

@@ -385,7 +385,7 @@ static struct cproc *cproc_of(struct collector *c, struct sampling *s, uint32_t 
 }
 
 /* The executable mapping of cp holding addr, or NULL. */
-static const struct sym_map *exec_map(const struct cproc *cp, uint64_t addr)
+static const struct procmap *exec_map(const struct cproc *cp, uint64_t addr)
 {
 	for (size_t i = 0; i < cp->maps.n; i++)
 		if (cp->maps.v[i].exec && addr >= cp->maps.v[i].start && addr < cp->maps.v[i].end)
@@ -393,7 +393,7 @@ static const struct sym_map *exec_map(const struct cproc *cp, uint64_t addr)
 	return NULL;
 }
 
-static int same_object(const struct sym_map *a, const struct sym_map *b)
+static int same_object(const struct procmap *a, const struct procmap *b)
 {
 	return a && b && a->path && b->path && !strcmp(a->path, b->path);
 }
@@ -410,7 +410,7 @@ static int same_object(const struct sym_map *a, const struct sym_map *b)
 static uint64_t leaf_caller(const struct cproc *cp, const uint64_t *frames, size_t n,
 			    const char *stack, uint64_t size)
 {
-	const struct sym_map *ipm, *next;
+	const struct procmap *ipm, *next;
 
 	if (!cp || n < 1 || !stack || size < 8)
 		return 0;
@@ -422,7 +422,7 @@ static uint64_t leaf_caller(const struct cproc *cp, const uint64_t *frames, size
 		return 0; /* the chain went through its own object: frames are kept */
 	for (uint64_t k = 0; k + 8 <= size; k += 8) {
 		uint64_t w = perf_u64(stack + k);
-		const struct sym_map *m = exec_map(cp, w);
+		const struct procmap *m = exec_map(cp, w);
 		if (!m || same_object(m, ipm))
 			continue;
 		return n > 1 && w == frames[1] ? 0 : w;
@@ -430,22 +430,9 @@ static uint64_t leaf_caller(const struct cproc *cp, const uint64_t *frames, size
 	return 0;
 }
 
-static int grow(void **v, size_t *cap, size_t n, size_t each)
-{
-	if (n < *cap)
-		return 0;
-	size_t ncap = *cap ? *cap * 2 : 1024;
-	void *nv = realloc(*v, ncap * each);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
-}
-
 static int pend_push(struct sampling *s, const struct pend_rec *r)
 {
-	if (grow((void **)&s->pend, &s->cappend, s->npend, sizeof *s->pend))
+	if (ARRAY_GROW(s->pend, s->cappend, s->npend + 1))
 		return -ENOMEM;
 	s->pend[s->npend] = *r;
 	s->pend[s->npend++].seq = s->seq++;
@@ -651,7 +638,7 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 
 	switch (p->kind) {
 	case PEND_SAMPLE: {
-		if (grow((void **)&s->s, &s->caps, s->ns, sizeof *s->s))
+		if (ARRAY_GROW(s->s, s->caps, s->ns + 1))
 			goto nomem;
 		struct cygprof_psample *x = &s->s[s->ns++];
 		memset(x, 0, sizeof *x);
@@ -700,7 +687,7 @@ static void settle(struct collector *c, struct sampling *s, const struct pend_re
 			s->preempted_ns += p->t + 1 > v ? p->t + 1 - v : 0;
 			break;
 		}
-		if (grow((void **)&s->o, &s->capo, s->no, sizeof *s->o))
+		if (ARRAY_GROW(s->o, s->capo, s->no + 1))
 			goto nomem;
 		struct cygprof_offcpu *o = &s->o[s->no++];
 		memset(o, 0, sizeof *o);

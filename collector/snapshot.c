@@ -90,17 +90,7 @@ void collector_snapshot_release(struct collector *c)
 
 static int sn_room(struct snapstate *st, size_t n)
 {
-	if (n < st->sn_cap)
-		return 0;
-	size_t cap = st->sn_cap ? st->sn_cap * 2 : 1024;
-	while (cap <= n)
-		cap *= 2;
-	struct sn *v = realloc(st->sn, cap * sizeof *v);
-	if (!v)
-		return -ENOMEM;
-	st->sn = v;
-	st->sn_cap = cap;
-	return 0;
+	return ARRAY_GROW(st->sn, st->sn_cap, n + 1);
 }
 
 /* ---- one thread's tree, in pre-order ----------------------------------------- */
@@ -271,15 +261,9 @@ static int fold_thread(struct collector *c, struct cthread *ct, size_t n, struct
 				hmap_put(&onpath, key, cnt - 1);
 		}
 		if (!hmap_get(&at, fn_key(x->fn), &k)) {
-			if (F->n == F->cap) {
-				size_t nc = F->cap ? F->cap * 2 : 256;
-				struct slot *nv = realloc(F->v, nc * sizeof *nv);
-				if (!nv) {
-					err = -ENOMEM;
-					break;
-				}
-				F->v = nv;
-				F->cap = nc;
+			if (ARRAY_GROW(F->v, F->cap, F->n + 1)) {
+				err = -ENOMEM;
+				break;
 			}
 			k = F->n;
 			memset(&F->v[k], 0, sizeof *F->v);
@@ -432,16 +416,8 @@ void collector_snapshot_mem(struct collector *c, const struct cthread *ct)
 	struct mq *q = &st->mq[ct->idx];
 	if (q->head && q->head == q->n)
 		q->head = q->n = 0;
-	if (q->n + ct->nmev > q->cap) {
-		size_t cap = q->cap ? q->cap : 1024;
-		while (cap < q->n + ct->nmev)
-			cap *= 2;
-		struct cygprof_mem_event *v = realloc(q->v, cap * sizeof *v);
-		if (!v)
-			return;
-		q->v = v;
-		q->cap = cap;
-	}
+	if (ARRAY_GROW(q->v, q->cap, q->n + ct->nmev))
+		return;
 	memcpy(q->v + q->n, ct->mev, ct->nmev * sizeof *ct->mev);
 	q->n += ct->nmev;
 }
@@ -525,7 +501,7 @@ static void heap_apply(struct collector *c, int final)
 	}
 }
 
-static int frame_skipped(const char *name, const struct sym_map *m)
+static int frame_skipped(const char *name, const struct procmap *m)
 {
 	static const char *const alloc_fns[] = {
 		"malloc",	  "calloc",	   "realloc",  "reallocarray", "free",
@@ -566,7 +542,7 @@ static char **stack_frames(struct collector *c, uint32_t id, size_t *n)
 	while (id && id <= c->stash.n && k < STACK_FRAMES_MAX && steps++ < CYG_DEPTH_MAX) {
 		const struct cygprof_stack_node *nd = &c->stash.v[id - 1];
 		struct cproc *cp = proc_of(c, nd->proc_idx);
-		struct sym_map *m = NULL;
+		struct procmap *m = NULL;
 		uint64_t a = nd->kind == CYGPROF_FRAME_RA && nd->addr ? nd->addr - 1 : nd->addr;
 		const char *raw = NULL;
 		if (cp) {

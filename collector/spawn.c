@@ -36,14 +36,8 @@ static char *preload_value(const char *runtime)
 /* Append fd to the list v[0..*k) of capacity *cap; -ENOMEM when it cannot grow. */
 static int fd_push(int **v, size_t *k, size_t *cap, int fd)
 {
-	if (*k == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 64;
-		int *nv = realloc(*v, ncap * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		*v = nv;
-		*cap = ncap;
-	}
+	if (ARRAY_GROW(*v, *cap, *k + 1))
+		return -ENOMEM;
 	(*v)[(*k)++] = fd;
 	return 0;
 }

@@ -18,14 +18,8 @@ static uint32_t fnode_intern(struct cthread *ct, uint32_t parent, uint64_t fn, u
 			return (uint32_t)v;
 		key = hash_next(key);
 	}
-	if (ct->n == ct->cap) {
-		size_t cap = ct->cap ? ct->cap * 2 : 256;
-		struct fnode *nv = realloc(ct->nodes, cap * sizeof *nv);
-		if (!nv)
-			return GID_DROP;
-		ct->nodes = nv;
-		ct->cap = cap;
-	}
+	if (ARRAY_GROW(ct->nodes, ct->cap, ct->n + 1))
+		return GID_DROP;
 	if (hmap_put(&ct->bykey, key, ct->n))
 		return GID_DROP;
 	struct fnode *f = &ct->nodes[ct->n];
@@ -112,14 +106,8 @@ uint32_t cthread_resolve(struct collector *c, struct cthread *ct, uint32_t gid)
 			bad = 1;
 			break;
 		}
-		if (depth == c->walk_cap) {
-			size_t cap = c->walk_cap ? c->walk_cap * 2 : 1024;
-			uint32_t *nv = realloc(c->walk, cap * sizeof *nv);
-			if (!nv)
-				return GID_DROP;
-			c->walk = nv;
-			c->walk_cap = cap;
-		}
+		if (ARRAY_GROW(c->walk, c->walk_cap, depth + 1))
+			return GID_DROP;
 		c->walk[depth++] = g;
 		uint32_t parent = RD(shm_node(c, g)->parent);
 		if (parent >= g) {

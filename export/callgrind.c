@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cli/cli.h"
+#include "array.h"
+#include "hmap.h"
 #include "profile.h"
 #include "srcline.h"
 #include "view.h"
@@ -47,8 +48,7 @@ struct cg {
 	size_t nvmap;
 	struct cg_call *calls;
 	size_t ncalls, calls_cap;
-	uint32_t *slot; /* open addressing over calls: index + 1, 0 free */
-	size_t nslot;
+	struct hindex call_index; /* of calls, by (caller, callee, line) */
 	const char **files, **objs; /* by id - 1 */
 	size_t nfiles, nobjs;
 };
@@ -110,56 +110,39 @@ static int cg_place(struct cg *c, uint32_t pf, const struct view_fn *vf)
 
 static uint64_t cg_hash(uint32_t caller, uint32_t callee, uint32_t line)
 {
-	uint64_t h = ((uint64_t)caller << 32 | callee) * 0x9e3779b97f4a7c15ull;
+	return hash_pair((uint64_t)caller << 32 | callee, line);
+}
 
-	h ^= line * 0xc2b2ae3d27d4eb4full;
-	return h ^ (h >> 31);
+static int cg_call_eq(const void *ctx, uint32_t i, const void *key)
+{
+	const struct cg_call *a = &((const struct cg *)ctx)->calls[i], *k = key;
+
+	return a->caller == k->caller && a->callee == k->callee && a->line == k->line;
+}
+
+static uint64_t cg_call_hash_at(const void *ctx, uint32_t i)
+{
+	const struct cg_call *a = &((const struct cg *)ctx)->calls[i];
+
+	return cg_hash(a->caller, a->callee, a->line);
 }
 
 static int cg_add_call(struct cg *c, uint32_t caller, uint32_t callee, uint32_t line,
 		       uint64_t calls, uint64_t ns)
 {
-	size_t i;
+	struct cg_call k = {caller, callee, line, calls, ns};
+	uint64_t h = cg_hash(caller, callee, line);
+	long i = hindex_find(&c->call_index, h, cg_call_eq, c, &k);
 
-	if (2 * (c->ncalls + 1) > c->nslot) {
-		size_t nslot = c->nslot ? 2 * c->nslot : 1024;
-		uint32_t *sl = calloc(nslot, sizeof *sl);
-
-		if (!sl)
-			return -ENOMEM;
-		for (size_t k = 0; k < c->ncalls; k++) {
-			const struct cg_call *a = &c->calls[k];
-
-			for (i = cg_hash(a->caller, a->callee, a->line) & (nslot - 1); sl[i];
-			     i = (i + 1) & (nslot - 1))
-				;
-			sl[i] = (uint32_t)k + 1;
-		}
-		free(c->slot);
-		c->slot = sl;
-		c->nslot = nslot;
+	if (i >= 0) {
+		c->calls[i].calls += calls;
+		c->calls[i].ns += ns;
+		return 0;
 	}
-	for (i = cg_hash(caller, callee, line) & (c->nslot - 1); c->slot[i];
-	     i = (i + 1) & (c->nslot - 1)) {
-		struct cg_call *k = &c->calls[c->slot[i] - 1];
-
-		if (k->caller == caller && k->callee == callee && k->line == line) {
-			k->calls += calls;
-			k->ns += ns;
-			return 0;
-		}
-	}
-	if (c->ncalls == c->calls_cap) {
-		size_t nc = c->calls_cap ? 2 * c->calls_cap : 64;
-		struct cg_call *t = realloc(c->calls, nc * sizeof *t);
-
-		if (!t)
-			return -ENOMEM;
-		c->calls = t;
-		c->calls_cap = nc;
-	}
-	c->calls[c->ncalls] = (struct cg_call){caller, callee, line, calls, ns};
-	c->slot[i] = (uint32_t)++c->ncalls;
+	if (ARRAY_GROW(c->calls, c->calls_cap, c->ncalls + 1) ||
+	    hindex_add(&c->call_index, h, cg_call_hash_at, c))
+		return -ENOMEM;
+	c->calls[c->ncalls++] = k;
 	return 0;
 }
 
@@ -301,7 +284,7 @@ static void cg_write(struct cg *c, FILE *f)
 	const struct cygprof_proc *procs;
 	size_t np, k = 0;
 
-	fputs("# callgrind format\nversion: 1\ncreator: cygprof\n", f);
+	fputs(OUT_MAGIC_CALLGRIND "version: 1\ncreator: cygprof\n", f);
 	if (view_procs(c->v, &procs, &np) == 0 && np > 0)
 		fprintf(f, "pid: %" PRIu32 "\n", procs[0].pid);
 	if (cmd) { /* one line: a newline in an argument becomes a space */
@@ -380,7 +363,7 @@ out:
 	free(c.fns);
 	free(c.vmap);
 	free(c.calls);
-	free(c.slot);
+	hindex_release(&c.call_index);
 	free(c.files);
 	free(c.objs);
 	profile_free(c.p);
@@ -391,7 +374,7 @@ const struct exporter export_callgrind = {
 	.name = "callgrind",
 	.summary = "call graph with exact times for KCachegrind, callgrind_annotate",
 	.readers = "KCachegrind, QCachegrind, callgrind_annotate",
-	.out_kind = CLI_OUT_CALLGRIND,
+	.out_kind = OUT_CALLGRIND,
 	.default_out = NULL,
 	.write = write_callgrind,
 };

@@ -28,13 +28,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "array.h"
 #include "counters.h"
+#include "json.h"
 #include "view.h"
-#include "cli/report-util.h"
 
-/* ---- JSON strings: json_str() of cli/json.c (report-util.h), the one
- * writer of valid UTF-8 JSON strings -------------------------------------- */
+/* ---- JSON: strings through json_str() of common/json.h, the one writer
+ * of valid UTF-8 JSON strings --------------------------------------------- */
 
 /* ns as microseconds with three decimals: exact. */
 static void json_us(FILE *f, uint64_t ns)
@@ -202,15 +202,8 @@ static int on_events(const struct cygprof_event *ev, size_t n, void *data)
 		size_t d;
 
 		if (e->kind == CYGPROF_EV_ENTER) {
-			if (t->depth == t->cap) {
-				size_t cap = t->cap ? t->cap * 2 : 64;
-				struct open_call *s = realloc(t->stack, cap * sizeof(*s));
-
-				if (!s)
-					return -ENOMEM;
-				t->stack = s;
-				t->cap = cap;
-			}
+			if (ARRAY_GROW(t->stack, t->cap, t->depth + 1))
+				return -ENOMEM;
 			t->stack[t->depth].node = e->node;
 			t->stack[t->depth].ts = e->ts_ns;
 			t->depth++;
@@ -407,7 +400,7 @@ static int write_chrome(struct view *v, const struct export_opts *o, FILE *f)
 	uint64_t nmem = 0;
 	int err;
 
-	fputs(CLI_MAGIC_CHROME "[", f);
+	fputs(OUT_MAGIC_CHROME "[", f);
 	if ((err = write_metadata(&c)))
 		return err;
 	if (view_mode_has(v, "timeline")) {
@@ -437,7 +430,7 @@ const struct exporter export_chrome = {
 	.summary = "Chrome trace JSON for Perfetto UI and chrome://tracing: the\n"
 		   "             timeline, counters, the live heap (and --allocations)",
 	.readers = "Perfetto UI, chrome://tracing",
-	.out_kind = CLI_OUT_CHROME,
+	.out_kind = OUT_CHROME,
 	.write = write_chrome,
 	.binary = 0,
 };

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "out-kind.h"
+
 struct view;
 
 /* What the folded and pprof exports weigh stacks by. */
@@ -49,8 +51,8 @@ struct exporter {
 	const char *name;    /* --format NAME */
 	const char *summary; /* one line for --help */
 	const char *readers; /* the tools that read it, for the man page */
-	/* cli_out_kind of its output files (cli.h): what it may replace */
-	int out_kind;
+	/* the kind of its output files (common/out-kind.h): what it may replace */
+	enum out_kind out_kind;
 	const char *default_out; /* NULL: standard output */
 	int binary;              /* not for a terminal */
 	int (*write)(struct view *v, const struct export_opts *o, FILE *f);

@@ -25,8 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "array.h"
+#include "hmap.h"
 #include "memory.h"
+#include "out-kind.h"
 #include "profile.h"
 #include "view.h"
 
@@ -46,15 +48,6 @@ static char *fold_name(const char *name)
 	return s;
 }
 
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	return x ^ (x >> 33);
-}
-
 /* ---- call paths: the threads' trees merged into one ------------------------ */
 
 struct path {
@@ -66,54 +59,23 @@ struct path {
 struct trie {
 	struct path *v;
 	size_t n, cap;
-	uint32_t *slot; /* open addressing over (parent, fn): index + 1, 0 free */
-	size_t nslot;
+	struct hindex index; /* of v but the root, by (parent, fn) */
 };
 
-static size_t trie_pos(const struct trie *t, uint32_t parent, uint32_t fn)
-{
-	size_t i = hash64(((uint64_t)parent << 32) | fn) & (t->nslot - 1);
-
-	while (t->slot[i] && (t->v[t->slot[i] - 1].parent != parent || t->v[t->slot[i] - 1].fn != fn))
-		i = (i + 1) & (t->nslot - 1);
-	return i;
-}
+/* The paths, keyed by (parent, fn), for t->index. */
+#define PATHS(t) HINDEX_PAIRS((t)->v, struct path, parent, fn)
 
 /* The child fn of parent, made when new; -ENOMEM. */
 static long trie_child(struct trie *t, uint32_t parent, uint32_t fn)
 {
-	size_t i;
+	long i = hindex_find_pair(&t->index, PATHS(t), parent, fn);
 
-	if ((t->n + 1) * 2 > t->nslot) {
-		size_t ns = t->nslot ? t->nslot * 2 : 1024, j;
-		uint32_t *old = t->slot;
-		size_t oldn = t->nslot;
-
-		if (!(t->slot = calloc(ns, sizeof(*t->slot)))) {
-			t->slot = old;
-			return -ENOMEM;
-		}
-		t->nslot = ns;
-		for (j = 0; j < oldn; j++)
-			if (old[j])
-				t->slot[trie_pos(t, t->v[old[j] - 1].parent, t->v[old[j] - 1].fn)] = old[j];
-		free(old);
-	}
-	i = trie_pos(t, parent, fn);
-	if (t->slot[i])
-		return t->slot[i] - 1;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		struct path *v = realloc(t->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		t->v = v;
-		t->cap = cap;
-	}
+	if (i >= 0)
+		return i;
+	if (ARRAY_GROW(t->v, t->cap, t->n + 1) || hindex_add_pair(&t->index, PATHS(t), parent, fn))
+		return -ENOMEM;
 	t->v[t->n] = (struct path){.parent = parent, .fn = fn, .w = 0};
-	t->slot[i] = (uint32_t)++t->n;
-	return (long)t->n - 1;
+	return (long)t->n++;
 }
 
 static int write_paths(struct view *v, enum export_weight w, FILE *f)
@@ -137,11 +99,9 @@ static int write_paths(struct view *v, enum export_weight w, FILE *f)
 		maxn = p->threads[i].n > maxn ? p->threads[i].n : maxn;
 	if (!(map = malloc(maxn * sizeof(*map))))
 		goto out;
-	/* the root: index 0, never looked up */
-	t.v = malloc(1024 * sizeof(*t.v));
-	if (!t.v)
+	/* the root: index 0, never looked up (no parent is UINT32_MAX) */
+	if (ARRAY_GROW(t.v, t.cap, 1) || hindex_add_pair(&t.index, PATHS(&t), UINT32_MAX, UINT32_MAX))
 		goto out;
-	t.cap = 1024;
 	t.v[0] = (struct path){.parent = UINT32_MAX, .fn = UINT32_MAX};
 	t.n = 1;
 	for (i = 0; i < p->nthreads; i++) {
@@ -191,7 +151,7 @@ out:
 	free(map);
 	free(up);
 	free(t.v);
-	free(t.slot);
+	hindex_release(&t.index);
 	profile_free(p);
 	return err;
 }
@@ -207,68 +167,36 @@ struct line {
 struct lines {
 	struct line *v;
 	size_t n, cap;
-	uint32_t *slot;
-	size_t nslot;
+	struct hindex index; /* of v, by text */
 };
 
-static uint64_t hash_str(const char *s)
+static int line_eq(const void *ctx, uint32_t i, const void *key)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
-	return h;
+	return !strcmp(((const struct lines *)ctx)->v[i].s, key);
 }
 
-static size_t lines_pos(const struct lines *l, const char *s)
+static uint64_t line_hash_at(const void *ctx, uint32_t i)
 {
-	size_t i = hash_str(s) & (l->nslot - 1);
-
-	while (l->slot[i] && strcmp(l->v[l->slot[i] - 1].s, s))
-		i = (i + 1) & (l->nslot - 1);
-	return i;
+	return hash_str(((const struct lines *)ctx)->v[i].s);
 }
 
 /* Add w to the line s (taken over: freed here when it is not new). */
 static int lines_add(struct lines *l, char *s, uint64_t w)
 {
-	size_t i;
+	uint64_t h = hash_str(s);
+	long i = hindex_find(&l->index, h, line_eq, l, s);
 
-	if ((l->n + 1) * 2 > l->nslot) {
-		size_t ns = l->nslot ? l->nslot * 2 : 256, j;
-		uint32_t *old = l->slot;
-		size_t oldn = l->nslot;
-
-		if (!(l->slot = calloc(ns, sizeof(*l->slot)))) {
-			l->slot = old;
-			free(s);
-			return -ENOMEM;
-		}
-		l->nslot = ns;
-		for (j = 0; j < oldn; j++)
-			if (old[j])
-				l->slot[lines_pos(l, l->v[old[j] - 1].s)] = old[j];
-		free(old);
-	}
-	i = lines_pos(l, s);
-	if (l->slot[i]) {
-		l->v[l->slot[i] - 1].w += w;
+	if (i >= 0) {
+		l->v[i].w += w;
 		free(s);
 		return 0;
 	}
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 256;
-		struct line *v = realloc(l->v, cap * sizeof(*v));
-
-		if (!v) {
-			free(s);
-			return -ENOMEM;
-		}
-		l->v = v;
-		l->cap = cap;
+	if (ARRAY_GROW(l->v, l->cap, l->n + 1) ||
+	    hindex_add(&l->index, h, line_hash_at, l)) {
+		free(s);
+		return -ENOMEM;
 	}
-	l->v[l->n] = (struct line){.s = s, .w = w};
-	l->slot[i] = (uint32_t)++l->n;
+	l->v[l->n++] = (struct line){.s = s, .w = w};
 	return 0;
 }
 
@@ -289,7 +217,7 @@ static void lines_free(struct lines *l)
 	for (i = 0; i < l->n; i++)
 		free(l->v[i].s);
 	free(l->v);
-	free(l->slot);
+	hindex_release(&l->index);
 }
 
 /* The folded text of frames given innermost first, plus a last frame
@@ -464,6 +392,6 @@ const struct exporter export_folded = {
 	.summary = "folded stacks for flamegraph.pl, inferno and speedscope,\n"
 		   "             weighed by --weight or --memory",
 	.readers = "flamegraph.pl, inferno, speedscope",
-	.out_kind = CLI_OUT_TEXT,
+	.out_kind = OUT_TEXT,
 	.write = write_folded,
 };

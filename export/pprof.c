@@ -5,7 +5,7 @@
  * The protobuf is written by hand (varints and length-delimited fields,
  * field numbers of github.com/google/pprof proto/profile.proto) and
  * compressed with zlib's raw deflate behind a fixed gzip header
- * (CLI_MAGIC_PPROF: no time, the name "cygprof-profile.pb") so that a
+ * (OUT_MAGIC_PPROF: no time, the name "cygprof-profile.pb") so that a
  * later export may recognize and replace the file.
  *
  * Samples: every call path of the threads' trees, merged over the threads
@@ -27,7 +27,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "../cli/cli.h"
+#include "array.h"
+#include "hmap.h"
 #include "memory.h"
 #include "profile.h"
 #include "psamples.h"
@@ -46,19 +47,9 @@ static void pb_raw(struct pb *p, const void *d, size_t len)
 {
 	if (p->err)
 		return;
-	if (p->n + len > p->cap) {
-		size_t nc = p->cap ? p->cap : 256;
-		uint8_t *t;
-
-		while (nc < p->n + len)
-			nc *= 2;
-		t = realloc(p->b, nc);
-		if (!t) {
-			p->err = -ENOMEM;
-			return;
-		}
-		p->b = t;
-		p->cap = nc;
+	if (ARRAY_GROW(p->b, p->cap, p->n + len)) {
+		p->err = -ENOMEM;
+		return;
 	}
 	memcpy(p->b + p->n, d, len);
 	p->n += len;
@@ -109,56 +100,34 @@ static void pb_msg(struct pb *p, unsigned field, struct pb *sub)
 struct strtab {
 	const char **s; /* borrowed, but for those in owned */
 	size_t n, cap;
-	uint32_t *slot; /* open addressing: index + 1, 0 free */
-	size_t nslot;
+	struct hindex index; /* of s, by text */
 	char **owned;   /* strings made here (build-ids in hex) */
 	size_t nowned;
 };
 
-static uint64_t str_hash(const char *s)
+static int str_eq(const void *ctx, uint32_t i, const void *key)
 {
-	uint64_t h = 1469598103934665603ull;
+	return !strcmp(((const struct strtab *)ctx)->s[i], key);
+}
 
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
-	return h;
+static uint64_t str_hash_at(const void *ctx, uint32_t i)
+{
+	return hash_str(((const struct strtab *)ctx)->s[i]);
 }
 
 /* The index of s in the table (added, borrowed); -1 when out of memory. */
 static int64_t str_id(struct strtab *t, const char *s)
 {
-	size_t i;
+	uint64_t h = hash_str(s);
+	long i = hindex_find(&t->index, h, str_eq, t, s);
 
-	if (2 * (t->n + 1) > t->nslot) {
-		size_t ns = t->nslot ? 2 * t->nslot : 1024;
-		uint32_t *sl = calloc(ns, sizeof *sl);
-
-		if (!sl)
-			return -1;
-		for (size_t k = 0; k < t->n; k++) {
-			for (i = str_hash(t->s[k]) & (ns - 1); sl[i]; i = (i + 1) & (ns - 1))
-				;
-			sl[i] = (uint32_t)k + 1;
-		}
-		free(t->slot);
-		t->slot = sl;
-		t->nslot = ns;
-	}
-	for (i = str_hash(s) & (t->nslot - 1); t->slot[i]; i = (i + 1) & (t->nslot - 1))
-		if (!strcmp(t->s[t->slot[i] - 1], s))
-			return t->slot[i] - 1;
-	if (t->n == t->cap) {
-		size_t nc = t->cap ? 2 * t->cap : 256;
-		const char **a = realloc(t->s, nc * sizeof *a);
-
-		if (!a)
-			return -1;
-		t->s = a;
-		t->cap = nc;
-	}
+	if (i >= 0)
+		return i;
+	if (ARRAY_GROW(t->s, t->cap, t->n + 1) ||
+	    hindex_add(&t->index, h, str_hash_at, t))
+		return -1;
 	t->s[t->n] = s;
-	t->slot[i] = (uint32_t)++t->n;
-	return (int64_t)t->n - 1;
+	return (int64_t)t->n++;
 }
 
 /* The id of a string that does not outlive the call: the table keeps a copy. */
@@ -201,57 +170,22 @@ struct path {
 struct paths {
 	struct path *v;
 	size_t n, cap;
-	uint32_t *slot; /* open addressing on (parent, fn): index + 1 */
-	size_t nslot;
+	struct hindex index; /* of v, by (parent, fn) */
 };
 
-static uint64_t path_hash(uint32_t parent, uint32_t fn)
-{
-	uint64_t h = ((uint64_t)parent << 32 | fn) * 0x9e3779b97f4a7c15ull;
-
-	return h ^ (h >> 29);
-}
+/* The paths, keyed by (parent, fn), for t->index. */
+#define PATHS(t) HINDEX_PAIRS((t)->v, struct path, parent, fn)
 
 /* The path parent -> fn (index + 1), added; 0 when out of memory. */
 static uint32_t path_get(struct paths *t, uint32_t parent, uint32_t fn)
 {
-	size_t i;
+	long i = hindex_find_pair(&t->index, PATHS(t), parent, fn);
 
-	if (2 * (t->n + 1) > t->nslot) {
-		size_t ns = t->nslot ? 2 * t->nslot : 1024;
-		uint32_t *sl = calloc(ns, sizeof *sl);
-
-		if (!sl)
-			return 0;
-		for (size_t k = 0; k < t->n; k++) {
-			for (i = path_hash(t->v[k].parent, t->v[k].fn) & (ns - 1); sl[i];
-			     i = (i + 1) & (ns - 1))
-				;
-			sl[i] = (uint32_t)k + 1;
-		}
-		free(t->slot);
-		t->slot = sl;
-		t->nslot = ns;
-	}
-	for (i = path_hash(parent, fn) & (t->nslot - 1); t->slot[i]; i = (i + 1) & (t->nslot - 1)) {
-		const struct path *q = &t->v[t->slot[i] - 1];
-
-		if (q->parent == parent && q->fn == fn)
-			return t->slot[i];
-	}
-	if (t->n == t->cap) {
-		size_t nc = t->cap ? 2 * t->cap : 256;
-		struct path *a = realloc(t->v, nc * sizeof *a);
-
-		if (!a)
-			return 0;
-		t->v = a;
-		t->cap = nc;
-	}
-	memset(&t->v[t->n], 0, sizeof t->v[t->n]);
-	t->v[t->n].parent = parent;
-	t->v[t->n].fn = fn;
-	t->slot[i] = (uint32_t)++t->n;
+	if (i >= 0)
+		return (uint32_t)i + 1;
+	if (ARRAY_GROW(t->v, t->cap, t->n + 1) || hindex_add_pair(&t->index, PATHS(t), parent, fn))
+		return 0;
+	t->v[t->n++] = (struct path){.parent = parent, .fn = fn};
 	return (uint32_t)t->n;
 }
 
@@ -577,7 +511,7 @@ static int pp_write_pb(struct pp *c, struct pb *out)
 /* Write the protobuf gzip'd: the fixed header, raw deflate, crc32, size. */
 static int pp_gzip(const struct pb *in, FILE *f)
 {
-	static const uint8_t hdr[] = CLI_MAGIC_PPROF;
+	static const uint8_t hdr[] = OUT_MAGIC_PPROF;
 	uint8_t buf[65536], tr[8];
 	z_stream z;
 	uLong crc = crc32(0L, Z_NULL, 0);
@@ -678,14 +612,14 @@ write:
 out:
 	free(out.b);
 	free(c.paths.v);
-	free(c.paths.slot);
+	hindex_release(&c.paths.index);
 	free(c.locs.v);
-	free(c.locs.slot);
+	hindex_release(&c.locs.index);
 	for (size_t i = 0; i < c.st.nowned; i++)
 		free(c.st.owned[i]);
 	free(c.st.owned);
 	free(c.st.s);
-	free(c.st.slot);
+	hindex_release(&c.st.index);
 	if (c.ps)
 		psamp_free(c.ps);
 	if (c.m)
@@ -698,7 +632,7 @@ const struct exporter export_pprof = {
 	.name = "pprof",
 	.summary = "go tool pprof's profile.proto: calls, exact time, samples, bytes",
 	.readers = "go tool pprof, pprof, Speedscope, Grafana Pyroscope",
-	.out_kind = CLI_OUT_PPROF,
+	.out_kind = OUT_PPROF,
 	.default_out = NULL,
 	.binary = 1,
 	.write = write_pprof,

@@ -2,6 +2,7 @@
 /* gmon-collect.c - group a capture's processes by executable and gather, in
  * file addresses, each executable's functions (exact self time), arcs (call
  * site -> callee, calls) and the instructions its perf samples hit. */
+#include "array.h"
 #include "gmon-export.h"
 #include "view.h"
 
@@ -19,15 +20,8 @@ struct image_acc {
 
 static int push_fn(struct image_acc *a, uint64_t addr, uint64_t end, uint64_t self_ns)
 {
-	if (a->img.nfns == a->fns_cap) {
-		size_t cap = a->fns_cap ? a->fns_cap * 2 : 256;
-		struct gmon_fn *v = realloc(a->img.fns, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		a->img.fns = v;
-		a->fns_cap = cap;
-	}
+	if (ARRAY_GROW(a->img.fns, a->fns_cap, a->img.nfns + 1))
+		return -ENOMEM;
 	a->img.fns[a->img.nfns].addr = addr;
 	a->img.fns[a->img.nfns].end = end;
 	a->img.fns[a->img.nfns].self_ns = self_ns;
@@ -37,15 +31,8 @@ static int push_fn(struct image_acc *a, uint64_t addr, uint64_t end, uint64_t se
 
 static int push_arc(struct image_acc *a, uint64_t from, uint64_t self, uint64_t count)
 {
-	if (a->img.narcs == a->arcs_cap) {
-		size_t cap = a->arcs_cap ? a->arcs_cap * 2 : 256;
-		struct gmon_arc *v = realloc(a->img.arcs, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		a->img.arcs = v;
-		a->arcs_cap = cap;
-	}
+	if (ARRAY_GROW(a->img.arcs, a->arcs_cap, a->img.narcs + 1))
+		return -ENOMEM;
 	a->img.arcs[a->img.narcs].from_pc = from;
 	a->img.arcs[a->img.narcs].self_pc = self;
 	a->img.arcs[a->img.narcs].count = count;
@@ -55,15 +42,8 @@ static int push_arc(struct image_acc *a, uint64_t from, uint64_t self, uint64_t 
 
 static int push_pc(struct image_acc *a, uint64_t pc)
 {
-	if (a->img.npcs == a->pcs_cap) {
-		size_t cap = a->pcs_cap ? a->pcs_cap * 2 : 256;
-		struct gmon_pc *v = realloc(a->img.pcs, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		a->img.pcs = v;
-		a->pcs_cap = cap;
-	}
+	if (ARRAY_GROW(a->img.pcs, a->pcs_cap, a->img.npcs + 1))
+		return -ENOMEM;
 	a->img.pcs[a->img.npcs].pc = pc;
 	a->img.pcs[a->img.npcs].count = 1;
 	a->img.npcs++;

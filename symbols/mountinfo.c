@@ -6,8 +6,10 @@
  * outlive the process.  libdwfl knows neither. */
 #include "debuginfo-private.h"
 
+#include "array.h"
+#include "readfile.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,17 +98,10 @@ static int parse_all(const char *text, size_t len, struct mnt_line **v, size_t *
 		if (r < 0)
 			return r;
 		if (r) {
-			if (*n == cap) {
-				size_t c = cap ? cap * 2 : 32;
-				struct mnt_line *t = realloc(*v, c * sizeof(*t));
-
-				if (!t) {
-					free(l.root);
-					free(l.dir);
-					return -ENOMEM;
-				}
-				*v = t;
-				cap = c;
+			if (ARRAY_GROW(*v, cap, *n + 1)) {
+				free(l.root);
+				free(l.dir);
+				return -ENOMEM;
 			}
 			(*v)[(*n)++] = l;
 		}
@@ -245,47 +240,6 @@ void sym_mounts_release(struct sym_mounts *m)
 
 /* ---- a process's roots --------------------------------------------------- */
 
-/* The whole of a /proc file (its size is not known in advance).
- * Returns 0 with *buf owned, or -errno. */
-static int read_proc(const char *path, char **buf, size_t *len)
-{
-	size_t cap = 8192, n = 0;
-	char *b = malloc(cap);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t r;
-
-	if (fd < 0 || !b) {
-		int err = fd < 0 ? -errno : -ENOMEM;
-
-		if (fd >= 0)
-			close(fd);
-		free(b);
-		return err;
-	}
-	while ((r = read(fd, b + n, cap - n)) > 0) {
-		n += (size_t)r;
-		if (n == cap) {
-			char *t = realloc(b, cap * 2);
-
-			if (!t) {
-				close(fd);
-				free(b);
-				return -ENOMEM;
-			}
-			b = t;
-			cap *= 2;
-		}
-	}
-	close(fd);
-	if (r < 0) {
-		free(b);
-		return -EIO;
-	}
-	*buf = b;
-	*len = n;
-	return 0;
-}
-
 static int add_root(struct debuginfo *d, char *prefix, struct sym_mounts *mounts)
 {
 	struct dbg_root *v = realloc(d->roots, (d->nroots + 1) * sizeof(*v));
@@ -328,7 +282,7 @@ int debuginfo_add_proc(struct debuginfo *d, pid_t pid)
 	}
 	/* Without the mount tables the root above is all there is. */
 	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
-	if (read_proc(path, &ptext, &plen) || read_proc("/proc/self/mountinfo", &htext, &hlen))
+	if (read_file(path, &ptext, &plen) || read_file("/proc/self/mountinfo", &htext, &hlen))
 		goto out;
 	err = sym_mounts_parse(ptext, plen, htext, hlen, &m);
 	if (!err && m.n) {

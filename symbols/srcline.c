@@ -4,6 +4,7 @@
  * dwfl_module_addrdie(), its line table and scopes through libdw. */
 #include "srcline.h"
 #include "debuginfo-private.h"
+#include "array.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -218,15 +219,8 @@ static void index_cus(struct sl_mod *m)
 		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
 			if (hi <= lo)
 				continue;
-			if (m->nr == cap) {
-				size_t c = cap ? cap * 2 : 64;
-				struct cu_range *t = realloc(m->r, c * sizeof(*t));
-
-				if (!t)
-					goto out; /* a partial index still answers */
-				m->r = t;
-				cap = c;
-			}
+			if (ARRAY_GROW(m->r, cap, m->nr + 1))
+				goto out; /* a partial index still answers */
 			m->r[m->nr++] = (struct cu_range){lo, hi, cudie};
 		}
 	}

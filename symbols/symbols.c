@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* symbols.c - ELF symbol tables, build-ids and process maps (libelf). */
+/* symbols.c - ELF symbol tables and build-ids (libelf). */
 #include "symbols.h"
 #include "symtab.h"
+
+#include "array.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,163 +34,6 @@ struct sym_elf {
 	uint8_t build_id[BUILD_ID_MAX];
 	size_t build_id_len;
 };
-
-/* ---------------------------------------------------------------- maps */
-
-static bool is_hex(char c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-static int hex_val(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return c - 'A' + 10;
-}
-
-/* Parse hex digits at *p (bounded by end); 0 on success. */
-static int parse_hex(const char **p, const char *end, uint64_t *val)
-{
-	const char *s = *p;
-	uint64_t v = 0;
-	int n = 0;
-
-	while (s < end && is_hex(*s)) {
-		if (n++ >= 16)
-			return -1;
-		v = v << 4 | (uint64_t)hex_val(*s++);
-	}
-	if (!n)
-		return -1;
-	*p = s;
-	*val = v;
-	return 0;
-}
-
-static void skip_spaces(const char **p, const char *end)
-{
-	while (*p < end && (**p == ' ' || **p == '\t'))
-		(*p)++;
-}
-
-/* Skip one whitespace-delimited field; 0 when it was not empty. */
-static int skip_field(const char **p, const char *end)
-{
-	const char *s = *p;
-
-	while (s < end && *s != ' ' && *s != '\t')
-		s++;
-	if (s == *p)
-		return -1;
-	*p = s;
-	return 0;
-}
-
-#define DELETED_MARK " (deleted)"
-
-/* Parse one line [p, end) (without '\n').  Returns 1 and fills m (path
- * malloc'd) for a file-backed mapping, 0 to skip, -ENOMEM. */
-static int parse_maps_line(const char *p, const char *end, struct sym_map *m)
-{
-	uint64_t start, stop, offset;
-	const char *perms;
-	size_t plen;
-
-	if (parse_hex(&p, end, &start) || p >= end || *p++ != '-' || parse_hex(&p, end, &stop))
-		return 0;
-	skip_spaces(&p, end);
-	perms = p;
-	if (skip_field(&p, end) || p - perms < 3)
-		return 0;
-	skip_spaces(&p, end);
-	if (parse_hex(&p, end, &offset))
-		return 0;
-	skip_spaces(&p, end);
-	if (skip_field(&p, end)) /* dev */
-		return 0;
-	skip_spaces(&p, end);
-	if (skip_field(&p, end)) /* inode */
-		return 0;
-	skip_spaces(&p, end);
-	if (p >= end || *p != '/')
-		return 0;
-	/* The path runs to the end of the line and may contain spaces. */
-	while (end > p && (end[-1] == '\r' || end[-1] == ' '))
-		end--;
-	/* The kernel marks a file unlinked since it was mapped. */
-	m->deleted = 0;
-	if ((size_t)(end - p) > sizeof(DELETED_MARK) - 1 &&
-	    !memcmp(end - (sizeof(DELETED_MARK) - 1), DELETED_MARK, sizeof(DELETED_MARK) - 1)) {
-		end -= sizeof(DELETED_MARK) - 1;
-		m->deleted = 1;
-	}
-	plen = (size_t)(end - p);
-	m->path = malloc(plen + 1);
-	if (!m->path)
-		return -ENOMEM;
-	memcpy(m->path, p, plen);
-	m->path[plen] = '\0';
-	m->start = start;
-	m->end = stop;
-	m->offset = offset;
-	m->exec = perms[2] == 'x';
-	return 1;
-}
-
-int sym_maps_parse(const char *text, size_t len, struct sym_maps *out)
-{
-	const char *p = text, *end = text + len;
-	struct sym_maps maps = { 0 };
-	size_t cap = 0;
-
-	if (!out || (!text && len))
-		return -EINVAL;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *eol = nl ? nl : end;
-		struct sym_map m;
-		int ret;
-
-		if (maps.n == cap) {
-			size_t ncap = cap ? cap * 2 : 32;
-			struct sym_map *v = realloc(maps.v, ncap * sizeof(*v));
-
-			if (!v) {
-				sym_maps_release(&maps);
-				return -ENOMEM;
-			}
-			maps.v = v;
-			cap = ncap;
-		}
-		/* A trailing line without '\n' (e.g. a truncated read) is
-		 * parsed like the others; if it is cut too short it simply
-		 * fails to parse and is skipped. */
-		ret = parse_maps_line(p, eol, &m);
-		if (ret < 0) {
-			sym_maps_release(&maps);
-			return ret;
-		}
-		if (ret)
-			maps.v[maps.n++] = m;
-		p = nl ? nl + 1 : end;
-	}
-	*out = maps;
-	return 0;
-}
-
-void sym_maps_release(struct sym_maps *m)
-{
-	if (!m)
-		return;
-	for (size_t i = 0; i < m->n; i++)
-		free(m->v[i].path);
-	free(m->v);
-	m->v = NULL;
-	m->n = 0;
-}
 
 /* ------------------------------------------------------ symbol table */
 
@@ -253,15 +98,8 @@ bool sym_is_function(Elf *elf, const GElf_Sym *sym, size_t shndx)
 int sym_table_add(struct sym_table *t, uint64_t value, uint64_t size, uint8_t bind,
 		  const char *name)
 {
-	if (t->n == t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 256;
-		struct sym_entry *v = realloc(t->v, ncap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		t->v = v;
-		t->cap = ncap;
-	}
+	if (ARRAY_GROW(t->v, t->cap, t->n + 1))
+		return -ENOMEM;
 	t->v[t->n].name = strdup(name);
 	if (!t->v[t->n].name)
 		return -ENOMEM;
@@ -601,7 +439,7 @@ static uint64_t page_size(void)
 	return ps > 0 ? (uint64_t)ps : 4096;
 }
 
-int sym_elf_bias(const struct sym_elf *e, const struct sym_map *map, uint64_t *bias)
+int sym_elf_bias(const struct sym_elf *e, const struct procmap *map, uint64_t *bias)
 {
 	const uint64_t mask = ~(page_size() - 1);
 	const struct elf_load *best = NULL;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* symbols.h - ELF symbol tables, build-ids and process maps (collector side, libelf).
+/* symbols.h - ELF symbol tables and build-ids (collector side, libelf); the
+ * process maps they are read for are common/procmaps.h's.
  *
  * Used by the collector at the end of recording to turn the runtime
  * addresses found in call trees into function names, objects and build-ids,
@@ -11,24 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One file-backed mapping, as a line of /proc/PID/maps gives it. */
-struct sym_map {
-	uint64_t start, end, offset;
-	unsigned exec : 1;
-	unsigned deleted : 1; /* the kernel said "(deleted)": unlinked since mapped */
-	char *path; /* owned by the map list, without the " (deleted)" mark */
-};
-
-struct sym_maps {
-	struct sym_map *v;
-	size_t n;
-};
-
-/** Parse the text of /proc/PID/maps; keeps only mappings backed by a file
- * (path starting with '/').  A path the kernel marks " (deleted)" is kept
- * without the mark, with deleted set.  Returns 0 or -errno. */
-int sym_maps_parse(const char *text, size_t len, struct sym_maps *out);
-void sym_maps_release(struct sym_maps *m);
+#include "procmaps.h"
 
 /* An ELF object's symbol table (.symtab, else .dynsym), sorted by address. */
 struct sym_elf;
@@ -61,7 +45,7 @@ int sym_elf_is_dyn(const struct sym_elf *e);
 /** Load bias of this object in a process, from one of its mappings: the
  * value to subtract from a runtime address to get an ELF virtual address.
  * Uses the PT_LOAD segment containing file offset map->offset. */
-int sym_elf_bias(const struct sym_elf *e, const struct sym_map *map, uint64_t *bias);
+int sym_elf_bias(const struct sym_elf *e, const struct procmap *map, uint64_t *bias);
 
 /** Find the function symbol containing ELF virtual address vaddr.
  * @param[out] start,size of the symbol (may be NULL).

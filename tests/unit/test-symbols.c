@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* test-symbols.c - symbols module: maps parsing, ELF symbols, bias, build-id,
+/* test-symbols.c - symbols module: ELF symbols, bias, build-id,
  * demangling; checked against this test's own executable and libc. */
 #define _GNU_SOURCE
 #include "check.h"
@@ -57,9 +57,9 @@ static char *read_file(const char *path, size_t *len)
 	return buf;
 }
 
-static struct sym_maps self_maps;
+static struct procmaps self_maps;
 
-static const struct sym_map *map_containing(uint64_t addr)
+static const struct procmap *map_containing(uint64_t addr)
 {
 	for (size_t i = 0; i < self_maps.n; i++)
 		if (self_maps.v[i].start <= addr && addr < self_maps.v[i].end)
@@ -110,63 +110,6 @@ static int phdr_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 	return 1;
 }
 
-static void test_maps_parse(void)
-{
-	static const char sample[] =
-		"55d0c0a00000-55d0c0a02000 r--p 00000000 fe:01 1234                       "
-		"/usr/bin/prog\n"
-		"55d0c0a02000-55d0c0a05000 r-xp 00002000 fe:01 1234                       "
-		"/usr/bin/prog\n"
-		"55d0c1000000-55d0c1021000 rw-p 00000000 00:00 0                          "
-		"[heap]\n"
-		"7f0000000000-7f0000001000 r-xp 00001000 08:02 99   /home/u/my dir/lib x.so\n"
-		"7f0000002000-7f0000003000 rw-p 00000000 00:00 0 \n"
-		"7ffd1e3f0000-7ffd1e3f2000 r-xp 00000000 00:00 0                          "
-		"[vdso]\n"
-		"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  "
-		"[vsyscall]\n"
-		"7f0000004000-7f0000005000 r--p 00003000 08:02 100  /lib/deleted.so (deleted)\n"
-		"7f0000006000-7f0000007000 r-xp 00000000 08:02 101  /lib/last.so"; /* no '\n' */
-	struct sym_maps m;
-
-	CHECK_EQ_INT(sym_maps_parse(sample, strlen(sample), &m), 0);
-	CHECK_EQ_U64(m.n, 5);
-	if (m.n != 5) {
-		sym_maps_release(&m);
-		return;
-	}
-	CHECK_EQ_U64(m.v[0].start, 0x55d0c0a00000);
-	CHECK_EQ_U64(m.v[0].end, 0x55d0c0a02000);
-	CHECK_EQ_U64(m.v[0].offset, 0);
-	CHECK_EQ_INT(m.v[0].exec, 0);
-	CHECK_EQ_STR(m.v[0].path, "/usr/bin/prog");
-	CHECK_EQ_U64(m.v[1].offset, 0x2000);
-	CHECK_EQ_INT(m.v[1].exec, 1);
-	CHECK_EQ_STR(m.v[2].path, "/home/u/my dir/lib x.so");
-	CHECK_EQ_U64(m.v[2].start, 0x7f0000000000);
-	CHECK_EQ_U64(m.v[2].offset, 0x1000);
-	CHECK_EQ_INT(m.v[2].exec, 1);
-	CHECK_EQ_INT(m.v[2].deleted, 0);
-	CHECK_EQ_STR(m.v[3].path, "/lib/deleted.so");
-	CHECK_EQ_INT(m.v[3].deleted, 1);
-	CHECK_EQ_U64(m.v[3].offset, 0x3000);
-	CHECK_EQ_STR(m.v[4].path, "/lib/last.so");
-	CHECK_EQ_U64(m.v[4].end, 0x7f0000007000);
-	sym_maps_release(&m);
-	CHECK_EQ_U64(m.n, 0);
-
-	/* A read cut in the middle of a line: that line is dropped. */
-	CHECK_EQ_INT(sym_maps_parse(sample, 30, &m), 0);
-	CHECK_EQ_U64(m.n, 0);
-	sym_maps_release(&m);
-	CHECK_EQ_INT(sym_maps_parse("", 0, &m), 0);
-	CHECK_EQ_U64(m.n, 0);
-	sym_maps_release(&m);
-	CHECK_EQ_INT(sym_maps_parse("garbage\n\n  \nxyz-", 17, &m), 0);
-	CHECK_EQ_U64(m.n, 0);
-	sym_maps_release(&m);
-}
-
 static void test_self_maps(void)
 {
 	size_t len = 0;
@@ -175,7 +118,7 @@ static void test_self_maps(void)
 	CHECK(text != NULL);
 	if (!text)
 		return;
-	CHECK_EQ_INT(sym_maps_parse(text, len, &self_maps), 0);
+	CHECK_EQ_INT(procmaps_parse(text, len, &self_maps), 0);
 	CHECK(self_maps.n > 2);
 	free(text);
 }
@@ -183,7 +126,7 @@ static void test_self_maps(void)
 static void test_self_exe(void)
 {
 	uint64_t fn = (uint64_t)(uintptr_t)&cygprof_test_target_fn;
-	const struct sym_map *map = map_containing(fn);
+	const struct procmap *map = map_containing(fn);
 	struct main_info mi = { 0 };
 	struct sym_elf *e = NULL;
 	uint64_t bias = 0, bias2 = 1, start = 0, size = 0;
@@ -254,7 +197,7 @@ static void test_libc(void)
 	/* libc's own definition, not a canonical PLT address in a non-PIE. */
 	void *sym = libc ? dlsym(libc, "strtol") : NULL;
 	uint64_t addr = (uint64_t)(uintptr_t)sym, bias = 0, start = 0;
-	const struct sym_map *map;
+	const struct procmap *map;
 	struct sym_elf *e = NULL;
 	const char *name;
 
@@ -289,7 +232,7 @@ static void test_errors(void)
 	char path[] = "/tmp/cygprof-test-symbols-XXXXXX";
 	static const char text[] = "this is not an ELF file\n";
 	struct sym_elf *e = (void *)1;
-	struct sym_map m = { .start = 0x1000, .end = 0x2000, .offset = 1ull << 40 };
+	struct procmap m = { .start = 0x1000, .end = 0x2000, .offset = 1ull << 40 };
 	uint64_t bias;
 	int fd;
 
@@ -361,12 +304,11 @@ static void test_demangle(void)
 
 int main(void)
 {
-	RUN_TEST(test_maps_parse);
 	RUN_TEST(test_self_maps);
 	RUN_TEST(test_self_exe);
 	RUN_TEST(test_libc);
 	RUN_TEST(test_errors);
 	RUN_TEST(test_demangle);
-	sym_maps_release(&self_maps);
+	procmaps_release(&self_maps);
 	CHECK_DONE();
 }
