@@ -146,11 +146,12 @@ int cmd_receive(int argc, char **argv)
 		cli_die(1, "receive: accept: %s", strerror(errno));
 	close(lfd);
 	int hs_timeout = o.timeout_ms > 0 ? o.timeout_ms : 30000;
-	if (net_handshake_server(fd, tok, ntok, hs_timeout, err, sizeof err) < 0)
+	unsigned zwlog;
+	if (net_handshake_server(fd, tok, ntok, NETP_ZWLOG, &zwlog, hs_timeout, err, sizeof err) < 0)
 		cli_die(1, "receive: %s", err);
 	free(tok);
 
-	struct netp_rx x = { .max = o.max_bytes };
+	struct netp_rx x = { .max = o.max_bytes, .zwlog = zwlog };
 	int rc = cygprof_capture_create(o.output, &x.cap);
 	if (rc < 0)
 		cli_die(1, "receive: %s: %s", o.output, cygprof_strerror(rc));
