@@ -40,7 +40,8 @@ static void usage(FILE *f)
 		"  --token-file FILE      the shared token (16 to 4096 bytes)\n"
 		"  -o, --output FILE      the capture to write (default %s)\n"
 		"  -f, --force            replace FILE even when it is not a capture\n"
-		"  --max-bytes N          refuse a stream longer than N bytes (default 4G)\n"
+		"  --max-bytes N          cut the stream once the capture passes N bytes\n"
+		"                         (default 4G)\n"
 		"  --timeout SEC          give up after SEC seconds without data (default:\n"
 		"                         wait as long as the connection is up)\n"
 		"  -h, --help             this help\n",
