@@ -289,10 +289,15 @@ int netp_unzip(struct netp_rx *rx, const uint8_t *payload, uint32_t plen)
 	}
 	if (!rx->zd) {
 		rx->zd = ZSTD_createDCtx();
-		if (!rx->zd || ZSTD_isError(ZSTD_DCtx_setParameter(rx->zd, ZSTD_d_windowLogMax,
-								    (int)rx->zwlog))) {
+		if (!rx->zd) {
 			netp_seterr(rx->err, sizeof rx->err, "out of memory decoding a zbatch frame");
 			return -ENOMEM;
+		}
+		if (ZSTD_isError(ZSTD_DCtx_setParameter(rx->zd, ZSTD_d_windowLogMax,
+							(int)rx->zwlog))) {
+			netp_seterr(rx->err, sizeof rx->err, "no zstd window of 2^%u bytes",
+				    rx->zwlog);
+			return -EINVAL;
 		}
 	}
 	if (raw > rx->zcap || !rx->zbuf) {

@@ -128,7 +128,8 @@ struct netp_rx {
  * most 2^rx->zwlog.  -EBADMSG (rx->err says why, one line) without
  * compression agreed, or when the bytes do not decompress to exactly the
  * raw length they state (at most NETP_MAX_FRAME), or need a larger window;
- * -ENOMEM.  After an error the stream cannot go on. */
+ * -ENOMEM; -EINVAL for a window zstd does not have.  After an error the
+ * stream cannot go on. */
 int netp_unzip(struct netp_rx *rx, const uint8_t *payload, uint32_t plen);
 
 /* One frame: its header (NETP_HDR bytes, checked by netp_header()) and
