@@ -82,10 +82,6 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_PSAMPLES, STREAM_OFFC
  * accepts (bounds the memory of a cursor and of a decompression). */
 #define CAPTURE_RAW_MAX ((size_t)256 << 10)
 #define CAPTURE_RAW_LIMIT ((size_t)1 << 20)
-/* A stream capture closes an open block after putting it this many times
- * (a file's writer rewrites it until it holds block_max / 2): each put
- * sends the whole block again. */
-#define CAPTURE_STREAM_PUTS 4
 /* zstd level of event blocks: 3 is zstd's default */
 #define CAPTURE_ZSTD_LEVEL 1
 /* A packed value (schema 2 trees and sites) expands at most this much:
@@ -359,7 +355,6 @@ struct pending {
 			     * samples: value of the previous sample in the block */
 	bool any;         /* last_ts is valid */
 	bool dirty;       /* holds events not yet written to LMDB */
-	unsigned int puts; /* a stream capture: times this open block was put */
 };
 
 /* put_value: the blocks put of one stream (db, thread or counter id). */
