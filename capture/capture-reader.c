@@ -1621,6 +1621,25 @@ void cygprof_counters_free(struct cygprof_counter *v, size_t n)
 	free(v);
 }
 
+/* Make room in the array *a of *cap elements of elsize bytes for want. */
+static int rows_grow(void **a, size_t *cap, size_t want, size_t elsize)
+{
+	size_t nc;
+	void *na;
+
+	if (want <= *cap)
+		return 0;
+	nc = *cap ? *cap : 256;
+	while (nc < want)
+		nc *= 2;
+	na = realloc(*a, nc * elsize);
+	if (!na)
+		return -ENOMEM;
+	*a = na;
+	*cap = nc;
+	return 0;
+}
+
 /* The samples read so far of one counter. */
 struct sm_walk {
 	uint64_t last; /* time of the previous sample: blocks continue each other */
@@ -1635,22 +1654,14 @@ static int sm_block(const struct blk *b, void *arg)
 	const uint8_t *p = b->raw;
 	size_t off = 0, want = w->n + b->count;
 	uint64_t d, z, ts = b->first_ts, val = 0;
-	struct cygprof_sample *a;
 	uint32_t i;
+	int rc;
 
 	if (ts < w->last)
 		return CYGPROF_E_CORRUPT;
-	if (want > w->cap) {
-		size_t nc = w->cap ? w->cap : 256;
-
-		while (nc < want)
-			nc *= 2;
-		a = realloc(w->a, nc * sizeof(*a));
-		if (!a)
-			return -ENOMEM;
-		w->a = a;
-		w->cap = nc;
-	}
+	rc = rows_grow((void **)&w->a, &w->cap, want, sizeof(*w->a));
+	if (rc)
+		return rc;
 	for (i = 0; i < b->count; i++) {
 		if (!get_varint(p, b->len, &off, &d) || !get_varint(p, b->len, &off, &z) ||
 		    ts + d < ts)
@@ -1695,99 +1706,82 @@ int cygprof_capture_get_samples(struct cygprof_capture *cap, uint32_t counter_id
 
 /* ---- perf samples and off-CPU intervals ------------------------------------- */
 
-/* The records read so far of the psamples or offcpu stream. */
+/* The records read so far of the psamples or offcpu stream: each record is
+ * nv varints, the first a zigzag time delta (appends of separate calls may go
+ * back in time, several rings), which put() checks and stores at rec. */
 struct ps_walk {
 	void *a;
 	size_t n, cap, elsize;
+	unsigned int nv;
+	int (*put)(void *rec, uint64_t ts, const uint64_t *v);
 };
 
-static int ps_grow(struct ps_walk *w, size_t more)
+static int ps_put(void *rec, uint64_t ts, const uint64_t *v)
 {
-	size_t want = w->n + more, nc;
-	void *a;
+	struct cygprof_psample *a = rec;
 
-	if (want <= w->cap)
-		return 0;
-	nc = w->cap ? w->cap : 256;
-	while (nc < want)
-		nc *= 2;
-	a = realloc(w->a, nc * w->elsize);
-	if (!a)
-		return -ENOMEM;
-	w->a = a;
-	w->cap = nc;
+	if (v[3] > (uint64_t)UINT32_MAX || v[4] > UINT32_MAX || v[5] > UINT32_MAX ||
+	    v[6] > UINT32_MAX || v[7] > UINT32_MAX)
+		return CYGPROF_E_CORRUPT;
+	a->t_ns = ts;
+	a->weight_ns = v[1];
+	a->rr_ticks = v[2] ? v[2] - 1 : UINT64_MAX;
+	a->thread_idx = v[3] ? (uint32_t)(v[3] - 1) : CYGPROF_NONE;
+	a->pid = (uint32_t)v[4];
+	a->tid = (uint32_t)v[5];
+	a->stack = (uint32_t)v[6];
+	a->flags = (uint32_t)v[7];
+	a->pad = 0;
 	return 0;
 }
 
-/* Appends of separate calls may go back in time (several rings): within a
- * block a time is a signed delta from the previous record's. */
+static int oc_put(void *rec, uint64_t ts, const uint64_t *v)
+{
+	struct cygprof_offcpu *a = rec;
+
+	if (ts + v[1] < ts || v[2] > (uint64_t)UINT32_MAX || v[3] > UINT32_MAX ||
+	    v[4] > UINT32_MAX || v[5] > UINT32_MAX)
+		return CYGPROF_E_CORRUPT;
+	a->start_ns = ts;
+	a->end_ns = ts + v[1];
+	a->thread_idx = v[2] ? (uint32_t)(v[2] - 1) : CYGPROF_NONE;
+	a->tid = (uint32_t)v[3];
+	a->stack = (uint32_t)v[4];
+	a->flags = (uint32_t)v[5];
+	return 0;
+}
+
+/* The empty walks of the two streams. */
+static const struct ps_walk ps_rows = { .elsize = sizeof(struct cygprof_psample), .nv = 8,
+					.put = ps_put };
+static const struct ps_walk oc_rows = { .elsize = sizeof(struct cygprof_offcpu), .nv = 6,
+					.put = oc_put };
+
+/* Append the records of block b to w. */
 static int ps_block(const struct blk *b, void *arg)
 {
 	struct ps_walk *w = arg;
-	struct cygprof_psample *a;
 	const uint8_t *p = b->raw;
 	size_t off = 0;
 	uint64_t v[8], ts = b->first_ts;
 	uint32_t i;
-	int j, rc;
+	unsigned int j;
+	int rc;
 
-	rc = ps_grow(w, b->count);
+	rc = rows_grow(&w->a, &w->cap, w->n + b->count, w->elsize);
 	if (rc)
 		return rc;
-	a = (struct cygprof_psample *)w->a + w->n;
-	for (i = 0; i < b->count; i++, a++) {
-		for (j = 0; j < 8; j++)
+	for (i = 0; i < b->count; i++) {
+		for (j = 0; j < w->nv; j++)
 			if (!get_varint(p, b->len, &off, &v[j]))
 				return CYGPROF_E_CORRUPT;
 		ts += unzigzag(v[0]);
-		if (v[3] > (uint64_t)UINT32_MAX || v[4] > UINT32_MAX || v[5] > UINT32_MAX ||
-		    v[6] > UINT32_MAX || v[7] > UINT32_MAX)
-			return CYGPROF_E_CORRUPT;
-		a->t_ns = ts;
-		a->weight_ns = v[1];
-		a->rr_ticks = v[2] ? v[2] - 1 : UINT64_MAX;
-		a->thread_idx = v[3] ? (uint32_t)(v[3] - 1) : CYGPROF_NONE;
-		a->pid = (uint32_t)v[4];
-		a->tid = (uint32_t)v[5];
-		a->stack = (uint32_t)v[6];
-		a->flags = (uint32_t)v[7];
-		a->pad = 0;
+		rc = w->put((char *)w->a + w->n * w->elsize, ts, v);
+		if (rc)
+			return rc;
 		w->n++;
 	}
 	/* bytes after the count-th record are ignored (versioning rules) */
-	return 0;
-}
-
-static int oc_block(const struct blk *b, void *arg)
-{
-	struct ps_walk *w = arg;
-	struct cygprof_offcpu *a;
-	const uint8_t *p = b->raw;
-	size_t off = 0;
-	uint64_t v[6], ts = b->first_ts;
-	uint32_t i;
-	int j, rc;
-
-	rc = ps_grow(w, b->count);
-	if (rc)
-		return rc;
-	a = (struct cygprof_offcpu *)w->a + w->n;
-	for (i = 0; i < b->count; i++, a++) {
-		for (j = 0; j < 6; j++)
-			if (!get_varint(p, b->len, &off, &v[j]))
-				return CYGPROF_E_CORRUPT;
-		ts += unzigzag(v[0]);
-		if (ts + v[1] < ts || v[2] > (uint64_t)UINT32_MAX || v[3] > UINT32_MAX ||
-		    v[4] > UINT32_MAX || v[5] > UINT32_MAX)
-			return CYGPROF_E_CORRUPT;
-		a->start_ns = ts;
-		a->end_ns = ts + v[1];
-		a->thread_idx = v[2] ? (uint32_t)(v[2] - 1) : CYGPROF_NONE;
-		a->tid = (uint32_t)v[3];
-		a->stack = (uint32_t)v[4];
-		a->flags = (uint32_t)v[5];
-		w->n++;
-	}
 	return 0;
 }
 
@@ -1811,10 +1805,9 @@ static int cmp_offcpu(const void *x, const void *y)
 }
 
 static int get_stream(struct cygprof_capture *cap, unsigned int stream, unsigned int db,
-		      size_t elsize, size_t min, int (*fn)(const struct blk *b, void *arg),
-		      void **out, size_t *n)
+		      size_t min, const struct ps_walk *rows, void **out, size_t *n)
 {
-	struct ps_walk w = { .elsize = elsize };
+	struct ps_walk w = *rows;
 	int rc;
 
 	if (cap->missing[db])
@@ -1824,7 +1817,7 @@ static int get_stream(struct cygprof_capture *cap, unsigned int stream, unsigned
 		if (rc)
 			return rc;
 	}
-	rc = foreach_block(cap, db, CAPTURE_ONE_STREAM, min, fn, &w);
+	rc = foreach_block(cap, db, CAPTURE_ONE_STREAM, min, ps_block, &w);
 	if (rc) {
 		free(w.a);
 		return rc;
@@ -1844,8 +1837,8 @@ int cygprof_capture_get_psamples(struct cygprof_capture *cap, struct cygprof_psa
 		return -EINVAL;
 	*s = NULL;
 	*n = 0;
-	rc = get_stream(cap, STREAM_PSAMPLES, DB_PSAMPLES, sizeof(**s), CAPTURE_PSAMPLE_MIN,
-			ps_block, (void **)s, n);
+	rc = get_stream(cap, STREAM_PSAMPLES, DB_PSAMPLES, CAPTURE_PSAMPLE_MIN, &ps_rows,
+			(void **)s, n);
 	if (rc || !*n)
 		return rc;
 	for (i = 0; i < *n; i++)
@@ -1867,8 +1860,8 @@ int cygprof_capture_get_offcpu(struct cygprof_capture *cap, struct cygprof_offcp
 		return -EINVAL;
 	*o = NULL;
 	*n = 0;
-	rc = get_stream(cap, STREAM_OFFCPU, DB_OFFCPU, sizeof(**o), CAPTURE_OFFCPU_MIN, oc_block,
-			(void **)o, n);
+	rc = get_stream(cap, STREAM_OFFCPU, DB_OFFCPU, CAPTURE_OFFCPU_MIN, &oc_rows, (void **)o,
+			n);
 	if (rc || !*n)
 		return rc;
 	/* stable: flags holds the index while sorting */
@@ -1910,8 +1903,7 @@ static int check_block(struct cygprof_capture *cap, unsigned int db, const MDB_v
 		[DB_SAMPLES] = CAPTURE_SAMPLE_MIN, [DB_PSAMPLES] = CAPTURE_PSAMPLE_MIN,
 		[DB_OFFCPU] = CAPTURE_OFFCPU_MIN,
 	};
-	struct ps_walk pw = { .elsize = db == DB_PSAMPLES ? sizeof(struct cygprof_psample)
-							  : sizeof(struct cygprof_offcpu) };
+	struct ps_walk pw = db == DB_PSAMPLES ? ps_rows : oc_rows;
 	struct sm_walk sw = { 0 };
 	struct cygprof_event *evbuf = NULL;
 	struct cygprof_mem_event me;
@@ -1947,10 +1939,8 @@ static int check_block(struct cygprof_capture *cap, unsigned int db, const MDB_v
 		f->last_ts = sw.last;
 		break;
 	case DB_PSAMPLES:
-		rc = ps_block(&b, &pw);
-		break;
 	case DB_OFFCPU:
-		rc = oc_block(&b, &pw);
+		rc = ps_block(&b, &pw);
 		break;
 	}
 out:

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1206,6 +1207,40 @@ static int pending_next(struct cygprof_capture *cap, struct pending *p, size_t m
 	return rc;
 }
 
+/* A writer that may append to a stream of timed records: not a reopened
+ * capture (a block must continue the stored ones in time). */
+static int check_appender(struct cygprof_capture *cap)
+{
+	int rc = check_writer(cap);
+
+	return rc ? rc : cap->reopened ? -EPERM : 0;
+}
+
+/* The pending block of stream/key, once the times of the n records of elsize
+ * bytes (a uint64_t at ts_off) are checked to go on from the stream's last,
+ * with room reserved for n records of max bytes: a rejected call appends
+ * nothing. */
+static int timed_begin(struct cygprof_capture *cap, unsigned int stream, uint32_t key,
+		       const void *recs, size_t n, size_t elsize, size_t ts_off, size_t max,
+		       struct pending **pp)
+{
+	struct pending *p = pending_get(cap, stream, key);
+	uint64_t last, ts;
+	size_t i;
+
+	if (!p)
+		return -ENOMEM;
+	last = p->any ? p->last_ts : 0;
+	for (i = 0; i < n; i++) {
+		memcpy(&ts, (const uint8_t *)recs + i * elsize + ts_off, sizeof(ts));
+		if (ts < last)
+			return -EINVAL;
+		last = ts;
+	}
+	*pp = p;
+	return pending_reserve(cap, p, n, max);
+}
+
 int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_idx,
 				  const struct cygprof_event *ev, size_t n)
 {
@@ -1213,28 +1248,19 @@ int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_i
 	uint64_t last;
 	size_t i;
 	uint8_t *out;
-	int rc = check_writer(cap);
+	int rc = check_appender(cap);
 
 	if (rc)
 		return rc;
-	/* a block must continue the stored ones in time */
-	if (cap->reopened)
-		return -EPERM;
 	if (!n)
 		return 0;
 	if (!ev)
 		return -EINVAL;
-	p = pending_get(cap, STREAM_TIMELINE, thread_idx);
-	if (!p)
-		return -ENOMEM;
-	/* validate everything first: a rejected call appends nothing */
-	last = p->any ? p->last_ts : 0;
-	for (i = 0; i < n; i++) {
-		if (ev[i].kind > CYGPROF_EV_UNWIND || ev[i].ts_ns < last)
+	for (i = 0; i < n; i++)
+		if (ev[i].kind > CYGPROF_EV_UNWIND)
 			return -EINVAL;
-		last = ev[i].ts_ns;
-	}
-	rc = pending_reserve(cap, p, n, CAPTURE_EVENT_MAX);
+	rc = timed_begin(cap, STREAM_TIMELINE, thread_idx, ev, n, sizeof(*ev),
+			 offsetof(struct cygprof_event, ts_ns), CAPTURE_EVENT_MAX, &p);
 	if (rc)
 		return rc;
 	last = p->last_ts;
@@ -1292,33 +1318,21 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 			       const struct cygprof_mem_event *ev, size_t n)
 {
 	struct pending *p;
-	uint64_t last;
 	size_t i;
-	int rc = check_writer(cap);
+	int rc = check_appender(cap);
 
 	if (rc)
 		return rc;
-	/* a block must continue the stored ones in time */
-	if (cap->reopened)
-		return -EPERM;
 	if (!n)
 		return 0;
 	if (!ev)
 		return -EINVAL;
-	p = pending_get(cap, STREAM_MEM, thread_idx);
-	if (!p)
-		return -ENOMEM;
-	/* validate everything first: a rejected call appends nothing */
-	last = p->any ? p->last_ts : 0;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		if (ev[i].op > CYGPROF_MEM_FREE || ev[i].fn >= CYGPROF_FN_COUNT ||
-		    ev[i].ts_ns < last)
+		    (ev[i].op == CYGPROF_MEM_FREE && (ev[i].size || ev[i].stack)))
 			return -EINVAL;
-		if (ev[i].op == CYGPROF_MEM_FREE && (ev[i].size || ev[i].stack))
-			return -EINVAL;
-		last = ev[i].ts_ns;
-	}
-	rc = pending_reserve(cap, p, n, CAPTURE_MEM_EVENT_MAX);
+	rc = timed_begin(cap, STREAM_MEM, thread_idx, ev, n, sizeof(*ev),
+			 offsetof(struct cygprof_mem_event, ts_ns), CAPTURE_MEM_EVENT_MAX, &p);
 	if (rc)
 		return rc;
 	for (i = 0; i < n; i++) {
@@ -1402,31 +1416,18 @@ int cygprof_capture_append_samples(struct cygprof_capture *cap, uint32_t counter
 				   const struct cygprof_sample *s, size_t n)
 {
 	struct pending *p;
-	uint64_t last;
 	size_t i;
 	uint8_t *out;
-	int rc = check_writer(cap);
+	int rc = check_appender(cap);
 
 	if (rc)
 		return rc;
-	/* a block must continue the stored ones in time */
-	if (cap->reopened)
-		return -EPERM;
 	if (counter_id >= cap->ncounters || (n && !s))
 		return -EINVAL;
 	if (!n)
 		return 0;
-	p = pending_get(cap, STREAM_SAMPLES, counter_id);
-	if (!p)
-		return -ENOMEM;
-	/* validate everything first: a rejected call appends nothing */
-	last = p->any ? p->last_ts : 0;
-	for (i = 0; i < n; i++) {
-		if (s[i].t_ns < last)
-			return -EINVAL;
-		last = s[i].t_ns;
-	}
-	rc = pending_reserve(cap, p, n, CAPTURE_SAMPLE_MAX);
+	rc = timed_begin(cap, STREAM_SAMPLES, counter_id, s, n, sizeof(*s),
+			 offsetof(struct cygprof_sample, t_ns), CAPTURE_SAMPLE_MAX, &p);
 	if (rc)
 		return rc;
 	for (i = 0; i < n; i++) {
