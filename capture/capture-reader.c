@@ -574,23 +574,7 @@ out:
 
 static int decode_proc(const MDB_val *k, const MDB_val *v, void *elem)
 {
-	struct cygprof_proc *p = elem;
-	struct crd r;
-
-	if (k->mv_size != 4)
-		return CYGPROF_E_CORRUPT;
-	p->idx = get_be32(k->mv_data);
-	crd_init(&r, v);
-	p->pid = crd_le32(&r);
-	p->ppid = crd_le32(&r);
-	p->parent_idx = crd_le32(&r);
-	p->start_ns = crd_le64(&r);
-	p->end_ns = crd_le64(&r);
-	p->end_kind = crd_le32(&r);
-	p->end_code = (int32_t)crd_le32(&r);
-	p->command = crd_str(&r);
-	p->exe = crd_str(&r);
-	return crd_status(&r);
+	return record_decode(&layout_proc, k, v, elem);
 }
 
 static void clear_proc(void *elem)
@@ -621,43 +605,15 @@ void cygprof_procs_free(struct cygprof_proc *procs, size_t n)
 static int decode_thread(const MDB_val *k, const MDB_val *v, void *elem)
 {
 	struct cygprof_thread *t = elem;
-	const uint8_t *name;
-	struct crd r;
+	int rc = record_decode(&layout_thread, k, v, elem);
 
-	if (k->mv_size != 4)
-		return CYGPROF_E_CORRUPT;
-	t->idx = get_be32(k->mv_data);
-	crd_init(&r, v);
-	t->proc_idx = crd_le32(&r);
-	t->tid = crd_le32(&r);
-	t->flags = crd_le32(&r);
-	t->start_ns = crd_le64(&r);
-	t->end_ns = crd_le64(&r);
-	t->calls = crd_le64(&r);
-	t->events = crd_le64(&r);
-	t->lost = crd_le64(&r);
-	t->waits = crd_le64(&r);
-	t->wait_ns = crd_le64(&r);
-	t->unpaired = crd_le64(&r);
-	t->unwound = crd_le64(&r);
-	name = crd_take(&r, sizeof(t->name));
-	if (name) {
-		memcpy(t->name, name, sizeof(t->name));
-		t->name[sizeof(t->name) - 1] = 0;
-	}
-	if (crd_status(&r))
-		return crd_status(&r);
-	/* optional fields, appended later */
-	if (r.len - r.off >= 24) {
-		t->overflow = crd_le64(&r);
-		t->sig_lost = crd_le64(&r);
-		t->mem_lost = crd_le64(&r);
-	}
+	if (rc)
+		return rc;
 	if (t->events > UINT64_MAX / 8 || t->lost > UINT64_MAX / 8 || t->calls > UINT64_MAX / 8 ||
 	    t->unwound > UINT64_MAX / 8 || t->unpaired > UINT64_MAX / 8 ||
 	    t->sig_lost > UINT64_MAX / 8)
 		return CYGPROF_E_CORRUPT;
-	return crd_status(&r);
+	return 0;
 }
 
 int cygprof_capture_get_threads(struct cygprof_capture *cap, struct cygprof_thread **threads,
@@ -690,25 +646,11 @@ int cygprof_capture_get_threads(struct cygprof_capture *cap, struct cygprof_thre
 static int decode_object(const MDB_val *k, const MDB_val *v, void *elem)
 {
 	struct cygprof_object *o = elem;
-	const uint8_t *id;
-	struct crd r;
+	int rc = record_decode(&layout_object, k, v, elem);
 
-	if (k->mv_size != 4)
+	if (!rc && o->build_id_len > sizeof(o->build_id))
 		return CYGPROF_E_CORRUPT;
-	o->idx = get_be32(k->mv_data);
-	crd_init(&r, v);
-	o->proc_idx = crd_le32(&r);
-	o->start = crd_le64(&r);
-	o->end = crd_le64(&r);
-	o->bias = crd_le64(&r);
-	o->build_id_len = crd_le32(&r);
-	id = crd_take(&r, sizeof(o->build_id));
-	if (o->build_id_len > sizeof(o->build_id))
-		return CYGPROF_E_CORRUPT;
-	if (id)
-		memcpy(o->build_id, id, sizeof(o->build_id));
-	o->path = crd_str(&r);
-	return crd_status(&r);
+	return rc;
 }
 
 static void clear_object(void *elem)
@@ -736,18 +678,7 @@ void cygprof_objects_free(struct cygprof_object *objs, size_t n)
 
 static int decode_symbol(const MDB_val *k, const MDB_val *v, void *elem)
 {
-	struct cygprof_symbol *s = elem;
-	struct crd r;
-
-	if (k->mv_size != 12)
-		return CYGPROF_E_CORRUPT;
-	s->proc_idx = get_be32(k->mv_data);
-	s->addr = get_be64((const uint8_t *)k->mv_data + 4);
-	crd_init(&r, v);
-	s->object_idx = crd_le32(&r);
-	s->size = crd_le64(&r);
-	s->name = crd_str(&r);
-	return crd_status(&r);
+	return record_decode(&layout_symbol, k, v, elem);
 }
 
 static void clear_symbol(void *elem)
@@ -1511,18 +1442,11 @@ int cygprof_capture_mem_count(struct cygprof_capture *cap, uint32_t thread_idx, 
 static int decode_stack(const MDB_val *k, const MDB_val *v, void *elem)
 {
 	struct cygprof_stack_node *s = elem;
-	const uint8_t *p = v->mv_data;
+	int rc = record_decode(&layout_stack, k, v, elem);
 
-	if (k->mv_size != 4 || v->mv_size < CAPTURE_STACK_SIZE)
+	if (!rc && (s->parent >= s->id || s->kind > CYGPROF_FRAME_IP))
 		return CYGPROF_E_CORRUPT;
-	s->id = get_be32(k->mv_data);
-	s->parent = get_le32(p);
-	s->proc_idx = get_le32(p + 4);
-	s->kind = get_le32(p + 8);
-	s->addr = get_le64(p + 12);
-	if (s->parent >= s->id || s->kind > CYGPROF_FRAME_IP)
-		return CYGPROF_E_CORRUPT;
-	return 0;
+	return rc;
 }
 
 int cygprof_capture_get_stacks(struct cygprof_capture *cap, struct cygprof_stack_node **v,
@@ -1563,21 +1487,12 @@ int cygprof_capture_get_stacks(struct cygprof_capture *cap, struct cygprof_stack
 static int decode_counter(const MDB_val *k, const MDB_val *v, void *elem)
 {
 	struct cygprof_counter *c = elem;
-	struct crd r;
+	int rc = record_decode(&layout_counter, k, v, elem);
 
-	if (k->mv_size != 4)
+	if (!rc && (c->unit > CYGPROF_UNIT_COUNT || !c->name || !c->name[0] ||
+		    strlen(c->name) > CAPTURE_COUNTER_NAME_MAX))
 		return CYGPROF_E_CORRUPT;
-	c->id = get_be32(k->mv_data);
-	crd_init(&r, v);
-	c->proc_idx = crd_le32(&r);
-	c->unit = crd_le32(&r);
-	c->flags = crd_le32(&r);
-	c->name = crd_str(&r);
-	if (!r.bad && !r.oom &&
-	    (c->unit > CYGPROF_UNIT_COUNT || !c->name || !c->name[0] ||
-	     strlen(c->name) > CAPTURE_COUNTER_NAME_MAX))
-		return CYGPROF_E_CORRUPT;
-	return crd_status(&r);
+	return rc;
 }
 
 static void clear_counter(void *elem)

@@ -924,65 +924,36 @@ static int put_scratch(struct cygprof_capture *cap, unsigned int db, const uint8
 	return rc;
 }
 
+/* Store rec, a record of db laid out by l (capture-record.c). */
+static int put_record(struct cygprof_capture *cap, unsigned int db,
+		      const struct record_layout *l, const void *rec)
+{
+	uint8_t key[12];
+	size_t klen = record_encode(l, rec, key, &cap->scratch);
+
+	return put_scratch(cap, db, key, klen);
+}
+
 int cygprof_capture_put_proc(struct cygprof_capture *cap, const struct cygprof_proc *p)
 {
-	struct cbuf *b = &cap->scratch;
-	uint8_t key[4];
 	int rc = check_writer(cap);
 
 	if (rc)
 		return rc;
 	if (!p)
 		return -EINVAL;
-	put_be32(key, p->idx);
-	b->len = 0;
-	cbuf_le32(b, p->pid);
-	cbuf_le32(b, p->ppid);
-	cbuf_le32(b, p->parent_idx);
-	cbuf_le64(b, p->start_ns);
-	cbuf_le64(b, p->end_ns);
-	cbuf_le32(b, p->end_kind);
-	cbuf_le32(b, (uint32_t)p->end_code);
-	cbuf_str(b, p->command);
-	cbuf_str(b, p->exe);
-	return put_scratch(cap, DB_PROCS, key, sizeof(key));
+	return put_record(cap, DB_PROCS, &layout_proc, p);
 }
 
 int cygprof_capture_put_thread(struct cygprof_capture *cap, const struct cygprof_thread *t)
 {
-	struct cbuf *b = &cap->scratch;
-	uint8_t key[4], *name;
-	size_t n;
 	int rc = check_writer(cap);
 
 	if (rc)
 		return rc;
 	if (!t)
 		return -EINVAL;
-	put_be32(key, t->idx);
-	b->len = 0;
-	cbuf_le32(b, t->proc_idx);
-	cbuf_le32(b, t->tid);
-	cbuf_le32(b, t->flags);
-	cbuf_le64(b, t->start_ns);
-	cbuf_le64(b, t->end_ns);
-	cbuf_le64(b, t->calls);
-	cbuf_le64(b, t->events);
-	cbuf_le64(b, t->lost);
-	cbuf_le64(b, t->waits);
-	cbuf_le64(b, t->wait_ns);
-	cbuf_le64(b, t->unpaired);
-	cbuf_le64(b, t->unwound);
-	name = cbuf_grow(b, sizeof(t->name));
-	if (name) {
-		n = strnlen(t->name, sizeof(t->name) - 1);
-		memset(name, 0, sizeof(t->name));
-		memcpy(name, t->name, n);
-	}
-	cbuf_le64(b, t->overflow);
-	cbuf_le64(b, t->sig_lost);
-	cbuf_le64(b, t->mem_lost);
-	return put_scratch(cap, DB_THREADS, key, sizeof(key));
+	return put_record(cap, DB_THREADS, &layout_thread, t);
 }
 
 int cygprof_capture_put_tree(struct cygprof_capture *cap, uint32_t thread_idx,
@@ -1051,47 +1022,24 @@ int cygprof_capture_put_sites(struct cygprof_capture *cap, uint32_t thread_idx,
 
 int cygprof_capture_put_object(struct cygprof_capture *cap, const struct cygprof_object *o)
 {
-	struct cbuf *b = &cap->scratch;
-	uint8_t key[4], *id;
 	int rc = check_writer(cap);
 
 	if (rc)
 		return rc;
 	if (!o || o->build_id_len > sizeof(o->build_id))
 		return -EINVAL;
-	put_be32(key, o->idx);
-	b->len = 0;
-	cbuf_le32(b, o->proc_idx);
-	cbuf_le64(b, o->start);
-	cbuf_le64(b, o->end);
-	cbuf_le64(b, o->bias);
-	cbuf_le32(b, o->build_id_len);
-	id = cbuf_grow(b, sizeof(o->build_id));
-	if (id) {
-		memset(id, 0, sizeof(o->build_id));
-		memcpy(id, o->build_id, o->build_id_len);
-	}
-	cbuf_str(b, o->path);
-	return put_scratch(cap, DB_OBJECTS, key, sizeof(key));
+	return put_record(cap, DB_OBJECTS, &layout_object, o);
 }
 
 int cygprof_capture_put_symbol(struct cygprof_capture *cap, const struct cygprof_symbol *s)
 {
-	struct cbuf *b = &cap->scratch;
-	uint8_t key[12];
 	int rc = check_writer(cap);
 
 	if (rc)
 		return rc;
 	if (!s)
 		return -EINVAL;
-	put_be32(key, s->proc_idx);
-	put_be64(key + 4, s->addr);
-	b->len = 0;
-	cbuf_le32(b, s->object_idx);
-	cbuf_le64(b, s->size);
-	cbuf_str(b, s->name);
-	return put_scratch(cap, DB_SYMBOLS, key, sizeof(key));
+	return put_record(cap, DB_SYMBOLS, &layout_symbol, s);
 }
 
 /* ---- timeline ------------------------------------------------------------- */
@@ -1353,9 +1301,10 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof_stack_node *v,
 			       size_t n)
 {
-	uint8_t key[4], val[CAPTURE_STACK_SIZE];
+	struct cbuf *b = &cap->scratch;
+	uint8_t key[12];
 	uint32_t next;
-	size_t i;
+	size_t i, klen;
 	int rc = check_writer(cap);
 
 	if (rc)
@@ -1369,13 +1318,11 @@ int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof
 		if (v[i].id != next || v[i].parent >= v[i].id || v[i].kind > CYGPROF_FRAME_IP)
 			return -EINVAL;
 	for (i = 0; i < n && !rc; i++) {
-		put_be32(key, v[i].id);
-		put_le32(val, v[i].parent);
-		put_le32(val + 4, v[i].proc_idx);
-		put_le32(val + 8, v[i].kind);
-		put_le64(val + 12, v[i].addr);
-		rc = wput(cap, DB_STACKS, key, sizeof(key), val, sizeof(val));
+		klen = record_encode(&layout_stack, &v[i], key, b);
+		rc = b->oom ? -ENOMEM : wput(cap, DB_STACKS, key, klen, b->p, b->len);
 	}
+	b->oom = false;
+	trim_buffers(cap);
 	if (!rc)
 		cap->nstacks += (uint32_t)n;
 	return wdone(cap, rc);
@@ -1385,8 +1332,6 @@ int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof
 
 int cygprof_capture_put_counter(struct cygprof_capture *cap, const struct cygprof_counter *c)
 {
-	struct cbuf *b = &cap->scratch;
-	uint8_t key[4];
 	size_t len;
 	int rc = check_writer(cap);
 
@@ -1397,13 +1342,7 @@ int cygprof_capture_put_counter(struct cygprof_capture *cap, const struct cygpro
 	len = strlen(c->name);
 	if (!len || len > CAPTURE_COUNTER_NAME_MAX)
 		return -EINVAL;
-	put_be32(key, c->id);
-	b->len = 0;
-	cbuf_le32(b, c->proc_idx);
-	cbuf_le32(b, c->unit);
-	cbuf_le32(b, c->flags);
-	cbuf_str(b, c->name);
-	rc = put_scratch(cap, DB_COUNTERS, key, sizeof(key));
+	rc = put_record(cap, DB_COUNTERS, &layout_counter, c);
 	if (!rc)
 		cap->ncounters++;
 	return rc;
