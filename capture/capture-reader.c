@@ -790,12 +790,7 @@ static int decode_tree(struct cygprof_capture *cap, uint32_t thread_idx, MDB_val
 	rc = unpack_array(cap, v, CAPTURE_NODE_SIZE, sizeof(*a), &packed, &p, &count, &size,
 			  (void **)&a);
 	for (i = 0; !rc && i < count; i++, p += size) {
-		a[i].parent = get_le32(p);
-		a[i].flags = get_le32(p + 4);
-		a[i].fn = get_le64(p + 8);
-		a[i].site = get_le64(p + 16);
-		a[i].calls = get_le64(p + 24);
-		a[i].total_ns = get_le64(p + 32);
+		record_decode_row(&layout_node, p, &a[i]);
 		if (a[i].parent != CYGPROF_NONE && a[i].parent >= i)
 			rc = capture_damage(cap, "thread %u call tree: node %u has parent %u",
 					    thread_idx, i, a[i].parent);
@@ -822,13 +817,10 @@ static int decode_sites(struct cygprof_capture *cap, uint32_t thread_idx, MDB_va
 	uint32_t count = 0, size, i;
 	int rc;
 
-	rc = unpack_array(cap, v, 32, sizeof(*a), &packed, &p, &count, &size, (void **)&a);
+	rc = unpack_array(cap, v, CAPTURE_SITE_SIZE, sizeof(*a), &packed, &p, &count, &size,
+			  (void **)&a);
 	for (i = 0; !rc && i < count; i++, p += size) {
-		a[i].node = get_le32(p);
-		a[i].flags = get_le32(p + 4);
-		a[i].site = get_le64(p + 8);
-		a[i].calls = get_le64(p + 16);
-		a[i].total_ns = get_le64(p + 24);
+		record_decode_row(&layout_site, p, &a[i]);
 	}
 	if (rc == CYGPROF_E_CORRUPT && !capture_detail_last()[0])
 		capture_damage(cap, "thread %u call sites: malformed", thread_idx);
