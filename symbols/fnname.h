@@ -6,8 +6,9 @@
  *
  * The collector names functions through it (collector/names.c: the
  * capture's symbols and cygprof top's snapshots), and the read side
- * recognises the placeholders through it (analysis/view-symbols.c: a name
- * that names nothing is asked of the debug-file search). */
+ * recognises the placeholders through it and spells an address it cannot
+ * name the same way (analysis/view-symbols.c: a name that names nothing is
+ * asked of the debug-file search).  Nothing else builds these names. */
 #ifndef SYM_FNNAME_H
 #define SYM_FNNAME_H
 
