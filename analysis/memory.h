@@ -7,7 +7,9 @@
  * (memory_run() does the k-way merge over per-thread sources) and, once the
  * events are done, the function names of the stacks it saw.  It is
  * unit-testable without a capture.  memory-load.c feeds it from a view of a
- * capture (view.h: cursors, the stack stash, names).
+ * capture (view.h: cursors, the stack stash, names); cygprof top --memory
+ * (collector/snapshot.c) feeds it the events the collector drains, for the
+ * live heap.
  *
  * Definitions (exact):
  *   merged order   all threads' events by ts_ns; at equal times FREE before
