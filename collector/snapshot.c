@@ -93,8 +93,8 @@ struct walk {
 
 /* The raw tree of ct from the mapping into st->nodes (parents first), with
  * the time of its open frames up to now (or to its end) added.  Returns the
- * number of nodes, or 0.  A big
- * tree lets the rings be drained now and then (collector_yield()). */
+ * number of nodes, or 0.  A big tree lets the rings be drained now and then
+ * (collector_yield()). */
 static size_t raw_tree(struct collector *c, struct cthread *ct, uint64_t now)
 {
 	struct snapstate *st = c->snap;
