@@ -551,21 +551,25 @@ int view_counters(struct view *v, const struct cygprof_counter **c, size_t *n)
 	return err;
 }
 
+/* The end of loading an array of the capture once: none is empty, and the
+ * capture's getters leave the array empty after an error (the next call
+ * tries again). */
+static int view_loaded(int err, int *state)
+{
+	if (err == CYGPROF_E_NOTFOUND)
+		err = 0;
+	if (!err)
+		*state = 1;
+	return err;
+}
+
 int view_psamples(struct view *v, const struct cygprof_psample **s, size_t *n)
 {
 	int err = 0;
 
-	if (!v->psamples_state) {
-		err = cygprof_capture_get_psamples(v->cap, &v->psamples, &v->npsamples);
-		if (err == CYGPROF_E_NOTFOUND)
-			err = 0;
-		if (err) {
-			v->psamples = NULL;
-			v->npsamples = 0;
-		} else {
-			v->psamples_state = 1;
-		}
-	}
+	if (!v->psamples_state)
+		err = view_loaded(cygprof_capture_get_psamples(v->cap, &v->psamples, &v->npsamples),
+				  &v->psamples_state);
 	*s = v->psamples;
 	*n = v->npsamples;
 	return err;
@@ -575,17 +579,9 @@ int view_offcpu(struct view *v, const struct cygprof_offcpu **o, size_t *n)
 {
 	int err = 0;
 
-	if (!v->offcpu_state) {
-		err = cygprof_capture_get_offcpu(v->cap, &v->offcpu, &v->noffcpu);
-		if (err == CYGPROF_E_NOTFOUND)
-			err = 0;
-		if (err) {
-			v->offcpu = NULL;
-			v->noffcpu = 0;
-		} else {
-			v->offcpu_state = 1;
-		}
-	}
+	if (!v->offcpu_state)
+		err = view_loaded(cygprof_capture_get_offcpu(v->cap, &v->offcpu, &v->noffcpu),
+				  &v->offcpu_state);
 	*o = v->offcpu;
 	*n = v->noffcpu;
 	return err;

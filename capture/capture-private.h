@@ -82,10 +82,6 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_PSAMPLES, STREAM_OFFC
  * accepts (bounds the memory of a cursor and of a decompression). */
 #define CAPTURE_RAW_MAX ((size_t)256 << 10)
 #define CAPTURE_RAW_LIMIT ((size_t)1 << 20)
-/* A stream capture closes an open block after putting it this many times
- * (a file's writer rewrites it until it holds block_max / 2): each put
- * sends the whole block again. */
-#define CAPTURE_STREAM_PUTS 4
 /* zstd level of event blocks: 3 is zstd's default */
 #define CAPTURE_ZSTD_LEVEL 1
 /* A packed value (schema 2 trees and sites) expands at most this much:
@@ -97,7 +93,6 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_PSAMPLES, STREAM_OFFC
 #define CAPTURE_CRC_SIZE 4
 /* Largest encoding of one timeline event: varint(34 bits) + varint(64 bits). */
 #define CAPTURE_EVENT_MAX 15
-#define CAPTURE_STACK_SIZE 20
 
 /* Memory event header varint: op, fn, whether the address delta is stored
  * divided by 16, then the flags. */
@@ -324,6 +319,43 @@ char *crd_str(struct crd *r);
 /* CYGPROF_E_CORRUPT, -ENOMEM or 0 for a decoder's state. */
 int crd_status(const struct crd *r);
 
+/* ---- record layouts (capture-record.c) ----------------------------------- */
+
+/* A field of a record that is one LMDB value: where it is in the public
+ * struct and how it is stored. */
+enum field_kind {
+	F_KEY32,    /* uint32_t, in the key, big-endian */
+	F_KEY64,    /* uint64_t, in the key, big-endian */
+	F_U32,      /* uint32_t (or int32_t), LE32 */
+	F_U64,      /* uint64_t, LE64 */
+	F_STR,      /* char *: LE32 length, the bytes (NULL is "") */
+	F_NAME,     /* char[size], NUL-padded; the reader NUL-terminates it */
+	F_BYTES,    /* uint8_t[size]: as many bytes as the F_U32 before it says, then 0 */
+	F_OPTIONAL, /* the fields after it were appended later: all there, or none */
+};
+
+struct field {
+	uint8_t kind;
+	uint16_t off;
+	uint16_t size;
+};
+
+struct record_layout {
+	const struct field *f;
+	size_t n;
+};
+
+extern const struct record_layout layout_proc, layout_thread, layout_object, layout_symbol,
+	layout_stack, layout_counter;
+
+/* The key of record rec into key (room for 12 bytes; returns its length) and
+ * its value into b (emptied first; b->oom on failure). */
+size_t record_encode(const struct record_layout *l, const void *rec, uint8_t *key,
+		     struct cbuf *b);
+/* Key k and value v into rec (zeroed by the caller; strings malloc'd, freed
+ * by the caller whatever the result): 0, CYGPROF_E_CORRUPT or -ENOMEM. */
+int record_decode(const struct record_layout *l, const MDB_val *k, const MDB_val *v, void *rec);
+
 /* ---- the handle ---------------------------------------------------------- */
 
 struct wlog_ent {
@@ -359,7 +391,6 @@ struct pending {
 			     * samples: value of the previous sample in the block */
 	bool any;         /* last_ts is valid */
 	bool dirty;       /* holds events not yet written to LMDB */
-	unsigned int puts; /* a stream capture: times this open block was put */
 };
 
 /* put_value: the blocks put of one stream (db, thread or counter id). */

@@ -574,23 +574,7 @@ out:
 
 static int decode_proc(const MDB_val *k, const MDB_val *v, void *elem)
 {
-	struct cygprof_proc *p = elem;
-	struct crd r;
-
-	if (k->mv_size != 4)
-		return CYGPROF_E_CORRUPT;
-	p->idx = get_be32(k->mv_data);
-	crd_init(&r, v);
-	p->pid = crd_le32(&r);
-	p->ppid = crd_le32(&r);
-	p->parent_idx = crd_le32(&r);
-	p->start_ns = crd_le64(&r);
-	p->end_ns = crd_le64(&r);
-	p->end_kind = crd_le32(&r);
-	p->end_code = (int32_t)crd_le32(&r);
-	p->command = crd_str(&r);
-	p->exe = crd_str(&r);
-	return crd_status(&r);
+	return record_decode(&layout_proc, k, v, elem);
 }
 
 static void clear_proc(void *elem)
@@ -621,43 +605,15 @@ void cygprof_procs_free(struct cygprof_proc *procs, size_t n)
 static int decode_thread(const MDB_val *k, const MDB_val *v, void *elem)
 {
 	struct cygprof_thread *t = elem;
-	const uint8_t *name;
-	struct crd r;
+	int rc = record_decode(&layout_thread, k, v, elem);
 
-	if (k->mv_size != 4)
-		return CYGPROF_E_CORRUPT;
-	t->idx = get_be32(k->mv_data);
-	crd_init(&r, v);
-	t->proc_idx = crd_le32(&r);
-	t->tid = crd_le32(&r);
-	t->flags = crd_le32(&r);
-	t->start_ns = crd_le64(&r);
-	t->end_ns = crd_le64(&r);
-	t->calls = crd_le64(&r);
-	t->events = crd_le64(&r);
-	t->lost = crd_le64(&r);
-	t->waits = crd_le64(&r);
-	t->wait_ns = crd_le64(&r);
-	t->unpaired = crd_le64(&r);
-	t->unwound = crd_le64(&r);
-	name = crd_take(&r, sizeof(t->name));
-	if (name) {
-		memcpy(t->name, name, sizeof(t->name));
-		t->name[sizeof(t->name) - 1] = 0;
-	}
-	if (crd_status(&r))
-		return crd_status(&r);
-	/* optional fields, appended later */
-	if (r.len - r.off >= 24) {
-		t->overflow = crd_le64(&r);
-		t->sig_lost = crd_le64(&r);
-		t->mem_lost = crd_le64(&r);
-	}
+	if (rc)
+		return rc;
 	if (t->events > UINT64_MAX / 8 || t->lost > UINT64_MAX / 8 || t->calls > UINT64_MAX / 8 ||
 	    t->unwound > UINT64_MAX / 8 || t->unpaired > UINT64_MAX / 8 ||
 	    t->sig_lost > UINT64_MAX / 8)
 		return CYGPROF_E_CORRUPT;
-	return crd_status(&r);
+	return 0;
 }
 
 int cygprof_capture_get_threads(struct cygprof_capture *cap, struct cygprof_thread **threads,
@@ -690,25 +646,11 @@ int cygprof_capture_get_threads(struct cygprof_capture *cap, struct cygprof_thre
 static int decode_object(const MDB_val *k, const MDB_val *v, void *elem)
 {
 	struct cygprof_object *o = elem;
-	const uint8_t *id;
-	struct crd r;
+	int rc = record_decode(&layout_object, k, v, elem);
 
-	if (k->mv_size != 4)
+	if (!rc && o->build_id_len > sizeof(o->build_id))
 		return CYGPROF_E_CORRUPT;
-	o->idx = get_be32(k->mv_data);
-	crd_init(&r, v);
-	o->proc_idx = crd_le32(&r);
-	o->start = crd_le64(&r);
-	o->end = crd_le64(&r);
-	o->bias = crd_le64(&r);
-	o->build_id_len = crd_le32(&r);
-	id = crd_take(&r, sizeof(o->build_id));
-	if (o->build_id_len > sizeof(o->build_id))
-		return CYGPROF_E_CORRUPT;
-	if (id)
-		memcpy(o->build_id, id, sizeof(o->build_id));
-	o->path = crd_str(&r);
-	return crd_status(&r);
+	return rc;
 }
 
 static void clear_object(void *elem)
@@ -736,18 +678,7 @@ void cygprof_objects_free(struct cygprof_object *objs, size_t n)
 
 static int decode_symbol(const MDB_val *k, const MDB_val *v, void *elem)
 {
-	struct cygprof_symbol *s = elem;
-	struct crd r;
-
-	if (k->mv_size != 12)
-		return CYGPROF_E_CORRUPT;
-	s->proc_idx = get_be32(k->mv_data);
-	s->addr = get_be64((const uint8_t *)k->mv_data + 4);
-	crd_init(&r, v);
-	s->object_idx = crd_le32(&r);
-	s->size = crd_le64(&r);
-	s->name = crd_str(&r);
-	return crd_status(&r);
+	return record_decode(&layout_symbol, k, v, elem);
 }
 
 static void clear_symbol(void *elem)
@@ -1511,18 +1442,11 @@ int cygprof_capture_mem_count(struct cygprof_capture *cap, uint32_t thread_idx, 
 static int decode_stack(const MDB_val *k, const MDB_val *v, void *elem)
 {
 	struct cygprof_stack_node *s = elem;
-	const uint8_t *p = v->mv_data;
+	int rc = record_decode(&layout_stack, k, v, elem);
 
-	if (k->mv_size != 4 || v->mv_size < CAPTURE_STACK_SIZE)
+	if (!rc && (s->parent >= s->id || s->kind > CYGPROF_FRAME_IP))
 		return CYGPROF_E_CORRUPT;
-	s->id = get_be32(k->mv_data);
-	s->parent = get_le32(p);
-	s->proc_idx = get_le32(p + 4);
-	s->kind = get_le32(p + 8);
-	s->addr = get_le64(p + 12);
-	if (s->parent >= s->id || s->kind > CYGPROF_FRAME_IP)
-		return CYGPROF_E_CORRUPT;
-	return 0;
+	return rc;
 }
 
 int cygprof_capture_get_stacks(struct cygprof_capture *cap, struct cygprof_stack_node **v,
@@ -1563,21 +1487,12 @@ int cygprof_capture_get_stacks(struct cygprof_capture *cap, struct cygprof_stack
 static int decode_counter(const MDB_val *k, const MDB_val *v, void *elem)
 {
 	struct cygprof_counter *c = elem;
-	struct crd r;
+	int rc = record_decode(&layout_counter, k, v, elem);
 
-	if (k->mv_size != 4)
+	if (!rc && (c->unit > CYGPROF_UNIT_COUNT || !c->name || !c->name[0] ||
+		    strlen(c->name) > CAPTURE_COUNTER_NAME_MAX))
 		return CYGPROF_E_CORRUPT;
-	c->id = get_be32(k->mv_data);
-	crd_init(&r, v);
-	c->proc_idx = crd_le32(&r);
-	c->unit = crd_le32(&r);
-	c->flags = crd_le32(&r);
-	c->name = crd_str(&r);
-	if (!r.bad && !r.oom &&
-	    (c->unit > CYGPROF_UNIT_COUNT || !c->name || !c->name[0] ||
-	     strlen(c->name) > CAPTURE_COUNTER_NAME_MAX))
-		return CYGPROF_E_CORRUPT;
-	return crd_status(&r);
+	return rc;
 }
 
 static void clear_counter(void *elem)
@@ -1621,6 +1536,25 @@ void cygprof_counters_free(struct cygprof_counter *v, size_t n)
 	free(v);
 }
 
+/* Make room in the array *a of *cap elements of elsize bytes for want. */
+static int rows_grow(void **a, size_t *cap, size_t want, size_t elsize)
+{
+	size_t nc;
+	void *na;
+
+	if (want <= *cap)
+		return 0;
+	nc = *cap ? *cap : 256;
+	while (nc < want)
+		nc *= 2;
+	na = realloc(*a, nc * elsize);
+	if (!na)
+		return -ENOMEM;
+	*a = na;
+	*cap = nc;
+	return 0;
+}
+
 /* The samples read so far of one counter. */
 struct sm_walk {
 	uint64_t last; /* time of the previous sample: blocks continue each other */
@@ -1635,22 +1569,14 @@ static int sm_block(const struct blk *b, void *arg)
 	const uint8_t *p = b->raw;
 	size_t off = 0, want = w->n + b->count;
 	uint64_t d, z, ts = b->first_ts, val = 0;
-	struct cygprof_sample *a;
 	uint32_t i;
+	int rc;
 
 	if (ts < w->last)
 		return CYGPROF_E_CORRUPT;
-	if (want > w->cap) {
-		size_t nc = w->cap ? w->cap : 256;
-
-		while (nc < want)
-			nc *= 2;
-		a = realloc(w->a, nc * sizeof(*a));
-		if (!a)
-			return -ENOMEM;
-		w->a = a;
-		w->cap = nc;
-	}
+	rc = rows_grow((void **)&w->a, &w->cap, want, sizeof(*w->a));
+	if (rc)
+		return rc;
 	for (i = 0; i < b->count; i++) {
 		if (!get_varint(p, b->len, &off, &d) || !get_varint(p, b->len, &off, &z) ||
 		    ts + d < ts)
@@ -1695,99 +1621,82 @@ int cygprof_capture_get_samples(struct cygprof_capture *cap, uint32_t counter_id
 
 /* ---- perf samples and off-CPU intervals ------------------------------------- */
 
-/* The records read so far of the psamples or offcpu stream. */
+/* The records read so far of the psamples or offcpu stream: each record is
+ * nv varints, the first a zigzag time delta (appends of separate calls may go
+ * back in time, several rings), which put() checks and stores at rec. */
 struct ps_walk {
 	void *a;
 	size_t n, cap, elsize;
+	unsigned int nv;
+	int (*put)(void *rec, uint64_t ts, const uint64_t *v);
 };
 
-static int ps_grow(struct ps_walk *w, size_t more)
+static int ps_put(void *rec, uint64_t ts, const uint64_t *v)
 {
-	size_t want = w->n + more, nc;
-	void *a;
+	struct cygprof_psample *a = rec;
 
-	if (want <= w->cap)
-		return 0;
-	nc = w->cap ? w->cap : 256;
-	while (nc < want)
-		nc *= 2;
-	a = realloc(w->a, nc * w->elsize);
-	if (!a)
-		return -ENOMEM;
-	w->a = a;
-	w->cap = nc;
+	if (v[3] > (uint64_t)UINT32_MAX || v[4] > UINT32_MAX || v[5] > UINT32_MAX ||
+	    v[6] > UINT32_MAX || v[7] > UINT32_MAX)
+		return CYGPROF_E_CORRUPT;
+	a->t_ns = ts;
+	a->weight_ns = v[1];
+	a->rr_ticks = v[2] ? v[2] - 1 : UINT64_MAX;
+	a->thread_idx = v[3] ? (uint32_t)(v[3] - 1) : CYGPROF_NONE;
+	a->pid = (uint32_t)v[4];
+	a->tid = (uint32_t)v[5];
+	a->stack = (uint32_t)v[6];
+	a->flags = (uint32_t)v[7];
+	a->pad = 0;
 	return 0;
 }
 
-/* Appends of separate calls may go back in time (several rings): within a
- * block a time is a signed delta from the previous record's. */
+static int oc_put(void *rec, uint64_t ts, const uint64_t *v)
+{
+	struct cygprof_offcpu *a = rec;
+
+	if (ts + v[1] < ts || v[2] > (uint64_t)UINT32_MAX || v[3] > UINT32_MAX ||
+	    v[4] > UINT32_MAX || v[5] > UINT32_MAX)
+		return CYGPROF_E_CORRUPT;
+	a->start_ns = ts;
+	a->end_ns = ts + v[1];
+	a->thread_idx = v[2] ? (uint32_t)(v[2] - 1) : CYGPROF_NONE;
+	a->tid = (uint32_t)v[3];
+	a->stack = (uint32_t)v[4];
+	a->flags = (uint32_t)v[5];
+	return 0;
+}
+
+/* The empty walks of the two streams. */
+static const struct ps_walk ps_rows = { .elsize = sizeof(struct cygprof_psample), .nv = 8,
+					.put = ps_put };
+static const struct ps_walk oc_rows = { .elsize = sizeof(struct cygprof_offcpu), .nv = 6,
+					.put = oc_put };
+
+/* Append the records of block b to w. */
 static int ps_block(const struct blk *b, void *arg)
 {
 	struct ps_walk *w = arg;
-	struct cygprof_psample *a;
 	const uint8_t *p = b->raw;
 	size_t off = 0;
 	uint64_t v[8], ts = b->first_ts;
 	uint32_t i;
-	int j, rc;
+	unsigned int j;
+	int rc;
 
-	rc = ps_grow(w, b->count);
+	rc = rows_grow(&w->a, &w->cap, w->n + b->count, w->elsize);
 	if (rc)
 		return rc;
-	a = (struct cygprof_psample *)w->a + w->n;
-	for (i = 0; i < b->count; i++, a++) {
-		for (j = 0; j < 8; j++)
+	for (i = 0; i < b->count; i++) {
+		for (j = 0; j < w->nv; j++)
 			if (!get_varint(p, b->len, &off, &v[j]))
 				return CYGPROF_E_CORRUPT;
 		ts += unzigzag(v[0]);
-		if (v[3] > (uint64_t)UINT32_MAX || v[4] > UINT32_MAX || v[5] > UINT32_MAX ||
-		    v[6] > UINT32_MAX || v[7] > UINT32_MAX)
-			return CYGPROF_E_CORRUPT;
-		a->t_ns = ts;
-		a->weight_ns = v[1];
-		a->rr_ticks = v[2] ? v[2] - 1 : UINT64_MAX;
-		a->thread_idx = v[3] ? (uint32_t)(v[3] - 1) : CYGPROF_NONE;
-		a->pid = (uint32_t)v[4];
-		a->tid = (uint32_t)v[5];
-		a->stack = (uint32_t)v[6];
-		a->flags = (uint32_t)v[7];
-		a->pad = 0;
+		rc = w->put((char *)w->a + w->n * w->elsize, ts, v);
+		if (rc)
+			return rc;
 		w->n++;
 	}
 	/* bytes after the count-th record are ignored (versioning rules) */
-	return 0;
-}
-
-static int oc_block(const struct blk *b, void *arg)
-{
-	struct ps_walk *w = arg;
-	struct cygprof_offcpu *a;
-	const uint8_t *p = b->raw;
-	size_t off = 0;
-	uint64_t v[6], ts = b->first_ts;
-	uint32_t i;
-	int j, rc;
-
-	rc = ps_grow(w, b->count);
-	if (rc)
-		return rc;
-	a = (struct cygprof_offcpu *)w->a + w->n;
-	for (i = 0; i < b->count; i++, a++) {
-		for (j = 0; j < 6; j++)
-			if (!get_varint(p, b->len, &off, &v[j]))
-				return CYGPROF_E_CORRUPT;
-		ts += unzigzag(v[0]);
-		if (ts + v[1] < ts || v[2] > (uint64_t)UINT32_MAX || v[3] > UINT32_MAX ||
-		    v[4] > UINT32_MAX || v[5] > UINT32_MAX)
-			return CYGPROF_E_CORRUPT;
-		a->start_ns = ts;
-		a->end_ns = ts + v[1];
-		a->thread_idx = v[2] ? (uint32_t)(v[2] - 1) : CYGPROF_NONE;
-		a->tid = (uint32_t)v[3];
-		a->stack = (uint32_t)v[4];
-		a->flags = (uint32_t)v[5];
-		w->n++;
-	}
 	return 0;
 }
 
@@ -1811,10 +1720,9 @@ static int cmp_offcpu(const void *x, const void *y)
 }
 
 static int get_stream(struct cygprof_capture *cap, unsigned int stream, unsigned int db,
-		      size_t elsize, size_t min, int (*fn)(const struct blk *b, void *arg),
-		      void **out, size_t *n)
+		      size_t min, const struct ps_walk *rows, void **out, size_t *n)
 {
-	struct ps_walk w = { .elsize = elsize };
+	struct ps_walk w = *rows;
 	int rc;
 
 	if (cap->missing[db])
@@ -1824,7 +1732,7 @@ static int get_stream(struct cygprof_capture *cap, unsigned int stream, unsigned
 		if (rc)
 			return rc;
 	}
-	rc = foreach_block(cap, db, CAPTURE_ONE_STREAM, min, fn, &w);
+	rc = foreach_block(cap, db, CAPTURE_ONE_STREAM, min, ps_block, &w);
 	if (rc) {
 		free(w.a);
 		return rc;
@@ -1844,8 +1752,8 @@ int cygprof_capture_get_psamples(struct cygprof_capture *cap, struct cygprof_psa
 		return -EINVAL;
 	*s = NULL;
 	*n = 0;
-	rc = get_stream(cap, STREAM_PSAMPLES, DB_PSAMPLES, sizeof(**s), CAPTURE_PSAMPLE_MIN,
-			ps_block, (void **)s, n);
+	rc = get_stream(cap, STREAM_PSAMPLES, DB_PSAMPLES, CAPTURE_PSAMPLE_MIN, &ps_rows,
+			(void **)s, n);
 	if (rc || !*n)
 		return rc;
 	for (i = 0; i < *n; i++)
@@ -1867,8 +1775,8 @@ int cygprof_capture_get_offcpu(struct cygprof_capture *cap, struct cygprof_offcp
 		return -EINVAL;
 	*o = NULL;
 	*n = 0;
-	rc = get_stream(cap, STREAM_OFFCPU, DB_OFFCPU, sizeof(**o), CAPTURE_OFFCPU_MIN, oc_block,
-			(void **)o, n);
+	rc = get_stream(cap, STREAM_OFFCPU, DB_OFFCPU, CAPTURE_OFFCPU_MIN, &oc_rows, (void **)o,
+			n);
 	if (rc || !*n)
 		return rc;
 	/* stable: flags holds the index while sorting */
@@ -1910,8 +1818,7 @@ static int check_block(struct cygprof_capture *cap, unsigned int db, const MDB_v
 		[DB_SAMPLES] = CAPTURE_SAMPLE_MIN, [DB_PSAMPLES] = CAPTURE_PSAMPLE_MIN,
 		[DB_OFFCPU] = CAPTURE_OFFCPU_MIN,
 	};
-	struct ps_walk pw = { .elsize = db == DB_PSAMPLES ? sizeof(struct cygprof_psample)
-							  : sizeof(struct cygprof_offcpu) };
+	struct ps_walk pw = db == DB_PSAMPLES ? ps_rows : oc_rows;
 	struct sm_walk sw = { 0 };
 	struct cygprof_event *evbuf = NULL;
 	struct cygprof_mem_event me;
@@ -1947,10 +1854,8 @@ static int check_block(struct cygprof_capture *cap, unsigned int db, const MDB_v
 		f->last_ts = sw.last;
 		break;
 	case DB_PSAMPLES:
-		rc = ps_block(&b, &pw);
-		break;
 	case DB_OFFCPU:
-		rc = oc_block(&b, &pw);
+		rc = ps_block(&b, &pw);
 		break;
 	}
 out:

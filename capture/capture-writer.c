@@ -9,11 +9,15 @@
  * in a pending block and written when the block is full, at commit and at
  * close.  A stream capture (cygprof_capture_create_stream()) has no LMDB:
  * wput() hands each value to its callback instead, everything before it
- * (encoding, blocks, packing, keys) being the same.  put_value() stores a
- * value such a stream handed out, checked by the reader's decoders.
+ * (encoding, blocks, keys) being the same but the packing: a stream packs
+ * nothing (event blocks as stored zstd frames, trees and call sites raw),
+ * so that a block put again repeats the bytes put before.  put_value()
+ * stores a value such a stream handed out, checked by the reader's
+ * decoders, packed as this writer packs it.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -620,45 +624,92 @@ int cygprof_capture_begin(struct cygprof_capture *cap)
 	return 0;
 }
 
-/* Write a pending block: the schema 2 header (count, first_ts, raw length)
- * and the events (p->buf after its CAPTURE_BLOCK_HDR reserved bytes) as one
- * zstd frame. */
-static int flush_block(struct cygprof_capture *cap, struct pending *p, bool close)
+/* Zstandard's frame format (RFC 8878), stored: a frame with its content
+ * size (4 bytes, single segment) whose blocks are raw, at most 128 KiB each.
+ * It decompresses like any frame, and the frame of n bytes begins with the
+ * bytes of the frame of fewer, but for its size fields. */
+#define ZSTORED_MAGIC 0xFD2FB528u
+#define ZSTORED_FHD 0xa0 /* 4-byte content size, single segment, no checksum */
+#define ZSTORED_HDR 9    /* magic, frame header descriptor, content size */
+#define ZSTORED_BLOCK ((size_t)128 << 10)
+
+static size_t zstored(uint8_t *out, const uint8_t *src, size_t n)
+{
+	uint8_t *o = out + ZSTORED_HDR;
+	size_t b;
+	uint32_t h;
+
+	put_le32(out, ZSTORED_MAGIC);
+	out[4] = ZSTORED_FHD;
+	put_le32(out + 5, (uint32_t)n);
+	do {
+		b = n < ZSTORED_BLOCK ? n : ZSTORED_BLOCK;
+		h = (uint32_t)b << 3 | (b == n); /* block type 0 (raw), last block */
+		o[0] = (uint8_t)h;
+		o[1] = (uint8_t)(h >> 8);
+		o[2] = (uint8_t)(h >> 16);
+		memcpy(o + 3, src, b);
+		o += 3 + b;
+		src += b;
+		n -= b;
+	} while (n);
+	return (size_t)(o - out);
+}
+
+/* An event block value into cap->zbuf: the schema 2 header (count,
+ * first_ts, raw length) and the n bytes of events at raw as one zstd frame,
+ * compressed, or stored (zstored()) by a stream capture, which packs
+ * nothing: put_value() compresses a stored block as this does. */
+static int block_value(struct cygprof_capture *cap, uint32_t count, uint64_t first_ts,
+		       const uint8_t *raw, size_t n)
 {
 	struct cbuf *z = &cap->zbuf;
-	size_t raw = p->len - CAPTURE_BLOCK_HDR, bound = ZSTD_compressBound(raw), zn;
-	uint8_t key[8], *out;
-	int rc;
+	size_t bound, zn;
+	uint8_t *out;
 
-	put_be32(key, p->thread);
-	put_be32(key + 4, p->seq);
+	bound = cap->stream ? ZSTORED_HDR + n + 3 * (n / ZSTORED_BLOCK + 1) : ZSTD_compressBound(n);
 	z->len = 0;
 	out = cbuf_grow(z, CAPTURE_ZBLOCK_HDR + bound);
 	if (!out) {
 		z->oom = false;
 		return -ENOMEM;
 	}
-	put_le32(out, p->count);
-	put_le64(out + 4, p->first_ts);
-	put_le32(out + 12, (uint32_t)raw);
-	zn = ZSTD_compressCCtx(cap->zc, out + CAPTURE_ZBLOCK_HDR, bound, p->buf + CAPTURE_BLOCK_HDR,
-			       raw, CAPTURE_ZSTD_LEVEL);
+	put_le32(out, count);
+	put_le64(out + 4, first_ts);
+	put_le32(out + 12, (uint32_t)n);
+	if (cap->stream)
+		zn = zstored(out + CAPTURE_ZBLOCK_HDR, raw, n);
+	else
+		zn = ZSTD_compressCCtx(cap->zc, out + CAPTURE_ZBLOCK_HDR, bound, raw, n,
+				       CAPTURE_ZSTD_LEVEL);
 	if (ZSTD_isError(zn))
 		return -EIO;
-	rc = wput(cap, p->db, key, sizeof(key), out, CAPTURE_ZBLOCK_HDR + zn);
+	z->len = CAPTURE_ZBLOCK_HDR + zn;
+	return 0;
+}
+
+/* Write a pending block (its events: p->buf after its CAPTURE_BLOCK_HDR
+ * reserved bytes). */
+static int flush_block(struct cygprof_capture *cap, struct pending *p, bool close)
+{
+	uint8_t key[8];
+	int rc;
+
+	put_be32(key, p->thread);
+	put_be32(key + 4, p->seq);
+	rc = block_value(cap, p->count, p->first_ts, p->buf + CAPTURE_BLOCK_HDR,
+			 p->len - CAPTURE_BLOCK_HDR);
+	if (!rc)
+		rc = wput(cap, p->db, key, sizeof(key), cap->zbuf.p, cap->zbuf.len);
 	if (rc)
 		return rc;
 	p->dirty = false;
 	/* A small block stays open: later events extend it and rewrite the key,
-	 * so frequent commits do not leave many tiny blocks behind.  A stream
-	 * sends the whole block again at each rewrite: it closes the block
-	 * after a few (a slow stream would be sent over and over). */
-	if (close || p->len >= cap->block_max / 2 ||
-	    (cap->stream && ++p->puts >= CAPTURE_STREAM_PUTS)) {
+	 * so frequent commits do not leave many tiny blocks behind. */
+	if (close || p->len >= cap->block_max / 2) {
 		p->seq++;
 		p->count = 0;
 		p->len = CAPTURE_BLOCK_HDR;
-		p->puts = 0;
 	}
 	return 0;
 }
@@ -806,14 +857,15 @@ int cygprof_capture_set_meta(struct cygprof_capture *cap, const char *key, const
 	return wdone(cap, wput(cap, DB_META, key, strlen(key), value, strlen(value)));
 }
 
-/* A packed value (trees, sites): LE32 raw length, then a zstd frame of the
- * raw bytes, or the raw bytes themselves when that is not smaller or would
- * expand more than a reader accepts (CAPTURE_PACK_RATIO). */
-static int put_packed(struct cygprof_capture *cap, unsigned int db, const uint8_t *key,
-		      size_t klen, const uint8_t *raw, size_t n)
+/* A packed value (trees, sites) into cap->zbuf: LE32 raw length, then a
+ * zstd frame of the raw bytes, or the raw bytes themselves when that is not
+ * smaller or would expand more than a reader accepts (CAPTURE_PACK_RATIO),
+ * and always for a stream capture, which packs nothing: put_value() packs
+ * a raw value as this does. */
+static int packed_value(struct cygprof_capture *cap, const uint8_t *raw, size_t n)
 {
 	struct cbuf *z = &cap->zbuf;
-	size_t bound = ZSTD_compressBound(n), zn;
+	size_t bound = ZSTD_compressBound(n), zn = 0;
 	uint8_t *out;
 
 	if (n > UINT32_MAX)
@@ -825,13 +877,29 @@ static int put_packed(struct cygprof_capture *cap, unsigned int db, const uint8_
 		return -ENOMEM;
 	}
 	put_le32(out, (uint32_t)n);
-	zn = ZSTD_compressCCtx(cap->zc, out + 4, bound, raw, n, CAPTURE_ZSTD_LEVEL);
-	if (ZSTD_isError(zn) || zn >= n || n > zn * CAPTURE_PACK_RATIO + CAPTURE_PACK_SLACK) {
+	if (!cap->stream)
+		zn = ZSTD_compressCCtx(cap->zc, out + 4, bound, raw, n, CAPTURE_ZSTD_LEVEL);
+	if (cap->stream || ZSTD_isError(zn) || zn >= n ||
+	    n > zn * CAPTURE_PACK_RATIO + CAPTURE_PACK_SLACK) {
 		if (n)
 			memcpy(out + 4, raw, n);
 		zn = n;
 	}
-	return wput(cap, db, key, klen, out, 4 + zn);
+	z->len = 4 + zn;
+	return 0;
+}
+
+/* Do not keep the buffers of a huge value around. */
+static void trim_buffers(struct cygprof_capture *cap)
+{
+	if (cap->scratch.cap > ((size_t)1 << 20)) {
+		free(cap->scratch.p);
+		cap->scratch = (struct cbuf){ 0 };
+	}
+	if (cap->zbuf.cap > ((size_t)4 << 20)) {
+		free(cap->zbuf.p);
+		cap->zbuf = (struct cbuf){ 0 };
+	}
 }
 
 static int put_scratch(struct cygprof_capture *cap, unsigned int db, const uint8_t *key,
@@ -844,81 +912,48 @@ static int put_scratch(struct cygprof_capture *cap, unsigned int db, const uint8
 		b->oom = false;
 		return -ENOMEM;
 	}
-	if (db == DB_TREES || db == DB_SITES)
-		rc = wdone(cap, put_packed(cap, db, key, klen, b->p, b->len));
-	else
+	if (db == DB_TREES || db == DB_SITES) {
+		rc = packed_value(cap, b->p, b->len);
+		if (!rc)
+			rc = wput(cap, db, key, klen, cap->zbuf.p, cap->zbuf.len);
+		rc = wdone(cap, rc);
+	} else {
 		rc = wdone(cap, wput(cap, db, key, klen, b->p, b->len));
-	/* do not keep the buffers of a huge tree around */
-	if (b->cap > ((size_t)1 << 20)) {
-		free(b->p);
-		*b = (struct cbuf){ 0 };
 	}
-	if (cap->zbuf.cap > ((size_t)4 << 20)) {
-		free(cap->zbuf.p);
-		cap->zbuf = (struct cbuf){ 0 };
-	}
+	trim_buffers(cap);
 	return rc;
+}
+
+/* Store rec, a record of db laid out by l (capture-record.c). */
+static int put_record(struct cygprof_capture *cap, unsigned int db,
+		      const struct record_layout *l, const void *rec)
+{
+	uint8_t key[12];
+	size_t klen = record_encode(l, rec, key, &cap->scratch);
+
+	return put_scratch(cap, db, key, klen);
 }
 
 int cygprof_capture_put_proc(struct cygprof_capture *cap, const struct cygprof_proc *p)
 {
-	struct cbuf *b = &cap->scratch;
-	uint8_t key[4];
 	int rc = check_writer(cap);
 
 	if (rc)
 		return rc;
 	if (!p)
 		return -EINVAL;
-	put_be32(key, p->idx);
-	b->len = 0;
-	cbuf_le32(b, p->pid);
-	cbuf_le32(b, p->ppid);
-	cbuf_le32(b, p->parent_idx);
-	cbuf_le64(b, p->start_ns);
-	cbuf_le64(b, p->end_ns);
-	cbuf_le32(b, p->end_kind);
-	cbuf_le32(b, (uint32_t)p->end_code);
-	cbuf_str(b, p->command);
-	cbuf_str(b, p->exe);
-	return put_scratch(cap, DB_PROCS, key, sizeof(key));
+	return put_record(cap, DB_PROCS, &layout_proc, p);
 }
 
 int cygprof_capture_put_thread(struct cygprof_capture *cap, const struct cygprof_thread *t)
 {
-	struct cbuf *b = &cap->scratch;
-	uint8_t key[4], *name;
-	size_t n;
 	int rc = check_writer(cap);
 
 	if (rc)
 		return rc;
 	if (!t)
 		return -EINVAL;
-	put_be32(key, t->idx);
-	b->len = 0;
-	cbuf_le32(b, t->proc_idx);
-	cbuf_le32(b, t->tid);
-	cbuf_le32(b, t->flags);
-	cbuf_le64(b, t->start_ns);
-	cbuf_le64(b, t->end_ns);
-	cbuf_le64(b, t->calls);
-	cbuf_le64(b, t->events);
-	cbuf_le64(b, t->lost);
-	cbuf_le64(b, t->waits);
-	cbuf_le64(b, t->wait_ns);
-	cbuf_le64(b, t->unpaired);
-	cbuf_le64(b, t->unwound);
-	name = cbuf_grow(b, sizeof(t->name));
-	if (name) {
-		n = strnlen(t->name, sizeof(t->name) - 1);
-		memset(name, 0, sizeof(t->name));
-		memcpy(name, t->name, n);
-	}
-	cbuf_le64(b, t->overflow);
-	cbuf_le64(b, t->sig_lost);
-	cbuf_le64(b, t->mem_lost);
-	return put_scratch(cap, DB_THREADS, key, sizeof(key));
+	return put_record(cap, DB_THREADS, &layout_thread, t);
 }
 
 int cygprof_capture_put_tree(struct cygprof_capture *cap, uint32_t thread_idx,
@@ -987,47 +1022,24 @@ int cygprof_capture_put_sites(struct cygprof_capture *cap, uint32_t thread_idx,
 
 int cygprof_capture_put_object(struct cygprof_capture *cap, const struct cygprof_object *o)
 {
-	struct cbuf *b = &cap->scratch;
-	uint8_t key[4], *id;
 	int rc = check_writer(cap);
 
 	if (rc)
 		return rc;
 	if (!o || o->build_id_len > sizeof(o->build_id))
 		return -EINVAL;
-	put_be32(key, o->idx);
-	b->len = 0;
-	cbuf_le32(b, o->proc_idx);
-	cbuf_le64(b, o->start);
-	cbuf_le64(b, o->end);
-	cbuf_le64(b, o->bias);
-	cbuf_le32(b, o->build_id_len);
-	id = cbuf_grow(b, sizeof(o->build_id));
-	if (id) {
-		memset(id, 0, sizeof(o->build_id));
-		memcpy(id, o->build_id, o->build_id_len);
-	}
-	cbuf_str(b, o->path);
-	return put_scratch(cap, DB_OBJECTS, key, sizeof(key));
+	return put_record(cap, DB_OBJECTS, &layout_object, o);
 }
 
 int cygprof_capture_put_symbol(struct cygprof_capture *cap, const struct cygprof_symbol *s)
 {
-	struct cbuf *b = &cap->scratch;
-	uint8_t key[12];
 	int rc = check_writer(cap);
 
 	if (rc)
 		return rc;
 	if (!s)
 		return -EINVAL;
-	put_be32(key, s->proc_idx);
-	put_be64(key + 4, s->addr);
-	b->len = 0;
-	cbuf_le32(b, s->object_idx);
-	cbuf_le64(b, s->size);
-	cbuf_str(b, s->name);
-	return put_scratch(cap, DB_SYMBOLS, key, sizeof(key));
+	return put_record(cap, DB_SYMBOLS, &layout_symbol, s);
 }
 
 /* ---- timeline ------------------------------------------------------------- */
@@ -1143,6 +1155,40 @@ static int pending_next(struct cygprof_capture *cap, struct pending *p, size_t m
 	return rc;
 }
 
+/* A writer that may append to a stream of timed records: not a reopened
+ * capture (a block must continue the stored ones in time). */
+static int check_appender(struct cygprof_capture *cap)
+{
+	int rc = check_writer(cap);
+
+	return rc ? rc : cap->reopened ? -EPERM : 0;
+}
+
+/* The pending block of stream/key, once the times of the n records of elsize
+ * bytes (a uint64_t at ts_off) are checked to go on from the stream's last,
+ * with room reserved for n records of max bytes: a rejected call appends
+ * nothing. */
+static int timed_begin(struct cygprof_capture *cap, unsigned int stream, uint32_t key,
+		       const void *recs, size_t n, size_t elsize, size_t ts_off, size_t max,
+		       struct pending **pp)
+{
+	struct pending *p = pending_get(cap, stream, key);
+	uint64_t last, ts;
+	size_t i;
+
+	if (!p)
+		return -ENOMEM;
+	last = p->any ? p->last_ts : 0;
+	for (i = 0; i < n; i++) {
+		memcpy(&ts, (const uint8_t *)recs + i * elsize + ts_off, sizeof(ts));
+		if (ts < last)
+			return -EINVAL;
+		last = ts;
+	}
+	*pp = p;
+	return pending_reserve(cap, p, n, max);
+}
+
 int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_idx,
 				  const struct cygprof_event *ev, size_t n)
 {
@@ -1150,28 +1196,19 @@ int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_i
 	uint64_t last;
 	size_t i;
 	uint8_t *out;
-	int rc = check_writer(cap);
+	int rc = check_appender(cap);
 
 	if (rc)
 		return rc;
-	/* a block must continue the stored ones in time */
-	if (cap->reopened)
-		return -EPERM;
 	if (!n)
 		return 0;
 	if (!ev)
 		return -EINVAL;
-	p = pending_get(cap, STREAM_TIMELINE, thread_idx);
-	if (!p)
-		return -ENOMEM;
-	/* validate everything first: a rejected call appends nothing */
-	last = p->any ? p->last_ts : 0;
-	for (i = 0; i < n; i++) {
-		if (ev[i].kind > CYGPROF_EV_UNWIND || ev[i].ts_ns < last)
+	for (i = 0; i < n; i++)
+		if (ev[i].kind > CYGPROF_EV_UNWIND)
 			return -EINVAL;
-		last = ev[i].ts_ns;
-	}
-	rc = pending_reserve(cap, p, n, CAPTURE_EVENT_MAX);
+	rc = timed_begin(cap, STREAM_TIMELINE, thread_idx, ev, n, sizeof(*ev),
+			 offsetof(struct cygprof_event, ts_ns), CAPTURE_EVENT_MAX, &p);
 	if (rc)
 		return rc;
 	last = p->last_ts;
@@ -1229,33 +1266,21 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 			       const struct cygprof_mem_event *ev, size_t n)
 {
 	struct pending *p;
-	uint64_t last;
 	size_t i;
-	int rc = check_writer(cap);
+	int rc = check_appender(cap);
 
 	if (rc)
 		return rc;
-	/* a block must continue the stored ones in time */
-	if (cap->reopened)
-		return -EPERM;
 	if (!n)
 		return 0;
 	if (!ev)
 		return -EINVAL;
-	p = pending_get(cap, STREAM_MEM, thread_idx);
-	if (!p)
-		return -ENOMEM;
-	/* validate everything first: a rejected call appends nothing */
-	last = p->any ? p->last_ts : 0;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		if (ev[i].op > CYGPROF_MEM_FREE || ev[i].fn >= CYGPROF_FN_COUNT ||
-		    ev[i].ts_ns < last)
+		    (ev[i].op == CYGPROF_MEM_FREE && (ev[i].size || ev[i].stack)))
 			return -EINVAL;
-		if (ev[i].op == CYGPROF_MEM_FREE && (ev[i].size || ev[i].stack))
-			return -EINVAL;
-		last = ev[i].ts_ns;
-	}
-	rc = pending_reserve(cap, p, n, CAPTURE_MEM_EVENT_MAX);
+	rc = timed_begin(cap, STREAM_MEM, thread_idx, ev, n, sizeof(*ev),
+			 offsetof(struct cygprof_mem_event, ts_ns), CAPTURE_MEM_EVENT_MAX, &p);
 	if (rc)
 		return rc;
 	for (i = 0; i < n; i++) {
@@ -1276,9 +1301,10 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof_stack_node *v,
 			       size_t n)
 {
-	uint8_t key[4], val[CAPTURE_STACK_SIZE];
+	struct cbuf *b = &cap->scratch;
+	uint8_t key[12];
 	uint32_t next;
-	size_t i;
+	size_t i, klen;
 	int rc = check_writer(cap);
 
 	if (rc)
@@ -1292,13 +1318,11 @@ int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof
 		if (v[i].id != next || v[i].parent >= v[i].id || v[i].kind > CYGPROF_FRAME_IP)
 			return -EINVAL;
 	for (i = 0; i < n && !rc; i++) {
-		put_be32(key, v[i].id);
-		put_le32(val, v[i].parent);
-		put_le32(val + 4, v[i].proc_idx);
-		put_le32(val + 8, v[i].kind);
-		put_le64(val + 12, v[i].addr);
-		rc = wput(cap, DB_STACKS, key, sizeof(key), val, sizeof(val));
+		klen = record_encode(&layout_stack, &v[i], key, b);
+		rc = b->oom ? -ENOMEM : wput(cap, DB_STACKS, key, klen, b->p, b->len);
 	}
+	b->oom = false;
+	trim_buffers(cap);
 	if (!rc)
 		cap->nstacks += (uint32_t)n;
 	return wdone(cap, rc);
@@ -1308,8 +1332,6 @@ int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof
 
 int cygprof_capture_put_counter(struct cygprof_capture *cap, const struct cygprof_counter *c)
 {
-	struct cbuf *b = &cap->scratch;
-	uint8_t key[4];
 	size_t len;
 	int rc = check_writer(cap);
 
@@ -1320,13 +1342,7 @@ int cygprof_capture_put_counter(struct cygprof_capture *cap, const struct cygpro
 	len = strlen(c->name);
 	if (!len || len > CAPTURE_COUNTER_NAME_MAX)
 		return -EINVAL;
-	put_be32(key, c->id);
-	b->len = 0;
-	cbuf_le32(b, c->proc_idx);
-	cbuf_le32(b, c->unit);
-	cbuf_le32(b, c->flags);
-	cbuf_str(b, c->name);
-	rc = put_scratch(cap, DB_COUNTERS, key, sizeof(key));
+	rc = put_record(cap, DB_COUNTERS, &layout_counter, c);
 	if (!rc)
 		cap->ncounters++;
 	return rc;
@@ -1339,31 +1355,18 @@ int cygprof_capture_append_samples(struct cygprof_capture *cap, uint32_t counter
 				   const struct cygprof_sample *s, size_t n)
 {
 	struct pending *p;
-	uint64_t last;
 	size_t i;
 	uint8_t *out;
-	int rc = check_writer(cap);
+	int rc = check_appender(cap);
 
 	if (rc)
 		return rc;
-	/* a block must continue the stored ones in time */
-	if (cap->reopened)
-		return -EPERM;
 	if (counter_id >= cap->ncounters || (n && !s))
 		return -EINVAL;
 	if (!n)
 		return 0;
-	p = pending_get(cap, STREAM_SAMPLES, counter_id);
-	if (!p)
-		return -ENOMEM;
-	/* validate everything first: a rejected call appends nothing */
-	last = p->any ? p->last_ts : 0;
-	for (i = 0; i < n; i++) {
-		if (s[i].t_ns < last)
-			return -EINVAL;
-		last = s[i].t_ns;
-	}
-	rc = pending_reserve(cap, p, n, CAPTURE_SAMPLE_MAX);
+	rc = timed_begin(cap, STREAM_SAMPLES, counter_id, s, n, sizeof(*s),
+			 offsetof(struct cygprof_sample, t_ns), CAPTURE_SAMPLE_MAX, &p);
 	if (rc)
 		return rc;
 	for (i = 0; i < n; i++) {
@@ -1498,6 +1501,13 @@ int cygprof_capture_append_offcpu(struct cygprof_capture *cap, const struct cygp
 
 /* ---- values as a stream capture hands them out ---------------------------------- */
 
+/* The DBs of event blocks. */
+static bool is_block_db(unsigned int db)
+{
+	return db == DB_TIMELINE || db == DB_MEM || db == DB_SAMPLES || db == DB_PSAMPLES ||
+	       db == DB_OFFCPU;
+}
+
 /* Where the stream (db, id) of put_value is in cap->vstreams (*found), or
  * would be inserted. */
 static size_t vstream_find(const struct cygprof_capture *cap, uint32_t db, uint32_t id,
@@ -1597,8 +1607,7 @@ static void put_value_done(struct cygprof_capture *cap, unsigned int db, const u
 		cap->nstacks++;
 	else if (db == DB_COUNTERS)
 		cap->ncounters++;
-	if (db != DB_TIMELINE && db != DB_MEM && db != DB_SAMPLES && db != DB_PSAMPLES &&
-	    db != DB_OFFCPU)
+	if (!is_block_db(db))
 		return;
 	seq = get_be32(key + 4);
 	at = vstream_find(cap, db, get_be32(key), &found);
@@ -1613,6 +1622,39 @@ static void put_value_done(struct cygprof_capture *cap, unsigned int db, const u
 	}
 	v->seq = seq;
 	v->last_ts = f->last_ts;
+}
+
+/* A checked value of db as the LMDB writer packs it, into cap->zbuf: an
+ * event block stored (its zstd frame not smaller than its events: what a
+ * stream capture puts) compressed, a tree or call sites raw packed; the
+ * same bytes when the LMDB writer would not shrink them either.  0, else 1
+ * when the value is stored as it is (packed already, or cap is a stream
+ * capture, which packs nothing), or an error (-ENOMEM). */
+static int pack_value(struct cygprof_capture *cap, unsigned int db, const uint8_t *v,
+		      size_t vlen)
+{
+	struct cbuf *b = &cap->scratch;
+	size_t raw, n;
+
+	if (cap->stream)
+		return 1;
+	if (db == DB_TREES || db == DB_SITES)
+		return vlen >= 4 && get_le32(v) == vlen - 4 ? packed_value(cap, v + 4, vlen - 4) : 1;
+	if (!is_block_db(db))
+		return 1;
+	raw = get_le32(v + 12); /* checked: a block's header and zstd frame */
+	if (vlen - CAPTURE_ZBLOCK_HDR < raw)
+		return 1;
+	b->len = 0;
+	if (!cbuf_grow(b, raw ? raw : 1) || (!cap->zd && !(cap->zd = ZSTD_createDCtx()))) {
+		b->oom = false;
+		return -ENOMEM;
+	}
+	n = ZSTD_decompressDCtx(cap->zd, b->p, raw, v + CAPTURE_ZBLOCK_HDR,
+				vlen - CAPTURE_ZBLOCK_HDR);
+	if (ZSTD_isError(n) || n != raw)
+		return CYGPROF_E_CORRUPT;
+	return block_value(cap, get_le32(v), get_le64(v + 4), b->p, raw);
 }
 
 int cygprof_capture_put_value(struct cygprof_capture *cap, unsigned int db, const void *key,
@@ -1635,8 +1677,15 @@ int cygprof_capture_put_value(struct cygprof_capture *cap, unsigned int db, cons
 	rc = capture_check_value(cap, db, &k, &v, &f);
 	if (!rc)
 		rc = put_value_order(cap, db, key, klen, &f);
-	if (!rc)
-		rc = wdone(cap, wput(cap, db, key, klen, value, vlen));
+	if (!rc) {
+		rc = pack_value(cap, db, value, vlen);
+		if (rc == 1)
+			rc = wput(cap, db, key, klen, value, vlen);
+		else if (!rc)
+			rc = wput(cap, db, key, klen, cap->zbuf.p, cap->zbuf.len);
+		rc = wdone(cap, rc);
+		trim_buffers(cap);
+	}
 	if (!rc)
 		put_value_done(cap, db, key, &f);
 	return rc;

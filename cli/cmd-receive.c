@@ -40,7 +40,8 @@ static void usage(FILE *f)
 		"  --token-file FILE      the shared token (16 to 4096 bytes)\n"
 		"  -o, --output FILE      the capture to write (default %s)\n"
 		"  -f, --force            replace FILE even when it is not a capture\n"
-		"  --max-bytes N          refuse a stream longer than N bytes (default 4G)\n"
+		"  --max-bytes N          cut the stream once the capture passes N bytes\n"
+		"                         (default 4G)\n"
 		"  --timeout SEC          give up after SEC seconds without data (default:\n"
 		"                         wait as long as the connection is up)\n"
 		"  -h, --help             this help\n",
@@ -146,11 +147,12 @@ int cmd_receive(int argc, char **argv)
 		cli_die(1, "receive: accept: %s", strerror(errno));
 	close(lfd);
 	int hs_timeout = o.timeout_ms > 0 ? o.timeout_ms : 30000;
-	if (net_handshake_server(fd, tok, ntok, hs_timeout, err, sizeof err) < 0)
+	unsigned zwlog;
+	if (net_handshake_server(fd, tok, ntok, NETP_ZWLOG, &zwlog, hs_timeout, err, sizeof err) < 0)
 		cli_die(1, "receive: %s", err);
 	free(tok);
 
-	struct netp_rx x = { .max = o.max_bytes };
+	struct netp_rx x = { .max = o.max_bytes, .zwlog = zwlog };
 	int rc = cygprof_capture_create(o.output, &x.cap);
 	if (rc < 0)
 		cli_die(1, "receive: %s: %s", o.output, cygprof_strerror(rc));

@@ -19,6 +19,7 @@
 #include "collector.h"
 #include "attach-elf.h"
 #include "cyg-shm.h"
+#include "net-proto.h"
 #include "net.h"
 
 static void usage(FILE *f)
@@ -225,7 +226,7 @@ static void add_instruments(struct collector_opts *o, char *list)
 
 /* record --attach PID (docs/attach.md): the refusals, then the runtime
  * loaded into the process for the duration; the process runs on. */
-static int send_connect(const char *to, const char *token_file);
+static int send_connect(const char *to, const char *token_file, unsigned *zwlog);
 
 static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_ns, int have_prog,
 			 int force, const char *token_file)
@@ -263,7 +264,7 @@ static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_
 		cli_die(1, "cannot find the runtime libcygprof-cyg.so next to this cygprof");
 	o->runtime = rt;
 	if (o->send_to) /* after the refusals: a refused attach connects to nobody */
-		o->send_fd = send_connect(o->send_to, token_file);
+		o->send_fd = send_connect(o->send_to, token_file, &o->send_zwlog);
 	rc = collector_attach(o, t, duration_ns, &r, err, sizeof err);
 	free(rt);
 	free(t);
@@ -286,9 +287,10 @@ static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_
 	return 0;
 }
 
-/* record --send: connect and prove the token before the program starts
- * (docs/remote.md); any failure is one line and exit 1, and nothing runs. */
-static int send_connect(const char *to, const char *token_file)
+/* record --send: connect, agree on compression (*zwlog) and prove the
+ * token before the program starts (docs/remote.md); any failure is one
+ * line and exit 1, and nothing runs. */
+static int send_connect(const char *to, const char *token_file, unsigned *zwlog)
 {
 	char err[512];
 	uint8_t *tok;
@@ -303,7 +305,7 @@ static int send_connect(const char *to, const char *token_file)
 		free(tok);
 		cli_die(fd == -EINVAL ? 2 : 1, "record: %s", err);
 	}
-	rc = net_handshake_client(fd, tok, ntok, 30000, err, sizeof err);
+	rc = net_handshake_client(fd, tok, ntok, NETP_ZWLOG, zwlog, 30000, err, sizeof err);
 	free(tok);
 	if (rc < 0)
 		cli_die(1, "record: --send %s: %s", to, err);
@@ -510,7 +512,7 @@ int cmd_record(int argc, char **argv)
 		cli_die(1, "cannot find the runtime %s next to this cygprof", rtname);
 	o.runtime = rt;
 	if (o.send_to)
-		o.send_fd = send_connect(o.send_to, token_file);
+		o.send_fd = send_connect(o.send_to, token_file, &o.send_zwlog);
 
 	rc = collector_record(&o, &r, err, sizeof err);
 	free(rt);

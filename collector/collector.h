@@ -74,9 +74,11 @@ struct collector_opts {
 	const char *output;    /* capture path (unused with send_to) */
 	/* record --send: stream the capture over send_fd (connected, past the
 	 * handshake: remote/net.h) instead of writing output; send_to names
-	 * the peer in messages.  No LMDB file is opened then. */
+	 * the peer in messages.  No LMDB file is opened then.  send_zwlog: the
+	 * compression the handshake agreed (struct netp_enc's zwlog). */
 	const char *send_to;
 	int send_fd;
+	unsigned send_zwlog;
 	char *const *argv;     /* the program and its arguments */
 	const char *runtime;   /* absolute path of libcygprof-cyg.so */
 	int timeline;          /* keep every enter/exit event */

@@ -81,31 +81,39 @@ char *collector_damage_line(struct collector *c)
 #define THREAD_MIN_BYTES CYG_CHUNK_MIN
 #define PROC_MIN_BYTES CYG_CMD_MAX
 
+/* Register the new record e (from calloc) found at shared offset off as the
+ * last of the array *v of *n records, found again through at: 0, or -ENOMEM
+ * with e freed and nothing registered. */
+static int reg_push(void ***v, size_t *n, struct hmap *at, uint64_t off, void *e)
+{
+	void **nv = realloc(*v, (*n + 1) * sizeof *nv);
+
+	if (nv)
+		*v = nv;
+	if (!nv || hmap_put(at, off, *n + 1)) {
+		free(e);
+		return -ENOMEM;
+	}
+	nv[(*n)++] = e;
+	return 0;
+}
+
 static struct cproc *proc_add(struct collector *c, uint64_t off)
 {
-	struct cproc **v, *cp;
+	struct cproc *cp;
 
 	if (c->nprocs >= c->size / PROC_MIN_BYTES + 16) {
 		c->dmg.procs++;
 		hmap_put(&c->proc_at, off, 0);
 		return NULL;
 	}
-	v = realloc(c->procs, (c->nprocs + 1) * sizeof *v);
-	if (!v)
-		return NULL;
-	c->procs = v;
 	cp = calloc(1, sizeof *cp);
 	if (!cp)
 		return NULL;
 	cp->off = off;
 	cp->idx = (uint32_t)c->nprocs;
 	cp->pid = RD(((struct cyg_proc *)C_AT(c, off))->pid);
-	if (hmap_put(&c->proc_at, off, c->nprocs + 1)) {
-		free(cp);
-		return NULL;
-	}
-	v[c->nprocs++] = cp;
-	return cp;
+	return reg_push((void ***)&c->procs, &c->nprocs, &c->proc_at, off, cp) ? NULL : cp;
 }
 
 /* One of the mapping's lists (newest first), as the walk needs it. */
@@ -233,7 +241,7 @@ static struct cthread *thread_add(struct collector *c, uint64_t off)
 	struct cyg_thread *t = C_AT(c, off);
 	uint32_t root = RD(t->root);
 	uint64_t ring = RD(t->ring_off), proc_off = RD(t->proc_off), now = collector_now(c);
-	struct cthread **v, *ct;
+	struct cthread *ct;
 
 	if (!shm_ok(c, (uint64_t)root * CYG_NODE_SIZE, CYG_NODE_SIZE) ||
 	    c->nthreads >= c->size / THREAD_MIN_BYTES) {
@@ -241,10 +249,6 @@ static struct cthread *thread_add(struct collector *c, uint64_t off)
 		hmap_put(&c->thread_at, off, 0);
 		return NULL;
 	}
-	v = realloc(c->threads, (c->nthreads + 1) * sizeof *v);
-	if (!v)
-		return NULL;
-	c->threads = v;
 	ct = calloc(1, sizeof *ct);
 	if (!ct)
 		return NULL;
@@ -269,12 +273,7 @@ static struct cthread *thread_add(struct collector *c, uint64_t off)
 	}
 	for (size_t i = 0; i < 256; i++)
 		ct->cache_gid[i] = UINT32_MAX;
-	if (hmap_put(&c->thread_at, off, c->nthreads + 1)) {
-		free(ct);
-		return NULL;
-	}
-	v[c->nthreads++] = ct;
-	return ct;
+	return reg_push((void ***)&c->threads, &c->nthreads, &c->thread_at, off, ct) ? NULL : ct;
 }
 
 static void thread_added(struct collector *c, uint64_t off)

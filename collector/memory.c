@@ -163,26 +163,6 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 	return id;
 }
 
-/* The capture's code of each allocator function the runtime names. */
-static const uint8_t mem_fn_code[CYG_MEM_FN_COUNT] = {
-	[CYG_MEM_MALLOC] = CYGPROF_FN_MALLOC,
-	[CYG_MEM_CALLOC] = CYGPROF_FN_CALLOC,
-	[CYG_MEM_REALLOC] = CYGPROF_FN_REALLOC,
-	[CYG_MEM_REALLOCARRAY] = CYGPROF_FN_REALLOCARRAY,
-	[CYG_MEM_POSIX_MEMALIGN] = CYGPROF_FN_POSIX_MEMALIGN,
-	[CYG_MEM_ALIGNED_ALLOC] = CYGPROF_FN_ALIGNED_ALLOC,
-	[CYG_MEM_MEMALIGN] = CYGPROF_FN_MEMALIGN,
-	[CYG_MEM_VALLOC] = CYGPROF_FN_VALLOC,
-	[CYG_MEM_PVALLOC] = CYGPROF_FN_PVALLOC,
-	[CYG_MEM_FREE] = CYGPROF_FN_FREE,
-	[CYG_MEM_NEW] = CYGPROF_FN_NEW,
-	[CYG_MEM_NEW_ARRAY] = CYGPROF_FN_NEW_ARRAY,
-	[CYG_MEM_DELETE] = CYGPROF_FN_DELETE,
-	[CYG_MEM_DELETE_ARRAY] = CYGPROF_FN_DELETE_ARRAY,
-};
-_Static_assert((int)CYG_MEM_FN_COUNT == (int)CYGPROF_FN_COUNT,
-	       "every allocator function has a code in the protocol and in the capture");
-
 static void push_mev(struct collector *c, struct cthread *ct, unsigned op, unsigned fn,
 		     uint64_t addr, uint64_t size, uint32_t stack)
 {
@@ -207,7 +187,7 @@ static void push_mev(struct collector *c, struct cthread *ct, unsigned op, unsig
 	e->size = size;
 	e->stack = stack;
 	e->op = (uint8_t)op;
-	e->fn = (uint8_t)(fn < CYG_MEM_FN_COUNT ? mem_fn_code[fn] : CYGPROF_FN_MALLOC);
+	e->fn = (uint8_t)(fn < CYGPROF_FN_COUNT ? fn : CYGPROF_FN_MALLOC);
 	e->flags = 0;
 }
 

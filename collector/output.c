@@ -75,7 +75,7 @@ int collector_output_open(struct collector *c, struct netp_enc *enc, int *send_f
 		/* frames, batched: flushed at each commit and past NETP_FLUSH_AT */
 		enc->flush = send_flush;
 		enc->arg = send_fd;
-		enc->compress = 1; /* zstd's fastest */
+		enc->zwlog = o->send_zwlog; /* one zstd stream, as the handshake agreed */
 		rc = cygprof_capture_create_stream(&netp_stream, enc, &c->cap);
 		if (rc)
 			snprintf(err, errlen, "cannot stream to %s: %s", o->send_to,

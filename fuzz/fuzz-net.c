@@ -4,10 +4,11 @@
  * capture library's check of every value it is given
  * (cygprof_capture_put_value(): the reader's decoders).
  *
- * Each input is a stream as it follows the handshake: its frames are cut
- * with netp_frame() and fed to a receiver (netp_rx_frame(): ZBATCH
- * decompressed, split values joined, every frame replayed) until the input
- * ends, a frame is refused, or END/ABORT.  The receiver's capture is a
+ * Each input is a stream as it follows the handshake (compression agreed,
+ * a window of 2^NETP_ZWLOG): its frames are cut with netp_frame() and fed
+ * to a receiver (netp_rx_frame(): ZBATCH frames decompressed as one zstd
+ * stream, split values joined, every frame replayed) until the input ends,
+ * a frame is refused, or END/ABORT.  The receiver's capture is a
  * stream capture whose stream is the sender's encoder (netp_stream), so
  * every frame accepted is encoded again and must give back the same bytes
  * (a ZBATCH: the frames inside; frames joined from parts are left out); a
@@ -29,28 +30,22 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* What the frame at f (fl bytes) must encode back to: itself, or the
- * frames inside a ZBATCH (*buf, owned); 0 when there is nothing to compare
- * (a ZBATCH that does not decompress). */
-static size_t expected(const uint8_t *f, long fl, uint32_t type, const uint8_t **want,
-		       uint8_t **buf)
+/* What the frame at f (fl bytes) just received must encode back to:
+ * itself, or the frames inside a ZBATCH (decompressed by the receiver). */
+static size_t expected(const struct netp_rx *rx, const uint8_t *f, long fl, uint32_t type,
+		       const uint8_t **want)
 {
-	size_t cap = 0, n = 0;
-	char err[256];
-
 	*want = f;
 	if (type != NETP_T_ZBATCH)
 		return (size_t)fl;
-	if (netp_unzip(f + NETP_HDR, (uint32_t)(fl - NETP_HDR), buf, &cap, &n, err, sizeof err))
-		return 0;
-	*want = *buf;
-	return n;
+	*want = rx->zbuf;
+	return rx->zlen;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct netp_enc enc = { 0 };
-	struct netp_rx rx = { 0 };
+	struct netp_rx rx = { .zwlog = NETP_ZWLOG }; /* as agreed by record --send */
 	size_t off = 0;
 
 	if (cygprof_capture_create_stream(&netp_stream, &enc, &rx.cap))
@@ -58,7 +53,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (off < size && !rx.ended) {
 		uint32_t type = 0, plen = 0;
 		const uint8_t *payload = NULL, *want;
-		uint8_t *buf = NULL;
 		long fl = netp_frame(data + off, size - off, &type, &payload, &plen);
 
 		if (fl <= 0)
@@ -74,14 +68,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort(); /* a refusal says why, in one line */
 			break;
 		}
-		size_t n = expected(data + off, fl, type, &want, &buf);
+		size_t n = expected(&rx, data + off, fl, type, &want);
 		/* decoded and encoded again: the same frames (all of them, or
 		 * those before an END or ABORT inside a ZBATCH) */
 		if (rx.parts == parts && n &&
 		    (enc.len > n || (rc == NETP_DONE_MORE && enc.len != n) ||
 		     (enc.len && memcmp(enc.buf, want, enc.len))))
 			abort();
-		free(buf);
 		off += (size_t)fl;
 	}
 	if (!rx.ended)

@@ -183,7 +183,7 @@ EXPORT void *malloc(size_t n)
 	}
 	void *p = cyg_real.malloc(n);
 	if (p && cyg_mem_tracing())
-		cyg__mem_alloc(CYG_MEM_MALLOC, p, n, RA());
+		cyg__mem_alloc(CYGPROF_FN_MALLOC, p, n, RA());
 	return p;
 }
 
@@ -200,7 +200,7 @@ EXPORT void *calloc(size_t n, size_t size)
 	}
 	void *p = cyg_real.calloc(n, size);
 	if (p && cyg_mem_tracing())
-		cyg__mem_alloc(CYG_MEM_CALLOC, p, n * size, RA());
+		cyg__mem_alloc(CYGPROF_FN_CALLOC, p, n * size, RA());
 	return p;
 }
 
@@ -211,7 +211,7 @@ EXPORT void free(void *p)
 	if (UNLIKELY(!cyg_real.free))
 		cyg__mem_resolve();
 	if (cyg_mem_tracing())
-		cyg__mem_free(CYG_MEM_FREE, p, cyg_free_now());
+		cyg__mem_free(CYGPROF_FN_FREE, p, cyg_free_now());
 	cyg_real.free(p);
 }
 
@@ -245,7 +245,7 @@ EXPORT void *realloc(void *old, size_t n)
 			return NULL;
 		cyg__mem_resolve();
 	}
-	return do_realloc(CYG_MEM_REALLOC, old, n, cyg_real.realloc, RA());
+	return do_realloc(CYGPROF_FN_REALLOC, old, n, cyg_real.realloc, RA());
 }
 
 EXPORT void *reallocarray(void *old, size_t n, size_t size)
@@ -258,7 +258,7 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return do_realloc(CYG_MEM_REALLOCARRAY, old, total, cyg_real.realloc, RA());
+	return do_realloc(CYGPROF_FN_REALLOCARRAY, old, total, cyg_real.realloc, RA());
 }
 
 EXPORT int posix_memalign(void **out, size_t align, size_t n)
@@ -267,7 +267,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		cyg__mem_resolve();
 	int r = cyg_real.posix_memalign(out, align, n);
 	if (r == 0 && cyg_mem_tracing())
-		cyg__mem_alloc(CYG_MEM_POSIX_MEMALIGN, *out, n, RA());
+		cyg__mem_alloc(CYGPROF_FN_POSIX_MEMALIGN, *out, n, RA());
 	return r;
 }
 
@@ -277,7 +277,7 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
 		cyg__mem_resolve();
 	void *p = cyg_real.aligned_alloc(align, n);
 	if (p && cyg_mem_tracing())
-		cyg__mem_alloc(CYG_MEM_ALIGNED_ALLOC, p, n, RA());
+		cyg__mem_alloc(CYGPROF_FN_ALIGNED_ALLOC, p, n, RA());
 	return p;
 }
 
@@ -287,7 +287,7 @@ EXPORT void *memalign(size_t align, size_t n)
 		cyg__mem_resolve();
 	void *p = cyg_real.memalign(align, n);
 	if (p && cyg_mem_tracing())
-		cyg__mem_alloc(CYG_MEM_MEMALIGN, p, n, RA());
+		cyg__mem_alloc(CYGPROF_FN_MEMALIGN, p, n, RA());
 	return p;
 }
 
@@ -297,7 +297,7 @@ EXPORT void *valloc(size_t n)
 		cyg__mem_resolve();
 	void *p = cyg_real.valloc(n);
 	if (p && cyg_mem_tracing())
-		cyg__mem_alloc(CYG_MEM_VALLOC, p, n, RA());
+		cyg__mem_alloc(CYGPROF_FN_VALLOC, p, n, RA());
 	return p;
 }
 
@@ -307,6 +307,6 @@ EXPORT void *pvalloc(size_t n)
 		cyg__mem_resolve();
 	void *p = cyg_real.pvalloc(n);
 	if (p && cyg_mem_tracing())
-		cyg__mem_alloc(CYG_MEM_PVALLOC, p, n, RA());
+		cyg__mem_alloc(CYGPROF_FN_PVALLOC, p, n, RA());
 	return p;
 }

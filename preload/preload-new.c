@@ -88,10 +88,10 @@ static void *new_aligned(size_t n, size_t al)
 		cyg_real.free(p);                                                                  \
 	}
 
-#define N CYG_MEM_NEW
-#define NA CYG_MEM_NEW_ARRAY
-#define D CYG_MEM_DELETE
-#define DA CYG_MEM_DELETE_ARRAY
+#define N CYGPROF_FN_NEW
+#define NA CYGPROF_FN_NEW_ARRAY
+#define D CYGPROF_FN_DELETE
+#define DA CYGPROF_FN_DELETE_ARRAY
 
 NEW_WRAPPER(_Znwm, N, (size_t n), (n), new_plain(n))
 NEW_WRAPPER(_Znam, NA, (size_t n), (n), new_plain(n))

@@ -53,7 +53,7 @@ NOINSTR static inline uint64_t cyg_mem_stamp(void)
 
 /* Record an allocation of `size` bytes at p (ra: return address into the
  * code that called the allocator), or a free of p stamped at `ts`; fn is
- * the allocator function, CYG_MEM_* (cyg-shm.h). */
+ * the allocator function, CYGPROF_FN_* (cygprof-capture.h). */
 HIDDEN void cyg__mem_alloc(unsigned fn, void *p, size_t size, void *ra);
 HIDDEN void cyg__mem_free(unsigned fn, void *p, uint64_t ts);
 /* An allocation before our constructor ran (in an earlier constructor):

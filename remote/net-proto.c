@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 static void wr16(uint8_t *p, uint32_t v)
 {
@@ -54,38 +55,72 @@ static uint8_t *enc_grow(struct netp_enc *e, size_t more)
 	return e->buf + e->len - more;
 }
 
-/* The buffer as one ZBATCH frame in zbuf: its size, or 0 when it is not
- * worth it (small, incompressible, too large, out of memory: sent as is). */
-static size_t enc_zip(struct netp_enc *e)
+/* The connection's zstd stream, made at its first batch: level
+ * NETP_ZLEVEL, window 2^zwlog. */
+static int enc_zstart(struct netp_enc *e)
 {
-	if (e->len < NETP_ZMIN || e->len > NETP_MAX_FRAME)
+	if (e->zc)
 		return 0;
-	size_t need = NETP_HDR + 4 + ZSTD_compressBound(e->len);
-	if (need > e->zcap) {
-		uint8_t *p = realloc(e->zbuf, need);
-		if (!p)
-			return 0;
-		e->zbuf = p;
-		e->zcap = need;
+	e->zc = ZSTD_createCCtx();
+	if (!e->zc)
+		return -ENOMEM;
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, NETP_ZLEVEL)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(e->zc, ZSTD_c_windowLog, (int)e->zwlog)))
+		return -EINVAL;
+	return 0;
+}
+
+/* The buffer as one ZBATCH frame in zbuf, the next bytes of the
+ * connection's zstd stream (with end, the stream's last: its frame ended):
+ * its size, or 0 to send the buffer as it is, outside the stream (no
+ * compression agreed, a small flush that is not the last, a buffer past
+ * what a ZBATCH holds; or the stream failed, which ends compression: the
+ * receiver has all the stream's batches before, whole). */
+static size_t enc_zip(struct netp_enc *e, int end)
+{
+	if (!e->zwlog || e->zfail || (e->len < NETP_ZMIN && !(end && e->zc)) ||
+	    ZSTD_compressBound(e->len) + 4 > NETP_MAX_FRAME)
+		return 0;
+	if (enc_zstart(e) < 0) {
+		e->zfail = 1;
+		return 0;
 	}
-	if (!e->zc && !(e->zc = ZSTD_createCCtx()))
-		return 0;
-	size_t z = ZSTD_compressCCtx(e->zc, e->zbuf + NETP_HDR + 4, e->zcap - NETP_HDR - 4,
-				     e->buf, e->len, e->compress);
-	if (ZSTD_isError(z) || z + 4 + NETP_HDR >= e->len || z + 4 > NETP_MAX_FRAME)
-		return 0;
-	wr32(e->zbuf, (uint32_t)z + 4);
+	ZSTD_inBuffer in = { e->buf, e->len, 0 };
+	size_t pos = NETP_HDR + 4, left;
+	do {
+		if (e->zcap < pos + ZSTD_CStreamOutSize()) {
+			size_t cap = e->zcap ? e->zcap : NETP_HDR + 4 + ZSTD_compressBound(e->len);
+			while (cap < pos + ZSTD_CStreamOutSize())
+				cap *= 2;
+			uint8_t *p = realloc(e->zbuf, cap);
+			if (!p) {
+				e->zfail = 1;
+				return 0;
+			}
+			e->zbuf = p;
+			e->zcap = cap;
+		}
+		ZSTD_outBuffer out = { e->zbuf, e->zcap, pos };
+		left = ZSTD_compressStream2(e->zc, &out, &in, end ? ZSTD_e_end : ZSTD_e_flush);
+		pos = out.pos;
+		if (ZSTD_isError(left) || pos - NETP_HDR > NETP_MAX_FRAME) {
+			e->zfail = 1;
+			return 0;
+		}
+	} while (left);
+	wr32(e->zbuf, (uint32_t)(pos - NETP_HDR));
 	wr16(e->zbuf + 4, NETP_T_ZBATCH);
 	wr16(e->zbuf + 6, 0);
 	wr32(e->zbuf + NETP_HDR, (uint32_t)e->len);
-	return NETP_HDR + 4 + z;
+	return pos;
 }
 
-static int enc_flush(struct netp_enc *e)
+/* The buffer out through flush (with end: the last of the connection). */
+static int enc_flush(struct netp_enc *e, int end)
 {
 	if (!e->flush || !e->len)
 		return 0;
-	size_t zn = e->compress ? enc_zip(e) : 0;
+	size_t zn = enc_zip(e, end);
 	int r = zn ? e->flush(e->arg, e->zbuf, zn) : e->flush(e->arg, e->buf, e->len);
 	if (r < 0)
 		return r;
@@ -95,8 +130,11 @@ static int enc_flush(struct netp_enc *e)
 	return 0;
 }
 
+enum { FLUSH_NO, FLUSH, FLUSH_END };
+
 /* One frame of the given header whose payload is the n pieces p[i] of
- * len[i] bytes; flushed with flush or past NETP_FLUSH_AT. */
+ * len[i] bytes; flushed with flush (FLUSH_END: the last frame of the
+ * connection) or past NETP_FLUSH_AT. */
 static int enc_frame(struct netp_enc *e, uint32_t type, unsigned flags, int n,
 		     const void *const *p, const size_t *len, int flush)
 {
@@ -116,7 +154,7 @@ static int enc_frame(struct netp_enc *e, uint32_t type, unsigned flags, int n,
 		out += len[i];
 	}
 	if (flush || e->len >= NETP_FLUSH_AT)
-		return enc_flush(e);
+		return enc_flush(e, flush == FLUSH_END);
 	return 0;
 }
 
@@ -145,18 +183,18 @@ static int ns_put(void *arg, unsigned int db, const void *key, size_t klen, cons
 		size_t n = vlen > room ? room : vlen;
 		const void *p[3] = { hdr, key, v };
 		const size_t len[3] = { sizeof hdr, klen, n };
-		rc = enc_frame(e, NETP_T_PUT, vlen > room ? NETP_F_MORE : 0, 3, p, len, 0);
+		rc = enc_frame(e, NETP_T_PUT, vlen > room ? NETP_F_MORE : 0, 3, p, len, FLUSH_NO);
 		v += n;
 		vlen -= n;
 	} while (vlen && !rc);
 	return rc;
 }
 
-static int ns_begin(void *arg) { return enc_bare(arg, NETP_T_BEGIN, 0); }
-static int ns_commit(void *arg) { return enc_bare(arg, NETP_T_COMMIT, 1); }
-static int ns_publish(void *arg) { return enc_bare(arg, NETP_T_PUBLISH, 1); }
-static int ns_close(void *arg) { return enc_bare(arg, NETP_T_END, 1); }
-static void ns_discard(void *arg) { (void)enc_bare(arg, NETP_T_ABORT, 1); }
+static int ns_begin(void *arg) { return enc_bare(arg, NETP_T_BEGIN, FLUSH_NO); }
+static int ns_commit(void *arg) { return enc_bare(arg, NETP_T_COMMIT, FLUSH); }
+static int ns_publish(void *arg) { return enc_bare(arg, NETP_T_PUBLISH, FLUSH); }
+static int ns_close(void *arg) { return enc_bare(arg, NETP_T_END, FLUSH_END); }
+static void ns_discard(void *arg) { (void)enc_bare(arg, NETP_T_ABORT, FLUSH_END); }
 
 const struct cygprof_capture_stream netp_stream = {
 	.put = ns_put,
@@ -235,40 +273,73 @@ void netp_seterr(char *err, size_t errlen, const char *fmt, ...)
 			*c = '?';
 }
 
-int netp_unzip(const uint8_t *payload, uint32_t plen, uint8_t **buf, size_t *cap, size_t *n,
-	       char *err, size_t errlen)
+int netp_unzip(struct netp_rx *rx, const uint8_t *payload, uint32_t plen)
 {
-	*n = 0;
-	if (plen < 4) {
-		netp_seterr(err, errlen, "malformed zbatch frame (%u bytes)", (unsigned)plen);
+	rx->zlen = 0;
+	if (!rx->zwlog) {
+		netp_seterr(rx->err, sizeof rx->err,
+			    "a zbatch frame, but the handshake agreed on no compression");
 		return -EBADMSG;
 	}
-	uint32_t raw = rd32(payload);
-	const uint8_t *z = payload + 4;
-	size_t zn = plen - 4;
-	if (raw > NETP_MAX_FRAME || ZSTD_getFrameContentSize(z, zn) != raw ||
-	    ZSTD_findFrameCompressedSize(z, zn) != zn) {
-		netp_seterr(err, errlen, "malformed zbatch frame (%u bytes, %u stated)",
+	uint32_t raw = plen >= 4 ? rd32(payload) : 0;
+	if (plen < 4 || raw > NETP_MAX_FRAME) {
+		netp_seterr(rx->err, sizeof rx->err, "malformed zbatch frame (%u bytes, %u stated)",
 			    (unsigned)plen, (unsigned)raw);
 		return -EBADMSG;
 	}
-	if (raw > *cap || !*buf) {
-		uint8_t *p = realloc(*buf, raw ? raw : 1);
-		if (!p) {
-			netp_seterr(err, errlen, "out of memory decoding a zbatch frame");
+	if (!rx->zd) {
+		rx->zd = ZSTD_createDCtx();
+		if (!rx->zd) {
+			netp_seterr(rx->err, sizeof rx->err, "out of memory decoding a zbatch frame");
 			return -ENOMEM;
 		}
-		*buf = p;
-		*cap = raw ? raw : 1;
+		if (ZSTD_isError(ZSTD_DCtx_setParameter(rx->zd, ZSTD_d_windowLogMax,
+							(int)rx->zwlog))) {
+			netp_seterr(rx->err, sizeof rx->err, "no zstd window of 2^%u bytes",
+				    rx->zwlog);
+			return -EINVAL;
+		}
 	}
-	size_t got = ZSTD_decompress(*buf, raw, z, zn);
-	if (ZSTD_isError(got) || got != raw) {
-		netp_seterr(err, errlen, "malformed zbatch frame: %s",
-			    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short");
-		return -EBADMSG;
+	if (raw > rx->zcap || !rx->zbuf) {
+		uint8_t *p = realloc(rx->zbuf, raw ? raw : 1);
+		if (!p) {
+			netp_seterr(rx->err, sizeof rx->err, "out of memory decoding a zbatch frame");
+			return -ENOMEM;
+		}
+		rx->zbuf = p;
+		rx->zcap = raw ? raw : 1;
 	}
-	*n = raw;
-	return 0;
+	/* all its bytes, into exactly raw bytes: nothing left in the input,
+	 * nor in the decoder */
+	ZSTD_inBuffer in = { payload + 4, plen - 4, 0 };
+	ZSTD_outBuffer out = { rx->zbuf, raw, 0 };
+	uint8_t extra;
+	size_t r = 0, ipos, opos;
+	do {
+		ipos = in.pos;
+		opos = out.pos;
+		r = ZSTD_decompressStream(rx->zd, &out, &in);
+	} while (!ZSTD_isError(r) && in.pos < in.size && (in.pos > ipos || out.pos > opos));
+	if (!ZSTD_isError(r) && in.pos == in.size && out.pos == raw) {
+		ZSTD_outBuffer more = { &extra, 1, 0 };
+		ZSTD_inBuffer none = { NULL, 0, 0 };
+		r = ZSTD_decompressStream(rx->zd, &more, &none);
+		if (!ZSTD_isError(r) && !more.pos) {
+			rx->zlen = raw;
+			return 0;
+		}
+	}
+	if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge)
+		netp_seterr(rx->err, sizeof rx->err,
+			    "the zbatch stream needs a window over the %u bytes agreed",
+			    1u << rx->zwlog);
+	else if (ZSTD_isError(r))
+		netp_seterr(rx->err, sizeof rx->err, "malformed zbatch frame: %s",
+			    ZSTD_getErrorName(r));
+	else
+		netp_seterr(rx->err, sizeof rx->err,
+			    "malformed zbatch frame: not the %u bytes it states", (unsigned)raw);
+	return -EBADMSG;
 }
 
 /* A PUT payload: the value put. */
@@ -405,22 +476,19 @@ static int rx_one(struct netp_rx *rx, uint32_t type, unsigned flags, const uint8
 		rx->in_batch = 1;
 	else if (rc >= 0 && type == NETP_T_COMMIT)
 		rx->in_batch = 0;
+	/* the capture's size on disk, as it grows (a value put again under
+	 * its key, an open event block at each commit, replaces the one before) */
+	if (rc == NETP_DONE_MORE && rx->max && cygprof_capture_file_size(rx->cap) > rx->max) {
+		netp_seterr(rx->err, sizeof rx->err, "the capture passed --max-bytes %" PRIu64,
+			    rx->max);
+		return -EFBIG;
+	}
 	return rc;
-}
-
-/* n more bytes of frames: -EFBIG past max. */
-static int rx_count(struct netp_rx *rx, uint64_t n)
-{
-	rx->total += n;
-	if (!rx->max || rx->total <= rx->max)
-		return 0;
-	netp_seterr(rx->err, sizeof rx->err, "the stream passed --max-bytes %" PRIu64, rx->max);
-	return -EFBIG;
 }
 
 int netp_rx_frame(struct netp_rx *rx, const uint8_t *hdr, const uint8_t *payload)
 {
-	uint32_t type, len, raw;
+	uint32_t type, len;
 	unsigned flags;
 	size_t n, off = 0;
 	int rc;
@@ -434,16 +502,12 @@ int netp_rx_frame(struct netp_rx *rx, const uint8_t *hdr, const uint8_t *payload
 		return -EBADMSG;
 	}
 	if (type != NETP_T_ZBATCH) {
-		rc = rx_count(rx, NETP_HDR + (uint64_t)len);
-		return rc < 0 ? rc : rx_one(rx, type, flags, payload, len);
+		rx->total += NETP_HDR + (uint64_t)len;
+		return rx_one(rx, type, flags, payload, len);
 	}
-	/* a compressed batch counts by the size it states, before it is
-	 * decompressed */
-	raw = len >= 4 ? rd32(payload) : 0;
-	rc = rx_count(rx, raw);
-	if (rc < 0)
-		return rc;
-	rc = netp_unzip(payload, len, &rx->zbuf, &rx->zcap, &n, rx->err, sizeof rx->err);
+	rc = netp_unzip(rx, payload, len);
+	n = rx->zlen;
+	rx->total += n;
 	while (!rc && off < n) {
 		const uint8_t *p;
 		long fl = netp_frame(rx->zbuf + off, n - off, &type, &p, &len);
@@ -464,6 +528,8 @@ void netp_rx_free(struct netp_rx *rx)
 {
 	free(rx->part);
 	free(rx->zbuf);
+	ZSTD_freeDCtx(rx->zd);
+	rx->zd = NULL;
 	rx->part = rx->zbuf = NULL;
-	rx->plen = rx->pcap = rx->zcap = 0;
+	rx->plen = rx->pcap = rx->zlen = rx->zcap = 0;
 }

@@ -4,10 +4,11 @@
  * (cygprof_capture_create_stream()).  The sender's stream callbacks
  * (netp_stream) turn each put into a PUT frame of the capture's own key and
  * value bytes and each begin, commit, publish, close and discard into a
- * frame of its own; the receiver (struct netp_rx) joins the parts of a
- * split value, decompresses ZBATCH frames and replays every frame into an
- * LMDB capture (cygprof_capture_put_value() and friends).  No record is
- * encoded or decoded here: the capture library does both. */
+ * frame of its own, and compress the batches as one zstd stream per
+ * connection (ZBATCH frames); the receiver (struct netp_rx) decompresses
+ * that stream, joins the parts of a split value and replays every frame
+ * into an LMDB capture (cygprof_capture_put_value() and friends).  No
+ * record is encoded or decoded here: the capture library does both. */
 #ifndef CYGPROF_NET_PROTO_H
 #define CYGPROF_NET_PROTO_H
 
@@ -24,6 +25,13 @@
 #define NETP_F_MORE 1u /* flags: a part of a PUT's value, more parts follow */
 #define NETP_PUT_HDR 4u /* a PUT payload: u16 db, u16 key length, key, value */
 #define NETP_ZMIN 256u  /* a flush this large goes out compressed */
+/* The window of a connection's zstd stream (log2, agreed in the handshake):
+ * 8 MiB, so that a value put again (an open event block, at most 256 KiB
+ * stored, at each commit) finds the copy put before across the other
+ * values of a commit; what a receiver accepts at most. */
+#define NETP_ZWLOG 23u
+#define NETP_ZWLOG_MIN 10u /* zstd's smallest window */
+#define NETP_ZLEVEL 1      /* zstd's fastest */
 
 enum netp_type {
 	NETP_T_BEGIN = 1, /* cygprof_capture_begin() */
@@ -32,7 +40,7 @@ enum netp_type {
 	NETP_T_PUBLISH,   /* the capture becomes visible at its path */
 	NETP_T_END,       /* close: the run is over */
 	NETP_T_ABORT,     /* discard */
-	NETP_T_ZBATCH,    /* u32 raw length + one zstd frame: whole frames (no ZBATCH) */
+	NETP_T_ZBATCH,    /* u32 raw length + the connection's zstd stream: whole frames */
 	NETP_T_COUNT_
 };
 
@@ -40,9 +48,13 @@ enum netp_type {
  * flush (when set) is called with the whole buffer at each commit, publish,
  * close and discard and when the buffer passes NETP_FLUSH_AT, and returns 0
  * or a negative errno, which is the stream capture's error from then on.
- * Without flush the buffer just grows (tests).  With compress set (a zstd
- * level), a flush of NETP_ZMIN bytes or more goes out as one ZBATCH frame
- * when zstd makes it smaller. */
+ * Without flush the buffer just grows (tests).  With zwlog set (the window
+ * the handshake agreed, net_handshake_client()), a flush of NETP_ZMIN bytes
+ * or more, and the last one, go out as one ZBATCH frame: the next bytes of
+ * the connection's one zstd stream (one ZSTD_CCtx, each batch ended with a
+ * flush, the last with the end of the frame), so that a value put again
+ * costs little more than what changed; smaller flushes go out as they are,
+ * outside the stream. */
 struct netp_enc {
 	uint8_t *buf;
 	size_t len, cap;
@@ -50,9 +62,10 @@ struct netp_enc {
 	void *arg;
 	uint64_t sent; /* bytes flushed so far (compressed: what went out) */
 	uint64_t raw;  /* the frames' bytes before compression */
-	int compress;  /* zstd level (1: fast), 0: none */
+	unsigned zwlog; /* compress with this window log; 0: no compression */
 	uint32_t max_frame; /* split values past this payload size (0: NETP_MAX_FRAME; tests) */
-	void *zc;      /* ZSTD_CCtx */
+	void *zc;      /* ZSTD_CCtx: the connection's stream */
+	int zfail;     /* the stream failed (no memory): no compression from then on */
 	uint8_t *zbuf;
 	size_t zcap;
 };
@@ -66,13 +79,6 @@ void netp_enc_free(struct netp_enc *enc);
  * one line: control characters become '?'. */
 __attribute__((format(printf, 3, 4))) void netp_seterr(char *err, size_t errlen,
 							 const char *fmt, ...);
-
-/* The frames of a ZBATCH payload, decompressed into *buf (grown as needed,
- * owned: free()); their length in *n.  -EBADMSG (err says why) when the
- * payload is not one zstd frame of the raw length it states, or states
- * more than NETP_MAX_FRAME; -ENOMEM. */
-int netp_unzip(const uint8_t *payload, uint32_t plen, uint8_t **buf, size_t *cap, size_t *n,
-	       char *err, size_t errlen);
 
 /* The frame header at h (NETP_HDR bytes): 0 with its type, flags and
  * payload length, or -EBADMSG for a length over NETP_MAX_FRAME, an unknown
@@ -101,25 +107,37 @@ int netp_dispatch(uint32_t type, const uint8_t *payload, uint32_t plen,
 /* The receiver of one stream: frames in, calls on cap out. */
 struct netp_rx {
 	struct cygprof_capture *cap;
-	uint64_t max;   /* refuse more than this many bytes of frames (before
-			 * compression; 0: no limit) */
+	uint64_t max;   /* refuse a stream once cap's file passes this many
+			 * bytes (cygprof_capture_file_size(); 0: no limit) */
+	unsigned zwlog; /* the window agreed in the handshake
+			 * (net_handshake_server()); 0: a ZBATCH is malformed */
 	uint64_t total; /* bytes of frames so far, before compression */
 	int in_batch;   /* between BEGIN and COMMIT */
 	int ended;      /* END or ABORT replayed: cap is closed or gone */
 	uint64_t parts; /* frames that were a part of a value */
 	uint8_t *part;  /* the parts of a value so far: PUT header, key, value */
 	size_t plen, pcap;
-	uint8_t *zbuf;  /* a ZBATCH decompressed */
-	size_t zcap;
+	void *zd;       /* ZSTD_DCtx: the connection's stream */
+	uint8_t *zbuf;  /* the frames of the last ZBATCH, zlen bytes */
+	size_t zlen, zcap;
 	char err[512];  /* why the last call failed, one line */
 };
 
+/* The frames of a ZBATCH payload: the next bytes of the connection's zstd
+ * stream, decompressed into rx->zbuf (rx->zlen bytes) with a window of at
+ * most 2^rx->zwlog.  -EBADMSG (rx->err says why, one line) without
+ * compression agreed, or when the bytes do not decompress to exactly the
+ * raw length they state (at most NETP_MAX_FRAME), or need a larger window;
+ * -ENOMEM; -EINVAL for a window zstd does not have.  After an error the
+ * stream cannot go on. */
+int netp_unzip(struct netp_rx *rx, const uint8_t *payload, uint32_t plen);
+
 /* One frame: its header (NETP_HDR bytes, checked by netp_header()) and
- * payload.  A ZBATCH counts by the length it states (checked against max
- * before it is decompressed) and its frames are replayed in turn; the parts
- * of a split value are joined (a frame of another kind or value in between
- * is malformed) and put as one.  NETP_DONE_*, or <0 with rx->err: -EFBIG
- * past max, -EBADMSG, or netp_dispatch()'s error. */
+ * payload.  A ZBATCH is decompressed (netp_unzip()) and its frames are
+ * replayed in turn; the parts of a split value are joined (a frame of
+ * another kind or value in between is malformed) and put as one.
+ * NETP_DONE_*, or <0 with rx->err: -EFBIG once the capture passed max,
+ * -EBADMSG, or netp_dispatch()'s error. */
 int netp_rx_frame(struct netp_rx *rx, const uint8_t *hdr, const uint8_t *payload);
 void netp_rx_free(struct netp_rx *rx);
 

@@ -259,28 +259,40 @@ static int io_err(int rc, const char *what, char *err, size_t errlen)
 	return rc;
 }
 
-int net_handshake_server(int fd, const uint8_t *tok, size_t n, int timeout_ms, char *err,
-			 size_t errlen)
+/* The window a server agrees to for a client's offer: none (0) for no
+ * offer or one it does not know, else the smaller of the two. */
+static unsigned zwlog_agree(uint32_t offer, unsigned max)
 {
-	uint8_t hello[12], reply[12 + NET_NONCE], mac[32], want[32];
-	int rc = net_read_full(fd, hello, sizeof hello, timeout_ms);
+	if (offer < NETP_ZWLOG_MIN || offer > 31 || max < NETP_ZWLOG_MIN)
+		return 0;
+	return offer < max ? offer : max;
+}
+
+int net_handshake_server(int fd, const uint8_t *tok, size_t n, unsigned zwlog_max,
+			 unsigned *zwlog, int timeout_ms, char *err, size_t errlen)
+{
+	uint8_t hello[16], reply[16 + NET_NONCE], mac[32], want[32];
+	int rc = net_read_full(fd, hello, 12, timeout_ms);
 	if (rc < 0)
 		return io_err(rc, "hello", err, errlen);
 	if (memcmp(hello, NETP_MAGIC, 8)) {
 		netp_seterr(err, errlen, "the peer is not cygprof record --send");
 		return -EPROTO;
 	}
+	memcpy(reply, NETP_MAGIC, 8);
+	put32(reply + 8, NETP_VERSION);
 	if (get32(hello + 8) != NETP_VERSION) {
 		netp_seterr(err, errlen, "the sender speaks protocol %u, this receiver %u",
 		       (unsigned)get32(hello + 8), NETP_VERSION);
-		put32(reply + 8, NETP_VERSION);
-		memcpy(reply, NETP_MAGIC, 8);
 		(void)net_write_full(fd, reply, 12, timeout_ms);
 		return -EPROTO;
 	}
-	memcpy(reply, NETP_MAGIC, 8);
-	put32(reply + 8, NETP_VERSION);
-	if (getrandom(reply + 12, NET_NONCE, 0) != NET_NONCE) {
+	rc = net_read_full(fd, hello + 12, 4, timeout_ms);
+	if (rc < 0)
+		return io_err(rc, "hello", err, errlen);
+	*zwlog = zwlog_agree(get32(hello + 12), zwlog_max);
+	put32(reply + 12, *zwlog);
+	if (getrandom(reply + 16, NET_NONCE, 0) != NET_NONCE) {
 		netp_seterr(err, errlen, "getrandom: %s", strerror(errno));
 		return -EIO;
 	}
@@ -290,7 +302,7 @@ int net_handshake_server(int fd, const uint8_t *tok, size_t n, int timeout_ms, c
 	rc = net_read_full(fd, mac, sizeof mac, timeout_ms);
 	if (rc < 0)
 		return io_err(rc, "proof", err, errlen);
-	proof(tok, n, reply + 12, want);
+	proof(tok, n, reply + 16, want);
 	uint8_t verdict = ct_equal(mac, want, 32) ? 'K' : 'T';
 	rc = net_write_full(fd, &verdict, 1, timeout_ms);
 	if (verdict != 'K') {
@@ -302,12 +314,13 @@ int net_handshake_server(int fd, const uint8_t *tok, size_t n, int timeout_ms, c
 	return 0;
 }
 
-int net_handshake_client(int fd, const uint8_t *tok, size_t n, int timeout_ms, char *err,
-			 size_t errlen)
+int net_handshake_client(int fd, const uint8_t *tok, size_t n, unsigned zwlog_offer,
+			 unsigned *zwlog, int timeout_ms, char *err, size_t errlen)
 {
-	uint8_t hello[12], reply[12 + NET_NONCE], mac[32], verdict;
+	uint8_t hello[16], reply[16 + NET_NONCE], mac[32], verdict;
 	memcpy(hello, NETP_MAGIC, 8);
 	put32(hello + 8, NETP_VERSION);
+	put32(hello + 12, zwlog_offer);
 	int rc = net_write_full(fd, hello, sizeof hello, timeout_ms);
 	if (rc < 0)
 		return io_err(rc, "hello", err, errlen);
@@ -323,10 +336,16 @@ int net_handshake_client(int fd, const uint8_t *tok, size_t n, int timeout_ms, c
 		       (unsigned)get32(reply + 8), NETP_VERSION);
 		return -EPROTO;
 	}
-	rc = net_read_full(fd, reply + 12, NET_NONCE, timeout_ms);
+	rc = net_read_full(fd, reply + 12, 4 + NET_NONCE, timeout_ms);
 	if (rc < 0)
 		return io_err(rc, "nonce", err, errlen);
-	proof(tok, n, reply + 12, mac);
+	*zwlog = get32(reply + 12);
+	if (*zwlog && (*zwlog < NETP_ZWLOG_MIN || *zwlog > zwlog_offer)) {
+		netp_seterr(err, errlen, "the receiver agreed to a compression window (%u) "
+			    "this sender did not offer", *zwlog);
+		return -EPROTO;
+	}
+	proof(tok, n, reply + 16, mac);
 	rc = net_write_full(fd, mac, sizeof mac, timeout_ms);
 	if (rc < 0)
 		return io_err(rc, "proof", err, errlen);

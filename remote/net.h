@@ -30,14 +30,17 @@ int net_write_full(int fd, const void *p, size_t n, int timeout_ms);
  * read it.  *tok owned: free(). */
 int net_token_load(const char *path, uint8_t **tok, size_t *n, char *err, size_t errlen);
 
-/* The handshake: version, then the client proves it knows the token by
- * HMAC-SHA256(token, nonce || "cygprof-send-v1") over the server's random
- * nonce; the token itself never travels.  -EACCES for a wrong token
- * (both sides), -EPROTO for a peer that is not cygprof or of another
- * version. */
-int net_handshake_server(int fd, const uint8_t *tok, size_t n, int timeout_ms, char *err,
-			 size_t errlen);
-int net_handshake_client(int fd, const uint8_t *tok, size_t n, int timeout_ms, char *err,
-			 size_t errlen);
+/* The handshake: version and compression, then the client proves it
+ * knows the token by HMAC-SHA256(token, nonce || "cygprof-send-v1") over
+ * the server's random nonce; the token itself never travels.  The client
+ * offers a zstd window (log2, 0: no compression), the server agrees to the
+ * smaller of that and zwlog_max (0: none), and both sides get the same
+ * *zwlog: the window of the ZBATCH stream (struct netp_enc and netp_rx),
+ * or 0 for frames sent as they are.  -EACCES for a wrong token (both
+ * sides), -EPROTO for a peer that is not cygprof or of another version. */
+int net_handshake_server(int fd, const uint8_t *tok, size_t n, unsigned zwlog_max,
+			 unsigned *zwlog, int timeout_ms, char *err, size_t errlen);
+int net_handshake_client(int fd, const uint8_t *tok, size_t n, unsigned zwlog_offer,
+			 unsigned *zwlog, int timeout_ms, char *err, size_t errlen);
 
 #endif

@@ -37,13 +37,16 @@
  * died, and the writer sets collector_gone and runs on without it.
  *
  * This header is shared by cyg/ (inside the traced program) and collector/;
- * it must stay free of anything but libc types.
+ * it must stay free of anything but libc types and the capture's public
+ * header (types only, for the codes both share), included by its path.
  */
 #ifndef CYGPROF_CYG_SHM_H
 #define CYGPROF_CYG_SHM_H
 
 #include <pthread.h>
 #include <stdint.h>
+
+#include "../include/cygprof/cygprof-capture.h"
 
 #include "cyg-limits.h"
 
@@ -316,27 +319,10 @@ enum {
 			  * innermost first: defines an unwound stack before its first use */
 };
 
-/* The allocator function of an ALLOC or FREE record (its 6-bit fn field).
- * These are the protocol's codes: the collector translates them into the
- * capture's enum cygprof_mem_fn (collector/memory.c). */
-enum {
-	CYG_MEM_MALLOC = 0,
-	CYG_MEM_CALLOC,
-	CYG_MEM_REALLOC,
-	CYG_MEM_REALLOCARRAY,
-	CYG_MEM_POSIX_MEMALIGN,
-	CYG_MEM_ALIGNED_ALLOC,
-	CYG_MEM_MEMALIGN,
-	CYG_MEM_VALLOC,
-	CYG_MEM_PVALLOC,
-	CYG_MEM_FREE,
-	CYG_MEM_NEW,          /* operator new, all variants */
-	CYG_MEM_NEW_ARRAY,    /* operator new[], all variants */
-	CYG_MEM_DELETE,       /* operator delete, all variants */
-	CYG_MEM_DELETE_ARRAY, /* operator delete[], all variants */
-	CYG_MEM_FN_COUNT
-};
-_Static_assert(CYG_MEM_FN_COUNT <= 64, "the fn field of ALLOC/FREE has 6 bits");
+/* The allocator function of an ALLOC or FREE record (its 6-bit fn field) is
+ * the capture's own code, enum cygprof_mem_fn of <cygprof/cygprof-capture.h>:
+ * one code from the hook to the capture, nothing to translate. */
+_Static_assert(CYGPROF_FN_COUNT <= 64, "the fn field of ALLOC/FREE has 6 bits");
 
 static inline uint64_t cyg_x_make(unsigned sub, uint64_t payload)
 {

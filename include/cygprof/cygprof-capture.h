@@ -161,10 +161,10 @@ struct cygprof_capture_stream {
 
 /** Start a capture that is not a file: every write call encodes its records
  * exactly as cygprof_capture_create() does (same checks, batching, blocks
- * and packing) and hands the resulting values to ops (with arg), instead of
- * storing them.  (One difference: an open event block is put at most 4
- * times before the next one starts, where a file's writer rewrites it until
- * it is half full; docs/capture-format.md "Streams".)  No file is created; the capture has no reader side (the
+ * and keys) and hands the resulting values to ops (with arg), instead of
+ * storing them, unpacked: event blocks as stored zstd frames, trees and
+ * call sites raw (docs/capture-format.md "Streams"); put_value packs them
+ * as cygprof_capture_create() does.  No file is created; the capture has no reader side (the
  * get_* calls, cursors and cygprof_capture_foreach_event() return
  * -EOPNOTSUPP) and cygprof_capture_file_size() is 0.  ops and arg must
  * outlive the capture.  Errors: -EINVAL (no ops or put), -ENOMEM.
@@ -175,8 +175,10 @@ int cygprof_capture_create_stream(const struct cygprof_capture_stream *ops, void
 
 /** Store one value as a stream capture hands it out (db a CYGPROF_DB_*,
  * value without its checksum): into a capture from cygprof_capture_create()
- * it is stored like any put (with its checksum, counted in the seal); into
- * a stream capture it is passed on to its put.  The value is first decoded
+ * it is stored like any put (with its checksum, counted in the seal),
+ * packed as that writer packs it (an unpacked event block, tree or call
+ * sites value, as a stream capture hands them out; a packed one is stored
+ * as it is); into a stream capture it is passed on to its put as it is.  The value is first decoded
  * as a reader decodes it, and the records of a DB must come as a writer
  * makes them: stack nodes and counters with the next id, event blocks of a
  * stream dense from 0 (the last one rewritten or the next one started),

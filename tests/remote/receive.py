@@ -4,16 +4,20 @@
 docs/remote.md (the frames) and docs/capture-format.md (the values they
 carry; send.py drives record --send itself): a whole stream gives a
 complete capture that reads as sent (its call tree, timeline and a value
-split in parts); a value a reader would refuse is refused in one line and
-what came before is kept; a wrong token is refused on both sides and writes
+split in parts), and so does the same stream compressed as the handshake
+agreed (ZBATCH frames: one zstd stream); a ZBATCH without compression
+agreed, or whose stream needs a larger window than agreed, is refused in
+one line; a value a reader would refuse is refused in one line and what
+came before is kept; a wrong token is refused on both sides and writes
 nothing; a sender of another protocol version is refused in one line; a
-connection cut mid-stream keeps an incomplete capture; a stream past
+connection cut mid-stream keeps an incomplete capture; a capture past
 --max-bytes is cut; a token file others may read is refused.
 TAP output.  usage: receive.py CYGPROF"""
 import hashlib
 import hmac
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -25,6 +29,7 @@ CYG = sys.argv[1]
 TOKEN = b'0123456789abcdef-secret'
 MAGIC = b'CYGPNET\n'
 VERSION = 2
+ZWLOG = 23  # the compression window a receiver agrees to at most (log2)
 # docs/remote.md "Frames"
 T = dict(BEGIN=1, COMMIT=2, PUT=3, PUBLISH=4, END=5, ABORT=6, ZBATCH=7)
 MORE = 1
@@ -153,19 +158,30 @@ def start_receiver(out, extra=(), token_mode=0o600, token=TOKEN):
     return p, int(line.split()[-1]), line
 
 
-def connect(port, token, version=VERSION):
+def connect(port, token, version=VERSION, zwlog=0):
+    """The handshake: hello (offering a zstd window, 0: none), the
+    receiver's hello and nonce, the proof.  The socket, the verdict and the
+    window the receiver agreed to."""
     c = socket.create_connection(('127.0.0.1', port), timeout=10)
-    c.sendall(MAGIC + struct.pack('<I', version))
+    c.sendall(MAGIC + struct.pack('<II', version, zwlog))
     reply = b''
-    while len(reply) < 12 + 32:
-        chunk = c.recv(12 + 32 - len(reply))
+    while len(reply) < 16 + 32:
+        chunk = c.recv(16 + 32 - len(reply))
         if not chunk:
             break
         reply += chunk
-    mac = hmac.new(token, reply[12:44] + b'cygprof-send-v1', hashlib.sha256).digest()
+    mac = hmac.new(token, reply[16:48] + b'cygprof-send-v1', hashlib.sha256).digest()
     c.sendall(mac)
     verdict = c.recv(1)
-    return c, verdict
+    return c, verdict, struct.unpack('<I', reply[12:16])[0] if len(reply) >= 16 else None
+
+
+def zbatch(frames, zstd_args=()):
+    """A ZBATCH frame: the raw length, then the frames compressed (a zstd
+    frame of its own is the next bytes of a stream too)."""
+    z = subprocess.run(['zstd', '-q', '-c'] + list(zstd_args), input=frames,
+                       stdout=subprocess.PIPE, check=True).stdout
+    return frame('ZBATCH', struct.pack('<I', len(frames)) + z)
 
 
 def finish(p):
@@ -194,16 +210,23 @@ def report(path):
         return cp.returncode, None, cp.stderr + cp.stdout[:2000]
 
 
-def test_whole(split=False):
-    name = 'whole stream' + (', the tree split' if split else '')
+def test_whole(split=False, compress=False):
+    name = 'whole stream' + (', the tree split' if split else '') + \
+        (', compressed' if compress else '')
     out = os.path.join(TMP, 'whole.cyg')
     p, port, line = start_receiver(out)
     if port is None:
         ok(False, name, line)
         return
-    c, verdict = connect(port, TOKEN)
+    c, verdict, agreed = connect(port, TOKEN, zwlog=ZWLOG if compress else 0)
     first, second = stream(split)
-    c.sendall(first + second)
+    if compress:
+        ok(agreed == ZWLOG, '%s: the receiver agrees to the window' % name, agreed)
+        # a small batch outside the stream, then two batches of it
+        c.sendall(first + zbatch(second[:-8]) + zbatch(second[-8:]))
+    else:
+        ok(agreed == 0, '%s: no compression agreed' % name, agreed)
+        c.sendall(first + second)
     c.close()
     rc, err = finish(p)
     ok(verdict == b'K' and rc == 0, '%s: receiver exits 0' % name, err)
@@ -219,6 +242,29 @@ def test_whole(split=False):
        '%s: replay shows the events sent' % name, cp.stdout + cp.stderr)
 
 
+def test_zbatch_refused(zwlog, zstd_args, want):
+    """A ZBATCH the handshake did not agree to, or whose stream needs a
+    window larger than agreed: refused in one line, what came before kept."""
+    name = 'zbatch refused (%s)' % want
+    out = os.path.join(TMP, 'zrefused.cyg')
+    p, port, line = start_receiver(out)
+    if port is None:
+        ok(False, name, line)
+        return
+    c, verdict, _ = connect(port, TOKEN, zwlog=zwlog)
+    first, second = stream()
+    try:
+        c.sendall(first + zbatch(second, zstd_args))
+    except OSError:
+        pass
+    c.close()
+    rc, err = finish(p)
+    ok(rc == 1 and want in err and 'incomplete' in err and len(err.strip().splitlines()) == 1,
+       '%s: one line, exit 1' % name, err)
+    rc, text, e = info(out)
+    ok(rc == 0 and complete(text) is False, '%s: what came before is kept' % name, text + e)
+
+
 def test_refused_value():
     """A tree whose node 2 names itself as its parent: a reader would
     refuse it, so the receiver does, and keeps what came before."""
@@ -227,7 +273,7 @@ def test_refused_value():
     if port is None:
         ok(False, 'refused value', line)
         return
-    c, verdict = connect(port, TOKEN)
+    c, verdict, _ = connect(port, TOKEN)
     first, _ = stream()
     bad = list(NODES)
     bad[2] = (2,) + bad[2][1:]
@@ -271,7 +317,7 @@ def test_wrong_token():
     if port is None:
         ok(False, 'wrong token', line)
         return
-    c, verdict = connect(port, b'not-the-token-at-all')
+    c, verdict, _ = connect(port, b'not-the-token-at-all')
     c.close()
     rc, err = finish(p)
     ok(verdict == b'T', 'wrong token: the sender is told', repr(verdict))
@@ -286,7 +332,7 @@ def test_cut():
     if port is None:
         ok(False, 'cut', line)
         return
-    c, verdict = connect(port, TOKEN)
+    c, verdict, _ = connect(port, TOKEN)
     first, second = stream()
     c.sendall(first + second[:30])
     c.close()
@@ -304,7 +350,7 @@ def test_max_bytes():
     if port is None:
         ok(False, 'max-bytes', line)
         return
-    c, verdict = connect(port, TOKEN)
+    c, verdict, _ = connect(port, TOKEN)
     first, _ = stream()
     big = meta('filler', 'x' * 2000)
     try:
@@ -313,7 +359,8 @@ def test_max_bytes():
         pass
     c.close()
     rc, err = finish(p)
-    ok(rc == 1 and '--max-bytes' in err, 'max-bytes: stream cut, exit 1', err)
+    ok(rc == 1 and 'the capture passed --max-bytes 1024' in err, 'max-bytes: stream cut, exit 1',
+       err)
     rc, text, e = info(out)
     ok(rc == 0, 'max-bytes: what came before is readable', e)
 
@@ -329,6 +376,13 @@ def test_token_mode():
 with tempfile.TemporaryDirectory() as TMP:
     test_whole()
     test_whole(split=True)
+    if shutil.which('zstd'):
+        test_whole(compress=True)
+        test_zbatch_refused(0, [], 'a zbatch frame, but the handshake agreed on no compression')
+        test_zbatch_refused(ZWLOG, ['--long=24'],
+                            'the zbatch stream needs a window over the 8388608 bytes agreed')
+    else:
+        ok(True, 'compressed streams # SKIP no zstd command')
     test_refused_value()
     test_old_version()
     test_wrong_token()
