@@ -72,10 +72,18 @@ uint64_t cli_parse_duration(const char *cmd, const char *opt, const char *s, con
 /* A real number in [min, max]. */
 double cli_parse_real(const char *cmd, const char *opt, const char *s, double min, double max);
 
-/* Write the gmon.out files of a capture (cmd-gprof.c): gprof --gmon-out
- * and export --format=gmon.  Dies with one line on error. */
-struct view;
-void cli_write_gmon(struct view *v, const char *file, const char *out, int force);
+/* ---- exports (export-run.c) ------------------------------------------------ */
+
+/* Write v in the format fmt (export/export.h) with the options o (its
+ * callbacks set here: warnings and errors on stderr, notes on stdout):
+ * to out (NULL: standard output, or the format's default_out for a
+ * format of several files) made through cli_output_open(), named cmd in
+ * messages.  Dies with one line on error (exit 1).  cygprof export and
+ * cygprof gprof --gmon-out. */
+struct exporter;
+struct export_opts;
+void cli_export(struct view *v, const struct exporter *fmt, struct export_opts *o,
+		const char *out, int force, const char *cmd);
 
 /* ---- output files (output.c) ---------------------------------------------- */
 /* The kinds of output and the marks they start with: common/out-kind.h. */
