@@ -124,6 +124,30 @@ FILE *cli_output_open(struct cli_output *o, const char *cmd, const char *path,
 void cli_output_commit(struct cli_output *o);
 void cli_output_abort(struct cli_output *o);
 
+/* ---- the option loop (options.c) -------------------------------------------- */
+
+/* What a command's options are, for cli_next_option(). */
+struct option;
+struct debuginfo;
+struct cli_filter;
+struct cli_getopt {
+	const char *cmd;              /* in error lines */
+	void (*usage)(FILE *f);       /* its --help text */
+	const char *shortopts;        /* getopt's, starting with ':' */
+	const struct option *longopts;
+	struct debuginfo *di;         /* takes CLI_DEBUG_OPTIONS (NULL: the command's own) */
+	struct cli_filter *filt;      /* takes CLI_FILTER_OPTIONS (NULL: the command's own) */
+	int started;                  /* 0 before the first call */
+};
+
+/* The next option of argv for the command to handle (optarg set), -1
+ * after the last (optind at the first argument), as getopt_long() but:
+ * -h/--help prints the usage on stdout and exits 0; --debug-dir and
+ * --symfs go to di, -F/-N/-D/--time-range to filt (cli_debug_option(),
+ * cli_filter_option()) when set; a missing argument or an unknown option
+ * dies with one line (cli_bad_option(), exit 2). */
+int cli_next_option(struct cli_getopt *g, int argc, char **argv);
+
 /* The one-line error of a getopt_long loop's ':' or '?' result (c), exit 2:
  * "CMD: option '--x' needs an argument" or "CMD: unknown option '--x'". */
 void cli_bad_option(const char *cmd, int c, char **argv) __attribute__((noreturn));

@@ -82,18 +82,15 @@ static void parse_opts(int argc, char **argv, struct diff_opts *o)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	struct cli_getopt g = {.cmd = "diff", .usage = usage, .shortopts = ":hF:",
+			       .longopts = lopts};
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->sort = V_SELF;
-	o->di = cli_debuginfo_new();
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hF:", lopts, NULL)) != -1) {
+	g.di = o->di = cli_debuginfo_new();
+	while ((c = cli_next_option(&g, argc, argv)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			exit(0);
 		case 'F':
 			o->pattern = optarg;
 			break;
@@ -115,12 +112,6 @@ static void parse_opts(int argc, char **argv, struct diff_opts *o)
 		case O_FORMAT:
 			o->json = cli_format_json("diff", optarg);
 			break;
-		case CLI_O_DEBUG_DIR:
-		case CLI_O_SYMFS:
-			cli_debug_option(o->di, "diff", c, optarg);
-			break;
-		default:
-			cli_bad_option("diff", c, argv);
 		}
 	}
 	if (argc - optind != 2)

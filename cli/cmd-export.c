@@ -88,18 +88,16 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	struct cli_getopt g = {.cmd = CMD, .usage = usage, .shortopts = ":ho:fF:N:D:",
+			       .longopts = lopts};
 	const char *format = NULL;
 	int c;
 
 	memset(e, 0, sizeof *e);
-	e->di = cli_debuginfo_new();
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":ho:fF:N:D:", lopts, NULL)) != -1) {
+	g.di = e->di = cli_debuginfo_new();
+	g.filt = &e->filt;
+	while ((c = cli_next_option(&g, argc, argv)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			exit(0);
 		case O_FORMAT:
 			format = optarg;
 			break;
@@ -120,18 +118,6 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 		case O_ALLOCATIONS:
 			e->o.allocations = 1;
 			break;
-		case CLI_O_DEBUG_DIR:
-		case CLI_O_SYMFS:
-			cli_debug_option(e->di, CMD, c, optarg);
-			break;
-		case CLI_O_FILTER:
-		case CLI_O_NOTRACE:
-		case CLI_O_DEPTH:
-		case CLI_O_TIME_RANGE:
-			cli_filter_option(&e->filt, CMD, c, optarg);
-			break;
-		default:
-			cli_bad_option(CMD, c, argv);
 		}
 	}
 	if (!format)

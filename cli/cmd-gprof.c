@@ -60,17 +60,14 @@ static void parse_opts(int argc, char **argv, struct gprof_opts *o)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	struct cli_getopt g = {.cmd = "gprof", .usage = usage, .shortopts = ":hbf",
+			       .longopts = lopts};
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->di = cli_debuginfo_new();
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hbf", lopts, NULL)) != -1) {
+	g.di = o->di = cli_debuginfo_new();
+	while ((c = cli_next_option(&g, argc, argv)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			exit(0);
 		case 'b':
 			o->brief = 1;
 			break;
@@ -82,12 +79,6 @@ static void parse_opts(int argc, char **argv, struct gprof_opts *o)
 				cli_die(2, "gprof: --gmon-out needs a file name");
 			o->gmon_out = optarg;
 			break;
-		case CLI_O_DEBUG_DIR:
-		case CLI_O_SYMFS:
-			cli_debug_option(o->di, "gprof", c, optarg);
-			break;
-		default:
-			cli_bad_option("gprof", c, argv);
 		}
 	}
 	o->file = cli_capture_arg("gprof", argc, argv);

@@ -77,18 +77,14 @@ static void parse_opts(int argc, char **argv, struct html_cli *o)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	struct cli_getopt g = {.cmd = CMD, .usage = usage, .shortopts = ":ho:f", .longopts = lopts};
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->out = HTML_DEFAULT_OUT;
-	o->di = cli_debuginfo_new();
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":ho:f", lopts, NULL)) != -1) {
+	g.di = o->di = cli_debuginfo_new();
+	while ((c = cli_next_option(&g, argc, argv)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			exit(0);
 		case 'o':
 			if (!*optarg)
 				cli_die(2, "%s: empty output file name", CMD);
@@ -97,12 +93,6 @@ static void parse_opts(int argc, char **argv, struct html_cli *o)
 		case 'f':
 			o->force = 1;
 			break;
-		case CLI_O_DEBUG_DIR:
-		case CLI_O_SYMFS:
-			cli_debug_option(o->di, CMD, c, optarg);
-			break;
-		default:
-			cli_bad_option(CMD, c, argv);
 		}
 	}
 	o->file = cli_capture_arg(CMD, argc, argv);

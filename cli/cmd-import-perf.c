@@ -79,23 +79,17 @@ int cmd_import_perf(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	struct cli_getopt g = {.cmd = CMD, .usage = usage, .shortopts = ":h", .longopts = lopts};
 	struct import_target t;
 	struct import_perf *imp;
 	struct import_counts n;
 	struct perf_script in;
 	struct view *v;
 	const char *file;
-	int c, err;
+	int err;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		cli_bad_option(CMD, c, argv);
-	}
+	while (cli_next_option(&g, argc, argv) != -1)
+		;
 	file = cli_capture_arg(CMD, argc, argv);
 	if (cli_probe_capture(file) != 1)
 		cli_die(1, "%s: not a capture (or a symbolic link to one)", file);

@@ -124,28 +124,20 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 	};
 	static const char *const sorts[] = {"total", "self", "allocations", "temporary", "leaked",
 					    "name"};
+	struct cli_getopt g = {.cmd = "memory", .usage = usage, .shortopts = ":hF:N:D:",
+			       .longopts = lopts};
 	size_t i;
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->points = 50;
 	o->top = 20;
-	o->di = cli_debuginfo_new();
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hF:N:D:", lopts, NULL)) != -1) {
+	g.di = o->di = cli_debuginfo_new();
+	g.filt = &o->filt;
+	while ((c = cli_next_option(&g, argc, argv)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			exit(0);
 		case 0x4300:
 			o->function = optarg;
-			break;
-		case CLI_O_FILTER:
-		case CLI_O_NOTRACE:
-		case CLI_O_DEPTH:
-		case CLI_O_TIME_RANGE:
-			cli_filter_option(&o->filt, "memory", c, optarg);
 			break;
 		case O_LEAKS:
 			o->kinds[K_LEAKS] = 1;
@@ -188,15 +180,9 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 					optarg);
 			o->sort = (enum sort_key)i;
 			break;
-		case CLI_O_DEBUG_DIR:
-		case CLI_O_SYMFS:
-			cli_debug_option(o->di, "memory", c, optarg);
-			break;
 		case O_FORMAT:
 			o->json = cli_format_json("memory", optarg);
 			break;
-		default:
-			cli_bad_option("memory", c, argv);
 		}
 	}
 	if (o->old) {
