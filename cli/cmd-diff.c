@@ -5,7 +5,6 @@
  * matching, changes and order are analysis/diff.c's. */
 #include "config.h"
 
-#include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -175,7 +174,10 @@ static struct {
 } pt;
 
 /* Lay the threads of s over the tree: s->at gets each tree node's path,
- * the threads one after the other. */
+ * the threads one after the other.  The functions are numbered in the
+ * order the paths meet them (a profile numbers its functions in the order
+ * its trees meet them), so the keys, and the order of rows that tie, are
+ * those of the paths' own order. */
 static void side_number(struct side *s)
 {
 	uint32_t *fnmap = calloc(s->p->nfns + 1, sizeof(*fnmap)), *at;
