@@ -67,13 +67,11 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_PSAMPLES, STREAM_OFFC
  * what a stream capture allows. */
 #define CAPTURE_MAXKEY 511
 
-/* Fixed parts of the value encodings (bytes). */
-#define CAPTURE_PROC_FIXED 36
-#define CAPTURE_THREAD_SIZE 124
+/* Fixed parts of the value encodings (bytes); the one-value records are laid
+ * out by the tables of capture-record.c. */
 #define CAPTURE_TREE_HDR 8
-#define CAPTURE_NODE_SIZE 40
-#define CAPTURE_OBJECT_FIXED 64
-#define CAPTURE_SYMBOL_FIXED 12
+#define CAPTURE_NODE_SIZE 40 /* a row of layout_node */
+#define CAPTURE_SITE_SIZE 32 /* a row of layout_site */
 #define CAPTURE_BLOCK_HDR 12
 /* Schema 2 block header: count, first_ts, raw (decompressed) length; the
  * zstd frame follows. */
@@ -118,8 +116,6 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_PSAMPLES, STREAM_OFFC
 #define CAPTURE_OFFCPU_MIN 6
 /* Longest counter name a writer stores and a reader accepts (bytes). */
 #define CAPTURE_COUNTER_NAME_MAX 1024
-/* Counter record: proc_idx, unit, flags, then the name (a string). */
-#define CAPTURE_COUNTER_FIXED 12
 /* Smallest: a FREE with one-byte header, time delta and address delta. */
 #define CAPTURE_MEM_EVENT_MIN 3
 /* A reader refuses larger schema 1 event blocks (the writer stored at most
@@ -346,7 +342,7 @@ struct record_layout {
 };
 
 extern const struct record_layout layout_proc, layout_thread, layout_object, layout_symbol,
-	layout_stack, layout_counter;
+	layout_stack, layout_counter, layout_node, layout_site;
 
 /* The key of record rec into key (room for 12 bytes; returns its length) and
  * its value into b (emptied first; b->oom on failure). */
@@ -355,6 +351,14 @@ size_t record_encode(const struct record_layout *l, const void *rec, uint8_t *ke
 /* Key k and value v into rec (zeroed by the caller; strings malloc'd, freed
  * by the caller whatever the result): 0, CYGPROF_E_CORRUPT or -ENOMEM. */
 int record_decode(const struct record_layout *l, const MDB_val *k, const MDB_val *v, void *rec);
+/* The bytes of a row of l (F_U32 and F_U64 fields only). */
+size_t record_row_size(const struct record_layout *l);
+/* The value of an array: LE32 n, LE32 row size, the n rows (stride bytes
+ * apart in rows) into b (emptied first; b->oom on failure). */
+void record_encode_rows(const struct record_layout *l, const void *rows, size_t n,
+			size_t stride, struct cbuf *b);
+/* The row at p (at least record_row_size() bytes) into rec. */
+void record_decode_row(const struct record_layout *l, const uint8_t *p, void *rec);
 
 /* ---- the handle ---------------------------------------------------------- */
 

@@ -790,12 +790,7 @@ static int decode_tree(struct cygprof_capture *cap, uint32_t thread_idx, MDB_val
 	rc = unpack_array(cap, v, CAPTURE_NODE_SIZE, sizeof(*a), &packed, &p, &count, &size,
 			  (void **)&a);
 	for (i = 0; !rc && i < count; i++, p += size) {
-		a[i].parent = get_le32(p);
-		a[i].flags = get_le32(p + 4);
-		a[i].fn = get_le64(p + 8);
-		a[i].site = get_le64(p + 16);
-		a[i].calls = get_le64(p + 24);
-		a[i].total_ns = get_le64(p + 32);
+		record_decode_row(&layout_node, p, &a[i]);
 		if (a[i].parent != CYGPROF_NONE && a[i].parent >= i)
 			rc = capture_damage(cap, "thread %u call tree: node %u has parent %u",
 					    thread_idx, i, a[i].parent);
@@ -822,13 +817,10 @@ static int decode_sites(struct cygprof_capture *cap, uint32_t thread_idx, MDB_va
 	uint32_t count = 0, size, i;
 	int rc;
 
-	rc = unpack_array(cap, v, 32, sizeof(*a), &packed, &p, &count, &size, (void **)&a);
+	rc = unpack_array(cap, v, CAPTURE_SITE_SIZE, sizeof(*a), &packed, &p, &count, &size,
+			  (void **)&a);
 	for (i = 0; !rc && i < count; i++, p += size) {
-		a[i].node = get_le32(p);
-		a[i].flags = get_le32(p + 4);
-		a[i].site = get_le64(p + 8);
-		a[i].calls = get_le64(p + 16);
-		a[i].total_ns = get_le64(p + 24);
+		record_decode_row(&layout_site, p, &a[i]);
 	}
 	if (rc == CYGPROF_E_CORRUPT && !capture_detail_last()[0])
 		capture_damage(cap, "thread %u call sites: malformed", thread_idx);
@@ -1080,11 +1072,12 @@ static int decode_block(const struct blk *b, uint64_t *last, struct cygprof_even
 	return 0;
 }
 
-/* Every block of one stream (a thread's in DB_TIMELINE, a counter's in
- * DB_SAMPLES) in sequence order, checked, opened and given to fn; a
- * CYGPROF_E_CORRUPT of fn is reported as damage of that block. */
+/* Every block of one stream (a thread's in DB_TIMELINE or DB_MEM, a
+ * counter's in DB_SAMPLES) in sequence order, checked, opened (or only its
+ * header read: hdr_only) and given to fn; a CYGPROF_E_CORRUPT of fn is
+ * reported as damage of that block. */
 static int foreach_block(struct cygprof_capture *cap, unsigned int db, uint32_t id, size_t min,
-			 int (*fn)(const struct blk *b, void *arg), void *arg)
+			 bool hdr_only, int (*fn)(const struct blk *b, void *arg), void *arg)
 {
 	MDB_cursor *cur = NULL;
 	MDB_cursor_op op = MDB_SET_RANGE;
@@ -1092,7 +1085,7 @@ static int foreach_block(struct cygprof_capture *cap, unsigned int db, uint32_t 
 	MDB_val k, v;
 	struct blk b;
 	uint8_t key[8], *raw = NULL;
-	size_t rawcap = 0;
+	size_t rawcap = 0, zoff;
 	uint32_t seq = 0;
 	int rc;
 
@@ -1122,7 +1115,9 @@ static int foreach_block(struct cygprof_capture *cap, unsigned int db, uint32_t 
 		if (!rc)
 			rc = capture_value(cap, db, &k, &v);
 		if (!rc)
-			rc = block_damage(cap, db, &k, block_open(cap, &v, min, &raw, &rawcap, &b));
+			rc = block_damage(cap, db, &k,
+					  hdr_only ? block_hdr(cap, &v, min, &b, &zoff)
+						   : block_open(cap, &v, min, &raw, &rawcap, &b));
 		if (!rc) {
 			rc = fn(&b, arg);
 			rc = rc == CYGPROF_E_CORRUPT ? block_damage(cap, db, &k, rc) : rc;
@@ -1166,7 +1161,7 @@ int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_i
 	w.buf = malloc(EV_CHUNK * sizeof(*w.buf));
 	if (!w.buf)
 		return -ENOMEM;
-	rc = foreach_block(cap, DB_TIMELINE, thread_idx, 2, ev_block, &w);
+	rc = foreach_block(cap, DB_TIMELINE, thread_idx, 2, false, ev_block, &w);
 	if (!rc && w.nbuf)
 		rc = fn(w.buf, w.nbuf, data);
 	free(w.buf);
@@ -1372,17 +1367,15 @@ corrupt:
 	return cur->err;
 }
 
+static int count_block(const struct blk *b, void *arg)
+{
+	*(uint64_t *)arg += b->count;
+	return 0;
+}
+
 int cygprof_capture_mem_count(struct cygprof_capture *cap, uint32_t thread_idx, uint64_t *n)
 {
-	MDB_cursor *mc = NULL;
-	MDB_cursor_op op = MDB_SET_RANGE;
-	MDB_txn *txn;
-	MDB_val k, v;
-	struct blk b;
-	uint8_t key[8];
 	uint64_t total = 0;
-	uint32_t seq = 0;
-	size_t zoff;
 	int rc;
 
 	if (!n)
@@ -1397,41 +1390,8 @@ int cygprof_capture_mem_count(struct cygprof_capture *cap, uint32_t thread_idx, 
 	}
 	if (cap->missing[DB_MEM])
 		return 0;
-	rc = capture_rbegin(cap, &txn);
-	if (rc)
-		return rc;
-	rc = capture_err(mdb_cursor_open(txn, cap->dbi[DB_MEM], &mc));
-	put_be32(key, thread_idx);
-	put_be32(key + 4, 0);
-	k.mv_size = sizeof(key);
-	k.mv_data = key;
-	for (; !rc; op = MDB_NEXT, seq++) {
-		rc = mdb_cursor_get(mc, &k, &v, op);
-		if (rc == MDB_NOTFOUND) {
-			rc = 0;
-			break;
-		}
-		if (rc) {
-			rc = capture_err(rc);
-			break;
-		}
-		rc = block_key(cap, DB_MEM, thread_idx, &k, seq);
-		if (rc == 1) {
-			rc = 0; /* the next thread's blocks */
-			break;
-		}
-		if (!rc)
-			rc = capture_value(cap, DB_MEM, &k, &v);
-		if (rc)
-			break;
-		rc = block_hdr(cap, &v, CAPTURE_MEM_EVENT_MIN, &b, &zoff);
-		if (!rc)
-			total += b.count;
-		rc = block_damage(cap, DB_MEM, &k, rc);
-	}
-	if (mc)
-		mdb_cursor_close(mc);
-	capture_rend(cap, txn);
+	rc = foreach_block(cap, DB_MEM, thread_idx, CAPTURE_MEM_EVENT_MIN, true, count_block,
+			   &total);
 	if (!rc)
 		*n = total;
 	return rc;
@@ -1609,7 +1569,8 @@ int cygprof_capture_get_samples(struct cygprof_capture *cap, uint32_t counter_id
 		if (rc)
 			return rc;
 	}
-	rc = foreach_block(cap, DB_SAMPLES, counter_id, CAPTURE_SAMPLE_MIN, sm_block, &w);
+	rc = foreach_block(cap, DB_SAMPLES, counter_id, CAPTURE_SAMPLE_MIN, false, sm_block,
+			   &w);
 	if (rc) {
 		free(w.a);
 		return rc;
@@ -1732,7 +1693,7 @@ static int get_stream(struct cygprof_capture *cap, unsigned int stream, unsigned
 		if (rc)
 			return rc;
 	}
-	rc = foreach_block(cap, db, CAPTURE_ONE_STREAM, min, ps_block, &w);
+	rc = foreach_block(cap, db, CAPTURE_ONE_STREAM, min, false, ps_block, &w);
 	if (rc) {
 		free(w.a);
 		return rc;

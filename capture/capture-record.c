@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* capture-record.c - the one layout of each record that is one LMDB value
- * (procs, threads, objects, symbols, stacks, counters): a table of its key
- * and value fields, read by the writer (record_encode) and by the reader
- * (record_decode), so that the two cannot disagree on a byte.
+ * (procs, threads, objects, symbols, stacks, counters), and of each row of
+ * the arrays of trees and sites: a table of its key and value fields, read
+ * by the writer (record_encode, record_encode_rows) and by the reader
+ * (record_decode, record_decode_row), so that the two cannot disagree on a
+ * byte.
  *
  * Keys are big-endian (LMDB orders them bytewise); values are the fields in
  * table order, little-endian, strings as LE32 length and bytes.  Bytes after
@@ -57,6 +59,17 @@ LAYOUT(layout_stack, FLD(F_KEY32, N, id), FLD(F_U32, N, parent), FLD(F_U32, N, p
 LAYOUT(layout_counter, FLD(F_KEY32, C, id), FLD(F_U32, C, proc_idx), FLD(F_U32, C, unit),
        FLD(F_U32, C, flags), FLD(F_STR, C, name));
 #undef C
+
+/* Rows of the arrays of trees and sites (after LE32 count, LE32 row size). */
+#define R struct cygprof_node
+LAYOUT(layout_node, FLD(F_U32, R, parent), FLD(F_U32, R, flags), FLD(F_U64, R, fn),
+       FLD(F_U64, R, site), FLD(F_U64, R, calls), FLD(F_U64, R, total_ns));
+#undef R
+
+#define R struct cygprof_callsite
+LAYOUT(layout_site, FLD(F_U32, R, node), FLD(F_U32, R, flags), FLD(F_U64, R, site),
+       FLD(F_U64, R, calls), FLD(F_U64, R, total_ns));
+#undef R
 
 static uint32_t rec_u32(const void *rec, const struct field *f)
 {
@@ -181,4 +194,58 @@ int record_decode(const struct record_layout *l, const MDB_val *k, const MDB_val
 		}
 	}
 	return crd_status(&r);
+}
+
+size_t record_row_size(const struct record_layout *l)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < l->n; i++)
+		n += l->f[i].size;
+	return n;
+}
+
+void record_encode_rows(const struct record_layout *l, const void *rows, size_t n,
+			size_t stride, struct cbuf *b)
+{
+	size_t row = record_row_size(l), i, j;
+	const char *rec = rows;
+	uint8_t *p;
+
+	b->len = 0;
+	cbuf_le32(b, (uint32_t)n);
+	cbuf_le32(b, (uint32_t)row);
+	p = cbuf_grow(b, n * row);
+	for (i = 0; p && i < n; i++, rec += stride) {
+		for (j = 0; j < l->n; j++) {
+			if (l->f[j].kind == F_U32) {
+				put_le32(p, rec_u32(rec, &l->f[j]));
+				p += 4;
+			} else {
+				put_le64(p, rec_u64(rec, &l->f[j]));
+				p += 8;
+			}
+		}
+	}
+}
+
+void record_decode_row(const struct record_layout *l, const uint8_t *p, void *rec)
+{
+	uint32_t v32;
+	uint64_t v64;
+	size_t j;
+
+	for (j = 0; j < l->n; j++) {
+		char *at = (char *)rec + l->f[j].off;
+
+		if (l->f[j].kind == F_U32) {
+			v32 = get_le32(p);
+			memcpy(at, &v32, sizeof(v32));
+			p += 4;
+		} else {
+			v64 = get_le64(p);
+			memcpy(at, &v64, sizeof(v64));
+			p += 8;
+		}
+	}
 }

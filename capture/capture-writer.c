@@ -960,7 +960,7 @@ int cygprof_capture_put_tree(struct cygprof_capture *cap, uint32_t thread_idx,
 			     const struct cygprof_node *nodes, size_t n)
 {
 	struct cbuf *b = &cap->scratch;
-	uint8_t key[4], *p;
+	uint8_t key[4];
 	size_t i;
 	int rc = check_writer(cap);
 
@@ -972,51 +972,23 @@ int cygprof_capture_put_tree(struct cygprof_capture *cap, uint32_t thread_idx,
 		if (nodes[i].parent != CYGPROF_NONE && nodes[i].parent >= i)
 			return -EINVAL;
 	put_be32(key, thread_idx);
-	b->len = 0;
-	cbuf_le32(b, (uint32_t)n);
-	cbuf_le32(b, CAPTURE_NODE_SIZE);
-	p = cbuf_grow(b, n * CAPTURE_NODE_SIZE);
-	if (p) {
-		for (i = 0; i < n; i++, p += CAPTURE_NODE_SIZE) {
-			put_le32(p, nodes[i].parent);
-			put_le32(p + 4, nodes[i].flags);
-			put_le64(p + 8, nodes[i].fn);
-			put_le64(p + 16, nodes[i].site);
-			put_le64(p + 24, nodes[i].calls);
-			put_le64(p + 32, nodes[i].total_ns);
-		}
-	}
+	record_encode_rows(&layout_node, nodes, n, sizeof(*nodes), b);
 	return put_scratch(cap, DB_TREES, key, sizeof(key));
 }
-
-#define CAPTURE_SITE_SIZE 32
 
 int cygprof_capture_put_sites(struct cygprof_capture *cap, uint32_t thread_idx,
 			      const struct cygprof_callsite *v, size_t n)
 {
 	struct cbuf *b = &cap->scratch;
-	uint8_t key[4], *p;
-	size_t i;
+	uint8_t key[4];
 	int rc = check_writer(cap);
 
 	if (rc)
 		return rc;
-	if ((n && !v) || n > (UINT32_MAX - 8) / CAPTURE_SITE_SIZE)
+	if ((n && !v) || n > (UINT32_MAX - CAPTURE_TREE_HDR) / CAPTURE_SITE_SIZE)
 		return -EINVAL;
 	put_be32(key, thread_idx);
-	b->len = 0;
-	cbuf_le32(b, (uint32_t)n);
-	cbuf_le32(b, CAPTURE_SITE_SIZE);
-	p = cbuf_grow(b, n * CAPTURE_SITE_SIZE);
-	if (p) {
-		for (i = 0; i < n; i++, p += CAPTURE_SITE_SIZE) {
-			put_le32(p, v[i].node);
-			put_le32(p + 4, v[i].flags);
-			put_le64(p + 8, v[i].site);
-			put_le64(p + 16, v[i].calls);
-			put_le64(p + 24, v[i].total_ns);
-		}
-	}
+	record_encode_rows(&layout_site, v, n, sizeof(*v), b);
 	return put_scratch(cap, DB_SITES, key, sizeof(key));
 }
 

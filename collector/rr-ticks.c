@@ -27,6 +27,11 @@
  * PERF_RECORD_EXIT (the switch-out event asks for them) forgets a thread,
  * whose tid may come back.
  *
+ * The events start at the program's exec (enable_on_exec), inside the exec
+ * system call, a little before its exec read: a sample in between (a loaded
+ * machine makes the exec long) is in no image yet, and counts 0, where rr
+ * starts.
+ *
  * CYGPROF_RR_TICKS_SOFTWARE=1 (tests) puts the thread's task-clock in place
  * of rr's counter, so the whole path runs on machines without a PMU;
  * CYGPROF_RR_TICKS_FORCE_MISSING=WHY takes the missing-counter path;
@@ -68,6 +73,8 @@ struct rr_ticks {
 	struct hmap csid;            /* switch-out reads' id + 1 -> RR_REC_SWITCH, exec's: _EXEC */
 	struct hmap last;            /* (tid << 20 | CPU) + 1 -> value + 1 when it left (0: none) */
 	struct hmap base;            /* tid + 1 -> its count at its last exec + 1 (0: none) */
+	uint32_t root;               /* the program's pid: counting starts at its exec */
+	int root_execd;              /* its exec read came */
 };
 
 int perf_sample_parse(const void *body, size_t len, int read_group, struct perf_sample_rec *out)
@@ -429,6 +436,7 @@ struct rr_ticks *rr_ticks_setup(struct collector *c, struct perf_event_attr *lea
 		goto off;
 	}
 	r->nfd = (int)nconf;
+	r->root = (uint32_t)pid;
 	if (force && *force) {
 		/* the tests' missing-counter path on a machine that has it */
 		snprintf(why, sizeof why, "%s", force);
@@ -612,8 +620,10 @@ void rr_ticks_settle(struct rr_ticks *r, int what, uint32_t tid, uint32_t inst, 
 		return;
 	if (what == RR_REC_SWITCH)
 		(void)hmap_put(&r->last, last_key(tid, inst), value + 1);
-	else if (what == RR_REC_EXEC) /* rr counts from here */
+	else if (what == RR_REC_EXEC) { /* rr counts from here */
 		(void)hmap_put(&r->base, (uint64_t)tid + 1, sum(r, tid, inst, value) + 1);
+		r->root_execd |= tid == r->root;
+	}
 }
 
 uint64_t rr_ticks_total(struct rr_ticks *r, uint32_t tid, uint32_t inst, uint64_t value)
@@ -622,6 +632,10 @@ uint64_t rr_ticks_total(struct rr_ticks *r, uint32_t tid, uint32_t inst, uint64_
 
 	if (value == RR_TICKS_NONE || inst == UINT32_MAX)
 		return RR_TICKS_NONE;
+	/* inside the program's first exec, before its read (seen only where
+	 * exec reads are) */
+	if (r->ex.type && tid == r->root && !r->root_execd)
+		return 0;
 	t = sum(r, tid, inst, value);
 	if (hmap_get(&r->base, (uint64_t)tid + 1, &b) && b)
 		t = t >= b - 1 ? t - (b - 1) : 0;

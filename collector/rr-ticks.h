@@ -102,7 +102,8 @@ void rr_ticks_settle(struct rr_ticks *r, int what, uint32_t tid, uint32_t inst, 
 /** In time order: the thread's tick count at a sample on CPU inst whose
  * counter read value: that plus what its counters on the other CPUs held
  * when it last left them (each CPU counts the thread apart), less the count
- * at its last exec.  RR_TICKS_NONE when value is. */
+ * at its last exec (0 for a sample of the program inside its first exec,
+ * before the exec's read).  RR_TICKS_NONE when value is. */
 uint64_t rr_ticks_total(struct rr_ticks *r, uint32_t tid, uint32_t inst, uint64_t value);
 /** After the last records: lost perf records (PERF_RECORD_LOST*) may have
  * taken reads with them, so the ticks of later samples may be wrong: one
