@@ -1,105 +1,173 @@
 /* SPDX-License-Identifier: MIT */
 /* profile-load.c - a profile from a view: each selected thread's named tree,
- * its functions merged by name. */
+ * its functions merged by name, or by object and name
+ * (PROFILE_KEY_OBJECT). */
 #include "profile.h"
 #include "view.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The profile's function index of view function id (map: per view function,
- * index + 1, 0 when not interned yet). */
-static long fn_index(struct profile *p, struct view *v, uint32_t **map, size_t *nmap, uint32_t id)
+/* What a load is making. */
+struct loader {
+	struct view *v;
+	struct profile *p;
+	enum profile_key key;
+	uint32_t *map;         /* per view function: its profile index + 1, 0 not yet */
+	size_t nmap;
+	const char **objects;  /* PROFILE_KEY_OBJECT: per profile function */
+	size_t nobjects;
+};
+
+static const char *base_name(const char *path)
 {
+	const char *b = path ? strrchr(path, '/') : NULL;
+
+	return b ? b + 1 : path ? path : "?";
+}
+
+/* The profile function of view function vf keyed "OBJECT\x1fNAME" (see
+ * profile.h), its object's base name kept in l->objects. */
+static long intern_by_object(struct loader *l, const struct view_fn *vf)
+{
+	const struct cygprof_object *exe = view_exe_object(l->v, vf->proc);
+	const char *oname = vf->obj ? base_name(vf->obj->path) : "?";
+	const char *okey = vf->obj && vf->obj == exe ? "" : oname;
+	size_t n = strlen(okey) + strlen(vf->name) + 2;
+	char *key = malloc(n);
 	long f;
 
-	if (id >= *nmap) {
-		size_t n = view_nfns(v);
-		uint32_t *t = realloc(*map, n * sizeof(*t));
+	if (!key)
+		return -ENOMEM;
+	snprintf(key, n, "%s%c%s", okey, PROFILE_KEY_SEP, vf->name);
+	f = profile_intern(l->p, key);
+	free(key);
+	if (f < 0)
+		return f;
+	if (l->nobjects < l->p->nfns) {
+		const char **no = realloc(l->objects, l->p->nfns * sizeof(*no));
+
+		if (!no)
+			return -ENOMEM;
+		l->objects = no;
+		l->nobjects = l->p->nfns;
+	}
+	l->objects[f] = oname;
+	return f;
+}
+
+/* The profile's function index of view function id. */
+static long fn_index(struct loader *l, uint32_t id)
+{
+	const struct view_fn *vf;
+	long f;
+
+	if (id >= l->nmap) {
+		size_t n = view_nfns(l->v);
+		uint32_t *t = realloc(l->map, n * sizeof(*t));
 
 		if (!t)
 			return -ENOMEM;
-		memset(t + *nmap, 0, (n - *nmap) * sizeof(*t));
-		*map = t;
-		*nmap = n;
+		memset(t + l->nmap, 0, (n - l->nmap) * sizeof(*t));
+		l->map = t;
+		l->nmap = n;
 	}
-	if ((*map)[id])
-		return (long)(*map)[id] - 1;
-	f = profile_intern(p, view_fn(v, id)->name);
+	if (l->map[id])
+		return (long)l->map[id] - 1;
+	if (!(vf = view_fn(l->v, id)))
+		return CYGPROF_E_CORRUPT;
+	f = l->key == PROFILE_KEY_OBJECT ? intern_by_object(l, vf) : profile_intern(l->p, vf->name);
 	if (f >= 0)
-		(*map)[id] = (uint32_t)f + 1;
+		l->map[id] = (uint32_t)f + 1;
 	return f;
+}
+
+/* Add capture thread ti's tree to l->p (idx: room for its nodes' indices). */
+static int add_thread(struct loader *l, uint32_t ti, uint32_t **idx, size_t *cap)
+{
+	const struct cygprof_thread *th = view_thread(l->v, ti);
+	const struct view_tree *t;
+	struct profile_thread_info info;
+	size_t j;
+	int err;
+
+	if (!th)
+		return CYGPROF_E_NOTFOUND;
+	if ((err = view_tree(l->v, ti, &t)))
+		return err;
+	memset(&info, 0, sizeof(info));
+	info.idx = th->idx;
+	info.tid = th->tid;
+	info.pid = view_thread_pid(l->v, th);
+	info.flags = th->flags;
+	view_thread_name(th, info.name);
+	if (t->n > *cap) {
+		uint32_t *nx = realloc(*idx, t->n * sizeof(*nx));
+
+		if (!nx)
+			return -ENOMEM;
+		*idx = nx;
+		*cap = t->n;
+	}
+	for (j = 1; j < t->n; j++) {
+		long f = fn_index(l, t->fn[j]);
+
+		if (f < 0)
+			return (int)f;
+		(*idx)[j] = (uint32_t)f;
+	}
+	if (t->n)
+		(*idx)[0] = 0;
+	err = profile_add_tree_self(l->p, &info, t->nodes, *idx, t->self_ns, t->n);
+	return err == -EINVAL ? CYGPROF_E_CORRUPT : err;
+}
+
+int profile_load_keyed(struct view *v, const uint32_t *sel, size_t nsel, enum profile_key key,
+		       struct profile **out, const char ***objects)
+{
+	const struct cygprof_thread *threads;
+	struct loader l = {.v = v, .key = key};
+	uint32_t *idx = NULL;
+	size_t nthreads, k, count, cap = 0;
+	int err;
+
+	*out = NULL;
+	if (objects)
+		*objects = NULL;
+	err = view_threads(v, &threads, &nthreads);
+	if (err)
+		return err;
+	l.p = profile_new();
+	if (!l.p)
+		return -ENOMEM;
+	count = sel ? nsel : nthreads;
+	for (k = 0; k < count && !err; k++)
+		err = add_thread(&l, sel ? sel[k] : threads[k].idx, &idx, &cap);
+	free(l.map);
+	free(idx);
+	if (err) {
+		free(l.objects);
+		profile_free(l.p);
+		return err;
+	}
+	*out = l.p;
+	if (objects)
+		*objects = l.objects;
+	else
+		free(l.objects);
+	return 0;
 }
 
 int profile_load(struct view *v, const uint32_t *sel, size_t nsel, struct profile **out)
 {
-	const struct cygprof_thread *threads;
-	struct profile *p;
-	uint32_t *map = NULL, *idx = NULL;
-	size_t nthreads, nmap = 0, k, count, cap = 0;
-	int err;
+	return profile_load_keyed(v, sel, nsel, PROFILE_KEY_NAME, out, NULL);
+}
 
-	*out = NULL;
-	err = view_threads(v, &threads, &nthreads);
-	if (err)
-		return err;
-	p = profile_new();
-	if (!p)
-		return -ENOMEM;
-	count = sel ? nsel : nthreads;
-	for (k = 0; k < count; k++) {
-		uint32_t ti = sel ? sel[k] : threads[k].idx;
-		const struct cygprof_thread *th = view_thread(v, ti);
-		const struct view_tree *t;
-		struct profile_thread_info info;
-		size_t j;
+const char *profile_key_name(const char *key)
+{
+	const char *sep = strchr(key, PROFILE_KEY_SEP);
 
-		if (!th) {
-			err = CYGPROF_E_NOTFOUND;
-			goto fail;
-		}
-		err = view_tree(v, ti, &t);
-		if (err)
-			goto fail;
-		memset(&info, 0, sizeof(info));
-		info.idx = th->idx;
-		info.tid = th->tid;
-		info.pid = view_thread_pid(v, th);
-		info.flags = th->flags;
-		view_thread_name(th, info.name);
-		if (t->n > cap) {
-			uint32_t *nx = realloc(idx, t->n * sizeof(*nx));
-
-			if (!nx) {
-				err = -ENOMEM;
-				goto fail;
-			}
-			idx = nx;
-			cap = t->n;
-		}
-		for (j = 1; j < t->n; j++) {
-			long f = fn_index(p, v, &map, &nmap, t->fn[j]);
-
-			if (f < 0) {
-				err = (int)f;
-				goto fail;
-			}
-			idx[j] = (uint32_t)f;
-		}
-		if (t->n)
-			idx[0] = 0;
-		err = profile_add_tree_self(p, &info, t->nodes, idx, t->self_ns, t->n);
-		if (err == -EINVAL)
-			err = CYGPROF_E_CORRUPT;
-		if (err)
-			goto fail;
-	}
-	*out = p;
-	p = NULL;
-fail:
-	free(map);
-	free(idx);
-	profile_free(p);
-	return err;
+	return sep ? sep + 1 : key;
 }

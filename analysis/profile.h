@@ -147,4 +147,26 @@ struct view;
  * the view (addresses without a symbol become "0x..."). */
 int profile_load(struct view *v, const uint32_t *idx, size_t nidx, struct profile **out);
 
+/* What the functions of a loaded profile are merged by. */
+enum profile_key {
+	PROFILE_KEY_NAME,   /* their names (profile_load()) */
+	PROFILE_KEY_OBJECT, /* "OBJECT\x1fNAME": OBJECT the base name of the
+			     * function's object, empty for its process's
+			     * executable, "?" when no object holds it; so the
+			     * functions of two builds of a program match by
+			     * name and library (cygprof diff) */
+};
+#define PROFILE_KEY_SEP '\x1f'
+
+/** profile_load() with the functions merged by key.  objects (may be NULL)
+ * gets, with PROFILE_KEY_OBJECT, per function of the profile the base name
+ * of its object (the executable's own name too; of the last view function
+ * merged into it; borrowed from the view); NULL when there is none.
+ * @param[out] objects owned: free(). */
+int profile_load_keyed(struct view *v, const uint32_t *idx, size_t nidx, enum profile_key key,
+		       struct profile **out, const char ***objects);
+
+/** The name part of a function's key: NAME of "OBJECT\x1fNAME", else key. */
+const char *profile_key_name(const char *key);
+
 #endif

@@ -72,10 +72,18 @@ uint64_t cli_parse_duration(const char *cmd, const char *opt, const char *s, con
 /* A real number in [min, max]. */
 double cli_parse_real(const char *cmd, const char *opt, const char *s, double min, double max);
 
-/* Write the gmon.out files of a capture (cmd-gprof.c): gprof --gmon-out
- * and export --format=gmon.  Dies with one line on error. */
-struct view;
-void cli_write_gmon(struct view *v, const char *file, const char *out, int force);
+/* ---- exports (export-run.c) ------------------------------------------------ */
+
+/* Write v in the format fmt (export/export.h) with the options o (its
+ * callbacks set here: warnings and errors on stderr, notes on stdout):
+ * to out (NULL: standard output, or the format's default_out for a
+ * format of several files) made through cli_output_open(), named cmd in
+ * messages.  Dies with one line on error (exit 1).  cygprof export and
+ * cygprof gprof --gmon-out. */
+struct exporter;
+struct export_opts;
+void cli_export(struct view *v, const struct exporter *fmt, struct export_opts *o,
+		const char *out, int force, const char *cmd);
 
 /* ---- output files (output.c) ---------------------------------------------- */
 /* The kinds of output and the marks they start with: common/out-kind.h. */
@@ -115,6 +123,30 @@ FILE *cli_output_open(struct cli_output *o, const char *cmd, const char *path,
 		      enum out_kind kind, int force);
 void cli_output_commit(struct cli_output *o);
 void cli_output_abort(struct cli_output *o);
+
+/* ---- the option loop (options.c) -------------------------------------------- */
+
+/* What a command's options are, for cli_next_option(). */
+struct option;
+struct debuginfo;
+struct cli_filter;
+struct cli_getopt {
+	const char *cmd;              /* in error lines */
+	void (*usage)(FILE *f);       /* its --help text */
+	const char *shortopts;        /* getopt's, starting with ':' */
+	const struct option *longopts;
+	struct debuginfo *di;         /* takes CLI_DEBUG_OPTIONS (NULL: the command's own) */
+	struct cli_filter *filt;      /* takes CLI_FILTER_OPTIONS (NULL: the command's own) */
+	int started;                  /* 0 before the first call */
+};
+
+/* The next option of argv for the command to handle (optarg set), -1
+ * after the last (optind at the first argument), as getopt_long() but:
+ * -h/--help prints the usage on stdout and exits 0; --debug-dir and
+ * --symfs go to di, -F/-N/-D/--time-range to filt (cli_debug_option(),
+ * cli_filter_option()) when set; a missing argument or an unknown option
+ * dies with one line (cli_bad_option(), exit 2). */
+int cli_next_option(struct cli_getopt *g, int argc, char **argv);
 
 /* The one-line error of a getopt_long loop's ':' or '?' result (c), exit 2:
  * "CMD: option '--x' needs an argument" or "CMD: unknown option '--x'". */

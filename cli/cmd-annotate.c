@@ -120,26 +120,18 @@ static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	struct cli_getopt g = {.cmd = "annotate", .usage = usage, .shortopts = ":hF:N:D:",
+			       .longopts = lopts};
 	char *eq;
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->threshold = 1.0;
 	o->hot = 5;
-	o->di = cli_debuginfo_new();
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hF:N:D:", lopts, NULL)) != -1) {
+	g.di = o->di = cli_debuginfo_new();
+	g.filt = &o->filt;
+	while ((c = cli_next_option(&g, argc, argv)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case CLI_O_FILTER:
-		case CLI_O_NOTRACE:
-		case CLI_O_DEPTH:
-		case CLI_O_TIME_RANGE:
-			cli_filter_option(&o->filt, "annotate", c, optarg);
-			break;
 		case O_ALL:
 			o->all = 1;
 			break;
@@ -161,15 +153,9 @@ static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 			o->nmaps--;
 			push(&o->map_new, &o->nmaps, eq + 1);
 			break;
-		case CLI_O_DEBUG_DIR:
-		case CLI_O_SYMFS:
-			cli_debug_option(o->di, "annotate", c, optarg);
-			break;
 		case O_FORMAT:
 			o->json = cli_format_json("annotate", optarg);
 			break;
-		default:
-			cli_bad_option("annotate", c, argv);
 		}
 	}
 	if (optind < argc && !source_like(argv[optind]))

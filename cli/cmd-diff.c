@@ -5,11 +5,9 @@
  * matching, changes and order are analysis/diff.c's. */
 #include "config.h"
 
-#include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +16,11 @@
 #include "cli.h"
 #include "debuginfo.h"
 #include "diff.h"
-#include "profile.h"
+#include "diff-print.h"
 #include "format.h"
 #include "json.h"
+#include "pathtree.h"
+#include "profile.h"
 #include "view.h"
 
 enum { V_CALLS, V_SELF, V_TOTAL, NV };
@@ -31,7 +31,7 @@ struct side {
 	struct view *v;
 	struct profile *p;
 	const char **obj;          /* per profile function: its object's base name */
-	size_t nobj;
+	uint32_t *at;              /* --paths: per node of each thread, its path */
 	struct diff_entry *fns, *paths;
 	size_t nfns, npaths;
 	uint64_t total_ns;         /* the sum of the threads' totals */
@@ -81,18 +81,15 @@ static void parse_opts(int argc, char **argv, struct diff_opts *o)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	struct cli_getopt g = {.cmd = "diff", .usage = usage, .shortopts = ":hF:",
+			       .longopts = lopts};
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->sort = V_SELF;
-	o->di = cli_debuginfo_new();
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hF:", lopts, NULL)) != -1) {
+	g.di = o->di = cli_debuginfo_new();
+	while ((c = cli_next_option(&g, argc, argv)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			exit(0);
 		case 'F':
 			o->pattern = optarg;
 			break;
@@ -114,12 +111,6 @@ static void parse_opts(int argc, char **argv, struct diff_opts *o)
 		case O_FORMAT:
 			o->json = cli_format_json("diff", optarg);
 			break;
-		case CLI_O_DEBUG_DIR:
-		case CLI_O_SYMFS:
-			cli_debug_option(o->di, "diff", c, optarg);
-			break;
-		default:
-			cli_bad_option("diff", c, argv);
 		}
 	}
 	if (argc - optind != 2)
@@ -136,119 +127,16 @@ static void oom(void)
 	cli_die(1, "diff: out of memory");
 }
 
-static const char *base_name(const char *path)
-{
-	const char *b = path ? strrchr(path, '/') : NULL;
-
-	return b ? b + 1 : path ? path : "?";
-}
-
-/* The profile function of view function id, keyed "OBJECT\x1fNAME" where
- * OBJECT is the object's base name, empty for the process's executable. */
-static uint32_t fn_of(struct side *s, uint32_t **map, size_t *nmap, uint32_t id)
-{
-	const struct view_fn *vf;
-	const struct cygprof_object *exe;
-	const char *okey, *oname;
-	char *key;
-	long f;
-	size_t n;
-
-	if (id >= *nmap) {
-		uint32_t *t;
-
-		n = view_nfns(s->v);
-		t = realloc(*map, n * sizeof(*t));
-		if (!t)
-			oom();
-		memset(t + *nmap, 0, (n - *nmap) * sizeof(*t));
-		*map = t;
-		*nmap = n;
-	}
-	if ((*map)[id])
-		return (*map)[id] - 1;
-	vf = view_fn(s->v, id);
-	if (!vf)
-		cli_die(1, "%s: %s", s->file, cygprof_strerror(CYGPROF_E_CORRUPT));
-	exe = view_exe_object(s->v, vf->proc);
-	oname = vf->obj ? base_name(vf->obj->path) : "?";
-	okey = vf->obj && vf->obj == exe ? "" : oname;
-	n = strlen(okey) + strlen(vf->name) + 2;
-	key = malloc(n);
-	if (!key)
-		oom();
-	snprintf(key, n, "%s\x1f%s", okey, vf->name);
-	f = profile_intern(s->p, key);
-	free(key);
-	if (f < 0)
-		oom();
-	if (s->nobj < s->p->nfns) {
-		const char **no = realloc(s->obj, s->p->nfns * sizeof(*no));
-
-		if (!no)
-			oom();
-		s->obj = no;
-		s->nobj = s->p->nfns;
-	}
-	s->obj[f] = oname;
-	(*map)[id] = (uint32_t)f + 1;
-	return (uint32_t)f;
-}
-
-/* The name part of a profile function's key. */
-static const char *fn_name(const struct side *s, uint32_t f)
-{
-	const char *k = s->p->fns[f].name, *sep = strchr(k, '\x1f');
-
-	return sep ? sep + 1 : k;
-}
-
+/* The profile of one capture, its functions keyed by object and name
+ * (analysis/profile.h, PROFILE_KEY_OBJECT). */
 static void load_profile(struct side *s, struct debuginfo *di)
 {
-	const struct cygprof_thread *threads;
-	uint32_t *map = NULL, *idx = NULL;
-	size_t nthreads, nmap = 0, k, cap = 0;
-	int err;
+	size_t k;
 
 	s->v = cli_open_view(s->file, di);
-	err = view_threads(s->v, &threads, &nthreads);
-	cli_check(err, s->file);
-	s->p = profile_new();
-	if (!s->p)
-		oom();
-	for (k = 0; k < nthreads; k++) {
-		const struct view_tree *t;
-		struct profile_thread_info info;
-		size_t j;
-
-		err = view_tree(s->v, threads[k].idx, &t);
-		cli_check(err, s->file);
-		memset(&info, 0, sizeof(info));
-		info.idx = threads[k].idx;
-		info.tid = threads[k].tid;
-		info.pid = view_thread_pid(s->v, &threads[k]);
-		info.flags = threads[k].flags;
-		view_thread_name(&threads[k], info.name);
-		if (t->n > cap) {
-			uint32_t *nx = realloc(idx, t->n * sizeof(*nx));
-
-			if (!nx)
-				oom();
-			idx = nx;
-			cap = t->n;
-		}
-		for (j = 1; j < t->n; j++)
-			idx[j] = fn_of(s, &map, &nmap, t->fn[j]);
-		if (t->n)
-			idx[0] = 0;
-		err = profile_add_tree_self(s->p, &info, t->nodes, idx, t->self_ns, t->n);
-		if (err == -EINVAL)
-			err = CYGPROF_E_CORRUPT;
-		cli_check(err, s->file);
-		s->total_ns += t->total_ns;
-	}
-	free(map);
-	free(idx);
+	cli_check(profile_load_keyed(s->v, NULL, 0, PROFILE_KEY_OBJECT, &s->p, &s->obj), s->file);
+	for (k = 0; k < s->p->nthreads; k++)
+		s->total_ns += s->p->threads[k].total_ns;
 }
 
 static void side_functions(struct side *s)
@@ -263,7 +151,7 @@ static void side_functions(struct side *s)
 		struct diff_entry *e = &s->fns[s->nfns++];
 
 		e->key = f->name;
-		e->name = fn_name(s, (uint32_t)i);
+		e->name = profile_key_name(f->name);
 		e->object = s->obj[i];
 		e->v[V_CALLS] = f->calls;
 		e->v[V_SELF] = f->self_ns;
@@ -272,136 +160,119 @@ static void side_functions(struct side *s)
 	diff_merge(s->fns, &s->nfns, NV);
 }
 
-/* The call paths of both captures, numbered together: a path is its
- * parent path and its function, both by number, so a path is matched in O(1)
- * however deep it is.  fns numbers the functions' keys, paths the
- * "PARENT:FN" pairs (fixed-width hex: the key of a path's entries); parent
- * and fn give each path number's parts back. */
+/* The call paths of both captures in one tree (analysis/pathtree.h), so
+ * that a path is matched in O(1) however deep it is: fns numbers the
+ * functions' keys of both, the tree their paths.  A path's entries are
+ * keyed by its parent's node and its function (fixed-width hex), one key
+ * per node in keys. */
+#define PATH_KEY 18 /* "%08x:%08x" */
+
 static struct {
-	struct profile *fns, *paths;
-	uint32_t *parent, *fn;
-	size_t cap;
+	struct profile *fns;
+	struct pathtree tree;
+	char (*keys)[PATH_KEY];
 } pt;
 
-#define PATH_ROOT UINT32_MAX
-
-static uint32_t path_intern(uint32_t parent, const char *fnkey)
+/* Lay the threads of s over the tree: s->at gets each tree node's path,
+ * the threads one after the other.  The functions are numbered in the
+ * order the paths meet them (a profile numbers its functions in the order
+ * its trees meet them), so the keys, and the order of rows that tie, are
+ * those of the paths' own order. */
+static void side_number(struct side *s)
 {
-	char key[32];
-	long f = profile_intern(pt.fns, fnkey), g;
+	uint32_t *fnmap = calloc(s->p->nfns + 1, sizeof(*fnmap)), *at;
+	size_t t, i, total = 0;
 
-	if (f < 0)
+	if (!fnmap)
 		oom();
-	/* the root's children first, and in key order a parent before its
-	 * children (it was numbered first) */
-	snprintf(key, sizeof(key), "%08" PRIx32 ":%08" PRIx32,
-		 parent == PATH_ROOT ? 0 : parent + 1, (uint32_t)f);
-	g = profile_intern(pt.paths, key);
-	if (g < 0)
+	if (!pt.fns && (!(pt.fns = profile_new()) || pathtree_init(&pt.tree)))
 		oom();
-	if ((size_t)g >= pt.cap) {
-		size_t cap = pt.cap ? 2 * pt.cap : 256;
-		uint32_t *a = realloc(pt.parent, cap * sizeof(*a)), *b;
+	for (i = 0; i < s->p->nfns; i++) {
+		long f = profile_intern(pt.fns, s->p->fns[i].name);
 
-		if (!a)
+		if (f < 0)
 			oom();
-		pt.parent = a;
-		b = realloc(pt.fn, cap * sizeof(*b));
-		if (!b)
-			oom();
-		pt.fn = b;
-		pt.cap = cap;
-	}
-	pt.parent[g] = parent;
-	pt.fn[g] = (uint32_t)f;
-	return (uint32_t)g;
-}
-
-/* Every node of every thread as a path keyed by its number (name NULL: the
- * output spells it with path_names()). */
-static void side_paths(struct side *s)
-{
-	size_t t, total = 0;
-
-	if (!pt.fns) {
-		pt.fns = profile_new();
-		pt.paths = profile_new();
-		if (!pt.fns || !pt.paths)
-			oom();
+		fnmap[i] = (uint32_t)f;
 	}
 	for (t = 0; t < s->p->nthreads; t++)
 		total += s->p->threads[t].n;
-	s->paths = calloc(total + 1, sizeof(*s->paths));
+	s->at = at = calloc(total + 1, sizeof(*at));
+	if (!at)
+		oom();
+	for (t = 0; t < s->p->nthreads; t++) {
+		if (pathtree_add_thread(&pt.tree, &s->p->threads[t], fnmap, at))
+			oom();
+		at += s->p->threads[t].n;
+	}
+	free(fnmap);
+}
+
+/* The keys of every path (after both sides are numbered): the root's
+ * children first, and in key order a parent before its children. */
+static void path_keys(void)
+{
+	size_t g;
+
+	pt.keys = calloc(pt.tree.len, sizeof(*pt.keys));
+	if (!pt.keys)
+		oom();
+	for (g = 1; g < pt.tree.len; g++)
+		snprintf(pt.keys[g], PATH_KEY, "%08" PRIx32 ":%08" PRIx32, pt.tree.n[g].parent,
+			 pt.tree.n[g].fn);
+}
+
+/* Every node of every thread as a path keyed by its node's key (name
+ * NULL: the output spells it with path_names()). */
+static void side_paths(struct side *s)
+{
+	const uint32_t *at = s->at;
+	size_t t, i;
+
+	for (t = 0, i = 0; t < s->p->nthreads; t++)
+		i += s->p->threads[t].n;
+	s->paths = calloc(i + 1, sizeof(*s->paths));
 	if (!s->paths)
 		oom();
 	for (t = 0; t < s->p->nthreads; t++) {
 		const struct profile_thread *th = &s->p->threads[t];
-		uint32_t *at = calloc(th->n + 1, sizeof(*at));
-		size_t i;
 
-		if (!at)
-			oom();
 		for (i = 1; i < th->n; i++) {
 			const struct profile_tnode *nd = &th->nodes[i];
-			uint32_t up = nd->parent && nd->parent < i ? at[nd->parent] : PATH_ROOT;
-			uint32_t g = path_intern(up, s->p->fns[nd->fn].name);
 			struct diff_entry *e = &s->paths[s->npaths++];
 
-			e->key = pt.paths->fns[g].name;
+			e->key = pt.keys[at[i]];
 			e->name = NULL;
 			e->object = NULL;
 			e->v[V_CALLS] = nd->calls;
 			e->v[V_SELF] = nd->self_ns;
 			e->v[V_TOTAL] = nd->total_ns;
-			at[i] = g;
 		}
-		free(at);
+		at += th->n;
 	}
 	diff_merge(s->paths, &s->npaths, NV);
 }
 
-/* The name part of a function key. */
-static const char *key_name(const char *k)
-{
-	const char *sep = strchr(k, '\x1f');
-
-	return sep ? sep + 1 : k;
-}
-
-/* The number of a path row. */
+/* The node of a path row: its key's place in pt.keys. */
 static uint32_t row_path(const struct diff_row *r)
 {
-	long g = profile_find(pt.paths, (r->new ? r->new : r->old)->key);
+	const char *key = (r->new ? r->new : r->old)->key;
 
-	return g < 0 ? PATH_ROOT : (uint32_t)g;
+	return (uint32_t)((const char (*)[PATH_KEY])key - pt.keys);
 }
 
 /* The function names of path g from the root (owned: free()). */
 static const char **path_names(uint32_t g, size_t *n)
 {
 	const char **v;
-	size_t k = 0, d = 0;
-	uint32_t x;
+	uint32_t x, d = pt.tree.n[g].depth;
 
-	for (x = g; x != PATH_ROOT; x = pt.parent[x])
-		d++;
 	v = malloc((d + 1) * sizeof(*v));
 	if (!v)
 		oom();
-	for (x = g; x != PATH_ROOT; x = pt.parent[x])
-		v[d - ++k] = key_name(pt.fns->fns[pt.fn[x]].name);
+	for (x = g; x; x = pt.tree.n[x].parent)
+		v[pt.tree.n[x].depth - 1] = profile_key_name(pt.fns->fns[pt.tree.n[x].fn].name);
 	*n = d;
 	return v;
-}
-
-static void print_path(uint32_t g)
-{
-	size_t n, i;
-	const char **v = path_names(g, &n);
-
-	for (i = 0; i < n; i++)
-		printf("%s%s", i ? ";" : "", v[i]);
-	free(v);
 }
 
 static void side_free(struct side *s)
@@ -409,6 +280,7 @@ static void side_free(struct side *s)
 	free(s->fns);
 	free(s->paths);
 	free(s->obj);
+	free(s->at);
 	profile_free(s->p);
 }
 
@@ -416,99 +288,97 @@ static void side_free(struct side *s)
 
 static const char *const value_names[NV] = {"calls", "self_ns", "total_ns"};
 
+/* Calls, then self and total time: OLD, NEW, the change and the relative
+ * change of each. */
+static const struct diff_col cols[] = {
+	{"", 12, V_CALLS, DIFF_CELL_OLD, 0},     {" ", 12, V_CALLS, DIFF_CELL_NEW, 0},
+	{" ", 12, V_CALLS, DIFF_CELL_CHANGE, 0}, {" ", 9, V_CALLS, DIFF_CELL_REL, 0},
+	{"  ", 0, V_SELF, DIFF_CELL_OLD, 1},     {"  ", 0, V_SELF, DIFF_CELL_NEW, 1},
+	{" ", 0, V_SELF, DIFF_CELL_CHANGE, 1},   {"  ", 9, V_SELF, DIFF_CELL_REL, 0},
+	{"  ", 0, V_TOTAL, DIFF_CELL_OLD, 1},    {"  ", 0, V_TOTAL, DIFF_CELL_NEW, 1},
+	{" ", 0, V_TOTAL, DIFF_CELL_CHANGE, 1},  {"  ", 9, V_TOTAL, DIFF_CELL_REL, 0},
+};
+
 /* The function a row is about: the name, or a path's last function. */
 static const char *leaf(const struct diff_row *r)
 {
 	const struct diff_entry *e = r->new ? r->new : r->old;
-	uint32_t g;
 
 	if (e->name)
 		return e->name;
-	g = row_path(r);
-	return g == PATH_ROOT ? "" : key_name(pt.fns->fns[pt.fn[g]].name);
+	return profile_key_name(pt.fns->fns[pt.tree.n[row_path(r)].fn].name);
 }
 
-static int shown(const struct diff_opts *o, const struct diff_row *r)
+static int shown(const struct diff_row *r, void *arg)
 {
+	const struct diff_opts *o = arg;
+
 	return !o->pattern || fnmatch(o->pattern, leaf(r), 0) == 0;
 }
 
-static const char *fmt_rel(char *buf, size_t len, const struct diff_row *r, int k)
+/* A function: its name and object. */
+static void fn_label(const struct diff_row *r, int json, void *arg)
 {
-	double rel = diff_rel(r->ov[k], r->nv[k]);
+	const char *obj = diff_row_object(r);
 
-	if (r->ov[k] == r->nv[k])
-		snprintf(buf, len, "%9s", "0.0%");
-	else if (isnan(rel))
-		snprintf(buf, len, "%9s", "new");
-	else
-		snprintf(buf, len, "%+8.1f%%", rel * 100.0);
-	return buf;
+	(void)arg;
+	if (!json) {
+		printf("%s", diff_row_name(r));
+		if (obj)
+			printf(" [%s]", obj);
+		return;
+	}
+	printf("\"name\": ");
+	json_str(stdout, diff_row_name(r));
+	printf(", \"object\": ");
+	json_str(stdout, obj);
 }
 
-static const char *fmt_sdur(char *buf, size_t len, int64_t d)
+/* A call path: its functions from the root. */
+static void path_label(const struct diff_row *r, int json, void *arg)
 {
-	char b[32];
-	uint64_t m = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
-	const char *s = fmt_dur(b, sizeof(b), m);
+	size_t n, i;
+	const char **v = path_names(row_path(r), &n);
 
-	while (*s == ' ')
-		s++;
-	snprintf(buf, len, "%*s%c%s", (int)(10 - strlen(s)), "", d < 0 ? '-' : d > 0 ? '+' : ' ', s);
-	return buf;
+	(void)arg;
+	if (json)
+		printf("\"path\": [");
+	for (i = 0; i < n; i++) {
+		if (!json) {
+			printf("%s%s", i ? ";" : "", v[i]);
+			continue;
+		}
+		if (i)
+			printf(", ");
+		json_str(stdout, v[i]);
+	}
+	if (json)
+		printf("]");
+	free(v);
 }
 
-static void print_rows_text(const struct diff_opts *o, const struct diff_row *rows, size_t n,
+static struct diff_table table(struct diff_opts *o, int paths)
+{
+	return (struct diff_table){
+		.cols = cols,
+		.ncols = sizeof(cols) / sizeof(cols[0]),
+		.names = value_names,
+		.nvalues = NV,
+		.label = paths ? path_label : fn_label,
+		.shown = shown,
+		.arg = o,
+	};
+}
+
+static void print_rows_text(struct diff_opts *o, const struct diff_row *rows, size_t n,
 			    int paths)
 {
-	size_t i;
+	struct diff_table t = table(o, paths);
 
 	printf("#  CALLS OLD    CALLS NEW       CHANGE          %%    SELF OLD    SELF NEW  "
 	       "     CHANGE          %%   TOTAL OLD   TOTAL NEW       CHANGE          %%  %s\n",
 	       paths ? "CALL PATH" : "FUNCTION [OBJECT]");
-	for (i = 0; i < n; i++) {
-		const struct diff_row *r = &rows[i];
-		char b[8][48];
-		const char *obj = diff_row_object(r);
-
-		if (!shown(o, r))
-			continue;
-		if (r->delta[V_CALLS])
-			snprintf(b[1], sizeof b[1], "%+" PRId64, r->delta[V_CALLS]);
-		else
-			snprintf(b[1], sizeof b[1], "0");
-		printf("%12" PRIu64 " %12" PRIu64 " %12s %s", r->ov[V_CALLS], r->nv[V_CALLS], b[1],
-		       fmt_rel(b[0], sizeof b[0], r, V_CALLS));
-		printf("  %s  %s %s  %s", fmt_dur(b[1], sizeof b[1], r->ov[V_SELF]),
-		       fmt_dur(b[2], sizeof b[2], r->nv[V_SELF]),
-		       fmt_sdur(b[3], sizeof b[3], r->delta[V_SELF]),
-		       fmt_rel(b[4], sizeof b[4], r, V_SELF));
-		printf("  %s  %s %s  %s", fmt_dur(b[5], sizeof b[5], r->ov[V_TOTAL]),
-		       fmt_dur(b[6], sizeof b[6], r->nv[V_TOTAL]),
-		       fmt_sdur(b[7], sizeof b[7], r->delta[V_TOTAL]),
-		       fmt_rel(b[0], sizeof b[0], r, V_TOTAL));
-		printf("  ");
-		if (paths)
-			print_path(row_path(r));
-		else
-			printf("%s", diff_row_name(r));
-		if (obj && !paths)
-			printf(" [%s]", obj);
-		if (r->status == DIFF_ADDED || r->status == DIFF_REMOVED)
-			printf("  (%s)", diff_status_str(r->status));
-		printf("\n");
-	}
-}
-
-static void counts(const struct diff_opts *o, const struct diff_row *rows, size_t n,
-		   size_t c[4])
-{
-	size_t i;
-
-	memset(c, 0, 4 * sizeof(*c));
-	for (i = 0; i < n; i++)
-		if (shown(o, &rows[i]))
-			c[rows[i].status]++;
+	diff_print_rows(&t, rows, n);
 }
 
 static const char *sort_name(int sort)
@@ -517,11 +387,12 @@ static const char *sort_name(int sort)
 											  : "self";
 }
 
-static void print_text(const struct diff_opts *o, struct side *old, struct side *new,
+static void print_text(struct diff_opts *o, struct side *old, struct side *new,
 		       const struct diff_row *fr, size_t nfr, const struct diff_row *pr,
 		       size_t npr)
 {
 	const char *oc = view_meta_str(old->v, "command"), *nc = view_meta_str(new->v, "command");
+	struct diff_table ft = table(o, 0), ptab = table(o, 1);
 	char b1[32], b2[32], b3[32];
 	size_t c[4];
 
@@ -530,88 +401,44 @@ static void print_text(const struct diff_opts *o, struct side *old, struct side 
 	printf("# NEW: %s%s%s%s\n", new->file, nc ? " (" : "", nc ? nc : "", nc ? ")" : "");
 	printf("# total time: %s -> %s (%s)\n", fmt_dur(b1, sizeof b1, old->total_ns),
 	       fmt_dur(b2, sizeof b2, new->total_ns),
-	       fmt_sdur(b3, sizeof b3, (int64_t)new->total_ns - (int64_t)old->total_ns));
-	counts(o, fr, nfr, c);
-	printf("# functions: %zu unchanged, %zu changed, %zu added, %zu removed; "
-	       "sorted by %s%s\n\n",
-	       c[DIFF_SAME], c[DIFF_CHANGED], c[DIFF_ADDED], c[DIFF_REMOVED], sort_name(o->sort),
+	       diff_print_sdur(b3, sizeof b3, (int64_t)new->total_ns - (int64_t)old->total_ns));
+	diff_print_count(&ft, fr, nfr, c);
+	diff_print_counts("functions", c);
+	printf("; sorted by %s%s\n\n", sort_name(o->sort),
 	       o->sort == DIFF_BY_NAME ? "" : " change");
 	print_rows_text(o, fr, nfr, 0);
 	if (o->paths) {
-		counts(o, pr, npr, c);
-		printf("\n# call paths: %zu unchanged, %zu changed, %zu added, %zu removed\n\n",
-		       c[DIFF_SAME], c[DIFF_CHANGED], c[DIFF_ADDED], c[DIFF_REMOVED]);
+		diff_print_count(&ptab, pr, npr, c);
+		printf("\n");
+		diff_print_counts("call paths", c);
+		printf("\n\n");
 		print_rows_text(o, pr, npr, 1);
 	}
 }
 
 static void json_side(const char *what, struct side *s)
 {
-	const char *cmd = view_meta_str(s->v, "command");
-
-	printf("  \"%s\": {\"file\": ", what);
-	json_str(stdout, s->file);
-	printf(", \"command\": ");
-	json_str_null(stdout, cmd);
+	diff_print_json_side(what, s->file, view_meta_str(s->v, "command"));
 	printf(", \"total_ns\": %" PRIu64 "},\n", s->total_ns);
 }
 
-static void json_rows(const struct diff_opts *o, const char *what, const struct diff_row *rows,
-		      size_t n, int paths)
-{
-	size_t i, k, m = 0;
-
-	printf("  \"%s\": [", what);
-	for (i = 0; i < n; i++) {
-		const struct diff_row *r = &rows[i];
-
-		if (!shown(o, r))
-			continue;
-		printf("%s\n    {", m++ ? "," : "");
-		if (paths) {
-			size_t np, j;
-			const char **v = path_names(row_path(r), &np);
-
-			printf("\"path\": [");
-			for (j = 0; j < np; j++) {
-				if (j)
-					printf(", ");
-				json_str(stdout, v[j]);
-			}
-			printf("]");
-			free(v);
-		} else {
-			printf("\"name\": ");
-			json_str(stdout, diff_row_name(r));
-			printf(", \"object\": ");
-			json_str(stdout, diff_row_object(r));
-		}
-		printf(", \"status\": \"%s\"", diff_status_str(r->status));
-		for (k = 0; k < NV; k++)
-			json_change(stdout, value_names[k], r->ov[k], r->nv[k], r->delta[k],
-				    diff_rel(r->ov[k], r->nv[k]));
-		printf("}");
-	}
-	printf("%s]", m ? "\n  " : "");
-}
-
-static void print_json(const struct diff_opts *o, struct side *old, struct side *new,
+static void print_json(struct diff_opts *o, struct side *old, struct side *new,
 		       const struct diff_row *fr, size_t nfr, const struct diff_row *pr,
 		       size_t npr)
 {
+	struct diff_table ft = table(o, 0), ptab = table(o, 1);
 	size_t c[4];
 
 	printf("{\n");
 	json_side("old", old);
 	json_side("new", new);
 	printf("  \"sort\": \"%s\",\n", sort_name(o->sort));
-	counts(o, fr, nfr, c);
-	printf("  \"summary\": {\"same\": %zu, \"changed\": %zu, \"added\": %zu, \"removed\": %zu},\n",
-	       c[DIFF_SAME], c[DIFF_CHANGED], c[DIFF_ADDED], c[DIFF_REMOVED]);
-	json_rows(o, "functions", fr, nfr, 0);
+	diff_print_count(&ft, fr, nfr, c);
+	diff_print_json_summary(c);
+	diff_print_json_rows("functions", &ft, fr, nfr);
 	if (o->paths) {
 		printf(",\n");
-		json_rows(o, "paths", pr, npr, 1);
+		diff_print_json_rows("paths", &ptab, pr, npr);
 	}
 	printf("\n}\n");
 }
@@ -639,6 +466,9 @@ int cmd_diff(int argc, char **argv)
 		oom();
 	diff_sort(fr, nfr, o.sort);
 	if (o.paths) {
+		side_number(&old);
+		side_number(&new);
+		path_keys();
 		side_paths(&old);
 		side_paths(&new);
 		err = diff_match(old.paths, old.npaths, new.paths, new.npaths, NV, &pr, &npr);
@@ -655,9 +485,8 @@ int cmd_diff(int argc, char **argv)
 	side_free(&old);
 	side_free(&new);
 	profile_free(pt.fns);
-	profile_free(pt.paths);
-	free(pt.parent);
-	free(pt.fn);
+	pathtree_release(&pt.tree);
+	free(pt.keys);
 	view_close(old.v);
 	cli_finish(new.v);
 	debuginfo_free(o.di);

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd-export.c - cygprof export: a capture in the formats other tools read
- * (export/export.h: one file per format). */
+ * (export/export.h: one file per format, written by cli_export()). */
 #include "config.h"
 
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +18,6 @@
 
 struct export_cli {
 	const struct exporter *fmt;
-	int gmon; /* --format=gmon: cygprof gprof --gmon-out */
 	const char *out;
 	int force;
 	struct export_opts o;
@@ -41,8 +39,6 @@ static void usage(FILE *f)
 	for (size_t i = 0; exporters[i]; i++)
 		fprintf(f, "  %-10s %s\n", exporters[i]->name, exporters[i]->summary);
 	fprintf(f,
-		"  %-10s gmon.out files for GNU gprof (as 'cygprof gprof --gmon-out FILE';\n"
-		"             FILE defaults to gmon.out)\n"
 		"\n"
 		"options:\n"
 		"  --format FMT           the format (required)\n"
@@ -55,30 +51,7 @@ static void usage(FILE *f)
 		"                         allocated, leaked or peak bytes (record --memory)\n"
 		"  --allocations          chrome: each allocation and free as an instant event\n"
 		CLI_FILTER_HELP CLI_DEBUG_HELP
-		"  -h, --help             this help\n",
-		"gmon");
-}
-
-static void export_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("cygprof: warning: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static void export_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("cygprof: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
+		"  -h, --help             this help\n");
 }
 
 static enum export_weight parse_weight(const char *opt, const char *s, int memory)
@@ -115,20 +88,16 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	struct cli_getopt g = {.cmd = CMD, .usage = usage, .shortopts = ":ho:fF:N:D:",
+			       .longopts = lopts};
 	const char *format = NULL;
 	int c;
 
 	memset(e, 0, sizeof *e);
-	e->di = cli_debuginfo_new();
-	e->o.warn = export_warn;
-	e->o.error = export_error;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":ho:fF:N:D:", lopts, NULL)) != -1) {
+	g.di = e->di = cli_debuginfo_new();
+	g.filt = &e->filt;
+	while ((c = cli_next_option(&g, argc, argv)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			exit(0);
 		case O_FORMAT:
 			format = optarg;
 			break;
@@ -149,26 +118,12 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 		case O_ALLOCATIONS:
 			e->o.allocations = 1;
 			break;
-		case CLI_O_DEBUG_DIR:
-		case CLI_O_SYMFS:
-			cli_debug_option(e->di, CMD, c, optarg);
-			break;
-		case CLI_O_FILTER:
-		case CLI_O_NOTRACE:
-		case CLI_O_DEPTH:
-		case CLI_O_TIME_RANGE:
-			cli_filter_option(&e->filt, CMD, c, optarg);
-			break;
-		default:
-			cli_bad_option(CMD, c, argv);
 		}
 	}
 	if (!format)
 		cli_die(2, "%s: no format given (--format chrome, folded, callgrind, pprof or gmon)",
 			CMD);
-	if (!strcmp(format, "gmon"))
-		e->gmon = 1;
-	else if (!(e->fmt = exporter_find(format)))
+	if (!(e->fmt = exporter_find(format)))
 		cli_die(2, "%s: unknown format '%s' (chrome, folded, callgrind, pprof, gmon)", CMD,
 			format);
 	e->o.file = cli_capture_arg(CMD, argc, argv);
@@ -178,15 +133,12 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 int cmd_export(int argc, char **argv)
 {
 	struct export_cli e;
-	struct cli_output w;
 	struct view *v;
-	FILE *f = stdout;
-	int err;
 
 	parse_opts(argc, argv, &e);
 	if (e.out)
-		cli_output_check(CMD, e.out, e.gmon ? OUT_GMON : e.fmt->out_kind, e.force, NULL);
-	else if (!e.gmon && e.fmt->binary && isatty(STDOUT_FILENO))
+		cli_output_check(CMD, e.out, e.fmt->out_kind, e.force, NULL);
+	else if (!e.fmt->write_files && e.fmt->binary && isatty(STDOUT_FILENO))
 		cli_die(2, "%s: %s output is binary: give -o FILE or redirect standard output", CMD,
 			e.fmt->name);
 	v = cli_open_view(e.o.file, e.di);
@@ -197,23 +149,8 @@ int cmd_export(int argc, char **argv)
 	else if (e.o.weight == EXPORT_W_SAMPLES)
 		cli_need(v, e.o.file, "sampling", "samples");
 	e.o.file = e.o.file ? e.o.file : CYGPROF_DEFAULT_CAPTURE;
-	if (e.gmon) {
-		cli_write_gmon(v, e.o.file, e.out ? e.out : "gmon.out", e.force);
-		debuginfo_free(e.di);
-		return cli_finish(v);
-	}
-	if (e.out)
-		f = cli_output_open(&w, CMD, e.out, e.fmt->out_kind, e.force);
-	err = e.fmt->write(v, &e.o, f);
-	if (e.out) {
-		if (err)
-			cli_output_abort(&w);
-		else
-			cli_output_commit(&w);
-	}
-	if (err == EXPORT_E_LACKS)
-		exit(1);
-	cli_check(err, e.o.file);
+	/* gmon's files are named in messages as gprof --gmon-out names them */
+	cli_export(v, e.fmt, &e.o, e.out, e.force, e.fmt->write_files ? "gprof" : CMD);
 	debuginfo_free(e.di);
 	return cli_finish(v);
 }

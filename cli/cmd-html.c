@@ -18,14 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
 #include "cli.h"
 #include "counters.h"
 #include "debuginfo.h"
-#include "hmap.h"
 #include "instrument.h"
 #include "json.h"
 #include "memory.h"
+#include "pathtree.h"
 #include "profile.h"
 #include "psamples.h"
 #include "view.h"
@@ -78,18 +77,14 @@ static void parse_opts(int argc, char **argv, struct html_cli *o)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	struct cli_getopt g = {.cmd = CMD, .usage = usage, .shortopts = ":ho:f", .longopts = lopts};
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->out = HTML_DEFAULT_OUT;
-	o->di = cli_debuginfo_new();
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":ho:f", lopts, NULL)) != -1) {
+	g.di = o->di = cli_debuginfo_new();
+	while ((c = cli_next_option(&g, argc, argv)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			exit(0);
 		case 'o':
 			if (!*optarg)
 				cli_die(2, "%s: empty output file name", CMD);
@@ -98,12 +93,6 @@ static void parse_opts(int argc, char **argv, struct html_cli *o)
 		case 'f':
 			o->force = 1;
 			break;
-		case CLI_O_DEBUG_DIR:
-		case CLI_O_SYMFS:
-			cli_debug_option(o->di, CMD, c, optarg);
-			break;
-		default:
-			cli_bad_option(CMD, c, argv);
 		}
 	}
 	o->file = cli_capture_arg(CMD, argc, argv);
@@ -126,79 +115,20 @@ static void key_str(FILE *f, const char *key, const char *val)
 	json_str(f, val);
 }
 
-/* ---- the merged call-path tree ---------------------------------------------- */
+/* ---- the merged call-path tree (analysis/pathtree.h) ------------------------ */
 
-struct mnode {
-	uint32_t parent, fn; /* fn PROFILE_NONE: the root or "(other)" */
-	uint64_t calls, total_ns, self_ns;
-};
-
-struct mtree {
-	struct mnode *n;
-	size_t len, cap;
-	struct hindex index; /* of n, by (parent, fn) */
-};
-
-/* The nodes, keyed by (parent, fn), for t->index. */
-#define MNODES(t) HINDEX_PAIRS((t)->n, struct mnode, parent, fn)
-
-/* A new node of t (write_tree()'s tree has no index). */
-static uint32_t mtree_push(struct mtree *t, uint32_t parent, uint32_t fn)
+/* A node of the tree write_tree() makes (in its final order: no index). */
+static uint32_t push(struct pathtree *o, uint32_t parent, uint32_t fn)
 {
-	if (ARRAY_GROW(t->n, t->cap, t->len + 1))
+	long k = pathtree_push(o, parent, fn);
+
+	if (k < 0)
 		cli_die(1, "out of memory");
-	memset(&t->n[t->len], 0, sizeof t->n[0]);
-	t->n[t->len].parent = parent;
-	t->n[t->len].fn = fn;
-	return (uint32_t)t->len++;
-}
-
-/* The child fn of parent, created when absent. */
-static uint32_t mtree_child(struct mtree *t, uint32_t parent, uint32_t fn)
-{
-	long i = hindex_find_pair(&t->index, MNODES(t), parent, fn);
-
-	if (i >= 0)
-		return (uint32_t)i;
-	if (hindex_add_pair(&t->index, MNODES(t), parent, fn))
-		cli_die(1, "out of memory");
-	return mtree_push(t, parent, fn);
-}
-
-/* Every thread's tree merged by call path under one root (node 0). */
-static void mtree_build(struct mtree *t, const struct profile *p)
-{
-	size_t i, j;
-
-	memset(t, 0, sizeof(*t));
-	/* the root, indexed too (no node has the parent PROFILE_NONE) */
-	mtree_child(t, PROFILE_NONE, PROFILE_NONE);
-	for (i = 0; i < p->nthreads; i++) {
-		const struct profile_thread *th = &p->threads[i];
-		uint32_t *map;
-
-		if (th->n <= 1)
-			continue;
-		map = xcalloc(th->n, sizeof *map);
-		for (j = 1; j < th->n; j++) {
-			const struct profile_tnode *nd = &th->nodes[j];
-			uint32_t m;
-
-			if (nd->parent >= j) /* parents precede their children */
-				continue;
-			m = mtree_child(t, map[nd->parent], nd->fn);
-			map[j] = m;
-			t->n[m].calls += nd->calls;
-			t->n[m].total_ns += nd->total_ns;
-			t->n[m].self_ns += nd->self_ns;
-		}
-		t->n[0].total_ns += th->total_ns;
-		free(map);
-	}
+	return (uint32_t)k;
 }
 
 /* A capture without times (record --time=sampled) keeps every path. */
-static int keep_node(const struct mtree *t, const struct mnode *nd, uint64_t limit)
+static int keep_node(const struct pathtree *t, const struct pathtree_node *nd, uint64_t limit)
 {
 	return !t->n[0].total_ns || (nd->total_ns >= limit && nd->total_ns);
 }
@@ -207,14 +137,14 @@ static int keep_node(const struct mtree *t, const struct mnode *nd, uint64_t lim
  * "self":[..],"cut":share,"merged":paths}: the paths of at least cut of the
  * root's time, each path under cut summed into one "(other)" child (fn -1)
  * of its kept parent. */
-static void write_tree(FILE *f, struct mtree *t)
+static void write_tree(FILE *f, const struct pathtree *t)
 {
 	/* other[] is indexed by the new indices: kept nodes and "(other)"s */
 	uint32_t *idx = xcalloc(t->len, sizeof *idx), *other = xcalloc(2 * t->len, sizeof *other);
 	double cut = HTML_CUT;
 	uint64_t limit;
 	size_t i, kept, merged;
-	struct mtree o;
+	struct pathtree o;
 
 	for (;;) {
 		limit = (uint64_t)(cut * (double)t->n[0].total_ns);
@@ -228,24 +158,24 @@ static void write_tree(FILE *f, struct mtree *t)
 	/* new indices: kept nodes first in order (parents precede children),
 	 * then one "(other)" per parent that lost children */
 	memset(&o, 0, sizeof o);
-	mtree_push(&o, PROFILE_NONE, PROFILE_NONE);
+	push(&o, PROFILE_NONE, PROFILE_NONE);
 	o.n[0] = t->n[0];
 	idx[0] = 1; /* index + 1: 0 for a dropped node */
 	for (i = 1; i < t->len; i++) {
-		const struct mnode *nd = &t->n[i];
+		const struct pathtree_node *nd = &t->n[i];
 		uint32_t pp = idx[nd->parent];
 
 		if (!pp)
 			continue; /* under a dropped node: counted with it */
 		if (keep_node(t, nd, limit)) {
-			uint32_t k = mtree_push(&o, pp - 1, nd->fn);
+			uint32_t k = push(&o, pp - 1, nd->fn);
 			o.n[k] = *nd;
 			o.n[k].parent = pp - 1;
 			idx[i] = k + 1;
 			continue;
 		}
 		if (!other[pp - 1])
-			other[pp - 1] = mtree_push(&o, pp - 1, PROFILE_NONE) + 1;
+			other[pp - 1] = push(&o, pp - 1, PROFILE_NONE) + 1;
 		o.n[other[pp - 1] - 1].calls += nd->calls;
 		o.n[other[pp - 1] - 1].total_ns += nd->total_ns;
 		o.n[other[pp - 1] - 1].self_ns += nd->total_ns;
@@ -270,7 +200,7 @@ static void write_tree(FILE *f, struct mtree *t)
 	for (i = 0; i < o.len; i++)
 		fprintf(f, "%s%" PRIu64, i ? "," : "", o.n[i].self_ns);
 	fprintf(f, "],\"cut\":%g,\"paths\":%zu,\"merged\":%zu}", cut, t->len - 1, merged);
-	free(o.n);
+	pathtree_release(&o);
 	free(idx);
 	free(other);
 }
@@ -519,7 +449,7 @@ int cmd_html(int argc, char **argv)
 	struct profile *p;
 	struct psamp *ps;
 	struct view *v;
-	struct mtree t;
+	struct pathtree t;
 	char *json = NULL;
 	size_t jlen = 0;
 	FILE *j, *f;
@@ -545,10 +475,10 @@ int cmd_html(int argc, char **argv)
 	fputc(',', j);
 	write_profile(j, p, ps);
 	fputs(",\"tree\":", j);
-	mtree_build(&t, p);
+	if (pathtree_build(&t, p))
+		cli_die(1, "out of memory");
 	write_tree(j, &t);
-	free(t.n);
-	hindex_release(&t.index);
+	pathtree_release(&t);
 	fputs(",\"memory\":", j);
 	if (has_mem)
 		write_memory(j, v, file);

@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 #include "cli.h"
 #include "debuginfo.h"
 #include "diff.h"
+#include "diff-print.h"
 #include "memory.h"
 #include "format.h"
 #include "json.h"
@@ -124,28 +124,20 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 	};
 	static const char *const sorts[] = {"total", "self", "allocations", "temporary", "leaked",
 					    "name"};
+	struct cli_getopt g = {.cmd = "memory", .usage = usage, .shortopts = ":hF:N:D:",
+			       .longopts = lopts};
 	size_t i;
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->points = 50;
 	o->top = 20;
-	o->di = cli_debuginfo_new();
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hF:N:D:", lopts, NULL)) != -1) {
+	g.di = o->di = cli_debuginfo_new();
+	g.filt = &o->filt;
+	while ((c = cli_next_option(&g, argc, argv)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			exit(0);
 		case 0x4300:
 			o->function = optarg;
-			break;
-		case CLI_O_FILTER:
-		case CLI_O_NOTRACE:
-		case CLI_O_DEPTH:
-		case CLI_O_TIME_RANGE:
-			cli_filter_option(&o->filt, "memory", c, optarg);
 			break;
 		case O_LEAKS:
 			o->kinds[K_LEAKS] = 1;
@@ -188,15 +180,9 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 					optarg);
 			o->sort = (enum sort_key)i;
 			break;
-		case CLI_O_DEBUG_DIR:
-		case CLI_O_SYMFS:
-			cli_debug_option(o->di, "memory", c, optarg);
-			break;
 		case O_FORMAT:
 			o->json = cli_format_json("memory", optarg);
 			break;
-		default:
-			cli_bad_option("memory", c, argv);
 		}
 	}
 	if (o->old) {
@@ -865,19 +851,84 @@ static int mem_diff_sort(enum sort_key k)
 	}
 }
 
-static const char *fmt_change(char *buf, size_t len, int64_t d)
+/* Bytes (and for a function the change of its self bytes), allocations,
+ * and the change of leaked and peak bytes. */
+static const struct diff_col mem_cols[] = {
+	{"", 14, MV_BYTES, DIFF_CELL_OLD, 0},     {" ", 14, MV_BYTES, DIFF_CELL_NEW, 0},
+	{" ", 14, MV_BYTES, DIFF_CELL_CHANGE, 0}, {" ", 9, MV_BYTES, DIFF_CELL_REL, 0},
+	{" ", 12, MV_SELF, DIFF_CELL_CHANGE, 0},  {" ", 10, MV_ALLOCS, DIFF_CELL_OLD, 0},
+	{" ", 10, MV_ALLOCS, DIFF_CELL_NEW, 0},   {" ", 10, MV_ALLOCS, DIFF_CELL_CHANGE, 0},
+	{" ", 14, MV_LEAKED, DIFF_CELL_CHANGE, 0}, {" ", 14, MV_PEAK, DIFF_CELL_CHANGE, 0},
+};
+#define MEM_COL_SELF 4 /* not shown for stacks */
+
+/* A function: its name. */
+static void fn_label(const struct diff_row *r, int json, void *arg)
 {
-	if (d)
-		snprintf(buf, len, "%+" PRId64, d);
-	else
-		snprintf(buf, len, "0");
-	return buf;
+	(void)arg;
+	if (!json) {
+		printf("%s", diff_row_name(r));
+		return;
+	}
+	printf("\"name\": ");
+	json_str(stdout, diff_row_name(r));
+}
+
+/* A stack: its functions from the outermost, joined by ';' in its name. */
+static void stack_label(const struct diff_row *r, int json, void *arg)
+{
+	const char *p = diff_row_name(r), *semi;
+
+	(void)arg;
+	if (!json) {
+		printf("%s", p);
+		return;
+	}
+	printf("\"stack\": [");
+	for (;;) {
+		char *part;
+
+		semi = strchr(p, ';');
+		part = strndup(p, semi ? (size_t)(semi - p) : strlen(p));
+		if (!part)
+			cli_die(1, "out of memory");
+		json_str(stdout, part);
+		free(part);
+		if (!semi)
+			break;
+		printf(", ");
+		p = semi + 1;
+	}
+	printf("]");
+}
+
+/* The rows of functions or stacks (cols: room for mem_cols). */
+static struct diff_table mem_table(size_t top, int stacks, struct diff_col *cols)
+{
+	static const char *const stack_names[MV_COUNT] = {
+		"bytes", NULL, "allocations", "leaked_bytes", "peak_bytes", "temporary",
+	};
+	size_t i, n = 0;
+
+	for (i = 0; i < MV_COUNT + 4; i++)
+		if (!stacks || i != MEM_COL_SELF)
+			cols[n++] = mem_cols[i];
+	return (struct diff_table){
+		.cols = cols,
+		.ncols = n,
+		.names = stacks ? stack_names : mv_names,
+		.nvalues = MV_COUNT,
+		.label = stacks ? stack_label : fn_label,
+		.top = top,
+	};
 }
 
 static void mem_rows_text(const char *title, const struct diff_row *r, size_t n, size_t top,
 			  int stacks)
 {
-	size_t i, shown = top && n > top ? top : n;
+	struct diff_col cols[MV_COUNT + 4];
+	struct diff_table t = mem_table(top, stacks, cols);
+	size_t shown;
 
 	printf("%s:\n\n", title);
 	printf("%14s %14s %14s %9s", "bytes old", "bytes new", "change", "%");
@@ -885,29 +936,7 @@ static void mem_rows_text(const char *title, const struct diff_row *r, size_t n,
 		printf(" %12s", "self change");
 	printf(" %10s %10s %10s %14s %14s  %s\n", "allocs old", "allocs new", "change",
 	       "leaked change", "peak change", stacks ? "stack" : "function");
-	for (i = 0; i < shown; i++) {
-		const struct diff_row *x = &r[i];
-		char b[6][32];
-		double rel = diff_rel(x->ov[MV_BYTES], x->nv[MV_BYTES]);
-
-		if (x->ov[MV_BYTES] == x->nv[MV_BYTES])
-			snprintf(b[0], sizeof b[0], "0.0%%");
-		else if (isnan(rel))
-			snprintf(b[0], sizeof b[0], "new");
-		else
-			snprintf(b[0], sizeof b[0], "%+.1f%%", rel * 100.0);
-		printf("%14" PRIu64 " %14" PRIu64 " %14s %9s", x->ov[MV_BYTES], x->nv[MV_BYTES],
-		       fmt_change(b[1], sizeof b[1], x->delta[MV_BYTES]), b[0]);
-		if (!stacks)
-			printf(" %12s", fmt_change(b[2], sizeof b[2], x->delta[MV_SELF]));
-		printf(" %10" PRIu64 " %10" PRIu64 " %10s %14s %14s  %s", x->ov[MV_ALLOCS],
-		       x->nv[MV_ALLOCS], fmt_change(b[3], sizeof b[3], x->delta[MV_ALLOCS]),
-		       fmt_change(b[4], sizeof b[4], x->delta[MV_LEAKED]),
-		       fmt_change(b[5], sizeof b[5], x->delta[MV_PEAK]), diff_row_name(x));
-		if (x->status == DIFF_ADDED || x->status == DIFF_REMOVED)
-			printf("  (%s)", diff_status_str(x->status));
-		printf("\n");
-	}
+	shown = diff_print_rows(&t, r, n);
 	if (shown < n)
 		printf("  ... %zu more (--top 0 shows all)\n", n - shown);
 	printf("\n");
@@ -916,57 +945,17 @@ static void mem_rows_text(const char *title, const struct diff_row *r, size_t n,
 static void mem_rows_json(const char *what, const struct diff_row *r, size_t n, size_t top,
 			  int stacks)
 {
-	size_t i, k, shown = top && n > top ? top : n;
+	struct diff_col cols[MV_COUNT + 4];
+	struct diff_table t = mem_table(top, stacks, cols);
 
-	printf("  \"%s\": [", what);
-	for (i = 0; i < shown; i++) {
-		const struct diff_row *x = &r[i];
-
-		printf("%s\n    {", i ? "," : "");
-		if (stacks) {
-			const char *p = diff_row_name(x), *semi;
-
-			printf("\"stack\": [");
-			for (;;) {
-				char *part;
-
-				semi = strchr(p, ';');
-				part = strndup(p, semi ? (size_t)(semi - p) : strlen(p));
-				if (!part)
-					cli_die(1, "out of memory");
-				json_str(stdout, part);
-				free(part);
-				if (!semi)
-					break;
-				printf(", ");
-				p = semi + 1;
-			}
-			printf("]");
-		} else {
-			printf("\"name\": ");
-			json_str(stdout, diff_row_name(x));
-		}
-		printf(", \"status\": \"%s\"", diff_status_str(x->status));
-		for (k = 0; k < MV_COUNT; k++) {
-			if (stacks && k == MV_SELF)
-				continue;
-			json_change(stdout, mv_names[k], x->ov[k], x->nv[k], x->delta[k],
-				    diff_rel(x->ov[k], x->nv[k]));
-		}
-		printf("}");
-	}
-	printf("%s]", shown ? "\n  " : "");
+	diff_print_json_rows(what, &t, r, n);
 }
 
 static void mem_json_side(const char *what, struct mem_side *s)
 {
-	const char *cmd = view_meta_str(s->v, "command");
 	const struct memory_totals *t = &s->m->t;
 
-	printf("  \"%s\": {\"file\": ", what);
-	json_str(stdout, s->file);
-	printf(", \"command\": ");
-	json_str_null(stdout, cmd);
+	diff_print_json_side(what, s->file, view_meta_str(s->v, "command"));
 	printf(", \"allocations\": %" PRIu64 ", \"allocated_bytes\": %" PRIu64
 	       ", \"leaked_bytes\": %" PRIu64 ", \"peak_bytes\": %" PRIu64 "},\n",
 	       t->allocations, t->allocated_bytes, t->leaked_bytes, t->peak_bytes);
@@ -976,7 +965,7 @@ static int memory_diff_captures(struct memory_cli *o)
 {
 	struct mem_side old, new;
 	struct diff_row *fr, *sr;
-	size_t nfr, nsr, c[4], i;
+	size_t nfr, nsr, c[4];
 	int by = mem_diff_sort(o->sort);
 
 	memset(&old, 0, sizeof(old));
@@ -990,15 +979,12 @@ static int memory_diff_captures(struct memory_cli *o)
 		cli_die(1, "out of memory");
 	diff_sort(fr, nfr, by);
 	diff_sort(sr, nsr, by);
-	memset(c, 0, sizeof(c));
-	for (i = 0; i < nfr; i++)
-		c[fr[i].status]++;
+	diff_print_count(&(struct diff_table){0}, fr, nfr, c);
 	if (o->json) {
 		printf("{\n");
 		mem_json_side("old", &old);
 		mem_json_side("new", &new);
-		printf("  \"summary\": {\"same\": %zu, \"changed\": %zu, \"added\": %zu, \"removed\": %zu},\n",
-		       c[DIFF_SAME], c[DIFF_CHANGED], c[DIFF_ADDED], c[DIFF_REMOVED]);
+		diff_print_json_summary(c);
 		mem_rows_json("functions", fr, nfr, 0, 0);
 		printf(",\n");
 		mem_rows_json("stacks", sr, nsr, o->top, 1);
@@ -1018,8 +1004,8 @@ static int memory_diff_captures(struct memory_cli *o)
 		       b->peak_bytes);
 		printf("  leaked bytes         %12" PRIu64 " -> %12" PRIu64 "\n\n", a->leaked_bytes,
 		       b->leaked_bytes);
-		printf("# functions: %zu unchanged, %zu changed, %zu added, %zu removed\n\n",
-		       c[DIFF_SAME], c[DIFF_CHANGED], c[DIFF_ADDED], c[DIFF_REMOVED]);
+		diff_print_counts("functions", c);
+		printf("\n\n");
 		mem_rows_text("Functions (total figures; self change: allocated in the function itself)",
 			      fr, nfr, o->top, 0);
 		mem_rows_text("Allocation stacks (outermost function first)", sr, nsr, o->top, 1);

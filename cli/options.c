@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* options.c - the numbers users pass on the command line: strictly parsed
- * (decimal digits only: no sign, no spaces, no hex, no nan or inf) and
- * range-checked, or a one-line usage error naming the option (exit 2). */
+/* options.c - the command line: the option loop every command shares
+ * (cli_next_option(): help, the debug-file and filter options, the errors),
+ * and the numbers users pass, strictly parsed (decimal digits only: no
+ * sign, no spaces, no hex, no nan or inf) and range-checked, or a one-line
+ * usage error naming the option (exit 2). */
 #include "config.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +16,44 @@
 
 #include "cli.h"
 #include "format.h"
+
+int cli_next_option(struct cli_getopt *g, int argc, char **argv)
+{
+	int c;
+
+	if (!g->started) {
+		opterr = 0; /* one error line: ours */
+		optind = 1;
+		g->started = 1;
+	}
+	for (;;) {
+		c = getopt_long(argc, argv, g->shortopts, g->longopts, NULL);
+		switch (c) {
+		case 'h':
+			g->usage(stdout);
+			exit(0);
+		case ':':
+		case '?':
+			cli_bad_option(g->cmd, c, argv);
+		case CLI_O_DEBUG_DIR:
+		case CLI_O_SYMFS:
+			if (!g->di)
+				return c;
+			cli_debug_option(g->di, g->cmd, c, optarg);
+			continue;
+		case CLI_O_FILTER:
+		case CLI_O_NOTRACE:
+		case CLI_O_DEPTH:
+		case CLI_O_TIME_RANGE:
+			if (!g->filt)
+				return c;
+			cli_filter_option(g->filt, g->cmd, c, optarg);
+			continue;
+		default:
+			return c;
+		}
+	}
+}
 
 /* The digits of s: how many leading decimal digits it has. */
 static size_t digits(const char *s)

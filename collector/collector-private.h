@@ -23,6 +23,7 @@
 #include "debuginfo.h"
 #include "array.h"
 #include "hmap.h"
+#include "stack-stash.h"
 #include "symbols.h"
 
 /* One read of a field of the mapping (the program may change it at any time:
@@ -173,15 +174,6 @@ struct cproc {
 	struct damage dmg;   /* what the last look at its record rejected */
 };
 
-/* The stack stash: a trie of frames, outermost first, shared by all threads. */
-struct stash {
-	struct cygprof_stack_node *v; /* v[id - 1] */
-	size_t n, cap, stored;        /* stored: how many went to the capture */
-	size_t sym_next;              /* nodes whose symbols are stored */
-	struct hmap bykey;            /* hash3(parent, addr, proc | kind << 32) -> id */
-	struct hmap unwound;          /* hash3(proc, stack hash, 0) -> id of its innermost frame */
-};
-
 /* An object stored in the capture: its index stays the same at every checkpoint. */
 struct cobj {
 	uint32_t proc, idx;
@@ -190,7 +182,11 @@ struct cobj {
 
 struct collector {
 	const struct collector_opts *o;
-	struct stash stash;
+	/* The stack stash (capture/stack-stash.h): a trie of frames, outermost
+	 * first, shared by all threads, node id at stash.v[id - 1]. */
+	struct stack_stash stash;
+	size_t stash_sym_next;    /* nodes whose symbols are stored */
+	struct hmap stash_unwound; /* hash3(proc, stack hash, 0) -> id of its innermost frame */
 	struct cygprof_capture *cap; /* where every capture write goes: a file, or a
 				      * stream to the receiver (output.c) */
 	char *base;
@@ -455,11 +451,6 @@ int collector_counters_init(struct collector *c);
 uint64_t collector_counters_tick(struct collector *c);
 void collector_counters_final(struct collector *c);
 void collector_counters_release(struct collector *c);
-
-/* memory.c: the id of the stash node (parent, proc, kind, addr) in s, added
- * when new (ids stay dense); on failure parent, and -ENOMEM in *err. */
-uint32_t collector_stash_intern(struct stash *s, int *err, uint32_t parent, uint32_t proc,
-				uint32_t kind, uint64_t addr);
 
 /* sampling.c: perf samples and off-CPU intervals (record --sample).  open:
  * in the parent, after the fork and before the child may exec: one

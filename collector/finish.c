@@ -697,7 +697,7 @@ static int put_symbols(struct collector *c)
 	}
 	/* The frames of memory stacks: functions, and return addresses (the
 	 * call is the byte before). */
-	for (k = c->stash.sym_next; k < c->stash.n && !err; k++) {
+	for (k = c->stash_sym_next; k < c->stash.n && !err; k++) {
 		const struct cygprof_stack_node *nd = &c->stash.v[k];
 		if (nd->proc_idx >= c->nprocs || !nd->addr)
 			continue;
@@ -705,7 +705,7 @@ static int put_symbols(struct collector *c)
 				 nd->kind == CYGPROF_FRAME_RA ? nd->addr - 1 : nd->addr, 1);
 	}
 	if (!err)
-		c->stash.sym_next = c->stash.n;
+		c->stash_sym_next = c->stash.n;
 	return err;
 }
 

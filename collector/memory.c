@@ -8,7 +8,6 @@
  * called the allocator; code without instrumentation sends unwound return
  * addresses once per stack (a STACK record) and then only their hash. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <string.h>
 
 #include "collector-private.h"
@@ -19,39 +18,10 @@ static uint32_t proc_idx_of(struct collector *c, const struct cthread *ct)
 	return ct->proc ? ct->proc->idx : 0;
 }
 
-uint32_t collector_stash_intern(struct stash *s, int *err, uint32_t parent, uint32_t proc,
-				uint32_t kind, uint64_t addr)
-{
-	uint64_t key = hash3(parent, addr, proc | (uint64_t)kind << 32), v;
-
-	for (;;) {
-		if (!hmap_get(&s->bykey, key, &v))
-			break;
-		const struct cygprof_stack_node *nd = &s->v[v - 1];
-		if (nd->parent == parent && nd->addr == addr && nd->proc_idx == proc &&
-		    nd->kind == kind)
-			return (uint32_t)v;
-		key = hash_next(key);
-	}
-	if (ARRAY_GROW(s->v, s->cap, s->n + 1)) {
-		if (!*err)
-			*err = -ENOMEM;
-		return parent;
-	}
-	struct cygprof_stack_node *nd = &s->v[s->n];
-	nd->id = (uint32_t)++s->n;
-	nd->parent = parent;
-	nd->proc_idx = proc;
-	nd->kind = kind;
-	nd->addr = addr;
-	hmap_put(&s->bykey, key, nd->id);
-	return nd->id;
-}
-
 static uint32_t stash_intern(struct collector *c, uint32_t parent, uint32_t proc, uint32_t kind,
 			     uint64_t addr)
 {
-	return collector_stash_intern(&c->stash, &c->err, parent, proc, kind, addr);
+	return stack_stash_intern(&c->stash, &c->err, parent, proc, kind, addr);
 }
 
 #define PREFIX_BAD UINT64_MAX
@@ -235,7 +205,7 @@ uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uin
 			stack = shadow_stack(c, ct, (uint32_t)WORD(3), ring, mask, pos + 4, nra);
 		} else {
 			uint64_t v = 0;
-			hmap_get(&c->stash.unwound, hash3(proc_idx_of(c, ct), WORD(3), 0), &v);
+			hmap_get(&c->stash_unwound, hash3(proc_idx_of(c, ct), WORD(3), 0), &v);
 			stack = (uint32_t)v;
 		}
 		push_mev(c, ct, CYGPROF_MEM_ALLOC, cyg_x_mem_fn(w), WORD(1), WORD(2), stack);
@@ -249,12 +219,12 @@ uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uin
 		uint64_t n = cyg_x_payload(w) & 0xffff;
 		uint32_t proc = proc_idx_of(c, ct), id = 0;
 		uint64_t key = hash3(proc, WORD(1), 0), v;
-		if (!hmap_get(&c->stash.unwound, key, &v)) {
+		if (!hmap_get(&c->stash_unwound, key, &v)) {
 			for (uint64_t i = n; i-- > 0;)
 				id = stash_intern(c, id, proc, CYGPROF_FRAME_RA, WORD(2 + i));
 			if (!n)
 				id = stash_intern(c, 0, proc, CYGPROF_FRAME_RA, 0);
-			hmap_put(&c->stash.unwound, key, id);
+			hmap_put(&c->stash_unwound, key, id);
 		}
 		return n + 2;
 	}
@@ -266,15 +236,10 @@ uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uin
 
 void collector_mem_flush(struct collector *c, struct cthread *ct)
 {
-	struct stash *s = &c->stash;
-	int err;
+	int err = stack_stash_store(&c->stash, c->cap);
 
-	if (s->n > s->stored) {
-		err = cygprof_capture_put_stacks(c->cap, s->v + s->stored, s->n - s->stored);
-		if (err && !c->err)
-			c->err = err;
-		s->stored = s->n;
-	}
+	if (err && !c->err)
+		c->err = err;
 	collector_snapshot_mem(c, ct); /* cygprof top --memory: the live heap */
 	if (ct->nmev) {
 		err = cygprof_capture_append_mem(c->cap, ct->idx, ct->mev, ct->nmev);
@@ -287,8 +252,6 @@ void collector_mem_flush(struct collector *c, struct cthread *ct)
 
 void collector_mem_release(struct collector *c)
 {
-	free(c->stash.v);
-	hmap_release(&c->stash.bykey);
-	hmap_release(&c->stash.unwound);
-	memset(&c->stash, 0, sizeof c->stash);
+	stack_stash_release(&c->stash);
+	hmap_release(&c->stash_unwound);
 }

@@ -104,11 +104,6 @@ struct sampling {
 	struct rr_ticks *rr;    /* record --rr-ticks (rr-ticks.c), NULL without */
 };
 
-static struct stash *sampling_stash(struct collector *c)
-{
-	return &c->stash;
-}
-
 static long perf_open(struct perf_event_attr *a, pid_t pid, int cpu)
 {
 	return syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
@@ -451,8 +446,7 @@ static uint32_t chain_stack(struct collector *c, struct sampling *s, uint32_t pi
 	size_t n = 0;
 	int user = 1;
 	struct cproc *cp = cproc_of(c, s, pid);
-	uint32_t proc = cp ? cp->idx : CYGPROF_NONE, id = 0;
-	struct stash *st = sampling_stash(c);
+	uint32_t proc = cp ? cp->idx : CYGPROF_NONE;
 
 	for (uint64_t i = 0; i < nr && n < SAMPLING_CHAIN_MAX; i++) {
 		uint64_t a = perf_u64(chain + 8 * i);
@@ -474,10 +468,7 @@ static uint32_t chain_stack(struct collector *c, struct sampling *s, uint32_t pi
 			n++;
 		}
 	}
-	for (size_t i = n; i-- > 0;)
-		id = collector_stash_intern(st, &c->err, id, proc,
-					    i ? CYGPROF_FRAME_RA : CYGPROF_FRAME_IP, frames[i]);
-	return id;
+	return stack_stash_chain(&c->stash, &c->err, proc, frames, n);
 }
 
 /* One record of a ring (header included, size checked). */
@@ -720,13 +711,8 @@ static int off_cmp(const void *x, const void *y)
  * since the last call. */
 static void sampling_write(struct collector *c, struct sampling *s)
 {
-	struct stash *st = &c->stash;
-	int err = 0;
+	int err = stack_stash_store(&c->stash, c->cap);
 
-	if (st->n > st->stored) {
-		err = cygprof_capture_put_stacks(c->cap, st->v + st->stored, st->n - st->stored);
-		st->stored = st->n;
-	}
 	if (!err && s->ns > s->s_written)
 		err = cygprof_capture_append_psamples(c->cap, s->s + s->s_written,
 						      s->ns - s->s_written);
@@ -790,7 +776,6 @@ void collector_sampling_drain(struct collector *c)
 static void dump_json(struct collector *c, struct sampling *s)
 {
 	FILE *f = fopen(s->dump, "w");
-	const struct stash *st = sampling_stash(c);
 
 	if (!f) {
 		fprintf(stderr, "cygprof: warning: cannot write '%s': %s\n", s->dump,
@@ -815,8 +800,9 @@ static void dump_json(struct collector *c, struct sampling *s)
 			x->tid, x->flags, x->stack);
 		/* innermost first: [kind, addr] */
 		uint32_t id = x->stack;
-		for (size_t d = 0; id && id <= st->n && d < SAMPLING_CHAIN_MAX; d++) {
-			const struct cygprof_stack_node *nd = &st->v[id - 1];
+		const struct cygprof_stack_node *nd;
+		for (size_t d = 0; (nd = stack_stash_get(&c->stash, id)) && d < SAMPLING_CHAIN_MAX;
+		     d++) {
 			fprintf(f, "%s[%u,%llu]", d ? "," : "", nd->kind,
 				(unsigned long long)nd->addr);
 			id = nd->parent;

@@ -2,10 +2,13 @@
 /* export.h - writers of the formats other tools read (cygprof export).
  *
  * Each format is one file here: a short reader on the capture view
- * (analysis/view.h) that writes one output to a FILE.  cli/cmd-export.c
- * parses the options, opens the view and the output file (through
- * cli_output_open(): never replacing what is not an earlier output of the
- * same kind without --force) and calls the format's write().
+ * (analysis/view.h) that writes one output to a FILE, or for gmon several
+ * files (one per executable) it asks the caller for.  cli/cmd-export.c
+ * parses the options and opens the view; cli_export() opens the output
+ * files (through cli_output_open(): never replacing what is not an
+ * earlier output of the same kind without --force) and calls the format's
+ * write() or write_files().  cygprof gprof --gmon-out runs the gmon row
+ * the same way.
  *
  * Error convention: write() returns 0, a negative errno or a CYGPROF_E_*
  * from the view; it prints nothing (warnings go through the warn callback)
@@ -39,13 +42,33 @@ struct export_opts {
 	/* one warning line, printed by the caller as "cygprof: warning: ..." */
 	void (*warn)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 	/* one error line, printed by the caller as "cygprof: ...": what the
-	 * capture lacks; write() then returns EXPORT_E_LACKS */
+	 * capture lacks (write() then returns EXPORT_E_LACKS), or a note that
+	 * is not a warning */
 	void (*error)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+	/* one line on standard output, printed by the caller as "cygprof:
+	 * ...": what write_files() wrote */
+	void (*info)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 };
 
-/* write() said through o->error what the capture lacks for this output:
- * exit 1, nothing more printed. */
+/* write() said through o->error (or write_files() through its files) what
+ * went wrong: exit 1, nothing more printed. */
 #define EXPORT_E_LACKS (-20100)
+
+/* The files of an exporter that writes several (gmon: one per
+ * executable), made by the caller (cli/: cli_output_*(), the one rule of
+ * what an output may replace).  One is open at a time. */
+struct export_files {
+	/* Whether path may be written (each is checked before the first is
+	 * opened); the caller ends the program when not. */
+	void (*check)(const struct export_files *fs, const char *path);
+	/* A new file that becomes path when closed without error; NULL when
+	 * it cannot be made (said by the caller). */
+	FILE *(*open)(const struct export_files *fs, const char *path);
+	/* The file last opened: kept when err is 0, else dropped and err said
+	 * with its name.  0, or EXPORT_E_LACKS when something was said. */
+	int (*close)(const struct export_files *fs, int err);
+	void *ctx; /* the caller's */
+};
 
 struct exporter {
 	const char *name;    /* --format NAME */
@@ -56,6 +79,10 @@ struct exporter {
 	const char *default_out; /* NULL: standard output */
 	int binary;              /* not for a terminal */
 	int (*write)(struct view *v, const struct export_opts *o, FILE *f);
+	/* A format of several files has this instead of write(): their names
+	 * are made from out (default_out when none was given). */
+	int (*write_files)(struct view *v, const struct export_opts *o, const char *out,
+			   const struct export_files *fs);
 };
 
 /* Every format, NULL-terminated, in the order --help lists them. */

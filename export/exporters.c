@@ -4,13 +4,15 @@
 
 #include <string.h>
 
-extern const struct exporter export_chrome, export_folded, export_callgrind, export_pprof;
+extern const struct exporter export_chrome, export_folded, export_callgrind, export_pprof,
+	export_gmon;
 
 const struct exporter *const exporters[] = {
 	&export_chrome,
 	&export_folded,
 	&export_callgrind,
 	&export_pprof,
+	&export_gmon,
 	NULL,
 };
 

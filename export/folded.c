@@ -29,6 +29,7 @@
 #include "hmap.h"
 #include "memory.h"
 #include "out-kind.h"
+#include "pathtree.h"
 #include "profile.h"
 #include "view.h"
 
@@ -48,95 +49,46 @@ static char *fold_name(const char *name)
 	return s;
 }
 
-/* ---- call paths: the threads' trees merged into one ------------------------ */
-
-struct path {
-	uint32_t parent; /* index into trie.v; the root is 0 */
-	uint32_t fn;     /* profile function */
-	uint64_t w;
-};
-
-struct trie {
-	struct path *v;
-	size_t n, cap;
-	struct hindex index; /* of v but the root, by (parent, fn) */
-};
-
-/* The paths, keyed by (parent, fn), for t->index. */
-#define PATHS(t) HINDEX_PAIRS((t)->v, struct path, parent, fn)
-
-/* The child fn of parent, made when new; -ENOMEM. */
-static long trie_child(struct trie *t, uint32_t parent, uint32_t fn)
-{
-	long i = hindex_find_pair(&t->index, PATHS(t), parent, fn);
-
-	if (i >= 0)
-		return i;
-	if (ARRAY_GROW(t->v, t->cap, t->n + 1) || hindex_add_pair(&t->index, PATHS(t), parent, fn))
-		return -ENOMEM;
-	t->v[t->n] = (struct path){.parent = parent, .fn = fn, .w = 0};
-	return (long)t->n++;
-}
+/* ---- call paths: the threads' trees merged into one (analysis/pathtree.h) -- */
 
 static int write_paths(struct view *v, enum export_weight w, FILE *f)
 {
-	struct trie t = {0};
+	struct pathtree t = {0};
 	struct profile *p = NULL;
 	char **names = NULL;
-	uint32_t *map = NULL, *up = NULL;
-	size_t i, j, maxn = 1, maxdepth = 1;
+	uint32_t *up = NULL;
+	size_t i, maxdepth = 1;
 	int err;
 
 	if ((err = profile_load(v, NULL, 0, &p)))
 		return err;
+	if ((err = pathtree_build(&t, p)))
+		goto out;
 	err = -ENOMEM;
 	if (!(names = calloc(p->nfns ? p->nfns : 1, sizeof(*names))))
 		goto out;
 	for (i = 0; i < p->nfns; i++)
 		if (!(names[i] = fold_name(p->fns[i].name)))
 			goto out;
-	for (i = 0; i < p->nthreads; i++)
-		maxn = p->threads[i].n > maxn ? p->threads[i].n : maxn;
-	if (!(map = malloc(maxn * sizeof(*map))))
-		goto out;
-	/* the root: index 0, never looked up (no parent is UINT32_MAX) */
-	if (ARRAY_GROW(t.v, t.cap, 1) || hindex_add_pair(&t.index, PATHS(&t), UINT32_MAX, UINT32_MAX))
-		goto out;
-	t.v[0] = (struct path){.parent = UINT32_MAX, .fn = UINT32_MAX};
-	t.n = 1;
-	for (i = 0; i < p->nthreads; i++) {
-		const struct profile_thread *pt = &p->threads[i];
-
-		if (!pt->n)
-			continue;
-		map[0] = 0;
-		for (j = 1; j < pt->n; j++) {
-			const struct profile_tnode *nd = &pt->nodes[j];
-			long k = trie_child(&t, map[nd->parent], nd->fn);
-
-			if (k < 0)
-				goto out;
-			map[j] = (uint32_t)k;
-			t.v[k].w += w == EXPORT_W_CALLS ? nd->calls : nd->self_ns;
-			if (nd->depth + 1 > maxdepth)
-				maxdepth = nd->depth + 1;
-		}
-	}
+	for (i = 1; i < t.len; i++)
+		if (t.n[i].depth > maxdepth)
+			maxdepth = t.n[i].depth;
 	if (!(up = malloc(maxdepth * sizeof(*up))))
 		goto out;
-	for (i = 1; i < t.n; i++) {
+	for (i = 1; i < t.len; i++) {
+		uint64_t x = w == EXPORT_W_CALLS ? t.n[i].calls : t.n[i].self_ns;
 		size_t d = 0;
 		uint32_t k;
 
-		if (!t.v[i].w)
+		if (!x)
 			continue;
-		for (k = (uint32_t)i; k && d < maxdepth; k = t.v[k].parent)
-			up[d++] = t.v[k].fn;
+		for (k = (uint32_t)i; k && d < maxdepth; k = t.n[k].parent)
+			up[d++] = t.n[k].fn;
 		while (d--) {
 			fputs(names[up[d]], f);
 			fputc(d ? ';' : ' ', f);
 		}
-		fprintf(f, "%" PRIu64 "\n", t.v[i].w);
+		fprintf(f, "%" PRIu64 "\n", x);
 		if (ferror(f)) {
 			err = -EIO;
 			goto out;
@@ -148,10 +100,8 @@ out:
 		for (i = 0; i < p->nfns; i++)
 			free(names[i]);
 	free(names);
-	free(map);
 	free(up);
-	free(t.v);
-	hindex_release(&t.index);
+	pathtree_release(&t);
 	profile_free(p);
 	return err;
 }

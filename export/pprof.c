@@ -30,6 +30,7 @@
 #include "array.h"
 #include "hmap.h"
 #include "memory.h"
+#include "pathtree.h"
 #include "profile.h"
 #include "psamples.h"
 #include "srcline.h"
@@ -154,39 +155,43 @@ static int64_t str_id_copy(struct strtab *t, const char *s)
 	return id;
 }
 
-/* ---- call paths merged over the threads ---------------------------------- */
+/* ---- call paths merged over the threads (analysis/pathtree.h) ----------- */
 
 #define NVAL 4
 #define PPROF_UNPLACED "[samples outside the call trees]"
 
-struct path {
-	uint32_t parent; /* index + 1 of the parent path, 0 for none */
-	uint32_t fn;     /* profile function */
-	uint32_t line;   /* the line of the call in the parent's function, 0 unknown */
+/* What a path of the tree holds here (by its node). */
+struct pp_path {
+	uint32_t line;    /* the line of the call in the parent's function, 0 unknown */
 	const char *file; /* and its file (borrowed from the view's srcline) */
 	int64_t val[NVAL];
 };
 
-struct paths {
-	struct path *v;
-	size_t n, cap;
-	struct hindex index; /* of v, by (parent, fn) */
+/* A location: a function at a line. */
+struct loc {
+	uint32_t line, fn;
 };
 
-/* The paths, keyed by (parent, fn), for t->index. */
-#define PATHS(t) HINDEX_PAIRS((t)->v, struct path, parent, fn)
+struct locs {
+	struct loc *v;
+	size_t n, cap;
+	struct hindex index; /* of v, by (line, fn) */
+};
 
-/* The path parent -> fn (index + 1), added; 0 when out of memory. */
-static uint32_t path_get(struct paths *t, uint32_t parent, uint32_t fn)
+/* The locations, keyed by (line, fn), for t->index. */
+#define LOCS(t) HINDEX_PAIRS((t)->v, struct loc, line, fn)
+
+/* The id (index + 1) of the location (line, fn), added; 0 when out of memory. */
+static uint64_t loc_id(struct locs *t, uint32_t line, uint32_t fn)
 {
-	long i = hindex_find_pair(&t->index, PATHS(t), parent, fn);
+	long i = hindex_find_pair(&t->index, LOCS(t), line, fn);
 
 	if (i >= 0)
-		return (uint32_t)i + 1;
-	if (ARRAY_GROW(t->v, t->cap, t->n + 1) || hindex_add_pair(&t->index, PATHS(t), parent, fn))
+		return (uint64_t)i + 1;
+	if (ARRAY_GROW(t->v, t->cap, t->n + 1) || hindex_add_pair(&t->index, LOCS(t), line, fn))
 		return 0;
-	t->v[t->n++] = (struct path){.parent = parent, .fn = fn};
-	return (uint32_t)t->n;
+	t->v[t->n++] = (struct loc){.line = line, .fn = fn};
+	return t->n;
 }
 
 /* ---- the export ------------------------------------------------------------- */
@@ -197,12 +202,34 @@ struct pp {
 	struct profile *p;
 	struct psamp *ps;
 	struct memory *m;
-	struct paths paths;
-	struct paths locs; /* locations: (line in .parent, function in .fn) */
+	struct pathtree paths;
+	struct pp_path *pv; /* per node of paths */
+	size_t pv_cap;
+	struct locs locs;
 	struct strtab st;
 	const char *vtype[NVAL], *vunit[NVAL];
 	int nval, def;
 };
+
+/* The values of every node of the paths, the new ones zero; 0 or -ENOMEM. */
+static int pp_grow(struct pp *c)
+{
+	size_t old = c->pv_cap;
+
+	if (ARRAY_GROW(c->pv, c->pv_cap, c->paths.len))
+		return -ENOMEM;
+	if (c->pv_cap > old)
+		memset(c->pv + old, 0, (c->pv_cap - old) * sizeof(*c->pv));
+	return 0;
+}
+
+/* The node of the path parent -> fn, added; 0 when out of memory. */
+static uint32_t path_get(struct pp *c, uint32_t parent, uint32_t fn)
+{
+	long k = pathtree_child(&c->paths, parent, fn);
+
+	return k < 0 || pp_grow(c) ? 0 : (uint32_t)k;
+}
 
 /* The perf samples the paths do not hold (outside every instrumented
  * function, or on stacks that leave the trees), as one sample of their own
@@ -213,17 +240,17 @@ static int pp_unplaced(struct pp *c)
 	uint32_t q;
 	long f;
 
-	for (size_t i = 0; i < c->paths.n; i++) {
-		n += c->paths.v[i].val[2];
-		ns += c->paths.v[i].val[3];
+	for (size_t i = 1; i < c->paths.len; i++) {
+		n += c->pv[i].val[2];
+		ns += c->pv[i].val[3];
 	}
 	if ((uint64_t)n >= c->ps->total.samples && (uint64_t)ns >= c->ps->total.sample_ns)
 		return 0;
 	f = profile_intern(c->p, PPROF_UNPLACED);
-	if (f < 0 || !(q = path_get(&c->paths, 0, (uint32_t)f)))
+	if (f < 0 || !(q = path_get(c, 0, (uint32_t)f)))
 		return -ENOMEM;
-	c->paths.v[q - 1].val[2] += (int64_t)c->ps->total.samples - n;
-	c->paths.v[q - 1].val[3] += (int64_t)c->ps->total.sample_ns - ns;
+	c->pv[q].val[2] += (int64_t)c->ps->total.samples - n;
+	c->pv[q].val[3] += (int64_t)c->ps->total.sample_ns - ns;
 	return 0;
 }
 
@@ -235,26 +262,20 @@ static int pp_trees(struct pp *c)
 	for (size_t t = 0; t < c->p->nthreads; t++) {
 		const struct profile_thread *th = &c->p->threads[t];
 		const struct cygprof_thread *ct = view_thread(c->v, th->info.idx);
-		uint32_t *pid;
+		uint32_t *at;
 
 		if (!th->n)
 			continue;
-		pid = calloc(th->n, sizeof *pid);
-		if (!pid)
+		at = calloc(th->n, sizeof *at);
+		if (!at || pathtree_add_thread(&c->paths, th, NULL, at) || pp_grow(c)) {
+			free(at);
 			return -ENOMEM;
+		}
 		for (size_t i = 1; i < th->n; i++) {
 			const struct profile_tnode *nd = &th->nodes[i];
-			uint32_t par = nd->parent < i ? pid[nd->parent] : 0;
-			struct path *q;
+			struct pp_path *q = &c->pv[at[i]];
 
-			if (nd->fn == PROFILE_NONE || !(pid[i] = path_get(&c->paths, par, nd->fn))) {
-				if (nd->fn == PROFILE_NONE)
-					continue;
-				free(pid);
-				return -ENOMEM;
-			}
-			q = &c->paths.v[pid[i] - 1];
-			if (!q->line && par && nd->site && ct && sl) {
+			if (!q->line && nd->parent && nd->site && ct && sl) {
 				const struct cygprof_object *o =
 					view_object_at(c->v, ct->proc_idx, nd->site - 1);
 
@@ -268,7 +289,7 @@ static int pp_trees(struct pp *c)
 				q->val[3] += (int64_t)c->ps->node[t][i].sample_ns;
 			}
 		}
-		free(pid);
+		free(at);
 	}
 	return c->ps ? pp_unplaced(c) : 0;
 }
@@ -279,17 +300,17 @@ static int pp_memory(struct pp *c)
 	for (size_t s = 0; s < c->m->nstacks; s++) {
 		const struct memory_stack *ms = &c->m->stacks[s];
 		uint32_t par = 0;
-		struct path *q;
+		struct pp_path *q;
 
 		if (!ms->used || !ms->nframes)
 			continue;
 		for (uint32_t k = ms->nframes; k-- > 0;) {
 			long f = profile_intern(c->p, c->m->fns[ms->fns[k]].name);
 
-			if (f < 0 || !(par = path_get(&c->paths, par, (uint32_t)f)))
+			if (f < 0 || !(par = path_get(c, par, (uint32_t)f)))
 				return -ENOMEM;
 		}
-		q = &c->paths.v[par - 1];
+		q = &c->pv[par];
 		q->val[0] += (int64_t)ms->allocations;
 		q->val[1] += (int64_t)ms->bytes;
 		q->val[2] += (int64_t)(c->o->weight == EXPORT_W_PEAK ? ms->peak_bytes
@@ -326,20 +347,20 @@ static int pp_stacks(struct pp *c)
 				err = view_stack(c->v, id, 0, NULL, &fr, &nf);
 			for (size_t k = nf; k-- > 0 && !err;) {
 				f = profile_intern(c->p, fr[k].name);
-				if (f < 0 || !(q = path_get(&c->paths, q, (uint32_t)f)))
+				if (f < 0 || !(q = path_get(c, q, (uint32_t)f)))
 					err = -ENOMEM;
 			}
 			free(fr);
 			if (!err && !q) {
 				f = profile_intern(c->p, PPROF_UNPLACED);
-				if (f < 0 || !(q = path_get(&c->paths, 0, (uint32_t)f)))
+				if (f < 0 || !(q = path_get(c, 0, (uint32_t)f)))
 					err = -ENOMEM;
 			}
 			path_of[id] = q;
 		}
 		if (!err) {
-			c->paths.v[q - 1].val[0] += 1;
-			c->paths.v[q - 1].val[1] += (int64_t)ps[i].weight_ns;
+			c->pv[q].val[0] += 1;
+			c->pv[q].val[1] += (int64_t)ps[i].weight_ns;
 		}
 	}
 	free(path_of);
@@ -360,15 +381,15 @@ struct pp_place {
  * when DWARF puts that line in the function's own file.  0: no memory. */
 static uint64_t pp_loc(struct pp *c, const struct pp_place *pl, uint32_t j, uint32_t child)
 {
-	uint32_t fn = c->paths.v[j - 1].fn, line = pl[fn].line;
+	uint32_t fn = c->paths.n[j].fn, line = pl[fn].line;
 
 	if (child) {
-		const struct path *ch = &c->paths.v[child - 1];
+		const struct pp_path *ch = &c->pv[child];
 
 		if (ch->line && ch->file && pl[fn].file && !strcmp(ch->file, pl[fn].file))
 			line = ch->line;
 	}
-	return path_get(&c->locs, line, fn);
+	return loc_id(&c->locs, line, fn);
 }
 
 static int pp_write_pb(struct pp *c, struct pb *out)
@@ -410,8 +431,8 @@ static int pp_write_pb(struct pp *c, struct pb *out)
 		pb_uint(&sub, 2, (uint64_t)str_id(&c->st, c->vunit[i]));
 		pb_msg(out, 1, &sub);
 	}
-	for (size_t i = 0; i < c->paths.n; i++) {
-		const struct path *q = &c->paths.v[i];
+	for (size_t i = 1; i < c->paths.len; i++) {
+		const struct pp_path *q = &c->pv[i];
 		size_t d = 0;
 		uint32_t stack_child = 0;
 		int any = 0;
@@ -420,7 +441,7 @@ static int pp_write_pb(struct pp *c, struct pb *out)
 			any |= q->val[k] != 0;
 		if (!any)
 			continue;
-		for (uint32_t j = (uint32_t)i + 1; j; j = c->paths.v[j - 1].parent) {
+		for (uint32_t j = (uint32_t)i; j; j = c->paths.n[j].parent) {
 			if (d == depth_cap) {
 				uint64_t *t = realloc(stack, 2 * depth_cap * sizeof *t);
 
@@ -468,7 +489,7 @@ static int pp_write_pb(struct pp *c, struct pb *out)
 		if (pl[f].obj)
 			pb_uint(&sub, 2, pl[f].obj->idx + 1);
 		pb_uint(&sub2, 1, f + 1);
-		pb_uint(&sub2, 2, c->locs.v[k].parent);
+		pb_uint(&sub2, 2, c->locs.v[k].line);
 		pb_msg(&sub, 4, &sub2);
 		pb_msg(out, 4, &sub);
 	}
@@ -554,8 +575,10 @@ static int write_pprof(struct view *v, const struct export_opts *o, FILE *f)
 	if (memory && !view_mode_has(v, "memory"))
 		return -ENODATA;
 	err = profile_load(v, NULL, 0, &c.p);
+	if (!err)
+		err = pathtree_init(&c.paths);
 	if (err)
-		return err;
+		goto out;
 	if (memory) {
 		struct memory_opts mo = {0};
 
@@ -611,8 +634,8 @@ write:
 		err = pp_gzip(&out, f);
 out:
 	free(out.b);
-	free(c.paths.v);
-	hindex_release(&c.paths.index);
+	pathtree_release(&c.paths);
+	free(c.pv);
 	free(c.locs.v);
 	hindex_release(&c.locs.index);
 	for (size_t i = 0; i < c.st.nowned; i++)
