@@ -84,10 +84,6 @@ static int name_stacks(struct view *v, struct memory *m)
 	return err;
 }
 
-/* One thread's events.  Each process image has its own address space: the
- * image index goes into the address's top 16 bits (user addresses use 48),
- * so a block freed in a fork child never pairs with the parent's copy (the
- * child's free of an inherited block is an untracked free). */
 /* With a filter (-F, --time-range): the allocations left out, and the
  * blocks they made, whose frees are left out too (shared by all threads: a
  * block may be freed by another thread; events come in time order). */
@@ -121,9 +117,11 @@ static int stack_kept(struct mem_filter *mf, uint32_t stack)
 	return keep;
 }
 
+/* One thread's events, their addresses keyed by process image
+ * (memory_addr_key()). */
 struct source {
 	struct cygprof_mem_cursor *cur;
-	uint64_t space;
+	uint32_t proc_idx;
 	const struct memory_opts *o;
 	uint64_t *done, total;
 	struct mem_filter *mf;
@@ -139,8 +137,8 @@ static int cursor_next(void *src, struct cygprof_mem_event *ev)
 		r = cygprof_mem_cursor_next(s->cur, ev);
 		if (r == 1 && s->o->progress && !(++*s->done & 0xfffff))
 			s->o->progress(*s->done, s->total, s->o->progress_arg);
-		if (r == 1 && ev->addr)
-			ev->addr = (ev->addr & ((1ULL << 48) - 1)) | s->space;
+		if (r == 1)
+			ev->addr = memory_addr_key(ev->addr, s->proc_idx);
 		if (r != 1 || !mf)
 			return r;
 		if (ev->op == CYGPROF_MEM_FREE) {
@@ -210,7 +208,7 @@ int memory_load(struct view *v, const struct memory_opts *o, struct memory **out
 		err = view_mem_cursor(v, threads[i].idx, &cur[i].cur);
 		if (err)
 			goto fail;
-		cur[i].space = (uint64_t)(threads[i].proc_idx & 0xffff) << 48;
+		cur[i].proc_idx = threads[i].proc_idx;
 		cur[i].o = o;
 		cur[i].done = &done;
 		cur[i].total = total;

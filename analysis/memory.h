@@ -7,7 +7,9 @@
  * (memory_run() does the k-way merge over per-thread sources) and, once the
  * events are done, the function names of the stacks it saw.  It is
  * unit-testable without a capture.  memory-load.c feeds it from a view of a
- * capture (view.h: cursors, the stack stash, names).
+ * capture (view.h: cursors, the stack stash, names); cygprof top --memory
+ * (collector/snapshot.c) feeds it the events the collector drains, for the
+ * live heap.
  *
  * Definitions (exact):
  *   merged order   all threads' events by ts_ns; at equal times FREE before
@@ -95,8 +97,9 @@ struct memory_stack {
 	uint64_t leaked_allocations, leaked_bytes;
 	uint64_t peak_blocks, peak_bytes;
 	uint64_t diff_blocks, diff_bytes;
+	uint64_t live_blocks, live_bytes; /* live after the events fed so far */
 	/* private */
-	uint64_t live_blocks, live_bytes, pk_ver;
+	uint64_t pk_ver;
 	int used;
 };
 
@@ -153,6 +156,16 @@ struct memory {
 struct memory *memory_new(const struct memory_opts *o);
 void memory_free(struct memory *m);
 
+/** The address of a heap event as the analysis keys it: each process image
+ * has its own address space, so its index (capture proc_idx, CYGPROF_NONE
+ * when unknown) goes into the top 16 bits (user addresses use 48); a block
+ * freed in a fork child never pairs with the parent's copy (the child's free
+ * of an inherited block is an untracked free).  0 stays 0. */
+static inline uint64_t memory_addr_key(uint64_t addr, uint32_t proc_idx)
+{
+	return addr ? (addr & ((1ULL << 48) - 1)) | (uint64_t)(proc_idx & 0xffff) << 48 : 0;
+}
+
 /** Feed one event (in merged order) of thread thread.
  * Returns 0, -EINVAL after memory_end(), -ENOMEM. */
 int memory_event(struct memory *m, uint32_t thread, const struct cygprof_mem_event *ev);
@@ -168,8 +181,11 @@ int memory_run(struct memory *m, size_t nthreads, memory_next_fn next, void *con
 /** After the last event: leaks, peak stacks, the heap points, the diff. */
 int memory_end(struct memory *m);
 
-/** Whether a frame is an allocator entry point (or in cygprof's own
- * library), skipped at the innermost end of a stack. */
+/** Whether a frame is an allocator entry point (malloc and its family,
+ * operator new and delete) or in cygprof's own library (object_path, may be
+ * NULL): such frames are skipped at the innermost end of a stack, and only
+ * there.  The one allocator-frame filter (cygprof memory, top's live heap).
+ * A frame without a name (NULL) is not an allocator frame: it stays. */
 int memory_frame_skipped(const char *name, const char *object_path);
 
 /** Name a stack's frames: names[i] (object path objs[i], may be NULL or

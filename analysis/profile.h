@@ -5,7 +5,9 @@
  * The core (profile.c) is pure: it works on in-memory node arrays whose
  * functions are already resolved to names, so it is unit-testable without a
  * capture.  profile-load.c feeds it from a view of a capture (view.h: trees
- * named and self times computed there).
+ * named and self times computed there); cygprof top's snapshots
+ * (collector/snapshot.c) feed it the collector's trees as they are, so a
+ * live view and a report of the capture follow the same rules.
  *
  * Definitions (all times in ns, exact):
  *   self(node)      = total_ns(node) - sum of total_ns(children), clamped at 0

@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* view-symbols.c - the naming side of a view: objects, each process's
- * stored symbols (read once), the fallback resolver, function ids, hex
- * names, the stack stash and its frames with source lines. */
+ * stored symbols (read once), the fallback resolver for the names the
+ * capture left as placeholders (recognised by symbols/fnname.h), function
+ * ids, hex names, the stack stash and its frames with source lines. */
 #include "view-private.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "debuginfo.h"
+#include "fnname.h"
 #include "srcline.h"
 
 void view_symbols_release(struct view *v)
@@ -224,24 +224,6 @@ static int debug_resolve(struct view *v, const struct cygprof_object *obj, uint6
 	return 0;
 }
 
-/* A stored name that names nothing: empty, the "0x..." the collector
- * writes for an address outside every object, or its placeholder
- * "<object file name>+0x<offset>[ [deleted]]" for one no symbol covered. */
-static int unnamed(const char *name, const struct cygprof_object *obj)
-{
-	const char *base;
-	size_t n;
-
-	if (!name || !name[0] || (name[0] == '0' && name[1] == 'x'))
-		return 1;
-	if (!obj || !obj->path)
-		return 0;
-	base = strrchr(obj->path, '/');
-	base = base ? base + 1 : obj->path;
-	n = strlen(base);
-	return !strncmp(name, base, n) && !strncmp(name + n, "+0x", 3);
-}
-
 int view_symbol(struct view *v, uint32_t proc, uint64_t addr, struct view_sym *out)
 {
 	const struct cygprof_symbol *s = NULL;
@@ -260,7 +242,7 @@ int view_symbol(struct view *v, uint32_t proc, uint64_t addr, struct view_sym *o
 		return err;
 	/* The one place where names the capture lacks come from elsewhere
 	 * (report-time debug info, matched by build-id). */
-	if ((v->resolve || v->opts.debuginfo) && out->obj && (!s || unnamed(s->name, out->obj))) {
+	if ((v->resolve || v->opts.debuginfo) && out->obj && (!s || sym_fn_unnamed(s->name, out->obj->path))) {
 		uint64_t fa = addr - out->obj->bias;
 
 		memset(&r, 0, sizeof(r));
@@ -287,13 +269,12 @@ int view_symbol(struct view *v, uint32_t proc, uint64_t addr, struct view_sym *o
 
 const char *view_hex(struct view *v, uint64_t addr)
 {
-	char buf[24], *s;
+	char *s;
 	uint64_t val;
 
 	if (hmap_get(&v->hex, addr, &val))
 		return (const char *)(uintptr_t)val;
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
-	s = strdup(buf);
+	s = sym_fn_name(NULL, NULL, 0, 0, addr); /* "0x...", as the collector spells it */
 	if (!s || hmap_put(&v->hex, addr, (uintptr_t)s)) {
 		free(s);
 		return NULL;

@@ -391,6 +391,13 @@ void collector_damage_add(struct damage *to, const struct damage *d);
  * size, map and object when found), or NULL. */
 const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t addr, uint64_t *start,
 			      uint64_t *size, struct procmap **map, struct sym_elf **elf);
+/* The name of the function at addr in process cp as the capture stores it
+ * (symbols/fnname.h, the one spelling): raw demangled, raw and m being what
+ * collector_fn_name() found; without raw, the placeholder of m's object
+ * ("libfoo.so+0x1234[ [deleted]]"), or "0x..." when m is NULL.  Owned;
+ * NULL when out of memory. */
+char *collector_fn_label(struct collector *c, struct cproc *cp, const char *raw,
+			 struct procmap *m, uint64_t addr);
 /* The ELF object of map in process cp (cached); *gone set when its file is
  * no more the one that was mapped (deleted, or replaced by something that is
  * not a regular file). */
@@ -410,6 +417,10 @@ void collector_prime_procs(struct collector *c);
  * final: the program is gone; the metadata then says the capture is
  * complete.  One path for the checkpoints and the end. */
 int collector_checkpoint(struct collector *c, int final);
+/* ct's capture tree as the capture stores it (n = ct->n nodes, the root's
+ * parent CYGPROF_NONE, times in ns), as the last checkpoint folded it. */
+void collector_tree_nodes(const struct collector *c, const struct cthread *ct,
+			  struct cygprof_node *v);
 
 /* memory.c: one EXT record at ring position pos (w its first word); returns
  * how many words it took in all. */

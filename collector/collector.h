@@ -9,13 +9,15 @@
 /* The counters interval without a value (record --counters). */
 #define CYGPROF_COUNTERS_DEFAULT_NS 10000000ULL
 
-/* One function of one thread in a snapshot (collector_opts.snapshot). */
+/* One function of one thread in a snapshot (collector_opts.snapshot); the
+ * figures are computed by analysis/profile.c, as for `cygprof report`. */
 struct collector_fn {
-	const char *name;      /* demangled; "0x..." when it has no symbol */
+	const char *name;      /* as the capture names it (symbols/fnname.h): demangled;
+				* without a symbol "libfoo.so+0x..." or "0x..." */
 	uint32_t tid;          /* the thread */
 	uint64_t calls;        /* calls so far */
 	uint64_t self_ns;      /* time in it, not in what it called */
-	uint64_t total_ns;     /* time in it with what it called (recursion counted once per frame) */
+	uint64_t total_ns;     /* time in it with what it called (recursion counted once) */
 };
 
 /* One thread in a snapshot. */
@@ -31,17 +33,20 @@ struct collector_stack {
 	uint32_t id;           /* the capture's stack id (stash) */
 	uint64_t live_bytes, live_blocks;
 	uint64_t allocations, bytes;
-	const char *const *frames; /* function names, innermost first, the allocator's
-				    * own frames (malloc, operator new, the runtime)
-				    * and frames without a name left out */
+	const char *const *frames; /* function names, innermost first, as `cygprof
+				    * memory` names them: the allocator's own frames
+				    * (malloc, operator new, the runtime) at the
+				    * innermost end left out (memory_frame_skipped());
+				    * a function's frame right after a return address
+				    * in the same function once */
 	size_t nframes;
 };
 
-/* The live heap (--memory), from the events drained so far, in the order the
- * collector drained them (a thread's own events in order).  The rules are
- * those of `cygprof memory` (analysis/memory.h): an allocation at an address
- * already live replaces that block; a free of an address not live is
- * untracked; address 0 is ignored. */
+/* The live heap (--memory), from the events drained so far, merged over the
+ * threads by time.  The figures are `cygprof memory`'s, computed by the same
+ * code (analysis/memory.h): an allocation at an address already live
+ * replaces that block; a free of an address not live is untracked; address
+ * 0 is ignored; each process image has its own addresses. */
 struct collector_heap {
 	uint64_t allocations, frees, allocated_bytes, freed_bytes;
 	uint64_t live_bytes, live_blocks, peak_bytes;

@@ -197,24 +197,27 @@ static void close_open_frames(struct collector *c, struct cthread *ct, uint64_t 
 	}
 }
 
-static int put_tree(struct collector *c, struct cthread *ct)
+void collector_tree_nodes(const struct collector *c, const struct cthread *ct,
+			  struct cygprof_node *v)
 {
-	struct cygprof_node *v = scratch(c, 0, (ct->n + 1) * sizeof *v);
-	size_t i;
-	int err;
-
-	if (!v)
-		return -ENOMEM;
 	memset(v, 0, ct->n * sizeof *v);
-	for (i = 0; i < ct->n; i++) {
+	for (size_t i = 0; i < ct->n; i++) {
 		v[i].parent = ct->nodes[i].parent == GID_DROP ? CYGPROF_NONE : ct->nodes[i].parent;
 		v[i].fn = ct->nodes[i].fn;
 		v[i].site = ct->nodes[i].site;
 		v[i].calls = ct->nodes[i].calls;
 		v[i].total_ns = ticks_to_ns(c, ct->nodes[i].ticks);
 	}
-	err = cygprof_capture_put_tree(c->cap, ct->idx, v, ct->n);
-	return err;
+}
+
+static int put_tree(struct collector *c, struct cthread *ct)
+{
+	struct cygprof_node *v = scratch(c, 0, (ct->n + 1) * sizeof *v);
+
+	if (!v)
+		return -ENOMEM;
+	collector_tree_nodes(c, ct, v);
+	return cygprof_capture_put_tree(c->cap, ct->idx, v, ct->n);
 }
 
 /* Calls per call site: the thread's entries for sites other than a node's
@@ -581,30 +584,6 @@ static int put_objects(struct collector *c, struct cproc *cp)
 	return 0;
 }
 
-/* A name for an address no symbol covers: the object's file name and the
- * offset in it ("libfoo.so+0x1234", the ELF address when the object could be
- * read, else the offset in the file), flagged " [deleted]" when the file was
- * gone; "0x..." outside every mapped object. */
-static void placeholder(struct collector *c, struct cproc *cp, struct procmap *m,
-			uint64_t addr, char *buf, size_t len)
-{
-	int gone = 0;
-	uint64_t bias, off;
-
-	if (!m) {
-		snprintf(buf, len, "0x%llx", (unsigned long long)addr);
-		return;
-	}
-	struct sym_elf *e = collector_elf(c, cp, m, &gone);
-	if (e && !sym_elf_bias(e, m, &bias))
-		off = addr - bias;
-	else
-		off = addr - m->start + m->offset;
-	const char *base = strrchr(m->path, '/');
-	snprintf(buf, len, "%s+0x%llx%s", base ? base + 1 : m->path, (unsigned long long)off,
-		 gone ? " [deleted]" : "");
-}
-
 static int put_sym(struct collector *c, struct cproc *cp, struct procmap *m, uint64_t addr,
 		   uint64_t size, char *name)
 {
@@ -632,7 +611,6 @@ static int put_symbol(struct collector *c, struct cproc *cp, uint64_t addr, int 
 {
 	uint64_t start = 0, size = 0, seen;
 	struct procmap *m = NULL;
-	char buf[4200];
 
 	if (!addr || hmap_get(&cp->seen, addr, &seen))
 		return 0;
@@ -651,14 +629,14 @@ static int put_symbol(struct collector *c, struct cproc *cp, uint64_t addr, int 
 		}
 		if (cp->nretry < cp->capretry)
 			cp->retry[cp->nretry++] = addr;
-		placeholder(c, cp, m, addr, buf, sizeof buf);
-		return put_sym(c, cp, m, addr, 1, strdup(buf));
+		/* named after its object and the offset in it */
+		return put_sym(c, cp, m, addr, 1, collector_fn_label(c, cp, NULL, m, addr));
 	}
 	hmap_put(&cp->seen, addr, 1);
 	if (start != addr && hmap_get(&cp->seen, start, &seen) && seen == 1)
 		return 0;
 	hmap_put(&cp->seen, start, 1);
-	return put_sym(c, cp, m, start, size, sym_demangle(raw));
+	return put_sym(c, cp, m, start, size, collector_fn_label(c, cp, raw, m, start));
 }
 
 /* Placeholders that a symbol names now: stored again under the same
@@ -678,10 +656,10 @@ static int retry_symbols(struct collector *c, struct cproc *cp)
 		}
 		hmap_put(&cp->seen, addr, 1);
 		err = put_sym(c, cp, m, addr, start + size > addr ? start + size - addr : 0,
-			      sym_demangle(raw));
+			      collector_fn_label(c, cp, raw, m, addr));
 		if (!err && start != addr && !(hmap_get(&cp->seen, start, &seen) && seen == 1)) {
 			hmap_put(&cp->seen, start, 1);
-			err = put_sym(c, cp, m, start, size, sym_demangle(raw));
+			err = put_sym(c, cp, m, start, size, collector_fn_label(c, cp, raw, m, start));
 		}
 	}
 	cp->nretry = out;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* names.c - the ELF objects of the traced processes and the names of their
- * functions, for the filters (-F, -N) and the capture's symbols: objects are
- * opened once (through /proc/PID/root for another mount namespace, through
+ * functions, for the filters (-F, -N), the capture's symbols and cygprof
+ * top's snapshots (spelt by symbols/fnname.h): objects are opened once
+ * (through /proc/PID/root for another mount namespace, through
  * /proc/PID/map_files for a deleted file) and cached. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "collector-private.h"
+#include "fnname.h"
 
 /* A stripped object: a separate debug file (by build-id, debuglink,
  * --debug-dir, debuginfod) names its static functions. */
@@ -201,6 +203,24 @@ const char *collector_fn_name(struct collector *c, struct cproc *cp, uint64_t ad
 		return name;
 	}
 	return NULL;
+}
+
+char *collector_fn_label(struct collector *c, struct cproc *cp, const char *raw,
+			 struct procmap *m, uint64_t addr)
+{
+	uint64_t bias, off = 0;
+	int gone = 0;
+
+	if (!raw && m) {
+		/* the ELF address when the object could be read, else the
+		 * offset in the file */
+		struct sym_elf *e = collector_elf(c, cp, m, &gone);
+		if (e && !sym_elf_bias(e, m, &bias))
+			off = addr - bias;
+		else
+			off = addr - m->start + m->offset;
+	}
+	return sym_fn_name(raw, m ? m->path : NULL, off, gone, addr);
 }
 
 int collector_name_matches(const char **pats, size_t n, const char *raw)
