@@ -91,9 +91,9 @@ void view_close(struct view *v)
 	free(v);
 }
 
-struct cygprof_capture *view_capture(const struct view *v)
+uint64_t view_file_size(const struct view *v)
 {
-	return v->cap;
+	return cygprof_capture_file_size(v->cap);
 }
 
 struct srcline *view_srcline(struct view *v)

@@ -58,8 +58,8 @@ int view_new(struct cygprof_capture *cap, const struct view_opts *o, struct view
 /** Close the view (and its capture when view_open() opened it).  NULL is a
  * no-op. */
 void view_close(struct view *v);
-/** The capture handle, for what the view does not offer (borrowed). */
-struct cygprof_capture *view_capture(const struct view *v);
+/** The size of the capture's file in bytes (cygprof_capture_file_size()). */
+uint64_t view_file_size(const struct view *v);
 
 /* ---- metadata -------------------------------------------------------------- */
 

@@ -222,7 +222,7 @@ static void print_text(struct view *v, const char *file, const struct cygprof_pr
 	if (mem)
 		printf("memory events : %" PRIu64 " (allocations and frees; see 'cygprof memory')\n",
 		       mem);
-	printf("capture size  : %" PRIu64 " bytes\n", cygprof_capture_file_size(view_capture(v)));
+	printf("capture size  : %" PRIu64 " bytes\n", view_file_size(v));
 	printf("schema version: %d\n", capture_schema(v));
 }
 
@@ -265,7 +265,7 @@ static void print_json(struct view *v, const char *file, const struct cygprof_th
 	cli_json_limits(v);
 	printf(",\n");
 	printf("  \"size\": %" PRIu64 ",\n  \"schema\": %d\n}\n",
-	       cygprof_capture_file_size(view_capture(v)), capture_schema(v));
+	       view_file_size(v), capture_schema(v));
 }
 
 int cmd_info(int argc, char **argv)

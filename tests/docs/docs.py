@@ -113,6 +113,19 @@ def main():
     check(set(installed) <= set(pages), 'man/meson.build installs no page man/ lacks (%s)' %
           ' '.join(sorted(set(installed) - set(pages))))
 
+    # ---- the folders: each has its paragraph in DESIGN.md and its row in HACKING.md
+    hacking = read(root, 'HACKING.md')
+    tops = sorted(d for d in os.listdir(root)
+                  if os.path.isdir(os.path.join(root, d)) and not d.startswith('.') and
+                  os.path.exists(os.path.join(root, d, 'meson.build')) or
+                  os.path.exists(os.path.join(root, d, 'README.md')) or
+                  d in ('docs', 'tools', 'html', 'bench', 'include'))
+    for d in tops:
+        check(d == 'include' or design_paragraph(design, d + '/'),
+              '%s/: docs/DESIGN.md has its paragraph' % d)
+        check(re.search(r'^\| `%s/` ' % re.escape(d), hacking, re.M),
+              '%s/: HACKING.md\'s table of folders has its row' % d)
+
     # ---- the capture's schema number
     m = re.search(r'#define\s+CYGPROF_CAPTURE_SCHEMA\s+(\d+)',
                   read(root, 'include/cygprof/cygprof-capture.h'))
@@ -132,7 +145,6 @@ def main():
     # ---- tests
     with open(os.path.join(a.build, 'meson-info', 'intro-tests.json')) as f:
         tests = json.load(f)
-    hacking = read(root, 'HACKING.md')
     tests_readme = read(root, 'tests/README.md')
     unit = sorted(t['name'] for t in tests if any(s.endswith(':unit') for s in t['suite']))
     check(unit, 'the build registers unit tests')
