@@ -58,7 +58,7 @@ def source(name, given, cache):
     return d
 
 
-def build_lua(src, out, extra):
+def build_lua(src, out, extra, work):
     files = sorted(os.path.join(src, f) for f in os.listdir(src)
                    if f.startswith('l') and f.endswith('.c') and f not in ('ltests.c', 'onelua.c'))
     sh(['gcc', '-std=c99', '-DLUA_USE_LINUX'] + PLAIN + QUIET + extra + ['-o', out] + files +
@@ -88,9 +88,7 @@ BUILDERS = {'lua': build_lua, 'zlib': build_zlib}
 
 def build(name, src, work, extra):
     out = os.path.join(work, '%s-%s' % (name, 'instr' if extra else 'plain'))
-    if name == 'zlib':
-        return build_zlib(src, out, extra, work)
-    return build_lua(src, out, extra)
+    return BUILDERS[name](src, out, extra, work)
 
 
 def run(argv, stdin_path, prefix=()):
@@ -193,7 +191,6 @@ def main():
     given = dict(s.split('=', 1) for s in a.src)
     cyg = os.path.abspath(a.cygprof)
     raw = has_raw_times(cyg)
-    worst_all = []
     for name in a.program or ['lua', 'zlib']:
         src = source(name, given, a.cache)
         with tempfile.TemporaryDirectory(prefix='true-times-') as work:
@@ -234,7 +231,6 @@ def main():
             rfin = [e for e in rerrs if e != float('inf')]
             print('%s raw (--raw-times): mean %.0f%%, worst %.0f%%' %
                   (name, 100 * sum(rfin) / max(1, len(rfin)), 100 * max(rerrs or [0])))
-        worst_all.append((name, errs))
     return 0
 
 

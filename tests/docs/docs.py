@@ -116,10 +116,10 @@ def main():
     # ---- the folders: each has its paragraph in DESIGN.md and its row in HACKING.md
     hacking = read(root, 'HACKING.md')
     tops = sorted(d for d in os.listdir(root)
-                  if os.path.isdir(os.path.join(root, d)) and not d.startswith('.') and
-                  os.path.exists(os.path.join(root, d, 'meson.build')) or
-                  os.path.exists(os.path.join(root, d, 'README.md')) or
-                  d in ('docs', 'tools', 'html', 'bench', 'include'))
+                  if not d.startswith('.') and os.path.isdir(os.path.join(root, d)) and
+                  (os.path.exists(os.path.join(root, d, 'meson.build')) or
+                   os.path.exists(os.path.join(root, d, 'README.md')) or
+                   d in ('docs', 'tools', 'html', 'bench', 'include')))
     for d in tops:
         check(d == 'include' or design_paragraph(design, d + '/'),
               '%s/: docs/DESIGN.md has its paragraph' % d)
