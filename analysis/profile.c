@@ -154,6 +154,40 @@ int profile_self_times(const struct cygprof_node *nodes, size_t n, uint64_t *sel
 	return 0;
 }
 
+int profile_compensate(struct cygprof_node *nodes, size_t n, const struct profile_overhead *o,
+		       double *cut)
+{
+	uint64_t *desc;
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	for (i = 1; i < n; i++)
+		if (nodes[i].parent >= i)
+			return -EINVAL;
+	desc = calloc(n, sizeof *desc);
+	if (!desc)
+		return -ENOMEM;
+	/* the calls below each node: children after their parents */
+	for (i = n - 1; i >= 1; i--)
+		desc[nodes[i].parent] += desc[i] + nodes[i].calls;
+	if (cut)
+		cut[0] = 0;
+	nodes[0].total_ns = 0;
+	for (i = 1; i < n; i++) {
+		double c = (double)nodes[i].calls * o->in_ns + (double)desc[i] * o->full_ns;
+		double t = (double)nodes[i].total_ns - c;
+		if (cut)
+			cut[i] = nodes[i].calls ? c / (double)nodes[i].calls : 0;
+		nodes[i].total_ns = t > 0 ? (uint64_t)(t + 0.5) : 0;
+	}
+	for (i = 1; i < n; i++)
+		if (nodes[i].parent == 0)
+			nodes[0].total_ns += nodes[i].total_ns;
+	free(desc);
+	return 0;
+}
+
 int profile_add_tree_idx(struct profile *p, const struct profile_thread_info *info,
 			 const struct cygprof_node *nodes, const uint32_t *fnidx, size_t n)
 {

@@ -10,6 +10,10 @@
  * live view and a report of the capture follow the same rules.
  *
  * Definitions (all times in ns, exact):
+ *   total_ns(node)  = the time measured, compensated for the hooks' own cost
+ *                     when the capture has its calibration (see
+ *                     profile_compensate()), unless the reader asked for raw
+ *                     times
  *   self(node)      = total_ns(node) - sum of total_ns(children), clamped at 0
  *   fn.self_ns      = sum of self over the function's nodes
  *   fn.total_ns     = sum of total_ns over the function's nodes that have no
@@ -137,6 +141,30 @@ int profile_add_tree(struct profile *p, const struct profile_thread_info *info,
  * Returns 0, or -EINVAL for a bad parent index. */
 int profile_self_times(const struct cygprof_node *nodes, size_t n, uint64_t *self,
 		       uint64_t *total);
+
+/* The hooks' cost per enter/exit pair, measured in the traced process at
+ * attach (cyg/cyg-calib.c): in_ns falls inside the callee's interval
+ * (between its enter's and its exit's clock reads), full_ns is the whole
+ * pair as its callers see it (in_ns + the part before the enter's read and
+ * after the exit's). */
+struct profile_overhead {
+	double in_ns;
+	double full_ns;
+};
+
+/** Overhead compensation, the one place of this rule: for every node N
+ * but the root, in place,
+ *   total_ns(N) = max(0, total_ns(N) - calls(N) * in_ns
+ *                        - descendant_calls(N) * full_ns)
+ * (rounded to the nearest ns), where descendant_calls(N) is the sum of the
+ * calls of every node below N; the root's total_ns becomes the sum of its
+ * children's.  Self times then follow from profile_self_times().
+ * @param[out] cut when not NULL, n values: for each node the time taken
+ *             out per call (before clamping; 0 for the root and for a node
+ *             without calls), for the call sites of the node.
+ * Returns 0, -EINVAL for a bad parent index, -ENOMEM. */
+int profile_compensate(struct cygprof_node *nodes, size_t n, const struct profile_overhead *o,
+		       double *cut);
 
 /* ---- loading from a capture (profile-load.c) ------------------------------ */
 

@@ -31,6 +31,8 @@ struct view_tree_slot {
 	uint64_t *self_ns;
 	uint32_t *fn;
 	uint32_t *map; /* with a filter: stored node -> filtered node (VIEW_NONE) */
+	double *cut;   /* compensated: per stored node, the ns taken out per call */
+	size_t ncut;
 	size_t nmap;
 	int sites_state;
 	struct cygprof_callsite *sites;
@@ -54,6 +56,8 @@ struct view {
 	int own_cap;
 	struct view_opts opts;
 	struct view_meta_ent *meta;
+	int overhead_state; /* 0 not read, 1 read */
+	struct view_overhead overhead;
 
 	int procs_state, threads_state;
 	struct cygprof_proc *procs;

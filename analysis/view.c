@@ -55,6 +55,7 @@ static void trees_free(struct view *v)
 		free(v->trees[i].self_ns);
 		free(v->trees[i].fn);
 		free(v->trees[i].map);
+		free(v->trees[i].cut);
 		free(v->trees[i].sites);
 	}
 	free(v->trees);
@@ -159,6 +160,52 @@ uint64_t view_duration_ns(struct view *v)
 			if (t[i].end_ns > d)
 				d = t[i].end_ns;
 	return d;
+}
+
+/* ---- overhead compensation ------------------------------------------------- */
+
+/* A stored figure in ns: a finite number from 0 to 1 ms, else -1. */
+static double meta_ns(struct view *v, const char *key)
+{
+	const char *s = view_meta_str(v, key);
+	char *end;
+	double x;
+
+	if (!s || !*s)
+		return -1;
+	x = strtod(s, &end);
+	if (*end || !(x >= 0 && x <= 1e6))
+		return -1;
+	return x;
+}
+
+void view_overhead(struct view *v, struct view_overhead *o)
+{
+	if (!v->overhead_state) {
+		struct view_overhead *w = &v->overhead;
+		const char *c = view_meta_str(v, "overhead_calls");
+		const char *r = view_meta_str(v, "overhead_rounds");
+		memset(w, 0, sizeof *w);
+		w->in_ns = meta_ns(v, "overhead_in_ns");
+		w->out_ns = meta_ns(v, "overhead_out_ns");
+		w->present = w->in_ns >= 0 && w->out_ns >= 0;
+		if (!w->present)
+			w->in_ns = w->out_ns = 0;
+		w->calls = c ? (uint32_t)strtoul(c, NULL, 10) : 0;
+		w->rounds = r ? (uint32_t)strtoul(r, NULL, 10) : 0;
+		v->overhead_state = 1;
+	}
+	*o = v->overhead;
+}
+
+int view_compensated(struct view *v)
+{
+	struct view_overhead o;
+
+	if (v->opts.raw_times)
+		return 0;
+	view_overhead(v, &o);
+	return o.present;
 }
 
 /* ---- processes and threads ------------------------------------------------- */
@@ -371,12 +418,33 @@ int view_tree(struct view *v, uint32_t thread, const struct view_tree **out)
 		if (err)
 			goto fail;
 	}
+	/* The hooks' cost out of the stored tree, before the filters: a node
+	 * that -N or -D leaves out still cost its callers its hooks.  A time
+	 * range recomputes the times from the timeline: compensated after. */
+	int comp = view_compensated(v);
+	struct profile_overhead ov = {v->overhead.in_ns, v->overhead.in_ns + v->overhead.out_ns};
+	if (comp && !(v->filtering && v->filter.has_range)) {
+		s->cut = calloc(n ? n : 1, sizeof(*s->cut));
+		if (!s->cut) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		s->ncut = n;
+		if ((err = profile_compensate(nodes, n, &ov, s->cut))) {
+			err = err == -EINVAL ? CYGPROF_E_CORRUPT : err;
+			goto fail;
+		}
+	}
 	if (v->filtering) {
 		size_t nstored = n;
 		err = view_filter_tree(v, thread, &nodes, &s->fn, &n, &s->map);
 		if (err)
 			goto fail;
 		s->nmap = nstored;
+		if (comp && v->filter.has_range && (err = profile_compensate(nodes, n, &ov, NULL))) {
+			err = err == -EINVAL ? CYGPROF_E_CORRUPT : err;
+			goto fail;
+		}
 	}
 	s->self_ns = calloc(n ? n : 1, sizeof(*s->self_ns));
 	if (!s->self_ns) {
@@ -402,9 +470,12 @@ fail:
 	free(s->self_ns);
 	free(s->fn);
 	free(s->map);
+	free(s->cut);
 	s->self_ns = NULL;
 	s->fn = NULL;
 	s->map = NULL;
+	s->cut = NULL;
+	s->ncut = 0;
 	s->t.total_ns = 0;
 	return err;
 }
@@ -433,6 +504,24 @@ int view_sites(struct view *v, uint32_t thread, const struct cygprof_callsite **
 			return err;
 		}
 		s->sites_state = 1;
+		if (view_compensated(v)) {
+			/* each call of a site loses what a call of its node does */
+			const struct view_tree *t;
+			if ((err = view_tree(v, thread, &t))) {
+				free(s->sites);
+				s->sites = NULL;
+				s->nsites = 0;
+				s->sites_state = 0;
+				return err;
+			}
+			for (size_t i = 0; s->cut && i < s->nsites; i++) {
+				struct cygprof_callsite *c = &s->sites[i];
+				if (c->node >= s->ncut)
+					continue;
+				double x = (double)c->total_ns - (double)c->calls * s->cut[c->node];
+				c->total_ns = x > 0 ? (uint64_t)(x + 0.5) : 0;
+			}
+		}
 		if (v->filtering) {
 			const struct view_tree *t;
 			if ((err = view_tree(v, thread, &t)) ||

@@ -46,6 +46,8 @@ struct view_opts {
 	 * directories of CYGPROF_DEBUG_DIRS and the defaults, and no names
 	 * but the stored ones. */
 	struct debuginfo *debuginfo;
+	/* Times as measured: no overhead compensation (see view_overhead()). */
+	int raw_times;
 };
 
 /** Open the capture at path read-only (cygprof_capture_open(): same
@@ -74,6 +76,30 @@ const char *view_meta_str(struct view *v, const char *key);
 int view_mode_has(struct view *v, const char *word);
 /** The capture's duration: "duration_ns", else the latest thread end. */
 uint64_t view_duration_ns(struct view *v);
+
+/* ---- overhead compensation ------------------------------------------------- */
+
+/* The hooks' cost per enter/exit pair, measured by the runtime at attach
+ * in the traced process and stored in the metadata (overhead_in_ns,
+ * overhead_out_ns, overhead_calls, overhead_rounds).  Unless the view was
+ * opened with raw_times, every tree view_tree() gives, and with it every
+ * figure of analysis/, has it taken out (profile_compensate()): a node's
+ * total loses calls * in_ns and (calls below it) * (in_ns + out_ns), a
+ * call site the same per call of its node.  The timeline stays as
+ * measured. */
+struct view_overhead {
+	int present;       /* the capture has the calibration */
+	double in_ns;      /* inside the callee's interval */
+	double out_ns;     /* in its caller's: before the enter, after the exit */
+	uint32_t calls;    /* enter/exit pairs per round */
+	uint32_t rounds;   /* rounds (the median is kept) */
+};
+/** The calibration stored in the capture (present = 0: none, a capture
+ * recorded before it existed or with --time=sampled). */
+void view_overhead(struct view *v, struct view_overhead *o);
+/** Whether the trees' times are compensated: a calibration is present and
+ * the view was not opened with raw_times. */
+int view_compensated(struct view *v);
 
 /* ---- processes and threads ------------------------------------------------- */
 

@@ -86,7 +86,7 @@ static void fault_guard(int sig)
 
 struct view *cli_open_view(const char *path, struct debuginfo *di)
 {
-	struct view_opts o = {.debuginfo = di};
+	struct view_opts o = {.debuginfo = di, .raw_times = cli_raw_times};
 	struct view_limits l;
 	struct sigaction sa;
 	struct view *v;

@@ -199,6 +199,24 @@ enum { CLI_O_DEBUG_DIR = 0x4000, CLI_O_SYMFS };
  * dies with "CMD: ...", exit 2. */
 void cli_debug_option(struct debuginfo *di, const char *cmd, int c, const char *arg);
 
+/* --raw-times, for every command that prints the trees' times (report,
+ * gprof, annotate, export, html, diff, top): the times as measured, without
+ * the hooks' cost taken out (view_opts.raw_times, view_overhead()).  Put
+ * CLI_TIME_OPTIONS in the getopt_long table and CLI_TIME_HELP in the
+ * usage; cli_next_option() sets cli_raw_times (a command with its own loop
+ * calls cli_time_option()), which cli_open_view() gives to the view. */
+enum { CLI_O_RAW_TIMES = 0x4200 };
+#define CLI_TIME_OPTIONS                                               \
+	{                                                              \
+		"raw-times", no_argument, NULL, CLI_O_RAW_TIMES        \
+	}
+#define CLI_TIME_HELP                                                                   \
+	"  --raw-times            times as measured: the hooks' own cost, which the\n"    \
+	"                         runtime measures at start, not taken out\n"
+extern int cli_raw_times;
+/* Handle CLI_O_RAW_TIMES. */
+void cli_time_option(int c);
+
 /* Filters after the fact (-F/--filter, -N/--notrace, -D/--depth,
  * --time-range START,END), for every command that reads trees or the
  * timeline: the same rules as record's filters (view.h, view_set_filter()).

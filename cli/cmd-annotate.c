@@ -70,7 +70,7 @@ static void usage(FILE *f)
 		"                         their DWARF path (repeatable)\n"
 		"  --prefix-map OLD=NEW   read sources whose path starts with OLD under NEW\n"
 		"                         instead (repeatable)\n"
-		CLI_DEBUG_HELP
+		CLI_TIME_HELP CLI_DEBUG_HELP
 		CLI_FILTER_HELP
 		"                         (the calls and times; allocations and samples\n"
 		"                         are not filtered)\n"
@@ -115,6 +115,7 @@ static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 		{"source-dir", required_argument, NULL, O_SOURCE_DIR},
 		{"prefix-map", required_argument, NULL, O_PREFIX_MAP},
 		CLI_DEBUG_OPTIONS,
+		CLI_TIME_OPTIONS,
 		CLI_FILTER_OPTIONS,
 		{"format", required_argument, NULL, O_FORMAT},
 		{"help", no_argument, NULL, 'h'},

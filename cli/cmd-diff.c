@@ -65,7 +65,7 @@ static void usage(FILE *f)
 		"  -F, --function PATTERN only functions (paths ending in one) matching the\n"
 		"                         glob PATTERN\n"
 		"  --format FMT           text (default) or json\n"
-		CLI_DEBUG_HELP
+		CLI_TIME_HELP CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
 }
 
@@ -78,6 +78,7 @@ static void parse_opts(int argc, char **argv, struct diff_opts *o)
 		{"function", required_argument, NULL, 'F'},
 		{"format", required_argument, NULL, O_FORMAT},
 		CLI_DEBUG_OPTIONS,
+		CLI_TIME_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};

@@ -50,7 +50,7 @@ static void usage(FILE *f)
 		"  --memory KEY           folded, pprof: weigh allocation stacks instead:\n"
 		"                         allocated, leaked or peak bytes (record --memory)\n"
 		"  --allocations          chrome: each allocation and free as an instant event\n"
-		CLI_FILTER_HELP CLI_DEBUG_HELP
+		CLI_FILTER_HELP CLI_TIME_HELP CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
 }
 
@@ -84,6 +84,7 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 		{"memory", required_argument, NULL, O_MEMORY},
 		{"allocations", no_argument, NULL, O_ALLOCATIONS},
 		CLI_DEBUG_OPTIONS,
+		CLI_TIME_OPTIONS,
 		CLI_FILTER_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},

@@ -45,7 +45,7 @@ static void usage(FILE *f)
 		"  -f, --force      also replace regular files and symbolic links that are not\n"
 		"                   gmon.out files (never a directory, FIFO or device)\n"
 		"  -b, --brief      no explanations after the tables (as gprof -b)\n"
-		CLI_DEBUG_HELP
+		CLI_TIME_HELP CLI_DEBUG_HELP
 		"  -h, --help       this help\n");
 }
 
@@ -57,6 +57,7 @@ static void parse_opts(int argc, char **argv, struct gprof_opts *o)
 		{"brief", no_argument, NULL, 'b'},
 		{"force", no_argument, NULL, 'f'},
 		CLI_DEBUG_OPTIONS,
+		CLI_TIME_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};

@@ -64,7 +64,7 @@ static void usage(FILE *f)
 		"  -o, --output FILE      the report (default " HTML_DEFAULT_OUT "); an existing\n"
 		"                         file is replaced only when it is an earlier report\n"
 		"  -f, --force            replace FILE whatever regular file it is\n"
-		CLI_DEBUG_HELP
+		CLI_TIME_HELP CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
 }
 
@@ -74,6 +74,7 @@ static void parse_opts(int argc, char **argv, struct html_cli *o)
 		{"output", required_argument, NULL, 'o'},
 		{"force", no_argument, NULL, 'f'},
 		CLI_DEBUG_OPTIONS,
+		CLI_TIME_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};

@@ -149,6 +149,21 @@ static void print_instruments(struct view *v)
 			       instruments[i]->views);
 }
 
+/* The hooks' cost the runtime measured, which the readers take out of the
+ * times (view_overhead()). */
+static void print_overhead(struct view *v)
+{
+	struct view_overhead o;
+
+	view_overhead(v, &o);
+	if (o.present)
+		printf("%-14s: %.3f ns in the callee, %.3f ns in its caller per call (median of "
+		       "%u rounds of %u calls); readers take it out of the times\n",
+		       "hook overhead", o.in_ns, o.out_ns, o.rounds, o.calls);
+	else
+		printf("%-14s: not measured (times are not compensated)\n", "hook overhead");
+}
+
 static void print_text(struct view *v, const char *file, const struct cygprof_proc *procs,
 		       size_t nprocs, const struct cygprof_thread *threads, size_t nthreads)
 {
@@ -183,6 +198,7 @@ static void print_text(struct view *v, const char *file, const struct cygprof_pr
 			shown = "(none)";
 		printf("%-14s: %s\n", meta_rows[i].label, shown);
 	}
+	print_overhead(v);
 
 	print_instruments(v);
 	printf("\nprocesses (%zu):\n", nprocs);
@@ -245,7 +261,15 @@ static void print_json(struct view *v, const char *file, const struct cygprof_th
 		printf(": ");
 		json_str_null(stdout, val);
 	}
-	printf("},\n  \"instruments\": [");
+	struct view_overhead o;
+	view_overhead(v, &o);
+	if (o.present)
+		printf("},\n  \"overhead\": {\"in_ns\": %.3f, \"out_ns\": %.3f, \"calls\": %u, "
+		       "\"rounds\": %u",
+		       o.in_ns, o.out_ns, o.calls, o.rounds);
+	else
+		printf("},\n  \"overhead\": null");
+	printf("%s,\n  \"instruments\": [", o.present ? "}" : "");
 	for (i = 0, k = 0; instruments[i]; i++)
 		if (instruments[i]->present(v))
 			printf("%s\"%s\"", k++ ? ", " : "", instruments[i]->name);

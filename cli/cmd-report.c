@@ -58,7 +58,7 @@ static void usage(FILE *f)
 		"  --top N                uninstrumented functions listed from samples\n"
 		"                         (default 20; 0: all)\n"
 		"  --format FMT           text (default) or json\n"
-		CLI_DEBUG_HELP
+		CLI_TIME_HELP CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
 }
 
@@ -345,6 +345,8 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 		sep = ", ";
 	}
 	printf("},\n");
+	/* whether the hooks' cost was taken out of the times (view_overhead()) */
+	printf("  \"times_compensated\": %s,\n", view_compensated(v) ? "true" : "false");
 	printf("  \"total_self_ns\": %" PRIu64 ",\n", p->total_self_ns);
 
 	fns = print_sorted_fns(p, o->print.sort, &n);
@@ -436,6 +438,7 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 		{"format", required_argument, NULL, O_FORMAT},
 		{"top", required_argument, NULL, O_TOP},
 		CLI_DEBUG_OPTIONS,
+		CLI_TIME_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -459,6 +462,9 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 		case CLI_O_DEPTH:
 		case CLI_O_TIME_RANGE:
 			cli_filter_option(&o->filt, "report", c, optarg);
+			break;
+		case CLI_O_RAW_TIMES:
+			cli_time_option(c);
 			break;
 		case O_THREADS:
 			o->per_thread = 1;
@@ -582,6 +588,11 @@ int cmd_report(int argc, char **argv)
 			unload(p, &o);
 		}
 	} else {
+		struct view_overhead ov;
+		view_overhead(v, &ov);
+		if (!ov.present && !o.print.no_times)
+			printf("Times are as measured: this capture has no calibration of the hooks' "
+			       "cost (recorded before it existed).\n\n");
 		p = load(v, &o, NULL, 0);
 		print_sections(v, p, &o);
 		unload(p, &o);

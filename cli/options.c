@@ -41,6 +41,9 @@ int cli_next_option(struct cli_getopt *g, int argc, char **argv)
 				return c;
 			cli_debug_option(g->di, g->cmd, c, optarg);
 			continue;
+		case CLI_O_RAW_TIMES:
+			cli_time_option(c);
+			continue;
 		case CLI_O_FILTER:
 		case CLI_O_NOTRACE:
 		case CLI_O_DEPTH:
@@ -53,6 +56,14 @@ int cli_next_option(struct cli_getopt *g, int argc, char **argv)
 			return c;
 		}
 	}
+}
+
+int cli_raw_times;
+
+void cli_time_option(int c)
+{
+	if (c == CLI_O_RAW_TIMES)
+		cli_raw_times = 1;
 }
 
 /* The digits of s: how many leading decimal digits it has. */

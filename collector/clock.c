@@ -109,3 +109,26 @@ void collector_calibrate(struct collector *c)
 	}
 	c->mult = (uint64_t)(c->ns_per_tick * 4294967296.0 + 0.5);
 }
+
+int collector_overhead(const struct collector *c, double *in_ns, double *out_ns, uint32_t *calls,
+		       uint32_t *rounds)
+{
+	if (c->o->time_sampled)
+		return 0;
+	for (size_t i = 0; i < c->nprocs; i++) {
+		const struct cyg_proc *p = C_AT(c, c->procs[i]->off);
+		uint32_t k = ACQ(p->calib_calls), r = RD(p->calib_rounds);
+		uint64_t in = RD(p->calib_in), full = RD(p->calib_full);
+		/* the mapping is the program's: a figure past 1 ms per call is
+		 * not a measure of the hooks */
+		if (!k || k > 1000000 || !r || r > 1000 || in > full ||
+		    ticks_to_ns(c, full) > (uint64_t)k * 1000000)
+			continue;
+		*in_ns = (double)ticks_to_ns(c, in) / k;
+		*out_ns = (double)ticks_to_ns(c, full - in) / k;
+		*calls = k;
+		*rounds = r;
+		return 1;
+	}
+	return 0;
+}

@@ -301,6 +301,13 @@ void collector_clock_origin(struct collector *c);
  * closest, each clock at the middle of its window. */
 void collector_clock_pair(const struct collector *c, struct clock_pair *p);
 void collector_calibrate(struct collector *c);
+/* The hooks' cost the runtime measured at attach (cyg_proc.calib_*,
+ * cyg/cyg-calib.c), per enter/exit pair in ns: inside the callee's
+ * interval (in) and in its caller's (out), from the first process image
+ * (in the collector's order) with a plausible one.  Returns 1 when found
+ * (calls and rounds set too), else 0 (none, or --time=sampled). */
+int collector_overhead(const struct collector *c, double *in_ns, double *out_ns, uint32_t *calls,
+		       uint32_t *rounds);
 
 /* setup.c: the mapping's size (--shm-size, or within ulimit -v), and the
  * mapping itself.  Both return 0 or a negative error, message in err. */

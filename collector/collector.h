@@ -116,6 +116,8 @@ struct collector_opts {
 	void (*snapshot)(void *arg, const struct collector_snapshot *s);
 	void *snapshot_arg;
 	uint64_t snapshot_ns;  /* live snapshots this often (0: only the final one) */
+	int raw_times;         /* snapshots' times as measured, not compensated for
+				* the hooks' cost (cygprof top --raw-times) */
 	size_t snapshot_stacks; /* heap stacks in a snapshot (0: all with live blocks) */
 	/* called with snapshot_arg and the program's pid at every turn of the
 	 * poll loop (at most about 10 ms apart while the program runs: cygprof

@@ -778,6 +778,20 @@ static int put_meta(struct collector *c, uint64_t lost)
 		err = put_meta_u64(c, "tsc_hz",
 				   (uint64_t)((double)(c->clk_end.tick - c->clk_start.tick) * 1e9 /
 					      (double)(c->clk_end.mono_ns - c->clk_start.mono_ns) + 0.5));
+	/* the hooks' own cost, which the readers take out of the times */
+	double oin, oout;
+	uint32_t ocalls, orounds;
+	if (!err && collector_overhead(c, &oin, &oout, &ocalls, &orounds)) {
+		snprintf(buf, sizeof buf, "%.3f", oin);
+		err = cygprof_capture_set_meta(c->cap, "overhead_in_ns", buf);
+		snprintf(buf, sizeof buf, "%.3f", oout);
+		if (!err)
+			err = cygprof_capture_set_meta(c->cap, "overhead_out_ns", buf);
+		if (!err)
+			err = put_meta_u64(c, "overhead_calls", ocalls);
+		if (!err)
+			err = put_meta_u64(c, "overhead_rounds", orounds);
+	}
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "filters", o->filters ? o->filters : "");
 	if (!err)

@@ -178,6 +178,7 @@ int cyg__attach(void)
 		return -1;
 	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_ON, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cyg_state, 1, __ATOMIC_SEQ_CST);
+	cyg__calibrate();
 	mem_start();
 	return 0;
 }
@@ -287,6 +288,7 @@ int cygprof_attach_fd(int fd)
 	cyg_attached_late = 1;
 	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_ON, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cyg_state, 1, __ATOMIC_SEQ_CST);
+	cyg__calibrate();
 	mem_start();
 	errno = saved;
 	return 0;

@@ -20,6 +20,8 @@
  *   cyg-wrap.c     the interposed libc functions (longjmp, exit, wait,
  *                  fork, dlopen), the process's end and the fork child
  *   cyg-memdump.c  the memdump API's table
+ *   cyg-calib.c    the hooks' own cost, measured at attach (overhead
+ *                  compensation)
  * What the hooks (cyg-hooks.c) and preload/ call is in cyg-private.h; this
  * header adds the cold part's internal interface.  All of it is hidden
  * (the library is built -fvisibility=hidden): only the hooks, the attach
@@ -52,6 +54,10 @@ extern uint64_t cyg_proc_off HIDDEN;   /* this process image's record */
 /* Attach to the collector's mapping named by the environment, unless
  * tried already (cyg_state).  Returns 0 when attached, else -1. */
 HIDDEN int cyg__attach(void);
+/* Measure the hooks' cost on a scratch writer and store it in this
+ * process image's record (cyg_proc.calib_*); nothing under
+ * CYG_F_NOCLOCK.  Called once the state is attached (cyg-calib.c). */
+HIDDEN void cyg__calibrate(void) COLD;
 
 /* A writer of an earlier attach (the runtime was detached, then attached
  * again to another mapping): the thread's TLS still names it, in the old

@@ -51,7 +51,7 @@
 #include "cyg-limits.h"
 
 #define CYG_SHM_MAGIC 0x3130465250475943ULL /* "CYGPRF01" little-endian */
-#define CYG_SHM_VERSION 3
+#define CYG_SHM_VERSION 4
 #define CYG_SHM_FD_ENV "CYGPROF_SHM_FD"
 #define CYG_NODE_SIZE 64
 #define CYG_NULL_OFF 4096 /* the null node: fn 0, never matches a function */
@@ -258,6 +258,15 @@ struct cyg_proc {
 	uint32_t foreign;    /* in another mount namespace than the collector */
 	uint32_t primed;     /* the collector opened its objects (set by the collector) */
 	uint64_t memdump_off; /* its struct cyg_memdump, 0 = none yet (release store) */
+	/* The hooks' cost measured at attach (cyg/cyg-calib.c), in ticks
+	 * summed over calib_calls enter/exit pairs, the median of
+	 * calib_rounds rounds: calib_in falls inside the callee's interval,
+	 * calib_full is the whole pair as its caller sees it.  calib_calls
+	 * is stored last (release); 0: not measured (--time=sampled). */
+	uint64_t calib_in;
+	uint64_t calib_full;
+	uint32_t calib_calls;
+	uint32_t calib_rounds;
 	char exe[256];
 };
 
