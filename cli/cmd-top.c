@@ -70,6 +70,7 @@ static void usage(FILE *f)
 		"  -o, --output FILE      also keep the capture (as 'cygprof record -o' writes\n"
 		"                         it); only an earlier capture there is replaced\n"
 		"  -q, --quiet            no warning when no instrumented function was called\n"
+		CLI_TIME_HELP
 		"  -h, --help             this help\n\n"
 		"Keys on a terminal: q (or ^C) stop PROG (SIGTERM; twice: SIGKILL) and quit,\n"
 		"p pause the display, s next sort key, t per thread or merged, d last interval\n"
@@ -358,6 +359,7 @@ int cmd_top(int argc, char **argv)
 		{"attach", required_argument, NULL, OPT_ATTACH},
 		{"duration", required_argument, NULL, OPT_DURATION},
 		{"quiet", no_argument, NULL, 'q'},
+		CLI_TIME_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -379,6 +381,9 @@ int cmd_top(int argc, char **argv)
 			break;
 		case OPT_FORMAT:
 			t.json = cli_format_json("top", optarg);
+			break;
+		case CLI_O_RAW_TIMES:
+			o.raw_times = 1;
 			break;
 		case 'n':
 			t.v.limit = (size_t)cli_parse_uint("top", "--limit", optarg, 0, 1000000000);

@@ -228,6 +228,41 @@ static void test_many_names(void)
 	profile_free(p);
 }
 
+/* Overhead compensation: calls * o_in and the calls below * o_full out of
+ * each node's total, the root the sum of its children, clamped at 0. */
+static void test_compensate(void)
+{
+	struct cygprof_node nodes[] = {
+		{.parent = CYGPROF_NONE, .calls = 0, .total_ns = 1001},
+		{.parent = 0, .calls = 1, .total_ns = 1000},  /* main */
+		{.parent = 1, .calls = 10, .total_ns = 500},  /* a */
+		{.parent = 2, .calls = 20, .total_ns = 100},  /* b */
+		{.parent = 0, .calls = 5, .total_ns = 1},     /* c: less than its cost */
+	};
+	struct profile_overhead o = {.in_ns = 2, .full_ns = 5};
+	double cut[5];
+	uint64_t self[5], total;
+
+	CHECK_EQ_INT(profile_compensate(nodes, 5, &o, cut), 0);
+	CHECK_EQ_U64(nodes[3].total_ns, 60);  /* 100 - 20*2 */
+	CHECK_EQ_U64(nodes[2].total_ns, 380); /* 500 - 10*2 - 20*5 */
+	CHECK_EQ_U64(nodes[1].total_ns, 848); /* 1000 - 2 - 30*5 */
+	CHECK_EQ_U64(nodes[4].total_ns, 0);   /* 1 - 5*2, clamped */
+	CHECK_EQ_U64(nodes[0].total_ns, 848);
+	CHECK_EQ_U64(nodes[1].calls, 1);      /* counts unchanged */
+	CHECK_EQ_U64((uint64_t)cut[1], 152);
+	CHECK_EQ_U64((uint64_t)cut[2], 12);
+	CHECK_EQ_U64((uint64_t)cut[3], 2);
+	CHECK_EQ_INT(profile_self_times(nodes, 5, self, &total), 0);
+	CHECK_EQ_U64(self[1], 468); /* 848 - 380 */
+	CHECK_EQ_U64(self[2], 320); /* 380 - 60 */
+	CHECK_EQ_U64(self[3], 60);
+	CHECK_EQ_U64(total, 848);
+
+	struct cygprof_node bad[] = {{.parent = CYGPROF_NONE}, {.parent = 1}};
+	CHECK_EQ_INT(profile_compensate(bad, 2, &o, NULL), -EINVAL);
+}
+
 int main(void)
 {
 	RUN_TEST(test_single_tree);
@@ -235,5 +270,6 @@ int main(void)
 	RUN_TEST(test_mutual_recursion);
 	RUN_TEST(test_clamp_and_errors);
 	RUN_TEST(test_many_names);
+	RUN_TEST(test_compensate);
 	CHECK_DONE();
 }
