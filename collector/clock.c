@@ -124,8 +124,11 @@ int collector_overhead(const struct collector *c, double *in_ns, double *out_ns,
 		if (!k || k > 1000000 || !r || r > 1000 || in > full ||
 		    ticks_to_ns(c, full) > (uint64_t)k * 1000000)
 			continue;
-		*in_ns = (double)ticks_to_ns(c, in) / k;
-		*out_ns = (double)ticks_to_ns(c, full - in) / k;
+		/* to 1/1000 ns, as the capture stores them: top and a report
+		 * of the capture take out the same */
+		*in_ns = (double)(uint64_t)((double)ticks_to_ns(c, in) * 1000 / k + 0.5) / 1000;
+		*out_ns = (double)(uint64_t)((double)ticks_to_ns(c, full - in) * 1000 / k + 0.5) /
+			  1000;
 		*calls = k;
 		*rounds = r;
 		return 1;

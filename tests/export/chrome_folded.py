@@ -126,7 +126,8 @@ def check_nesting(ck, xs, what):
 
 
 def check_timeline(ck, cyg, cap):
-    report = json_of(cyg, ['report'], cap)
+    # the timeline is as measured: the report's raw times are its times
+    report = json_of(cyg, ['report', '--raw-times'], cap)
     data, _ = chrome(ck, cyg, cap)
     ev = data['traceEvents']
     xs = [e for e in ev if e['ph'] == 'X']

@@ -85,7 +85,7 @@ def test_compensate(ck, cyg, example, args):
              "work loses o_in only: raw %d, compensated %d" %
              (fr['work']['total_ns'], fc['work']['total_ns']))
     # the other readers take the option
-    for cmd in (['gprof', '-b'], ['export', '--format=folded', '-o', '-'], ['annotate'],
+    for cmd in (['gprof', '-b'], ['export', '--format=folded', '-o', os.path.join(cyg.workdir, 'f.folded')], ['annotate'],
                 ['html', '-o', os.path.join(cyg.workdir, 'r.html')]):
         cp = run([cyg.exe] + cmd + ['--raw-times', cap])
         ck.check(cp.returncode == 0, '%s --raw-times: status %s %s' %
