@@ -222,7 +222,8 @@ def gprof_text(ck, exe, gmon):
 
 
 def export(ck, cyg, capture, out):
-    cp = run([cyg.exe, 'gprof', '--gmon-out', out, capture])
+    # as measured, as the report it is checked against (record_and_check)
+    cp = run([cyg.exe, 'gprof', '--raw-times', '--gmon-out', out, capture])
     if cp.returncode != 0:
         raise Failure('cygprof gprof --gmon-out failed (%s): %s' %
                       (describe_status(cp.returncode), cp.err.strip()))
