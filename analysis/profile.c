@@ -2,6 +2,7 @@
 /* profile.c - merge calling-context trees into a by-name function table,
  * caller->callee arcs and named per-thread trees (pure, no capture access). */
 #include "profile.h"
+#include "inclusive.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -69,50 +70,6 @@ static long arc_intern(struct profile *p, uint32_t caller, uint32_t callee)
 		return -ENOMEM;
 	p->arcs[p->narcs] = (struct profile_arc){.caller = caller, .callee = callee};
 	return (long)p->narcs++;
-}
-
-/* For every node, the highest ancestor-or-self of the same function, by a
- * depth-first walk keeping the outermost active node of each function. */
-static int find_tops(const struct profile_tnode *t, size_t nfns, uint32_t *top)
-{
-	uint32_t *active;
-	uint32_t cur;
-	size_t i;
-
-	active = malloc((nfns ? nfns : 1) * sizeof(*active));
-	if (!active)
-		return -ENOMEM;
-	for (i = 0; i < nfns; i++)
-		active[i] = PROFILE_NONE;
-	top[0] = 0;
-	cur = t[0].first_child;
-	while (cur != PROFILE_NONE) {
-		uint32_t f = t[cur].fn;
-
-		if (active[f] == PROFILE_NONE)
-			active[f] = cur;
-		top[cur] = active[f];
-		if (t[cur].first_child != PROFILE_NONE) {
-			cur = t[cur].first_child;
-			continue;
-		}
-		/* leave cur and every ancestor that has no further sibling */
-		for (;;) {
-			if (active[t[cur].fn] == cur)
-				active[t[cur].fn] = PROFILE_NONE;
-			if (t[cur].next_sibling != PROFILE_NONE) {
-				cur = t[cur].next_sibling;
-				break;
-			}
-			cur = t[cur].parent;
-			if (cur == 0) {
-				cur = PROFILE_NONE;
-				break;
-			}
-		}
-	}
-	free(active);
-	return 0;
 }
 
 static int add_thread(struct profile *p, const struct profile_thread_info *info,
@@ -241,7 +198,7 @@ int profile_add_tree_self(struct profile *p, const struct profile_thread_info *i
 		t[t[i].parent].first_child = (uint32_t)i;
 	}
 
-	err = find_tops(t, p->nfns, top);
+	err = incl_tops(nodes, n, fnidx, (uint32_t)p->nfns, top);
 	if (err)
 		goto out;
 

@@ -9,6 +9,7 @@
 
 #include "array.h"
 #include "hmap.h"
+#include "inclusive.h"
 #include "memory.h"
 #include "names.h"
 #include "srcline.h"
@@ -47,6 +48,8 @@ struct state {
 	struct loc_ent *loc;
 	size_t nloc, loc_cap;
 	struct hindex loc_index; /* of loc, by (obj, kind, addr) */
+	struct hmap line_keys; /* file << 32 | line -> a dense key (inclusive.h) */
+	uint32_t nline_keys;
 	struct annotate *a;
 };
 
@@ -161,6 +164,9 @@ static int add_thread(struct state *s, const struct cygprof_thread *th)
 	const struct cygprof_callsite *sites;
 	const struct view_tree *t;
 	struct annotate_line *l;
+	uint32_t *enode = NULL, *ekey = NULL;
+	uint64_t *eloc = NULL, k;
+	uint8_t *outer = NULL;
 	size_t ns, i;
 	uint32_t file, line;
 	int err;
@@ -190,9 +196,22 @@ static int add_thread(struct state *s, const struct cygprof_thread *th)
 			return -ENOMEM;
 		l->entries += nd->calls;
 	}
+	if (!ns)
+		return 0;
+	enode = malloc(ns * sizeof(*enode));
+	ekey = malloc(ns * sizeof(*ekey));
+	eloc = malloc(ns * sizeof(*eloc));
+	outer = malloc(ns);
+	if (!enode || !ekey || !eloc || !outer) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* each site's line, as a dense key */
 	for (i = 0; i < ns; i++) {
 		const struct cygprof_callsite *c = &sites[i];
 
+		enode[i] = c->node < t->n ? c->node : 0;
+		ekey[i] = INCL_NONE;
 		if (!c->calls)
 			continue;
 		file = NO_FILE;
@@ -200,19 +219,41 @@ static int add_thread(struct state *s, const struct cygprof_thread *th)
 			err = locate(s, view_object_at(s->v, th->proc_idx, c->site - 1), c->site - 1,
 				     0, &file, &line);
 			if (err)
-				return err;
+				goto out;
 		}
 		if (file == NO_FILE) {
 			s->a->unresolved_calls += c->calls;
 			continue;
 		}
-		l = line_of(s, file, line);
-		if (!l)
-			return -ENOMEM;
-		l->calls += c->calls;
-		l->total_ns += c->total_ns;
+		eloc[i] = (uint64_t)file << 32 | line;
+		err = hmap_get_or_put(&s->line_keys, eloc[i], s->nline_keys, &k);
+		if (err < 0)
+			goto out;
+		s->nline_keys += (uint32_t)err;
+		ekey[i] = (uint32_t)k;
 	}
-	return 0;
+	/* a call from a line inside another call from the same line adds no time */
+	err = incl_outer(t->nodes, t->n, enode, ekey, ns, s->nline_keys, outer);
+	for (i = 0; !err && i < ns; i++) {
+		const struct cygprof_callsite *c = &sites[i];
+
+		if (ekey[i] == INCL_NONE)
+			continue;
+		l = line_of(s, (uint32_t)(eloc[i] >> 32), (uint32_t)eloc[i]);
+		if (!l) {
+			err = -ENOMEM;
+			break;
+		}
+		l->calls += c->calls;
+		if (outer[i])
+			l->total_ns += c->total_ns;
+	}
+out:
+	free(enode);
+	free(ekey);
+	free(eloc);
+	free(outer);
+	return err;
 }
 
 /* ---- memory ---------------------------------------------------------------- */
@@ -563,6 +604,7 @@ out:
 	hindex_release(&s.file_index);
 	free(s.loc);
 	hindex_release(&s.loc_index);
+	hmap_release(&s.line_keys);
 	if (err) {
 		annotate_free(s.a);
 		return err;
