@@ -158,25 +158,3 @@ int incl_outer(const struct cygprof_node *nodes, size_t n, const uint32_t *enode
 	free(near);
 	return err;
 }
-
-int incl_arc_ns(const struct cygprof_node *nodes, size_t n, const uint32_t *key, uint32_t nkeys,
-		uint64_t *out)
-{
-	uint32_t *near = malloc((n ? n : 1) * sizeof(*near));
-	uint32_t *via = malloc((n ? n : 1) * sizeof(*via));
-	uint64_t *sub = calloc(n ? n : 1, sizeof(*sub));
-	size_t i;
-	int err = -ENOMEM;
-
-	if (near && via && sub)
-		err = incl_nearest(nodes, n, NULL, key, n, nkeys, near, via);
-	for (i = 1; !err && i < n; i++)
-		if (near[i] != INCL_NONE)
-			sub[via[i]] += nodes[i].total_ns;
-	for (i = 0; !err && i < n; i++)
-		out[i] = i && nodes[i].total_ns > sub[i] ? nodes[i].total_ns - sub[i] : 0;
-	free(near);
-	free(via);
-	free(sub);
-	return err;
-}

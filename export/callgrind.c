@@ -21,6 +21,7 @@
 
 #include "array.h"
 #include "hmap.h"
+#include "inclusive.h"
 #include "profile.h"
 #include "srcline.h"
 #include "view.h"
@@ -147,58 +148,24 @@ static int cg_add_call(struct cg *c, uint32_t caller, uint32_t callee, uint32_t 
 }
 
 /* For every node of the tree, whether an ancestor is of its own (merged)
- * function: a walk down the tree counting the functions on the path.
- * @param[out] rec owned: free(). */
-static int cg_recursive(struct cg *c, const struct view_tree *t, uint8_t **rec)
+ * function: inclusive.h's rule on the profile's functions.
+ * @param[out] top owned: free(); top[i] != i for such a node. */
+static int cg_tops(struct cg *c, const struct view_tree *t, uint32_t **top)
 {
-	uint32_t *pf = malloc(t->n * sizeof *pf), *first = malloc(t->n * sizeof *first);
-	uint32_t *next = malloc(t->n * sizeof *next), *stack = malloc(t->n * sizeof *stack);
-	uint32_t *onpath = calloc(c->p->nfns + 1, sizeof *onpath);
-	uint8_t *r = calloc(t->n, 1), *done = calloc(t->n, 1);
-	size_t sp = 0;
+	uint32_t *key = malloc(t->n * sizeof(*key));
 	int err = -ENOMEM;
 
-	if (!pf || !first || !next || !stack || !onpath || !r || !done)
-		goto out;
-	for (size_t i = 0; i < t->n; i++) {
-		pf[i] = i && t->fn[i] != VIEW_NONE ? cg_pfn(c, t->fn[i]) : PROFILE_NONE;
-		first[i] = next[i] = UINT32_MAX;
+	*top = malloc(t->n * sizeof(**top));
+	if (key && *top) {
+		for (size_t i = 0; i < t->n; i++)
+			key[i] = i && t->fn[i] != VIEW_NONE ? cg_pfn(c, t->fn[i]) : INCL_NONE;
+		err = incl_tops(t->nodes, t->n, key, (uint32_t)c->p->nfns, *top);
 	}
-	for (size_t i = t->n; i-- > 1;) { /* children in array order */
-		uint32_t par = t->nodes[i].parent;
-
-		if (par < i) {
-			next[i] = first[par];
-			first[par] = (uint32_t)i;
-		}
+	free(key);
+	if (err) {
+		free(*top);
+		*top = NULL;
 	}
-	stack[sp++] = 0;
-	while (sp) {
-		uint32_t i = stack[sp - 1];
-
-		if (!done[i]) { /* enter */
-			done[i] = 1;
-			if (pf[i] != PROFILE_NONE)
-				r[i] = onpath[pf[i]]++ > 0;
-			for (uint32_t k = first[i]; k != UINT32_MAX; k = next[k])
-				stack[sp++] = k;
-		} else { /* leave */
-			sp--;
-			if (pf[i] != PROFILE_NONE)
-				onpath[pf[i]]--;
-		}
-	}
-	*rec = r;
-	r = NULL;
-	err = 0;
-out:
-	free(pf);
-	free(first);
-	free(next);
-	free(stack);
-	free(onpath);
-	free(r);
-	free(done);
 	return err;
 }
 
@@ -208,7 +175,7 @@ static int cg_thread(struct cg *c, uint32_t thread, uint32_t proc)
 	const struct view_tree *t;
 	const struct cygprof_callsite *s;
 	struct srcline *sl = view_srcline(c->v);
-	uint8_t *rec = NULL;
+	uint32_t *top = NULL;
 	size_t ns;
 	int err;
 
@@ -223,7 +190,7 @@ static int cg_thread(struct cg *c, uint32_t thread, uint32_t proc)
 	}
 	err = view_sites(c->v, thread, &s, &ns);
 	if (!err)
-		err = cg_recursive(c, t, &rec);
+		err = cg_tops(c, t, &top);
 	if (err)
 		return err;
 	for (size_t k = 0; k < ns; k++) {
@@ -246,11 +213,11 @@ static int cg_thread(struct cg *c, uint32_t thread, uint32_t proc)
 			line = 0;
 		if (!line)
 			line = c->fns[caller].line;
-		cost = caller == callee || rec[i] ? 0 : s[k].total_ns;
+		cost = caller == callee || top[i] != i ? 0 : s[k].total_ns;
 		if ((err = cg_add_call(c, caller, callee, line, s[k].calls, cost)))
 			break;
 	}
-	free(rec);
+	free(top);
 	return err;
 }
 
