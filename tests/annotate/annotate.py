@@ -27,6 +27,9 @@ Tests:
              CYGPROF_DEBUG_DIRS too; then with the binary deleted
   debuglink  .gnu_debuglink next to the binary (CRC checked): lines found; a
              debug file with the wrong CRC is refused with a warning
+  recursion  (EXE examples/recurtime.c) the inclusive time of a recursive
+             call line is its outermost call's (exact against the report's
+             functions and arcs), no line above the run; exact calls
   mismatch   the other build's debug file at the expected build-id path (and
              by debuglink) is refused with the warning, exit 0, no lines
 
@@ -399,8 +402,58 @@ def test_mismatch(ck, cyg, example, workdir):
              'mismatched debuglink file: the warning (%r)' % cp.err)
 
 
+def test_recursion(ck, cyg, example, workdir):
+    """examples/recurtime.c: a recursive call line's inclusive time is
+    counted once (the outermost call from the line), not once per frame."""
+    src = ARGS.source
+    m = markers(src)
+    cap = os.path.join(workdir, 'cap.data')
+    cp = cyg.record(cap, [example])
+    if cp.returncode != 0:
+        raise Failure('record failed (%s): %s' % (describe_status(cp.returncode), cp.err.strip()))
+    ck.check('recurtime: descend=9 ping=5 pong=4 spin=2' in cp.out, 'the example printed its counts')
+    rep, _ = cyg.report_json(cap, ck)
+    fns = cygtest.fn_map(rep)
+    arcs = {(a['caller'], a['callee']): a['self_ns'] + a['children_ns'] for a in rep['arcs']}
+    data, _ = annotate_json(ck, [cap, 'recurtime.c'])
+    if not ck.eq(len(data['files']), 1, 'recurtime.c is in the output'):
+        return
+    lines = {ln['line']: ln for ln in data['files'][0]['lines']}
+    run_ns = data['totals']['total_ns']
+    ck.eq(run_ns, fns['main']['total_ns'], 'totals: the run is main\'s time')
+
+    def line(marker):
+        return lines.get(m[marker], {'calls': 0, 'total_ns': 0})
+
+    for marker, calls in (('L_TOP_DESCEND', 1), ('L_REC', 8), ('L_SPIN_D', 1),
+                          ('L_TOP_PING', 1), ('L_PING', 4), ('L_PONG', 4), ('L_SPIN_P', 1)):
+        ck.eq(line(marker)['calls'], calls, '%s: calls' % marker)
+    # exact: the outermost call from each line is a function's or an arc's time
+    ck.eq(line('L_TOP_DESCEND')['total_ns'], fns['descend']['total_ns'], 'L_TOP_DESCEND = descend')
+    ck.eq(line('L_TOP_PING')['total_ns'], fns['ping']['total_ns'], 'L_TOP_PING = ping')
+    ck.eq(line('L_PING')['total_ns'], fns['pong']['total_ns'], 'L_PING = pong(7) = pong')
+    ck.eq(line('L_SPIN_D')['total_ns'], arcs[('descend', 'spin')], 'L_SPIN_D = descend -> spin')
+    ck.eq(line('L_SPIN_P')['total_ns'], arcs[('ping', 'spin')], 'L_SPIN_P = ping -> spin')
+    # descend(7) lies between descend(0)'s spin and descend(8); ping(6) between
+    # ping(0)'s spin and pong(7): not 8 or 4 times them
+    rec = line('L_REC')['total_ns']
+    ck.check(arcs[('descend', 'spin')] <= rec <= fns['descend']['total_ns'],
+             'L_REC %d within [%d, %d]' % (rec, arcs[('descend', 'spin')],
+                                          fns['descend']['total_ns']))
+    pong = line('L_PONG')['total_ns']
+    ck.check(arcs[('ping', 'spin')] <= pong <= fns['pong']['total_ns'],
+             'L_PONG %d within [%d, %d]' % (pong, arcs[('ping', 'spin')], fns['pong']['total_ns']))
+    for ln in data['files'][0]['lines']:
+        ck.check(ln['total_ns'] <= run_ns, 'line %d: %d ns <= the run %d ns'
+                 % (ln['line'], ln['total_ns'], run_ns))
+    for name, want in (('main', 1), ('descend', 9), ('ping', 5), ('pong', 4), ('spin', 2)):
+        ck.eq(fns[name]['calls'], want, '%s: calls' % name)
+        ck.check(fns[name]['total_ns'] <= run_ns, '%s: total <= the run' % name)
+
+
 TESTS = {
     'lines': test_lines,
+    'recursion': test_recursion,
     'deleted': test_deleted,
     'debugdir': test_debugdir,
     'debuglink': test_debuglink,
