@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* test-profile.c - analysis/profile.c on hand-built trees: self/total with
- * recursion, arcs, merging by name across threads. */
+ * recursion, arcs, merging by name across threads; analysis/inclusive.c's
+ * rule per call line. */
 #include <errno.h>
 
 #include "check.h"
+#include "inclusive.h"
 #include "profile.h"
 
 #define N(par, c, t) {.parent = (par), .calls = (c), .total_ns = (t)}
@@ -263,11 +265,61 @@ static void test_compensate(void)
 	CHECK_EQ_INT(profile_compensate(bad, 2, &o, NULL), -EINVAL);
 }
 
+/* inclusive.c: root -> a (line 10) -> b (line 20) -> a (line 10, twice:
+ * two sites) -> a (line 30); root -> c (line 10).  Entries: the sites. */
+static void test_inclusive_lines(void)
+{
+	static const struct cygprof_node t[] = {
+		{.parent = CYGPROF_NONE}, N(0, 1, 1000), N(1, 2, 900), N(2, 3, 800),
+		N(3, 4, 100),             N(0, 1, 50),
+	};
+	/* entries: node, key (line), as annotate makes them */
+	static const uint32_t enode[] = {1, 2, 3, 3, 4, 5, 0};
+	static const uint32_t ekey[] = {10, 20, 10, 10, 30, 10, INCL_NONE};
+	uint8_t outer[7];
+	uint32_t near[7], via[7], top[6];
+	static const uint32_t fnkey[] = {0, 0, 1, 0, 0, 2}; /* a b a a c */
+	uint64_t sum = 0;
+
+	CHECK_EQ_INT(incl_nearest(t, 6, enode, ekey, 7, 40, near, via), 0);
+	CHECK_EQ_U64(near[0], INCL_NONE);
+	CHECK_EQ_U64(near[1], INCL_NONE);
+	CHECK_EQ_U64(near[2], 1); /* line 10 again under a from line 10 */
+	CHECK_EQ_U64(via[2], 2);  /* through b */
+	CHECK_EQ_U64(near[3], 1);
+	CHECK_EQ_U64(near[4], INCL_NONE);
+	CHECK_EQ_U64(near[5], INCL_NONE); /* a sibling subtree: not inside */
+	CHECK_EQ_U64(near[6], INCL_NONE);
+	CHECK_EQ_INT(incl_outer(t, 6, enode, ekey, 7, 40, outer), 0);
+	/* line 10's time: node 1 and node 5, once each: 1050, not 1850 */
+	for (size_t i = 0; i < 7; i++)
+		if (ekey[i] == 10 && outer[i])
+			sum += t[enode[i]].total_ns;
+	CHECK_EQ_U64(sum, 1050);
+	CHECK_EQ_INT(outer[4], 1);
+	/* per function: the outermost of each */
+	CHECK_EQ_INT(incl_tops(t, 6, fnkey, 3, top), 0);
+	CHECK_EQ_U64(top[1], 1);
+	CHECK_EQ_U64(top[2], 2);
+	CHECK_EQ_U64(top[3], 1);
+	CHECK_EQ_U64(top[4], 1);
+	CHECK_EQ_U64(top[5], 5);
+	/* a node out of range, a parent after its child */
+	{
+		static const uint32_t bad[] = {9};
+		static const struct cygprof_node loop[] = {{.parent = CYGPROF_NONE}, N(1, 1, 1)};
+
+		CHECK_EQ_INT(incl_outer(t, 6, bad, ekey, 1, 40, outer), -EINVAL);
+		CHECK_EQ_INT(incl_tops(loop, 2, fnkey, 3, top), -EINVAL);
+	}
+}
+
 int main(void)
 {
 	RUN_TEST(test_single_tree);
 	RUN_TEST(test_merge_threads);
 	RUN_TEST(test_mutual_recursion);
+	RUN_TEST(test_inclusive_lines);
 	RUN_TEST(test_clamp_and_errors);
 	RUN_TEST(test_many_names);
 	RUN_TEST(test_compensate);
