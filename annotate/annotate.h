@@ -5,7 +5,9 @@
  * directory when relative and normalized):
  *   calls        instrumented calls made from the line: the call-site
  *                entries (get_sites) whose return address - 1 maps to it;
- *   total_ns     the inclusive time of those calls;
+ *   total_ns     the inclusive time of those calls, recursion counted once:
+ *                a site's time counts only when no outer frame on its
+ *                path was called from the same line (analysis/inclusive.h);
  *   entries      entries of the functions defined there: the calls of the
  *                tree nodes of a function, at its DW_AT_decl_line (or the
  *                line of its entry address);
