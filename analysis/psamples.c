@@ -12,6 +12,7 @@
 /* What one stack of the stash says, worked out once. */
 struct stack_info {
 	int done;
+	int overhead;      /* the innermost frame is cygprof's runtime */
 	uint32_t inst;     /* innermost instrumented function, or PROFILE_NONE */
 	uint32_t *path;    /* instrumented functions, outermost first */
 	uint32_t npath;
@@ -31,6 +32,39 @@ struct ctx {
 	int all_threads;
 };
 
+int psamp_runtime_frame(const char *name, const char *object_path)
+{
+	if (object_path) {
+		const char *b = strrchr(object_path, '/');
+		b = b ? b + 1 : object_path;
+		if (!strncmp(b, "libcygprof-cyg.", 15) || !strncmp(b, "libcygprof-mem.", 15))
+			return 1;
+	}
+	return name && !strncmp(name, "__cyg_profile_func_", 19);
+}
+
+int psamp_stack(struct view *v, uint32_t id, unsigned flags, struct view_frame **frames,
+		size_t *n, int *overhead)
+{
+	size_t i, k;
+	int err = view_stack(v, id, flags, NULL, frames, n);
+
+	*overhead = 0;
+	if (err)
+		return err;
+	for (i = k = 0; i < *n; i++) {
+		struct view_frame *f = &(*frames)[i];
+		if (psamp_runtime_frame(f->name, f->obj ? f->obj->path : NULL)) {
+			if (!i)
+				*overhead = 1;
+			continue;
+		}
+		(*frames)[k++] = *f;
+	}
+	*n = k;
+	return 0;
+}
+
 static int stack_info(struct ctx *x, uint32_t id, struct stack_info **out)
 {
 	struct stack_info *si;
@@ -46,7 +80,7 @@ static int stack_info(struct ctx *x, uint32_t id, struct stack_info **out)
 		*out = si;
 		return 0;
 	}
-	err = view_stack(x->v, id, 0, NULL, &f, &n);
+	err = psamp_stack(x->v, id, 0, &f, &n, &si->overhead);
 	if (err)
 		return err;
 	si->inst = PROFILE_NONE;
@@ -196,6 +230,10 @@ static int charge(struct ctx *x, uint32_t thread_idx, uint32_t stack, uint32_t f
 		return err;
 	if (!si) {
 		s->unplaced += samples + off_n;
+		return 0;
+	}
+	if (si->overhead) {
+		add(&s->overhead, samples, sample_ns, off_ns, off_n);
 		return 0;
 	}
 	if (si->inst != PROFILE_NONE)

@@ -11,6 +11,13 @@
  * uninstrumented functions, and who called them.  An off-CPU interval is
  * charged the same way, by the stack where its thread left the CPU.
  *
+ * cygprof's own runtime (the hooks, their slow paths, the malloc wrappers:
+ * libcygprof-cyg.so and libcygprof-mem.so, or a frame named
+ * __cyg_profile_func_*) is the profiler's cost, not the program's: a
+ * sample or interval whose innermost frame is there is charged to no
+ * function and counted as overhead, and runtime frames are left out of
+ * every stack a reader shows (psamp_stack(), the one rule).
+ *
  * Per call path: the instrumented frames of a stack, outermost first, are
  * followed down the thread's calling-context tree from its root; a stack
  * whose frames leave the tree (a chain cut short) is counted per function
@@ -28,6 +35,7 @@
 #include "profile.h"
 
 struct view;
+struct view_frame;
 
 /* What samples and off-CPU intervals say about one function or node. */
 struct psamp_cost {
@@ -66,6 +74,7 @@ struct psamp {
 	struct psamp_path_leaf *path_leaf;
 	size_t npath_leaf;
 	struct psamp_cost total;  /* everything selected */
+	struct psamp_cost overhead; /* of total: in cygprof's runtime, charged to no function */
 	uint64_t kernel_samples;  /* samples in the kernel */
 	uint64_t uninstr_samples; /* samples whose innermost frame is not instrumented */
 	uint64_t unplaced;        /* samples and intervals not placed on a call path */
@@ -83,5 +92,20 @@ struct psamp {
  *                 samples and no intervals. */
 int psamp_load(struct view *v, const struct profile *p, int all_threads, struct psamp **out);
 void psamp_free(struct psamp *s);
+
+/** Whether a frame is cygprof's runtime: its object is libcygprof-cyg.so or
+ * libcygprof-mem.so (any directory), or its name is one of the hooks
+ * (__cyg_profile_func_enter/exit, for a frame without an object).  A
+ * view_skip_fn. */
+int psamp_runtime_frame(const char *name, const char *object_path);
+
+/** The frames of sample stack id as every reader shows them: view_stack()'s
+ * (flags as there), with cygprof's runtime frames left out.
+ * @param[out] overhead 1 when the innermost frame was the runtime's: the
+ *                      sample is the profiler's cost, charged to no
+ *                      function (the frames left are its callers).
+ * @param[out] frames owned: free(). */
+int psamp_stack(struct view *v, uint32_t id, unsigned flags, struct view_frame **frames,
+		size_t *n, int *overhead);
 
 #endif

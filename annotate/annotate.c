@@ -12,6 +12,7 @@
 #include "inclusive.h"
 #include "memory.h"
 #include "names.h"
+#include "psamples.h"
 #include "srcline.h"
 #include "view.h"
 
@@ -389,9 +390,17 @@ static int add_leaf(struct state *s, const struct leaf *l, uint64_t n, uint64_t 
 	long file;
 	int err;
 
-	err = view_stack(s->v, l->stack, VIEW_LINES, NULL, &f, &nf);
+	int overhead;
+
+	err = psamp_stack(s->v, l->stack, VIEW_LINES, &f, &nf, &overhead);
 	if (err)
 		return err;
+	if (overhead) {
+		s->a->overhead_samples += n;
+		s->a->overhead_sampled_ns += ns;
+		free(f);
+		return 0;
+	}
 	if (!nf || !f[0].file || !f[0].line) {
 		s->a->unresolved_samples += n;
 		s->a->unresolved_sampled_ns += ns;

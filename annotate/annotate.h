@@ -23,7 +23,9 @@
  *                the inlined function's line (view_stack() with VIEW_LINES),
  *                and the sum of their weight_ns.  Samples in code without
  *                line information (an uninstrumented libc) are on no line:
- *                they count in unresolved_samples only.
+ *                they count in unresolved_samples only; samples in
+ *                cygprof's runtime (psamp_stack()) are on no line either:
+ *                they count in overhead_samples only.
  * Lines come from the objects' DWARF, located through debuginfo.h, read
  * through the view (view.h).
  *
@@ -71,6 +73,7 @@ struct annotate {
 	int sampled;             /* the capture has perf samples */
 	uint64_t total_samples, total_sampled_ns; /* all of them */
 	uint64_t unresolved_samples, unresolved_sampled_ns; /* on no line */
+	uint64_t overhead_samples, overhead_sampled_ns; /* in cygprof's runtime */
 };
 
 struct view;

@@ -546,6 +546,15 @@ static void print_text(const struct annotate_cli *o, const struct annotate *a, c
 		       fmt_share(p, sizeof(p), 1, a->unresolved_samples, a->total_samples),
 		       dur_word(d, sizeof(d), a->unresolved_sampled_ns));
 	}
+	if (a->overhead_samples) {
+		char p[32];
+
+		printf("Profiler overhead (samples in cygprof's runtime, on no line): %" PRIu64
+		       " (%s, %s sampled)\n",
+		       a->overhead_samples,
+		       fmt_share(p, sizeof(p), 1, a->overhead_samples, a->total_samples),
+		       dur_word(d, sizeof(d), a->overhead_sampled_ns));
+	}
 	if (a->sampled)
 		printf("Columns: calls made from the line, entries of the function defined there,\n"
 		       "inclusive time of the calls from the line, %sthe perf samples\n"
@@ -633,9 +642,10 @@ static void print_json(struct view *v, const struct annotate_cli *o,
 	       a->memory ? "true" : "false");
 	if (a->sampled)
 		printf(", \"samples\": %" PRIu64 ", \"sampled_ns\": %" PRIu64
-		       ", \"unresolved_samples\": %" PRIu64 ", \"unresolved_sampled_ns\": %" PRIu64,
+		       ", \"unresolved_samples\": %" PRIu64 ", \"unresolved_sampled_ns\": %" PRIu64
+		       ", \"overhead\": {\"samples\": %" PRIu64 ", \"sampled_ns\": %" PRIu64 "}",
 		       a->total_samples, a->total_sampled_ns, a->unresolved_samples,
-		       a->unresolved_sampled_ns);
+		       a->unresolved_sampled_ns, a->overhead_samples, a->overhead_sampled_ns);
 	printf("},\n ");
 	cli_json_limits(v);
 	printf("}\n");

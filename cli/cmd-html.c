@@ -295,9 +295,12 @@ static void write_profile(FILE *f, const struct profile *p, const struct psamp *
 	}
 	fprintf(f, "{\"samples\":%" PRIu64 ",\"sampled_ns\":%" PRIu64 ",\"offcpu_n\":%" PRIu64
 		",\"offcpu_ns\":%" PRIu64 ",\"kernel\":%" PRIu64 ",\"unplaced\":%" PRIu64
-		",\"imported\":%" PRIu64 ",\"leaves\":[",
+		",\"imported\":%" PRIu64 ",\"overhead\":{\"samples\":%" PRIu64
+		",\"sampled_ns\":%" PRIu64 ",\"offcpu_n\":%" PRIu64 ",\"offcpu_ns\":%" PRIu64
+		"},\"leaves\":[",
 		ps->total.samples, ps->total.sample_ns, ps->total.offcpu_n, ps->total.offcpu_ns,
-		ps->kernel_samples, ps->unplaced, ps->imported);
+		ps->kernel_samples, ps->unplaced, ps->imported, ps->overhead.samples,
+		ps->overhead.sample_ns, ps->overhead.offcpu_n, ps->overhead.offcpu_ns);
 	/* [name, object, caller fn or -1, kernel, samples, sampled, offcpu] */
 	for (i = 0; i < ps->nleaf && i < 1000; i++) {
 		const struct psamp_leaf *lf = &ps->leaf[i];

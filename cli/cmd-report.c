@@ -261,6 +261,11 @@ static void print_sampled(struct view *v, const struct profile *p, const struct 
 	       (double)ps->total.offcpu_ns / 1e9);
 	printf("Sampled times are estimates from the samples; a function's times include the\n"
 	       "uninstrumented code it calls, as its exact self time does.\n");
+	if (ps->total.samples || ps->overhead.offcpu_n)
+		printf("Profiler overhead: %" PRIu64 " samples (%.2f%%), %.3f s on CPU, in cygprof's"
+		       " runtime (hooks, malloc wrappers), charged to no function.\n",
+		       ps->overhead.samples, pct(ps->overhead.samples, ps->total.samples),
+		       (double)ps->overhead.sample_ns / 1e9);
 	if (ps->kernel_samples)
 		printf("%" PRIu64 " samples were in the kernel, charged to the code that called it.\n",
 		       ps->kernel_samples);
@@ -392,9 +397,13 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 		printf("\"samples\": {\"samples\": %" PRIu64 ", \"sampled_ns\": %" PRIu64
 		       ", \"offcpu_intervals\": %" PRIu64 ", \"offcpu_ns\": %" PRIu64
 		       ", \"kernel_samples\": %" PRIu64 ", \"imported_samples\": %" PRIu64
-		       ", \"unplaced\": %" PRIu64 ",\n    \"uninstrumented\": [",
+		       ", \"unplaced\": %" PRIu64 ",\n    \"overhead\": {\"samples\": %" PRIu64
+		       ", \"sampled_ns\": %" PRIu64 ", \"offcpu_intervals\": %" PRIu64
+		       ", \"offcpu_ns\": %" PRIu64 "},\n    \"uninstrumented\": [",
 		       ps->total.samples, ps->total.sample_ns, ps->total.offcpu_n,
-		       ps->total.offcpu_ns, ps->kernel_samples, ps->imported, ps->unplaced);
+		       ps->total.offcpu_ns, ps->kernel_samples, ps->imported, ps->unplaced,
+		       ps->overhead.samples, ps->overhead.sample_ns, ps->overhead.offcpu_n,
+		       ps->overhead.offcpu_ns);
 		for (i = 0; i < ps->nleaf; i++) {
 			const struct psamp_leaf *lf = &ps->leaf[i];
 			printf("%s\n      {\"name\": ", i ? "," : "");

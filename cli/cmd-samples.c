@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "debuginfo.h"
 #include "json.h"
+#include "psamples.h"
 #include "view.h"
 
 #define CMD "samples"
@@ -39,7 +40,8 @@ static void usage(FILE *f)
 		"The perf samples of a capture (FILE defaults to " CYGPROF_DEFAULT_CAPTURE "),\n"
 		"recorded with 'record --sample' or added by 'import-perf', one a line in\n"
 		"time order: index, time from the capture start, process, thread, the CPU\n"
-		"time it stands for, flags (k: in the kernel, i: imported) and the innermost\n"
+		"time it stands for, flags (k: in the kernel, i: imported, o: profiler\n"
+		"overhead, in cygprof's runtime, whose frames are left out) and the innermost\n"
 		"frames of its call chain.\n"
 		"\n"
 		"options:\n"
@@ -155,6 +157,7 @@ struct shown {
 	struct view_frame *f;
 	size_t nf;
 	char thread[16];
+	int overhead;   /* in cygprof's runtime (psamp_stack()): f are its callers */
 	int execd;      /* its process exec'd (rr replay -p), else only forked (-f) */
 };
 
@@ -179,7 +182,7 @@ static int chosen_by_frames(const struct samples_opts *o, const struct shown *x)
 	return 0;
 }
 
-static const char *flags_str(uint32_t fl, char buf[4])
+static const char *flags_str(uint32_t fl, int overhead, char buf[5])
 {
 	char *p = buf;
 
@@ -187,6 +190,8 @@ static const char *flags_str(uint32_t fl, char buf[4])
 		*p++ = 'k';
 	if (fl & CYGPROF_SAMPLE_IMPORTED)
 		*p++ = 'i';
+	if (overhead)
+		*p++ = 'o';
 	if (p == buf)
 		*p++ = '-';
 	*p = 0;
@@ -197,7 +202,9 @@ static void print_frames(const struct shown *x, unsigned depth)
 {
 	size_t n = x->nf < depth ? x->nf : depth;
 
-	if (!x->nf) {
+	if (x->overhead)
+		fputs(x->nf ? "[profiler overhead] <- " : "[profiler overhead]", stdout);
+	else if (!x->nf) {
 		fputs("(no stack)", stdout);
 		return;
 	}
@@ -251,8 +258,8 @@ static void json_sample(const struct shown *x, int rr, int first)
 	       "\"thread\": ",
 	       first ? "" : ",", x->index, s->t_ns, s->pid, s->tid);
 	json_str(stdout, x->thread);
-	printf(", \"weight_ns\": %" PRIu64 ", \"flags\": %u, \"rr_ticks\": ", s->weight_ns,
-	       s->flags);
+	printf(", \"weight_ns\": %" PRIu64 ", \"flags\": %u, \"overhead\": %s, \"rr_ticks\": ",
+	       s->weight_ns, s->flags, x->overhead ? "true" : "false");
 	if (s->rr_ticks == NO_TICKS)
 		fputs("null", stdout);
 	else
@@ -281,7 +288,7 @@ static void json_sample(const struct shown *x, int rr, int first)
 static void text_sample(const struct samples_opts *o, const struct shown *x)
 {
 	const struct cygprof_psample *s = x->s;
-	char fl[4];
+	char fl[5];
 
 	if (o->rr) {
 		char lines[5][160];
@@ -297,7 +304,7 @@ static void text_sample(const struct samples_opts *o, const struct shown *x)
 		return;
 	}
 	printf("%7zu %11.6f %7u %7u  %-15s %9.3f  %-5s  ", x->index, s->t_ns / 1e9, s->pid, s->tid,
-	       x->thread, s->weight_ns / 1e6, flags_str(s->flags, fl));
+	       x->thread, s->weight_ns / 1e6, flags_str(s->flags, x->overhead, fl));
 	print_frames(x, o->depth);
 	putchar('\n');
 }
@@ -405,7 +412,7 @@ int cmd_samples(int argc, char **argv)
 		if (!chosen_by_sample(&o, x.s))
 			continue;
 		if (x.s->stack)
-			cli_check(view_stack(v, x.s->stack, 0, NULL, &x.f, &x.nf), o.file);
+			cli_check(psamp_stack(v, x.s->stack, 0, &x.f, &x.nf, &x.overhead), o.file);
 		if (!chosen_by_frames(&o, &x)) {
 			free(x.f);
 			continue;

@@ -11,6 +11,8 @@
  *   samples   perf samples (record --sample, import-perf) per stack: the
  *             samples' own frames, uninstrumented ones included, and
  *             "[kernel]" innermost for a sample that hit the kernel;
+ *             cygprof's runtime frames left out, and a sample in the
+ *             runtime (psamp_stack()) on the one line "[profiler overhead]";
  *   allocated, leaked, peak (--memory)
  *             bytes per allocation stack (analysis/memory.h), allocator
  *             frames left out.
@@ -31,6 +33,7 @@
 #include "out-kind.h"
 #include "pathtree.h"
 #include "profile.h"
+#include "psamples.h"
 #include "view.h"
 
 /* A frame's name as a folded line may hold it (owned: free()). */
@@ -229,8 +232,17 @@ static int write_samples(struct view *v, FILE *f)
 
 		if (!count[i])
 			continue;
-		if ((err = view_stack(v, (uint32_t)(i / 2), 0, NULL, &fr, &nf)))
+		int overhead;
+
+		if ((err = psamp_stack(v, (uint32_t)(i / 2), 0, &fr, &nf, &overhead)))
 			break;
+		if (overhead) {
+			/* the profiler's cost: charged to no function */
+			free(fr);
+			line = strdup("[profiler overhead]");
+			err = line ? lines_add(&l, line, count[i]) : -ENOMEM;
+			continue;
+		}
 		if (!(names = malloc((nf ? nf : 1) * sizeof(*names)))) {
 			free(fr);
 			err = -ENOMEM;

@@ -159,6 +159,8 @@ static int64_t str_id_copy(struct strtab *t, const char *s)
 
 #define NVAL 4
 #define PPROF_UNPLACED "[samples outside the call trees]"
+/* samples in cygprof's runtime (psamples.h): charged to no function */
+#define PPROF_OVERHEAD "[profiler overhead]"
 
 /* What a path of the tree holds here (by its node). */
 struct pp_path {
@@ -240,6 +242,13 @@ static int pp_unplaced(struct pp *c)
 	uint32_t q;
 	long f;
 
+	if (c->ps->overhead.samples) {
+		f = profile_intern(c->p, PPROF_OVERHEAD);
+		if (f < 0 || !(q = path_get(c, 0, (uint32_t)f)))
+			return -ENOMEM;
+		c->pv[q].val[2] += (int64_t)c->ps->overhead.samples;
+		c->pv[q].val[3] += (int64_t)c->ps->overhead.sample_ns;
+	}
 	for (size_t i = 1; i < c->paths.len; i++) {
 		n += c->pv[i].val[2];
 		ns += c->pv[i].val[3];
@@ -342,9 +351,12 @@ static int pp_stacks(struct pp *c)
 			struct view_frame *fr = NULL;
 			size_t nf = 0;
 			long f;
+			int overhead = 0;
 
 			if (id)
-				err = view_stack(c->v, id, 0, NULL, &fr, &nf);
+				err = psamp_stack(c->v, id, 0, &fr, &nf, &overhead);
+			if (overhead) /* the profiler's cost: charged to no function */
+				nf = 0;
 			for (size_t k = nf; k-- > 0 && !err;) {
 				f = profile_intern(c->p, fr[k].name);
 				if (f < 0 || !(q = path_get(c, q, (uint32_t)f)))
@@ -352,7 +364,7 @@ static int pp_stacks(struct pp *c)
 			}
 			free(fr);
 			if (!err && !q) {
-				f = profile_intern(c->p, PPROF_UNPLACED);
+				f = profile_intern(c->p, overhead ? PPROF_OVERHEAD : PPROF_UNPLACED);
 				if (f < 0 || !(q = path_get(c, 0, (uint32_t)f)))
 					err = -ENOMEM;
 			}

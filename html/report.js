@@ -412,7 +412,9 @@
     var t = new Table('leaves', cols, rows, 3, null);
     add('<h2 id="s-samples">Samples</h2><p>' + P.samples + ' samples, ' + ns(P.sampled_ns) + ' on CPU; ' +
       P.offcpu_n + ' off-CPU intervals, ' + ns(P.offcpu_ns) + ' off CPU' + (P.imported ? ' (imported from perf)' : '') +
-      '. The flat profile shows each function\'s samples beside its exact counts.</p>' +
+      '.</p><p>Profiler overhead: ' + (P.overhead ? P.overhead.samples : 0) + ' samples (' +
+      (P.samples && P.overhead ? (100 * P.overhead.samples / P.samples).toFixed(2) : '0.00') +
+      '%) in cygprof\'s runtime, charged to no function. The flat profile shows each function\'s samples beside its exact counts.</p>' +
       '<h3>Uninstrumented functions found by samples</h3>' + t.html());
     t.draw();
   }
