@@ -401,9 +401,12 @@ static int same_object(const struct procmap *a, const struct procmap *b)
  * The copied user stack holds that return address: the first word above
  * the stack pointer that points into executable code of another object
  * than the IP's (frames of the IP's own object come first).  When that word
- * is the chain's next frame anyway, nothing was skipped. */
-static uint64_t leaf_caller(const struct cproc *cp, const uint64_t *frames, size_t n,
-			    const char *stack, uint64_t size)
+ * is the chain's next frame anyway, nothing was skipped.  The same
+ * restores the instrumented caller of a sample in cygprof's hooks, which
+ * set up no frame (cyg/meson.build keeps %rbp out of them, so the chain
+ * goes on from that caller's own frame). */
+static uint64_t leaf_caller(struct collector *c, struct cproc *cp, const uint64_t *frames,
+			    size_t n, const char *stack, uint64_t size)
 {
 	const struct procmap *ipm, *next;
 
@@ -418,7 +421,12 @@ static uint64_t leaf_caller(const struct cproc *cp, const uint64_t *frames, size
 	for (uint64_t k = 0; k + 8 <= size; k += 8) {
 		uint64_t w = perf_u64(stack + k);
 		const struct procmap *m = exec_map(cp, w);
+		uint64_t start = 0;
 		if (!m || same_object(m, ipm))
+			continue;
+		/* a function's entry is a pointer a register held (the hooks
+		 * save their caller's registers), not a return address */
+		if (collector_fn_name(c, cp, w, &start, NULL, NULL, NULL) && start == w)
 			continue;
 		return n > 1 && w == frames[1] ? 0 : w;
 	}
@@ -461,7 +469,7 @@ static uint32_t chain_stack(struct collector *c, struct sampling *s, uint32_t pi
 		frames[n++] = ip;
 	if (cp && stack) {
 		collector_proc_maps(c, cp);
-		uint64_t w = leaf_caller(cp, frames, n, stack, stack_size);
+		uint64_t w = leaf_caller(c, cp, frames, n, stack, stack_size);
 		if (w) {
 			memmove(frames + 2, frames + 1, (n - 1) * sizeof *frames);
 			frames[1] = w;

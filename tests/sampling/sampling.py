@@ -407,7 +407,45 @@ def test_import_real(ck, cyg, prog, args):
     ck.check(spin * 2 > sm['samples'], 'spin: %d of %d imported samples' % (spin, sm['samples']))
 
 
-TESTS = {'sampling-plain': test_plain, 'sampling-import-perf-real': test_import_real, 'sampling-report': test_report, 'sampling-libc': test_libc,
+RUNTIME_NAMES = ('cyg_', 'enter_clock', 'exit_clock', 'cyg-hooks.c', '__rdtsc', 'libcygprof')
+
+
+def test_overhead(ck, cyg, prog, args):
+    # 8 rounds of fib(25), 1e6 loop iterations: about 8 million calls
+    cp, cap, info, samples, offcpu = sampled(ck, cyg, prog, ['--sample=1000'], ['8', '1000000'])
+    ck.eq(cp.returncode, 0, 'record exit')
+    rep = report_json(ck, cyg, cap)
+    sm = rep['samples']
+    ov = sm['overhead']['samples']
+    charged = sum(x.get('samples', 0) for x in rep['functions'])
+    # an uninstrumented leaf under an instrumented caller is in that caller's samples
+    charged += sum(x['samples'] for x in sm['uninstrumented'] if x['caller'] is None)
+    ck.check(ov > 0, 'some samples are overhead (%d of %d)' % (ov, sm['samples']))
+    ck.eq(ov + charged, sm['samples'], 'overhead + charged samples = all samples')
+    top = max(rep['functions'], key=lambda x: x.get('samples', 0))
+    ck.eq(top['name'], 'leaf', 'the function with most samples')
+    outs = {}
+    for name, cmd in [('report', ['report', cap]), ('report-tree', ['report', '--tree', cap]),
+                      ('report-json', ['report', '--format=json', cap]),
+                      ('samples', ['samples', '--depth', '50', cap]),
+                      ('annotate', ['annotate', cap]),
+                      ('folded', ['export', '--format=folded', '--weight=samples', cap]),
+                      ('html', ['html', '-o', os.path.join(cyg.workdir, 'r.html'), cap])]:
+        p = run([cyg.exe] + cmd)
+        ck.eq(p.returncode, 0, '%s exit: %s' % (name, p.err.strip()[:200]))
+        outs[name] = p.out
+    with open(os.path.join(cyg.workdir, 'r.html')) as f:
+        outs['html'] += f.read()
+    for name, out in outs.items():
+        bad = [w for w in RUNTIME_NAMES if w in out]
+        ck.check(not bad, '%s names nothing of the runtime: %s' % (name, bad))
+    ck.check('Profiler overhead: %d samples' % ov in outs['report'], 'the report\'s overhead line')
+    ck.check('[profiler overhead] %d' % ov in outs['folded'].splitlines(), 'folded overhead line')
+    fib = sum(1 for line in outs['samples'].splitlines() if '[profiler overhead] <- fib' in line)
+    ck.check(fib * 4 >= ov, 'hook samples placed under fib: %d of %d overhead samples' % (fib, ov))
+
+
+TESTS = {'sampling-overhead': test_overhead, 'sampling-plain': test_plain, 'sampling-import-perf-real': test_import_real, 'sampling-report': test_report, 'sampling-libc': test_libc,
          'sampling-timesampled': test_timesampled, 'sampling-threads': test_threads,
          'sampling-off': test_off}
 
