@@ -453,7 +453,8 @@ static int same_path(const char *a, const char *b)
  * script prints user frames either at their runtime address or (perf 6.x
  * for addresses it resolved) relative to their object: an address outside
  * the recorded mapping of the object perf named is such an offset, moved by
- * the object's load bias. */
+ * the object's load bias (or, for an object at its link address, by its
+ * start). */
 static void runtime_addrs(const struct import_target *t, const struct perf_script *in,
 			  uint32_t proc_idx, size_t first, size_t n, uint64_t *out)
 {
@@ -473,9 +474,17 @@ static void runtime_addrs(const struct import_target *t, const struct perf_scrip
 			const struct cygprof_object *o = &objs[k];
 			if (o->proc_idx != proc_idx || !o->path || !same_path(o->path, in->dsos[d]))
 				continue;
-			if ((a < o->start || a >= o->end) && a + o->bias >= o->start &&
-			    a + o->bias < o->end)
+			if (a >= o->start && a < o->end)
+				break;
+			/* an offset in the object: PIE (and libraries) have their
+			 * first segment at 0, so runtime = offset + bias; an object
+			 * loaded at its link address (non-PIE, bias 0) is mapped
+			 * from its start at file offset 0, so runtime = offset +
+			 * start */
+			if (a + o->bias >= o->start && a + o->bias < o->end)
 				out[i] = a + o->bias;
+			else if (a + o->start < o->end)
+				out[i] = a + o->start;
 			break;
 		}
 	}

@@ -445,7 +445,7 @@ def test_overhead(ck, cyg, prog, args):
     ck.check(fib * 4 >= ov, 'hook samples placed under fib: %d of %d overhead samples' % (fib, ov))
 
 
-TESTS = {'sampling-overhead': test_overhead, 'sampling-plain': test_plain, 'sampling-import-perf-real': test_import_real, 'sampling-report': test_report, 'sampling-libc': test_libc,
+TESTS = {'sampling-import-perf-nopie': test_import_real, 'sampling-overhead': test_overhead, 'sampling-plain': test_plain, 'sampling-import-perf-real': test_import_real, 'sampling-report': test_report, 'sampling-libc': test_libc,
          'sampling-timesampled': test_timesampled, 'sampling-threads': test_threads,
          'sampling-off': test_off}
 
