@@ -27,10 +27,22 @@ struct ctx {
 	struct psamp *s;
 	struct stack_info *si; /* per stack id (si[id - 1]) */
 	size_t nst;
+	uint32_t *mark;        /* per profile function: the last sample that held it + 1 */
+	uint32_t nmark;
 	uint32_t *thread_of;   /* capture thread idx -> profile thread + 1 (0: none) */
 	size_t nthread_of;
 	int all_threads;
 };
+
+void psamp_fill_times(const struct psamp *s, struct profile *p)
+{
+	p->total_self_ns = 0;
+	for (size_t i = 0; i < p->nfns; i++) {
+		p->fns[i].self_ns = s->fn[i].sample_ns;
+		p->fns[i].total_ns = s->fn[i].incl_ns;
+		p->total_self_ns += s->fn[i].sample_ns;
+	}
+}
 
 int psamp_runtime_frame(const char *name, const char *object_path)
 {
@@ -238,6 +250,17 @@ static int charge(struct ctx *x, uint32_t thread_idx, uint32_t stack, uint32_t f
 	}
 	if (si->inst != PROFILE_NONE)
 		add(&s->fn[si->inst], samples, sample_ns, off_ns, off_n);
+	if (samples) {
+		x->nmark++;
+		for (uint32_t k = 0; k < si->npath; k++) {
+			uint32_t fi = si->path[k];
+			if (x->mark[fi] == x->nmark)
+				continue;
+			x->mark[fi] = x->nmark;
+			s->fn[fi].incl_samples += samples;
+			s->fn[fi].incl_ns += sample_ns;
+		}
+	}
 	if (si->leaf) {
 		if (samples)
 			s->uninstr_samples += samples;
@@ -380,8 +403,9 @@ int psamp_load(struct view *v, const struct profile *p, int all_threads, struct 
 	x.si = calloc(x.nst ? x.nst : 1, sizeof *x.si);
 	x.nthread_of = nth;
 	x.thread_of = calloc(nth ? nth : 1, sizeof *x.thread_of);
+	x.mark = calloc(p->nfns ? p->nfns : 1, sizeof *x.mark);
 	err = -ENOMEM;
-	if (!x.s || !x.si || !x.thread_of)
+	if (!x.s || !x.si || !x.thread_of || !x.mark)
 		goto out;
 	x.s->fn = calloc(p->nfns ? p->nfns : 1, sizeof *x.s->fn);
 	x.s->node = calloc(p->nthreads ? p->nthreads : 1, sizeof *x.s->node);
@@ -410,6 +434,7 @@ out:
 		for (i = 0; i < x.nst; i++)
 			free(x.si[i].path);
 	free(x.si);
+	free(x.mark);
 	free(x.thread_of);
 	if (err) {
 		psamp_free(x.s);

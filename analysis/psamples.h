@@ -43,6 +43,9 @@ struct psamp_cost {
 	uint64_t sample_ns; /* their weight: CPU time they stand for */
 	uint64_t offcpu_ns; /* off-CPU time charged */
 	uint64_t offcpu_n;  /* off-CPU intervals charged */
+	/* psamp.fn only: samples whose stack holds the function anywhere
+	 * (a recursive function once per sample), and their weight */
+	uint64_t incl_samples, incl_ns;
 };
 
 /* An uninstrumented function that samples hit, under the instrumented
@@ -92,6 +95,11 @@ struct psamp {
  *                 samples and no intervals. */
 int psamp_load(struct view *v, const struct profile *p, int all_threads, struct psamp **out);
 void psamp_free(struct psamp *s);
+
+/** A capture without times (record --time=sampled) with samples: p's
+ * self and total times become the sampled ones (s->fn's sample_ns and
+ * incl_ns), its total self time their sum; calls stay exact. */
+void psamp_fill_times(const struct psamp *s, struct profile *p);
 
 /** Whether a frame is cygprof's runtime: its object is libcygprof-cyg.so or
  * libcygprof-mem.so (any directory), or its name is one of the hooks

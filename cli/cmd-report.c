@@ -353,6 +353,8 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 	/* whether the hooks' cost was taken out of the times (view_overhead()) */
 	printf("  \"times_compensated\": %s,\n", view_compensated(v) ? "true" : "false");
 	printf("  \"total_self_ns\": %" PRIu64 ",\n", p->total_self_ns);
+	/* --time=sampled --sample: self and total times are the samples' */
+	printf("  \"sampled_times\": %s,\n", o->print.sampled_times ? "true" : "false");
 
 	fns = print_sorted_fns(p, o->print.sort, &n);
 	printf("  \"functions\": [");
@@ -532,6 +534,12 @@ static struct profile *load(struct view *v, struct report_opts *o, const uint32_
 	cli_check(profile_load(v, idx, n, &p), o->file);
 	cli_check(psamp_load(v, p, idx == NULL, &ps), o->file);
 	o->ps = ps;
+	/* --time=sampled --sample: the samples give the times */
+	o->print.sampled_times = 0;
+	if (o->print.no_times && ps && ps->total.samples) {
+		psamp_fill_times(ps, p);
+		o->print.sampled_times = 1;
+	}
 	return p;
 }
 

@@ -173,7 +173,7 @@ void print_flat(const struct profile *p, const struct print_opts *o)
 		{1e9, "s/call"}, {1e6, "ms/call"}, {1e3, "us/call"}, {1, "ns/call"},
 	};
 	double total = (double)p->total_self_ns, cum = 0, max_pc = 0, div = 1e9;
-	const char *unit = "Ts/call";
+	const char *unit = "s/call";
 	int gprof = o->style == STYLE_GPROF;
 	uint32_t *v;
 	size_t n, i, u;
@@ -201,6 +201,9 @@ void print_flat(const struct profile *p, const struct print_opts *o)
 		printf("Each sample counts as 1e-09 seconds.\n");
 		if (!p->total_self_ns)
 			printf(" no time accumulated\n\n");
+	} else if (o->sampled_times) {
+		printf("Times are sampled (perf samples; calls are exact); total sampled self time"
+		       " %.6f seconds.\n", total / 1e9);
 	} else if (o->no_times) {
 		printf("%s\n", PRINT_NO_TIMES_NOTE);
 	} else {
@@ -365,7 +368,10 @@ void print_graph(const struct profile *p, const struct print_opts *o)
 
 	if (!gprof) {
 		printf("\t\t     Call graph\n\n\n");
-		if (o->no_times)
+		if (o->sampled_times)
+			printf("granularity: sampled times (perf samples; calls are exact; arcs carry"
+			       " no times); %.6f seconds\n\n", total / 1e9);
+		else if (o->no_times)
 			printf("%s\n\n", PRINT_NO_TIMES_NOTE);
 		else
 			printf("granularity: exact instrumented times; %.6f seconds\n\n",

@@ -24,6 +24,8 @@ struct print_opts {
 	const char *pattern; /* glob on function names, NULL for all */
 	int no_times;        /* STYLE_REPORT: the capture has no times (record
 			      * --time=sampled): the headers say so */
+	int sampled_times;   /* STYLE_REPORT: the times are the perf samples'
+			      * (--time=sampled --sample: psamp_fill_times()) */
 };
 
 /* The header line of a capture recorded with --time=sampled. */

@@ -370,14 +370,24 @@ def test_timesampled(ck, cyg, prog, args):
     ck.eq(cp.returncode, 0, 'record exit')
     rep = report_json(ck, cyg, cap)
     f = fns(rep)
+    ck.eq(rep.get('sampled_times'), True, 'the JSON says the times are sampled')
     for name in ('main', 'spin', 'nap'):
         ck.eq(f.get(name, {}).get('calls'), 1, '%s calls' % name)
-        ck.eq(f.get(name, {}).get('self_ns'), 0, '%s has no exact time' % name)
+        # the times are the samples': self = sampled, total = samples on the stack
+        ck.eq(f.get(name, {}).get('self_ns'), f.get(name, {}).get('sampled_ns'),
+              '%s self time is its sampled time' % name)
+    ck.check(f['spin']['self_ns'] > 0, 'spin has a sampled self time: %s' % f['spin'])
+    ck.check(f['main']['total_ns'] >= f['spin']['self_ns'] + f['nap']['self_ns'],
+             'main\'s sampled total holds spin and nap: %s' % f['main'])
+    ck.eq(rep['total_self_ns'], sum(x['sampled_ns'] for x in rep['functions']),
+          'total self = the functions\' sampled times')
     total = rep['samples']['samples']
     ck.check(f.get('spin', {}).get('samples', 0) * 2 > total, 'spin gets most of %d samples' % total)
     ck.check(f.get('nap', {}).get('offcpu_ns', 0) >= 150e6, 'nap off CPU: %s' % f.get('nap'))
     p = run([cyg.exe, 'report', '--flat', cap])
-    ck.check('times: not measured' in p.out, 'the report says times are not measured')
+    ck.check('Times are sampled' in p.out and 'not measured' not in p.out,
+             'the report says the times are sampled')
+    ck.check('Ts/call' not in p.out, 'no Ts/call unit')
 
 
 def test_import_real(ck, cyg, prog, args):
