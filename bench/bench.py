@@ -4,7 +4,7 @@
 in the same interleaved run.
 
 usage: bench/bench.py [--cygprof PATH] [--baseline PATH] [--runs N] [--quick]
-                      [--only calls,threads,growth,memory,read,memdump]
+                      [--only calls,fib,threads,growth,memory,read,memdump]
 
 --baseline PATH adds the same cygprof configurations run with another
 cygprof binary (an earlier build) to the calls and memory sections, in the
@@ -27,6 +27,11 @@ Sections:
            capture bytes per call and per event; the run time of each mode
            as a ratio of the same binary's with glibc's empty hooks, round
            by round.
+  fib      fib.c (77.5 M calls of a function that does nothing else): plain -O2,
+           the -finstrument-functions binary with glibc's empty hooks (every
+           ratio's base, same round), -pg, the floor, cygprof --time=sampled
+           and cygprof (time=exact), with --baseline the baseline's two modes;
+           wall and cpu ratios (issue 19's goals: 1.5x sampled, 3x exact).
   threads  threads.c at T=1 and T=4: per-call CPU overhead (scaling).
   growth   capture size of the default mode for a run and a 100x longer run.
   memory   allocs.c (2 M allocations, 8..20 chain frames deep): cygprof --memory
@@ -71,6 +76,10 @@ def build(out):
         sh(f"{cc} -O2 -g -o {out}/{p}.plain {src} {extra}")
         sh(f"{cc} -O2 -g -finstrument-functions -o {out}/{p}.finstr {src} {extra}")
     sh(f"{cc} -O2 -fPIC -shared -DSTAMP_TSC -o {out}/stamp_tsc.so {PROG}/stamp_hooks.c")
+    src = os.path.join(PROG, "fib.c")
+    sh(f"{cc} -O2 -g -o {out}/fib.plain {src}")
+    sh(f"{cc} -O2 -g -finstrument-functions -o {out}/fib.finstr {src}")
+    sh(f"{cc} -O2 -g -pg -o {out}/fib.pg {src}")
     # allocs.c with only the functions that allocate (and their callers up to
     # main) instrumented: the 8..20 frames of a_K/b_K chain functions between
     # them stay on the stack but make no calls into the runtime, so what
@@ -235,6 +244,54 @@ def calls_section(args, b, tmp):
               f"--timeline = {tl / uf:.2f}x")
         print(f"- uftrace data: {usize} bytes = {usize / (2 * n):.2f} B/event; cygprof timeline "
               f"= {tsize / usize:.2f}x that")
+
+
+def fib_section(args, b, tmp):
+    """The hooks' own cost on the cheapest calls: fib.c, 77.5 M calls of a
+    function that does almost nothing else.  Every ratio is against the same
+    binary run with glibc's empty hooks (no preload) in the same round."""
+    n = 77540705
+    cyg = args.cygprof
+    fib = f"{b}/fib.finstr"
+    base = "finstr + glibc empty hooks"
+    cfg = [
+        (base, None, f"exec {fib}"),
+        ("plain -O2", None, f"exec {b}/fib.plain"),
+        ("-pg (gprof's mcount; gmon.out written)", f"rm -f {tmp}/gmon.out",
+         f"cd {tmp} && exec {b}/fib.pg"),
+        ("floor: rdtsc + 16 B store per event", None,
+         f"LD_PRELOAD={b}/stamp_tsc.so exec {fib}"),
+        ("cygprof record --time=sampled", f"rm -f {tmp}/fs.cap*",
+         f"exec {cyg} record -q --time=sampled -o {tmp}/fs.cap -- {fib}"),
+        ("cygprof record (time=exact)", f"rm -f {tmp}/fe.cap*",
+         f"exec {cyg} record -q -o {tmp}/fe.cap -- {fib}"),
+    ]
+    if args.baseline:
+        cfg += [
+            ("baseline: cygprof record --time=sampled", f"rm -f {tmp}/bfs.cap*",
+             f"exec {args.baseline} record -q --time=sampled -o {tmp}/bfs.cap -- {fib}"),
+            ("baseline: cygprof record (time=exact)", f"rm -f {tmp}/bfe.cap*",
+             f"exec {args.baseline} record -q -o {tmp}/bfe.cap -- {fib}"),
+        ]
+    res = interleave(cfg, args.runs, n)
+    print(f"\n### fib.c: {n} calls of fib ({2 * n} enter+exit events) per run, "
+          f"{args.runs} rounds\n")
+    print("Ratios are t / t(finstr + glibc empty hooks) of the same round, wall and cpu "
+          "(user+sys of the whole process tree: cygprof's collector, on the other core, "
+          "included); overhead is per call over the empty hooks.\n")
+    print("| config | wall s | cpu s | ratio (wall) | ratio (cpu) | overhead ns/call (wall) |")
+    print("|---|---|---|---|---|---|")
+    for name, _, _ in cfg:
+        d = res[name]
+        cr = ratio_to(res, name, base, "cpu")
+        print(f"| {name} | {fmt(d['t'], 3)} | {fmt(d['cpu'], 3)} | {fmt(d['ratio'])} | "
+              f"{fmt(cr)} | {fmt(d['ov'], 1)} |")
+    print("\nGoals (issue 19): time=sampled at most 1.5x, time=exact at most 3x the run time "
+          "with glibc's empty hooks.")
+    for name in [c[0] for c in cfg[1:]]:
+        wr = statistics.median(ratio_to(res, name, base, "t"))
+        cr = statistics.median(ratio_to(res, name, base, "cpu"))
+        print(f"- {name}: {wr:.2f}x wall, {cr:.2f}x cpu")
 
 
 def threads_section(args, b, tmp):
@@ -459,7 +516,7 @@ def main():
                     help="another cygprof binary to compare with in the same rounds")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="2 rounds")
-    ap.add_argument("--only", default="calls,threads,growth,memory,read,memdump")
+    ap.add_argument("--only", default="calls,fib,threads,growth,memory,read,memdump")
     args = ap.parse_args()
     if args.quick:
         args.runs = 2
@@ -482,6 +539,8 @@ def main():
         only = args.only.split(",")
         if "calls" in only:
             calls_section(args, b, tmp)
+        if "fib" in only:
+            fib_section(args, b, tmp)
         if "threads" in only:
             threads_section(args, b, tmp)
         if "growth" in only:

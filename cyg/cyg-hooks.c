@@ -11,14 +11,112 @@
  * Each hook has two bodies, made from one always-inlined template with a
  * constant `clocked`: the exact-time one, and the one of CYG_F_NOCLOCK
  * (record --time=sampled) that reads no clock, stores no entry time and
- * adds no ticks.  The exported hook only tests cyg_noclock (set once at
- * attach, so the branch always goes the same way) and tail-calls its
- * mode's body.  A function pointer instead (an indirect tail jump) measured
- * the same on calls.c; the branch needs no writable pointer.
+ * adds no ticks.  The exported hook tests cyg_noclock (set once at attach,
+ * so the branch always goes the same way): the no-clock body is inlined
+ * into it, the exact-time one is a tail call (a jump more, next to an
+ * rdtsc that costs ten times as much).
+ *
+ * What each part of the common path costs, and why it is there (issue 19
+ * measured them on bench/programs/fib.c, the cheapest calls there are):
+ *  - A call from a node's second call site (fib calls fib from two places,
+ *    so half of its calls) used to end in the cold path's hash table on
+ *    enter and in cyg__exit_slow() on exit: 2.5x the run time of the
+ *    empty hooks for time=sampled on fib.  The node now remembers that
+ *    site and its cyg_site entry (site2, site2_ix, written by the cold
+ *    path), the enter counts the call there itself, and the exit adds the
+ *    entry's ticks itself (exact mode) or has nothing to do for it
+ *    (sampled).
+ *  - busy and ovf are tested with one 8-byte load, and the enter's
+ *    closing stores of depth and busy (= 0) are one 8-byte store.
+ *  - The no-clock exit does not take busy: its only write is the store of
+ *    the new depth, one instruction.  A signal handler that interrupts it
+ *    between the load of depth and that store runs its (balanced) calls
+ *    above the exiting frame and leaves depth as it found it; one that
+ *    does not come back (longjmp) leaves a frame that the next hook
+ *    repairs as it would anywhere else in the function.  The exact-time
+ *    exit still takes busy: it adds to the node's and the site's ticks
+ *    and writes the ring.
+ *  - The frame's node and site are written with one 8-byte store.
+ * What is left is the floor of a shadow stack: the thread's record and
+ * stack from TLS (initial-exec: one GOT load and %fs-relative loads), the
+ * dead-frame check on the caller's frame (one compare of the CFA), the
+ * hint of the parent node, the count, the frame, the depth; on exit the
+ * check that the top frame is the function's.
  */
+#include <string.h>
+
 #include "cyg-private.h"
 
 #define ALWAYS_INLINE __attribute__((always_inline)) inline
+
+_Static_assert(__builtin_offsetof(struct cyg_thread, depth) == 0 &&
+		       __builtin_offsetof(struct cyg_thread, busy) == 4,
+	       "depth and busy are read and written as one 8-byte word");
+_Static_assert(__builtin_offsetof(struct cyg_frame, site) ==
+		       __builtin_offsetof(struct cyg_frame, node) + 4,
+	       "a frame's node and site are written as one 8-byte word");
+
+/* {depth, busy} as one 8-byte word: depth in the low half, busy in the
+ * high half (on a big-endian machine the word is only ever compared with
+ * itself and made by db_make, so the halves are swapped consistently).
+ * Every hot load and store of depth and busy goes through these, always
+ * 8 bytes at the same address: a load that overlaps an earlier store of
+ * another size or offset cannot take its value from the store buffer and
+ * waits for the store to complete (a 4-byte store of busy followed by an
+ * 8-byte load of {busy, ovf} cost fib's sampled run a third of its hook
+ * time). */
+NOINSTR static ALWAYS_INLINE uint64_t db_load(const struct cyg_thread *t)
+{
+	uint64_t w;
+	memcpy(&w, &t->depth, sizeof w);
+	return w;
+}
+
+NOINSTR static ALWAYS_INLINE uint64_t db_make(uint32_t depth, uint32_t busy)
+{
+	struct {
+		uint32_t depth, busy;
+	} x = {depth, busy};
+	uint64_t w;
+	memcpy(&w, &x, sizeof w);
+	return w;
+}
+
+NOINSTR static ALWAYS_INLINE uint32_t db_depth(uint64_t w)
+{
+	struct {
+		uint32_t depth, busy;
+	} x;
+	memcpy(&x, &w, sizeof x);
+	return x.depth;
+}
+
+NOINSTR static ALWAYS_INLINE int db_busy(uint64_t w)
+{
+	struct {
+		uint32_t depth, busy;
+	} x;
+	memcpy(&x, &w, sizeof x);
+	return x.busy != 0;
+}
+
+NOINSTR static ALWAYS_INLINE void db_store(struct cyg_thread *t, uint32_t depth, uint32_t busy)
+{
+	uint64_t w = db_make(depth, busy);
+	memcpy(&t->depth, &w, sizeof w);
+}
+
+/* node and site of frame f in one store */
+NOINSTR static ALWAYS_INLINE void set_node_site(struct cyg_frame *f, uint32_t node, uint32_t site)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t w = (uint64_t)site << 32 | node;
+	memcpy(&f->node, &w, sizeof w);
+#else
+	f->node = node;
+	f->site = site;
+#endif
+}
 
 NOINSTR static ALWAYS_INLINE void enter_body(uint64_t fn, uint64_t site, uint64_t cfa,
 					     const int clocked)
@@ -27,28 +125,34 @@ NOINSTR static ALWAYS_INLINE void enter_body(uint64_t fn, uint64_t site, uint64_
 
 	/* No writer yet, inside a hook already (a signal handler), or past
 	 * the depth limit. */
-	if (UNLIKELY(!t || t->busy || t->ovf)) {
+	if (UNLIKELY(!t)) {
 		cyg__enter_rare(fn, site, cfa);
 		return;
 	}
-	t->busy = 1;
+	uint64_t db = db_load(t);
+	if (UNLIKELY(db_busy(db)) || UNLIKELY(t->ovf)) {
+		cyg__enter_rare(fn, site, cfa);
+		return;
+	}
+	uint32_t d = db_depth(db);
+	db_store(t, d, 1);
 
 	uint64_t now = clocked ? cyg_now() : 0;
-	struct cyg_frame *stk = cyg_tls.stk;
-	uint32_t d = t->depth;
+	struct cyg_frame *f = cyg_tls.stk + d; /* the caller's frame; ours is f + 1 */
 
 	/* A live caller's frame sits strictly above this one on the stack; a
 	 * frame below it was abandoned (longjmp) without its exit.  At the same
 	 * position is a function inlined into its caller, unless a longjmp
 	 * just happened (cyg__unwind_dead tells them apart). */
-	if (UNLIKELY(stk[d].cfa < cfa) || UNLIKELY(stk[d].cfa == cfa && t->leave_ts) ||
-	    UNLIKELY(d + 1 >= t->lim)) {
-		cyg__enter_slow(t, fn, site, now, cfa);
-		return;
+	if (UNLIKELY(f->cfa <= cfa) || UNLIKELY(d + 1 >= t->lim)) {
+		if (f->cfa < cfa || t->leave_ts || d + 1 >= t->lim) {
+			cyg__enter_slow(t, fn, site, now, cfa);
+			return;
+		}
 	}
 	/* Call paths are keyed by function (a node keeps its first call site):
 	 * keyed by site too, binary recursion would make a node per call. */
-	struct cyg_node *p = CYG_NODE(cyg_base, stk[d].node);
+	struct cyg_node *p = CYG_NODE(cyg_base, f->node);
 	uint32_t g = p->hint;
 	struct cyg_node *c = CYG_NODE(cyg_base, g);
 	if (UNLIKELY(c->fn != fn)) {
@@ -63,56 +167,78 @@ NOINSTR static ALWAYS_INLINE void enter_body(uint64_t fn, uint64_t site, uint64_
 		p->hint = g;
 	}
 	c->calls++;
-	d++;
+	f++;
 	if (clocked)
-		stk[d].ts = now;
-	stk[d].cfa = cfa;
-	stk[d].node = g;
-	if (UNLIKELY(c->site != site)) {
-		/* called from another site than the node's first: finished
-		 * out of line, so that the hook calls nothing but tail calls */
-		cyg__enter_site(t, c, site, d, now);
-		return;
+		f->ts = now;
+	f->cfa = cfa;
+	uint32_t s = 0;
+	if (c->site != site) {
+		if (UNLIKELY(c->site2 != site)) {
+			/* a third site, or the second one's first call: its
+			 * entry found (or made) out of line, so that the hook
+			 * calls nothing but tail calls */
+			f->node = g;
+			cyg__enter_site(t, c, site, d + 1, now);
+			return;
+		}
+		/* the node's second site: its entry's count */
+		s = c->site2_ix;
+		((struct cyg_site *)(void *)(cyg_base + t->sites_off))[s - 1].calls++;
 	}
-	stk[d].site = 0;
-	t->depth = d;
-	if (clocked && cyg_timeline)
-		cyg_ring_put(t, CYG_EV_ENTER, stk[d].node, now);
-	t->busy = 0;
+	set_node_site(f, g, s);
+	if (clocked && cyg_timeline) {
+		db_store(t, d + 1, 1);
+		cyg_ring_put(t, CYG_EV_ENTER, g, now);
+	}
+	db_store(t, d + 1, 0);
 }
 
 NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, uint64_t cfa, const int clocked)
 {
 	struct cyg_thread *t = cyg_tls.t;
 
-	if (UNLIKELY(!t || t->busy)) {
-		if (!t) /* none yet, or a TLS shared with a clone() child */
-			cyg__exit_rare(fn, cfa);
+	if (UNLIKELY(!t)) { /* none yet, or a TLS shared with a clone() child */
+		cyg__exit_rare(fn, cfa);
 		return;
 	}
-	t->busy = 1;
+	uint64_t db = db_load(t);
+	if (UNLIKELY(db_busy(db)))
+		return;
+	uint32_t d = db_depth(db);
+	/* The no-clock exit writes only the depth, in one store: no busy
+	 * (the top comment says why that is safe). */
+	if (clocked)
+		db_store(t, d, 1);
 
 	uint64_t now = clocked ? cyg_now() : 0;
-	struct cyg_frame *stk = cyg_tls.stk;
-	uint32_t d = t->depth;
-	struct cyg_node *c = CYG_NODE(cyg_base, stk[d].node);
+	struct cyg_frame *f = cyg_tls.stk + d;
+	struct cyg_node *c = CYG_NODE(cyg_base, f->node);
+	uint32_t s = f->site;
 
-	if (UNLIKELY(c->fn != fn || t->ovf || t->leave_ts || stk[d].site)) {
+	/* not the top frame's function, frames past max_depth or left by a
+	 * longjmp, or the end of a signal handler's call */
+	if (UNLIKELY(c->fn != fn || t->ovf || t->leave_ts || s == CYG_SITE_HOST)) {
+		if (!clocked)
+			db_store(t, d, 1);
 		cyg__exit_slow(t, fn, now, cfa);
 		return;
 	}
-	if (clocked)
-		c->ticks += now - stk[d].ts;
-	t->depth = d - 1;
-	if (clocked && cyg_timeline)
-		cyg_ring_put(t, CYG_EV_EXIT, stk[d].node, now);
-	t->busy = 0;
+	if (clocked) {
+		uint64_t dt = now - f->ts;
+		c->ticks += dt;
+		if (s) /* from the node's second (or a later) call site */
+			((struct cyg_site *)(void *)(cyg_base + t->sites_off))[s - 1].ticks += dt;
+		if (cyg_timeline) {
+			db_store(t, d - 1, 1);
+			cyg_ring_put(t, CYG_EV_EXIT, f->node, now);
+		}
+	}
+	db_store(t, d - 1, 0);
 }
 
-/* Each body out of line, reached by a tail call from its hook, which
- * itself saves no register: the bodies call nothing but tail calls, so
- * they save none either (the enter of the exact mode pushes some only on
- * its CLOCK_MONOTONIC path). */
+/* The exact-time bodies out of line, reached by a tail call from the
+ * hooks: they call nothing but tail calls, so they save registers only on
+ * their CLOCK_MONOTONIC path. */
 NOINSTR static __attribute__((noinline)) void enter_clock(uint64_t fn, uint64_t site,
 							 uint64_t cfa)
 {
@@ -124,32 +250,24 @@ NOINSTR static __attribute__((noinline)) void exit_clock(uint64_t fn, uint64_t c
 	exit_body(fn, cfa, 1);
 }
 
-NOINSTR static __attribute__((noinline)) void enter_noclock(uint64_t fn, uint64_t site,
-							   uint64_t cfa)
-{
-	enter_body(fn, site, cfa, 0);
-}
-
-NOINSTR static __attribute__((noinline)) void exit_noclock(uint64_t fn, uint64_t cfa)
-{
-	exit_body(fn, cfa, 0);
-}
-
 /* The stack position is taken here, in the function the compiler's call
- * went to, and passed on. */
+ * went to, and passed on.  The no-clock body is inlined here: a jump less
+ * for the mode whose whole cost is a few loads and stores. */
 NOINSTR EXPORT void __cyg_profile_func_enter(void *fn, void *site)
 {
-	if (cyg_noclock)
-		enter_noclock((uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site, CYG_CFA());
-	else
+	if (!cyg_noclock) {
 		enter_clock((uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site, CYG_CFA());
+		return;
+	}
+	enter_body((uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)site, CYG_CFA(), 0);
 }
 
 NOINSTR EXPORT void __cyg_profile_func_exit(void *fn, void *site)
 {
 	(void)site;
-	if (cyg_noclock)
-		exit_noclock((uint64_t)(uintptr_t)fn, CYG_CFA());
-	else
+	if (!cyg_noclock) {
 		exit_clock((uint64_t)(uintptr_t)fn, CYG_CFA());
+		return;
+	}
+	exit_body((uint64_t)(uintptr_t)fn, CYG_CFA(), 0);
 }

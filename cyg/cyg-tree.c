@@ -54,7 +54,7 @@ static void sidx_put(uint32_t *ix, uint32_t mask, const struct cyg_site *v, uint
 	ix[j] = i + 1;
 }
 
-uint32_t cyg__other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site)
+static uint32_t other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site)
 {
 	uint32_t node = cyg_gid(c);
 	struct cyg_site *v;
@@ -108,6 +108,20 @@ uint32_t cyg__other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site
 	__atomic_store_n(&t->sites_n, i + 1, __ATOMIC_RELEASE);
 	sidx_put(AT(t->sidx_off), t->sidx_mask, v, i);
 	return i + 1;
+}
+
+/* The entry of (c, site), remembered in c (site2, site2_ix) so that the
+ * hooks count the next call from there themselves: a function that calls
+ * another from two places (fib) then never comes here again. */
+uint32_t cyg__other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site)
+{
+	uint32_t ix = other_site(t, c, site);
+
+	if (ix) {
+		c->site2 = site;
+		c->site2_ix = ix;
+	}
+	return ix;
 }
 
 void cyg__enter_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site, uint32_t d,
@@ -199,6 +213,8 @@ struct cyg_node *cyg__new_child(struct cyg_thread *t, struct cyg_node *p, uint64
 	c->first_child = 0;
 	c->hint = CYG_GID_NULL;
 	c->hint2 = CYG_GID_NULL;
+	c->site2_ix = 0;
+	c->site2 = 0;
 	c->next_sibling = p->first_child;
 	/* Publish fully built: the collector may follow the link any time. */
 	__atomic_store_n(&p->first_child, cyg_gid(c), __ATOMIC_RELEASE);

@@ -137,8 +137,13 @@ struct cyg_node {
 	uint32_t next_sibling; /* gid, 0 = none */
 	uint32_t hint;         /* gid of the child matched last (CYG_GID_NULL at first) */
 	uint32_t hint2;        /* the one matched before it */
-	uint32_t pad;
-	uint64_t reserved;
+	/* The writer's own cache, never read by the collector: the call site
+	 * other than `site` this node was last called from, and 1 + the index
+	 * of its entry in the writer's cyg_site table (0: none), so that a
+	 * function called from two places (fib) finds its second site's
+	 * counter without the cold path's hash lookup. */
+	uint32_t site2_ix;
+	uint64_t site2;
 };
 _Static_assert(sizeof(struct cyg_node) == CYG_NODE_SIZE, "cyg_node changed size");
 
