@@ -170,8 +170,8 @@ NOINSTR static ALWAYS_INLINE void enter_body(uint64_t fn, uint64_t site, uint64_
 	 * frame below it was abandoned (longjmp) without its exit.  At the same
 	 * position is a function inlined into its caller, unless a longjmp
 	 * just happened (cyg__unwind_dead tells them apart). */
-	if (UNLIKELY(f->cfa <= CFA_NOW) || UNLIKELY(d >= t->lim - 1)) {
-		if (f->cfa < CFA_NOW || t->leave_ts || d >= t->lim - 1) {
+	if (UNLIKELY(f->cfa <= CFA_NOW) || UNLIKELY(d + 1 >= t->lim)) {
+		if (f->cfa < CFA_NOW || t->leave_ts || d + 1 >= t->lim) {
 			cyg__enter_slow(t, fn, site, now, CFA_NOW);
 			return;
 		}
