@@ -87,11 +87,11 @@ def expected(src, memory):
     return want
 
 
-def annotate(ck, args, status=0, exe=None, env=None):
+def annotate(ck, args, status=0, exe=None, env=None, raw=True):
     # times as measured: a call of a tiny function can lose all its time to
     # overhead compensation, and "a line with calls has time" is a check of
     # what was measured (tests/overhead/ checks the compensated figures)
-    cmd = [exe or ARGS.annotate, '--raw-times'] + list(args)
+    cmd = [exe or ARGS.annotate] + (['--raw-times'] if raw else []) + list(args)
     print('$ ' + ' '.join(cmd))
     cp = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                         stdin=subprocess.DEVNULL, timeout=cygtest.TIMEOUT, env=env)
@@ -105,8 +105,8 @@ def annotate(ck, args, status=0, exe=None, env=None):
     return cp
 
 
-def annotate_json(ck, args, env=None, exe=None):
-    cp = annotate(ck, ['--format=json'] + list(args), env=env, exe=exe)
+def annotate_json(ck, args, env=None, exe=None, raw=True):
+    cp = annotate(ck, ['--format=json'] + list(args), env=env, exe=exe, raw=raw)
     try:
         data = json.loads(cp.out)
     except ValueError as e:
@@ -412,43 +412,47 @@ def test_recursion(ck, cyg, example, workdir):
     if cp.returncode != 0:
         raise Failure('record failed (%s): %s' % (describe_status(cp.returncode), cp.err.strip()))
     ck.check('recurtime: descend=9 ping=5 pong=4 spin=2' in cp.out, 'the example printed its counts')
-    rep, _ = cyg.report_json(cap, ck)
-    fns = cygtest.fn_map(rep)
-    arcs = {(a['caller'], a['callee']): a['self_ns'] + a['children_ns'] for a in rep['arcs']}
-    data, _ = annotate_json(ck, [cap, 'recurtime.c'])
-    if not ck.eq(len(data['files']), 1, 'recurtime.c is in the output'):
-        return
-    lines = {ln['line']: ln for ln in data['files'][0]['lines']}
-    run_ns = data['totals']['total_ns']
-    ck.eq(run_ns, fns['main']['total_ns'], 'totals: the run is main\'s time')
+    # the same rule as measured (--raw-times) and compensated (the default):
+    # annotate and report take the same figures from the one read side
+    for raw in (True, False):
+        print('--- %s times' % ('raw' if raw else 'compensated'))
+        rep, _ = cyg.report_json(cap, ck, raw=raw)
+        fns = cygtest.fn_map(rep)
+        arcs = {(a['caller'], a['callee']): a['self_ns'] + a['children_ns'] for a in rep['arcs']}
+        data, _ = annotate_json(ck, [cap, 'recurtime.c'], raw=raw)
+        if not ck.eq(len(data['files']), 1, 'recurtime.c is in the output'):
+            continue
+        lines = {ln['line']: ln for ln in data['files'][0]['lines']}
+        run_ns = data['totals']['total_ns']
+        ck.eq(run_ns, fns['main']['total_ns'], 'totals: the run is main\'s time')
 
-    def line(marker):
-        return lines.get(m[marker], {'calls': 0, 'total_ns': 0})
+        def line(marker):
+            return lines.get(m[marker], {'calls': 0, 'total_ns': 0})
 
-    for marker, calls in (('L_TOP_DESCEND', 1), ('L_REC', 8), ('L_SPIN_D', 1),
-                          ('L_TOP_PING', 1), ('L_PING', 4), ('L_PONG', 4), ('L_SPIN_P', 1)):
-        ck.eq(line(marker)['calls'], calls, '%s: calls' % marker)
-    # exact: the outermost call from each line is a function's or an arc's time
-    ck.eq(line('L_TOP_DESCEND')['total_ns'], fns['descend']['total_ns'], 'L_TOP_DESCEND = descend')
-    ck.eq(line('L_TOP_PING')['total_ns'], fns['ping']['total_ns'], 'L_TOP_PING = ping')
-    ck.eq(line('L_PING')['total_ns'], fns['pong']['total_ns'], 'L_PING = pong(7) = pong')
-    ck.eq(line('L_SPIN_D')['total_ns'], arcs[('descend', 'spin')], 'L_SPIN_D = descend -> spin')
-    ck.eq(line('L_SPIN_P')['total_ns'], arcs[('ping', 'spin')], 'L_SPIN_P = ping -> spin')
-    # descend(7) lies between descend(0)'s spin and descend(8); ping(6) between
-    # ping(0)'s spin and pong(7): not 8 or 4 times them
-    rec = line('L_REC')['total_ns']
-    ck.check(arcs[('descend', 'spin')] <= rec <= fns['descend']['total_ns'],
-             'L_REC %d within [%d, %d]' % (rec, arcs[('descend', 'spin')],
-                                          fns['descend']['total_ns']))
-    pong = line('L_PONG')['total_ns']
-    ck.check(arcs[('ping', 'spin')] <= pong <= fns['pong']['total_ns'],
-             'L_PONG %d within [%d, %d]' % (pong, arcs[('ping', 'spin')], fns['pong']['total_ns']))
-    for ln in data['files'][0]['lines']:
-        ck.check(ln['total_ns'] <= run_ns, 'line %d: %d ns <= the run %d ns'
-                 % (ln['line'], ln['total_ns'], run_ns))
-    for name, want in (('main', 1), ('descend', 9), ('ping', 5), ('pong', 4), ('spin', 2)):
-        ck.eq(fns[name]['calls'], want, '%s: calls' % name)
-        ck.check(fns[name]['total_ns'] <= run_ns, '%s: total <= the run' % name)
+        for marker, calls in (('L_TOP_DESCEND', 1), ('L_REC', 8), ('L_SPIN_D', 1),
+                              ('L_TOP_PING', 1), ('L_PING', 4), ('L_PONG', 4), ('L_SPIN_P', 1)):
+            ck.eq(line(marker)['calls'], calls, '%s: calls' % marker)
+        # exact: the outermost call from each line is a function's or an arc's time
+        ck.eq(line('L_TOP_DESCEND')['total_ns'], fns['descend']['total_ns'], 'L_TOP_DESCEND = descend')
+        ck.eq(line('L_TOP_PING')['total_ns'], fns['ping']['total_ns'], 'L_TOP_PING = ping')
+        ck.eq(line('L_PING')['total_ns'], fns['pong']['total_ns'], 'L_PING = pong(7) = pong')
+        ck.eq(line('L_SPIN_D')['total_ns'], arcs[('descend', 'spin')], 'L_SPIN_D = descend -> spin')
+        ck.eq(line('L_SPIN_P')['total_ns'], arcs[('ping', 'spin')], 'L_SPIN_P = ping -> spin')
+        # descend(7) lies between descend(0)'s spin and descend(8); ping(6) between
+        # ping(0)'s spin and pong(7): not 8 or 4 times them
+        rec = line('L_REC')['total_ns']
+        ck.check(arcs[('descend', 'spin')] <= rec <= fns['descend']['total_ns'],
+                 'L_REC %d within [%d, %d]' % (rec, arcs[('descend', 'spin')],
+                                              fns['descend']['total_ns']))
+        pong = line('L_PONG')['total_ns']
+        ck.check(arcs[('ping', 'spin')] <= pong <= fns['pong']['total_ns'],
+                 'L_PONG %d within [%d, %d]' % (pong, arcs[('ping', 'spin')], fns['pong']['total_ns']))
+        for ln in data['files'][0]['lines']:
+            ck.check(ln['total_ns'] <= run_ns, 'line %d: %d ns <= the run %d ns'
+                     % (ln['line'], ln['total_ns'], run_ns))
+        for name, want in (('main', 1), ('descend', 9), ('ping', 5), ('pong', 4), ('spin', 2)):
+            ck.eq(fns[name]['calls'], want, '%s: calls' % name)
+            ck.check(fns[name]['total_ns'] <= run_ns, '%s: total <= the run' % name)
 
 
 TESTS = {
