@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* profile-load.c - a profile from a view: each selected thread's named tree,
  * its functions merged by name, or by object and name
- * (PROFILE_KEY_OBJECT). */
+ * (PROFILE_KEY_OBJECT).
+ *
+ * A capture recorded with --time=sampled has exact calls and no clock; when
+ * it has perf samples, the times every reader shows are the samples'
+ * (sampled_times()): a node's self time is the weight of the samples placed
+ * on it (psamples.h), its total the sum over its subtree, so the flat
+ * profile, arcs, trees, exports, html and diff all take sampled times from
+ * here.  With PROFILE_KEY_NAME the flat profile also counts the samples
+ * whose chain left the call tree (psamp_fill_times()). */
 #include "profile.h"
+#include "psamples.h"
 #include "view.h"
 
 #include <errno.h>
@@ -124,8 +133,8 @@ static int add_thread(struct loader *l, uint32_t ti, uint32_t **idx, size_t *cap
 	return err == -EINVAL ? CYGPROF_E_CORRUPT : err;
 }
 
-int profile_load_keyed(struct view *v, const uint32_t *sel, size_t nsel, enum profile_key key,
-		       struct profile **out, const char ***objects)
+static int load_trees(struct view *v, const uint32_t *sel, size_t nsel, enum profile_key key,
+		      struct profile **out, const char ***objects)
 {
 	const struct cygprof_thread *threads;
 	struct loader l = {.v = v, .key = key};
@@ -158,6 +167,112 @@ int profile_load_keyed(struct view *v, const uint32_t *sel, size_t nsel, enum pr
 	else
 		free(l.objects);
 	return 0;
+}
+
+/* Thread i of p rebuilt into q with the times of s (s's node costs are
+ * for the same threads and nodes: both profiles come from the same trees). */
+static int sampled_thread(struct view *v, struct profile *q, const struct profile *p, size_t i,
+			  const struct psamp *s)
+{
+	const struct profile_thread *t = &p->threads[i];
+	const struct psamp_cost *c = i < s->nthreads ? s->node[i] : NULL;
+	struct cygprof_node *nodes = calloc(t->n ? t->n : 1, sizeof *nodes);
+	uint32_t *fnidx = calloc(t->n ? t->n : 1, sizeof *fnidx);
+	uint64_t *self = calloc(t->n ? t->n : 1, sizeof *self);
+	size_t j;
+	int err = -ENOMEM;
+
+	if (!nodes || !fnidx || !self)
+		goto out;
+	for (j = 0; j < t->n; j++) {
+		const struct profile_tnode *tn = &t->nodes[j];
+
+		nodes[j].parent = j ? tn->parent : CYGPROF_NONE;
+		nodes[j].site = tn->site;
+		nodes[j].calls = tn->calls;
+		self[j] = j && c ? c[j].sample_ns + c[j].offcpu_ns : 0;
+		nodes[j].total_ns = self[j];
+		fnidx[j] = j ? tn->fn : 0;
+	}
+	/* parents precede their children: sum each subtree bottom up */
+	for (j = t->n; j-- > 1;) {
+		if (nodes[j].parent >= j) {
+			err = CYGPROF_E_CORRUPT;
+			goto out;
+		}
+		nodes[nodes[j].parent].total_ns += nodes[j].total_ns;
+	}
+	err = profile_add_tree_self(q, &t->info, nodes, fnidx, self, t->n);
+	if (!err && t->n) {
+		/* the view's tree and sites too, for the readers of sites
+		 * (annotate, callgrind): the same nodes in the same order */
+		for (j = 0; j < t->n; j++)
+			self[j] = nodes[j].total_ns;
+		err = view_set_times(v, t->info.idx, self, t->n);
+	}
+out:
+	free(nodes);
+	free(fnidx);
+	free(self);
+	return err;
+}
+
+/* --time=sampled with samples: *p's times become the samples' (see the
+ * head of this file).  Samples are placed by name, on the same trees
+ * loaded by name when *p is keyed otherwise. */
+static int sampled_times(struct view *v, const uint32_t *sel, size_t nsel, enum profile_key key,
+			 struct profile **p)
+{
+	const char *tm = view_meta_str(v, "time");
+	struct profile *np = *p, *q = NULL;
+	struct psamp *s = NULL;
+	size_t i;
+	int err;
+
+	if (!tm || strcmp(tm, "sampled"))
+		return 0;
+	if (key != PROFILE_KEY_NAME && (err = load_trees(v, sel, nsel, PROFILE_KEY_NAME, &np, NULL)))
+		return err;
+	err = psamp_load(v, np, sel == NULL, &s);
+	if (err || !s || !s->total.samples)
+		goto out;
+	err = -ENOMEM;
+	if (!(q = profile_new()))
+		goto out;
+	/* the same functions at the same indices (names are unique keys) */
+	for (i = 0; i < (*p)->nfns; i++)
+		if (profile_intern(q, (*p)->fns[i].name) != (long)i)
+			goto out;
+	err = 0;
+	for (i = 0; i < (*p)->nthreads && !err; i++)
+		err = sampled_thread(v, q, *p, i, s);
+	if (err)
+		goto out;
+	profile_free(*p);
+	*p = q;
+	q = NULL;
+out:
+	profile_free(q);
+	psamp_free(s);
+	if (np != *p && key != PROFILE_KEY_NAME)
+		profile_free(np);
+	return err == -EINVAL ? CYGPROF_E_CORRUPT : err;
+}
+
+int profile_load_keyed(struct view *v, const uint32_t *sel, size_t nsel, enum profile_key key,
+		       struct profile **out, const char ***objects)
+{
+	int err = load_trees(v, sel, nsel, key, out, objects);
+
+	if (!err && (err = sampled_times(v, sel, nsel, key, out))) {
+		profile_free(*out);
+		*out = NULL;
+		if (objects) {
+			free(*objects);
+			*objects = NULL;
+		}
+	}
+	return err;
 }
 
 int profile_load(struct view *v, const uint32_t *sel, size_t nsel, struct profile **out)

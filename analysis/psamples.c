@@ -34,16 +34,6 @@ struct ctx {
 	int all_threads;
 };
 
-void psamp_fill_times(const struct psamp *s, struct profile *p)
-{
-	p->total_self_ns = 0;
-	for (size_t i = 0; i < p->nfns; i++) {
-		p->fns[i].self_ns = s->fn[i].sample_ns;
-		p->fns[i].total_ns = s->fn[i].incl_ns;
-		p->total_self_ns += s->fn[i].sample_ns;
-	}
-}
-
 int psamp_runtime_frame(const char *name, const char *object_path)
 {
 	if (object_path) {

@@ -96,11 +96,6 @@ struct psamp {
 int psamp_load(struct view *v, const struct profile *p, int all_threads, struct psamp **out);
 void psamp_free(struct psamp *s);
 
-/** A capture without times (record --time=sampled) with samples: p's
- * self and total times become the sampled ones (s->fn's sample_ns and
- * incl_ns), its total self time their sum; calls stay exact. */
-void psamp_fill_times(const struct psamp *s, struct profile *p);
-
 /** Whether a frame is cygprof's runtime: its object is libcygprof-cyg.so or
  * libcygprof-mem.so (any directory), or its name is one of the hooks
  * (__cyg_profile_func_enter/exit, for a frame without an object).  A

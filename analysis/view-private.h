@@ -37,6 +37,7 @@ struct view_tree_slot {
 	int sites_state;
 	struct cygprof_callsite *sites;
 	size_t nsites;
+	int sampled;   /* view_set_times(): the sites' times follow the nodes' */
 };
 
 /* Functions live in blocks that never move: pointers handed out stay valid. */

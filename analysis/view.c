@@ -480,6 +480,39 @@ fail:
 	return err;
 }
 
+/* A node's time shared among its call sites by their calls (the times of
+ * view_set_times(), which are not measured per site). */
+static void sites_by_calls(struct view_tree_slot *s)
+{
+	for (size_t i = 0; i < s->nsites; i++) {
+		struct cygprof_callsite *c = &s->sites[i];
+		const struct cygprof_node *nd;
+
+		if (c->node >= s->t.n)
+			continue;
+		nd = &s->nodes[c->node];
+		c->total_ns = nd->calls ? (uint64_t)((double)nd->total_ns * (double)c->calls /
+							 (double)nd->calls + 0.5)
+					: 0;
+	}
+}
+
+int view_set_times(struct view *v, uint32_t thread, const uint64_t *total_ns, size_t n)
+{
+	struct view_tree_slot *s = tree_slot(v, thread);
+
+	if (!s || !s->state || n != s->t.n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		s->nodes[i].total_ns = total_ns[i];
+	if (profile_self_times(s->nodes, n, s->self_ns, &s->t.total_ns))
+		return CYGPROF_E_CORRUPT;
+	s->sampled = 1;
+	if (s->sites_state)
+		sites_by_calls(s);
+	return 0;
+}
+
 int view_sites(struct view *v, uint32_t thread, const struct cygprof_callsite **sites,
 	       size_t *n)
 {
@@ -533,6 +566,8 @@ int view_sites(struct view *v, uint32_t thread, const struct cygprof_callsite **
 				return err;
 			}
 		}
+		if (s->sampled)
+			sites_by_calls(s);
 	}
 	*sites = s->sites;
 	*n = s->nsites;

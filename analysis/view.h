@@ -231,6 +231,12 @@ struct view_tree {
 /** A thread's tree (read and named once).  CYGPROF_E_NOTFOUND for an
  * unknown thread, CYGPROF_E_CORRUPT for a malformed tree. */
 int view_tree(struct view *v, uint32_t thread, const struct view_tree **out);
+/** Replace the times of a thread's tree (read before with view_tree()):
+ * total_ns[i] for node i, n its node count; self times follow, and each
+ * call site gets its node's time in proportion to its calls.  For times
+ * that are not the hooks' (record --time=sampled --sample: profile_load()).
+ * -EINVAL when the tree was not read or n differs. */
+int view_set_times(struct view *v, uint32_t thread, const uint64_t *total_ns, size_t n);
 /** A thread's call sites (none: n = 0). */
 int view_sites(struct view *v, uint32_t thread, const struct cygprof_callsite **sites,
 	       size_t *n);

@@ -6,6 +6,7 @@ build) with perf's on the plain build of the same source.
 
     bench/true-times.py --cygprof build/cli/cygprof [--runs 5] [--src lua=DIR]
                         [--src zlib=DIR] [--program lua] [--min 3]
+                        [--call-graph dwarf|fp]
 
 Each program (lua: the interpreter on bench/true-times/work.lua; zlib:
 minigzip -9 on 10 MB of generated text) is built twice from one source
@@ -15,8 +16,8 @@ tree, with the same flags but one:
     instr   the same plus -finstrument-functions
 
 perf records the plain build (`perf record -F 20000 -e cpu-clock
---call-graph=fp`, children included: a sample counts once for every
-function on its stack, recursion once), cygprof the instrumented one
+--call-graph=dwarf,16384`, children included: a sample counts once for
+every function on its stack, recursion once), cygprof the instrumented one
 (`cygprof record`, its report's total_ns: recursion counted once; with
 `--raw-times` too when this cygprof has it).  Frames are expanded into
 their inlined functions with addr2line, so that a function gcc inlined in
@@ -25,6 +26,12 @@ line).  Both sides sum --runs runs.  The table lists every function with
 at least --min percent of main on either side: perf's share, cygprof's,
 and the relative error |cygprof - perf| / perf; then the mean and the
 worst error.
+
+Why DWARF and not frame pointers: glibc is built without frame pointers,
+so a sample inside malloc, memcpy or strcmp walked by frame pointers loses
+its caller and often the whole chain (on Lua, fp charges luaL_alloc, which
+is realloc and free, 0.3% of main; DWARF unwinding through libc's CFI
+21%).  --call-graph fp gives perf's fp figures for comparison.
 
 Sources: --src NAME=DIR, else a shallow git clone into
 ~/.cache/cygprof-bench (github.com/lua/lua, github.com/madler/zlib).
@@ -130,16 +137,17 @@ class Inliner:
         return [n for n in self.memo.get(addr, []) if n != '??']
 
 
-def perf_shares(exe, argv, stdin_path, runs, work):
+def perf_shares(exe, argv, stdin_path, runs, work, callgraph):
     incl = collections.Counter()
     base = os.path.basename(exe)
     inl = Inliner(exe)
     for r in range(runs):
         data = os.path.join(work, 'perf-%d.data' % r)
         run(argv, stdin_path, ['perf', 'record', '-q', '-F', '20000', '-e', 'cpu-clock',
-                               '--call-graph=fp', '-o', data, '--'])
+                               '--call-graph=' + callgraph, '-o', data, '--'])
         out = subprocess.run(['perf', 'script', '-i', data, '-F', 'ip,sym,dso'],
                              capture_output=True, text=True, check=True).stdout
+        os.unlink(data)     # DWARF samples carry 16 KB of stack each
         samples = []
         for block in out.split('\n\n'):
             frames = []
@@ -186,6 +194,8 @@ def main():
     ap.add_argument('--min', type=float, default=3.0, help='percent of main to list')
     ap.add_argument('--src', action='append', default=[], help='NAME=DIR')
     ap.add_argument('--program', action='append', choices=sorted(BUILDERS))
+    ap.add_argument('--call-graph', default='dwarf,16384', choices=['dwarf,16384', 'dwarf,65528', 'fp'],
+                    help="perf's unwinding on the plain build (default dwarf,16384)")
     ap.add_argument('--cache', default=os.path.expanduser('~/.cache/cygprof-bench'))
     a = ap.parse_args()
     given = dict(s.split('=', 1) for s in a.src)
@@ -196,7 +206,7 @@ def main():
         with tempfile.TemporaryDirectory(prefix='true-times-') as work:
             pargv, pin = build(name, src, work, [])
             iargv, iin = build(name, src, work, ['-finstrument-functions'])
-            perf = perf_shares(pargv[0], pargv, pin, a.runs, work)
+            perf = perf_shares(pargv[0], pargv, pin, a.runs, work, a.call_graph)
             cyg_c = cygprof_shares(cyg, iargv[0], iargv, iin, a.runs, work, False)
             cyg_r = cygprof_shares(cyg, iargv[0], iargv, iin, a.runs, work, True) if raw else None
         if not perf['main'] or not cyg_c['main']:
@@ -208,8 +218,8 @@ def main():
                        {f for f, v in cs.items() if v >= a.min},
                        key=lambda f: -ps.get(f, 0))
         funcs = [f for f in funcs if f != 'main']
-        print('\n## %s: inclusive share of main, %d runs each (perf %d samples in main)\n' %
-              (name, a.runs, perf['main']))
+        print('\n## %s: inclusive share of main, %d runs each (perf --call-graph=%s: %d samples in main)\n' %
+              (name, a.runs, a.call_graph, perf['main']))
         print('| function | perf plain | cygprof | error |%s' % (' cygprof raw | raw error |' if raw else ''))
         print('|---|---|---|---|%s' % ('---|---|' if raw else ''))
         errs, rerrs = [], []

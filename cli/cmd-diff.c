@@ -35,7 +35,24 @@ struct side {
 	struct diff_entry *fns, *paths;
 	size_t nfns, npaths;
 	uint64_t total_ns;         /* the sum of the threads' totals */
+	const char *times;         /* "exact", "sampled" or "none" (side_times()) */
 };
+
+/* What a side's times are: measured by the hooks, estimated from perf
+ * samples (record --time=sampled --sample: profile_load()), or none. */
+static void side_times(struct side *s)
+{
+	const char *tm = view_meta_str(s->v, "time");
+	const struct cygprof_psample *ps;
+	size_t n = 0;
+
+	if (!tm || strcmp(tm, "sampled"))
+		s->times = "exact";
+	else if (!view_psamples(s->v, &ps, &n) && n)
+		s->times = "sampled";
+	else
+		s->times = "none";
+}
 
 struct diff_opts {
 	int json, paths;
@@ -403,6 +420,12 @@ static void print_text(struct diff_opts *o, struct side *old, struct side *new,
 	printf("# total time: %s -> %s (%s)\n", fmt_dur(b1, sizeof b1, old->total_ns),
 	       fmt_dur(b2, sizeof b2, new->total_ns),
 	       diff_print_sdur(b3, sizeof b3, (int64_t)new->total_ns - (int64_t)old->total_ns));
+	if (strcmp(old->times, new->times))
+		printf("# times: OLD %s, NEW %s: the time changes compare %s\n", old->times,
+		       new->times,
+		       !strcmp(old->times, "none") || !strcmp(new->times, "none")
+			       ? "with a side that has no times (record --time=sampled without --sample)"
+			       : "a measure with an estimate from samples (calls are exact on both)");
 	diff_print_count(&ft, fr, nfr, c);
 	diff_print_counts("functions", c);
 	printf("; sorted by %s%s\n\n", sort_name(o->sort),
@@ -420,7 +443,7 @@ static void print_text(struct diff_opts *o, struct side *old, struct side *new,
 static void json_side(const char *what, struct side *s)
 {
 	diff_print_json_side(what, s->file, view_meta_str(s->v, "command"));
-	printf(", \"total_ns\": %" PRIu64 "},\n", s->total_ns);
+	printf(", \"times\": \"%s\", \"total_ns\": %" PRIu64 "},\n", s->times, s->total_ns);
 }
 
 static void print_json(struct diff_opts *o, struct side *old, struct side *new,
@@ -460,6 +483,8 @@ int cmd_diff(int argc, char **argv)
 	new.file = o.new;
 	load_profile(&old, o.di);
 	load_profile(&new, o.di);
+	side_times(&old);
+	side_times(&new);
 	side_functions(&old);
 	side_functions(&new);
 	err = diff_match(old.fns, old.nfns, new.fns, new.nfns, NV, &fr, &nfr);

@@ -139,7 +139,9 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 	printf("# calling-context tree: pid %u tid %u (%s)%s, %" PRIu64 " call paths\n",
 	       th->info.pid, th->info.tid, th->info.name, view_thread_note(th->info.flags),
 	       (uint64_t)(th->n ? th->n - 1 : 0));
-	if (o->print.no_times)
+	if (o->print.sampled_times)
+		printf("# %s\n", PRINT_SAMPLED_TIMES_NOTE);
+	else if (o->print.no_times)
 		printf("# %s\n", PRINT_NO_TIMES_NOTE);
 	const struct psamp_cost *pc = o->ps && o->pthread < o->ps->nthreads
 					      ? o->ps->node[o->pthread] : NULL;
@@ -534,12 +536,8 @@ static struct profile *load(struct view *v, struct report_opts *o, const uint32_
 	cli_check(profile_load(v, idx, n, &p), o->file);
 	cli_check(psamp_load(v, p, idx == NULL, &ps), o->file);
 	o->ps = ps;
-	/* --time=sampled --sample: the samples give the times */
-	o->print.sampled_times = 0;
-	if (o->print.no_times && ps && ps->total.samples) {
-		psamp_fill_times(ps, p);
-		o->print.sampled_times = 1;
-	}
+	/* --time=sampled --sample: the samples gave the times (profile_load()) */
+	o->print.sampled_times = o->print.no_times && ps && ps->total.samples;
 	return p;
 }
 

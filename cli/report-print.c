@@ -202,8 +202,8 @@ void print_flat(const struct profile *p, const struct print_opts *o)
 		if (!p->total_self_ns)
 			printf(" no time accumulated\n\n");
 	} else if (o->sampled_times) {
-		printf("Times are sampled (perf samples; calls are exact); total sampled self time"
-		       " %.6f seconds.\n", total / 1e9);
+		printf("Times are sampled (perf samples on CPU plus off-CPU intervals; calls are"
+		       " exact); total sampled self time %.6f seconds.\n", total / 1e9);
 	} else if (o->no_times) {
 		printf("%s\n", PRINT_NO_TIMES_NOTE);
 	} else {
@@ -369,8 +369,8 @@ void print_graph(const struct profile *p, const struct print_opts *o)
 	if (!gprof) {
 		printf("\t\t     Call graph\n\n\n");
 		if (o->sampled_times)
-			printf("granularity: sampled times (perf samples; calls are exact; arcs carry"
-			       " no times); %.6f seconds\n\n", total / 1e9);
+			printf("granularity: sampled times (perf samples on CPU plus off-CPU"
+			       " intervals; calls are exact); %.6f seconds\n\n", total / 1e9);
 		else if (o->no_times)
 			printf("%s\n\n", PRINT_NO_TIMES_NOTE);
 		else

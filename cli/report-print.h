@@ -25,12 +25,15 @@ struct print_opts {
 	int no_times;        /* STYLE_REPORT: the capture has no times (record
 			      * --time=sampled): the headers say so */
 	int sampled_times;   /* STYLE_REPORT: the times are the perf samples'
-			      * (--time=sampled --sample: psamp_fill_times()) */
+			      * (--time=sampled --sample: profile_load()) */
 };
 
 /* The header line of a capture recorded with --time=sampled. */
 #define PRINT_NO_TIMES_NOTE \
 	"times: not measured (record --time=sampled; add --sample for sampled times)"
+/* ... and of one recorded with --time=sampled --sample. */
+#define PRINT_SAMPLED_TIMES_NOTE \
+	"times: sampled (perf samples on CPU plus off-CPU intervals; calls are exact)"
 
 
 /** Whether name passes the -F pattern. */

@@ -65,6 +65,7 @@ Tests:
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -365,22 +366,72 @@ def test_libc(ck, cyg, prog, args):
              (under / 1e6, fill.get('sampled_ns', 0) / 1e6))
 
 
+def fmt_ms(ns):
+    return '%.3f ms' % (ns / 1e6)
+
+
 def test_timesampled(ck, cyg, prog, args):
     cp, cap, info, samples, offcpu = sampled(ck, cyg, prog, ['--sample=1000', '--time=sampled'])
     ck.eq(cp.returncode, 0, 'record exit')
     rep = report_json(ck, cyg, cap)
     f = fns(rep)
     ck.eq(rep.get('sampled_times'), True, 'the JSON says the times are sampled')
+    ck.eq(rep['samples']['unplaced'], 0, 'every sample is on a call path')
     for name in ('main', 'spin', 'nap'):
         ck.eq(f.get(name, {}).get('calls'), 1, '%s calls' % name)
-        # the times are the samples': self = sampled, total = samples on the stack
-        ck.eq(f.get(name, {}).get('self_ns'), f.get(name, {}).get('sampled_ns'),
-              '%s self time is its sampled time' % name)
+        # the times are the samples': self = CPU samples + off-CPU intervals
+        ck.eq(f.get(name, {}).get('self_ns'),
+              f.get(name, {}).get('sampled_ns', 0) + f.get(name, {}).get('offcpu_ns', 0),
+              '%s self time is its sampled time and its off-CPU time' % name)
     ck.check(f['spin']['self_ns'] > 0, 'spin has a sampled self time: %s' % f['spin'])
-    ck.check(f['main']['total_ns'] >= f['spin']['self_ns'] + f['nap']['self_ns'],
-             'main\'s sampled total holds spin and nap: %s' % f['main'])
-    ck.eq(rep['total_self_ns'], sum(x['sampled_ns'] for x in rep['functions']),
-          'total self = the functions\' sampled times')
+    # nap sleeps 200 ms: its sampled time is that interval, as an exact capture's
+    ck.check(150e6 <= f['nap']['total_ns'] <= 400e6, 'nap sampled total %s' % f['nap'])
+    ck.eq(f['main']['total_ns'], f['main']['self_ns'] + f['spin']['total_ns'] + f['nap']['total_ns'],
+          'main\'s sampled total is its self time and its callees\'')
+    ck.eq(rep['total_self_ns'], sum(x['sampled_ns'] + x['offcpu_ns'] for x in rep['functions']),
+          'total self = the functions\' sampled and off-CPU times')
+    arcs = {(a['caller'], a['callee']): a for a in rep['arcs']}
+    ck.eq(arcs[('main', 'spin')]['self_ns'], f['spin']['self_ns'], 'arc main -> spin: sampled time')
+    ck.eq(arcs[('main', 'nap')]['self_ns'], f['nap']['self_ns'], 'arc main -> nap: sampled time')
+    # the tree, gprof and callgrind show the same sampled figures
+    p = run([cyg.exe, 'report', '--tree', cap])
+    ck.check('# times: sampled' in p.out, 'the tree says its times are sampled')
+    ck.check(re.search(r'^\s*%s\s+%s\s+1\s.*: \+-spin$' % (re.escape(fmt_ms(f['spin']['total_ns'])),
+                                                        re.escape(fmt_ms(f['spin']['self_ns']))),
+                       p.out, re.M), 'the tree shows spin\'s sampled times:\n%s' % p.out)
+    p = run([cyg.exe, 'gprof', '-b', cap])
+    ck.check(re.search(r'^\s*[0-9.]+\s+[0-9.]+\s+%.2f\s+1\s.*\bspin$' % (f['spin']['self_ns'] / 1e9),
+                       p.out, re.M), 'gprof: spin\'s sampled self seconds:\n%s' % p.out)
+    cg = os.path.join(cyg.workdir, 'cg.out')
+    p = run([cyg.exe, 'export', '--format=callgrind', '-o', cg, cap])
+    ck.eq(p.returncode, 0, 'export callgrind')
+    with open(cg) as fh:
+        cgt = fh.read()
+    sid = re.search(r'^c?fn=\((\d+)\) spin$', cgt, re.M)
+    ck.check(sid and re.search(r'^fn=\(%s\)(?: spin)?\n\d+ %d$' % (sid.group(1), f['spin']['self_ns']),
+                               cgt, re.M), 'callgrind: spin\'s self cost is its sampled time')
+    ck.check(sid and re.search(r'^cfn=\(%s\)(?: spin)?\ncalls=1 \d+\n\d+ %d$'
+                               % (sid.group(1), f['spin']['total_ns']), cgt, re.M),
+             'callgrind: the call of spin costs its sampled total')
+    ck.check('Time (ns, sampled)' in cgt, 'callgrind: the event says sampled')
+    p = run([cyg.exe, 'annotate', '--format=json', cap, 'sampling-prog.c'])
+    ck.eq(p.returncode, 0, 'annotate exit')
+    lines = [ln for fl in json.loads(p.out)['files'] for ln in fl['lines']]
+    ck.eq(sorted(ln['total_ns'] for ln in lines if ln.get('calls') == 1 and ln['total_ns'])[-2:],
+          sorted([f['spin']['total_ns'], f['nap']['total_ns']]),
+          'annotate: the lines that call spin and nap carry their sampled totals')
+    # diff against an exact capture says the two sides' times differ in kind
+    ex = os.path.join(cyg.workdir, 'exact.data')
+    p = run([cyg.exe, 'record', '-q', '-o', ex, '--', prog])
+    ck.eq(p.returncode, 0, 'exact record')
+    p = run([cyg.exe, 'diff', ex, cap])
+    ck.check('# times: OLD exact, NEW sampled' in p.out, 'diff says NEW is sampled:\n%s' % p.out[:600])
+    p = run([cyg.exe, 'diff', '--format=json', cap, ex])
+    d = json.loads(p.out)
+    ck.eq((d['old']['times'], d['new']['times']), ('sampled', 'exact'), 'diff JSON: the sides\' times')
+    nap = [r for r in d['functions'] if r['name'] == 'nap']
+    ck.check(nap and abs(nap[0]['total_ns']['relative']) < 0.5,
+             'nap\'s total compares like with like (not -100%%): %s' % nap)
     total = rep['samples']['samples']
     ck.check(f.get('spin', {}).get('samples', 0) * 2 > total, 'spin gets most of %d samples' % total)
     ck.check(f.get('nap', {}).get('offcpu_ns', 0) >= 150e6, 'nap off CPU: %s' % f.get('nap'))
