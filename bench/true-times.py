@@ -16,7 +16,7 @@ tree, with the same flags but one:
     instr   the same plus -finstrument-functions
 
 perf records the plain build (`perf record -F 20000 -e cpu-clock
---call-graph=dwarf,16384`, children included: a sample counts once for
+--call-graph=dwarf,32768`, children included: a sample counts once for
 every function on its stack, recursion once), cygprof the instrumented one
 (`cygprof record`, its report's total_ns: recursion counted once; with
 `--raw-times` too when this cygprof has it).  Frames are expanded into
@@ -147,7 +147,7 @@ def perf_shares(exe, argv, stdin_path, runs, work, callgraph):
                                '--call-graph=' + callgraph, '-o', data, '--'])
         out = subprocess.run(['perf', 'script', '-i', data, '-F', 'ip,sym,dso'],
                              capture_output=True, text=True, check=True).stdout
-        os.unlink(data)     # DWARF samples carry 16 KB of stack each
+        os.unlink(data)     # DWARF samples carry 32 KB of stack each
         samples = []
         for block in out.split('\n\n'):
             frames = []
@@ -194,8 +194,8 @@ def main():
     ap.add_argument('--min', type=float, default=3.0, help='percent of main to list')
     ap.add_argument('--src', action='append', default=[], help='NAME=DIR')
     ap.add_argument('--program', action='append', choices=sorted(BUILDERS))
-    ap.add_argument('--call-graph', default='dwarf,16384', choices=['dwarf,16384', 'dwarf,65528', 'fp'],
-                    help="perf's unwinding on the plain build (default dwarf,16384)")
+    ap.add_argument('--call-graph', default='dwarf,32768', choices=['dwarf,32768', 'dwarf,65528', 'fp'],
+                    help="perf's unwinding on the plain build (default dwarf,32768)")
     ap.add_argument('--cache', default=os.path.expanduser('~/.cache/cygprof-bench'))
     a = ap.parse_args()
     given = dict(s.split('=', 1) for s in a.src)

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "profile.h"
+#include "psamples.h"
 #include "view.h"
 
 static char dir[PATH_MAX];
@@ -367,6 +368,25 @@ static void test_stacks_events(void)
 	view_close(v);
 }
 
+/* psamples.c's rule for cygprof's own runtime: its two libraries in any
+ * directory (and any soname version), or a hook by name without an object;
+ * nothing else, not a program function that starts alike. */
+static void test_runtime_frames(void)
+{
+	CHECK(psamp_runtime_frame("enter_clock", "/usr/lib/x86_64-linux-gnu/libcygprof-cyg.so.1"));
+	CHECK(psamp_runtime_frame("cyg__enter_slow", "build/cyg/libcygprof-cyg.so"));
+	CHECK(psamp_runtime_frame("malloc", "/opt/x/libcygprof-mem.so"));
+	CHECK(psamp_runtime_frame("__cyg_profile_func_enter", NULL));
+	CHECK(psamp_runtime_frame("__cyg_profile_func_exit", "/bin/prog"));
+	CHECK(psamp_runtime_frame(NULL, "libcygprof-cyg.so"));
+	CHECK(!psamp_runtime_frame("main", "/bin/prog"));
+	CHECK(!psamp_runtime_frame("malloc", "/usr/lib/x86_64-linux-gnu/libc.so.6"));
+	CHECK(!psamp_runtime_frame("cyg_helper", "/bin/prog"));
+	CHECK(!psamp_runtime_frame("spin", "/tmp/libcygprof-capture.so"));
+	CHECK(!psamp_runtime_frame("x", "/srv/libcygprof-cyg/prog"));
+	CHECK(!psamp_runtime_frame(NULL, NULL));
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/cygprof-test-view.XXXXXX";
@@ -385,6 +405,7 @@ int main(void)
 	RUN_TEST(test_trees);
 	RUN_TEST(test_profiles);
 	RUN_TEST(test_stacks_events);
+	RUN_TEST(test_runtime_frames);
 	unlink(path);
 	rmdir(dir);
 	CHECK_DONE();
