@@ -232,7 +232,7 @@
     }
     var f = new Flame('flame', tree, byCalls ? String : ns, 'calls');
     var note = 'All threads\' call paths merged; widths are ' + (byCalls ? 'calls (no times recorded)' :
-      'inclusive time') + ', the grey blocks self time. ' + T.paths + ' call paths';
+      M.time === 'sampled' ? 'inclusive sampled time (perf samples on CPU plus off-CPU intervals)' : 'inclusive time') + ', the grey blocks self time. ' + T.paths + ' call paths';
     if (T.merged) note += '; ' + T.merged + ' paths under ' + (T.cut * 100) + '% of the time are merged into "(other)"';
     add('<h2 id="s-flame">Flame graph of time</h2><p class="note" id="flame-note">' + esc(note) + '.</p>' + f.html());
     f.bind();
@@ -279,8 +279,11 @@
 
   /* ---- flat profile and call graph ---------------------------------------------- */
   var total = D.total_self_ns, F = D.fns, graph;
-  /* record --time=sampled: exact calls, no times */
-  var tns = M.time === 'sampled' ? function () { return '-'; } : ns;
+  /* record --time=sampled: exact calls, no times; with --sample the times
+   * are the samples' (profile_load()) */
+  var sampledTimes = M.time === 'sampled' && !!P && total > 0;
+  var noTimes = M.time === 'sampled' && !sampledTimes;
+  var tns = noTimes ? function () { return '-'; } : ns;
   function flatSection() {
     var cols = [{ t: 'function' }, { t: 'calls', n: 1 }, { t: 'self', n: 1, f: tns },
       { t: '% self', n: 1, f: function (v) { return pct(v, total); } }, { t: 'total', n: 1, f: tns },
@@ -294,8 +297,10 @@
       r.key = i;
       rows.push(r);
     });
-    var t = new Table('flat', cols, rows, M.time === 'sampled' ? 1 : 2, function (k) { pickFn(k); location.hash = '#s-graph'; });
-    add('<h2 id="s-flat">Flat profile</h2><p class="note">Exact calls and times of every function, merged by ' +
+    var t = new Table('flat', cols, rows, noTimes ? 1 : 2, function (k) { pickFn(k); location.hash = '#s-graph'; });
+    add('<h2 id="s-flat">Flat profile</h2><p class="note">' +
+      (sampledTimes ? 'Exact calls and sampled times (perf samples on CPU plus off-CPU intervals)' : 'Exact calls and times') +
+      ' of every function, merged by ' +
       'name over threads and processes' + (P ? ', with the perf samples charged to each' : '') +
       '. Click a heading to sort, a row for its callers and callees.</p>' + t.html());
     t.draw();

@@ -507,6 +507,22 @@ def test_samples(ck, cyg, example, args):
           'uninstrumented functions listed')
     ck.check('Samples' in dom.text.get('s-samples', ''), 'the samples section')
     selftest(ck, out)
+    # record --time=sampled --sample: the page shows the samples' times
+    cap = record(ck, cyg, example, ['--sample', '--time=sampled'], 'tsampled.cyg')
+    data, _ = cyg.report_json(cap, ck)
+    ck.eq(data.get('sampled_times'), True, 'the capture has sampled times')
+    out = os.path.join(cyg.workdir, 'tsampled.html')
+    write_html(ck, cyg, cap, out)
+    dom = render(ck, out)
+    flat = table(ck, dom, 'flat')
+    for f in data['functions']:
+        row = flat.get(f['name'])
+        if ck.check(row is not None, 'sampled: flat profile row of %s' % f['name']):
+            ck.eq((int(row['self']), int(row['total'])), (f['self_ns'], f['total_ns']),
+                  '%s: sampled self and total ns as report --format=json' % f['name'])
+    ck.check(int(flat.get('spin', {}).get('self', 0)) > 0, 'spin has a sampled self time')
+    ck.check('Exact calls and sampled times' in dom.text.get('app', ''),
+             'the flat profile says its times are sampled')
 
 
 TESTS = {
