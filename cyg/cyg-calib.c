@@ -89,34 +89,10 @@ static struct cyg_thread *scratch_writer(unsigned ring_words)
 	uint64_t off = cyg__area_alloc(sizeof(struct cyg_thread));
 	uint64_t stack = cyg__area_alloc(CALIB_STACK * sizeof(struct cyg_frame));
 	uint64_t ring = ring_words ? cyg__area_alloc((uint64_t)ring_words * 8) : 0;
-	struct cyg_thread *t;
-	struct cyg_node *root;
 
 	if (!off || !stack || (ring_words && !ring))
 		return NULL;
-	t = AT(off);
-	memset(t, 0, sizeof *t);
-	t->pid = (uint32_t)getpid();
-	t->tid = (uint32_t)gettid();
-	t->stack_off = stack;
-	t->stack_cap = CALIB_STACK;
-	t->lim = CALIB_STACK;
-	t->ring_off = ring;
-	t->proc_off = cyg_proc_off;
-	root = cyg__node_alloc(t);
-	if (!root)
-		return NULL;
-	memset(root, 0, sizeof *root);
-	root->hint = CYG_GID_NULL;
-	root->hint2 = CYG_GID_NULL;
-	t->root = cyg_gid(root);
-	struct cyg_frame *stk = AT(stack);
-	stk[0].ts = 0;
-	stk[0].cfa = UINT64_MAX;
-	stk[0].node = t->root;
-	stk[0].site = 0;
-	t->state = CYG_T_ACTIVE;
-	return t;
+	return cyg__writer_init(off, stack, CALIB_STACK, CALIB_STACK, ring, cyg_proc_off, 0);
 }
 
 static void sort_u64(uint64_t *v, unsigned n)

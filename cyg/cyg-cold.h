@@ -116,6 +116,12 @@ HIDDEN void cyg__proc_reaped(pid_t pid, int status);
 HIDDEN int cyg__writer_key(void);
 /* A new writer of process image proc_off, on the thread list; not made
  * current.  NULL when the mapping is full. */
+/* A writer's fields, its tree's root and its stack's bottom frame, in the
+ * area at off (zeroed first), active; not on the thread list.  NULL when
+ * no node is left for the root. */
+HIDDEN struct cyg_thread *cyg__writer_init(uint64_t off, uint64_t stack, uint32_t cap,
+					   uint32_t lim, uint64_t ring, uint64_t proc_off,
+					   uint64_t now);
 HIDDEN struct cyg_thread *cyg__thread_alloc(uint32_t flags, uint64_t now, uint64_t proc_off);
 /* A new writer of this process image, made the calling thread's. */
 HIDDEN struct cyg_thread *cyg__thread_new(uint32_t flags, uint64_t now);

@@ -36,12 +36,41 @@ void cyg__tls_forget(void)
 	memset(cyg_tls.save, 0, sizeof cyg_tls.save);
 }
 
+struct cyg_thread *cyg__writer_init(uint64_t off, uint64_t stack, uint32_t cap, uint32_t lim,
+				    uint64_t ring, uint64_t proc_off, uint64_t now)
+{
+	struct cyg_thread *t = AT(off);
+	struct cyg_node *root;
+	struct cyg_frame *stk = AT(stack);
+
+	memset(t, 0, sizeof *t);
+	t->pid = (uint32_t)getpid();
+	t->tid = (uint32_t)gettid();
+	t->stack_off = stack;
+	t->stack_cap = cap;
+	t->lim = lim;
+	t->ring_off = ring;
+	t->proc_off = proc_off;
+	root = cyg__node_alloc(t);
+	if (!root)
+		return NULL;
+	memset(root, 0, sizeof *root);
+	root->hint = CYG_GID_NULL;
+	root->hint2 = CYG_GID_NULL;
+	t->root = cyg_gid(root);
+	stk[0].ts = now;
+	stk[0].cfa = UINT64_MAX;
+	stk[0].node = t->root;
+	stk[0].site = 0;
+	t->state = CYG_T_ACTIVE;
+	return t;
+}
+
 /* A new writer of this process image, on the thread list; the caller
  * makes it current (or not: a signal handlers' writer waits for one). */
 struct cyg_thread *cyg__thread_alloc(uint32_t flags, uint64_t now, uint64_t proc_off)
 {
 	struct cyg_thread *t;
-	struct cyg_node *root;
 	uint64_t off, stack = 0, ring = 0;
 	uint32_t cap = CYG_STACK_INIT;
 	/* By the mapping's flag, not cyg_memory: a writer made before memory
@@ -61,33 +90,14 @@ struct cyg_thread *cyg__thread_alloc(uint32_t flags, uint64_t now, uint64_t proc
 	if (!off || !stack || ((cyg_timeline || mem) && !ring) || (mem && !seen))
 		return NULL;
 
-	t = AT(off);
-	memset(t, 0, sizeof *t);
-	t->pid = (uint32_t)getpid();
-	t->tid = (uint32_t)gettid();
+	t = cyg__writer_init(off, stack, cap, cap < cyg_max_depth ? cap : cyg_max_depth, ring,
+			     proc_off, now);
+	if (!t)
+		return NULL;
 	t->flags = flags;
-	t->stack_off = stack;
-	t->stack_cap = cap;
-	t->lim = cap < cyg_max_depth ? cap : cyg_max_depth;
-	t->ring_off = ring;
 	t->seen_off = seen;
-	t->proc_off = proc_off;
 	t->start_ts = now;
 	prctl(PR_GET_NAME, t->name, 0, 0, 0);
-	root = cyg__node_alloc(t);
-	if (!root)
-		return NULL;
-	memset(root, 0, sizeof *root);
-	root->hint = CYG_GID_NULL;
-	root->hint2 = CYG_GID_NULL;
-	t->root = cyg_gid(root);
-
-	struct cyg_frame *stk = AT(stack);
-	stk[0].ts = now;
-	stk[0].cfa = UINT64_MAX;
-	stk[0].node = t->root;
-	stk[0].site = 0;
-	t->state = CYG_T_ACTIVE;
 
 	/* On the list without the lock: a push by compare-and-swap. */
 	t->seq = __atomic_fetch_add(&cyg_ctl->nthreads, 1, __ATOMIC_RELAXED);
