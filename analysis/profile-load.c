@@ -223,13 +223,12 @@ out:
 static int sampled_times(struct view *v, const uint32_t *sel, size_t nsel, enum profile_key key,
 			 struct profile **p)
 {
-	const char *tm = view_meta_str(v, "time");
 	struct profile *np = *p, *q = NULL;
 	struct psamp *s = NULL;
 	size_t i;
 	int err;
 
-	if (!tm || strcmp(tm, "sampled"))
+	if (!view_time_sampled(v))
 		return 0;
 	if (key != PROFILE_KEY_NAME && (err = load_trees(v, sel, nsel, PROFILE_KEY_NAME, &np, NULL)))
 		return err;
@@ -272,6 +271,15 @@ int profile_load_keyed(struct view *v, const uint32_t *sel, size_t nsel, enum pr
 			*objects = NULL;
 		}
 	}
+	return err;
+}
+
+int profile_view_times(struct view *v)
+{
+	struct profile *p = NULL;
+	int err = view_time_sampled(v) ? profile_load(v, NULL, 0, &p) : 0;
+
+	profile_free(p);
 	return err;
 }
 

@@ -174,6 +174,11 @@ struct view;
  * when idx is NULL), from the view's named trees: functions are named by
  * the view (addresses without a symbol become "0x..."). */
 int profile_load(struct view *v, const uint32_t *idx, size_t nidx, struct profile **out);
+/** Give the view's trees and call sites the times every reader shows,
+ * for a reader that reads the view's sites rather than a profile
+ * (annotate): with record --time=sampled --sample the samples' times (as
+ * profile_load() makes them); otherwise nothing changes. */
+int profile_view_times(struct view *v);
 
 /* What the functions of a loaded profile are merged by. */
 enum profile_key {

@@ -162,6 +162,13 @@ uint64_t view_duration_ns(struct view *v)
 	return d;
 }
 
+int view_time_sampled(struct view *v)
+{
+	const char *tm = view_meta_str(v, "time");
+
+	return tm && !strcmp(tm, "sampled");
+}
+
 /* ---- overhead compensation ------------------------------------------------- */
 
 /* A stored figure in ns: a finite number from 0 to 1 ms, else -1. */
@@ -537,41 +544,34 @@ int view_sites(struct view *v, uint32_t thread, const struct cygprof_callsite **
 			return err;
 		}
 		s->sites_state = 1;
-		if (view_compensated(v)) {
-			/* each call of a site loses what a call of its node does */
+		if (view_compensated(v) || v->filtering) {
+			/* the tree first: its cut per call and its filter's map */
 			const struct view_tree *t;
-			if ((err = view_tree(v, thread, &t))) {
-				free(s->sites);
-				s->sites = NULL;
-				s->nsites = 0;
-				s->sites_state = 0;
-				return err;
-			}
-			for (size_t i = 0; s->cut && i < s->nsites; i++) {
-				struct cygprof_callsite *c = &s->sites[i];
-				if (c->node >= s->ncut)
-					continue;
-				double x = (double)c->total_ns - (double)c->calls * s->cut[c->node];
-				c->total_ns = x > 0 ? (uint64_t)(x + 0.5) : 0;
-			}
+			if ((err = view_tree(v, thread, &t)))
+				goto fail;
 		}
-		if (v->filtering) {
-			const struct view_tree *t;
-			if ((err = view_tree(v, thread, &t)) ||
-			    (err = view_filter_sites(v, s, &s->sites, &s->nsites))) {
-				free(s->sites);
-				s->sites = NULL;
-				s->nsites = 0;
-				s->sites_state = 0;
-				return err;
-			}
+		/* each call of a site loses what a call of its node does */
+		for (size_t i = 0; s->cut && i < s->nsites; i++) {
+			struct cygprof_callsite *c = &s->sites[i];
+			if (c->node >= s->ncut)
+				continue;
+			double x = (double)c->total_ns - (double)c->calls * s->cut[c->node];
+			c->total_ns = x > 0 ? (uint64_t)(x + 0.5) : 0;
 		}
+		if (v->filtering && (err = view_filter_sites(v, s, &s->sites, &s->nsites)))
+			goto fail;
 		if (s->sampled)
 			sites_by_calls(s);
 	}
 	*sites = s->sites;
 	*n = s->nsites;
 	return 0;
+fail:
+	free(s->sites);
+	s->sites = NULL;
+	s->nsites = 0;
+	s->sites_state = 0;
+	return err;
 }
 
 /* ---- timeline and memory events ------------------------------------------------ */

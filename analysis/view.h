@@ -71,6 +71,9 @@ uint64_t view_file_size(const struct view *v);
 int view_meta(struct view *v, const char *key, const char **value);
 /** The same, NULL when absent or unreadable. */
 const char *view_meta_str(struct view *v, const char *key);
+/** Whether the capture was recorded with --time=sampled: exact calls, no
+ * clock read by the hooks (its meta "time" is "sampled"). */
+int view_time_sampled(struct view *v);
 /** Whether the recording mode ("profile+timeline+memory") holds word
  * ("timeline", "memory"). */
 int view_mode_has(struct view *v, const char *word);

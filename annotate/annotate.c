@@ -590,16 +590,8 @@ int annotate_load(struct view *v, struct annotate **out)
 		err = view_threads(v, &th, &nth);
 	if (err)
 		goto out;
-	{
-		/* record --time=sampled --sample: profile_load() gives the
-		 * view's trees and sites the samples' times */
-		const char *tm = view_meta_str(v, "time");
-		struct profile *p = NULL;
-
-		if (tm && !strcmp(tm, "sampled") && (err = profile_load(v, NULL, 0, &p)))
-			goto out;
-		profile_free(p);
-	}
+	if ((err = profile_view_times(v))) /* the sites' times, sampled or not */
+		goto out;
 	for (i = 0; i < nth && !err; i++)
 		err = add_thread(&s, &th[i]);
 	if (err)

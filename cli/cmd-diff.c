@@ -42,11 +42,10 @@ struct side {
  * samples (record --time=sampled --sample: profile_load()), or none. */
 static void side_times(struct side *s)
 {
-	const char *tm = view_meta_str(s->v, "time");
 	const struct cygprof_psample *ps;
 	size_t n = 0;
 
-	if (!tm || strcmp(tm, "sampled"))
+	if (!view_time_sampled(s->v))
 		s->times = "exact";
 	else if (!view_psamples(s->v, &ps, &n) && n)
 		s->times = "sampled";

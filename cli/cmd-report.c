@@ -580,8 +580,7 @@ int cmd_report(int argc, char **argv)
 	v = cli_open_view(o.file, o.di);
 	cli_filter_apply(&o.filt, v, "report", o.file);
 	/* record --time=sampled: exact calls, no times */
-	const char *tm = view_meta_str(v, "time");
-	o.print.no_times = tm && !strcmp(tm, "sampled");
+	o.print.no_times = view_time_sampled(v);
 	cli_check(view_threads(v, &threads, &nthreads), o.file);
 	cli_check(view_procs(v, &procs, &nprocs), o.file);
 

@@ -79,6 +79,10 @@ _Static_assert(__builtin_offsetof(struct cyg_frame, site) ==
  * waits for the store to complete (a 4-byte store of busy followed by an
  * 8-byte load of {busy, ovf} cost fib's sampled run a third of its hook
  * time). */
+struct db_pair {
+	uint32_t depth, busy;
+};
+
 NOINSTR static ALWAYS_INLINE uint64_t db_load(const struct cyg_thread *t)
 {
 	uint64_t w;
@@ -88,9 +92,7 @@ NOINSTR static ALWAYS_INLINE uint64_t db_load(const struct cyg_thread *t)
 
 NOINSTR static ALWAYS_INLINE uint64_t db_make(uint32_t depth, uint32_t busy)
 {
-	struct {
-		uint32_t depth, busy;
-	} x = {depth, busy};
+	struct db_pair x = {depth, busy};
 	uint64_t w;
 	memcpy(&w, &x, sizeof w);
 	return w;
@@ -98,18 +100,14 @@ NOINSTR static ALWAYS_INLINE uint64_t db_make(uint32_t depth, uint32_t busy)
 
 NOINSTR static ALWAYS_INLINE uint32_t db_depth(uint64_t w)
 {
-	struct {
-		uint32_t depth, busy;
-	} x;
+	struct db_pair x;
 	memcpy(&x, &w, sizeof x);
 	return x.depth;
 }
 
 NOINSTR static ALWAYS_INLINE int db_busy(uint64_t w)
 {
-	struct {
-		uint32_t depth, busy;
-	} x;
+	struct db_pair x;
 	memcpy(&x, &w, sizeof x);
 	return x.busy != 0;
 }
@@ -118,6 +116,12 @@ NOINSTR static ALWAYS_INLINE void db_store(struct cyg_thread *t, uint32_t depth,
 {
 	uint64_t w = db_make(depth, busy);
 	memcpy(&t->depth, &w, sizeof w);
+}
+
+/* Entry s (1-based, as a frame's site) of the writer's call-site table. */
+NOINSTR static ALWAYS_INLINE struct cyg_site *site_entry(const struct cyg_thread *t, uint32_t s)
+{
+	return (struct cyg_site *)(void *)(cyg_base + t->sites_off) + (s - 1);
 }
 
 /* a node's hint and hint2 in one store */
@@ -208,7 +212,7 @@ NOINSTR static ALWAYS_INLINE void enter_body(uint64_t fn, uint64_t site, uint64_
 		}
 		/* the node's second site: its entry's count */
 		s = c->site2_ix;
-		((struct cyg_site *)(void *)(cyg_base + t->sites_off))[s - 1].calls++;
+		site_entry(t, s)->calls++;
 	}
 	set_node_site(f, g, s);
 	d = db_depth(db_load(t)) + 1; /* reloaded: a register less to keep */
@@ -254,7 +258,7 @@ NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, uint64_t cfa, const int
 		uint64_t dt = now - f->ts;
 		c->ticks += dt;
 		if (s) /* from the node's second (or a later) call site */
-			((struct cyg_site *)(void *)(cyg_base + t->sites_off))[s - 1].ticks += dt;
+			site_entry(t, s)->ticks += dt;
 		if (cyg_timeline) {
 			db_store(t, d - 1, 1);
 			cyg_ring_put(t, CYG_EV_EXIT, f->node, now);

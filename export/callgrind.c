@@ -260,12 +260,9 @@ static void cg_write(struct cg *c, FILE *f)
 			fputc(*cmd == '\n' || *cmd == '\r' ? ' ' : *cmd, f);
 		fputc('\n', f);
 	}
-	{
-		const char *tm = view_meta_str(c->v, "time");
-		/* record --time=sampled: the times are the samples' (profile_load()) */
-		fprintf(f, "positions: line\nevent: ns : Time (ns, %s)\nevents: ns\n",
-			tm && !strcmp(tm, "sampled") ? "sampled" : "exact");
-	}
+	/* record --time=sampled: the times are the samples' (profile_load()) */
+	fprintf(f, "positions: line\nevent: ns : Time (ns, %s)\nevents: ns\n",
+		view_time_sampled(c->v) ? "sampled" : "exact");
 	fprintf(f, "summary: %" PRIu64 "\n", c->p->total_self_ns);
 	if (!fdone || !odone || !ndone)
 		goto out;

@@ -312,8 +312,7 @@ static int has_samples(struct view *v)
 
 static int write_folded(struct view *v, const struct export_opts *o, FILE *f)
 {
-	const char *time = view_meta_str(v, "time");
-	int sampled = time && !strcmp(time, "sampled");
+	int sampled = view_time_sampled(v);
 	enum export_weight w = o->weight;
 	uint64_t nmem = 0;
 
