@@ -46,7 +46,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPOS = {'lua': 'https://github.com/lua/lua', 'zlib': 'https://github.com/madler/zlib'}
+REPOS = {'lua': 'https://github.com/lua/lua', 'zlib': 'https://github.com/madler/zlib',
+         'bzip2': 'https://github.com/libarchive/bzip2'}
 PLAIN = ['-O2', '-g', '-fno-omit-frame-pointer', '-fno-optimize-sibling-calls']
 QUIET = ['-w']  # the sources' own warnings are not ours
 
@@ -73,12 +74,9 @@ def build_lua(src, out, extra, work):
     return [out, os.path.join(HERE, 'true-times', 'work.lua')], None
 
 
-def build_zlib(src, out, extra, work):
-    names = ['adler32', 'crc32', 'deflate', 'infback', 'inffast', 'inflate', 'inftrees',
-             'trees', 'zutil', 'compress', 'uncompr', 'gzclose', 'gzlib', 'gzread', 'gzwrite']
-    files = [os.path.join(src, n + '.c') for n in names] + [os.path.join(src, 'test', 'minigzip.c')]
-    sh(['gcc'] + PLAIN + QUIET + extra + ['-I', src, '-o', out] + files)
-    inp = os.path.join(work, 'zlib-input.txt')
+def text_input(work):
+    """10 MB of generated text (3000 words, 12 to a line), made once."""
+    inp = os.path.join(work, 'input.txt')
     if not os.path.exists(inp):
         import random
         rnd = random.Random(1)
@@ -87,10 +85,31 @@ def build_zlib(src, out, extra, work):
         with open(inp, 'w') as f:
             for i in range(1500000):
                 f.write(rnd.choice(words) + (' ' if i % 12 else '\n'))
-    return [out, '-9', '-c'], inp
+    return inp
 
 
-BUILDERS = {'lua': build_lua, 'zlib': build_zlib}
+def build_zlib(src, out, extra, work):
+    names = ['adler32', 'crc32', 'deflate', 'infback', 'inffast', 'inflate', 'inftrees',
+             'trees', 'zutil', 'compress', 'uncompr', 'gzclose', 'gzlib', 'gzread', 'gzwrite']
+    files = [os.path.join(src, n + '.c') for n in names] + [os.path.join(src, 'test', 'minigzip.c')]
+    sh(['gcc'] + PLAIN + QUIET + extra + ['-I', src, '-o', out] + files)
+    return [out, '-9', '-c'], text_input(work)
+
+
+def build_bzip2(src, out, extra, work):
+    inc = os.path.join(work, 'bzip2-include')
+    os.makedirs(inc, exist_ok=True)
+    with open(os.path.join(inc, 'bz_version.h'), 'w') as f:  # made by its build system
+        f.write('#define BZ_VERSION "true-times"\n')
+    names = ['blocksort', 'huffman', 'crctable', 'randtable', 'compress', 'decompress', 'bzlib',
+             'bzip2']
+    files = [os.path.join(src, n + '.c') for n in names]
+    sh(['gcc'] + PLAIN + QUIET + extra + ['-D_GNU_SOURCE', '-DBZ_UNIX=1', '-DBZ_LCCWIN32=0', '-I', inc,
+                                          '-I', src, '-o', out] + files)
+    return [out, '-9', '-c'], text_input(work)
+
+
+BUILDERS = {'lua': build_lua, 'zlib': build_zlib, 'bzip2': build_bzip2}
 
 
 def build(name, src, work, extra):
@@ -201,7 +220,7 @@ def main():
     given = dict(s.split('=', 1) for s in a.src)
     cyg = os.path.abspath(a.cygprof)
     raw = has_raw_times(cyg)
-    for name in a.program or ['lua', 'zlib']:
+    for name in a.program or ['lua', 'zlib', 'bzip2']:
         src = source(name, given, a.cache)
         with tempfile.TemporaryDirectory(prefix='true-times-') as work:
             pargv, pin = build(name, src, work, [])

@@ -272,13 +272,21 @@ void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t 
 	}
 	c->calls++;
 	d++;
-	stk[d].ts = now;
 	stk[d].cfa = cfa;
 	stk[d].node = cyg_gid(c);
 	if (UNLIKELY(t->level) && d == 1)
 		stk[d].site = CYG_SITE_HOST; /* its exit ends the handler's turn */
 	else
 		stk[d].site = c->site == site ? 0 : cyg__other_site(t, c, site);
+	/* The callee's time starts here, after the lookup: a call whose
+	 * node the hints miss (a caller of many callees) would otherwise
+	 * charge the child table's cost to a callee that may be a few
+	 * instructions long, where no constant compensation can take it out
+	 * (Lua's lua_type: 7% of main against perf's 0.6%).  Its caller,
+	 * whose time runs on, pays it. */
+	if (now)
+		now = cyg_hook_now();
+	stk[d].ts = now;
 	t->depth = d;
 	if (cyg_timeline)
 		cyg_ring_put_w(t, cyg_ringbuf(t), CYG_EV_ENTER, stk[d].node, now);

@@ -130,6 +130,8 @@ void cyg__enter_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site, ui
 	struct cyg_frame *stk = cyg_tls.stk;
 
 	stk[d].site = cyg__other_site(t, c, site);
+	if (now) /* the callee's time starts after the lookup (cyg__enter_slow) */
+		stk[d].ts = now = cyg_hook_now();
 	t->depth = d;
 	if (cyg_timeline)
 		cyg_ring_put(t, CYG_EV_ENTER, stk[d].node, now);
