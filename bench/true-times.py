@@ -5,11 +5,11 @@ function's inclusive share of main in `cygprof report` (an instrumented
 build) with perf's on the plain build of the same source.
 
     bench/true-times.py --cygprof build/cli/cygprof [--runs 5] [--src lua=DIR]
-                        [--src zlib=DIR] [--program lua] [--min 3]
+                        [--src zlib=DIR] [--src bzip2=DIR] [--program lua] [--min 3]
                         [--call-graph dwarf|fp]
 
 Each program (lua: the interpreter on bench/true-times/work.lua; zlib:
-minigzip -9 on 10 MB of generated text) is built twice from one source
+minigzip -9, bzip2: bzip2 -9, both on 10 MB of generated text) is built twice from one source
 tree, with the same flags but one:
 
     plain   gcc -O2 -g -fno-omit-frame-pointer
@@ -34,7 +34,8 @@ is realloc and free, 0.3% of main; DWARF unwinding through libc's CFI
 21%).  --call-graph fp gives perf's fp figures for comparison.
 
 Sources: --src NAME=DIR, else a shallow git clone into
-~/.cache/cygprof-bench (github.com/lua/lua, github.com/madler/zlib).
+~/.cache/cygprof-bench (github.com/lua/lua, github.com/madler/zlib,
+github.com/libarchive/bzip2).
 Not a test: it takes minutes and its figures depend on the machine.
 """
 import argparse
