@@ -65,6 +65,46 @@ static int probe_magic(const char *path, const char *magic, size_t len)
 	return n == (ssize_t)len && !memcmp(b, magic, len);
 }
 
+/* Whether the file reads as folded stacks, as cygprof writes them (no mark
+ * of their own: "frame;frame;... COUNT" lines): every whole line of its
+ * first 64 KiB is a non-empty stack, one space and a decimal count.  An
+ * empty file holds nothing to lose and is replaced too. */
+static int probe_folded(const char *path)
+{
+	static char b[65536];
+	ssize_t n;
+	size_t i, start = 0, lines = 0;
+	int fd = open_peek(path);
+
+	if (fd == -EINVAL)
+		return 0;
+	if (fd < 0)
+		return fd;
+	n = pread(fd, b, sizeof b, 0);
+	close(fd);
+	if (n < 0)
+		return 0;
+	if (n == 0)
+		return 1;
+	for (i = 0; i < (size_t)n; i++) {
+		size_t j;
+
+		if (b[i] != '\n')
+			continue;
+		/* b[start..i) is one line: STACK ' ' DIGITS */
+		for (j = i; j > start && b[j - 1] >= '0' && b[j - 1] <= '9'; j--)
+			;
+		if (j == i || j < start + 2 || b[j - 1] != ' ')
+			return 0;
+		lines++;
+		start = i + 1;
+	}
+	/* a last line without its newline only when the whole file was read */
+	if (start < (size_t)n && (size_t)n < sizeof b)
+		return 0;
+	return lines > 0;
+}
+
 static int probe_kind(const char *path, enum out_kind kind)
 {
 	switch (kind) {
@@ -81,7 +121,7 @@ static int probe_kind(const char *path, enum out_kind kind)
 	case OUT_HTML:
 		return probe_magic(path, OUT_MAGIC_HTML, sizeof(OUT_MAGIC_HTML) - 1);
 	case OUT_TEXT:
-		return 0; /* no mark of its own: only --force replaces a file */
+		return probe_folded(path);
 	default:
 		/* what cygprof writes as SVG starts so */
 		return probe_magic(path, "<?xml version=\"1.0\"", 19);
@@ -96,7 +136,7 @@ static const char *const kind_what[] = {
 	[OUT_CALLGRIND] = "a callgrind file",
 	[OUT_PPROF] = "a pprof profile written by cygprof",
 	[OUT_HTML] = "an HTML report written by cygprof",
-	[OUT_TEXT] = "an output of this kind",
+	[OUT_TEXT] = "folded stacks",
 };
 
 /* The policy: 0 nothing there, 1 an output of kind (or -f and a regular file

@@ -15,8 +15,8 @@ enum out_kind {
 	OUT_PPROF,     /* a gzip'd pprof profile: OUT_MAGIC_PPROF (gzip header
 			* with no time and the name cygprof-profile.pb) */
 	OUT_HTML,      /* cygprof's HTML report: OUT_MAGIC_HTML */
-	OUT_TEXT,      /* text without a mark (folded stacks): an existing
-			* file is replaced only with --force */
+	OUT_TEXT,      /* folded stacks: no mark, recognised by their lines
+			* ("STACK COUNT", cli/output.c probe_folded()) */
 };
 
 /* How each marked kind starts, so that a later run may replace it. */

@@ -425,10 +425,24 @@ def test_errors(ck, cyg, example, args):
     ck.eq(cp.returncode, 0, 'an earlier chrome output is replaced without -f')
     with open(out) as f:
         json.load(f)
+    # folded stacks have no mark: an earlier output is known by its lines
     fold = os.path.join(cyg.workdir, 'out.folded')
     cp = export(cyg, cap, 'folded', ['-o', fold])
+    with open(fold) as f:
+        first = f.read()
+    ck.check(first.endswith('\n'), 'the folded file ends with a newline')
     cp = export(cyg, cap, 'folded', ['-o', fold], ok=False)
-    expect_error(ck, cp, 'folded over an existing file without -f', 1)
+    ck.eq(cp.returncode, 0, 'an earlier folded output is replaced without -f: %s' % cp.err.strip())
+    with open(fold) as f:
+        ck.eq(f.read(), first, 'the same folded stacks again')
+    for text in ('precious\n', 'a;b 12\nnot folded\n', 'a;b 12'):
+        with open(fold, 'w') as f:
+            f.write(text)
+        cp = export(cyg, cap, 'folded', ['-o', fold], ok=False)
+        expect_error(ck, cp, 'folded over %r without -f' % text, 1)
+        ck.check('not folded stacks' in cp.err, 'it says what the file is not: %r' % cp.err)
+        with open(fold) as f:
+            ck.eq(f.read(), text, 'the file is kept')
     cp = export(cyg, cap, 'folded', ['-o', fold, '-f'])
     ck.eq(cp.returncode, 0, 'folded -f replaces it')
 
