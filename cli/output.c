@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,56 @@ int cli_output_check(const char *cmd, const char *path, enum out_kind kind, int 
 	return r;
 }
 
+/* ---- the temporary files of outputs being written ------------------------
+ *
+ * An output killed by SIGINT, SIGTERM or SIGHUP before its rename leaves no
+ * hidden .cygprof-XXXXXX file: the handler unlinks the temporary files of
+ * the outputs still open (unlink is async-signal-safe), then dies of the
+ * signal as it would have.  A signal that was ignored when the first output
+ * opened (nohup) stays ignored. */
+#define PENDING_MAX 8
+static char *volatile pending[PENDING_MAX];
+
+static void pending_cleanup(int sig)
+{
+	for (size_t i = 0; i < PENDING_MAX; i++) {
+		char *t = pending[i];
+		if (t)
+			unlink(t);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void pending_handlers(void)
+{
+	static int done;
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+
+	if (done)
+		return;
+	done = 1;
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+		struct sigaction sa, old;
+
+		if (sigaction(sigs[i], NULL, &old) || old.sa_handler != SIG_DFL)
+			continue; /* ignored, or handled by the command */
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = pending_cleanup;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+static void pending_set(char *tmp, char *was)
+{
+	for (size_t i = 0; i < PENDING_MAX; i++)
+		if (pending[i] == was) {
+			pending[i] = tmp;
+			return;
+		}
+}
+
 FILE *cli_output_open(struct cli_output *o, const char *cmd, const char *path,
 		      enum out_kind kind, int force)
 {
@@ -232,6 +283,8 @@ FILE *cli_output_open(struct cli_output *o, const char *cmd, const char *path,
 		o->tmp = NULL;
 		cli_die(1, "%s: %s: %s", cmd, path, strerror(e));
 	}
+	pending_handlers();
+	pending_set(o->tmp, NULL);
 	o->f = fdopen(fd, "wb");
 	if (!o->f) {
 		close(fd);
@@ -246,8 +299,10 @@ void cli_output_abort(struct cli_output *o)
 	if (o->f)
 		fclose(o->f);
 	o->f = NULL;
-	if (o->tmp)
+	if (o->tmp) {
+		pending_set(NULL, o->tmp);
 		unlink(o->tmp);
+	}
 	free(o->tmp);
 	free(o->path);
 	o->tmp = o->path = NULL;
@@ -310,6 +365,7 @@ void cli_output_commit(struct cli_output *o)
 	if (err)
 		snprintf(why, sizeof(why), "%s", strerror(err));
 	else if (!place(o, why, sizeof(why))) {
+		pending_set(NULL, o->tmp);
 		free(o->tmp);
 		free(o->path);
 		o->tmp = o->path = NULL;

@@ -58,8 +58,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
 import cygtest  # noqa: E402  (tests/lib: the helpers of every driver)
@@ -447,6 +449,39 @@ def test_errors(ck, cyg, example, args):
     ck.eq(cp.returncode, 0, 'folded -f replaces it')
 
 
+def test_signal(ck, cyg, example, args):
+    """An export ended by SIGINT, SIGTERM or SIGHUP while it writes leaves
+    no temporary file and no output, and dies of the signal."""
+    pidfile = os.path.join(cyg.workdir, 'pid')
+    cap, _ = record(cyg, 'big.cyg', [args.longrun, pidfile, '2', '1000000'], ['--timeline'])
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        d = os.path.join(cyg.workdir, 'out-%d' % sig)
+        os.mkdir(d)
+        out = os.path.join(d, 'trace.json')
+
+        def dfl():
+            for s_ in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(s_, signal.SIG_DFL)
+        p = subprocess.Popen([cyg.exe, 'export', '--format=chrome', '-o', out, cap],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=dfl)
+        # wait for the temporary file (the export is writing), then signal
+        deadline = time.monotonic() + cygtest.TIMEOUT
+        seen = []
+        while p.poll() is None and time.monotonic() < deadline and not seen:
+            seen = [n for n in os.listdir(d) if n.startswith('.cygprof-')]
+            if not seen:
+                time.sleep(0.001)
+        if not seen:
+            p.kill()
+            p.wait()
+            raise Failure('%s: the export ended before its temporary file was seen (exit %s)'
+                          % (sig.name, p.returncode))
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=cygtest.TIMEOUT)
+        ck.eq(p.returncode, -sig, '%s: the export died of it (%s)' % (sig.name, err.decode().strip()))
+        ck.eq(sorted(os.listdir(d)), [], '%s: no temporary file and no output left' % sig.name)
+
+
 TESTS = {
     'export-chrome-timeline': test_chrome_timeline,
     'export-chrome-counters': test_chrome_counters,
@@ -457,6 +492,7 @@ TESTS = {
     'export-folded-memory': test_folded_memory,
     'export-folded-flamegraph': test_folded_flamegraph,
     'export-chrome-folded-errors': test_errors,
+    'export-chrome-signal': test_signal,
 }
 
 
