@@ -5,9 +5,11 @@
  * and notes printed.  cygprof export and cygprof gprof --gmon-out. */
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "export.h"
@@ -102,6 +104,19 @@ void cli_export(struct view *v, const struct exporter *fmt, struct export_opts *
 		FILE *f = out ? cli_output_open(&w, cmd, out, fmt->out_kind, force) : stdout;
 
 		err = fmt->write(v, o, f);
+		if (err && ferror(f)) {
+			/* the output failed, not the capture: name it and its
+			 * errno (a full disk is ENOSPC, not the reader's EIO) */
+			int e = errno;
+
+			clearerr(f);
+			if (fflush(f) == EOF)
+				e = errno;
+			if (out)
+				cli_output_abort(&w);
+			cli_die(1, "%s: %s: %s", cmd, out ? out : "standard output",
+				strerror(e ? e : EIO));
+		}
 		if (out) {
 			if (err)
 				cli_output_abort(&w);

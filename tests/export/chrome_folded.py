@@ -482,6 +482,38 @@ def test_signal(ck, cyg, example, args):
         ck.eq(sorted(os.listdir(d)), [], '%s: no temporary file and no output left' % sig.name)
 
 
+def test_full_disk(ck, cyg, example, args):
+    """An export onto a full disk fails in one line that names the output
+    and ENOSPC, not the capture, and leaves no temporary file."""
+    pidfile = os.path.join(cyg.workdir, 'pid')
+    cap, _ = record(cyg, 'full.cyg', [args.longrun, pidfile, '1', '100000'], ['--timeline'])
+    for fmt in ('chrome', 'folded', 'callgrind', 'pprof'):
+        with open('/dev/full', 'wb') as full:
+            p = subprocess.run([cyg.exe, 'export', '--format=' + fmt, cap], stdout=full,
+                               stderr=subprocess.PIPE, timeout=cygtest.TIMEOUT)
+        err = p.stderr.decode().strip()
+        ck.eq(p.returncode, 1, '%s onto /dev/full: exit 1 (%s)' % (fmt, err))
+        ck.check(len(err.splitlines()) == 1 and 'standard output' in err and cap not in err,
+                 '%s: one line naming standard output, not the capture: %r' % (fmt, err))
+    # -o on a full file system: a small tmpfs where this may mount one
+    mnt = os.path.join(cyg.workdir, 'tmpfs')
+    os.mkdir(mnt)
+    m = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if m.returncode != 0:
+        print('not checked: -o on a full tmpfs (mount: %s)' % m.stderr.decode().strip())
+        return
+    try:
+        out = os.path.join(mnt, 'trace.json')
+        p = run([cyg.exe, 'export', '--format=chrome', '-o', out, cap])
+        ck.eq(p.returncode, 1, '-o on a full tmpfs: exit 1')
+        ck.eq(p.err.strip(), 'cygprof: export: %s: %s' % (out, os.strerror(28)),
+              'the error names the output and ENOSPC')
+        ck.eq(os.listdir(mnt), [], 'no temporary file and no output left')
+    finally:
+        subprocess.run(['umount', mnt])
+
+
 TESTS = {
     'export-chrome-timeline': test_chrome_timeline,
     'export-chrome-counters': test_chrome_counters,
@@ -493,6 +525,7 @@ TESTS = {
     'export-folded-flamegraph': test_folded_flamegraph,
     'export-chrome-folded-errors': test_errors,
     'export-chrome-signal': test_signal,
+    'export-full-disk': test_full_disk,
 }
 
 
