@@ -119,6 +119,10 @@ struct cli_output {
 	int force, existed;
 };
 
+/* Refuse, in one line and exit 1, when another cygprof is writing a
+ * capture at path (record, top -o, receive); otherwise hold path until
+ * this process exits.  Takes no file: see cli/output.c. */
+void cli_output_lock(const char *cmd, const char *path);
 FILE *cli_output_open(struct cli_output *o, const char *cmd, const char *path,
 		      enum out_kind kind, int force);
 void cli_output_commit(struct cli_output *o);

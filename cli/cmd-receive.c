@@ -133,6 +133,7 @@ int cmd_receive(int argc, char **argv)
 
 	parse_opts(argc, argv, &o);
 	cli_output_check("receive", o.output, OUT_CAPTURE, o.force, NULL);
+	cli_output_lock("receive", o.output);
 	if (net_token_load(o.token_file, &tok, &ntok, err, sizeof err) < 0)
 		cli_die(2, "receive: --token-file %s", err);
 	int lfd = net_listen(o.listen, err, sizeof err);

@@ -257,6 +257,7 @@ static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_
 		cli_die(1, "record: attach: no process %d", (int)pid);
 	if (!o->send_to) {
 		cli_output_check("record", o->output, OUT_CAPTURE, force, &exe_st);
+		cli_output_lock("record", o->output);
 		check_space(o->output);
 	}
 	char *rt = cli_find_runtime("libcygprof-cyg.so");
@@ -504,6 +505,7 @@ int cmd_record(int argc, char **argv)
 	cli_check_program(o.argv[0], &prog_st);
 	if (!o.send_to) {
 		cli_output_check("record", o.output, OUT_CAPTURE, force, &prog_st);
+		cli_output_lock("record", o.output);
 		check_space(o.output);
 	}
 	const char *rtname = o.memory ? "libcygprof-mem.so" : "libcygprof-cyg.so";

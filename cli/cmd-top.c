@@ -466,8 +466,10 @@ int cmd_top(int argc, char **argv)
 	}
 	if (o.output && !*o.output)
 		cli_die(2, "top: --output needs a file name");
-	if (o.output)
+	if (o.output) {
 		cli_output_check("top", o.output, OUT_CAPTURE, 0, &prog_st);
+		cli_output_lock("top", o.output);
+	}
 	if (t.v.output_of) {
 		struct stat st;
 		if (!stat(t.v.output_of, &st) && (S_ISDIR(st.st_mode) ||

@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -378,4 +380,50 @@ void cli_output_commit(struct cli_output *o)
 		cli_output_abort(o);
 		cli_die(1, "%s: %s: %s", o->cmd, path, why);
 	}
+}
+
+/* ---- one writer per capture path ------------------------------------------
+ *
+ * The lock is an abstract unix socket named after the path's directory
+ * (device and inode) and a hash of its last component: binding it is
+ * atomic, it creates no file, and it is gone when its holder exits, however
+ * it ends.  The socket is close-on-exec: the traced program does not hold
+ * it. */
+void cli_output_lock(const char *cmd, const char *path)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	char dir[4096];
+	struct sockaddr_un sa;
+	struct stat st;
+	uint64_t h = 1469598103934665603ULL;
+	socklen_t len;
+	int fd, n;
+
+	if (slash) {
+		size_t dl = slash == path ? 1 : (size_t)(slash - path);
+		if (dl >= sizeof dir)
+			return; /* no lock rather than a wrong one */
+		memcpy(dir, path, dl);
+		dir[dl] = 0;
+	} else {
+		strcpy(dir, ".");
+	}
+	if (stat(dir, &st))
+		return; /* the output's own check says what is wrong */
+	for (const char *c = base; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	n = snprintf(sa.sun_path + 1, sizeof sa.sun_path - 1, "cygprof-output/%llx/%llx/%016llx",
+		     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		     (unsigned long long)h);
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (bind(fd, (struct sockaddr *)&sa, len) == 0)
+		return; /* held until this process exits */
+	if (errno == EADDRINUSE)
+		cli_die(1, "%s: %s: another cygprof is writing it; not started", cmd, path);
+	close(fd);
 }

@@ -750,9 +750,42 @@ def test_limits(ck, cyg, example, helper):
             ck.eq([t.get('flags') for t in data['threads']], [1, 8, 17], 'info json: flags')
 
 
+def test_output_busy(ck, cyg, example):
+    """Two recorders to one path: the second refuses in one line before
+    starting its program, the first one's capture is kept, and the path is
+    free again once the first has finished."""
+    import time
+    d = cyg.workdir
+    out = os.path.join(d, 'same.data')
+    started, stop, second = (os.path.join(d, n) for n in ('started', 'stop', 'second'))
+    first = subprocess.Popen(
+        [cyg.exe, 'record', '-q', '-o', out, '--', '/bin/sh', '-c',
+         'touch "$0"; while [ ! -e "$1" ]; do sleep 0.01; done', started, stop],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + cygtest.TIMEOUT
+        while not os.path.exists(started) and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        ck.check(os.path.exists(started), 'the first recording runs its program')
+        cp = run([cyg.exe, 'record', '-q', '-o', out, '--', '/bin/sh', '-c', 'touch "$0"', second])
+        one_error(ck, cp, 'a second record to the same path', 1, 'another cygprof is writing it')
+        ck.check(not os.path.exists(second), 'the second program was not started')
+        cp = run([cyg.exe, 'record', '-q', '-o', os.path.join(d, '.', 'same.data'), '--', 'true'])
+        one_error(ck, cp, 'the same path spelt otherwise', 1, 'another cygprof is writing it')
+    finally:
+        open(stop, 'w').close()
+        _, err = first.communicate(timeout=cygtest.TIMEOUT)
+    ck.eq(first.returncode, 0, 'the first recording ends well (%s)' % err.decode().strip())
+    cp = run([cyg.exe, 'info', out])
+    ck.eq(cp.returncode, 0, 'its capture reads')
+    cp = run([cyg.exe, 'record', '-q', '-o', out, '--', 'true'])
+    ck.eq(cp.returncode, 0, 'the path is free once the first has finished: %s' % cp.err.strip())
+
+
 TESTS = {
     'output-record': test_output_record,
     'output-gmon': test_output_gmon,
+    'output-busy': test_output_busy,
     'disk-full-empty': test_disk_full_empty,
     'read-full-disk': test_read_full_disk,
     'json-utf8': test_json_utf8,
