@@ -277,16 +277,29 @@ FILE *cli_output_open(struct cli_output *o, const char *cmd, const char *path,
 		cli_die(1, "out of memory");
 	memcpy(o->tmp, path, dl);
 	memcpy(o->tmp + dl, ".cygprof-XXXXXX", sizeof(".cygprof-XXXXXX"));
-	fd = mkostemp(o->tmp, O_CLOEXEC);
-	if (fd < 0) {
-		int e = errno;
-
-		free(o->tmp);
-		o->tmp = NULL;
-		cli_die(1, "%s: %s: %s", cmd, path, strerror(e));
-	}
+	/* the temporary file exists only once it is registered for removal:
+	 * a signal between its creation and its registration waits */
 	pending_handlers();
-	pending_set(o->tmp, NULL);
+	{
+		sigset_t block, old;
+		int e;
+
+		sigemptyset(&block);
+		sigaddset(&block, SIGINT);
+		sigaddset(&block, SIGTERM);
+		sigaddset(&block, SIGHUP);
+		sigprocmask(SIG_BLOCK, &block, &old);
+		fd = mkostemp(o->tmp, O_CLOEXEC);
+		e = errno;
+		if (fd >= 0)
+			pending_set(o->tmp, NULL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		if (fd < 0) {
+			free(o->tmp);
+			o->tmp = NULL;
+			cli_die(1, "%s: %s: %s", cmd, path, strerror(e));
+		}
+	}
 	o->f = fdopen(fd, "wb");
 	if (!o->f) {
 		close(fd);
