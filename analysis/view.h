@@ -152,7 +152,10 @@ struct view_limits {
 	int shm_full_set;
 	const char *damaged; /* what the collector rejected from the mapping, or NULL
 			      * (borrowed) */
-	int incomplete;      /* the recording was interrupted */
+	int incomplete;      /* no meta "complete": cut off, or still being written */
+	int in_progress;     /* still being written when opened */
+	uint64_t checkpoint_ns; /* incomplete: the time of the last checkpoint
+				 * (its meta duration_ns), from the start */
 };
 
 /** Fill l; what cannot be read counts as not hit. */

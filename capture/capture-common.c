@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* capture-common.c - pieces shared by the capture writer and reader: error
  * codes, environment setup, read transactions, close, symbol lookup. */
+#define _GNU_SOURCE /* F_OFD_SETLK */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -373,6 +374,8 @@ void capture_free(struct cygprof_capture *cap)
 	}
 	if (cap->tmp_path && !cap->published)
 		unlink(cap->tmp_path);
+	if (cap->lock_fd)
+		close(cap->lock_fd - 1);
 	free(cap->tmp_path);
 	ZSTD_freeCCtx(cap->zc);
 	ZSTD_freeDCtx(cap->zd);
@@ -476,4 +479,21 @@ const struct cygprof_symbol *cygprof_symbols_lookup(const struct cygprof_symbol 
 	if (!s->size || addr - s->addr < s->size)
 		return s;
 	return NULL;
+}
+
+int capture_writer_lock(int fd)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	return fcntl(fd, F_OFD_SETLK, &fl) ? -errno : 0;
+}
+
+int capture_writer_holds(int fd)
+{
+	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+
+	/* a read lock would conflict only with a writer's write lock */
+	if (fcntl(fd, F_OFD_GETLK, &fl))
+		return 0;
+	return fl.l_type == F_WRLCK;
 }

@@ -416,6 +416,8 @@ struct cygprof_capture {
 	bool sealed;   /* reader: closed by its writer, counts checked */
 	bool program_damaged; /* reader: meta "damaged": the traced program wrote
 			       * into the collector's mapping */
+	bool in_progress; /* reader: a writer held the file at open: this is a
+			   * snapshot of its last commit (capture_live_snapshot) */
 	char detail[200]; /* the first damage found, "" when none */
 	void *zd;      /* ZSTD_DCtx, made on first use */
 	MDB_dbi dbi[DB_COUNT];
@@ -425,6 +427,9 @@ struct cygprof_capture {
 
 	/* writer only */
 	char *tmp_path; /* the new file, until it is renamed onto path */
+	int lock_fd;    /* + 1: the file, write-locked (F_OFD_SETLK) while this
+			 * writer lives, so that readers know it is still being
+			 * written (0: none) */
 	bool published; /* renamed onto path */
 	bool complete;  /* "complete" was set: the final commit seals counts */
 	bool addrspace_limited; /* RLIMIT_AS is finite */
@@ -456,6 +461,20 @@ struct cygprof_capture {
 	void *stream_arg;
 	int stream_err; /* the first error of a stream call: sticky */
 };
+
+/* The open file description fd write-locks its whole file while a writer
+ * lives; readers test it (capture_writer_holds) and read a live capture
+ * from a snapshot (capture_live_snapshot).  The lock goes with its holder,
+ * however it ends. */
+int capture_writer_lock(int fd);
+/* 1 when another open file description holds a write lock on fd's file. */
+int capture_writer_holds(int fd);
+/* A private copy (a memfd) of the live capture fd that holds one whole
+ * commit: copied until the writer committed nothing meanwhile.  *out is
+ * the new descriptor. */
+int capture_live_snapshot(struct cygprof_capture *cap, int fd, int *out);
+/* The transaction id of the newer of fd's two LMDB meta pages. */
+int capture_meta_txnid(int fd, uint64_t *txnid);
 
 /* Map an LMDB or errno code to the library's convention. */
 int capture_err(int rc);

@@ -6,11 +6,14 @@
  * are ignored (they belong to newer optional fields).
  */
 #define _GNU_SOURCE /* memmem */
+#define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -310,6 +313,72 @@ out:
 	return rc;
 }
 
+/* ---- a capture still being written -----------------------------------------
+ *
+ * Its writer reuses the pages of older transactions: a reader that mapped
+ * the file could see them change under it.  So a live capture is read from
+ * a private copy of one commit.  LMDB writes a transaction's pages before
+ * its meta page, and reuses only pages that the two newest transactions no
+ * longer reach: a copy whose newest meta page names the transaction that is
+ * still the file's newest once the copy is done holds that transaction
+ * whole.  The writer is never waited for nor touched. */
+#define LIVE_TRIES 64
+
+static int copy_fd(int in, int out)
+{
+	static char buf[1 << 20];
+	off_t off = 0;
+	ssize_t r, w;
+
+	for (;;) {
+		r = pread(in, buf, sizeof buf, off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (!r)
+			return 0;
+		for (ssize_t done = 0; done < r; done += w) {
+			w = pwrite(out, buf + done, (size_t)(r - done), off + done);
+			if (w < 0 && errno == EINTR)
+				w = 0;
+			else if (w < 0)
+				return errno == ENOSPC ? -ENOMEM : -errno;
+		}
+		off += r;
+	}
+}
+
+int capture_live_snapshot(struct cygprof_capture *cap, int fd, int *out)
+{
+	uint64_t before, copied, after;
+	int tries, rc, m;
+
+	for (tries = 0; tries < LIVE_TRIES; tries++) {
+		rc = capture_meta_txnid(fd, &before);
+		if (rc)
+			return rc;
+		m = memfd_create("cygprof-snapshot", MFD_CLOEXEC);
+		if (m < 0)
+			return -errno;
+		rc = copy_fd(fd, m);
+		if (!rc)
+			rc = capture_meta_txnid(m, &copied);
+		if (!rc)
+			rc = capture_meta_txnid(fd, &after);
+		if (!rc && copied == after) {
+			*out = m;
+			return 0;
+		}
+		close(m);
+		if (rc && rc != CYGPROF_E_CORRUPT)
+			return rc;
+		sched_yield();
+	}
+	return capture_damage(cap, "the capture changed during each of %d copies of it: its "
+			      "writer commits faster than it can be read", LIVE_TRIES);
+}
+
 /* Open the capture whose file is fd (closed before returning). */
 static int open_fd(const char *path, int fd, struct cygprof_capture **out)
 {
@@ -340,6 +409,23 @@ static int open_fd(const char *path, int fd, struct cygprof_capture **out)
 	rc = precheck(cap, fd, &st);
 	if (rc)
 		goto fail;
+	if (capture_writer_holds(fd)) {
+		int snap;
+
+		rc = capture_live_snapshot(cap, fd, &snap);
+		if (rc)
+			goto fail;
+		close(fd);
+		fd = snap;
+		cap->in_progress = true;
+		if (fstat(fd, &st)) {
+			rc = -errno;
+			goto fail;
+		}
+		rc = precheck(cap, fd, &st);
+		if (rc)
+			goto fail;
+	}
 	cap->file_size = (uint64_t)st.st_size;
 	/* every page LMDB may reach must be in the file and well formed: LMDB
 	 * trusts its pages, so check them all before it reads any */
@@ -630,7 +716,10 @@ int cygprof_capture_get_threads(struct cygprof_capture *cap, struct cygprof_thre
 	 * Unless the traced program wrote into the collector's mapping (meta
 	 * "damaged"): then calls of rejected nodes are missing while their
 	 * events were stored. */
-	for (size_t i = 0; !rc && !cap->program_damaged && i < *n; i++) {
+	/* Not sealed (cut off, or read while written): the thread records are
+	 * those of the last checkpoint, the events those of the last commit,
+	 * which may follow it (a partial tail). */
+	for (size_t i = 0; !rc && !cap->program_damaged && (cap->sealed || !cap->crc) && i < *n; i++) {
 		const struct cygprof_thread *t = &(*threads)[i];
 		if (t->events + t->lost > 2 * (t->calls + t->sig_lost) + t->unwound + t->unpaired) {
 			rc = capture_damage(cap, "thread %u record: more events than calls make",
@@ -1894,4 +1983,9 @@ int capture_check_value(struct cygprof_capture *cap, unsigned int db, const MDB_
 	if (rc == CYGPROF_E_CORRUPT)
 		return capture_damage(cap, "%s: malformed", what);
 	return rc;
+}
+
+int cygprof_capture_in_progress(const struct cygprof_capture *cap)
+{
+	return cap && cap->in_progress;
 }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "capture-private.h"
 
@@ -419,4 +420,27 @@ out:
 	free(w);
 	munmap(map, (size_t)size);
 	return rc;
+}
+
+int capture_meta_txnid(int fd, uint64_t *txnid)
+{
+	uint8_t m0[PAGEHDRSZ + MM_SIZE], m1[PAGEHDRSZ + MM_SIZE];
+	uint32_t psize;
+	ssize_t n;
+
+	n = pread(fd, m0, sizeof m0, 0);
+	if (n != (ssize_t)sizeof m0)
+		return n < 0 ? -errno : CYGPROF_E_CORRUPT;
+	psize = rd32(m0 + PAGEHDRSZ + MM_DBS);
+	if (psize < 256 || psize > 65536 || (psize & (psize - 1)))
+		return CYGPROF_E_CORRUPT;
+	n = pread(fd, m1, sizeof m1, psize);
+	if (n != (ssize_t)sizeof m1)
+		return n < 0 ? -errno : CYGPROF_E_CORRUPT;
+	if (!(rd16(m0 + PG_FLAGS) & P_META) || !(rd16(m1 + PG_FLAGS) & P_META))
+		return CYGPROF_E_CORRUPT;
+	*txnid = rd64(m0 + PAGEHDRSZ + MM_TXNID);
+	if (rd64(m1 + PAGEHDRSZ + MM_TXNID) > *txnid)
+		*txnid = rd64(m1 + PAGEHDRSZ + MM_TXNID);
+	return 0;
 }

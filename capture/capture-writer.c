@@ -472,7 +472,12 @@ int cygprof_capture_create(const char *path, struct cygprof_capture **out)
 		}
 		break;
 	}
-	close(fd);
+	/* kept open, write-locked, until the writer ends: readers take it for
+	 * a capture still being written */
+	if (!capture_writer_lock(fd))
+		cap->lock_fd = fd + 1;
+	else
+		close(fd);
 	fd = -1;
 	if (rc == -ENOMEM)
 		rc = cap->addrspace_limited ? CYGPROF_E_ADDRSPACE : -ENOMEM;

@@ -113,7 +113,9 @@ static void print_limits(struct view *v)
 
 	view_limits(v, &l);
 	if (l.incomplete)
-		limit_row(&any, "recording interrupted before its end");
+		limit_row(&any, "%s: its last checkpoint at %.3f s, and the events after it",
+			  l.in_progress ? "recording still in progress" : "recording cut off",
+			  (double)l.checkpoint_ns / 1e9);
 	if (l.damaged)
 		limit_row(&any, "damaged shared memory rejected: %s", l.damaged);
 	if (l.shm_full_set)

@@ -160,8 +160,9 @@ int cmd_replay(int argc, char **argv)
 	const char *file, *pattern = NULL;
 	uint32_t *sel;
 	size_t nthreads, nprocs, nsel = 0, i, j;
+	struct view_limits lim;
 	long tid = -1;
-	int c;
+	int c, tail = 0;
 
 	opterr = 0;
 	optind = 1;
@@ -232,6 +233,9 @@ int cmd_replay(int argc, char **argv)
 		cli_check(view_events_read(v, sel[i], &t->ev, &t->nev), file);
 	}
 
+	/* A capture cut off or still being written: its trees are those of the
+	 * last checkpoint, and the events after it are marked as a tail. */
+	view_limits(v, &lim);
 	printf("# DURATION     TID     FUNCTION\n");
 	for (;;) {
 		struct rthread *next = NULL;
@@ -242,6 +246,11 @@ int cmd_replay(int argc, char **argv)
 				next = &rt[i];
 		if (!next)
 			break;
+		if (lim.incomplete && !tail && next->ev[next->pos].ts_ns > lim.checkpoint_ns) {
+			printf("# --- the last checkpoint (%.3f s): a partial tail follows, "
+			       "its new call paths shown as ? ---\n", (double)lim.checkpoint_ns / 1e9);
+			tail = 1;
+		}
 		step(p, next);
 	}
 

@@ -28,9 +28,14 @@ static void __attribute__((format(printf, 2, 3))) warn(const char *file, const c
 
 void cli_limits_warn(const struct view_limits *l, const char *file)
 {
-	if (l->incomplete)
-		fprintf(stderr, "cygprof: warning: %s: the recording was interrupted before its end "
-			"(the collector was killed?): showing what it holds\n", file);
+	if (l->incomplete && l->in_progress)
+		fprintf(stderr, "cygprof: warning: %s: the recording is still in progress: showing "
+			"its last checkpoint (%.3f s) and the events committed after it\n", file,
+			(double)l->checkpoint_ns / 1e9);
+	else if (l->incomplete)
+		fprintf(stderr, "cygprof: warning: %s: the recording was cut off before its end "
+			"(its recorder was killed or lost): showing its last checkpoint (%.3f s) "
+			"and the events committed after it\n", file, (double)l->checkpoint_ns / 1e9);
 	if (l->damaged)
 		fprintf(stderr, "cygprof: warning: %s: the traced program wrote into cygprof's "
 			"shared memory, and this was rejected: %s (the rest of the recording is "
@@ -60,10 +65,10 @@ void cli_limits_warn(const struct view_limits *l, const char *file)
 
 void cli_limits_json(FILE *f, const struct view_limits *l)
 {
-	fprintf(f, "\"limits\": {\"complete\": %s, \"lost\": %" PRIu64 ", \"overflow\": %" PRIu64
+	fprintf(f, "\"limits\": {\"complete\": %s, \"in_progress\": %s, \"lost\": %" PRIu64 ", \"overflow\": %" PRIu64
 		", \"sig_lost\": %" PRIu64 ", \"mem_lost\": %" PRIu64 ", \"unpaired\": %" PRIu64
 		", \"shm_full\": ",
-		l->incomplete ? "false" : "true", l->lost, l->overflow, l->sig_lost, l->mem_lost,
+		l->incomplete ? "false" : "true", l->in_progress ? "true" : "false", l->lost, l->overflow, l->sig_lost, l->mem_lost,
 		l->unpaired);
 	if (l->shm_full_set)
 		fprintf(f, "%" PRIu64, l->shm_full);

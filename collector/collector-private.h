@@ -424,6 +424,9 @@ void collector_prime_procs(struct collector *c);
  * final: the program is gone; the metadata then says the capture is
  * complete.  One path for the checkpoints and the end. */
 int collector_checkpoint(struct collector *c, int final);
+/* Meta command, mode and instruments (finish.c): at the capture's creation
+ * and at every checkpoint. */
+int collector_put_meta_static(struct collector *c);
 /* ct's capture tree as the capture stores it (n = ct->n nodes, the root's
  * parent CYGPROF_NONE, times in ns), as the last checkpoint folded it. */
 void collector_tree_nodes(const struct collector *c, const struct cthread *ct,

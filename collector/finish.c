@@ -297,8 +297,11 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 	int err = 0, live = thread_live(c, ct, state);
 
 	memset(&dmg, 0, sizeof dmg);
+	/* A checkpoint takes a while: a thread may have started and ended
+	 * after its time (c->end_ts) was taken, and is bounded by now. */
 	if (state == CYG_T_ENDED || state == CYG_T_CUT)
-		end = clamp_ts(RD(t->end_ts), ct->start_ts, c->end_ts);
+		end = clamp_ts(RD(t->end_ts), ct->start_ts,
+			       c->final ? c->end_ts : collector_now(c));
 	else
 		end = proc_end_ts(c, ct->proc);
 	if (end < ct->start_ts)
@@ -726,15 +729,15 @@ static int put_clock_pair(struct collector *c, const char *key, const struct clo
 	return cygprof_capture_set_meta(c->cap, key, buf);
 }
 
-static int put_meta(struct collector *c, uint64_t lost)
+/* What the recording is, known before it starts: the command, the mode and
+ * the instruments.  Also stored as soon as the capture exists, so that a
+ * capture cut off before its first checkpoint still says it. */
+int collector_put_meta_static(struct collector *c)
 {
 	const struct collector_opts *o = c->o;
-	struct utsname u;
 	char buf[256];
 	char *cmd = join_argv(o->argv);
-	time_t now = time(NULL) - (time_t)(tick_ns(c, c->end_ts) / 1000000000ULL);
-	struct tm tm;
-	int err = 0;
+	int err;
 
 	if (!cmd)
 		return -ENOMEM;
@@ -753,6 +756,19 @@ static int put_meta(struct collector *c, uint64_t lost)
 			 o->memdump ? ",memdump" : "", c->sampling ? ",sampling" : "");
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "instruments", buf);
+	return err;
+}
+
+static int put_meta(struct collector *c, uint64_t lost)
+{
+	const struct collector_opts *o = c->o;
+	struct utsname u;
+	char buf[256];
+	time_t now = time(NULL) - (time_t)(tick_ns(c, c->end_ts) / 1000000000ULL);
+	struct tm tm;
+	int err;
+
+	err = collector_put_meta_static(c);
 	gmtime_r(&now, &tm);
 	strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (!err)

@@ -77,12 +77,18 @@ int collector_output_open(struct collector *c, struct netp_enc *enc, int *send_f
 		enc->arg = send_fd;
 		enc->zwlog = o->send_zwlog; /* one zstd stream, as the handshake agreed */
 		rc = cygprof_capture_create_stream(&netp_stream, enc, &c->cap);
+		if (!rc)
+			rc = collector_put_meta_static(c);
 		if (rc)
 			snprintf(err, errlen, "cannot stream to %s: %s", o->send_to,
 				 cygprof_strerror(rc));
 		return rc;
 	}
 	rc = cygprof_capture_create(o->output, &c->cap);
+	/* what the recording is, before anything else: a capture cut off at
+	 * any moment says it */
+	if (!rc)
+		rc = collector_put_meta_static(c);
 	if (rc)
 		snprintf(err, errlen, "cannot create capture '%s': %s", o->output,
 			 cygprof_strerror(rc));

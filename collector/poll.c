@@ -42,6 +42,10 @@ int collector_poll(struct collector *c, pid_t pid)
 	cygprof_capture_begin(c->cap);
 	last_commit = last_ckpt = collector_mono_ns();
 	gap = interval;
+	/* the first checkpoint at once: a capture cut off before the next one
+	 * still says what it holds (command, mode, threads) */
+	if (interval)
+		last_ckpt -= gap;
 	for (;;) {
 		pid_t r;
 		int st;

@@ -117,6 +117,12 @@ int cygprof_capture_commit(struct cygprof_capture *cap);
 /** Size in bytes of the capture file on disk. */
 uint64_t cygprof_capture_file_size(struct cygprof_capture *cap);
 
+/** 1 when a writer was still writing the capture when it was opened: the
+ * handle reads a private copy of the writer's last commit (the profile of
+ * its last checkpoint, and the events committed up to then), and the meta
+ * "complete" is absent.  0 otherwise, and for a writer's handle. */
+int cygprof_capture_in_progress(const struct cygprof_capture *cap);
+
 /* ---- streams: the capture's values handed to a callback ---------------------- */
 /* The named databases of a capture (docs/capture-format.md), numbered in the
  * order of the seal's "counts". */

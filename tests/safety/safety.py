@@ -693,7 +693,7 @@ def test_limits(ck, cyg, example, helper):
     stored = cp.out.split()[1:]
     print('info: optional thread fields the capture library keeps: %s' % (stored or 'none'))
     want = {  # warning text -> count (None: no count)
-        'the recording was interrupted before its end': None,
+        'the recording was cut off before its end': None,
         'the traced program wrote into cygprof\'s shared memory': None,
         'the shared mapping filled up while recording (9 allocations refused)': None,
         '7 timeline events were lost during recording': None,
@@ -744,7 +744,7 @@ def test_limits(ck, cyg, example, helper):
             for tid, word in ((100, 'ended'), (101, 'signal'), (102, 'ended,clone')):
                 ck.check(re.search(r'^\s+%d\s+100\s.*\s%s$' % (tid, re.escape(word)), cp.out,
                                    re.M) is not None, 'info: thread %d flags "%s"' % (tid, word))
-            ck.check(re.search(r'^limits\s*: recording interrupted', cp.out, re.M) is not None,
+            ck.check(re.search(r'^limits\s*: recording cut off', cp.out, re.M) is not None,
                      'info: a "limits" section')
         if cmd == ['info', '--format=json']:
             ck.eq([t.get('flags') for t in data['threads']], [1, 8, 17], 'info json: flags')
