@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd-receive.c - cygprof receive: accept one `cygprof record --send`
- * connection, check its token and write what it streams as an ordinary
- * capture (docs/remote.md).  A connection that ends before the sender's
- * end leaves a readable capture without "complete" and with
- * "remote_error" saying what happened. */
+/* cmd-receive.c - cygprof receive: accept connections until one
+ * `cygprof record --send` proves its token, and write what it streams as an
+ * ordinary capture (docs/remote.md).  Every other peer (not cygprof, a
+ * wrong token, too slow, gone during the handshake) costs one line and
+ * nothing else.  A connection that ends before the sender's end leaves a
+ * readable capture without "complete" and with "remote_error" saying what
+ * happened. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -32,8 +34,11 @@ static void usage(FILE *f)
 		"\n"
 		"Wait for one 'cygprof record --send ADDR:PORT' and write the capture it\n"
 		"streams.  The sender must know the token of FILE (which only its owner\n"
-		"may read).  When the connection ends early the capture is kept, marked\n"
-		"incomplete, and the exit status is 1.\n"
+		"may read).  Any other peer (not cygprof, a wrong token, a handshake not\n"
+		"done within %d s) is refused in one line and receive goes on listening;\n"
+		"peers wait in turn, one handshake at a time, and those still waiting when\n"
+		"the capture ends are closed.  When the sender's connection ends early the\n"
+		"capture is kept, marked incomplete, and the exit status is 1.\n"
 		"\n"
 		"options:\n"
 		"  --listen ADDR:PORT     where to listen (port 0: any; the port is printed)\n"
@@ -42,16 +47,21 @@ static void usage(FILE *f)
 		"  -f, --force            replace FILE even when it is not a capture\n"
 		"  --max-bytes N          cut the stream once the capture passes N bytes\n"
 		"                         (default 4G)\n"
-		"  --timeout SEC          give up after SEC seconds without data (default:\n"
-		"                         wait as long as the connection is up)\n"
-		"  -h, --help             this help\n",
-		CYGPROF_DEFAULT_CAPTURE);
+		"  --timeout SEC          give up after SEC seconds without data from the\n"
+		"                         sender (default: wait as long as the connection\n"
+		"                         is up)\n"
+		"  -h, --help             this help\n"
+		"\n"
+		"environment:\n"
+		"  CYGPROF_HANDSHAKE_MS   each peer's whole handshake, in ms (default %d)\n",
+		NET_HANDSHAKE_MS / 1000, CYGPROF_DEFAULT_CAPTURE, NET_HANDSHAKE_MS);
 }
 
 struct recv_opts {
 	const char *listen, *token_file, *output;
 	uint64_t max_bytes;
 	int timeout_ms, force;
+	int handshake_ms; /* NET_HANDSHAKE_MS, or CYGPROF_HANDSHAKE_MS */
 };
 
 static void parse_opts(int argc, char **argv, struct recv_opts *o)
@@ -111,6 +121,10 @@ static void parse_opts(int argc, char **argv, struct recv_opts *o)
 		cli_die(2, "receive: needs --listen ADDR:PORT");
 	if (!o->token_file)
 		cli_die(2, "receive: needs --token-file FILE");
+	const char *hs = getenv("CYGPROF_HANDSHAKE_MS");
+	o->handshake_ms = hs ? (int)cli_parse_uint("receive", "CYGPROF_HANDSHAKE_MS", hs, 1,
+						   600000)
+			     : NET_HANDSHAKE_MS;
 }
 
 /* Keep what arrived: commit the open batch, say why it stopped, publish,
@@ -124,10 +138,17 @@ static void keep_incomplete(struct cygprof_capture *cap, int in_batch, const cha
 	(void)cygprof_capture_close(cap);
 }
 
+/* A peer refused during the handshake: one line, and receive goes on. */
+static void refused(void *arg, const char *peer, const char *why)
+{
+	(void)arg;
+	fprintf(stderr, "receive: refused %s: %s\n", peer, why);
+}
+
 int cmd_receive(int argc, char **argv)
 {
 	struct recv_opts o;
-	char err[512] = "";
+	char err[512] = "", peer[128];
 	uint8_t *tok;
 	size_t ntok;
 
@@ -140,83 +161,50 @@ int cmd_receive(int argc, char **argv)
 	if (lfd < 0)
 		cli_die(lfd == -EINVAL ? 2 : 1, "receive: %s", err);
 	fprintf(stderr, "receive: listening on port %d\n", net_local_port(lfd));
-	int fd;
-	do
-		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	while (fd < 0 && errno == EINTR);
-	if (fd < 0)
-		cli_die(1, "receive: accept: %s", strerror(errno));
-	close(lfd);
-	int hs_timeout = o.timeout_ms > 0 ? o.timeout_ms : 30000;
+	struct net_server srv = { .lfd = lfd, .tok = tok, .ntok = ntok, .zwlog_max = NETP_ZWLOG,
+				  .handshake_ms = o.handshake_ms, .refused = refused };
 	unsigned zwlog;
-	if (net_handshake_server(fd, tok, ntok, NETP_ZWLOG, &zwlog, hs_timeout, err, sizeof err) < 0)
+	int fd = net_accept_sender(&srv, &zwlog, peer, sizeof peer, err, sizeof err);
+	if (fd < 0)
 		cli_die(1, "receive: %s", err);
 	free(tok);
+	/* One capture per receive: the peers still waiting in the backlog are
+	 * closed when receive exits. */
 
 	struct netp_rx x = { .max = o.max_bytes, .zwlog = zwlog };
 	int rc = cygprof_capture_create(o.output, &x.cap);
 	if (rc < 0)
 		cli_die(1, "receive: %s: %s", o.output, cygprof_strerror(rc));
-	uint8_t hdr[NETP_HDR], *payload = NULL;
-	size_t pcap = 0;
-	uint64_t wire = 0;
-	char why[600];
+	uint64_t wire = 0; /* bytes read after the handshake */
+	char why[900];
 
-	for (;;) {
-		uint32_t type, len;
-		unsigned flags;
-		rc = net_read_full(fd, hdr, sizeof hdr, o.timeout_ms);
-		if (rc < 0)
-			break;
-		if (netp_header(hdr, &type, &flags, &len) < 0) {
-			rc = -EBADMSG;
-			snprintf(x.err, sizeof x.err, "malformed frame header");
-			break;
-		}
-		wire += NETP_HDR + (uint64_t)len;
-		if (len > pcap) {
-			uint8_t *np = realloc(payload, len);
-			if (!np) {
-				rc = -ENOMEM;
-				snprintf(x.err, sizeof x.err, "out of memory");
-				break;
-			}
-			payload = np;
-			pcap = len;
-		}
-		if (len) {
-			rc = net_read_full(fd, payload, len, o.timeout_ms);
-			if (rc < 0)
-				break;
-		}
-		rc = netp_rx_frame(&x, hdr, payload);
-		if (rc == NETP_DONE_END || rc == NETP_DONE_ABORT) {
-			netp_rx_free(&x);
-			free(payload);
-			close(fd);
-			if (rc == NETP_DONE_ABORT)
-				cli_die(1, "receive: the sender gave up the capture");
-			fprintf(stderr, "receive: %s: %" PRIu64 " bytes received (%" PRIu64
-				" uncompressed)\n", o.output, wire, x.total);
-			return 0;
-		}
-		if (rc < 0)
-			break;
+	rc = net_rx_conn(fd, &x, o.timeout_ms, &wire);
+	if (rc == NETP_DONE_END || rc == NETP_DONE_ABORT) {
+		netp_rx_free(&x);
+		close(fd);
+		close(lfd);
+		if (rc == NETP_DONE_ABORT)
+			cli_die(1, "receive: the sender %s gave up the capture", peer);
+		fprintf(stderr, "receive: %s: %" PRIu64 " bytes received from %s (%" PRIu64
+			" uncompressed)\n", o.output, wire, peer, x.total);
+		return 0;
 	}
 	if (x.ended) /* closing the capture failed: nothing more to keep */
 		cli_die(1, "receive: %s: %s", o.output, x.err);
 	netp_rx_free(&x); /* a value cut in parts is dropped: the last whole one stays */
-	free(payload);
 	close(fd);
+	close(lfd);
+	char got[320];
+	snprintf(got, sizeof got, "after %" PRIu64 " bytes received from %s (%" PRIu64
+		 " uncompressed)", wire, peer, x.total);
 	if (rc == -EPIPE)
-		snprintf(why, sizeof why, "connection lost after %" PRIu64 " bytes", x.total);
+		snprintf(why, sizeof why, "connection lost %s", got);
 	else if (rc == -ETIMEDOUT)
-		snprintf(why, sizeof why, "no data for %d s after %" PRIu64 " bytes",
-			 o.timeout_ms / 1000, x.total);
+		snprintf(why, sizeof why, "no data for %d s %s", o.timeout_ms / 1000, got);
 	else if (x.err[0])
-		snprintf(why, sizeof why, "%s after %" PRIu64 " bytes", x.err, x.total);
+		snprintf(why, sizeof why, "%s %s", x.err, got);
 	else
-		snprintf(why, sizeof why, "%s after %" PRIu64 " bytes", strerror(-rc), x.total);
+		snprintf(why, sizeof why, "%s %s", strerror(-rc), got);
 	keep_incomplete(x.cap, x.in_batch, why);
 	cli_die(1, "receive: %s; %s kept, incomplete", why, o.output);
 	return 1;

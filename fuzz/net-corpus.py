@@ -6,7 +6,15 @@ record one program with `cygprof record --send`, and save the frames it
 streams after the handshake.  With --expand, every ZBATCH frame is replaced
 by the frames it holds (the `zstd` command decompresses their stream): a
 seed of plain PUT frames, whose values the fuzzer then changes.
-usage: net-corpus.py [--expand] OUT CYGPROF [RECORD OPTIONS] -- PROG [ARGS]"""
+
+With --connections, a seed of several connections (fuzz-net.c: each after
+CONN_SEP) is made of a stream seed: stray peers (bytes that are not
+cygprof, a wrong token, a hello cut short, another protocol version, a
+connection that sends nothing), then a sender that offers the window ZWLOG
+and proves the token over the harness's fixed nonce, followed by the frames
+of STREAM, then one more stray peer (left waiting).
+usage: net-corpus.py [--expand] OUT CYGPROF [RECORD OPTIONS] -- PROG [ARGS]
+       net-corpus.py --connections OUT ZWLOG STREAM"""
 import hashlib
 import hmac
 import os
@@ -19,6 +27,30 @@ import tempfile
 MAGIC = b'CYGPNET\n'
 ZWLOG = 23  # NETP_ZWLOG
 TOKEN = b'fuzz-corpus-token-0123456789'
+CONN_SEP = b'CYGPCONN'  # fuzz-net.c
+FIXED_NONCE = b'fuzz-net: a fixed 32-byte nonce\0'  # fuzz-net.c fuzz_nonce
+
+
+def proof(token, nonce):
+    return hmac.new(token, nonce + b'cygprof-send-v1', hashlib.sha256).digest()
+
+
+def connections(out, zwlog, stream_path):
+    with open(stream_path, 'rb') as f:
+        stream = f.read()
+    hello = MAGIC + struct.pack('<II', 2, zwlog)
+    conns = [b'GET / HTTP/1.0\r\n\r\n',
+             hello + proof(b'not-the-token-at-all', FIXED_NONCE),
+             MAGIC + b'\2\0',
+             MAGIC + struct.pack('<II', 1, 0),
+             b'',
+             hello + proof(TOKEN, FIXED_NONCE) + stream,
+             b'\x00' * 16]
+    data = b''.join(CONN_SEP + c for c in conns)
+    assert data.count(CONN_SEP) == len(conns)
+    with open(out, 'wb') as f:
+        f.write(data)
+    print('%s: %d bytes' % (out, len(data)))
 
 
 def read_n(c, n):
@@ -62,6 +94,9 @@ def expand(data):
 
 def main():
     args = sys.argv[1:]
+    if args[0] == '--connections':
+        connections(args[1], int(args[2]), args[3])
+        return
     plain = args[0] == '--expand'
     if plain:
         args = args[1:]

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* net.c - sockets, token and handshake of `record --send` / `receive`. */
+/* net.c - sockets, token and handshake of `record --send` / `receive`, and
+ * the receiver's accepting of senders and reading of their frames. */
 #define _GNU_SOURCE
 #include "net.h"
 
@@ -16,6 +17,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "net-proto.h"
@@ -74,7 +76,7 @@ int net_listen(const char *spec, char *err, size_t errlen)
 		}
 		int one = 1;
 		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-		if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 1) == 0) {
+		if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, NET_BACKLOG) == 0) {
 			freeaddrinfo(res);
 			return fd;
 		}
@@ -126,25 +128,51 @@ int net_local_port(int fd)
 	return -EAFNOSUPPORT;
 }
 
-static int wait_fd(int fd, short ev, int timeout_ms)
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A deadline timeout_ms from now (CLOCK_MONOTONIC, ms), or -1 for none. */
+static int64_t deadline_in(int timeout_ms)
+{
+	return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+}
+
+/* Wait for ev on fd at most timeout_ms (-1: no limit), and never past
+ * deadline (-1: none). */
+static int wait_fd(int fd, short ev, int timeout_ms, int64_t deadline)
 {
 	struct pollfd p = { .fd = fd, .events = ev };
 	for (;;) {
-		int r = poll(&p, 1, timeout_ms);
+		int t = timeout_ms;
+		if (deadline >= 0) {
+			int64_t left = deadline - now_ms();
+			if (left <= 0)
+				return -ETIMEDOUT;
+			if (t < 0 || left < t)
+				t = (int)left;
+		}
+		int r = poll(&p, 1, t);
 		if (r > 0)
 			return 0;
-		if (r == 0)
+		if (r == 0 && (deadline < 0 || t == timeout_ms))
 			return -ETIMEDOUT;
-		if (errno != EINTR)
+		if (r < 0 && errno != EINTR)
 			return -errno;
 	}
 }
 
-int net_read_full(int fd, void *buf, size_t n, int timeout_ms)
+/* net_read_full() with a deadline (-1: none) for all n bytes, and *got
+ * (when set) counting the bytes read, those of a read cut short too. */
+static int read_full(int fd, void *buf, size_t n, int timeout_ms, int64_t deadline,
+		     uint64_t *got)
 {
 	uint8_t *p = buf;
 	while (n) {
-		int rc = wait_fd(fd, POLLIN, timeout_ms);
+		int rc = wait_fd(fd, POLLIN, timeout_ms, deadline);
 		if (rc < 0)
 			return rc;
 		ssize_t r = read(fd, p, n);
@@ -155,17 +183,19 @@ int net_read_full(int fd, void *buf, size_t n, int timeout_ms)
 				continue;
 			return errno == ECONNRESET ? -EPIPE : -errno;
 		}
+		if (got)
+			*got += (uint64_t)r;
 		p += r;
 		n -= (size_t)r;
 	}
 	return 0;
 }
 
-int net_write_full(int fd, const void *buf, size_t n, int timeout_ms)
+static int write_full(int fd, const void *buf, size_t n, int timeout_ms, int64_t deadline)
 {
 	const uint8_t *p = buf;
 	while (n) {
-		int rc = wait_fd(fd, POLLOUT, timeout_ms);
+		int rc = wait_fd(fd, POLLOUT, timeout_ms, deadline);
 		if (rc < 0)
 			return rc;
 		ssize_t r = send(fd, p, n, MSG_NOSIGNAL);
@@ -178,6 +208,16 @@ int net_write_full(int fd, const void *buf, size_t n, int timeout_ms)
 		n -= (size_t)r;
 	}
 	return 0;
+}
+
+int net_read_full(int fd, void *buf, size_t n, int timeout_ms)
+{
+	return read_full(fd, buf, n, timeout_ms, -1, NULL);
+}
+
+int net_write_full(int fd, const void *buf, size_t n, int timeout_ms)
+{
+	return write_full(fd, buf, n, timeout_ms, -1);
 }
 
 int net_token_load(const char *path, uint8_t **tok, size_t *n, char *err, size_t errlen)
@@ -250,10 +290,12 @@ static uint32_t get32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static int io_err(int rc, const char *what, char *err, size_t errlen)
+static int io_err(int rc, const char *what, int timeout_ms, char *err, size_t errlen)
 {
 	if (rc == -EPIPE)
 		netp_seterr(err, errlen, "connection closed during the handshake (%s)", what);
+	else if (rc == -ETIMEDOUT)
+		netp_seterr(err, errlen, "handshake not done within %d ms (%s)", timeout_ms, what);
 	else
 		netp_seterr(err, errlen, "handshake (%s): %s", what, strerror(-rc));
 	return rc;
@@ -268,13 +310,16 @@ static unsigned zwlog_agree(uint32_t offer, unsigned max)
 	return offer < max ? offer : max;
 }
 
-int net_handshake_server(int fd, const uint8_t *tok, size_t n, unsigned zwlog_max,
-			 unsigned *zwlog, int timeout_ms, char *err, size_t errlen)
+/* net_handshake_server(), with the nonce fixed_nonce when it is set. */
+static int handshake_server(int fd, const uint8_t *tok, size_t n, unsigned zwlog_max,
+			    unsigned *zwlog, const uint8_t *fixed_nonce, int timeout_ms, char *err,
+			    size_t errlen)
 {
 	uint8_t hello[16], reply[16 + NET_NONCE], mac[32], want[32];
-	int rc = net_read_full(fd, hello, 12, timeout_ms);
+	int64_t dl = deadline_in(timeout_ms);
+	int rc = read_full(fd, hello, 12, -1, dl, NULL);
 	if (rc < 0)
-		return io_err(rc, "hello", err, errlen);
+		return io_err(rc, "hello", timeout_ms, err, errlen);
 	if (memcmp(hello, NETP_MAGIC, 8)) {
 		netp_seterr(err, errlen, "the peer is not cygprof record --send");
 		return -EPROTO;
@@ -284,49 +329,58 @@ int net_handshake_server(int fd, const uint8_t *tok, size_t n, unsigned zwlog_ma
 	if (get32(hello + 8) != NETP_VERSION) {
 		netp_seterr(err, errlen, "the sender speaks protocol %u, this receiver %u",
 		       (unsigned)get32(hello + 8), NETP_VERSION);
-		(void)net_write_full(fd, reply, 12, timeout_ms);
+		(void)write_full(fd, reply, 12, -1, dl);
 		return -EPROTO;
 	}
-	rc = net_read_full(fd, hello + 12, 4, timeout_ms);
+	rc = read_full(fd, hello + 12, 4, -1, dl, NULL);
 	if (rc < 0)
-		return io_err(rc, "hello", err, errlen);
+		return io_err(rc, "hello", timeout_ms, err, errlen);
 	*zwlog = zwlog_agree(get32(hello + 12), zwlog_max);
 	put32(reply + 12, *zwlog);
-	if (getrandom(reply + 16, NET_NONCE, 0) != NET_NONCE) {
+	if (fixed_nonce) {
+		memcpy(reply + 16, fixed_nonce, NET_NONCE);
+	} else if (getrandom(reply + 16, NET_NONCE, 0) != NET_NONCE) {
 		netp_seterr(err, errlen, "getrandom: %s", strerror(errno));
 		return -EIO;
 	}
-	rc = net_write_full(fd, reply, sizeof reply, timeout_ms);
+	rc = write_full(fd, reply, sizeof reply, -1, dl);
 	if (rc < 0)
-		return io_err(rc, "nonce", err, errlen);
-	rc = net_read_full(fd, mac, sizeof mac, timeout_ms);
+		return io_err(rc, "nonce", timeout_ms, err, errlen);
+	rc = read_full(fd, mac, sizeof mac, -1, dl, NULL);
 	if (rc < 0)
-		return io_err(rc, "proof", err, errlen);
+		return io_err(rc, "proof", timeout_ms, err, errlen);
 	proof(tok, n, reply + 16, want);
 	uint8_t verdict = ct_equal(mac, want, 32) ? 'K' : 'T';
-	rc = net_write_full(fd, &verdict, 1, timeout_ms);
+	rc = write_full(fd, &verdict, 1, -1, dl);
 	if (verdict != 'K') {
-		netp_seterr(err, errlen, "refused a sender with a wrong token");
+		netp_seterr(err, errlen, "wrong token");
 		return -EACCES;
 	}
 	if (rc < 0)
-		return io_err(rc, "verdict", err, errlen);
+		return io_err(rc, "verdict", timeout_ms, err, errlen);
 	return 0;
+}
+
+int net_handshake_server(int fd, const uint8_t *tok, size_t n, unsigned zwlog_max,
+			 unsigned *zwlog, int timeout_ms, char *err, size_t errlen)
+{
+	return handshake_server(fd, tok, n, zwlog_max, zwlog, NULL, timeout_ms, err, errlen);
 }
 
 int net_handshake_client(int fd, const uint8_t *tok, size_t n, unsigned zwlog_offer,
 			 unsigned *zwlog, int timeout_ms, char *err, size_t errlen)
 {
 	uint8_t hello[16], reply[16 + NET_NONCE], mac[32], verdict;
+	int64_t dl = deadline_in(timeout_ms);
 	memcpy(hello, NETP_MAGIC, 8);
 	put32(hello + 8, NETP_VERSION);
 	put32(hello + 12, zwlog_offer);
-	int rc = net_write_full(fd, hello, sizeof hello, timeout_ms);
+	int rc = write_full(fd, hello, sizeof hello, -1, dl);
 	if (rc < 0)
-		return io_err(rc, "hello", err, errlen);
-	rc = net_read_full(fd, reply, 12, timeout_ms);
+		return io_err(rc, "hello", timeout_ms, err, errlen);
+	rc = read_full(fd, reply, 12, -1, dl, NULL);
 	if (rc < 0)
-		return io_err(rc, "hello", err, errlen);
+		return io_err(rc, "hello", timeout_ms, err, errlen);
 	if (memcmp(reply, NETP_MAGIC, 8)) {
 		netp_seterr(err, errlen, "the peer is not cygprof receive");
 		return -EPROTO;
@@ -336,9 +390,9 @@ int net_handshake_client(int fd, const uint8_t *tok, size_t n, unsigned zwlog_of
 		       (unsigned)get32(reply + 8), NETP_VERSION);
 		return -EPROTO;
 	}
-	rc = net_read_full(fd, reply + 12, 4 + NET_NONCE, timeout_ms);
+	rc = read_full(fd, reply + 12, 4 + NET_NONCE, -1, dl, NULL);
 	if (rc < 0)
-		return io_err(rc, "nonce", err, errlen);
+		return io_err(rc, "nonce", timeout_ms, err, errlen);
 	*zwlog = get32(reply + 12);
 	if (*zwlog && (*zwlog < NETP_ZWLOG_MIN || *zwlog > zwlog_offer)) {
 		netp_seterr(err, errlen, "the receiver agreed to a compression window (%u) "
@@ -346,15 +400,128 @@ int net_handshake_client(int fd, const uint8_t *tok, size_t n, unsigned zwlog_of
 		return -EPROTO;
 	}
 	proof(tok, n, reply + 16, mac);
-	rc = net_write_full(fd, mac, sizeof mac, timeout_ms);
+	rc = write_full(fd, mac, sizeof mac, -1, dl);
 	if (rc < 0)
-		return io_err(rc, "proof", err, errlen);
-	rc = net_read_full(fd, &verdict, 1, timeout_ms);
+		return io_err(rc, "proof", timeout_ms, err, errlen);
+	rc = read_full(fd, &verdict, 1, -1, dl, NULL);
 	if (rc < 0)
-		return io_err(rc, "verdict", err, errlen);
+		return io_err(rc, "verdict", timeout_ms, err, errlen);
 	if (verdict != 'K') {
 		netp_seterr(err, errlen, "the receiver refused the token");
 		return -EACCES;
 	}
 	return 0;
+}
+
+/* A peer's address as "ADDR:PORT", "[V6]:PORT", or "local" (a unix
+ * socket: the fuzzer's). */
+static void peer_name(const struct sockaddr_storage *ss, socklen_t len, char *out, size_t outlen)
+{
+	char host[NI_MAXHOST], serv[NI_MAXSERV];
+
+	if (ss->ss_family == AF_UNIX) {
+		snprintf(out, outlen, "local");
+		return;
+	}
+	if (getnameinfo((const struct sockaddr *)ss, len, host, sizeof host, serv, sizeof serv,
+			NI_NUMERICHOST | NI_NUMERICSERV)) {
+		snprintf(out, outlen, "an unknown address");
+		return;
+	}
+	snprintf(out, outlen, ss->ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, serv);
+}
+
+/* accept(2)'s errors that belong to the connection, not to the listener
+ * (its manual: retry as for EAGAIN). */
+static int peer_error(int e)
+{
+	return e == ECONNABORTED || e == EPROTO || e == ENETDOWN || e == ENOPROTOOPT ||
+	       e == EHOSTDOWN || e == ENONET || e == EHOSTUNREACH || e == EOPNOTSUPP ||
+	       e == ENETUNREACH || e == EPERM;
+}
+
+int net_accept_sender(struct net_server *s, unsigned *zwlog, char *peer, size_t peerlen,
+		      char *err, size_t errlen)
+{
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof ss;
+		char why[512];
+		int fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			int e = errno;
+			if (e == EINTR)
+				continue;
+			if (peer_error(e)) { /* gone before it was accepted */
+				s->nrefused++;
+				if (s->refused) {
+					snprintf(why, sizeof why, "accept: %s", strerror(e));
+					s->refused(s->arg, "a peer", why);
+				}
+				continue;
+			}
+			if (e == EAGAIN || e == EWOULDBLOCK)
+				return -EAGAIN;
+			netp_seterr(err, errlen, "accept: %s", strerror(e));
+			return -e;
+		}
+		peer_name(&ss, sl, peer, peerlen);
+		/* One peer at a time: the others wait in the backlog, each
+		 * for at most the handshakes of those before it. */
+		int rc = handshake_server(fd, s->tok, s->ntok, s->zwlog_max, zwlog, s->fixed_nonce,
+					  s->handshake_ms, why, sizeof why);
+		if (rc == 0)
+			return fd;
+		close(fd);
+		if (rc == -EIO) { /* getrandom failed: ours, not the peer's */
+			netp_seterr(err, errlen, "%s", why);
+			return rc;
+		}
+		s->nrefused++;
+		if (s->refused)
+			s->refused(s->arg, peer, why);
+	}
+}
+
+int net_rx_conn(int fd, struct netp_rx *rx, int timeout_ms, uint64_t *wire)
+{
+	uint8_t hdr[NETP_HDR], *payload = NULL;
+	size_t cap = 0;
+	int rc;
+
+	for (;;) {
+		uint32_t type, len;
+		unsigned flags;
+
+		rc = read_full(fd, hdr, sizeof hdr, timeout_ms, -1, wire);
+		if (rc < 0)
+			break;
+		if (netp_header(hdr, &type, &flags, &len) < 0) {
+			rc = -EBADMSG;
+			netp_seterr(rx->err, sizeof rx->err, "malformed frame header");
+			break;
+		}
+		if (len > cap) {
+			uint8_t *np = realloc(payload, len);
+			if (!np) {
+				rc = -ENOMEM;
+				netp_seterr(rx->err, sizeof rx->err, "out of memory for a frame of %u bytes",
+					    (unsigned)len);
+				break;
+			}
+			payload = np;
+			cap = len;
+		}
+		if (len) {
+			rc = read_full(fd, payload, len, timeout_ms, -1, wire);
+			if (rc < 0)
+				break;
+		}
+		rc = netp_rx_frame(rx, hdr, payload);
+		if (rc != NETP_DONE_MORE)
+			break;
+	}
+	free(payload);
+	return rc;
 }

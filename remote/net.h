@@ -9,12 +9,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct netp_rx;
+
 #define NET_TOKEN_MIN 16
 #define NET_TOKEN_MAX 4096
 #define NET_NONCE 32
+/* Connections the kernel completes and queues while receive is busy with
+ * another (a handshake, or the sender it serves). */
+#define NET_BACKLOG 16
+/* The deadline of a whole handshake on the receiver's side: a peer that has
+ * not proved its token within it is dropped (a legitimate one needs three
+ * round trips).  receive's CYGPROF_HANDSHAKE_MS overrides it (tests). */
+#define NET_HANDSHAKE_MS 10000
 
-/* "HOST:PORT" or "[V6]:PORT": a listening socket (SO_REUSEADDR, backlog 1)
- * or a connected one. */
+/* "HOST:PORT" or "[V6]:PORT": a listening socket (SO_REUSEADDR, backlog
+ * NET_BACKLOG) or a connected one. */
 int net_listen(const char *spec, char *err, size_t errlen);
 int net_connect(const char *spec, char *err, size_t errlen);
 /* The port a socket is bound to (for --listen with port 0). */
@@ -37,10 +46,51 @@ int net_token_load(const char *path, uint8_t **tok, size_t *n, char *err, size_t
  * smaller of that and zwlog_max (0: none), and both sides get the same
  * *zwlog: the window of the ZBATCH stream (struct netp_enc and netp_rx),
  * or 0 for frames sent as they are.  -EACCES for a wrong token (both
- * sides), -EPROTO for a peer that is not cygprof or of another version. */
+ * sides), -EPROTO for a peer that is not cygprof or of another version,
+ * -EPIPE for a peer that closed, -ETIMEDOUT when the whole handshake took
+ * more than timeout_ms (one deadline, not one per read). */
 int net_handshake_server(int fd, const uint8_t *tok, size_t n, unsigned zwlog_max,
 			 unsigned *zwlog, int timeout_ms, char *err, size_t errlen);
 int net_handshake_client(int fd, const uint8_t *tok, size_t n, unsigned zwlog_offer,
 			 unsigned *zwlog, int timeout_ms, char *err, size_t errlen);
+
+/* A listening socket's side of receive: accept peers one at a time until
+ * one passes the handshake.  Every other peer is refused, closed and
+ * reported in one line (refused()), and costs nothing else. */
+struct net_server {
+	int lfd;                /* net_listen(); non-blocking: see net_accept_sender() */
+	const uint8_t *tok;     /* the token (borrowed), ntok bytes */
+	size_t ntok;
+	unsigned zwlog_max;     /* the compression window agreed at most (NETP_ZWLOG) */
+	int handshake_ms;       /* each peer's whole handshake (NET_HANDSHAKE_MS) */
+	/* A peer refused: its address and why, each one line; NULL: silent. */
+	void (*refused)(void *arg, const char *peer, const char *why);
+	void *arg;
+	/* NULL, or NET_NONCE bytes used as every nonce instead of random
+	 * ones: the fuzzer only, which must be able to prove a token. */
+	const uint8_t *fixed_nonce;
+	uint64_t nrefused;      /* peers refused so far */
+};
+
+/* Accept connections on s->lfd until a peer completes the handshake; return
+ * its socket (close() it), with *zwlog the window agreed and peer its
+ * address ("ADDR:PORT", "[V6]:PORT", or "local" for a unix socket).  A peer
+ * that is not cygprof, of another version, with a wrong token, that closes
+ * or does not finish within s->handshake_ms is refused and the next one is
+ * accepted (one that accept(2) itself fails, ECONNABORTED..., is reported
+ * as "a peer").  -EAGAIN when s->lfd is non-blocking and no peer waits; another
+ * negative errno when accept(2) fails for the listener's own sake (EMFILE,
+ * ENOMEM...: err says so), or getrandom fails. */
+int net_accept_sender(struct net_server *s, unsigned *zwlog, char *peer, size_t peerlen,
+		      char *err, size_t errlen);
+
+/* Read the frames of an accepted sender from fd and replay them into rx
+ * (netp_rx_frame()) until END or ABORT: NETP_DONE_END or NETP_DONE_ABORT.
+ * Else <0: -EPIPE the connection ended, -ETIMEDOUT no byte for timeout_ms
+ * (-1: no limit), other read errors (rx->err empty for these: the caller
+ * says what happened); or with rx->err set, -EBADMSG a malformed frame,
+ * -ENOMEM, or what netp_rx_frame() returned.  *wire counts every byte read
+ * from fd (those of a frame cut short too). */
+int net_rx_conn(int fd, struct netp_rx *rx, int timeout_ms, uint64_t *wire);
 
 #endif

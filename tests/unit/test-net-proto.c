@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1553,6 +1555,116 @@ static void test_old_version(void)
 	close(sv[1]);
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* One deadline for the whole handshake: a peer sending its hello a byte
+ * every 20 ms (each well within 200 ms) is dropped once 200 ms passed. */
+static void test_handshake_deadline(void)
+{
+	int sv[2];
+	char err[300] = "";
+	unsigned zw;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(sv[1]);
+		for (int i = 0; i < 12; i++) {
+			struct timespec d = { 0, 20 * 1000000L };
+			if (write(sv[0], &NETP_MAGIC "\2\0\0\0"[i], 1) != 1)
+				_exit(0);
+			nanosleep(&d, NULL);
+		}
+		_exit(0);
+	}
+	close(sv[0]);
+	double t0 = mono_s();
+	CHECK_EQ_INT(net_handshake_server(sv[1], (const uint8_t *)"0123456789abcdef", 16,
+					  NETP_ZWLOG, &zw, 200, err, sizeof err),
+		     -ETIMEDOUT);
+	double dt = mono_s() - t0;
+	CHECK(dt >= 0.19 && dt < 2.0);
+	/* a timeout per read would have let the hello in (12 x 20 ms) */
+	CHECK_EQ_STR(err, "handshake not done within 200 ms (hello)");
+	close(sv[1]);
+	waitpid(pid, NULL, 0);
+}
+
+/* The accept loop: peers refused one by one, each reported once, the
+ * sender after them served; -EAGAIN on a non-blocking listener with no
+ * peer left. */
+struct seen {
+	int n;
+	char why[4][200];
+};
+
+static void seen_refused(void *arg, const char *peer, const char *why)
+{
+	struct seen *s = arg;
+	CHECK_EQ_STR(peer, "local");
+	if (s->n < 4)
+		snprintf(s->why[s->n], sizeof s->why[0], "%s", why);
+	s->n++;
+}
+
+static void test_accept_sender(void)
+{
+	const char *tok = "0123456789abcdef";
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	socklen_t alen = sizeof a.sun_family;
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	char peer[64], err[300] = "";
+	unsigned zw = 99;
+
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, alen) || listen(lfd, 8)) {
+		CHECK_FAIL_("unix listener: %s", strerror(errno));
+		return;
+	}
+	alen = sizeof a;
+	getsockname(lfd, (struct sockaddr *)&a, &alen);
+	int c[3];
+	for (int i = 0; i < 3; i++) {
+		c[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+		CHECK_EQ_INT(connect(c[i], (struct sockaddr *)&a, alen), 0);
+	}
+	CHECK_EQ_INT(write(c[0], "GET / HTTP/1.0\r\n", 16), 16);
+	shutdown(c[0], SHUT_WR);
+	shutdown(c[1], SHUT_WR); /* a connect and close */
+	pid_t pid = fork();
+	if (pid == 0) { /* the sender, third in line */
+		unsigned z;
+		_exit(net_handshake_client(c[2], (const uint8_t *)tok, 16, NETP_ZWLOG, &z, 5000,
+					   err, sizeof err) ? 1 : 0);
+	}
+	struct seen seen = { 0 };
+	struct net_server srv = { .lfd = lfd, .tok = (const uint8_t *)tok, .ntok = 16,
+				  .zwlog_max = NETP_ZWLOG, .handshake_ms = 5000,
+				  .refused = seen_refused, .arg = &seen };
+	int fd = net_accept_sender(&srv, &zw, peer, sizeof peer, err, sizeof err);
+	CHECK(fd >= 0);
+	CHECK_EQ_INT(zw, NETP_ZWLOG);
+	CHECK_EQ_STR(peer, "local");
+	CHECK_EQ_INT(seen.n, 2);
+	CHECK_EQ_INT((int)srv.nrefused, 2);
+	CHECK_EQ_STR(seen.why[0], "the peer is not cygprof record --send");
+	CHECK_EQ_STR(seen.why[1], "connection closed during the handshake (hello)");
+	int st = -1;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_EQ_INT(net_accept_sender(&srv, &zw, peer, sizeof peer, err, sizeof err), -EAGAIN);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < 3; i++)
+		close(c[i]);
+	close(lfd);
+}
+
 int main(int argc, char **argv)
 {
 	const char *base = getenv("TMPDIR");
@@ -1577,6 +1689,8 @@ int main(int argc, char **argv)
 	RUN_TEST(test_token);
 	RUN_TEST(test_handshake);
 	RUN_TEST(test_old_version);
+	RUN_TEST(test_handshake_deadline);
+	RUN_TEST(test_accept_sender);
 	RUN_TEST(test_loopback);
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
