@@ -371,6 +371,7 @@ void view_limits(struct view *v, struct view_limits *l)
 	}
 	l->damaged = view_meta_str(v, "damaged");
 	l->incomplete = view_meta(v, "complete", &s) != 0;
+	l->ended = view_meta_str(v, "ended");
 }
 
 /* ---- call trees -------------------------------------------------------------- */

@@ -153,6 +153,9 @@ struct view_limits {
 	const char *damaged; /* what the collector rejected from the mapping, or NULL
 			      * (borrowed) */
 	int incomplete;      /* the recording was interrupted */
+	const char *ended;   /* why it ended early (meta "ended": a write of the
+			      * capture failed, e.g. "no space left on device at
+			      * 1.234 s"), or NULL (borrowed) */
 };
 
 /** Fill l; what cannot be read counts as not hit. */

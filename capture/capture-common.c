@@ -156,7 +156,7 @@ const char *cygprof_strerror(int err)
 	case CYGPROF_E_RDONLY:
 		return "capture opened read-only";
 	case CYGPROF_E_FULL:
-		return "disk full";
+		return "No space left on device"; /* strerror(ENOSPC): also EDQUOT */
 	}
 	if (err < 0 && err > -4096)
 		return strerror(-err);
@@ -373,6 +373,8 @@ void capture_free(struct cygprof_capture *cap)
 	}
 	if (cap->tmp_path && !cap->published)
 		unlink(cap->tmp_path);
+	if (cap->reserved)
+		close(cap->reserve_fd);
 	free(cap->tmp_path);
 	ZSTD_freeCCtx(cap->zc);
 	ZSTD_freeDCtx(cap->zd);

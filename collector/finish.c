@@ -726,20 +726,27 @@ static int put_clock_pair(struct collector *c, const char *key, const struct clo
 	return cygprof_capture_set_meta(c->cap, key, buf);
 }
 
-static int put_meta(struct collector *c, uint64_t lost)
+int collector_put_command(struct collector *c)
 {
-	const struct collector_opts *o = c->o;
-	struct utsname u;
-	char buf[256];
-	char *cmd = join_argv(o->argv);
-	time_t now = time(NULL) - (time_t)(tick_ns(c, c->end_ts) / 1000000000ULL);
-	struct tm tm;
-	int err = 0;
+	char *cmd = join_argv(c->o->argv);
+	int err;
 
 	if (!cmd)
 		return -ENOMEM;
 	err = cygprof_capture_set_meta(c->cap, "command", cmd);
 	free(cmd);
+	return err;
+}
+
+static int put_meta(struct collector *c, uint64_t lost)
+{
+	const struct collector_opts *o = c->o;
+	struct utsname u;
+	char buf[256];
+	time_t now = time(NULL) - (time_t)(tick_ns(c, c->end_ts) / 1000000000ULL);
+	struct tm tm;
+	int err = collector_put_command(c);
+
 	snprintf(buf, sizeof buf, "profile%s%s", o->timeline ? "+timeline" : "",
 		 o->memory ? "+memory" : "");
 	if (!err)
@@ -814,9 +821,8 @@ static int put_meta(struct collector *c, uint64_t lost)
 	if (!err && damaged)
 		err = cygprof_capture_set_meta(c->cap, "damaged", damaged);
 	free(damaged);
-	/* Last, and only at the end: a capture without it was interrupted. */
-	if (!err && c->final)
-		err = cygprof_capture_set_meta(c->cap, "complete", "1");
+	/* "complete" is not here: collector_finish_run() writes it with the
+	 * seal, in the capture's last transaction */
 	return err;
 }
 
@@ -849,6 +855,12 @@ static int put_main_fallback(struct collector *c)
 	err = cp.command ? cygprof_capture_put_proc(c->cap, &cp) : -ENOMEM;
 	free(cp.command);
 	return err;
+}
+
+int collector_put_start_meta(struct collector *c)
+{
+	c->end_ts = collector_now(c);
+	return put_meta(c, 0);
 }
 
 int collector_checkpoint(struct collector *c, int final)
