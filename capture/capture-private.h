@@ -464,6 +464,9 @@ struct cygprof_capture {
 			 * to write "ended" after a failed write */
 	int reserve_fd;
 	bool ended;     /* cygprof_capture_end_failed() wrote "ended" and sealed */
+	bool finished;  /* capture_writer_finish() ran (cygprof_capture_seal()):
+			 * close only publishes and frees */
+	int finish_rc;  /* what it returned */
 };
 
 /* The room cygprof_capture_create() holds next to the capture for the last

@@ -863,7 +863,20 @@ static int seal(struct cygprof_capture *cap)
 	return rc;
 }
 
+static int writer_finish(struct cygprof_capture *cap);
+
 int capture_writer_finish(struct cygprof_capture *cap)
+{
+	int rc;
+
+	if (cap->finished)
+		return cap->stream_err ? cap->stream_err : cap->finish_rc;
+	cap->finished = true;
+	cap->finish_rc = rc = writer_finish(cap);
+	return rc;
+}
+
+static int writer_finish(struct cygprof_capture *cap)
 {
 	int rc, rc2;
 
@@ -919,6 +932,14 @@ static int env_reopen(struct cygprof_capture *cap)
 		return rc;
 	}
 	return capture_err(mdb_txn_commit(txn));
+}
+
+int cygprof_capture_seal(struct cygprof_capture *cap)
+{
+	/* the open batch, if any, is the last transaction, with the seal */
+	if (!cap || cap->rdonly || (!cap->stream && !cap->env))
+		return -EINVAL;
+	return capture_writer_finish(cap);
 }
 
 int cygprof_capture_end_failed(struct cygprof_capture *cap, const char *why)

@@ -43,12 +43,18 @@ int collector_finish_run(struct collector *c, int (*meta)(struct collector *c, v
 		if (!rc)
 			rc = e;
 		/* Last, and only at the end: a capture without it was cut
-		 * short.  In the transaction of the seal (close commits it),
-		 * so that no capture says "complete" without its seal. */
+		 * short.  In the transaction of the seal, so that no capture
+		 * says "complete" without its seal. */
 		if (!rc) {
 			rc = cygprof_capture_begin(c->cap);
 			if (!rc)
 				rc = cygprof_capture_set_meta(c->cap, "complete", "1");
+			e = rc ? 0 : cygprof_capture_seal(c->cap);
+			collector_note_err(c, e);
+			if (e)
+				collector_write_failed(c, e);
+			if (!rc)
+				rc = e;
 		}
 	}
 	if (c->werr) {

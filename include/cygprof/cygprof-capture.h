@@ -109,6 +109,14 @@ const char *cygprof_capture_damage(const struct cygprof_capture *cap);
  * yet published.  Returns the first error seen.  NULL is a no-op. */
 int cygprof_capture_close(struct cygprof_capture *cap);
 
+/** Finish a writer: write the pending events and the seal with what the
+ * open batch holds, commit (what cygprof_capture_close() does before it
+ * publishes; a stream capture: its close).  The writer takes nothing more;
+ * cygprof_capture_close() then publishes and frees.  Returns 0, -EINVAL for
+ * a reader, or the first error (after a failed write, see
+ * cygprof_capture_end_failed()). */
+int cygprof_capture_seal(struct cygprof_capture *cap);
+
 /** End a capture whose write failed.  The first write that loses what its
  * transaction held (a full disk, an I/O error) makes its error the
  * writer's: every later write call returns it at once, so the file keeps
