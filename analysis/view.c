@@ -373,6 +373,7 @@ void view_limits(struct view *v, struct view_limits *l)
 	l->incomplete = view_meta(v, "complete", &s) != 0;
 	l->in_progress = cygprof_capture_in_progress(v->cap);
 	l->checkpoint_ns = l->incomplete ? view_duration_ns(v) : 0;
+	l->ended = view_meta_str(v, "ended");
 }
 
 /* ---- call trees -------------------------------------------------------------- */

@@ -156,6 +156,9 @@ struct view_limits {
 	int in_progress;     /* still being written when opened */
 	uint64_t checkpoint_ns; /* incomplete: the time of the last checkpoint
 				 * (its meta duration_ns), from the start */
+	const char *ended;   /* why it ended early (meta "ended": a write of the
+			      * capture failed, e.g. "no space left on device at
+			      * 1.234 s"), or NULL (borrowed) */
 };
 
 /** Fill l; what cannot be read counts as not hit. */

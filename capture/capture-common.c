@@ -157,7 +157,7 @@ const char *cygprof_strerror(int err)
 	case CYGPROF_E_RDONLY:
 		return "capture opened read-only";
 	case CYGPROF_E_FULL:
-		return "disk full";
+		return "No space left on device"; /* strerror(ENOSPC): also EDQUOT */
 	}
 	if (err < 0 && err > -4096)
 		return strerror(-err);
@@ -376,6 +376,8 @@ void capture_free(struct cygprof_capture *cap)
 		unlink(cap->tmp_path);
 	if (cap->lock_fd)
 		close(cap->lock_fd - 1);
+	if (cap->reserved)
+		close(cap->reserve_fd);
 	free(cap->tmp_path);
 	ZSTD_freeCCtx(cap->zc);
 	ZSTD_freeDCtx(cap->zd);

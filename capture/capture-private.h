@@ -459,7 +459,19 @@ struct cygprof_capture {
 	 * put goes to stream->put */
 	const struct cygprof_capture_stream *stream;
 	void *stream_arg;
-	int stream_err; /* the first error of a stream call: sticky */
+	/* The first failed write, sticky: a stream call's error, or an LMDB
+	 * write that lost what its transaction held (a full disk, an I/O
+	 * error).  Every later write call returns it at once, so the file
+	 * keeps exactly what was committed before. */
+	int stream_err;
+	bool reserved;  /* create(): reserve_fd is an unnamed file holding
+			 * CAPTURE_RESERVE bytes of the file system, given back
+			 * to write "ended" after a failed write */
+	int reserve_fd;
+	bool ended;     /* cygprof_capture_end_failed() wrote "ended" and sealed */
+	bool finished;  /* capture_writer_finish() ran (cygprof_capture_seal()):
+			 * close only publishes and frees */
+	int finish_rc;  /* what it returned */
 };
 
 /* The open file description fd write-locks its whole file while a writer
@@ -475,6 +487,11 @@ int capture_writer_holds(int fd);
 int capture_live_snapshot(struct cygprof_capture *cap, int fd, int *out);
 /* The transaction id of the newer of fd's two LMDB meta pages. */
 int capture_meta_txnid(int fd, uint64_t *txnid);
+
+/* The room cygprof_capture_create() holds next to the capture for the last
+ * transaction after a failed write (the meta key "ended" and the seal touch
+ * a few pages of the meta, main and free DBs). */
+#define CAPTURE_RESERVE ((off_t)64 << 10)
 
 /* Map an LMDB or errno code to the library's convention. */
 int capture_err(int rc);

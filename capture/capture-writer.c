@@ -56,6 +56,15 @@ int capture_stream_call(struct cygprof_capture *cap, int (*fn)(void *arg))
 	return rc;
 }
 
+/* A write that lost what its transaction held: the writer's error from
+ * then on (see cygprof_capture_end_failed()).  Returns rc. */
+static int write_failed(struct cygprof_capture *cap, int rc)
+{
+	if (rc && !cap->stream_err)
+		cap->stream_err = rc;
+	return rc;
+}
+
 static void log_clear(struct cygprof_capture *cap)
 {
 	cap->log.n = 0;
@@ -140,7 +149,7 @@ static int txn_start(struct cygprof_capture *cap)
 	rc = mdb_txn_begin(cap->env, NULL, 0, &cap->txn);
 	if (rc) {
 		cap->txn = NULL;
-		return capture_err(rc);
+		return write_failed(cap, capture_err(rc));
 	}
 	log_clear(cap);
 	return 0;
@@ -188,7 +197,7 @@ static int replay(struct cygprof_capture *cap, bool grow_first)
 	rc = CYGPROF_E_FULL;
 fail:
 	txn_abort(cap);
-	return rc;
+	return write_failed(cap, rc);
 }
 
 static int txn_commit(struct cygprof_capture *cap)
@@ -202,14 +211,14 @@ static int txn_commit(struct cygprof_capture *cap)
 		cap->txn = NULL; /* freed by LMDB even on failure */
 		if (rc != MDB_MAP_FULL) {
 			log_clear(cap);
-			return capture_err(rc);
+			return write_failed(cap, capture_err(rc));
 		}
 		rc = replay(cap, true);
 		if (rc)
 			return rc;
 	}
 	txn_abort(cap);
-	return CYGPROF_E_FULL;
+	return write_failed(cap, CYGPROF_E_FULL);
 }
 
 static int wput(struct cygprof_capture *cap, unsigned int db, const void *key, size_t klen,
@@ -223,9 +232,9 @@ static int wput(struct cygprof_capture *cap, unsigned int db, const void *key, s
 		return -EINVAL;
 	if (vlen > UINT32_MAX - CAPTURE_CRC_SIZE)
 		return -E2BIG;
+	if (cap->stream_err)
+		return cap->stream_err;
 	if (cap->stream) {
-		if (cap->stream_err)
-			return cap->stream_err;
 		rc = cap->stream->put(cap->stream_arg, db, key, klen, val, vlen);
 		if (rc < 0)
 			cap->stream_err = rc;
@@ -251,12 +260,13 @@ static int wput(struct cygprof_capture *cap, unsigned int db, const void *key, s
 		return 0;
 	if (rc == MDB_MAP_FULL)
 		return replay(cap, true);
-	/* drop this put and restore the transaction from the log */
+	/* drop this put and restore the transaction from the log; anything
+	 * but a value LMDB refuses (a page spilled to a full disk) lost it */
 	err = capture_err(rc);
 	cap->log.n--;
 	cap->log.len = cap->log.ent[cap->log.n].off;
 	replay(cap, false);
-	return err;
+	return err == -EINVAL ? err : write_failed(cap, err);
 }
 
 /* End of a public put: outside a batch, commit what was written. */
@@ -446,6 +456,61 @@ static int new_writer(const char *path, struct cygprof_capture **out,
 	return 0;
 }
 
+/* Hold CAPTURE_RESERVE bytes of the capture's file system in an unnamed
+ * file next to it (O_TMPFILE, else a new name removed at once): nothing is
+ * left behind however cygprof ends, and closing it gives the room back for
+ * cygprof_capture_end_failed().  A file system that has not that much
+ * room fails the create with CYGPROF_E_FULL; one that cannot allocate
+ * ahead (no fallocate) gets the bytes written. */
+static int reserve_make(struct cygprof_capture *cap)
+{
+	static const char zeros[4096];
+	const char *slash = strrchr(cap->tmp_path, '/');
+	char *dir;
+	int fd, rc = 0;
+	off_t off;
+
+	dir = slash ? strndup(cap->tmp_path, (size_t)(slash - cap->tmp_path) + 1) : strdup(".");
+	if (!dir)
+		return -ENOMEM;
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0 && errno != ENOSPC && errno != EDQUOT && errno != EIO) {
+		/* no O_TMPFILE there: a name of its own, removed at once */
+		char *t = malloc(strlen(cap->tmp_path) + sizeof("-rXXXXXX"));
+
+		errno = ENOMEM;
+		if (t) {
+			sprintf(t, "%s-rXXXXXX", cap->tmp_path);
+			fd = mkostemp(t, O_CLOEXEC);
+			if (fd >= 0)
+				unlink(t);
+			free(t);
+		}
+	}
+	rc = errno;
+	free(dir);
+	if (fd < 0)
+		return rc == ENOSPC || rc == EDQUOT ? CYGPROF_E_FULL : -rc;
+	rc = 0;
+	if (fallocate(fd, 0, 0, CAPTURE_RESERVE)) {
+		rc = errno;
+		if (rc == EOPNOTSUPP || rc == ENOSYS) {
+			for (off = 0, rc = 0; off < CAPTURE_RESERVE && !rc; off += sizeof(zeros)) {
+				errno = ENOSPC; /* a short write: no room for the rest */
+				if (pwrite(fd, zeros, sizeof(zeros), off) != (ssize_t)sizeof(zeros))
+					rc = errno;
+			}
+		}
+	}
+	if (rc) {
+		close(fd);
+		return rc == ENOSPC || rc == EDQUOT ? CYGPROF_E_FULL : -rc;
+	}
+	cap->reserve_fd = fd;
+	cap->reserved = true;
+	return 0;
+}
+
 int cygprof_capture_create(const char *path, struct cygprof_capture **out)
 {
 	struct cygprof_capture *cap;
@@ -456,6 +521,9 @@ int cygprof_capture_create(const char *path, struct cygprof_capture **out)
 	rc = new_writer(path, out, &cap, &fd);
 	if (rc)
 		return rc;
+	rc = reserve_make(cap);
+	if (rc)
+		goto fail;
 	mapsize = initial_mapsize(cap);
 	cap->mapsize = mapsize;
 	/* LMDB opens by name: open the very inode made above through its
@@ -800,10 +868,27 @@ static int seal(struct cygprof_capture *cap)
 	return rc;
 }
 
+static int writer_finish(struct cygprof_capture *cap);
+
 int capture_writer_finish(struct cygprof_capture *cap)
+{
+	int rc;
+
+	if (cap->finished)
+		return cap->stream_err ? cap->stream_err : cap->finish_rc;
+	cap->finished = true;
+	cap->finish_rc = rc = writer_finish(cap);
+	return rc;
+}
+
+static int writer_finish(struct cygprof_capture *cap)
 {
 	int rc, rc2;
 
+	/* a failed write: what was committed stays as it is (sealed by
+	 * cygprof_capture_end_failed(), or not at all) */
+	if (cap->stream_err && !cap->stream)
+		return cap->stream_err;
 	rc = flush_dirty(cap);
 	cap->batch = false;
 	/* a stream: its close after the last put (the receiver seals) */
@@ -819,6 +904,87 @@ int capture_writer_finish(struct cygprof_capture *cap)
 	 * only (a crash of cygprof or of the program loses nothing committed). */
 	rc2 = getenv("CYGPROF_FSYNC") ? capture_err(mdb_env_sync(cap->env, 1)) : 0;
 	return rc ? rc : rc2;
+}
+
+/* LMDB refuses every transaction after a failed write of its meta page
+ * (MDB_PANIC): open the same inode again (through a duplicate of LMDB's own
+ * descriptor), which reads the last meta page written whole. */
+static int env_reopen(struct cygprof_capture *cap)
+{
+	char fdpath[64];
+	MDB_txn *txn;
+	int fd, dfd, rc, i;
+
+	if (mdb_env_get_fd(cap->env, &fd))
+		return -EIO;
+	dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (dfd < 0)
+		return -errno;
+	mdb_env_close(cap->env);
+	cap->env = NULL;
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", dfd);
+	rc = capture_env_open(cap, fdpath, MDB_NOSYNC, cap->mapsize);
+	close(dfd);
+	if (rc)
+		return rc;
+	rc = capture_err(mdb_txn_begin(cap->env, NULL, 0, &txn));
+	if (rc)
+		return rc;
+	for (i = 0; i < DB_COUNT && !rc; i++)
+		rc = capture_err(mdb_dbi_open(txn, capture_db_names[i], 0, &cap->dbi[i]));
+	if (rc) {
+		mdb_txn_abort(txn);
+		return rc;
+	}
+	return capture_err(mdb_txn_commit(txn));
+}
+
+int cygprof_capture_seal(struct cygprof_capture *cap)
+{
+	/* the open batch, if any, is the last transaction, with the seal */
+	if (!cap || cap->rdonly || (!cap->stream && !cap->env))
+		return -EINVAL;
+	return capture_writer_finish(cap);
+}
+
+int cygprof_capture_end_failed(struct cygprof_capture *cap, const char *why)
+{
+	int failed, rc;
+
+	if (!cap || !why || !*why || strchr(why, '\n') || cap->rdonly || cap->stream ||
+	    !cap->stream_err || cap->ended)
+		return -EINVAL;
+	failed = cap->stream_err;
+	/* what the failed write left open is dropped: its pending events are
+	 * not written either (the blocks before them were lost with it) */
+	txn_abort(cap);
+	cap->batch = false;
+	cap->ndirty = 0;
+	if (cap->reserved) {
+		close(cap->reserve_fd);
+		cap->reserved = false;
+	}
+	cap->stream_err = 0;
+	rc = txn_start(cap);
+	if (rc) {
+		cap->stream_err = 0;
+		rc = env_reopen(cap);
+		if (!rc)
+			rc = txn_start(cap);
+	}
+	if (!rc)
+		rc = wput(cap, DB_META, "ended", 5, why, strlen(why));
+	if (!rc)
+		rc = seal(cap);
+	if (!rc)
+		rc = txn_commit(cap);
+	else
+		txn_abort(cap);
+	/* the writer's error stays the first one */
+	cap->stream_err = failed;
+	if (!rc)
+		cap->ended = true;
+	return rc;
 }
 
 int capture_flush_thread(struct cygprof_capture *cap, unsigned int stream, uint32_t thread_idx)
@@ -840,7 +1006,7 @@ int capture_flush_thread(struct cygprof_capture *cap, unsigned int stream, uint3
 /* The library's own meta keys, which no caller writes. */
 static bool own_meta_key(const char *key, size_t n)
 {
-	static const char *const own[] = { "magic", "schema", "crc32c", "txn", "counts" };
+	static const char *const own[] = { "magic", "schema", "crc32c", "txn", "counts", "ended" };
 	size_t i;
 
 	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)

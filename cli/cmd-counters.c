@@ -3,6 +3,7 @@
  * as a table with a chart per line, JSON, CSV or an SVG drawing. */
 #include "config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -462,8 +463,10 @@ static void plot(struct view *v, const struct counter_set *cs, const char *path,
 	FILE *f = cli_output_open(&w, "counters", path, OUT_SVG, force);
 
 	if (write_svg(f, v, cs)) {
+		int e = errno; /* the failed write's */
+
 		cli_output_abort(&w);
-		cli_die(1, "counters: %s: write error", path);
+		cli_die(1, "counters: %s: %s", path, strerror(e ? e : EIO));
 	}
 	cli_output_commit(&w);
 }

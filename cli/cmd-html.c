@@ -519,8 +519,10 @@ int cmd_html(int argc, char **argv)
 	fputs("</script>\n</body>\n</html>\n", f);
 	free(json);
 	if (ferror(f)) {
+		int e = errno; /* the failed write's: nothing since sets it */
+
 		cli_output_abort(&w);
-		cli_die(1, "%s: write error", o.out);
+		cli_die(1, "%s: %s: %s", CMD, o.out, strerror(e ? e : EIO));
 	}
 	cli_output_commit(&w);
 	debuginfo_free(o.di);

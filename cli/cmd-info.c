@@ -42,6 +42,7 @@ static const struct {
 	{"time", "times"},          {"sample_event", "sample event"},
 	{"sample_hz", "sample rate"}, {"sample_lost", "samples lost"},
 	{"remote_error", "remote error"}, /* cygprof receive: why the stream ended early */
+	{"ended", "ended"},         /* a write of the capture failed: why and when */
 	/* record --attach: the process, CLOCK_MONOTONIC ns of the hooks'
 	 * patching and restoring, whether it ended while attached */
 	{"attach_pid", "attached to"}, {"attach_start", "attach start"},
@@ -52,6 +53,7 @@ static const struct {
 static int optional_key(const char *key)
 {
 	return !strcmp(key, "time") || !strncmp(key, "sample_", 7) || !strcmp(key, "remote_error") ||
+	       !strcmp(key, "ended") ||
 	       !strncmp(key, "attach_", 7);
 }
 
@@ -112,7 +114,9 @@ static void print_limits(struct view *v)
 	int any = 0;
 
 	view_limits(v, &l);
-	if (l.incomplete)
+	if (l.incomplete && l.ended)
+		limit_row(&any, "recording ended early: %s", l.ended);
+	else if (l.incomplete)
 		limit_row(&any, "%s: its last checkpoint at %.3f s, and the events after it",
 			  l.in_progress ? "recording still in progress" : "recording cut off",
 			  (double)l.checkpoint_ns / 1e9);

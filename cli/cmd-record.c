@@ -204,6 +204,37 @@ static void check_space(const char *output)
 		cli_die(1, "record: %s: no space left on device", output);
 }
 
+/* The capture's write failed while the program ran (a full disk, an I/O
+ * error): the program ran on, the capture keeps what was stored before.
+ * One line: when, what the capture holds, how the program ended; exit 1. */
+static void die_write_failed(const struct collector_opts *o, const struct collector_result *r,
+			     pid_t attached)
+{
+	char text[128], kept[96], end[300];
+
+	snprintf(text, sizeof text, "%s",
+		 r->write_err == CYGPROF_E_FULL ? "no space left on device"
+						: cygprof_strerror(r->write_err));
+	if (text[0] >= 'A' && text[0] <= 'Z')
+		text[0] = (char)(text[0] - 'A' + 'a');
+	if (r->kept)
+		snprintf(kept, sizeof kept, "the capture holds the calls up to %.3f s",
+			 (double)r->kept_ns / 1e9);
+	else
+		snprintf(kept, sizeof kept, "the capture holds no calls");
+	if (attached)
+		snprintf(end, sizeof end, "process %d runs on", (int)attached);
+	else if (WIFSIGNALED(r->status))
+		snprintf(end, sizeof end, "%s ran on to its end, killed by signal %d", o->argv[0],
+			 WTERMSIG(r->status));
+	else
+		snprintf(end, sizeof end, "%s ran on to its end, exit status %d", o->argv[0],
+			 WEXITSTATUS(r->status));
+	cli_die(1, "record: %s: %s at %.3f s; %s%s; %s", o->output, text,
+		(double)r->write_err_ns / 1e9, kept,
+		r->ended_stored ? "" : " (and is left unsealed)", end);
+}
+
 /* -i LIST: turn each named instrument on. */
 static void add_instruments(struct collector_opts *o, char *list)
 {
@@ -270,6 +301,8 @@ static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_
 	free(rt);
 	free(t);
 	if (rc) {
+		if (!o->send_to && r.write_err)
+			die_write_failed(o, &r, pid);
 		if (!o->send_to && (rc == CYGPROF_E_FULL || rc == -ENOSPC))
 			cli_die(1, "record: %s: no space left on device", o->output);
 		cli_die(1, "%s%s", strncmp(err, "record: ", 8) ? "record: " : "", err);
@@ -523,6 +556,8 @@ int cmd_record(int argc, char **argv)
 	if (rc) {
 		if (r.exec_errno)
 			cli_die(r.exec_errno == ENOENT ? 127 : 126, "%s", err);
+		if (!o.send_to && r.write_err)
+			die_write_failed(&o, &r, 0);
 		if (!o.send_to && (rc == CYGPROF_E_FULL || rc == -ENOSPC))
 			cli_die(1, "record: %s: no space left on device", o.output);
 		cli_die(1, "%s", err);

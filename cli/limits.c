@@ -28,7 +28,9 @@ static void __attribute__((format(printf, 2, 3))) warn(const char *file, const c
 
 void cli_limits_warn(const struct view_limits *l, const char *file)
 {
-	if (l->incomplete && l->in_progress)
+	if (l->incomplete && l->ended)
+		warn(file, "the recording ended early: %s: showing what it holds", l->ended);
+	else if (l->incomplete && l->in_progress)
 		fprintf(stderr, "cygprof: warning: %s: the recording is still in progress: showing "
 			"its last checkpoint (%.3f s) and the events committed after it\n", file,
 			(double)l->checkpoint_ns / 1e9);
@@ -76,6 +78,31 @@ void cli_limits_json(FILE *f, const struct view_limits *l)
 		fputs("null", f);
 	fputs(", \"damaged\": ", f);
 	json_str_null(f, l->damaged);
+	/* "ended": "REASON at T s" as {"reason": REASON, "at_s": T} */
+	fputs(", \"ended\": ", f);
+	if (l->ended) {
+		const char *at = NULL, *p;
+		char *end = NULL, *reason;
+		double t = 0;
+
+		for (p = strstr(l->ended, " at "); p; p = strstr(p + 1, " at "))
+			at = p;
+		if (at) {
+			t = strtod(at + 4, &end);
+			if (end == at + 4 || strcmp(end, " s"))
+				at = NULL;
+		}
+		reason = strndup(l->ended, at ? (size_t)(at - l->ended) : strlen(l->ended));
+		fputs("{\"reason\": ", f);
+		json_str(f, reason ? reason : l->ended);
+		if (at)
+			fprintf(f, ", \"at_s\": %.3f}", t);
+		else
+			fputs(", \"at_s\": null}", f);
+		free(reason);
+	} else {
+		fputs("null", f);
+	}
 	fputc('}', f);
 }
 

@@ -222,6 +222,15 @@ struct collector {
 	int filtering;
 	int final;            /* the program is gone: drain everything */
 	int err;              /* first capture write error */
+	uint64_t err_ns;      /* when it came (ns from the start) */
+	/* The capture's write failed (a full disk, an I/O error): the writer
+	 * keeps what it committed before and refuses everything after
+	 * (cygprof_capture_end_failed()); the collector stops storing but goes
+	 * on draining, so the program runs on unharmed. */
+	int werr;
+	uint64_t werr_ns;     /* when (ns from the start) */
+	int kept;             /* a checkpoint was committed ... */
+	uint64_t kept_ns;     /* ... holding the calls up to this time */
 	struct damage dmg;    /* rejected while draining and finding records */
 	struct debuginfo *dbg; /* separate debug files: names of stripped objects */
 	int main_pid;         /* the program we started */
@@ -325,6 +334,9 @@ void collector_forward_end(struct collector *c);
 
 /* record.c: free what the collector holds (not the capture). */
 void collector_free(struct collector *c);
+/* record.c: note err, the error of a capture call, when it is the first
+ * (c->err, and its time c->err_ns). */
+void collector_note_err(struct collector *c, int err);
 
 /* record.c: the end of a run (the program gone, or detached from): the last
  * drain, the final checkpoint and snapshot, meta(c, arg) when not NULL (the
@@ -344,6 +356,18 @@ int collector_output_open(struct collector *c, struct netp_enc *enc, int *send_f
  * connection too), its one line in err; returns the error. */
 int collector_output_end(struct collector *c, struct netp_enc *enc, int rc, int status,
 			 struct collector_result *res, char *err, size_t errlen);
+
+/* output.c: the capture's write failed with err (a commit's error: the
+ * writer refuses every write from then on): stop storing (c->werr, at the
+ * time of the first error noted, else now); a failed write on a file
+ * system with no room left is a full disk whatever LMDB said (EIO for a
+ * short write). */
+void collector_write_failed(struct collector *c, int err);
+
+/* finish.c: the meta keys known from the start (mode, instruments, clock,
+ * host...), into the first batch: a capture cut short before its first
+ * checkpoint still says how it was recorded. */
+int collector_put_start_meta(struct collector *c);
 
 /* attach-run.c: the attach is over (the duration, a signal, the process ended). */
 int collector_attach_over(struct collector *c);

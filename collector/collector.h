@@ -136,6 +136,16 @@ struct collector_result {
 	uint32_t attach_seeded; /* ... threads whose open frames were handed over */
 	char damaged[256];     /* non-empty: what was rejected of what the program wrote into
 				* the shared mapping (the capture's "damaged" line) */
+	/* The capture's write failed (write_err: CYGPROF_E_FULL for a full
+	 * disk, else the error) write_err_ns after the start; the program ran
+	 * on to its end.  The capture holds the calls up to kept_ns when kept
+	 * (its last checkpoint committed), and ended_stored when the reason
+	 * went into it (meta "ended", sealed). */
+	int write_err;
+	uint64_t write_err_ns;
+	int kept;
+	uint64_t kept_ns;
+	int ended_stored;
 };
 
 /** Run the program and record it.  Returns 0 when the capture was written

@@ -66,8 +66,7 @@ struct counters {
 
 static void note_err(struct collector *c, int err)
 {
-	if (err && !c->err)
-		c->err = err;
+	collector_note_err(c, err);
 }
 
 /* Now on the clock of every other event: ns from the capture start. */

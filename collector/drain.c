@@ -159,9 +159,7 @@ static uint64_t drain_thread(struct collector *c, struct cthread *ct)
 	__atomic_store_n(&t->tail, tail, __ATOMIC_RELEASE);
 	collector_mem_flush(c, ct);
 	if (ct->nev) {
-		int err = cygprof_capture_append_events(c->cap, ct->idx, ct->ev, ct->nev);
-		if (err && !c->err)
-			c->err = err;
+		collector_note_err(c, cygprof_capture_append_events(c->cap, ct->idx, ct->ev, ct->nev));
 		ct->events += ct->nev;
 		ct->nev = 0;
 	}

@@ -731,7 +731,8 @@ static int put_clock_pair(struct collector *c, const char *key, const struct clo
 
 /* What the recording is, known before it starts: the command, the mode and
  * the instruments.  Also stored as soon as the capture exists, so that a
- * capture cut off before its first checkpoint still says it. */
+ * capture cut off at any moment (a full disk, a killed collector) still
+ * says it. */
 int collector_put_meta_static(struct collector *c)
 {
 	const struct collector_opts *o = c->o;
@@ -743,6 +744,8 @@ int collector_put_meta_static(struct collector *c)
 		return -ENOMEM;
 	err = cygprof_capture_set_meta(c->cap, "command", cmd);
 	free(cmd);
+	if (err)
+		return err;
 	snprintf(buf, sizeof buf, "profile%s%s", o->timeline ? "+timeline" : "",
 		 o->memory ? "+memory" : "");
 	if (!err)
@@ -830,9 +833,8 @@ static int put_meta(struct collector *c, uint64_t lost)
 	if (!err && damaged)
 		err = cygprof_capture_set_meta(c->cap, "damaged", damaged);
 	free(damaged);
-	/* Last, and only at the end: a capture without it was interrupted. */
-	if (!err && c->final)
-		err = cygprof_capture_set_meta(c->cap, "complete", "1");
+	/* "complete" is not here: collector_finish_run() writes it with the
+	 * seal, in the capture's last transaction */
 	return err;
 }
 
@@ -865,6 +867,12 @@ static int put_main_fallback(struct collector *c)
 	err = cp.command ? cygprof_capture_put_proc(c->cap, &cp) : -ENOMEM;
 	free(cp.command);
 	return err;
+}
+
+int collector_put_start_meta(struct collector *c)
+{
+	c->end_ts = collector_now(c);
+	return put_meta(c, 0);
 }
 
 int collector_checkpoint(struct collector *c, int final)

@@ -236,15 +236,11 @@ uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uin
 
 void collector_mem_flush(struct collector *c, struct cthread *ct)
 {
-	int err = stack_stash_store(&c->stash, c->cap);
-
-	if (err && !c->err)
-		c->err = err;
+	collector_note_err(c, stack_stash_store(&c->stash, c->cap));
 	collector_snapshot_mem(c, ct); /* cygprof top --memory: the live heap */
 	if (ct->nmev) {
-		err = cygprof_capture_append_mem(c->cap, ct->idx, ct->mev, ct->nmev);
-		if (err && !c->err)
-			c->err = err;
+		collector_note_err(c, cygprof_capture_append_mem(c->cap, ct->idx, ct->mev,
+								 ct->nmev));
 		ct->mem_events += ct->nmev;
 		ct->nmev = 0;
 	}

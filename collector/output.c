@@ -64,6 +64,18 @@ static int disk_full(const char *path)
 	return statvfs(dir, &sv) == 0 && sv.f_bavail < 16;
 }
 
+void collector_write_failed(struct collector *c, int err)
+{
+	uint64_t now = tick_ns(c, collector_now(c));
+
+	if (!err || c->werr)
+		return;
+	if (err != CYGPROF_E_FULL && !c->o->send_to && disk_full(c->o->output))
+		err = CYGPROF_E_FULL;
+	c->werr = err;
+	c->werr_ns = c->err && c->err_ns <= now ? c->err_ns : now;
+}
+
 int collector_output_open(struct collector *c, struct netp_enc *enc, int *send_fd, char *err,
 			  size_t errlen)
 {
@@ -85,10 +97,15 @@ int collector_output_open(struct collector *c, struct netp_enc *enc, int *send_f
 		return rc;
 	}
 	rc = cygprof_capture_create(o->output, &c->cap);
-	/* what the recording is, before anything else: a capture cut off at
-	 * any moment says it */
-	if (!rc)
+	/* what the recording is, before anything else: a capture cut short
+	 * at any moment (a full disk, a killed collector) still says it */
+	if (!rc) {
 		rc = collector_put_meta_static(c);
+		if (rc) {
+			cygprof_capture_discard(c->cap);
+			c->cap = NULL;
+		}
+	}
 	if (rc)
 		snprintf(err, errlen, "cannot create capture '%s': %s", o->output,
 			 cygprof_strerror(rc));

@@ -39,7 +39,16 @@ int collector_poll(struct collector *c, pid_t pid)
 	uint64_t interval = checkpoint_interval_ns(), last_commit, last_ckpt, gap;
 	int status = 0;
 
+	/* committed at once: a disk that fills before the first commit of
+	 * events leaves them anyway */
 	cygprof_capture_begin(c->cap);
+	collector_note_err(c, collector_put_start_meta(c));
+	int e0 = cygprof_capture_commit(c->cap);
+	if (e0) {
+		collector_note_err(c, e0);
+		collector_write_failed(c, e0);
+	} else
+		cygprof_capture_begin(c->cap);
 	last_commit = last_ckpt = collector_mono_ns();
 	gap = interval;
 	/* the first checkpoint at once: a capture cut off before the next one
@@ -72,7 +81,11 @@ int collector_poll(struct collector *c, pid_t pid)
 		/* ns until the counters are due again (UINT64_MAX: none) */
 		uint64_t due = collector_counters_tick(c);
 		uint64_t now = collector_mono_ns();
-		if (interval && now - last_ckpt >= gap) {
+		if (c->werr) {
+			/* the capture's write failed: nothing more is stored, but
+			 * the rings are still drained (above), so the program
+			 * never waits for a collector that cannot write */
+		} else if (interval && now - last_ckpt >= gap) {
 			uint64_t cpu0 = collector_cpu_ns();
 			/* The profile so far, so that a killed collector leaves a
 			 * usable capture; at most a tenth of the collector's CPU
@@ -80,13 +93,17 @@ int collector_poll(struct collector *c, pid_t pid)
 			c->in_checkpoint = 1;
 			int e = collector_checkpoint(c, 0);
 			c->in_checkpoint = 0;
-			if (!e)
-				e = cygprof_capture_commit(c->cap);
-			else
-				cygprof_capture_commit(c->cap);
-			if (e && !c->err)
-				c->err = e;
-			cygprof_capture_begin(c->cap);
+			uint64_t upto = tick_ns(c, c->end_ts);
+			int ce = cygprof_capture_commit(c->cap);
+			collector_note_err(c, e ? e : ce);
+			if (ce)
+				collector_write_failed(c, ce);
+			else if (!e) {
+				c->kept = 1;
+				c->kept_ns = upto;
+			}
+			if (!c->werr)
+				cygprof_capture_begin(c->cap);
 			last_ckpt = last_commit = collector_mono_ns();
 			c->ckpt_ns = collector_cpu_ns() - cpu0;
 			gap = c->ckpt_ns * POLL_CHECKPOINT_CPU_SHARE > interval
@@ -94,9 +111,11 @@ int collector_poll(struct collector *c, pid_t pid)
 				      : interval;
 		} else if (now - last_commit > POLL_COMMIT_NS) {
 			int e = cygprof_capture_commit(c->cap);
-			if (e && !c->err)
-				c->err = e; /* a write that failed is lost: say so at the end */
-			cygprof_capture_begin(c->cap);
+			if (e) {
+				collector_note_err(c, e);
+				collector_write_failed(c, e);
+			} else
+				cygprof_capture_begin(c->cap);
 			last_commit = collector_mono_ns();
 		}
 		/* Poll: at once while rings fill fast, briefly while events

@@ -26,14 +26,53 @@ int collector_finish_run(struct collector *c, int (*meta)(struct collector *c, v
 	c->final = 1;
 	collector_drain_all(c);
 	collector_sampling_final(c);
-	rc = collector_checkpoint(c, 1);
-	if (!rc)
-		collector_snapshot(c, 1);
-	if (!rc && meta)
-		rc = meta(c, arg);
-	e = cygprof_capture_commit(c->cap);
-	if (!rc)
-		rc = e;
+	if (!c->werr) {
+		rc = collector_checkpoint(c, 1);
+		if (!rc)
+			collector_snapshot(c, 1);
+		if (!rc && meta)
+			rc = meta(c, arg);
+		e = cygprof_capture_commit(c->cap);
+		collector_note_err(c, rc ? rc : e);
+		if (e)
+			collector_write_failed(c, e);
+		else if (!rc) {
+			c->kept = 1;
+			c->kept_ns = tick_ns(c, c->end_ts);
+		}
+		if (!rc)
+			rc = e;
+		/* Last, and only at the end: a capture without it was cut
+		 * short.  In the transaction of the seal, so that no capture
+		 * says "complete" without its seal. */
+		if (!rc) {
+			rc = cygprof_capture_begin(c->cap);
+			if (!rc)
+				rc = cygprof_capture_set_meta(c->cap, "complete", "1");
+			e = rc ? 0 : cygprof_capture_seal(c->cap);
+			collector_note_err(c, e);
+			if (e)
+				collector_write_failed(c, e);
+			if (!rc)
+				rc = e;
+		}
+	}
+	if (c->werr) {
+		/* what was committed stays, sealed, with why it ends there */
+		char why[200];
+		const char *text = c->werr == CYGPROF_E_FULL ? "no space left on device"
+							     : cygprof_strerror(c->werr);
+
+		snprintf(why, sizeof why, "%s at %.3f s", text, (double)c->werr_ns / 1e9);
+		if (why[0] >= 'A' && why[0] <= 'Z')
+			why[0] = (char)(why[0] - 'A' + 'a'); /* "input/output error" */
+		res->write_err = c->werr;
+		res->write_err_ns = c->werr_ns;
+		res->kept = c->kept;
+		res->kept_ns = c->kept_ns;
+		res->ended_stored = !c->o->send_to && !cygprof_capture_end_failed(c->cap, why);
+		rc = c->werr;
+	}
 	if (!rc && c->err)
 		rc = c->err;
 	res->procs = (uint32_t)c->nprocs;
@@ -52,6 +91,14 @@ int collector_finish_run(struct collector *c, int (*meta)(struct collector *c, v
 		snprintf(res->damaged, sizeof res->damaged, "%s", line);
 	free(line);
 	return rc;
+}
+
+void collector_note_err(struct collector *c, int err)
+{
+	if (err && !c->err) {
+		c->err = err;
+		c->err_ns = tick_ns(c, collector_now(c));
+	}
 }
 
 void collector_free(struct collector *c)

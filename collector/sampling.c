@@ -731,8 +731,7 @@ static void sampling_write(struct collector *c, struct sampling *s)
 	}
 	s->s_written = s->ns;
 	s->o_written = s->no;
-	if (err && !c->err)
-		c->err = err;
+	collector_note_err(c, err);
 	if (!s->dump) /* kept only for the dump */
 		s->ns = s->s_written = s->no = s->o_written = 0;
 }

@@ -109,6 +109,30 @@ const char *cygprof_capture_damage(const struct cygprof_capture *cap);
  * yet published.  Returns the first error seen.  NULL is a no-op. */
 int cygprof_capture_close(struct cygprof_capture *cap);
 
+/** Finish a writer: write the pending events and the seal with what the
+ * open batch holds, commit (what cygprof_capture_close() does before it
+ * publishes; a stream capture: its close).  The writer takes nothing more;
+ * cygprof_capture_close() then publishes and frees.  Returns 0, -EINVAL for
+ * a reader, or the first error (after a failed write, see
+ * cygprof_capture_end_failed()). */
+int cygprof_capture_seal(struct cygprof_capture *cap);
+
+/** End a capture whose write failed.  The first write that loses what its
+ * transaction held (a full disk, an I/O error) makes its error the
+ * writer's: every later write call returns it at once, so the file keeps
+ * exactly what was committed before, consistent.  This gives back the
+ * room cygprof_capture_create() holds next to the capture (64 KiB in an
+ * unnamed file), drops what the failed write left open and stores the meta
+ * key "ended" = why (one line, e.g. "no space left on device at 1.234 s")
+ * with the seal in a transaction of its own: readers open the capture as
+ * closed, without "complete", and say why it ends early.
+ * cygprof_capture_close() then publishes (if not yet) and frees it, and
+ * still returns the first error.  Returns 0, -EINVAL when no write failed
+ * (or a stream capture, a reader, why empty or with a newline, called
+ * twice), or the error of that transaction (the file then stays as the
+ * failed write left it: unsealed). */
+int cygprof_capture_end_failed(struct cygprof_capture *cap, const char *why);
+
 /** Batch writes: every put between begin and commit lands in one LMDB write
  * transaction.  Puts outside a batch commit on their own. */
 int cygprof_capture_begin(struct cygprof_capture *cap);
@@ -218,6 +242,9 @@ int cygprof_capture_put_value(struct cygprof_capture *cap, unsigned int db, cons
  *                    sample's rr_ticks is the thread's count of rr's counter,
  *                    maybe followed by "; ..." caveats), or "missing: WHY"
  *   "complete"       "1", written last: absent when the recording was interrupted
+ *   "ended"          written by cygprof_capture_end_failed() (set_meta refuses it):
+ *                    why a capture without "complete" ends early, e.g. "no space
+ *                    left on device at 1.234 s"
  *   "shm_full"       present when the shared mapping filled up: how many
  *                    allocations were refused (threads or calls not recorded)
  *   "damaged"        present when the traced program wrote garbage into the

@@ -24,10 +24,13 @@ Tests (meson names record-TEST, -O0/-O2 where the example is built twice):
   manythreads-timeline, threads64
                    many threads with --timeline: every thread, exact events
   collector-gone   cygprof SIGKILLed: the program runs to its end
-  disk-full        a capture that does not fit: one line, exit 1
+  disk-full        a capture that does not fit: the program runs on, one line
+                   (when, what is kept, the program's status), exit 1; the
+                   capture reads and says why it ended (meta "ended")
   clock            the capture's clock (meta clock_start, clock_end)
 """
 
+import json
 import os
 import re
 import subprocess
@@ -37,6 +40,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
 from cygtest import (  # noqa: E402
     driver_main, EXPECT, Failure, SKIP, check_all, check_arcs, check_functions, check_processes,
+    check_stdout,
     check_times, children, describe_status, exp_longrun, exp_manythreads, exp_threads,
     exp_waitsig, expect_error, fn_map, info_json, is_int, proc_status, read_line,
     record_and_check, replay_calls, run)
@@ -356,9 +360,12 @@ def test_errors_output(ck, cyg, example):
 
 
 def test_disk_full(ck, cyg, example):
-    """A capture that does not fit on its file system: one line naming the
-    problem and exit 1, never a crash.  (An already full file system is
-    tested by safety.py, disk-full-empty.)"""
+    """A capture that does not fit on its file system: the program runs on to
+    its end; one line says when the disk filled, what the capture holds and
+    how the program ended, exit 1; the capture reads, with the meta key
+    "ended" (info's "ended" row, JSON limits.ended).  (An already full file
+    system is tested by safety.py, disk-full-empty; other write errors by
+    tests/fault.)"""
     mnt = os.path.join(cyg.workdir, 'small')
     os.mkdir(mnt)
     if os.geteuid() != 0 or run(['mount', '-t', 'tmpfs', '-o', 'size=96k', 'tmpfs', mnt]).returncode:
@@ -368,11 +375,36 @@ def test_disk_full(ck, cyg, example):
         # threads-O2 with --timeline: more than 96 KB even compressed (a capture is
         # at least 16 pages), and more than the 64 KiB record checks for at the start
         target = os.path.join(mnt, 'cap.data')
-        cp = cyg.record(target, [example, '100000'], ['--timeline'])
+        cp = run([cyg.exe, 'record', '--timeline', '-o', target, '--', example, '100000'])
         expect_error(ck, cp, 'record onto a full file system', 1)
-        ck.check(re.match(r'^cygprof: record: %s: no space left on device$' % re.escape(target),
-                          cp.err) is not None,
-                 'the error says there is no space left (got %r)' % cp.err.strip())
+        ck.check(re.match(r'^cygprof: record: %s: no space left on device at \d+\.\d{3} s; '
+                          r'the capture holds (no calls|the calls up to \d+\.\d{3} s); '
+                          r'%s ran on to its end, exit status 0$'
+                          % (re.escape(target), re.escape(example)), cp.err) is not None,
+                 'the error says when the disk filled, what is kept, how the program '
+                 'ended (got %r)' % cp.err.strip())
+        check_stdout(ck, cp, ['threads: work=400001 exited=1'])
+        ck.eq(sorted(os.listdir(mnt)), ['cap.data'], 'the capture, and no other file')
+        at = re.search(r'no space left on device at (\d+\.\d{3}) s', cp.err)
+        info = run([cyg.exe, 'info', target])
+        ck.eq(info.returncode, 0, 'info reads the capture')
+        ck.check(('\ncommand       : %s 100000\n' % example) in info.out,
+                 'info: the command is kept')
+        if at:
+            want = 'no space left on device at %s s' % at.group(1)
+            ck.check(('\nended         : %s\n' % want) in info.out,
+                     'info: "ended: %s"' % want)
+            ck.check(('limits        : recording ended early: %s\n' % want) in info.out,
+                     'info: the limits say it ended early')
+            ck.eq(info.err.strip(), 'cygprof: warning: %s: the recording ended early: %s: '
+                  'showing what it holds' % (target, want), 'info: one warning')
+            js = run([cyg.exe, 'info', '--format=json', target])
+            data = json.loads(js.out) if js.returncode == 0 else {}
+            ck.eq(data.get('limits', {}).get('ended'),
+                  {'reason': 'no space left on device', 'at_s': float(at.group(1))},
+                  'info --format=json: limits.ended, typed')
+            ck.eq(data.get('limits', {}).get('complete'), False, 'JSON: not complete')
+            ck.eq(data.get('meta', {}).get('ended'), want, 'JSON: meta.ended')
     finally:
         run(['umount', mnt])
 
