@@ -404,12 +404,12 @@ static void write_counters(FILE *f, struct view *v, const char *file)
 			fprintf(f, "%s%" PRIu64, j ? "," : "", s->s[j].t_ns);
 		fputs("],\"v\":[", f);
 		for (j = 0; j < s->n; j += step) {
-			int64_t mx = s->s[j].value;
+			uint64_t mx = counter_value(&s->s[j]);
 			size_t k;
 			for (k = j + 1; k < j + step && k < s->n; k++)
-				if (s->s[k].value > mx)
-					mx = s->s[k].value;
-			fprintf(f, "%s%" PRId64, j ? "," : "", mx);
+				if (counter_value(&s->s[k]) > mx)
+					mx = counter_value(&s->s[k]);
+			fprintf(f, "%s%" PRIu64, j ? "," : "", mx);
 		}
 		fputs("]}", f);
 	}
