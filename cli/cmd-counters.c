@@ -16,6 +16,7 @@
 #include "format.h"
 #include "json.h"
 #include "view.h"
+#include "textesc.h"
 
 enum fmt { FMT_TEXT, FMT_JSON, FMT_CSV };
 
@@ -172,8 +173,8 @@ static void print_text(struct view *v, const struct counter_set *cs, unsigned wi
 	char d[32];
 
 	for (i = 0; i < cs->n; i++)
-		if (strlen(cs->v[i].name) > nw)
-			nw = strlen(cs->v[i].name);
+		if (strlen(text_esc(cs->v[i].name)) > nw)
+			nw = strlen(text_esc(cs->v[i].name));
 	human(d, sizeof d, CYGPROF_UNIT_NS, (double)dur);
 	printf("%zu counters over %s; chart: the largest value in each 1/%u of the time\n\n",
 	       cs->n, d, width);
@@ -192,7 +193,7 @@ static void print_text(struct view *v, const struct counter_set *cs, unsigned wi
 			snprintf(pid, sizeof pid, "-");
 		else
 			snprintf(pid, sizeof pid, "%u", c->pid);
-		printf("%-*s %7s %7zu %11s %11s %11s %-5s  ", (int)nw, c->name, pid, c->n, lo, hi,
+		printf("%-*s %7s %7zu %11s %11s %11s %-5s  ", (int)nw, text_esc(c->name), pid, c->n, lo, hi,
 		       last, counters_unit_name(c->unit));
 		chart(c, dur, width);
 		printf("\n");

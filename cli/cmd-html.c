@@ -23,6 +23,7 @@
 #include "debuginfo.h"
 #include "instrument.h"
 #include "json.h"
+#include "textesc.h"
 #include "memory.h"
 #include "pathtree.h"
 #include "profile.h"
@@ -504,7 +505,7 @@ int cmd_html(int argc, char **argv)
 	      "<meta name=\"generator\" content=\"cygprof ", f);
 	html_str(f, CYGPROF_VERSION);
 	fputs("\">\n<title>cygprof: ", f);
-	html_str(f, view_meta_str(v, "command") ? view_meta_str(v, "command") : file);
+	html_str(f, text_esc(view_meta_str(v, "command") ? view_meta_str(v, "command") : file));
 	fputs("</title>\n<style>\n", f);
 	fputs(report_css, f);
 	fputs("</style>\n<script>window.onerror = function (m, s, l) { var e = "

@@ -14,12 +14,13 @@
 #include "cli.h"
 #include "json.h"
 #include "view.h"
+#include "textesc.h"
 
 static void __attribute__((format(printf, 2, 3))) warn(const char *file, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "cygprof: warning: %s: ", file);
+	fprintf(stderr, "cygprof: warning: %s: ", text_esc(file));
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -30,11 +31,11 @@ void cli_limits_warn(const struct view_limits *l, const char *file)
 {
 	if (l->incomplete)
 		fprintf(stderr, "cygprof: warning: %s: the recording was interrupted before its end "
-			"(the collector was killed?): showing what it holds\n", file);
+			"(the collector was killed?): showing what it holds\n", text_esc(file));
 	if (l->damaged)
 		fprintf(stderr, "cygprof: warning: %s: the traced program wrote into cygprof's "
 			"shared memory, and this was rejected: %s (the rest of the recording is "
-			"kept)\n", file, l->damaged);
+			"kept)\n", text_esc(file), l->damaged);
 	if (l->shm_full_set)
 		warn(file, "the shared mapping filled up while recording (%" PRIu64 " allocations "
 		     "refused): some threads or calls were not recorded (see 'cygprof record "
