@@ -46,6 +46,14 @@ struct counter_set {
 int counters_load(struct view *v, int heap, struct counter_set *out);
 void counters_release(struct counter_set *cs);
 
+/** A sample's value: every counter is a quantity that cannot be negative
+ * (bytes, ns, a count), its 64 bits read as unsigned, so that a memdump
+ * total of UINT64_MAX reads as such.  Every reader goes through here. */
+static inline uint64_t counter_value(const struct cygprof_sample *s)
+{
+	return (uint64_t)s->value;
+}
+
 /** Unit names as the JSON contract has them: "bytes", "ns", "count". */
 const char *counters_unit_name(uint32_t unit);
 

@@ -300,9 +300,12 @@ static size_t initial_mapsize(struct cygprof_capture *cap)
 		if (m < 65536)
 			m = 65536;
 	}
-	if (s && *s) {
-		v = strtoull(s, &end, 0);
-		if (!*end && v >= 65536 && v <= SIZE_MAX)
+	/* decimal only, as cygprof checks it (cli/env.c); anything else is
+	 * ignored: a library prints nothing */
+	if (s && *s >= '0' && *s <= '9') {
+		errno = 0;
+		v = strtoull(s, &end, 10);
+		if (!errno && !*end && v >= 65536 && v <= SIZE_MAX)
 			return (size_t)v;
 	}
 	return m;
@@ -868,6 +871,14 @@ static int seal(struct cygprof_capture *cap)
 	return rc;
 }
 
+/* CYGPROF_FSYNC set, and not to 0 (cygprof takes 0 or 1: cli/env.c). */
+static bool fsync_asked(void)
+{
+	const char *s = getenv("CYGPROF_FSYNC");
+
+	return s && *s && strcmp(s, "0");
+}
+
 static int writer_finish(struct cygprof_capture *cap);
 
 int capture_writer_finish(struct cygprof_capture *cap)
@@ -902,7 +913,7 @@ static int writer_finish(struct cygprof_capture *cap)
 	/* Flushed to the page cache, not forced to the disk: an fsync of a
 	 * large capture costs the user seconds for a crash of the whole system
 	 * only (a crash of cygprof or of the program loses nothing committed). */
-	rc2 = getenv("CYGPROF_FSYNC") ? capture_err(mdb_env_sync(cap->env, 1)) : 0;
+	rc2 = fsync_asked() ? capture_err(mdb_env_sync(cap->env, 1)) : 0;
 	return rc ? rc : rc2;
 }
 

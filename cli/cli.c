@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* cli.c - error helpers and the capture-opening guard shared by subcommands. */
+#define _GNU_SOURCE /* vasprintf */
 #include "config.h"
 
 #include "cli.h"
 #include "debuginfo.h"
 #include "instrument.h"
 #include "view.h"
+#include "textesc.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -16,25 +18,44 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A message on one line: the names in it (programs, arguments, paths) go
+ * through text_esc(), as in every text output.  Out of memory, the
+ * message as it is. */
+__attribute__((format(printf, 1, 0))) static void message(const char *fmt, va_list ap)
+{
+	char *msg = NULL;
+
+	fputs("cygprof: ", stderr);
+	if (vasprintf(&msg, fmt, ap) < 0) {
+		fputs(fmt, stderr);
+	} else {
+		size_t n = text_esc_buf(NULL, 0, msg);
+		char *e = malloc(n + 1);
+
+		if (e)
+			text_esc_buf(e, n + 1, msg);
+		fputs(e ? e : msg, stderr);
+		free(e);
+		free(msg);
+	}
+	fputc('\n', stderr);
+}
+
 void cli_warn(const char *fmt, ...)
 {
 	va_list ap;
-	fputs("cygprof: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	message(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void cli_die(int status, const char *fmt, ...)
 {
 	va_list ap;
 	fflush(stdout);
-	fputs("cygprof: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	message(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	exit(status);
 }
 
@@ -133,9 +154,10 @@ int cli_finish(struct view *v)
 	return 0;
 }
 
+/* The message names objects and debug files of the program: one line. */
 static void debuginfo_warn(void *arg, const char *msg)
 {
-	fprintf(stderr, "cygprof: warning: %s\n", msg);
+	fprintf(stderr, "cygprof: warning: %s\n", text_esc(msg));
 }
 
 struct debuginfo *cli_debuginfo_new(void)

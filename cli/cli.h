@@ -58,6 +58,9 @@ void cli_json_threads(struct view *v, const char *file, int totals);
  * exit 2. */
 
 /* An integer in [min, max]. */
+/* 0 and *v when s is a decimal integer from min to max (no sign, space or
+ * other base), else -1. */
+int cli_scan_uint(const char *s, uint64_t min, uint64_t max, uint64_t *v);
 uint64_t cli_parse_uint(const char *cmd, const char *opt, const char *s, uint64_t min,
 			uint64_t max);
 /* A byte size in [min, max]: an integer with an optional K, M or G suffix
@@ -280,6 +283,14 @@ int cmd_top(int argc, char **argv);
  * NULL: not found); PROG as a shell finds it, or exit 127/126 like one. */
 struct stat;
 char *cli_find_runtime(const char *name);
+
+/* env.c: every CYGPROF_* variable checked (cygprof(1), ENVIRONMENT): a
+ * bad one exits 2 with one line naming it.  Call before anything else. */
+void cli_check_env(void);
+/* The runtime name ("libcygprof-cyg.so", "libcygprof-mem.so")
+ * CYGPROF_RUNTIME gives, checked (owned); NULL when the variable is
+ * unset; exits 2 when it names no such runtime. */
+char *cli_env_runtime(const char *name);
 void cli_check_program(const char *prog, struct stat *st);
 
 #endif

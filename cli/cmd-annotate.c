@@ -25,6 +25,7 @@
 #include "json.h"
 #include "srcline.h"
 #include "view.h"
+#include "textesc.h"
 
 struct annotate_cli {
 	struct cli_filter filt;
@@ -374,7 +375,7 @@ static void print_file_samples(const struct annotate *a, const struct annotate_f
 	       fmt_share(p, sizeof(p), 1, f->samples, a->total_samples),
 	       dur_word(d, sizeof(d), f->sampled_ns));
 	for (i = 0; i < f->nfns && i < 8; i++)
-		printf("%s %s %" PRIu64, i ? "," : "", f->fns[i].name, f->fns[i].samples);
+		printf("%s %s %" PRIu64, i ? "," : "", text_esc(f->fns[i].name), f->fns[i].samples);
 	if (f->nfns > 8)
 		printf(", %zu more", f->nfns - 8);
 	printf("\n");
@@ -400,7 +401,7 @@ static void print_file_text(const struct annotate_cli *o, const struct annotate 
 	uint32_t lineno = 0;
 	FILE *src;
 
-	printf("== %s\n", f->path);
+	printf("== %s\n", text_esc(f->path));
 	printf("   %" PRIu64 " calls from its lines, %" PRIu64 " function entries", f->calls,
 	       f->entries);
 	if (f->max_ns)
@@ -414,7 +415,7 @@ static void print_file_text(const struct annotate_cli *o, const struct annotate 
 	if (!src)
 		printf("   (source not found: counts by line number; see --source-dir, --prefix-map)\n");
 	else if (strcmp(found, f->path))
-		printf("   (source read from %s)\n", found);
+		printf("   (source read from %s)\n", text_esc(found));
 	printf("\n");
 	print_header(a);
 	if (src) {
@@ -524,7 +525,7 @@ static void print_text(const struct annotate_cli *o, const struct annotate *a, c
 	sort_a = a;
 	qsort(order, nshown, sizeof(*order), cmp_hotness);
 	if (command)
-		printf("Annotate: %s\n", command);
+		printf("Annotate: %s\n", text_esc(command));
 	printf("Total: %" PRIu64 " calls, %s", a->total_calls, fmt_dur(d, sizeof(d), a->total_ns));
 	if (a->memory)
 		printf(", %" PRIu64 " allocations (%" PRIu64 " bytes)", a->total_allocations,

@@ -17,6 +17,7 @@
 #include "format.h"
 #include "json.h"
 #include "view.h"
+#include "textesc.h"
 
 enum fmt { FMT_TEXT, FMT_JSON, FMT_CSV };
 
@@ -122,14 +123,16 @@ static void human(char *buf, size_t len, uint32_t unit, double v)
 	}
 }
 
-static void minmax(const struct counter_series *c, int64_t *lo, int64_t *hi)
+static void minmax(const struct counter_series *c, uint64_t *lo, uint64_t *hi)
 {
-	*lo = *hi = c->n ? c->s[0].value : 0;
+	*lo = *hi = c->n ? counter_value(&c->s[0]) : 0;
 	for (size_t i = 1; i < c->n; i++) {
-		if (c->s[i].value < *lo)
-			*lo = c->s[i].value;
-		if (c->s[i].value > *hi)
-			*hi = c->s[i].value;
+		uint64_t v = counter_value(&c->s[i]);
+
+		if (v < *lo)
+			*lo = v;
+		if (v > *hi)
+			*hi = v;
 	}
 }
 
@@ -141,18 +144,18 @@ static void minmax(const struct counter_series *c, int64_t *lo, int64_t *hi)
 static void chart(const struct counter_series *c, uint64_t dur, unsigned width)
 {
 	static const char *const bars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
-	int64_t lo, hi;
+	uint64_t lo, hi;
 	size_t k = 0;
 
 	minmax(c, &lo, &hi);
 	for (unsigned col = 0; col < width; col++) {
 		uint64_t end = dur ? (uint64_t)((double)dur * (col + 1) / width) : 0;
 		int have = 0;
-		int64_t m = 0;
+		uint64_t m = 0;
 
 		for (; k < c->n && (c->s[k].t_ns <= end || col == width - 1); k++) {
-			if (!have || c->s[k].value > m)
-				m = c->s[k].value;
+			if (!have || counter_value(&c->s[k]) > m)
+				m = counter_value(&c->s[k]);
 			have = 1;
 		}
 		if (!have) {
@@ -171,8 +174,8 @@ static void print_text(struct view *v, const struct counter_set *cs, unsigned wi
 	char d[32];
 
 	for (i = 0; i < cs->n; i++)
-		if (strlen(cs->v[i].name) > nw)
-			nw = strlen(cs->v[i].name);
+		if (strlen(text_esc(cs->v[i].name)) > nw)
+			nw = strlen(text_esc(cs->v[i].name));
 	human(d, sizeof d, CYGPROF_UNIT_NS, (double)dur);
 	printf("%zu counters over %s; chart: the largest value in each 1/%u of the time\n\n",
 	       cs->n, d, width);
@@ -181,17 +184,17 @@ static void print_text(struct view *v, const struct counter_set *cs, unsigned wi
 	for (i = 0; i < cs->n; i++) {
 		const struct counter_series *c = &cs->v[i];
 		char lo[32], hi[32], last[32], pid[16];
-		int64_t a, b;
+		uint64_t a, b;
 
 		minmax(c, &a, &b);
 		human(lo, sizeof lo, c->unit, (double)a);
 		human(hi, sizeof hi, c->unit, (double)b);
-		human(last, sizeof last, c->unit, c->n ? (double)c->s[c->n - 1].value : 0);
+		human(last, sizeof last, c->unit, c->n ? (double)counter_value(&c->s[c->n - 1]) : 0);
 		if (c->proc_idx == CYGPROF_NONE)
 			snprintf(pid, sizeof pid, "-");
 		else
 			snprintf(pid, sizeof pid, "%u", c->pid);
-		printf("%-*s %7s %7zu %11s %11s %11s %-5s  ", (int)nw, c->name, pid, c->n, lo, hi,
+		printf("%-*s %7s %7zu %11s %11s %11s %-5s  ", (int)nw, text_esc(c->name), pid, c->n, lo, hi,
 		       last, counters_unit_name(c->unit));
 		chart(c, dur, width);
 		printf("\n");
@@ -214,8 +217,8 @@ static void print_json(const struct counter_set *cs)
 			printf(", \"pid\": %u", c->pid);
 		printf(", \"unit\": \"%s\", \"samples\": [", counters_unit_name(c->unit));
 		for (size_t k = 0; k < c->n; k++)
-			printf("%s[%" PRIu64 ", %" PRId64 "]", k ? ", " : "", c->s[k].t_ns,
-			       c->s[k].value);
+			printf("%s[%" PRIu64 ", %" PRIu64 "]", k ? ", " : "", c->s[k].t_ns,
+			       counter_value(&c->s[k]));
 		printf("]}");
 	}
 	printf("%s]}\n", cs->n ? "\n" : "");
@@ -249,8 +252,8 @@ static void print_csv(const struct counter_set *cs)
 			snprintf(pid, sizeof pid, "%u", c->pid);
 		for (size_t k = 0; k < c->n; k++) {
 			csv_str(c->name);
-			printf(",%s,%s,%" PRIu64 ",%" PRId64 "\n", pid, counters_unit_name(c->unit),
-			       c->s[k].t_ns, c->s[k].value);
+			printf(",%s,%s,%" PRIu64 ",%" PRIu64 "\n", pid, counters_unit_name(c->unit),
+			       c->s[k].t_ns, counter_value(&c->s[k]));
 		}
 	}
 }
@@ -316,30 +319,29 @@ static void svg_panel(FILE *f, const struct counter_set *cs, const size_t *idx,
 {
 	double pw = SVG_W - SVG_LEFT - SVG_RIGHT, y0 = top + 24, ph = SVG_PANEL_H - 30;
 	uint32_t unit = cs->v[idx[0]].unit;
-	int64_t lo = 0, hi = 0, a, b;
+	double lo = 0, hi = 0; /* the axis starts at 0: no value is below */
+	uint64_t a, b;
 	struct label *lab = calloc(n, sizeof(*lab));
 	double step, t, xs;
 	char buf[32];
 
 	for (size_t i = 0; i < n; i++) {
 		minmax(&cs->v[idx[i]], &a, &b);
-		if (a < lo)
-			lo = a;
-		if (b > hi)
-			hi = b;
+		if ((double)b > hi)
+			hi = (double)b;
 	}
 	if (hi == lo)
 		hi = lo + 1;
-	step = nice_step((double)(hi - lo), 4);
-	hi = (int64_t)(ceil((double)hi / step) * step);
+	step = nice_step(hi - lo, 4);
+	hi = ceil(hi / step) * step;
 	fprintf(f, "<g class=\"panel\">\n<text x=\"%d\" y=\"%.0f\" font-weight=\"bold\">", SVG_LEFT,
 		top + 14);
 	xml_str(f, title);
 	fprintf(f, " (%s)</text>\n", counters_unit_name(unit));
 	fprintf(f, "<rect x=\"%d\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
 		   "stroke=\"#999\"/>\n", SVG_LEFT, y0, pw, ph);
-	for (double yv = (double)lo; yv <= (double)hi + step / 2; yv += step) {
-		double y = y0 + ph - (yv - (double)lo) / (double)(hi - lo) * ph;
+	for (double yv = lo; yv <= hi + step / 2; yv += step) {
+		double y = y0 + ph - (yv - lo) / (hi - lo) * ph;
 
 		human(buf, sizeof buf, unit, yv);
 		fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#eee\"/>"
@@ -362,7 +364,7 @@ static void svg_panel(FILE *f, const struct counter_set *cs, const size_t *idx,
 		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", color);
 		for (size_t k = 0; k < c->n; k++) {
 			x = SVG_LEFT + (double)c->s[k].t_ns / (double)(dur ? dur : 1) * pw;
-			y = y0 + ph - (double)(c->s[k].value - lo) / (double)(hi - lo) * ph;
+			y = y0 + ph - ((double)counter_value(&c->s[k]) - lo) / (hi - lo) * ph;
 			fprintf(f, "%s%.1f,%.1f", k ? " " : "", x > SVG_LEFT + pw ? SVG_LEFT + pw : x, y);
 		}
 		fprintf(f, "\"><title>");

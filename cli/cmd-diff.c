@@ -22,6 +22,7 @@
 #include "pathtree.h"
 #include "profile.h"
 #include "view.h"
+#include "textesc.h"
 
 enum { V_CALLS, V_SELF, V_TOTAL, NV };
 
@@ -340,9 +341,9 @@ static void fn_label(const struct diff_row *r, int json, void *arg)
 
 	(void)arg;
 	if (!json) {
-		printf("%s", diff_row_name(r));
+		printf("%s", text_esc(diff_row_name(r)));
 		if (obj)
-			printf(" [%s]", obj);
+			printf(" [%s]", text_esc(obj));
 		return;
 	}
 	printf("\"name\": ");
@@ -362,7 +363,7 @@ static void path_label(const struct diff_row *r, int json, void *arg)
 		printf("\"path\": [");
 	for (i = 0; i < n; i++) {
 		if (!json) {
-			printf("%s%s", i ? ";" : "", v[i]);
+			printf("%s%s", i ? ";" : "", text_esc(v[i]));
 			continue;
 		}
 		if (i)
@@ -414,8 +415,8 @@ static void print_text(struct diff_opts *o, struct side *old, struct side *new,
 	size_t c[4];
 
 	printf("# cygprof diff\n");
-	printf("# OLD: %s%s%s%s\n", old->file, oc ? " (" : "", oc ? oc : "", oc ? ")" : "");
-	printf("# NEW: %s%s%s%s\n", new->file, nc ? " (" : "", nc ? nc : "", nc ? ")" : "");
+	printf("# OLD: %s%s%s%s\n", text_esc(old->file), oc ? " (" : "", text_esc(oc), oc ? ")" : "");
+	printf("# NEW: %s%s%s%s\n", text_esc(new->file), nc ? " (" : "", text_esc(nc), nc ? ")" : "");
 	printf("# total time: %s -> %s (%s)\n", fmt_dur(b1, sizeof b1, old->total_ns),
 	       fmt_dur(b2, sizeof b2, new->total_ns),
 	       diff_print_sdur(b3, sizeof b3, (int64_t)new->total_ns - (int64_t)old->total_ns));

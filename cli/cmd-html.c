@@ -23,6 +23,7 @@
 #include "debuginfo.h"
 #include "instrument.h"
 #include "json.h"
+#include "textesc.h"
 #include "memory.h"
 #include "pathtree.h"
 #include "profile.h"
@@ -404,12 +405,12 @@ static void write_counters(FILE *f, struct view *v, const char *file)
 			fprintf(f, "%s%" PRIu64, j ? "," : "", s->s[j].t_ns);
 		fputs("],\"v\":[", f);
 		for (j = 0; j < s->n; j += step) {
-			int64_t mx = s->s[j].value;
+			uint64_t mx = counter_value(&s->s[j]);
 			size_t k;
 			for (k = j + 1; k < j + step && k < s->n; k++)
-				if (s->s[k].value > mx)
-					mx = s->s[k].value;
-			fprintf(f, "%s%" PRId64, j ? "," : "", mx);
+				if (counter_value(&s->s[k]) > mx)
+					mx = counter_value(&s->s[k]);
+			fprintf(f, "%s%" PRIu64, j ? "," : "", mx);
 		}
 		fputs("]}", f);
 	}
@@ -504,7 +505,7 @@ int cmd_html(int argc, char **argv)
 	      "<meta name=\"generator\" content=\"cygprof ", f);
 	html_str(f, CYGPROF_VERSION);
 	fputs("\">\n<title>cygprof: ", f);
-	html_str(f, view_meta_str(v, "command") ? view_meta_str(v, "command") : file);
+	html_str(f, text_esc(view_meta_str(v, "command") ? view_meta_str(v, "command") : file));
 	fputs("</title>\n<style>\n", f);
 	fputs(report_css, f);
 	fputs("</style>\n<script>window.onerror = function (m, s, l) { var e = "

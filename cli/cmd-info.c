@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "instrument.h"
 #include "format.h"
+#include "textesc.h"
 #include "json.h"
 #include "view.h"
 
@@ -177,7 +178,7 @@ static void print_text(struct view *v, const char *file, const struct cygprof_pr
 	char buf[64];
 	size_t i;
 
-	printf("# capture: %s\n", file);
+	printf("# capture: %s\n", text_esc(file));
 	for (i = 0; i < sizeof(meta_rows) / sizeof(meta_rows[0]); i++) {
 		const char *shown = view_meta_str(v, meta_rows[i].key);
 
@@ -202,7 +203,7 @@ static void print_text(struct view *v, const char *file, const struct cygprof_pr
 			shown = !strcmp(meta_rows[i].key, "filters") ? "(none)" : "(unknown)";
 		else if (!*shown && !strcmp(meta_rows[i].key, "filters"))
 			shown = "(none)";
-		printf("%-14s: %s\n", meta_rows[i].label, shown);
+		printf("%-14s: %s\n", meta_rows[i].label, text_esc(shown));
 	}
 	print_overhead(v);
 
@@ -213,7 +214,7 @@ static void print_text(struct view *v, const char *file, const struct cygprof_pr
 		const struct cygprof_proc *p = &procs[i];
 
 		printf("  %7u %7u  %-10s  %s\n", p->pid, p->ppid,
-		       view_proc_end(p, buf, sizeof(buf)), p->command ? p->command : "");
+		       view_proc_end(p, buf, sizeof(buf)), text_esc(p->command));
 	}
 
 	printf("\nthreads (%zu):\n", nthreads);
@@ -225,7 +226,8 @@ static void print_text(struct view *v, const char *file, const struct cygprof_pr
 
 		printf("  %7u %7u  %-16s %12" PRIu64 " %12" PRIu64 " %10" PRIu64 " %8" PRIu64
 		       " %12s %9" PRIu64 " %9" PRIu64 "  %s\n",
-		       t->tid, view_thread_pid(v, t), view_thread_name(t, name), t->calls, t->events,
+		       t->tid, view_thread_pid(v, t), text_esc(view_thread_name(t, name)), t->calls,
+		       t->events,
 		       t->lost, t->waits, fmt_dur(buf, sizeof(buf), t->wait_ns), t->unpaired,
 		       t->unwound, flag_words(t->flags, fl, sizeof(fl)));
 		calls += t->calls;

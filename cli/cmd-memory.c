@@ -22,6 +22,7 @@
 #include "format.h"
 #include "json.h"
 #include "view.h"
+#include "textesc.h"
 
 enum sort_key { SORT_TOTAL, SORT_SELF, SORT_ALLOCS, SORT_TEMP, SORT_LEAKED, SORT_NAME };
 enum stack_kind { K_LEAKS, K_PEAK, K_TEMP, K_DIFF, K_COUNT };
@@ -438,7 +439,7 @@ static void print_totals(const struct memory *m, const char *command)
 	char h[32], d[32];
 
 	if (command)
-		printf("Memory: %s\n\n", command);
+		printf("Memory: %s\n\n", text_esc(command));
 	printf("  allocations          %12" PRIu64 "   %" PRIu64 " bytes (%s)\n", t->allocations,
 	       t->allocated_bytes, fmt_bytes(h, sizeof(h), t->allocated_bytes, FMT_BYTES_IEC));
 	printf("  frees                %12" PRIu64 "   %" PRIu64 " bytes\n", t->frees,
@@ -481,7 +482,7 @@ static void print_functions(const struct memory *m, const struct memory_cli *o)
 						      (double)m->t.allocated_bytes
 					    : 0.0,
 		       f->total_bytes, f->self_bytes, f->total_allocations, f->total_temporary,
-		       f->total_leaked_allocations, f->total_leaked_bytes, f->name);
+		       f->total_leaked_allocations, f->total_leaked_bytes, text_esc(f->name));
 	}
 	if (shown < n)
 		printf("  ... %zu more (--top 0 shows all)\n", n - shown);
@@ -555,11 +556,11 @@ static void print_stacks_text(struct view *v, const struct memory *m, const stru
 			printf("    <unknown>\n");
 		for (j = 0; j < nf; j++) {
 			if (fr[j].file)
-				printf("    %s (%s:%u)", fr[j].name, fr[j].file, fr[j].line);
+				printf("    %s (%s:%u)", text_esc(fr[j].name), text_esc(fr[j].file), fr[j].line);
 			else
-				printf("    %s", fr[j].name);
+				printf("    %s", text_esc(fr[j].name));
 			if (fr[j].inlined_in)
-				printf(", inlined in %s", fr[j].inlined_in);
+				printf(", inlined in %s", text_esc(fr[j].inlined_in));
 			printf("\n");
 		}
 		printf("\n");
@@ -571,7 +572,7 @@ static void print_rel_line(const struct memory *m, const struct memory_rel *r, c
 {
 	printf("%14" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %12" PRIu64 "  %s\n",
 	       r->bytes, r->allocations, r->frees, r->temporary, r->leaked_bytes,
-	       name ? name : m->fns[r->fn].name);
+	       text_esc(name ? name : m->fns[r->fn].name));
 }
 
 static void print_related_text(const struct memory *m, const struct memory_cli *o,
@@ -581,7 +582,7 @@ static void print_related_text(const struct memory *m, const struct memory_cli *
 {
 	size_t i;
 
-	printf("Function %s:\n\n", o->function);
+	printf("Function %s:\n\n", text_esc(o->function));
 	printf("%14s %10s %10s %10s %12s  %s\n", "bytes", "allocs", "frees", "temporary",
 	       "leaked bytes", "function");
 	print_rel_line(m, self, o->function);
@@ -867,7 +868,7 @@ static void fn_label(const struct diff_row *r, int json, void *arg)
 {
 	(void)arg;
 	if (!json) {
-		printf("%s", diff_row_name(r));
+		printf("%s", text_esc(diff_row_name(r)));
 		return;
 	}
 	printf("\"name\": ");
@@ -881,7 +882,7 @@ static void stack_label(const struct diff_row *r, int json, void *arg)
 
 	(void)arg;
 	if (!json) {
-		printf("%s", p);
+		printf("%s", text_esc(p));
 		return;
 	}
 	printf("\"stack\": [");

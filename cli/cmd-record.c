@@ -124,15 +124,12 @@ char *cli_find_runtime(const char *name)
 		"../lib/cygprof/",
 	};
 	char exe[PATH_MAX], path[PATH_MAX * 2];
-	const char *env = getenv("CYGPROF_RUNTIME");
+	char *env = cli_env_runtime(name); /* exits when it names no runtime */
 	ssize_t n;
 	size_t i;
 
-	if (env && *env) {
-		/* a directory holding the runtimes, or the runtime itself */
-		snprintf(path, sizeof path, "%s/%s", env, name);
-		return realpath(access(path, R_OK) ? env : path, NULL);
-	}
+	if (env)
+		return env;
 	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n <= 0)
 		return NULL;

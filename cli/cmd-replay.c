@@ -18,6 +18,7 @@
 #include "profile.h"
 #include "format.h"
 #include "view.h"
+#include "textesc.h"
 
 static void usage(FILE *f)
 {
@@ -117,7 +118,7 @@ static void step(const struct profile *p, struct rthread *t)
 		    (x->kind == CYGPROF_EV_EXIT || x->kind == CYGPROF_EV_UNWIND)) {
 			if (shown(t, e->node)) {
 				line_head(t, 1, x->ts_ns - e->ts_ns, e->node);
-				printf("%s();%s\n", node_name(p, t, e->node),
+				printf("%s();%s\n", text_esc(node_name(p, t, e->node)),
 				       x->kind == CYGPROF_EV_UNWIND ? " /* unwound */" : "");
 			}
 			t->pos += 2;
@@ -125,7 +126,7 @@ static void step(const struct profile *p, struct rthread *t)
 		}
 		if (shown(t, e->node)) {
 			line_head(t, 0, 0, e->node);
-			printf("%s() {\n", node_name(p, t, e->node));
+			printf("%s() {\n", text_esc(node_name(p, t, e->node)));
 		}
 		push(t, e->node, e->ts_ns);
 	} else {
@@ -133,7 +134,7 @@ static void step(const struct profile *p, struct rthread *t)
 
 		if (shown(t, e->node)) {
 			line_head(t, found, found ? e->ts_ns - ts : 0, e->node);
-			printf("} /* %s */%s\n", node_name(p, t, e->node),
+			printf("} /* %s */%s\n", text_esc(node_name(p, t, e->node)),
 			       e->kind == CYGPROF_EV_UNWIND ? " /* unwound */" : "");
 		}
 	}

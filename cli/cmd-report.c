@@ -19,6 +19,7 @@
 #include "format.h"
 #include "json.h"
 #include "view.h"
+#include "textesc.h"
 
 struct report_opts {
 	int per_thread;
@@ -103,8 +104,8 @@ static void print_tree_leaves(const struct report_opts *o, uint32_t node, const 
 		shown++;
 		printf("%10s  %10s %10s  %s  %s : %s%s (%s, sampled%s)\n", "", "", "",
 		       fmt_dur(xb, sizeof(xb), e->cost.sample_ns),
-		       fmt_dur(ob, sizeof(ob), e->cost.offcpu_ns), prefix, l->name,
-		       base_name(l->object), l->kernel ? ", in the kernel" : "");
+		       fmt_dur(ob, sizeof(ob), e->cost.offcpu_ns), prefix, text_esc(l->name),
+		       text_esc(base_name(l->object)), l->kernel ? ", in the kernel" : "");
 	}
 }
 
@@ -137,7 +138,7 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 		return; /* nothing of interest in this thread */
 	}
 	printf("# calling-context tree: pid %u tid %u (%s)%s, %" PRIu64 " call paths\n",
-	       th->info.pid, th->info.tid, th->info.name, view_thread_note(th->info.flags),
+	       th->info.pid, th->info.tid, text_esc(th->info.name), view_thread_note(th->info.flags),
 	       (uint64_t)(th->n ? th->n - 1 : 0));
 	if (o->print.sampled_times)
 		printf("# %s\n", PRINT_SAMPLED_TIMES_NOTE);
@@ -176,7 +177,7 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 				printf("  %s  %s", fmt_dur(xb, sizeof(xb), pc[cur].sample_ns),
 				       fmt_dur(ob, sizeof(ob), pc[cur].offcpu_ns));
 			}
-			printf(" : %s%s%s\n", prefix, d ? "+-" : "", p->fns[nd->fn].name);
+			printf(" : %s%s%s\n", prefix, d ? "+-" : "", text_esc(p->fns[nd->fn].name));
 			if (pc && o->ps->npath_leaf) {
 				/* the node's children's prefix: its own, then
 				 * '|' while it has a later shown sibling */
@@ -296,7 +297,7 @@ static void print_sampled(struct view *v, const struct profile *p, const struct 
 			printf("  %s %8" PRIu64 "  %7.2f%%  %s  %10" PRIu64 "  %s\n",
 			       fmt_dur(b2, sizeof b2, c->sample_ns), c->samples,
 			       pct(c->samples, ps->total.samples), fmt_dur(b3, sizeof b3, c->offcpu_ns),
-			       f->calls, f->name);
+			       f->calls, text_esc(f->name));
 		}
 	}
 	free(idx);
@@ -320,8 +321,8 @@ static void print_sampled(struct view *v, const struct profile *p, const struct 
 		printf("  %s %8" PRIu64 "  %7.2f%%  %s  %s%s  [%s]  <- %s\n",
 		       fmt_dur(b1, sizeof b1, l->cost.sample_ns), l->cost.samples,
 		       pct(l->cost.samples, ps->total.samples), fmt_dur(b2, sizeof b2, l->cost.offcpu_ns),
-		       l->name, l->kernel ? " (in the kernel)" : "", base_name(l->object),
-		       caller ? caller : "(no instrumented caller)");
+		       text_esc(l->name), l->kernel ? " (in the kernel)" : "",
+		       text_esc(base_name(l->object)), caller ? text_esc(caller) : "(no instrumented caller)");
 	}
 	printf("\n");
 }
@@ -596,7 +597,7 @@ int cmd_report(int argc, char **argv)
 
 			p = load(v, &o, &ti, 1);
 			printf("==== pid %u tid %u (%s)%s ====\n\n", view_thread_pid(v, &threads[i]),
-			       threads[i].tid, view_thread_name(&threads[i], name),
+			       threads[i].tid, text_esc(view_thread_name(&threads[i], name)),
 			       view_thread_note(threads[i].flags));
 			print_sections(v, p, &o);
 			unload(p, &o);

@@ -16,6 +16,7 @@
 #include "json.h"
 #include "psamples.h"
 #include "view.h"
+#include "textesc.h"
 
 #define CMD "samples"
 #define NO_TICKS UINT64_MAX
@@ -209,7 +210,7 @@ static void print_frames(const struct shown *x, unsigned depth)
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
-		printf("%s%s", i ? " <- " : "", x->f[i].name);
+		printf("%s%s", i ? " <- " : "", text_esc(x->f[i].name));
 	if (x->nf > n)
 		fputs(" <- ...", stdout);
 }
@@ -295,16 +296,16 @@ static void text_sample(const struct samples_opts *o, const struct shown *x)
 		size_t n;
 
 		printf("#%zu  %.6f s  pid %u  tid %u (%s)  rr ticks %" PRIu64 "\n    ", x->index,
-		       s->t_ns / 1e9, s->pid, s->tid, x->thread, s->rr_ticks);
+		       s->t_ns / 1e9, s->pid, s->tid, text_esc(x->thread), s->rr_ticks);
 		print_frames(x, o->depth);
 		putchar('\n');
 		n = rr_commands(x, lines);
 		for (size_t i = 0; i < n; i++)
-			printf("    %s\n", lines[i]);
+			printf("    %s\n", text_esc(lines[i]));
 		return;
 	}
 	printf("%7zu %11.6f %7u %7u  %-15s %9.3f  %-5s  ", x->index, s->t_ns / 1e9, s->pid, s->tid,
-	       x->thread, s->weight_ns / 1e6, flags_str(s->flags, x->overhead, fl));
+	       text_esc(x->thread), s->weight_ns / 1e6, flags_str(s->flags, x->overhead, fl));
 	print_frames(x, o->depth);
 	putchar('\n');
 }

@@ -14,5 +14,6 @@ int main(int argc, char **argv)
 		printf("cygprof-annotate %s\n", CYGPROF_VERSION);
 		return 0;
 	}
+	cli_check_env();
 	return cmd_annotate(argc, argv);
 }

@@ -60,8 +60,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-		if (!strcmp(argv[1], cmds[i].name))
+		if (!strcmp(argv[1], cmds[i].name)) {
+			cli_check_env();
 			return cmds[i].fn(argc - 1, argv + 1);
+		}
 	fprintf(stderr, "cygprof: unknown command '%s' (see 'cygprof --help')\n", argv[1]);
 	return 2;
 }

@@ -14,12 +14,13 @@
 #include "cli.h"
 #include "json.h"
 #include "view.h"
+#include "textesc.h"
 
 static void __attribute__((format(printf, 2, 3))) warn(const char *file, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "cygprof: warning: %s: ", file);
+	fprintf(stderr, "cygprof: warning: %s: ", text_esc(file));
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -32,16 +33,16 @@ void cli_limits_warn(const struct view_limits *l, const char *file)
 		warn(file, "the recording ended early: %s: showing what it holds", l->ended);
 	else if (l->incomplete && l->in_progress)
 		fprintf(stderr, "cygprof: warning: %s: the recording is still in progress: showing "
-			"its last checkpoint (%.3f s) and the events committed after it\n", file,
+			"its last checkpoint (%.3f s) and the events committed after it\n", text_esc(file),
 			(double)l->checkpoint_ns / 1e9);
 	else if (l->incomplete)
 		fprintf(stderr, "cygprof: warning: %s: the recording was cut off before its end "
 			"(its recorder was killed or lost): showing its last checkpoint (%.3f s) "
-			"and the events committed after it\n", file, (double)l->checkpoint_ns / 1e9);
+			"and the events committed after it\n", text_esc(file), (double)l->checkpoint_ns / 1e9);
 	if (l->damaged)
 		fprintf(stderr, "cygprof: warning: %s: the traced program wrote into cygprof's "
 			"shared memory, and this was rejected: %s (the rest of the recording is "
-			"kept)\n", file, l->damaged);
+			"kept)\n", text_esc(file), l->damaged);
 	if (l->shm_full_set)
 		warn(file, "the shared mapping filled up while recording (%" PRIu64 " allocations "
 		     "refused): some threads or calls were not recorded (see 'cygprof record "

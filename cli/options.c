@@ -136,6 +136,15 @@ static int scan_real(const char *s, const char **end, double *v)
 	return 0;
 }
 
+int cli_scan_uint(const char *s, uint64_t min, uint64_t max, uint64_t *v)
+{
+	const char *end;
+
+	if (scan_u64(s, &end, v) || *end || *v < min || *v > max)
+		return -1;
+	return 0;
+}
+
 uint64_t cli_parse_uint(const char *cmd, const char *opt, const char *s, uint64_t min,
 			uint64_t max)
 {

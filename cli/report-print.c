@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "report-print.h"
+#include "textesc.h"
 
 int print_matches(const struct print_opts *o, const char *name)
 {
@@ -231,7 +232,7 @@ void print_flat(const struct profile *p, const struct print_opts *o)
 			       (double)f->total_ns / (double)calls / div);
 		else
 			printf(" %8.8s %8.8s %8.8s  ", "", "", "");
-		printf("%s\n", f->name);
+		printf("%s\n", text_esc(f->name));
 	}
 	if (gprof) {
 		if (!o->brief)
@@ -294,9 +295,9 @@ static void arc_index_free(struct arc_index *x)
 static void print_name_idx(const struct profile *p, const uint32_t *gidx, uint32_t f)
 {
 	if (gidx[f])
-		printf("%s [%u]\n", p->fns[f].name, gidx[f]);
+		printf("%s [%u]\n", text_esc(p->fns[f].name), gidx[f]);
 	else
-		printf("%s\n", p->fns[f].name);
+		printf("%s\n", text_esc(p->fns[f].name));
 }
 
 static int cmp_name(const void *pa, const void *pb)
@@ -341,7 +342,7 @@ static void print_index(const struct profile *p, const struct print_opts *o,
 				col++;
 			}
 			snprintf(ibuf, sizeof(ibuf), "[%u]", gidx[v[k]]);
-			w = printf("%6s %s", ibuf, p->fns[v[k]].name);
+			w = printf("%6s %s", ibuf, text_esc(p->fns[v[k]].name));
 			col += w > 0 ? w : 0;
 		}
 		putchar('\n');

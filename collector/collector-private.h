@@ -57,7 +57,7 @@
  * CYGPROF_CHECKPOINT_MS says otherwise (0: only at the end; at most a
  * day)... */
 #define POLL_CHECKPOINT_NS 1000000000ULL
-#define POLL_CHECKPOINT_MAX_MS 86400000ULL
+#define POLL_CHECKPOINT_MAX_MS CYGPROF_CHECKPOINT_MAX_MS
 /* ... but at least POLL_CHECKPOINT_CPU_SHARE times the CPU time the last
  * checkpoint took apart: checkpoints get at most a tenth of the collector. */
 #define POLL_CHECKPOINT_CPU_SHARE 10

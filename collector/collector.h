@@ -8,6 +8,9 @@
 
 /* The counters interval without a value (record --counters). */
 #define CYGPROF_COUNTERS_DEFAULT_NS 10000000ULL
+/* CYGPROF_CHECKPOINT_MS: ms between the checkpoints of the profile while
+ * the program runs, 0 (only at the end) to this (a day). */
+#define CYGPROF_CHECKPOINT_MAX_MS 86400000ULL
 
 /* One function of one thread in a snapshot (collector_opts.snapshot); the
  * figures are computed by analysis/profile.c, as for `cygprof report`. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "collector-private.h"
+#include "cyg-name.h"
 
 /* The /proc/meminfo fields sampled ("meminfo/<Field>", kB -> bytes). */
 static const char *const meminfo_fields[] = {
@@ -291,15 +292,13 @@ static void read_memdump(struct collector *c, struct cproc *cp, struct cnt_proc 
 			continue;
 		v = (int64_t)RD(sl->value);
 		if (p->md_id[i] == NO_ID) {
-			/* the name once: NUL within the array, printable */
+			/* the name once, from a copy (the program may change
+			 * it meanwhile), by the library's rule: anything else
+			 * did not come through the API */
 			char name[CYG_MEMDUMP_NAME], full[CYG_MEMDUMP_NAME + 16];
-			size_t j;
 
 			memcpy(name, sl->name, sizeof name);
-			for (j = 0; j < sizeof name && name[j]; j++)
-				if (name[j] < 0x20 || name[j] > 0x7e)
-					break;
-			if (!j || j == sizeof name || name[j]) {
+			if (!cyg_name_ok(name, sizeof name)) {
 				p->md_bad[i] = 1;
 				c->dmg.texts++;
 				continue;

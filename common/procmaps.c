@@ -105,8 +105,21 @@ static int parse_maps_line(const char *p, const char *end, struct procmap *m)
 	m->path = malloc(plen + 1);
 	if (!m->path)
 		return -ENOMEM;
-	memcpy(m->path, p, plen);
-	m->path[plen] = '\0';
+	/* The kernel writes a newline of the path as "\012" (seq_path()'s
+	 * escape; nothing else is escaped): the path as the file system has
+	 * it, which readlink() and open() take. */
+	for (size_t i = 0, o = 0;; i++) {
+		if (i == plen) {
+			m->path[o] = '\0';
+			break;
+		}
+		if (p[i] == '\\' && plen - i >= 4 && !memcmp(p + i, "\\012", 4)) {
+			m->path[o++] = '\n';
+			i += 3;
+		} else {
+			m->path[o++] = p[i];
+		}
+	}
 	m->start = start;
 	m->end = stop;
 	m->offset = offset;

@@ -25,7 +25,8 @@ struct procmaps {
 /** Parse the text of /proc/PID/maps (len bytes, no NUL needed); keeps
  * only mappings backed by a file (path starting with '/').  A path the
  * kernel marks " (deleted)" is kept without the mark, with deleted set;
- * trailing spaces and '\r' are not part of a path.  Lines that do not
+ * trailing spaces and '\r' are not part of a path; a newline the kernel
+ * wrote as "\012" is a newline again.  Lines that do not
  * parse are skipped.  Returns 0 or -errno (-EINVAL, -ENOMEM). */
 int procmaps_parse(const char *text, size_t len, struct procmaps *out);
 

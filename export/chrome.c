@@ -292,8 +292,8 @@ static int write_counters(struct chrome *c)
 			json_str(c->f, s->name);
 			fprintf(c->f, ",\"cat\":\"counter\",\"ph\":\"C\",\"pid\":%u,\"ts\":", s->pid);
 			json_us(c->f, s->s[j].t_ns);
-			fprintf(c->f, ",\"args\":{\"%s\":%" PRId64 "}}", counters_unit_name(s->unit),
-				s->s[j].value);
+			fprintf(c->f, ",\"args\":{\"%s\":%" PRIu64 "}}", counters_unit_name(s->unit),
+				counter_value(&s->s[j]));
 		}
 		if (ferror(c->f)) {
 			err = -EIO;

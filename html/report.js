@@ -7,8 +7,22 @@
   var app = document.getElementById('app');
   var SHOWN = 5000; /* rows drawn per table */
 
+  /* A name from the program as one line, escaped as the text outputs do
+   * (common/textesc.h): \n \t \r \\, \xHH for the other controls, C1
+   * controls as their two UTF-8 bytes; bytes that were not UTF-8 arrive as
+   * U+FFFD (the JSON). */
+  function vis(s) {
+    return String(s).replace(/[\\\x00-\x1f\x7f-\x9f]/g, function (c) {
+      var k = c.charCodeAt(0), h = function (x) { return (x < 16 ? '0' : '') + x.toString(16); };
+      if (c === '\\') return '\\\\';
+      if (c === '\n') return '\\n';
+      if (c === '\t') return '\\t';
+      if (c === '\r') return '\\r';
+      return k >= 0x80 ? '\\xc2\\x' + h(k) : '\\x' + h(k);
+    });
+  }
   function esc(s) {
-    return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+    return vis(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
       .replace(/"/g, '&quot;');
   }
   function ns(v) {
@@ -333,7 +347,7 @@
     graph.cr.rows = cr; graph.ce.rows = ce;
     graph.cr.draw(); graph.ce.draw();
     $('graph-fn').value = String(k);
-    $('graph-self').textContent = F[k][0] + ': ' + F[k][1] + ' calls, self ' + tns(F[k][2]) + ', total ' + tns(F[k][3]);
+    $('graph-self').textContent = vis(F[k][0]) + ': ' + F[k][1] + ' calls, self ' + tns(F[k][2]) + ', total ' + tns(F[k][3]);
   }
 
   /* ---- memory ---------------------------------------------------------------------- */
@@ -383,7 +397,7 @@
     mem.ce.rows = Object.keys(ce).map(function (x) { return ce[x]; });
     mem.t.chosen = k;
     mem.t.draw(); mem.cr.draw(); mem.ce.draw();
-    $('mem-fn').textContent = 'function: ' + MEM.fns[k][0];
+    $('mem-fn').textContent = 'function: ' + vis(MEM.fns[k][0]);
   }
 
   /* ---- counters -------------------------------------------------------------------- */

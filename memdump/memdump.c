@@ -15,7 +15,10 @@
  * miss compares the ready slots in order, then claims the first free one
  * (compare-and-swap of its state 0 -> 1, name, state 2 with release).
  * Slots are claimed in order and never freed, so two threads claiming one
- * name meet at the same slot.
+ * name meet at the same slot.  Names are checked (ring/cyg-name.h) before
+ * they reach a slot, on the no-cygprof path too, so that a program sees a
+ * refused name whether or not it is recorded; a cache hit needs no check,
+ * as the slot's name it equals passed it.
  *
  * Dumpers: a list under reg_lock.  The dumper thread (detached, all signals
  * blocked) starts with the first registration under cygprof; each round it
@@ -37,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cyg-name.h"
 #include "cyg-shm.h"
 #include "cygprof/memdump.h"
 
@@ -125,16 +129,17 @@ static inline struct cyg_memdump *table(void)
 	return md;
 }
 
-/* name equals the slot's name as stored (cut at CYG_MEMDUMP_NAME - 1). */
+/* name equals the slot's name, terminator included (a longer name, never
+ * stored, equals none). */
 static inline int name_eq(const char *name, const char *slot)
 {
-	for (unsigned i = 0; i < CYG_MEMDUMP_NAME - 1; i++) {
+	for (unsigned i = 0; i < CYG_MEMDUMP_NAME; i++) {
 		if (name[i] != slot[i])
 			return 0;
 		if (!name[i])
 			return 1;
 	}
-	return 1;
+	return 0;
 }
 
 static inline unsigned cache_hash(const char *name)
@@ -161,8 +166,9 @@ static void cache_put(const char *name, uint32_t slot)
 	/* full around there: later lookups of this pointer compare slots */
 }
 
-/* Claim the first free slot, or find name's slot among the ready ones.
- * Returns the slot index, or -1 (every slot taken). */
+/* Claim the first free slot, or find name's slot among the ready ones
+ * (name passed cyg_name_ok()).  Returns the slot index, or -1 (every slot
+ * taken). */
 __attribute__((noinline)) static int slot_find(struct cyg_memdump *md, const char *name)
 {
 	for (unsigned i = 0; i < CYG_MEMDUMP_SLOTS; i++) {
@@ -172,9 +178,8 @@ __attribute__((noinline)) static int slot_find(struct cyg_memdump *md, const cha
 			uint32_t zero = 0;
 			if (__atomic_compare_exchange_n(&s->state, &zero, 1, 0, __ATOMIC_ACQUIRE,
 							__ATOMIC_ACQUIRE)) {
-				size_t n = strnlen(name, CYG_MEMDUMP_NAME - 1);
-				memcpy(s->name, name, n);
-				s->name[n] = 0;
+				size_t n = strlen(name); /* < CYG_MEMDUMP_NAME */
+				memcpy(s->name, name, n + 1);
 				__atomic_store_n(&s->state, 2, __ATOMIC_RELEASE);
 				return (int)i;
 			}
@@ -192,8 +197,10 @@ __attribute__((noinline)) static int slot_find(struct cyg_memdump *md, const cha
 	return -1;
 }
 
-/* name's slot, claimed if new; NULL when every slot is taken. */
-static inline struct cyg_memdump_slot *slot_of(struct cyg_memdump *md, const char *name)
+/* name's slot, claimed if new: 0, or -1 with errno EINVAL (a name the
+ * protocol does not carry) or ENOSPC (every slot taken). */
+static inline int slot_of(struct cyg_memdump *md, const char *name,
+			  struct cyg_memdump_slot **out)
 {
 	unsigned h = cache_hash(name);
 
@@ -203,50 +210,89 @@ static inline struct cyg_memdump_slot *slot_of(struct cyg_memdump *md, const cha
 		if (k == name) {
 			struct cyg_memdump_slot *s = &md->slot[g_cache[e].slot];
 			/* the same pointer may hold another name now (a buffer) */
-			if (name_eq(name, s->name))
-				return s;
+			if (name_eq(name, s->name)) {
+				*out = s;
+				return 0;
+			}
 			break;
 		}
 		if (!k)
 			break;
 	}
+	if (UNLIKELY(!cyg_name_ok(name, CYG_MEMDUMP_NAME))) {
+		errno = EINVAL;
+		return -1;
+	}
 	int i = slot_find(md, name);
-	if (i < 0)
-		return NULL;
+	if (i < 0) {
+		errno = ENOSPC;
+		return -1;
+	}
 	cache_put(name, (uint32_t)i);
-	return &md->slot[i];
+	*out = &md->slot[i];
+	return 0;
 }
 
-EXPORT void cygprof_memdump_report_byte_total(const char *subsystem, uint64_t bytes)
+/* The slot a report goes to: 0 with *s NULL (no cygprof: nothing to do),
+ * 0 with *s, or -1 with errno set. */
+static inline int report_slot(const char *subsystem, struct cyg_memdump_slot **s)
 {
 	struct cyg_memdump *md = table();
+
+	*s = NULL;
+	if (UNLIKELY(!subsystem)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!md) {
+		if (UNLIKELY(!cyg_name_ok(subsystem, CYG_MEMDUMP_NAME))) {
+			errno = EINVAL;
+			return -1;
+		}
+		return 0;
+	}
+	return slot_of(md, subsystem, s);
+}
+
+EXPORT int cygprof_memdump_report_byte_total(const char *subsystem, uint64_t bytes)
+{
 	struct cyg_memdump_slot *s;
 
-	if (!md || !subsystem || !(s = slot_of(md, subsystem)))
-		return;
+	if (report_slot(subsystem, &s))
+		return -1;
+	if (!s)
+		return 0;
+	/* the slot holds the figure's 64 bits; readers take them as unsigned */
 	__atomic_store_n(&s->value, (int64_t)bytes, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->last_ns, now_ns(), __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
+	return 0;
 }
 
-EXPORT void cygprof_memdump_report_byte_delta(const char *subsystem, int64_t delta)
+EXPORT int cygprof_memdump_report_byte_delta(const char *subsystem, int64_t delta)
 {
-	struct cyg_memdump *md = table();
 	struct cyg_memdump_slot *s;
 
-	if (!md || !subsystem || !(s = slot_of(md, subsystem)))
-		return;
+	if (report_slot(subsystem, &s))
+		return -1;
+	if (!s)
+		return 0;
+	/* two's complement: the unsigned figure plus delta, modulo 2^64 */
 	__atomic_add_fetch(&s->value, delta, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
+	return 0;
 }
 
 EXPORT int cygprof_memdump_needs_report(const char *subsystem)
 {
 	struct cyg_memdump *md = table();
 	struct cyg_memdump_slot *s;
+	int saved = errno;
 
-	if (!md || !subsystem || !(s = slot_of(md, subsystem)))
+	if (!md || !subsystem || slot_of(md, subsystem, &s)) {
+		errno = saved;
 		return 0;
+	}
 	if (!__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE))
 		return 1;
 	uint64_t last = __atomic_load_n(&s->last_ns, __ATOMIC_RELAXED);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "format.h"
+#include "textesc.h"
 
 void top_render(const struct top_view *t, const struct top_snap *s, FILE *f, unsigned max_lines)
 {
@@ -25,7 +26,7 @@ void top_render(const struct top_view *t, const struct top_snap *s, FILE *f, uns
 	/* the state first: a long program path is what the width cuts */
 	fprintf(f, "cygprof top%s%s: %s  %.1f s  %zu thread%s%s  %.0f calls/s\n",
 		s->final ? (t->attach_pid ? " [detached]" : " [ended]") : "",
-		t->paused ? " [paused]" : "", t->prog, s->elapsed_ns / 1e9, s->nthr,
+		t->paused ? " [paused]" : "", text_esc(t->prog), s->elapsed_ns / 1e9, s->nthr,
 		s->nthr == 1 ? "" : "s", running, top_per_s(s->icalls, s->interval_ns));
 	used++;
 	if (s->rings || s->ring_lost || s->ring_waits)
@@ -39,7 +40,7 @@ void top_render(const struct top_view *t, const struct top_snap *s, FILE *f, uns
 		fprintf(f, "attached to process %d: q detaches, it runs on\n", t->attach_pid);
 		used++;
 	} else if (t->screen) {
-		fprintf(f, "program output: %s\n", t->output_of);
+		fprintf(f, "program output: %s\n", text_esc(t->output_of));
 		used++;
 	}
 	if (s->has_heap) {
@@ -89,7 +90,7 @@ void top_render(const struct top_view *t, const struct top_snap *s, FILE *f, uns
 		if (max_lines && avail < 3 && t->threads && bi)
 			break;
 		if (t->threads) {
-			fprintf(f, "thread %u %s (pid %u)%s\n", tid, s->thr[b].name, s->thr[b].pid,
+			fprintf(f, "thread %u %s (pid %u)%s\n", tid, text_esc(s->thr[b].name), s->thr[b].pid,
 				s->thr[b].ended ? " ended" : "");
 			used++;
 			avail = avail ? avail - 1 : 0;
@@ -112,7 +113,7 @@ void top_render(const struct top_view *t, const struct top_snap *s, FILE *f, uns
 			fprintf(f, "%5.1f %14.3f %11llu %11.3f %12llu %11.3f  %s\n",
 				sum ? 100.0 * self / sum : 0.0, x->iself_ns / 1e6,
 				(unsigned long long)x->icalls, x->self_ns / 1e6,
-				(unsigned long long)x->calls, x->total_ns / 1e6, x->name);
+				(unsigned long long)x->calls, x->total_ns / 1e6, text_esc(x->name));
 			used++;
 			shown++;
 			avail = avail ? avail - 1 : 0;
@@ -134,7 +135,7 @@ void top_render(const struct top_view *t, const struct top_snap *s, FILE *f, uns
 			if (!h->nframes)
 				fputs("?", f);
 			for (size_t j = 0; j < h->nframes; j++)
-				fprintf(f, "%s%s", j ? " < " : "", h->frames[j]);
+				fprintf(f, "%s%s", j ? " < " : "", text_esc(h->frames[j]));
 			fputc('\n', f);
 			used++;
 		}

@@ -545,7 +545,7 @@ struct cygprof_counter {
 
 struct cygprof_sample {
 	uint64_t t_ns; /* from the capture start, non-decreasing per counter */
-	int64_t value;
+	int64_t value; /* its 64 bits are an unsigned quantity: cast to uint64_t */
 };
 
 /** Define a counter; its id must be the next one (0, 1, ...), its name

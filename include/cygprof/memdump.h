@@ -8,9 +8,7 @@
  * every function is a no-op that costs a few nanoseconds:
  * cygprof_memdump_needs_report() returns 0 and no thread is started.
  *
- * Two ways to report, per subsystem (a name, NUL-terminated; at most 47
- * bytes are kept, longer names are cut there and share the figure of every
- * name with the same first 47 bytes):
+ * Two ways to report, per subsystem (a name: see "Names" below):
  *  - totals: cygprof_memdump_report_byte_total() sets the figure, usually
  *    from a dumper (a callback the library's dumper thread calls every
  *    interval, all dumpers one after another in the same round, so a
@@ -18,12 +16,28 @@
  *  - deltas: cygprof_memdump_report_byte_delta() adds to the figure
  *    (+= sizeof(obj) in a constructor, -= in a destructor), an atomic add.
  * Mixing both on one subsystem is allowed: a total replaces the sum.
+ * The figure is an unsigned 64-bit count (every total up to UINT64_MAX is
+ * shown as it was reported); deltas are added modulo 2^64, so a figure
+ * taken below zero (a -= reported before its +=) reads as a number close
+ * to 2^64 until the += arrives.
+ *
+ * Names: 1 to 47 bytes of valid UTF-8 ("Größe" is fine), NUL-terminated,
+ * holding no control character (U+0000 to U+001F, U+007F to U+009F: no
+ * newline, no tab, no escape).  A report with any other name ("", "a\nb",
+ * a 48-byte name, bytes that are not UTF-8, NULL) is refused: it returns
+ * -1 with errno EINVAL and changes nothing, with or without cygprof.
+ *
+ * Return values: the report functions return 0 when the report was taken
+ * (also without cygprof, where there is nothing to do), or -1 with errno
+ * set: EINVAL for a refused name, ENOSPC for a new name when all 64
+ * subsystems of the process exist.  errno is unchanged on success.
+ * Callers written for the earlier void functions need no change.
  *
  * Thread safety: every function may be called from any thread at any time,
  * also from a dumper.  The report functions take no lock (atomic operations
  * only; a subsystem's first report claims one of 64 slots with a
  * compare-and-swap).  When all 64 subsystems of a process exist, reports of
- * a new name are dropped.  The register functions take a mutex internal to
+ * a new name are refused (ENOSPC).  The register functions take a mutex internal to
  * the library, never held while dumpers run.
  *
  * fork: the child reports into a table of its own, which starts with the
@@ -59,16 +73,25 @@ int cygprof_memdump_register(cygprof_memdump_fn fn, void *data);
  * was not registered. */
 int cygprof_memdump_unregister(cygprof_memdump_fn fn, void *data);
 
-/** Set the byte total of subsystem. */
-void cygprof_memdump_report_byte_total(const char *subsystem, uint64_t bytes);
+/** Set the byte total of subsystem.
+ * @param subsystem its name (see "Names" above); borrowed for the call only
+ * @param bytes the total, 0 to UINT64_MAX
+ * @return 0, or -1 with errno EINVAL (a refused name) or ENOSPC (a new
+ * name, all 64 subsystems taken) */
+int cygprof_memdump_report_byte_total(const char *subsystem, uint64_t bytes);
 
 /** Non-zero when subsystem has no report yet, or its last total is at
  * least one interval old: counting that is expensive can be skipped
- * otherwise.  Always 0 without cygprof. */
+ * otherwise.  Always 0 without cygprof, and for a name a report would
+ * refuse (errno is left as it was). */
 int cygprof_memdump_needs_report(const char *subsystem);
 
-/** Add delta (negative: subtract) to the byte figure of subsystem. */
-void cygprof_memdump_report_byte_delta(const char *subsystem, int64_t delta);
+/** Add delta (negative: subtract) to the byte figure of subsystem.
+ * @param subsystem its name (see "Names" above); borrowed for the call only
+ * @param delta added modulo 2^64
+ * @return 0, or -1 with errno EINVAL (a refused name) or ENOSPC (a new
+ * name, all 64 subsystems taken) */
+int cygprof_memdump_report_byte_delta(const char *subsystem, int64_t delta);
 
 #ifdef __cplusplus
 }

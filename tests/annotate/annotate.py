@@ -313,7 +313,8 @@ def test_debugdir(ck, cyg, example, workdir):
     data, cp = annotate_json(ck, ['--debug-dir', dbg, cap])
     check_lines(ck, data, ARGS.source, mem, '--debug-dir (build-id)')
     ck.eq(cp.err, '', 'no warning with the right debug file')
-    env = dict(os.environ, CYGPROF_DEBUG_DIRS='/nonexistent:' + dbg)
+    # a list: a directory without the file first (a missing one is an error)
+    env = dict(os.environ, CYGPROF_DEBUG_DIRS=workdir + ':' + dbg)
     data, _ = annotate_json(ck, [cap], env=env)
     check_lines(ck, data, ARGS.source, mem, 'CYGPROF_DEBUG_DIRS')
     # DIR/<basename>.debug

@@ -35,6 +35,15 @@ Tests:
                  deltas; a slot never reported and the slots with bad names
                  get none; with --counters=5ms the interval is 5 ms and the
                  /proc counters are there too
+  counters-memdump-names  memdump-names.c through libcygprof-memdump, run
+                 alone and under record --memdump: the same return values
+                 (0 for "Größe", "Max", a 47-byte name; -1 and EINVAL for
+                 "", "a\\nb", a tab, an ESC, a C1 control, bytes that are not
+                 UTF-8, a 48-byte name, NULL); record warns of nothing;
+                 `counters` JSON has exactly memdump/Größe [777],
+                 memdump/Max [UINT64_MAX] and the 47-byte name [47], the
+                 text shows them on their lines (777 B; UINT64_MAX
+                 humanised, never negative), the CSV 18446744073709551615
 """
 
 import json
@@ -240,8 +249,60 @@ def test_memdump(ck, cyg, example, args):
                  'memdump/Nodes: sums of the deltas: %s' % nodes)
 
 
+NAMES_EXPECT = [('utf8', 0), ('max', 0), ('long47', 0), ('long48', -1), ('empty', -1),
+                ('newline', -1), ('tab-delta', -1), ('esc', -1), ('c1', -1), ('badutf8', -1),
+                ('overlong', -1), ('null', -1)]
+
+
+def names_lines(ck, out, how):
+    einval = [int(x.split('=')[1]) for x in out.splitlines() if x.startswith('EINVAL=')]
+    ck.eq(len(einval), 1, '%s: EINVAL printed' % how)
+    want = ['%s rc=%d errno=%d' % (label, rc, einval[0] if rc and einval else 0)
+            for label, rc in NAMES_EXPECT] + ['needs-empty 0']
+    got = [x for x in out.splitlines() if not x.startswith('EINVAL=')]
+    ck.eq(got, want, '%s: return values and errno' % how)
+
+
+def test_memdump_names(ck, cyg, example, args):
+    cp = run([example])
+    ck.eq(cp.returncode, 0, 'alone: exit status')
+    names_lines(ck, cp.out, 'alone')
+    cap = os.path.join(cyg.workdir, 'names.data')
+    cp = cyg.record(cap, [example], ['--memdump'])
+    if cp.returncode != 0:
+        raise Failure('record --memdump failed (%s): %s' % (describe_status(cp.returncode),
+                                                            cp.err.strip()))
+    names_lines(ck, cp.out, 'recorded')
+    ck.check('shared memory' not in cp.err and 'warning' not in cp.err,
+             'record warns of nothing: %r' % cp.err)
+    n47 = 'memdump/' + 'n' * 47
+    cp = run([cyg.exe, 'counters', '--format=json', cap])
+    ck.eq(cp.returncode, 0, 'counters --format=json exit status')
+    ck.check('warning' not in cp.err, 'counters --format=json warns of nothing: %r' % cp.err)
+    got = dict((c['name'], [v for _, v in c['samples']])
+               for c in json.loads(cp.out)['counters'] if c['name'].startswith('memdump/'))
+    ck.eq(got, {'memdump/Größe': [777], 'memdump/Max': [2**64 - 1], n47: [47]},
+          'memdump counters and their samples (JSON)')
+    cp = run([cyg.exe, 'counters', cap])
+    ck.eq(cp.returncode, 0, 'counters exit status')
+    ck.check('warning' not in cp.err, 'counters warns of nothing: %r' % cp.err)
+    rows = dict((x.split()[0], x.split()) for x in cp.out.splitlines() if x.startswith('memdump/'))
+    ck.eq(sorted(rows), sorted(['memdump/Größe', 'memdump/Max', n47]), 'text rows')
+    # name pid samples min max last unit: "777 B" is two words
+    if 'memdump/Größe' in rows:
+        ck.eq(rows['memdump/Größe'][2:10], ['1', '777', 'B', '777', 'B', '777', 'B', 'bytes'],
+              'memdump/Größe text: samples, min, max, last, unit')
+    if 'memdump/Max' in rows:
+        ck.eq(rows['memdump/Max'][2:10], ['1'] + ['16777216.0', 'TiB'] * 3 + ['bytes'],
+              'memdump/Max text: UINT64_MAX humanised, not negative')
+    cp = run([cyg.exe, 'counters', '--format=csv', cap])
+    ck.check(any(x.startswith('memdump/Max,') and x.endswith(',18446744073709551615')
+                 for x in cp.out.splitlines()), 'CSV: memdump/Max is 18446744073709551615')
+
+
 TESTS = {'counters-5ms': test_5ms, 'counters-default': test_default,
-         'counters-killed': test_killed, 'counters-memdump': test_memdump}
+         'counters-killed': test_killed, 'counters-memdump': test_memdump,
+         'counters-memdump-names': test_memdump_names}
 
 
 def main():

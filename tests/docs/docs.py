@@ -85,7 +85,7 @@ def main():
     cmds = help_commands(a.cygprof)
     check(len(cmds) >= 10, 'cygprof --help lists its commands (%s)' % ' '.join(cmds))
     installed = install_man_list(root)
-    pages = sorted(f for f in os.listdir(os.path.join(root, 'man')) if f.endswith('.1'))
+    pages = sorted(f for f in os.listdir(os.path.join(root, 'man')) if f.endswith(('.1', '.3')))
     main_page = unroff(read(root, 'man/cygprof.1'))
     design = read(root, 'docs/DESIGN.md')
     readme = read(root, 'README.md')
@@ -108,8 +108,8 @@ def main():
     man_par = design_paragraph(design, 'man/')
     for p in pages:
         check(p in installed, 'man/%s: man/meson.build installs it' % p)
-        check('`%s(1)`' % p[:-2] in man_par,
-              'man/%s: docs/DESIGN.md\'s paragraph on man/ names `%s(1)`' % (p, p[:-2]))
+        check('`%s(%s)`' % (p[:-2], p[-1]) in man_par,
+              'man/%s: docs/DESIGN.md\'s paragraph on man/ names `%s(%s)`' % (p, p[:-2], p[-1]))
     check(set(installed) <= set(pages), 'man/meson.build installs no page man/ lacks (%s)' %
           ' '.join(sorted(set(installed) - set(pages))))
 

@@ -26,7 +26,7 @@ with no LD_LIBRARY_PATH and no CYGPROF_RUNTIME:
 4. a small C program built with those flags against the installed
    cygprof-capture.h opens the capture and prints its thread count
    (LD_LIBRARY_PATH is set for this reader only);
-5. the man pages are installed under TMP/PREFIX/MANDIR/man1;
+5. the man pages are installed under TMP/PREFIX/MANDIR/man1, the API's in man3;
 6. libcygprof-memdump: libcygprof-memdump.so.N in LIBDIR with that soname
    and its development link, cygprof/memdump.h, exactly the header's
    functions exported under one symbol version, cygprof-memdump.pc, and a
@@ -416,6 +416,9 @@ def test(ck, args, meson, tmp):
     man1 = os.path.join(under(dest, prefix, mandir), 'man1')
     for page in MAN_PAGES:
         ck.check(os.path.isfile(os.path.join(man1, page)), 'man page %s in %s' % (page, man1))
+    man3 = os.path.join(under(dest, prefix, mandir), 'man3')
+    ck.check(os.path.isfile(os.path.join(man3, 'cygprof_memdump.3')),
+             'man page cygprof_memdump.3 in %s' % man3)
 
 
 SANITIZE = 'none'

@@ -3,6 +3,7 @@
  * counts at the edges of its units, and durations. */
 #include "check.h"
 #include "format.h"
+#include "textesc.h"
 
 static const char *b(uint64_t v, enum fmt_bytes_style s)
 {
@@ -91,6 +92,35 @@ static void test_dur(void)
 	CHECK_EQ_STR(fmt_dur(buf, sizeof buf, 1234567890123ULL), "1234.568  s");
 }
 
+static void test_text_esc(void)
+{
+	char buf[8];
+	const char *clean = "main", *e;
+
+	CHECK(text_esc(clean) == clean); /* nothing to escape: the string itself */
+	CHECK_EQ_STR(text_esc(NULL), "");
+	CHECK_EQ_STR(text_esc("Größe"), "Größe");
+	CHECK_EQ_STR(text_esc("\xf0\x9f\x90\x98 ok"), "\xf0\x9f\x90\x98 ok");
+	CHECK_EQ_STR(text_esc("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+	CHECK_EQ_STR(text_esc("esc\x1b[31m"), "esc\\x1b[31m");
+	CHECK_EQ_STR(text_esc("\x01\x7f"), "\\x01\\x7f");
+	CHECK_EQ_STR(text_esc("back\\slash"), "back\\\\slash");
+	CHECK_EQ_STR(text_esc("c1\xc2\x9b."), "c1\\xc2\\x9b."); /* CSI */
+	CHECK_EQ_STR(text_esc("\xc2\xa0"), "\xc2\xa0");               /* NBSP: printed */
+	CHECK_EQ_STR(text_esc("bad\xff\xfe"), "bad\\xff\\xfe");
+	CHECK_EQ_STR(text_esc("\xc0\xae"), "\\xc0\\xae");       /* overlong */
+	CHECK_EQ_STR(text_esc("\xed\xa0\x80"), "\\xed\\xa0\\x80"); /* a surrogate */
+	CHECK_EQ_STR(text_esc("cut\xe2\x82"), "cut\\xe2\\x82");
+	CHECK_EQ_STR(text_esc("\xe2\x82z"), "\\xe2\\x82z");
+	/* one copy per distinct string */
+	e = text_esc("a\nb\tc\rd");
+	CHECK(e == text_esc("a\nb\tc\rd"));
+	CHECK_EQ_INT(text_esc_buf(buf, sizeof buf, "x\ny\tz"), 7);
+	CHECK_EQ_STR(buf, "x\\ny\\tz");
+	CHECK_EQ_INT(text_esc_buf(buf, 4, "x\ny"), 4);
+	CHECK_EQ_STR(buf, "x\\n");
+}
+
 int main(void)
 {
 	RUN_TEST(test_iec);
@@ -99,5 +129,6 @@ int main(void)
 	RUN_TEST(test_kb10);
 	RUN_TEST(test_exact);
 	RUN_TEST(test_dur);
+	RUN_TEST(test_text_esc);
 	CHECK_DONE();
 }

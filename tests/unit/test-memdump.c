@@ -10,6 +10,7 @@
  * cygprof, and every call must be a no-op.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -133,15 +134,57 @@ static void test_needs_report_interval(void)
 static void test_long_name(void)
 {
 	char name[100], want[CYG_MEMDUMP_NAME];
+	unsigned used = slots_used();
 	memset(name, 'x', sizeof name - 1);
 	name[sizeof name - 1] = 0;
 	memset(want, 'x', sizeof want - 1);
 	want[sizeof want - 1] = 0;
-	cygprof_memdump_report_byte_delta(name, 5);
-	name[60] = 0; /* another name with the same first 47 bytes: the same figure */
-	cygprof_memdump_report_byte_delta(name, 6);
+	/* longer than a slot holds: refused, never cut into another name */
+	errno = 0;
+	CHECK_EQ_INT(cygprof_memdump_report_byte_delta(name, 5), -1);
+	CHECK_EQ_INT(errno, EINVAL);
+	name[CYG_MEMDUMP_NAME] = 0; /* 48 bytes */
+	CHECK_EQ_INT(cygprof_memdump_report_byte_total(name, 5), -1);
+	CHECK_EQ_INT(slots_used(), used);
+	errno = 0;
+	CHECK_EQ_INT(cygprof_memdump_report_byte_delta(want, 6), 0); /* 47 bytes */
+	CHECK_EQ_INT(errno, 0);
 	struct cyg_memdump_slot *s = slot_named(want);
-	CHECK(s != NULL && s->value == 11 && s->seq == 2);
+	CHECK(s != NULL && s->value == 6 && s->seq == 1);
+	/* a cached pointer now holding a longer name */
+	memcpy(name, want, sizeof want);
+	CHECK_EQ_INT(cygprof_memdump_report_byte_delta(name, 1), 0);
+	name[CYG_MEMDUMP_NAME - 1] = 'x';
+	name[CYG_MEMDUMP_NAME] = 0;
+	CHECK_EQ_INT(cygprof_memdump_report_byte_delta(name, 1), -1);
+	CHECK(s->value == 7 && s->seq == 2);
+}
+
+static void test_bad_names(void)
+{
+	static const char *const bad[] = {"", "a\nb", "a\tb", "a\x1b" "b", "a\x7f",
+					  "a\xc2\x85" "b", "a\xff", "\xc0\xae", "a\xe2\x82",
+					  "\xed\xa0\x80", "\xf4\x90\x80\x80"};
+	unsigned used = slots_used();
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		errno = 0;
+		CHECK_EQ_INT(cygprof_memdump_report_byte_total(bad[i], 1), -1);
+		CHECK_EQ_INT(errno, EINVAL);
+		errno = 0;
+		CHECK_EQ_INT(cygprof_memdump_report_byte_delta(bad[i], 1), -1);
+		CHECK_EQ_INT(errno, EINVAL);
+		errno = 42;
+		CHECK_EQ_INT(cygprof_memdump_needs_report(bad[i]), 0);
+		CHECK_EQ_INT(errno, 42);
+	}
+	CHECK_EQ_INT(cygprof_memdump_report_byte_total(NULL, 1), -1);
+	CHECK_EQ_INT(slots_used(), used);
+	CHECK_EQ_INT(cygprof_memdump_report_byte_total("Größe", UINT64_MAX), 0);
+	struct cyg_memdump_slot *s = slot_named("Größe");
+	CHECK(s != NULL && (uint64_t)s->value == UINT64_MAX);
+	CHECK_EQ_INT(cygprof_memdump_report_byte_total("\xf0\x9f\x90\x98", 2), 0); /* U+1F418 */
+	CHECK_EQ_INT(slots_used(), used + 2);
 }
 
 #define NTHREADS 8
@@ -203,10 +246,12 @@ static void test_full(void)
 		cygprof_memdump_report_byte_total(name, i);
 	}
 	CHECK_EQ_INT(slots_used(), CYG_MEMDUMP_SLOTS);
-	/* known names still report; new ones are dropped */
-	cygprof_memdump_report_byte_total("Total", 77);
+	/* known names still report; new ones are refused */
+	CHECK_EQ_INT(cygprof_memdump_report_byte_total("Total", 77), 0);
 	CHECK(slot_named("Total") && slot_named("Total")->value == 77);
-	cygprof_memdump_report_byte_total("Nowhere", 1);
+	errno = 0;
+	CHECK_EQ_INT(cygprof_memdump_report_byte_total("Nowhere", 1), -1);
+	CHECK_EQ_INT(errno, ENOSPC);
 	CHECK(!slot_named("Nowhere"));
 	CHECK(!cygprof_memdump_needs_report("Nowhere"));
 }
@@ -268,6 +313,7 @@ int main(void)
 	RUN_TEST(test_total);
 	RUN_TEST(test_needs_report_interval);
 	RUN_TEST(test_long_name);
+	RUN_TEST(test_bad_names);
 	RUN_TEST(test_deltas_threads);
 	RUN_TEST(test_dumpers);
 	RUN_TEST(test_fork);
@@ -279,8 +325,14 @@ int main(void)
 
 static void test_noop(void)
 {
-	cygprof_memdump_report_byte_total("Total", 1);
-	cygprof_memdump_report_byte_delta("Delta", 1);
+	CHECK_EQ_INT(cygprof_memdump_report_byte_total("Total", 1), 0);
+	CHECK_EQ_INT(cygprof_memdump_report_byte_delta("Delta", 1), 0);
+	/* the same names refused as under cygprof */
+	errno = 0;
+	CHECK_EQ_INT(cygprof_memdump_report_byte_total("a\nb", 1), -1);
+	CHECK_EQ_INT(errno, EINVAL);
+	CHECK_EQ_INT(cygprof_memdump_report_byte_delta("", 1), -1);
+	CHECK_EQ_INT(cygprof_memdump_report_byte_total("Größe", 1), 0);
 	CHECK_EQ_INT(cygprof_memdump_needs_report("Total"), 0);
 	CHECK_EQ_INT(cygprof_memdump_needs_report("Never"), 0);
 }

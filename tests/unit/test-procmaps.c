@@ -68,6 +68,26 @@ static void test_maps_parse(void)
 	procmaps_release(&m);
 }
 
+/* The kernel writes a newline of a path as "\012". */
+static void test_maps_newline(void)
+{
+	static const char text[] =
+		"7f0000000000-7f0000001000 r-xp 00000000 08:02 100  /tmp/na\\012me\x1bx\n"
+		"7f0000001000-7f0000002000 r-xp 00000000 08:02 101  /tmp/a\\012\\012 (deleted)\n"
+		"7f0000002000-7f0000003000 r-xp 00000000 08:02 102  /tmp/b\\01\n";
+	struct procmaps m = {0};
+
+	CHECK_EQ_INT(procmaps_parse(text, sizeof text - 1, &m), 0);
+	CHECK_EQ_U64(m.n, 3);
+	if (m.n == 3) {
+		CHECK_EQ_STR(m.v[0].path, "/tmp/na\nme\x1bx");
+		CHECK_EQ_STR(m.v[1].path, "/tmp/a\n\n");
+		CHECK_EQ_INT(m.v[1].deleted, 1);
+		CHECK_EQ_STR(m.v[2].path, "/tmp/b\\01");
+	}
+	procmaps_release(&m);
+}
+
 static void test_kernel_path(void)
 {
 	struct procmap live = {.path = "/lib/x.so"}, gone = {.path = "/lib/y.so", .deleted = 1};
@@ -135,6 +155,7 @@ static void test_read_file(void)
 int main(void)
 {
 	RUN_TEST(test_maps_parse);
+	RUN_TEST(test_maps_newline);
 	RUN_TEST(test_kernel_path);
 	RUN_TEST(test_read_self);
 	RUN_TEST(test_read_file);
