@@ -122,7 +122,8 @@ static void parse_opts(int argc, char **argv, struct recv_opts *o)
 	if (!o->token_file)
 		cli_die(2, "receive: needs --token-file FILE");
 	const char *hs = getenv("CYGPROF_HANDSHAKE_MS");
-	o->handshake_ms = hs ? (int)cli_parse_uint("receive", "CYGPROF_HANDSHAKE_MS", hs, 1,
+	/* checked by cli_check_env() before: empty is unset */
+	o->handshake_ms = hs && *hs ? (int)cli_parse_uint("receive", "CYGPROF_HANDSHAKE_MS", hs, 1,
 						   600000)
 			     : NET_HANDSHAKE_MS;
 }

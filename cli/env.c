@@ -255,6 +255,7 @@ void cli_check_env(void)
 	free(rt);
 	check_uint("CYGPROF_CHECKPOINT_MS", 0, CYGPROF_CHECKPOINT_MAX_MS);
 	check_uint("CYGPROF_CAPTURE_MAPSIZE", 65536, SIZE_MAX);
+	check_uint("CYGPROF_HANDSHAKE_MS", 1, 600000);
 	check_flag("CYGPROF_FSYNC");
 	check_flag("CYGPROF_SAMPLE_FORCE_EPERM");
 	check_flag("CYGPROF_RR_TICKS_SOFTWARE");
