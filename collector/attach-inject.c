@@ -643,9 +643,14 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 		s->slot[s->nslots++] = t->lib_enter[i];
 		s->slot[s->nslots++] = t->lib_exit[i];
 	}
-	for (i = 0; i < s->nslots; i++)
+	for (i = 0; i < s->nslots; i++) {
 		if (attach_mem_read(s, s->slot[i], &s->old[i], 8) < 0)
 			break;
+		/* pointed at the runtime by an attacher that died without
+		 * putting them back: at the detach, libc's empty hooks */
+		if (s->old[i] == (i & 1 ? s->fn_exit : s->fn_enter) && t->libc_hook[i & 1])
+			s->old[i] = t->libc_hook[i & 1];
+	}
 	size_t done = 0;
 	if (i == s->nslots)
 		for (; done < s->nslots; done++)

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cyg-attach.h"
@@ -213,6 +214,8 @@ __attribute__((constructor(101))) static void cyg_init(void)
 /* ---- attaching to a running program (cyg-attach.h, docs/attach.md) ----- */
 
 int cygprof_attach_state;
+int cygprof_attach_collector;
+unsigned long long cygprof_attach_boottime;
 
 /* Thread ids waiting for their first hook, with the frames to start their
  * shadow stacks with (CYGPROF_ATTACH_SEED_MAX function addresses, in the
@@ -249,17 +252,48 @@ static void forget_writers(char *obase, uint64_t oproc)
 	}
 }
 
+static void detach_writers(void);
+
+/* CLOCK_BOOTTIME in ns: comparable with a process's start time in
+ * /proc/PID/stat, which the next attacher reads to tell our collector from
+ * a process that got its pid after it died. */
+static unsigned long long boot_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &ts))
+		return 0;
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
 int cygprof_attach_fd(int fd)
 {
 	int saved = errno, prev = __atomic_load_n(&cyg_state, __ATOMIC_SEQ_CST), r;
 
-	if (prev > 0 || prev == -2)
+	if (prev == -2)
 		return -EBUSY;
 	if (fd < 0)
 		return -EBADF;
-	if (!__atomic_compare_exchange_n(&cyg_state, &prev, -2, 0, __ATOMIC_SEQ_CST,
-					 __ATOMIC_SEQ_CST))
+	if (prev > 0) {
+		/* Attached by an earlier cygprof_attach_fd() whose collector
+		 * died without detaching (SIGKILL): the hooks still reach us
+		 * and drop everything (collector_gone).  Detach for it (its
+		 * threads are stopped by the new attacher), then attach as
+		 * after a detach.  A live collector, or one that started the
+		 * program (the environment), keeps the process. */
+		if (!cyg_attached_late || !cyg__collector_dead(0))
+			return -EBUSY;
+		if (!__atomic_compare_exchange_n(&cyg_state, &prev, -2, 0, __ATOMIC_SEQ_CST,
+						 __ATOMIC_SEQ_CST))
+			return -EBUSY;
+		detach_writers();
+		__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_DETACHED, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&cygprof_attach_collector, 0, __ATOMIC_SEQ_CST);
+		prev = CYG_STATE_DETACHED;
+	} else if (!__atomic_compare_exchange_n(&cyg_state, &prev, -2, 0, __ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST)) {
 		return -EBUSY;
+	}
 	if (prev == CYG_STATE_DETACHED) {
 		/* Attached again (no hook runs: the slots are the original
 		 * ones).  What belongs to the earlier mapping is forgotten:
@@ -286,6 +320,8 @@ int cygprof_attach_fd(int fd)
 		forget_writers(obase, oproc);
 	close(fd); /* the mapping holds the memfd; an exec'd image would not use it */
 	cyg_attached_late = 1;
+	cygprof_attach_boottime = boot_ns();
+	__atomic_store_n(&cygprof_attach_collector, (int)cyg_ctl->collector_pid, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_ON, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cyg_state, 1, __ATOMIC_SEQ_CST);
 	cyg__calibrate();
@@ -350,19 +386,15 @@ const uint64_t *cyg__seed_take(uint32_t tid, uint32_t *n)
 	return fns;
 }
 
-int cygprof_detach(void)
+/* Close every writer of this process for the collector of the current
+ * mapping and stamp the process's end (cygprof_detach(), or an attach that
+ * finds that collector dead).  Threads are stopped, or the collector is
+ * gone: nothing here writes into a ring or waits for it. */
+static void detach_writers(void)
 {
-	int saved = errno, cur = 1;
 	uint32_t pid = (uint32_t)getpid();
-	uint64_t now, off;
+	uint64_t now = cyg_now(), off;
 
-	if (!__atomic_compare_exchange_n(&cyg_state, &cur, CYG_STATE_DETACHED, 0,
-					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-		return -EINVAL;
-	/* From here on every cold path of the hooks returns at once, and no
-	 * thread gets a writer; the writers that exist are diverted there. */
-	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_DETACHED, __ATOMIC_SEQ_CST);
-	now = cyg_now();
 	for (off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE); off;) {
 		struct cyg_thread *t = AT(off);
 		off = t->next;
@@ -384,6 +416,20 @@ int cygprof_detach(void)
 		struct cyg_proc *p = AT(cyg_proc_off);
 		p->end_ts = now;
 	}
+}
+
+int cygprof_detach(void)
+{
+	int saved = errno, cur = 1;
+
+	if (!__atomic_compare_exchange_n(&cyg_state, &cur, CYG_STATE_DETACHED, 0,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return -EINVAL;
+	/* From here on every cold path of the hooks returns at once, and no
+	 * thread gets a writer; the writers that exist are diverted there. */
+	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_DETACHED, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&cygprof_attach_collector, 0, __ATOMIC_SEQ_CST);
+	detach_writers();
 	errno = saved;
 	return 0;
 }

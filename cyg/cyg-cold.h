@@ -51,6 +51,11 @@ extern unsigned cyg_gen HIDDEN;        /* one more at each attach after a detach
 extern int cyg_attached_late HIDDEN;   /* cygprof_attach_fd() attached us, not the environment */
 extern uint64_t cyg_proc_off HIDDEN;   /* this process image's record */
 
+/* Whether the collector of the mapping died: tries ctl->alive, which it
+ * holds for its whole life, waiting up to ns nanoseconds (0: just looks).
+ * 1 (and ctl->collector_gone set) when it is gone, else 0 (cyg-ring.c). */
+HIDDEN int cyg__collector_dead(long ns) COLD;
+
 /* Attach to the collector's mapping named by the environment, unless
  * tried already (cyg_state).  Returns 0 when attached, else -1. */
 HIDDEN int cyg__attach(void);

@@ -455,6 +455,154 @@ def test_twice(ck, cyg, example, args):
             p.wait()
 
 
+# ---- attaching to burst: exact counts -------------------------------------
+
+BURST_CALLS = 5000
+BURST_THREADS = 2
+
+
+def start_burst(d, tag, threads=BURST_THREADS, prefix=()):
+    """burst (tests/attach/burst.c) waiting for its rounds: (process, pid, pidfile)."""
+    pidfile = os.path.join(d, 'burst-' + tag)
+    cmd = list(prefix) + [EXAMPLE[0], pidfile, str(BURST_CALLS), str(threads)]
+    print('$ ' + ' '.join(cmd))
+    p = subprocess.Popen(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, universal_newlines=True)
+    return p, wait_pid(pidfile, p), pidfile
+
+
+def burst_go(pidfile, k, proc, wait=True):
+    """Start round k; wait until burst says it is done."""
+    open('%s.go%d' % (pidfile, k), 'w').close()
+    if wait:
+        burst_done(pidfile, k, proc)
+
+
+def burst_done(pidfile, k, proc):
+    end = time.monotonic() + 60
+    while not os.path.exists('%s.done%d' % (pidfile, k)):
+        if proc.poll() is not None:
+            raise Failure('burst ended (%s) in round %d' % (proc.returncode, k))
+        if time.monotonic() > end:
+            raise Failure('burst did not finish round %d' % k)
+        time.sleep(0.005)
+
+
+def finish_burst(ck, p, pidfile, rounds):
+    open(pidfile + '.stop', 'w').close()
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise Failure('burst did not end')
+    ck.eq(p.returncode, 0, 'burst exits normally (stderr %r)' % err)
+    ck.eq(out.strip(), 'burst: done rounds=%d' % rounds, 'burst ran every round')
+
+
+def check_burst_capture(ck, cyg, cap, rounds, threads=BURST_THREADS):
+    """Exactly the calls of `rounds` rounds, on their call paths."""
+    data, _ = cyg.report_json(cap, ck)
+    fns = functions_of(data)
+    ck.eq(fns.get('unit', {}).get('calls', 0), rounds * BURST_CALLS * (threads + 1),
+          'calls of unit(): every call of the attached rounds, no more')
+    ck.eq(fns.get('burst', {}).get('calls', 0), rounds * (threads + 1), 'calls of burst()')
+    arcs = {(x['caller'], x['callee']) for x in data['arcs']}
+    for arc in (('main', 'burst'), ('worker', 'burst'), ('burst', 'unit')):
+        ck.check(arc in arcs, 'arc %s -> %s: %r' % (arc + (sorted(arcs),)))
+    return data
+
+
+def in_ring_wait(pid):
+    """A thread of pid waits in a syscall the runtime's full-ring wait makes
+    (sched_yield or futex: /proc/PID/task/TID/syscall)."""
+    for tid in os.listdir('/proc/%d/task' % pid):
+        try:
+            with open('/proc/%d/task/%s/syscall' % (pid, tid)) as f:
+                nr = f.read().split()[0]
+        except (OSError, IndexError):
+            continue
+        if nr in ('24', '202'):
+            return True
+    return False
+
+
+def test_kill(ck, cyg, example, args):
+    """An attacher SIGKILLed: the program runs on, and the next attach takes
+    it over and records every call exactly."""
+    d = cyg.workdir
+    full = args.test == 'attach-kill-full'
+    p, pid, pf = start_burst(d, 'kill')
+    try:
+        cmd = [cyg.exe, 'record', '--attach', str(pid), '-o', os.path.join(d, 'a.data')]
+        if full:
+            cmd += ['--timeline', '--ring-size', '128']
+        print('$ ' + ' '.join(cmd))
+        a = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, universal_newlines=True)
+        line = a.stderr.readline()
+        if 'attached to process %d' % pid not in line:
+            a.kill()
+            raise Failure('record --attach did not attach: %r' % line)
+        k = 1
+        if full:
+            # the collector stopped: the rings fill and their writers wait
+            # (lossless); then it dies, and they must run on
+            a.send_signal(signal.SIGSTOP)
+            burst_go(pf, k, p, wait=False)
+            end = time.monotonic() + 30
+            while not in_ring_wait(pid):
+                if os.path.exists('%s.done%d' % (pf, k)) or time.monotonic() > end:
+                    a.kill()
+                    raise Failure('no thread of burst waits for the stopped collector')
+                time.sleep(0.005)
+            ck.check(not os.path.exists('%s.done%d' % (pf, k)),
+                     'burst waits while its collector is stopped')
+        else:
+            burst_go(pf, k, p)
+        a.kill()
+        a.wait()
+        print('attacher killed')
+        if full:
+            burst_done(pf, k, p)
+            ck.check(True, 'the writers waiting on a full ring ran on once the collector died')
+        k += 1
+        burst_go(pf, k, p)  # with its attacher dead, burst runs on
+        ck.check(p.poll() is None, 'burst runs on after its attacher died')
+        cap = os.path.join(d, 'b.data')
+        cmd = [cyg.exe, 'record', '--attach', str(pid), '-o', cap]
+        print('$ ' + ' '.join(cmd))
+        b = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, universal_newlines=True)
+        line = b.stderr.readline()
+        if 'attached to process %d' % pid not in line:
+            out, err = b.communicate(timeout=60)
+            raise Failure('the attach after a killed attacher failed (exit %s): %r' %
+                          (b.returncode, line + err))
+        ck.check('taken over from cygprof process %d, which died' % a.pid in line,
+                 'says it took over from the dead attacher: %r' % line)
+        k += 1
+        burst_go(pf, k, p)
+        k += 1
+        burst_go(pf, k, p)
+        b.send_signal(signal.SIGINT)
+        end_bg(ck, b, 'attach after the killed one')
+        check_burst_capture(ck, cyg, cap, 2)
+        # detached properly this time: attached again as usual
+        cap = os.path.join(d, 'c.data')
+        c = attach_bg(cyg, pid, cap, None)
+        k += 1
+        burst_go(pf, k, p)
+        c.send_signal(signal.SIGINT)
+        end_bg(ck, c, 'third attach')
+        check_burst_capture(ck, cyg, cap, 1)
+        finish_burst(ck, p, pf, k)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def test_top(ck, cyg, example, args):
     """cygprof top --attach: the snapshot of the window is the capture's, within 5%
     of the program's own counter, and the program runs on to exit 0."""
@@ -549,7 +697,7 @@ def test_send(ck, cyg, example, args):
 
 TESTS = {'attach-refuse': test_refuse, 'attach-inject': test_inject, 'attach-lib': test_lib,
          'attach-run': test_run, 'attach-twice': test_twice, 'attach-top': test_top,
-         'attach-send': test_send}
+         'attach-send': test_send, 'attach-kill': test_kill, 'attach-kill-full': test_kill}
 EXAMPLE = []
 
 
