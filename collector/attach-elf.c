@@ -356,7 +356,8 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	uint64_t o = dynsym_value(e, "open"), m = dynsym_value(e, "mmap"),
 		 u = dynsym_value(e, "munmap"), de = dynsym_value(e, "dlerror"),
 		 cl = dynsym_value(e, "close"), he = dynsym_value(e, "__cyg_profile_func_enter"),
-		 hx = dynsym_value(e, "__cyg_profile_func_exit");
+		 hx = dynsym_value(e, "__cyg_profile_func_exit"), so = dynsym_value(e, "socket"),
+		 co = dynsym_value(e, "connect"), rm = dynsym_value(e, "recvmsg");
 	close_elf(e, fd);
 	if (!v || !s)
 		return attach_fail(err, errlen, "attach: no dlopen in %s of process %d", t->libc, (int)pid);
@@ -367,6 +368,9 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	t->munmap_addr = u ? t->libc_base + u : 0;
 	t->dlerror_addr = de ? t->libc_base + de : 0;
 	t->close_addr = cl ? t->libc_base + cl : 0;
+	t->socket_addr = so ? t->libc_base + so : 0;
+	t->connect_addr = co ? t->libc_base + co : 0;
+	t->recvmsg_addr = rm ? t->libc_base + rm : 0;
 	t->libc_hook[0] = he ? t->libc_base + he : 0;
 	t->libc_hook[1] = hx ? t->libc_base + hx : 0;
 	if (t->runtime[0])

@@ -28,6 +28,7 @@ struct attach_target {
 	uint64_t dlopen_addr;  /* run-time address of dlopen in the target */
 	uint64_t dlsym_addr;
 	uint64_t open_addr, mmap_addr, munmap_addr, dlerror_addr, close_addr; /* 0: none */
+	uint64_t socket_addr, connect_addr, recvmsg_addr; /* 0: none */
 	uint64_t libc_hook[2]; /* libc's empty __cyg_profile_func_enter, _exit (0: none) */
 	int profiled;          /* a cygprof runtime is mapped already */
 	char runtime[PATH_MAX]; /* that runtime's path ("" when none) */

@@ -68,6 +68,10 @@ import cygtest  # noqa: E402  (tests/lib: the helpers of every driver)
 from cygtest import Failure, run, expect_error  # noqa: E402
 
 
+class Skip(Exception):
+    """The test cannot run here (exit 77 with the reason)."""
+
+
 def wait_pid(pidfile, proc):
     end = time.monotonic() + 30
     while time.monotonic() < end and proc.poll() is None:
@@ -603,6 +607,74 @@ def test_kill(ck, cyg, example, args):
             p.wait()
 
 
+def test_user(ck, cyg, example, args):
+    """Root attaches to a process of another user (nobody) and records its
+    calls exactly; nobody cannot attach to root's process (one line)."""
+    import pwd
+    import shutil
+    if os.geteuid() != 0:
+        raise Skip('needs root (attaches to a process of another user)')
+    if not shutil.which('setpriv'):
+        raise Skip('needs setpriv (util-linux) to run a program as nobody')
+    try:
+        nobody = pwd.getpwnam('nobody')
+    except KeyError:
+        raise Skip('no user nobody')
+    as_nobody = ['setpriv', '--reuid=%d' % nobody.pw_uid, '--regid=%d' % nobody.pw_gid,
+                 '--clear-groups']
+    for path in (EXAMPLE[0], cyg.exe):
+        if subprocess.call(as_nobody + ['test', '-x', path]) != 0:
+            raise Skip('nobody cannot run %s (a directory above it is private)' % path)
+    d = os.path.join(cyg.workdir, 'shared')
+    os.chmod(cyg.workdir, 0o755)
+    os.mkdir(d)
+    os.chmod(d, 0o1777)
+
+    p, pid, pf = start_burst(d, 'nobody', prefix=as_nobody)
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            uid = [line.split()[1] for line in f if line.startswith('Uid:')][0]
+        ck.eq(uid, str(nobody.pw_uid), 'the program runs as nobody')
+        cap = os.path.join(cyg.workdir, 'root.data')
+        a = attach_bg(cyg, pid, cap, None)
+        burst_go(pf, 1, p)
+        burst_go(pf, 2, p)
+        a.send_signal(signal.SIGINT)
+        end_bg(ck, a, 'root attached to nobody\'s process')
+        check_burst_capture(ck, cyg, cap, 2)
+        with open('/proc/%d/maps' % pid) as f:
+            maps = f.read()
+        ck.check('/proc/self/fd/' not in maps and 'libcygprof-cyg.so' in maps,
+                 'the runtime is mapped by its own path')
+        # attached again (the runtime detached): the same way
+        cap = os.path.join(cyg.workdir, 'root2.data')
+        a = attach_bg(cyg, pid, cap, None)
+        burst_go(pf, 3, p)
+        a.send_signal(signal.SIGINT)
+        end_bg(ck, a, 'attached again')
+        check_burst_capture(ck, cyg, cap, 1)
+        finish_burst(ck, p, pf, 3)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+    # the other way round: nobody may not attach to root's process
+    p, pid, pf = start_burst(d, 'root')
+    try:
+        cap = os.path.join(d, 'nobody.data')
+        cp = run(as_nobody + [cyg.exe, 'record', '--attach', str(pid), '-o', cap])
+        expect_error(ck, cp, 'nobody attaching to root\'s process', 1)
+        ck.check('belongs to another user' in cp.err, 'says why: %r' % cp.err)
+        ck.check(not os.path.exists(cap), 'the refusal writes nothing')
+        burst_go(pf, 1, p)
+        finish_burst(ck, p, pf, 1)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def test_top(ck, cyg, example, args):
     """cygprof top --attach: the snapshot of the window is the capture's, within 5%
     of the program's own counter, and the program runs on to exit 0."""
@@ -697,7 +769,8 @@ def test_send(ck, cyg, example, args):
 
 TESTS = {'attach-refuse': test_refuse, 'attach-inject': test_inject, 'attach-lib': test_lib,
          'attach-run': test_run, 'attach-twice': test_twice, 'attach-top': test_top,
-         'attach-send': test_send, 'attach-kill': test_kill, 'attach-kill-full': test_kill}
+         'attach-send': test_send, 'attach-kill': test_kill, 'attach-kill-full': test_kill,
+         'attach-user': test_user}
 EXAMPLE = []
 
 
@@ -710,7 +783,11 @@ def call(fn, ck, cyg, example, args):
     EXAMPLE[:] = [example]
     if fn is test_refuse and args.plain:
         example = os.path.abspath(args.plain)
-    fn(ck, cyg, example, args)
+    try:
+        fn(ck, cyg, example, args)
+    except Skip as e:
+        print('SKIP %s: %s' % (args.test, e))
+        sys.exit(cygtest.SKIP)
 
 
 def main():
