@@ -41,7 +41,7 @@ static int mem_started; /* the callbacks' mem_attach ran, or runs */
 int cyg_state;               /* 0 not tried, -2 attaching, 1 attached, -1 disabled */
 static int ctor_done;         /* our constructor ran: a missing environment is final */
 unsigned cyg_gen = 1;         /* one more at each attach after a detach */
-char *cyg_end;                /* the end of the mapping at cyg_base */
+char *cyg_end;                /* the end of the window mapped at cyg_base */
 int cyg_attached_late;        /* cygprof_attach_fd() attached us, not the environment */
 
 /* ---- attaching to the collector ---------------------------------------- */
@@ -112,35 +112,46 @@ static int map_fd(int fd)
 {
 	static int atfork_made;
 	struct stat st;
+	uint64_t size, win;
 	void *m;
 
 	if (fstat(fd, &st) < 0 || st.st_size < (off_t)CYG_AREA_OFF)
 		return -EBADF;
-	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	size = (uint64_t)st.st_size;
+	/* Only a window of it: the program's RLIMIT_AS counts what we map
+	 * (cyg-cold.h); it grows as the run needs, in place. */
+	win = CYG_WIN_STEP < size ? CYG_WIN_STEP : size;
+	m = cyg__map_window(fd, size, win);
 	if (m == MAP_FAILED) {
 		/* Not silently: this process is not recorded (e.g. it lowered
-		 * its own ulimit -v below the mapping's size). */
+		 * its own ulimit -v below what it maps already). */
 		char msg[200];
 		int e = errno, n = snprintf(msg, sizeof msg,
-					    "cygprof: process %d is not recorded: cannot map %llu MiB "
-					    "of shared memory (%s); record with a smaller --shm-size\n",
-					    (int)getpid(), (unsigned long long)st.st_size >> 20,
-					    strerror(e));
+					    "cygprof: process %d is not recorded: cannot map "
+					    "cygprof's shared memory (%s)\n",
+					    (int)getpid(), strerror(e));
 		if (n > 0)
 			(void)!write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
 		return -ENOMEM;
 	}
 	struct cyg_ctl *c = m;
-	if (c->magic != CYG_SHM_MAGIC || c->version != CYG_SHM_VERSION) {
-		munmap(m, (size_t)st.st_size);
+	if (c->magic != CYG_SHM_MAGIC || c->version != CYG_SHM_VERSION || c->size != size) {
+		munmap(m, win);
 		return -EBADF;
 	}
 	if (cyg__writer_key()) {
-		munmap(m, (size_t)st.st_size);
+		munmap(m, win);
 		return -EAGAIN;
 	}
+	if (!atfork_made) {
+		/* before the child handler below: no window grows across fork */
+		pthread_atfork(cyg__grow_prepare, cyg__grow_release, cyg__grow_release);
+	}
+	cyg__grow_prepare();
 	cyg_base = m;
-	cyg_end = (char *)m + st.st_size;
+	cyg_size = size;
+	__atomic_store_n(&cyg_end, (char *)m + win, __ATOMIC_RELEASE);
+	cyg__grow_release();
 	cyg_ctl = c;
 	cyg_use_tsc = !!(c->flags & CYG_F_TSC);
 	cyg_timeline = !!(c->flags & CYG_F_TIMELINE);
@@ -148,6 +159,8 @@ static int map_fd(int fd)
 	cyg_noclock = !!(c->flags & CYG_F_NOCLOCK) && !cyg_timeline;
 	cyg_ring_mask = c->ring_words - 1;
 	cyg_max_depth = c->max_depth;
+	/* what other processes of the run allocated already */
+	cyg__cover_all();
 	cyg_proc_off = cyg__register_proc(0, cyg_now());
 	if (!atfork_made) {
 		pthread_atfork(NULL, NULL, cyg__atfork_child);
@@ -236,12 +249,16 @@ static uint32_t nseeds; /* entries ever used (release-stored) */
  * at anything else, a gid of the earlier mapping that may lie past the end
  * of this one.  The earlier collector is done with those writers: their
  * top frame becomes the root, naming the null node. */
-static void forget_writers(char *obase, uint64_t oproc)
+static void forget_writers(char *obase, char *oend, uint64_t oproc)
 {
 	const struct cyg_ctl *oc = (const struct cyg_ctl *)(void *)obase;
 	uint32_t pid = (uint32_t)getpid();
 
 	for (uint64_t off = __atomic_load_n(&oc->threads_off, __ATOMIC_ACQUIRE); off;) {
+		/* past the earlier window: another process's writer, which
+		 * this one never mapped (nor its list after it) */
+		if (off + sizeof(struct cyg_thread) > (uint64_t)(oend - obase))
+			break;
 		struct cyg_thread *t = (struct cyg_thread *)(void *)(obase + off);
 		off = t->next;
 		if (t->pid != pid || t->proc_off != oproc)
@@ -316,8 +333,12 @@ int cygprof_attach_fd(int fd)
 		errno = saved;
 		return r;
 	}
-	if (prev == CYG_STATE_DETACHED && cyg_end - cyg_base < oend - obase)
-		forget_writers(obase, oproc);
+	/* The earlier writers' gids lie below the earlier window's end: the
+	 * new window covers that far, unless the new mapping is smaller (or
+	 * cannot be mapped so far), then their top frames are forgotten. */
+	if (prev == CYG_STATE_DETACHED &&
+	    ((uint64_t)(oend - obase) > cyg_size || cyg__cover((uint64_t)(oend - obase))))
+		forget_writers(obase, oend, oproc);
 	close(fd); /* the mapping holds the memfd; an exec'd image would not use it */
 	cyg_attached_late = 1;
 	cygprof_attach_boottime = boot_ns();
@@ -394,6 +415,8 @@ static void detach_writers(void)
 {
 	uint32_t pid = (uint32_t)getpid();
 	uint64_t now = cyg_now(), off;
+
+	cyg__cover_all(); /* the list holds other processes' writers too */
 
 	for (off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE); off;) {
 		struct cyg_thread *t = AT(off);
