@@ -201,9 +201,14 @@ static void runtime_state_addr(struct attach_target *t)
 		e = open_elf(t->runtime, &fd);
 	if (!e)
 		return;
-	if (load_bias(e, t->runtime_base, &bias) == 0 &&
-	    (v = dynsym_value_type(e, "cygprof_attach_state", STT_OBJECT)))
-		t->state_addr = bias + v;
+	if (load_bias(e, t->runtime_base, &bias) == 0) {
+		if ((v = dynsym_value_type(e, "cygprof_attach_state", STT_OBJECT)))
+			t->state_addr = bias + v;
+		if ((v = dynsym_value_type(e, "cygprof_attach_collector", STT_OBJECT)))
+			t->collector_addr = bias + v;
+		if ((v = dynsym_value_type(e, "cygprof_attach_boottime", STT_OBJECT)))
+			t->boottime_addr = bias + v;
+	}
 	close_elf(e, fd);
 }
 
@@ -350,7 +355,9 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 		s = dynsym_value(e, "__libc_dlsym");
 	uint64_t o = dynsym_value(e, "open"), m = dynsym_value(e, "mmap"),
 		 u = dynsym_value(e, "munmap"), de = dynsym_value(e, "dlerror"),
-		 cl = dynsym_value(e, "close");
+		 cl = dynsym_value(e, "close"), he = dynsym_value(e, "__cyg_profile_func_enter"),
+		 hx = dynsym_value(e, "__cyg_profile_func_exit"), so = dynsym_value(e, "socket"),
+		 co = dynsym_value(e, "connect"), rm = dynsym_value(e, "recvmsg");
 	close_elf(e, fd);
 	if (!v || !s)
 		return attach_fail(err, errlen, "attach: no dlopen in %s of process %d", t->libc, (int)pid);
@@ -361,6 +368,11 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	t->munmap_addr = u ? t->libc_base + u : 0;
 	t->dlerror_addr = de ? t->libc_base + de : 0;
 	t->close_addr = cl ? t->libc_base + cl : 0;
+	t->socket_addr = so ? t->libc_base + so : 0;
+	t->connect_addr = co ? t->libc_base + co : 0;
+	t->recvmsg_addr = rm ? t->libc_base + rm : 0;
+	t->libc_hook[0] = he ? t->libc_base + he : 0;
+	t->libc_hook[1] = hx ? t->libc_base + hx : 0;
 	if (t->runtime[0])
 		runtime_state_addr(t);
 	return 0;
@@ -443,21 +455,68 @@ int attach_allowed(pid_t pid, const char *scope_path, char *err, size_t errlen)
 	return 0;
 }
 
-int attach_runtime_state(const struct attach_target *t, int32_t *state)
+/* n bytes at addr of process pid's memory. */
+static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t n)
 {
 	char p[64];
 	int fd;
-	ssize_t n;
+	ssize_t got;
 
-	if (!t->state_addr)
+	if (!addr)
 		return -1;
-	snprintf(p, sizeof p, "/proc/%d/mem", (int)t->pid);
+	snprintf(p, sizeof p, "/proc/%d/mem", (int)pid);
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	n = pread(fd, state, sizeof *state, (off_t)t->state_addr);
+	got = pread(fd, buf, n, (off_t)addr);
 	close(fd);
-	return n == (ssize_t)sizeof *state ? 0 : -1;
+	return got == (ssize_t)n ? 0 : -1;
+}
+
+int attach_runtime_state(const struct attach_target *t, int32_t *state)
+{
+	return read_mem(t->pid, t->state_addr, state, sizeof *state);
+}
+
+int attach_attacher_gone(const char *proc, pid_t pid, unsigned long long boot_ns)
+{
+	char p[PATH_MAX], buf[1024], *q;
+	unsigned long long start;
+	long tck = sysconf(_SC_CLK_TCK);
+	int fd;
+	ssize_t n;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(p, sizeof p, "%s/%d/stat", proc, (int)pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 1; /* it went between the open and the read */
+	buf[n] = 0;
+	/* after the command's closing parenthesis: state (field 3), then
+	 * starttime is field 22 */
+	q = strrchr(buf, ')');
+	if (!q || q[1] != ' ')
+		return 0;
+	q += 2;
+	if (*q == 'Z' || *q == 'X')
+		return 1;
+	for (int field = 3; field < 22; field++) {
+		q = strchr(q, ' ');
+		if (!q)
+			return 0;
+		q++;
+	}
+	if (sscanf(q, "%llu", &start) != 1 || tck <= 0)
+		return 0;
+	/* starttime is in clock ticks: a process that started after the
+	 * attach (by more than one tick) is not the attacher */
+	return start * (1000000000ULL / (unsigned long long)tck) >
+	       boot_ns + 1000000000ULL / (unsigned long long)tck;
 }
 
 int attach_check(pid_t pid, struct attach_target *t, char *err, size_t errlen)
@@ -474,9 +533,16 @@ int attach_check(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	if (t->profiled) {
 		/* a runtime mapped and detached from an earlier attach may be
 		 * attached again; one started by record or attached now not */
-		int32_t state = -1;
+		int32_t state = -1, by = 0;
+		unsigned long long since = 0;
 		if (!attach_runtime_state(t, &state) && state == 2 && !strstr(t->runtime, "-mem.so"))
 			t->reattach = 1;
+		else if (state == 1 && !read_mem(pid, t->collector_addr, &by, sizeof by) && by > 0 &&
+			 !read_mem(pid, t->boottime_addr, &since, sizeof since) &&
+			 attach_attacher_gone("/proc", by, since))
+			/* attached by a cygprof that died without detaching
+			 * (killed): the runtime checks again (its mutex) */
+			t->reattach = 1, t->dead_attacher = by;
 		else
 			return attach_fail(err, errlen,
 				    "attach: process %d is already being profiled by cygprof",

@@ -28,17 +28,29 @@ struct attach_target {
 	uint64_t dlopen_addr;  /* run-time address of dlopen in the target */
 	uint64_t dlsym_addr;
 	uint64_t open_addr, mmap_addr, munmap_addr, dlerror_addr, close_addr; /* 0: none */
+	uint64_t socket_addr, connect_addr, recvmsg_addr; /* 0: none */
+	uint64_t libc_hook[2]; /* libc's empty __cyg_profile_func_enter, _exit (0: none) */
 	int profiled;          /* a cygprof runtime is mapped already */
 	char runtime[PATH_MAX]; /* that runtime's path ("" when none) */
 	uint64_t runtime_base; /* start of its offset-0 mapping */
 	uint64_t state_addr;   /* its cygprof_attach_state (0: it has none) */
-	int reattach;          /* that runtime is detached (state 2): attach it again */
+	uint64_t collector_addr; /* its cygprof_attach_collector, cygprof_attach_boottime */
+	uint64_t boottime_addr;  /* (0: it has none) */
+	int reattach;          /* that runtime is detached (state 2), or its attacher
+				* died without detaching: attach it again */
+	pid_t dead_attacher;   /* that attacher (0: none) */
 };
 
 /* Read the mapped runtime's cygprof_attach_state through /proc/PID/mem
  * (0 never attached, 1 attached, 2 detached).  Returns 0, or -1 when there
  * is no such runtime or variable, or it cannot be read. */
 int attach_runtime_state(const struct attach_target *t, int32_t *state);
+
+/* Whether process pid, which attached a runtime at boot_ns
+ * (CLOCK_BOOTTIME ns, the runtime's cygprof_attach_boottime), is gone: no
+ * such process, a zombie, or one started after that (its pid reused).
+ * proc is "/proc" (tests name another tree). */
+int attach_attacher_gone(const char *proc, pid_t pid, unsigned long long boot_ns);
 
 /* Fill *t for process pid from /proc/PID/{exe,maps} and the ELF files.
  * Returns 0, or -1 with one line in err (no such process, not x86-64,

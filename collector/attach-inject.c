@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -444,6 +446,156 @@ size_t attach_walk(struct attach_session *s, const struct user_regs_struct *r, u
 	return n;
 }
 
+/* ---- descriptors for a process of another user ---------------------- */
+
+/* Where pass_fds() puts its structures in the scratch memory (the strings
+ * of attach_begin() come first, the seed lists at the half). */
+#define PASS_OFF (INJECT_SCRATCH / 4)
+
+/* The target could not open /proc/COLLECTOR/fd/N: it may not look into a
+ * process of another user (cygprof run as root, the program as someone
+ * else).  It connects instead to an abstract unix socket of ours (a random
+ * name; we accept only a peer whose SO_PEERCRED pid is the target) and
+ * receives the memfd and the runtime's file (rt_fd) with SCM_RIGHTS, so it
+ * needs no access to our files or to our process.  *tfd, *trt: the
+ * descriptors in the target.  Returns 0, or -1 with err. */
+static int pass_fds(struct attach_session *s, int shm_fd, int rt_fd, int *tfd, int *trt,
+		    char *err, size_t errlen)
+{
+	const struct attach_target *t = s->t;
+	struct pass {
+		struct sockaddr_un sun;
+		struct msghdr msg;
+		struct iovec iov;
+		char byte;
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(2 * sizeof(int))];
+		} c;
+	} m;
+	uint64_t base = s->scratch + PASS_OFF, ret, a[6] = {0};
+	int lfd = -1, conn = -1, sfd = -1, rc = -1;
+	socklen_t len;
+
+	_Static_assert(PASS_OFF + sizeof(struct pass) <= INJECT_SCRATCH / 2, "scratch layout");
+	if (!t->socket_addr || !t->connect_addr || !t->recvmsg_addr || !t->close_addr)
+		return attach_fail(err, errlen, "attach: process %d cannot open cygprof's shared "
+				   "memory, and %s has no socket calls", (int)t->pid, t->libc);
+	memset(&m, 0, sizeof m);
+	m.sun.sun_family = AF_UNIX;
+	snprintf(m.sun.sun_path + 1, sizeof m.sun.sun_path - 1, "cygprof-attach-%d-%llx",
+		 (int)getpid(), (unsigned long long)mono_ns());
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(m.sun.sun_path + 1));
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&m.sun, len) < 0 || listen(lfd, 4) < 0) {
+		attach_fail(err, errlen, "attach: cannot make a socket for process %d: %s", (int)t->pid,
+			    strerror(errno));
+		goto out;
+	}
+	/* the target's addresses of its own structures */
+	m.msg.msg_iov = (struct iovec *)(uintptr_t)(base + offsetof(struct pass, iov));
+	m.msg.msg_iovlen = 1;
+	m.msg.msg_control = (void *)(uintptr_t)(base + offsetof(struct pass, c));
+	m.msg.msg_controllen = sizeof m.c;
+	m.iov.iov_base = (void *)(uintptr_t)(base + offsetof(struct pass, byte));
+	m.iov.iov_len = 1;
+	if (attach_mem_write(s, base, &m, sizeof m) < 0) {
+		attach_fail(err, errlen, "attach: cannot write into process %d", (int)t->pid);
+		goto out;
+	}
+	if (call0(s, "socket", t->socket_addr, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, &ret, err,
+		  errlen) < 0)
+		goto out;
+	if ((int)ret < 0) {
+		attach_fail(err, errlen, "attach: process %d cannot make a socket", (int)t->pid);
+		goto out;
+	}
+	sfd = (int)ret;
+	if (call0(s, "connect", t->connect_addr, (uint64_t)sfd, base + offsetof(struct pass, sun),
+		  len, &ret, err, errlen) < 0)
+		goto out;
+	if ((int)ret < 0) {
+		attach_fail(err, errlen, "attach: process %d cannot connect to cygprof's socket "
+			    "(another network namespace?)", (int)t->pid);
+		goto out;
+	}
+	/* the connection waits in the backlog: only the target's is taken */
+	for (;;) {
+		struct ucred cr;
+		socklen_t cl = sizeof cr;
+		conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (conn < 0) {
+			attach_fail(err, errlen, "attach: process %d did not connect to cygprof's socket",
+				    (int)t->pid);
+			goto out;
+		}
+		if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 && cr.pid == t->pid)
+			break;
+		close(conn);
+	}
+	{
+		struct msghdr mh;
+		struct iovec io = {.iov_base = &m.byte, .iov_len = 1};
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(2 * sizeof(int))];
+		} cb;
+		int fds[2] = {shm_fd, rt_fd};
+		memset(&mh, 0, sizeof mh);
+		memset(&cb, 0, sizeof cb);
+		mh.msg_iov = &io;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cb.buf;
+		mh.msg_controllen = sizeof cb.buf;
+		struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof fds);
+		memcpy(CMSG_DATA(h), fds, sizeof fds);
+		if (sendmsg(conn, &mh, MSG_NOSIGNAL) != 1) {
+			attach_fail(err, errlen, "attach: cannot send to process %d: %s", (int)t->pid,
+				    strerror(errno));
+			goto out;
+		}
+	}
+	a[0] = (uint64_t)sfd, a[1] = base + offsetof(struct pass, msg), a[2] = MSG_CMSG_CLOEXEC;
+	if (call(s, "recvmsg", t->recvmsg_addr, a, &ret, err, errlen) < 0)
+		goto out;
+	if (ret != 1 || attach_mem_read(s, base + offsetof(struct pass, c), &m.c, sizeof m.c) < 0 ||
+	    m.c.h.cmsg_level != SOL_SOCKET || m.c.h.cmsg_type != SCM_RIGHTS ||
+	    m.c.h.cmsg_len != CMSG_LEN(2 * sizeof(int))) {
+		attach_fail(err, errlen, "attach: process %d did not receive cygprof's shared memory",
+			    (int)t->pid);
+		goto out;
+	}
+	int got[2];
+	memcpy(got, CMSG_DATA(&m.c.h), sizeof got);
+	*tfd = got[0];
+	*trt = got[1];
+	rc = 0;
+out:
+	if (sfd >= 0 && !s->gone) {
+		char e2[8];
+		call0(s, "close", t->close_addr, (uint64_t)sfd, 0, 0, &ret, e2, sizeof e2);
+	}
+	if (conn >= 0)
+		close(conn);
+	if (lfd >= 0)
+		close(lfd);
+	return rc;
+}
+
+/* The runtime's file for pass_fds(): where the target sees it (its root). */
+static int open_runtime(const struct attach_session *s)
+{
+	char p[PATH_MAX + 32];
+	int fd;
+
+	snprintf(p, sizeof p, "/proc/%d/root%s", (int)s->t->pid, s->runtime);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : open(s->runtime, O_RDONLY | O_CLOEXEC);
+}
+
 /* ---- the session ------------------------------------------------------- */
 
 static void cleanup(struct attach_session *s)
@@ -499,7 +651,7 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 					     "__cyg_profile_func_exit", "cygprof_attach_state"};
 	uint64_t ret, a[6], *seeds = NULL;
 	size_t *nseeds = NULL, i;
-	int rc = -1, attached = 0, tfd = -1;
+	int rc = -1, attached = 0, tfd = -1, trt = -1;
 
 	memset(s, 0, sizeof *s);
 	s->t = t;
@@ -573,14 +725,35 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 	if (call0(s, "open", t->open_addr, SCR(fdpath), O_RDWR | O_CLOEXEC, 0, &ret, err, errlen) <
 	    0)
 		goto out;
-	if ((int)ret < 0) {
-		attach_fail(err, errlen, "attach: process %d cannot open cygprof's shared memory (%s)",
-		     (int)t->pid, str.fdpath);
-		goto out;
-	}
 	tfd = (int)ret;
+	if (tfd < 0) {
+		/* a process of another user: the descriptors come by a socket,
+		 * the runtime is loaded from the one received */
+		int rt = open_runtime(s);
+		if (rt < 0) {
+			attach_fail(err, errlen, "attach: cannot open %s: %s", s->runtime,
+				    strerror(errno));
+			goto out;
+		}
+		int prc = pass_fds(s, shm_fd, rt, &tfd, &trt, err, errlen);
+		close(rt);
+		if (prc < 0)
+			goto out;
+		snprintf(str.runtime, sizeof str.runtime, "/proc/self/fd/%d", trt);
+		if (attach_mem_write(s, SCR(runtime), str.runtime, strlen(str.runtime) + 1) < 0) {
+			attach_fail(err, errlen, "attach: cannot write into process %d", (int)t->pid);
+			goto out;
+		}
+	}
 	if (call0(s, "dlopen", t->dlopen_addr, SCR(runtime), RTLD_NOW, 0, &ret, err, errlen) < 0)
 		goto out;
+	if (trt >= 0) {
+		/* loaded (or not): the mapping keeps the file */
+		char e2[8];
+		uint64_t r2;
+		if (call0(s, "close", t->close_addr, (uint64_t)trt, 0, 0, &r2, e2, sizeof e2) == 0)
+			trt = -1;
+	}
 	s->handle = ret;
 	if (!s->handle) {
 		char why[256] = "";
@@ -643,9 +816,14 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 		s->slot[s->nslots++] = t->lib_enter[i];
 		s->slot[s->nslots++] = t->lib_exit[i];
 	}
-	for (i = 0; i < s->nslots; i++)
+	for (i = 0; i < s->nslots; i++) {
 		if (attach_mem_read(s, s->slot[i], &s->old[i], 8) < 0)
 			break;
+		/* pointed at the runtime by an attacher that died without
+		 * putting them back: at the detach, libc's empty hooks */
+		if (s->old[i] == (i & 1 ? s->fn_exit : s->fn_enter) && t->libc_hook[i & 1])
+			s->old[i] = t->libc_hook[i & 1];
+	}
 	size_t done = 0;
 	if (i == s->nslots)
 		for (; done < s->nslots; done++)
@@ -670,6 +848,10 @@ out:
 		/* the runtime did not take the mapping: nothing of it stays */
 		char e2[8];
 		call0(s, "close", t->close_addr, (uint64_t)tfd, 0, 0, &ret, e2, sizeof e2);
+	}
+	if (trt >= 0 && !s->gone) {
+		char e2[8];
+		call0(s, "close", t->close_addr, (uint64_t)trt, 0, 0, &ret, e2, sizeof e2);
 	}
 	if (s->scratch && !s->gone) {
 		char e2[8];

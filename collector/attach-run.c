@@ -212,9 +212,14 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	if (duration_ns)
 		a.deadline_ns = start_ns + duration_ns;
 	(void)cygprof_capture_publish(c.cap);
-	if (!o.quiet)
-		fprintf(stderr, "cygprof: attached to process %d (%s)%s\n", (int)t->pid, t->exe,
-			duration_ns ? "" : "; Ctrl-C to detach");
+	if (!o.quiet) {
+		char was[96] = "";
+		if (t->dead_attacher)
+			snprintf(was, sizeof was, ", taken over from cygprof process %d, which died",
+				 (int)t->dead_attacher);
+		fprintf(stderr, "cygprof: attached to process %d (%s)%s%s\n", (int)t->pid, t->exe,
+			was, duration_ns ? "" : "; Ctrl-C to detach");
+	}
 
 	collector_poll(&c, 0);
 	uint64_t end_ns = collector_mono_ns();

@@ -12,6 +12,11 @@
  * writer").  Runs inside the traced program, on cold paths only.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "cyg-lock.h"
 #include "cyg-cold.h"
 
@@ -32,13 +37,138 @@ uint64_t cyg__area_alloc(uint64_t size)
 	size = (size + 63) & ~63ULL;
 	do {
 		off = (cur + 63) & ~63ULL;
-		if (off + size > cyg_ctl->size || off + size < off) {
+		if (off + size > cyg_size || off + size < off) {
 			__atomic_add_fetch(&cyg_ctl->oom, 1, __ATOMIC_RELAXED);
 			return 0;
 		}
 	} while (!__atomic_compare_exchange_n(&cyg_ctl->alloc_off, &cur, off + size, 1,
 					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	if (cyg__cover(off + size) < 0) {
+		/* allocated in the mapping, but this process cannot reach it */
+		__atomic_add_fetch(&cyg_ctl->oom, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
 	return off;
+}
+
+void cyg__area_trim(uint64_t off, uint64_t size, uint64_t used)
+{
+	uint64_t end = off + ((size + 63) & ~63ULL);
+
+	__atomic_compare_exchange_n(&cyg_ctl->alloc_off, &end, off + ((used + 63) & ~63ULL), 0,
+				    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/* ---- the window ---------------------------------------------------------- */
+
+uint64_t cyg_size;
+/* The thread growing the window (its cyg_tls address), or 0. */
+static uintptr_t growing;
+
+static uint64_t win_round(uint64_t need)
+{
+	uint64_t want = need + need / 8;
+
+	want = (want + CYG_WIN_STEP - 1) & ~(CYG_WIN_STEP - 1);
+	return want < cyg_size ? want : cyg_size;
+}
+
+int cyg__cover(uint64_t end)
+{
+	uintptr_t me = (uintptr_t)&cyg_tls, none;
+
+	if (LIKELY(cyg_base + end <= __atomic_load_n(&cyg_end, __ATOMIC_ACQUIRE)))
+		return 0;
+	if (end > cyg_size)
+		return -1;
+	for (;;) {
+		none = 0;
+		if (__atomic_compare_exchange_n(&growing, &none, me, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			break;
+		if (none == me)
+			return -1; /* a signal handler interrupted our own growth */
+		sched_yield();
+		if (cyg_base + end <= __atomic_load_n(&cyg_end, __ATOMIC_ACQUIRE))
+			return 0;
+	}
+	/* Only the holder of `growing` changes the window, and a fork waits
+	 * for it (cyg__grow_prepare), so cyg_end is the mapping's true end:
+	 * mremap() without MREMAP_MAYMOVE grows it in place or fails (the
+	 * addresses after it are taken, or RLIMIT_AS), never moves it. */
+	char *cur = cyg_end;
+	int r = 0;
+	if (cyg_base + end > cur) {
+		uint64_t have = (uint64_t)(cur - cyg_base), want = win_round(end);
+		if (mremap(cyg_base, have, want, 0) == MAP_FAILED)
+			r = -1;
+		else
+			__atomic_store_n(&cyg_end, cyg_base + want, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&growing, 0, __ATOMIC_RELEASE);
+	return r;
+}
+
+int cyg__cover_all(void)
+{
+	return cyg__cover(__atomic_load_n(&cyg_ctl->alloc_off, __ATOMIC_ACQUIRE));
+}
+
+void cyg__grow_prepare(void)
+{
+	uintptr_t me = (uintptr_t)&cyg_tls, none;
+
+	for (;;) {
+		none = 0;
+		if (__atomic_compare_exchange_n(&growing, &none, me, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED) ||
+		    none == me)
+			return;
+		sched_yield();
+	}
+}
+
+void cyg__grow_release(void)
+{
+	__atomic_store_n(&growing, 0, __ATOMIC_RELEASE);
+}
+
+/* Where the window goes.  A range of the whole size is reserved once to
+ * find room (PROT_NONE, nothing committed), the window mapped over its
+ * start and the rest given back: later mappings of the program come
+ * from the other end of that room (the kernel fills address space from
+ * the top down), so the window can grow as far as the collector's mapping
+ * goes before the program has mapped as much.  On x86-64 the reservation
+ * is first asked for far below where the kernel puts mappings (32 TiB,
+ * plus a random part: not a fixed address), else wherever the kernel
+ * likes.  Under an address-space limit that leaves no room for the
+ * reservation, the window alone is mapped, at the same hint. */
+void *cyg__map_window(int fd, uint64_t size, uint64_t win)
+{
+	const int prot = PROT_READ | PROT_WRITE;
+	char *hint = NULL, *p;
+	void *m;
+
+#if defined(__x86_64__)
+	uint64_t rnd = cyg__mono() ^ (uint64_t)(uintptr_t)&rnd ^ ((uint64_t)getpid() << 20);
+	rnd = (rnd * 0x9e3779b97f4a7c15ULL) >> 50; /* 14 bits: a GiB step in 16 TiB */
+	hint = (char *)(uintptr_t)((32ULL << 40) + (rnd << 30)); /* 32..48 TiB */
+#endif
+	p = mmap(hint, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED && hint)
+		p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return mmap(hint, win, prot, MAP_SHARED, fd, 0);
+	m = mmap(p, win, prot, MAP_SHARED | MAP_FIXED, fd, 0);
+	if (m == MAP_FAILED) {
+		int e = errno;
+		munmap(p, size);
+		errno = e;
+		return MAP_FAILED;
+	}
+	if (size > win)
+		munmap(p + win, size - win);
+	return m;
 }
 
 /* Take a block from a free list (lock held); the first word links the list. */
@@ -72,6 +202,12 @@ void cyg__reuse(uint64_t *stack, uint32_t *cap, uint64_t *ring, int want_ring)
 {
 	if (cyg__lock())
 		return;
+	/* the lists hold what other processes gave back, anywhere below
+	 * alloc_off */
+	if (cyg__cover_all()) {
+		cyg__unlock();
+		return;
+	}
 	*stack = list_pop(&cyg_ctl->free_stacks);
 	if (*stack)
 		*cap = (uint32_t)((uint64_t *)AT(*stack))[1];

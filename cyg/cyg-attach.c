@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cyg-attach.h"
@@ -40,7 +41,7 @@ static int mem_started; /* the callbacks' mem_attach ran, or runs */
 int cyg_state;               /* 0 not tried, -2 attaching, 1 attached, -1 disabled */
 static int ctor_done;         /* our constructor ran: a missing environment is final */
 unsigned cyg_gen = 1;         /* one more at each attach after a detach */
-char *cyg_end;                /* the end of the mapping at cyg_base */
+char *cyg_end;                /* the end of the window mapped at cyg_base */
 int cyg_attached_late;        /* cygprof_attach_fd() attached us, not the environment */
 
 /* ---- attaching to the collector ---------------------------------------- */
@@ -111,35 +112,46 @@ static int map_fd(int fd)
 {
 	static int atfork_made;
 	struct stat st;
+	uint64_t size, win;
 	void *m;
 
 	if (fstat(fd, &st) < 0 || st.st_size < (off_t)CYG_AREA_OFF)
 		return -EBADF;
-	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	size = (uint64_t)st.st_size;
+	/* Only a window of it: the program's RLIMIT_AS counts what we map
+	 * (cyg-cold.h); it grows as the run needs, in place. */
+	win = CYG_WIN_STEP < size ? CYG_WIN_STEP : size;
+	m = cyg__map_window(fd, size, win);
 	if (m == MAP_FAILED) {
 		/* Not silently: this process is not recorded (e.g. it lowered
-		 * its own ulimit -v below the mapping's size). */
+		 * its own ulimit -v below what it maps already). */
 		char msg[200];
 		int e = errno, n = snprintf(msg, sizeof msg,
-					    "cygprof: process %d is not recorded: cannot map %llu MiB "
-					    "of shared memory (%s); record with a smaller --shm-size\n",
-					    (int)getpid(), (unsigned long long)st.st_size >> 20,
-					    strerror(e));
+					    "cygprof: process %d is not recorded: cannot map "
+					    "cygprof's shared memory (%s)\n",
+					    (int)getpid(), strerror(e));
 		if (n > 0)
 			(void)!write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
 		return -ENOMEM;
 	}
 	struct cyg_ctl *c = m;
-	if (c->magic != CYG_SHM_MAGIC || c->version != CYG_SHM_VERSION) {
-		munmap(m, (size_t)st.st_size);
+	if (c->magic != CYG_SHM_MAGIC || c->version != CYG_SHM_VERSION || c->size != size) {
+		munmap(m, win);
 		return -EBADF;
 	}
 	if (cyg__writer_key()) {
-		munmap(m, (size_t)st.st_size);
+		munmap(m, win);
 		return -EAGAIN;
 	}
+	if (!atfork_made) {
+		/* before the child handler below: no window grows across fork */
+		pthread_atfork(cyg__grow_prepare, cyg__grow_release, cyg__grow_release);
+	}
+	cyg__grow_prepare();
 	cyg_base = m;
-	cyg_end = (char *)m + st.st_size;
+	cyg_size = size;
+	__atomic_store_n(&cyg_end, (char *)m + win, __ATOMIC_RELEASE);
+	cyg__grow_release();
 	cyg_ctl = c;
 	cyg_use_tsc = !!(c->flags & CYG_F_TSC);
 	cyg_timeline = !!(c->flags & CYG_F_TIMELINE);
@@ -147,6 +159,8 @@ static int map_fd(int fd)
 	cyg_noclock = !!(c->flags & CYG_F_NOCLOCK) && !cyg_timeline;
 	cyg_ring_mask = c->ring_words - 1;
 	cyg_max_depth = c->max_depth;
+	/* what other processes of the run allocated already */
+	cyg__cover_all();
 	cyg_proc_off = cyg__register_proc(0, cyg_now());
 	if (!atfork_made) {
 		pthread_atfork(NULL, NULL, cyg__atfork_child);
@@ -213,6 +227,8 @@ __attribute__((constructor(101))) static void cyg_init(void)
 /* ---- attaching to a running program (cyg-attach.h, docs/attach.md) ----- */
 
 int cygprof_attach_state;
+int cygprof_attach_collector;
+unsigned long long cygprof_attach_boottime;
 
 /* Thread ids waiting for their first hook, with the frames to start their
  * shadow stacks with (CYGPROF_ATTACH_SEED_MAX function addresses, in the
@@ -233,12 +249,16 @@ static uint32_t nseeds; /* entries ever used (release-stored) */
  * at anything else, a gid of the earlier mapping that may lie past the end
  * of this one.  The earlier collector is done with those writers: their
  * top frame becomes the root, naming the null node. */
-static void forget_writers(char *obase, uint64_t oproc)
+static void forget_writers(char *obase, char *oend, uint64_t oproc)
 {
 	const struct cyg_ctl *oc = (const struct cyg_ctl *)(void *)obase;
 	uint32_t pid = (uint32_t)getpid();
 
 	for (uint64_t off = __atomic_load_n(&oc->threads_off, __ATOMIC_ACQUIRE); off;) {
+		/* past the earlier window: another process's writer, which
+		 * this one never mapped (nor its list after it) */
+		if (off + sizeof(struct cyg_thread) > (uint64_t)(oend - obase))
+			break;
 		struct cyg_thread *t = (struct cyg_thread *)(void *)(obase + off);
 		off = t->next;
 		if (t->pid != pid || t->proc_off != oproc)
@@ -249,17 +269,48 @@ static void forget_writers(char *obase, uint64_t oproc)
 	}
 }
 
+static void detach_writers(void);
+
+/* CLOCK_BOOTTIME in ns: comparable with a process's start time in
+ * /proc/PID/stat, which the next attacher reads to tell our collector from
+ * a process that got its pid after it died. */
+static unsigned long long boot_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &ts))
+		return 0;
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
 int cygprof_attach_fd(int fd)
 {
 	int saved = errno, prev = __atomic_load_n(&cyg_state, __ATOMIC_SEQ_CST), r;
 
-	if (prev > 0 || prev == -2)
+	if (prev == -2)
 		return -EBUSY;
 	if (fd < 0)
 		return -EBADF;
-	if (!__atomic_compare_exchange_n(&cyg_state, &prev, -2, 0, __ATOMIC_SEQ_CST,
-					 __ATOMIC_SEQ_CST))
+	if (prev > 0) {
+		/* Attached by an earlier cygprof_attach_fd() whose collector
+		 * died without detaching (SIGKILL): the hooks still reach us
+		 * and drop everything (collector_gone).  Detach for it (its
+		 * threads are stopped by the new attacher), then attach as
+		 * after a detach.  A live collector, or one that started the
+		 * program (the environment), keeps the process. */
+		if (!cyg_attached_late || !cyg__collector_dead(0))
+			return -EBUSY;
+		if (!__atomic_compare_exchange_n(&cyg_state, &prev, -2, 0, __ATOMIC_SEQ_CST,
+						 __ATOMIC_SEQ_CST))
+			return -EBUSY;
+		detach_writers();
+		__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_DETACHED, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&cygprof_attach_collector, 0, __ATOMIC_SEQ_CST);
+		prev = CYG_STATE_DETACHED;
+	} else if (!__atomic_compare_exchange_n(&cyg_state, &prev, -2, 0, __ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST)) {
 		return -EBUSY;
+	}
 	if (prev == CYG_STATE_DETACHED) {
 		/* Attached again (no hook runs: the slots are the original
 		 * ones).  What belongs to the earlier mapping is forgotten:
@@ -282,10 +333,16 @@ int cygprof_attach_fd(int fd)
 		errno = saved;
 		return r;
 	}
-	if (prev == CYG_STATE_DETACHED && cyg_end - cyg_base < oend - obase)
-		forget_writers(obase, oproc);
+	/* The earlier writers' gids lie below the earlier window's end: the
+	 * new window covers that far, unless the new mapping is smaller (or
+	 * cannot be mapped so far), then their top frames are forgotten. */
+	if (prev == CYG_STATE_DETACHED &&
+	    ((uint64_t)(oend - obase) > cyg_size || cyg__cover((uint64_t)(oend - obase))))
+		forget_writers(obase, oend, oproc);
 	close(fd); /* the mapping holds the memfd; an exec'd image would not use it */
 	cyg_attached_late = 1;
+	cygprof_attach_boottime = boot_ns();
+	__atomic_store_n(&cygprof_attach_collector, (int)cyg_ctl->collector_pid, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_ON, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cyg_state, 1, __ATOMIC_SEQ_CST);
 	cyg__calibrate();
@@ -350,19 +407,17 @@ const uint64_t *cyg__seed_take(uint32_t tid, uint32_t *n)
 	return fns;
 }
 
-int cygprof_detach(void)
+/* Close every writer of this process for the collector of the current
+ * mapping and stamp the process's end (cygprof_detach(), or an attach that
+ * finds that collector dead).  Threads are stopped, or the collector is
+ * gone: nothing here writes into a ring or waits for it. */
+static void detach_writers(void)
 {
-	int saved = errno, cur = 1;
 	uint32_t pid = (uint32_t)getpid();
-	uint64_t now, off;
+	uint64_t now = cyg_now(), off;
 
-	if (!__atomic_compare_exchange_n(&cyg_state, &cur, CYG_STATE_DETACHED, 0,
-					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-		return -EINVAL;
-	/* From here on every cold path of the hooks returns at once, and no
-	 * thread gets a writer; the writers that exist are diverted there. */
-	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_DETACHED, __ATOMIC_SEQ_CST);
-	now = cyg_now();
+	cyg__cover_all(); /* the list holds other processes' writers too */
+
 	for (off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE); off;) {
 		struct cyg_thread *t = AT(off);
 		off = t->next;
@@ -384,6 +439,20 @@ int cygprof_detach(void)
 		struct cyg_proc *p = AT(cyg_proc_off);
 		p->end_ts = now;
 	}
+}
+
+int cygprof_detach(void)
+{
+	int saved = errno, cur = 1;
+
+	if (!__atomic_compare_exchange_n(&cyg_state, &cur, CYG_STATE_DETACHED, 0,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return -EINVAL;
+	/* From here on every cold path of the hooks returns at once, and no
+	 * thread gets a writer; the writers that exist are diverted there. */
+	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_DETACHED, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&cygprof_attach_collector, 0, __ATOMIC_SEQ_CST);
+	detach_writers();
 	errno = saved;
 	return 0;
 }

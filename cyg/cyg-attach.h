@@ -42,8 +42,12 @@ enum {
  * and fork() by pthread_atfork(): nothing here needs the runtime to have
  * been preloaded.  After cygprof_detach() it attaches again, to this or
  * another collector's mapping: each thread gets a new writer at its next
- * hook (the earlier mapping stays mapped).  Returns 0, or a negative errno:
- * -EBUSY attached already (or attaching), -EBADF fd is not a mapping of
+ * hook (the earlier mapping stays mapped).  Attached by an earlier call
+ * whose collector died without detaching (killed: the robust mutex it held
+ * in its mapping was released by the kernel), it detaches for it first and
+ * attaches to fd.  Returns 0, or a negative errno:
+ * -EBUSY attached already (by record's environment, or by a collector
+ * that lives) or attaching, -EBADF fd is not a mapping of
  * this runtime's protocol version, -ENOMEM it cannot be mapped. */
 CYGPROF_ATTACH_API int cygprof_attach_fd(int fd);
 
@@ -58,6 +62,16 @@ CYGPROF_ATTACH_API int cygprof_attach_seed(int tid, const unsigned long *fns, un
 
 /* CYGPROF_ATTACH_* */
 CYGPROF_ATTACH_API extern int cygprof_attach_state;
+
+/* While attached by cygprof_attach_fd(): the pid of the collector (as the
+ * mapping names it, 0 otherwise) and when the attach happened
+ * (CLOCK_BOOTTIME ns, the clock of a process's start time in
+ * /proc/PID/stat).  A later attacher reads both through /proc/PID/mem: when
+ * that collector is gone (no such process, a zombie, or a process started
+ * after the attach: its pid was reused), it attaches anyway, and
+ * cygprof_attach_fd() checks again through the mapping's robust mutex. */
+CYGPROF_ATTACH_API extern int cygprof_attach_collector;
+CYGPROF_ATTACH_API extern unsigned long long cygprof_attach_boottime;
 
 /* Stop recording: call after the GOT slots are put back, with the
  * process's other threads stopped.  Every writer of this process is

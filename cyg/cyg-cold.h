@@ -51,6 +51,11 @@ extern unsigned cyg_gen HIDDEN;        /* one more at each attach after a detach
 extern int cyg_attached_late HIDDEN;   /* cygprof_attach_fd() attached us, not the environment */
 extern uint64_t cyg_proc_off HIDDEN;   /* this process image's record */
 
+/* Whether the collector of the mapping died: tries ctl->alive, which it
+ * holds for its whole life, waiting up to ns nanoseconds (0: just looks).
+ * 1 (and ctl->collector_gone set) when it is gone, else 0 (cyg-ring.c). */
+HIDDEN int cyg__collector_dead(long ns) COLD;
+
 /* Attach to the collector's mapping named by the environment, unless
  * tried already (cyg_state).  Returns 0 when attached, else -1. */
 HIDDEN int cyg__attach(void);
@@ -87,8 +92,38 @@ static inline void *cyg_next_sym(const char *name)
 HIDDEN int cyg__lock(void);
 HIDDEN void cyg__unlock(void);
 /* Bump-allocate size bytes (64-aligned) from the mapping, without the
- * lock.  Returns the offset, 0 when full (counted in ctl->oom). */
+ * lock, and map that far (cyg__cover()).  Returns the offset, 0 when full
+ * or when this process cannot map so far (counted in ctl->oom). */
 HIDDEN uint64_t cyg__area_alloc(uint64_t size);
+/* The allocation at off of size bytes used only `used`: give the rest back
+ * when nothing was allocated after it (a maps snapshot, a command line). */
+HIDDEN void cyg__area_trim(uint64_t off, uint64_t size, uint64_t used);
+
+/* ---- this process's window of the mapping (cyg-alloc.c) --------------- */
+
+/* The mapping is not mapped whole in the traced program: the program's
+ * own address-space limit (RLIMIT_AS, which it may lower after it
+ * started) counts every byte mapped, sparse or not.  [cyg_base, cyg_end)
+ * is mapped, at the start of a free range of cyg_size bytes (where one
+ * could be found), and grows in place with mremap() on the cold paths, to
+ * cover what was allocated.  Everything a process reads lies below
+ * ctl->alloc_off, so a walk of the shared lists first covers that. */
+extern uint64_t cyg_size HIDDEN; /* the whole mapping's size (the memfd's) */
+/* Map the window at least up to offset `end` (in place; nothing moves).
+ * Returns 0, or -1 when it cannot: the address space after it is taken,
+ * the limit, or this thread is growing it already (a signal handler). */
+HIDDEN int cyg__cover(uint64_t end);
+/* Cover everything allocated so far (before reading shared lists). */
+HIDDEN int cyg__cover_all(void);
+/* Map the first `win` bytes of fd's size bytes where the rest can follow
+ * in place; returns the address or MAP_FAILED (errno set). */
+HIDDEN void *cyg__map_window(int fd, uint64_t size, uint64_t win);
+/* Fork handlers: no window grows across a fork (pthread_atfork). */
+HIDDEN void cyg__grow_prepare(void);
+HIDDEN void cyg__grow_release(void);
+/* The first window of a mapping of `size` bytes, and each growth's
+ * rounding: at least CYG_WIN_STEP, and an eighth more than needed. */
+#define CYG_WIN_STEP (1ULL << 20)
 /* What ended writers gave back, for a new one, under the lock (nothing
  * changes when it cannot be had): a shadow stack in *stack (0 if none;
  * its capacity in *cap) and, when want_ring, a ring the collector drained

@@ -49,6 +49,7 @@ void cyg__snapshot_maps(struct cyg_proc *p)
 	if (!off)
 		return;
 	len = read_file("/proc/self/maps", AT(off), CYG_MAPS_MAX);
+	cyg__area_trim(off, CYG_MAPS_MAX, len);
 	p->maps_off = off;
 	__atomic_store_n(&p->primed, 0, __ATOMIC_RELEASE); /* new objects to open */
 	__atomic_store_n(&p->maps_len, len, __ATOMIC_RELEASE);
@@ -78,7 +79,8 @@ uint64_t cyg__register_proc(uint64_t parent_off, uint64_t now)
 		return 0;
 	off = cyg__area_alloc(sizeof *p);
 	cmd = cyg__area_alloc(CYG_CMD_MAX);
-	if (!off) {
+	/* the lists below hold what every process of the run registered */
+	if (!off || cyg__cover_all()) {
 		cyg__unlock();
 		return 0;
 	}
@@ -122,6 +124,7 @@ uint64_t cyg__register_proc(uint64_t parent_off, uint64_t now)
 	}
 	if (cmd) {
 		p->cmd_len = read_file("/proc/self/cmdline", AT(cmd), CYG_CMD_MAX);
+		cyg__area_trim(cmd, CYG_CMD_MAX, p->cmd_len);
 		p->cmd_off = cmd;
 	}
 	cyg__snapshot_maps(p);

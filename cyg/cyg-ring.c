@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "cyg-lock.h"
-#include "cyg-private.h"
+#include "cyg-cold.h"
 
 uint64_t cyg__mono(void)
 {
@@ -27,8 +27,9 @@ uint64_t cyg__mono(void)
 
 /* Wait up to ns nanoseconds for the collector to die: it holds ctl->alive
  * for its whole life, so getting the lock (EOWNERDEAD) means it is gone.
- * Returns 1 when it is (and marks it gone for every writer), else 0. */
-static int collector_dead(long ns)
+ * Returns 1 when it is (and marks it gone for every writer), else 0.  With
+ * ns 0 it only looks (the deadline has passed: the lock is tried once). */
+int cyg__collector_dead(long ns)
 {
 	struct timespec dl;
 	int r;
@@ -42,7 +43,7 @@ static int collector_dead(long ns)
 		dl.tv_nsec -= 1000000000L;
 	}
 	r = cyg_lock(&cyg_ctl->alive, NULL, &dl);
-	if (r == -ETIMEDOUT || r == -EINTR)
+	if (r == -ETIMEDOUT || r == -EINTR || r == -EBUSY)
 		return 0;
 	if (r >= 0) {
 		cyg_unlock(&cyg_ctl->alive, NULL);
@@ -79,11 +80,18 @@ static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 		t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
 		if (t->head + need - t->tail_seen <= size)
 			break;
+		/* Detached meanwhile, or attached again after the collector
+		 * died (the writer belongs to the earlier mapping, whose tail
+		 * nobody moves, and cyg_ctl is the new collector's): drop. */
+		if (CYG_DETACHED() || cyg_stale(t)) {
+			t->wait_ticks += cyg_now() - t0;
+			return -1;
+		}
 		if (++spins < 100) {
 			sched_yield();
 			continue;
 		}
-		if (collector_dead(50000)) {
+		if (cyg__collector_dead(50000)) {
 			t->wait_ticks += cyg_now() - t0;
 			return -1;
 		}

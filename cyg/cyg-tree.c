@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <string.h>
 
 #include "cyg-cold.h"
 
@@ -76,19 +77,29 @@ static uint32_t other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t si
 			}
 		}
 	}
-	/* A new (node, site): append it, growing the index past half full. */
+	/* A new (node, site): append it, growing the index past half full,
+	 * and the entries with it (as many as the index has slots, at most
+	 * CYG_SITES_MAX: reserving them all would take 32 MiB of the
+	 * program's address space per thread).  The entries are copied, then
+	 * published (release) before the count that names the new ones: the
+	 * collector reads the count, then the offset. */
 	int saved = errno;
 	if (!t->sites_off || (t->sites_n + 1) * 2 > t->sidx_mask + 1) {
 		uint32_t slots = t->sites_off ? (t->sidx_mask + 1) * 2 : 256;
+		uint32_t cap = slots < CYG_SITES_MAX ? slots : CYG_SITES_MAX;
 		uint64_t sites = t->sites_off, idx;
-		if (!sites)
-			sites = cyg__area_alloc((uint64_t)CYG_SITES_MAX * sizeof(struct cyg_site));
+		if (!sites || cap > t->sidx_mask + 1) {
+			sites = cyg__area_alloc((uint64_t)cap * sizeof(struct cyg_site));
+			if (sites && t->sites_off)
+				memcpy(AT(sites), AT(t->sites_off),
+				       (uint64_t)t->sites_n * sizeof(struct cyg_site));
+		}
 		idx = cyg__area_alloc((uint64_t)slots * sizeof(uint32_t));
 		if (!sites || !idx) {
 			errno = saved;
 			return 0; /* the mapping is full: counted at the node's first site */
 		}
-		t->sites_off = sites;
+		__atomic_store_n(&t->sites_off, sites, __ATOMIC_RELEASE);
 		v = AT(sites);
 		ix = AT(idx);
 		for (uint32_t i = 0; i < t->sites_n; i++)

@@ -96,7 +96,7 @@ HOSTILE static uint64_t rnd(void)
 	return rng;
 }
 
-/* The mapping as /proc/self/maps shows it. */
+/* The mapping: where /proc/self/maps shows it, its size from its control page. */
 HOSTILE static int find_mapping(void)
 {
 	char line[512];
@@ -113,6 +113,11 @@ HOSTILE static int find_mapping(void)
 		break;
 	}
 	fclose(f);
+	/* The runtime maps a window of the mapping that grows as it
+	 * allocates (everything below alloc_off is mapped): "past the end"
+	 * means past the whole mapping's, the collector's bound. */
+	if (base && size >= sizeof(struct cyg_ctl))
+		size = ((struct cyg_ctl *)(void *)base)->size;
 	return base ? 0 : -1;
 }
 

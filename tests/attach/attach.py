@@ -68,6 +68,10 @@ import cygtest  # noqa: E402  (tests/lib: the helpers of every driver)
 from cygtest import Failure, run, expect_error  # noqa: E402
 
 
+class Skip(Exception):
+    """The test cannot run here (exit 77 with the reason)."""
+
+
 def wait_pid(pidfile, proc):
     end = time.monotonic() + 30
     while time.monotonic() < end and proc.poll() is None:
@@ -455,6 +459,222 @@ def test_twice(ck, cyg, example, args):
             p.wait()
 
 
+# ---- attaching to burst: exact counts -------------------------------------
+
+BURST_CALLS = 5000
+BURST_THREADS = 2
+
+
+def start_burst(d, tag, threads=BURST_THREADS, prefix=()):
+    """burst (tests/attach/burst.c) waiting for its rounds: (process, pid, pidfile)."""
+    pidfile = os.path.join(d, 'burst-' + tag)
+    cmd = list(prefix) + [EXAMPLE[0], pidfile, str(BURST_CALLS), str(threads)]
+    print('$ ' + ' '.join(cmd))
+    p = subprocess.Popen(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, universal_newlines=True)
+    return p, wait_pid(pidfile, p), pidfile
+
+
+def burst_go(pidfile, k, proc, wait=True):
+    """Start round k; wait until burst says it is done."""
+    open('%s.go%d' % (pidfile, k), 'w').close()
+    if wait:
+        burst_done(pidfile, k, proc)
+
+
+def burst_done(pidfile, k, proc):
+    end = time.monotonic() + 60
+    while not os.path.exists('%s.done%d' % (pidfile, k)):
+        if proc.poll() is not None:
+            raise Failure('burst ended (%s) in round %d' % (proc.returncode, k))
+        if time.monotonic() > end:
+            raise Failure('burst did not finish round %d' % k)
+        time.sleep(0.005)
+
+
+def finish_burst(ck, p, pidfile, rounds):
+    open(pidfile + '.stop', 'w').close()
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise Failure('burst did not end')
+    ck.eq(p.returncode, 0, 'burst exits normally (stderr %r)' % err)
+    ck.eq(out.strip(), 'burst: done rounds=%d' % rounds, 'burst ran every round')
+
+
+def check_burst_capture(ck, cyg, cap, rounds, threads=BURST_THREADS):
+    """Exactly the calls of `rounds` rounds, on their call paths."""
+    data, _ = cyg.report_json(cap, ck)
+    fns = functions_of(data)
+    ck.eq(fns.get('unit', {}).get('calls', 0), rounds * BURST_CALLS * (threads + 1),
+          'calls of unit(): every call of the attached rounds, no more')
+    ck.eq(fns.get('burst', {}).get('calls', 0), rounds * (threads + 1), 'calls of burst()')
+    arcs = {(x['caller'], x['callee']) for x in data['arcs']}
+    for arc in (('main', 'burst'), ('worker', 'burst'), ('burst', 'unit')):
+        ck.check(arc in arcs, 'arc %s -> %s: %r' % (arc + (sorted(arcs),)))
+    return data
+
+
+def in_ring_wait(pid):
+    """A thread of pid waits in a syscall the runtime's full-ring wait makes
+    (sched_yield or futex: /proc/PID/task/TID/syscall)."""
+    for tid in os.listdir('/proc/%d/task' % pid):
+        try:
+            with open('/proc/%d/task/%s/syscall' % (pid, tid)) as f:
+                nr = f.read().split()[0]
+        except (OSError, IndexError):
+            continue
+        if nr in ('24', '202'):
+            return True
+    return False
+
+
+def test_kill(ck, cyg, example, args):
+    """An attacher SIGKILLed: the program runs on, and the next attach takes
+    it over and records every call exactly."""
+    d = cyg.workdir
+    full = args.test == 'attach-kill-full'
+    p, pid, pf = start_burst(d, 'kill')
+    try:
+        cmd = [cyg.exe, 'record', '--attach', str(pid), '-o', os.path.join(d, 'a.data')]
+        if full:
+            cmd += ['--timeline', '--ring-size', '128']
+        print('$ ' + ' '.join(cmd))
+        a = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, universal_newlines=True)
+        line = a.stderr.readline()
+        if 'attached to process %d' % pid not in line:
+            a.kill()
+            raise Failure('record --attach did not attach: %r' % line)
+        k = 1
+        if full:
+            # the collector stopped: the rings fill and their writers wait
+            # (lossless); then it dies, and they must run on
+            a.send_signal(signal.SIGSTOP)
+            burst_go(pf, k, p, wait=False)
+            end = time.monotonic() + 30
+            while not in_ring_wait(pid):
+                if os.path.exists('%s.done%d' % (pf, k)) or time.monotonic() > end:
+                    a.kill()
+                    raise Failure('no thread of burst waits for the stopped collector')
+                time.sleep(0.005)
+            ck.check(not os.path.exists('%s.done%d' % (pf, k)),
+                     'burst waits while its collector is stopped')
+        else:
+            burst_go(pf, k, p)
+        a.kill()
+        a.wait()
+        print('attacher killed')
+        if full:
+            burst_done(pf, k, p)
+            ck.check(True, 'the writers waiting on a full ring ran on once the collector died')
+        k += 1
+        burst_go(pf, k, p)  # with its attacher dead, burst runs on
+        ck.check(p.poll() is None, 'burst runs on after its attacher died')
+        cap = os.path.join(d, 'b.data')
+        cmd = [cyg.exe, 'record', '--attach', str(pid), '-o', cap]
+        print('$ ' + ' '.join(cmd))
+        b = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, universal_newlines=True)
+        line = b.stderr.readline()
+        if 'attached to process %d' % pid not in line:
+            out, err = b.communicate(timeout=60)
+            raise Failure('the attach after a killed attacher failed (exit %s): %r' %
+                          (b.returncode, line + err))
+        ck.check('taken over from cygprof process %d, which died' % a.pid in line,
+                 'says it took over from the dead attacher: %r' % line)
+        k += 1
+        burst_go(pf, k, p)
+        k += 1
+        burst_go(pf, k, p)
+        b.send_signal(signal.SIGINT)
+        end_bg(ck, b, 'attach after the killed one')
+        check_burst_capture(ck, cyg, cap, 2)
+        # detached properly this time: attached again as usual
+        cap = os.path.join(d, 'c.data')
+        c = attach_bg(cyg, pid, cap, None)
+        k += 1
+        burst_go(pf, k, p)
+        c.send_signal(signal.SIGINT)
+        end_bg(ck, c, 'third attach')
+        check_burst_capture(ck, cyg, cap, 1)
+        finish_burst(ck, p, pf, k)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_user(ck, cyg, example, args):
+    """Root attaches to a process of another user (nobody) and records its
+    calls exactly; nobody cannot attach to root's process (one line)."""
+    import pwd
+    import shutil
+    if os.geteuid() != 0:
+        raise Skip('needs root (attaches to a process of another user)')
+    if not shutil.which('setpriv'):
+        raise Skip('needs setpriv (util-linux) to run a program as nobody')
+    try:
+        nobody = pwd.getpwnam('nobody')
+    except KeyError:
+        raise Skip('no user nobody')
+    as_nobody = ['setpriv', '--reuid=%d' % nobody.pw_uid, '--regid=%d' % nobody.pw_gid,
+                 '--clear-groups']
+    for path in (EXAMPLE[0], cyg.exe):
+        if subprocess.call(as_nobody + ['test', '-x', path]) != 0:
+            raise Skip('nobody cannot run %s (a directory above it is private)' % path)
+    d = os.path.join(cyg.workdir, 'shared')
+    os.chmod(cyg.workdir, 0o755)
+    os.mkdir(d)
+    os.chmod(d, 0o1777)
+
+    p, pid, pf = start_burst(d, 'nobody', prefix=as_nobody)
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            uid = [line.split()[1] for line in f if line.startswith('Uid:')][0]
+        ck.eq(uid, str(nobody.pw_uid), 'the program runs as nobody')
+        cap = os.path.join(cyg.workdir, 'root.data')
+        a = attach_bg(cyg, pid, cap, None)
+        burst_go(pf, 1, p)
+        burst_go(pf, 2, p)
+        a.send_signal(signal.SIGINT)
+        end_bg(ck, a, 'root attached to nobody\'s process')
+        check_burst_capture(ck, cyg, cap, 2)
+        with open('/proc/%d/maps' % pid) as f:
+            maps = f.read()
+        ck.check('/proc/self/fd/' not in maps and 'libcygprof-cyg.so' in maps,
+                 'the runtime is mapped by its own path')
+        # attached again (the runtime detached): the same way
+        cap = os.path.join(cyg.workdir, 'root2.data')
+        a = attach_bg(cyg, pid, cap, None)
+        burst_go(pf, 3, p)
+        a.send_signal(signal.SIGINT)
+        end_bg(ck, a, 'attached again')
+        check_burst_capture(ck, cyg, cap, 1)
+        finish_burst(ck, p, pf, 3)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+    # the other way round: nobody may not attach to root's process
+    p, pid, pf = start_burst(d, 'root')
+    try:
+        cap = os.path.join(d, 'nobody.data')
+        cp = run(as_nobody + [cyg.exe, 'record', '--attach', str(pid), '-o', cap])
+        expect_error(ck, cp, 'nobody attaching to root\'s process', 1)
+        ck.check('belongs to another user' in cp.err, 'says why: %r' % cp.err)
+        ck.check(not os.path.exists(cap), 'the refusal writes nothing')
+        burst_go(pf, 1, p)
+        finish_burst(ck, p, pf, 1)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def test_top(ck, cyg, example, args):
     """cygprof top --attach: the snapshot of the window is the capture's, within 5%
     of the program's own counter, and the program runs on to exit 0."""
@@ -549,7 +769,8 @@ def test_send(ck, cyg, example, args):
 
 TESTS = {'attach-refuse': test_refuse, 'attach-inject': test_inject, 'attach-lib': test_lib,
          'attach-run': test_run, 'attach-twice': test_twice, 'attach-top': test_top,
-         'attach-send': test_send}
+         'attach-send': test_send, 'attach-kill': test_kill, 'attach-kill-full': test_kill,
+         'attach-user': test_user}
 EXAMPLE = []
 
 
@@ -562,7 +783,11 @@ def call(fn, ck, cyg, example, args):
     EXAMPLE[:] = [example]
     if fn is test_refuse and args.plain:
         example = os.path.abspath(args.plain)
-    fn(ck, cyg, example, args)
+    try:
+        fn(ck, cyg, example, args)
+    except Skip as e:
+        print('SKIP %s: %s' % (args.test, e))
+        sys.exit(cygtest.SKIP)
 
 
 def main():

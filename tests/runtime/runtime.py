@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """End-to-end tests of the runtime's hard cases (issue 7): call paths a
 million deep, signal handlers that interrupt the hooks, raw clone()
-children, and a collector that stalls or dies while writers wait for it.
+children, a collector that stalls or dies while writers wait for it, and a
+program that lowers its own address-space limit.
 
 Usage:
   runtime.py --cygprof CYGPROF --example EXE --test NAME [--sanitize B_SANITIZE]
@@ -299,12 +300,48 @@ def test_gone(ck, cyg, example, args):
             pass
 
 
+# --------------------------------------------------------------------------
+# a program that lowers its own RLIMIT_AS
+
+AS_THREADS, AS_CALLS = 8, 10000
+
+
+def test_aslimit(ck, cyg, example, args):
+    """examples/aslower.c lowers RLIMIT_AS to 256 MiB and to 1 GiB, then
+    starts 8 threads: alone and under record it exits 0, and the capture has
+    every call (before: its pthread_create failed under record, which
+    mapped 16 GiB into it)."""
+    for mib, opts in ((256, []), (256, ['--timeline']), (1024, [])):
+        argv = [str(mib), str(AS_THREADS), str(AS_CALLS)]
+        want = 'aslower: limit=%d MiB threads=%d work=%d' % (mib, AS_THREADS,
+                                                             AS_THREADS * AS_CALLS)
+        cp = run([example] + argv)
+        ck.eq((cp.returncode, cp.out.strip()), (0, want),
+              'alone under %d MiB: exit 0 with every thread (stderr %r)' % (mib, cp.err))
+        what = 'under %d MiB%s: ' % (mib, ' ' + ' '.join(opts) if opts else '')
+        _, rec, data = record(ck, cyg, example, argv, opts,
+                              name='as%d%s.data' % (mib, '-t' if opts else ''))
+        ck.eq(rec.out.strip(), want, what + 'the program ran every thread under record '
+              '(stderr %r)' % rec.err)
+        check_calls(ck, data, {'main': 1, 'worker': AS_THREADS, 'work': AS_THREADS * AS_CALLS},
+                    what)
+        ck.eq(arcs_of(data).get(('worker', 'work')), AS_THREADS * AS_CALLS, what + 'arc worker -> work')
+        ck.eq(len([t for t in data['threads'] if t['calls'] > 0]), 1 + AS_THREADS,
+              what + 'threads recorded')
+        ck.check('shm_full' not in cygtest.info_json(ck, cyg, os.path.join(
+            cyg.workdir, 'as%d%s.data' % (mib, '-t' if opts else ''))).get('meta', {}),
+            what + 'nothing refused for room')
+        if opts:
+            ck.eq(data['lost_events'], 0, what + 'lost events')
+
+
 TESTS = {
     'deep': test_deep,
     'sigalrm': test_sigalrm,
     'rawclone': test_rawclone,
     'stall': test_stall,
     'gone': test_gone,
+    'aslimit': test_aslimit,
 }
 
 
