@@ -100,7 +100,12 @@ int collector_output_open(struct collector *c, struct netp_enc *enc, int *send_f
 	/* what the recording is, before anything else: a capture cut short
 	 * at any moment (a full disk, a killed collector) still says it */
 	if (!rc) {
-		rc = collector_put_meta_static(c);
+		/* one transaction: a file system with little room left holds it */
+		rc = cygprof_capture_begin(c->cap);
+		if (!rc)
+			rc = collector_put_meta_static(c);
+		if (!rc)
+			rc = cygprof_capture_commit(c->cap);
 		if (rc) {
 			cygprof_capture_discard(c->cap);
 			c->cap = NULL;
