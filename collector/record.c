@@ -18,7 +18,7 @@
 int collector_finish_run(struct collector *c, int (*meta)(struct collector *c, void *arg),
 			 void *arg, struct collector_result *res)
 {
-	int rc, e;
+	int rc = 0, e;
 
 	/* the memdump tables outlive their processes: their last values */
 	collector_counters_final(c);
