@@ -472,6 +472,7 @@ struct cygprof_capture {
 	bool finished;  /* capture_writer_finish() ran (cygprof_capture_seal()):
 			 * close only publishes and frees */
 	int finish_rc;  /* what it returned */
+	unsigned commits_untrimmed; /* commits since map_trim() dropped the map's pages */
 };
 
 /* The open file description fd write-locks its whole file while a writer

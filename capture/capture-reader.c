@@ -1059,6 +1059,21 @@ static int block_hdr(struct cygprof_capture *cap, const MDB_val *v, size_t min, 
 	return 0;
 }
 
+/* The whole pages of a value read through LMDB's map, which the reader
+ * will not read again: drop them from the map (the file's pages stay in
+ * the page cache), so that reading a capture many times the size of
+ * memory does not keep it all resident (its blocks are mostly in overflow
+ * pages of their own). */
+static void map_drop(const void *p, size_t len)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)p + pg - 1) & ~(pg - 1);
+	uintptr_t hi = ((uintptr_t)p + len) & ~(pg - 1);
+
+	if (hi > lo)
+		(void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 /* Header and events of a block value; schema 2 events are decompressed
  * into *buf. */
 static int block_open(struct cygprof_capture *cap, const MDB_val *v, size_t min, uint8_t **buf,
@@ -1089,6 +1104,8 @@ static int block_open(struct cygprof_capture *cap, const MDB_val *v, size_t min,
 	if (ZSTD_isError(n) || n != b->len)
 		return CYGPROF_E_CORRUPT;
 	b->raw = *buf;
+	if (cap->rdonly) /* a writer's value may be a dirty page on its heap */
+		map_drop(v->mv_data, v->mv_size);
 	return 0;
 }
 

@@ -23,6 +23,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -200,6 +203,47 @@ fail:
 	return write_failed(cap, rc);
 }
 
+/* LMDB reads the pages it needs (branch pages, the free list) through its
+ * read-only shared map of the file, and a page once read stays mapped: on
+ * a long recording the writer's resident size grew with the capture
+ * (0.5 MB/s at full rate, 338 MB after 10 minutes).  They are clean page
+ * cache pages; drop them from the map every MAP_TRIM_EVERY commits (the
+ * next access maps them again from the page cache).  Between transactions
+ * only: no pointer into the map is held then. */
+#define MAP_TRIM_EVERY 16
+
+static void map_trim(struct cygprof_capture *cap)
+{
+	struct stat st;
+	char line[512];
+	FILE *f;
+	int fd;
+
+	if (++cap->commits_untrimmed < MAP_TRIM_EVERY)
+		return;
+	cap->commits_untrimmed = 0;
+	/* LMDB does not give its map's address (mdb_env_info's me_mapaddr is
+	 * only set with MDB_FIXEDMAP): find the shared mapping of the file */
+	if (mdb_env_get_fd(cap->env, &fd) || fstat(fd, &st))
+		return;
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi, off, ino;
+		unsigned int maj, mnr;
+		char perms[8];
+
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &off, &maj, &mnr,
+			   &ino) != 7)
+			continue;
+		if (ino == (unsigned long)st.st_ino && makedev(maj, mnr) == st.st_dev &&
+		    perms[3] == 's' && perms[1] == '-')
+			(void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+	}
+	fclose(f);
+}
+
 static int txn_commit(struct cygprof_capture *cap)
 {
 	int rc, tries;
@@ -211,6 +255,8 @@ static int txn_commit(struct cygprof_capture *cap)
 		cap->txn = NULL; /* freed by LMDB even on failure */
 		if (rc != MDB_MAP_FULL) {
 			log_clear(cap);
+			if (!rc)
+				map_trim(cap);
 			return write_failed(cap, capture_err(rc));
 		}
 		rc = replay(cap, true);
