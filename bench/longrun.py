@@ -74,6 +74,8 @@ def main():
         time.sleep(1.0)
         el = time.monotonic() - t0
         r = rss_kb(p.pid)
+        if not r:
+            break  # record has ended
         peak = max(peak, r)
         if el >= next_row:
             rows.append((el, r, peak, dir_bytes(capdir)))
