@@ -18,9 +18,10 @@
  *     call is a TYPE_SLICE_BEGIN and a TYPE_SLICE_END TrackEvent.  Names
  *     are interned (InternedData event_names, iid = function id + 1, sent
  *     in the packet that first uses them; the sequence starts with
- *     SEQ_INCREMENTAL_STATE_CLEARED, its events carry
- *     SEQ_NEEDS_INCREMENTAL_STATE); the track comes from the sequence's
- *     TracePacketDefaults (track_event_defaults.track_uuid);
+ *     SEQ_INCREMENTAL_STATE_CLEARED, its slice begins carry
+ *     SEQ_NEEDS_INCREMENTAL_STATE, ends have no name); the track comes
+ *     from the sequence's TracePacketDefaults (track_event_defaults
+ *     .track_uuid);
  *   - one sequence per counter series (record --counters, --memdump, and
  *     each process's live heap with --memory): TYPE_COUNTER events.
  *
@@ -292,7 +293,9 @@ static int put_slice(struct tl_thread *t, int type, uint32_t node, uint64_t ts)
 		}
 	}
 	pb_msg(&p->pkt, F_PKT_TRACK_EVENT, &p->m1);
-	pb_uint(&p->pkt, F_PKT_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+	/* a begin refers to the interned names; an end has no name */
+	if (type == TYPE_SLICE_BEGIN)
+		pb_uint(&p->pkt, F_PKT_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
 	t->nevents++;
 	return put_packet(p);
 }
