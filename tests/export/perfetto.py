@@ -5,7 +5,8 @@ small protobuf decoder written here (no protobuf package).
 
 Usage:
   perfetto.py --cygprof CYGPROF --example CALLS --test NAME --threads PROG
-              --counters-prog PROG [--skip REASON] [-v] [--keep]
+              --counters-prog PROG --mem-prog PROG [--sanitize B_SANITIZE]
+              [--skip REASON] [-v] [--keep]
 
 CALLS is examples/calls.c at -O2 (main 1, a 3, b 6, c 30).
 
@@ -24,6 +25,9 @@ Tests:
   export-perfetto-counters  record --counters --timeline of counters-prog: one counter
                   track per counter with as many values, equal to `cygprof
                   counters --format=json`'s samples (times and values)
+  export-perfetto-memory  record --memory --timeline of mem-basic: a
+                  heap/live_bytes counter track peaking at `cygprof memory`'s
+                  peak_bytes (skipped under sanitizers)
   export-perfetto-errors  a capture without a timeline: one error line
                   naming --timeline, exit 1, nothing written; a file at -o
                   that is not a Perfetto trace is kept without -f, an earlier
@@ -298,6 +302,21 @@ def test_counters(ck, cyg, example, args):
         ck.eq(got.get(k), want[k], 'counter %s: times and values == the counters\'' % (k,))
 
 
+def test_memory(ck, cyg, example, args):
+    if args.sanitize not in (None, '', 'none'):
+        raise Skip('--memory under b_sanitize=%s' % args.sanitize)
+    cap = record(cyg, 'm.cyg', [args.mem_prog], ['--memory', '--timeline'])
+    mem = json_of(cyg, ['memory'], cap)['totals']
+    tr, _ = perfetto(ck, cyg, cap)
+    heap = {u for u, t in tr.tracks.items()
+            if TD_COUNTER in t and one(t, TD_NAME) == b'heap/live_bytes'}
+    ck.check(len(heap) > 0, 'a heap/live_bytes counter track')
+    vals = [cv for _, _, typ, _, track, cv in tr.events if typ == COUNTER and track in heap]
+    ck.check(len(vals) > 0, 'the heap track has values')
+    if vals:
+        ck.eq(max(vals), mem['peak_bytes'], 'the heap track peaks at peak_bytes')
+
+
 def test_errors(ck, cyg, example, args):
     cap = record(cyg, 'p.cyg', [example], [])
     out = os.path.join(cyg.workdir, 'p.pftrace')
@@ -324,6 +343,7 @@ def test_errors(ck, cyg, example, args):
 TESTS = {
     'export-perfetto-timeline': test_timeline,
     'export-perfetto-counters': test_counters,
+    'export-perfetto-memory': test_memory,
     'export-perfetto-errors': test_errors,
 }
 
@@ -331,10 +351,12 @@ TESTS = {
 def extra(ap):
     ap.add_argument('--threads')
     ap.add_argument('--counters-prog')
+    ap.add_argument('--mem-prog')
+    ap.add_argument('--sanitize')
 
 
 def call(fn, ck, cyg, example, args):
-    for k in ('threads', 'counters_prog'):
+    for k in ('threads', 'counters_prog', 'mem_prog'):
         if getattr(args, k):
             setattr(args, k, os.path.abspath(getattr(args, k)))
     try:
