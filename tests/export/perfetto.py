@@ -21,7 +21,8 @@ Tests:
                   on a sequence, and each call's begin and end equal the
                   chrome export's ts and ts+dur (us); the file is at least 3x
                   smaller than the chrome JSON.  trace_processor_shell, where
-                  installed, would be a further check: not done here
+                  installed, would be a further check: not done here.
+                  With -F b: the slices of b (6) and c (30) only, as chrome's
   export-perfetto-counters  record --counters --timeline of counters-prog: one counter
                   track per counter with as many values, equal to `cygprof
                   counters --format=json`'s samples (times and values)
@@ -181,8 +182,8 @@ def record(cyg, name, prog_args, opts):
     return cap
 
 
-def json_of(cyg, cmd, cap):
-    cp = run([cyg.exe] + cmd + ['--format=json', cap])
+def json_of(cyg, cmd, cap, opts=()):
+    cp = run([cyg.exe] + cmd + ['--format=json'] + list(opts) + [cap])
     if cp.returncode != 0:
         raise Failure('%s failed: %s' % (' '.join(cmd), cp.err.strip()))
     return json.loads(cp.out)
@@ -222,9 +223,9 @@ def slices(ck, tr):
     return out
 
 
-def check_timeline(ck, cyg, cap):
-    report = json_of(cyg, ['report', '--raw-times'], cap)
-    tr, data = perfetto(ck, cyg, cap)
+def check_timeline(ck, cyg, cap, opts=()):
+    report = json_of(cyg, ['report', '--raw-times'], cap, opts)
+    tr, data = perfetto(ck, cyg, cap, opts)
     ss = slices(ck, tr)
     ck.eq(len(ss), sum(f['calls'] for f in report['functions']), 'slices == the report\'s calls')
     ck.eq(dict(collections.Counter(s[1] for s in ss)),
@@ -251,7 +252,7 @@ def check_timeline(ck, cyg, cap):
              'every slice is on a thread track')
     # the same calls at the same times as the chrome export's
     chrome_out = cap + '.json'
-    cj = json.loads(export(cyg, cap, 'chrome', chrome_out))
+    cj = json.loads(export(cyg, cap, 'chrome', chrome_out, opts))
     track_of = {v: k for k, v in threads.items()}
     got = sorted((track_of[s[0]][0], track_of[s[0]][1], s[1], s[2] / 1000.0, s[3] / 1000.0)
                  for s in ss)
@@ -274,6 +275,11 @@ def test_timeline(ck, cyg, example, args):
     cap = record(cyg, 'th.cyg', [args.threads, '1000'], ['--timeline'])
     report, data, csize = check_timeline(ck, cyg, cap)
     ck.eq(len(report['threads']), 6, 'the threads example has 6 threads')
+    # the filters are the view's, as chrome's: -F keeps the calls under b
+    rep, _, _ = check_timeline(ck, cyg, record(cyg, 'f.cyg', [example], ['--timeline']),
+                               ['-F', 'b'])
+    ck.eq(sorted((f['name'], f['calls']) for f in rep['functions']), [('b', 6), ('c', 30)],
+          '-F b: b 6, c 30')
     ck.check(len(data) * 3 <= csize, 'at least 3x smaller than chrome JSON (%d vs %d bytes)' %
              (len(data), csize))
 
