@@ -123,6 +123,8 @@ class Trace:
         for raw in fields(data).get(TRACE_PACKET, []):
             p = fields(raw)
             seq = one(p, PKT_SEQ_ID, 0)
+            if not seq:
+                raise Failure('a packet without trusted_packet_sequence_id')
             st = seqs.setdefault(seq, {'names': {}, 'last': None, 'incr': False, 'cleared': False,
                                        'clock': None, 'track': None})
             flags = one(p, PKT_SEQ_FLAGS, 0)
@@ -153,6 +155,8 @@ class Trace:
                 ts = one(p, PKT_TIMESTAMP)
                 if ts is None:
                     raise Failure('a track event without a timestamp')
+                ck.check(clock == 64 and st['incr'],
+                         'sequence %d: events on the incremental clock 64' % seq)
                 if clock == 64 and st['incr']:
                     ts = st['last'] + ts
                     st['last'] = ts
