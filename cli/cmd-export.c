@@ -122,10 +122,10 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 		}
 	}
 	if (!format)
-		cli_die(2, "%s: no format given (--format chrome, folded, callgrind, pprof or gmon)",
+		cli_die(2, "%s: no format given (--format chrome, folded, callgrind, pprof, gmon or perfetto)",
 			CMD);
 	if (!(e->fmt = exporter_find(format)))
-		cli_die(2, "%s: unknown format '%s' (chrome, folded, callgrind, pprof, gmon)", CMD,
+		cli_die(2, "%s: unknown format '%s' (chrome, folded, callgrind, pprof, gmon, perfetto)", CMD,
 			format);
 	e->o.file = cli_capture_arg(CMD, argc, argv);
 	cli_debuginfo_env(e->di);

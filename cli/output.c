@@ -121,6 +121,8 @@ static int probe_kind(const char *path, enum out_kind kind)
 		return probe_magic(path, OUT_MAGIC_CALLGRIND, sizeof(OUT_MAGIC_CALLGRIND) - 1);
 	case OUT_PPROF:
 		return probe_magic(path, OUT_MAGIC_PPROF, sizeof(OUT_MAGIC_PPROF) - 1);
+	case OUT_PERFETTO:
+		return probe_magic(path, OUT_MAGIC_PERFETTO, sizeof(OUT_MAGIC_PERFETTO) - 1);
 	case OUT_HTML:
 		return probe_magic(path, OUT_MAGIC_HTML, sizeof(OUT_MAGIC_HTML) - 1);
 	case OUT_TEXT:
@@ -139,6 +141,7 @@ static const char *const kind_what[] = {
 	[OUT_CALLGRIND] = "a callgrind file",
 	[OUT_PPROF] = "a pprof profile written by cygprof",
 	[OUT_HTML] = "an HTML report written by cygprof",
+	[OUT_PERFETTO] = "a Perfetto trace written by cygprof",
 	[OUT_TEXT] = "folded stacks",
 };
 

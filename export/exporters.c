@@ -5,7 +5,7 @@
 #include <string.h>
 
 extern const struct exporter export_chrome, export_folded, export_callgrind, export_pprof,
-	export_gmon;
+	export_gmon, export_perfetto;
 
 const struct exporter *const exporters[] = {
 	&export_chrome,
@@ -13,6 +13,7 @@ const struct exporter *const exporters[] = {
 	&export_callgrind,
 	&export_pprof,
 	&export_gmon,
+	&export_perfetto,
 	NULL,
 };
 

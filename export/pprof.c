@@ -30,71 +30,12 @@
 #include "array.h"
 #include "hmap.h"
 #include "memory.h"
+#include "pb.h"
 #include "pathtree.h"
 #include "profile.h"
 #include "psamples.h"
 #include "srcline.h"
 #include "view.h"
-
-/* ---- a protobuf writer ----------------------------------------------------- */
-
-struct pb {
-	uint8_t *b;
-	size_t n, cap;
-	int err;
-};
-
-static void pb_raw(struct pb *p, const void *d, size_t len)
-{
-	if (p->err)
-		return;
-	if (ARRAY_GROW(p->b, p->cap, p->n + len)) {
-		p->err = -ENOMEM;
-		return;
-	}
-	memcpy(p->b + p->n, d, len);
-	p->n += len;
-}
-
-static void pb_varint(struct pb *p, uint64_t v)
-{
-	uint8_t b[10];
-	size_t n = 0;
-
-	do {
-		b[n] = (uint8_t)(v & 0x7f);
-		v >>= 7;
-		if (v)
-			b[n] |= 0x80;
-		n++;
-	} while (v);
-	pb_raw(p, b, n);
-}
-
-/* A varint field (left out when 0, the default). */
-static void pb_uint(struct pb *p, unsigned field, uint64_t v)
-{
-	if (!v)
-		return;
-	pb_varint(p, (uint64_t)field << 3);
-	pb_varint(p, v);
-}
-
-static void pb_bytes(struct pb *p, unsigned field, const void *d, size_t len)
-{
-	pb_varint(p, (uint64_t)field << 3 | 2);
-	pb_varint(p, len);
-	pb_raw(p, d, len);
-}
-
-/* A sub-message, then emptied for the next one. */
-static void pb_msg(struct pb *p, unsigned field, struct pb *sub)
-{
-	if (sub->err)
-		p->err = sub->err;
-	pb_bytes(p, field, sub->b, sub->n);
-	sub->n = 0;
-}
 
 /* ---- the string table ---------------------------------------------------- */
 
