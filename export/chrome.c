@@ -172,7 +172,9 @@ static const char *node_name(struct tl_thread *t, uint32_t node)
 	return t->names[id] = buf;
 }
 
-static int write_call(struct tl_thread *t, uint32_t node, uint64_t ts, uint64_t end, int unwound)
+/* clipped: NULL, or the window's edge a call crosses ("start", "end") */
+static int write_call(struct tl_thread *t, uint32_t node, uint64_t ts, uint64_t end, int unwound,
+		      const char *clipped)
 {
 	struct chrome *c = t->c;
 	const char *name = node_name(t, node);
@@ -187,7 +189,11 @@ static int write_call(struct tl_thread *t, uint32_t node, uint64_t ts, uint64_t 
 	json_us(c->f, ts);
 	fputs(",\"dur\":", c->f);
 	json_us(c->f, end > ts ? end - ts : 0);
-	fputs(unwound ? ",\"args\":{\"unwound\":true}}" : "}", c->f);
+	if (clipped)
+		fprintf(c->f, ",\"args\":{\"clipped\":\"%s\"%s}}", clipped,
+			unwound ? ",\"unwound\":true" : "");
+	else
+		fputs(unwound ? ",\"args\":{\"unwound\":true}}" : "}", c->f);
 	return ferror(c->f) ? -EIO : 0;
 }
 
@@ -213,13 +219,22 @@ static int on_events(const struct cygprof_event *ev, size_t n, void *data)
 		 * (their exits were lost); an exit with no entry is ignored */
 		for (d = t->depth; d > 0 && t->stack[d - 1].node != e->node; d--)
 			;
-		if (!d)
+		if (!d) {
+			/* with a time range, a call entered before the window:
+			 * shown from the window's start, marked clipped */
+			const struct view_filter *f = view_get_filter(t->c->v);
+
+			if (f && f->has_range && e->ts_ns >= f->t0 &&
+			    (err = write_call(t, e->node, f->t0, e->ts_ns,
+					      e->kind == CYGPROF_EV_UNWIND, "start")))
+				return err;
 			continue;
+		}
 		while (t->depth >= d) {
 			struct open_call *oc = &t->stack[--t->depth];
 
 			if ((err = write_call(t, oc->node, oc->ts, e->ts_ns,
-					      e->kind == CYGPROF_EV_UNWIND)))
+					      e->kind == CYGPROF_EV_UNWIND, NULL)))
 				return err;
 		}
 	}
@@ -231,6 +246,8 @@ static int write_timeline(struct chrome *c)
 	const struct cygprof_thread *threads;
 	size_t nthreads, i;
 	uint64_t cap_end = view_duration_ns(c->v);
+	const struct view_filter *f = view_get_filter(c->v);
+	const char *clipped;
 	struct tl_thread t;
 	int err;
 
@@ -251,12 +268,19 @@ static int write_timeline(struct chrome *c)
 		t.depth = 0;
 		if ((err = view_events(c->v, th->idx, on_events, &t)))
 			break;
-		/* calls still open: they end with the thread (or the capture) */
+		/* calls still open: they end with the thread (or the capture),
+		 * or, with a time range, after the window: clipped at its end */
 		end = th->end_ns ? th->end_ns : cap_end;
+		clipped = NULL;
+		if (f && f->has_range && f->t1 < end) {
+			end = f->t1;
+			clipped = "end";
+		}
 		while (t.depth && !err) {
 			struct open_call *oc = &t.stack[--t.depth];
 
-			err = write_call(&t, oc->node, oc->ts, end > oc->ts ? end : oc->ts, 0);
+			err = write_call(&t, oc->node, oc->ts, end > oc->ts ? end : oc->ts, 0,
+					 clipped);
 		}
 	}
 	for (i = 0; i < t.nnames; i++)

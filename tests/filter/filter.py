@@ -197,6 +197,34 @@ def test_filters_after_calls(ck, cyg, example):
     r = run([cyg.exe, 'replay', '--time-range', '%dns,' % (dur + 10**9), cap])
     ck.eq(r.returncode, 0, 'replay --time-range after the end: exit 0')
     ck.eq(sum(replay_calls(r.out, fn) for fn in calls), 0, 'replay --time-range after the end: no call')
+    # chrome export: a window's calls keep the durations of a wider window;
+    # calls crossing an edge are clipped there and marked
+    mid = dur // 2
+
+    def chrome(rng):
+        out = os.path.join(cyg.workdir, 'w%d.json' % len(rng))
+        p = run([cyg.exe, 'export', '--format=chrome', '-o', out, '--time-range', rng, cap])
+        ck.eq(p.returncode, 0, 'export chrome --time-range %s: exit 0' % rng)
+        with open(out) as fh:
+            d = json.load(fh)
+        evs = d['traceEvents'] if isinstance(d, dict) else d
+        return [e for e in evs if e.get('ph') == 'X' and e.get('cat') == 'function']
+
+    wide = dict(((e['tid'], e['ts'], e['name']), e['dur'])
+                for e in chrome('0,%dns' % (dur + 10**9)))
+    first = chrome('0,%dns' % mid)
+    second = chrome('%dns,%dns' % (mid, dur + 10**9))
+    edge = mid / 1000.0
+    inside = [e for e in first if 'clipped' not in e.get('args', {})]
+    ck.eq([e['dur'] for e in inside], [wide.get((e['tid'], e['ts'], e['name'])) for e in inside],
+          'chrome --time-range: durations of the calls inside equal the wide window\'s')
+    ends = [e for e in first if e.get('args', {}).get('clipped') == 'end']
+    ck.check(all(abs(e['ts'] + e['dur'] - edge) < 0.002 for e in ends),
+             'chrome --time-range: calls clipped at the end stop at the window\'s end')
+    starts = [e for e in second if e.get('args', {}).get('clipped') == 'start']
+    ck.check(all(abs(e['ts'] - edge) < 0.002 for e in starts),
+             'chrome --time-range: calls clipped at the start begin at the window\'s start')
+    ck.eq(len(ends), len(starts), 'chrome --time-range: as many calls cross the edge from each side')
     # bad values and a capture without a timeline
     for bad in (['--time-range', '5'], ['--time-range', '2s,1s'], ['-D', '0'], ['-D', 'x']):
         p = run([cyg.exe, 'report'] + bad + [cap])
