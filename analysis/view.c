@@ -628,6 +628,14 @@ int view_events_read(struct view *v, uint32_t thread, struct cygprof_event **ev,
 	return err;
 }
 
+int view_event_cursor(struct view *v, uint32_t thread, struct cygprof_event_cursor **cur)
+{
+	*cur = NULL;
+	if (v->filtering)
+		return -EOPNOTSUPP;
+	return cygprof_event_cursor_open(v->cap, thread, cur);
+}
+
 int view_mem_cursor(struct view *v, uint32_t thread, struct cygprof_mem_cursor **cur)
 {
 	return cygprof_mem_cursor_open(v->cap, thread, cur);

@@ -1274,6 +1274,157 @@ int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_i
 	return rc;
 }
 
+/* A pull cursor over one thread's timeline: one block decoded at a time,
+ * so a reader that merges threads by time holds a block per thread, not
+ * the timeline.  Like the memory cursor, it opens a read transaction only
+ * while it fetches a block. */
+struct cygprof_event_cursor {
+	struct cygprof_capture *cap;
+	uint32_t thread;
+	uint32_t next_seq; /* key of the next block to fetch */
+	bool end;
+	uint64_t last;     /* time of the previous block's last event */
+	struct cygprof_event *ev; /* the current block's events */
+	size_t nev, cap_ev;
+	uint8_t *raw;
+	size_t rawcap;
+};
+
+int cygprof_event_cursor_open(struct cygprof_capture *cap, uint32_t thread_idx,
+			      struct cygprof_event_cursor **cur)
+{
+	struct cygprof_event_cursor *c;
+	int rc;
+
+	if (!cur)
+		return -EINVAL;
+	*cur = NULL;
+	if (!cap)
+		return -EINVAL;
+	if (!cap->rdonly) {
+		rc = capture_flush_thread(cap, STREAM_TIMELINE, thread_idx);
+		if (rc)
+			return rc;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->cap = cap;
+	c->thread = thread_idx;
+	c->end = cap->missing[DB_TIMELINE];
+	*cur = c;
+	return 0;
+}
+
+void cygprof_event_cursor_close(struct cygprof_event_cursor *cur)
+{
+	if (!cur)
+		return;
+	free(cur->ev);
+	free(cur->raw);
+	free(cur);
+}
+
+static int ev_append(const struct cygprof_event *ev, size_t n, void *data)
+{
+	struct cygprof_event_cursor *c = data;
+
+	if (c->nev + n > c->cap_ev) {
+		size_t want = c->cap_ev ? c->cap_ev : EV_CHUNK;
+		struct cygprof_event *p;
+
+		while (want < c->nev + n)
+			want *= 2;
+		p = realloc(c->ev, want * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		c->ev = p;
+		c->cap_ev = want;
+	}
+	memcpy(c->ev + c->nev, ev, n * sizeof(*ev));
+	c->nev += n;
+	return 0;
+}
+
+int cygprof_event_cursor_next(struct cygprof_event_cursor *c, const struct cygprof_event **ev,
+			      size_t *n)
+{
+	struct cygprof_capture *cap;
+	struct cygprof_event buf[EV_CHUNK];
+	size_t nbuf = 0;
+	MDB_cursor *mc = NULL;
+	MDB_txn *txn;
+	MDB_val k, v;
+	struct blk b;
+	uint8_t key[8];
+	uint32_t seq;
+	int rc;
+
+	if (!c || !ev || !n)
+		return -EINVAL;
+	*ev = NULL;
+	*n = 0;
+	c->nev = 0;
+	if (c->end)
+		return 0;
+	cap = c->cap;
+	rc = capture_rbegin(cap, &txn);
+	if (rc)
+		return rc;
+	rc = capture_err(mdb_cursor_open(txn, cap->dbi[DB_TIMELINE], &mc));
+	put_be32(key, c->thread);
+	put_be32(key + 4, c->next_seq);
+	k.mv_size = sizeof(key);
+	k.mv_data = key;
+	if (!rc)
+		rc = mdb_cursor_get(mc, &k, &v, MDB_SET_RANGE);
+	if (rc == MDB_NOTFOUND) {
+		c->end = true;
+		rc = 0;
+		goto out;
+	}
+	if (rc) {
+		rc = capture_err(rc);
+		goto out;
+	}
+	rc = block_key(cap, DB_TIMELINE, c->thread, &k, c->next_seq);
+	if (rc == 1) {
+		c->end = true;
+		rc = 0;
+		goto out;
+	}
+	if (!rc)
+		rc = capture_value(cap, DB_TIMELINE, &k, &v);
+	if (!rc)
+		rc = block_damage(cap, DB_TIMELINE, &k,
+				  block_open(cap, &v, 2, &c->raw, &c->rawcap, &b));
+	if (!rc) {
+		rc = decode_block(&b, &c->last, buf, &nbuf, ev_append, c);
+		if (!rc && nbuf)
+			rc = ev_append(buf, nbuf, c);
+		rc = rc == CYGPROF_E_CORRUPT ? block_damage(cap, DB_TIMELINE, &k, rc) : rc;
+	}
+	if (!rc) {
+		seq = get_be32((const uint8_t *)k.mv_data + 4);
+		if (seq == UINT32_MAX)
+			c->end = true;
+		else
+			c->next_seq = seq + 1;
+	}
+out:
+	if (mc)
+		mdb_cursor_close(mc);
+	capture_rend(cap, txn);
+	if (rc) {
+		c->end = true;
+		c->nev = 0;
+		return rc;
+	}
+	*ev = c->ev;
+	*n = c->nev;
+	return 0;
+}
+
 /* ---- memory events ------------------------------------------------------------ */
 
 /* A cursor holds the decoded bytes of one block and decodes it event by

@@ -45,8 +45,12 @@ struct frame {
 
 struct rthread {
 	const struct profile_thread *pt;
+	/* the events read and not yet printed: a block at a time from cur, or
+	 * (a filtered view) all of them */
 	struct cygprof_event *ev;
-	size_t nev, pos;
+	size_t nev, pos, evcap;
+	struct cygprof_event_cursor *cur;
+	int done; /* cur has no more blocks */
 	struct frame *stack;
 	size_t depth, stack_cap;
 	uint32_t *base; /* per node: depth of the outermost shown ancestor, 0 = hidden */
@@ -103,6 +107,29 @@ static void line_head(const struct rthread *t, int has_dur, uint64_t ns, uint32_
 static int shown(const struct rthread *t, uint32_t node)
 {
 	return node < t->pt->n && t->base[node];
+}
+
+/* At least two events ahead (a leaf call is an enter and its exit), unless
+ * the thread has no more: the next block from the cursor. */
+static void refill(struct rthread *t, const char *file)
+{
+	while (t->cur && !t->done && t->nev - t->pos < 2) {
+		const struct cygprof_event *e;
+		size_t n, left = t->nev - t->pos;
+
+		memmove(t->ev, t->ev + t->pos, left * sizeof(*t->ev));
+		t->nev = left;
+		t->pos = 0;
+		cli_check(cygprof_event_cursor_next(t->cur, &e, &n), file);
+		if (!n) {
+			t->done = 1;
+			break;
+		}
+		if (ARRAY_GROW(t->ev, t->evcap, t->nev + n))
+			cli_die(1, "out of memory");
+		memcpy(t->ev + t->nev, e, n * sizeof(*e));
+		t->nev += n;
+	}
 }
 
 /* Print the thread's next event (two for a leaf call). */
@@ -163,7 +190,7 @@ int cmd_replay(int argc, char **argv)
 	size_t nthreads, nprocs, nsel = 0, i, j;
 	struct view_limits lim;
 	long tid = -1;
-	int c, tail = 0;
+	int c, err, tail = 0;
 
 	opterr = 0;
 	optind = 1;
@@ -231,7 +258,12 @@ int cmd_replay(int argc, char **argv)
 			else if (!pattern || !fnmatch(pattern, p->fns[nd[j].fn].name, 0))
 				t->base[j] = nd[j].depth;
 		}
-		cli_check(view_events_read(v, sel[i], &t->ev, &t->nev), file);
+		/* a block at a time; a filtered view gives its events at once */
+		err = view_event_cursor(v, sel[i], &t->cur);
+		if (err == -EOPNOTSUPP)
+			cli_check(view_events_read(v, sel[i], &t->ev, &t->nev), file);
+		else
+			cli_check(err, file);
 	}
 
 	/* A capture cut off or still being written: its trees are those of the
@@ -241,6 +273,8 @@ int cmd_replay(int argc, char **argv)
 	for (;;) {
 		struct rthread *next = NULL;
 
+		for (i = 0; i < nsel; i++)
+			refill(&rt[i], file);
 		for (i = 0; i < nsel; i++)
 			if (rt[i].pos < rt[i].nev &&
 			    (!next || rt[i].ev[rt[i].pos].ts_ns < next->ev[next->pos].ts_ns))
@@ -257,6 +291,7 @@ int cmd_replay(int argc, char **argv)
 
 	for (i = 0; i < nsel; i++) {
 		free(rt[i].ev);
+		cygprof_event_cursor_close(rt[i].cur);
 		free(rt[i].stack);
 		free(rt[i].base);
 	}

@@ -388,6 +388,18 @@ typedef int (*cygprof_event_fn)(const struct cygprof_event *ev, size_t n, void *
 int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_idx,
 				  cygprof_event_fn fn, void *data);
 
+/** A pull cursor over one thread's events, a block at a time (a reader
+ * that merges threads by time holds one block per thread, not the
+ * timeline).  @param[out] cur owned: cygprof_event_cursor_close(). */
+struct cygprof_event_cursor;
+int cygprof_event_cursor_open(struct cygprof_capture *cap, uint32_t thread_idx,
+			      struct cygprof_event_cursor **cur);
+/** The next block's events in time order, *n of them at *ev (owned by the
+ * cursor, valid until the next call); *n == 0 at the end. */
+int cygprof_event_cursor_next(struct cygprof_event_cursor *cur, const struct cygprof_event **ev,
+			      size_t *n);
+void cygprof_event_cursor_close(struct cygprof_event_cursor *cur);
+
 /* ---- objects and symbols: what decodes the capture elsewhere ------------- */
 struct cygprof_object {
 	uint32_t idx;
