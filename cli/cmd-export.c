@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,9 @@ static void usage(FILE *f)
 		"  --format FMT           the format (required)\n"
 		"  -o, --output FILE      write FILE instead of standard output\n"
 		"  -f, --force            also replace a regular file or symbolic link that is\n"
-		"                         not an earlier output of FMT\n"
+		"                         not an earlier output of FMT; chrome, perfetto: write\n"
+		"                         a trace past what its viewers open (~500 MB of JSON\n"
+		"                         for chrome://tracing, ~2 GB for Perfetto's UI)\n"
 		"  --weight KEY           folded, pprof: what stacks weigh: self (exact self\n"
 		"                         time, the default), calls, samples (perf samples)\n"
 		"  --memory KEY           folded, pprof: weigh allocation stacks instead:\n"
@@ -131,6 +134,48 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 	cli_debuginfo_env(e->di);
 }
 
+/* What a viewer opens: chrome://tracing about 500 MB of JSON, Perfetto's
+ * UI about 2 GB of trace.  Bytes per timeline event as the exporters write
+ * them (bench/RESULTS.md: chrome 47.3, perfetto 12.0), a little over. */
+#define VIEWER_CHROME_MAX ((uint64_t)500 << 20)
+#define VIEWER_PERFETTO_MAX ((uint64_t)2 << 30)
+
+/* Refuse, in one line, a trace bigger than its viewer opens (estimated
+ * from the timeline's events, the part a --time-range keeps), unless -f. */
+static void check_viewer_size(struct export_cli *e, struct view *v)
+{
+	const struct cygprof_thread *t;
+	const struct view_filter *f = &e->filt.vf;
+	uint64_t events = 0, max, est, dur;
+	size_t nt, i;
+	int chrome = !strcmp(e->fmt->name, "chrome");
+	double per;
+
+	if (e->force || (!chrome && strcmp(e->fmt->name, "perfetto")))
+		return;
+	if (view_threads(v, &t, &nt))
+		return; /* the export says what is wrong */
+	for (i = 0; i < nt; i++)
+		events += t[i].events;
+	per = chrome ? 48.0 : 12.5;
+	max = chrome ? VIEWER_CHROME_MAX : VIEWER_PERFETTO_MAX;
+	est = (uint64_t)((double)events * per);
+	dur = view_duration_ns(v);
+	if (f->has_range && dur && f->t1 > f->t0) {
+		uint64_t t1 = f->t1 < dur ? f->t1 : dur, t0 = f->t0 < t1 ? f->t0 : t1;
+
+		est = (uint64_t)((double)est * (double)(t1 - t0) / (double)dur);
+	}
+	if (est <= max)
+		return;
+	cli_die(1, "%s: %s: a %s trace of about %.1f GB (%" PRIu64 " events), past the "
+		"%s viewers open (%s): narrow it with --time-range or -F%s, or give -f to "
+		"write it anyway", CMD, e->o.file, e->fmt->name, (double)est / 1e9, events,
+		chrome ? "~500 MB" : "~2 GB", chrome ? "chrome://tracing; Perfetto's UI ~2 GB"
+						: "Perfetto's UI",
+		chrome ? ", or use --format=perfetto (about 4x smaller)" : "");
+}
+
 int cmd_export(int argc, char **argv)
 {
 	struct export_cli e;
@@ -150,6 +195,7 @@ int cmd_export(int argc, char **argv)
 	else if (e.o.weight == EXPORT_W_SAMPLES)
 		cli_need(v, e.o.file, "sampling", "samples");
 	e.o.file = e.o.file ? e.o.file : CYGPROF_DEFAULT_CAPTURE;
+	check_viewer_size(&e, v);
 	/* gmon's files are named in messages as gprof --gmon-out names them */
 	cli_export(v, e.fmt, &e.o, e.out, e.force, e.fmt->write_files ? "gprof" : CMD);
 	debuginfo_free(e.di);

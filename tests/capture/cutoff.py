@@ -242,7 +242,39 @@ def sanitized(exe):
     return 'libasan' in out or 'libubsan' in out
 
 
-TESTS = {'kill20': test_kill20, 'live': test_live, 'stream': test_stream}
+def test_viewer(ck, cyg, example, args):
+    """export refuses, in one line, a chrome trace past what its viewers
+    open (11,000,004 events: about 528 MB of JSON > 500 MB) and writes
+    nothing; a --time-range of a tenth of the run, or perfetto (12 bytes
+    an event), passes the check."""
+    d = os.path.join(cyg.workdir, 'viewer')
+    os.mkdir(d)
+    cap = os.path.join(d, 'cap.data')
+    cp = run([cyg.exe, 'record', '-q', '--timeline', '-o', cap, '--',
+              os.path.abspath(args.longrun), os.path.join(d, 'pid'), '1', '5500000'])
+    ck.eq(cp.returncode, 0, 'record longrun 1 5500000')
+    out = os.path.join(d, 't.json')
+    cp = run([cyg.exe, 'export', '--format=chrome', '-o', out, cap])
+    err = cp.err.strip()
+    ck.check(cp.returncode == 1 and len(err.splitlines()) == 1 and
+             re.search(r'a chrome trace of about 0\.5 GB \(11000004 events\), past the ~500 MB '
+                       r'viewers open .*--time-range.*--format=perfetto.* -f ', err) is not None,
+             'chrome refused in one line, exit 1: %d %r' % (cp.returncode, err))
+    ck.check(not os.path.exists(out), 'nothing written')
+    info = json.loads(run([cyg.exe, 'info', '--format=json', cap]).out)
+    dur = int(info['meta']['duration_ns'])
+    tenth = '%dns,%dns' % (dur // 2, dur // 2 + dur // 10)
+    cp = run([cyg.exe, 'export', '--format=chrome', '--time-range', tenth, '-o', out, cap])
+    ck.check(cp.returncode == 0 and os.path.getsize(out) > 0,
+             'a tenth of the run passes: %d %r' % (cp.returncode, cp.err))
+    pf = os.path.join(d, 't.pftrace')
+    cp = run([cyg.exe, 'export', '--format=perfetto', '-o', pf, cap])
+    ck.check(cp.returncode == 0 and os.path.getsize(pf) < 500 << 20,
+             'perfetto passes: %d %r' % (cp.returncode, cp.err))
+
+
+TESTS = {'kill20': test_kill20, 'live': test_live, 'stream': test_stream,
+         'viewer': test_viewer}
 
 
 def main():
