@@ -149,6 +149,7 @@ static void check_viewer_size(struct export_cli *e, struct view *v)
 	uint64_t events = 0, max, est, dur;
 	size_t nt, i;
 	int chrome = !strcmp(e->fmt->name, "chrome");
+	char why[512];
 	double per;
 
 	if (e->force || (!chrome && strcmp(e->fmt->name, "perfetto")))
@@ -168,12 +169,15 @@ static void check_viewer_size(struct export_cli *e, struct view *v)
 	}
 	if (est <= max)
 		return;
-	cli_die(1, "%s: %s: a %s trace of about %.1f GB (%" PRIu64 " events), past the "
+	snprintf(why, sizeof why, "%s: %s: a %s trace of about %.1f GB (%" PRIu64 " events), past the "
 		"%s viewers open (%s): narrow it with --time-range or -F%s, or give -f to "
 		"write it anyway", CMD, e->o.file, e->fmt->name, (double)est / 1e9, events,
 		chrome ? "~500 MB" : "~2 GB", chrome ? "chrome://tracing; Perfetto's UI ~2 GB"
 						: "Perfetto's UI",
 		chrome ? ", or use --format=perfetto (about 4x smaller)" : "");
+	view_close(v);
+	debuginfo_free(e->di);
+	cli_die(1, "%s", why);
 }
 
 int cmd_export(int argc, char **argv)

@@ -117,7 +117,8 @@ static void refill(struct rthread *t, const char *file)
 		const struct cygprof_event *e;
 		size_t n, left = t->nev - t->pos;
 
-		memmove(t->ev, t->ev + t->pos, left * sizeof(*t->ev));
+		if (left && t->pos)
+			memmove(t->ev, t->ev + t->pos, left * sizeof(*t->ev));
 		t->nev = left;
 		t->pos = 0;
 		cli_check(cygprof_event_cursor_next(t->cur, &e, &n), file);

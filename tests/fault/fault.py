@@ -158,7 +158,10 @@ def exercise(ck, cyg, args, t, outdir, input_path=None):
             if not hit:
                 ck.eq(cp.returncode, 0, '%s: no fault met: the run succeeds (%r)' %
                       (what, cp.err.strip()))
-                ck.eq(pts, points, '%s: as many fault points as the baseline' % what)
+                # the number of commits follows the run's timing (one per
+                # 200 ms and per checkpoint), so a run may meet a few fault
+                # points more or fewer than the baseline did
+                ck.check(pts < n, '%s: not met, so fewer than %d points (%d)' % (what, n, pts))
                 break
             check_failed(ck, cyg, t, cp, what, errtext, input_path)
             if t.check:
