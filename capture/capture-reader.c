@@ -1274,6 +1274,67 @@ int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_i
 	return rc;
 }
 
+/* The next block of a thread's stream in db, from key (thread, *next_seq):
+ * *end when there is none (or it was the last possible key), else its
+ * value checked and given to open (with its key) in a read transaction of
+ * its own, and *next_seq moved past it.  What the memory and timeline
+ * cursors share. */
+static int stream_fetch(struct cygprof_capture *cap, unsigned int db, uint32_t thread,
+			uint32_t *next_seq, bool *end,
+			int (*open)(struct cygprof_capture *cap, const MDB_val *k, const MDB_val *v,
+				    void *arg),
+			void *arg)
+{
+	MDB_cursor *mc = NULL;
+	MDB_txn *txn;
+	MDB_val k, v;
+	uint8_t key[8];
+	uint32_t seq;
+	int rc;
+
+	rc = capture_rbegin(cap, &txn);
+	if (rc)
+		return rc;
+	rc = capture_err(mdb_cursor_open(txn, cap->dbi[db], &mc));
+	put_be32(key, thread);
+	put_be32(key + 4, *next_seq);
+	k.mv_size = sizeof(key);
+	k.mv_data = key;
+	if (!rc)
+		rc = mdb_cursor_get(mc, &k, &v, MDB_SET_RANGE);
+	if (rc == MDB_NOTFOUND) {
+		*end = true;
+		rc = 0;
+		goto out;
+	}
+	if (rc) {
+		rc = capture_err(rc);
+		goto out;
+	}
+	rc = block_key(cap, db, thread, &k, *next_seq);
+	if (rc == 1) {
+		/* the next thread's blocks */
+		*end = true;
+		rc = 0;
+		goto out;
+	}
+	if (!rc)
+		rc = capture_value(cap, db, &k, &v);
+	if (rc)
+		goto out;
+	seq = get_be32((const uint8_t *)k.mv_data + 4);
+	if (seq == UINT32_MAX)
+		*end = true; /* the last possible key: nothing after it */
+	else
+		*next_seq = seq + 1;
+	rc = open(cap, &k, &v, arg);
+out:
+	if (mc)
+		mdb_cursor_close(mc);
+	capture_rend(cap, txn);
+	return rc;
+}
+
 /* A pull cursor over one thread's timeline: one block decoded at a time,
  * so a reader that merges threads by time holds a block per thread, not
  * the timeline.  Like the memory cursor, it opens a read transaction only
@@ -1346,18 +1407,27 @@ static int ev_append(const struct cygprof_event *ev, size_t n, void *data)
 	return 0;
 }
 
+/* A cursor's next block: its value opened and decoded by fn. */
+static int ev_open(struct cygprof_capture *cap, const MDB_val *k, const MDB_val *v, void *arg)
+{
+	struct cygprof_event_cursor *c = arg;
+	struct cygprof_event buf[EV_CHUNK];
+	size_t nbuf = 0;
+	struct blk b;
+	int rc;
+
+	rc = block_damage(cap, DB_TIMELINE, k, block_open(cap, v, 2, &c->raw, &c->rawcap, &b));
+	if (rc)
+		return rc;
+	rc = decode_block(&b, &c->last, buf, &nbuf, ev_append, c);
+	if (!rc && nbuf)
+		rc = ev_append(buf, nbuf, c);
+	return rc == CYGPROF_E_CORRUPT ? block_damage(cap, DB_TIMELINE, k, rc) : rc;
+}
+
 int cygprof_event_cursor_next(struct cygprof_event_cursor *c, const struct cygprof_event **ev,
 			      size_t *n)
 {
-	struct cygprof_capture *cap;
-	struct cygprof_event buf[EV_CHUNK];
-	size_t nbuf = 0;
-	MDB_cursor *mc = NULL;
-	MDB_txn *txn;
-	MDB_val k, v;
-	struct blk b;
-	uint8_t key[8];
-	uint32_t seq;
 	int rc;
 
 	if (!c || !ev || !n)
@@ -1367,54 +1437,7 @@ int cygprof_event_cursor_next(struct cygprof_event_cursor *c, const struct cygpr
 	c->nev = 0;
 	if (c->end)
 		return 0;
-	cap = c->cap;
-	rc = capture_rbegin(cap, &txn);
-	if (rc)
-		return rc;
-	rc = capture_err(mdb_cursor_open(txn, cap->dbi[DB_TIMELINE], &mc));
-	put_be32(key, c->thread);
-	put_be32(key + 4, c->next_seq);
-	k.mv_size = sizeof(key);
-	k.mv_data = key;
-	if (!rc)
-		rc = mdb_cursor_get(mc, &k, &v, MDB_SET_RANGE);
-	if (rc == MDB_NOTFOUND) {
-		c->end = true;
-		rc = 0;
-		goto out;
-	}
-	if (rc) {
-		rc = capture_err(rc);
-		goto out;
-	}
-	rc = block_key(cap, DB_TIMELINE, c->thread, &k, c->next_seq);
-	if (rc == 1) {
-		c->end = true;
-		rc = 0;
-		goto out;
-	}
-	if (!rc)
-		rc = capture_value(cap, DB_TIMELINE, &k, &v);
-	if (!rc)
-		rc = block_damage(cap, DB_TIMELINE, &k,
-				  block_open(cap, &v, 2, &c->raw, &c->rawcap, &b));
-	if (!rc) {
-		rc = decode_block(&b, &c->last, buf, &nbuf, ev_append, c);
-		if (!rc && nbuf)
-			rc = ev_append(buf, nbuf, c);
-		rc = rc == CYGPROF_E_CORRUPT ? block_damage(cap, DB_TIMELINE, &k, rc) : rc;
-	}
-	if (!rc) {
-		seq = get_be32((const uint8_t *)k.mv_data + 4);
-		if (seq == UINT32_MAX)
-			c->end = true;
-		else
-			c->next_seq = seq + 1;
-	}
-out:
-	if (mc)
-		mdb_cursor_close(mc);
-	capture_rend(cap, txn);
+	rc = stream_fetch(c->cap, DB_TIMELINE, c->thread, &c->next_seq, &c->end, ev_open, c);
 	if (rc) {
 		c->end = true;
 		c->nev = 0;
@@ -1480,86 +1503,45 @@ void cygprof_mem_cursor_close(struct cygprof_mem_cursor *cur)
 	free(cur);
 }
 
-/* Decode the thread's next block into c->buf; c->end at the end. */
-static int mem_fetch(struct cygprof_mem_cursor *c)
+/* The memory cursor's next block, decoded into c->buf. */
+static int mem_open(struct cygprof_capture *cap, const MDB_val *k, const MDB_val *v, void *arg)
 {
-	struct cygprof_capture *cap = c->cap;
-	MDB_cursor *mc = NULL;
-	MDB_txn *txn;
-	MDB_val k, v;
+	struct cygprof_mem_cursor *c = arg;
 	struct blk b;
-	uint8_t key[8];
-	uint32_t seq;
 	int rc;
 
-	rc = capture_rbegin(cap, &txn);
-	if (rc)
-		return rc;
-	rc = capture_err(mdb_cursor_open(txn, cap->dbi[DB_MEM], &mc));
-	put_be32(key, c->thread);
-	put_be32(key + 4, c->next_seq);
-	k.mv_size = sizeof(key);
-	k.mv_data = key;
-	if (!rc)
-		rc = mdb_cursor_get(mc, &k, &v, MDB_SET_RANGE);
-	if (rc == MDB_NOTFOUND) {
-		c->end = true;
-		rc = 0;
-		goto out;
-	}
-	if (rc) {
-		rc = capture_err(rc);
-		goto out;
-	}
-	rc = block_key(cap, DB_MEM, c->thread, &k, c->next_seq);
-	if (rc == 1) {
-		/* the next thread's blocks */
-		c->end = true;
-		rc = 0;
-		goto out;
-	}
-	if (!rc)
-		rc = capture_value(cap, DB_MEM, &k, &v);
-	if (rc)
-		goto out;
-	capture_describe(DB_MEM, k.mv_data, k.mv_size, c->what, sizeof(c->what));
-	seq = get_be32((const uint8_t *)k.mv_data + 4);
-	if (seq == UINT32_MAX)
-		c->end = true; /* the last possible key: nothing after it */
-	else
-		c->next_seq = seq + 1;
+	capture_describe(DB_MEM, k->mv_data, k->mv_size, c->what, sizeof(c->what));
 	if (cap->schema == 1) {
-		rc = block_hdr(cap, &v, CAPTURE_MEM_EVENT_MIN, &b, &(size_t){ 0 });
+		rc = block_hdr(cap, v, CAPTURE_MEM_EVENT_MIN, &b, &(size_t){ 0 });
 		if (!rc)
 			rc = grow_buf(&c->buf, &c->cap_len, b.len ? b.len : 1);
 		if (!rc && b.len)
 			memcpy(c->buf, b.raw, b.len);
 	} else {
-		rc = block_open(cap, &v, CAPTURE_MEM_EVENT_MIN, &c->buf, &c->cap_len, &b);
+		rc = block_open(cap, v, CAPTURE_MEM_EVENT_MIN, &c->buf, &c->cap_len, &b);
 	}
-	if (rc) {
-		rc = rc == CYGPROF_E_CORRUPT ? capture_damage(cap, "%s: malformed", c->what) : rc;
-		goto out;
-	}
+	if (rc)
+		return rc == CYGPROF_E_CORRUPT ? capture_damage(cap, "%s: malformed", c->what) : rc;
 	if (!b.count)
-		goto out; /* an empty schema 1 block */
+		return 0; /* an empty schema 1 block */
 	c->len = b.len;
 	c->off = 0;
 	c->left = b.count;
 	/* blocks continue each other in time */
 	if (c->any && b.first_ts < c->ts) {
-		rc = capture_damage(cap, "%s: time goes back", c->what);
 		c->left = 0;
-		goto out;
+		return capture_damage(cap, "%s: time goes back", c->what);
 	}
 	c->ts = b.first_ts;
 	c->addr = 0;
 	c->end = false;
-out:
-	if (mc)
-		mdb_cursor_close(mc);
-	capture_rend(cap, txn);
-	return rc;
+	return 0;
+}
+
+/* Decode the thread's next block into c->buf; c->end at the end. */
+static int mem_fetch(struct cygprof_mem_cursor *c)
+{
+	return stream_fetch(c->cap, DB_MEM, c->thread, &c->next_seq, &c->end, mem_open, c);
 }
 
 /* Decode the memory event at p[*off..len) after the one at time *ts and
