@@ -210,8 +210,6 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 	c.main_pid = pid;
 	close(memfd);
 	memfd = -1;
-	/* Calibrate while the program starts; nothing is converted before. */
-	collector_calibrate(&c);
 	if (exec_errno) {
 		waitpid(pid, &status, 0);
 		collector_forward_end(&c);
@@ -224,6 +222,10 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 	 * (a collector killed later leaves what it committed there); a
 	 * failure shows again at close, which publishes too */
 	(void)cygprof_capture_publish(c.cap);
+	/* Calibrate while the program starts (after the capture is visible:
+	 * a recorder killed during calibration leaves it); nothing is
+	 * converted before. */
+	collector_calibrate(&c);
 
 	status = collector_poll(&c, pid);
 	collector_forward_end(&c);
