@@ -69,6 +69,181 @@ int view_name_matches(const char *const *pats, size_t n, const char *name)
 	return 0;
 }
 
+/* ---- --time-range: the events of the calls in the window ------------------- */
+
+/* What a time range reads of a thread's timeline: the events inside
+ * [t0, t1), preceded by an enter at its true time for each call open at t0
+ * and followed by an exit at its true time for each call still open at t1
+ * (innermost first): a well-nested stream of every call that overlaps the
+ * window, with true times.  On a schema 5 capture the cursor seeks to the
+ * block of t0 (its open calls are stored with it) and finds each exit after
+ * t1 by a binary search, so the cost is the window's, not the timeline's;
+ * an older capture is read from its start until its last call closes. */
+struct rcall {
+	uint32_t node;
+	uint64_t enter;
+	int known; /* its enter was read (not one past the stored open calls) */
+};
+
+struct rstream {
+	const uint32_t *map;
+	size_t nmap;
+	cygprof_event_fn fn;
+	void *data;
+	struct cygprof_event buf[256];
+	size_t k;
+};
+
+static int rs_flush(struct rstream *r)
+{
+	int err = r->k ? r->fn(r->buf, r->k, r->data) : 0;
+
+	r->k = 0;
+	return err;
+}
+
+static int rs_put(struct rstream *r, uint32_t node, uint64_t ts, uint32_t kind)
+{
+	if (r->map) {
+		if (node >= r->nmap || r->map[node] == VIEW_NONE)
+			return 0;
+		node = r->map[node];
+	}
+	r->buf[r->k].node = node;
+	r->buf[r->k].ts_ns = ts;
+	r->buf[r->k++].kind = kind;
+	return r->k == sizeof r->buf / sizeof r->buf[0] ? rs_flush(r) : 0;
+}
+
+int view_range_events(struct view *v, uint32_t thread, const uint32_t *map, size_t nmap,
+		      cygprof_event_fn fn, void *data)
+{
+	const struct view_filter *f = &v->filter;
+	struct cygprof_event_cursor *cur = NULL;
+	const struct cygprof_open_call *oc;
+	const struct cygprof_event *ev;
+	struct rstream *r = malloc(sizeof *r);
+	struct rcall *st = NULL;
+	size_t n, depth = 0, cap = 0, i, noc, open_at = 0;
+	uint32_t full;
+	int phase = 0; /* 0 before t0, 1 inside, 2 after t1 */
+	int seekable, err;
+
+	if (!r)
+		return -ENOMEM;
+	r->map = map;
+	r->nmap = nmap;
+	r->fn = fn;
+	r->data = data;
+	r->k = 0;
+	err = cygprof_event_cursor_open(v->cap, thread, &cur);
+	seekable = !err && !cygprof_event_cursor_seek(cur, f->t0);
+	for (int first = 1; !err && phase < 2; first = 0) {
+		if ((err = cygprof_event_cursor_next(cur, &ev, &n)) || !n)
+			break;
+		if (first && seekable &&
+		    !cygprof_event_cursor_open_calls(cur, &oc, &noc, &full)) {
+			/* the calls open at the block's start: those past the
+			 * stored ones are known by their depth only */
+			if (ARRAY_GROW(st, cap, full)) {
+				err = -ENOMEM;
+				break;
+			}
+			for (depth = 0; depth < full; depth++)
+				st[depth] = depth < noc ? (struct rcall){ oc[depth].node,
+									 oc[depth].enter_ns, 1 }
+							: (struct rcall){ 0, 0, 0 };
+		}
+		for (i = 0; i < n && !err; i++) {
+			const struct cygprof_event *e = &ev[i];
+
+			if (phase == 0 && e->ts_ns >= f->t0) {
+				phase = 1;
+				for (size_t d = 0; d < depth && !err; d++)
+					if (st[d].known)
+						err = rs_put(r, st[d].node, st[d].enter,
+							     CYGPROF_EV_ENTER);
+			}
+			if (phase == 1 && e->ts_ns >= f->t1) {
+				phase = 2;
+				break;
+			}
+			if (e->kind == CYGPROF_EV_ENTER) {
+				if (ARRAY_GROW(st, cap, depth + 1)) {
+					err = -ENOMEM;
+					break;
+				}
+				st[depth++] = (struct rcall){ e->node, e->ts_ns, 1 };
+			} else if (depth) {
+				depth--;
+			} else {
+				continue; /* entered before the timeline (a fork child) */
+			}
+			if (phase == 1 && (e->kind == CYGPROF_EV_ENTER || st[depth].known))
+				err = rs_put(r, e->node, e->ts_ns, e->kind);
+		}
+		if (phase < 2 || err)
+			continue;
+		/* after t1: the calls still open end at their true exits, in
+		 * this block or, found by the cursor, in a later one */
+		open_at = depth;
+		for (; i < n && depth && !err; i++) {
+			const struct cygprof_event *e = &ev[i];
+
+			if (e->kind == CYGPROF_EV_ENTER) {
+				depth++;
+				continue;
+			}
+			if (--depth < open_at) {
+				open_at = depth;
+				if (st[depth].known)
+					err = rs_put(r, st[depth].node, e->ts_ns, e->kind);
+			}
+		}
+		while (!err && open_at && seekable) {
+			uint64_t x;
+			struct rcall *c;
+
+			c = &st[--open_at];
+			if (!c->known || open_at >= CYGPROF_OPEN_CALLS_MAX)
+				continue; /* too deep to find: left open */
+			err = cygprof_event_cursor_exit(cur, (uint32_t)open_at, c->enter, &x);
+			if (err == CYGPROF_E_NOTFOUND) {
+				err = 0;
+				break; /* open to the end, and so are its callers */
+			}
+			if (!err)
+				err = rs_put(r, c->node, x, CYGPROF_EV_EXIT);
+		}
+		if (!seekable && !err && open_at) {
+			/* an older capture: read on until they close */
+			while (!err && open_at &&
+			       !(err = cygprof_event_cursor_next(cur, &ev, &n)) && n) {
+				for (i = 0; i < n && open_at && !err; i++) {
+					if (ev[i].kind == CYGPROF_EV_ENTER) {
+						depth++;
+						continue;
+					}
+					if (!depth)
+						continue;
+					if (--depth < open_at) {
+						open_at = depth;
+						if (st[depth].known)
+							err = rs_put(r, st[depth].node,
+								     ev[i].ts_ns, ev[i].kind);
+					}
+				}
+			}
+		}
+	}
+	if (!err)
+		err = rs_flush(r);
+	cygprof_event_cursor_close(cur);
+	free(st);
+	free(r);
+	return err == CYGPROF_E_NOTFOUND ? 0 : err;
+}
+
 /* ---- --time-range: calls and times from the timeline ---------------------- */
 
 struct range_walk {
@@ -130,9 +305,7 @@ static int range_times(struct view *v, uint32_t thread, struct cygprof_node *nod
 		return VIEW_E_NO_TIMELINE;
 	for (size_t i = 0; i < n; i++)
 		nodes[i].calls = nodes[i].total_ns = 0;
-	err = cygprof_capture_foreach_event(v->cap, thread, range_event, &w);
-	if (err == CYGPROF_E_NOTFOUND)
-		err = 0;
+	err = view_range_events(v, thread, NULL, 0, range_event, &w);
 	/* calls still open at the end: up to the thread's end */
 	end = th && th->end_ns ? th->end_ns : view_duration_ns(v);
 	while (!err && w.depth) {
@@ -293,14 +466,11 @@ struct event_remap {
 static int remap_events(const struct cygprof_event *ev, size_t n, void *data)
 {
 	struct event_remap *r = data;
-	const struct view_filter *f = &r->v->filter;
 	size_t k = 0;
 	int err;
 
 	for (size_t i = 0; i < n; i++) {
 		struct cygprof_event e = ev[i];
-		if (f->has_range && (e.ts_ns < f->t0 || e.ts_ns >= f->t1))
-			continue;
 		if (r->map) {
 			if (e.node >= r->nmap || r->map[e.node] == VIEW_NONE)
 				continue;
@@ -319,10 +489,12 @@ static int remap_events(const struct cygprof_event *ev, size_t n, void *data)
 int view_filter_events(struct view *v, uint32_t thread, const uint32_t *map, size_t nmap,
 		       cygprof_event_fn fn, void *data)
 {
-	struct event_remap *r = malloc(sizeof *r);
+	struct event_remap *r;
 	int err;
 
-	(void)thread;
+	if (v->filter.has_range)
+		return view_range_events(v, thread, map, nmap, fn, data);
+	r = malloc(sizeof *r);
 	if (!r)
 		return -ENOMEM;
 	r->v = v;

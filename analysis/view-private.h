@@ -110,6 +110,11 @@ void view_symbols_release(struct view *v);
  * its timeline remapped through map. */
 int view_filter_tree(struct view *v, uint32_t thread, struct cygprof_node **nodes,
 		     uint32_t **fn, size_t *n, uint32_t **map);
+/* --time-range's events: the window's, with an enter at its true time for
+ * each call open at its start and an exit at its true time for each call
+ * open at its end (see view-filter.c), node indices mapped by map. */
+int view_range_events(struct view *v, uint32_t thread, const uint32_t *map, size_t nmap,
+		      cygprof_event_fn fn, void *data);
 int view_filter_events(struct view *v, uint32_t thread, const uint32_t *map, size_t nmap,
 		       cygprof_event_fn fn, void *data);
 /* The call sites of a filtered tree (s's, already read): remapped to its

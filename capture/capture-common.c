@@ -366,8 +366,10 @@ void capture_free(struct cygprof_capture *cap)
 		mdb_env_close(cap->env);
 	for (s = 0; s < STREAM_COUNT; s++) {
 		for (i = 0; i < cap->npend[s]; i++) {
-			if (cap->pend[s][i])
+			if (cap->pend[s][i]) {
 				free(cap->pend[s][i]->buf);
+				free(cap->pend[s][i]->stk);
+			}
 			free(cap->pend[s][i]);
 		}
 		free(cap->pend[s]);

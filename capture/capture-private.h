@@ -11,6 +11,7 @@
 #include <lmdb.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,10 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_PSAMPLES, STREAM_OFFC
 #define CAPTURE_CRC_SIZE 4
 /* Largest encoding of one timeline event: varint(34 bits) + varint(64 bits). */
 #define CAPTURE_EVENT_MAX 15
+/* Schema 5 timeline blocks start with the calls open before their first
+ * event: at most this many (the outermost), each at most 15 bytes. */
+#define CAPTURE_STACK_MAX CYGPROF_OPEN_CALLS_MAX
+#define CAPTURE_STACK_BYTES (20 + CAPTURE_STACK_MAX * 15)
 
 /* Memory event header varint: op, fn, whether the address delta is stored
  * divided by 16, then the flags. */
@@ -177,6 +182,25 @@ static inline uint64_t get_be64(const uint8_t *p)
 }
 
 /* Unsigned LEB128.  p must have room for 10 bytes. */
+/* Room for need elements of elem bytes in *vp of *cap (doubling, 16 at
+ * first): 0, or -ENOMEM with both unchanged.  The library links nothing
+ * of common/ (array.h's copy). */
+static inline int capture_grow(void *vp, size_t *cap, size_t need, size_t elem)
+{
+	void **p = vp, *q;
+	size_t n = *cap ? *cap : 16;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	if (n > SIZE_MAX / elem || !(q = realloc(*p, n * elem)))
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
 static inline size_t put_varint(uint8_t *p, uint64_t v)
 {
 	size_t n = 0;
@@ -395,6 +419,10 @@ struct pending {
 			     * samples: value of the previous sample in the block */
 	bool any;         /* last_ts is valid */
 	bool dirty;       /* holds events not yet written to LMDB */
+	/* timeline: the calls open after the last event appended, outermost
+	 * first (each block starts with them: schema 5) */
+	struct wframe { uint32_t node; uint64_t enter; } *stk;
+	size_t depth, cstk;
 };
 
 /* put_value: the blocks put of one stream (db, thread or counter id). */

@@ -1143,8 +1143,51 @@ static int block_damage(struct cygprof_capture *cap, unsigned int db, const MDB_
 
 /* ---- timeline ------------------------------------------------------------- */
 
-static int decode_block(const struct blk *b, uint64_t *last, struct cygprof_event *buf,
-			size_t *nbuf, cygprof_event_fn fn, void *data)
+/* The calls open before a schema 5 timeline block (see put_stack()), at
+ * *off of its raw bytes, into st (NULL: only checked). */
+struct ev_stack {
+	struct cygprof_open_call *c;
+	size_t n, cap;
+	uint32_t depth;
+	bool valid;
+};
+
+static int decode_open_calls(const struct blk *b, size_t *off, struct ev_stack *st)
+{
+	uint64_t depth, n, node, back, prev = 0;
+
+	if (!get_varint(b->raw, b->len, off, &depth) || !get_varint(b->raw, b->len, off, &n) ||
+	    depth > UINT32_MAX || n > depth || n > CAPTURE_STACK_MAX ||
+	    n != (depth < CAPTURE_STACK_MAX ? depth : CAPTURE_STACK_MAX))
+		return CYGPROF_E_CORRUPT;
+	if (st) {
+		if (capture_grow(&st->c, &st->cap, n ? n : 1, sizeof(*st->c)))
+			return -ENOMEM;
+		st->n = (size_t)n;
+		st->depth = (uint32_t)depth;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		if (!get_varint(b->raw, b->len, off, &node) ||
+		    !get_varint(b->raw, b->len, off, &back))
+			return CYGPROF_E_CORRUPT;
+		/* nested calls are entered in order, before the block */
+		if (node > UINT32_MAX || back > b->first_ts || b->first_ts - back < prev)
+			return CYGPROF_E_CORRUPT;
+		prev = b->first_ts - back;
+		if (st) {
+			st->c[i].enter_ns = prev;
+			st->c[i].node = (uint32_t)node;
+			st->c[i].reserved = 0;
+		}
+	}
+	return 0;
+}
+
+/* The events of a timeline block (after its open calls in schema 5: into
+ * st when not NULL) to fn in runs of up to EV_CHUNK. */
+static int decode_block(const struct blk *b, unsigned int schema, struct ev_stack *st,
+			uint64_t *last, struct cygprof_event *buf, size_t *nbuf,
+			cygprof_event_fn fn, void *data)
 {
 	const uint8_t *p = b->raw;
 	size_t len = b->len, off = 0, nb = *nbuf;
@@ -1155,6 +1198,8 @@ static int decode_block(const struct blk *b, uint64_t *last, struct cygprof_even
 	/* blocks continue each other in time */
 	if (ts < *last)
 		return CYGPROF_E_CORRUPT;
+	if (schema >= 5 && (rc = decode_open_calls(b, &off, st)))
+		return rc;
 	for (i = 0; i < b->count; i++) {
 		if (!get_varint(p, len, &off, &a) || !get_varint(p, len, &off, &d))
 			return CYGPROF_E_CORRUPT;
@@ -1237,6 +1282,7 @@ static int foreach_block(struct cygprof_capture *cap, unsigned int db, uint32_t 
 }
 
 struct ev_walk {
+	unsigned int schema;
 	uint64_t last;
 	struct cygprof_event *buf;
 	size_t nbuf;
@@ -1248,13 +1294,13 @@ static int ev_block(const struct blk *b, void *arg)
 {
 	struct ev_walk *w = arg;
 
-	return decode_block(b, &w->last, w->buf, &w->nbuf, w->fn, w->data);
+	return decode_block(b, w->schema, NULL, &w->last, w->buf, &w->nbuf, w->fn, w->data);
 }
 
 int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_idx,
 				  cygprof_event_fn fn, void *data)
 {
-	struct ev_walk w = { .fn = fn, .data = data };
+	struct ev_walk w = { .fn = fn, .data = data, .schema = cap ? cap->schema : 0 };
 	int rc;
 
 	if (!cap || !fn)
@@ -1349,6 +1395,12 @@ struct cygprof_event_cursor {
 	size_t nev, cap_ev;
 	uint8_t *raw;
 	size_t rawcap;
+	uint32_t seq;      /* the current block's key */
+	bool given;        /* a block was given */
+	struct ev_stack st;    /* the calls open before the current block */
+	struct ev_stack probe; /* cursor_exit()'s */
+	uint8_t *praw;
+	size_t prawcap;
 };
 
 int cygprof_event_cursor_open(struct cygprof_capture *cap, uint32_t thread_idx,
@@ -1383,6 +1435,9 @@ void cygprof_event_cursor_close(struct cygprof_event_cursor *cur)
 		return;
 	free(cur->ev);
 	free(cur->raw);
+	free(cur->st.c);
+	free(cur->probe.c);
+	free(cur->praw);
 	free(cur);
 }
 
@@ -1419,7 +1474,10 @@ static int ev_open(struct cygprof_capture *cap, const MDB_val *k, const MDB_val 
 	rc = block_damage(cap, DB_TIMELINE, k, block_open(cap, v, 2, &c->raw, &c->rawcap, &b));
 	if (rc)
 		return rc;
-	rc = decode_block(&b, &c->last, buf, &nbuf, ev_append, c);
+	c->seq = get_be32((const uint8_t *)k->mv_data + 4);
+	c->given = true;
+	c->st.valid = cap->schema >= 5;
+	rc = decode_block(&b, cap->schema, &c->st, &c->last, buf, &nbuf, ev_append, c);
 	if (!rc && nbuf)
 		rc = ev_append(buf, nbuf, c);
 	return rc == CYGPROF_E_CORRUPT ? block_damage(cap, DB_TIMELINE, k, rc) : rc;
@@ -1446,6 +1504,237 @@ int cygprof_event_cursor_next(struct cygprof_event_cursor *c, const struct cygpr
 	*ev = c->ev;
 	*n = c->nev;
 	return 0;
+}
+
+/* The number of blocks of a thread's stream in db (dense keys from 0:
+ * the last key's sequence number plus one). */
+static int stream_count(struct cygprof_capture *cap, MDB_txn *txn, unsigned int db,
+			uint32_t thread, uint32_t *n)
+{
+	MDB_cursor *mc;
+	MDB_val k, v;
+	uint8_t key[8];
+	int rc;
+
+	*n = 0;
+	rc = capture_err(mdb_cursor_open(txn, cap->dbi[db], &mc));
+	if (rc)
+		return rc;
+	if (thread < UINT32_MAX) {
+		put_be32(key, thread + 1);
+		put_be32(key + 4, 0);
+		k.mv_size = sizeof(key);
+		k.mv_data = key;
+		rc = mdb_cursor_get(mc, &k, &v, MDB_SET_RANGE);
+		rc = rc == MDB_NOTFOUND ? mdb_cursor_get(mc, &k, &v, MDB_LAST)
+		     : rc		 ? rc
+					 : mdb_cursor_get(mc, &k, &v, MDB_PREV);
+	} else {
+		rc = mdb_cursor_get(mc, &k, &v, MDB_LAST);
+	}
+	if (!rc && k.mv_size == 8 && get_be32(k.mv_data) == thread) {
+		uint32_t last = get_be32((const uint8_t *)k.mv_data + 4);
+		*n = last == UINT32_MAX ? UINT32_MAX : last + 1;
+	}
+	mdb_cursor_close(mc);
+	return rc == MDB_NOTFOUND ? 0 : capture_err(rc);
+}
+
+/* The checked value of block seq of a thread's stream in db. */
+static int stream_get(struct cygprof_capture *cap, MDB_txn *txn, unsigned int db,
+		      uint32_t thread, uint32_t seq, uint8_t key[8], MDB_val *k, MDB_val *v)
+{
+	int rc;
+
+	put_be32(key, thread);
+	put_be32(key + 4, seq);
+	k->mv_size = 8;
+	k->mv_data = key;
+	rc = mdb_get(txn, cap->dbi[db], k, v);
+	if (rc == MDB_NOTFOUND)
+		return capture_damage(cap, "thread %u timeline block %u missing", thread, seq);
+	return rc ? capture_err(rc) : capture_value(cap, db, k, v);
+}
+
+int cygprof_event_cursor_seek(struct cygprof_event_cursor *c, uint64_t ts_ns)
+{
+	struct cygprof_capture *cap;
+	MDB_txn *txn;
+	MDB_val k, v;
+	uint8_t key[8];
+	uint32_t n, lo = 0, hi, mid;
+	size_t zoff;
+	struct blk b;
+	int rc;
+
+	if (!c)
+		return -EINVAL;
+	cap = c->cap;
+	c->next_seq = 0;
+	c->end = cap->missing[DB_TIMELINE];
+	c->last = 0;
+	c->given = false;
+	c->nev = 0;
+	if (cap->schema < 5)
+		return -EOPNOTSUPP; /* where it lands, the open calls are unknown */
+	if (c->end)
+		return 0;
+	rc = capture_rbegin(cap, &txn);
+	if (rc)
+		return rc;
+	rc = stream_count(cap, txn, DB_TIMELINE, c->thread, &n);
+	/* the first block whose first event is at or after ts_ns; the block
+	 * before it holds the events before ts_ns (and may hold some at it) */
+	hi = n;
+	while (!rc && lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		rc = stream_get(cap, txn, DB_TIMELINE, c->thread, mid, key, &k, &v);
+		if (!rc)
+			rc = block_damage(cap, DB_TIMELINE, &k, block_hdr(cap, &v, 2, &b, &zoff));
+		if (!rc && b.first_ts < ts_ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	capture_rend(cap, txn);
+	if (!rc)
+		c->next_seq = lo ? lo - 1 : 0;
+	return rc;
+}
+
+int cygprof_event_cursor_open_calls(struct cygprof_event_cursor *c,
+				    const struct cygprof_open_call **calls, size_t *n,
+				    uint32_t *depth)
+{
+	if (!c || !calls || !n || !depth)
+		return -EINVAL;
+	if (c->cap->schema < 5)
+		return -EOPNOTSUPP;
+	if (!c->given || !c->st.valid)
+		return -EINVAL;
+	*calls = c->st.c;
+	*n = c->st.n;
+	*depth = c->st.depth;
+	return 0;
+}
+
+struct exit_walk {
+	uint32_t level, depth;
+	uint64_t exit;
+};
+
+static int exit_events(const struct cygprof_event *ev, size_t n, void *data)
+{
+	struct exit_walk *w = data;
+
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].kind == CYGPROF_EV_ENTER) {
+			w->depth++;
+		} else if (w->depth && --w->depth == w->level) {
+			w->exit = ev[i].ts_ns;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+struct event_cursor_probe_arg {
+	struct cygprof_event_cursor *c;
+	MDB_txn *txn;
+	struct blk b;
+};
+
+/* cursor_exit(): the open calls of block seq into c->probe, its events at
+ * a->b. */
+static int probe_block(struct event_cursor_probe_arg *a, uint32_t seq)
+{
+	struct cygprof_event_cursor *c = a->c;
+	uint8_t key[8];
+	MDB_val k, v;
+	size_t off = 0;
+	int rc;
+
+	rc = stream_get(c->cap, a->txn, DB_TIMELINE, c->thread, seq, key, &k, &v);
+	if (!rc)
+		rc = block_open(c->cap, &v, 2, &c->praw, &c->prawcap, &a->b);
+	if (!rc)
+		rc = decode_open_calls(&a->b, &off, &c->probe);
+	return rc ? block_damage(c->cap, DB_TIMELINE, &k, rc) : 0;
+}
+
+/* Whether the call (level, enter) is open before block seq's first event. */
+static int still_open(struct event_cursor_probe_arg *a, uint32_t seq, uint32_t level,
+		      uint64_t enter, bool *open)
+{
+	int rc = probe_block(a, seq);
+
+	*open = !rc && level < a->c->probe.n && a->c->probe.c[level].enter_ns == enter;
+	return rc;
+}
+
+int cygprof_event_cursor_exit(struct cygprof_event_cursor *c, uint32_t level,
+			      uint64_t enter_ns, uint64_t *exit_ns)
+{
+	struct event_cursor_probe_arg a = { .c = c };
+	struct exit_walk w = { .level = level };
+	struct cygprof_event buf[EV_CHUNK];
+	uint32_t n, lo, hi, mid;
+	size_t nbuf = 0;
+	uint64_t last = 0;
+	bool open;
+	int rc;
+
+	if (!c || !exit_ns)
+		return -EINVAL;
+	if (c->cap->schema < 5)
+		return -EOPNOTSUPP;
+	if (!c->given)
+		return -EINVAL;
+	if (level >= CAPTURE_STACK_MAX)
+		return CYGPROF_E_NOTFOUND;
+	rc = capture_rbegin(c->cap, &a.txn);
+	if (rc)
+		return rc;
+	rc = stream_count(c->cap, a.txn, DB_TIMELINE, c->thread, &n);
+	if (!rc && (c->seq == UINT32_MAX || c->seq + 1 >= n)) {
+		rc = CYGPROF_E_NOTFOUND;
+		goto out;
+	}
+	/* open before block lo, not before block hi (n: the end): the exit
+	 * is in the last block before it opens no more */
+	lo = c->seq + 1;
+	hi = n;
+	if (!rc && !(rc = still_open(&a, lo, level, enter_ns, &open)) && !open) {
+		rc = CYGPROF_E_NOTFOUND; /* not a call open at the block's end */
+		goto out;
+	}
+	if (!rc && !(rc = still_open(&a, n - 1, level, enter_ns, &open)) && open)
+		lo = n - 1;
+	else if (!rc)
+		hi = n - 1;
+	while (!rc && hi - lo > 1) {
+		mid = lo + (hi - lo) / 2;
+		if (!(rc = still_open(&a, mid, level, enter_ns, &open))) {
+			if (open)
+				lo = mid;
+			else
+				hi = mid;
+		}
+	}
+	if (!rc)
+		rc = probe_block(&a, lo);
+	if (!rc) {
+		w.depth = c->probe.depth;
+		rc = decode_block(&a.b, c->cap->schema, NULL, &last, buf, &nbuf, exit_events, &w);
+		if (!rc && nbuf)
+			rc = exit_events(buf, nbuf, &w);
+		rc = rc == 1 ? 0 : rc ? rc : CYGPROF_E_NOTFOUND;
+	}
+	if (!rc)
+		*exit_ns = w.exit;
+out:
+	capture_rend(c->cap, a.txn);
+	return rc;
 }
 
 /* ---- memory events ------------------------------------------------------------ */
@@ -2036,7 +2325,7 @@ static int check_block(struct cygprof_capture *cap, unsigned int db, const MDB_v
 	switch (db) {
 	case DB_TIMELINE:
 		evbuf = malloc(EV_CHUNK * sizeof(*evbuf));
-		rc = evbuf ? decode_block(&b, &last, evbuf, &nbuf, ev_none, NULL) : -ENOMEM;
+		rc = evbuf ? decode_block(&b, cap->schema, NULL, &last, evbuf, &nbuf, ev_none, NULL) : -ENOMEM;
 		f->last_ts = last;
 		break;
 	case DB_MEM:

@@ -1389,12 +1389,47 @@ static int timed_begin(struct cygprof_capture *cap, unsigned int stream, uint32_
 	return pending_reserve(cap, p, n, max);
 }
 
+/* The calls open before a timeline block's first event (at first_ts), at
+ * out: varint(depth), varint(n stored: the outermost, at most
+ * CAPTURE_STACK_MAX), then per call varint(node), varint(first_ts - enter).
+ * Returns the bytes written (at most CAPTURE_STACK_BYTES). */
+static size_t put_stack(uint8_t *out, const struct pending *p, uint64_t first_ts)
+{
+	size_t n = p->depth < CAPTURE_STACK_MAX ? p->depth : CAPTURE_STACK_MAX;
+	uint8_t *o = out;
+
+	o += put_varint(o, p->depth);
+	o += put_varint(o, n);
+	for (size_t i = 0; i < n; i++) {
+		o += put_varint(o, p->stk[i].node);
+		o += put_varint(o, first_ts - p->stk[i].enter);
+	}
+	return (size_t)(o - out);
+}
+
+/* The open calls after event e: an enter opens one, an exit or unwind
+ * closes the innermost (one with none open was entered before the
+ * thread's timeline began: a fork child's). */
+static int track_stack(struct pending *p, const struct cygprof_event *e)
+{
+	if (e->kind != CYGPROF_EV_ENTER) {
+		if (p->depth)
+			p->depth--;
+		return 0;
+	}
+	if (capture_grow(&p->stk, &p->cstk, p->depth + 1, sizeof(*p->stk)))
+		return -ENOMEM;
+	p->stk[p->depth].node = e->node;
+	p->stk[p->depth++].enter = e->ts_ns;
+	return 0;
+}
+
 int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_idx,
 				  const struct cygprof_event *ev, size_t n)
 {
 	struct pending *p;
 	uint64_t last;
-	size_t i;
+	size_t i, want;
 	uint8_t *out;
 	int rc = check_appender(cap);
 
@@ -1420,7 +1455,17 @@ int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_i
 		if (!p->count) {
 			p->first_ts = ev[i].ts_ns;
 			last = ev[i].ts_ns;
+			/* a new block: the calls open before it, then room for
+			 * the rest of the events as pending_reserve() made */
+			want = p->len + CAPTURE_STACK_BYTES + (n - i) * CAPTURE_EVENT_MAX;
+			if (want > cap->block_max + CAPTURE_STACK_BYTES)
+				want = cap->block_max + CAPTURE_STACK_BYTES;
+			if ((rc = reserve(p, want)))
+				break;
+			p->len += put_stack(p->buf + p->len, p, p->first_ts);
 		}
+		if ((rc = track_stack(p, &ev[i])))
+			break;
 		out = p->buf + p->len;
 		out += put_varint(out, (uint64_t)ev[i].node << 2 | ev[i].kind);
 		out += put_varint(out, ev[i].ts_ns - last);

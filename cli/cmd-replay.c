@@ -34,6 +34,9 @@ static void usage(FILE *f)
 		   "                         and the calls made inside them (shown at their\n"
 		   "                         depth in the whole trace)\n"
 		   CLI_FILTER_HELP
+		   "                         (replay shows the calls running at START or\n"
+		   "                         END too, whole and marked: found by time, the\n"
+		   "                         rest of the timeline is not read)\n"
 		   CLI_DEBUG_HELP
 		   "  -h, --help             this help\n");
 }
@@ -133,6 +136,20 @@ static void refill(struct rthread *t, const char *file)
 	}
 }
 
+/* --time-range: the window (the calls that cross its edges are shown with
+ * their true times, marked) */
+static const struct view_filter *range;
+
+static const char *before(uint64_t ts)
+{
+	return range && ts < range->t0 ? " /* entered before the range */" : "";
+}
+
+static const char *after(uint64_t ts)
+{
+	return range && ts >= range->t1 ? " /* ends after the range */" : "";
+}
+
 /* Print the thread's next event (two for a leaf call). */
 static void step(const struct profile *p, struct rthread *t)
 {
@@ -146,15 +163,16 @@ static void step(const struct profile *p, struct rthread *t)
 		    (x->kind == CYGPROF_EV_EXIT || x->kind == CYGPROF_EV_UNWIND)) {
 			if (shown(t, e->node)) {
 				line_head(t, 1, x->ts_ns - e->ts_ns, e->node);
-				printf("%s();%s\n", text_esc(node_name(p, t, e->node)),
-				       x->kind == CYGPROF_EV_UNWIND ? " /* unwound */" : "");
+				printf("%s();%s%s%s\n", text_esc(node_name(p, t, e->node)),
+				       x->kind == CYGPROF_EV_UNWIND ? " /* unwound */" : "",
+				       before(e->ts_ns), after(x->ts_ns));
 			}
 			t->pos += 2;
 			return;
 		}
 		if (shown(t, e->node)) {
 			line_head(t, 0, 0, e->node);
-			printf("%s() {\n", text_esc(node_name(p, t, e->node)));
+			printf("%s() {%s\n", text_esc(node_name(p, t, e->node)), before(e->ts_ns));
 		}
 		push(t, e->node, e->ts_ns);
 	} else {
@@ -162,8 +180,9 @@ static void step(const struct profile *p, struct rthread *t)
 
 		if (shown(t, e->node)) {
 			line_head(t, found, found ? e->ts_ns - ts : 0, e->node);
-			printf("} /* %s */%s\n", text_esc(node_name(p, t, e->node)),
-			       e->kind == CYGPROF_EV_UNWIND ? " /* unwound */" : "");
+			printf("} /* %s */%s%s\n", text_esc(node_name(p, t, e->node)),
+			       e->kind == CYGPROF_EV_UNWIND ? " /* unwound */" : "",
+			       after(e->ts_ns));
 		}
 	}
 	t->pos++;
@@ -226,6 +245,9 @@ int cmd_replay(int argc, char **argv)
 	v = cli_open_view(file, di);
 	cli_need(v, file, "timeline", "timeline");
 	cli_filter_apply(&filt, v, "replay", file);
+	range = view_get_filter(v);
+	if (range && !range->has_range)
+		range = NULL;
 
 	cli_check(view_threads(v, &threads, &nthreads), file);
 	cli_check(view_procs(v, &procs, &nprocs), file);

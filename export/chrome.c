@@ -172,9 +172,25 @@ static const char *node_name(struct tl_thread *t, uint32_t node)
 	return t->names[id] = buf;
 }
 
-/* clipped: NULL, or the window's edge a call crosses ("start", "end") */
+/* With a time range, which of the window's edges a call with true times
+ * [ts, end) crosses: NULL (none), "start", "end" or "both". */
+static const char *crosses(const struct tl_thread *t, uint64_t ts, uint64_t end)
+{
+	const struct view_filter *f = view_get_filter(t->c->v);
+	int s, e;
+
+	if (!f || !f->has_range)
+		return NULL;
+	s = ts < f->t0;
+	e = end >= f->t1;
+	return s && e ? "both" : s ? "start" : e ? "end" : NULL;
+}
+
+/* mark: NULL, or args {key: mark} ("crosses": the window's edge a call with
+ * its true times crosses; "clipped": "start" for a call whose entry is not
+ * known, shown from the window's start) */
 static int write_call(struct tl_thread *t, uint32_t node, uint64_t ts, uint64_t end, int unwound,
-		      const char *clipped)
+		      const char *key, const char *mark)
 {
 	struct chrome *c = t->c;
 	const char *name = node_name(t, node);
@@ -189,8 +205,8 @@ static int write_call(struct tl_thread *t, uint32_t node, uint64_t ts, uint64_t 
 	json_us(c->f, ts);
 	fputs(",\"dur\":", c->f);
 	json_us(c->f, end > ts ? end - ts : 0);
-	if (clipped)
-		fprintf(c->f, ",\"args\":{\"clipped\":\"%s\"%s}}", clipped,
+	if (mark)
+		fprintf(c->f, ",\"args\":{\"%s\":\"%s\"%s}}", key, mark,
 			unwound ? ",\"unwound\":true" : "");
 	else
 		fputs(unwound ? ",\"args\":{\"unwound\":true}}" : "}", c->f);
@@ -220,13 +236,14 @@ static int on_events(const struct cygprof_event *ev, size_t n, void *data)
 		for (d = t->depth; d > 0 && t->stack[d - 1].node != e->node; d--)
 			;
 		if (!d) {
-			/* with a time range, a call entered before the window:
-			 * shown from the window's start, marked clipped */
+			/* with a time range, a call entered before the window
+			 * whose entry is not known (deeper than the open calls a
+			 * capture stores): shown from the window's start */
 			const struct view_filter *f = view_get_filter(t->c->v);
 
 			if (f && f->has_range && e->ts_ns >= f->t0 &&
 			    (err = write_call(t, e->node, f->t0, e->ts_ns,
-					      e->kind == CYGPROF_EV_UNWIND, "start")))
+					      e->kind == CYGPROF_EV_UNWIND, "clipped", "start")))
 				return err;
 			continue;
 		}
@@ -234,7 +251,8 @@ static int on_events(const struct cygprof_event *ev, size_t n, void *data)
 			struct open_call *oc = &t->stack[--t->depth];
 
 			if ((err = write_call(t, oc->node, oc->ts, e->ts_ns,
-					      e->kind == CYGPROF_EV_UNWIND, NULL)))
+					      e->kind == CYGPROF_EV_UNWIND, "crosses",
+					      crosses(t, oc->ts, e->ts_ns))))
 				return err;
 		}
 	}
@@ -246,8 +264,6 @@ static int write_timeline(struct chrome *c)
 	const struct cygprof_thread *threads;
 	size_t nthreads, i;
 	uint64_t cap_end = view_duration_ns(c->v);
-	const struct view_filter *f = view_get_filter(c->v);
-	const char *clipped;
 	struct tl_thread t;
 	int err;
 
@@ -268,19 +284,13 @@ static int write_timeline(struct chrome *c)
 		t.depth = 0;
 		if ((err = view_events(c->v, th->idx, on_events, &t)))
 			break;
-		/* calls still open: they end with the thread (or the capture),
-		 * or, with a time range, after the window: clipped at its end */
+		/* calls still open: they end with the thread (or the capture) */
 		end = th->end_ns ? th->end_ns : cap_end;
-		clipped = NULL;
-		if (f && f->has_range && f->t1 < end) {
-			end = f->t1;
-			clipped = "end";
-		}
 		while (t.depth && !err) {
 			struct open_call *oc = &t.stack[--t.depth];
+			uint64_t e = end > oc->ts ? end : oc->ts;
 
-			err = write_call(&t, oc->node, oc->ts, end > oc->ts ? end : oc->ts, 0,
-					 clipped);
+			err = write_call(&t, oc->node, oc->ts, e, 0, "crosses", crosses(&t, oc->ts, e));
 		}
 	}
 	for (i = 0; i < t.nnames; i++)

@@ -43,6 +43,36 @@ static int stop_early(const struct cygprof_event *ev, size_t n, void *data)
 	return 7;
 }
 
+
+/* The timeline by time: a seek into the middle, the open calls of the block
+ * found, and the exits of those still open at its end. */
+static uint64_t walk_by_time(struct cygprof_capture *cap, uint32_t t)
+{
+	struct cygprof_event_cursor *cur;
+	const struct cygprof_open_call *oc;
+	const struct cygprof_event *ev;
+	uint64_t sum = 0, x;
+	size_t n, noc;
+	uint32_t depth;
+
+	if (cygprof_event_cursor_open(cap, t, &cur))
+		return 0;
+	for (int round = 0; round < 2; round++) {
+		if (cygprof_event_cursor_seek(cur, round ? UINT64_MAX : 1000000) ||
+		    cygprof_event_cursor_next(cur, &ev, &n) || !n)
+			break;
+		if (cygprof_event_cursor_open_calls(cur, &oc, &noc, &depth))
+			break;
+		for (size_t i = 0; i < noc && i < 64; i++) {
+			sum += oc[i].node;
+			if (!cygprof_event_cursor_exit(cur, (uint32_t)i, oc[i].enter_ns, &x))
+				sum += x;
+		}
+	}
+	cygprof_event_cursor_close(cur);
+	return sum;
+}
+
 static void read_all(struct cygprof_capture *cap)
 {
 	struct cygprof_proc *procs = NULL;
@@ -117,6 +147,7 @@ static void read_all(struct cygprof_capture *cap)
 		(void)cygprof_capture_foreach_event(cap, t, count_events, &sum);
 		(void)cygprof_capture_foreach_event(cap, t, stop_early, NULL);
 		(void)cygprof_capture_mem_count(cap, t, &count);
+		sum += walk_by_time(cap, t);
 		if (!cygprof_mem_cursor_open(cap, t, &cur)) {
 			while ((rc = cygprof_mem_cursor_next(cur, &mev)) == 1)
 				sum += mev.addr ^ mev.size;

@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define CYGPROF_CAPTURE_SCHEMA 4
+#define CYGPROF_CAPTURE_SCHEMA 5
 
 enum {
 	CYGPROF_E_NOTCAPTURE = -20001, /* the file is not a cygprof capture */
@@ -399,6 +399,37 @@ int cygprof_event_cursor_open(struct cygprof_capture *cap, uint32_t thread_idx,
 int cygprof_event_cursor_next(struct cygprof_event_cursor *cur, const struct cygprof_event **ev,
 			      size_t *n);
 void cygprof_event_cursor_close(struct cygprof_event_cursor *cur);
+
+/** A call open at the start of a timeline block. */
+struct cygprof_open_call {
+	uint64_t enter_ns; /* when it was entered (before the block) */
+	uint32_t node;     /* index into the thread's tree */
+	uint32_t reserved;
+};
+
+/** Move the cursor so that the next block it gives holds the first event
+ * at or after ts_ns (or is the last block): a binary search on the blocks'
+ * first times, decoding none of the blocks it skips.  -EOPNOTSUPP (the
+ * cursor then starts from the beginning) for a capture of schema 4 or
+ * older, whose blocks do not store the calls open at their start. */
+int cygprof_event_cursor_seek(struct cygprof_event_cursor *cur, uint64_t ts_ns);
+/** The calls open before the first event of the block the last
+ * cursor_next() gave, outermost first: *n of them at *calls (owned by the
+ * cursor), *depth all of them (a capture stores the outermost
+ * CYGPROF_OPEN_CALLS_MAX).  -EOPNOTSUPP for a capture of schema 4 or older,
+ * which does not store them; -EINVAL before a block was given. */
+int cygprof_event_cursor_open_calls(struct cygprof_event_cursor *cur,
+				    const struct cygprof_open_call **calls, size_t *n,
+				    uint32_t *depth);
+#define CYGPROF_OPEN_CALLS_MAX 1024
+/** When the call open at depth level (0: the outermost) at the end of the
+ * block the last cursor_next() gave, entered at enter_ns, ends (its exit
+ * or unwind event): found by a binary search on the open calls of the
+ * blocks after it, decoding about log2(blocks) of them; the cursor does
+ * not move.  CYGPROF_E_NOTFOUND when the timeline ends first (or the call
+ * is deeper than the stored open calls); -EOPNOTSUPP before schema 5. */
+int cygprof_event_cursor_exit(struct cygprof_event_cursor *cur, uint32_t level,
+			      uint64_t enter_ns, uint64_t *exit_ns);
 
 /* ---- objects and symbols: what decodes the capture elsewhere ------------- */
 struct cygprof_object {

@@ -169,6 +169,53 @@ def report_json(ck, cyg, cap, opts):
     return json.loads(cp.out)
 
 
+def crossing(ck, cyg, cap, tag):
+    """Time ranges through a call: every call has its true times."""
+    dur = int(info_json(ck, cyg, cap)['meta']['duration_ns'])
+    # chrome export: every call of a window, those crossing its edges too,
+    # has its true times: the durations of a wider window, marked
+
+    def chrome(rng):
+        out = os.path.join(cyg.workdir, 'w%d.json' % len(rng))
+        p = run([cyg.exe, 'export', '--format=chrome', '-o', out, '--time-range', rng, cap])
+        ck.eq(p.returncode, 0, tag + 'export chrome --time-range %s: exit 0' % rng)
+        with open(out) as fh:
+            d = json.load(fh)
+        evs = d['traceEvents'] if isinstance(d, dict) else d
+        return [e for e in evs if e.get('ph') == 'X' and e.get('cat') == 'function']
+
+    whole = chrome('0,%dns' % (dur + 10**9))
+    wide = dict(((e['tid'], e['ts'], e['name']), e['dur']) for e in whole)
+    ck.eq([e for e in whole if 'args' in e and 'crosses' in e['args']], [],
+          tag + 'chrome --time-range wider than the capture: no call crosses it')
+    # the edge: inside the longest call of b (main, a and b run across it)
+    b = max((e for e in whole if e['name'].startswith('b')), key=lambda e: e['dur'])
+    mid = int((b['ts'] + b['dur'] / 2) * 1000)
+    first = chrome('0,%dns' % mid)
+    second = chrome('%dns,%dns' % (mid, dur + 10**9))
+    edge = mid / 1000.0
+    for name, part in (('first half', first), ('second half', second)):
+        ck.eq([e['dur'] for e in part], [wide.get((e['tid'], e['ts'], e['name'])) for e in part],
+              tag + 'chrome --time-range %s: every call has the duration of the whole window' % name)
+
+    def marked(part, *how):
+        return sorted((e['tid'], e['ts'], e['name']) for e in part
+                      if e.get('args', {}).get('crosses') in how)
+    ends, starts = marked(first, 'end', 'both'), marked(second, 'start', 'both')
+    ck.check(len(ends) >= 3, tag + 'chrome --time-range: main, a and b at least cross the edge (%d)'
+             % len(ends))
+    ck.eq(ends, starts, tag + 'chrome --time-range: the calls marked crossing the end of the first '
+          'half are those marked crossing the start of the second')
+    ck.eq(sorted(k for k in wide if k[1] < edge < k[1] + wide[k]), ends,
+          tag + 'chrome --time-range: they are the calls running at the edge')
+    r = run([cyg.exe, 'replay', '--time-range', '%dns,' % mid, cap])
+    ck.eq(r.out.count('/* entered before the range */'), len(starts),
+          tag + 'replay --time-range: the calls running at its start are marked')
+    r = run([cyg.exe, 'replay', '--time-range', ',%dns' % mid, cap])
+    ck.eq(r.out.count('/* ends after the range */'), len(ends),
+          tag + 'replay --time-range: the calls running at its end are marked')
+
+
 def test_filters_after_calls(ck, cyg, example):
     cap, full = filters_after(ck, cyg, example, filter_cases_calls(), replay=True)
     calls = dict((f['name'], f['calls']) for f in full['functions'])
@@ -197,34 +244,11 @@ def test_filters_after_calls(ck, cyg, example):
     r = run([cyg.exe, 'replay', '--time-range', '%dns,' % (dur + 10**9), cap])
     ck.eq(r.returncode, 0, 'replay --time-range after the end: exit 0')
     ck.eq(sum(replay_calls(r.out, fn) for fn in calls), 0, 'replay --time-range after the end: no call')
-    # chrome export: a window's calls keep the durations of a wider window;
-    # calls crossing an edge are clipped there and marked
-    mid = dur // 2
-
-    def chrome(rng):
-        out = os.path.join(cyg.workdir, 'w%d.json' % len(rng))
-        p = run([cyg.exe, 'export', '--format=chrome', '-o', out, '--time-range', rng, cap])
-        ck.eq(p.returncode, 0, 'export chrome --time-range %s: exit 0' % rng)
-        with open(out) as fh:
-            d = json.load(fh)
-        evs = d['traceEvents'] if isinstance(d, dict) else d
-        return [e for e in evs if e.get('ph') == 'X' and e.get('cat') == 'function']
-
-    wide = dict(((e['tid'], e['ts'], e['name']), e['dur'])
-                for e in chrome('0,%dns' % (dur + 10**9)))
-    first = chrome('0,%dns' % mid)
-    second = chrome('%dns,%dns' % (mid, dur + 10**9))
-    edge = mid / 1000.0
-    inside = [e for e in first if 'clipped' not in e.get('args', {})]
-    ck.eq([e['dur'] for e in inside], [wide.get((e['tid'], e['ts'], e['name'])) for e in inside],
-          'chrome --time-range: durations of the calls inside equal the wide window\'s')
-    ends = [e for e in first if e.get('args', {}).get('clipped') == 'end']
-    ck.check(all(abs(e['ts'] + e['dur'] - edge) < 0.002 for e in ends),
-             'chrome --time-range: calls clipped at the end stop at the window\'s end')
-    starts = [e for e in second if e.get('args', {}).get('clipped') == 'start']
-    ck.check(all(abs(e['ts'] - edge) < 0.002 for e in starts),
-             'chrome --time-range: calls clipped at the start begin at the window\'s start')
-    ck.eq(len(ends), len(starts), 'chrome --time-range: as many calls cross the edge from each side')
+    crossing(ck, cyg, cap, '')
+    # a schema 2 capture (blocks without their open calls) is read from its
+    # start, to the same calls and times
+    crossing(ck, cyg, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'data',
+                                   'timeline-schema2.data'), 'schema 2: ')
     # bad values and a capture without a timeline
     for bad in (['--time-range', '5'], ['--time-range', '2s,1s'], ['-D', '0'], ['-D', 'x']):
         p = run([cyg.exe, 'report'] + bad + [cap])

@@ -113,10 +113,11 @@ def zstd_raw(data):
 
 
 def timeline_block(events):
-    """A schema 2 event block: count, first_ts, raw length, zstd frame of
+    """A schema 5 event block: count, first_ts, raw length, zstd frame of
+    the calls open before it (none: depth 0, 0 stored), then
     varint(node << 2 | kind), varint(time step) per event."""
     first = events[0][0]
-    raw, last = b'', first
+    raw, last = varint(0) + varint(0), first
     for ts, node, kind in events:
         raw += varint(node << 2 | kind) + varint(ts - last)
         last = ts

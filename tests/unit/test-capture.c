@@ -91,7 +91,7 @@ static void test_meta(void)
 	CHECK_EQ_STR(v, "cygprof-capture");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
-	CHECK_EQ_STR(v, "4");
+	CHECK_EQ_STR(v, "5");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "nope", &v), CYGPROF_E_NOTFOUND);
 	CHECK(v == NULL);
@@ -507,6 +507,137 @@ static void test_timeline(void)
 out:
 	for (t = 0; t < TL_THREADS; t++)
 		free(ev[t]);
+}
+
+/* ---- the timeline by time (schema 5) ---------------------------------------- */
+
+/* A well-nested timeline (a random walk of the call depth, with a burst past
+ * the 1024 stored open calls and calls still open at the end), written in
+ * many blocks; every block's open calls, a seek to many times, and the
+ * exit of every call open at a block's end are checked against the events
+ * themselves. */
+#define TI_EVENTS 700000
+
+static void test_time_index(void)
+{
+	const char *path = tmp_path("time-index.cap");
+	struct cygprof_event *ev = malloc(TI_EVENTS * sizeof(*ev));
+	uint64_t *exit_at = malloc(TI_EVENTS * sizeof(*exit_at)); /* per enter */
+	size_t *open = malloc(TI_EVENTS * sizeof(*open)), *bstart = NULL;
+	size_t depth = 0, i, nb = 0, cb = 0, j, b;
+	struct cygprof_capture *cap;
+	struct cygprof_event_cursor *cur;
+	const struct cygprof_event *got;
+	const struct cygprof_open_call *oc;
+	size_t n, noc, at;
+	uint32_t full;
+	uint64_t ts = 5000, x;
+
+	if (!ev || !exit_at || !open)
+		goto out;
+	for (i = 0; i < TI_EVENTS; i++) {
+		size_t want = i > 300000 && i < 303000 ? 1100 : 12 + (i / 50000) % 3 * 10;
+		int enter = depth < 2 || (depth < want && rnd() % 100 < (i > 690000 ? 70 : 52));
+
+		ts += rnd() % 4 ? rnd() % 60 : 0;
+		ev[i].ts_ns = ts;
+		if (i > 300000 && i < 302000)
+			enter = 1; /* deep */
+		if (enter) {
+			ev[i].node = (uint32_t)(depth * 7 + rnd() % 5);
+			ev[i].kind = CYGPROF_EV_ENTER;
+			exit_at[i] = UINT64_MAX;
+			open[depth++] = i;
+		} else {
+			ev[i].node = ev[open[depth - 1]].node;
+			ev[i].kind = rnd() % 50 ? CYGPROF_EV_EXIT : CYGPROF_EV_UNWIND;
+			exit_at[open[--depth]] = ts;
+		}
+	}
+	CHECK(depth > 2); /* calls open at the end */
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	for (i = 0; i < TI_EVENTS; i += n) {
+		n = rnd() % 5000 + 1;
+		if (n > TI_EVENTS - i)
+			n = TI_EVENTS - i;
+		if (rnd() % 8) {
+			CHECK_EQ_INT(cygprof_capture_append_events(cap, 0, ev + i, n), 0);
+			continue;
+		}
+		/* a commit stores the open block, rewritten as it grows */
+		CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+		CHECK_EQ_INT(cygprof_capture_append_events(cap, 0, ev + i, n), 0);
+		CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	}
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		goto out;
+	/* the blocks in order: where each starts, its open calls */
+	CHECK_EQ_INT(cygprof_event_cursor_open(cap, 0, &cur), 0);
+	depth = 0;
+	at = 0;
+	while (!cygprof_event_cursor_next(cur, &got, &n) && n) {
+		if (nb == cb) {
+			cb = cb ? cb * 2 : 64;
+			bstart = realloc(bstart, (cb + 1) * sizeof(*bstart));
+		}
+		bstart[nb++] = at;
+		CHECK_EQ_INT(cygprof_event_cursor_open_calls(cur, &oc, &noc, &full), 0);
+		CHECK_EQ_U64(full, depth);
+		CHECK_EQ_U64(noc, depth < 1024 ? depth : 1024);
+		for (j = 0; j < noc; j++) {
+			CHECK_EQ_U64(oc[j].node, ev[open[j]].node);
+			CHECK_EQ_U64(oc[j].enter_ns, ev[open[j]].ts_ns);
+		}
+		for (j = 0; j < n; j++, at++) {
+			CHECK_EQ_U64(got[j].ts_ns, ev[at].ts_ns);
+			if (ev[at].kind == CYGPROF_EV_ENTER)
+				open[depth++] = at;
+			else
+				depth--;
+		}
+		/* every call open at the block's end: its exit */
+		for (j = 0; j < depth; j++) {
+			int rc = cygprof_event_cursor_exit(cur, (uint32_t)j, ev[open[j]].ts_ns, &x);
+
+			if (j >= 1024 || exit_at[open[j]] == UINT64_MAX) {
+				CHECK_EQ_INT(rc, CYGPROF_E_NOTFOUND);
+			} else {
+				CHECK_EQ_INT(rc, 0);
+				CHECK_EQ_U64(x, exit_at[open[j]]);
+			}
+			if (j == 30 && depth > 1100)
+				j = depth - 40; /* enough of a deep stack */
+		}
+	}
+	CHECK_EQ_U64(at, TI_EVENTS);
+	printf("# time index: %zu events in %zu blocks\n", at, nb);
+	CHECK(nb >= 4);
+	bstart[nb] = TI_EVENTS;
+	/* seeks: the block given holds the first event at or after the time */
+	for (i = 0; i < 300; i++) {
+		uint64_t t = i < 2 ? (i ? UINT64_MAX : 0) : ev[rnd() % TI_EVENTS].ts_ns + rnd() % 3;
+
+		for (j = 0; j < TI_EVENTS && ev[j].ts_ns < t; j++)
+			;
+		CHECK_EQ_INT(cygprof_event_cursor_seek(cur, t), 0);
+		CHECK_EQ_INT(cygprof_event_cursor_next(cur, &got, &n), 0);
+		for (b = 0; b + 1 < nb && bstart[b + 1] <= j; b++)
+			;
+		/* the block holding event j (the last one when none is at t),
+		 * or the one before when j starts a block at t (ties) */
+		CHECK(n > 0 && (got[0].ts_ns == ev[bstart[b]].ts_ns ||
+				(b > 0 && got[0].ts_ns == ev[bstart[b - 1]].ts_ns)));
+		CHECK(got[0].ts_ns <= t || b == 0);
+	}
+	cygprof_event_cursor_close(cur);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+out:
+	free(bstart);
+	free(ev);
+	free(exit_at);
+	free(open);
 }
 
 /* ---- a realistic memory event model ---------------------------------------- */
@@ -1177,16 +1308,16 @@ static void test_errors(void)
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
 
 	/* a newer schema: the error names it */
-	p = tmp_path("schema5.cap");
+	p = tmp_path("schema6.cap");
 	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
-	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "5"), -EPERM);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "6"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "txn", "3"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
-	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "5", 1), 0);
+	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "6", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_VERSION);
 	CHECK_EQ_STR(cygprof_strerror(CYGPROF_E_VERSION),
-		     "capture written by a newer cygprof (unknown schema) (schema 5; this "
-		     "cygprof reads schemas 1 to 4)");
+		     "capture written by a newer cygprof (unknown schema) (schema 6; this "
+		     "cygprof reads schemas 1 to 5)");
 	/* "2" damaged into "1" (with a valid checksum even) is not schema 1 */
 	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "1", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
@@ -2400,6 +2531,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_objects);
 	RUN_TEST(test_symbols);
 	RUN_TEST(test_timeline);
+	RUN_TEST(test_time_index);
 	RUN_TEST(test_mem);
 	RUN_TEST(test_stacks);
 	RUN_TEST(test_map_growth);
