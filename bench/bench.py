@@ -4,7 +4,7 @@
 in the same interleaved run.
 
 usage: bench/bench.py [--cygprof PATH] [--baseline PATH] [--runs N] [--quick]
-                      [--only calls,fib,threads,growth,memory,read,memdump]
+                      [--only calls,fib,threads,growth,memory,read,memdump,timerange]
 
 --baseline PATH adds the same cygprof configurations run with another
 cygprof binary (an earlier build) to the calls and memory sections, in the
@@ -51,6 +51,9 @@ Sections:
            cygprof without --memdump, with a table (the path taken under
            --memdump, the table in the program), and under
            `cygprof record --memdump` once record has that option.
+  timerange  a 1 ms --time-range of calls.c's 47.5 M-event timeline (replay,
+           report, chrome export) against replaying all of it; with
+           --baseline, the baseline on a capture it recorded itself.
 """
 import argparse
 import os
@@ -452,6 +455,33 @@ def read_section(args, b, tmp):
             print(f"| {label} | {fmt(res['this']['t'], 3)} | {fmt(res['this']['cpu'], 3)} |")
 
 
+def timerange_section(args, b, tmp):
+    """A 1 ms window of a 47.5 M-event timeline against reading all of it,
+    each build on a capture it recorded (the baseline's: an older schema,
+    read from its start)."""
+    builds = [("this", args.cygprof)] + ([("baseline", args.baseline)] if args.baseline else [])
+    for name, cyg in builds:
+        sh(f"{cyg} record -q --timeline -o {tmp}/tr-{name}.cap -- {b}/calls.finstr > /dev/null")
+    win = "--time-range 500ms,501ms"
+    jobs = [
+        ("replay (the whole timeline)", "replay {cap} > /dev/null"),
+        ("replay --time-range (1 ms)", f"replay {win} {{cap}} > /dev/null"),
+        ("report --time-range (1 ms)", f"report {win} {{cap}} > /dev/null"),
+        ("export --format=chrome --time-range (1 ms)",
+         f"export --format=chrome {win} -f -o {tmp}/tr.json {{cap}}"),
+    ]
+    print(f"\n### Time ranges: calls.c --timeline (47.5 M events), {args.runs} rounds\n")
+    head = "| command | " + " | ".join(f"{n} wall s | {n} cpu s" for n, _ in builds) + " |"
+    print(head)
+    print("|---" * (1 + 2 * len(builds)) + "|")
+    for label, cmd in jobs:
+        cfg = [(n, None, "exec " + c + " " + cmd.format(cap=f"{tmp}/tr-{n}.cap"))
+               for n, c in builds]
+        res = interleave(cfg, args.runs, 1)
+        print(f"| {label} | " + " | ".join(f"{fmt(res[n]['t'], 3)} | {fmt(res[n]['cpu'], 3)}"
+                                           for n, _ in builds) + " |")
+
+
 def memdump_section(args, b, tmp):
     cyg = args.cygprof
     root = os.path.join(HERE, "..")
@@ -516,7 +546,7 @@ def main():
                     help="another cygprof binary to compare with in the same rounds")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="2 rounds")
-    ap.add_argument("--only", default="calls,fib,threads,growth,memory,read,memdump")
+    ap.add_argument("--only", default="calls,fib,threads,growth,memory,read,memdump,timerange")
     args = ap.parse_args()
     if args.quick:
         args.runs = 2
@@ -551,6 +581,8 @@ def main():
             read_section(args, b, tmp)
         if "memdump" in only:
             memdump_section(args, b, tmp)
+        if "timerange" in only:
+            timerange_section(args, b, tmp)
 
 
 if __name__ == "__main__":
