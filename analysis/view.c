@@ -628,12 +628,93 @@ int view_events_read(struct view *v, uint32_t thread, struct cygprof_event **ev,
 	return err;
 }
 
-int view_event_cursor(struct view *v, uint32_t thread, struct cygprof_event_cursor **cur)
+/* A pull cursor over a thread's events as the view shows them: a block at
+ * a time from the capture's cursor, remapped to the filtered tree (-F, -N,
+ * -D); with a time range, the window's events at once (view_events()). */
+struct view_ecursor {
+	struct cygprof_event_cursor *cur; /* NULL: ev holds everything */
+	const uint32_t *map;              /* node map of a filtered tree */
+	size_t nmap;
+	struct cygprof_event *ev;
+	size_t n, cap;
+	int given; /* the events read at once were given */
+};
+
+int view_ecursor_open(struct view *v, uint32_t thread, struct view_ecursor **out)
 {
-	*cur = NULL;
-	if (v->filtering)
-		return -EOPNOTSUPP;
-	return cygprof_event_cursor_open(v->cap, thread, cur);
+	struct view_ecursor *c = calloc(1, sizeof *c);
+	int err = 0;
+
+	*out = NULL;
+	if (!c)
+		return -ENOMEM;
+	if (v->filtering && v->filter.has_range) {
+		err = view_events_read(v, thread, &c->ev, &c->n);
+	} else {
+		if (v->filtering) {
+			const struct view_tree *t;
+			struct view_tree_slot *s;
+
+			if (!(err = view_tree(v, thread, &t)) && (s = tree_slot(v, thread))) {
+				c->map = s->map;
+				c->nmap = s->nmap;
+			}
+		}
+		if (!err)
+			err = cygprof_event_cursor_open(v->cap, thread, &c->cur);
+	}
+	if (err) {
+		view_ecursor_close(c);
+		return err;
+	}
+	*out = c;
+	return 0;
+}
+
+int view_ecursor_next(struct view_ecursor *c, const struct cygprof_event **ev, size_t *n)
+{
+	const struct cygprof_event *e;
+	size_t k;
+	int err;
+
+	*ev = NULL;
+	*n = 0;
+	if (!c->cur) {
+		if (!c->given) {
+			c->given = 1;
+			*ev = c->ev;
+			*n = c->n;
+		}
+		return 0;
+	}
+	if (!c->map)
+		return cygprof_event_cursor_next(c->cur, ev, n);
+	/* the next block with a kept event */
+	do {
+		if ((err = cygprof_event_cursor_next(c->cur, &e, &k)) || !k)
+			return err;
+		if (ARRAY_GROW(c->ev, c->cap, k))
+			return -ENOMEM;
+		c->n = 0;
+		for (size_t i = 0; i < k; i++) {
+			if (e[i].node >= c->nmap || c->map[e[i].node] == VIEW_NONE)
+				continue;
+			c->ev[c->n] = e[i];
+			c->ev[c->n++].node = c->map[e[i].node];
+		}
+	} while (!c->n);
+	*ev = c->ev;
+	*n = c->n;
+	return 0;
+}
+
+void view_ecursor_close(struct view_ecursor *c)
+{
+	if (!c)
+		return;
+	cygprof_event_cursor_close(c->cur);
+	free(c->ev);
+	free(c);
 }
 
 int view_mem_cursor(struct view *v, uint32_t thread, struct cygprof_mem_cursor **cur)

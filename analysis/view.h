@@ -288,10 +288,14 @@ int view_events(struct view *v, uint32_t thread, cygprof_event_fn fn, void *data
 /** All of a thread's timeline events.  @param[out] ev owned: free(). */
 int view_events_read(struct view *v, uint32_t thread, struct cygprof_event **ev, size_t *n);
 
-/** A pull cursor over the thread's timeline, a block at a time
- * (cygprof_event_cursor_open()); -EOPNOTSUPP when the view filters (read
- * the filtered events with view_events()). */
-int view_event_cursor(struct view *v, uint32_t thread, struct cygprof_event_cursor **cur);
+/** A pull cursor over the thread's timeline as the view shows it: a block
+ * at a time (cygprof_event_cursor_open()), remapped to the filtered tree
+ * under -F, -N or -D; with a time range, the window's events in one run
+ * (see view_events()).  next gives *n == 0 at the end. */
+struct view_ecursor;
+int view_ecursor_open(struct view *v, uint32_t thread, struct view_ecursor **cur);
+int view_ecursor_next(struct view_ecursor *cur, const struct cygprof_event **ev, size_t *n);
+void view_ecursor_close(struct view_ecursor *cur);
 /** A cursor over the thread's memory events (cygprof_mem_cursor_open()). */
 int view_mem_cursor(struct view *v, uint32_t thread, struct cygprof_mem_cursor **cur);
 /** The number of memory events of all threads. */

@@ -52,7 +52,7 @@ struct rthread {
 	 * (a filtered view) all of them */
 	struct cygprof_event *ev;
 	size_t nev, pos, evcap;
-	struct cygprof_event_cursor *cur;
+	struct view_ecursor *cur;
 	int done; /* cur has no more blocks */
 	struct frame *stack;
 	size_t depth, stack_cap;
@@ -124,7 +124,7 @@ static void refill(struct rthread *t, const char *file)
 			memmove(t->ev, t->ev + t->pos, left * sizeof(*t->ev));
 		t->nev = left;
 		t->pos = 0;
-		cli_check(cygprof_event_cursor_next(t->cur, &e, &n), file);
+		cli_check(view_ecursor_next(t->cur, &e, &n), file);
 		if (!n) {
 			t->done = 1;
 			break;
@@ -210,7 +210,7 @@ int cmd_replay(int argc, char **argv)
 	size_t nthreads, nprocs, nsel = 0, i, j;
 	struct view_limits lim;
 	long tid = -1;
-	int c, err, tail = 0;
+	int c, tail = 0;
 
 	opterr = 0;
 	optind = 1;
@@ -281,12 +281,8 @@ int cmd_replay(int argc, char **argv)
 			else if (!pattern || !fnmatch(pattern, p->fns[nd[j].fn].name, 0))
 				t->base[j] = nd[j].depth;
 		}
-		/* a block at a time; a filtered view gives its events at once */
-		err = view_event_cursor(v, sel[i], &t->cur);
-		if (err == -EOPNOTSUPP)
-			cli_check(view_events_read(v, sel[i], &t->ev, &t->nev), file);
-		else
-			cli_check(err, file);
+		/* a block at a time (a time range: its window at once) */
+		cli_check(view_ecursor_open(v, sel[i], &t->cur), file);
 	}
 
 	/* A capture cut off or still being written: its trees are those of the
@@ -314,7 +310,7 @@ int cmd_replay(int argc, char **argv)
 
 	for (i = 0; i < nsel; i++) {
 		free(rt[i].ev);
-		cygprof_event_cursor_close(rt[i].cur);
+		view_ecursor_close(rt[i].cur);
 		free(rt[i].stack);
 		free(rt[i].base);
 	}

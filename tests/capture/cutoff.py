@@ -218,7 +218,8 @@ def child_maxrss_kb(argv, count_fn=None):
 def test_stream(ck, cyg, example, args):
     """replay reads a timeline a block at a time: on 4,000,004 events its
     peak resident size stays within 24 MB of info's on the same capture (a
-    whole timeline in memory is 64 MB or more), and it prints every call.
+    whole timeline in memory is 64 MB or more), and it prints every call;
+    so does replay -N, remapping each block to the filtered tree.
     Under a sanitizer the sizes are not comparable: the count only."""
     d = os.path.join(cyg.workdir, 'stream')
     os.mkdir(d)
@@ -228,6 +229,10 @@ def test_stream(ck, cyg, example, args):
     ck.eq(cp.returncode, 0, 'record longrun 1 2000000')
     rc, n, rss = child_maxrss_kb([cyg.exe, 'replay', cap], 'work')
     ck.eq((rc, n), (0, 2000000), 'replay exits 0 and prints work() 2,000,000 times')
+    # a filter after the fact (-N hides round_: work attaches to main)
+    # remaps each block as it goes
+    rc, nf, rssf = child_maxrss_kb([cyg.exe, 'replay', '-N', 'round_', cap], 'work')
+    ck.eq((rc, nf), (0, 2000000), 'replay -N round_ exits 0 and prints work() 2,000,000 times')
     rc, _, base = child_maxrss_kb([cyg.exe, 'info', cap])
     ck.eq(rc, 0, 'info')
     if sanitized(cyg.exe):
@@ -235,6 +240,8 @@ def test_stream(ck, cyg, example, args):
         return
     ck.check(rss <= base + 24 * 1024, 'replay peak RSS %d KB <= info\'s %d KB + 24 MB'
              % (rss, base))
+    ck.check(rssf <= base + 24 * 1024, 'replay -N peak RSS %d KB <= info\'s %d KB + 24 MB'
+             % (rssf, base))
 
 
 def sanitized(exe):
