@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* profile.c - merge calling-context trees into a by-name function table,
  * caller->callee arcs and named per-thread trees (pure, no capture access). */
+#define _GNU_SOURCE /* qsort_r */
 #include "profile.h"
 #include "inclusive.h"
 
@@ -278,4 +279,80 @@ int profile_add_tree(struct profile *p, const struct profile_thread_info *info,
 	err = profile_add_tree_idx(p, info, nodes, idx, n);
 	free(idx);
 	return err;
+}
+
+/* ---- ranked trees ------------------------------------------------------------ */
+
+struct child_order {
+	const struct profile *p;
+	const struct profile_tnode *t;
+	enum profile_order key;
+};
+
+static int cmp_child(const void *pa, const void *pb, void *arg)
+{
+	const struct child_order *o = arg;
+	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+	const struct profile_tnode *x = &o->t[a], *y = &o->t[b];
+	uint64_t u = 0, v = 0;
+	int c;
+
+	switch (o->key) {
+	case PROFILE_BY_TOTAL:
+		u = x->total_ns, v = y->total_ns;
+		break;
+	case PROFILE_BY_SELF:
+		u = x->self_ns, v = y->self_ns;
+		break;
+	case PROFILE_BY_CALLS:
+		u = x->calls, v = y->calls;
+		break;
+	case PROFILE_BY_NAME:
+		c = strcmp(o->p->fns[x->fn].name, o->p->fns[y->fn].name);
+		if (c)
+			return c;
+		break;
+	}
+	if (u != v)
+		return u > v ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+int profile_sort_children(struct profile *p, enum profile_order key)
+{
+	struct child_order o = { .p = p, .key = key };
+	uint32_t *kids = NULL;
+	size_t cap = 0;
+
+	for (size_t ti = 0; ti < p->nthreads; ti++) {
+		struct profile_tnode *t = p->threads[ti].nodes;
+
+		o.t = t;
+		for (size_t i = 0; i < p->threads[ti].n; i++) {
+			size_t k = 0;
+
+			for (uint32_t c = t[i].first_child; c != PROFILE_NONE; c = t[c].next_sibling) {
+				if (k == cap) {
+					size_t n = cap ? cap * 2 : 64;
+					uint32_t *nk = realloc(kids, n * sizeof(*nk));
+					if (!nk) {
+						free(kids);
+						return -ENOMEM;
+					}
+					kids = nk;
+					cap = n;
+				}
+				kids[k++] = c;
+			}
+			if (k < 2)
+				continue;
+			qsort_r(kids, k, sizeof(*kids), cmp_child, &o);
+			t[i].first_child = kids[0];
+			for (size_t j = 0; j + 1 < k; j++)
+				t[kids[j]].next_sibling = kids[j + 1];
+			t[kids[k - 1]].next_sibling = PROFILE_NONE;
+		}
+	}
+	free(kids);
+	return 0;
 }

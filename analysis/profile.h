@@ -62,7 +62,8 @@ struct profile_arc {
 struct profile_tnode {
 	uint32_t parent;      /* PROFILE_NONE for the root (index 0) */
 	uint32_t fn;          /* index into profile.fns; PROFILE_NONE for the root */
-	uint32_t first_child; /* PROFILE_NONE when none; children in array order */
+	uint32_t first_child; /* PROFILE_NONE when none; children in array order
+			       * (profile_sort_children() ranks them) */
 	uint32_t next_sibling;
 	uint32_t depth;       /* 0 for the root */
 	uint64_t site;
@@ -103,6 +104,13 @@ struct profile {
 
 struct profile *profile_new(void);
 void profile_free(struct profile *p);
+
+/* The order of a tree's children (profile_sort_children()). */
+enum profile_order { PROFILE_BY_TOTAL, PROFILE_BY_SELF, PROFILE_BY_CALLS, PROFILE_BY_NAME };
+/** Relink the children of every node of every thread's tree: the largest
+ * total (self, calls) first, or by name A..Z; ties keep the array order.
+ * 0 or -ENOMEM. */
+int profile_sort_children(struct profile *p, enum profile_order key);
 
 /** Index of the function called name, creating it (zeroed) when absent.
  * Returns the index (>= 0) or -ENOMEM. */

@@ -32,6 +32,8 @@ struct report_opts {
 	int top;                 /* uninstrumented functions listed (--top) */
 	const struct psamp *ps;  /* the samples of the profile printed, or NULL */
 	uint32_t pthread;        /* print_tree: the profile thread printed */
+	int sort_given;          /* --sort: the tree's order too */
+	double min_percent;      /* --tree: paths under this share are hidden */
 };
 
 static void usage(FILE *f)
@@ -50,10 +52,15 @@ static void usage(FILE *f)
 		"  --flat                 only the flat profile\n"
 		"  --graph                only the call graph\n"
 		"  --tree                 the calling-context tree of every thread\n"
-		"                         (call paths with calls, total and self time)\n"
+		"                         (call paths with calls, total and self time),\n"
+		"                         children by total time, largest first\n"
+		"  --min-percent P        --tree: hide the call paths under P%% of their\n"
+		"                         thread's total time (default 0.5; 0: all)\n"
 		"  --threads              one report per thread (flat profile unless\n"
 		"                         --graph/--tree are given)\n"
-		"  --sort KEY             flat profile order: self (default), total, calls, name\n"
+		"  --sort KEY             flat profile order: self (default), total, calls,\n"
+		"                         name; given, the tree's children's order too\n"
+		"                         (default: total)\n"
 		"  --function PATTERN     only show functions matching the glob PATTERN\n"
 		CLI_FILTER_HELP
 		"  --top N                uninstrumented functions listed from samples\n"
@@ -109,34 +116,66 @@ static void print_tree_leaves(const struct report_opts *o, uint32_t node, const 
 	}
 }
 
-static void print_tree(const struct profile *p, const struct profile_thread *th,
-		       const struct report_opts *o)
+/* Which nodes of a thread's tree --tree shows (1), NULL when none: with
+ * --function, the paths through a matching function (the match, its
+ * ancestors and its whole subtree); never a path under --min-percent of
+ * the thread's total time (its calls when the capture has no times),
+ * counted in *hidden. */
+static unsigned char *tree_shown(const struct profile *p, const struct profile_thread *th,
+				 const struct report_opts *o, uint64_t *hidden)
 {
 	const struct profile_tnode *t = th->nodes;
-	unsigned char *keep = NULL;
-	int any = 0;
-	char *prefix = NULL;
-	size_t cap = 0, i;
-	uint32_t cur;
+	unsigned char *keep = calloc(th->n ? th->n : 1, 1);
+	uint64_t base = 0, v;
+	size_t i;
 
-	if (th->n > 1 && o->print.pattern) {
-		/* keep paths through a matching function: the match, its
-		 * ancestors and its whole subtree */
-		keep = calloc(th->n, 1);
-		if (!keep)
-			cli_die(1, "out of memory");
+	*hidden = 0;
+	if (!keep)
+		cli_die(1, "out of memory");
+	if (o->print.pattern) {
 		for (i = 1; i < th->n; i++)
 			if (matches(o, p->fns[t[i].fn].name) || (keep[t[i].parent] & 2))
 				keep[i] = 3;
 		for (i = th->n - 1; i >= 1; i--)
 			if (keep[i])
 				keep[t[i].parent] |= 1;
-		any = keep[0] != 0;
+		if (!keep[0] && th->n > 1) {
+			free(keep);
+			return NULL;
+		}
+	} else {
+		memset(keep, 1, th->n ? th->n : 1);
 	}
-	if (o->print.pattern && !any) {
-		free(keep);
+	for (i = 1; i < th->n; i++)
+		if (t[i].parent == 0)
+			base += o->print.no_times ? t[i].calls : t[i].total_ns;
+	for (i = 1; i < th->n; i++) {
+		v = o->print.no_times ? t[i].calls : t[i].total_ns;
+		if (!keep[i])
+			continue;
+		/* parents precede children: a hidden parent hides its subtree */
+		if (!keep[t[i].parent] || (o->min_percent > 0 &&
+					   (double)v * 100.0 < o->min_percent * (double)base)) {
+			keep[i] = 0;
+			++*hidden;
+		}
+	}
+	return keep;
+}
+
+static void print_tree(const struct profile *p, const struct profile_thread *th,
+		       const struct report_opts *o)
+{
+	const struct profile_tnode *t = th->nodes;
+	unsigned char *keep;
+	uint64_t hidden;
+	char *prefix = NULL;
+	size_t cap = 0;
+	uint32_t cur;
+
+	keep = tree_shown(p, th, o, &hidden);
+	if (!keep)
 		return; /* nothing of interest in this thread */
-	}
 	printf("# calling-context tree: pid %u tid %u (%s)%s, %" PRIu64 " call paths\n",
 	       th->info.pid, th->info.tid, text_esc(th->info.name), view_thread_note(th->info.flags),
 	       (uint64_t)(th->n ? th->n - 1 : 0));
@@ -152,6 +191,7 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 		printf("# TOTAL TIME   SELF TIME      CALLS   FUNCTION\n");
 	if (th->n <= 1) {
 		printf("\n");
+		free(keep);
 		return;
 	}
 	/* prefix[(L - 1) * 2] is '|' while the level-L node being walked has a
@@ -162,7 +202,7 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 		uint32_t d = nd->depth - 1, s;
 		char tb[32], sb[32];
 
-		if (!keep || keep[cur]) {
+		if (keep[cur]) {
 			if (cap < (size_t)d * 2 + 3) {
 				cap = (size_t)d * 2 + 64;
 				prefix = realloc(prefix, cap);
@@ -188,7 +228,7 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 				memcpy(cp, prefix, k);
 				if (d) {
 					s = nd->next_sibling;
-					while (s != PROFILE_NONE && keep && !keep[s])
+					while (s != PROFILE_NONE && !keep[s])
 						s = t[s].next_sibling;
 					cp[k++] = s != PROFILE_NONE ? '|' : ' ';
 					cp[k++] = ' ';
@@ -200,7 +240,7 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 			if (nd->first_child != PROFILE_NONE) {
 				if (d) {
 					s = nd->next_sibling;
-					while (s != PROFILE_NONE && keep && !keep[s])
+					while (s != PROFILE_NONE && !keep[s])
 						s = t[s].next_sibling;
 					prefix[(d - 1) * 2] = s != PROFILE_NONE ? '|' : ' ';
 					prefix[(d - 1) * 2 + 1] = ' ';
@@ -214,6 +254,10 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 			cur = t[cur].parent;
 		cur = cur == 0 ? PROFILE_NONE : t[cur].next_sibling;
 	}
+	if (hidden)
+		printf("# %" PRIu64 " call path%s under %g%% of the thread's %s hidden "
+		       "(--min-percent 0 shows all)\n", hidden, hidden == 1 ? "" : "s",
+		       o->min_percent, o->print.no_times ? "calls" : "time");
 	printf("\n");
 	free(prefix);
 	free(keep);
@@ -329,6 +373,48 @@ static void print_sampled(struct view *v, const struct profile *p, const struct 
 
 /* ---- JSON ------------------------------------------------------------------ */
 
+/* --tree in JSON: per thread, its shown call paths in the text's order
+ * (preorder, children ranked), each with its parent's id (0: a top-level
+ * path), so that no reader has to recurse. */
+static void print_json_tree(const struct profile *p, const struct report_opts *o)
+{
+	printf("\"tree\": [");
+	for (size_t ti = 0; ti < p->nthreads; ti++) {
+		const struct profile_thread *th = &p->threads[ti];
+		const struct profile_tnode *t = th->nodes;
+		uint64_t hidden;
+		unsigned char *keep = tree_shown(p, th, o, &hidden);
+		uint32_t cur = th->n > 1 ? t[0].first_child : PROFILE_NONE;
+		int first = 1;
+
+		printf("%s\n    {\"pid\": %u, \"tid\": %u, \"min_percent\": %g, "
+		       "\"hidden_paths\": %" PRIu64 ", \"paths\": [", ti ? "," : "", th->info.pid,
+		       th->info.tid, o->min_percent, hidden);
+		while (keep && cur != PROFILE_NONE) {
+			const struct profile_tnode *nd = &t[cur];
+
+			if (keep[cur]) {
+				printf("%s\n      {\"id\": %u, \"parent\": %u, \"depth\": %u, \"name\": ",
+				       first ? "" : ",", cur, nd->parent, nd->depth);
+				json_str(stdout, p->fns[nd->fn].name);
+				printf(", \"calls\": %" PRIu64 ", \"total_ns\": %" PRIu64
+				       ", \"self_ns\": %" PRIu64 "}", nd->calls, nd->total_ns, nd->self_ns);
+				first = 0;
+				if (nd->first_child != PROFILE_NONE) {
+					cur = nd->first_child;
+					continue;
+				}
+			}
+			while (cur != 0 && t[cur].next_sibling == PROFILE_NONE)
+				cur = t[cur].parent;
+			cur = cur == 0 ? PROFILE_NONE : t[cur].next_sibling;
+		}
+		printf("%s]}", first ? "" : "\n    ");
+		free(keep);
+	}
+	printf("%s],\n  ", p->nthreads ? "\n  " : "");
+}
+
 static void print_json(struct view *v, const struct profile *p, const struct report_opts *o)
 {
 	static const char *const meta_keys[] = {
@@ -427,6 +513,8 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 		}
 		printf("%s]},\n  ", ps->nleaf ? "\n    " : "");
 	}
+	if (o->tree)
+		print_json_tree(p, o);
 	cli_json_procs(v, o->file);
 	printf(",\n  ");
 	cli_json_threads(v, o->file, 1);
@@ -440,7 +528,8 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 
 static void parse_opts(int argc, char **argv, struct report_opts *o)
 {
-	enum { O_THREADS = 256, O_SORT, O_FLAT, O_GRAPH, O_TREE, O_FORMAT, O_TOP, O_FUNCTION };
+	enum { O_THREADS = 256, O_SORT, O_FLAT, O_GRAPH, O_TREE, O_FORMAT, O_TOP, O_FUNCTION,
+	       O_MIN_PERCENT };
 	static const struct option lopts[] = {
 		{"threads", no_argument, NULL, O_THREADS},
 		{"sort", required_argument, NULL, O_SORT},
@@ -449,6 +538,7 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 		{"flat", no_argument, NULL, O_FLAT},
 		{"graph", no_argument, NULL, O_GRAPH},
 		{"tree", no_argument, NULL, O_TREE},
+		{"min-percent", required_argument, NULL, O_MIN_PERCENT},
 		{"format", required_argument, NULL, O_FORMAT},
 		{"top", required_argument, NULL, O_TOP},
 		CLI_DEBUG_OPTIONS,
@@ -460,6 +550,7 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->top = 20;
+	o->min_percent = 0.5;
 	o->di = cli_debuginfo_new();
 	opterr = 0;
 	optind = 1;
@@ -483,7 +574,18 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 		case O_THREADS:
 			o->per_thread = 1;
 			break;
+		case O_MIN_PERCENT: {
+			char *end;
+			errno = 0;
+			o->min_percent = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(o->min_percent >= 0) ||
+			    o->min_percent > 100)
+				cli_die(2, "report: --min-percent: '%s' is not a percentage from 0 to 100",
+					optarg);
+			break;
+		}
 		case O_SORT:
+			o->sort_given = 1;
 			if (!strcmp(optarg, "self"))
 				o->print.sort = SORT_SELF;
 			else if (!strcmp(optarg, "total"))
@@ -539,6 +641,19 @@ static struct profile *load(struct view *v, struct report_opts *o, const uint32_
 	o->ps = ps;
 	/* --time=sampled --sample: the samples gave the times (profile_load()) */
 	o->print.sampled_times = o->print.no_times && ps && ps->total.samples;
+	/* the tree ranked: by --sort when given, else by total time (calls
+	 * when the capture has no times) */
+	if (o->tree) {
+		static const enum profile_order by[] = {
+			[SORT_SELF] = PROFILE_BY_SELF, [SORT_TOTAL] = PROFILE_BY_TOTAL,
+			[SORT_CALLS] = PROFILE_BY_CALLS, [SORT_NAME] = PROFILE_BY_NAME,
+		};
+		enum profile_order k = o->sort_given	   ? by[o->print.sort]
+				       : o->print.no_times ? PROFILE_BY_CALLS
+							   : PROFILE_BY_TOTAL;
+		if (profile_sort_children(p, k))
+			cli_die(1, "out of memory");
+	}
 	return p;
 }
 

@@ -132,7 +132,7 @@ def test_text(ck, cyg, example, args):
     ck.eq(sorted(re.sub(r'^\[\d+\].*?\d+\s+(\S+) \[\d+\]$', r'\1', x) for x in graph),
           sorted(['main', esc(WORK), esc(WORKER)]), 'report: the call graph\'s primary lines')
 
-    rc, out, err = run_raw([cyg.exe, 'report', '--tree', cap], cyg.workdir)
+    rc, out, err = run_raw([cyg.exe, 'report', '--tree', '--min-percent', '0', cap], cyg.workdir)
     ck.eq(rc, 0, 'report --tree: exit status')
     check_clean(ck, 'report --tree', out)
     heads = [re.sub(r'^# calling-context tree: pid \d+ tid \d+ \((.*)\), \d+ call paths$', r'\1', x)

@@ -13,8 +13,13 @@ Tests (meson names report-TEST):
   replay           replay of a --timeline capture of calls shows a(), b(),
                    c() in order; without timeline it is an error (exit 1)
   info-forkexec    info of forkexec: every process, its end and its command
+  tree             report --tree of timefilter (main calls fast() 1000 times
+                   first, then slow() 3 times, 5 ms each): slow ranked
+                   first, --sort calls puts fast first, --min-percent 50
+                   hides fast and says so; JSON in the same order
 """
 
+import json
 import os
 import random
 import re
@@ -149,10 +154,58 @@ def test_info_forkexec(ck, cyg, example):
     ck.eq(flags - {None}, set(child), 'info json: flag 4 marks the fork child\'s thread')
 
 
+def tree_rows(out):
+    """(indent, name, calls) of each row of report --tree's text."""
+    rows = []
+    for line in out.splitlines():
+        m = re.match(r'^.* : ((?:[| ] )*)(\+-)?(\S.*)$', line)
+        if m and not line.startswith('#'):
+            calls = int(line.split(':')[0].split()[-1])
+            rows.append((len(m.group(1)) // 2 + (1 if m.group(2) else 0), m.group(3), calls))
+    return rows
+
+
+def test_tree(ck, cyg, example):
+    cap = os.path.join(cyg.workdir, 'tf.data')
+    ck.eq(cyg.record(cap, [example]).returncode, 0, 'record timefilter')
+
+    def tree(*opts):
+        cp = run([cyg.exe, 'report', '--tree'] + list(opts) + [cap])
+        ck.eq(cp.returncode, 0, 'report --tree %s: exit 0' % ' '.join(opts))
+        return cp.out
+    out = tree('--min-percent', '0')
+    ck.eq(tree_rows(out), [(0, 'main', 1), (1, 'slow', 3), (1, 'fast', 1000)],
+          'report --tree: slow (15 ms) ranked before fast, though called after it')
+    ck.check('hidden' not in out, '--min-percent 0: nothing hidden')
+    ck.eq(tree_rows(tree('--min-percent', '0', '--sort', 'calls')),
+          [(0, 'main', 1), (1, 'fast', 1000), (1, 'slow', 3)], '--sort calls: fast first')
+    ck.eq(tree_rows(tree('--min-percent', '0', '--sort', 'name')),
+          [(0, 'main', 1), (1, 'fast', 1000), (1, 'slow', 3)], '--sort name: A..Z')
+    out = tree('--min-percent', '50')
+    ck.eq(tree_rows(out), [(0, 'main', 1), (1, 'slow', 3)], '--min-percent 50 hides fast')
+    ck.check(re.search(r'^# 1 call path under 50% of the thread\'s time hidden', out, re.M)
+             is not None, '--min-percent 50: says one path is hidden')
+    cp = run([cyg.exe, 'report', '--format=json', '--tree', '--min-percent', '0', cap])
+    ck.eq(cp.returncode, 0, 'report --format=json --tree: exit 0')
+    try:
+        tr = json.loads(cp.out)['tree']
+    except (ValueError, KeyError) as e:
+        ck.check(False, 'report --format=json --tree: a tree (%s)' % e)
+        return
+    ck.eq([(p['depth'] - 1, p['name'], p['calls']) for t in tr for p in t['paths']],
+          [(0, 'main', 1), (1, 'slow', 3), (1, 'fast', 1000)], 'JSON tree: the text\'s order')
+    ids = {p['id']: p for t in tr for p in t['paths']}
+    ck.check(all(p['parent'] == 0 or p['parent'] in ids for p in ids.values()),
+             'JSON tree: every parent is a listed path')
+    cp = run([cyg.exe, 'report', '--tree', '--min-percent', '200', cap])
+    expect_error(ck, cp, 'report --min-percent 200', 2)
+
+
 TESTS = {
     'errors': test_errors_report,
     'replay': test_replay,
     'info-forkexec': test_info_forkexec,
+    'tree': test_tree,
 }
 
 

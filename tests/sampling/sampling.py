@@ -275,7 +275,7 @@ def tree_rows(ck, cyg, cap):
     in ns, path as 'main/spin'; a row of an uninstrumented function samples
     found under a path ('main/nap/clock_nanosleep (libc.so.6, sampled)')
     has None for total, self and calls."""
-    p = run([cyg.exe, 'report', '--tree', cap])
+    p = run([cyg.exe, 'report', '--tree', '--min-percent', '0', cap])
     if p.returncode != 0:
         raise Failure('report --tree failed: %s' % p.err.strip())
     unit = {'us': 1e3, 'ms': 1e6, 's': 1e9}
