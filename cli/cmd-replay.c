@@ -35,9 +35,9 @@ static void usage(FILE *f)
 		   "  --function PATTERN     only calls to functions matching the glob PATTERN\n"
 		   "                         and the calls made inside them (shown at their\n"
 		   "                         depth in the whole trace)\n"
-		   CLI_PROGRESS_HELP
-		   "                         (not when standard output is a terminal; give it\n"
-		   "                         when piping into a pager)\n"
+		   "  --no-progress          no progress line on standard error (shown when it is\n"
+		   "                         a terminal, standard output is not, and the replay\n"
+		   "                         runs past a second; give it when piping to a pager)\n"
 		   CLI_FILTER_HELP
 		   "                         (replay shows the calls running at START or\n"
 		   "                         END too, whole and marked: found by time, the\n"
