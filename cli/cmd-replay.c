@@ -266,7 +266,7 @@ int cmd_replay(int argc, char **argv)
 	}
 	file = cli_capture_arg("replay", argc, argv);
 	cli_debuginfo_env(di);
-	/* the events printed; not over the trace itself on a terminal */
+	/* the events read; not over the trace itself on a terminal */
 	cli_progress_init(&pg, "replay", "events", !no_progress && !isatty(STDOUT_FILENO));
 
 	v = cli_open_view(file, di);
