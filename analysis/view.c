@@ -638,6 +638,7 @@ struct view_ecursor {
 	struct cygprof_event *ev;
 	size_t n, cap;
 	int given; /* the events read at once were given */
+	uint64_t read, total; /* view_ecursor_progress() */
 };
 
 int view_ecursor_open(struct view *v, uint32_t thread, struct view_ecursor **out)
@@ -650,7 +651,11 @@ int view_ecursor_open(struct view *v, uint32_t thread, struct view_ecursor **out
 		return -ENOMEM;
 	if (v->filtering && v->filter.has_range) {
 		err = view_events_read(v, thread, &c->ev, &c->n);
+		c->total = c->n;
 	} else {
+		const struct cygprof_thread *th = view_thread(v, thread);
+
+		c->total = th ? th->events : 0;
 		if (v->filtering) {
 			const struct view_tree *t;
 			struct view_tree_slot *s;
@@ -684,15 +689,20 @@ int view_ecursor_next(struct view_ecursor *c, const struct cygprof_event **ev, s
 			c->given = 1;
 			*ev = c->ev;
 			*n = c->n;
+			c->read = c->n;
 		}
 		return 0;
 	}
-	if (!c->map)
-		return cygprof_event_cursor_next(c->cur, ev, n);
+	if (!c->map) {
+		err = cygprof_event_cursor_next(c->cur, ev, n);
+		c->read += *n;
+		return err;
+	}
 	/* the next block with a kept event */
 	do {
 		if ((err = cygprof_event_cursor_next(c->cur, &e, &k)) || !k)
 			return err;
+		c->read += k;
 		if (ARRAY_GROW(c->ev, c->cap, k))
 			return -ENOMEM;
 		c->n = 0;
@@ -706,6 +716,12 @@ int view_ecursor_next(struct view_ecursor *c, const struct cygprof_event **ev, s
 	*ev = c->ev;
 	*n = c->n;
 	return 0;
+}
+
+void view_ecursor_progress(const struct view_ecursor *c, uint64_t *read, uint64_t *total)
+{
+	*read = c->read;
+	*total = c->total;
 }
 
 void view_ecursor_close(struct view_ecursor *c)

@@ -296,6 +296,10 @@ struct view_ecursor;
 int view_ecursor_open(struct view *v, uint32_t thread, struct view_ecursor **cur);
 int view_ecursor_next(struct view_ecursor *cur, const struct cygprof_event **ev, size_t *n);
 void view_ecursor_close(struct view_ecursor *cur);
+/** How far the cursor is, for a progress: the events read so far of its
+ * total, stored events (those a filter leaves out too) or, with a time
+ * range, the window's. */
+void view_ecursor_progress(const struct view_ecursor *cur, uint64_t *read, uint64_t *total);
 /** A cursor over the thread's memory events (cygprof_mem_cursor_open()). */
 int view_mem_cursor(struct view *v, uint32_t thread, struct cygprof_mem_cursor **cur);
 /** The number of memory events of all threads. */

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "debuginfo.h"
+#include "progress.h"
 #include "instrument.h"
 #include "view.h"
 #include "textesc.h"
@@ -25,6 +26,7 @@ __attribute__((format(printf, 1, 0))) static void message(const char *fmt, va_li
 {
 	char *msg = NULL;
 
+	cli_progress_clear_any();
 	fputs("cygprof: ", stderr);
 	if (vasprintf(&msg, fmt, ap) < 0) {
 		fputs(fmt, stderr);

@@ -260,6 +260,12 @@ void cli_filter_option(struct cli_filter *f, const char *cmd, int c, const char 
  * timeline dies with one line, exit 1. */
 void cli_filter_apply(struct cli_filter *f, struct view *v, const char *cmd, const char *file);
 
+/* --no-progress of the commands that show their progress on a terminal
+ * (export, replay, html: progress.h), for their usage. */
+#define CLI_PROGRESS_HELP                                                               \
+	"  --no-progress          no progress line on standard error (shown when it is a\n" \
+	"                         terminal and the command runs past a second)\n"
+
 /* Print a subcommand's usage (its --help text) on f. */
 typedef int (*cli_cmd_fn)(int argc, char **argv);
 

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "debuginfo.h"
 #include "export.h"
+#include "progress.h"
 #include "view.h"
 
 #define CMD "export"
@@ -20,7 +21,7 @@
 struct export_cli {
 	const struct exporter *fmt;
 	const char *out;
-	int force;
+	int force, no_progress;
 	struct export_opts o;
 	struct debuginfo *di;
 	struct cli_filter filt;
@@ -53,7 +54,7 @@ static void usage(FILE *f)
 		"  --memory KEY           folded, pprof: weigh allocation stacks instead:\n"
 		"                         allocated, leaked or peak bytes (record --memory)\n"
 		"  --allocations          chrome: each allocation and free as an instant event\n"
-		CLI_FILTER_HELP CLI_TIME_HELP CLI_DEBUG_HELP
+		CLI_PROGRESS_HELP CLI_FILTER_HELP CLI_TIME_HELP CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
 }
 
@@ -78,7 +79,7 @@ static enum export_weight parse_weight(const char *opt, const char *s, int memor
 
 static void parse_opts(int argc, char **argv, struct export_cli *e)
 {
-	enum { O_FORMAT = 256, O_WEIGHT, O_MEMORY, O_ALLOCATIONS };
+	enum { O_FORMAT = 256, O_WEIGHT, O_MEMORY, O_ALLOCATIONS, O_NO_PROGRESS };
 	static const struct option lopts[] = {
 		{"format", required_argument, NULL, O_FORMAT},
 		{"output", required_argument, NULL, 'o'},
@@ -86,6 +87,7 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 		{"weight", required_argument, NULL, O_WEIGHT},
 		{"memory", required_argument, NULL, O_MEMORY},
 		{"allocations", no_argument, NULL, O_ALLOCATIONS},
+		{"no-progress", no_argument, NULL, O_NO_PROGRESS},
 		CLI_DEBUG_OPTIONS,
 		CLI_TIME_OPTIONS,
 		CLI_FILTER_OPTIONS,
@@ -121,6 +123,9 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 			break;
 		case O_ALLOCATIONS:
 			e->o.allocations = 1;
+			break;
+		case O_NO_PROGRESS:
+			e->no_progress = 1;
 			break;
 		}
 	}
@@ -183,14 +188,22 @@ static void check_viewer_size(struct export_cli *e, struct view *v)
 int cmd_export(int argc, char **argv)
 {
 	struct export_cli e;
+	struct cli_progress pg;
 	struct view *v;
+	int to_stdout;
 
 	parse_opts(argc, argv, &e);
+	to_stdout = !e.out && !e.fmt->write_files;
 	if (e.out)
 		cli_output_check(CMD, e.out, e.fmt->out_kind, e.force, NULL);
-	else if (!e.fmt->write_files && e.fmt->binary && isatty(STDOUT_FILENO))
+	else if (to_stdout && e.fmt->binary && isatty(STDOUT_FILENO))
 		cli_die(2, "%s: %s output is binary: give -o FILE or redirect standard output", CMD,
 			e.fmt->name);
+	/* not over the output itself when that goes to the terminal */
+	cli_progress_init(&pg, CMD, "events",
+			  !e.no_progress && !(to_stdout && isatty(STDOUT_FILENO)));
+	e.o.progress = cli_progress_unit_fn;
+	e.o.progress_arg = &pg;
 	v = cli_open_view(e.o.file, e.di);
 	cli_filter_apply(&e.filt, v, CMD, e.o.file);
 	if (e.o.weight == EXPORT_W_ALLOCATED || e.o.weight == EXPORT_W_LEAKED ||
@@ -202,6 +215,7 @@ int cmd_export(int argc, char **argv)
 	check_viewer_size(&e, v);
 	/* gmon's files are named in messages as gprof --gmon-out names them */
 	cli_export(v, e.fmt, &e.o, e.out, e.force, e.fmt->write_files ? "gprof" : CMD);
+	cli_progress_end(&pg);
 	debuginfo_free(e.di);
 	return cli_finish(v);
 }

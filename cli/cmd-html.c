@@ -27,6 +27,7 @@
 #include "memory.h"
 #include "pathtree.h"
 #include "profile.h"
+#include "progress.h"
 #include "psamples.h"
 #include "view.h"
 
@@ -45,7 +46,7 @@
 
 struct html_cli {
 	const char *file, *out;
-	int force;
+	int force, no_progress;
 	struct debuginfo *di;
 };
 
@@ -65,7 +66,7 @@ static void usage(FILE *f)
 		"  -o, --output FILE      the report (default " HTML_DEFAULT_OUT "); an existing\n"
 		"                         file is replaced only when it is an earlier report\n"
 		"  -f, --force            replace FILE whatever regular file it is\n"
-		CLI_TIME_HELP CLI_DEBUG_HELP
+		CLI_PROGRESS_HELP CLI_TIME_HELP CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
 }
 
@@ -74,6 +75,7 @@ static void parse_opts(int argc, char **argv, struct html_cli *o)
 	static const struct option lopts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"force", no_argument, NULL, 'f'},
+		{"no-progress", no_argument, NULL, 0x4400},
 		CLI_DEBUG_OPTIONS,
 		CLI_TIME_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
@@ -94,6 +96,9 @@ static void parse_opts(int argc, char **argv, struct html_cli *o)
 			break;
 		case 'f':
 			o->force = 1;
+			break;
+		case 0x4400:
+			o->no_progress = 1;
 			break;
 		}
 	}
@@ -328,7 +333,7 @@ static int cmp_stack_bytes(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static void write_memory(FILE *f, struct view *v, const char *file)
+static void write_memory(FILE *f, struct view *v, const char *file, struct cli_progress *pg)
 {
 	struct memory_opts mo;
 	struct memory *m;
@@ -337,6 +342,8 @@ static void write_memory(FILE *f, struct view *v, const char *file)
 	uint64_t ob = 0, oa = 0, ol = 0;
 
 	memset(&mo, 0, sizeof mo);
+	mo.progress = cli_progress_fn; /* the memory events, a million at a time */
+	mo.progress_arg = pg;
 	cli_check(memory_load(v, &mo, &m), file);
 	fprintf(f, "{\"allocations\":%" PRIu64 ",\"allocated_bytes\":%" PRIu64 ",\"frees\":%" PRIu64
 		",\"freed_bytes\":%" PRIu64 ",\"peak_bytes\":%" PRIu64 ",\"peak_ns\":%" PRIu64
@@ -455,20 +462,35 @@ int cmd_html(int argc, char **argv)
 	struct psamp *ps;
 	struct view *v;
 	struct pathtree t;
+	struct cli_progress pg;
+	const struct cygprof_thread *th;
 	char *json = NULL;
-	size_t jlen = 0;
+	size_t jlen = 0, nth = 0, i;
+	uint64_t calls = 0, nmem = 0;
 	FILE *j, *f;
 	const char *file;
 	int has_mem, has_cnt;
 
 	parse_opts(argc, argv, &o);
 	cli_output_check(CMD, o.out, OUT_HTML, o.force, NULL);
+	cli_progress_init(&pg, CMD, "calls", !o.no_progress);
 	v = cli_open_view(o.file, o.di);
 	file = o.file ? o.file : CYGPROF_DEFAULT_CAPTURE;
-	cli_check(profile_load(v, NULL, 0, &p), file);
-	cli_check(psamp_load(v, p, 1, &ps), file);
 	has_mem = instrument_present(v, "memory");
 	has_cnt = has_mem || instrument_present(v, "counters") || instrument_present(v, "memdump");
+	/* what it reads: the memory events when there are (memory_load()'s
+	 * progress), else the trees' calls (at once: they are small) */
+	if (!has_mem && !view_threads(v, &th, &nth))
+		for (i = 0; i < nth; i++)
+			calls += th[i].calls;
+	if (has_mem && !view_mem_count(v, &nmem))
+		cli_progress_set(&pg, "events", 0, nmem);
+	else
+		cli_progress_set(&pg, "calls", 0, calls);
+	cli_check(profile_load(v, NULL, 0, &p), file);
+	cli_check(psamp_load(v, p, 1, &ps), file);
+	if (!has_mem)
+		cli_progress_set(&pg, NULL, calls, calls);
 
 	j = open_memstream(&json, &jlen);
 	if (!j)
@@ -486,7 +508,7 @@ int cmd_html(int argc, char **argv)
 	pathtree_release(&t);
 	fputs(",\"memory\":", j);
 	if (has_mem)
-		write_memory(j, v, file);
+		write_memory(j, v, file, &pg);
 	else
 		fputs("null", j);
 	fputs(",\"counters\":", j);
@@ -526,6 +548,7 @@ int cmd_html(int argc, char **argv)
 		cli_die(1, "%s: %s: %s", CMD, o.out, strerror(e ? e : EIO));
 	}
 	cli_output_commit(&w);
+	cli_progress_end(&pg);
 	debuginfo_free(o.di);
 	return cli_finish(v);
 }

@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "array.h"
 #include "cli.h"
 #include "debuginfo.h"
 #include "profile.h"
 #include "format.h"
+#include "progress.h"
 #include "view.h"
 #include "textesc.h"
 
@@ -33,6 +35,9 @@ static void usage(FILE *f)
 		   "  --function PATTERN     only calls to functions matching the glob PATTERN\n"
 		   "                         and the calls made inside them (shown at their\n"
 		   "                         depth in the whole trace)\n"
+		   "  --no-progress          no progress line on standard error (shown when it is\n"
+		   "                         a terminal, standard output is not, and the replay\n"
+		   "                         runs past a second; give it when piping to a pager)\n"
 		   CLI_FILTER_HELP
 		   "                         (replay shows the calls running at START or\n"
 		   "                         END too, whole and marked: found by time, the\n"
@@ -188,11 +193,26 @@ static void step(const struct profile *p, struct rthread *t)
 	t->pos++;
 }
 
+/* The events the threads' cursors have read, of all they will read. */
+static void show_progress(struct cli_progress *pg, const struct rthread *rt, size_t n)
+{
+	uint64_t read = 0, total = 0, r, t;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		view_ecursor_progress(rt[i].cur, &r, &t);
+		read += r;
+		total += t;
+	}
+	cli_progress_set(pg, NULL, read, total);
+}
+
 int cmd_replay(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{"tid", required_argument, NULL, 't'},
 		{"function", required_argument, NULL, 0x4200},
+		{"no-progress", no_argument, NULL, 0x4201},
 		CLI_FILTER_OPTIONS,
 		CLI_DEBUG_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
@@ -209,8 +229,10 @@ int cmd_replay(int argc, char **argv)
 	uint32_t *sel;
 	size_t nthreads, nprocs, nsel = 0, i, j;
 	struct view_limits lim;
+	struct cli_progress pg;
 	long tid = -1;
-	int c, tail = 0;
+	int c, tail = 0, no_progress = 0;
+	unsigned steps = 0;
 
 	opterr = 0;
 	optind = 1;
@@ -221,6 +243,9 @@ int cmd_replay(int argc, char **argv)
 			return 0;
 		case 0x4200:
 			pattern = optarg;
+			break;
+		case 0x4201:
+			no_progress = 1;
 			break;
 		case CLI_O_FILTER:
 		case CLI_O_NOTRACE:
@@ -241,6 +266,8 @@ int cmd_replay(int argc, char **argv)
 	}
 	file = cli_capture_arg("replay", argc, argv);
 	cli_debuginfo_env(di);
+	/* the events read; not over the trace itself on a terminal */
+	cli_progress_init(&pg, "replay", "events", !no_progress && !isatty(STDOUT_FILENO));
 
 	v = cli_open_view(file, di);
 	cli_need(v, file, "timeline", "timeline");
@@ -289,6 +316,7 @@ int cmd_replay(int argc, char **argv)
 	 * last checkpoint, and the events after it are marked as a tail. */
 	view_limits(v, &lim);
 	printf("# DURATION     TID     FUNCTION\n");
+	show_progress(&pg, rt, nsel);
 	for (;;) {
 		struct rthread *next = NULL;
 
@@ -306,6 +334,8 @@ int cmd_replay(int argc, char **argv)
 			tail = 1;
 		}
 		step(p, next);
+		if (!(++steps & 0xfff))
+			show_progress(&pg, rt, nsel);
 	}
 
 	for (i = 0; i < nsel; i++) {
@@ -318,6 +348,7 @@ int cmd_replay(int argc, char **argv)
 	free(sel);
 	profile_free(p);
 	cli_finish(v);
+	cli_progress_end(&pg);
 	debuginfo_free(di);
 	return 0;
 }

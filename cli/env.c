@@ -25,6 +25,7 @@
 
 #include "cli.h"
 #include "collector.h"
+#include "progress.h"
 
 #define RT_CALLS "libcygprof-cyg.so"
 #define RT_MEMORY "libcygprof-mem.so"
@@ -256,6 +257,7 @@ void cli_check_env(void)
 	check_uint("CYGPROF_CHECKPOINT_MS", 0, CYGPROF_CHECKPOINT_MAX_MS);
 	check_uint("CYGPROF_CAPTURE_MAPSIZE", 65536, SIZE_MAX);
 	check_uint("CYGPROF_HANDSHAKE_MS", 1, 600000);
+	check_uint("CYGPROF_PROGRESS_DELAY_MS", 0, CLI_PROGRESS_DELAY_MAX_MS);
 	check_flag("CYGPROF_FSYNC");
 	check_flag("CYGPROF_SAMPLE_FORCE_EPERM");
 	check_flag("CYGPROF_RR_TICKS_SOFTWARE");

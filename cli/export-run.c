@@ -13,9 +13,11 @@
 
 #include "cli.h"
 #include "export.h"
+#include "progress.h"
 
 static void vline(FILE *f, const char *prefix, const char *fmt, va_list ap)
 {
+	cli_progress_clear_any();
 	fputs(prefix, f);
 	vfprintf(f, fmt, ap);
 	fputc('\n', f);

@@ -304,10 +304,12 @@ static int write_callgrind(struct view *v, const struct export_opts *o, FILE *f)
 {
 	const struct cygprof_thread *th;
 	struct cg c = {.v = v};
+	struct export_progress pg;
 	size_t nth;
 	int err;
 
-	(void)o;
+	/* the trees' calls, a thread's at a time */
+	export_progress_start(&pg, o, "calls", export_tree_calls(v));
 	err = profile_load(v, NULL, 0, &c.p);
 	if (err)
 		return err;
@@ -321,8 +323,10 @@ static int write_callgrind(struct view *v, const struct export_opts *o, FILE *f)
 	if (!c.fns || !c.vmap)
 		goto out;
 	err = 0;
-	for (size_t i = 0; i < nth && !err; i++)
+	for (size_t i = 0; i < nth && !err; i++) {
 		err = cg_thread(&c, th[i].idx, th[i].proc_idx);
+		export_progress_add(&pg, th[i].calls);
+	}
 	if (!err)
 		cg_write(&c, f);
 out:

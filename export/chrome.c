@@ -71,6 +71,7 @@ struct chrome {
 	const struct export_opts *o;
 	FILE *f;
 	int first; /* no event written yet: no comma before the next */
+	struct export_progress pg; /* timeline and memory events read */
 };
 
 static void ev_start(struct chrome *c)
@@ -245,6 +246,7 @@ static int on_events(const struct cygprof_event *ev, size_t n, void *data)
 	size_t i;
 	int err;
 
+	export_progress_add(&t->c->pg, n);
 	for (i = 0; i < n; i++) {
 		const struct cygprof_event *e = &ev[i];
 		size_t d;
@@ -299,7 +301,7 @@ static int write_timeline(struct chrome *c)
 	t.c = c;
 	for (i = 0; i < nthreads && !err; i++) {
 		const struct cygprof_thread *th = &threads[i];
-		uint64_t end;
+		uint64_t end, base = c->pg.done;
 
 		if (!th->events)
 			continue;
@@ -313,6 +315,8 @@ static int write_timeline(struct chrome *c)
 		t.depth = 0;
 		if ((err = view_events(c->v, th->idx, on_events, &t)))
 			break;
+		/* the thread's stored events, whatever a filter passed on */
+		export_progress_to(&c->pg, base + th->events);
 		/* calls still open: they end with the thread (or the capture) */
 		end = th->end_ns ? th->end_ns : cap_end;
 		while (t.depth && !err) {
@@ -392,6 +396,7 @@ static int write_allocations(struct chrome *c)
 {
 	const struct cygprof_thread *threads;
 	size_t nthreads, i;
+	uint64_t nread = 0;
 	int err;
 
 	if ((err = view_threads(c->v, &threads, &nthreads)))
@@ -408,6 +413,8 @@ static int write_allocations(struct chrome *c)
 			const char *fn = ev.fn < CYGPROF_FN_COUNT ? mem_fn_names[ev.fn] : "?";
 			int alloc = ev.op == CYGPROF_MEM_ALLOC;
 
+			if (!(++nread & 0xffff))
+				export_progress_add(&c->pg, 0x10000);
 			if (!ev.addr)
 				continue;
 			/* a free by realloc is named "realloc (free)" */
@@ -431,6 +438,8 @@ static int write_allocations(struct chrome *c)
 			}
 		}
 		cygprof_mem_cursor_close(cur);
+		export_progress_add(&c->pg, nread & 0xffff);
+		nread = 0;
 	}
 	return err;
 }
@@ -460,13 +469,19 @@ static void write_other_data(struct chrome *c)
 static int write_chrome(struct view *v, const struct export_opts *o, FILE *f)
 {
 	struct chrome c = {.v = v, .o = o, .f = f, .first = 1};
-	uint64_t nmem = 0;
-	int err;
+	uint64_t nmem = 0, total = 0;
+	int err, timeline = view_mode_has(v, "timeline");
 
+	/* what it reads event by event: the timeline, the allocations */
+	if (timeline)
+		total = export_timeline_events(v);
+	if (o->allocations && !view_mem_count(v, &nmem))
+		total += nmem;
+	export_progress_start(&c.pg, o, "events", total);
 	fputs(OUT_MAGIC_CHROME "[", f);
 	if ((err = write_metadata(&c)))
 		return err;
-	if (view_mode_has(v, "timeline")) {
+	if (timeline) {
 		if ((err = write_timeline(&c)))
 			return err;
 	} else if (o->warn) {

@@ -48,7 +48,39 @@ struct export_opts {
 	/* one line on standard output, printed by the caller as "cygprof:
 	 * ...": what write_files() wrote */
 	void (*info)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+	/* Progress (may be NULL): called now and then from the loops that
+	 * read the capture (at least once per thread or block of events, so
+	 * the callee limits what it prints), with how many of unit
+	 * ("events": timeline and memory events, "calls": the calls of the
+	 * trees, "samples": perf samples) were read of the total the format
+	 * reads; progress_arg is the caller's. */
+	void (*progress)(const char *unit, uint64_t done, uint64_t total, void *arg);
+	void *progress_arg;
 };
+
+/* ---- for the formats: their progress (exporters.c) ------------------------ */
+
+/* What a format read so far, told to export_opts.progress. */
+struct export_progress {
+	const struct export_opts *o;
+	const char *unit;
+	uint64_t done, total;
+};
+
+/* Start at 0 of total (unit static). */
+void export_progress_start(struct export_progress *pg, const struct export_opts *o,
+			   const char *unit, uint64_t total);
+/* n more read. */
+void export_progress_add(struct export_progress *pg, uint64_t n);
+/* done read in all (it never goes back). */
+void export_progress_to(struct export_progress *pg, uint64_t done);
+/* The timeline events of every thread (view_threads()' events), 0 when
+ * they cannot be read; the calls of every thread's tree. */
+uint64_t export_timeline_events(struct view *v);
+uint64_t export_tree_calls(struct view *v);
+/* A memory_opts.progress (analysis/memory.h) telling pg's progress: arg is
+ * the struct export_progress, its total the memory events. */
+void export_progress_mem(uint64_t done, uint64_t total, void *arg);
 
 /* write() said through o->error (or write_files() through its files) what
  * went wrong: exit 1, nothing more printed. */

@@ -262,9 +262,10 @@ static int write_samples(struct view *v, FILE *f)
 	return err;
 }
 
-static int write_memory(struct view *v, enum export_weight w, FILE *f)
+static int write_memory(struct view *v, enum export_weight w, FILE *f,
+			struct export_progress *pg)
 {
-	struct memory_opts mo = {0};
+	struct memory_opts mo = {.progress = export_progress_mem, .progress_arg = pg};
 	struct memory *m = NULL;
 	struct lines l = {0};
 	const char **names = NULL;
@@ -310,11 +311,23 @@ static int has_samples(struct view *v)
 	return !view_psamples(v, &s, &n) && n;
 }
 
+/* The progress of what the weight reads: the trees (at once: they are
+ * small), the samples, or the memory events (memory_load()'s progress). */
+static int done(struct export_progress *pg, int err)
+{
+	if (!err)
+		export_progress_to(pg, pg->total);
+	return err;
+}
+
 static int write_folded(struct view *v, const struct export_opts *o, FILE *f)
 {
 	int sampled = view_time_sampled(v);
 	enum export_weight w = o->weight;
+	struct export_progress pg;
+	const struct cygprof_psample *ps;
 	uint64_t nmem = 0;
+	size_t nps = 0;
 
 	if (w == EXPORT_W_DEFAULT)
 		w = !sampled ? EXPORT_W_SELF : has_samples(v) ? EXPORT_W_SAMPLES : EXPORT_W_CALLS;
@@ -328,13 +341,16 @@ static int write_folded(struct view *v, const struct export_opts *o, FILE *f)
 		}
 		/* fall through */
 	case EXPORT_W_CALLS:
-		return write_paths(v, w, f);
+		export_progress_start(&pg, o, "calls", export_tree_calls(v));
+		return done(&pg, write_paths(v, w, f));
 	case EXPORT_W_SAMPLES:
 		if (!has_samples(v)) {
 			o->error("%s has no samples (record with --sample)", o->file);
 			return EXPORT_E_LACKS;
 		}
-		return write_samples(v, f);
+		view_psamples(v, &ps, &nps);
+		export_progress_start(&pg, o, "samples", nps);
+		return done(&pg, write_samples(v, f));
 	case EXPORT_W_ALLOCATED:
 	case EXPORT_W_LEAKED:
 	case EXPORT_W_PEAK:
@@ -342,7 +358,8 @@ static int write_folded(struct view *v, const struct export_opts *o, FILE *f)
 			o->error("%s has no allocations (record with --memory)", o->file);
 			return EXPORT_E_LACKS;
 		}
-		return write_memory(v, w, f);
+		export_progress_start(&pg, o, "events", view_mem_count(v, &nmem) ? 0 : nmem);
+		return done(&pg, write_memory(v, w, f, &pg));
 	default:
 		return -EINVAL;
 	}

@@ -74,11 +74,15 @@ static int write_gmon(struct view *view, const struct export_opts *o, const char
 		      const struct export_files *fs)
 {
 	struct gmon_image *v = NULL;
+	struct export_progress pg;
 	size_t n = 0, k, i;
-	int err = gmon_collect(view, &v, &n);
+	int err;
 
-	if (err)
+	/* the trees' calls, at once (they are small) */
+	export_progress_start(&pg, o, "calls", export_tree_calls(view));
+	if ((err = gmon_collect(view, &v, &n)))
 		return err;
+	export_progress_to(&pg, pg.total);
 	recorded_first(o, v, n, &k);
 	if (!k) {
 		o->error("%s: no function of any executable recorded", o->file);

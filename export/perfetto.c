@@ -112,6 +112,7 @@ struct pf {
 	uint32_t seq;      /* the sequence being written */
 	uint64_t last_ts;  /* its last packet's time (ns) */
 	uint64_t npackets; /* written */
+	struct export_progress pg; /* timeline events read */
 };
 
 /* The packet made in pf->pkt, framed as a Trace's packet and written. */
@@ -306,6 +307,7 @@ static int on_events(const struct cygprof_event *ev, size_t n, void *data)
 	size_t i;
 	int err;
 
+	export_progress_add(&t->p->pg, n);
 	for (i = 0; i < n; i++) {
 		const struct cygprof_event *e = &ev[i];
 		size_t d;
@@ -354,7 +356,7 @@ static int write_timeline(struct pf *p, uint32_t *seq)
 	t.p = p;
 	for (i = 0; i < nthreads && !err; i++) {
 		const struct cygprof_thread *th = &threads[i];
-		uint64_t end;
+		uint64_t end, base = p->pg.done;
 
 		if (!th->events)
 			continue;
@@ -367,6 +369,8 @@ static int write_timeline(struct pf *p, uint32_t *seq)
 		t.depth = 0;
 		if ((err = read_thread_events(p->v, th->idx, &t)))
 			break;
+		/* the thread's stored events, whatever a filter passed on */
+		export_progress_to(&p->pg, base + th->events);
 		/* calls still open: they end with the thread (or the capture) */
 		end = th->end_ns ? th->end_ns : cap_end;
 		while (t.depth && !err) {
@@ -422,6 +426,7 @@ static int write_perfetto(struct view *v, const struct export_opts *o, FILE *f)
 				 o->file);
 		return EXPORT_E_LACKS;
 	}
+	export_progress_start(&p.pg, o, "events", export_timeline_events(v));
 	if (fwrite(OUT_MAGIC_PERFETTO, 1, sizeof(OUT_MAGIC_PERFETTO) - 1, f) !=
 	    sizeof(OUT_MAGIC_PERFETTO) - 1)
 		return -EIO;

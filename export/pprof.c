@@ -520,20 +520,28 @@ static int pp_gzip(const struct pb *in, FILE *f)
 static int write_pprof(struct view *v, const struct export_opts *o, FILE *f)
 {
 	struct pp c = {.v = v, .o = o};
+	struct export_progress pg;
 	struct pb out = {0};
+	uint64_t nmem = 0;
 	int memory = o->weight == EXPORT_W_ALLOCATED || o->weight == EXPORT_W_LEAKED ||
 		     o->weight == EXPORT_W_PEAK;
 	int err;
 
 	if (memory && !view_mode_has(v, "memory"))
 		return -ENODATA;
+	/* what it reads: the memory events (memory_load()'s progress), or the
+	 * trees' calls (at once: they are small) */
+	if (memory)
+		export_progress_start(&pg, o, "events", view_mem_count(v, &nmem) ? 0 : nmem);
+	else
+		export_progress_start(&pg, o, "calls", export_tree_calls(v));
 	err = profile_load(v, NULL, 0, &c.p);
 	if (!err)
 		err = pathtree_init(&c.paths);
 	if (err)
 		goto out;
 	if (memory) {
-		struct memory_opts mo = {0};
+		struct memory_opts mo = {.progress = export_progress_mem, .progress_arg = &pg};
 
 		err = memory_load(v, &mo, &c.m);
 		if (err)
@@ -550,6 +558,7 @@ static int write_pprof(struct view *v, const struct export_opts *o, FILE *f)
 		size_t nps = 0;
 		int trees = 0;
 
+		export_progress_to(&pg, pg.total);
 		for (size_t t = 0; t < c.p->nthreads; t++)
 			trees |= c.p->threads[t].n > 1;
 		if (!trees && view_psamples(v, &ps, &nps) == 0 && nps > 0) {

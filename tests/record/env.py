@@ -27,7 +27,7 @@ from cygtest import Failure  # noqa: E402
 
 VARS = ('CYGPROF_RUNTIME', 'CYGPROF_CHECKPOINT_MS', 'CYGPROF_CAPTURE_MAPSIZE', 'CYGPROF_FSYNC',
         'CYGPROF_SAMPLE_FORCE_EPERM', 'CYGPROF_RR_TICKS_SOFTWARE', 'CYGPROF_DEBUG_DIRS',
-        'CYGPROF_TRACEFS', 'CYGPROF_SAMPLES_DUMP')
+        'CYGPROF_TRACEFS', 'CYGPROF_SAMPLES_DUMP', 'CYGPROF_PROGRESS_DELAY_MS')
 
 
 def run_env(cmd, env, cwd):
@@ -86,6 +86,8 @@ def test_env(ck, cyg, example, args):
         ('CYGPROF_CAPTURE_MAPSIZE', '1000', [], 'not an integer from 65536 to %d' % (2**64 - 1)),
         ('CYGPROF_CAPTURE_MAPSIZE', '0x10000', [],
          'not an integer from 65536 to %d' % (2**64 - 1)),
+        ('CYGPROF_PROGRESS_DELAY_MS', '1s', [], 'not an integer from 0 to 3600000'),
+        ('CYGPROF_PROGRESS_DELAY_MS', '3600001', [], 'not an integer from 0 to 3600000'),
         ('CYGPROF_FSYNC', 'yes', [], 'not 0 or 1'),
         ('CYGPROF_SAMPLE_FORCE_EPERM', '2', [], 'not 0 or 1'),
         ('CYGPROF_RR_TICKS_SOFTWARE', 'true', [], 'not 0 or 1'),
