@@ -40,7 +40,8 @@ static void usage(FILE *f)
 		   "commands:\n");
 	for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		fprintf(f, "  %-11s %s\n", cmds[i].name, cmds[i].summary);
-	fprintf(f, "\n'cygprof <command> --help' describes a command; see also cygprof(1).\n");
+	fprintf(f, "\n'cygprof help <command>' or 'cygprof <command> --help' describes a command;\n"
+		   "see also cygprof(1).\n");
 }
 
 int main(int argc, char **argv)
@@ -49,6 +50,17 @@ int main(int argc, char **argv)
 
 	if (argc < 2) {
 		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "help") && argc > 2) {
+		/* git's habit: 'cygprof help CMD' is 'cygprof CMD --help' */
+		for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+			if (!strcmp(argv[2], cmds[i].name)) {
+				char *hargv[] = { argv[2], "--help", NULL };
+				return cmds[i].fn(2, hargv);
+			}
+		fprintf(stderr, "cygprof: help: unknown command '%s' (see 'cygprof --help')\n",
+			argv[2]);
 		return 2;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

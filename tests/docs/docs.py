@@ -6,6 +6,7 @@ usage: docs.py --source SOURCE_ROOT --build BUILD_DIR --cygprof CYGPROF
 
 Checks (one TAP line each):
   - every command `cygprof --help` lists has its man page man/cygprof-CMD.1,
+    prints with `cygprof help CMD` exactly its `cygprof CMD --help`,
     installed by man/meson.build, listed in cygprof(1), in docs/DESIGN.md's
     `cmds[]` list (cli/), and named in README.md as `cygprof CMD`;
   - every man page in man/ is installed by man/meson.build and named in
@@ -102,6 +103,13 @@ def main():
               (c, ' '.join(design_cmds)))
         check(re.search(r'\bcygprof %s\b' % re.escape(c), readme),
               '%s: README.md names `cygprof %s`' % (c, c))
+        h1 = subprocess.run([a.cygprof, 'help', c], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+        h2 = subprocess.run([a.cygprof, c, '--help'], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+        check(h1.returncode == h2.returncode == 0 and h1.stdout == h2.stdout and h1.stdout,
+              '%s: `cygprof help %s` prints `cygprof %s --help` (exit %d, %d)' %
+              (c, c, c, h1.returncode, h2.returncode))
     check(sorted(design_cmds) == sorted(cmds),
           'docs/DESIGN.md\'s cmds[] list has no other command (%s)' %
           ' '.join(sorted(set(design_cmds) - set(cmds))))
