@@ -394,6 +394,10 @@ int cmd_samples(int argc, char **argv)
 	v = cli_open_view(o.file, o.di);
 	cli_check(view_psamples(v, &ps, &n), o.file);
 	cli_check(view_procs(v, &procs, &np), o.file);
+	/* a capture without the data asked for: exit 1, as memory, replay and
+	 * counters do */
+	if (!n)
+		cli_die(1, "%s has no perf samples (record with --sample, or import-perf)", o.file);
 	if (o.json)
 		printf("{\"file\": ");
 	if (o.json) {
@@ -443,8 +447,7 @@ int cmd_samples(int argc, char **argv)
 	} else if (o.rr && chosen && (m = view_meta_str(v, "rr_ticks")) && strstr(m, " lost")) {
 		printf("%s: rr ticks %s\n", o.file, m);
 	} else if (!chosen) {
-		printf("%s: no samples%s\n", o.file,
-		       n ? " chosen" : " (record with --sample, or import-perf)");
+		printf("%s: no samples chosen\n", o.file);
 	}
 	cli_finish(v);
 	debuginfo_free(o.di);

@@ -13,6 +13,9 @@ Tests (meson names report-TEST):
   replay           replay of a --timeline capture of calls shows a(), b(),
                    c() in order; without timeline it is an error (exit 1)
   info-forkexec    info of forkexec: every process, its end and its command
+  lacks            a capture without timeline, memory, counters or samples:
+                   each command that shows one of them exits 1 in one line
+                   naming what to record
   tree             report --tree of timefilter (main calls fast() 1000 times
                    first, then slow() 3 times, 5 ms each): slow ranked
                    first, --sort calls puts fast first, --min-percent 50
@@ -165,6 +168,22 @@ def tree_rows(out):
     return rows
 
 
+def test_lacks(ck, cyg, example):
+    cap = os.path.join(cyg.workdir, 'plain.data')
+    ck.eq(cyg.record(cap, [example]).returncode, 0, 'record (calls only)')
+    for cmd, what in ((['replay'], 'timeline'), (['memory'], 'memory events'),
+                      (['counters'], 'counters'), (['samples'], 'perf samples'),
+                      (['export', '--format=pprof', '--memory', 'allocated', '-o',
+                        os.path.join(cyg.workdir, 'm.pb.gz')], 'memory events')):
+        cp = run([cyg.exe] + cmd + [cap])
+        lines = cp.err.strip().splitlines()
+        ck.check(cp.returncode == 1 and len(lines) == 1 and ('has no %s' % what) in lines[0]
+                 and 'record with' in lines[0],
+                 '%s without %s: exit 1, one line naming what to record (%d: %r)' %
+                 (' '.join(cmd[:2]), what, cp.returncode, cp.err))
+        ck.eq(cp.out, '', '%s without %s: nothing on stdout' % (' '.join(cmd[:2]), what))
+
+
 def test_tree(ck, cyg, example):
     cap = os.path.join(cyg.workdir, 'tf.data')
     ck.eq(cyg.record(cap, [example]).returncode, 0, 'record timefilter')
@@ -206,6 +225,7 @@ TESTS = {
     'replay': test_replay,
     'info-forkexec': test_info_forkexec,
     'tree': test_tree,
+    'lacks': test_lacks,
 }
 
 
