@@ -59,6 +59,7 @@ struct diff_opts {
 	int sort;                  /* a value or DIFF_BY_NAME */
 	const char *pattern;
 	struct debuginfo *di;
+	struct cli_filter filt;    /* -F, -N, -D, --time-range: both captures */
 	const char *old, *new;
 };
 
@@ -79,8 +80,9 @@ static void usage(FILE *f)
 		"                         calls; or name\n"
 		"  --paths                also compare call paths (matched by their\n"
 		"                         functions from the root)\n"
-		"  -F, --function PATTERN only functions (paths ending in one) matching the\n"
+		"  --function PATTERN     only functions (paths ending in one) matching the\n"
 		"                         glob PATTERN\n"
+		CLI_FILTER_HELP
 		"  --format FMT           text (default) or json\n"
 		CLI_TIME_HELP CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
@@ -92,23 +94,25 @@ static void parse_opts(int argc, char **argv, struct diff_opts *o)
 	static const struct option lopts[] = {
 		{"sort", required_argument, NULL, O_SORT},
 		{"paths", no_argument, NULL, O_PATHS},
-		{"function", required_argument, NULL, 'F'},
+		{"function", required_argument, NULL, 'f'},
+		CLI_FILTER_OPTIONS,
 		{"format", required_argument, NULL, O_FORMAT},
 		CLI_DEBUG_OPTIONS,
 		CLI_TIME_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct cli_getopt g = {.cmd = "diff", .usage = usage, .shortopts = ":hF:",
+	struct cli_getopt g = {.cmd = "diff", .usage = usage, .shortopts = ":hF:N:D:",
 			       .longopts = lopts};
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->sort = V_SELF;
 	g.di = o->di = cli_debuginfo_new();
+	g.filt = &o->filt;
 	while ((c = cli_next_option(&g, argc, argv)) != -1) {
 		switch (c) {
-		case 'F':
+		case 'f':
 			o->pattern = optarg;
 			break;
 		case O_SORT:
@@ -147,11 +151,12 @@ static void oom(void)
 
 /* The profile of one capture, its functions keyed by object and name
  * (analysis/profile.h, PROFILE_KEY_OBJECT). */
-static void load_profile(struct side *s, struct debuginfo *di)
+static void load_profile(struct side *s, struct debuginfo *di, struct cli_filter *filt)
 {
 	size_t k;
 
 	s->v = cli_open_view(s->file, di);
+	cli_filter_apply(filt, s->v, "diff", s->file);
 	cli_check(profile_load_keyed(s->v, NULL, 0, PROFILE_KEY_OBJECT, &s->p, &s->obj), s->file);
 	for (k = 0; k < s->p->nthreads; k++)
 		s->total_ns += s->p->threads[k].total_ns;
@@ -481,8 +486,8 @@ int cmd_diff(int argc, char **argv)
 	memset(&new, 0, sizeof(new));
 	old.file = o.old;
 	new.file = o.new;
-	load_profile(&old, o.di);
-	load_profile(&new, o.di);
+	load_profile(&old, o.di, &o.filt);
+	load_profile(&new, o.di, &o.filt);
 	side_times(&old);
 	side_times(&new);
 	side_functions(&old);

@@ -177,11 +177,19 @@ def test_profile(ck, cyg, example, args):
                     'diff --sort name')
     names = [f['name'] for f in data['functions']]
     ck.eq(names, sorted(names), '--sort name: functions by name')
-    data = run_json([cyg.exe, 'diff', '--format=json', '-F', 'only_*', old, new], 'diff -F')
+    data = run_json([cyg.exe, 'diff', '--format=json', '--function', 'only_*', old, new],
+                    'diff --function')
     ck.eq(sorted(f['name'] for f in data['functions']), ['only_new', 'only_old'],
           '-F only_*: the functions')
-    out = run_text([cyg.exe, 'diff', '-F', 'work', old, new], 'diff -F work')
-    ck.eq(sorted(text_rows(out)), ['work'], 'text -F work: the rows')
+    out = run_text([cyg.exe, 'diff', '--function', 'work', old, new], 'diff --function work')
+    ck.eq(sorted(text_rows(out)), ['work'], 'text --function work: the rows')
+    # -F is --filter, as in every command: both captures read as recorded
+    # with -F work (main is out of scope), -N hides work
+    data = run_json([cyg.exe, 'diff', '--format=json', '-F', 'work', old, new], 'diff -F work')
+    ck.eq(sorted((f['name'], f['calls']['old'], f['calls']['new']) for f in data['functions']),
+          [('work', 1000, 2000)], 'diff -F work: only work, from both captures')
+    data = run_json([cyg.exe, 'diff', '--format=json', '-N', 'work', old, new], 'diff -N work')
+    ck.check('work' not in [f['name'] for f in data['functions']], 'diff -N work: no work')
 
     data = run_json([cyg.exe, 'diff', '--format=json', '--paths', old, new], 'diff --paths')
     paths = {tuple(p['path']): p for p in data['paths']}
