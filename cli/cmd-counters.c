@@ -23,6 +23,7 @@ enum fmt { FMT_TEXT, FMT_JSON, FMT_CSV };
 
 struct counters_opts {
 	enum fmt fmt;
+	int fmt_given;  /* --format: printed besides --plot */
 	const char *plot;
 	int force;
 	unsigned width;
@@ -44,7 +45,8 @@ static void usage(FILE *f)
 		"\n"
 		"options:\n"
 		"  --format FMT     text (default), json or csv\n"
-		"  --plot FILE.svg  also draw them: one row for the system, one per process,\n"
+		"  --plot FILE.svg  draw them instead (with --format, as well): one row for\n"
+		"                   the system, one per process,\n"
 		"                   counters of one unit on one axis, each line named at its end\n"
 		"  -f, --force      --plot: also replace a file that is not an SVG drawing\n"
 		"  --width N        text: columns of the chart (8 to 200, default 40)\n"
@@ -77,6 +79,7 @@ static void parse_opts(int argc, char **argv, struct counters_opts *o)
 			o->force = 1;
 			break;
 		case O_FORMAT:
+			o->fmt_given = 1;
 			if (!strcmp(optarg, "text"))
 				o->fmt = FMT_TEXT;
 			else if (!strcmp(optarg, "json"))
@@ -488,7 +491,10 @@ int cmd_counters(int argc, char **argv)
 	cli_check(counters_load(v, 1, &cs), o.file);
 	if (o.plot)
 		plot(v, &cs, o.plot, o.force);
-	if (o.fmt == FMT_JSON)
+	/* --plot writes only the plot, unless a --format is asked for too */
+	if (o.plot && !o.fmt_given)
+		;
+	else if (o.fmt == FMT_JSON)
 		print_json(&cs);
 	else if (o.fmt == FMT_CSV)
 		print_csv(&cs);

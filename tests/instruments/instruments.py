@@ -161,6 +161,10 @@ def test_fork(ck, cyg, example, args):
     svg = os.path.join(cyg.workdir, 'c.svg')
     cp = run([cyg.exe, 'counters', '--plot', svg, cap])
     ck.eq(cp.returncode, 0, 'counters --plot exits 0')
+    ck.eq(cp.out, '', 'counters --plot writes only the plot')
+    cp = run([cyg.exe, 'counters', '--plot', svg, '--format=csv', cap])
+    ck.check(cp.returncode == 0 and cp.out.count('\n') > 3,
+             'counters --plot --format=csv: the plot and the CSV')
     try:
         doc = xml.dom.minidom.parse(svg)
     except Exception as e:  # noqa: BLE001 (any parse error fails the check)
