@@ -5,6 +5,8 @@
 usage: docs.py --source SOURCE_ROOT --build BUILD_DIR --cygprof CYGPROF
 
 Checks (one TAP line each):
+  - the README's first command, run from this build, reports a function with
+    at least 0.05 s of self time (real times, not the zeros of a toy run);
   - every command `cygprof --help` lists has its man page man/cygprof-CMD.1,
     prints with `cygprof help CMD` exactly its `cygprof CMD --help`,
     installed by man/meson.build, listed in cygprof(1), in docs/DESIGN.md's
@@ -90,6 +92,33 @@ def main():
     main_page = unroff(read(root, 'man/cygprof.1'))
     design = read(root, 'docs/DESIGN.md')
     readme = read(root, 'README.md')
+
+    # ---- the README's first command: its record and report, run from this
+    # build, show real (non-zero) times
+    first = re.search(r'```sh\n(.*?)\n```', readme, re.S)
+    steps = re.findall(r'build/cli/cygprof (record|report) ([^&]*?)(?: &&|$)',
+                       first.group(1) if first else '')
+    check([x[0] for x in steps] == ['record', 'report'],
+          "README's first command records then reports (%s)" % steps)
+    if len(steps) == 2:
+        import shlex
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix='cygprof-docs-') as tmp:
+            def argv(rest):
+                return [os.path.abspath(a.cygprof)] + [
+                    os.path.join(os.path.abspath(a.build), w[len('build/'):])
+                                      if w.startswith('build/') else w
+                                      for w in shlex.split(rest)]
+            r1 = subprocess.run([argv(steps[0][1])[0], 'record', '-q'] + argv(steps[0][1])[1:],
+                                cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            r2 = subprocess.run([argv(steps[1][1])[0], 'report'] + argv(steps[1][1])[1:],
+                                cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                universal_newlines=True)
+            rows = [ln.split() for ln in r2.stdout.split('Call graph', 1)[0].splitlines()]
+            secs = [float(w[2]) for w in rows if len(w) >= 7 and re.match(r'^[\d.]+$', w[0])]
+            check(r1.returncode == 0 and r2.returncode == 0 and secs and max(secs) >= 0.05,
+                  "README's first command: its report shows real times (self seconds %s)" %
+                  secs[:3])
     cli = design_paragraph(design, 'cli/')
     m = re.search(r'`cmds\[\]` table \(([^)]*)\)', cli)
     design_cmds = re.findall(r'`([a-z-]+)`', m.group(1)) if m else []
