@@ -50,6 +50,10 @@ void cli_json_limits(struct view *v);
  * after; with totals, each thread also gets its tree's total_ns); dies when
  * they cannot be read. */
 void cli_json_procs(struct view *v, const char *file);
+/* A meta value as typed JSON: a number for the counts and times
+ * (duration_ns, tsc_hz, ...), an object {tick, mono_ns, real_ns} for
+ * clock_start and clock_end, else a string; null when val is NULL. */
+void cli_json_meta(FILE *f, const char *key, const char *val);
 void cli_json_threads(struct view *v, const char *file, int totals);
 
 /* ---- numbers on the command line (options.c) ------------------------------ */

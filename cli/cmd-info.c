@@ -267,7 +267,7 @@ static void print_json(struct view *v, const char *file, const struct cygprof_th
 		printf("%s", i ? ", " : "");
 		json_str(stdout, meta_rows[i].key);
 		printf(": ");
-		json_str_null(stdout, val);
+		cli_json_meta(stdout, meta_rows[i].key, val);
 	}
 	struct view_overhead o;
 	view_overhead(v, &o);

@@ -435,7 +435,7 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 		printf("%s", sep);
 		json_str(stdout, meta_keys[i]);
 		printf(": ");
-		json_str(stdout, val);
+		cli_json_meta(stdout, meta_keys[i], val);
 		sep = ", ";
 	}
 	printf("},\n");

@@ -4,7 +4,12 @@
  * be read.  JSON strings, numbers and changes are common/json.h's. */
 #include "config.h"
 
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
 
 #include "cli.h"
 #include "view.h"
@@ -17,4 +22,39 @@ void cli_json_procs(struct view *v, const char *file)
 void cli_json_threads(struct view *v, const char *file, int totals)
 {
 	cli_check(view_json_threads(v, stdout, totals), file);
+}
+
+/* A decimal number of at most 19 digits (no sign, no leading zero but 0). */
+static int decimal(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	return n && n <= 19 && !s[n] && (n == 1 || s[0] != '0');
+}
+
+void cli_json_meta(FILE *f, const char *key, const char *val)
+{
+	static const char *const numeric[] = {
+		"duration_ns", "tsc_hz", "sample_hz", "sample_lost", "attach_pid",
+		"attach_start", "attach_end",
+	};
+	unsigned long long t, m, r;
+	int end = 0;
+
+	if (!val) {
+		fputs("null", f);
+		return;
+	}
+	for (size_t i = 0; i < sizeof numeric / sizeof numeric[0]; i++)
+		if (!strcmp(key, numeric[i]) && decimal(val)) {
+			fputs(val, f);
+			return;
+		}
+	if ((!strcmp(key, "clock_start") || !strcmp(key, "clock_end")) &&
+	    sscanf(val, "tick=%llu mono_ns=%llu real_ns=%llu%n", &t, &m, &r, &end) == 3 &&
+	    !val[end]) {
+		fprintf(f, "{\"tick\": %llu, \"mono_ns\": %llu, \"real_ns\": %llu}", t, m, r);
+		return;
+	}
+	json_str(f, val);
 }

@@ -296,7 +296,7 @@ def test_inject(ck, cyg, example, args):
         ck.check('already being profiled' in cp.err, 'says it is profiled: %r' % cp.err)
         end_bg(ck, a, 'first attach')
         meta, t0, t1 = attach_window(ck, cyg, cap)
-        ck.eq(meta['attach_pid'], str(pid), 'meta attach_pid')
+        ck.eq(meta['attach_pid'], pid, 'meta attach_pid (a number)')
         ck.check(1.5e9 < t1 - t0 < 10e9, 'the attach lasted about 2 s: %.3f s' % ((t1 - t0) / 1e9))
         with open(log) as f:
             lines = [l.split() for l in f]
@@ -410,7 +410,7 @@ def test_run(ck, cyg, example, args):
         end_bg(ck, a, 'attach')
         finish_attachme(ck, p, countfile)
         meta, t0, t1 = attach_window(ck, cyg, cap)
-        ck.eq(meta.get('attach_pid'), str(pid), 'meta attach_pid')
+        ck.eq(meta.get('attach_pid'), pid, 'meta attach_pid (a number)')
         rows = counts(countfile)
         data, _ = cyg.report_json(cap, ck)
         fns = functions_of(data)
@@ -749,7 +749,7 @@ def test_send(ck, cyg, example, args):
         err = rp.stderr.read()
         ck.eq(rp.wait(timeout=120), 0, 'receive exits 0 (%r)' % err)
         meta, t0, t1 = attach_window(ck, cyg, out)
-        ck.eq(meta.get('attach_pid'), str(pid), 'the received capture names the process')
+        ck.eq(meta.get('attach_pid'), pid, 'the received capture names the process')
         data, _ = cyg.report_json(out, ck)
         within(ck, functions_of(data).get('work', {}).get('calls', 0),
                counter_at(counts(countfile), t1) - counter_at(counts(countfile), t0),

@@ -423,13 +423,17 @@ def test_clock(ck, cyg, example):
     meta = info_json(ck, cyg, cap).get('meta', {})
 
     def pair(key):
-        try:
-            return {k: int(v) for k, v in (f.split('=') for f in meta[key].split())}
-        except (KeyError, ValueError, AttributeError):
-            raise Failure('meta %s malformed: %r' % (key, meta.get(key)))
+        # typed JSON: an object of numbers
+        v = meta.get(key)
+        if not isinstance(v, dict) or not all(type(x) is int for x in v.values()):
+            raise Failure('meta %s is not an object of numbers: %r' % (key, v))
+        return v
     a, b = pair('clock_start'), pair('clock_end')
     ck.eq(sorted(a), ['mono_ns', 'real_ns', 'tick'], 'clock_start: tick, mono_ns, real_ns')
-    dur = int(meta['duration_ns'])
+    dur = meta['duration_ns']
+    ck.check(type(dur) is int and type(meta.get('tsc_hz', 0)) is int,
+             'meta duration_ns and tsc_hz are JSON numbers (%r, %r)' %
+             (dur, meta.get('tsc_hz')))
     ck.check(t0 <= a['mono_ns'] <= b['mono_ns'] <= t1,
              'both pairings taken during the recording, on CLOCK_MONOTONIC')
     ck.check(b['mono_ns'] - a['mono_ns'] >= dur, 'the end pairing is after the last event')

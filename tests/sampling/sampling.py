@@ -339,7 +339,7 @@ def test_report(ck, cyg, prog, args):
              '--tree: the libc function nap slept in is a row under main/nap: %s' % under)
     meta = info_json(ck, cyg, cap)['meta']
     ck.eq(meta.get('sample_event'), 'cpu-clock', 'meta sample_event')
-    ck.eq(meta.get('sample_hz'), '1000', 'meta sample_hz')
+    ck.eq(meta.get('sample_hz'), 1000, 'meta sample_hz (a number)')
     ck.check('sampling' in info_json(ck, cyg, cap)['instruments'], 'the instrument sampling')
     p = run([cyg.exe, 'report', '--flat', cap])
     ck.check('Samples (perf cpu-clock at 1000 Hz): %d samples' % total in p.out,
