@@ -29,6 +29,7 @@
 
 #include "cli.h"
 #include "attach-elf.h"
+#include "textesc.h"
 #include "collector.h"
 #include "json.h"
 #include "term.h"
@@ -62,9 +63,11 @@ static void usage(FILE *f)
 		"                         and N heap stacks (default 20, 0: all)\n"
 		"  -O, --output-of FILE   PROG's standard output and error go to FILE (appended);\n"
 		"                         on a terminal by default to /dev/null (they would\n"
-		"                         garble the view), and its input is /dev/null\n"
+		"                         garble the view), and its input is /dev/null;\n"
+		"                         with --format=json too (stdout holds only JSON)\n"
 		"      --once             no live view: run PROG to its end, then print one\n"
-		"                         snapshot (PROG's output passes through)\n"
+		"                         snapshot (PROG's output passes through, but for\n"
+		"                         --format=json)\n"
 		"      --format=text|json text (default) or JSON: one object per snapshot, one\n"
 		"                         a line (no full screen; with --once the last only)\n"
 		"  -o, --output FILE      also keep the capture (as 'cygprof record -o' writes\n"
@@ -508,6 +511,12 @@ int cmd_top(int argc, char **argv)
 		t.keys = top_term_keys(t.key_fd, 1);
 		top_term_screen(t.out);
 	} else {
+		/* JSON on stdout is JSON only: PROG's output goes elsewhere */
+		if (t.json && !t.v.output_of && !t.v.attach_pid) {
+			t.v.output_of = "/dev/null";
+			fprintf(stderr, "cygprof: top: --format=json: %s's output goes to /dev/null "
+				"(-O FILE keeps it)\n", text_esc(o.argv[0]));
+		}
 		if (t.v.output_of && top_term_redirect(t.v.output_of, 0, &t.out, err, sizeof err) < 0)
 			cli_die(1, "top: %s", err);
 		if (!t.once && isatty(STDIN_FILENO)) {

@@ -81,14 +81,13 @@ def top_json(cyg, prog_args, opts=()):
     if cp.returncode != 0:
         raise Failure('top --once failed (%s): %s' % (describe_status(cp.returncode),
                                                      cp.err.strip()))
-    # the program's own stdout comes first: the snapshot is the last line
-    start = cp.out.rfind('{"elapsed_ns"')
-    if start < 0:
-        raise Failure('no JSON snapshot in the output:\n%s' % cp.out[:500])
+    # stdout is the JSON only: the program's output went to -O FILE or
+    # /dev/null (said on stderr)
     try:
-        return json.loads(cp.out[start:]), cp
+        return json.loads(cp.out), cp
     except ValueError as e:
-        raise Failure('top output is not JSON (%s):\n%s' % (e, cp.out[start:start + 500]))
+        raise Failure('top --once --format=json: stdout is not one JSON object (%s):\n%s' %
+                      (e, cp.out[:500]))
 
 
 def check_sorted(ck, fns):
@@ -100,7 +99,14 @@ def check_sorted(ck, fns):
 def t_once(ck, cyg, example, args):
     cap = os.path.join(cyg.workdir, 'top.cyg')
     data, cp = top_json(cyg, [example], ['-o', cap])
-    ck.check(cp.out.startswith('calls: a=3 b=6 c=30\n'), "the program's stdout passes through")
+    err = cp.err.strip().splitlines()
+    ck.check(len(err) == 1 and "output goes to /dev/null (-O FILE keeps it)" in err[0],
+             "--format=json: one line says where the program's output went (%r)" % cp.err)
+    outf = os.path.join(cyg.workdir, 'prog.out')
+    d2, cp2 = top_json(cyg, [example], ['-O', outf])
+    with open(outf) as f:
+        ck.eq(f.read(), 'calls: a=3 b=6 c=30\n', "-O FILE: the program's stdout is there")
+    ck.eq(cp2.err, '', '-O FILE: nothing said')
     ck.eq(data.get('exit_status'), 0, 'exit_status')
     ck.eq(data.get('threads'), 1, 'threads')
     ck.eq(data.get('sort'), ['self', 'calls'], 'default sort keys')
