@@ -7,6 +7,8 @@
 
 #include <stdlib.h>
 
+#include <string.h>
+
 #include "format.h"
 #include "textesc.h"
 
@@ -23,11 +25,19 @@ void top_render(const struct top_view *t, const struct top_snap *s, FILE *f, uns
 	char running[40] = "";
 	if (!(s->final && t->attach_pid))
 		snprintf(running, sizeof running, " (%zu running)", live);
-	/* the state first: a long program path is what the width cuts */
-	fprintf(f, "cygprof top%s%s: %s  %.1f s  %zu thread%s%s  %.0f calls/s\n",
+	/* the figures first, the program last, a long path shortened to its
+	 * end: the width never cuts a figure */
+	const char *prog = text_esc(t->prog), *tail;
+	size_t plen = strlen(prog);
+
+	tail = plen > 40 ? prog + plen - 37 : prog;
+	while (*tail && ((unsigned char)*tail & 0xC0) == 0x80)
+		tail++; /* not in the middle of a UTF-8 character */
+	fprintf(f, "cygprof top%s%s: %.1f s  %zu thread%s%s  %.0f calls/s  %s%s\n",
 		s->final ? (t->attach_pid ? " [detached]" : " [ended]") : "",
-		t->paused ? " [paused]" : "", text_esc(t->prog), s->elapsed_ns / 1e9, s->nthr,
-		s->nthr == 1 ? "" : "s", running, top_per_s(s->icalls, s->interval_ns));
+		t->paused ? " [paused]" : "", s->elapsed_ns / 1e9, s->nthr,
+		s->nthr == 1 ? "" : "s", running, top_per_s(s->icalls, s->interval_ns),
+		plen > 40 ? "..." : "", tail);
 	used++;
 	if (s->rings || s->ring_lost || s->ring_waits)
 		fprintf(f, "rings: %u, fullest %u%%, %llu lost, %llu waits\n", s->rings,
