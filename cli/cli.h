@@ -43,6 +43,14 @@ void cli_limits_json(FILE *f, const struct view_limits *l);
 /* The same for a view, on stdout. */
 void cli_json_limits(struct view *v);
 
+/* ---- the pager (pager.c) --------------------------------------------------- */
+
+/* Set once the output goes through a pager (progress lines stay off). */
+extern int cli_paged;
+/* Standard output through CYGPROF_PAGER, PAGER or less when it is a
+ * terminal (see pager.c); nothing otherwise. */
+void cli_pager_start(void);
+
 /* ---- processes and threads as JSON (json.c) -------------------------------- */
 
 /* "processes": [...] and "threads": [...] of a view on stdout

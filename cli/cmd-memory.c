@@ -1060,7 +1060,7 @@ int cmd_memory(int argc, char **argv)
 	mo.diff = o.kinds[K_DIFF];
 	mo.diff_t1 = o.t1;
 	mo.diff_t2 = o.t2;
-	if (isatty(2))
+	if (isatty(2) && !cli_paged)
 		mo.progress = show_progress;
 	err = memory_load(v, &mo, &m);
 	if (progress_shown)

@@ -11,24 +11,25 @@ struct cygprof_cmd {
 	const char *name;
 	cli_cmd_fn fn;
 	const char *summary;
+	int paged; /* text for a reader: through the pager on a terminal */
 };
 
 static const struct cygprof_cmd cmds[] = {
-	{"record", cmd_record, "run a program and record its exact profile into a capture"},
-	{"report", cmd_report, "flat profile and call graph (gprof style), or JSON"},
-	{"replay", cmd_replay, "the recorded timeline as an indented call trace"},
-	{"info", cmd_info, "what a capture holds: command, processes, threads, sizes"},
-	{"memory", cmd_memory, "the heap: allocations, peak, leaks, temporaries (record --memory)"},
-	{"gprof", cmd_gprof, "GNU gprof output: gmon.out files for gprof, or its text layout"},
-	{"annotate", cmd_annotate, "source lines with their calls, time, allocations and samples"},
-	{"counters", cmd_counters, "counters over time: memory, CPU time, memdump reports"},
-	{"import-perf", cmd_import_perf, "add the samples of a perf run made alongside (perf script)"},
-	{"samples", cmd_samples, "perf samples one by one; --rr: the rr commands to reach each"},
-	{"diff", cmd_diff, "compare two captures: calls and times per function and call path"},
-	{"export", cmd_export, "the capture for Perfetto, flame graphs, KCachegrind, pprof, gprof"},
-	{"top", cmd_top, "run a program and show its hottest functions as it runs"},
-	{"receive", cmd_receive, "wait for one record --send and write the capture it streams"},
-	{"html", cmd_html, "one self-contained HTML report: flame graphs, tables, plots"},
+	{"record", cmd_record, "run a program and record its exact profile into a capture", 0},
+	{"report", cmd_report, "flat profile and call graph (gprof style), or JSON", 1},
+	{"replay", cmd_replay, "the recorded timeline as an indented call trace", 1},
+	{"info", cmd_info, "what a capture holds: command, processes, threads, sizes", 1},
+	{"memory", cmd_memory, "the heap: allocations, peak, leaks, temporaries (record --memory)", 1},
+	{"gprof", cmd_gprof, "GNU gprof output: gmon.out files for gprof, or its text layout", 1},
+	{"annotate", cmd_annotate, "source lines with their calls, time, allocations and samples", 1},
+	{"counters", cmd_counters, "counters over time: memory, CPU time, memdump reports", 1},
+	{"import-perf", cmd_import_perf, "add the samples of a perf run made alongside (perf script)", 0},
+	{"samples", cmd_samples, "perf samples one by one; --rr: the rr commands to reach each", 1},
+	{"diff", cmd_diff, "compare two captures: calls and times per function and call path", 1},
+	{"export", cmd_export, "the capture for Perfetto, flame graphs, KCachegrind, pprof, gprof", 0},
+	{"top", cmd_top, "run a program and show its hottest functions as it runs", 0},
+	{"receive", cmd_receive, "wait for one record --send and write the capture it streams", 0},
+	{"html", cmd_html, "one self-contained HTML report: flame graphs, tables, plots", 0},
 };
 
 static void usage(FILE *f)
@@ -40,13 +41,50 @@ static void usage(FILE *f)
 		   "commands:\n");
 	for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		fprintf(f, "  %-11s %s\n", cmds[i].name, cmds[i].summary);
-	fprintf(f, "\n'cygprof help <command>' or 'cygprof <command> --help' describes a command;\n"
+	fprintf(f, "\nOn a terminal, report, replay, info, memory, gprof, annotate, counters,\n"
+		   "samples and diff page their output (CYGPROF_PAGER, PAGER or less -FRX);\n"
+		   "'cygprof --no-pager <command>' does not.\n"
+		   "\n'cygprof help <command>' or 'cygprof <command> --help' describes a command;\n"
 		   "see also cygprof(1).\n");
+}
+
+/* -h/--help among the options: the help is not paged (git pages it as
+ * man; ours is a screen). */
+static int wants_help(int argc, char **argv)
+{
+	for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return 1;
+	return 0;
+}
+
+/* --no-pager before the command (git's place) or among its options (up to
+ * a "--"): taken out of argv.  Returns whether it was there. */
+static int take_no_pager(int *argc, char **argv)
+{
+	int found = 0, j = 1;
+
+	for (int i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			while (i < *argc)
+				argv[j++] = argv[i++];
+			break;
+		}
+		if (!strcmp(argv[i], "--no-pager")) {
+			found = 1;
+			continue;
+		}
+		argv[j++] = argv[i];
+	}
+	argv[j] = NULL;
+	*argc = j;
+	return found;
 }
 
 int main(int argc, char **argv)
 {
 	size_t i;
+	int no_pager = take_no_pager(&argc, argv);
 
 	if (argc < 2) {
 		usage(stderr);
@@ -74,6 +112,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (!strcmp(argv[1], cmds[i].name)) {
 			cli_check_env();
+			if (cmds[i].paged && !no_pager && !wants_help(argc, argv))
+				cli_pager_start();
 			return cmds[i].fn(argc - 1, argv + 1);
 		}
 	fprintf(stderr, "cygprof: unknown command '%s' (see 'cygprof --help')\n", argv[1]);

@@ -50,7 +50,7 @@ void cli_progress_init(struct cli_progress *p, const char *label, const char *un
 	p->unit = unit;
 	p->done = p->total = 0;
 	p->shown = 0;
-	p->on = on && isatty(STDERR_FILENO);
+	p->on = on && isatty(STDERR_FILENO) && !cli_paged;
 	/* checked by cli_check_env(): a bad value never gets here */
 	if (d && *d && cli_scan_uint(d, 0, CLI_PROGRESS_DELAY_MAX_MS, &ms))
 		ms = CLI_PROGRESS_DELAY_MS;

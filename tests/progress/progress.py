@@ -45,15 +45,17 @@ class Skip(Exception):
     pass
 
 
-def env_with(delay):
+def env_with(delay, pager='cat'):
     env = dict(os.environ)
     env.pop('CYGPROF_PROGRESS_DELAY_MS', None)
     if delay is not None:
         env['CYGPROF_PROGRESS_DELAY_MS'] = delay
+    # no pager (a terminal on stdout would start less), unless asked
+    env['CYGPROF_PAGER'] = pager
     return env
 
 
-def run_tty(cmd, cwd, delay='0', stdout_tty=False):
+def run_tty(cmd, cwd, delay='0', stdout_tty=False, pager='cat'):
     """cmd with standard error on a pseudo-terminal (and standard output
     too when stdout_tty, else a file): (exit status, what the terminal got,
     standard output)."""
@@ -63,7 +65,8 @@ def run_tty(cmd, cwd, delay='0', stdout_tty=False):
     out_path = os.path.join(cwd, 'stdout.txt')
     with open(out_path, 'wb') as out:
         try:
-            p = subprocess.Popen(cmd, cwd=cwd, env=env_with(delay), stdin=subprocess.DEVNULL,
+            p = subprocess.Popen(cmd, cwd=cwd, env=env_with(delay, pager),
+                                 stdin=subprocess.DEVNULL,
                                  stdout=slave if stdout_tty else out, stderr=slave)
         finally:
             os.close(slave)
@@ -226,6 +229,14 @@ def test_replay(ck, cyg, example, args):
     ck.check('done.' not in tty and '\rreplay:' not in tty,
              'replay with standard output on the terminal: no progress line')
     ck.check('a()' in tty, 'replay with standard output on the terminal: the trace')
+    # through a pager (here one that reads it all): no progress over the pager
+    kept = os.path.join(w, 'paged.txt')
+    rc, tty, _ = run_tty(cmd, w, stdout_tty=True, pager='cat > %s' % kept)
+    ck.eq(rc, 0, 'replay through a pager exits 0')
+    ck.check('done.' not in tty and '\rreplay:' not in tty,
+             'replay through a pager: no progress line')
+    ck.check(os.path.exists(kept) and 'a()' in open(kept).read(),
+             'replay through a pager: the trace went to the pager')
 
 
 def test_html(ck, cyg, example, args):

@@ -13,6 +13,9 @@ Tests (meson names report-TEST):
   replay           replay of a --timeline capture of calls shows a(), b(),
                    c() in order; without timeline it is an error (exit 1)
   info-forkexec    info of forkexec: every process, its end and its command
+  pager            on a terminal, report goes through the pager (PAGER, here a
+                   script that keeps what it reads and its LESS), not with
+                   --no-pager, CYGPROF_PAGER=cat, or a pipe for stdout
   lacks            a capture without timeline, memory, counters or samples:
                    each command that shows one of them exits 1 in one line
                    naming what to record
@@ -26,6 +29,7 @@ import json
 import os
 import random
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
@@ -168,6 +172,55 @@ def tree_rows(out):
     return rows
 
 
+def test_pager(ck, cyg, example):
+    import pty
+    cap = os.path.join(cyg.workdir, 'p.data')
+    ck.eq(cyg.record(cap, [example]).returncode, 0, 'record')
+    kept = os.path.join(cyg.workdir, 'paged.txt')
+    pager = os.path.join(cyg.workdir, 'pager.sh')
+    with open(pager, 'w') as f:
+        f.write('#!/bin/sh\necho "LESS=$LESS" > %s.env\ncat > %s\n' % (kept, kept))
+    os.chmod(pager, 0o755)
+    want = run([cyg.exe, 'report', cap]).out  # a pipe: no pager
+
+    def on_tty(argv, env):
+        if os.path.exists(kept):
+            os.unlink(kept)
+        master, slave = pty.openpty()
+        e = dict(os.environ, PAGER=pager)
+        e.pop('CYGPROF_PAGER', None)
+        e.pop('LESS', None)
+        e.update(env)
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=e)
+        os.close(slave)
+        out = b''
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(master)
+        return p.wait(), out.decode('utf-8', 'replace').replace('\r\n', '\n')
+
+    rc, out = on_tty([cyg.exe, 'report', cap], {})
+    paged = open(kept).read() if os.path.exists(kept) else None
+    ck.check(rc == 0 and paged == want and out == '',
+             'report on a terminal: all of it through PAGER, nothing else on the terminal '
+             '(exit %d, %d bytes paged, %d shown)' % (rc, len(paged or ''), len(out)))
+    ck.eq(open(kept + '.env').read().strip() if os.path.exists(kept + '.env') else None,
+          'LESS=FRX', 'the pager gets LESS=FRX')
+    for how, argv, env in (('--no-pager', [cyg.exe, '--no-pager', 'report', cap], {}),
+                           ('report --no-pager', [cyg.exe, 'report', '--no-pager', cap], {}),
+                           ('CYGPROF_PAGER=cat', [cyg.exe, 'report', cap],
+                            {'CYGPROF_PAGER': 'cat'})):
+        rc, out = on_tty(argv, env)
+        ck.check(rc == 0 and not os.path.exists(kept) and out == want,
+                 '%s: straight to the terminal (exit %d)' % (how, rc))
+
+
 def test_lacks(ck, cyg, example):
     cap = os.path.join(cyg.workdir, 'plain.data')
     ck.eq(cyg.record(cap, [example]).returncode, 0, 'record (calls only)')
@@ -226,6 +279,7 @@ TESTS = {
     'info-forkexec': test_info_forkexec,
     'tree': test_tree,
     'lacks': test_lacks,
+    'pager': test_pager,
 }
 
 

@@ -220,7 +220,7 @@ static void test_keys(void)
 static void test_render(void)
 {
 	static const char want[] =
-		"cygprof top: prog  3.0 s  2 threads (2 running)  8 calls/s\n"
+		"cygprof top: 3.0 s  2 threads (2 running)  8 calls/s  prog\n"
 		"rings: none open\n"
 		"heap: 210 B live in 4 blocks, peak 300 B, 8 allocations/s\n"
 		"view: last interval, sorted by self,calls\n"
