@@ -5,6 +5,7 @@
  * matching, changes and order are analysis/diff.c's. */
 #include "config.h"
 
+#include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -61,12 +62,14 @@ struct diff_opts {
 	struct debuginfo *di;
 	struct cli_filter filt;    /* -F, -N, -D, --time-range: both captures */
 	const char *old, *new;
+	double fail_above;         /* --fail-above PCT (< 0: not given) */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cygprof diff [options] OLD NEW\n"
+		"       cygprof diff [options] --fail-above PCT OLD1,OLD2,... NEW1,NEW2,...\n"
 		"\n"
 		"Compare the profiles of two captures: per function the calls, self and\n"
 		"total time of OLD and NEW, the change and the relative change, and the\n"
@@ -84,19 +87,25 @@ static void usage(FILE *f)
 		"                         glob PATTERN\n"
 		CLI_FILTER_HELP
 		"  --format FMT           text (default) or json\n"
+		"  --fail-above PCT       for CI: exit 3 when a function's calls changed, or\n"
+		"                         its self or total time got more than PCT%% worse\n"
+		"                         beyond the runs' noise (every NEW run slower than\n"
+		"                         every OLD run; several captures per side, comma-\n"
+		"                         separated, measure the noise); lists only those\n"
 		CLI_TIME_HELP CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
 }
 
 static void parse_opts(int argc, char **argv, struct diff_opts *o)
 {
-	enum { O_SORT = 256, O_PATHS, O_FORMAT };
+	enum { O_SORT = 256, O_PATHS, O_FORMAT, O_FAIL_ABOVE };
 	static const struct option lopts[] = {
 		{"sort", required_argument, NULL, O_SORT},
 		{"paths", no_argument, NULL, O_PATHS},
 		{"function", required_argument, NULL, 'f'},
 		CLI_FILTER_OPTIONS,
 		{"format", required_argument, NULL, O_FORMAT},
+		{"fail-above", required_argument, NULL, O_FAIL_ABOVE},
 		CLI_DEBUG_OPTIONS,
 		CLI_TIME_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
@@ -108,6 +117,7 @@ static void parse_opts(int argc, char **argv, struct diff_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->sort = V_SELF;
+	o->fail_above = -1;
 	g.di = o->di = cli_debuginfo_new();
 	g.filt = &o->filt;
 	while ((c = cli_next_option(&g, argc, argv)) != -1) {
@@ -133,6 +143,16 @@ static void parse_opts(int argc, char **argv, struct diff_opts *o)
 		case O_FORMAT:
 			o->json = cli_format_json("diff", optarg);
 			break;
+		case O_FAIL_ABOVE: {
+			char *end;
+			errno = 0;
+			o->fail_above = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(o->fail_above >= 0) ||
+			    o->fail_above > 1000)
+				cli_die(2, "diff: --fail-above: '%s' is not a percentage from 0 to 1000",
+					optarg);
+			break;
+		}
 		}
 	}
 	if (argc - optind != 2)
@@ -472,6 +492,376 @@ static void print_json(struct diff_opts *o, struct side *old, struct side *new,
 	printf("\n}\n");
 }
 
+/* ---- runs against runs: a verdict for CI (--fail-above) --------------------- */
+
+/* Each side is one or more captures of the same program; per function, its
+ * calls (exact: a NEW run outside the OLD runs' range is a change) and its
+ * self and total times, one value per run.  A machine that is busier in one
+ * run stretches every function of it, so each run's times are scaled by two
+ * clocks: how much longer than its CPU time the run took (meta cpu_ns, the
+ * program's processes' user and system time), and how long the rest of the
+ * run took (its total without that function's time, where the rest is a
+ * fifth of the run or more), each against the OLD runs' median.  The rest
+ * moves when another function changed, the CPU time when the load did: a
+ * verdict needs both to agree.  A time is worse when the NEW median is more
+ * than PCT% above the OLD one and every NEW run is more than PCT/2% above
+ * every OLD run, for a function that holds at least 0.5% of a run (the
+ * median run: below, the noise of a few microseconds would decide).
+ * bench/diffci.py measures the rates (bench/RESULTS.md). */
+
+enum { VERDICT_SAME, VERDICT_FASTER, VERDICT_SLOWER, VERDICT_CALLS };
+static const char *const verdict_names[] = {"same", "faster", "slower", "calls changed"};
+
+struct run_fn {
+	const char *key, *name, *object;
+	uint64_t *v;              /* [run][V_CALLS, V_SELF, V_TOTAL], OLD runs first */
+	double median[2][NV];     /* per side (times scaled) */
+	double change[NV];        /* NEW median / OLD median - 1 (times) */
+	double noise[NV];         /* the larger side's (max - min) / median */
+	int verdict, worse[NV], judged[NV];
+};
+
+static int cmp_keys(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static double median(double *x, size_t n)
+{
+	/* n is small: insertion sort */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && x[j - 1] > x[j]; j--) {
+			double t = x[j];
+			x[j] = x[j - 1];
+			x[j - 1] = t;
+		}
+	return n ? (n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2) : 0;
+}
+
+/* The captures of a comma-separated list, each an OLD or NEW run. */
+static size_t split_runs(char *list, char ***out)
+{
+	size_t n = 1, k = 0;
+	char **v, *p;
+
+	for (p = list; *p; p++)
+		n += *p == ',';
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		oom();
+	for (p = strtok(list, ","); p; p = strtok(NULL, ","))
+		v[k++] = p;
+	if (k != n)
+		cli_die(2, "diff: an empty capture name in '%s'", list);
+	*out = v;
+	return k;
+}
+
+/* The median change of f's time k with each run's time divided by clock[r]
+ * (NULL: the rest of that run, its total without that time, against the
+ * OLD runs' median of it); lo/hi the extremes of each side; 0 when the
+ * rest is not a clock (under a fifth of the run). */
+static int scaled_times(const struct run_fn *f, int k, size_t nold, size_t nnew,
+			const double *tot, const double *clock, double x[2][64], double lo[2],
+			double hi[2])
+{
+	size_t nr = nold + nnew;
+	double rest[64], rmed = 0;
+
+	if (!clock) {
+		double tt[64];
+
+		for (size_t r = 0; r < nold; r++) {
+			rest[r] = tot[r] - (double)f->v[r * NV + k];
+			tt[r] = tot[r];
+		}
+		rmed = median(rest, nold);
+		if (!(rmed > 0) || rmed < 0.2 * median(tt, nold))
+			return 0;
+	}
+	for (int sd = 0; sd < 2; sd++) {
+		lo[sd] = 1e300;
+		hi[sd] = -1;
+	}
+	for (size_t r = 0; r < nr; r++) {
+		int sd = r >= nold;
+		size_t i = sd ? r - nold : r;
+		double t = (double)f->v[r * NV + k], c = clock ? clock[r] : (tot[r] - t) / rmed;
+
+		x[sd][i] = c > 0 ? t / c : t;
+		lo[sd] = x[sd][i] < lo[sd] ? x[sd][i] : lo[sd];
+		hi[sd] = x[sd][i] > hi[sd] ? x[sd][i] : hi[sd];
+	}
+	return 1;
+}
+
+static void judge(struct run_fn *f, size_t nold, size_t nnew, const double *tot,
+		  const double *slow, double pct)
+{
+	size_t nr = nold + nnew;
+	double x[2][64], y[2][64], shares[128], lo[2], hi[2], ylo[2], yhi[2];
+	uint64_t cmin[2] = {UINT64_MAX, UINT64_MAX}, cmax[2] = {0, 0};
+
+	for (size_t r = 0; r < nr; r++) {
+		int sd = r >= nold;
+		uint64_t c = f->v[r * NV + V_CALLS];
+		cmin[sd] = c < cmin[sd] ? c : cmin[sd];
+		cmax[sd] = c > cmax[sd] ? c : cmax[sd];
+	}
+	/* exact counts: a NEW run outside the OLD runs' range is a change (a
+	 * deterministic program has one value a side) */
+	f->verdict = cmin[1] < cmin[0] || cmax[1] > cmax[0] ? VERDICT_CALLS : VERDICT_SAME;
+	for (int k = V_SELF; k <= V_TOTAL; k++) {
+		double cpu_change, ym0, ym1;
+		int rest;
+
+		for (size_t r = 0; r < nr; r++)
+			shares[r] = tot[r] > 0 ? (double)f->v[r * NV + k] / tot[r] : 0;
+		/* the run's times as if it had run as fast as the OLD runs:
+		 * against its CPU time (slow[r]), and against the rest of the
+		 * run where the rest is a fifth of it or more */
+		scaled_times(f, k, nold, nnew, tot, slow, y, ylo, yhi);
+		rest = scaled_times(f, k, nold, nnew, tot, NULL, x, lo, hi);
+		if (!rest) {
+			memcpy(x, y, sizeof x);
+			memcpy(lo, ylo, sizeof lo);
+			memcpy(hi, yhi, sizeof hi);
+		}
+		ym0 = median(y[0], nold);
+		ym1 = median(y[1], nnew);
+		cpu_change = ym0 > 0 ? ym1 / ym0 - 1 : 0;
+		f->median[0][k] = median(x[0], nold);
+		f->median[1][k] = median(x[1], nnew);
+		f->change[k] = f->median[0][k] > 0 ? f->median[1][k] / f->median[0][k] - 1 : 0;
+		f->noise[k] = 0;
+		for (int sd = 0; sd < 2; sd++)
+			if (f->median[sd][k] > 0 && (hi[sd] - lo[sd]) / f->median[sd][k] > f->noise[k])
+				f->noise[k] = (hi[sd] - lo[sd]) / f->median[sd][k];
+		/* one preempted run does not make a function big */
+		f->judged[k] = median(shares, nr) >= 0.005 && f->median[0][k] > 0;
+		if (!f->judged[k])
+			continue;
+		/* both clocks must agree: the rest of the run moves when another
+		 * function changed, the CPU time when the machine's load did */
+		if (f->change[k] > pct / 100 && lo[1] > hi[0] * (1 + pct / 200) &&
+		    cpu_change > pct / 200) {
+			f->worse[k] = 1;
+			if (f->verdict == VERDICT_SAME || f->verdict == VERDICT_FASTER)
+				f->verdict = VERDICT_SLOWER;
+		} else if (f->change[k] < -pct / 100 / (1 + pct / 100) &&
+			   hi[1] * (1 + pct / 200) < lo[0] && cpu_change < -pct / 200 &&
+			   f->verdict == VERDICT_SAME) {
+			f->verdict = VERDICT_FASTER;
+		}
+	}
+}
+
+static void print_runs_json(const struct diff_opts *o, char **olds, size_t nold, char **news,
+			    size_t nnew, struct run_fn *fns, size_t nf, size_t failed)
+{
+	printf("{\n  \"old\": [");
+	for (size_t i = 0; i < nold; i++) {
+		printf("%s", i ? ", " : "");
+		json_str(stdout, olds[i]);
+	}
+	printf("],\n  \"new\": [");
+	for (size_t i = 0; i < nnew; i++) {
+		printf("%s", i ? ", " : "");
+		json_str(stdout, news[i]);
+	}
+	printf("],\n  \"fail_above\": ");
+	if (o->fail_above >= 0)
+		json_real(stdout, o->fail_above);
+	else
+		printf("null");
+	printf(",\n  \"failed\": %zu,\n  \"functions\": [", failed);
+	for (size_t i = 0; i < nf; i++) {
+		const struct run_fn *f = &fns[i];
+
+		printf("%s\n    {\"name\": ", i ? "," : "");
+		json_str(stdout, f->name);
+		printf(", \"object\": ");
+		json_str_null(stdout, f->object);
+		printf(", \"verdict\": \"%s\"", verdict_names[f->verdict]);
+		for (int k = 0; k < NV; k++) {
+			printf(", \"%s\": {\"old\": [", value_names[k]);
+			for (size_t r = 0; r < nold + nnew; r++)
+				printf("%s%s%" PRIu64, r == nold ? "], \"new\": [" : "",
+				       r && r != nold ? ", " : "", f->v[r * NV + k]);
+			printf("]");
+			if (k != V_CALLS) {
+				printf(", \"median_old\": %.0f, \"median_new\": %.0f, \"change\": ",
+				       f->median[0][k], f->median[1][k]);
+				json_real(stdout, f->change[k]);
+				printf(", \"noise\": ");
+				json_real(stdout, f->noise[k]);
+				printf(", \"judged\": %s, \"worse\": %s", f->judged[k] ? "true" : "false",
+				       f->worse[k] ? "true" : "false");
+			}
+			printf("}");
+		}
+		printf("}");
+	}
+	printf("%s]\n}\n", nf ? "\n  " : "");
+}
+
+static int fails(const struct diff_opts *o, const struct run_fn *f)
+{
+	return o->fail_above >= 0 && (f->verdict == VERDICT_CALLS || f->verdict == VERDICT_SLOWER);
+}
+
+static int cmp_run_fn(const void *a, const void *b)
+{
+	const struct run_fn *x = a, *y = b;
+	double dx = x->median[1][V_SELF] - x->median[0][V_SELF];
+	double dy = y->median[1][V_SELF] - y->median[0][V_SELF];
+
+	if (x->verdict != y->verdict)
+		return y->verdict - x->verdict; /* calls changed, slower, faster, same */
+	if (dx != dy)
+		return dx < dy ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static int diff_runs(struct diff_opts *o)
+{
+	char *ol = strdup(o->old), *nl = strdup(o->new), **olds, **news;
+	size_t nold, nnew, nr, nkeys = 0, ckeys = 0, nf = 0, failed = 0;
+	struct side *sides;
+	const char **keys = NULL;
+	struct run_fn *fns;
+	double *tot;
+	double pct = o->fail_above >= 0 ? o->fail_above : 0;
+
+	if (!ol || !nl)
+		oom();
+	nold = split_runs(ol, &olds);
+	nnew = split_runs(nl, &news);
+	nr = nold + nnew;
+	if (nr > 128 || nold > 64 || nnew > 64)
+		cli_die(2, "diff: at most 64 captures a side");
+	if (o->paths)
+		cli_die(2, "diff: --paths compares two captures, not runs");
+	sides = calloc(nr, sizeof(*sides));
+	tot = calloc(nr, sizeof(*tot));
+	if (!sides || !tot)
+		oom();
+	for (size_t r = 0; r < nr; r++) {
+		struct side *s = &sides[r];
+
+		s->file = r < nold ? olds[r] : news[r - nold];
+		load_profile(s, o->di, &o->filt);
+		side_times(s);
+		side_functions(s);
+		tot[r] = (double)s->total_ns;
+		for (size_t i = 0; i < s->nfns; i++) {
+			if (nkeys == ckeys) {
+				ckeys = ckeys ? ckeys * 2 : 256;
+				keys = realloc(keys, ckeys * sizeof(*keys));
+				if (!keys)
+					oom();
+			}
+			keys[nkeys++] = s->fns[i].key;
+		}
+	}
+	qsort(keys, nkeys, sizeof(*keys), cmp_keys);
+	for (size_t i = 0; i < nkeys; i++)
+		if (!nf || strcmp(keys[nf - 1], keys[i]))
+			keys[nf++] = keys[i];
+	fns = calloc(nf ? nf : 1, sizeof(*fns));
+	if (!fns)
+		oom();
+	for (size_t i = 0; i < nf; i++) {
+		fns[i].key = keys[i];
+		fns[i].v = calloc(nr * NV, sizeof(uint64_t));
+		if (!fns[i].v)
+			oom();
+	}
+	for (size_t r = 0; r < nr; r++)
+		for (size_t i = 0; i < sides[r].nfns; i++) {
+			const struct diff_entry *e = &sides[r].fns[i];
+			const char **at = bsearch(&e->key, keys, nf, sizeof(*keys), cmp_keys);
+			struct run_fn *f = &fns[at - keys];
+
+			f->name = e->name;
+			f->object = e->object;
+			for (int k = 0; k < NV; k++)
+				f->v[r * NV + k] = e->v[k];
+		}
+	/* how much slower than its CPU time each run went (a machine busier
+	 * in one run stretches all of it), against the OLD runs' median: the
+	 * CPU time is meta cpu_ns (every process of the run, from wait4); a
+	 * capture without it leaves every run unscaled */
+	double *slow = calloc(nr, sizeof(*slow)), *ratio = calloc(nr, sizeof(*ratio)), base;
+	int scaled = 1;
+	if (!slow || !ratio)
+		oom();
+	for (size_t r = 0; r < nr; r++) {
+		const char *m = view_meta_str(sides[r].v, "cpu_ns");
+		double cpu = m ? strtod(m, NULL) : 0;
+
+		slow[r] = cpu > 0 && tot[r] > 0 ? tot[r] / cpu : 0;
+		scaled &= slow[r] > 0;
+	}
+	for (size_t r = 0; r < nold; r++)
+		ratio[r] = slow[r];
+	base = scaled ? median(ratio, nold) : 0;
+	for (size_t r = 0; r < nr; r++)
+		slow[r] = base > 0 ? slow[r] / base : 1;
+	for (size_t i = 0; i < nf; i++) {
+		judge(&fns[i], nold, nnew, tot, slow, pct);
+		failed += fails(o, &fns[i]);
+	}
+	qsort(fns, nf, sizeof(*fns), cmp_run_fn);
+	if (o->json) {
+		print_runs_json(o, olds, nold, news, nnew, fns, nf, failed);
+	} else {
+		printf("# %zu OLD run%s, %zu NEW run%s", nold, nold == 1 ? "" : "s", nnew,
+		       nnew == 1 ? "" : "s");
+		if (o->fail_above >= 0)
+			printf("; --fail-above %g%%: %zu function%s failed", o->fail_above, failed,
+			       failed == 1 ? "" : "s");
+		printf("\n# VERDICT        CALLS OLD -> NEW     SELF ms OLD -> NEW  CHANGE  NOISE"
+		       "   TOTAL CHANGE  FUNCTION\n");
+		for (size_t i = 0; i < nf; i++) {
+			const struct run_fn *f = &fns[i];
+			char cb[48];
+
+			/* with --fail-above, only what fails */
+			if (o->fail_above >= 0 && !fails(o, f))
+				continue;
+			if (o->fail_above < 0 && o->pattern && fnmatch(o->pattern, f->name, 0))
+				continue;
+			snprintf(cb, sizeof cb, "%" PRIu64 " -> %" PRIu64, f->v[V_CALLS],
+				 f->v[(nr - 1) * NV + V_CALLS]);
+			printf("%-13s %20s %9.3f -> %9.3f %+6.1f%% %5.1f%% %+13.1f%%  %s%s%s%s\n",
+			       verdict_names[f->verdict], cb, f->median[0][V_SELF] / 1e6,
+			       f->median[1][V_SELF] / 1e6, 100 * f->change[V_SELF],
+			       100 * f->noise[V_SELF], 100 * f->change[V_TOTAL], text_esc(f->name),
+			       f->object ? " [" : "", f->object ? text_esc(f->object) : "",
+			       f->object ? "]" : "");
+		}
+	}
+	for (size_t r = 0; r < nr; r++) {
+		side_free(&sides[r]);
+		view_close(sides[r].v);
+	}
+	for (size_t i = 0; i < nf; i++)
+		free(fns[i].v);
+	free(fns);
+	free(keys);
+	free(sides);
+	free(tot);
+	free(slow);
+	free(ratio);
+	free(olds);
+	free(news);
+	free(ol);
+	free(nl);
+	debuginfo_free(o->di);
+	return failed ? 3 : 0;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	struct diff_opts o;
@@ -482,6 +872,8 @@ int cmd_diff(int argc, char **argv)
 
 	parse_opts(argc, argv, &o);
 	cli_debuginfo_env(o.di);
+	if (o.fail_above >= 0 || strchr(o.old, ',') || strchr(o.new, ','))
+		return diff_runs(&o);
 	memset(&old, 0, sizeof(old));
 	memset(&new, 0, sizeof(new));
 	old.file = o.old;

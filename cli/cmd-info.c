@@ -35,6 +35,7 @@ static const struct {
 	const char *key, *label;
 } meta_rows[] = {
 	{"command", "command"},     {"start_time", "start time"}, {"duration_ns", "duration"},
+	{"cpu_ns", "CPU time"},     /* the program's processes' user + system time */
 	{"mode", "mode"},           {"clock", "clock"},           {"filters", "filters"},
 	{"drop_mode", "drop mode"}, {"hostname", "hostname"},     {"kernel", "kernel"},
 	{"machine", "machine"},     {"tsc_hz", "tsc frequency"},
@@ -54,7 +55,7 @@ static const struct {
 static int optional_key(const char *key)
 {
 	return !strcmp(key, "time") || !strncmp(key, "sample_", 7) || !strcmp(key, "remote_error") ||
-	       !strcmp(key, "ended") ||
+	       !strcmp(key, "ended") || !strcmp(key, "cpu_ns") ||
 	       !strncmp(key, "attach_", 7);
 }
 
@@ -182,7 +183,8 @@ static void print_text(struct view *v, const char *file, const struct cygprof_pr
 	for (i = 0; i < sizeof(meta_rows) / sizeof(meta_rows[0]); i++) {
 		const char *shown = view_meta_str(v, meta_rows[i].key);
 
-		if (!strcmp(meta_rows[i].key, "duration_ns") && shown) {
+		if ((!strcmp(meta_rows[i].key, "duration_ns") || !strcmp(meta_rows[i].key, "cpu_ns")) &&
+		    shown) {
 			snprintf(buf, sizeof(buf), "%.9f s", strtod(shown, NULL) / 1e9);
 			shown = buf;
 		}

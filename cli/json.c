@@ -35,7 +35,7 @@ static int decimal(const char *s)
 void cli_json_meta(FILE *f, const char *key, const char *val)
 {
 	static const char *const numeric[] = {
-		"duration_ns", "tsc_hz", "sample_hz", "sample_lost", "attach_pid",
+		"duration_ns", "cpu_ns", "tsc_hz", "sample_hz", "sample_lost", "attach_pid",
 		"attach_start", "attach_end",
 	};
 	unsigned long long t, m, r;

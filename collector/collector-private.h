@@ -219,6 +219,7 @@ struct collector {
 	void *mwalk;          /* scratch of memory.c's walks */
 	size_t mwalk_cap;     /* in bytes */
 	uint64_t end_ts;      /* the end of the recording (so far, at a checkpoint) */
+	uint64_t cpu_ns;      /* user + system CPU time of the processes reaped */
 	int filtering;
 	int final;            /* the program is gone: drain everything */
 	int err;              /* first capture write error */

@@ -778,6 +778,8 @@ static int put_meta(struct collector *c, uint64_t lost)
 		err = cygprof_capture_set_meta(c->cap, "start_time", buf);
 	if (!err)
 		err = put_meta_u64(c, "duration_ns", tick_ns(c, c->end_ts));
+	if (!err && c->cpu_ns)
+		err = put_meta_u64(c, "cpu_ns", c->cpu_ns);
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "time", o->time_sampled ? "sampled" : "exact");
 	if (!err && c->sampling)

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -61,9 +62,16 @@ int collector_poll(struct collector *c, pid_t pid)
 		int any = 0;
 
 		int werr;
-		while ((r = waitpid(-1, &st, WNOHANG)) > 0) {
+		struct rusage ru;
+		while ((r = wait4(-1, &st, WNOHANG, &ru)) > 0) {
 			if (!WIFEXITED(st) && !WIFSIGNALED(st))
 				continue;
+			/* the program's CPU time (meta cpu_ns): what diff
+			 * compares its runs' times against */
+			c->cpu_ns += (uint64_t)ru.ru_utime.tv_sec * 1000000000u +
+				     (uint64_t)ru.ru_utime.tv_usec * 1000u +
+				     (uint64_t)ru.ru_stime.tv_sec * 1000000000u +
+				     (uint64_t)ru.ru_stime.tv_usec * 1000u;
 			collector_note_end(c, r, st);
 			if (r == pid)
 				status = st;

@@ -14,6 +14,12 @@ PROG-O2 and PROG-O0 are tests/diff/diff-prog.c built at -O2 and -O0; run as
 alloc_steady 5 of 32 in both.
 
 Tests:
+  diff-ci       the CI verdict (--cidiff: examples/cidiff.c): 6 OLD runs and 3
+                NEW ones with hot() 30% slower, each about 0.5 s, on the busy
+                machine of a parallel test suite: 3 vs 3 flags hot slower
+                (main, its caller, may be too), steady same, exit 3; 20 comparisons of 3 OLD runs against 3
+                other OLD runs flag nothing, exit 0; a run with 3 calls more
+                of extra() is a change of calls, exit 3; JSON verdicts
   diff-profile  OLD and NEW of the -O2 build: diff --format=json and the text
                 say work 1000 -> 2000 (+1000, +100%), the unchanged functions
                 0, only_new added, only_old removed; --paths, --sort, -F
@@ -352,18 +358,84 @@ def test_errors(ck, cyg, example, args):
     ck.check(cp.returncode == 0 and 'usage: cygprof diff' in cp.out, 'diff --help')
 
 
+def test_ci(ck, cyg, example, args):
+    import random
+    prog = os.path.abspath(args.cidiff)
+    d = cyg.workdir
+
+    def rec(name, pct, extra='0'):
+        cap = os.path.join(d, name)
+        cp = cyg.record(cap, [prog, pct, extra, '10000000'])
+        if cp.returncode != 0:
+            raise Failure('record %s: %s' % (name, cp.err.strip()))
+        return cap
+    old, new = [], []
+    for i in range(6):  # interleaved: the machine's load drifts over both
+        old.append(rec('o%d.data' % i, '100'))
+        if i < 3:
+            new.append(rec('n%d.data' % i, '130'))
+    more = rec('x.data', '100', '3')
+
+    def diff(o, n, fmt='json'):
+        cp = run([cyg.exe, 'diff', '--format=' + fmt, '--fail-above', '10', ','.join(o),
+                  ','.join(n)])
+        if fmt != 'json':
+            return cp.returncode, cp.out
+        try:
+            return cp.returncode, json.loads(cp.out)
+        except ValueError:
+            raise Failure('diff --format=json: not JSON (exit %d): %s' % (cp.returncode, cp.err))
+    rc, j = diff(old[:3], new)
+    v = {f['name']: f['verdict'] for f in j['functions']}
+    ck.eq((rc, v.get('hot'), v.get('steady')), (3, 'slower', 'same'),
+          'hot 30%% slower, 3 vs 3: exit 3, hot slower, steady same (%s)' %
+          dict((f['name'], (f['self_ns']['old'], f['self_ns']['new'])) for f in j['functions']))
+    # main's total holds hot's: it may rightly get worse too; nothing else
+    ck.check(set(f['name'] for f in j['functions'] if f['verdict'] != 'same') <= {'hot', 'main'},
+             'only hot (and main, its caller) judged changed')
+    ck.eq(j.get('failed'), sum(1 for f in j['functions'] if f['verdict'] == 'slower'),
+          'JSON: failed counts the slower functions')
+    hot = [f for f in j['functions'] if f['name'] == 'hot']
+    if hot:
+        ck.check(hot[0]['self_ns']['worse'] and hot[0]['self_ns']['change'] > 0.15,
+                 'JSON: hot self worse, change %.2f' % hot[0]['self_ns']['change'])
+        ck.eq(hot[0]['calls'], {'old': [20, 20, 20], 'new': [20, 20, 20]}, 'JSON: hot calls')
+    rc, out = diff(old[:3], new, 'text')
+    rows = [ln for ln in out.splitlines() if not ln.startswith('#')]
+    ck.check(rc == 3 and any(' hot ' in r for r in rows) and
+             all(r.startswith('slower') and (' hot ' in r or ' main ' in r) for r in rows),
+             'text: only the failing functions are listed (%r)' % rows)
+    rnd = random.Random(7)
+    alarms = []
+    for t in range(20):
+        pool = rnd.sample(old, 6)
+        rc, j = diff(pool[:3], pool[3:])
+        if rc != 0:
+            alarms.append([(f['name'], f['verdict']) for f in j['functions']
+                           if f['verdict'] != 'same'])
+    ck.eq(alarms, [], '20 comparisons of OLD runs against OLD runs: no alarm')
+    rc, j = diff(old[:3], [more])
+    v = {f['name']: f['verdict'] for f in j['functions']}
+    ck.eq((rc, v.get('extra')), (3, 'calls changed'), '3 more calls of extra: a change of calls')
+    cp = run([cyg.exe, 'diff', '--fail-above', 'x', old[0], new[0]])
+    expect_error(ck, cp, 'diff --fail-above x', 2)
+
+
 TESTS = {
     'diff-profile': test_profile,
     'diff-builds': test_builds,
     'diff-memory': test_memory,
     'diff-errors': test_errors,
     'diff-memory-filters': test_memory_filters,
+    'diff-ci': test_ci,
 }
 
 
 def main():
-    return cygtest.driver_main(TESTS, 'diff', __doc__, extra=lambda ap: ap.add_argument(
-        '--other', required=True, help='diff-prog built at -O0'))
+    def extra(ap):
+        ap.add_argument('--other', required=True, help='diff-prog built at -O0')
+        ap.add_argument('--cidiff', help='examples/cidiff.c built at -O2')
+    return cygtest.driver_main(TESTS, 'diff', __doc__, extra=extra)
 
 
 if __name__ == '__main__':
