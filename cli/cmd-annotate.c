@@ -33,6 +33,7 @@ struct annotate_cli {
 	int all;
 	double threshold; /* percent */
 	size_t hot;
+	unsigned context; /* lines around each hot line (--context) */
 	const char *capture;
 	char **sources;
 	size_t nsources;
@@ -50,9 +51,9 @@ static void usage(FILE *f)
 		"       cygprof annotate [options] [CAPTURE] [SOURCE...]\n"
 		"\n"
 		"The source files of a capture (CAPTURE defaults to " CYGPROF_DEFAULT_CAPTURE
-		"; a first\n"
-		"argument ending in a source suffix such as .c or .h is taken as a SOURCE), each\n"
-		"line with: the instrumented calls made from it, the entries of the function\n"
+		"; CAPTURE and\n"
+		"SOURCEs in any order: a capture is known by its content), hottest first, each\n"
+		"hot line with: the instrumented calls made from it, the entries of the function\n"
 		"defined there, the inclusive time of those calls, the allocations made from\n"
 		"it (record --memory) and the perf samples whose instruction is on it\n"
 		"(record --sample, import-perf), with their percentage of all samples.\n"
@@ -61,9 +62,12 @@ static void usage(FILE *f)
 		"suffix or basename).\n"
 		"\n"
 		"options:\n"
-		"  --all                  every file with a figure (default: files with at\n"
-		"                         least --threshold percent of the calls, time or\n"
-		"                         samples, or with allocations)\n"
+		"  --all                  every file with a figure, whole (default: files\n"
+		"                         with at least --threshold percent of the calls,\n"
+		"                         time or samples, or with allocations, hottest\n"
+		"                         first, only their hot lines with --context lines\n"
+		"                         around each)\n"
+		"  --context N            lines shown around each hot line (default 3)\n"
 		"  --threshold PCT        the default selection's threshold (default 1)\n"
 		"  --hot N                lines marked '>' as the hottest by time, by samples\n"
 		"                         when the capture has no times (default 5)\n"
@@ -107,12 +111,13 @@ static int source_like(const char *s)
 static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 {
 	enum {
-		O_ALL = 256, O_THRESHOLD, O_HOT, O_SOURCE_DIR, O_PREFIX_MAP, O_FORMAT,
+		O_ALL = 256, O_THRESHOLD, O_HOT, O_SOURCE_DIR, O_PREFIX_MAP, O_FORMAT, O_CONTEXT,
 	};
 	static const struct option lopts[] = {
 		{"all", no_argument, NULL, O_ALL},
 		{"threshold", required_argument, NULL, O_THRESHOLD},
 		{"hot", required_argument, NULL, O_HOT},
+		{"context", required_argument, NULL, O_CONTEXT},
 		{"source-dir", required_argument, NULL, O_SOURCE_DIR},
 		{"prefix-map", required_argument, NULL, O_PREFIX_MAP},
 		CLI_DEBUG_OPTIONS,
@@ -130,6 +135,7 @@ static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 	memset(o, 0, sizeof(*o));
 	o->threshold = 1.0;
 	o->hot = 5;
+	o->context = 3;
 	g.di = o->di = cli_debuginfo_new();
 	g.filt = &o->filt;
 	while ((c = cli_next_option(&g, argc, argv)) != -1) {
@@ -142,6 +148,9 @@ static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 			break;
 		case O_HOT:
 			o->hot = (size_t)cli_parse_uint("annotate", "--hot", optarg, 0, 1000000);
+			break;
+		case O_CONTEXT:
+			o->context = (unsigned)cli_parse_uint("annotate", "--context", optarg, 0, 1000);
 			break;
 		case O_SOURCE_DIR:
 			push(&o->source_dirs, &o->nsource_dirs, optarg);
@@ -160,10 +169,19 @@ static void parse_opts(int argc, char **argv, struct annotate_cli *o)
 			break;
 		}
 	}
-	if (optind < argc && !source_like(argv[optind]))
-		o->capture = argv[optind++];
-	for (; optind < argc; optind++)
-		push(&o->sources, &o->nsources, argv[optind]);
+	/* CAPTURE and SOURCEs in any order: a capture is known by its content
+	 * (cygprof_capture_probe()); a name that is neither, the first one
+	 * when it does not look like a source, is the capture (its error is
+	 * then the capture's) */
+	for (; optind < argc; optind++) {
+		const char *arg = argv[optind];
+
+		if (!o->capture && (cygprof_capture_probe(arg) == 1 ||
+				    (!source_like(arg) && access(arg, F_OK) && !o->nsources)))
+			o->capture = arg;
+		else
+			push(&o->sources, &o->nsources, argv[optind]);
+	}
 	cli_debuginfo_env(o->di);
 }
 
@@ -391,6 +409,43 @@ static int is_hot(const struct annotate_line **hot, size_t nhot, const struct an
 	return 0;
 }
 
+/* Whether a line has a figure that matters: a hot line ('>'), or calls,
+ * time, samples or allocations of at least --threshold percent of the
+ * capture's. */
+static int focus_line(const struct annotate_cli *o, const struct annotate *a,
+		      const struct annotate_line *l, const struct annotate_line **hot, size_t nhot)
+{
+	double t = o->threshold;
+
+	return is_hot(hot, nhot, l) ||
+	       (a->total_calls && (double)(l->calls + l->entries) * 100.0 >= t * (double)a->total_calls) ||
+	       (a->total_ns && (double)l->total_ns * 100.0 >= t * (double)a->total_ns) ||
+	       (a->total_samples && (double)l->samples * 100.0 >= t * (double)a->total_samples) ||
+	       (a->total_allocations &&
+		(double)l->allocations * 100.0 >= t * (double)a->total_allocations);
+}
+
+/* Whether lineno is within --context lines of a focus line of f (k: the
+ * index of the first of f's lines at or after lineno). */
+static int near_focus(const struct annotate_cli *o, const struct annotate *a,
+		      const struct annotate_file *f, size_t k, uint32_t lineno,
+		      const struct annotate_line **hot, size_t nhot)
+{
+	for (size_t i = k; i < f->nlines && f->lines[i].line <= lineno + o->context; i++)
+		if (focus_line(o, a, &f->lines[i], hot, nhot))
+			return 1;
+	for (size_t i = k; i-- > 0 && f->lines[i].line + o->context >= lineno;)
+		if (focus_line(o, a, &f->lines[i], hot, nhot))
+			return 1;
+	return 0;
+}
+
+/* The width of the figures' columns (where "..." goes). */
+static int cols_width(const struct annotate *a)
+{
+	return a->sampled ? 8 : 4;
+}
+
 static void print_file_text(const struct annotate_cli *o, const struct annotate *a,
 			    const struct annotate_file *f, const struct annotate_line **hot,
 			    size_t nhot)
@@ -419,6 +474,8 @@ static void print_file_text(const struct annotate_cli *o, const struct annotate 
 	printf("\n");
 	print_header(a);
 	if (src) {
+		uint32_t last = 0; /* the last line printed */
+
 		while ((len = getline(&text, &cap, src)) >= 0) {
 			const struct annotate_line *l = NULL;
 
@@ -427,6 +484,13 @@ static void print_file_text(const struct annotate_cli *o, const struct annotate 
 				k++;
 			if (k < f->nlines && f->lines[k].line == lineno)
 				l = &f->lines[k];
+			/* by default only the lines that matter and --context
+			 * lines around each, "..." where lines are left out */
+			if (!o->all && !near_focus(o, a, f, k, lineno, hot, nhot))
+				continue;
+			if (!o->all && last && lineno > last + 1)
+				printf("%*s ...\n", cols_width(a), "");
+			last = lineno;
 			if (len && text[len - 1] == '\n')
 				text[--len] = 0;
 			print_cols(a, l, l && is_hot(hot, nhot, l));

@@ -456,6 +456,57 @@ def test_recursion(ck, cyg, example, workdir):
             ck.check(fns[name]['total_ns'] <= run_ns, '%s: total <= the run' % name)
 
 
+def test_focus(ck, cyg, example, workdir):
+    """multi-hot.c and multi-cold.c: by default the hot lines of each file
+    shown with --context lines around, '...' where lines are left out, the
+    hottest file first; --all prints whole files; the capture may come after
+    the sources."""
+    cap = os.path.join(workdir, 'focus.data')
+    cp = cyg.record(cap, [example])
+    if cp.returncode != 0:
+        raise Failure('record failed (%s): %s' % (describe_status(cp.returncode), cp.err.strip()))
+    hot_src = ARGS.source
+    cold_src = os.path.join(os.path.dirname(hot_src), 'multi-cold.c')
+    loop = markers(hot_src)['L_LOOP']
+    nlines = len(open(hot_src).read().splitlines())
+
+    def shown(out, path):
+        """The source line numbers printed for path's section."""
+        nums, on, end = [], False, None
+        for line in out.splitlines():
+            if line.startswith('== '):
+                on = line[3:].endswith(os.path.basename(path))
+                continue
+            if on and 'line  source' in line:
+                end = line.index('line  source') + 4  # the number's last column
+                continue
+            if on and end and line[end:end + 2] == '  ' and line[end - 6:end].strip().isdigit():
+                nums.append(int(line[end - 6:end]))
+        return nums
+    out = annotate(ck, ['--threshold', '0', cap]).out
+    files = [ln[3:] for ln in out.splitlines() if ln.startswith('== ')]
+    ours = [f for f in files if f.endswith(('multi-hot.c', 'multi-cold.c'))]
+    ck.check(len(ours) == 2 and ours[0].endswith('multi-hot.c'),
+             'the hotter file first (%s)' % files)
+    nums = shown(out, hot_src)
+    ck.check(loop in nums and len(nums) < nlines - 40,
+             'default: the loop line %d shown, the 60 filler lines not (%d of %d lines)'
+             % (loop, len(nums), nlines))
+    ck.check(all(n in nums for n in range(loop - 3, loop + 4)),
+             'default: 3 lines of context around the loop line')
+    ck.check('...' in out, 'default: "..." where lines are left out')
+    out2 = annotate(ck, ['--threshold', '0', '--context', '0', cap]).out
+    ck.check(len(shown(out2, hot_src)) < len(nums), '--context 0: fewer lines')
+    out = annotate(ck, ['--all', cap]).out
+    ck.eq(shown(out, hot_src), list(range(1, nlines + 1)), '--all: the whole file')
+    # arguments in any order: the capture is known by its content
+    a = annotate(ck, ['--threshold', '0', 'multi-hot.c', cap]).out
+    b = annotate(ck, ['--threshold', '0', cap, 'multi-hot.c']).out
+    ck.check(a == b and shown(a, hot_src) == nums,
+             'SOURCE before CAPTURE reads the same (%d lines)' % len(shown(a, hot_src)))
+    ck.check(not shown(a, cold_src), 'a SOURCE argument keeps only that file')
+
+
 TESTS = {
     'lines': test_lines,
     'recursion': test_recursion,
@@ -463,6 +514,7 @@ TESTS = {
     'debugdir': test_debugdir,
     'debuglink': test_debuglink,
     'mismatch': test_mismatch,
+    'focus': test_focus,
 }
 
 
