@@ -47,6 +47,15 @@ void cli_json_limits(struct view *v);
 
 /* Set once the output goes through a pager (progress lines stay off). */
 extern int cli_paged;
+/* Whether the text output is coloured (--color=auto|always|never: auto on
+ * a terminal, not with NO_COLOR or TERM=dumb). */
+extern int cli_color;
+/* --color's WHEN (NULL: auto) to 1 or 0, -1 for an unknown WHEN. */
+int cli_color_decide(const char *when);
+/* The escape that marks a share (0..1) of the run: bold red from 10%,
+ * yellow from 1%, else none ("" without colour); cli_reset() ends it. */
+const char *cli_hot(double share);
+const char *cli_reset(void);
 /* Standard output through CYGPROF_PAGER, PAGER or less when it is a
  * terminal (see pager.c); nothing otherwise. */
 void cli_pager_start(void);

@@ -834,8 +834,10 @@ static int diff_runs(struct diff_opts *o)
 				continue;
 			snprintf(cb, sizeof cb, "%" PRIu64 " -> %" PRIu64, f->v[V_CALLS],
 				 f->v[(nr - 1) * NV + V_CALLS]);
-			printf("%-13s %20s %9.3f -> %9.3f %+6.1f%% %5.1f%% %+13.1f%%  %s%s%s%s\n",
-			       verdict_names[f->verdict], cb, f->median[0][V_SELF] / 1e6,
+			printf("%s%-13s%s %20s %9.3f -> %9.3f %+6.1f%% %5.1f%% %+13.1f%%  %s%s%s%s\n",
+			       f->verdict >= VERDICT_SLOWER ? cli_hot(1)
+			       : f->verdict == VERDICT_FASTER && cli_color ? "\033[32m" : "",
+			       verdict_names[f->verdict], cli_reset(), cb, f->median[0][V_SELF] / 1e6,
 			       f->median[1][V_SELF] / 1e6, 100 * f->change[V_SELF],
 			       100 * f->noise[V_SELF], 100 * f->change[V_TOTAL], text_esc(f->name),
 			       f->object ? " [" : "", f->object ? text_esc(f->object) : "",

@@ -173,9 +173,14 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 	size_t cap = 0;
 	uint32_t cur;
 
+	uint64_t base = 0; /* the thread's time: what a path's colour is a share of */
+
 	keep = tree_shown(p, th, o, &hidden);
 	if (!keep)
 		return; /* nothing of interest in this thread */
+	for (size_t i = 1; i < th->n; i++)
+		if (t[i].parent == 0)
+			base += t[i].total_ns;
 	printf("# calling-context tree: pid %u tid %u (%s)%s, %" PRIu64 " call paths\n",
 	       th->info.pid, th->info.tid, text_esc(th->info.name), view_thread_note(th->info.flags),
 	       (uint64_t)(th->n ? th->n - 1 : 0));
@@ -217,7 +222,9 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 				printf("  %s  %s", fmt_dur(xb, sizeof(xb), pc[cur].sample_ns),
 				       fmt_dur(ob, sizeof(ob), pc[cur].offcpu_ns));
 			}
-			printf(" : %s%s%s\n", prefix, d ? "+-" : "", text_esc(p->fns[nd->fn].name));
+			printf(" : %s%s%s%s%s\n", prefix, d ? "+-" : "",
+			       cli_hot(base ? (double)nd->total_ns / (double)base : 0),
+			       text_esc(p->fns[nd->fn].name), cli_reset());
 			if (pc && o->ps->npath_leaf) {
 				/* the node's children's prefix: its own, then
 				 * '|' while it has a later shown sibling */

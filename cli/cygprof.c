@@ -43,7 +43,8 @@ static void usage(FILE *f)
 		fprintf(f, "  %-11s %s\n", cmds[i].name, cmds[i].summary);
 	fprintf(f, "\nOn a terminal, report, replay, info, memory, gprof, annotate, counters,\n"
 		   "samples and diff page their output (CYGPROF_PAGER, PAGER or less -FRX);\n"
-		   "'cygprof --no-pager <command>' does not.\n"
+		   "'cygprof --no-pager <command>' does not.  On a terminal, shares of the\n"
+		   "time are coloured (--color=auto|always|never; NO_COLOR).\n"
 		   "\n'cygprof help <command>' or 'cygprof <command> --help' describes a command;\n"
 		   "see also cygprof(1).\n");
 }
@@ -58,12 +59,15 @@ static int wants_help(int argc, char **argv)
 	return 0;
 }
 
-/* --no-pager before the command (git's place) or among its options (up to
- * a "--"): taken out of argv.  Returns whether it was there. */
-static int take_no_pager(int *argc, char **argv)
+/* --no-pager and --color[=WHEN] before the command (git's place) or among
+ * its options (up to a "--"): taken out of argv.  Returns whether
+ * --no-pager was there; *color the last WHEN ("auto" for a bare --color),
+ * NULL without one. */
+static int take_terminal_options(int *argc, char **argv, const char **color)
 {
 	int found = 0, j = 1;
 
+	*color = NULL;
 	for (int i = 1; i < *argc; i++) {
 		if (!strcmp(argv[i], "--")) {
 			while (i < *argc)
@@ -72,6 +76,10 @@ static int take_no_pager(int *argc, char **argv)
 		}
 		if (!strcmp(argv[i], "--no-pager")) {
 			found = 1;
+			continue;
+		}
+		if (!strcmp(argv[i], "--color") || !strncmp(argv[i], "--color=", 8)) {
+			*color = argv[i][7] ? argv[i] + 8 : "auto";
 			continue;
 		}
 		argv[j++] = argv[i];
@@ -84,7 +92,8 @@ static int take_no_pager(int *argc, char **argv)
 int main(int argc, char **argv)
 {
 	size_t i;
-	int no_pager = take_no_pager(&argc, argv);
+	const char *color;
+	int no_pager = take_terminal_options(&argc, argv, &color);
 
 	if (argc < 2) {
 		usage(stderr);
@@ -112,6 +121,13 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (!strcmp(argv[1], cmds[i].name)) {
 			cli_check_env();
+			/* decided on the terminal, before a pager takes stdout */
+			cli_color = cli_color_decide(color);
+			if (cli_color < 0) {
+				fprintf(stderr, "cygprof: --color=%s: not auto, always or never\n",
+					color);
+				return 2;
+			}
 			if (cmds[i].paged && !no_pager && !wants_help(argc, argv))
 				cli_pager_start();
 			return cmds[i].fn(argc - 1, argv + 1);

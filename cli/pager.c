@@ -20,7 +20,33 @@
 #include "cli.h"
 
 int cli_paged;
+int cli_color;
 static pid_t pager_pid;
+
+const char *cli_hot(double share)
+{
+	if (!cli_color)
+		return "";
+	return share >= 0.10 ? "\033[1;31m" : share >= 0.01 ? "\033[33m" : "";
+}
+
+const char *cli_reset(void)
+{
+	return cli_color ? "\033[m" : "";
+}
+
+int cli_color_decide(const char *when)
+{
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+
+	if (!when || !strcmp(when, "auto"))
+		return isatty(STDOUT_FILENO) && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
+	if (!strcmp(when, "always"))
+		return 1;
+	if (!strcmp(when, "never"))
+		return 0;
+	return -1;
+}
 
 static void pager_wait(void)
 {

@@ -224,8 +224,10 @@ void print_flat(const struct profile *p, const struct print_opts *o)
 		if (!print_matches(o, f->name))
 			continue;
 		cum += (double)f->self_ns;
-		printf("%6.2f %9.2f %8.2f", total > 0 ? 100.0 * (double)f->self_ns / total : 0.0,
-		       cum / 1e9, (double)f->self_ns / 1e9);
+		printf("%s%6.2f%s %9.2f %8.2f",
+		       cli_hot(total > 0 ? (double)f->self_ns / total : 0),
+		       total > 0 ? 100.0 * (double)f->self_ns / total : 0.0, cli_reset(), cum / 1e9,
+		       (double)f->self_ns / 1e9);
 		if (calls)
 			printf(" %8" PRIu64 " %8.2f %8.2f  ", calls,
 			       (double)f->self_ns / (double)calls / div,

@@ -22,7 +22,8 @@ Tests (meson names report-TEST):
   tree             report --tree of timefilter (main calls fast() 1000 times
                    first, then slow() 3 times, 5 ms each): slow ranked
                    first, --sort calls puts fast first, --min-percent 50
-                   hides fast and says so; JSON in the same order
+                   hides fast and says so; JSON in the same order;
+                   --color=always marks slow's share, never and a pipe do not
 """
 
 import json
@@ -271,6 +272,16 @@ def test_tree(ck, cyg, example):
              'JSON tree: every parent is a listed path')
     cp = run([cyg.exe, 'report', '--tree', '--min-percent', '200', cap])
     expect_error(ck, cp, 'report --min-percent 200', 2)
+    # colour: the hot path (slow, ~98% of the time) in bold red, on demand
+    out = tree('--min-percent', '0', '--color=always')
+    ck.check('\x1b[1;31mslow\x1b[m' in out, '--color=always: slow in bold red')
+    ck.check('\x1b' not in tree('--min-percent', '0', '--color=never'), '--color=never: plain')
+    ck.check('\x1b' not in tree('--min-percent', '0'), '--color=auto into a pipe: plain')
+    cp = run([cyg.exe, 'report', '--color=always', '--flat', cap])
+    ck.check(re.search(r'\x1b\[1;31m *\d+\.\d+\x1b\[m .* slow$', cp.out, re.M) is not None,
+             'flat profile: the share of slow in bold red')
+    cp = run([cyg.exe, 'report', '--color=sometimes', cap])
+    expect_error(ck, cp, 'report --color=sometimes', 2)
 
 
 TESTS = {
