@@ -188,7 +188,7 @@ def test_pager(ck, cyg, example):
         if os.path.exists(kept):
             os.unlink(kept)
         master, slave = pty.openpty()
-        e = dict(os.environ, PAGER=pager)
+        e = dict(os.environ, PAGER=pager, NO_COLOR='1')  # the text as into a pipe
         e.pop('CYGPROF_PAGER', None)
         e.pop('LESS', None)
         e.update(env)
@@ -220,6 +220,10 @@ def test_pager(ck, cyg, example):
         rc, out = on_tty(argv, env)
         ck.check(rc == 0 and not os.path.exists(kept) and out == want,
                  '%s: straight to the terminal (exit %d)' % (how, rc))
+    # on a terminal, colour by default (decided before the pager took it)
+    rc, out = on_tty([cyg.exe, 'report', cap], {'NO_COLOR': ''})
+    paged = open(kept).read() if os.path.exists(kept) else ''
+    ck.check(rc == 0 and '\x1b[' in paged, 'report on a terminal: coloured through the pager')
 
 
 def test_lacks(ck, cyg, example):
