@@ -366,8 +366,16 @@ void capture_free(struct cygprof_capture *cap)
 		mdb_env_close(cap->env);
 	for (s = 0; s < STREAM_COUNT; s++) {
 		for (i = 0; i < cap->npend[s]; i++) {
-			if (cap->pend[s][i])
+			if (cap->pend[s][i]) {
 				free(cap->pend[s][i]->buf);
+				if (cap->pend[s][i]->m5) {
+					for (unsigned int c = 0; c < MEM5_COL_COUNT; c++)
+						free(cap->pend[s][i]->m5->col[c].p);
+					free(cap->pend[s][i]->m5->ns_dt.p);
+					free(cap->pend[s][i]->m5->ns_run.p);
+					free(cap->pend[s][i]->m5);
+				}
+			}
 			free(cap->pend[s][i]);
 		}
 		free(cap->pend[s]);
@@ -387,6 +395,7 @@ void capture_free(struct cygprof_capture *cap)
 	free(cap->log.ent);
 	free(cap->log.data);
 	free(cap->scratch.p);
+	free(cap->mraw.p);
 	free(cap->path);
 	free(cap);
 }

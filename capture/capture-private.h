@@ -118,6 +118,35 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_PSAMPLES, STREAM_OFFC
 #define CAPTURE_COUNTER_NAME_MAX 1024
 /* Smallest: a FREE with one-byte header, time delta and address delta. */
 #define CAPTURE_MEM_EVENT_MIN 3
+
+/* Schema 5 memory blocks (docs/capture-format.md, "mem"): the events of a
+ * block column by column.  The decompressed bytes are varint(flags) (bit 0:
+ * times in ns, else in us), the byte length of each of the MEM5_COL_COUNT
+ * columns as a varint, then the columns in this order. */
+enum {
+	MEM5_COL_HDR,  /* per event: op | fn << 1 | form << 5 | flags << 7 */
+	MEM5_COL_DT,   /* per run of events at one time: the time minus the run before's */
+	MEM5_COL_RUN,  /* per run: its number of events, at least 1 */
+	MEM5_COL_ADDR, /* per alloc, and per free of an address form: zigzag(address delta) */
+	MEM5_COL_REF,  /* per free of form REF: how many allocs of the block back, from 1 */
+	MEM5_COL_PAIR, /* per alloc: index of its (size, stack) in the block's table */
+	MEM5_COL_NEW,  /* per alloc whose index is the table's length: size, stack */
+	MEM5_COL_COUNT
+};
+#define MEM5_BLOCK_NS 1u      /* block flags: times in ns (else us) */
+#define MEM5_FORM_SHIFT 5
+#define MEM5_FORM_ADDR 0u     /* the address delta as it is */
+#define MEM5_FORM_ADDR16 1u   /* the address delta divided by 16 */
+#define MEM5_FORM_REF 2u      /* a free: the address of an alloc earlier in the block */
+#define MEM5_FLAGS_SHIFT 7
+/* Smallest event: a free by reference, one byte of header and one of
+ * reference (the runs of times are shared). */
+#define CAPTURE_MEM5_EVENT_MIN 2
+/* zstd level of schema 5 memory blocks (bench/memstream.py measures it) */
+#define CAPTURE_MEM5_ZSTD_LEVEL 6
+/* Writer: the recent allocations and (size, stack) pairs it finds again,
+ * direct-mapped (a miss costs bytes, never exactness). */
+#define MEM5_CACHE 4096
 /* A reader refuses larger schema 1 event blocks (the writer stored at most
  * 65520 bytes): this bounds the memory of a cursor. */
 #define CAPTURE_BLOCK_LIMIT ((size_t)1 << 20)
@@ -395,6 +424,21 @@ struct pending {
 			     * samples: value of the previous sample in the block */
 	bool any;         /* last_ts is valid */
 	bool dirty;       /* holds events not yet written to LMDB */
+	struct mem5_enc *m5; /* DB_MEM: the open block's columns (buf unused) */
+};
+
+/* The columns of the open schema 5 memory block of one thread (with the
+ * times in us and in ns: which one is stored is decided when the block is
+ * written). */
+struct mem5_enc {
+	struct cbuf col[MEM5_COL_COUNT]; /* DT and RUN: in us */
+	struct cbuf ns_dt, ns_run;       /* DT and RUN in ns */
+	uint64_t run_t[2], base_t[2];    /* [0] us, [1] ns: the open run's time, the run's before */
+	uint64_t run_n[2];               /* events of the open run (0: none yet) */
+	uint64_t prev_addr;
+	uint32_t nallocs, npairs;
+	struct { uint64_t addr; uint32_t ord; } alloc[MEM5_CACHE]; /* ord: 1-based, 0 empty */
+	struct { uint64_t size; uint32_t stack, idx; } pair[MEM5_CACHE]; /* idx + 1, 0 empty */
 };
 
 /* put_value: the blocks put of one stream (db, thread or counter id). */
@@ -442,6 +486,9 @@ struct cygprof_capture {
 	size_t block_max; /* largest timeline value */
 	struct wlog log;
 	struct cbuf scratch;
+	struct cbuf mraw; /* a schema 5 memory block's columns, put together */
+	uint32_t mem_threads; /* threads that appended memory events: with more
+			       * than one, memory times are stored in ns */
 	struct pending **pend[STREAM_COUNT]; /* by thread index */
 	size_t npend[STREAM_COUNT];
 	struct pending **dirty; /* pending blocks holding unwritten events */
