@@ -650,12 +650,14 @@ static int copy_into(const char *path, int fd)
 	return rc;
 }
 
-/* Writer state of a capture reopened from a closed one: the next stack id
- * and counter id, the next block of the one-stream DBs, and every DB of the
- * current schema (an older capture gets the DBs it lacks). */
-static int reopen_state(struct cygprof_capture *cap)
+/* Writer state of a capture reopened from a closed one of schema old: the
+ * next stack id and counter id, the next block of the one-stream DBs, and
+ * every DB of the current schema (an older capture gets the DBs it lacks).
+ * Its event blocks stay as they were written: a capture older than schema
+ * 5 becomes schema 4 (the DBs of schema 5, the event blocks of 2 to 4). */
+static int reopen_state(struct cygprof_capture *cap, unsigned int old)
 {
-	static const char schema[] = { '0' + CYGPROF_CAPTURE_SCHEMA };
+	const char schema[] = { old < 5 ? '4' : '0' + CYGPROF_CAPTURE_SCHEMA };
 	MDB_stat st;
 	int rc, i;
 
@@ -690,6 +692,7 @@ int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out)
 {
 	struct cygprof_capture *cap, *rd = NULL;
 	struct stat st;
+	unsigned int old = CYGPROF_CAPTURE_SCHEMA;
 	int rc, fd = -1;
 	bool ok;
 
@@ -704,6 +707,7 @@ int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out)
 		rc = cygprof_capture_open(cap->tmp_path, &rd);
 	if (!rc) {
 		ok = rd->sealed && rd->schema >= 2;
+		old = rd->schema;
 		cygprof_capture_close(rd);
 		if (!ok)
 			rc = -EPERM;
@@ -720,7 +724,9 @@ int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out)
 			rc = cap->addrspace_limited ? CYGPROF_E_ADDRSPACE : -ENOMEM;
 	}
 	if (!rc)
-		rc = reopen_state(cap);
+		rc = reopen_state(cap, old);
+	if (!rc)
+		cap->schema = old < 5 ? 4 : CYGPROF_CAPTURE_SCHEMA;
 	if (rc) {
 		capture_free(cap);
 		return rc;

@@ -91,7 +91,7 @@ static void test_meta(void)
 	CHECK_EQ_STR(v, "cygprof-capture");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
-	CHECK_EQ_STR(v, "4");
+	CHECK_EQ_STR(v, "5");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "nope", &v), CYGPROF_E_NOTFOUND);
 	CHECK(v == NULL);
@@ -1177,16 +1177,16 @@ static void test_errors(void)
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
 
 	/* a newer schema: the error names it */
-	p = tmp_path("schema5.cap");
+	p = tmp_path("schema6.cap");
 	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
-	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "5"), -EPERM);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "6"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "txn", "3"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
-	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "5", 1), 0);
+	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "6", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_VERSION);
 	CHECK_EQ_STR(cygprof_strerror(CYGPROF_E_VERSION),
-		     "capture written by a newer cygprof (unknown schema) (schema 5; this "
-		     "cygprof reads schemas 1 to 4)");
+		     "capture written by a newer cygprof (unknown schema) (schema 6; this "
+		     "cygprof reads schemas 1 to 5)");
 	/* "2" damaged into "1" (with a valid checksum even) is not schema 1 */
 	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "1", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
@@ -1305,12 +1305,18 @@ static void test_corrupt_values(void)
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 }
 
+static void le64_at(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> 8 * i);
+}
+
 /* Damaged stash nodes and memory blocks decode as CORRUPT. */
 static void test_corrupt_mem(void)
 {
 	const char *path = tmp_path("damaged-mem.cap");
 	struct cygprof_stack_node good[2] = { { 1, 0, 0, 0, 0x1000 }, { 2, 1, 0, 1, 0x2000 } };
-	struct cygprof_mem_event ev = { .ts_ns = 5, .addr = 0x1000, .size = 8, .stack = 2 }, e;
+	struct cygprof_mem_event ev = { .ts_ns = 5000, .addr = 0x1000, .size = 8, .stack = 2 }, e;
 	struct cygprof_stack_node *out = NULL;
 	struct cygprof_mem_cursor *cur = NULL;
 	struct cygprof_capture *cap;
@@ -1363,26 +1369,39 @@ static void test_corrupt_mem(void)
 	free(out);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 
-	/* mem: thread 1 claims 2 events and holds 1.5; thread 2 has an unknown
-	 * fn; thread 3 a second block earlier than the first */
+	/* mem (schema 5 blocks: flags, the 7 column lengths, the columns):
+	 * thread 1 claims 2 events and holds 1.5 (a FREE, then an ALLOC
+	 * without its address); thread 2 has an unknown fn; thread 3 a second
+	 * block earlier than the first; thread 4 a FREE referring to an
+	 * allocation the block does not have */
+	static const uint8_t t1[] = { 0, 2, 1, 1, 1, 0, 0, 0, CYGPROF_FN_FREE << 1 | 1, 0, 0, 2, 2 };
+	static const uint8_t t2[] = { 0, 1, 1, 1, 1, 0, 0, 0, 15 << 1 | 1, 0, 1, 2 };
+	static const uint8_t t3[] = { 0, 1, 1, 1, 1, 0, 0, 0, CYGPROF_FN_FREE << 1 | 1, 0, 1, 2 };
+	static const uint8_t t4[] = { 0, 1, 1, 1, 0, 1, 0, 0,
+				      2 << 5 /* form REF */ | CYGPROF_FN_FREE << 1 | 1,
+				      0, 1, 1 };
 	memset(val, 0, sizeof(val));
 	memset(key, 0, sizeof(key));
 	key[3] = 1;
 	val[0] = 2;
-	val[12] = CYGPROF_FN_FREE << 1 | 1; val[13] = 0; val[14] = 2; /* a whole FREE */
-	val[15] = 0; val[16] = 1; val[17] = 4; /* an ALLOC without size and stack */
-	CHECK_EQ_INT(raw_block(path, "mem", key, val, 18), 0);
+	memcpy(val + 12, t1, sizeof(t1));
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 12 + sizeof(t1)), 0);
 	key[3] = 2;
 	val[0] = 1;
-	val[12] = 15 << 1 | 1;
-	CHECK_EQ_INT(raw_block(path, "mem", key, val, 17), 0);
+	memcpy(val + 12, t2, sizeof(t2));
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 12 + sizeof(t2)), 0);
 	key[3] = 3;
-	val[4] = 100;
-	val[12] = CYGPROF_FN_FREE << 1 | 1;
-	CHECK_EQ_INT(raw_block(path, "mem", key, val, 17), 0);
+	le64_at(val + 4, 100000);
+	memcpy(val + 12, t3, sizeof(t3));
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 12 + sizeof(t3)), 0);
 	key[7] = 1;
-	val[4] = 99;
-	CHECK_EQ_INT(raw_block(path, "mem", key, val, 17), 0);
+	le64_at(val + 4, 99000);
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 12 + sizeof(t3)), 0);
+	key[3] = 4;
+	key[7] = 0;
+	le64_at(val + 4, 0);
+	memcpy(val + 12, t4, sizeof(t4));
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 12 + sizeof(t4)), 0);
 
 	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
 	if (!cap)
@@ -1402,11 +1421,14 @@ static void test_corrupt_mem(void)
 	cygprof_mem_cursor_close(cur);
 	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 3, &cur), 0);
 	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), 1);
-	CHECK_EQ_U64(e.ts_ns, 100);
+	CHECK_EQ_U64(e.ts_ns, 100000);
 	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), CYGPROF_E_CORRUPT);
 	cygprof_mem_cursor_close(cur);
 	CHECK_EQ_INT(cygprof_capture_mem_count(cap, 3, &count), 0);
 	CHECK_EQ_U64(count, 2);
+	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 4, &cur), 0);
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), CYGPROF_E_CORRUPT);
+	cygprof_mem_cursor_close(cur);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 }
 
