@@ -129,6 +129,7 @@ enum {
 	MEM5_COL_RUN,  /* per run: its number of events, at least 1 */
 	MEM5_COL_ADDR, /* per alloc, and per free of an address form: zigzag(address delta) */
 	MEM5_COL_REF,  /* per free of form REF: how many allocs of the block back, from 1 */
+	MEM5_COL_AREF, /* per alloc of form REF: how many frees of the block back, from 1 */
 	MEM5_COL_PAIR, /* per alloc: index of its (size, stack) in the block's table */
 	MEM5_COL_NEW,  /* per alloc whose index is the table's length: size, stack */
 	MEM5_COL_COUNT
@@ -137,13 +138,13 @@ enum {
 #define MEM5_FORM_SHIFT 5
 #define MEM5_FORM_ADDR 0u     /* the address delta as it is */
 #define MEM5_FORM_ADDR16 1u   /* the address delta divided by 16 */
-#define MEM5_FORM_REF 2u      /* a free: the address of an alloc earlier in the block */
+#define MEM5_FORM_REF 2u      /* the address of an alloc (of a free: a free's) earlier in the block */
 #define MEM5_FLAGS_SHIFT 7
 /* Smallest event: a free by reference, one byte of header and one of
  * reference (the runs of times are shared). */
 #define CAPTURE_MEM5_EVENT_MIN 2
 /* zstd level of schema 5 memory blocks (bench/memstream.py measures it) */
-#define CAPTURE_MEM5_ZSTD_LEVEL 6
+#define CAPTURE_MEM5_ZSTD_LEVEL 5
 /* Writer: the recent allocations and (size, stack) pairs it finds again,
  * direct-mapped (a miss costs bytes, never exactness). */
 #define MEM5_CACHE 4096
@@ -436,8 +437,9 @@ struct mem5_enc {
 	uint64_t run_t[2], base_t[2];    /* [0] us, [1] ns: the open run's time, the run's before */
 	uint64_t run_n[2];               /* events of the open run (0: none yet) */
 	uint64_t prev_addr;
-	uint32_t nallocs, npairs;
+	uint32_t nallocs, nfrees, npairs;
 	struct { uint64_t addr; uint32_t ord; } alloc[MEM5_CACHE]; /* ord: 1-based, 0 empty */
+	struct { uint64_t addr; uint32_t ord; } freed[MEM5_CACHE]; /* likewise, of the frees */
 	struct { uint64_t size; uint32_t stack, idx; } pair[MEM5_CACHE]; /* idx + 1, 0 empty */
 };
 

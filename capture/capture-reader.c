@@ -1464,8 +1464,8 @@ struct mem5_dec {
 	size_t off[MEM5_COL_COUNT], end[MEM5_COL_COUNT];
 	bool ns;
 	uint64_t t, run_left, addr;
-	uint64_t *allocs;
-	size_t nallocs, callocs;
+	uint64_t *allocs, *frees;
+	size_t nallocs, callocs, nfrees, cfrees;
 	struct mem5_pair *pairs;
 	size_t npairs, cpairs;
 };
@@ -1473,6 +1473,7 @@ struct mem5_dec {
 static void mem5_release(struct mem5_dec *d)
 {
 	free(d->allocs);
+	free(d->frees);
 	free(d->pairs);
 }
 
@@ -1505,7 +1506,7 @@ static bool mem5_open(struct mem5_dec *d, const uint8_t *raw, size_t len, uint64
 	d->t = d->ns ? first_ts : first_ts / 1000;
 	d->run_left = 0;
 	d->addr = 0;
-	d->nallocs = d->npairs = 0;
+	d->nallocs = d->nfrees = d->npairs = 0;
 	return true;
 }
 
@@ -1524,7 +1525,7 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 	    (hdr >> MEM_HDR_FN_SHIFT & MEM_HDR_FN_MASK) >= CYGPROF_FN_COUNT)
 		return false;
 	form = hdr >> MEM5_FORM_SHIFT & 3;
-	if (form > MEM5_FORM_REF || (form == MEM5_FORM_REF && !(hdr & MEM_HDR_OP)))
+	if (form > MEM5_FORM_REF)
 		return false;
 	if (!d->run_left) {
 		if (!mem5_col(d, MEM5_COL_DT, &dt) || !mem5_col(d, MEM5_COL_RUN, &n) || !n ||
@@ -1536,10 +1537,14 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 	if (!d->ns && d->t > UINT64_MAX / 1000)
 		return false;
 	d->run_left--;
-	if (form == MEM5_FORM_REF) {
+	if (form == MEM5_FORM_REF && (hdr & MEM_HDR_OP)) {
 		if (!mem5_col(d, MEM5_COL_REF, &v) || !v || v > d->nallocs)
 			return false;
 		addr = d->allocs[d->nallocs - v];
+	} else if (form == MEM5_FORM_REF) {
+		if (!mem5_col(d, MEM5_COL_AREF, &v) || !v || v > d->nfrees)
+			return false;
+		addr = d->frees[d->nfrees - v];
 	} else {
 		if (!mem5_col(d, MEM5_COL_ADDR, &v))
 			return false;
@@ -1584,6 +1589,19 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 			d->callocs = c;
 		}
 		d->allocs[d->nallocs++] = addr;
+	} else {
+		if (d->nfrees == d->cfrees) {
+			size_t c = d->cfrees ? d->cfrees * 2 : 1024;
+			uint64_t *a = realloc(d->frees, c * sizeof(*a));
+
+			if (!a) {
+				*oom = true;
+				return false;
+			}
+			d->frees = a;
+			d->cfrees = c;
+		}
+		d->frees[d->nfrees++] = addr;
 	}
 	d->addr = addr;
 	ev->ts_ns = d->ns ? d->t : d->t * 1000;

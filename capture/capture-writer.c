@@ -1528,8 +1528,9 @@ static void mem5_reset(struct mem5_enc *m)
 	m->ns_dt.len = m->ns_run.len = 0;
 	m->run_n[0] = m->run_n[1] = 0;
 	m->prev_addr = 0;
-	m->nallocs = m->npairs = 0;
+	m->nallocs = m->nfrees = m->npairs = 0;
 	memset(m->alloc, 0, sizeof(m->alloc));
+	memset(m->freed, 0, sizeof(m->freed));
 	memset(m->pair, 0, sizeof(m->pair));
 }
 
@@ -1556,24 +1557,29 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 		d = d >> 4 | (0 - (d >> 63)) << 60; /* arithmetic shift, exact */
 	}
 	d = zigzag(d);
-	if (e->op == CYGPROF_MEM_FREE) {
-		h = mem5_hash(e->addr, 0);
-		if (m->alloc[h].ord && m->alloc[h].addr == e->addr) {
-			ref = m->nallocs - m->alloc[h].ord + 1;
-			if (varint_len(ref) <= varint_len(d))
-				form = MEM5_FORM_REF;
-		}
-	}
+	/* a free refers to the allocation of its address, an allocation to
+	 * the free of its address (allocators hand out what was just freed) */
+	h = mem5_hash(e->addr, 0);
+	if (e->op == CYGPROF_MEM_FREE && m->alloc[h].ord && m->alloc[h].addr == e->addr)
+		ref = m->nallocs - m->alloc[h].ord + 1;
+	else if (e->op == CYGPROF_MEM_ALLOC && m->freed[h].ord && m->freed[h].addr == e->addr)
+		ref = m->nfrees - m->freed[h].ord + 1;
+	if (ref && varint_len(ref) <= varint_len(d))
+		form = MEM5_FORM_REF;
 	hdr = (uint64_t)e->flags << MEM5_FLAGS_SHIFT | form << MEM5_FORM_SHIFT |
 	      (uint64_t)e->fn << MEM_HDR_FN_SHIFT | e->op;
 	cbuf_varint(&m->col[MEM5_COL_HDR], hdr);
 	if (form == MEM5_FORM_REF)
-		cbuf_varint(&m->col[MEM5_COL_REF], ref);
+		cbuf_varint(&m->col[e->op == CYGPROF_MEM_FREE ? MEM5_COL_REF : MEM5_COL_AREF], ref);
 	else
 		cbuf_varint(&m->col[MEM5_COL_ADDR], d);
 	m->prev_addr = e->addr;
-	if (e->op != CYGPROF_MEM_ALLOC)
+	if (e->op != CYGPROF_MEM_ALLOC) {
+		m->nfrees++;
+		m->freed[h].addr = e->addr;
+		m->freed[h].ord = m->nfrees;
 		return;
+	}
 	h = mem5_hash(e->size, e->stack);
 	if (m->pair[h].idx && m->pair[h].size == e->size && m->pair[h].stack == e->stack) {
 		cbuf_varint(&m->col[MEM5_COL_PAIR], m->pair[h].idx - 1);
