@@ -373,6 +373,7 @@ void capture_free(struct cygprof_capture *cap)
 						free(cap->pend[s][i]->m5->col[c].p);
 					free(cap->pend[s][i]->m5->ns_dt.p);
 					free(cap->pend[s][i]->m5->ns_run.p);
+					free(cap->pend[s][i]->m5->pair);
 					free(cap->pend[s][i]->m5);
 				}
 			}

@@ -143,11 +143,14 @@ enum {
 /* Smallest event: a free by reference, one byte of header and one of
  * reference (the runs of times are shared). */
 #define CAPTURE_MEM5_EVENT_MIN 2
+/* Largest raw length of a schema 5 memory block the writer makes (what a
+ * reader accepts: a block's tables restart, so larger is smaller) */
+#define CAPTURE_MEM5_RAW_MAX CAPTURE_RAW_LIMIT
 /* zstd level of schema 5 memory blocks (bench/memstream.py measures it) */
 #define CAPTURE_MEM5_ZSTD_LEVEL 5
-/* Writer: the recent allocations and (size, stack) pairs it finds again,
+/* Writer: the recent allocations and frees it finds again by address,
  * direct-mapped (a miss costs bytes, never exactness). */
-#define MEM5_CACHE 4096
+#define MEM5_CACHE 16384
 /* A reader refuses larger schema 1 event blocks (the writer stored at most
  * 65520 bytes): this bounds the memory of a cursor. */
 #define CAPTURE_BLOCK_LIMIT ((size_t)1 << 20)
@@ -440,7 +443,9 @@ struct mem5_enc {
 	uint32_t nallocs, nfrees, npairs;
 	struct { uint64_t addr; uint32_t ord; } alloc[MEM5_CACHE]; /* ord: 1-based, 0 empty */
 	struct { uint64_t addr; uint32_t ord; } freed[MEM5_CACHE]; /* likewise, of the frees */
-	struct { uint64_t size; uint32_t stack, idx; } pair[MEM5_CACHE]; /* idx + 1, 0 empty */
+	/* the block's (size, stack) table: open addressing, mask + 1 slots */
+	struct mem5_pair_slot { uint64_t size; uint32_t stack, idx; } *pair; /* idx + 1, 0 empty */
+	uint32_t pair_mask;
 };
 
 /* put_value: the blocks put of one stream (db, thread or counter id). */

@@ -847,7 +847,8 @@ static int flush_block(struct cygprof_capture *cap, struct pending *p, bool clos
 	p->dirty = false;
 	/* A small block stays open: later events extend it and rewrite the key,
 	 * so frequent commits do not leave many tiny blocks behind. */
-	if (close || (p->m5 ? CAPTURE_BLOCK_HDR + mem5_len(p->m5) : p->len) >= cap->block_max / 2) {
+	if (close || (p->m5 ? mem5_len(p->m5) >= CAPTURE_MEM5_RAW_MAX / 2
+			    : p->len >= cap->block_max / 2)) {
 		p->seq++;
 		p->count = 0;
 		p->len = CAPTURE_BLOCK_HDR;
@@ -1492,11 +1493,12 @@ static void cbuf_varint(struct cbuf *b, uint64_t v)
 		b->len -= 10 - put_varint(p, v);
 }
 
+/* A hash of (a, b): its low bits index MEM5_CACHE or a table. */
 static uint32_t mem5_hash(uint64_t a, uint64_t b)
 {
 	uint64_t h = (a ^ b * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
 
-	return (uint32_t)(h >> 40) & (MEM5_CACHE - 1);
+	return (uint32_t)(h >> 32);
 }
 
 /* The open run of time t (unit u: 0 us, 1 ns) gets one more event; a new
@@ -1531,7 +1533,38 @@ static void mem5_reset(struct mem5_enc *m)
 	m->nallocs = m->nfrees = m->npairs = 0;
 	memset(m->alloc, 0, sizeof(m->alloc));
 	memset(m->freed, 0, sizeof(m->freed));
-	memset(m->pair, 0, sizeof(m->pair));
+	if (m->pair)
+		memset(m->pair, 0, ((size_t)m->pair_mask + 1) * sizeof(*m->pair));
+}
+
+/* The slot of (size, stack) in the block's table: its own, or the empty
+ * one where it goes; NULL when the table cannot grow. */
+static struct mem5_pair_slot *mem5_pair(struct mem5_enc *m, uint64_t size, uint32_t stack)
+{
+	struct mem5_pair_slot *t, *o;
+	size_t n, i, j;
+
+	if (!m->pair || m->npairs >= (m->pair_mask + 1) / 2) {
+		n = m->pair ? ((size_t)m->pair_mask + 1) * 2 : 1024;
+		t = calloc(n, sizeof(*t));
+		if (!t)
+			return NULL;
+		for (i = 0; m->pair && i <= m->pair_mask; i++) {
+			o = &m->pair[i];
+			if (!o->idx)
+				continue;
+			for (j = mem5_hash(o->size, o->stack) & (n - 1); t[j].idx; j = (j + 1) & (n - 1))
+				;
+			t[j] = *o;
+		}
+		free(m->pair);
+		m->pair = t;
+		m->pair_mask = (uint32_t)(n - 1);
+	}
+	for (i = mem5_hash(size, stack) & m->pair_mask; m->pair[i].idx; i = (i + 1) & m->pair_mask)
+		if (m->pair[i].size == size && m->pair[i].stack == stack)
+			break;
+	return &m->pair[i];
 }
 
 /* Bytes of the block's columns so far, with both time encodings (which one
@@ -1548,6 +1581,7 @@ static size_t mem5_len(const struct mem5_enc *m)
 static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 {
 	uint64_t d = e->addr - m->prev_addr, hdr, form = MEM5_FORM_ADDR, ref = 0;
+	struct mem5_pair_slot *ps;
 	uint32_t h;
 
 	mem5_time(m, 0, e->ts_ns / 1000, &m->col[MEM5_COL_DT], &m->col[MEM5_COL_RUN]);
@@ -1559,7 +1593,7 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 	d = zigzag(d);
 	/* a free refers to the allocation of its address, an allocation to
 	 * the free of its address (allocators hand out what was just freed) */
-	h = mem5_hash(e->addr, 0);
+	h = mem5_hash(e->addr, 0) & (MEM5_CACHE - 1);
 	if (e->op == CYGPROF_MEM_FREE && m->alloc[h].ord && m->alloc[h].addr == e->addr)
 		ref = m->nallocs - m->alloc[h].ord + 1;
 	else if (e->op == CYGPROF_MEM_ALLOC && m->freed[h].ord && m->freed[h].addr == e->addr)
@@ -1580,19 +1614,22 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 		m->freed[h].ord = m->nfrees;
 		return;
 	}
-	h = mem5_hash(e->size, e->stack);
-	if (m->pair[h].idx && m->pair[h].size == e->size && m->pair[h].stack == e->stack) {
-		cbuf_varint(&m->col[MEM5_COL_PAIR], m->pair[h].idx - 1);
+	ps = mem5_pair(m, e->size, e->stack);
+	if (ps && ps->idx) {
+		cbuf_varint(&m->col[MEM5_COL_PAIR], ps->idx - 1);
 	} else {
+		/* new (or not kept when out of memory: the table may repeat it) */
 		cbuf_varint(&m->col[MEM5_COL_PAIR], m->npairs);
 		cbuf_varint(&m->col[MEM5_COL_NEW], e->size);
 		cbuf_varint(&m->col[MEM5_COL_NEW], e->stack);
-		m->pair[h].size = e->size;
-		m->pair[h].stack = e->stack;
-		m->pair[h].idx = ++m->npairs;
+		if (ps) {
+			ps->size = e->size;
+			ps->stack = e->stack;
+			ps->idx = m->npairs + 1;
+		}
+		m->npairs++;
 	}
 	m->nallocs++;
-	h = mem5_hash(e->addr, 0);
 	m->alloc[h].addr = e->addr;
 	m->alloc[h].ord = m->nallocs;
 }
@@ -1677,8 +1714,7 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 		cap->mem_threads++;
 	for (i = 0; i < n; i++) {
 		/* a full block is written and closed (the next one starts afresh) */
-		if (CAPTURE_BLOCK_HDR + mem5_len(p->m5) + 4 * CAPTURE_MEM_EVENT_MAX >
-		    cap->block_max) {
+		if (mem5_len(p->m5) + 4 * CAPTURE_MEM_EVENT_MAX > CAPTURE_MEM5_RAW_MAX) {
 			rc = flush_block(cap, p, true);
 			if (!rc)
 				rc = mark_dirty(cap, p);
