@@ -151,6 +151,16 @@ enum {
 /* Writer: the recent allocations and frees it finds again by address,
  * direct-mapped (a miss costs bytes, never exactness). */
 #define MEM5_CACHE 16384
+/* Size classes of the frees an alloc refers to (capture_mem5_bin()): 0 to
+ * 191 by size, MEM5_BIN_NONE for a free whose size the block does not say */
+#define MEM5_BINS 193
+#define MEM5_BIN_NONE 192
+
+static inline unsigned int capture_mem5_bin(uint64_t size)
+{
+	return size <= 2024 ? (unsigned int)(size + 23) >> 4
+			    : 128u + (unsigned int)(63 - __builtin_clzll(size));
+}
 /* A reader refuses larger schema 1 event blocks (the writer stored at most
  * 65520 bytes): this bounds the memory of a cursor. */
 #define CAPTURE_BLOCK_LIMIT ((size_t)1 << 20)
@@ -441,8 +451,10 @@ struct mem5_enc {
 	uint64_t run_n[2];               /* events of the open run (0: none yet) */
 	uint64_t prev_addr;
 	uint32_t nallocs, nfrees, npairs;
-	struct { uint64_t addr; uint32_t ord; } alloc[MEM5_CACHE]; /* ord: 1-based, 0 empty */
-	struct { uint64_t addr; uint32_t ord; } freed[MEM5_CACHE]; /* likewise, of the frees */
+	uint32_t nbin[MEM5_BINS]; /* frees of each class */
+	struct { uint64_t addr, size; uint32_t ord; } alloc[MEM5_CACHE]; /* ord: 1-based, 0 empty */
+	struct { uint64_t addr; uint32_t ord, bord, bin; } freed[MEM5_CACHE]; /* of the frees:
+		* ord among all, bord among its class's */
 	/* the block's (size, stack) table: open addressing, mask + 1 slots */
 	struct mem5_pair_slot { uint64_t size; uint32_t stack, idx; } *pair; /* idx + 1, 0 empty */
 	uint32_t pair_mask;

@@ -1459,13 +1459,20 @@ struct mem5_pair {
 	uint32_t stack;
 };
 
+struct mem5_alloc {
+	uint64_t addr, size;
+};
+
 struct mem5_dec {
 	const uint8_t *p;
 	size_t off[MEM5_COL_COUNT], end[MEM5_COL_COUNT];
 	bool ns;
 	uint64_t t, run_left, addr;
-	uint64_t *allocs, *frees;
+	struct mem5_alloc *allocs;
+	uint64_t *frees;
 	size_t nallocs, callocs, nfrees, cfrees;
+	uint64_t *bin[MEM5_BINS]; /* the frees of each size class */
+	size_t nbin[MEM5_BINS], cbin[MEM5_BINS];
 	struct mem5_pair *pairs;
 	size_t npairs, cpairs;
 };
@@ -1475,6 +1482,8 @@ static void mem5_release(struct mem5_dec *d)
 	free(d->allocs);
 	free(d->frees);
 	free(d->pairs);
+	for (unsigned int b = 0; b < MEM5_BINS; b++)
+		free(d->bin[b]);
 }
 
 /* Start decoding the count events at raw[0..len) of a block whose first
@@ -1507,6 +1516,28 @@ static bool mem5_open(struct mem5_dec *d, const uint8_t *raw, size_t len, uint64
 	d->run_left = 0;
 	d->addr = 0;
 	d->nallocs = d->nfrees = d->npairs = 0;
+	memset(d->nbin, 0, sizeof(d->nbin));
+	return true;
+}
+
+/* One more element of elsize bytes at the end of *a (*n of them, room for
+ * *cap); false and *oom when it cannot grow. */
+static bool mem5_push(void **a, size_t *n, size_t *cap, size_t elsize, bool *oom)
+{
+	void *p;
+	size_t c;
+
+	if (*n == *cap) {
+		c = *cap ? *cap * 2 : 256;
+		p = realloc(*a, c * elsize);
+		if (!p) {
+			*oom = true;
+			return false;
+		}
+		*a = p;
+		*cap = c;
+	}
+	(*n)++;
 	return true;
 }
 
@@ -1520,6 +1551,7 @@ static bool mem5_col(struct mem5_dec *d, unsigned int c, uint64_t *v)
 static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oom)
 {
 	uint64_t hdr, form, dt, n, v, size = 0, stack = 0, addr;
+	unsigned int bin, b;
 
 	if (!mem5_col(d, MEM5_COL_HDR, &hdr) || hdr >> (MEM5_FLAGS_SHIFT + 16) ||
 	    (hdr >> MEM_HDR_FN_SHIFT & MEM_HDR_FN_MASK) >= CYGPROF_FN_COUNT)
@@ -1537,22 +1569,7 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 	if (!d->ns && d->t > UINT64_MAX / 1000)
 		return false;
 	d->run_left--;
-	if (form == MEM5_FORM_REF && (hdr & MEM_HDR_OP)) {
-		if (!mem5_col(d, MEM5_COL_REF, &v) || !v || v > d->nallocs)
-			return false;
-		addr = d->allocs[d->nallocs - v];
-	} else if (form == MEM5_FORM_REF) {
-		if (!mem5_col(d, MEM5_COL_AREF, &v) || !v || v > d->nfrees)
-			return false;
-		addr = d->frees[d->nfrees - v];
-	} else {
-		if (!mem5_col(d, MEM5_COL_ADDR, &v))
-			return false;
-		v = unzigzag(v);
-		if (form == MEM5_FORM_ADDR16)
-			v <<= 4;
-		addr = d->addr + v;
-	}
+	/* an alloc's pair first: its size class finds the free it refers to */
 	if (!(hdr & MEM_HDR_OP)) {
 		if (!mem5_col(d, MEM5_COL_PAIR, &v) || v > d->npairs)
 			return false;
@@ -1577,31 +1594,47 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 			size = d->pairs[v].size;
 			stack = d->pairs[v].stack;
 		}
-		if (d->nallocs == d->callocs) {
-			size_t c = d->callocs ? d->callocs * 2 : 1024;
-			uint64_t *a = realloc(d->allocs, c * sizeof(*a));
-
-			if (!a) {
-				*oom = true;
+	}
+	bin = MEM5_BIN_NONE;
+	if (form == MEM5_FORM_REF && (hdr & MEM_HDR_OP)) {
+		if (!mem5_col(d, MEM5_COL_REF, &v) || !v || v > d->nallocs)
+			return false;
+		addr = d->allocs[d->nallocs - v].addr;
+		bin = capture_mem5_bin(d->allocs[d->nallocs - v].size);
+	} else if (form == MEM5_FORM_REF) {
+		b = capture_mem5_bin(size);
+		if (!mem5_col(d, MEM5_COL_AREF, &v) || v < 2)
+			return false;
+		if (v & 1) {
+			if (v >> 1 > d->nfrees)
 				return false;
-			}
-			d->allocs = a;
-			d->callocs = c;
+			addr = d->frees[d->nfrees - (v >> 1)];
+		} else {
+			if (v >> 1 > d->nbin[b])
+				return false;
+			addr = d->bin[b][d->nbin[b] - (v >> 1)];
 		}
-		d->allocs[d->nallocs++] = addr;
 	} else {
-		if (d->nfrees == d->cfrees) {
-			size_t c = d->cfrees ? d->cfrees * 2 : 1024;
-			uint64_t *a = realloc(d->frees, c * sizeof(*a));
-
-			if (!a) {
-				*oom = true;
-				return false;
-			}
-			d->frees = a;
-			d->cfrees = c;
-		}
-		d->frees[d->nfrees++] = addr;
+		if (!mem5_col(d, MEM5_COL_ADDR, &v))
+			return false;
+		v = unzigzag(v);
+		if (form == MEM5_FORM_ADDR16)
+			v <<= 4;
+		addr = d->addr + v;
+	}
+	if (!(hdr & MEM_HDR_OP)) {
+		if (!mem5_push((void **)&d->allocs, &d->nallocs, &d->callocs, sizeof(*d->allocs),
+			       oom))
+			return false;
+		d->allocs[d->nallocs - 1].addr = addr;
+		d->allocs[d->nallocs - 1].size = size;
+	} else {
+		if (!mem5_push((void **)&d->frees, &d->nfrees, &d->cfrees, sizeof(*d->frees), oom) ||
+		    !mem5_push((void **)&d->bin[bin], &d->nbin[bin], &d->cbin[bin], sizeof(uint64_t),
+			       oom))
+			return false;
+		d->frees[d->nfrees - 1] = addr;
+		d->bin[bin][d->nbin[bin] - 1] = addr;
 	}
 	d->addr = addr;
 	ev->ts_ns = d->ns ? d->t : d->t * 1000;

@@ -1531,6 +1531,7 @@ static void mem5_reset(struct mem5_enc *m)
 	m->run_n[0] = m->run_n[1] = 0;
 	m->prev_addr = 0;
 	m->nallocs = m->nfrees = m->npairs = 0;
+	memset(m->nbin, 0, sizeof(m->nbin));
 	memset(m->alloc, 0, sizeof(m->alloc));
 	memset(m->freed, 0, sizeof(m->freed));
 	if (m->pair)
@@ -1582,6 +1583,7 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 {
 	uint64_t d = e->addr - m->prev_addr, hdr, form = MEM5_FORM_ADDR, ref = 0;
 	struct mem5_pair_slot *ps;
+	unsigned int bin;
 	uint32_t h;
 
 	mem5_time(m, 0, e->ts_ns / 1000, &m->col[MEM5_COL_DT], &m->col[MEM5_COL_RUN]);
@@ -1592,12 +1594,17 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 	}
 	d = zigzag(d);
 	/* a free refers to the allocation of its address, an allocation to
-	 * the free of its address (allocators hand out what was just freed) */
+	 * the free of its address (allocators hand out what was just freed,
+	 * of its size class: counted among the frees of its class when the
+	 * block says the free's size) */
 	h = mem5_hash(e->addr, 0) & (MEM5_CACHE - 1);
-	if (e->op == CYGPROF_MEM_FREE && m->alloc[h].ord && m->alloc[h].addr == e->addr)
+	if (e->op == CYGPROF_MEM_FREE && m->alloc[h].ord && m->alloc[h].addr == e->addr) {
 		ref = m->nallocs - m->alloc[h].ord + 1;
-	else if (e->op == CYGPROF_MEM_ALLOC && m->freed[h].ord && m->freed[h].addr == e->addr)
-		ref = m->nfrees - m->freed[h].ord + 1;
+	} else if (e->op == CYGPROF_MEM_ALLOC && m->freed[h].ord && m->freed[h].addr == e->addr) {
+		bin = capture_mem5_bin(e->size);
+		ref = m->freed[h].bin == bin ? (uint64_t)(m->nbin[bin] - m->freed[h].bord + 1) << 1
+					     : (uint64_t)(m->nfrees - m->freed[h].ord + 1) << 1 | 1;
+	}
 	if (ref && varint_len(ref) <= varint_len(d))
 		form = MEM5_FORM_REF;
 	hdr = (uint64_t)e->flags << MEM5_FLAGS_SHIFT | form << MEM5_FORM_SHIFT |
@@ -1609,9 +1616,13 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 		cbuf_varint(&m->col[MEM5_COL_ADDR], d);
 	m->prev_addr = e->addr;
 	if (e->op != CYGPROF_MEM_ALLOC) {
+		bin = form == MEM5_FORM_REF ? capture_mem5_bin(m->alloc[h].size) : MEM5_BIN_NONE;
 		m->nfrees++;
+		m->nbin[bin]++;
 		m->freed[h].addr = e->addr;
 		m->freed[h].ord = m->nfrees;
+		m->freed[h].bord = m->nbin[bin];
+		m->freed[h].bin = bin;
 		return;
 	}
 	ps = mem5_pair(m, e->size, e->stack);
@@ -1631,6 +1642,7 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 	}
 	m->nallocs++;
 	m->alloc[h].addr = e->addr;
+	m->alloc[h].size = e->size;
 	m->alloc[h].ord = m->nallocs;
 }
 
