@@ -130,8 +130,10 @@ enum {
 	MEM5_COL_ADDR, /* per alloc, and per free of an address form: zigzag(address delta) */
 	MEM5_COL_REF,  /* per free of form REF: how many allocs of the block back, from 1 */
 	MEM5_COL_AREF, /* per alloc of form REF: how many frees of the block back, from 1 */
-	MEM5_COL_PAIR, /* per alloc: index of its (size, stack) in the block's table */
-	MEM5_COL_NEW,  /* per alloc whose index is the table's length: size, stack */
+	MEM5_COL_PAIR, /* per alloc: 0 a new (size, stack), else its index in the table + 1 */
+	MEM5_COL_NEW,  /* per new pair: its size */
+	MEM5_COL_SREF, /* per new pair: index of its stack in the block's stacks, or their number */
+	MEM5_COL_SNEW, /* per new pair whose stack is new to the block: the stack id */
 	MEM5_COL_COUNT
 };
 #define MEM5_BLOCK_NS 1u      /* block flags: times in ns (else us) */
@@ -458,6 +460,8 @@ struct mem5_enc {
 	/* the block's (size, stack) table: open addressing, mask + 1 slots */
 	struct mem5_pair_slot { uint64_t size; uint32_t stack, idx; } *pair; /* idx + 1, 0 empty */
 	uint32_t pair_mask;
+	struct mem5_pair_slot *stk; /* the block's stacks, likewise (size 0) */
+	uint32_t stk_mask, nstks;
 };
 
 /* put_value: the blocks put of one stream (db, thread or counter id). */

@@ -1475,6 +1475,8 @@ struct mem5_dec {
 	size_t nbin[MEM5_BINS], cbin[MEM5_BINS];
 	struct mem5_pair *pairs;
 	size_t npairs, cpairs;
+	uint32_t *stks;
+	size_t nstks, cstks;
 };
 
 static void mem5_release(struct mem5_dec *d)
@@ -1482,6 +1484,7 @@ static void mem5_release(struct mem5_dec *d)
 	free(d->allocs);
 	free(d->frees);
 	free(d->pairs);
+	free(d->stks);
 	for (unsigned int b = 0; b < MEM5_BINS; b++)
 		free(d->bin[b]);
 }
@@ -1515,7 +1518,7 @@ static bool mem5_open(struct mem5_dec *d, const uint8_t *raw, size_t len, uint64
 	d->t = d->ns ? first_ts : first_ts / 1000;
 	d->run_left = 0;
 	d->addr = 0;
-	d->nallocs = d->nfrees = d->npairs = 0;
+	d->nallocs = d->nfrees = d->npairs = d->nstks = 0;
 	memset(d->nbin, 0, sizeof(d->nbin));
 	return true;
 }
@@ -1573,26 +1576,26 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 	if (!(hdr & MEM_HDR_OP)) {
 		if (!mem5_col(d, MEM5_COL_PAIR, &v) || v > d->npairs)
 			return false;
-		if (v == d->npairs) {
-			if (!mem5_col(d, MEM5_COL_NEW, &size) || !mem5_col(d, MEM5_COL_NEW, &stack) ||
-			    stack > UINT32_MAX)
+		if (!v) {
+			if (!mem5_col(d, MEM5_COL_NEW, &size) || !mem5_col(d, MEM5_COL_SREF, &v) ||
+			    v > d->nstks)
 				return false;
-			if (d->npairs == d->cpairs) {
-				size_t c = d->cpairs ? d->cpairs * 2 : 256;
-				struct mem5_pair *a = realloc(d->pairs, c * sizeof(*a));
-
-				if (!a) {
-					*oom = true;
+			if (v == d->nstks) {
+				if (!mem5_col(d, MEM5_COL_SNEW, &stack) || stack > UINT32_MAX ||
+				    !mem5_push((void **)&d->stks, &d->nstks, &d->cstks,
+					       sizeof(*d->stks), oom))
 					return false;
-				}
-				d->pairs = a;
-				d->cpairs = c;
+				d->stks[v] = (uint32_t)stack;
 			}
-			d->pairs[d->npairs].size = size;
-			d->pairs[d->npairs++].stack = (uint32_t)stack;
+			stack = d->stks[v];
+			if (!mem5_push((void **)&d->pairs, &d->npairs, &d->cpairs, sizeof(*d->pairs),
+				       oom))
+				return false;
+			d->pairs[d->npairs - 1].size = size;
+			d->pairs[d->npairs - 1].stack = (uint32_t)stack;
 		} else {
-			size = d->pairs[v].size;
-			stack = d->pairs[v].stack;
+			size = d->pairs[v - 1].size;
+			stack = d->pairs[v - 1].stack;
 		}
 	}
 	bin = MEM5_BIN_NONE;

@@ -1536,36 +1536,42 @@ static void mem5_reset(struct mem5_enc *m)
 	memset(m->freed, 0, sizeof(m->freed));
 	if (m->pair)
 		memset(m->pair, 0, ((size_t)m->pair_mask + 1) * sizeof(*m->pair));
+	if (m->stk)
+		memset(m->stk, 0, ((size_t)m->stk_mask + 1) * sizeof(*m->stk));
+	m->nstks = 0;
 }
 
-/* The slot of (size, stack) in the block's table: its own, or the empty
- * one where it goes; NULL when the table cannot grow. */
-static struct mem5_pair_slot *mem5_pair(struct mem5_enc *m, uint64_t size, uint32_t stack)
+/* The slot of (size, stack) in a table of n entries (*tab, *mask + 1
+ * slots): its own, or the empty one where it goes; NULL when the table
+ * cannot grow. */
+static struct mem5_pair_slot *mem5_slot(struct mem5_pair_slot **tab, uint32_t *mask, uint32_t n,
+					uint64_t size, uint32_t stack)
 {
-	struct mem5_pair_slot *t, *o;
-	size_t n, i, j;
+	struct mem5_pair_slot *t, *o, *p = *tab;
+	size_t ns, i, j;
 
-	if (!m->pair || m->npairs >= (m->pair_mask + 1) / 2) {
-		n = m->pair ? ((size_t)m->pair_mask + 1) * 2 : 1024;
-		t = calloc(n, sizeof(*t));
+	if (!p || n >= (*mask + 1) / 2) {
+		ns = p ? ((size_t)*mask + 1) * 2 : 1024;
+		t = calloc(ns, sizeof(*t));
 		if (!t)
 			return NULL;
-		for (i = 0; m->pair && i <= m->pair_mask; i++) {
-			o = &m->pair[i];
+		for (i = 0; p && i <= *mask; i++) {
+			o = &p[i];
 			if (!o->idx)
 				continue;
-			for (j = mem5_hash(o->size, o->stack) & (n - 1); t[j].idx; j = (j + 1) & (n - 1))
+			for (j = mem5_hash(o->size, o->stack) & (ns - 1); t[j].idx;
+			     j = (j + 1) & (ns - 1))
 				;
 			t[j] = *o;
 		}
-		free(m->pair);
-		m->pair = t;
-		m->pair_mask = (uint32_t)(n - 1);
+		free(p);
+		*tab = p = t;
+		*mask = (uint32_t)(ns - 1);
 	}
-	for (i = mem5_hash(size, stack) & m->pair_mask; m->pair[i].idx; i = (i + 1) & m->pair_mask)
-		if (m->pair[i].size == size && m->pair[i].stack == stack)
+	for (i = mem5_hash(size, stack) & *mask; p[i].idx; i = (i + 1) & *mask)
+		if (p[i].size == size && p[i].stack == stack)
 			break;
-	return &m->pair[i];
+	return &p[i];
 }
 
 /* Bytes of the block's columns so far, with both time encodings (which one
@@ -1625,20 +1631,32 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 		m->freed[h].bin = bin;
 		return;
 	}
-	ps = mem5_pair(m, e->size, e->stack);
+	ps = mem5_slot(&m->pair, &m->pair_mask, m->npairs, e->size, e->stack);
 	if (ps && ps->idx) {
-		cbuf_varint(&m->col[MEM5_COL_PAIR], ps->idx - 1);
+		cbuf_varint(&m->col[MEM5_COL_PAIR], ps->idx);
 	} else {
-		/* new (or not kept when out of memory: the table may repeat it) */
-		cbuf_varint(&m->col[MEM5_COL_PAIR], m->npairs);
+		/* new (or not kept when out of memory: the table may repeat it),
+		 * its stack by its index among the block's */
+		cbuf_varint(&m->col[MEM5_COL_PAIR], 0);
 		cbuf_varint(&m->col[MEM5_COL_NEW], e->size);
-		cbuf_varint(&m->col[MEM5_COL_NEW], e->stack);
 		if (ps) {
 			ps->size = e->size;
 			ps->stack = e->stack;
 			ps->idx = m->npairs + 1;
 		}
 		m->npairs++;
+		ps = mem5_slot(&m->stk, &m->stk_mask, m->nstks, 0, e->stack);
+		if (ps && ps->idx) {
+			cbuf_varint(&m->col[MEM5_COL_SREF], ps->idx - 1);
+		} else {
+			cbuf_varint(&m->col[MEM5_COL_SREF], m->nstks);
+			cbuf_varint(&m->col[MEM5_COL_SNEW], e->stack);
+			if (ps) {
+				ps->stack = e->stack;
+				ps->idx = m->nstks + 1;
+			}
+			m->nstks++;
+		}
 	}
 	m->nallocs++;
 	m->alloc[h].addr = e->addr;

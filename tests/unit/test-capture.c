@@ -1369,15 +1369,17 @@ static void test_corrupt_mem(void)
 	free(out);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 
-	/* mem (schema 5 blocks: flags, the 8 column lengths, the columns):
+	/* mem (schema 5 blocks: flags, the 10 column lengths, the columns):
 	 * thread 1 claims 2 events and holds 1.5 (a FREE, then an ALLOC
 	 * without its address); thread 2 has an unknown fn; thread 3 a second
 	 * block earlier than the first; thread 4 a FREE referring to an
 	 * allocation the block does not have */
-	static const uint8_t t1[] = { 0, 2, 1, 1, 1, 0, 0, 0, 0, CYGPROF_FN_FREE << 1 | 1, 0, 0, 2, 2 };
-	static const uint8_t t2[] = { 0, 1, 1, 1, 1, 0, 0, 0, 0, 15 << 1 | 1, 0, 1, 2 };
-	static const uint8_t t3[] = { 0, 1, 1, 1, 1, 0, 0, 0, 0, CYGPROF_FN_FREE << 1 | 1, 0, 1, 2 };
-	static const uint8_t t4[] = { 0, 1, 1, 1, 0, 1, 0, 0, 0,
+	static const uint8_t t1[] = { 0, 2, 1, 1, 1, 0, 0, 0, 0, 0, 0,
+				      CYGPROF_FN_FREE << 1 | 1, 0, 0, 2, 2 };
+	static const uint8_t t2[] = { 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 15 << 1 | 1, 0, 1, 2 };
+	static const uint8_t t3[] = { 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0,
+				      CYGPROF_FN_FREE << 1 | 1, 0, 1, 2 };
+	static const uint8_t t4[] = { 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0,
 				      2 << 5 /* form REF */ | CYGPROF_FN_FREE << 1 | 1,
 				      0, 1, 1 };
 	memset(val, 0, sizeof(val));
