@@ -140,7 +140,7 @@ enum {
 #define MEM5_FORM_SHIFT 5
 #define MEM5_FORM_ADDR 0u     /* the address delta as it is */
 #define MEM5_FORM_ADDR16 1u   /* the address delta divided by 16 */
-#define MEM5_FORM_REF 2u      /* the address of an alloc (of a free: a free's) earlier in the block */
+#define MEM5_FORM_REF 2u      /* the address of an earlier free (alloc) of the block */
 #define MEM5_FLAGS_SHIFT 7
 /* Smallest event: a free by reference, one byte of header and one of
  * reference (the runs of times are shared). */

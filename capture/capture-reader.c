@@ -1588,8 +1588,8 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 				d->stks[v] = (uint32_t)stack;
 			}
 			stack = d->stks[v];
-			if (!mem5_push((void **)&d->pairs, &d->npairs, &d->cpairs, sizeof(*d->pairs),
-				       oom))
+			if (!mem5_push((void **)&d->pairs, &d->npairs, &d->cpairs,
+				       sizeof(*d->pairs), oom))
 				return false;
 			d->pairs[d->npairs - 1].size = size;
 			d->pairs[d->npairs - 1].stack = (uint32_t)stack;
@@ -1632,9 +1632,10 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 		d->allocs[d->nallocs - 1].addr = addr;
 		d->allocs[d->nallocs - 1].size = size;
 	} else {
-		if (!mem5_push((void **)&d->frees, &d->nfrees, &d->cfrees, sizeof(*d->frees), oom) ||
-		    !mem5_push((void **)&d->bin[bin], &d->nbin[bin], &d->cbin[bin], sizeof(uint64_t),
-			       oom))
+		if (!mem5_push((void **)&d->frees, &d->nfrees, &d->cfrees, sizeof(*d->frees),
+			       oom) ||
+		    !mem5_push((void **)&d->bin[bin], &d->nbin[bin], &d->cbin[bin],
+			       sizeof(uint64_t), oom))
 			return false;
 		d->frees[d->nfrees - 1] = addr;
 		d->bin[bin][d->nbin[bin] - 1] = addr;
