@@ -369,6 +369,15 @@ void capture_free(struct cygprof_capture *cap)
 			if (cap->pend[s][i]) {
 				free(cap->pend[s][i]->buf);
 				free(cap->pend[s][i]->stk);
+				if (cap->pend[s][i]->m5) {
+					for (unsigned int c = 0; c < MEM5_COL_COUNT; c++)
+						free(cap->pend[s][i]->m5->col[c].p);
+					free(cap->pend[s][i]->m5->ns_dt.p);
+					free(cap->pend[s][i]->m5->ns_run.p);
+					free(cap->pend[s][i]->m5->pair);
+					free(cap->pend[s][i]->m5->stk);
+					free(cap->pend[s][i]->m5);
+				}
 			}
 			free(cap->pend[s][i]);
 		}
@@ -389,6 +398,7 @@ void capture_free(struct cygprof_capture *cap)
 	free(cap->log.ent);
 	free(cap->log.data);
 	free(cap->scratch.p);
+	free(cap->mraw.p);
 	free(cap->path);
 	free(cap);
 }

@@ -123,6 +123,51 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_PSAMPLES, STREAM_OFFC
 #define CAPTURE_COUNTER_NAME_MAX 1024
 /* Smallest: a FREE with one-byte header, time delta and address delta. */
 #define CAPTURE_MEM_EVENT_MIN 3
+
+/* Schema 5 memory blocks (docs/capture-format.md, "mem"): the events of a
+ * block column by column.  The decompressed bytes are varint(flags) (bit 0:
+ * times in ns, else in us), the byte length of each of the MEM5_COL_COUNT
+ * columns as a varint, then the columns in this order. */
+enum {
+	MEM5_COL_HDR,  /* per event: op | fn << 1 | form << 5 | flags << 7 */
+	MEM5_COL_DT,   /* per run of events at one time: the time minus the run before's */
+	MEM5_COL_RUN,  /* per run: its number of events, at least 1 */
+	MEM5_COL_ADDR, /* per alloc, and per free of an address form: zigzag(address delta) */
+	MEM5_COL_REF,  /* per free of form REF: how many allocs of the block back, from 1 */
+	MEM5_COL_AREF, /* per alloc of form REF: how many frees of the block back, from 1 */
+	MEM5_COL_PAIR, /* per alloc: 0 a new (size, stack), else its index in the table + 1 */
+	MEM5_COL_NEW,  /* per new pair: its size */
+	MEM5_COL_SREF, /* per new pair: index of its stack in the block's stacks, or their number */
+	MEM5_COL_SNEW, /* per new pair whose stack is new to the block: the stack id */
+	MEM5_COL_COUNT
+};
+#define MEM5_BLOCK_NS 1u      /* block flags: times in ns (else us) */
+#define MEM5_FORM_SHIFT 5
+#define MEM5_FORM_ADDR 0u     /* the address delta as it is */
+#define MEM5_FORM_ADDR16 1u   /* the address delta divided by 16 */
+#define MEM5_FORM_REF 2u      /* the address of an earlier free (alloc) of the block */
+#define MEM5_FLAGS_SHIFT 7
+/* Smallest event: a free by reference, one byte of header and one of
+ * reference (the runs of times are shared). */
+#define CAPTURE_MEM5_EVENT_MIN 2
+/* Largest raw length of a schema 5 memory block the writer makes (what a
+ * reader accepts: a block's tables restart, so larger is smaller) */
+#define CAPTURE_MEM5_RAW_MAX CAPTURE_RAW_LIMIT
+/* zstd level of schema 5 memory blocks (bench/memstream.py measures it) */
+#define CAPTURE_MEM5_ZSTD_LEVEL 5
+/* Writer: the recent allocations and frees it finds again by address,
+ * direct-mapped (a miss costs bytes, never exactness). */
+#define MEM5_CACHE 16384
+/* Size classes of the frees an alloc refers to (capture_mem5_bin()): 0 to
+ * 191 by size, MEM5_BIN_NONE for a free whose size the block does not say */
+#define MEM5_BINS 193
+#define MEM5_BIN_NONE 192
+
+static inline unsigned int capture_mem5_bin(uint64_t size)
+{
+	return size <= 2024 ? (unsigned int)(size + 23) >> 4
+			    : 128u + (unsigned int)(63 - __builtin_clzll(size));
+}
 /* A reader refuses larger schema 1 event blocks (the writer stored at most
  * 65520 bytes): this bounds the memory of a cursor. */
 #define CAPTURE_BLOCK_LIMIT ((size_t)1 << 20)
@@ -423,6 +468,28 @@ struct pending {
 	 * first (each block starts with them: schema 5) */
 	struct wframe { uint32_t node; uint64_t enter; } *stk;
 	size_t depth, cstk;
+	struct mem5_enc *m5; /* DB_MEM: the open block's columns (buf unused) */
+};
+
+/* The columns of the open schema 5 memory block of one thread (with the
+ * times in us and in ns: which one is stored is decided when the block is
+ * written). */
+struct mem5_enc {
+	struct cbuf col[MEM5_COL_COUNT]; /* DT and RUN: in us */
+	struct cbuf ns_dt, ns_run;       /* DT and RUN in ns */
+	uint64_t run_t[2], base_t[2];    /* [0] us, [1] ns: the open run's time, the run's before */
+	uint64_t run_n[2];               /* events of the open run (0: none yet) */
+	uint64_t prev_addr;
+	uint32_t nallocs, nfrees, npairs;
+	uint32_t nbin[MEM5_BINS]; /* frees of each class */
+	struct { uint64_t addr, size; uint32_t ord; } alloc[MEM5_CACHE]; /* ord: 1-based, 0 empty */
+	struct { uint64_t addr; uint32_t ord, bord, bin; } freed[MEM5_CACHE]; /* of the frees:
+		* ord among all, bord among its class's */
+	/* the block's (size, stack) table: open addressing, mask + 1 slots */
+	struct mem5_pair_slot { uint64_t size; uint32_t stack, idx; } *pair; /* idx + 1, 0 empty */
+	uint32_t pair_mask;
+	struct mem5_pair_slot *stk; /* the block's stacks, likewise (size 0) */
+	uint32_t stk_mask, nstks;
 };
 
 /* put_value: the blocks put of one stream (db, thread or counter id). */
@@ -470,6 +537,9 @@ struct cygprof_capture {
 	size_t block_max; /* largest timeline value */
 	struct wlog log;
 	struct cbuf scratch;
+	struct cbuf mraw; /* a schema 5 memory block's columns, put together */
+	uint32_t mem_threads; /* threads that appended memory events: with more
+			       * than one, memory times are stored in ns */
 	struct pending **pend[STREAM_COUNT]; /* by thread index */
 	size_t npend[STREAM_COUNT];
 	struct pending **dirty; /* pending blocks holding unwritten events */

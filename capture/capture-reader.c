@@ -1739,6 +1739,213 @@ out:
 
 /* ---- memory events ------------------------------------------------------------ */
 
+/* A schema 5 block (docs/capture-format.md, "mem") being decoded: a
+ * cursor into each column, the open run of times, the addresses of the
+ * block's allocations (for the frees that refer to one) and its table of
+ * (size, stack) pairs. */
+struct mem5_pair {
+	uint64_t size;
+	uint32_t stack;
+};
+
+struct mem5_alloc {
+	uint64_t addr, size;
+};
+
+struct mem5_dec {
+	const uint8_t *p;
+	size_t off[MEM5_COL_COUNT], end[MEM5_COL_COUNT];
+	bool ns;
+	uint64_t t, run_left, addr;
+	struct mem5_alloc *allocs;
+	uint64_t *frees;
+	size_t nallocs, callocs, nfrees, cfrees;
+	uint64_t *bin[MEM5_BINS]; /* the frees of each size class */
+	size_t nbin[MEM5_BINS], cbin[MEM5_BINS];
+	struct mem5_pair *pairs;
+	size_t npairs, cpairs;
+	uint32_t *stks;
+	size_t nstks, cstks;
+};
+
+static void mem5_release(struct mem5_dec *d)
+{
+	free(d->allocs);
+	free(d->frees);
+	free(d->pairs);
+	free(d->stks);
+	for (unsigned int b = 0; b < MEM5_BINS; b++)
+		free(d->bin[b]);
+}
+
+/* Start decoding the count events at raw[0..len) of a block whose first
+ * time is first_ts; false when malformed. */
+static bool mem5_open(struct mem5_dec *d, const uint8_t *raw, size_t len, uint64_t first_ts)
+{
+	uint64_t flags, n;
+	size_t off = 0, c;
+
+	if (!get_varint(raw, len, &off, &flags) || flags & ~(uint64_t)MEM5_BLOCK_NS)
+		return false;
+	d->ns = flags & MEM5_BLOCK_NS;
+	for (c = 0; c < MEM5_COL_COUNT; c++) {
+		if (!get_varint(raw, len, &off, &n))
+			return false;
+		d->off[c] = (size_t)n; /* lengths for now */
+	}
+	for (c = 0; c < MEM5_COL_COUNT; c++) {
+		n = d->off[c];
+		if (n > len - off)
+			return false;
+		d->off[c] = off;
+		d->end[c] = off + (size_t)n;
+		off += (size_t)n;
+	}
+	if (!d->ns && first_ts % 1000)
+		return false; /* times in us start on a us */
+	d->p = raw;
+	d->t = d->ns ? first_ts : first_ts / 1000;
+	d->run_left = 0;
+	d->addr = 0;
+	d->nallocs = d->nfrees = d->npairs = d->nstks = 0;
+	memset(d->nbin, 0, sizeof(d->nbin));
+	return true;
+}
+
+/* One more element of elsize bytes at the end of *a (*n of them, room for
+ * *cap); false and *oom when it cannot grow. */
+static bool mem5_push(void **a, size_t *n, size_t *cap, size_t elsize, bool *oom)
+{
+	void *p;
+	size_t c;
+
+	if (*n == *cap) {
+		c = *cap ? *cap * 2 : 256;
+		p = realloc(*a, c * elsize);
+		if (!p) {
+			*oom = true;
+			return false;
+		}
+		*a = p;
+		*cap = c;
+	}
+	(*n)++;
+	return true;
+}
+
+static bool mem5_col(struct mem5_dec *d, unsigned int c, uint64_t *v)
+{
+	return get_varint(d->p, d->end[c], &d->off[c], v);
+}
+
+/* The next event of the block into ev; false when malformed, -ENOMEM
+ * through *oom. */
+static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oom)
+{
+	uint64_t hdr, form, dt, n, v, size = 0, stack = 0, addr;
+	unsigned int bin, b;
+
+	if (!mem5_col(d, MEM5_COL_HDR, &hdr) || hdr >> (MEM5_FLAGS_SHIFT + 16) ||
+	    (hdr >> MEM_HDR_FN_SHIFT & MEM_HDR_FN_MASK) >= CYGPROF_FN_COUNT)
+		return false;
+	form = hdr >> MEM5_FORM_SHIFT & 3;
+	if (form > MEM5_FORM_REF)
+		return false;
+	if (!d->run_left) {
+		if (!mem5_col(d, MEM5_COL_DT, &dt) || !mem5_col(d, MEM5_COL_RUN, &n) || !n ||
+		    d->t + dt < d->t)
+			return false;
+		d->t += dt;
+		d->run_left = n;
+	}
+	if (!d->ns && d->t > UINT64_MAX / 1000)
+		return false;
+	d->run_left--;
+	/* an alloc's pair first: its size class finds the free it refers to */
+	if (!(hdr & MEM_HDR_OP)) {
+		if (!mem5_col(d, MEM5_COL_PAIR, &v) || v > d->npairs)
+			return false;
+		if (!v) {
+			if (!mem5_col(d, MEM5_COL_NEW, &size) || !mem5_col(d, MEM5_COL_SREF, &v) ||
+			    v > d->nstks)
+				return false;
+			if (v == d->nstks) {
+				if (!mem5_col(d, MEM5_COL_SNEW, &stack) || stack > UINT32_MAX ||
+				    !mem5_push((void **)&d->stks, &d->nstks, &d->cstks,
+					       sizeof(*d->stks), oom))
+					return false;
+				d->stks[v] = (uint32_t)stack;
+			}
+			stack = d->stks[v];
+			if (!mem5_push((void **)&d->pairs, &d->npairs, &d->cpairs,
+				       sizeof(*d->pairs), oom))
+				return false;
+			d->pairs[d->npairs - 1].size = size;
+			d->pairs[d->npairs - 1].stack = (uint32_t)stack;
+		} else {
+			size = d->pairs[v - 1].size;
+			stack = d->pairs[v - 1].stack;
+		}
+	}
+	bin = MEM5_BIN_NONE;
+	if (form == MEM5_FORM_REF && (hdr & MEM_HDR_OP)) {
+		if (!mem5_col(d, MEM5_COL_REF, &v) || !v || v > d->nallocs)
+			return false;
+		addr = d->allocs[d->nallocs - v].addr;
+		bin = capture_mem5_bin(d->allocs[d->nallocs - v].size);
+	} else if (form == MEM5_FORM_REF) {
+		b = capture_mem5_bin(size);
+		if (!mem5_col(d, MEM5_COL_AREF, &v) || v < 2)
+			return false;
+		if (v & 1) {
+			if (v >> 1 > d->nfrees)
+				return false;
+			addr = d->frees[d->nfrees - (v >> 1)];
+		} else {
+			if (v >> 1 > d->nbin[b])
+				return false;
+			addr = d->bin[b][d->nbin[b] - (v >> 1)];
+		}
+	} else {
+		if (!mem5_col(d, MEM5_COL_ADDR, &v))
+			return false;
+		v = unzigzag(v);
+		if (form == MEM5_FORM_ADDR16)
+			v <<= 4;
+		addr = d->addr + v;
+	}
+	if (!(hdr & MEM_HDR_OP)) {
+		if (!mem5_push((void **)&d->allocs, &d->nallocs, &d->callocs, sizeof(*d->allocs),
+			       oom))
+			return false;
+		d->allocs[d->nallocs - 1].addr = addr;
+		d->allocs[d->nallocs - 1].size = size;
+	} else {
+		if (!mem5_push((void **)&d->frees, &d->nfrees, &d->cfrees, sizeof(*d->frees),
+			       oom) ||
+		    !mem5_push((void **)&d->bin[bin], &d->nbin[bin], &d->cbin[bin],
+			       sizeof(uint64_t), oom))
+			return false;
+		d->frees[d->nfrees - 1] = addr;
+		d->bin[bin][d->nbin[bin] - 1] = addr;
+	}
+	d->addr = addr;
+	ev->ts_ns = d->ns ? d->t : d->t * 1000;
+	ev->addr = addr;
+	ev->size = size;
+	ev->stack = (uint32_t)stack;
+	ev->op = (uint8_t)(hdr & MEM_HDR_OP);
+	ev->fn = (uint8_t)(hdr >> MEM_HDR_FN_SHIFT & MEM_HDR_FN_MASK);
+	ev->flags = (uint16_t)(hdr >> MEM5_FLAGS_SHIFT);
+	return true;
+}
+
+/* Smallest encoding of a memory event in a capture's blocks. */
+static size_t mem_event_min(const struct cygprof_capture *cap)
+{
+	return cap->schema >= 5 ? CAPTURE_MEM5_EVENT_MIN : CAPTURE_MEM_EVENT_MIN;
+}
+
 /* A cursor holds the decoded bytes of one block and decodes it event by
  * event.  It opens a read transaction (or uses the writer's open one) only
  * while it fetches the next block, so any number of cursors can be open at
@@ -1756,6 +1963,7 @@ struct cygprof_mem_cursor {
 	uint64_t ts, addr;  /* of the previous event */
 	bool any;           /* a block was read: ts is valid across blocks */
 	char what[96];      /* the current block, for a damage message */
+	struct mem5_dec d5; /* schema 5: where each column is */
 };
 
 int cygprof_mem_cursor_open(struct cygprof_capture *cap, uint32_t thread_idx,
@@ -1789,6 +1997,7 @@ void cygprof_mem_cursor_close(struct cygprof_mem_cursor *cur)
 	if (!cur)
 		return;
 	free(cur->buf);
+	mem5_release(&cur->d5);
 	free(cur);
 }
 
@@ -1801,14 +2010,16 @@ static int mem_open(struct cygprof_capture *cap, const MDB_val *k, const MDB_val
 
 	capture_describe(DB_MEM, k->mv_data, k->mv_size, c->what, sizeof(c->what));
 	if (cap->schema == 1) {
-		rc = block_hdr(cap, v, CAPTURE_MEM_EVENT_MIN, &b, &(size_t){ 0 });
+		rc = block_hdr(cap, v, mem_event_min(cap), &b, &(size_t){ 0 });
 		if (!rc)
 			rc = grow_buf(&c->buf, &c->cap_len, b.len ? b.len : 1);
 		if (!rc && b.len)
 			memcpy(c->buf, b.raw, b.len);
 	} else {
-		rc = block_open(cap, v, CAPTURE_MEM_EVENT_MIN, &c->buf, &c->cap_len, &b);
+		rc = block_open(cap, v, mem_event_min(cap), &c->buf, &c->cap_len, &b);
 	}
+	if (!rc && cap->schema >= 5 && b.count && !mem5_open(&c->d5, c->buf, b.len, b.first_ts))
+		rc = CYGPROF_E_CORRUPT;
 	if (rc)
 		return rc == CYGPROF_E_CORRUPT ? capture_damage(cap, "%s: malformed", c->what) : rc;
 	if (!b.count)
@@ -1882,8 +2093,19 @@ int cygprof_mem_cursor_next(struct cygprof_mem_cursor *cur, struct cygprof_mem_e
 			return rc;
 		}
 	}
-	if (!mem_event(cur->buf, cur->len, &cur->off, &cur->ts, &cur->addr, ev))
+	if (cur->cap->schema >= 5) {
+		bool oom = false;
+
+		if (!mem5_next(&cur->d5, ev, &oom)) {
+			if (!oom)
+				goto corrupt;
+			cur->err = -ENOMEM;
+			return cur->err;
+		}
+		cur->ts = ev->ts_ns;
+	} else if (!mem_event(cur->buf, cur->len, &cur->off, &cur->ts, &cur->addr, ev)) {
 		goto corrupt;
+	}
 	/* a stack id past the stash of a sealed capture that has one */
 	if (cur->cap->sealed && cur->cap->nstacks_stored && ev->stack > cur->cap->nstacks_stored)
 		goto corrupt;
@@ -1918,7 +2140,7 @@ int cygprof_capture_mem_count(struct cygprof_capture *cap, uint32_t thread_idx, 
 	}
 	if (cap->missing[DB_MEM])
 		return 0;
-	rc = foreach_block(cap, DB_MEM, thread_idx, CAPTURE_MEM_EVENT_MIN, true, count_block,
+	rc = foreach_block(cap, DB_MEM, thread_idx, mem_event_min(cap), true, count_block,
 			   &total);
 	if (!rc)
 		*n = total;
@@ -2303,7 +2525,7 @@ static int check_block(struct cygprof_capture *cap, unsigned int db, const MDB_v
 		       struct value_facts *f)
 {
 	static const size_t min[DB_COUNT] = {
-		[DB_TIMELINE] = 2, [DB_MEM] = CAPTURE_MEM_EVENT_MIN,
+		[DB_TIMELINE] = 2, [DB_MEM] = CAPTURE_MEM_EVENT_MIN, /* schema 5: less */
 		[DB_SAMPLES] = CAPTURE_SAMPLE_MIN, [DB_PSAMPLES] = CAPTURE_PSAMPLE_MIN,
 		[DB_OFFCPU] = CAPTURE_OFFCPU_MIN,
 	};
@@ -2311,6 +2533,7 @@ static int check_block(struct cygprof_capture *cap, unsigned int db, const MDB_v
 	struct sm_walk sw = { 0 };
 	struct cygprof_event *evbuf = NULL;
 	struct cygprof_mem_event me;
+	struct mem5_dec d5 = { 0 };
 	uint8_t *raw = NULL;
 	size_t rawcap = 0, nbuf = 0, off = 0;
 	uint64_t last = 0, addr = 0;
@@ -2318,7 +2541,7 @@ static int check_block(struct cygprof_capture *cap, unsigned int db, const MDB_v
 	uint32_t i;
 	int rc;
 
-	rc = block_open(cap, v, min[db], &raw, &rawcap, &b);
+	rc = block_open(cap, v, db == DB_MEM ? mem_event_min(cap) : min[db], &raw, &rawcap, &b);
 	if (rc)
 		goto out;
 	f->first_ts = f->last_ts = b.first_ts;
@@ -2330,11 +2553,18 @@ static int check_block(struct cygprof_capture *cap, unsigned int db, const MDB_v
 		break;
 	case DB_MEM:
 		last = b.first_ts;
+		if (cap->schema >= 5 && !mem5_open(&d5, b.raw, b.len, b.first_ts))
+			rc = CYGPROF_E_CORRUPT;
 		for (i = 0; i < b.count && !rc; i++) {
-			if (!mem_event(b.raw, b.len, &off, &last, &addr, &me))
-				rc = CYGPROF_E_CORRUPT;
+			bool oom = false;
+
+			if (cap->schema >= 5 ? !mem5_next(&d5, &me, &oom)
+					     : !mem_event(b.raw, b.len, &off, &last, &addr, &me))
+				rc = oom ? -ENOMEM : CYGPROF_E_CORRUPT;
 			else if (me.stack > f->max_stack)
 				f->max_stack = me.stack;
+			if (!rc)
+				last = me.ts_ns;
 		}
 		f->last_ts = last;
 		break;
@@ -2352,6 +2582,7 @@ out:
 	free(sw.a);
 	free(pw.a);
 	free(raw);
+	mem5_release(&d5);
 	return rc;
 }
 

@@ -650,12 +650,14 @@ static int copy_into(const char *path, int fd)
 	return rc;
 }
 
-/* Writer state of a capture reopened from a closed one: the next stack id
- * and counter id, the next block of the one-stream DBs, and every DB of the
- * current schema (an older capture gets the DBs it lacks). */
-static int reopen_state(struct cygprof_capture *cap)
+/* Writer state of a capture reopened from a closed one of schema old: the
+ * next stack id and counter id, the next block of the one-stream DBs, and
+ * every DB of the current schema (an older capture gets the DBs it lacks).
+ * Its event blocks stay as they were written: a capture older than schema
+ * 5 becomes schema 4 (the DBs of schema 5, the event blocks of 2 to 4). */
+static int reopen_state(struct cygprof_capture *cap, unsigned int old)
 {
-	static const char schema[] = { '0' + CYGPROF_CAPTURE_SCHEMA };
+	const char schema[] = { old < 5 ? '4' : '0' + CYGPROF_CAPTURE_SCHEMA };
 	MDB_stat st;
 	int rc, i;
 
@@ -690,6 +692,7 @@ int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out)
 {
 	struct cygprof_capture *cap, *rd = NULL;
 	struct stat st;
+	unsigned int old = CYGPROF_CAPTURE_SCHEMA;
 	int rc, fd = -1;
 	bool ok;
 
@@ -704,6 +707,7 @@ int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out)
 		rc = cygprof_capture_open(cap->tmp_path, &rd);
 	if (!rc) {
 		ok = rd->sealed && rd->schema >= 2;
+		old = rd->schema;
 		cygprof_capture_close(rd);
 		if (!ok)
 			rc = -EPERM;
@@ -720,7 +724,9 @@ int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out)
 			rc = cap->addrspace_limited ? CYGPROF_E_ADDRSPACE : -ENOMEM;
 	}
 	if (!rc)
-		rc = reopen_state(cap);
+		rc = reopen_state(cap, old);
+	if (!rc)
+		cap->schema = old < 5 ? 4 : CYGPROF_CAPTURE_SCHEMA;
 	if (rc) {
 		capture_free(cap);
 		return rc;
@@ -783,7 +789,7 @@ static size_t zstored(uint8_t *out, const uint8_t *src, size_t n)
  * compressed, or stored (zstored()) by a stream capture, which packs
  * nothing: put_value() compresses a stored block as this does. */
 static int block_value(struct cygprof_capture *cap, uint32_t count, uint64_t first_ts,
-		       const uint8_t *raw, size_t n)
+		       const uint8_t *raw, size_t n, int level)
 {
 	struct cbuf *z = &cap->zbuf;
 	size_t bound, zn;
@@ -802,16 +808,20 @@ static int block_value(struct cygprof_capture *cap, uint32_t count, uint64_t fir
 	if (cap->stream)
 		zn = zstored(out + CAPTURE_ZBLOCK_HDR, raw, n);
 	else
-		zn = ZSTD_compressCCtx(cap->zc, out + CAPTURE_ZBLOCK_HDR, bound, raw, n,
-				       CAPTURE_ZSTD_LEVEL);
+		zn = ZSTD_compressCCtx(cap->zc, out + CAPTURE_ZBLOCK_HDR, bound, raw, n, level);
 	if (ZSTD_isError(zn))
 		return -EIO;
 	z->len = CAPTURE_ZBLOCK_HDR + zn;
 	return 0;
 }
 
+static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
+		      uint64_t *first_ts);
+static size_t mem5_len(const struct mem5_enc *m);
+static void mem5_reset(struct mem5_enc *m);
+
 /* Write a pending block (its events: p->buf after its CAPTURE_BLOCK_HDR
- * reserved bytes). */
+ * reserved bytes, or the columns of a memory block, p->m5). */
 static int flush_block(struct cygprof_capture *cap, struct pending *p, bool close)
 {
 	uint8_t key[8];
@@ -819,8 +829,17 @@ static int flush_block(struct cygprof_capture *cap, struct pending *p, bool clos
 
 	put_be32(key, p->thread);
 	put_be32(key + 4, p->seq);
-	rc = block_value(cap, p->count, p->first_ts, p->buf + CAPTURE_BLOCK_HDR,
-			 p->len - CAPTURE_BLOCK_HDR);
+	if (p->m5) {
+		uint64_t first_ts;
+
+		rc = mem5_block(cap, p, cap->mem_threads > 1, &first_ts);
+		if (!rc)
+			rc = block_value(cap, p->count, first_ts, cap->mraw.p, cap->mraw.len,
+					 CAPTURE_MEM5_ZSTD_LEVEL);
+	} else {
+		rc = block_value(cap, p->count, p->first_ts, p->buf + CAPTURE_BLOCK_HDR,
+				 p->len - CAPTURE_BLOCK_HDR, CAPTURE_ZSTD_LEVEL);
+	}
 	if (!rc)
 		rc = wput(cap, p->db, key, sizeof(key), cap->zbuf.p, cap->zbuf.len);
 	if (rc)
@@ -828,10 +847,13 @@ static int flush_block(struct cygprof_capture *cap, struct pending *p, bool clos
 	p->dirty = false;
 	/* A small block stays open: later events extend it and rewrite the key,
 	 * so frequent commits do not leave many tiny blocks behind. */
-	if (close || p->len >= cap->block_max / 2) {
+	if (close || (p->m5 ? mem5_len(p->m5) >= CAPTURE_MEM5_RAW_MAX / 2
+			    : p->len >= cap->block_max / 2)) {
 		p->seq++;
 		p->count = 0;
 		p->len = CAPTURE_BLOCK_HDR;
+		if (p->m5)
+			mem5_reset(p->m5);
 	}
 	return 0;
 }
@@ -1368,8 +1390,8 @@ static int check_appender(struct cygprof_capture *cap)
  * bytes (a uint64_t at ts_off) are checked to go on from the stream's last,
  * with room reserved for n records of max bytes: a rejected call appends
  * nothing. */
-static int timed_begin(struct cygprof_capture *cap, unsigned int stream, uint32_t key,
-		       const void *recs, size_t n, size_t elsize, size_t ts_off, size_t max,
+static int timed_check(struct cygprof_capture *cap, unsigned int stream, uint32_t key,
+		       const void *recs, size_t n, size_t elsize, size_t ts_off,
 		       struct pending **pp)
 {
 	struct pending *p = pending_get(cap, stream, key);
@@ -1386,7 +1408,16 @@ static int timed_begin(struct cygprof_capture *cap, unsigned int stream, uint32_
 		last = ts;
 	}
 	*pp = p;
-	return pending_reserve(cap, p, n, max);
+	return 0;
+}
+
+static int timed_begin(struct cygprof_capture *cap, unsigned int stream, uint32_t key,
+		       const void *recs, size_t n, size_t elsize, size_t ts_off, size_t max,
+		       struct pending **pp)
+{
+	int rc = timed_check(cap, stream, key, recs, n, elsize, ts_off, pp);
+
+	return rc ? rc : pending_reserve(cap, *pp, n, max);
 }
 
 /* The calls open before a timeline block's first event (at first_ts), at
@@ -1480,31 +1511,249 @@ int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_i
 
 /* ---- memory events ----------------------------------------------------------- */
 
-/* One event at out; returns the bytes written (at most CAPTURE_MEM_EVENT_MAX).
- * The address is a delta from the previous event's address in the block
- * (of either op: on real heaps that is smaller than a delta from the
- * previous event of the same op), divided by 16 when it is a multiple. */
-static size_t encode_mem(uint8_t *out, const struct cygprof_mem_event *e, uint64_t last_ts,
-			 uint64_t last_addr)
-{
-	uint64_t d = e->addr - last_addr, hdr;
-	uint8_t *p = out;
+/* Schema 5 (docs/capture-format.md, "mem"): each event goes into the
+ * columns of its thread's open block as it is appended; the times both in
+ * us and in ns, as runs of events at one time.  flush_block() puts the
+ * columns together with the times in us while only one thread has memory
+ * events (its order is the order of the stream), in ns once there are
+ * more (a reader merges the threads by time: their order within a
+ * microsecond must stay the one they had). */
 
-	hdr = (uint64_t)e->flags << MEM_HDR_FLAGS_SHIFT | (uint64_t)e->fn << MEM_HDR_FN_SHIFT |
-	      e->op;
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static void cbuf_varint(struct cbuf *b, uint64_t v)
+{
+	uint8_t *p = cbuf_grow(b, 10);
+
+	if (p)
+		b->len -= 10 - put_varint(p, v);
+}
+
+/* A hash of (a, b): its low bits index MEM5_CACHE or a table. */
+static uint32_t mem5_hash(uint64_t a, uint64_t b)
+{
+	uint64_t h = (a ^ b * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
+
+	return (uint32_t)(h >> 32);
+}
+
+/* The open run of time t (unit u: 0 us, 1 ns) gets one more event; a new
+ * time closes the run before into the columns dt, run. */
+static void mem5_time(struct mem5_enc *m, unsigned int u, uint64_t t, struct cbuf *dt,
+		      struct cbuf *run)
+{
+	if (m->run_n[u] && t == m->run_t[u]) {
+		m->run_n[u]++;
+		return;
+	}
+	if (m->run_n[u]) {
+		cbuf_varint(dt, m->run_t[u] - m->base_t[u]);
+		cbuf_varint(run, m->run_n[u]);
+		m->base_t[u] = m->run_t[u];
+	} else {
+		m->base_t[u] = t; /* the block's first run: delta 0 */
+	}
+	m->run_t[u] = t;
+	m->run_n[u] = 1;
+}
+
+static void mem5_reset(struct mem5_enc *m)
+{
+	unsigned int c;
+
+	for (c = 0; c < MEM5_COL_COUNT; c++)
+		m->col[c].len = 0;
+	m->ns_dt.len = m->ns_run.len = 0;
+	m->run_n[0] = m->run_n[1] = 0;
+	m->prev_addr = 0;
+	m->nallocs = m->nfrees = m->npairs = 0;
+	memset(m->nbin, 0, sizeof(m->nbin));
+	memset(m->alloc, 0, sizeof(m->alloc));
+	memset(m->freed, 0, sizeof(m->freed));
+	if (m->pair)
+		memset(m->pair, 0, ((size_t)m->pair_mask + 1) * sizeof(*m->pair));
+	if (m->stk)
+		memset(m->stk, 0, ((size_t)m->stk_mask + 1) * sizeof(*m->stk));
+	m->nstks = 0;
+}
+
+/* The slot of (size, stack) in a table of n entries (*tab, *mask + 1
+ * slots): its own, or the empty one where it goes; NULL when the table
+ * cannot grow. */
+static struct mem5_pair_slot *mem5_slot(struct mem5_pair_slot **tab, uint32_t *mask, uint32_t n,
+					uint64_t size, uint32_t stack)
+{
+	struct mem5_pair_slot *t, *o, *p = *tab;
+	size_t ns, i, j;
+
+	if (!p || n >= (*mask + 1) / 2) {
+		ns = p ? ((size_t)*mask + 1) * 2 : 1024;
+		t = calloc(ns, sizeof(*t));
+		if (!t)
+			return NULL;
+		for (i = 0; p && i <= *mask; i++) {
+			o = &p[i];
+			if (!o->idx)
+				continue;
+			for (j = mem5_hash(o->size, o->stack) & (ns - 1); t[j].idx;
+			     j = (j + 1) & (ns - 1))
+				;
+			t[j] = *o;
+		}
+		free(p);
+		*tab = p = t;
+		*mask = (uint32_t)(ns - 1);
+	}
+	for (i = mem5_hash(size, stack) & *mask; p[i].idx; i = (i + 1) & *mask)
+		if (p[i].size == size && p[i].stack == stack)
+			break;
+	return &p[i];
+}
+
+/* Bytes of the block's columns so far, with both time encodings (which one
+ * is stored is decided later) and room for the block's own header. */
+static size_t mem5_len(const struct mem5_enc *m)
+{
+	size_t n = 16 + 10 * MEM5_COL_COUNT + 40, c;
+
+	for (c = 0; c < MEM5_COL_COUNT; c++)
+		n += m->col[c].len;
+	return n + m->ns_dt.len + m->ns_run.len;
+}
+
+static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
+{
+	uint64_t d = e->addr - m->prev_addr, hdr, form = MEM5_FORM_ADDR, ref = 0;
+	struct mem5_pair_slot *ps;
+	unsigned int bin;
+	uint32_t h;
+
+	mem5_time(m, 0, e->ts_ns / 1000, &m->col[MEM5_COL_DT], &m->col[MEM5_COL_RUN]);
+	mem5_time(m, 1, e->ts_ns, &m->ns_dt, &m->ns_run);
 	if (!(d & 15)) {
-		hdr |= MEM_HDR_SCALED;
-		/* an arithmetic shift, exact since the low bits are 0 */
-		d = d >> 4 | (0 - (d >> 63)) << 60;
+		form = MEM5_FORM_ADDR16;
+		d = d >> 4 | (0 - (d >> 63)) << 60; /* arithmetic shift, exact */
 	}
-	p += put_varint(p, hdr);
-	p += put_varint(p, e->ts_ns - last_ts);
-	p += put_varint(p, zigzag(d));
-	if (e->op == CYGPROF_MEM_ALLOC) {
-		p += put_varint(p, e->size);
-		p += put_varint(p, e->stack);
+	d = zigzag(d);
+	/* a free refers to the allocation of its address, an allocation to
+	 * the free of its address (allocators hand out what was just freed,
+	 * of its size class: counted among the frees of its class when the
+	 * block says the free's size) */
+	h = mem5_hash(e->addr, 0) & (MEM5_CACHE - 1);
+	if (e->op == CYGPROF_MEM_FREE && m->alloc[h].ord && m->alloc[h].addr == e->addr) {
+		ref = m->nallocs - m->alloc[h].ord + 1;
+	} else if (e->op == CYGPROF_MEM_ALLOC && m->freed[h].ord && m->freed[h].addr == e->addr) {
+		bin = capture_mem5_bin(e->size);
+		ref = m->freed[h].bin == bin ? (uint64_t)(m->nbin[bin] - m->freed[h].bord + 1) << 1
+					     : (uint64_t)(m->nfrees - m->freed[h].ord + 1) << 1 | 1;
 	}
-	return (size_t)(p - out);
+	if (ref && varint_len(ref) <= varint_len(d))
+		form = MEM5_FORM_REF;
+	hdr = (uint64_t)e->flags << MEM5_FLAGS_SHIFT | form << MEM5_FORM_SHIFT |
+	      (uint64_t)e->fn << MEM_HDR_FN_SHIFT | e->op;
+	cbuf_varint(&m->col[MEM5_COL_HDR], hdr);
+	if (form == MEM5_FORM_REF)
+		cbuf_varint(&m->col[e->op == CYGPROF_MEM_FREE ? MEM5_COL_REF : MEM5_COL_AREF], ref);
+	else
+		cbuf_varint(&m->col[MEM5_COL_ADDR], d);
+	m->prev_addr = e->addr;
+	if (e->op != CYGPROF_MEM_ALLOC) {
+		bin = form == MEM5_FORM_REF ? capture_mem5_bin(m->alloc[h].size) : MEM5_BIN_NONE;
+		m->nfrees++;
+		m->nbin[bin]++;
+		m->freed[h].addr = e->addr;
+		m->freed[h].ord = m->nfrees;
+		m->freed[h].bord = m->nbin[bin];
+		m->freed[h].bin = bin;
+		return;
+	}
+	ps = mem5_slot(&m->pair, &m->pair_mask, m->npairs, e->size, e->stack);
+	if (ps && ps->idx) {
+		cbuf_varint(&m->col[MEM5_COL_PAIR], ps->idx);
+	} else {
+		/* new (or not kept when out of memory: the table may repeat it),
+		 * its stack by its index among the block's */
+		cbuf_varint(&m->col[MEM5_COL_PAIR], 0);
+		cbuf_varint(&m->col[MEM5_COL_NEW], e->size);
+		if (ps) {
+			ps->size = e->size;
+			ps->stack = e->stack;
+			ps->idx = m->npairs + 1;
+		}
+		m->npairs++;
+		ps = mem5_slot(&m->stk, &m->stk_mask, m->nstks, 0, e->stack);
+		if (ps && ps->idx) {
+			cbuf_varint(&m->col[MEM5_COL_SREF], ps->idx - 1);
+		} else {
+			cbuf_varint(&m->col[MEM5_COL_SREF], m->nstks);
+			cbuf_varint(&m->col[MEM5_COL_SNEW], e->stack);
+			if (ps) {
+				ps->stack = e->stack;
+				ps->idx = m->nstks + 1;
+			}
+			m->nstks++;
+		}
+	}
+	m->nallocs++;
+	m->alloc[h].addr = e->addr;
+	m->alloc[h].size = e->size;
+	m->alloc[h].ord = m->nallocs;
+}
+
+/* The open block's columns put together into cap->mraw (times in ns when
+ * ns), its first time into *first_ts. */
+static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
+		      uint64_t *first_ts)
+{
+	struct mem5_enc *m = p->m5;
+	struct cbuf *b = &cap->mraw, *dt = ns ? &m->ns_dt : &m->col[MEM5_COL_DT],
+		    *run = ns ? &m->ns_run : &m->col[MEM5_COL_RUN];
+	unsigned int u = ns, c;
+	uint8_t tail[2][10];
+	size_t tn[2], len;
+
+	/* the open run, which later events of the block may still extend */
+	tn[0] = put_varint(tail[0], m->run_t[u] - m->base_t[u]);
+	tn[1] = put_varint(tail[1], m->run_n[u]);
+	b->len = 0;
+	cbuf_varint(b, ns ? MEM5_BLOCK_NS : 0);
+	for (c = 0; c < MEM5_COL_COUNT; c++) {
+		len = c == MEM5_COL_DT	  ? dt->len + tn[0]
+		      : c == MEM5_COL_RUN ? run->len + tn[1]
+					  : m->col[c].len;
+		cbuf_varint(b, len);
+	}
+	for (c = 0; c < MEM5_COL_COUNT; c++) {
+		if (c == MEM5_COL_DT) {
+			cbuf_bytes(b, dt->p, dt->len);
+			cbuf_bytes(b, tail[0], tn[0]);
+		} else if (c == MEM5_COL_RUN) {
+			cbuf_bytes(b, run->p, run->len);
+			cbuf_bytes(b, tail[1], tn[1]);
+		} else {
+			cbuf_bytes(b, m->col[c].p, m->col[c].len);
+		}
+	}
+	for (c = 0; c < MEM5_COL_COUNT; c++)
+		if (m->col[c].oom)
+			b->oom = true;
+	if (m->ns_dt.oom || m->ns_run.oom)
+		b->oom = true;
+	if (b->oom) {
+		b->oom = false;
+		return -ENOMEM;
+	}
+	*first_ts = ns ? p->first_ts : p->first_ts / 1000 * 1000;
+	return 0;
 }
 
 int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
@@ -1524,18 +1773,34 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 		if (ev[i].op > CYGPROF_MEM_FREE || ev[i].fn >= CYGPROF_FN_COUNT ||
 		    (ev[i].op == CYGPROF_MEM_FREE && (ev[i].size || ev[i].stack)))
 			return -EINVAL;
-	rc = timed_begin(cap, STREAM_MEM, thread_idx, ev, n, sizeof(*ev),
-			 offsetof(struct cygprof_mem_event, ts_ns), CAPTURE_MEM_EVENT_MAX, &p);
+	rc = timed_check(cap, STREAM_MEM, thread_idx, ev, n, sizeof(*ev),
+			 offsetof(struct cygprof_mem_event, ts_ns), &p);
 	if (rc)
 		return rc;
+	if (!p->m5) {
+		p->m5 = calloc(1, sizeof(*p->m5));
+		if (!p->m5)
+			return -ENOMEM;
+	}
+	rc = mark_dirty(cap, p);
+	if (rc)
+		return rc;
+	if (!p->any)
+		cap->mem_threads++;
 	for (i = 0; i < n; i++) {
-		rc = pending_next(cap, p, CAPTURE_MEM_EVENT_MAX, ev[i].ts_ns);
-		if (rc)
-			break;
-		p->len += encode_mem(p->buf + p->len, &ev[i], p->last_ts, p->last_addr);
+		/* a full block is written and closed (the next one starts afresh) */
+		if (mem5_len(p->m5) + 4 * CAPTURE_MEM_EVENT_MAX > CAPTURE_MEM5_RAW_MAX) {
+			rc = flush_block(cap, p, true);
+			if (!rc)
+				rc = mark_dirty(cap, p);
+			if (rc)
+				break;
+		}
+		if (!p->count)
+			p->first_ts = ev[i].ts_ns;
+		mem5_event(p->m5, &ev[i]);
 		p->count++;
 		p->last_ts = ev[i].ts_ns;
-		p->last_addr = ev[i].addr;
 		p->any = true;
 	}
 	return wdone(cap, rc);
@@ -1899,7 +2164,8 @@ static int pack_value(struct cygprof_capture *cap, unsigned int db, const uint8_
 				vlen - CAPTURE_ZBLOCK_HDR);
 	if (ZSTD_isError(n) || n != raw)
 		return CYGPROF_E_CORRUPT;
-	return block_value(cap, get_le32(v), get_le64(v + 4), b->p, raw);
+	return block_value(cap, get_le32(v), get_le64(v + 4), b->p, raw,
+			   db == DB_MEM ? CAPTURE_MEM5_ZSTD_LEVEL : CAPTURE_ZSTD_LEVEL);
 }
 
 int cygprof_capture_put_value(struct cygprof_capture *cap, unsigned int db, const void *key,

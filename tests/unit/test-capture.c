@@ -1436,12 +1436,18 @@ static void test_corrupt_values(void)
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 }
 
+static void le64_at(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> 8 * i);
+}
+
 /* Damaged stash nodes and memory blocks decode as CORRUPT. */
 static void test_corrupt_mem(void)
 {
 	const char *path = tmp_path("damaged-mem.cap");
 	struct cygprof_stack_node good[2] = { { 1, 0, 0, 0, 0x1000 }, { 2, 1, 0, 1, 0x2000 } };
-	struct cygprof_mem_event ev = { .ts_ns = 5, .addr = 0x1000, .size = 8, .stack = 2 }, e;
+	struct cygprof_mem_event ev = { .ts_ns = 5000, .addr = 0x1000, .size = 8, .stack = 2 }, e;
 	struct cygprof_stack_node *out = NULL;
 	struct cygprof_mem_cursor *cur = NULL;
 	struct cygprof_capture *cap;
@@ -1494,26 +1500,41 @@ static void test_corrupt_mem(void)
 	free(out);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 
-	/* mem: thread 1 claims 2 events and holds 1.5; thread 2 has an unknown
-	 * fn; thread 3 a second block earlier than the first */
+	/* mem (schema 5 blocks: flags, the 10 column lengths, the columns):
+	 * thread 1 claims 2 events and holds 1.5 (a FREE, then an ALLOC
+	 * without its address); thread 2 has an unknown fn; thread 3 a second
+	 * block earlier than the first; thread 4 a FREE referring to an
+	 * allocation the block does not have */
+	static const uint8_t t1[] = { 0, 2, 1, 1, 1, 0, 0, 0, 0, 0, 0,
+				      CYGPROF_FN_FREE << 1 | 1, 0, 0, 2, 2 };
+	static const uint8_t t2[] = { 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 15 << 1 | 1, 0, 1, 2 };
+	static const uint8_t t3[] = { 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0,
+				      CYGPROF_FN_FREE << 1 | 1, 0, 1, 2 };
+	static const uint8_t t4[] = { 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0,
+				      2 << 5 /* form REF */ | CYGPROF_FN_FREE << 1 | 1,
+				      0, 1, 1 };
 	memset(val, 0, sizeof(val));
 	memset(key, 0, sizeof(key));
 	key[3] = 1;
 	val[0] = 2;
-	val[12] = CYGPROF_FN_FREE << 1 | 1; val[13] = 0; val[14] = 2; /* a whole FREE */
-	val[15] = 0; val[16] = 1; val[17] = 4; /* an ALLOC without size and stack */
-	CHECK_EQ_INT(raw_block(path, "mem", key, val, 18), 0);
+	memcpy(val + 12, t1, sizeof(t1));
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 12 + sizeof(t1)), 0);
 	key[3] = 2;
 	val[0] = 1;
-	val[12] = 15 << 1 | 1;
-	CHECK_EQ_INT(raw_block(path, "mem", key, val, 17), 0);
+	memcpy(val + 12, t2, sizeof(t2));
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 12 + sizeof(t2)), 0);
 	key[3] = 3;
-	val[4] = 100;
-	val[12] = CYGPROF_FN_FREE << 1 | 1;
-	CHECK_EQ_INT(raw_block(path, "mem", key, val, 17), 0);
+	le64_at(val + 4, 100000);
+	memcpy(val + 12, t3, sizeof(t3));
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 12 + sizeof(t3)), 0);
 	key[7] = 1;
-	val[4] = 99;
-	CHECK_EQ_INT(raw_block(path, "mem", key, val, 17), 0);
+	le64_at(val + 4, 99000);
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 12 + sizeof(t3)), 0);
+	key[3] = 4;
+	key[7] = 0;
+	le64_at(val + 4, 0);
+	memcpy(val + 12, t4, sizeof(t4));
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 12 + sizeof(t4)), 0);
 
 	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
 	if (!cap)
@@ -1533,11 +1554,14 @@ static void test_corrupt_mem(void)
 	cygprof_mem_cursor_close(cur);
 	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 3, &cur), 0);
 	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), 1);
-	CHECK_EQ_U64(e.ts_ns, 100);
+	CHECK_EQ_U64(e.ts_ns, 100000);
 	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), CYGPROF_E_CORRUPT);
 	cygprof_mem_cursor_close(cur);
 	CHECK_EQ_INT(cygprof_capture_mem_count(cap, 3, &count), 0);
 	CHECK_EQ_U64(count, 2);
+	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 4, &cur), 0);
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), CYGPROF_E_CORRUPT);
+	cygprof_mem_cursor_close(cur);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 }
 

@@ -54,7 +54,9 @@ static const struct cygprof_mem_event t1[] = {
 	A(100, 0x800, 100, 13),
 };
 
-static void write_capture(const char *path, int memory)
+/* The capture of the events e0 (thread 0) and e1 (thread 1). */
+static void write_events(const char *path, int memory, const struct cygprof_mem_event *e0,
+			 size_t n0, const struct cygprof_mem_event *e1, size_t n1)
 {
 	static char exe[PATH_MAX];
 	struct cygprof_capture *cap;
@@ -122,11 +124,82 @@ static void write_capture(const char *path, int memory)
 	if (memory) {
 		CHECK_EQ_INT(cygprof_capture_put_stacks(cap, stash, sizeof(stash) / sizeof(stash[0])),
 			     0);
-		CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, t0, sizeof(t0) / sizeof(t0[0])), 0);
-		CHECK_EQ_INT(cygprof_capture_append_mem(cap, 1, t1, sizeof(t1) / sizeof(t1[0])), 0);
+		CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, e0, n0), 0);
+		if (n1)
+			CHECK_EQ_INT(cygprof_capture_append_mem(cap, 1, e1, n1), 0);
 	}
 	CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+}
+
+static void write_capture(const char *path, int memory)
+{
+	write_events(path, memory, t0, sizeof(t0) / sizeof(t0[0]), t1, sizeof(t1) / sizeof(t1[0]));
+}
+
+/* Schema 5 stores memory times in us while one thread has memory events,
+ * in ns with more: two threads that free each other's blocks within one
+ * microsecond (a free sorted before its allocation would be untracked and
+ * the allocation leaked; a free before another thread's allocation would
+ * lower the peak) read with the figures of their exact times.  One thread
+ * alone reads its times rounded down to the us, in its own order. */
+static void test_same_us(void)
+{
+	static const struct cygprof_mem_event e0[] = {
+		A(1000100, 0x100, 100, 3), F(1000400, 0x200), A(1000500, 0x300, 7, 3),
+		F(1000900, 0x300),
+	};
+	static const struct cygprof_mem_event e1[] = {
+		A(1000150, 0x200, 50, 11), F(1000200, 0x100), A(1000600, 0x400, 1000, 11),
+		F(1000700, 0x400),
+	};
+	struct memory_opts o = { 0 };
+	char path[PATH_MAX + 16];
+	struct cygprof_capture *cap;
+	struct memory *m = NULL;
+	struct view *v = NULL;
+
+	for (int one = 0; one < 2; one++) {
+		snprintf(path, sizeof(path), "%s/same-us-%d.cap", dir, one);
+		write_events(path, 1, e0, 4, e1, one ? 0 : 4);
+		if (cygprof_capture_open(path, &cap)) {
+			CHECK_FAIL_("cannot open %s", path);
+			return;
+		}
+		if (view_new(cap, NULL, &v) || memory_load(v, &o, &m)) {
+			CHECK_FAIL_("memory_load(%s) failed", path);
+			view_close(v);
+			cygprof_capture_close(cap);
+			return;
+		}
+		if (one) {
+			/* 0x200 was never allocated by thread 0 */
+			CHECK_EQ_U64(m->t.allocations, 2);
+			CHECK_EQ_U64(m->t.frees, 1);
+			CHECK_EQ_U64(m->t.untracked_frees, 1);
+			CHECK_EQ_U64(m->t.leaked_bytes, 100);
+			CHECK_EQ_U64(m->t.peak_bytes, 107);
+			CHECK_EQ_U64(m->t.first_ts_ns, 1000000);
+			CHECK_EQ_U64(m->t.last_ts_ns, 1000000);
+		} else {
+			CHECK_EQ_U64(m->t.allocations, 4);
+			CHECK_EQ_U64(m->t.frees, 4);
+			CHECK_EQ_U64(m->t.untracked_frees, 0);
+			CHECK_EQ_U64(m->t.cross_thread_frees, 2);
+			CHECK_EQ_U64(m->t.temporary_allocations, 2);
+			CHECK_EQ_U64(m->t.leaked_allocations, 0);
+			/* 7 + 1000 live at 1000600 ns (in us order, frees first:
+			 * 0x100 and 0x200 untracked, 157 more live) */
+			CHECK_EQ_U64(m->t.peak_bytes, 1007);
+			CHECK_EQ_U64(m->t.peak_pos, 5);
+			CHECK_EQ_U64(m->t.first_ts_ns, 1000100);
+		}
+		memory_free(m);
+		m = NULL;
+		view_close(v);
+		v = NULL;
+		cygprof_capture_close(cap);
+	}
 }
 
 static const struct memory_fn *fn(const struct memory *m, const char *name)
@@ -381,6 +454,7 @@ int main(int argc, char **argv)
 	}
 	cygprof = argc > 1 ? argv[1] : NULL;
 	RUN_TEST(test_load);
+	RUN_TEST(test_same_us);
 	if (cygprof)
 		RUN_TEST(test_cli);
 	else

@@ -66,8 +66,8 @@ static const struct cygprof_stack_node stacks[] = {
 	{ 3, 2, 0, CYGPROF_FRAME_IP, 0x401105 },
 };
 static const struct cygprof_mem_event mem[] = {
-	{ 15, 0x10000, 64, 2, CYGPROF_MEM_ALLOC, CYGPROF_FN_MALLOC, 0 },
-	{ 25, 0x10000, 0, 0, CYGPROF_MEM_FREE, CYGPROF_FN_FREE, 0 },
+	{ 15000, 0x10000, 64, 2, CYGPROF_MEM_ALLOC, CYGPROF_FN_MALLOC, 0 },
+	{ 25000, 0x10000, 0, 0, CYGPROF_MEM_FREE, CYGPROF_FN_FREE, 0 },
 };
 static const struct cygprof_sample samples[] = { { 0, 100 }, { 500, -7 } };
 static const struct cygprof_psample psamples[] = {
