@@ -240,6 +240,7 @@ int cmd_replay(int argc, char **argv)
 		switch (c) {
 		case 'h':
 			usage(stdout);
+			debuginfo_free(di);
 			return 0;
 		case 0x4200:
 			pattern = optarg;
