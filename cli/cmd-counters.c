@@ -317,34 +317,59 @@ static int by_y(const void *a, const void *b)
 }
 
 /* One panel: the series idx[0..n) of one owner and one unit. */
+/* Where v is on an axis from lo to hi, 0 to 1 (log: by decades, a value
+ * at or below lo, such as 0, at the bottom). */
+static double svg_frac(double v, double lo, double hi, int logy)
+{
+	if (!logy)
+		return (v - lo) / (hi - lo);
+	if (v <= lo)
+		return 0;
+	return (log10(v) - log10(lo)) / (log10(hi) - log10(lo));
+}
+
 static void svg_panel(FILE *f, const struct counter_set *cs, const size_t *idx,
 		      size_t n, double top, const char *title, uint64_t dur)
 {
 	double pw = SVG_W - SVG_LEFT - SVG_RIGHT, y0 = top + 24, ph = SVG_PANEL_H - 30;
 	uint32_t unit = cs->v[idx[0]].unit;
 	double lo = 0, hi = 0; /* the axis starts at 0: no value is below */
+	double small = 0;      /* the smallest of the series' maxima above 0 */
 	uint64_t a, b;
 	struct label *lab = calloc(n, sizeof(*lab));
 	double step, t, xs;
+	int logy;
 	char buf[32];
 
 	for (size_t i = 0; i < n; i++) {
 		minmax(&cs->v[idx[i]], &a, &b);
 		if ((double)b > hi)
 			hi = (double)b;
+		if (b && (!small || (double)b < small))
+			small = (double)b;
 	}
-	if (hi == lo)
-		hi = lo + 1;
-	step = nice_step(hi - lo, 4);
-	hi = ceil(hi / step) * step;
-	fprintf(f, "<g class=\"panel\">\n<text x=\"%d\" y=\"%.0f\" font-weight=\"bold\">", SVG_LEFT,
-		top + 14);
+	/* series more than two decades apart (a 16 GiB statm/size beside a
+	 * 16 MiB heap): a log scale, so that none is flattened to the axis */
+	logy = small > 0 && hi / small > 100;
+	if (logy) {
+		lo = pow(10, floor(log10(small)) - 1);
+		hi = pow(10, ceil(log10(hi)));
+		step = 10;
+	} else {
+		if (hi == lo)
+			hi = lo + 1;
+		step = nice_step(hi - lo, 4);
+		hi = ceil(hi / step) * step;
+	}
+	fprintf(f, "<g class=\"panel\"%s>\n<text x=\"%d\" y=\"%.0f\" font-weight=\"bold\">",
+		logy ? " data-scale=\"log\"" : "", SVG_LEFT, top + 14);
 	xml_str(f, title);
-	fprintf(f, " (%s)</text>\n", counters_unit_name(unit));
+	fprintf(f, " (%s%s)</text>\n", counters_unit_name(unit), logy ? ", log scale" : "");
 	fprintf(f, "<rect x=\"%d\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
 		   "stroke=\"#999\"/>\n", SVG_LEFT, y0, pw, ph);
-	for (double yv = lo; yv <= hi + step / 2; yv += step) {
-		double y = y0 + ph - (yv - lo) / (hi - lo) * ph;
+	for (double yv = lo; yv <= hi * (logy ? 1.01 : 1) + (logy ? 0 : step / 2);
+	     yv = logy ? yv * step : yv + step) {
+		double y = y0 + ph - svg_frac(yv, lo, hi, logy) * ph;
 
 		human(buf, sizeof buf, unit, yv);
 		fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#eee\"/>"
@@ -367,7 +392,7 @@ static void svg_panel(FILE *f, const struct counter_set *cs, const size_t *idx,
 		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", color);
 		for (size_t k = 0; k < c->n; k++) {
 			x = SVG_LEFT + (double)c->s[k].t_ns / (double)(dur ? dur : 1) * pw;
-			y = y0 + ph - ((double)counter_value(&c->s[k]) - lo) / (hi - lo) * ph;
+			y = y0 + ph - svg_frac((double)counter_value(&c->s[k]), lo, hi, logy) * ph;
 			fprintf(f, "%s%.1f,%.1f", k ? " " : "", x > SVG_LEFT + pw ? SVG_LEFT + pw : x, y);
 		}
 		fprintf(f, "\"><title>");

@@ -178,6 +178,27 @@ def test_fork(ck, cyg, example, args):
               if t.getAttribute('class') == 'label'}
     ck.check({'statm/resident', 'heap/live_bytes', 'meminfo/MemFree'} <= labels,
              'SVG: lines named at their end (%s)' % sorted(labels)[:6])
+    # the system's bytes (MemTotal: GiB, Buffers or Dirty: MiB) are more
+    # than two decades apart: a log scale, on which no series above 0 lies
+    # flat on the axis as it would on a linear one
+    sysrow = rows[0] if rows else None
+    panels = sysrow.getElementsByTagName('g') if sysrow else []
+    logs = [g for g in panels if g.getAttribute('class') == 'panel' and
+            g.getAttribute('data-scale') == 'log']
+    ck.eq(len(logs), 1, 'SVG: the system\'s bytes panel on a log scale')
+    if logs:
+        g = logs[0]
+        rect = g.getElementsByTagName('rect')[0]
+        bottom = float(rect.getAttribute('y')) + float(rect.getAttribute('height'))
+        peak = {c['name']: max([v for _, v in c['samples']] or [0]) for c in ctr
+                if c['pid'] is None}
+        flat = []
+        for pl in g.getElementsByTagName('polyline'):
+            name = pl.getElementsByTagName('title')[0].firstChild.data
+            ys = [float(pt.split(',')[1]) for pt in pl.getAttribute('points').split()]
+            if peak.get(name, 0) > 0 and ys and min(ys) > bottom - 5:
+                flat.append(name)
+        ck.eq(flat, [], 'SVG log scale: every series above 0 drawn off the axis')
     # an SVG may replace only an SVG
     other = os.path.join(cyg.workdir, 'notes.txt')
     with open(other, 'w') as f:
