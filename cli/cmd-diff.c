@@ -504,8 +504,8 @@ static void print_json(struct diff_opts *o, struct side *old, struct side *new,
  * fifth of the run or more), each against the OLD runs' median.  The rest
  * moves when another function changed, the CPU time when the load did: a
  * verdict needs both to agree.  A time is worse when the NEW median is more
- * than PCT% above the OLD one and every NEW run is more than PCT/2% above
- * every OLD run, for a function that holds at least 0.5% of a run (the
+ * than PCT% above the OLD one, by more than 1.5 times either side's spread,
+ * and every NEW run is more than PCT/2% above every OLD run, for a function that holds at least 0.5% of a run (the
  * median run: below, the noise of a few microseconds would decide).
  * bench/diffci.py measures the rates (bench/RESULTS.md). */
 
@@ -643,13 +643,18 @@ static void judge(struct run_fn *f, size_t nold, size_t nnew, const double *tot,
 			continue;
 		/* both clocks must agree: the rest of the run moves when another
 		 * function changed, the CPU time when the machine's load did */
+		/* and the change larger than either side's spread by half
+		 * again: runs of one build split into their slowest and their
+		 * fastest do not pass (one split in 20 separates them) */
+		double spread = 1.5 * (hi[0] - lo[0] > hi[1] - lo[1] ? hi[0] - lo[0] : hi[1] - lo[1]);
 		if (f->change[k] > pct / 100 && lo[1] > hi[0] * (1 + pct / 200) &&
-		    cpu_change > pct / 200) {
+		    cpu_change > pct / 200 && f->median[1][k] - f->median[0][k] > spread) {
 			f->worse[k] = 1;
 			if (f->verdict == VERDICT_SAME || f->verdict == VERDICT_FASTER)
 				f->verdict = VERDICT_SLOWER;
 		} else if (f->change[k] < -pct / 100 / (1 + pct / 100) &&
 			   hi[1] * (1 + pct / 200) < lo[0] && cpu_change < -pct / 200 &&
+			   f->median[0][k] - f->median[1][k] > spread &&
 			   f->verdict == VERDICT_SAME) {
 			f->verdict = VERDICT_FASTER;
 		}
