@@ -94,6 +94,15 @@ struct rstream {
 	size_t k;
 };
 
+static struct rstream *rs_new(const uint32_t *map, size_t nmap, cygprof_event_fn fn, void *data)
+{
+	struct rstream *r = malloc(sizeof *r);
+
+	if (r)
+		*r = (struct rstream){ .map = map, .nmap = nmap, .fn = fn, .data = data };
+	return r;
+}
+
 static int rs_flush(struct rstream *r)
 {
 	int err = r->k ? r->fn(r->buf, r->k, r->data) : 0;
@@ -122,7 +131,7 @@ int view_range_events(struct view *v, uint32_t thread, const uint32_t *map, size
 	struct cygprof_event_cursor *cur = NULL;
 	const struct cygprof_open_call *oc;
 	const struct cygprof_event *ev;
-	struct rstream *r = malloc(sizeof *r);
+	struct rstream *r = rs_new(map, nmap, fn, data);
 	struct rcall *st = NULL;
 	size_t n, depth = 0, cap = 0, i, noc, open_at = 0;
 	uint32_t full;
@@ -131,11 +140,6 @@ int view_range_events(struct view *v, uint32_t thread, const uint32_t *map, size
 
 	if (!r)
 		return -ENOMEM;
-	r->map = map;
-	r->nmap = nmap;
-	r->fn = fn;
-	r->data = data;
-	r->k = 0;
 	err = cygprof_event_cursor_open(v->cap, thread, &cur);
 	seekable = !err && !cygprof_event_cursor_seek(cur, f->t0);
 	for (int first = 1; !err && phase < 2; first = 0) {
@@ -454,54 +458,30 @@ done:
 
 /* ---- the timeline ---------------------------------------------------------- */
 
-struct event_remap {
-	const struct view *v;
-	const uint32_t *map;
-	size_t nmap;
-	cygprof_event_fn fn;
-	void *data;
-	struct cygprof_event buf[256];
-};
-
+/* Each run of a thread's events through the range stream's buffer and node
+ * map (rs_put()), flushed at the end of the run: what reaches fn is in
+ * runs, as foreach_event gives them. */
 static int remap_events(const struct cygprof_event *ev, size_t n, void *data)
 {
-	struct event_remap *r = data;
-	size_t k = 0;
-	int err;
+	struct rstream *r = data;
+	int err = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		struct cygprof_event e = ev[i];
-		if (r->map) {
-			if (e.node >= r->nmap || r->map[e.node] == VIEW_NONE)
-				continue;
-			e.node = r->map[e.node];
-		}
-		r->buf[k++] = e;
-		if (k == sizeof r->buf / sizeof r->buf[0]) {
-			if ((err = r->fn(r->buf, k, r->data)))
-				return err;
-			k = 0;
-		}
-	}
-	return k ? r->fn(r->buf, k, r->data) : 0;
+	for (size_t i = 0; i < n && !err; i++)
+		err = rs_put(r, ev[i].node, ev[i].ts_ns, ev[i].kind);
+	return err ? err : rs_flush(r);
 }
 
 int view_filter_events(struct view *v, uint32_t thread, const uint32_t *map, size_t nmap,
 		       cygprof_event_fn fn, void *data)
 {
-	struct event_remap *r;
+	struct rstream *r;
 	int err;
 
 	if (v->filter.has_range)
 		return view_range_events(v, thread, map, nmap, fn, data);
-	r = malloc(sizeof *r);
+	r = rs_new(map, nmap, fn, data);
 	if (!r)
 		return -ENOMEM;
-	r->v = v;
-	r->map = map;
-	r->nmap = nmap;
-	r->fn = fn;
-	r->data = data;
 	err = cygprof_capture_foreach_event(v->cap, thread, remap_events, r);
 	free(r);
 	return err == CYGPROF_E_NOTFOUND ? 0 : err;

@@ -1403,10 +1403,13 @@ struct cygprof_event_cursor {
 	size_t prawcap;
 };
 
-int cygprof_event_cursor_open(struct cygprof_capture *cap, uint32_t thread_idx,
-			      struct cygprof_event_cursor **cur)
+/* What opening a cursor on a thread's stream shares: the arguments checked,
+ * a writer's pending block of that stream written (the cursor reads what
+ * was appended), and size bytes of zeroed cursor at *out. */
+static int cursor_alloc(struct cygprof_capture *cap, unsigned int stream, uint32_t thread,
+			size_t size, void *out)
 {
-	struct cygprof_event_cursor *c;
+	void **cur = out;
 	int rc;
 
 	if (!cur)
@@ -1415,17 +1418,26 @@ int cygprof_event_cursor_open(struct cygprof_capture *cap, uint32_t thread_idx,
 	if (!cap)
 		return -EINVAL;
 	if (!cap->rdonly) {
-		rc = capture_flush_thread(cap, STREAM_TIMELINE, thread_idx);
+		rc = capture_flush_thread(cap, stream, thread);
 		if (rc)
 			return rc;
 	}
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
+	*cur = calloc(1, size);
+	return *cur ? 0 : -ENOMEM;
+}
+
+int cygprof_event_cursor_open(struct cygprof_capture *cap, uint32_t thread_idx,
+			      struct cygprof_event_cursor **cur)
+{
+	struct cygprof_event_cursor *c;
+	int rc = cursor_alloc(cap, STREAM_TIMELINE, thread_idx, sizeof(*c), cur);
+
+	if (rc)
+		return rc;
+	c = *cur;
 	c->cap = cap;
 	c->thread = thread_idx;
 	c->end = cap->missing[DB_TIMELINE];
-	*cur = c;
 	return 0;
 }
 
@@ -1970,25 +1982,14 @@ int cygprof_mem_cursor_open(struct cygprof_capture *cap, uint32_t thread_idx,
 			    struct cygprof_mem_cursor **cur)
 {
 	struct cygprof_mem_cursor *c;
-	int rc;
+	int rc = cursor_alloc(cap, STREAM_MEM, thread_idx, sizeof(*c), cur);
 
-	if (!cur)
-		return -EINVAL;
-	*cur = NULL;
-	if (!cap)
-		return -EINVAL;
-	if (!cap->rdonly) {
-		rc = capture_flush_thread(cap, STREAM_MEM, thread_idx);
-		if (rc)
-			return rc;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
+	if (rc)
+		return rc;
+	c = *cur;
 	c->cap = cap;
 	c->thread = thread_idx;
 	c->end = cap->missing[DB_MEM];
-	*cur = c;
 	return 0;
 }
 

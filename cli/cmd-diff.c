@@ -143,16 +143,9 @@ static void parse_opts(int argc, char **argv, struct diff_opts *o)
 		case O_FORMAT:
 			o->json = cli_format_json("diff", optarg);
 			break;
-		case O_FAIL_ABOVE: {
-			char *end;
-			errno = 0;
-			o->fail_above = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(o->fail_above >= 0) ||
-			    o->fail_above > 1000)
-				cli_die(2, "diff: --fail-above: '%s' is not a percentage from 0 to 1000",
-					optarg);
+		case O_FAIL_ABOVE:
+			o->fail_above = cli_parse_real("diff", "--fail-above", optarg, 0, 1000);
 			break;
-		}
 		}
 	}
 	if (argc - optind != 2)

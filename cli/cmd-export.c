@@ -149,20 +149,16 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
  * from the timeline's events, the part a --time-range keeps), unless -f. */
 static void check_viewer_size(struct export_cli *e, struct view *v)
 {
-	const struct cygprof_thread *t;
 	const struct view_filter *f = &e->filt.vf;
-	uint64_t events = 0, max, est, dur;
-	size_t nt, i;
+	uint64_t events, max, est, dur;
 	int chrome = !strcmp(e->fmt->name, "chrome");
 	char why[512];
 	double per;
 
 	if (e->force || (!chrome && strcmp(e->fmt->name, "perfetto")))
 		return;
-	if (view_threads(v, &t, &nt))
-		return; /* the export says what is wrong */
-	for (i = 0; i < nt; i++)
-		events += t[i].events;
+	/* 0 when the threads cannot be read: the export says what is wrong */
+	events = export_timeline_events(v);
 	per = chrome ? 48.0 : 12.5;
 	max = chrome ? VIEWER_CHROME_MAX : VIEWER_PERFETTO_MAX;
 	est = (uint64_t)((double)events * per);

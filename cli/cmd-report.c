@@ -581,16 +581,9 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 		case O_THREADS:
 			o->per_thread = 1;
 			break;
-		case O_MIN_PERCENT: {
-			char *end;
-			errno = 0;
-			o->min_percent = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(o->min_percent >= 0) ||
-			    o->min_percent > 100)
-				cli_die(2, "report: --min-percent: '%s' is not a percentage from 0 to 100",
-					optarg);
+		case O_MIN_PERCENT:
+			o->min_percent = cli_parse_real("report", "--min-percent", optarg, 0, 100);
 			break;
-		}
 		case O_SORT:
 			o->sort_given = 1;
 			if (!strcmp(optarg, "self"))

@@ -2,6 +2,7 @@
 /* exporters.c - the table of formats (export.h). */
 #include "export.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "view.h"
@@ -59,28 +60,28 @@ void export_progress_mem(uint64_t done, uint64_t total, void *arg)
 	export_progress_to(pg, done);
 }
 
-uint64_t export_timeline_events(struct view *v)
+/* The sum over the threads of the field of struct cygprof_thread at off. */
+static uint64_t threads_sum(struct view *v, size_t off)
 {
 	const struct cygprof_thread *t;
-	uint64_t n = 0;
+	uint64_t n = 0, x;
 	size_t nt, i;
 
 	if (view_threads(v, &t, &nt))
 		return 0;
-	for (i = 0; i < nt; i++)
-		n += t[i].events;
+	for (i = 0; i < nt; i++) {
+		memcpy(&x, (const char *)&t[i] + off, sizeof x);
+		n += x;
+	}
 	return n;
+}
+
+uint64_t export_timeline_events(struct view *v)
+{
+	return threads_sum(v, offsetof(struct cygprof_thread, events));
 }
 
 uint64_t export_tree_calls(struct view *v)
 {
-	const struct cygprof_thread *t;
-	uint64_t n = 0;
-	size_t nt, i;
-
-	if (view_threads(v, &t, &nt))
-		return 0;
-	for (i = 0; i < nt; i++)
-		n += t[i].calls;
-	return n;
+	return threads_sum(v, offsetof(struct cygprof_thread, calls));
 }
