@@ -189,15 +189,21 @@ def finish_attachme(ck, p, countfile):
     ck.check(out.startswith('attachme: done work='), 'attachme prints its summary: %r' % out)
 
 
-def counts(countfile):
-    """The program's own counter lines: [(mono_ns, work, late)]."""
-    rows = []
-    with open(countfile) as f:
-        for line in f:
-            v = line.split()
-            if len(v) == 3:
-                rows.append(tuple(int(x) for x in v))
-    return rows
+def counts(countfile, past=None):
+    """The program's own counter lines: [(mono_ns, work, late)]; with past, once
+    the program has written a line at or after CLOCK_MONOTONIC past (it writes
+    one every 20 ms while it runs: wait for it, up to a minute)."""
+    deadline = time.monotonic() + 60
+    while True:
+        rows = []
+        with open(countfile) as f:
+            for line in f:
+                v = line.split()
+                if len(v) == 3:
+                    rows.append(tuple(int(x) for x in v))
+        if past is None or (rows and rows[-1][0] >= past) or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.005)
 
 
 def counter_at(rows, t, col=1):
@@ -317,7 +323,7 @@ def test_inject(ck, cyg, example, args):
         det = [l for l in lines if l[0] == 'detach']
         ck.eq(len(det), 1, 'cygprof_detach called once')
         if det:
-            rows = counts(countfile)
+            rows = counts(countfile, t1)
             work = counter_at(rows, t1) - counter_at(rows, t0)
             ticks = (t1 - t0) / 20e6
             # the stand-in counts every enter: work, round_ (1 in 200), tick
@@ -699,7 +705,7 @@ def test_top(ck, cyg, example, args):
                   '%s: calls in top as in the report of its capture' % name)
         _, t0, t1 = attach_window(ck, cyg, cap)
         within(ck, rows.get('work', {}).get('calls', 0),
-               counter_at(counts(countfile), t1) - counter_at(counts(countfile), t0),
+               counter_at(counts(countfile, t1), t1) - counter_at(counts(countfile), t0),
                'top: calls of work()')
         cp = run([cyg.exe, 'top', '--attach', str(pid), '--duration', '0.5', '--once'])
         ck.eq(cp.returncode, 0, 'top --attach as text exits 0 (stderr %r)' % cp.err)
@@ -752,7 +758,7 @@ def test_send(ck, cyg, example, args):
         ck.eq(meta.get('attach_pid'), pid, 'the received capture names the process')
         data, _ = cyg.report_json(out, ck)
         within(ck, functions_of(data).get('work', {}).get('calls', 0),
-               counter_at(counts(countfile), t1) - counter_at(counts(countfile), t0),
+               counter_at(counts(countfile, t1), t1) - counter_at(counts(countfile), t0),
                'received calls of work()')
         cp = run([cyg.exe, 'record', '--attach', str(pid), '--send', '127.0.0.1:1',
                   '--token-file', tok, '-o', os.path.join(d, 'x.data')])

@@ -15,10 +15,11 @@ alloc_steady 5 of 32 in both.
 
 Tests:
   diff-ci       the CI verdict (--cidiff: examples/cidiff.c): 6 OLD runs and 3
-                NEW ones with hot() 30% slower, each about 0.5 s, on the busy
-                machine of a parallel test suite: 3 vs 3 flags hot slower
-                (main, its caller, may be too), steady not, exit 3; 20 comparisons of 3 OLD runs against 3
-                other OLD runs flag nothing, exit 0; a run with 3 calls more
+                NEW ones with hot() 30% slower, each about 0.5 s, run alone
+                (not beside the suite's other tests; a shared machine stays
+                busy): 3 vs 3 flags hot slower (main, its caller, may be
+                too), steady not, exit 3; 20 comparisons of 3 OLD runs
+                against 3 other OLD runs flag nothing, exit 0; a run with 3 calls more
                 of extra() is a change of calls, exit 3; JSON verdicts
   diff-profile  OLD and NEW of the -O2 build: diff --format=json and the text
                 say work 1000 -> 2000 (+1000, +100%), the unchanged functions
