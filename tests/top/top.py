@@ -57,7 +57,10 @@ Tests:
                 window gets the view drawn again to its size, q stops the
                 program (SIGTERM: exit 143), the alternate screen is left and
                 the last snapshot stays on the normal screen; ^C on the
-                full screen is a key that acts as q; skipped without tmux
+                full screen is a key that acts as q; SIGTERM to top itself
+                stops the program too (143); after q, ^C and SIGTERM the
+                terminal's mode is put back (stty: icanon echo isig);
+                skipped without tmux
   top-errors    no program, a bad --format, a
                 bad --limit, --sort, --view or --delay, an empty --output-of,
                 an unknown option: one line, exit 2; a missing program: 127
@@ -66,6 +69,7 @@ Tests:
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -344,9 +348,17 @@ def t_tty(ck, cyg, example, args):
     progout = os.path.join(cyg.workdir, 'prog.out')
     # one snapshot (the first, within a second): every later change of the
     # screen comes from a key, not from a refresh
-    cmd = ('%s top -d 3600 -O %s -- %s %s 300 2000; echo $? > %s; sleep 30' %
-           (cyg.exe, progout, os.path.abspath(args.longrun),
-            os.path.join(cyg.workdir, 'pid'), done))
+    stty = os.path.join(cyg.workdir, 'stty')
+    cmd = ('%s top -d 3600 -O %s -- %s %s 300 2000; s=$?; stty -a > %s; echo $s > %s; '
+           'sleep 30' % (cyg.exe, progout, os.path.abspath(args.longrun),
+                         os.path.join(cyg.workdir, 'pid'), stty, done))
+
+    def tty_restored(what):
+        # the terminal's mode as it was: canonical input, echo, signals
+        modes = open(stty).read().split() if os.path.exists(stty) else []
+        ck.check(modes and all(m in modes for m in ('icanon', 'echo', 'isig')),
+                 '%s: the terminal mode is put back (icanon echo isig): %r' %
+                 (what, [m for m in modes if m.lstrip('-') in ('icanon', 'echo', 'isig')]))
     tmux(sock, 'new-session', '-d', '-s', 'top', '-x', '120', '-y', '40', cmd)
     try:
         out = wait_pane(sock, 'q: quit  p: pause')
@@ -391,6 +403,7 @@ def t_tty(ck, cyg, example, args):
         ck.eq(status, '143', 'q: the program stopped by SIGTERM, top exits 128+15')
         out = wait_pane(sock, 'function')
         ck.eq(alternate(sock), '0', 'q: the alternate screen is left')
+        tty_restored('q')
         ck.check('work' in out, 'the last snapshot stays on the normal screen')
         text = open(progout).read() if os.path.exists(progout) else ''
         ck.check('longrun: round=1\n' in text, "the program's output went to -O FILE")
@@ -411,6 +424,32 @@ def t_tty(ck, cyg, example, args):
         ck.eq(status, '143', '^C: as q')
         wait_pane(sock, 'function')
         ck.eq(alternate(sock), '0', '^C: the alternate screen is left')
+        tty_restored('^C')
+    finally:
+        tmux(sock, 'kill-server')
+    # SIGTERM to top itself (as a session's end or kill(1) sends it): passed
+    # on to the program, and the terminal put back
+    for f in (done, stty):
+        if os.path.exists(f):
+            os.unlink(f)
+    sock = sock[:-2] + '-t'
+    tmux(sock, 'new-session', '-d', '-s', 'top', '-x', '100', '-y', '30', cmd)
+    try:
+        wait_pane(sock, 'q: quit  p: pause')
+        shell = int(tmux(sock, 'display', '-p', '-t', 'top', '#{pane_pid}').stdout.decode())
+        tops = [k for k in cygtest.children(shell)
+                if open('/proc/%d/comm' % k).read().strip() == 'cygprof']
+        if len(tops) != 1:
+            raise Failure('cygprof top is not the one child of the shell: %r' % tops)
+        os.kill(tops[0], signal.SIGTERM)
+        end = time.time() + 30
+        while not os.path.exists(done) and time.time() < end:
+            time.sleep(0.2)
+        status = open(done).read().strip() if os.path.exists(done) else None
+        ck.eq(status, '143', 'SIGTERM to top: the program stopped by it, top exits 143')
+        wait_pane(sock, 'function')
+        ck.eq(alternate(sock), '0', 'SIGTERM: the alternate screen is left')
+        tty_restored('SIGTERM')
     finally:
         tmux(sock, 'kill-server')
 
