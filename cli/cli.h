@@ -71,6 +71,11 @@ void cli_json_procs(struct view *v, const char *file);
  * (duration_ns, tsc_hz, ...), an object {tick, mono_ns, real_ns} for
  * clock_start and clock_end, else a string; null when val is NULL. */
 void cli_json_meta(FILE *f, const char *key, const char *val);
+/* The capture's meta as one typed object (info's "meta", report's "meta"):
+ * every key info shows, the optional ones only when present. */
+void cli_json_meta_object(FILE *f, struct view *v);
+/* Whether a meta key is shown only when the capture has it. */
+int cli_meta_optional(const char *key);
 void cli_json_threads(struct view *v, const char *file, int totals);
 
 /* ---- numbers on the command line (options.c) ------------------------------ */

@@ -51,14 +51,6 @@ static const struct {
 	{"attach_end", "attach end"}, {"attach_exited", "process ended"},
 };
 
-/* Keys not shown when absent. */
-static int optional_key(const char *key)
-{
-	return !strcmp(key, "time") || !strncmp(key, "sample_", 7) || !strcmp(key, "remote_error") ||
-	       !strcmp(key, "ended") || !strcmp(key, "cpu_ns") ||
-	       !strncmp(key, "attach_", 7);
-}
-
 static int capture_schema(struct view *v)
 {
 	const char *s = view_meta_str(v, "schema");
@@ -192,7 +184,7 @@ static void print_text(struct view *v, const char *file, const struct cygprof_pr
 			snprintf(buf, sizeof(buf), "%.40s Hz", shown);
 			shown = buf;
 		}
-		if (!shown && optional_key(meta_rows[i].key))
+		if (!shown && cli_meta_optional(meta_rows[i].key))
 			continue;
 		if (!strcmp(meta_rows[i].key, "sample_hz") && shown) {
 			snprintf(buf, sizeof(buf), "%.40s Hz", shown);
@@ -260,25 +252,16 @@ static void print_json(struct view *v, const char *file, const struct cygprof_th
 
 	printf("{\n  \"file\": ");
 	json_str(stdout, file);
-	printf(",\n  \"meta\": {");
-	for (i = 0; i < sizeof(meta_rows) / sizeof(meta_rows[0]); i++) {
-		const char *val = view_meta_str(v, meta_rows[i].key);
-
-		if (!val && optional_key(meta_rows[i].key))
-			continue;
-		printf("%s", i ? ", " : "");
-		json_str(stdout, meta_rows[i].key);
-		printf(": ");
-		cli_json_meta(stdout, meta_rows[i].key, val);
-	}
+	printf(",\n  \"meta\": ");
+	cli_json_meta_object(stdout, v);
 	struct view_overhead o;
 	view_overhead(v, &o);
 	if (o.present)
-		printf("},\n  \"overhead\": {\"in_ns\": %.3f, \"out_ns\": %.3f, \"calls\": %u, "
+		printf(",\n  \"overhead\": {\"in_ns\": %.3f, \"out_ns\": %.3f, \"calls\": %u, "
 		       "\"rounds\": %u",
 		       o.in_ns, o.out_ns, o.calls, o.rounds);
 	else
-		printf("},\n  \"overhead\": null");
+		printf(",\n  \"overhead\": null");
 	printf("%s,\n  \"instruments\": [", o.present ? "}" : "");
 	for (i = 0, k = 0; instruments[i]; i++)
 		if (instruments[i]->present(v))

@@ -424,28 +424,13 @@ static void print_json_tree(const struct profile *p, const struct report_opts *o
 
 static void print_json(struct view *v, const struct profile *p, const struct report_opts *o)
 {
-	static const char *const meta_keys[] = {
-		"command", "mode", "start_time", "duration_ns", "clock", "time", "filters",
-		"drop_mode",
-	};
 	struct view_limits l;
 	uint32_t *fns;
 	size_t n, i, k;
-	const char *sep = "";
 
-	printf("{\n  \"capture\": {");
-	for (i = 0; i < sizeof(meta_keys) / sizeof(meta_keys[0]); i++) {
-		const char *val = view_meta_str(v, meta_keys[i]);
-
-		if (!val)
-			continue;
-		printf("%s", sep);
-		json_str(stdout, meta_keys[i]);
-		printf(": ");
-		cli_json_meta(stdout, meta_keys[i], val);
-		sep = ", ";
-	}
-	printf("},\n");
+	printf("{\n  \"meta\": ");
+	cli_json_meta_object(stdout, v);
+	printf(",\n");
 	/* whether the hooks' cost was taken out of the times (view_overhead()) */
 	printf("  \"times_compensated\": %s,\n", view_compensated(v) ? "true" : "false");
 	printf("  \"total_self_ns\": %" PRIu64 ",\n", p->total_self_ns);

@@ -58,3 +58,37 @@ void cli_json_meta(FILE *f, const char *key, const char *val)
 	}
 	json_str(f, val);
 }
+
+/* The keys of a capture's meta, in the order info and report print them;
+ * the last ones only when the capture has them. */
+static const char *const meta_keys[] = {
+	"command", "start_time", "duration_ns", "cpu_ns", "mode", "clock", "filters",
+	"drop_mode", "hostname", "kernel", "machine", "tsc_hz", "clock_start", "clock_end",
+	"time", "sample_event", "sample_hz", "sample_lost", "remote_error", "ended",
+	"attach_pid", "attach_start", "attach_end", "attach_exited",
+};
+
+int cli_meta_optional(const char *key)
+{
+	return !strcmp(key, "time") || !strncmp(key, "sample_", 7) || !strcmp(key, "remote_error") ||
+	       !strcmp(key, "ended") || !strcmp(key, "cpu_ns") || !strncmp(key, "attach_", 7);
+}
+
+void cli_json_meta_object(FILE *f, struct view *v)
+{
+	const char *sep = "";
+
+	fputc('{', f);
+	for (size_t i = 0; i < sizeof meta_keys / sizeof meta_keys[0]; i++) {
+		const char *val = view_meta_str(v, meta_keys[i]);
+
+		if (!val && cli_meta_optional(meta_keys[i]))
+			continue;
+		fputs(sep, f);
+		json_str(f, meta_keys[i]);
+		fputs(": ", f);
+		cli_json_meta(f, meta_keys[i], val);
+		sep = ", ";
+	}
+	fputc('}', f);
+}

@@ -141,7 +141,7 @@ def check_timeline(ck, cyg, cap):
     ck.check(all(e.get('cat') == 'function' and isinstance(e['ts'], (int, float)) and
                  e['dur'] >= 0 for e in xs), 'every X event has cat, ts and dur')
     # ts in microseconds: the calls lie within the capture's duration
-    dur_us = int(report['capture']['duration_ns']) / 1000.0
+    dur_us = int(report['meta']['duration_ns']) / 1000.0
     ck.check(all(0 <= e['ts'] and e['ts'] + e['dur'] <= dur_us + 1 for e in xs),
              'X events lie within the capture (%.3f us)' % dur_us)
     total_us = sum(e['dur'] for e in xs if e['name'] == 'main')
@@ -162,8 +162,8 @@ def check_timeline(ck, cyg, cap):
         by_thread[(e['pid'], e['tid'])].append(e)
     for k, v in by_thread.items():
         check_nesting(ck, v, 'thread %s' % (k,))
-    ck.eq(data['otherData'].get('command'), report['capture']['command'], 'otherData.command')
-    ck.eq(data['otherData'].get('mode'), report['capture']['mode'], 'otherData.mode')
+    ck.eq(data['otherData'].get('command'), report['meta']['command'], 'otherData.command')
+    ck.eq(data['otherData'].get('mode'), report['meta']['mode'], 'otherData.mode')
     return report, data
 
 

@@ -53,7 +53,7 @@ def test_time_sampled(ck, cyg, example, args):
     for mode in ('exact', 'sampled'):
         opts = [] if mode == 'exact' else ['--time=sampled']
         cap, data, _ = cygtest.record_and_check(ck, cyg, example, exp, opts, 'cap-%s.data' % mode)
-        ck.eq(data['capture'].get('time'), mode, '%s: the capture\'s "time"' % mode)
+        ck.eq(data['meta'].get('time'), mode, '%s: the capture\'s "time"' % mode)
         cygtest.check_functions(ck, data, exp['functions'])
         cygtest.check_arcs(ck, data, exp['arcs'], exp['roots'])
         cygtest.check_processes(ck, data, exp['ends'], example)
