@@ -27,6 +27,8 @@ with no LD_LIBRARY_PATH and no CYGPROF_RUNTIME:
    cygprof-capture.h opens the capture and prints its thread count
    (LD_LIBRARY_PATH is set for this reader only);
 5. the man pages are installed under TMP/PREFIX/MANDIR/man1, the API's in man3;
+   the bash and zsh completions under TMP/PREFIX/DATADIR (bash-completion/
+   completions/cygprof, zsh/site-functions/_cygprof);
 6. libcygprof-memdump: libcygprof-memdump.so.N in LIBDIR with that soname
    and its development link, cygprof/memdump.h, exactly the header's
    functions exported under one symbol version, cygprof-memdump.pc, and a
@@ -137,7 +139,7 @@ def build_options(meson, build):
     if cp.returncode != 0:
         raise Failure('meson introspect --buildoptions failed')
     opts = {o['name']: o['value'] for o in json.loads(cp.out)}
-    return opts['prefix'], opts['bindir'], opts['libdir'], opts['mandir']
+    return opts['prefix'], opts['bindir'], opts['libdir'], opts['mandir'], opts['datadir']
 
 
 def header_functions(path):
@@ -270,7 +272,7 @@ def test(ck, args, meson, tmp):
              env=dict(os.environ))
     if cp.returncode != 0:
         raise Failure('meson install failed: %s' % cp.err.strip()[-500:])
-    prefix, bindir, libdir, mandir = build_options(meson, args.build)
+    prefix, bindir, libdir, mandir, datadir = build_options(meson, args.build)
     bin_dir = under(dest, prefix, bindir)
     lib_dir = under(dest, prefix, libdir)
     cygprof = os.path.join(bin_dir, 'cygprof')
@@ -419,6 +421,10 @@ def test(ck, args, meson, tmp):
     man3 = os.path.join(under(dest, prefix, mandir), 'man3')
     ck.check(os.path.isfile(os.path.join(man3, 'cygprof_memdump.3')),
              'man page cygprof_memdump.3 in %s' % man3)
+    # 5. the shell completions, where bash-completion and zsh's compinit look
+    share = under(dest, prefix, datadir)
+    for rel in ('bash-completion/completions/cygprof', 'zsh/site-functions/_cygprof'):
+        ck.check(os.path.isfile(os.path.join(share, rel)), 'completion %s in %s' % (rel, share))
 
 
 SANITIZE = 'none'
