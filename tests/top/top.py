@@ -409,49 +409,37 @@ def t_tty(ck, cyg, example, args):
         ck.check('longrun: round=1\n' in text, "the program's output went to -O FILE")
     finally:
         tmux(sock, 'kill-server')
-    # ^C on the full screen is a key, as q
-    if os.path.exists(done):
-        os.unlink(done)
-    sock += '-c'
-    tmux(sock, 'new-session', '-d', '-s', 'top', '-x', '100', '-y', '30', cmd)
-    try:
-        wait_pane(sock, 'q: quit  p: pause')
-        tmux(sock, 'send-keys', '-t', 'top', 'C-c')
-        end = time.time() + 30
-        while not os.path.exists(done) and time.time() < end:
-            time.sleep(0.2)
-        status = open(done).read().strip() if os.path.exists(done) else None
-        ck.eq(status, '143', '^C: as q')
-        wait_pane(sock, 'function')
-        ck.eq(alternate(sock), '0', '^C: the alternate screen is left')
-        tty_restored('^C')
-    finally:
-        tmux(sock, 'kill-server')
-    # SIGTERM to top itself (as a session's end or kill(1) sends it): passed
-    # on to the program, and the terminal put back
-    for f in (done, stty):
-        if os.path.exists(f):
-            os.unlink(f)
-    sock = sock[:-2] + '-t'
-    tmux(sock, 'new-session', '-d', '-s', 'top', '-x', '100', '-y', '30', cmd)
-    try:
-        wait_pane(sock, 'q: quit  p: pause')
-        shell = int(tmux(sock, 'display', '-p', '-t', 'top', '#{pane_pid}').stdout.decode())
-        tops = [k for k in cygtest.children(shell)
-                if open('/proc/%d/comm' % k).read().strip() == 'cygprof']
-        if len(tops) != 1:
-            raise Failure('cygprof top is not the one child of the shell: %r' % tops)
-        os.kill(tops[0], signal.SIGTERM)
-        end = time.time() + 30
-        while not os.path.exists(done) and time.time() < end:
-            time.sleep(0.2)
-        status = open(done).read().strip() if os.path.exists(done) else None
-        ck.eq(status, '143', 'SIGTERM to top: the program stopped by it, top exits 143')
-        wait_pane(sock, 'function')
-        ck.eq(alternate(sock), '0', 'SIGTERM: the alternate screen is left')
-        tty_restored('SIGTERM')
-    finally:
-        tmux(sock, 'kill-server')
+    # ^C on the full screen is a key, as q; SIGTERM to top itself (as a
+    # session's end or kill(1) sends it) is passed on to the program: each
+    # ends top with 143 and the terminal put back
+    for how in ('^C', 'SIGTERM'):
+        for f in (done, stty):
+            if os.path.exists(f):
+                os.unlink(f)
+        sock = 'cygprof-top-%d-%s' % (os.getpid(), how.strip('^'))
+        tmux(sock, 'new-session', '-d', '-s', 'top', '-x', '100', '-y', '30', cmd)
+        try:
+            wait_pane(sock, 'q: quit  p: pause')
+            if how == '^C':
+                tmux(sock, 'send-keys', '-t', 'top', 'C-c')
+            else:
+                shell = int(tmux(sock, 'display', '-p', '-t', 'top',
+                                 '#{pane_pid}').stdout.decode())
+                tops = [k for k in cygtest.children(shell)
+                        if open('/proc/%d/comm' % k).read().strip() == 'cygprof']
+                if len(tops) != 1:
+                    raise Failure('cygprof top is not the one child of the shell: %r' % tops)
+                os.kill(tops[0], signal.SIGTERM)
+            end = time.time() + 30
+            while not os.path.exists(done) and time.time() < end:
+                time.sleep(0.2)
+            status = open(done).read().strip() if os.path.exists(done) else None
+            ck.eq(status, '143', '%s: the program stopped by SIGTERM, top exits 143' % how)
+            wait_pane(sock, 'function')
+            ck.eq(alternate(sock), '0', '%s: the alternate screen is left' % how)
+            tty_restored(how)
+        finally:
+            tmux(sock, 'kill-server')
 
 
 def t_errors(ck, cyg, example, args):
