@@ -274,6 +274,14 @@ def test_tree(ck, cyg, example):
     ids = {p['id']: p for t in tr for p in t['paths']}
     ck.check(all(p['parent'] == 0 or p['parent'] in ids for p in ids.values()),
              'JSON tree: every parent is a listed path')
+    # the folded export lists the call paths in the same order (main calls
+    # fast first: only the sort puts slow before it)
+    folded = os.path.join(cyg.workdir, 'tree.folded')
+    cp = run([cyg.exe, 'export', '--format=folded', '-o', folded, cap])
+    ck.eq(cp.returncode, 0, 'export --format=folded: exit 0')
+    rows = [ln.rsplit(' ', 1)[0] for ln in open(folded).read().splitlines()] \
+        if os.path.exists(folded) else []
+    ck.eq(rows, ['main', 'main;slow', 'main;fast'], 'folded export: the tree\'s order')
     cp = run([cyg.exe, 'report', '--tree', '--min-percent', '200', cap])
     expect_error(ck, cp, 'report --min-percent 200', 2)
     # colour: the hot path (slow, ~98% of the time) in bold red, on demand
