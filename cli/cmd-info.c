@@ -49,6 +49,8 @@ static const struct {
 	 * patching and restoring, whether it ended while attached */
 	{"attach_pid", "attached to"}, {"attach_start", "attach start"},
 	{"attach_end", "attach end"}, {"attach_exited", "process ended"},
+	/* record --push: intervals sent to the server, and given up */
+	{"push_sent", "pushes sent"}, {"push_dropped", "pushes dropped"},
 };
 
 /* Keys not shown when absent. */
@@ -56,7 +58,7 @@ static int optional_key(const char *key)
 {
 	return !strcmp(key, "time") || !strncmp(key, "sample_", 7) || !strcmp(key, "remote_error") ||
 	       !strcmp(key, "ended") || !strcmp(key, "cpu_ns") ||
-	       !strncmp(key, "attach_", 7);
+	       !strncmp(key, "attach_", 7) || !strncmp(key, "push_", 5);
 }
 
 static int capture_schema(struct view *v)

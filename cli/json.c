@@ -36,7 +36,7 @@ void cli_json_meta(FILE *f, const char *key, const char *val)
 {
 	static const char *const numeric[] = {
 		"duration_ns", "cpu_ns", "tsc_hz", "sample_hz", "sample_lost", "attach_pid",
-		"attach_start", "attach_end",
+		"attach_start", "attach_end", "push_sent", "push_dropped",
 	};
 	unsigned long long t, m, r;
 	int end = 0;

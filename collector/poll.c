@@ -37,7 +37,7 @@ static void sleep_ns(long ns)
 
 int collector_poll(struct collector *c, pid_t pid)
 {
-	uint64_t interval = checkpoint_interval_ns(), last_commit, last_ckpt, gap;
+	uint64_t interval = c->o->interval_ns ? c->o->interval_ns : checkpoint_interval_ns(), last_commit, last_ckpt, gap;
 	int status = 0;
 
 	/* committed at once: a disk that fills before the first commit of
@@ -109,6 +109,8 @@ int collector_poll(struct collector *c, pid_t pid)
 			else if (!e) {
 				c->kept = 1;
 				c->kept_ns = upto;
+				/* record --push: the interval that checkpoint ends */
+				collector_note_err(c, collector_push_interval(c, 0));
 			}
 			if (!c->werr)
 				cygprof_capture_begin(c->cap);
