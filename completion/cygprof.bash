@@ -83,6 +83,9 @@ _cygprof()
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return
 		;;
+	--server | --push | --push-interval | --app | --label)
+		return # a URL, a duration, a name: nothing to complete
+		;;
 	esac
 	if [[ $cur == -* ]]; then
 		mapfile -t COMPREPLY < <(compgen -W "$(_cygprof_options "${COMP_WORDS[0]}" "$cmd")" -- "$cur")

@@ -188,7 +188,7 @@ class Ingest:
                 u = urllib.parse.urlsplit(self.path)
                 q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
                 req = {'path': u.path, 'query': q, 'auth': self.headers.get('Authorization'),
-                       'error': None, 'profile': None}
+                       'error': None, 'profile': None, 'bytes': len(body)}
                 if srv.delay_s:
                     time.sleep(srv.delay_s)
                 if srv.token and req['auth'] != 'Bearer ' + srv.token:
