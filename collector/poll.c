@@ -109,8 +109,10 @@ int collector_poll(struct collector *c, pid_t pid)
 			else if (!e) {
 				c->kept = 1;
 				c->kept_ns = upto;
-				/* record --push: the interval that checkpoint ends */
-				collector_note_err(c, collector_push_interval(c, 0));
+				/* record --push: the interval that checkpoint ends
+				 * (one that cannot be made, for want of memory,
+				 * goes into the next: nothing is lost) */
+				collector_push_interval(c, 0);
 			}
 			if (!c->werr)
 				cygprof_capture_begin(c->cap);

@@ -144,6 +144,8 @@ static int add_thread(struct collector *c, struct pushstate *ps, struct cthread 
 	return err;
 }
 
+/* Nothing is swapped or advanced before the hook is called: an interval
+ * that fails (-ENOMEM) is part of the next one. */
 int collector_push_interval(struct collector *c, int final)
 {
 	const struct collector_opts *o = c->o;

@@ -30,9 +30,11 @@ int collector_finish_run(struct collector *c, int (*meta)(struct collector *c, v
 		rc = collector_checkpoint(c, 1);
 		if (!rc)
 			collector_snapshot(c, 1);
-		/* the last interval (record --push), then what was sent */
+		/* the last interval (record --push), then what was sent; an
+		 * interval that could not be made (no memory) is no reason to
+		 * lose the capture */
 		if (!rc)
-			rc = collector_push_interval(c, 1);
+			collector_push_interval(c, 1);
 		if (!rc)
 			rc = collector_push_meta(c);
 		if (!rc && meta)
