@@ -249,6 +249,7 @@ struct collector {
 	struct snapstate *snap;    /* snapshot.c: NULL without o->snapshot */
 	struct attach_run *attach; /* attach-run.c: record --attach; NULL otherwise */
 	struct pushstate *push;    /* push.c: record --push; NULL otherwise */
+	uint64_t ckpt_interval_ns; /* poll.c: the checkpoints' interval (0: only at the end) */
 };
 
 /* The full timestamp of an event from its low 34 bits (see cyg-shm.h).  The

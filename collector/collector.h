@@ -149,9 +149,10 @@ struct collector_opts {
 	 * poll loop (at most about 10 ms apart while the program runs: cygprof
 	 * top reads its keys there); NULL: none */
 	void (*turn)(void *arg, int pid);
-	/* record --push: a checkpoint every interval_ns (instead of about a
-	 * second), after each one committed interval() with the profile of the
-	 * interval (in the collector's thread: it must only queue it), and at
+	/* record --push: after the first checkpoint committed at least
+	 * interval_ns after the last interval's end (checkpoints come about
+	 * every second, and at least every interval_ns), interval() with the
+	 * profile of the interval (in the collector's thread: it must only queue it), and at
 	 * the end interval_end(), which returns what the capture's meta then
 	 * says (push_sent, push_dropped).  NULL: none. */
 	uint64_t interval_ns;

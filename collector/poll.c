@@ -37,8 +37,14 @@ static void sleep_ns(long ns)
 
 int collector_poll(struct collector *c, pid_t pid)
 {
-	uint64_t interval = c->o->interval_ns ? c->o->interval_ns : checkpoint_interval_ns(), last_commit, last_ckpt, gap;
+	uint64_t interval = checkpoint_interval_ns(), last_commit, last_ckpt, gap;
 	int status = 0;
+
+	/* record --push: a checkpoint at least every push interval (the
+	 * pushes are made of checkpoints: push.c) */
+	if (c->o->interval_ns && (!interval || interval > c->o->interval_ns))
+		interval = c->o->interval_ns;
+	c->ckpt_interval_ns = interval;
 
 	/* committed at once: a disk that fills before the first commit of
 	 * events leaves them anyway */

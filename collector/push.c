@@ -170,9 +170,13 @@ int collector_push_interval(struct collector *c, int final)
 		ov = (struct profile_overhead){oin, oin + oout};
 		ovp = &ov;
 	}
-	/* the checkpoint at the start (poll.c) ends no interval worth a push */
-	if (!final && !ps->seq && c->clk_start.real_ns + tick_ns(c, c->end_ts) <
-				       ps->from_ns + o->interval_ns / 2)
+	/* An interval is pushed at the first checkpoint that ends it (within
+	 * a tenth of a checkpoint's interval: two checkpoints are at least
+	 * that interval apart, poll.c): checkpoints may come more often
+	 * (about every second), the one at the start at once.  The sums are
+	 * made afresh each time: skipping one loses nothing. */
+	if (!final && c->clk_start.real_ns + tick_ns(c, c->end_ts) + c->ckpt_interval_ns / 10 <
+			      ps->from_ns + o->interval_ns)
 		return 0;
 	memset(ps->cur_calls, 0, ps->cap * sizeof *ps->cur_calls);
 	memset(ps->cur_self, 0, ps->cap * sizeof *ps->cur_self);
