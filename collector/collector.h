@@ -79,9 +79,9 @@ struct collector_snapshot {
 };
 
 /* The profile of one interval (record --push): what the program did
- * between two consecutive checkpoints, per call path (merged over the
- * threads and processes by function names), as the difference of the two
- * checkpoints' calling-context trees; the last one (final) ends with the
+ * between two checkpoints (the one that ended the last interval and this
+ * one), per call path (merged over the threads and processes by function
+ * names), as the difference of the two checkpoints' calling-context trees; the last one (final) ends with the
  * capture's final profile, so the calls of every interval add up to the
  * capture's.  Valid during the call only. */
 struct collector_interval {

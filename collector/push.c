@@ -4,8 +4,8 @@
  * node, the open frames' time up to the checkpoint included) are laid over
  * each other by function names into one tree of call paths, compensated
  * for the hooks' cost as every reader does (profile_compensate()), and the
- * difference with the previous checkpoint's sums goes to the caller's
- * interval() hook.  Calls only grow, so the calls of the intervals add up
+ * difference with the sums of the checkpoint that ended the last interval
+ * goes to the caller's interval() hook.  Calls only grow, so the calls of the intervals add up
  * exactly to the final checkpoint's, which is the capture's profile.
  *
  * The collector only computes and hands over: the caller (cli/push.c)
