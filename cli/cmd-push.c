@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <curl/curl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,9 @@ int cmd_push(int argc, char **argv)
 		cli_die(1, "%s: %s: %s", CMD, o.file,
 			rc < 0 && rc > -4096 ? strerror(-rc) : cygprof_strerror(rc));
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	/* a server that closes while a TLS write is under way: an error, not
+	 * the end of cygprof (CURLOPT_NOSIGNAL leaves SIGPIPE alone) */
+	signal(SIGPIPE, SIG_IGN);
 	rc = push_send(&t, gz, len, from_s, until_s, err, sizeof err);
 	free(gz);
 	free(t.token);

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,7 +265,7 @@ struct pusher {
 	pthread_cond_t cv;
 	struct item q[PUSH_QUEUE];
 	size_t head, n;
-	int stop, running;
+	int stop, running, failed;
 	uint64_t end_deadline_ns; /* CLOCK_MONOTONIC: at the end, give up past it */
 	uint64_t sent, dropped;
 	char last_err[512];
@@ -350,10 +351,37 @@ struct pusher *pusher_start(struct push_target *t)
 		t->timeout_ms = 5000;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
-	if (pthread_create(&p->th, NULL, pusher_main, p))
-		cli_die(1, "record: --push: cannot start its thread");
-	p->running = 1;
 	return p;
+}
+
+/* The thread, started at the first interval: after the program was
+ * forked (spawn.c forks, and a child forked while another thread holds a
+ * lock of libc's would inherit it held).  It takes no signal: SIGINT and
+ * SIGTERM go to the collector, which forwards them to the program, and a
+ * SIGPIPE of a TLS write to a peer gone (libcurl with CURLOPT_NOSIGNAL
+ * does not ignore it) stays pending there instead of ending cygprof.
+ * 0, or -1 (the intervals are then dropped). */
+static int pusher_thread(struct pusher *p)
+{
+	sigset_t all, old;
+	int e;
+
+	if (p->running)
+		return 0;
+	if (p->failed)
+		return -1;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	e = pthread_create(&p->th, NULL, pusher_main, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e) {
+		p->failed = 1;
+		snprintf(p->last_err, sizeof p->last_err, "cannot start the sending thread: %s",
+			 strerror(e));
+		return -1;
+	}
+	p->running = 1;
+	return 0;
 }
 
 void pusher_interval(void *arg, const struct collector_interval *iv)
@@ -382,7 +410,7 @@ void pusher_interval(void *arg, const struct collector_interval *iv)
 	 * sides keeps the intervals contiguous; the last one is never empty */
 	if (iv->final && it.until_s <= it.from_s)
 		it.until_s = it.from_s + 1;
-	int err = export_pprof_paths(&pp, &it.gz, &it.len);
+	int err = pusher_thread(p) ? -EAGAIN : export_pprof_paths(&pp, &it.gz, &it.len);
 
 	pthread_mutex_lock(&p->mu);
 	if (iv->pid > 0 && !p->pid_label[0] && p->t->nlabels < PUSH_MAX_LABELS) {
@@ -396,7 +424,8 @@ void pusher_interval(void *arg, const struct collector_interval *iv)
 	}
 	if (err) {
 		p->dropped++;
-		snprintf(p->last_err, sizeof p->last_err, "out of memory");
+		if (err != -EAGAIN)
+			snprintf(p->last_err, sizeof p->last_err, "out of memory");
 		pthread_mutex_unlock(&p->mu);
 		return;
 	}

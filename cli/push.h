@@ -38,8 +38,9 @@ int push_send(const struct push_target *t, const void *gz, size_t len, uint64_t 
 struct pusher;
 struct collector_interval;
 
-/* Start the thread (exits 1 when it cannot).  Without a pid label, the
- * label pid= of the program started is added at the first interval. */
+/* The sender of t's intervals (exits 1 without memory); its thread starts
+ * at the first interval, after the program was forked.  Without a pid
+ * label, the label pid= of the program started is added then. */
 struct pusher *pusher_start(struct push_target *t);
 /* collector_opts.interval: encode and queue (a full queue drops its oldest). */
 void pusher_interval(void *arg, const struct collector_interval *iv);
