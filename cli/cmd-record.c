@@ -589,7 +589,7 @@ int cmd_record(int argc, char **argv)
 	 * program's, once started), then the given ones */
 	char push_host[300], push_cmd[300], push_pid[32], exe_name[256];
 	if (pt.server) {
-		char host[256] = "unknown";
+		char host[256] = "unknown", target[PATH_MAX];
 		const char *name = NULL;
 
 		if (gethostname(host, sizeof host))
@@ -598,7 +598,7 @@ int cmd_record(int argc, char **argv)
 		snprintf(push_host, sizeof push_host, "hostname=%s", host);
 		push_label(&pt, "record", push_host);
 		if (attach_pid) {
-			char lnk[64], target[PATH_MAX];
+			char lnk[64];
 			ssize_t n;
 
 			snprintf(lnk, sizeof lnk, "/proc/%ld/exe", attach_pid);

@@ -31,6 +31,10 @@ examples/longrun.c (ROUNDS rounds of 100 ms: round_ once, work K times).
   push-slow      the server answers each request after 2 s: the program
                  still ends, record too, and every interval is either sent
                  or dropped (push_sent + push_dropped)
+  push-attach    `record --attach PID --duration 2500ms --push`: at least
+                 2 contiguous pushes with the label pid=PID whose calls add
+                 up to the window's capture; the program runs on (skipped
+                 where ptrace is refused)
 """
 import gzip
 import http.server
@@ -442,12 +446,71 @@ def test_slow(ck, cyg, example, args):
     ck.eq(report_calls(ck, cyg, cap).get('work'), 20 * 200, 'the local capture is whole')
 
 
+def test_attach(ck, cyg, example, args):
+    import subprocess
+    d = cyg.workdir
+    pidfile = os.path.join(d, 'pid')
+    cap = os.path.join(d, 'cap.data')
+    print('$ %s %s 100 2000' % (example, pidfile))
+    prog = subprocess.Popen([example, pidfile, '100', '2000'], cwd=d, stdout=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL)
+    srv = Ingest()
+    try:
+        end = time.monotonic() + 30
+        pid = None
+        while pid is None and time.monotonic() < end and prog.poll() is None:
+            if os.path.exists(pidfile):
+                with open(pidfile) as f:
+                    text = f.read()
+                if text.endswith('\n'):
+                    pid = int(text)
+            time.sleep(0.01)
+        if pid is None:
+            raise Failure('the program did not write its pid')
+        cp = run([cyg.exe, 'record', '--attach', str(pid), '--duration', '2500ms', '-o', cap,
+                  '--push', srv.url, '--push-interval', '1'])
+        if cp.returncode != 0 and 'ptrace' in cp.err:
+            print('SKIP push-attach: %s' % cp.err.strip())
+            sys.exit(cygtest.SKIP)
+        ck.eq(cp.returncode, 0, 'record --attach --push: exit status')
+        reqs = srv.taken()
+    finally:
+        open(pidfile + '.stop', 'w').close()  # longrun: stop
+        try:
+            prog.wait(timeout=60)
+        finally:
+            if prog.poll() is None:
+                prog.kill()
+        srv.close()
+    ck.eq(prog.returncode, 0, 'the program ran on and ended normally')
+    want = report_calls(ck, cyg, cap)
+    ck.check(len(reqs) >= 2, 'at least 2 pushes of a 2.5 s window every second (%d)' % len(reqs))
+    total, spans = {}, []
+    for i, r in enumerate(reqs):
+        check_request(ck, r, 'push %d' % i)
+        app, labels = parse_name(r['query'].get('name', ''))
+        ck.eq(app, os.path.basename(example), 'push %d: application name' % i)
+        ck.eq(labels.get('pid'), str(pid), 'push %d: label pid' % i)
+        spans.append((int(r['query']['from']), int(r['query']['until'])))
+        if r['profile']:
+            for k, v in calls_per_function(r['profile']).items():
+                total[k] = total.get(k, 0) + v
+    spans.sort()
+    for a, b in zip(spans, spans[1:]):
+        ck.check(a[1] == b[0], 'intervals contiguous: %r then %r' % (a, b))
+    ck.check(cygtest.diff_table('calls per function (sum of pushes vs capture)', want, total),
+             'the pushes\' calls add up to the capture\'s (%d functions)' % len(want))
+    _, _, meta = wall_clock(ck, cyg, cap)
+    ck.eq(meta.get('push_sent'), len(reqs), 'meta push_sent')
+
+
 TESTS = {
     'push-oneshot': test_oneshot,
     'push-interval': test_interval,
     'push-token': test_token,
     'push-down': test_down,
     'push-slow': test_slow,
+    'push-attach': test_attach,
 }
 
 if __name__ == '__main__':
