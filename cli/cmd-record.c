@@ -56,7 +56,7 @@ static void usage(FILE *f)
 		"                         program never waits for it; an interval the server\n"
 		"                         does not take after 3 tries is dropped and counted\n"
 		"      --push-interval SEC\n"
-		"                         with --push: the interval (default 10s; 100ms to\n"
+		"                         with --push: the interval (default 10s; 1s to\n"
 		"                         1 day, s when no unit is given)\n"
 		"      --app NAME         with --push: the application name (default: PROG's)\n"
 		"      --label KEY=VALUE  with --push: a label (repeatable; defaults:\n"
@@ -550,9 +550,9 @@ int cmd_record(int argc, char **argv)
 		case 1001:
 			push_ns = cli_parse_duration("record", "--push-interval", optarg, "s",
 						     86400000000000ULL);
-			if (push_ns < 100000000ULL)
-				cli_die(2, "record: bad --push-interval value '%s' (100ms to 1 day)",
-					optarg);
+			if (push_ns < 1000000000ULL)
+				cli_die(2, "record: bad --push-interval value '%s' (1s to 1 day: "
+					"the API counts whole seconds)", optarg);
 			break;
 		case 1002:
 			if (!*optarg)
