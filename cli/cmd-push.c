@@ -9,8 +9,10 @@
 #include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "export.h"
@@ -23,7 +25,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cygprof push --server URL [--app NAME] [--label KEY=VALUE]...\n"
-		"                    [--push-token-file FILE] [CAPTURE]\n"
+		"                    [--push-token-file FILE] [--push-cacert FILE] [CAPTURE]\n"
 		"\n"
 		"Send the profile of a capture (CAPTURE defaults to " CYGPROF_DEFAULT_CAPTURE ") to a\n"
 		"Pyroscope server: POST URL/ingest with the gzip'd pprof of export\n"
@@ -37,6 +39,8 @@ static void usage(FILE *f)
 		"                         hostname, command and pid may be replaced\n"
 		"  --push-token-file FILE send the token in FILE (only its owner may read it)\n"
 		"                         as 'Authorization: Bearer TOKEN'\n"
+		"  --push-cacert FILE     check an https server against the CA certificates\n"
+		"                         of FILE (PEM) instead of the system's\n"
 		"  -h, --help             this help\n"
 		"\n"
 		"exit status: 0 sent; 1 the capture cannot be read; 2 usage; 4 the server\n"
@@ -59,12 +63,13 @@ static const char *command_name(const char *cmd, char *buf, size_t len)
 
 int cmd_push(int argc, char **argv)
 {
-	enum { O_SERVER = 256, O_APP, O_LABEL, O_TOKEN };
+	enum { O_SERVER = 256, O_APP, O_LABEL, O_TOKEN, O_CACERT };
 	static const struct option lopts[] = {
 		{"server", required_argument, NULL, O_SERVER},
 		{"app", required_argument, NULL, O_APP},
 		{"label", required_argument, NULL, O_LABEL},
 		{"push-token-file", required_argument, NULL, O_TOKEN},
+		{"push-cacert", required_argument, NULL, O_CACERT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -93,6 +98,11 @@ int cmd_push(int argc, char **argv)
 			break;
 		case O_TOKEN:
 			token_file = optarg;
+			break;
+		case O_CACERT:
+			if (access(optarg, R_OK))
+				cli_die(2, "%s: --push-cacert %s: %s", CMD, optarg, strerror(errno));
+			t.cacert = optarg;
 			break;
 		case 'h':
 			usage(stdout);

@@ -64,6 +64,8 @@ static void usage(FILE *f)
 		"      --push-token-file FILE\n"
 		"                         with --push: send the token in FILE (only its owner\n"
 		"                         may read it) as Authorization: Bearer\n"
+		"      --push-cacert FILE with --push: check an https server against the CA\n"
+		"                         certificates of FILE (PEM) instead of the system's\n"
 		"  -f, --force            also replace a regular file or symbolic link that is\n"
 		"                         not a capture (never a directory, FIFO, device, or\n"
 		"                         PROG itself)\n"
@@ -410,6 +412,7 @@ int cmd_record(int argc, char **argv)
 		{"app", required_argument, NULL, 1002},
 		{"label", required_argument, NULL, 1003},
 		{"push-token-file", required_argument, NULL, 1004},
+		{"push-cacert", required_argument, NULL, 1005},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -567,6 +570,11 @@ int cmd_record(int argc, char **argv)
 		case 1004:
 			push_token = optarg;
 			break;
+		case 1005:
+			if (access(optarg, R_OK))
+				cli_die(2, "record: --push-cacert %s: %s", optarg, strerror(errno));
+			pt.cacert = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -582,9 +590,9 @@ int cmd_record(int argc, char **argv)
 		cli_die(2, "record: --send needs --token-file FILE");
 	if (token_file && !o.send_to)
 		cli_die(2, "record: --token-file goes with --send");
-	if (!pt.server && (push_ns || pt.app || npush_labels || push_token))
-		cli_die(2, "record: --push-interval, --app, --label and --push-token-file go with "
-			"--push URL");
+	if (!pt.server && (push_ns || pt.app || npush_labels || push_token || pt.cacert))
+		cli_die(2, "record: --push-interval, --app, --label, --push-token-file and "
+			"--push-cacert go with --push URL");
 	/* record --push (docs/fleet.md): labels hostname, command, pid (the
 	 * program's, once started), then the given ones */
 	char push_host[300], push_cmd[300], push_pid[32], exe_name[256];

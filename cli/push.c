@@ -208,6 +208,8 @@ int push_send(const struct push_target *t, const void *gz, size_t len, uint64_t 
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (t->cacert)
+		curl_easy_setopt(h, CURLOPT_CAINFO, t->cacert);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, t->timeout_ms > 0 ? t->timeout_ms : 30000L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);

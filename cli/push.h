@@ -17,6 +17,8 @@ struct push_target {
 	const char *label[PUSH_MAX_LABELS]; /* KEY=VALUE, the defaults first */
 	size_t nlabels;
 	char *token;         /* the bearer token, NULL: none (owned) */
+	const char *cacert;  /* --push-cacert: the CAs to check the server with
+			      * (NULL: the system's) */
 	long timeout_ms;     /* per request */
 };
 

@@ -79,7 +79,7 @@ _cygprof()
 	esac
 	case $prev in
 	-o | --output | -O | --output-of | --plot | --debug-dir | --symfs | --token-file | \
-	--push-token-file)
+	--push-token-file | --push-cacert)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return
 		;;

@@ -31,6 +31,9 @@ examples/longrun.c (ROUNDS rounds of 100 ms: round_ once, work K times).
   push-slow      the server answers each request after 2 s: the program
                  still ends, record too, and every interval is either sent
                  or dropped (push_sent + push_dropped)
+  push-tls       https with a self-signed certificate (made by openssl,
+                 skipped without it): refused (certificates are checked),
+                 exit 4; taken with --push-cacert that certificate
   push-attach    `record --attach PID --duration 2500ms --push`: at least
                  2 contiguous pushes with the label pid=PID whose calls add
                  up to the window's capture; the program runs on (skipped
@@ -174,7 +177,7 @@ class Ingest:
     profile decoded); token: required bearer token; delay_s: before each
     answer."""
 
-    def __init__(self, token=None, delay_s=0.0):
+    def __init__(self, token=None, delay_s=0.0, tls=None):
         self.requests = []
         self.token = token
         self.delay_s = delay_s
@@ -220,6 +223,12 @@ class Ingest:
         self.httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
         self.httpd.daemon_threads = True
         self.url = 'http://127.0.0.1:%d' % self.httpd.server_address[1]
+        if tls:  # (certificate, key): https://localhost
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+            self.url = 'https://localhost:%d' % self.httpd.server_address[1]
         self.th = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.th.start()
 
@@ -504,6 +513,39 @@ def test_attach(ck, cyg, example, args):
     ck.eq(meta.get('push_sent'), len(reqs), 'meta push_sent')
 
 
+def test_tls(ck, cyg, example, args):
+    import shutil
+    import subprocess
+    if not shutil.which('openssl'):
+        print('SKIP push-tls: needs openssl (the command) to make a certificate')
+        sys.exit(cygtest.SKIP)
+    d = cyg.workdir
+    cert, key = os.path.join(d, 'cert.pem'), os.path.join(d, 'key.pem')
+    if subprocess.call(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1',
+                        '-keyout', key, '-out', cert, '-subj', '/CN=localhost', '-addext',
+                        'subjectAltName=DNS:localhost'], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL):
+        raise Failure('openssl could not make a self-signed certificate')
+    cap = os.path.join(d, 'cap.data')
+    cp = cyg.record(cap, [example, os.path.join(d, 'pid'), '1', '10'])
+    if cp.returncode != 0:
+        raise Failure('record failed: %s' % cp.err.strip())
+    srv = Ingest(tls=(cert, key))
+    try:
+        cp = run([cyg.exe, 'push', '--server', srv.url, cap])
+        cygtest.expect_error(ck, cp, 'a self-signed server (certificates checked)', 4)
+        ck.check('certificate' in cp.err, 'the line says it is the certificate (%r)' % cp.err)
+        cp = run([cyg.exe, 'push', '--server', srv.url, '--push-cacert', cert, cap])
+        ck.eq(cp.returncode, 0, 'with --push-cacert its certificate: exit status (%s)' %
+              cp.err.strip())
+        reqs = srv.taken()
+    finally:
+        srv.close()
+    ck.eq(len(reqs), 1, 'the server took one profile, over TLS')
+    if reqs:
+        check_request(ck, reqs[0], 'push over https')
+
+
 TESTS = {
     'push-oneshot': test_oneshot,
     'push-interval': test_interval,
@@ -511,6 +553,7 @@ TESTS = {
     'push-down': test_down,
     'push-slow': test_slow,
     'push-attach': test_attach,
+    'push-tls': test_tls,
 }
 
 if __name__ == '__main__':
