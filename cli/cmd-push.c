@@ -30,7 +30,8 @@ static void usage(FILE *f)
 		"Send the profile of a capture (CAPTURE defaults to " CYGPROF_DEFAULT_CAPTURE ") to a\n"
 		"Pyroscope server: POST URL/ingest with the gzip'd pprof of export\n"
 		"--format=pprof (calls, exact time, and perf samples when recorded), for the\n"
-		"capture's wall-clock start and end.  HTTPS checks the server's certificate.\n"
+		"capture's wall-clock start and end; a --memory capture's allocation stacks\n"
+		"go in a second request.  HTTPS checks the server's certificate.\n"
 		"\n"
 		"options:\n"
 		"  --server URL           the server, http://HOST:PORT or https://... (required)\n"
@@ -147,10 +148,19 @@ int cmd_push(int argc, char **argv)
 	if (!t.app)
 		t.app = cmdname;
 
+	/* The profile of the calls (with the perf samples, when recorded);
+	 * a --memory capture's allocation stacks as a second profile (its
+	 * sample types alloc_objects, alloc_space, leaked_space are other
+	 * stacks than the call paths'): two requests for the same interval. */
 	struct export_opts o = {.file = file ? file : CYGPROF_DEFAULT_CAPTURE};
-	uint8_t *gz = NULL;
-	size_t len = 0;
-	int rc = export_pprof_bytes(v, &o, &gz, &len);
+	uint8_t *gz[2] = {NULL, NULL};
+	size_t len[2] = {0, 0};
+	int n = 1, rc = export_pprof_bytes(v, &o, &gz[0], &len[0]);
+	if (!rc && view_mode_has(v, "memory")) {
+		o.weight = EXPORT_W_ALLOCATED;
+		rc = export_pprof_bytes(v, &o, &gz[1], &len[1]);
+		n = 2;
+	}
 	if (rc)
 		cli_die(1, "%s: %s: %s", CMD, o.file,
 			rc < 0 && rc > -4096 ? strerror(-rc) : cygprof_strerror(rc));
@@ -158,8 +168,10 @@ int cmd_push(int argc, char **argv)
 	/* a server that closes while a TLS write is under way: an error, not
 	 * the end of cygprof (CURLOPT_NOSIGNAL leaves SIGPIPE alone) */
 	signal(SIGPIPE, SIG_IGN);
-	rc = push_send(&t, gz, len, from_s, until_s, err, sizeof err);
-	free(gz);
+	for (int i = 0; i < n && !rc; i++)
+		rc = push_send(&t, gz[i], len[i], from_s, until_s, err, sizeof err);
+	free(gz[0]);
+	free(gz[1]);
 	free(t.token);
 	if (rc)
 		cli_die(4, "%s: %s", CMD, err);

@@ -34,6 +34,10 @@ examples/longrun.c (ROUNDS rounds of 100 ms: round_ once, work K times).
   push-tls       https with a self-signed certificate (made by openssl,
                  skipped without it): refused (certificates are checked),
                  exit 4; taken with --push-cacert that certificate
+  push-memory    (--mem-prog: tests/memory's mem-basic) a --memory capture:
+                 two requests, the calls as the report's, then the
+                 allocation stacks whose alloc_objects, alloc_space and
+                 leaked_space add up to `cygprof memory`'s totals
   push-attach    `record --attach PID --duration 2500ms --push`: at least
                  2 contiguous pushes with the label pid=PID whose calls add
                  up to the window's capture; the program runs on (skipped
@@ -546,6 +550,42 @@ def test_tls(ck, cyg, example, args):
         check_request(ck, reqs[0], 'push over https')
 
 
+def test_memory(ck, cyg, example, args):
+    import json
+    cap = os.path.join(cyg.workdir, 'cap.data')
+    cp = cyg.record(cap, [os.path.abspath(args.mem_prog)], opts=['--memory'])
+    if cp.returncode != 0:
+        raise Failure('record --memory failed: %s' % cp.err.strip())
+    cp = run([cyg.exe, 'memory', '--format=json', cap])
+    if cp.returncode != 0:
+        raise Failure('cygprof memory --format=json failed: %s' % cp.err.strip())
+    m = json.loads(cp.out)
+    tot = m.get('totals', m)
+    want = report_calls(ck, cyg, cap)
+    srv = Ingest()
+    try:
+        cp = run([cyg.exe, 'push', '--server', srv.url, cap])
+        ck.eq(cp.returncode, 0, 'push of a --memory capture: exit status (%s)' % cp.err.strip())
+        reqs = srv.taken()
+    finally:
+        srv.close()
+    if not ck.eq(len(reqs), 2, 'two requests: the calls, the allocations'):
+        return
+    for i, r in enumerate(reqs):
+        check_request(ck, r, 'request %d' % i)
+    ck.eq(reqs[0]['query'], reqs[1]['query'], 'both for the same name and interval')
+    ck.check(cygtest.diff_table('calls per function', want,
+                                calls_per_function(reqs[0]['profile'])),
+             'the first: the calls per function of the report')
+    p = reqs[1]['profile']
+    ck.eq(p['types'], [('alloc_objects', 'count'), ('alloc_space', 'bytes'),
+                       ('leaked_space', 'bytes')], 'the second: the allocations\' sample types')
+    sums = [sum(v[k] for _, v in p['samples']) for k in range(3)]
+    ck.eq(sums, [tot['allocations'], tot['allocated_bytes'], tot['leaked_bytes']],
+          'alloc_objects, alloc_space, leaked_space add up to cygprof memory\'s totals')
+    ck.check(sums[0] > 0, 'the program allocates')
+
+
 TESTS = {
     'push-oneshot': test_oneshot,
     'push-interval': test_interval,
@@ -554,7 +594,9 @@ TESTS = {
     'push-slow': test_slow,
     'push-attach': test_attach,
     'push-tls': test_tls,
+    'push-memory': test_memory,
 }
 
 if __name__ == '__main__':
-    sys.exit(cygtest.driver_main(TESTS, 'push', __doc__))
+    sys.exit(cygtest.driver_main(TESTS, 'push', __doc__,
+                                 extra=lambda ap: ap.add_argument('--mem-prog')))
