@@ -307,6 +307,7 @@ int cmd_import_perf(int argc, char **argv);
 int cmd_samples(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_receive(int argc, char **argv);
+int cmd_push(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_html(int argc, char **argv);
 int cmd_top(int argc, char **argv);

@@ -49,6 +49,8 @@ static const struct {
 	 * patching and restoring, whether it ended while attached */
 	{"attach_pid", "attached to"}, {"attach_start", "attach start"},
 	{"attach_end", "attach end"}, {"attach_exited", "process ended"},
+	/* record --push: intervals sent to the server, and given up */
+	{"push_sent", "pushes sent"}, {"push_dropped", "pushes dropped"},
 };
 
 static int capture_schema(struct view *v)

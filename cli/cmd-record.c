@@ -21,6 +21,7 @@
 #include "cyg-shm.h"
 #include "net-proto.h"
 #include "net.h"
+#include "push.h"
 
 static void usage(FILE *f)
 {
@@ -28,7 +29,8 @@ static void usage(FILE *f)
 		"usage: cygprof record [-o FILE] [options] [--] PROG [ARGS...]\n"
 		"       cygprof record --send ADDR:PORT --token-file FILE [options] PROG [ARGS...]\n"
 		"       cygprof record --attach PID [-o FILE | --send ADDR:PORT --token-file FILE]\n"
-		"                      [--duration SEC] [options]\n\n"
+		"                      [--duration SEC] [options]\n"
+		"       cygprof record --push URL [--push-interval SEC] [options] PROG [ARGS...]\n\n"
 		"Run PROG (built with -finstrument-functions) and record exact call counts and\n"
 		"times per function, call path and thread into a capture.  Exits with PROG's\n"
 		"exit status, or 128+N when signal N killed it.\n\n"
@@ -48,6 +50,22 @@ static void usage(FILE *f)
 		"                         /proc/sys/kernel/yama/ptrace_scope)\n"
 		"      --duration SEC     with --attach: detach after SEC (s when no unit is\n"
 		"                         given; e.g. 500ms, 2s)\n"
+		"      --push URL         also send the profile of every interval to the\n"
+		"                         Pyroscope server at URL (POST URL/ingest, pprof;\n"
+		"                         see cygprof push), from a thread of its own: the\n"
+		"                         program never waits for it; an interval the server\n"
+		"                         does not take after 3 tries is dropped and counted\n"
+		"      --push-interval SEC\n"
+		"                         with --push: the interval (default 10s; 1s to\n"
+		"                         1 day, s when no unit is given)\n"
+		"      --app NAME         with --push: the application name (default: PROG's)\n"
+		"      --label KEY=VALUE  with --push: a label (repeatable; defaults:\n"
+		"                         hostname, command, pid)\n"
+		"      --push-token-file FILE\n"
+		"                         with --push: send the token in FILE (only its owner\n"
+		"                         may read it) as Authorization: Bearer\n"
+		"      --push-cacert FILE with --push: check an https server against the CA\n"
+		"                         certificates of FILE (PEM) instead of the system's\n"
 		"  -f, --force            also replace a regular file or symbolic link that is\n"
 		"                         not a capture (never a directory, FIFO, device, or\n"
 		"                         PROG itself)\n"
@@ -252,6 +270,23 @@ static void add_instruments(struct collector_opts *o, char *list)
 	}
 }
 
+/* record --push: one line when intervals were dropped (what was sent and
+ * dropped is in the capture's meta too), then the thread's end. */
+static void push_done(const struct collector_opts *o)
+{
+	struct pusher *p = o->interval_arg;
+	uint64_t sent = 0, dropped = 0;
+
+	if (!p)
+		return;
+	pusher_end(p, &sent, &dropped);
+	if (dropped)
+		cli_warn("warning: --push: %llu of %llu intervals dropped (not sent): %s",
+			 (unsigned long long)dropped, (unsigned long long)(sent + dropped),
+			 pusher_last_error(p)[0] ? pusher_last_error(p) : "queue full");
+	pusher_free(p);
+}
+
 /* record --attach PID (docs/attach.md): the refusals, then the runtime
  * loaded into the process for the duration; the process runs on. */
 static int send_connect(const char *to, const char *token_file, unsigned *zwlog);
@@ -297,6 +332,7 @@ static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_
 	rc = collector_attach(o, t, duration_ns, &r, err, sizeof err);
 	free(rt);
 	free(t);
+	push_done(o);
 	if (rc) {
 		if (!o->send_to && r.write_err)
 			die_write_failed(o, &r, pid);
@@ -371,6 +407,12 @@ int cmd_record(int argc, char **argv)
 		{"send", required_argument, NULL, 'W'},
 		{"token-file", required_argument, NULL, 'Z'},
 		{"duration", required_argument, NULL, 'U'},
+		{"push", required_argument, NULL, 1000},
+		{"push-interval", required_argument, NULL, 1001},
+		{"app", required_argument, NULL, 1002},
+		{"label", required_argument, NULL, 1003},
+		{"push-token-file", required_argument, NULL, 1004},
+		{"push-cacert", required_argument, NULL, 1005},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -383,6 +425,11 @@ int cmd_record(int argc, char **argv)
 	const char *token_file = NULL;
 	long attach_pid = 0;
 	uint64_t duration_ns = 0;
+	struct push_target pt = {.timeout_ms = 0};
+	const char *push_labels[PUSH_MAX_LABELS], *push_token = NULL;
+	size_t npush_labels = 0;
+	uint64_t push_ns = 0;
+	struct pusher *pusher = NULL;
 
 	memset(&o, 0, sizeof o);
 	o.output = CYGPROF_DEFAULT_CAPTURE;
@@ -498,6 +545,36 @@ int cmd_record(int argc, char **argv)
 			if (!duration_ns)
 				cli_die(2, "record: bad --duration value '%s' (more than 0)", optarg);
 			break;
+		case 1000:
+			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))
+				cli_die(2, "record: --push %s: not an http:// or https:// URL", optarg);
+			pt.server = optarg;
+			break;
+		case 1001:
+			push_ns = cli_parse_duration("record", "--push-interval", optarg, "s",
+						     86400000000000ULL);
+			if (push_ns < 1000000000ULL)
+				cli_die(2, "record: bad --push-interval value '%s' (1s to 1 day: "
+					"the API counts whole seconds)", optarg);
+			break;
+		case 1002:
+			if (!*optarg)
+				cli_die(2, "record: --app needs a name");
+			pt.app = optarg;
+			break;
+		case 1003:
+			if (npush_labels == PUSH_MAX_LABELS - 3)
+				cli_die(2, "record: more than %d labels", PUSH_MAX_LABELS - 3);
+			push_labels[npush_labels++] = optarg;
+			break;
+		case 1004:
+			push_token = optarg;
+			break;
+		case 1005:
+			if (access(optarg, R_OK))
+				cli_die(2, "record: --push-cacert %s: %s", optarg, strerror(errno));
+			pt.cacert = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -513,6 +590,53 @@ int cmd_record(int argc, char **argv)
 		cli_die(2, "record: --send needs --token-file FILE");
 	if (token_file && !o.send_to)
 		cli_die(2, "record: --token-file goes with --send");
+	if (!pt.server && (push_ns || pt.app || npush_labels || push_token || pt.cacert))
+		cli_die(2, "record: --push-interval, --app, --label, --push-token-file and "
+			"--push-cacert go with --push URL");
+	/* record --push (docs/fleet.md): labels hostname, command, pid (the
+	 * program's, once started), then the given ones */
+	char push_host[300], push_cmd[300], push_pid[32], exe_name[256];
+	if (pt.server) {
+		char host[256] = "unknown", target[PATH_MAX];
+		const char *name = NULL;
+
+		if (gethostname(host, sizeof host))
+			snprintf(host, sizeof host, "unknown");
+		host[sizeof host - 1] = 0;
+		snprintf(push_host, sizeof push_host, "hostname=%s", host);
+		push_label(&pt, "record", push_host);
+		if (attach_pid) {
+			char lnk[64];
+			ssize_t n;
+
+			snprintf(lnk, sizeof lnk, "/proc/%ld/exe", attach_pid);
+			n = readlink(lnk, target, sizeof target - 1);
+			target[n > 0 ? n : 0] = 0;
+			name = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+			snprintf(push_pid, sizeof push_pid, "pid=%ld", attach_pid);
+		} else if (optind < argc) {
+			name = strrchr(argv[optind], '/') ? strrchr(argv[optind], '/') + 1
+							    : argv[optind];
+		}
+		snprintf(exe_name, sizeof exe_name, "%.200s", name && *name ? name : "unknown");
+		snprintf(push_cmd, sizeof push_cmd, "command=%s", exe_name);
+		push_label(&pt, "record", push_cmd);
+		if (attach_pid)
+			push_label(&pt, "record", push_pid);
+		for (size_t i = 0; i < npush_labels; i++)
+			push_label(&pt, "record", push_labels[i]);
+		if (!pt.app)
+			pt.app = exe_name;
+		if (push_token)
+			push_token_load(&pt, "record", push_token);
+		o.interval_ns = push_ns ? push_ns : 10000000000ULL;
+	}
+	if (pt.server) {
+		pusher = pusher_start(&pt);
+		o.interval = pusher_interval;
+		o.interval_end = pusher_end;
+		o.interval_arg = pusher;
+	}
 	if (attach_pid) {
 		o.filters = filters;
 		return record_attach(&o, (pid_t)attach_pid, duration_ns, optind < argc, force,
@@ -548,6 +672,8 @@ int cmd_record(int argc, char **argv)
 
 	rc = collector_record(&o, &r, err, sizeof err);
 	free(rt);
+	push_done(&o);
+	free(pt.token);
 	if (o.send_to)
 		close(o.send_fd);
 	if (rc) {

@@ -29,6 +29,7 @@ static const struct cygprof_cmd cmds[] = {
 	{"export", cmd_export, "the capture for Perfetto, flame graphs, KCachegrind, pprof, gprof", 0},
 	{"top", cmd_top, "run a program and show its hottest functions as it runs", 0},
 	{"receive", cmd_receive, "wait for one record --send and write the capture it streams", 0},
+	{"push", cmd_push, "send a capture's profile to a Pyroscope server (pprof over HTTP)", 0},
 	{"html", cmd_html, "one self-contained HTML report: flame graphs, tables, plots", 0},
 };
 

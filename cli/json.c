@@ -36,7 +36,7 @@ void cli_json_meta(FILE *f, const char *key, const char *val)
 {
 	static const char *const numeric[] = {
 		"duration_ns", "cpu_ns", "tsc_hz", "sample_hz", "sample_lost", "attach_pid",
-		"attach_start", "attach_end",
+		"attach_start", "attach_end", "push_sent", "push_dropped",
 	};
 	unsigned long long t, m, r;
 	int end = 0;
@@ -65,13 +65,14 @@ static const char *const meta_keys[] = {
 	"command", "start_time", "duration_ns", "cpu_ns", "mode", "clock", "filters",
 	"drop_mode", "hostname", "kernel", "machine", "tsc_hz", "clock_start", "clock_end",
 	"time", "sample_event", "sample_hz", "sample_lost", "remote_error", "ended",
-	"attach_pid", "attach_start", "attach_end", "attach_exited",
+	"attach_pid", "attach_start", "attach_end", "attach_exited", "push_sent", "push_dropped",
 };
 
 int cli_meta_optional(const char *key)
 {
 	return !strcmp(key, "time") || !strncmp(key, "sample_", 7) || !strcmp(key, "remote_error") ||
-	       !strcmp(key, "ended") || !strcmp(key, "cpu_ns") || !strncmp(key, "attach_", 7);
+	       !strcmp(key, "ended") || !strcmp(key, "cpu_ns") || !strncmp(key, "attach_", 7) ||
+	       !strncmp(key, "push_", 5);
 }
 
 void cli_json_meta_object(FILE *f, struct view *v)

@@ -248,6 +248,8 @@ struct collector {
 	struct sampling *sampling; /* sampling.c: NULL without --sample (or when it is off) */
 	struct snapstate *snap;    /* snapshot.c: NULL without o->snapshot */
 	struct attach_run *attach; /* attach-run.c: record --attach; NULL otherwise */
+	struct pushstate *push;    /* push.c: record --push; NULL otherwise */
+	uint64_t ckpt_interval_ns; /* poll.c: the checkpoints' interval (0: only at the end) */
 };
 
 /* The full timestamp of an event from its low 34 bits (see cyg-shm.h).  The
@@ -511,6 +513,13 @@ void collector_snapshot(struct collector *c, int final);
 void collector_snapshot_turn(struct collector *c);
 void collector_snapshot_mem(struct collector *c, const struct cthread *ct);
 void collector_snapshot_release(struct collector *c);
+
+/* push.c (record --push): the interval since the last checkpoint to
+ * o->interval(), after a checkpoint (final: the last one); the counts of
+ * pushes sent and dropped (o->interval_end()) into the meta.  0 or an error. */
+int collector_push_interval(struct collector *c, int final);
+int collector_push_meta(struct collector *c);
+void collector_push_release(struct collector *c);
 
 /* Write what the drain produced: new stash nodes, then the thread's events. */
 void collector_mem_flush(struct collector *c, struct cthread *ct);

@@ -78,6 +78,29 @@ struct collector_snapshot {
 	const struct collector_heap *heap; /* --memory; NULL without */
 };
 
+/* The profile of one interval (record --push): what the program did
+ * between two checkpoints (the one that ended the last interval and this
+ * one), per call path (merged over the threads and processes by function
+ * names), as the difference of the two checkpoints' calling-context trees; the last one (final) ends with the
+ * capture's final profile, so the calls of every interval add up to the
+ * capture's.  Valid during the call only. */
+struct collector_interval {
+	int final;             /* the last one: the program is gone (or detached) */
+	uint64_t seq;          /* 0, 1, ... */
+	uint64_t from_ns, until_ns; /* CLOCK_REALTIME (unix ns): until of one is
+				     * from of the next */
+	size_t npaths;         /* path 0 is the root; a parent precedes its children */
+	const uint32_t *parent, *fn; /* per path; fn indexes names */
+	const char *const *names;
+	size_t nnames;
+	const int64_t *calls;  /* per path: calls in the interval */
+	const int64_t *self_ns; /* per path: exact self time in the interval,
+				  * compensated for the hooks' cost (a path whose
+				  * time went down counts 0) */
+	uint64_t calls_total;  /* the sum of calls */
+	int pid;               /* the program started (0: attached) */
+};
+
 struct collector_opts {
 	const char *output;    /* capture path (unused with send_to) */
 	/* record --send: stream the capture over send_fd (connected, past the
@@ -126,6 +149,16 @@ struct collector_opts {
 	 * poll loop (at most about 10 ms apart while the program runs: cygprof
 	 * top reads its keys there); NULL: none */
 	void (*turn)(void *arg, int pid);
+	/* record --push: after the first checkpoint committed at least
+	 * interval_ns after the last interval's end (checkpoints come about
+	 * every second, and at least every interval_ns), interval() with the
+	 * profile of the interval (in the collector's thread: it must only queue it), and at
+	 * the end interval_end(), which returns what the capture's meta then
+	 * says (push_sent, push_dropped).  NULL: none. */
+	uint64_t interval_ns;
+	void (*interval)(void *arg, const struct collector_interval *iv);
+	void (*interval_end)(void *arg, uint64_t *sent, uint64_t *dropped);
+	void *interval_arg;
 };
 
 struct collector_result {

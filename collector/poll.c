@@ -40,6 +40,12 @@ int collector_poll(struct collector *c, pid_t pid)
 	uint64_t interval = checkpoint_interval_ns(), last_commit, last_ckpt, gap;
 	int status = 0;
 
+	/* record --push: a checkpoint at least every push interval (the
+	 * pushes are made of checkpoints: push.c) */
+	if (c->o->interval_ns && (!interval || interval > c->o->interval_ns))
+		interval = c->o->interval_ns;
+	c->ckpt_interval_ns = interval;
+
 	/* committed at once: a disk that fills before the first commit of
 	 * events leaves them anyway */
 	cygprof_capture_begin(c->cap);
@@ -109,6 +115,10 @@ int collector_poll(struct collector *c, pid_t pid)
 			else if (!e) {
 				c->kept = 1;
 				c->kept_ns = upto;
+				/* record --push: the interval that checkpoint ends
+				 * (one that cannot be made, for want of memory,
+				 * goes into the next: nothing is lost) */
+				collector_push_interval(c, 0);
 			}
 			if (!c->werr)
 				cygprof_capture_begin(c->cap);

@@ -30,6 +30,13 @@ int collector_finish_run(struct collector *c, int (*meta)(struct collector *c, v
 		rc = collector_checkpoint(c, 1);
 		if (!rc)
 			collector_snapshot(c, 1);
+		/* the last interval (record --push), then what was sent; an
+		 * interval that could not be made (no memory) is no reason to
+		 * lose the capture */
+		if (!rc)
+			collector_push_interval(c, 1);
+		if (!rc)
+			rc = collector_push_meta(c);
 		if (!rc && meta)
 			rc = meta(c, arg);
 		e = cygprof_capture_commit(c->cap);
@@ -148,6 +155,7 @@ void collector_free(struct collector *c)
 	collector_counters_release(c);
 	collector_sampling_release(c);
 	collector_snapshot_release(c);
+	collector_push_release(c);
 	debuginfo_free(c->dbg);
 	if (c->base && c->base != MAP_FAILED)
 		munmap(c->base, c->size);

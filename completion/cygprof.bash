@@ -79,9 +79,12 @@ _cygprof()
 	esac
 	case $prev in
 	-o | --output | -O | --output-of | --plot | --debug-dir | --symfs | --token-file | \
-	--push-token-file)
+	--push-token-file | --push-cacert)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return
+		;;
+	--server | --push | --push-interval | --app | --label)
+		return # a URL, a duration, a name: nothing to complete
 		;;
 	esac
 	if [[ $cur == -* ]]; then

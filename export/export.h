@@ -117,6 +117,29 @@ struct exporter {
 			   const struct export_files *fs);
 };
 
+/* ---- pprof in memory (cygprof push, record --push) ----------------------- */
+
+/* export --format=pprof's bytes (gzip'd profile.proto) in a new buffer
+ * (*out, free()); 0 or an error as write()'s. */
+int export_pprof_bytes(struct view *v, const struct export_opts *o, uint8_t **out, size_t *len);
+
+/* Call paths by function name, path 0 the root, a path's parent before it:
+ * the profile of an interval (record --push), one sample per path with a
+ * non-zero value, one location and function per name. */
+struct pprof_paths {
+	size_t npaths;
+	const uint32_t *parent, *fn; /* per path; fn indexes names */
+	const char *const *names;
+	size_t nnames;
+	int nval, def;               /* sample types, and the default one */
+	const char *vtype[4], *vunit[4];
+	const int64_t *val[4];       /* per path */
+	uint64_t time_ns, duration_ns; /* the interval (time: its start, unix ns) */
+};
+
+/* The gzip'd profile.proto of pp in a new buffer (*out, free()); 0 or -ENOMEM. */
+int export_pprof_paths(const struct pprof_paths *pp, uint8_t **out, size_t *len);
+
 /* Every format, NULL-terminated, in the order --help lists them. */
 extern const struct exporter *const exporters[];
 const struct exporter *exporter_find(const char *name);

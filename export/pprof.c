@@ -622,3 +622,104 @@ const struct exporter export_pprof = {
 	.binary = 1,
 	.write = write_pprof,
 };
+
+/* ---- in memory (cygprof push, record --push) ------------------------------ */
+
+int export_pprof_bytes(struct view *v, const struct export_opts *o, uint8_t **out, size_t *len)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+	int err;
+
+	*out = NULL;
+	*len = 0;
+	if (!f)
+		return -ENOMEM;
+	err = write_pprof(v, o, f);
+	if (fclose(f) && !err)
+		err = -ENOMEM;
+	if (err) {
+		free(buf);
+		return err;
+	}
+	*out = (uint8_t *)buf;
+	*len = n;
+	return 0;
+}
+
+int export_pprof_paths(const struct pprof_paths *pp, uint8_t **out, size_t *len)
+{
+	struct pb pb = {0}, sub = {0}, sub2 = {0};
+	uint64_t ns = 1 + pp->nnames; /* strings: "", the names, then the types */
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f;
+	int err;
+
+	*out = NULL;
+	*len = 0;
+	for (int i = 0; i < pp->nval; i++) {
+		pb_uint(&sub, 1, ns + 2 * (uint64_t)i);
+		pb_uint(&sub, 2, ns + 2 * (uint64_t)i + 1);
+		pb_msg(&pb, 1, &sub);
+	}
+	for (size_t i = 1; i < pp->npaths; i++) {
+		int any = 0;
+
+		for (int k = 0; k < pp->nval; k++)
+			any |= pp->val[k][i] != 0;
+		if (!any)
+			continue;
+		/* the path innermost first: one location per function */
+		for (size_t j = i, d = 0; j && d <= pp->npaths; j = pp->parent[j], d++)
+			pb_varint(&sub2, (uint64_t)pp->fn[j] + 1);
+		pb_msg(&sub, 1, &sub2);
+		for (int k = 0; k < pp->nval; k++)
+			pb_varint(&sub2, (uint64_t)pp->val[k][i]);
+		pb_msg(&sub, 2, &sub2);
+		pb_msg(&pb, 2, &sub);
+	}
+	for (size_t f2 = 0; f2 < pp->nnames; f2++) {
+		pb_uint(&sub, 1, f2 + 1);
+		pb_uint(&sub2, 1, f2 + 1);
+		pb_msg(&sub, 4, &sub2);
+		pb_msg(&pb, 4, &sub);
+		pb_uint(&sub, 1, f2 + 1);
+		pb_uint(&sub, 2, f2 + 1);
+		pb_uint(&sub, 3, f2 + 1);
+		pb_msg(&pb, 5, &sub);
+	}
+	pb_bytes(&pb, 6, "", 0);
+	for (size_t i = 0; i < pp->nnames; i++)
+		pb_bytes(&pb, 6, pp->names[i], strlen(pp->names[i]));
+	for (int i = 0; i < pp->nval; i++) {
+		pb_bytes(&pb, 6, pp->vtype[i], strlen(pp->vtype[i]));
+		pb_bytes(&pb, 6, pp->vunit[i], strlen(pp->vunit[i]));
+	}
+	pb_uint(&pb, 9, pp->time_ns);
+	pb_uint(&pb, 10, pp->duration_ns);
+	pb_uint(&sub, 1, ns + 2 * (uint64_t)pp->def);
+	pb_uint(&sub, 2, ns + 2 * (uint64_t)pp->def + 1);
+	pb_msg(&pb, 11, &sub);
+	pb_uint(&pb, 12, 1);
+	pb_uint(&pb, 14, ns + 2 * (uint64_t)pp->def);
+	err = pb.err ? pb.err : sub.err ? sub.err : sub2.err;
+	free(sub.b);
+	free(sub2.b);
+	if (!err && !(f = open_memstream(&buf, &n)))
+		err = -ENOMEM;
+	if (!err) {
+		err = pp_gzip(&pb, f);
+		if (fclose(f) && !err)
+			err = -ENOMEM;
+		if (err)
+			free(buf);
+	}
+	free(pb.b);
+	if (err)
+		return err;
+	*out = (uint8_t *)buf;
+	*len = n;
+	return 0;
+}

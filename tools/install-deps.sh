@@ -3,7 +3,7 @@
 # apt-get, on Debian 12 (run as root).  Installs only what is missing.
 set -eu
 pkgs="gcc g++ meson ninja-build pkg-config liblmdb-dev lmdb-utils libelf-dev libdw-dev
-libunwind-dev libzstd-dev zlib1g-dev valgrind python3 binutils groff-base man-db clang libfuzzer-14-dev
+libunwind-dev libzstd-dev zlib1g-dev libcurl4-openssl-dev valgrind python3 binutils groff-base man-db clang libfuzzer-14-dev
 chromium zsh"
 missing=""
 for p in $pkgs; do
