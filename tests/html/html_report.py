@@ -68,6 +68,7 @@ import cygtest  # noqa: E402  (tests/lib: the helpers of every driver)
 from cygtest import Failure, run, describe_status  # noqa: E402
 
 MAGIC = b'<!DOCTYPE html>\n<!-- cygprof report -->'
+VIEW_W, VIEW_H = 1280, 800  # the viewport: "above the fold" is within VIEW_H
 
 
 def chromium():
@@ -234,6 +235,10 @@ class Browser:
                                      {'targetId': t, 'flatten': True})['sessionId']
             self.call('Runtime.enable', session=self.session)
             self.call('Page.enable', session=self.session)
+            # the window the page is judged in: what a laptop shows
+            self.call('Emulation.setDeviceMetricsOverride',
+                      {'width': VIEW_W, 'height': VIEW_H, 'deviceScaleFactor': 1, 'mobile': False},
+                      session=self.session)
         s = self.session
         # through about:blank: a page that differs only in its #fragment
         # is loaded anew
@@ -255,6 +260,23 @@ class Browser:
                                      for a in m['params'].get('args', [])))
         self.events = []
         return dom, msgs
+
+    def evaluate(self, expr):
+        """The value of a JavaScript expression in the page last rendered."""
+        r = self.call('Runtime.evaluate', {'expression': expr, 'returnByValue': True},
+                      session=self.session)
+        if 'exceptionDetails' in r:
+            raise Failure('evaluate %s: %s' % (expr, r['exceptionDetails']))
+        return r['result'].get('value')
+
+    def screenshot(self, path):
+        """A PNG of the viewport into path; its bytes."""
+        import base64
+        r = self.call('Page.captureScreenshot', {'format': 'png'}, session=self.session)
+        data = base64.b64decode(r['data'])
+        with open(path, 'wb') as f:
+            f.write(data)
+        return data
 
     def stderr(self):
         self.log.seek(0)
