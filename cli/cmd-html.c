@@ -50,6 +50,7 @@
 struct html_cli {
 	const char *file, *out;
 	int force, no_progress;
+	uint64_t max_calls;
 	struct debuginfo *di;
 };
 
@@ -69,6 +70,8 @@ static void usage(FILE *f)
 		"  -o, --output FILE      the report (default " HTML_DEFAULT_OUT "); an existing\n"
 		"                         file is replaced only when it is an earlier report\n"
 		"  -f, --force            replace FILE whatever regular file it is\n"
+		"      --max-calls N      with --timeline: embed at most N calls, the longest\n"
+		"                         (default 200000)\n"
 		CLI_PROGRESS_HELP CLI_TIME_HELP CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
 }
@@ -79,6 +82,7 @@ static void parse_opts(int argc, char **argv, struct html_cli *o)
 		{"output", required_argument, NULL, 'o'},
 		{"force", no_argument, NULL, 'f'},
 		{"no-progress", no_argument, NULL, 0x4400},
+		{"max-calls", required_argument, NULL, 0x4401},
 		CLI_DEBUG_OPTIONS,
 		CLI_TIME_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
@@ -89,6 +93,7 @@ static void parse_opts(int argc, char **argv, struct html_cli *o)
 
 	memset(o, 0, sizeof(*o));
 	o->out = HTML_DEFAULT_OUT;
+	o->max_calls = HTML_MAX_SLICES;
 	g.di = o->di = cli_debuginfo_new();
 	while ((c = cli_next_option(&g, argc, argv)) != -1) {
 		switch (c) {
@@ -103,6 +108,18 @@ static void parse_opts(int argc, char **argv, struct html_cli *o)
 		case 0x4400:
 			o->no_progress = 1;
 			break;
+		case 0x4401: {
+			char *end;
+			unsigned long long n;
+
+			errno = 0;
+			n = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || *optarg == '-' || !n || n > 100000000)
+				cli_die(2, "%s: --max-calls: not a number from 1 to 100000000: %s", CMD,
+					optarg);
+			o->max_calls = n;
+			break;
+		}
 		}
 	}
 	o->file = cli_capture_arg(CMD, argc, argv);
@@ -580,9 +597,10 @@ static int cmp_slice(const void *a, const void *b)
 }
 
 /* {"threads":[thread index],"calls":N,"kept":N,"thread":[..],"depth":[..],
- * "fn":[..],"start":[..],"dur":[..]}: the longest HTML_MAX_SLICES calls of
+ * "fn":[..],"start":[..],"dur":[..]}: the longest max calls of
  * every thread with timeline events, in time order per thread. */
-static void write_timeline(FILE *f, struct view *v, const struct profile *p, const char *file)
+static void write_timeline(FILE *f, struct view *v, const struct profile *p, const char *file,
+			   uint64_t max)
 {
 	const struct cygprof_thread *th;
 	size_t nth, i, k, nt = 0;
@@ -592,7 +610,7 @@ static void write_timeline(FILE *f, struct view *v, const struct profile *p, con
 	memset(&t, 0, sizeof t);
 	t.v = v;
 	t.p = p;
-	t.max = HTML_MAX_SLICES;
+	t.max = (size_t)max;
 	t.heap = xcalloc(t.max, sizeof *t.heap);
 	cli_check(view_threads(v, &th, &nth), file);
 	fputs("{\"threads\":[", f);
@@ -729,7 +747,7 @@ int cmd_html(int argc, char **argv)
 		fputs("null", j);
 	fputs(",\"timeline\":", j);
 	if (has_tl)
-		write_timeline(j, v, p, file);
+		write_timeline(j, v, p, file, o.max_calls);
 	else
 		fputs("null", j);
 	fputs(",\"counters\":", j);

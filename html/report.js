@@ -302,7 +302,7 @@
     }
     function rect(k, x, w, d, cls) {
       if (d > maxd) maxd = d;
-      h.push('<div data-n="' + k + '" data-v="' + t.value[k] + '" class="' + cls + (re && k && re.test(t.name[k]) ? ' match' : '') +
+      h.push('<div data-n="' + k + '" data-p="' + t.parent[k] + '" data-v="' + t.value[k] + '" class="' + cls + (re && k && re.test(t.name[k]) ? ' match' : '') +
         (t.name[k] === '(other)' ? ' other' : '') + '" title="' + esc(title(k)) + '" style="left:' +
         x.toFixed(1) + 'px;width:' + w.toFixed(1) + 'px;top:' + d * 16 + 'px;background:' +
         color(t.name[k]) + '">' + (w > 30 ? esc(t.name[k]) : '') + '</div>');
