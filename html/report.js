@@ -729,11 +729,11 @@
     tlSet(c - at * w * f, c + (1 - at) * w * f);
   }
   function tlPan(f) { var w = tl.t1 - tl.t0; tlSet(tl.t0 + f * w, tl.t1 + f * w); }
-  var LANE_HEAD = 18;
+  var LANE_HEAD = 18, AXIS = 18;
   /* the slice under the mouse, or -1 */
   function tlHit(e) {
     var cv = $('tl-canvas'), r = cv.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
-    var t = tl.t0 + x / r.width * (tl.t1 - tl.t0), top = 0;
+    var t = tl.t0 + x / r.width * (tl.t1 - tl.t0), top = AXIS;
     for (var l = 0; l < tl.lanes.length; l++) {
       var L = tl.lanes[l], h = LANE_HEAD + (L.maxd + 1) * tl.rows;
       if (y >= top + LANE_HEAD && y < top + h) {
@@ -749,9 +749,19 @@
   function tlDraw() {
     var cv = $('tl-canvas'), W = cv.parentNode.clientWidth || 1000, H = 0, l, i;
     tl.lanes.forEach(function (L) { H += LANE_HEAD + (L.maxd + 1) * tl.rows; });
+    H += AXIS;
     cv.width = W; cv.height = H; cv.style.height = H + 'px';
-    var g = cv.getContext('2d'), t0 = tl.t0, span = tl.t1 - tl.t0, top = 0, per = new Map();
+    var g = cv.getContext('2d'), t0 = tl.t0, span = tl.t1 - tl.t0, top = AXIS, per = new Map();
     g.font = '11px monospace'; g.textBaseline = 'middle';
+    /* the time axis: about 8 round ticks, time from the capture's start */
+    var raw = span / 8, p10 = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p10;
+    var step = (m < 2 ? 2 : m < 5 ? 5 : 10) * p10;
+    g.strokeStyle = '#ccc'; g.fillStyle = '#555';
+    for (var tk = Math.ceil(t0 / step) * step; tk <= t0 + span; tk += step) {
+      var tx = (tk - t0) / span * W;
+      g.beginPath(); g.moveTo(tx + 0.5, AXIS - 5); g.lineTo(tx + 0.5, H); g.stroke();
+      g.fillText(hns(Math.round(tk)), tx + 3, AXIS / 2 - 1);
+    }
     for (l = 0; l < tl.lanes.length; l++) {
       var L = tl.lanes[l], th = D.threads[L.th] || {};
       g.fillStyle = '#f0f0f0'; g.fillRect(0, top, W, LANE_HEAD);
@@ -806,7 +816,7 @@
   function countersView() {
     var h = ['<p class="note">One panel per process and unit, each with its own scale (a log scale when its series are more ' +
       'than 100 times apart); each point the largest value of its interval; time from the capture start.</p>'];
-    var dur = D.duration_ns || 1, W = 600, H = 170, groups = [], gi = {};
+    var dur = D.duration_ns || 1, W = 600, groups = [], gi = {};
     CNT.forEach(function (s) {
       var key = s.pid + '/' + s.unit;
       if (gi[key] === undefined) { gi[key] = groups.length; groups.push({ pid: s.pid, unit: s.unit, s: [] }); }
@@ -825,7 +835,7 @@
       var logy = small > 0 && hi / small > 100, lo = 0;
       if (logy) { lo = Math.pow(10, Math.floor(Math.log10(small)) - 1); hi = Math.pow(10, Math.ceil(Math.log10(hi))); }
       if (hi <= lo) hi = lo + 1;
-      var X0 = 70, Y0 = 22, PW = W - X0 - 10, PH = H - Y0 - 36;
+      var X0 = 70, Y0 = 22, PW = W - X0 - 10, PH = 112, H = Y0 + PH + 20 + 14 * Math.ceil(gr.s.length / 3);
       function fy(v) {
         var fr = logy ? (Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo)) : (v - lo) / (hi - lo);
         return (Y0 + PH - fr * PH).toFixed(1);
@@ -846,7 +856,7 @@
         var c = SERIES[k % SERIES.length];
         svg.push('<polyline data-counter="' + esc(s.name) + '" data-pid="' + s.pid + '" data-max="' + s.max +
           '" style="stroke:' + c + '" points="' + pts.join(' ') + '"/>');
-        svg.push('<text x="' + (X0 + (k % 3) * 170) + '" y="' + (Y0 + PH + 26 + Math.floor(k / 3) * 0) + '" style="fill:' + c + '">' +
+        svg.push('<text x="' + (X0 + (k % 3) * 170) + '" y="' + (Y0 + PH + 28 + Math.floor(k / 3) * 14) + '" style="fill:' + c + '">' +
           esc(s.name + ' (max ' + f(s.max) + ')') + '</text>');
       });
       svg.push('</svg>');
