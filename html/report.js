@@ -860,7 +860,7 @@
           esc(s.name + ' (max ' + f(s.max) + ')') + '</text>');
       });
       svg.push('</svg>');
-      h.push('<div class="chart" data-unit="' + esc(gr.unit) + '" data-scale="' + (logy ? 'log' : 'linear') + '">' + svg.join('') + '</div>');
+      h.push('<div class="chart" data-pid="' + gr.pid + '" data-unit="' + esc(gr.unit) + '" data-scale="' + (logy ? 'log' : 'linear') + '">' + svg.join('') + '</div>');
     });
     view('counters', h.join(''));
   }

@@ -45,7 +45,8 @@ Tests:
                 `memory --format=json` has it; the allocation flame graph (all,
                 main) is drawn, one chart per counter of counters
                 --format=json, heap/live_bytes up to the peak of memory
-                --format=json, one panel per unit with its scale; the memory
+                --format=json, one panel per process and unit with its scale;
+                the memory
                 flame graph (#view=memflame) above the fold, its root the
                 allocated, leaked and peak bytes of memory --format=json in
                 each of its three modes, leaker 385 bytes leaked
@@ -58,6 +59,10 @@ Tests:
                 the calls, samples, sampled and off-CPU ns of report
                 --format=json, spin most samples; the uninstrumented
                 functions are listed
+  html-counters record -i counters,memory --counters=5ms of memgrow
+                (EXAMPLE): one line per counter of counters --format=json,
+                one panel per process and unit, the system's bytes (GiB
+                beside MiB) on a log scale, the view above the fold
   html-timeline record --timeline of calls-O2: the data holds its 40 calls,
                 30 of c; report.html#view=timeline lists main 1, a 3, b 6,
                 c 30 calls in view, zooms in (fewer in view) and back (key
@@ -155,7 +160,7 @@ class Dom(html.parser.HTMLParser):
             if 'match' in a.get('class', '').split():
                 self.matches.setdefault(self.flame_id, []).append(a.get('title', '').split(':')[0])
         if tag == 'div' and 'data-unit' in a:
-            self.panels.append((a['data-unit'], a.get('data-scale')))
+            self.panels.append((a.get('data-pid'), a['data-unit'], a.get('data-scale')))
 
     def handle_endtag(self, tag):
         if tag in ('td', 'th') and self.cell is not None:
@@ -626,9 +631,9 @@ def test_memory(ck, cyg, example, args):
     peak = json.loads(cp.out)['totals']['peak_bytes']
     ck.eq(int(dom.chart_max.get('heap/live_bytes') or -1), peak,
           'the live heap plot reaches the peak of memory --format=json')
-    ck.check(dom.panels and all(p[1] in ('linear', 'log') for p in dom.panels),
+    ck.check(dom.panels and all(p[2] in ('linear', 'log') for p in dom.panels),
              'counter panels, each with its scale: %s' % dom.panels)
-    ck.eq(len(dom.panels), len(set(dom.panels)), 'one panel per unit')
+    ck.eq(len(dom.panels), len({p[:2] for p in dom.panels}), 'one panel per process and unit')
     # the memory flame graph: allocated, leaked and live at the peak, the
     # figures of memory --format=json
     totals = json.loads(cp.out)['totals']
@@ -794,7 +799,33 @@ def test_timeline(ck, cyg, example, args):
     ck.check('v-timeline' not in dom.text, 'no timeline view without --timeline')
 
 
+def test_counters(ck, cyg, example, args):
+    cap = record(ck, cyg, example, ['-i', 'counters,memory', '--counters=5ms'], 'grow.cyg')
+    out = os.path.join(cyg.workdir, 'grow.html')
+    write_html(ck, cyg, cap, out)
+    cc = run([cyg.exe, 'counters', '--format=json', cap])
+    if cc.returncode != 0:
+        raise Failure('counters --format=json failed: ' + cc.err.strip())
+    want = json.loads(cc.out)['counters']
+    dom = render(ck, out, '#view=counters')
+    ck.eq(sorted(c[0] for c in dom.charts), sorted(c['name'] for c in want),
+          'one line per counter of counters --format=json')
+    groups = {(str(c['pid'] or 0), c['unit']) for c in want}
+    ck.eq(sorted(p[:2] for p in dom.panels), sorted(groups), 'one panel per process and unit')
+    # the system's bytes (MemTotal: GiB, Buffers or Dirty: MiB) are more
+    # than two decades apart: a log scale (as counters --plot); memgrow's
+    # heap/live_bytes beside statm: each panel its own scale
+    scale = {p[:2]: p[2] for p in dom.panels}
+    ck.eq(scale.get(('0', 'bytes')), 'log', 'the system\'s bytes panel on a log scale')
+    ck.check(all(s in ('linear', 'log') for s in scale.values()), 'every panel has a scale')
+    above_fold(ck, ['summary', 'v-counters'])
+    screenshot(ck, 'counters.png')
+    no_internal_keys(ck, page_data(out))
+    selftest(ck, out)
+
+
 TESTS = {
+    'html-counters': test_counters,
     'html-timeline': test_timeline,
     'html-calls': test_calls,
     'html-memory': test_memory,
