@@ -835,7 +835,7 @@
       var logy = small > 0 && hi / small > 100, lo = 0;
       if (logy) { lo = Math.pow(10, Math.floor(Math.log10(small)) - 1); hi = Math.pow(10, Math.ceil(Math.log10(hi))); }
       if (hi <= lo) hi = lo + 1;
-      var X0 = 70, Y0 = 22, PW = W - X0 - 10, PH = 112, H = Y0 + PH + 20 + 14 * Math.ceil(gr.s.length / 3);
+      var X0 = 70, Y0 = 22, PW = W - X0 - 10, PH = 112, H = Y0 + PH + 20 + 14 * Math.ceil(gr.s.length / 2);
       function fy(v) {
         var fr = logy ? (Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo)) : (v - lo) / (hi - lo);
         return (Y0 + PH - fr * PH).toFixed(1);
@@ -843,6 +843,7 @@
       var svg = ['<svg width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H + '">',
         '<text x="4" y="13" class="ptitle">' + esc((gr.pid ? 'process ' + gr.pid : 'system') + ': ' + gr.unit + (logy ? ', log scale' : '')) + '</text>'];
       var ticks = logy ? [] : [lo, (lo + hi) / 2, hi];
+      if (!logy && f(Math.round(ticks[1])) === f(Math.round(hi))) ticks.splice(1, 1); /* 0, 1, 1 */
       if (logy) for (var v = lo; v <= hi * 1.01; v *= 10) ticks.push(v);
       ticks.forEach(function (v) {
         svg.push('<line class="grid" x1="' + X0 + '" x2="' + (X0 + PW) + '" y1="' + fy(v) + '" y2="' + fy(v) + '"/>' +
@@ -856,7 +857,7 @@
         var c = SERIES[k % SERIES.length];
         svg.push('<polyline data-counter="' + esc(s.name) + '" data-pid="' + s.pid + '" data-max="' + s.max +
           '" style="stroke:' + c + '" points="' + pts.join(' ') + '"/>');
-        svg.push('<text x="' + (X0 + (k % 3) * 170) + '" y="' + (Y0 + PH + 28 + Math.floor(k / 3) * 14) + '" style="fill:' + c + '">' +
+        svg.push('<text x="' + (X0 + (k % 2) * 260) + '" y="' + (Y0 + PH + 28 + Math.floor(k / 2) * 14) + '" style="fill:' + c + '">' +
           esc(s.name + ' (max ' + f(s.max) + ')') + '</text>');
       });
       svg.push('</svg>');
