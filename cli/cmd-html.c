@@ -43,10 +43,14 @@
 #define HTML_MAX_STACKS 20000
 /* at most this many points per counter (each the maximum of its interval) */
 #define HTML_MAX_POINTS 600
+/* at most this many timeline calls (the longest: a call is never shorter
+ * than its callees, so the kept set holds every kept call's callers) */
+#define HTML_MAX_SLICES 200000
 
 struct html_cli {
 	const char *file, *out;
 	int force, no_progress;
+	uint64_t max_calls;
 	struct debuginfo *di;
 };
 
@@ -66,6 +70,8 @@ static void usage(FILE *f)
 		"  -o, --output FILE      the report (default " HTML_DEFAULT_OUT "); an existing\n"
 		"                         file is replaced only when it is an earlier report\n"
 		"  -f, --force            replace FILE whatever regular file it is\n"
+		"      --max-calls N      with --timeline: embed at most N calls, the longest\n"
+		"                         (default 200000)\n"
 		CLI_PROGRESS_HELP CLI_TIME_HELP CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
 }
@@ -76,6 +82,7 @@ static void parse_opts(int argc, char **argv, struct html_cli *o)
 		{"output", required_argument, NULL, 'o'},
 		{"force", no_argument, NULL, 'f'},
 		{"no-progress", no_argument, NULL, 0x4400},
+		{"max-calls", required_argument, NULL, 0x4401},
 		CLI_DEBUG_OPTIONS,
 		CLI_TIME_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
@@ -86,6 +93,7 @@ static void parse_opts(int argc, char **argv, struct html_cli *o)
 
 	memset(o, 0, sizeof(*o));
 	o->out = HTML_DEFAULT_OUT;
+	o->max_calls = HTML_MAX_SLICES;
 	g.di = o->di = cli_debuginfo_new();
 	while ((c = cli_next_option(&g, argc, argv)) != -1) {
 		switch (c) {
@@ -100,6 +108,18 @@ static void parse_opts(int argc, char **argv, struct html_cli *o)
 		case 0x4400:
 			o->no_progress = 1;
 			break;
+		case 0x4401: {
+			char *end;
+			unsigned long long n;
+
+			errno = 0;
+			n = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || *optarg == '-' || !n || n > 100000000)
+				cli_die(2, "%s: --max-calls: not a number from 1 to 100000000: %s", CMD,
+					optarg);
+			o->max_calls = n;
+			break;
+		}
 		}
 	}
 	o->file = cli_capture_arg(CMD, argc, argv);
@@ -339,7 +359,7 @@ static void write_memory(FILE *f, struct view *v, const char *file, struct cli_p
 	struct memory *m;
 	uint32_t *ids;
 	size_t n, i, j;
-	uint64_t ob = 0, oa = 0, ol = 0;
+	uint64_t ob = 0, oa = 0, ol = 0, op = 0;
 
 	memset(&mo, 0, sizeof mo);
 	mo.progress = cli_progress_fn; /* the memory events, a million at a time */
@@ -353,18 +373,20 @@ static void write_memory(FILE *f, struct view *v, const char *file, struct cli_p
 		m->t.peak_ts_ns, m->t.leaked_allocations, m->t.leaked_bytes,
 		m->t.temporary_allocations);
 	/* [name, self allocs, self bytes, total allocs, total bytes, self leaked
-	 * bytes, total leaked bytes, self temporary, total temporary] */
+	 * bytes, total leaked bytes, self temporary, total temporary, self peak
+	 * bytes, total peak bytes] */
 	for (i = 0; i < m->nfns; i++) {
 		const struct memory_fn *fn = &m->fns[i];
 		fputs(i ? ",[" : "[", f);
 		json_str(f, fn->name);
 		fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-			",%" PRIu64 ",%" PRIu64 "]",
+			",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]",
 			fn->self_allocations, fn->self_bytes, fn->total_allocations, fn->total_bytes,
 			fn->self_leaked_bytes, fn->total_leaked_bytes, fn->self_temporary,
-			fn->total_temporary);
+			fn->total_temporary, fn->self_peak_bytes, fn->total_peak_bytes);
 	}
-	/* [bytes, allocations, leaked bytes, leaked allocations, [fns outermost first]] */
+	/* [bytes, allocations, leaked bytes, leaked allocations, [fns outermost
+	 * first], bytes live at the peak] */
 	fputs("],\"stacks\":[", f);
 	cli_check(memory_used_stacks(m, &ids, &n), file);
 	sort_m = m;
@@ -375,16 +397,17 @@ static void write_memory(FILE *f, struct view *v, const char *file, struct cli_p
 			ob += s->bytes;
 			oa += s->allocations;
 			ol += s->leaked_bytes;
+			op += s->peak_bytes;
 			continue;
 		}
 		fprintf(f, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",[", i ? "," : "",
 			s->bytes, s->allocations, s->leaked_bytes, s->leaked_allocations);
 		for (j = s->nframes; j-- > 0;)
 			fprintf(f, "%s%u", j + 1 < s->nframes ? "," : "", s->fns[j]);
-		fputs("]]", f);
+		fprintf(f, "],%" PRIu64 "]", s->peak_bytes);
 	}
-	fprintf(f, "],\"nstacks\":%zu,\"other\":[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]}", n, ob, oa,
-		ol);
+	fprintf(f, "],\"nstacks\":%zu,\"other\":[%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]}",
+		n, ob, oa, ol, op);
 	free(ids);
 	memory_free(m);
 }
@@ -423,6 +446,213 @@ static void write_counters(FILE *f, struct view *v, const char *file)
 	}
 	fputc(']', f);
 	counters_release(&cs);
+}
+
+/* ---- the timeline (record --timeline) ------------------------------------------ */
+
+/* One call of the timeline. */
+struct slice {
+	uint64_t start, dur;
+	uint32_t fn;     /* index into the profile's functions, PROFILE_NONE unknown */
+	uint32_t thread; /* index into the threads written */
+	uint32_t depth;
+};
+
+struct tl {
+	struct view *v;
+	const struct profile *p;
+	const struct view_tree *tree;
+	uint32_t *fnmap; /* per view function id + 1: profile index + 1, 0 unknown */
+	size_t nfnmap;
+	struct slice *heap; /* a min-heap by dur of the longest calls so far */
+	size_t n, max;
+	uint64_t seen;      /* calls seen */
+	struct { uint32_t node; uint64_t ts; } *stack;
+	size_t depth, cap;
+	uint32_t thread;
+};
+
+static int slice_less(const struct slice *a, const struct slice *b)
+{
+	if (a->dur != b->dur)
+		return a->dur < b->dur;
+	return a->start > b->start; /* equal durations: the later goes first */
+}
+
+static void heap_down(struct slice *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		struct slice t;
+
+		if (l < n && slice_less(&h[l], &h[m]))
+			m = l;
+		if (l + 1 < n && slice_less(&h[l + 1], &h[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+static uint32_t tl_fn(struct tl *t, uint32_t node)
+{
+	uint32_t id = node < t->tree->n ? t->tree->fn[node] : VIEW_NONE;
+	const struct view_fn *vf;
+	long k;
+
+	if (id == VIEW_NONE)
+		return PROFILE_NONE;
+	if (id >= t->nfnmap) {
+		size_t n = view_nfns(t->v) > id ? view_nfns(t->v) : (size_t)id + 1;
+		uint32_t *m = realloc(t->fnmap, n * sizeof *m);
+
+		if (!m)
+			cli_die(1, "out of memory");
+		memset(m + t->nfnmap, 0, (n - t->nfnmap) * sizeof *m);
+		t->fnmap = m;
+		t->nfnmap = n;
+	}
+	if (!t->fnmap[id]) {
+		vf = view_fn(t->v, id);
+		k = vf ? profile_find(t->p, vf->name) : -1;
+		t->fnmap[id] = k < 0 ? UINT32_MAX : (uint32_t)k + 1;
+	}
+	return t->fnmap[id] == UINT32_MAX ? PROFILE_NONE : t->fnmap[id] - 1;
+}
+
+static void tl_add(struct tl *t, uint32_t node, uint64_t ts, uint64_t end, uint32_t depth)
+{
+	struct slice s;
+
+	s.start = ts;
+	s.dur = end > ts ? end - ts : 0;
+	s.thread = t->thread;
+	s.depth = depth;
+	t->seen++;
+	if (t->n == t->max && !slice_less(&t->heap[0], &s))
+		return;
+	s.fn = tl_fn(t, node);
+	if (t->n < t->max) {
+		size_t i = t->n++;
+
+		t->heap[i] = s; /* up */
+		while (i && slice_less(&t->heap[i], &t->heap[(i - 1) / 2])) {
+			struct slice x = t->heap[i];
+			t->heap[i] = t->heap[(i - 1) / 2];
+			t->heap[(i - 1) / 2] = x;
+			i = (i - 1) / 2;
+		}
+		return;
+	}
+	t->heap[0] = s;
+	heap_down(t->heap, t->n, 0);
+}
+
+static int tl_events(const struct cygprof_event *ev, size_t n, void *data)
+{
+	struct tl *t = data;
+	size_t i, d;
+
+	for (i = 0; i < n; i++) {
+		const struct cygprof_event *e = &ev[i];
+
+		if (e->kind == CYGPROF_EV_ENTER) {
+			if (t->depth == t->cap) {
+				t->cap = t->cap ? 2 * t->cap : 64;
+				t->stack = realloc(t->stack, t->cap * sizeof *t->stack);
+				if (!t->stack)
+					cli_die(1, "out of memory");
+			}
+			t->stack[t->depth].node = e->node;
+			t->stack[t->depth].ts = e->ts_ns;
+			t->depth++;
+			continue;
+		}
+		/* an exit closes its call and the calls above it left open
+		 * (their exits were lost); an exit with no entry is ignored */
+		for (d = t->depth; d > 0 && t->stack[d - 1].node != e->node; d--)
+			;
+		while (d && t->depth >= d) {
+			t->depth--;
+			tl_add(t, t->stack[t->depth].node, t->stack[t->depth].ts, e->ts_ns,
+			       (uint32_t)t->depth);
+		}
+	}
+	return 0;
+}
+
+static int cmp_slice(const void *a, const void *b)
+{
+	const struct slice *x = a, *y = b;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+/* {"threads":[thread index],"calls":N,"kept":N,"thread":[..],"depth":[..],
+ * "fn":[..],"start":[..],"dur":[..]}: the longest max calls of
+ * every thread with timeline events, in time order per thread. */
+static void write_timeline(FILE *f, struct view *v, const struct profile *p, const char *file,
+			   uint64_t max)
+{
+	const struct cygprof_thread *th;
+	size_t nth, i, k, nt = 0;
+	uint64_t cap_end = view_duration_ns(v);
+	struct tl t;
+
+	memset(&t, 0, sizeof t);
+	t.v = v;
+	t.p = p;
+	t.max = (size_t)max;
+	t.heap = xcalloc(t.max, sizeof *t.heap);
+	cli_check(view_threads(v, &th, &nth), file);
+	fputs("{\"threads\":[", f);
+	for (i = 0; i < nth; i++) {
+		uint64_t end;
+
+		if (!th[i].events)
+			continue;
+		cli_check(view_tree(v, th[i].idx, &t.tree), file);
+		t.depth = 0;
+		t.thread = (uint32_t)i;
+		cli_check(view_events(v, th[i].idx, tl_events, &t), file);
+		/* calls still open end with the thread (or the capture) */
+		end = th[i].end_ns ? th[i].end_ns : cap_end;
+		while (t.depth) {
+			t.depth--;
+			tl_add(&t, t.stack[t.depth].node, t.stack[t.depth].ts,
+			       end > t.stack[t.depth].ts ? end : t.stack[t.depth].ts, (uint32_t)t.depth);
+		}
+		fprintf(f, "%s%zu", nt++ ? "," : "", i);
+	}
+	qsort(t.heap, t.n, sizeof *t.heap, cmp_slice);
+	fprintf(f, "],\"calls\":%" PRIu64 ",\"kept\":%zu,\"thread\":[", t.seen, t.n);
+	for (k = 0; k < t.n; k++)
+		fprintf(f, "%s%u", k ? "," : "", t.heap[k].thread);
+	fputs("],\"depth\":[", f);
+	for (k = 0; k < t.n; k++)
+		fprintf(f, "%s%u", k ? "," : "", t.heap[k].depth);
+	fputs("],\"fn\":[", f);
+	for (k = 0; k < t.n; k++)
+		fprintf(f, "%s%ld", k ? "," : "",
+			t.heap[k].fn == PROFILE_NONE ? -1L : (long)t.heap[k].fn);
+	fputs("],\"start\":[", f);
+	for (k = 0; k < t.n; k++)
+		fprintf(f, "%s%" PRIu64, k ? "," : "", t.heap[k].start);
+	fputs("],\"dur\":[", f);
+	for (k = 0; k < t.n; k++)
+		fprintf(f, "%s%" PRIu64, k ? "," : "", t.heap[k].dur);
+	fputs("]}", f);
+	free(t.heap);
+	free(t.stack);
+	free(t.fnmap);
 }
 
 /* ---- the page ------------------------------------------------------------------- */
@@ -469,7 +699,7 @@ int cmd_html(int argc, char **argv)
 	uint64_t calls = 0, nmem = 0;
 	FILE *j, *f;
 	const char *file;
-	int has_mem, has_cnt;
+	int has_mem, has_cnt, has_tl = 0;
 
 	parse_opts(argc, argv, &o);
 	cli_output_check(CMD, o.out, OUT_HTML, o.force, NULL);
@@ -480,9 +710,13 @@ int cmd_html(int argc, char **argv)
 	has_cnt = has_mem || instrument_present(v, "counters") || instrument_present(v, "memdump");
 	/* what it reads: the memory events when there are (memory_load()'s
 	 * progress), else the trees' calls (at once: they are small) */
-	if (!has_mem && !view_threads(v, &th, &nth))
-		for (i = 0; i < nth; i++)
-			calls += th[i].calls;
+	if (!view_threads(v, &th, &nth))
+		for (i = 0; i < nth; i++) {
+			if (!has_mem)
+				calls += th[i].calls;
+			if (th[i].events)
+				has_tl = 1;
+		}
 	if (has_mem && !view_mem_count(v, &nmem))
 		cli_progress_set(&pg, "events", 0, nmem);
 	else
@@ -509,6 +743,11 @@ int cmd_html(int argc, char **argv)
 	fputs(",\"memory\":", j);
 	if (has_mem)
 		write_memory(j, v, file, &pg);
+	else
+		fputs("null", j);
+	fputs(",\"timeline\":", j);
+	if (has_tl)
+		write_timeline(j, v, p, file, o.max_calls);
 	else
 		fputs("null", j);
 	fputs(",\"counters\":", j);

@@ -93,24 +93,117 @@
     };
   };
 
-  /* ---- navigation and info --------------------------------------------------- */
-  var M = D.meta || {}, P = D.samples, MEM = D.memory, CNT = D.counters;
-  var nav = ['<h1>cygprof report: ' + esc(M.command || D.file) + '</h1><nav>',
-    '<a href="#s-info">info</a><a href="#s-flame">flame graph</a>'];
-  if (MEM) nav.push('<a href="#s-memflame">allocations</a>');
-  nav.push('<a href="#s-flat">flat profile</a><a href="#s-graph">call graph</a>');
-  if (MEM) nav.push('<a href="#s-memory">memory</a>');
-  if (CNT && CNT.length) nav.push('<a href="#s-counters">counters</a>');
+  /* ---- the page's frame: header, summary, views, details ---------------------- */
+  var M = D.meta || {}, P = D.samples, MEM = D.memory, CNT = D.counters, TLD = D.timeline;
+  var F = D.fns, total = D.total_self_ns;
+  /* record --time=sampled: exact calls, no times; with --sample the times
+   * are the samples' (profile_load()) */
+  var sampledTimes = M.time === 'sampled' && !!P && total > 0;
+  var noTimes = M.time === 'sampled' && !sampledTimes;
+  var tns = noTimes ? function () { return '-'; } : ns;
+  /* a duration for people: three significant digits */
+  function hns(v) {
+    v = +v;
+    if (v < 1e3) return v + ' ns';
+    var u = v < 1e6 ? [1e3, 'us'] : v < 1e9 ? [1e6, 'ms'] : v < 6e10 ? [1e9, 's'] : [6e10, 'min'];
+    var x = v / u[0];
+    return (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0)) + ' ' + u[1];
+  }
+  function num(v) { return String(v).replace(/\B(?=(\d{3})+(?!\d))/g, ','); }
+  /* the views above the fold: [id, title]; the keys 1.. pick them */
+  var VIEWS = [['flame', 'Flame graph'], ['sandwich', 'Sandwich']];
+  if (TLD) VIEWS.push(['timeline', 'Timeline']);
+  if (MEM) VIEWS.push(['memflame', 'Memory']);
+  if (CNT && CNT.length) VIEWS.push(['counters', 'Counters']);
+  var nav = ['<header><h1>' + esc(M.command || D.file) + '</h1><div id="tabs">'];
+  VIEWS.forEach(function (v, i) {
+    nav.push('<button class="tab" data-view="' + v[0] + '" title="key ' + (i + 1) + '">' + esc(v[1]) + '</button>');
+  });
+  nav.push('</div><nav><a href="#s-flat">flat profile</a><a href="#s-graph">call graph</a>');
+  if (MEM) nav.push('<a href="#s-memory">memory tables</a>');
   if (P) nav.push('<a href="#s-samples">samples</a>');
-  nav.push('</nav>');
+  nav.push('<a href="#s-info">capture</a><button id="help-btn" title="keyboard shortcuts (?)">?</button></nav></header>');
+  nav.push('<div id="help" hidden><b>Keyboard</b><table><tbody>' +
+    '<tr><td>/</td><td>search the current view (a regular expression)</td></tr>' +
+    '<tr><td>Enter</td><td>in the search: open the sandwich of the heaviest match</td></tr>' +
+    '<tr><td>Esc</td><td>clear the search, reset the zoom, close this help</td></tr>' +
+    '<tr><td>1 to ' + VIEWS.length + '</td><td>' + VIEWS.map(function (v) { return esc(v[1]); }).join(', ') + '</td></tr>' +
+    '<tr><td>&larr; &rarr;</td><td>the previous or next view</td></tr>' +
+    '<tr><td>s</td><td>the sandwich of the selected function (click a frame or a row to select)</td></tr>' +
+    (TLD ? '<tr><td>w s, + -</td><td>timeline: zoom in, out (or the mouse wheel)</td></tr>' +
+      '<tr><td>a d</td><td>timeline: pan left, right (or drag)</td></tr>' +
+      '<tr><td>0</td><td>timeline: the whole recording</td></tr>' : '') +
+    '<tr><td>?</td><td>show or hide this help</td></tr></tbody></table></div>');
   app.innerHTML = nav.join('');
+
+  /* Labels for the capture's metadata and limits: what the page shows
+   * instead of the internal keys. */
+  var LABELS = {
+    command: 'Command', start_time: 'Started', duration_ns: 'Duration', mode: 'Recorded',
+    clock: 'Clock', time: 'Times', filters: 'Filters', drop_mode: 'When the ring is full',
+    hostname: 'Host', kernel: 'Kernel', machine: 'Machine', tsc_hz: 'TSC frequency',
+    instruments: 'Instruments', sample_event: 'Sample event', sample_hz: 'Sample rate (Hz)',
+    sample_lost: 'Lost samples', complete: 'Complete', in_progress: 'Still being written',
+    lost: 'Lost timeline events', overflow: 'Calls past the depth limit',
+    sig_lost: 'Lost events (signal handlers)', mem_lost: 'Lost memory events',
+    unpaired: 'Exits without an entry', shm_full: 'Ring full stalls (allocations refused)',
+    damaged: 'Damaged', ended: 'Ended early', checkpoint_ns: 'Last checkpoint'
+  };
+  function label(k) {
+    if (LABELS[k]) return LABELS[k];
+    var t = k.replace(/_ns$/, '').replace(/_/g, ' ');
+    return t.charAt(0).toUpperCase() + t.slice(1);
+  }
+  function metaValue(k, v) {
+    if (v === null || v === undefined) return '-';
+    if (v === true) return 'yes';
+    if (v === false) return 'no';
+    if (/_ns$/.test(k)) return hns(+v);
+    return v;
+  }
+
+  function summarySection() {
+    var calls = 0, h = [], holds = [], L = D.limits || {};
+    D.threads.forEach(function (t) { calls += t.calls; });
+    holds.push('<span class="chip">' + num(calls) + ' calls</span>');
+    if (TLD) holds.push('<span class="chip">timeline</span>');
+    if (MEM) holds.push('<span class="chip">memory: ' + num(MEM.allocations) + ' allocations, ' + bytes(MEM.allocated_bytes) + '</span>');
+    if (P) holds.push('<span class="chip">samples: ' + num(P.samples) + '</span>');
+    if (CNT && CNT.length) holds.push('<span class="chip">counters: ' + CNT.length + '</span>');
+    var warn = [];
+    ['lost', 'sig_lost', 'mem_lost', 'overflow', 'shm_full'].forEach(function (k) {
+      if (L[k]) warn.push(label(k) + ': ' + num(L[k]));
+    });
+    if (L.complete === false) warn.push('the recording was interrupted: the figures are partial');
+    var procs = D.procs.length;
+    h.push('<section id="summary"><div class="facts"><table><tbody>' +
+      '<tr><td>Command</td><td id="sum-command">' + esc(M.command || D.file) + '</td></tr>' +
+      '<tr><td>Duration</td><td id="sum-duration">' + hns(D.duration_ns) + '</td></tr>' +
+      '<tr><td>Threads</td><td id="sum-threads">' + D.threads.length + (procs > 1 ? ' in ' + procs + ' processes' : '') + '</td></tr>' +
+      '<tr><td>Holds</td><td id="sum-holds">' + holds.join(' ') + '</td></tr>' +
+      (warn.length ? '<tr><td>Limits hit</td><td class="warn">' + esc(warn.join('; ')) + '</td></tr>' : '') +
+      '</tbody></table></div><div class="top"><table id="top5"><thead><tr><th>Top functions by self time</th>' +
+      '<th class="num">self</th><th class="num">%</th><th class="num">calls</th></tr></thead><tbody>');
+    var top = F.map(function (f, i) { return i; }).filter(function (i) { return F[i][1] || F[i][2]; });
+    top.sort(function (a, b) { return noTimes ? F[b][1] - F[a][1] : F[b][2] - F[a][2]; });
+    top.slice(0, 5).forEach(function (i) {
+      h.push('<tr class="pick" data-fn="' + i + '"><td class="name">' + esc(F[i][0]) + '</td><td class="num">' +
+        tns(F[i][2]) + '</td><td class="num">' + (noTimes ? '-' : pct(F[i][2], total)) + '</td><td class="num">' +
+        num(F[i][1]) + '</td></tr>');
+    });
+    h.push('</tbody></table></div></section>');
+    add(h.join(''));
+    $('top5').onclick = function (e) {
+      var tr = e.target.closest('tr[data-fn]');
+      if (tr) { select(+tr.getAttribute('data-fn')); openSandwich(); }
+    };
+  }
 
   function infoSection() {
     var h = ['<h2 id="s-info">Capture</h2><table id="meta"><tbody>'];
-    h.push('<tr><td>file</td><td>' + esc(D.file) + '</td></tr>');
+    h.push('<tr><td>File</td><td>' + esc(D.file) + '</td></tr>');
     Object.keys(M).forEach(function (k) {
-      var v = k === 'duration_ns' ? ns(+M[k]) : M[k];
-      h.push('<tr><td>' + esc(k) + '</td><td>' + esc(v) + '</td></tr>');
+      h.push('<tr><td>' + esc(label(k)) + '</td><td>' + esc(metaValue(k, M[k])) + '</td></tr>');
     });
     h.push('<tr><td>cygprof</td><td>' + esc(D.version) + '</td></tr></tbody></table>');
     h.push('<h3>Processes</h3><table id="procs"><thead><tr><th>pid</th><th>ppid</th><th>start</th>' +
@@ -131,7 +224,7 @@
     h.push('</tbody></table><h3>Limits</h3><table id="limits"><tbody>');
     var L = D.limits || {};
     Object.keys(L).forEach(function (k) {
-      h.push('<tr><td>' + esc(k) + '</td><td>' + esc(L[k] === null ? '-' : L[k]) + '</td></tr>');
+      h.push('<tr><td>' + esc(label(k)) + '</td><td>' + esc(metaValue(k, L[k])) + '</td></tr>');
     });
     h.push('</tbody></table>');
     if (L.complete === false)
@@ -140,28 +233,45 @@
   }
 
   /* ---- flame graphs ------------------------------------------------------------ */
-  /* tree: {name[], value[] (inclusive), self[], count[], parent[]}; node 0 the root. */
-  function Flame(id, tree, fmt, countName) {
+  /* tree: {name[], value[] (inclusive), self[], count[], parent[], fn[] (the
+   * function a frame is, or -1)}; node 0 the root.  o.tools: the search and
+   * zoom bar; o.pick(fn): a click picks the frame's function (else zoom). */
+  function Flame(id, tree, fmt, countName, o) {
     var n = tree.name.length, kids = [], depth = new Array(n), i;
     for (i = 0; i < n; i++) kids.push([]);
     depth[0] = 0;
     for (i = 1; i < n; i++) { kids[tree.parent[i]].push(i); depth[i] = depth[tree.parent[i]] + 1; }
     kids.forEach(function (k) { k.sort(function (a, b) { return tree.value[b] - tree.value[a]; }); });
     this.id = id; this.t = tree; this.kids = kids; this.depth = depth; this.fmt = fmt;
-    this.countName = countName; this.zoom = 0; this.re = null;
+    this.countName = countName; this.zoom = 0; this.re = null; this.o = o || { tools: true };
   }
   Flame.prototype.html = function () {
-    return '<div class="tools">search: <input id="' + this.id + '-search" placeholder="regular expression">' +
+    return (this.o.tools ? '<div class="tools">search: <input id="' + this.id + '-search" placeholder="regular expression (/)">' +
       ' <span id="' + this.id + '-match"></span> <button id="' + this.id + '-reset">reset zoom</button>' +
-      ' <span class="note">click a frame to zoom</span></div><div class="flame" id="' + this.id + '"></div>';
+      ' <span class="note">click a frame to zoom and select it; Enter in the search opens the sandwich</span></div>' : '') +
+      '<div class="flame" id="' + this.id + '"></div>';
   };
   Flame.prototype.bind = function () {
     var self = this;
-    $(this.id + '-search').oninput = function () { self.search(this.value); };
-    $(this.id + '-reset').onclick = function () { self.zoom = 0; self.draw(); };
+    if (this.o.tools) {
+      $(this.id + '-search').oninput = function () { self.search(this.value); };
+      $(this.id + '-search').onkeydown = function (e) {
+        if (e.key === 'Enter' && self.re) {
+          var best = -1, bv = -1, t = self.t;
+          for (var k = 1; k < t.name.length; k++)
+            if (t.fn[k] >= 0 && self.re.test(t.name[k]) && t.value[k] > bv) { bv = t.value[k]; best = t.fn[k]; }
+          if (best >= 0 && self.o.enter) self.o.enter(best);
+        }
+      };
+      $(this.id + '-reset').onclick = function () { self.zoom = 0; self.draw(); };
+    }
     $(this.id).onclick = function (e) {
       var k = e.target.getAttribute('data-n');
-      if (k !== null) { self.zoom = +k; self.draw(); }
+      if (k === null) return;
+      k = +k;
+      if (self.o.pick) { if (self.t.fn[k] >= 0) self.o.pick(self.t.fn[k]); return; }
+      self.zoom = k; self.draw();
+      if (self.o.select && self.t.fn[k] >= 0) self.o.select(self.t.fn[k]);
     };
     this.draw();
   };
@@ -181,19 +291,19 @@
         if (!hit) this.kids[k].forEach(function (c) { stack.push([c, false]); });
       }
     }
-    $(this.id + '-match').textContent = re ? 'matched: ' + pct(m, t.value[0]) : '';
+    if (this.o.tools) $(this.id + '-match').textContent = re ? 'matched: ' + pct(m, t.value[0]) : '';
   };
   Flame.prototype.draw = function () {
     var box = $(this.id), t = this.t, W = box.clientWidth || 1000, self = this, h = [], maxd = 0;
     var z = this.zoom, zv = t.value[z] || 1, re = this.re;
-    function label(k) {
+    function title(k) {
       return t.name[k] + ': ' + self.fmt(t.value[k]) + ' (' + pct(t.value[k], t.value[0]) + '), self ' +
         self.fmt(t.self[k]) + (t.count ? ', ' + t.count[k] + ' ' + self.countName : '');
     }
     function rect(k, x, w, d, cls) {
       if (d > maxd) maxd = d;
-      h.push('<div data-n="' + k + '" class="' + cls + (re && k && re.test(t.name[k]) ? ' match' : '') +
-        (t.name[k] === '(other)' ? ' other' : '') + '" title="' + esc(label(k)) + '" style="left:' +
+      h.push('<div data-n="' + k + '" data-p="' + t.parent[k] + '" data-v="' + t.value[k] + '" class="' + cls + (re && k && re.test(t.name[k]) ? ' match' : '') +
+        (t.name[k] === '(other)' ? ' other' : '') + '" title="' + esc(title(k)) + '" style="left:' +
         x.toFixed(1) + 'px;width:' + w.toFixed(1) + 'px;top:' + d * 16 + 'px;background:' +
         color(t.name[k]) + '">' + (w > 30 ? esc(t.name[k]) : '') + '</div>');
     }
@@ -231,12 +341,15 @@
     for (var i = 0; i < name.length; i++) hsh = (hsh * 31 + name.charCodeAt(i)) | 0;
     return 'hsl(' + (10 + Math.abs(hsh) % 45) + ',80%,' + (58 + Math.abs(hsh >> 8) % 14) + '%)';
   }
+  function view(id, html) { return add('<section class="view" id="v-' + id + '" hidden>' + html + '</section>'); }
 
-  function timeFlame() {
-    var T = D.tree, F = D.fns, n = T.fn.length, byCalls = !T.total[0];
-    var tree = { name: [], value: [], self: [], count: T.calls, parent: T.parent };
+  /* the merged call-path tree of D.tree, in the flame graphs' form */
+  var T = D.tree, byCalls = !T.total[0], fmtT = byCalls ? String : ns;
+  var PT = (function () {
+    var n = T.fn.length, tree = { name: [], value: [], self: [], count: T.calls, parent: T.parent, fn: [] };
     for (var i = 0; i < n; i++) {
       tree.name.push(i === 0 ? 'all' : T.fn[i] < 0 ? '(other)' : F[T.fn[i]][0]);
+      tree.fn.push(i === 0 ? -1 : T.fn[i]);
       tree.value.push(byCalls ? 0 : T.total[i]);
       tree.self.push(byCalls ? 0 : T.self[i]);
     }
@@ -244,22 +357,142 @@
       for (i = n - 1; i > 0; i--) { tree.value[i] += T.calls[i]; tree.self[i] += T.calls[i]; }
       for (i = n - 1; i > 0; i--) { tree.value[T.parent[i]] += tree.value[i]; }
     }
-    var f = new Flame('flame', tree, byCalls ? String : ns, 'calls');
+    return tree;
+  })();
+
+  /* the selected function (a click on a frame or a row) */
+  var selected = -1;
+  function select(k) {
+    if (k < 0 || !F[k]) return;
+    selected = k;
+    var e = $('selected');
+    if (e) e.innerHTML = 'selected: <b>' + esc(F[k][0]) + '</b>, ' + num(F[k][1]) + ' calls, self ' + esc(tns(F[k][2])) +
+      ', total ' + esc(tns(F[k][3])) + ' <button id="sel-sandwich">sandwich (s)</button>';
+    if ($('sel-sandwich')) $('sel-sandwich').onclick = function () { openSandwich(); };
+  }
+
+  var flame;
+  function timeFlame() {
+    flame = new Flame('flame', PT, fmtT, 'calls', { tools: true, select: select, enter: function (k) { select(k); openSandwich(); } });
     var note = 'All threads\' call paths merged; widths are ' + (byCalls ? 'calls (no times recorded)' :
       M.time === 'sampled' ? 'inclusive sampled time (perf samples on CPU plus off-CPU intervals)' : 'inclusive time') + ', the grey blocks self time. ' + T.paths + ' call paths';
     if (T.merged) note += '; ' + T.merged + ' paths under ' + (T.cut * 100) + '% of the time are merged into "(other)"';
-    add('<h2 id="s-flame">Flame graph of time</h2><p class="note" id="flame-note">' + esc(note) + '.</p>' + f.html());
-    f.bind();
+    view('flame', '<p class="note" id="flame-note">' + esc(note) + '.</p>' + flame.html() + '<p id="selected" class="sel"></p>');
+    flame.bind();
     /* report.html#search=RE opens with the search done */
     var m = /^#search=(.*)$/.exec(location.hash);
     if (m) {
       $('flame-search').value = decodeURIComponent(m[1]);
-      f.search($('flame-search').value);
+      flame.search($('flame-search').value);
     }
   }
 
-  function memFlame() {
-    var tree = { name: ['all'], value: [0], self: [0], count: [0], parent: [-1] }, index = new Map();
+  /* ---- sandwich: a function's callers and callees merged -------------------------- */
+  var sw = null;
+  function sandwichView() {
+    var names = F.map(function (f, i) { return [f[0], i]; }).filter(function (x) { return F[x[1]][1]; });
+    names.sort(function (a, b) { return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0; });
+    var cols = function (who) {
+      return [{ t: who }, { t: 'calls', n: 1 }, { t: 'time', n: 1, f: tns }];
+    };
+    sw = { cr: new Table('sw-callers', cols('caller'), [], 1, function (k) { sandwich(k); }),
+      ce: new Table('sw-callees', cols('callee'), [], 1, function (k) { sandwich(k); }) };
+    view('sandwich', '<div class="tools">function: <input id="sw-fn" list="sw-names" placeholder="a name (/), Enter">' +
+      '<datalist id="sw-names">' + names.map(function (x) { return '<option value="' + esc(x[0]) + '">'; }).join('') +
+      '</datalist> <span id="sw-title"></span></div>' +
+      '<p class="note">The function\'s callers merged over every call path (down to the threads\' roots) and its callees merged; ' +
+      'the tables hold the exact calls of each direct caller and callee. Click a frame or a row to move there.</p>' +
+      '<div class="swgrid"><div><h3>Callers</h3>' + sw.cr.html() + '<div class="flame" id="sw-up"></div></div>' +
+      '<div><h3>Callees</h3>' + sw.ce.html() + '<div class="flame" id="sw-down"></div></div></div>');
+    $('sw-fn').onkeydown = function (e) {
+      if (e.key !== 'Enter') return;
+      var v = this.value, k = -1;
+      for (var i = 0; i < F.length; i++) if (F[i][0] === v && F[i][1]) { k = i; break; }
+      if (k < 0) {
+        var re;
+        try { re = new RegExp(v); } catch (x) { re = null; }
+        var bv = -1;
+        for (i = 0; re && i < F.length; i++) if (F[i][1] && re.test(F[i][0]) && F[i][3] >= bv) { bv = F[i][3]; k = i; }
+      }
+      if (k >= 0) { sandwich(k); this.blur(); }
+    };
+  }
+  function sandwich(k) {
+    if (k < 0 || !F[k]) return;
+    select(k);
+    sw.fn = k;
+    var n = PT.name.length, i, p;
+    /* the outermost nodes of k: no ancestor of the same function */
+    var outer = [];
+    for (i = 1; i < n; i++) {
+      if (PT.fn[i] !== k) continue;
+      for (p = PT.parent[i]; p > 0 && PT.fn[p] !== k; p = PT.parent[p]);
+      if (p <= 0) outer.push(i);
+    }
+    function mk(rootName) { return { name: [rootName], value: [0], self: [0], count: [0], parent: [-1], fn: [k], idx: new Map() }; }
+    function child(t, par, node) {
+      var key = par + ':' + PT.name[node], c = t.idx.get(key);
+      if (c === undefined) {
+        c = t.name.length; t.idx.set(key, c);
+        t.name.push(PT.name[node]); t.fn.push(PT.fn[node]); t.value.push(0); t.self.push(0); t.count.push(0); t.parent.push(par);
+      }
+      return c;
+    }
+    var up = mk(F[k][0]), down = mk(F[k][0]);
+    var kids = [];
+    for (i = 0; i < n; i++) kids.push([]);
+    for (i = 1; i < n; i++) kids[PT.parent[i]].push(i);
+    outer.forEach(function (o) {
+      var v = PT.value[o], c = PT.count[o];
+      up.value[0] += v; up.count[0] += c;
+      var cur = 0;
+      for (var a = PT.parent[o]; a > 0; a = PT.parent[a]) {
+        cur = child(up, cur, a);
+        up.value[cur] += v; up.count[cur] += c;
+      }
+      up.self[cur] += v; /* called from the thread's root */
+      down.value[0] += v; down.count[0] += c; down.self[0] += PT.self[o];
+      var st = [[o, 0]];
+      while (st.length) {
+        var t = st.pop();
+        kids[t[0]].forEach(function (ch) {
+          var m = child(down, t[1], ch);
+          down.value[m] += PT.value[ch]; down.self[m] += PT.self[ch]; down.count[m] += PT.count[ch];
+          st.push([ch, m]);
+        });
+      }
+    });
+    var fu = new Flame('sw-up', up, fmtT, 'calls', { pick: sandwich });
+    var fd = new Flame('sw-down', down, fmtT, 'calls', { pick: sandwich });
+    fu.bind(); fd.bind();
+    /* the direct callers and callees: exact, from the arcs */
+    var cr = [], ce = [];
+    D.arcs.forEach(function (a) {
+      if (a[1] === k && a[0] !== k) { var r = [F[a[0]][0], a[2], a[3] + a[4]]; r.key = a[0]; cr.push(r); }
+      if (a[0] === k && a[1] !== k) { var s = [F[a[1]][0], a[2], a[3] + a[4]]; s.key = a[1]; ce.push(s); }
+    });
+    if (F[k][5]) { var r = ['<spontaneous>', F[k][5], 0]; r.key = -1; cr.push(r); }
+    sw.cr.rows = cr; sw.ce.rows = ce;
+    sw.cr.draw(); sw.ce.draw();
+    $('sw-fn').value = F[k][0];
+    $('sw-title').textContent = vis(F[k][0]) + ': ' + num(F[k][1]) + ' calls' +
+      (F[k][4] ? ' (' + num(F[k][4]) + ' recursive)' : '') + ', self ' + tns(F[k][2]) + ', total ' + tns(F[k][3]) +
+      (noTimes ? '' : ' (' + pct(F[k][3], PT.value[0]) + ')');
+    $('v-sandwich').setAttribute('data-fn', String(k));
+  }
+  function openSandwich() {
+    if (selected < 0) return;
+    show('sandwich');
+    sandwich(selected);
+  }
+
+  /* ---- memory flame graph: allocated, leaked or live at the peak ------------------ */
+  var MEMKINDS = [['allocated', 0, 1, 'Allocated bytes'], ['leaked', 2, 3, 'Leaked bytes (never freed)'],
+    ['peak', 5, -1, 'Bytes live at the peak']];
+  var memKind = 0, memF = null;
+  function memTree(kind) {
+    var K = MEMKINDS[kind], vi = K[1], ci = K[2];
+    var tree = { name: ['all'], value: [0], self: [0], count: [0], parent: [-1], fn: [-1] }, index = new Map();
     var nf = MEM.fns.length + 1;
     function child(p, fn) { /* fn -1: "(other)" */
       var key = p * nf + fn + 1, k = index.get(key);
@@ -267,37 +500,53 @@
         k = tree.name.length;
         index.set(key, k);
         tree.name.push(fn < 0 ? '(other)' : MEM.fns[fn][0]);
+        tree.fn.push(-1);
         tree.value.push(0); tree.self.push(0); tree.count.push(0); tree.parent.push(p);
       }
       return k;
     }
     MEM.stacks.forEach(function (s) {
-      var k = 0, fr = s[4];
-      tree.value[0] += s[0]; tree.count[0] += s[1];
+      var k = 0, fr = s[4], v = s[vi] || 0, c = ci < 0 ? 0 : s[ci];
+      if (!v) return;
+      tree.value[0] += v; tree.count[0] += c;
       for (var i = 0; i < fr.length; i++) {
         k = child(k, fr[i]);
-        tree.value[k] += s[0]; tree.count[k] += s[1];
+        tree.value[k] += v; tree.count[k] += c;
       }
-      tree.self[k] += s[0];
+      tree.self[k] += v;
     });
-    if (MEM.other[0]) {
+    var ov = MEM.other[vi === 5 ? 3 : vi === 2 ? 2 : 0];
+    if (ov) {
       var k = child(0, -1);
-      tree.value[k] += MEM.other[0]; tree.self[k] += MEM.other[0]; tree.value[0] += MEM.other[0];
+      tree.value[k] += ov; tree.self[k] += ov; tree.value[0] += ov;
     }
-    var f = new Flame('memflame', tree, bytes, 'allocations');
-    add('<h2 id="s-memflame">Flame graph of allocations</h2><p class="note">Allocated bytes per allocation stack, ' +
-      MEM.nstacks + ' stacks' + (MEM.other[0] ? ' (the heaviest ' + MEM.stacks.length + ' shown, the rest in "(other)")' : '') +
-      '.</p>' + f.html());
-    f.bind();
+    if (ci < 0) tree.count = null;
+    return tree;
+  }
+  function memFlameDraw() {
+    var K = MEMKINDS[memKind];
+    memF = new Flame('memflame', memTree(memKind), bytes, K[2] === 1 ? 'allocations' : 'blocks', { tools: true });
+    $('memflame-box').innerHTML = memF.html();
+    memF.bind();
+    $('v-memflame').setAttribute('data-kind', K[0]);
+    var tot = [MEM.allocated_bytes, MEM.leaked_bytes, MEM.peak_bytes][memKind];
+    $('memflame-total').textContent = K[3] + ': ' + bytes(tot) + ' (' + num(tot) + ' bytes)' +
+      (memKind === 2 ? ' at ' + hns(MEM.peak_ns) : '') + '.';
+  }
+  function memFlame() {
+    view('memflame', '<div class="tools">show: ' + MEMKINDS.map(function (k, i) {
+      return '<label><input type="radio" name="memkind" value="' + i + '"' + (i ? '' : ' checked') + '> ' + k[0] + '</label>';
+    }).join(' ') + ' <span id="memflame-total"></span></div><p class="note">Bytes per allocation stack, ' +
+      MEM.nstacks + ' stacks' + (MEM.other[0] ? ' (the heaviest ' + MEM.stacks.length + ' drawn, the rest in "(other)")' : '') +
+      '; the figures are those of cygprof memory.</p><div id="memflame-box"></div>');
+    Array.prototype.forEach.call(document.querySelectorAll('input[name=memkind]'), function (r) {
+      r.onchange = function () { memKind = +this.value; memFlameDraw(); };
+    });
+    memFlameDraw();
   }
 
   /* ---- flat profile and call graph ---------------------------------------------- */
-  var total = D.total_self_ns, F = D.fns, graph;
-  /* record --time=sampled: exact calls, no times; with --sample the times
-   * are the samples' (profile_load()) */
-  var sampledTimes = M.time === 'sampled' && !!P && total > 0;
-  var noTimes = M.time === 'sampled' && !sampledTimes;
-  var tns = noTimes ? function () { return '-'; } : ns;
+  var graph;
   function flatSection() {
     var cols = [{ t: 'function' }, { t: 'calls', n: 1 }, { t: 'self', n: 1, f: tns },
       { t: '% self', n: 1, f: function (v) { return pct(v, total); } }, { t: 'total', n: 1, f: tns },
@@ -311,12 +560,12 @@
       r.key = i;
       rows.push(r);
     });
-    var t = new Table('flat', cols, rows, noTimes ? 1 : 2, function (k) { pickFn(k); location.hash = '#s-graph'; });
+    var t = new Table('flat', cols, rows, noTimes ? 1 : 2, function (k) { pickFn(k); select(k); openSandwich(); window.scrollTo(0, 0); });
     add('<h2 id="s-flat">Flat profile</h2><p class="note">' +
       (sampledTimes ? 'Exact calls and sampled times (perf samples on CPU plus off-CPU intervals)' : 'Exact calls and times') +
       ' of every function, merged by ' +
       'name over threads and processes' + (P ? ', with the perf samples charged to each' : '') +
-      '. Click a heading to sort, a row for its callers and callees.</p>' + t.html());
+      '. Click a heading to sort, a row for its sandwich (and its call graph below).</p>' + t.html());
     t.draw();
   }
   function graphSection() {
@@ -350,15 +599,15 @@
     $('graph-self').textContent = vis(F[k][0]) + ': ' + F[k][1] + ' calls, self ' + tns(F[k][2]) + ', total ' + tns(F[k][3]);
   }
 
-  /* ---- memory ---------------------------------------------------------------------- */
+  /* ---- memory tables ---------------------------------------------------------------- */
   var mem;
   function memorySection() {
     var cols = [{ t: 'function' }, { t: 'self allocated', n: 1, f: bytes }, { t: 'self allocations', n: 1 },
       { t: 'total allocated', n: 1, f: bytes }, { t: 'total allocations', n: 1 },
       { t: 'self leaked', n: 1, f: bytes }, { t: 'total leaked', n: 1, f: bytes },
-      { t: 'self temporary', n: 1 }];
+      { t: 'total at peak', n: 1, f: bytes }, { t: 'self temporary', n: 1 }];
     var rows = MEM.fns.map(function (f, i) {
-      var r = [f[0], f[2], f[1], f[4], f[3], f[5], f[6], f[7]]; r.key = i; return r;
+      var r = [f[0], f[2], f[1], f[4], f[3], f[5], f[6], f[10], f[7]]; r.key = i; return r;
     });
     var rcols = function (who) {
       return [{ t: who }, { t: 'allocated', n: 1, f: bytes }, { t: 'allocations', n: 1 },
@@ -367,7 +616,7 @@
     mem = { t: new Table('memfns', cols, rows, 3, memPick), cr: new Table('memcallers', rcols('caller'), [], 1, memPick),
       ce: new Table('memcallees', rcols('callee'), [], 1, memPick) };
     add('<h2 id="s-memory">Memory</h2><p>' + MEM.allocations + ' allocations, ' + bytes(MEM.allocated_bytes) +
-      ' allocated; peak ' + bytes(MEM.peak_bytes) + ' live at ' + ns(MEM.peak_ns) + '; ' + MEM.leaked_allocations +
+      ' allocated; peak ' + bytes(MEM.peak_bytes) + ' live at ' + hns(MEM.peak_ns) + '; ' + MEM.leaked_allocations +
       ' blocks (' + bytes(MEM.leaked_bytes) + ') never freed; ' + MEM.temporary + ' temporary allocations.</p>' +
       '<p class="note">Self: the stacks whose innermost frame is the function; total: the stacks through it. ' +
       'Click a row for its callers and callees.</p>' + mem.t.html() +
@@ -400,25 +649,221 @@
     $('mem-fn').textContent = 'function: ' + vis(MEM.fns[k][0]);
   }
 
-  /* ---- counters -------------------------------------------------------------------- */
-  function countersSection() {
-    var h = ['<h2 id="s-counters">Counters and live heap over time</h2><p class="note">Each point the largest ' +
-      'value of its interval; time from the capture start.</p>'], pid = null, dur = D.duration_ns || 1;
-    var W = 420, H = 110;
-    CNT.forEach(function (s) {
-      if (s.pid !== pid) { pid = s.pid; h.push('<h3>' + (pid ? 'process ' + pid : 'system') + '</h3>'); }
-      var lo = 0, hi = 0, f = unit(s.unit), pts = [];
-      s.v.forEach(function (v) { if (v < lo) lo = v; if (v > hi) hi = v; });
-      var span = hi - lo || 1, tmax = Math.max(dur, s.t.length ? s.t[s.t.length - 1] : 0);
-      for (var i = 0; i < s.t.length; i++)
-        pts.push((40 + (W - 50) * s.t[i] / tmax).toFixed(1) + ',' + (H - 15 - (H - 30) * (s.v[i] - lo) / span).toFixed(1));
-      h.push('<div class="chart" data-counter="' + esc(s.name) + '" data-pid="' + s.pid + '" data-max="' + hi +
-        '"><svg width="' + W + '" height="' + H +
-        '" viewBox="0 0 ' + W + ' ' + H + '"><text x="4" y="11">' + esc(s.name) + ' (max ' + esc(f(hi)) +
-        ')</text><text x="4" y="' + (H - 3) + '">0</text><text x="' + (W - 60) + '" y="' + (H - 3) + '">' +
-        esc(ns(tmax)) + '</text><polyline points="' + pts.join(' ') + '"/></svg></div>');
+  /* ---- timeline: per-thread lanes of calls, zoom and pan ---------------------------- */
+  var tl = null;
+  function timelineView() {
+    var n = TLD.start.length, lanes = [], i, end = D.duration_ns || 0;
+    for (i = 0; i < n; i++) {
+      var th = TLD.thread[i], L = lanes.length ? lanes[lanes.length - 1] : null;
+      if (!L || L.th !== th) lanes.push(L = { th: th, lo: i, hi: i, maxd: 0 });
+      L.hi = i + 1;
+      if (TLD.depth[i] > L.maxd) L.maxd = TLD.depth[i];
+      if (TLD.start[i] + TLD.dur[i] > end) end = TLD.start[i] + TLD.dur[i];
+    }
+    tl = { lanes: lanes, t0: 0, t1: end || 1, end: end || 1, rows: 14 };
+    /* it opens on the calls: from the first one's start to the last one's end */
+    var first = Infinity, last = 0;
+    for (i = 0; i < n; i++) {
+      if (TLD.start[i] < first) first = TLD.start[i];
+      if (TLD.start[i] + TLD.dur[i] > last) last = TLD.start[i] + TLD.dur[i];
+    }
+    if (n && last > first) {
+      var pad = (last - first) / 50;
+      tl.t0 = Math.max(0, first - pad); tl.t1 = Math.min(tl.end, last + pad);
+    }
+    var limited = TLD.kept < TLD.calls;
+    view('timeline', '<div class="tools"><button id="tl-in" title="w, +, wheel">zoom in</button> <button id="tl-out" title="s, -">zoom out</button> ' +
+      '<button id="tl-left" title="a">&larr;</button> <button id="tl-right" title="d">&rarr;</button> ' +
+      '<button id="tl-all" title="0">whole recording</button> <span id="tl-range"></span></div>' +
+      '<p class="note" id="tl-note">' + (limited ? 'Limited: the longest ' + num(TLD.kept) + ' of ' + num(TLD.calls) +
+        ' calls are shown (every caller of a shown call is shown too). ' : 'All ' + num(TLD.calls) + ' calls of the timeline. ') +
+      'One lane per thread, callers above their callees; the mouse wheel zooms, a drag pans, a click selects.</p>' +
+      '<div id="tl-box"><canvas id="tl-canvas"></canvas><div id="tl-tip" hidden></div></div>' +
+      '<h3>Calls in view</h3><div class="scroll"><table id="tl-fns"></table></div>');
+    var cv = $('tl-canvas'), drag = null;
+    $('tl-in').onclick = function () { tlZoom(0.5, 0.5); };
+    $('tl-out').onclick = function () { tlZoom(2, 0.5); };
+    $('tl-left').onclick = function () { tlPan(-0.25); };
+    $('tl-right').onclick = function () { tlPan(0.25); };
+    $('tl-all').onclick = function () { tl.t0 = 0; tl.t1 = tl.end; tlDraw(); };
+    cv.onwheel = function (e) {
+      e.preventDefault();
+      var r = cv.getBoundingClientRect();
+      tlZoom(e.deltaY > 0 ? 1.25 : 0.8, (e.clientX - r.left) / r.width);
+    };
+    cv.onmousedown = function (e) { drag = { x: e.clientX, t0: tl.t0, t1: tl.t1, moved: false }; };
+    window.addEventListener('mouseup', function (e) {
+      if (drag && !drag.moved) { var s = tlHit(e); if (s >= 0 && TLD.fn[s] >= 0) select(TLD.fn[s]); }
+      drag = null;
     });
-    add(h.join(''));
+    cv.onmousemove = function (e) {
+      if (drag) {
+        var dx = e.clientX - drag.x;
+        if (Math.abs(dx) > 2) drag.moved = true;
+        var dt = -dx / cv.clientWidth * (drag.t1 - drag.t0);
+        tlSet(drag.t0 + dt, drag.t1 + dt);
+        return;
+      }
+      var s = tlHit(e), tip = $('tl-tip');
+      if (s < 0) { tip.hidden = true; return; }
+      tip.hidden = false;
+      tip.textContent = (TLD.fn[s] >= 0 ? vis(F[TLD.fn[s]][0]) : '?') + ': ' + hns(TLD.dur[s]) + ' at ' + hns(TLD.start[s]);
+      var r = $('tl-box').getBoundingClientRect();
+      tip.style.left = Math.min(e.clientX - r.left + 12, r.width - 200) + 'px';
+      tip.style.top = (e.clientY - r.top + 12) + 'px';
+    };
+    cv.onmouseleave = function () { $('tl-tip').hidden = true; };
+    tlDraw();
+  }
+  function tlSet(a, b) {
+    var w = b - a;
+    if (w < 100) { var m = (a + b) / 2; a = m - 50; b = m + 50; w = 100; } /* 100 ns across at most */
+    if (w > tl.end) { a = 0; b = tl.end; }
+    if (a < 0) { b -= a; a = 0; }
+    if (b > tl.end) { a -= b - tl.end; b = tl.end; }
+    tl.t0 = Math.max(0, a); tl.t1 = b;
+    tlDraw();
+  }
+  function tlZoom(f, at) {
+    var w = tl.t1 - tl.t0, c = tl.t0 + at * w;
+    tlSet(c - at * w * f, c + (1 - at) * w * f);
+  }
+  function tlPan(f) { var w = tl.t1 - tl.t0; tlSet(tl.t0 + f * w, tl.t1 + f * w); }
+  var LANE_HEAD = 18, AXIS = 18;
+  /* the slice under the mouse, or -1 */
+  function tlHit(e) {
+    var cv = $('tl-canvas'), r = cv.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
+    var t = tl.t0 + x / r.width * (tl.t1 - tl.t0), top = AXIS;
+    for (var l = 0; l < tl.lanes.length; l++) {
+      var L = tl.lanes[l], h = LANE_HEAD + (L.maxd + 1) * tl.rows;
+      if (y >= top + LANE_HEAD && y < top + h) {
+        var d = Math.floor((y - top - LANE_HEAD) / tl.rows);
+        for (var i = L.lo; i < L.hi; i++)
+          if (TLD.depth[i] === d && TLD.start[i] <= t && TLD.start[i] + TLD.dur[i] >= t) return i;
+        return -1;
+      }
+      top += h;
+    }
+    return -1;
+  }
+  function tlDraw() {
+    var cv = $('tl-canvas'), W = cv.parentNode.clientWidth || 1000, H = 0, l, i;
+    tl.lanes.forEach(function (L) { H += LANE_HEAD + (L.maxd + 1) * tl.rows; });
+    H += AXIS;
+    cv.width = W; cv.height = H; cv.style.height = H + 'px';
+    var g = cv.getContext('2d'), t0 = tl.t0, span = tl.t1 - tl.t0, top = AXIS, per = new Map();
+    g.font = '11px monospace'; g.textBaseline = 'middle';
+    /* the time axis: about 8 round ticks, time from the capture's start */
+    var raw = span / 8, p10 = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p10;
+    var step = (m < 2 ? 2 : m < 5 ? 5 : 10) * p10;
+    g.strokeStyle = '#ccc'; g.fillStyle = '#555';
+    for (var tk = Math.ceil(t0 / step) * step; tk <= t0 + span; tk += step) {
+      var tx = (tk - t0) / span * W;
+      g.beginPath(); g.moveTo(tx + 0.5, AXIS - 5); g.lineTo(tx + 0.5, H); g.stroke();
+      g.fillText(hns(Math.round(tk)), tx + 3, AXIS / 2 - 1);
+    }
+    for (l = 0; l < tl.lanes.length; l++) {
+      var L = tl.lanes[l], th = D.threads[L.th] || {};
+      g.fillStyle = '#f0f0f0'; g.fillRect(0, top, W, LANE_HEAD);
+      g.fillStyle = '#333';
+      g.fillText('thread ' + th.tid + (th.name ? ' ' + th.name : '') + ' (pid ' + th.pid + ')', 4, top + LANE_HEAD / 2);
+      var filled = {};
+      for (i = L.lo; i < L.hi; i++) {
+        var s = TLD.start[i], e = s + TLD.dur[i];
+        if (e < t0 || s > t0 + span) continue;
+        var fn = TLD.fn[i], a = per.get(fn) || [0, 0];
+        a[0]++; a[1] += Math.min(e, t0 + span) - Math.max(s, t0); per.set(fn, a);
+        var x0 = (s - t0) / span * W, x1 = (e - t0) / span * W, y = top + LANE_HEAD + TLD.depth[i] * tl.rows;
+        if (x0 < 0) x0 = 0;
+        if (x1 > W) x1 = W;
+        var name = fn >= 0 ? F[fn][0] : '?';
+        if (x1 - x0 < 1) { /* one pixel per depth and column */
+          var key = TLD.depth[i] * 65536 + Math.floor(x0);
+          if (filled[key]) continue;
+          filled[key] = 1;
+          x1 = x0 + 1;
+        }
+        g.fillStyle = color(name);
+        g.fillRect(x0, y, x1 - x0, tl.rows - 1);
+        if (x1 - x0 > 40) {
+          g.fillStyle = '#000';
+          g.save(); g.beginPath(); g.rect(x0, y, x1 - x0, tl.rows); g.clip();
+          g.fillText(vis(name), x0 + 2, y + tl.rows / 2);
+          g.restore();
+        }
+      }
+      top += LANE_HEAD + (L.maxd + 1) * tl.rows;
+    }
+    $('tl-range').textContent = 'from ' + hns(Math.round(t0)) + ' to ' + hns(Math.round(t0 + span)) + ' (' + hns(Math.round(span)) + ')';
+    var rows = [];
+    per.forEach(function (a, fn) { rows.push([fn, a[0], a[1]]); });
+    rows.sort(function (a, b) { return b[2] - a[2]; });
+    var h = ['<thead><tr><th>function</th><th class="num">calls</th><th class="num">time in view</th></tr></thead><tbody>'];
+    rows.slice(0, 200).forEach(function (r) {
+      h.push('<tr class="pick" data-fn="' + r[0] + '"><td class="name">' + esc(r[0] >= 0 ? F[r[0]][0] : '?') +
+        '</td><td class="num" data-v="' + r[1] + '">' + num(r[1]) + '</td><td class="num" data-v="' + Math.round(r[2]) + '">' +
+        hns(Math.round(r[2])) + '</td></tr>');
+    });
+    $('tl-fns').innerHTML = h.join('') + '</tbody>';
+    $('tl-fns').onclick = function (e) {
+      var tr = e.target.closest('tr[data-fn]');
+      if (tr && +tr.getAttribute('data-fn') >= 0) { select(+tr.getAttribute('data-fn')); openSandwich(); }
+    };
+  }
+
+  /* ---- counters: one panel per process and unit, each with its own scale -------------- */
+  var SERIES = ['#1565c0', '#c62828', '#2e7d32', '#ef6c00', '#6a1b9a', '#00838f', '#5d4037', '#ad1457'];
+  function countersView() {
+    var h = ['<p class="note">One panel per process and unit, each with its own scale (a log scale when its series are more ' +
+      'than 100 times apart); each point the largest value of its interval; time from the capture start.</p>'];
+    var dur = D.duration_ns || 1, W = 600, groups = [], gi = {};
+    CNT.forEach(function (s) {
+      var key = s.pid + '/' + s.unit;
+      if (gi[key] === undefined) { gi[key] = groups.length; groups.push({ pid: s.pid, unit: s.unit, s: [] }); }
+      groups[gi[key]].s.push(s);
+    });
+    groups.forEach(function (gr) {
+      var f = unit(gr.unit), hi = 0, small = 0, tmax = dur;
+      gr.s.forEach(function (s) {
+        var m = 0;
+        s.v.forEach(function (v) { if (v > m) m = v; });
+        s.max = m;
+        if (m > hi) hi = m;
+        if (m && (!small || m < small)) small = m;
+        if (s.t.length && s.t[s.t.length - 1] > tmax) tmax = s.t[s.t.length - 1];
+      });
+      var logy = small > 0 && hi / small > 100, lo = 0;
+      if (logy) { lo = Math.pow(10, Math.floor(Math.log10(small)) - 1); hi = Math.pow(10, Math.ceil(Math.log10(hi))); }
+      if (hi <= lo) hi = lo + 1;
+      var X0 = 70, Y0 = 22, PW = W - X0 - 10, PH = 112, H = Y0 + PH + 20 + 14 * Math.ceil(gr.s.length / 2);
+      function fy(v) {
+        var fr = logy ? (Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo)) : (v - lo) / (hi - lo);
+        return (Y0 + PH - fr * PH).toFixed(1);
+      }
+      var svg = ['<svg width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H + '">',
+        '<text x="4" y="13" class="ptitle">' + esc((gr.pid ? 'process ' + gr.pid : 'system') + ': ' + gr.unit + (logy ? ', log scale' : '')) + '</text>'];
+      var ticks = logy ? [] : [lo, (lo + hi) / 2, hi];
+      if (!logy && f(Math.round(ticks[1])) === f(Math.round(hi))) ticks.splice(1, 1); /* 0, 1, 1 */
+      if (logy) for (var v = lo; v <= hi * 1.01; v *= 10) ticks.push(v);
+      ticks.forEach(function (v) {
+        svg.push('<line class="grid" x1="' + X0 + '" x2="' + (X0 + PW) + '" y1="' + fy(v) + '" y2="' + fy(v) + '"/>' +
+          '<text x="' + (X0 - 4) + '" y="' + fy(v) + '" text-anchor="end" dominant-baseline="middle">' + esc(f(Math.round(v))) + '</text>');
+      });
+      svg.push('<text x="' + X0 + '" y="' + (Y0 + PH + 12) + '">0</text><text x="' + (X0 + PW) + '" y="' + (Y0 + PH + 12) +
+        '" text-anchor="end">' + esc(hns(tmax)) + '</text>');
+      gr.s.forEach(function (s, k) {
+        var pts = [];
+        for (var i = 0; i < s.t.length; i++) pts.push((X0 + PW * s.t[i] / tmax).toFixed(1) + ',' + fy(s.v[i]));
+        var c = SERIES[k % SERIES.length];
+        svg.push('<polyline data-counter="' + esc(s.name) + '" data-pid="' + s.pid + '" data-max="' + s.max +
+          '" style="stroke:' + c + '" points="' + pts.join(' ') + '"/>');
+        svg.push('<text x="' + (X0 + (k % 2) * 260) + '" y="' + (Y0 + PH + 28 + Math.floor(k / 2) * 14) + '" style="fill:' + c + '">' +
+          esc(s.name + ' (max ' + f(s.max) + ')') + '</text>');
+      });
+      svg.push('</svg>');
+      h.push('<div class="chart" data-pid="' + gr.pid + '" data-unit="' + esc(gr.unit) + '" data-scale="' + (logy ? 'log' : 'linear') + '">' + svg.join('') + '</div>');
+    });
+    view('counters', h.join(''));
   }
 
   /* ---- samples --------------------------------------------------------------------- */
@@ -438,19 +883,98 @@
     t.draw();
   }
 
-  infoSection();
+  /* ---- views and keys ----------------------------------------------------------------- */
+  var current = null;
+  function show(id) {
+    if (!$('v-' + id)) return;
+    current = id;
+    VIEWS.forEach(function (v) {
+      $('v-' + v[0]).hidden = v[0] !== id;
+      document.querySelector('.tab[data-view="' + v[0] + '"]').classList.toggle('on', v[0] === id);
+    });
+    document.body.setAttribute('data-view', id);
+    if (id === 'flame') flame.draw();
+    if (id === 'memflame' && memF) memF.draw();
+    if (id === 'timeline') tlDraw();
+    if (id === 'sandwich' && sw.fn === undefined) sandwich(selected >= 0 ? selected : topFn());
+  }
+  function topFn() {
+    var best = 0;
+    for (var i = 0; i < F.length; i++) if (F[i][3] > F[best][3] || (!F[best][1] && F[i][1])) best = i;
+    return best;
+  }
+  function searchBox() {
+    return current === 'memflame' ? $('memflame-search') : current === 'sandwich' ? $('sw-fn') : $('flame-search');
+  }
+  document.addEventListener('keydown', function (e) {
+    var inInput = /^(INPUT|SELECT|TEXTAREA)$/.test(e.target.tagName);
+    if (e.key === 'Escape') {
+      $('help').hidden = true;
+      if (inInput) {
+        e.target.value = '';
+        e.target.dispatchEvent(new Event('input'));
+        e.target.blur();
+      } else if (current === 'flame') { flame.zoom = 0; flame.draw(); } else if (current === 'memflame' && memF) { memF.zoom = 0; memF.draw(); } else if (current === 'timeline') { tl.t0 = 0; tl.t1 = tl.end; tlDraw(); }
+      return;
+    }
+    if (inInput || e.ctrlKey || e.metaKey || e.altKey) return;
+    var k = e.key, vi = VIEWS.map(function (v) { return v[0]; }).indexOf(current);
+    if (k === '/') {
+      e.preventDefault();
+      if (current !== 'flame' && current !== 'memflame' && current !== 'sandwich') show('flame');
+      searchBox().focus();
+    } else if (k === '?') {
+      $('help').hidden = !$('help').hidden;
+    } else if (/^[1-9]$/.test(k) && +k <= VIEWS.length) {
+      show(VIEWS[+k - 1][0]);
+    } else if (k === 'ArrowRight' || k === 'ArrowLeft') {
+      e.preventDefault();
+      show(VIEWS[(vi + (k === 'ArrowRight' ? 1 : VIEWS.length - 1)) % VIEWS.length][0]);
+    } else if (k === 's' && current !== 'timeline') {
+      if (selected >= 0) openSandwich();
+    } else if (current === 'timeline') {
+      if (k === 'w' || k === '+' || k === '=') tlZoom(0.5, 0.5);
+      else if (k === 's' || k === '-') tlZoom(2, 0.5);
+      else if (k === 'a') tlPan(-0.25);
+      else if (k === 'd') tlPan(0.25);
+      else if (k === '0') tlSet(0, tl.end);
+    }
+  });
+  $('help-btn').onclick = function () { $('help').hidden = !$('help').hidden; };
+  $('tabs').onclick = function (e) {
+    var b = e.target.closest('.tab');
+    if (b) show(b.getAttribute('data-view'));
+  };
+  window.addEventListener('resize', function () { if (current) show(current); });
+
+  summarySection();
+  add('<div id="views"></div>');
   timeFlame();
+  sandwichView();
+  if (TLD) timelineView();
   if (MEM) memFlame();
+  if (CNT && CNT.length) countersView();
+  add('<div id="details"></div>');
   flatSection();
   graphSection();
   if (MEM) memorySection();
-  if (CNT && CNT.length) countersSection();
   if (P) samplesSection();
+  infoSection();
+  show('flame');
+  /* report.html#view=NAME opens on that view, #sandwich=NAME on a function's sandwich */
+  var hv = /^#view=(\w+)$/.exec(location.hash), hs = /^#sandwich=(.*)$/.exec(location.hash);
+  if (hv) show(hv[1]);
+  if (hs) {
+    var want = decodeURIComponent(hs[1]);
+    for (var i = 0; i < F.length; i++) if (F[i][0] === want) { select(i); openSandwich(); break; }
+  }
   /* report.html#selftest clicks through the controls once (the tests):
-   * every heading twice, the first rows, the flame frames, the searches */
+   * every heading twice, the first rows, the flame frames, the searches,
+   * the views and the keys */
   if (location.hash === '#selftest') {
     var acts = 0;
     var click = function (e) { if (e) { e.dispatchEvent(new MouseEvent('click', { bubbles: true })); acts++; } };
+    var key = function (k) { document.dispatchEvent(new KeyboardEvent('keydown', { key: k, bubbles: true })); acts++; };
     ['flat', 'callers', 'callees', 'memfns', 'memcallers', 'memcallees', 'leaves'].forEach(function (id) {
       for (var i = 0; $(id) && i < $(id).querySelectorAll('th').length; i++) {
         click($(id).querySelectorAll('th')[i]);
@@ -467,8 +991,24 @@
       $(id + '-search').dispatchEvent(new Event('input'));
       $(id + '-search').value = 'main';
       $(id + '-search').dispatchEvent(new Event('input'));
-      acts += 2;
+      $(id + '-search').dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' }));
+      acts += 3;
     });
+    Array.prototype.forEach.call(document.querySelectorAll('input[name=memkind]'), function (r) {
+      r.checked = true; r.dispatchEvent(new Event('change')); acts++;
+    });
+    click(document.querySelectorAll('#sw-up div[data-n]')[1]);
+    click(document.querySelectorAll('#sw-down div[data-n]')[1]);
+    click(document.querySelectorAll('#top5 tr[data-fn]')[0]);
+    ['?', '?', '1', '2', '3', '4', '5', 'ArrowRight', 'ArrowLeft', 's', 'w', 'a', 'd', '0', '-', 'Escape', '1', '/'].forEach(key);
+    if (TLD) {
+      show('timeline');
+      ['tl-in', 'tl-out', 'tl-left', 'tl-right', 'tl-all'].forEach(function (id) { click($(id)); });
+      for (var z = 0; z < 60; z++) tlZoom(0.5, 0.3);
+      tlPan(-3); tlPan(3);
+      tlSet(0, tl.end);
+    }
+    show('flame');
     document.body.setAttribute('data-selftest', String(acts));
   }
   document.body.setAttribute('data-rendered', '1');

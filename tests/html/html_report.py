@@ -29,7 +29,14 @@ Tests:
                 with 3 calls; the flame graph has a frame for each of main, a,
                 b and c; the info tables hold the command and one thread;
                 report.html#search=^c$ highlights c's frame and gives its
-                share of the time; report.html#selftest (every heading,
+                share of the time; in a 1280x800 window the summary (command,
+                threads, 40 calls, the top functions by self time) and the
+                flame graph start above the fold (a screenshot is saved and
+                decoded: not blank) and no metadata key (duration_ns,
+                sig_lost) is on the screen; '/' focuses the search, '?'
+                shows the help, 2 the sandwich; the sandwich of b
+                (#sandwich=b) has caller a 6 calls, callee c 30, its callers
+                merged b, a, main; Enter in the search opens c's sandwich; report.html#selftest (every heading,
                 first rows, flame frames and searches clicked) throws nothing
                 (also in html-memory and html-samples)
   html-memory   record --memory --counters=5ms of mem-basic: the memory table
@@ -38,7 +45,11 @@ Tests:
                 `memory --format=json` has it; the allocation flame graph (all,
                 main) is drawn, one chart per counter of counters
                 --format=json, heap/live_bytes up to the peak of memory
-                --format=json
+                --format=json, one panel per process and unit with its scale;
+                the memory
+                flame graph (#view=memflame) above the fold, its root the
+                allocated, leaked and peak bytes of memory --format=json in
+                each of its three modes, leaker 385 bytes leaked
   html-escape   the symbol `</script><script>alert(1)</script>` stays inside
                 the data block (written \\u003c), the page has exactly its two
                 scripts and the onerror one, the flat profile shows the name
@@ -48,6 +59,15 @@ Tests:
                 the calls, samples, sampled and off-CPU ns of report
                 --format=json, spin most samples; the uninstrumented
                 functions are listed
+  html-counters record -i counters,memory --counters=5ms of memgrow
+                (EXAMPLE): one line per counter of counters --format=json,
+                one panel per process and unit, the system's bytes (GiB
+                beside MiB) on a log scale, the view above the fold
+  html-timeline record --timeline of calls-O2: the data holds its 40 calls,
+                30 of c; report.html#view=timeline lists main 1, a 3, b 6,
+                c 30 calls in view, zooms in (fewer in view) and back (key
+                0); --max-calls 10 keeps 10 of 40, main among them, and the
+                page says it is limited; no timeline without --timeline
   html-output   -o onto a file that is not a report is refused (exit 1,
                 file unchanged) unless -f; an earlier report is replaced; the
                 default output is report.html; a missing capture exits 1, a
@@ -68,6 +88,7 @@ import cygtest  # noqa: E402  (tests/lib: the helpers of every driver)
 from cygtest import Failure, run, describe_status  # noqa: E402
 
 MAGIC = b'<!DOCTYPE html>\n<!-- cygprof report -->'
+VIEW_W, VIEW_H = 1280, 800  # the viewport: "above the fold" is within VIEW_H
 
 
 def chromium():
@@ -97,6 +118,8 @@ class Dom(html.parser.HTMLParser):
         self.matches = {}
         self.chart_max = {}
         self.charts = []
+        self.panels = []  # (unit, scale) of each counter panel
+        self.values = {}  # flame id -> [(frame name, data-v)]
         self.table = None
         self.row = None
         self.cell = None
@@ -109,8 +132,9 @@ class Dom(html.parser.HTMLParser):
         a = dict(attrs)
         if tag in ('meta', 'input', 'br', 'img', 'link'):
             return
-        if tag == 'polyline' and self.charts:
-            self.charts[-1] = (self.charts[-1][0], a.get('points', ''))
+        if tag == 'polyline' and 'data-counter' in a:
+            self.charts.append((a['data-counter'], a.get('points', '')))
+            self.chart_max[a['data-counter']] = a.get('data-max')
         self.depth += 1
         if tag == 'body':
             self.body = a
@@ -130,11 +154,13 @@ class Dom(html.parser.HTMLParser):
             self.flame = self.frames.setdefault(self.flame_id, [])
         elif tag == 'div' and self.flame is not None and 'data-n' in a:
             self.flame.append(a.get('title', ''))
+            self.values.setdefault(self.flame_id, []).append(
+                (a.get('title', '').split(':')[0], int(a.get('data-v', '-1')),
+                 int(a['data-n']), int(a.get('data-p', '-1'))))
             if 'match' in a.get('class', '').split():
                 self.matches.setdefault(self.flame_id, []).append(a.get('title', '').split(':')[0])
-        if tag == 'div' and 'data-counter' in a:
-            self.charts.append((a['data-counter'], ''))
-            self.chart_max[a['data-counter']] = a.get('data-max')
+        if tag == 'div' and 'data-unit' in a:
+            self.panels.append((a.get('data-pid'), a['data-unit'], a.get('data-scale')))
 
     def handle_endtag(self, tag):
         if tag in ('td', 'th') and self.cell is not None:
@@ -234,6 +260,10 @@ class Browser:
                                      {'targetId': t, 'flatten': True})['sessionId']
             self.call('Runtime.enable', session=self.session)
             self.call('Page.enable', session=self.session)
+            # the window the page is judged in: what a laptop shows
+            self.call('Emulation.setDeviceMetricsOverride',
+                      {'width': VIEW_W, 'height': VIEW_H, 'deviceScaleFactor': 1, 'mobile': False},
+                      session=self.session)
         s = self.session
         # through about:blank: a page that differs only in its #fragment
         # is loaded anew
@@ -255,6 +285,23 @@ class Browser:
                                      for a in m['params'].get('args', [])))
         self.events = []
         return dom, msgs
+
+    def evaluate(self, expr):
+        """The value of a JavaScript expression in the page last rendered."""
+        r = self.call('Runtime.evaluate', {'expression': expr, 'returnByValue': True},
+                      session=self.session)
+        if 'exceptionDetails' in r:
+            raise Failure('evaluate %s: %s' % (expr, r['exceptionDetails']))
+        return r['result'].get('value')
+
+    def screenshot(self, path):
+        """A PNG of the viewport into path; its bytes."""
+        import base64
+        r = self.call('Page.captureScreenshot', {'format': 'png'}, session=self.session)
+        data = base64.b64decode(r['data'])
+        with open(path, 'wb') as f:
+            f.write(data)
+        return data
 
     def stderr(self):
         self.log.seek(0)
@@ -295,9 +342,112 @@ def render(ck, path, fragment=''):
     return dom
 
 
+def dom_now(ck, expr=None):
+    """The DOM of the page last rendered, after running expr (a control
+    clicked, a key pressed), checked for caught errors again."""
+    b = BROWSER[0]
+    if expr:
+        b.evaluate(expr)
+    dom = Dom()
+    dom.feed(b.evaluate('document.documentElement.outerHTML'))
+    ck.eq(dom.text.get('errors', '').strip(), '', 'errors the page caught after %s' % expr)
+    return dom
+
+
+def png_colours(data):
+    """The size and the number of distinct colours (of a grid of pixels)
+    of a PNG: 8-bit RGB or RGBA, not interlaced, as Chromium writes it."""
+    import struct
+    import zlib
+    if data[:8] != b'\x89PNG\r\n\x1a\n':
+        raise Failure('the screenshot is no PNG')
+    pos, idat, w = 8, b'', 0
+    while pos < len(data):
+        n, kind = struct.unpack('>I4s', data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b'IHDR':
+            w, h, depth, ctype, _, _, inter = struct.unpack('>IIBBBBB', body)
+            if depth != 8 or ctype not in (2, 6) or inter:
+                raise Failure('unexpected PNG kind: depth %d, colour type %d' % (depth, ctype))
+            bpp = 3 if ctype == 2 else 4
+        elif kind == b'IDAT':
+            idat += body
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    stride = w * bpp
+    prev = bytearray(stride)
+    colours = set()
+    for y in range(h):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        if y % 8 == 0:
+            for x in range(0, w, 8):
+                colours.add(bytes(line[x * bpp:x * bpp + 3]))
+        prev = line
+    return w, h, len(colours)
+
+
+def screenshot(ck, name):
+    """A screenshot of the viewport into the test's workdir: a PNG of the
+    viewport's size with more than a few colours."""
+    path = os.path.join(CYG[0].workdir, name)
+    data = BROWSER[0].screenshot(path)
+    w, h, n = png_colours(data)
+    print('screenshot %s: %dx%d, %d colours' % (path, w, h, n))
+    ck.eq((w, h), (VIEW_W, VIEW_H), 'the screenshot %s is the viewport' % name)
+    ck.check(n >= 8, 'the screenshot %s is not blank (%d colours)' % (name, n))
+
+
+def above_fold(ck, ids):
+    """Each element of ids is shown (not hidden, not empty) and starts
+    within the first VIEW_H pixels of the page."""
+    boxes = BROWSER[0].evaluate(
+        'JSON.stringify(%s.map(function (id) { var e = document.getElementById(id); '
+        'if (!e) return null; var r = e.getBoundingClientRect(); '
+        'return [r.top + window.scrollY, r.bottom + window.scrollY, r.width, r.height]; }))' % json.dumps(ids))
+    for i, b in zip(ids, json.loads(boxes)):
+        if not ck.check(b is not None, '#%s on the page' % i):
+            continue
+        ck.check(b[2] > 0 and b[3] > 0, '#%s is shown (%s)' % (i, b))
+        ck.check(b[0] < VIEW_H - 40, '#%s starts above the fold (top %.0f px of %d)' % (i, b[0], VIEW_H))
+
+
+def no_internal_keys(ck, data):
+    """No key of the data's metadata and limits written with an underscore
+    (duration_ns, sig_lost, shm_full) is on the screen."""
+    text = BROWSER[0].evaluate('document.body.innerText')
+    keys = set(data.get('meta', {})) | set(data.get('limits', {}))
+    keys |= {'duration_ns', 'sig_lost', 'shm_full', 'mem_lost', 'start_time', 'in_progress'}
+    shown = sorted(k for k in keys if '_' in k and k in text)
+    ck.eq(shown, [], 'internal key names shown on the page')
+
+
+def page_data(path):
+    with open(path, encoding='utf-8') as f:
+        text = f.read()
+    start = text.index('<script id="data" type="application/json">') + 42
+    return json.loads(text[start:text.index('</script>', start)])
+
+
+CYG = []
+
+
 def with_browser(fn, ck, cyg, example, args):
     """Run the test, then close its Chromium (whose stderr must have no
     uncaught error either)."""
+    CYG.append(cyg)
     try:
         fn(ck, cyg, example, args)
     finally:
@@ -382,6 +532,55 @@ def test_calls(ck, cyg, example, args):
     ck.check(example in dom.text.get('meta', ''), 'the info names the command')
     ck.eq(len(table(ck, dom, 'threads')), 1, 'threads listed')
 
+    # above the fold: the summary and the flame graph; no internal names
+    above_fold(ck, ['summary', 'top5', 'flame'])
+    screenshot(ck, 'calls-top.png')
+    no_internal_keys(ck, page_data(out))
+    ck.check(example in dom.text.get('sum-command', ''), 'the summary names the command')
+    ck.eq(dom.text.get('sum-threads', '').strip(), '1', 'the summary: threads')
+    ck.check('40 calls' in dom.text.get('sum-holds', ''), 'the summary: 40 calls (%r)' %
+             dom.text.get('sum-holds'))
+    top = [r[0][0] for r in dom.tables.get('top5', [])[1:]]
+    by_self = [f['name'] for f in sorted(data['functions'], key=lambda f: -f['self_ns'])]
+    ck.eq(top, by_self[:5], 'the summary\'s top functions, by self time')
+    # keys: '/' focuses the search, '?' the help, 2 the sandwich, Esc back
+    key = 'document.dispatchEvent(new KeyboardEvent("keydown", {key: %s, bubbles: true}))'
+    BROWSER[0].evaluate(key % '"/"')
+    ck.eq(BROWSER[0].evaluate('document.activeElement.id'), 'flame-search', '/ focuses the search')
+    BROWSER[0].evaluate('document.activeElement.blur()')
+    BROWSER[0].evaluate(key % '"?"')
+    ck.eq(BROWSER[0].evaluate('document.getElementById("help").hidden'), False, '? shows the help')
+    ck.check('search' in BROWSER[0].evaluate('document.getElementById("help").innerText'),
+             'the help lists the keys')
+    BROWSER[0].evaluate(key % '"Escape"')
+    ck.eq(BROWSER[0].evaluate('document.getElementById("help").hidden'), True, 'Esc hides the help')
+    BROWSER[0].evaluate(key % '"2"')
+    ck.eq(BROWSER[0].evaluate('document.body.dataset.view'), 'sandwich', 'key 2: the sandwich')
+    BROWSER[0].evaluate(key % '"ArrowLeft"')
+    ck.eq(BROWSER[0].evaluate('document.body.dataset.view'), 'flame', 'left arrow: the flame graph')
+
+    # the sandwich of b: its callers and callees merged, with exact calls
+    dom = render(ck, out, '#sandwich=b')
+    ck.eq(dom.body.get('data-view'), 'sandwich', 'report.html#sandwich=b opens the sandwich')
+    ck.eq({k: int(v['calls']) for k, v in table(ck, dom, 'sw-callers').items()}, {'a': 6},
+          'callers of b')
+    ck.eq({k: int(v['calls']) for k, v in table(ck, dom, 'sw-callees').items()}, {'c': 30},
+          'callees of b')
+    up = [t.split(':')[0] for t in dom.frames.get('sw-up', [])]
+    ck.eq(up, ['b', 'a', 'main'], 'b\'s callers merged down to the root')
+    down = dom.frames.get('sw-down', [])
+    ck.check(any(t.startswith('c: ') and ', 30 calls' in t for t in down), 'b\'s callee c with 30 calls')
+    above_fold(ck, ['summary', 'sw-callers', 'sw-up'])
+    screenshot(ck, 'calls-sandwich.png')
+    # Enter in the flame graph's search opens the heaviest match's sandwich
+    dom = render(ck, out)
+    dom = dom_now(ck, 'var s = document.getElementById("flame-search"); s.value = "^c$"; '
+                  's.dispatchEvent(new Event("input")); '
+                  's.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter"}))')
+    ck.eq(dom.body.get('data-view'), 'sandwich', 'Enter in the search: the sandwich')
+    ck.eq({k: int(v['calls']) for k, v in table(ck, dom, 'sw-callers').items()}, {'b': 30},
+          'callers of c')
+
     # report.html#search=^c$: c's frames highlighted, their share of the time
     dom = render(ck, out, '#search=%5Ec%24')
     frames = dom.frames.get('flame', [])
@@ -432,6 +631,39 @@ def test_memory(ck, cyg, example, args):
     peak = json.loads(cp.out)['totals']['peak_bytes']
     ck.eq(int(dom.chart_max.get('heap/live_bytes') or -1), peak,
           'the live heap plot reaches the peak of memory --format=json')
+    ck.check(dom.panels and all(p[2] in ('linear', 'log') for p in dom.panels),
+             'counter panels, each with its scale: %s' % dom.panels)
+    ck.eq(len(dom.panels), len({p[:2] for p in dom.panels}), 'one panel per process and unit')
+    # the memory flame graph: allocated, leaked and live at the peak, the
+    # figures of memory --format=json
+    totals = json.loads(cp.out)['totals']
+    dom = render(ck, out, '#view=memflame')
+    above_fold(ck, ['summary', 'memflame'])
+    screenshot(ck, 'mem-flame.png')
+    for kind, key, fn, fkey in (('0', 'allocated_bytes', None, None),
+                                ('1', 'leaked_bytes', 'leaker', 'total_leaked_bytes'),
+                                ('2', 'peak_bytes', None, None)):
+        dom = dom_now(ck, 'var r = document.querySelector("input[name=memkind][value=\'%s\']"); '
+                      'r.checked = true; r.dispatchEvent(new Event("change"))' % kind)
+        vals = dom.values.get('memflame', [])
+        ck.eq([v[1] for v in vals if v[0] == 'all'], [totals[key]],
+              'the memory flame graph of %s: all as memory --format=json' % key)
+        if fn:
+            name = {v[2]: v[0] for v in vals}
+            parent = {v[2]: v[3] for v in vals}
+
+            def outermost(k):  # no ancestor frame of the same function
+                p = parent[k]
+                while p in name and name[p] != name[k]:
+                    p = parent[p]
+                return p not in name
+            ck.eq(sum(v[1] for v in vals if v[0] == fn and outermost(v[2])), mj[fn][fkey],
+                  'the memory flame graph of %s: %s' % (key, fn))
+    ck.eq(mj['leaker']['total_leaked_bytes'], 385, 'leaker leaks 385 bytes')
+    for name, f in mj.items():
+        row = mem.get(name)
+        if row is not None:
+            ck.eq(int(row['total at peak']), f['total_peak_bytes'], '%s at the peak' % name)
     cc = run([cyg.exe, 'counters', '--format=json', cap])
     if cc.returncode != 0:
         raise Failure('counters --format=json failed: ' + cc.err.strip())
@@ -525,7 +757,76 @@ def test_samples(ck, cyg, example, args):
              'the flat profile says its times are sampled')
 
 
+def test_timeline(ck, cyg, example, args):
+    cap = record(ck, cyg, example, ['--timeline'], 'tl.cyg')
+    out = os.path.join(cyg.workdir, 'tl.html')
+    write_html(ck, cyg, cap, out)
+    tl = page_data(out)['timeline']
+    ck.eq((tl['calls'], tl['kept']), (40, 40), 'timeline calls recorded and kept')
+    names = [f[0] for f in page_data(out)['fns']]
+    ck.eq(sum(1 for k in tl['fn'] if names[k] == 'c'), 30, 'slices of c in the data')
+    dom = render(ck, out, '#view=timeline')
+    ck.eq(dom.body.get('data-view'), 'timeline', 'report.html#view=timeline opens the timeline')
+    rows = table(ck, dom, 'tl-fns')
+    ck.eq({k: int(v['calls']) for k, v in rows.items()}, {'main': 1, 'a': 3, 'b': 6, 'c': 30},
+          'calls in view of the whole timeline')
+    ck.check('All 40 calls' in dom.text.get('tl-note', ''), 'the note: nothing left out')
+    above_fold(ck, ['summary', 'tl-canvas'])
+    screenshot(ck, 'timeline.png')
+    # zoom in around the middle: fewer calls in view; 0 shows them all
+    dom = dom_now(ck, 'for (var i = 0; i < 8; i++) document.getElementById("tl-in").click()')
+    inview = sum(int(v['calls']) for v in table(ck, dom, 'tl-fns').values()) \
+        if dom.tables.get('tl-fns', [[]])[1:] else 0
+    ck.check(inview < 40, 'zoomed in: %d of 40 calls in view' % inview)
+    dom = dom_now(ck, 'document.dispatchEvent(new KeyboardEvent("keydown", {key: "0", bubbles: true}))')
+    ck.eq(sum(int(v['calls']) for v in table(ck, dom, 'tl-fns').values()), 40, 'key 0: all calls again')
+    selftest(ck, out)
+    # bounded: --max-calls keeps the longest calls and the page says so
+    out2 = os.path.join(cyg.workdir, 'tl10.html')
+    write_html(ck, cyg, cap, out2, ['--max-calls', '10'])
+    tl = page_data(out2)['timeline']
+    ck.eq((tl['calls'], tl['kept']), (40, 10), '--max-calls 10: calls recorded and kept')
+    ck.check(names[tl['fn'][0]] == 'main', 'the longest call (main) is kept')
+    dom = render(ck, out2, '#view=timeline')
+    ck.check('longest 10 of 40' in dom.text.get('tl-note', ''), 'the page says the timeline is limited: %r'
+             % dom.text.get('tl-note', ''))
+    # a capture without a timeline has no timeline view
+    cap = record(ck, cyg, example, [], 'calls.cyg')
+    out3 = os.path.join(cyg.workdir, 'calls.html')
+    write_html(ck, cyg, cap, out3)
+    ck.eq(page_data(out3)['timeline'], None, 'no timeline without --timeline')
+    dom = render(ck, out3)
+    ck.check('v-timeline' not in dom.text, 'no timeline view without --timeline')
+
+
+def test_counters(ck, cyg, example, args):
+    cap = record(ck, cyg, example, ['-i', 'counters,memory', '--counters=5ms'], 'grow.cyg')
+    out = os.path.join(cyg.workdir, 'grow.html')
+    write_html(ck, cyg, cap, out)
+    cc = run([cyg.exe, 'counters', '--format=json', cap])
+    if cc.returncode != 0:
+        raise Failure('counters --format=json failed: ' + cc.err.strip())
+    want = json.loads(cc.out)['counters']
+    dom = render(ck, out, '#view=counters')
+    ck.eq(sorted(c[0] for c in dom.charts), sorted(c['name'] for c in want),
+          'one line per counter of counters --format=json')
+    groups = {(str(c['pid'] or 0), c['unit']) for c in want}
+    ck.eq(sorted(p[:2] for p in dom.panels), sorted(groups), 'one panel per process and unit')
+    # the system's bytes (MemTotal: GiB, Buffers or Dirty: MiB) are more
+    # than two decades apart: a log scale (as counters --plot); memgrow's
+    # heap/live_bytes beside statm: each panel its own scale
+    scale = {p[:2]: p[2] for p in dom.panels}
+    ck.eq(scale.get(('0', 'bytes')), 'log', 'the system\'s bytes panel on a log scale')
+    ck.check(all(s in ('linear', 'log') for s in scale.values()), 'every panel has a scale')
+    above_fold(ck, ['summary', 'v-counters'])
+    screenshot(ck, 'counters.png')
+    no_internal_keys(ck, page_data(out))
+    selftest(ck, out)
+
+
 TESTS = {
+    'html-counters': test_counters,
+    'html-timeline': test_timeline,
     'html-calls': test_calls,
     'html-memory': test_memory,
     'html-escape': test_escape,
