@@ -36,7 +36,10 @@ Tests:
                 sig_lost) is on the screen; '/' focuses the search, '?'
                 shows the help, 2 the sandwich; the sandwich of b
                 (#sandwich=b) has caller a 6 calls, callee c 30, its callers
-                merged b, a, main; Enter in the search opens c's sandwich; report.html#selftest (every heading,
+                merged b, a, main; Enter in the search opens c's sandwich;
+                the report of timefilter (--timefilter) ranks slow before
+                fast in the flame graph, as report --tree does;
+                report.html#selftest (every heading,
                 first rows, flame frames and searches clicked) throws nothing
                 (also in html-memory and html-samples)
   html-memory   record --memory --counters=5ms of mem-basic: the memory table
@@ -543,6 +546,19 @@ def test_calls(ck, cyg, example, args):
     top = [r[0][0] for r in dom.tables.get('top5', [])[1:]]
     by_self = [f['name'] for f in sorted(data['functions'], key=lambda f: -f['self_ns'])]
     ck.eq(top, by_self[:5], 'the summary\'s top functions, by self time')
+    if args.timefilter:
+        # the flame graph ranks children as report --tree does: main calls
+        # fast (1000 short calls) first, slow (3 x 5 ms) after; slow first
+        tcap = record(ck, cyg, os.path.abspath(args.timefilter), [], 'timefilter.data')
+        tout = os.path.join(cyg.workdir, 'timefilter.html')
+        write_html(ck, cyg, tcap, tout)
+        render(ck, tout)
+        at = json.loads(BROWSER[0].evaluate(
+            'JSON.stringify(Array.from(document.querySelectorAll("#flame div[data-n]"))'
+            '.map(function (d) { return [d.title.split(":")[0], parseFloat(d.style.left)]; }))'))
+        kids = [n for n, x in sorted(at, key=lambda f: f[1]) if n in ('slow', 'fast')]
+        ck.eq(kids, ['slow', 'fast'], 'timefilter: the flame graph ranks slow before fast '
+              '(left to right), as report --tree does')
     # keys: '/' focuses the search, '?' the help, 2 the sandwich, Esc back
     key = 'document.dispatchEvent(new KeyboardEvent("keydown", {key: %s, bubbles: true}))'
     BROWSER[0].evaluate(key % '"/"')
@@ -837,6 +853,8 @@ TESTS = {
 
 def extra(ap):
     ap.add_argument('--memory', help='mem-basic built with -finstrument-functions')
+    ap.add_argument('--timefilter', help='examples/timefilter.c (html-calls: the flame '
+                    'graph\'s order)')
 
 
 if __name__ == '__main__':
