@@ -403,9 +403,14 @@ def png_colours(data):
 
 
 def screenshot(ck, name):
-    """A screenshot of the viewport into the test's workdir: a PNG of the
-    viewport's size with more than a few colours."""
+    """A screenshot of the viewport into --screenshots DIR (as TEST-NAME; the
+    test's workdir without it): a PNG of the viewport's size with more than
+    a few colours."""
     path = os.path.join(CYG[0].workdir, name)
+    if ARGS[0] is not None and ARGS[0].screenshots:
+        # kept after the test, as its artefacts (the workdir is removed)
+        os.makedirs(ARGS[0].screenshots, exist_ok=True)
+        path = os.path.join(ARGS[0].screenshots, '%s-%s' % (ARGS[0].test, name))
     data = BROWSER[0].screenshot(path)
     w, h, n = png_colours(data)
     print('screenshot %s: %dx%d, %d colours' % (path, w, h, n))
@@ -445,12 +450,14 @@ def page_data(path):
 
 
 CYG = []
+ARGS = [None]
 
 
 def with_browser(fn, ck, cyg, example, args):
     """Run the test, then close its Chromium (whose stderr must have no
     uncaught error either)."""
     CYG.append(cyg)
+    ARGS[0] = args
     try:
         fn(ck, cyg, example, args)
     finally:
@@ -853,6 +860,8 @@ TESTS = {
 
 def extra(ap):
     ap.add_argument('--memory', help='mem-basic built with -finstrument-functions')
+    ap.add_argument('--screenshots', metavar='DIR',
+                    help='where the screenshots are kept (test artefacts)')
     ap.add_argument('--timefilter', help='examples/timefilter.c (html-calls: the flame '
                     'graph\'s order)')
 
