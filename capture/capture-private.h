@@ -141,7 +141,22 @@ enum {
 	MEM5_COL_SNEW, /* per new pair whose stack is new to the block: the stack id */
 	MEM5_COL_COUNT
 };
-#define MEM5_BLOCK_NS 1u      /* block flags: times in ns (else us) */
+#define MEM5_BLOCK_NS 1u      /* block flags: times in ns (else in units of 10^E us) */
+#define MEM5_BLOCK_UNIT_SHIFT 1 /* block flags: E, bits 1-2 (0 with NS) */
+#define MEM5_BLOCK_UNIT_MASK 3u
+#define MEM5_BLOCK_SPLIT 8u   /* block flags: the columns of MEM5_SPLIT_COLS in two streams */
+#define MEM5_BLOCK_FLAGS 15u  /* every flag a reader knows */
+/* The columns that a block with MEM5_BLOCK_SPLIT stores as two streams:
+ * LO, one byte per value (its low 8 bits), then HI, varint(value >> 8) per
+ * value (Huffman coding of the bytes then sees one kind of byte a stream). */
+#define MEM5_SPLIT_COLS                                                                   \
+	(1u << MEM5_COL_ADDR | 1u << MEM5_COL_REF | 1u << MEM5_COL_AREF | 1u << MEM5_COL_PAIR | \
+	 1u << MEM5_COL_SREF)
+/* Streams of a block with MEM5_BLOCK_SPLIT (the lengths it lists). */
+#define MEM5_STREAMS (MEM5_COL_COUNT + 5)
+/* The time unit of blocks the writer stores with times not in ns: 10^E us,
+ * E = MEM5_WRITE_UNIT_E (docs/capture-format.md) */
+#define MEM5_WRITE_UNIT_E 1
 #define MEM5_FORM_SHIFT 5
 #define MEM5_FORM_ADDR 0u     /* the address delta as it is */
 #define MEM5_FORM_ADDR16 1u   /* the address delta divided by 16 */
@@ -167,6 +182,13 @@ static inline unsigned int capture_mem5_bin(uint64_t size)
 {
 	return size <= 2024 ? (unsigned int)(size + 23) >> 4
 			    : 128u + (unsigned int)(63 - __builtin_clzll(size));
+}
+/* The time unit in ns of a memory block's flags E (times not in ns). */
+static inline uint64_t capture_mem5_unit_ns(unsigned int e)
+{
+	static const uint64_t unit[] = { 1000, 10000, 100000, 1000000 };
+
+	return unit[e & MEM5_BLOCK_UNIT_MASK];
 }
 /* A reader refuses larger schema 1 event blocks (the writer stored at most
  * 65520 bytes): this bounds the memory of a cursor. */
@@ -475,7 +497,8 @@ struct pending {
  * times in us and in ns: which one is stored is decided when the block is
  * written). */
 struct mem5_enc {
-	struct cbuf col[MEM5_COL_COUNT]; /* DT and RUN: in us */
+	struct cbuf col[MEM5_COL_COUNT]; /* DT and RUN: in 10^MEM5_WRITE_UNIT_E us */
+	uint32_t nval[MEM5_COL_COUNT];   /* values in each column (a split one's bound) */
 	struct cbuf ns_dt, ns_run;       /* DT and RUN in ns */
 	uint64_t run_t[2], base_t[2];    /* [0] us, [1] ns: the open run's time, the run's before */
 	uint64_t run_n[2];               /* events of the open run (0: none yet) */

@@ -1766,8 +1766,10 @@ struct mem5_alloc {
 
 struct mem5_dec {
 	const uint8_t *p;
-	size_t off[MEM5_COL_COUNT], end[MEM5_COL_COUNT];
-	bool ns;
+	size_t off[MEM5_STREAMS], end[MEM5_STREAMS];
+	unsigned int at[MEM5_COL_COUNT]; /* each column's (first) stream */
+	bool ns, split;
+	uint64_t unit; /* of the times, in ns */
 	uint64_t t, run_left, addr;
 	struct mem5_alloc *allocs;
 	uint64_t *frees;
@@ -1795,17 +1797,24 @@ static void mem5_release(struct mem5_dec *d)
 static bool mem5_open(struct mem5_dec *d, const uint8_t *raw, size_t len, uint64_t first_ts)
 {
 	uint64_t flags, n;
-	size_t off = 0, c;
+	size_t off = 0, c, ns;
 
-	if (!get_varint(raw, len, &off, &flags) || flags & ~(uint64_t)MEM5_BLOCK_NS)
+	if (!get_varint(raw, len, &off, &flags) || flags & ~(uint64_t)MEM5_BLOCK_FLAGS ||
+	    (flags & MEM5_BLOCK_NS && flags >> MEM5_BLOCK_UNIT_SHIFT & MEM5_BLOCK_UNIT_MASK))
 		return false;
 	d->ns = flags & MEM5_BLOCK_NS;
-	for (c = 0; c < MEM5_COL_COUNT; c++) {
+	d->split = flags & MEM5_BLOCK_SPLIT;
+	d->unit = d->ns ? 1 : capture_mem5_unit_ns(flags >> MEM5_BLOCK_UNIT_SHIFT & 3);
+	for (c = ns = 0; c < MEM5_COL_COUNT; c++) {
+		d->at[c] = (unsigned int)ns;
+		ns += d->split && MEM5_SPLIT_COLS >> c & 1 ? 2 : 1;
+	}
+	for (c = 0; c < ns; c++) {
 		if (!get_varint(raw, len, &off, &n))
 			return false;
 		d->off[c] = (size_t)n; /* lengths for now */
 	}
-	for (c = 0; c < MEM5_COL_COUNT; c++) {
+	for (c = 0; c < ns; c++) {
 		n = d->off[c];
 		if (n > len - off)
 			return false;
@@ -1813,10 +1822,10 @@ static bool mem5_open(struct mem5_dec *d, const uint8_t *raw, size_t len, uint64
 		d->end[c] = off + (size_t)n;
 		off += (size_t)n;
 	}
-	if (!d->ns && first_ts % 1000)
-		return false; /* times in us start on a us */
+	if (first_ts % d->unit)
+		return false; /* times in units start on one */
 	d->p = raw;
-	d->t = d->ns ? first_ts : first_ts / 1000;
+	d->t = first_ts / d->unit;
 	d->run_left = 0;
 	d->addr = 0;
 	d->nallocs = d->nfrees = d->npairs = d->nstks = 0;
@@ -1847,7 +1856,17 @@ static bool mem5_push(void **a, size_t *n, size_t *cap, size_t elsize, bool *oom
 
 static bool mem5_col(struct mem5_dec *d, unsigned int c, uint64_t *v)
 {
-	return get_varint(d->p, d->end[c], &d->off[c], v);
+	unsigned int s = d->at[c];
+	uint64_t hi;
+
+	if (!d->split || !(MEM5_SPLIT_COLS >> c & 1))
+		return get_varint(d->p, d->end[s], &d->off[s], v);
+	/* split: the low byte, then the rest */
+	if (d->off[s] >= d->end[s] || !get_varint(d->p, d->end[s + 1], &d->off[s + 1], &hi) ||
+	    hi >> 56)
+		return false;
+	*v = hi << 8 | d->p[d->off[s]++];
+	return true;
 }
 
 /* The next event of the block into ev; false when malformed, -ENOMEM
@@ -1870,7 +1889,7 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 		d->t += dt;
 		d->run_left = n;
 	}
-	if (!d->ns && d->t > UINT64_MAX / 1000)
+	if (d->t > UINT64_MAX / d->unit)
 		return false;
 	d->run_left--;
 	/* an alloc's pair first: its size class finds the free it refers to */
@@ -1942,7 +1961,7 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 		d->bin[bin][d->nbin[bin] - 1] = addr;
 	}
 	d->addr = addr;
-	ev->ts_ns = d->ns ? d->t : d->t * 1000;
+	ev->ts_ns = d->t * d->unit;
 	ev->addr = addr;
 	ev->size = size;
 	ev->stack = (uint32_t)stack;

@@ -1571,7 +1571,7 @@ static void mem5_reset(struct mem5_enc *m)
 	unsigned int c;
 
 	for (c = 0; c < MEM5_COL_COUNT; c++)
-		m->col[c].len = 0;
+		m->col[c].len = m->nval[c] = 0;
 	m->ns_dt.len = m->ns_run.len = 0;
 	m->run_n[0] = m->run_n[1] = 0;
 	m->prev_addr = 0;
@@ -1623,11 +1623,19 @@ static struct mem5_pair_slot *mem5_slot(struct mem5_pair_slot **tab, uint32_t *m
  * is stored is decided later) and room for the block's own header. */
 static size_t mem5_len(const struct mem5_enc *m)
 {
-	size_t n = 16 + 10 * MEM5_COL_COUNT + 40, c;
+	size_t n = 16 + 10 * MEM5_STREAMS + 40, c;
 
+	/* a split column: one byte more a value at most */
 	for (c = 0; c < MEM5_COL_COUNT; c++)
-		n += m->col[c].len;
+		n += m->col[c].len + (MEM5_SPLIT_COLS >> c & 1 ? m->nval[c] : 0);
 	return n + m->ns_dt.len + m->ns_run.len;
+}
+
+/* The value v at the end of column c. */
+static void mem5_put(struct mem5_enc *m, unsigned int c, uint64_t v)
+{
+	cbuf_varint(&m->col[c], v);
+	m->nval[c]++;
 }
 
 static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
@@ -1637,7 +1645,7 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 	unsigned int bin;
 	uint32_t h;
 
-	mem5_time(m, 0, e->ts_ns / 1000, &m->col[MEM5_COL_DT], &m->col[MEM5_COL_RUN]);
+	mem5_time(m, 0, e->ts_ns / capture_mem5_unit_ns(MEM5_WRITE_UNIT_E), &m->col[MEM5_COL_DT], &m->col[MEM5_COL_RUN]);
 	mem5_time(m, 1, e->ts_ns, &m->ns_dt, &m->ns_run);
 	if (!(d & 15)) {
 		form = MEM5_FORM_ADDR16;
@@ -1660,11 +1668,11 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 		form = MEM5_FORM_REF;
 	hdr = (uint64_t)e->flags << MEM5_FLAGS_SHIFT | form << MEM5_FORM_SHIFT |
 	      (uint64_t)e->fn << MEM_HDR_FN_SHIFT | e->op;
-	cbuf_varint(&m->col[MEM5_COL_HDR], hdr);
+	mem5_put(m, MEM5_COL_HDR, hdr);
 	if (form == MEM5_FORM_REF)
-		cbuf_varint(&m->col[e->op == CYGPROF_MEM_FREE ? MEM5_COL_REF : MEM5_COL_AREF], ref);
+		mem5_put(m, e->op == CYGPROF_MEM_FREE ? MEM5_COL_REF : MEM5_COL_AREF, ref);
 	else
-		cbuf_varint(&m->col[MEM5_COL_ADDR], d);
+		mem5_put(m, MEM5_COL_ADDR, d);
 	m->prev_addr = e->addr;
 	if (e->op != CYGPROF_MEM_ALLOC) {
 		bin = form == MEM5_FORM_REF ? capture_mem5_bin(m->alloc[h].size) : MEM5_BIN_NONE;
@@ -1678,12 +1686,12 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 	}
 	ps = mem5_slot(&m->pair, &m->pair_mask, m->npairs, e->size, e->stack);
 	if (ps && ps->idx) {
-		cbuf_varint(&m->col[MEM5_COL_PAIR], ps->idx);
+		mem5_put(m, MEM5_COL_PAIR, ps->idx);
 	} else {
 		/* new (or not kept when out of memory: the table may repeat it),
 		 * its stack by its index among the block's */
-		cbuf_varint(&m->col[MEM5_COL_PAIR], 0);
-		cbuf_varint(&m->col[MEM5_COL_NEW], e->size);
+		mem5_put(m, MEM5_COL_PAIR, 0);
+		mem5_put(m, MEM5_COL_NEW, e->size);
 		if (ps) {
 			ps->size = e->size;
 			ps->stack = e->stack;
@@ -1692,10 +1700,10 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 		m->npairs++;
 		ps = mem5_slot(&m->stk, &m->stk_mask, m->nstks, 0, e->stack);
 		if (ps && ps->idx) {
-			cbuf_varint(&m->col[MEM5_COL_SREF], ps->idx - 1);
+			mem5_put(m, MEM5_COL_SREF, ps->idx - 1);
 		} else {
-			cbuf_varint(&m->col[MEM5_COL_SREF], m->nstks);
-			cbuf_varint(&m->col[MEM5_COL_SNEW], e->stack);
+			mem5_put(m, MEM5_COL_SREF, m->nstks);
+			mem5_put(m, MEM5_COL_SNEW, e->stack);
 			if (ps) {
 				ps->stack = e->stack;
 				ps->idx = m->nstks + 1;
@@ -1709,8 +1717,39 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 	m->alloc[h].ord = m->nallocs;
 }
 
+/* Column c's bytes (n of them, varints) into b, as they are or, for a
+ * split column, as its two streams (lo; or hi when hi). */
+static void mem5_stream(struct cbuf *b, const uint8_t *p, size_t n, bool hi)
+{
+	uint64_t v;
+	size_t off = 0;
+	uint8_t *o;
+
+	while (off < n && get_varint(p, n, &off, &v)) {
+		if (!hi) {
+			o = cbuf_grow(b, 1);
+			if (o)
+				*o = (uint8_t)v;
+		} else {
+			cbuf_varint(b, v >> 8);
+		}
+	}
+}
+
+/* The length of mem5_stream()'s output. */
+static size_t mem5_stream_len(const uint8_t *p, size_t n, bool hi)
+{
+	uint64_t v;
+	size_t off = 0, len = 0;
+
+	while (off < n && get_varint(p, n, &off, &v))
+		len += hi ? varint_len(v >> 8) : 1;
+	return len;
+}
+
 /* The open block's columns put together into cap->mraw (times in ns when
- * ns), its first time into *first_ts. */
+ * ns, else in 10^MEM5_WRITE_UNIT_E us; the columns of MEM5_SPLIT_COLS
+ * split), its first time into *first_ts. */
 static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
 		      uint64_t *first_ts)
 {
@@ -1720,13 +1759,20 @@ static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
 	unsigned int u = ns, c;
 	uint8_t tail[2][10];
 	size_t tn[2], len;
+	uint64_t unit = ns ? 1 : capture_mem5_unit_ns(MEM5_WRITE_UNIT_E);
 
 	/* the open run, which later events of the block may still extend */
 	tn[0] = put_varint(tail[0], m->run_t[u] - m->base_t[u]);
 	tn[1] = put_varint(tail[1], m->run_n[u]);
 	b->len = 0;
-	cbuf_varint(b, ns ? MEM5_BLOCK_NS : 0);
+	cbuf_varint(b, (ns ? MEM5_BLOCK_NS : (uint64_t)MEM5_WRITE_UNIT_E << MEM5_BLOCK_UNIT_SHIFT) |
+			       MEM5_BLOCK_SPLIT);
 	for (c = 0; c < MEM5_COL_COUNT; c++) {
+		if (MEM5_SPLIT_COLS >> c & 1) {
+			cbuf_varint(b, m->nval[c]);
+			cbuf_varint(b, mem5_stream_len(m->col[c].p, m->col[c].len, true));
+			continue;
+		}
 		len = c == MEM5_COL_DT	  ? dt->len + tn[0]
 		      : c == MEM5_COL_RUN ? run->len + tn[1]
 					  : m->col[c].len;
@@ -1739,6 +1785,9 @@ static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
 		} else if (c == MEM5_COL_RUN) {
 			cbuf_bytes(b, run->p, run->len);
 			cbuf_bytes(b, tail[1], tn[1]);
+		} else if (MEM5_SPLIT_COLS >> c & 1) {
+			mem5_stream(b, m->col[c].p, m->col[c].len, false);
+			mem5_stream(b, m->col[c].p, m->col[c].len, true);
 		} else {
 			cbuf_bytes(b, m->col[c].p, m->col[c].len);
 		}
@@ -1752,7 +1801,7 @@ static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
 		b->oom = false;
 		return -ENOMEM;
 	}
-	*first_ts = ns ? p->first_ts : p->first_ts / 1000 * 1000;
+	*first_ts = p->first_ts / unit * unit;
 	return 0;
 }
 
