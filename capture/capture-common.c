@@ -376,6 +376,7 @@ void capture_free(struct cygprof_capture *cap)
 					free(cap->pend[s][i]->m5->ns_run.p);
 					free(cap->pend[s][i]->m5->pair);
 					free(cap->pend[s][i]->m5->stk);
+					free(cap->pend[s][i]->m5->fl);
 					free(cap->pend[s][i]->m5);
 				}
 			}

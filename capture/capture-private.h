@@ -145,10 +145,15 @@ enum {
 #define MEM5_BLOCK_UNIT_SHIFT 1 /* block flags: E, bits 1-2 (0 with NS) */
 #define MEM5_BLOCK_UNIT_MASK 3u
 #define MEM5_BLOCK_SPLIT 8u   /* block flags: the columns of MEM5_SPLIT_COLS in two streams */
-#define MEM5_BLOCK_FLAGS 15u  /* every flag a reader knows */
+#define MEM5_BLOCK_CLAIM 16u  /* block flags: allocs count the unclaimed frees of their class */
+#define MEM5_BLOCK_FLAGS 31u  /* every flag a reader knows */
+/* With MEM5_BLOCK_CLAIM: the farthest unclaimed free of its class an alloc
+ * refers to (further back: among all frees) */
+#define MEM5_CLAIM_MAX 64
 /* The columns that a block with MEM5_BLOCK_SPLIT stores as two streams:
- * LO, one byte per value (its low 8 bits), then HI, varint(value >> 8) per
- * value (Huffman coding of the bytes then sees one kind of byte a stream). */
+ * LEN, one byte per value (its bit length k, 0 for 0), then MANT, the k - 1
+ * bits of each value below its highest one, packed (zstd's Huffman codes
+ * the lengths, the bits below are about as random as they come). */
 #define MEM5_SPLIT_COLS                                                                   \
 	(1u << MEM5_COL_ADDR | 1u << MEM5_COL_REF | 1u << MEM5_COL_AREF | 1u << MEM5_COL_PAIR | \
 	 1u << MEM5_COL_SREF)
@@ -513,6 +518,11 @@ struct mem5_enc {
 	uint32_t pair_mask;
 	struct mem5_pair_slot *stk; /* the block's stacks, likewise (size 0) */
 	uint32_t stk_mask, nstks;
+	/* the block's frees by ord (1-based): the unclaimed ones of each class
+	 * linked from the class's last (ftail), 0 none */
+	struct mem5_free { uint32_t prev, next; uint16_t bin; uint8_t claimed; } *fl;
+	uint32_t fl_cap;
+	uint32_t ftail[MEM5_BINS];
 };
 
 /* put_value: the blocks put of one stream (db, thread or counter id). */

@@ -1768,7 +1768,8 @@ struct mem5_dec {
 	const uint8_t *p;
 	size_t off[MEM5_STREAMS], end[MEM5_STREAMS];
 	unsigned int at[MEM5_COL_COUNT]; /* each column's (first) stream */
-	bool ns, split;
+	uint64_t bit[MEM5_COL_COUNT];    /* split: the next bit of its MANT stream */
+	bool ns, split, claim;
 	uint64_t unit; /* of the times, in ns */
 	uint64_t t, run_left, addr;
 	struct mem5_alloc *allocs;
@@ -1780,6 +1781,11 @@ struct mem5_dec {
 	size_t npairs, cpairs;
 	uint32_t *stks;
 	size_t nstks, cstks;
+	/* claim: each free's links among the unclaimed of its class (index + 1,
+	 * 0 none), the last of each class */
+	struct mem5_free *fl;
+	size_t cfl;
+	uint32_t ftail[MEM5_BINS];
 };
 
 static void mem5_release(struct mem5_dec *d)
@@ -1788,6 +1794,7 @@ static void mem5_release(struct mem5_dec *d)
 	free(d->frees);
 	free(d->pairs);
 	free(d->stks);
+	free(d->fl);
 	for (unsigned int b = 0; b < MEM5_BINS; b++)
 		free(d->bin[b]);
 }
@@ -1804,6 +1811,7 @@ static bool mem5_open(struct mem5_dec *d, const uint8_t *raw, size_t len, uint64
 		return false;
 	d->ns = flags & MEM5_BLOCK_NS;
 	d->split = flags & MEM5_BLOCK_SPLIT;
+	d->claim = flags & MEM5_BLOCK_CLAIM;
 	d->unit = d->ns ? 1 : capture_mem5_unit_ns(flags >> MEM5_BLOCK_UNIT_SHIFT & 3);
 	for (c = ns = 0; c < MEM5_COL_COUNT; c++) {
 		d->at[c] = (unsigned int)ns;
@@ -1828,8 +1836,10 @@ static bool mem5_open(struct mem5_dec *d, const uint8_t *raw, size_t len, uint64
 	d->t = first_ts / d->unit;
 	d->run_left = 0;
 	d->addr = 0;
+	memset(d->bit, 0, sizeof(d->bit));
 	d->nallocs = d->nfrees = d->npairs = d->nstks = 0;
 	memset(d->nbin, 0, sizeof(d->nbin));
+	memset(d->ftail, 0, sizeof(d->ftail));
 	return true;
 }
 
@@ -1856,17 +1866,70 @@ static bool mem5_push(void **a, size_t *n, size_t *cap, size_t elsize, bool *oom
 
 static bool mem5_col(struct mem5_dec *d, unsigned int c, uint64_t *v)
 {
-	unsigned int s = d->at[c];
-	uint64_t hi;
+	unsigned int s = d->at[c], k;
+	uint64_t x;
 
 	if (!d->split || !(MEM5_SPLIT_COLS >> c & 1))
 		return get_varint(d->p, d->end[s], &d->off[s], v);
-	/* split: the low byte, then the rest */
-	if (d->off[s] >= d->end[s] || !get_varint(d->p, d->end[s + 1], &d->off[s + 1], &hi) ||
-	    hi >> 56)
+	/* split: the bit length k, then the k - 1 bits below the highest */
+	if (d->off[s] >= d->end[s] || (k = d->p[d->off[s]++]) > 64)
 		return false;
-	*v = hi << 8 | d->p[d->off[s]++];
+	if (k < 2) {
+		*v = k;
+		return true;
+	}
+	if ((uint64_t)(d->end[s + 1] - d->off[s + 1]) * 8 - d->bit[c] < k - 1)
+		return false;
+	for (x = 1; --k; d->bit[c]++)
+		x = x << 1 | (d->p[d->off[s + 1] + (d->bit[c] >> 3)] >> (d->bit[c] & 7) & 1);
+	*v = x;
 	return true;
+}
+
+/* With claim: the block's last free, of class bin, at the end of its
+ * class's unclaimed frees; false and *oom when out of memory. */
+static bool mem5_free_add(struct mem5_dec *d, unsigned int bin, bool *oom)
+{
+	struct mem5_free *f;
+	size_t o = d->nfrees, c;
+
+	if (o >= d->cfl) {
+		c = d->cfl ? d->cfl * 2 : 4096;
+		while (c <= o)
+			c *= 2;
+		f = realloc(d->fl, c * sizeof(*f));
+		if (!f) {
+			*oom = true;
+			return false;
+		}
+		d->fl = f;
+		d->cfl = c;
+	}
+	f = &d->fl[o];
+	f->bin = (uint16_t)bin;
+	f->claimed = 0;
+	f->next = 0;
+	f->prev = d->ftail[bin];
+	if (f->prev)
+		d->fl[f->prev].next = (uint32_t)o;
+	d->ftail[bin] = (uint32_t)o;
+	return true;
+}
+
+/* Free o (1-based) claimed by an alloc: off its class's unclaimed list. */
+static void mem5_claim_free(struct mem5_dec *d, uint32_t o)
+{
+	struct mem5_free *f = &d->fl[o];
+
+	if (f->claimed)
+		return;
+	f->claimed = 1;
+	if (f->next)
+		d->fl[f->next].prev = f->prev;
+	else
+		d->ftail[f->bin] = f->prev;
+	if (f->prev)
+		d->fl[f->prev].next = f->next;
 }
 
 /* The next event of the block into ev; false when malformed, -ENOMEM
@@ -1932,6 +1995,20 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 			if (v >> 1 > d->nfrees)
 				return false;
 			addr = d->frees[d->nfrees - (v >> 1)];
+			if (d->claim)
+				mem5_claim_free(d, (uint32_t)(d->nfrees - (v >> 1) + 1));
+		} else if (d->claim) {
+			/* the (v >> 1)-th last unclaimed free of the class */
+			uint32_t i = d->ftail[b];
+
+			if (v >> 1 > MEM5_CLAIM_MAX)
+				return false;
+			for (n = 1; i && n < v >> 1; n++)
+				i = d->fl[i].prev;
+			if (!i)
+				return false;
+			addr = d->frees[i - 1];
+			mem5_claim_free(d, i);
 		} else {
 			if (v >> 1 > d->nbin[b])
 				return false;
@@ -1959,6 +2036,8 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 			return false;
 		d->frees[d->nfrees - 1] = addr;
 		d->bin[bin][d->nbin[bin] - 1] = addr;
+		if (d->claim && !mem5_free_add(d, bin, oom))
+			return false;
 	}
 	d->addr = addr;
 	ev->ts_ns = d->t * d->unit;

@@ -1579,6 +1579,7 @@ static void mem5_reset(struct mem5_enc *m)
 	memset(m->nbin, 0, sizeof(m->nbin));
 	memset(m->alloc, 0, sizeof(m->alloc));
 	memset(m->freed, 0, sizeof(m->freed));
+	memset(m->ftail, 0, sizeof(m->ftail));
 	if (m->pair)
 		memset(m->pair, 0, ((size_t)m->pair_mask + 1) * sizeof(*m->pair));
 	if (m->stk)
@@ -1638,6 +1639,64 @@ static void mem5_put(struct mem5_enc *m, unsigned int c, uint64_t v)
 	m->nval[c]++;
 }
 
+/* Free ord (1-based) of the block, of class bin, at the end of its
+ * class's unclaimed frees. */
+static void mem5_free_add(struct mem5_enc *m, unsigned int bin)
+{
+	struct mem5_free *f;
+	uint32_t o = m->nfrees, c;
+
+	if (o >= m->fl_cap) {
+		c = m->fl_cap ? m->fl_cap * 2 : 4096;
+		f = realloc(m->fl, ((size_t)c + 1) * sizeof(*f));
+		if (!f) {
+			m->col[MEM5_COL_HDR].oom = true; /* the block cannot be written */
+			return;
+		}
+		m->fl = f;
+		m->fl_cap = c;
+	}
+	f = &m->fl[o];
+	f->bin = (uint16_t)bin;
+	f->claimed = 0;
+	f->next = 0;
+	f->prev = m->ftail[bin];
+	if (f->prev)
+		m->fl[f->prev].next = o;
+	m->ftail[bin] = o;
+}
+
+/* The AREF value of an alloc of class bin at the address of free o: its
+ * rank among the unclaimed frees of bin when near enough (even), else
+ * among all the block's frees (odd). */
+static uint64_t mem5_claim_rank(const struct mem5_enc *m, uint32_t o, unsigned int bin)
+{
+	uint32_t i = m->ftail[bin], k;
+
+	if (o <= m->fl_cap && !m->fl[o].claimed && m->fl[o].bin == bin)
+		for (k = 1; i && k <= MEM5_CLAIM_MAX; k++, i = m->fl[i].prev)
+			if (i == o)
+				return (uint64_t)k << 1;
+	return (uint64_t)(m->nfrees - o + 1) << 1 | 1;
+}
+
+/* Free o is claimed by an alloc: off its class's unclaimed list. */
+static void mem5_claim(struct mem5_enc *m, uint32_t o)
+{
+	struct mem5_free *f;
+
+	if (o > m->fl_cap || m->fl[o].claimed)
+		return;
+	f = &m->fl[o];
+	f->claimed = 1;
+	if (f->next)
+		m->fl[f->next].prev = f->prev;
+	else
+		m->ftail[f->bin] = f->prev;
+	if (f->prev)
+		m->fl[f->prev].next = f->next;
+}
+
 static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 {
 	uint64_t d = e->addr - m->prev_addr, hdr, form = MEM5_FORM_ADDR, ref = 0;
@@ -1661,11 +1720,13 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 		ref = m->nallocs - m->alloc[h].ord + 1;
 	} else if (e->op == CYGPROF_MEM_ALLOC && m->freed[h].ord && m->freed[h].addr == e->addr) {
 		bin = capture_mem5_bin(e->size);
-		ref = m->freed[h].bin == bin ? (uint64_t)(m->nbin[bin] - m->freed[h].bord + 1) << 1
-					     : (uint64_t)(m->nfrees - m->freed[h].ord + 1) << 1 | 1;
+		ref = mem5_claim_rank(m, m->freed[h].ord, bin);
 	}
-	if (ref && varint_len(ref) <= varint_len(d))
+	if (ref && varint_len(ref) <= varint_len(d)) {
 		form = MEM5_FORM_REF;
+		if (e->op == CYGPROF_MEM_ALLOC)
+			mem5_claim(m, m->freed[h].ord);
+	}
 	hdr = (uint64_t)e->flags << MEM5_FLAGS_SHIFT | form << MEM5_FORM_SHIFT |
 	      (uint64_t)e->fn << MEM_HDR_FN_SHIFT | e->op;
 	mem5_put(m, MEM5_COL_HDR, hdr);
@@ -1682,6 +1743,7 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 		m->freed[h].ord = m->nfrees;
 		m->freed[h].bord = m->nbin[bin];
 		m->freed[h].bin = bin;
+		mem5_free_add(m, bin);
 		return;
 	}
 	ps = mem5_slot(&m->pair, &m->pair_mask, m->npairs, e->size, e->stack);
@@ -1717,34 +1779,55 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 	m->alloc[h].ord = m->nallocs;
 }
 
-/* Column c's bytes (n of them, varints) into b, as they are or, for a
- * split column, as its two streams (lo; or hi when hi). */
-static void mem5_stream(struct cbuf *b, const uint8_t *p, size_t n, bool hi)
+/* Column c's bytes (n of them, varints) into b, as a split column's two
+ * streams: with !mant, one byte a value, its bit length (0 for 0); with
+ * mant, the bits of each value below its highest, packed from the lowest
+ * bit of each byte up. */
+static void mem5_stream(struct cbuf *b, const uint8_t *p, size_t n, bool mant)
 {
-	uint64_t v;
+	uint64_t v, acc = 0;
+	unsigned int nb = 0, k;
 	size_t off = 0;
 	uint8_t *o;
 
 	while (off < n && get_varint(p, n, &off, &v)) {
-		if (!hi) {
+		k = v ? 64 - (unsigned int)__builtin_clzll(v) : 0;
+		if (!mant) {
 			o = cbuf_grow(b, 1);
 			if (o)
-				*o = (uint8_t)v;
-		} else {
-			cbuf_varint(b, v >> 8);
+				*o = (uint8_t)k;
+			continue;
 		}
+		for (k = k ? k - 1 : 0; k; k--) {
+			acc |= (v >> (k - 1) & 1) << nb; /* highest mantissa bit first */
+			if (++nb == 8) {
+				o = cbuf_grow(b, 1);
+				if (o)
+					*o = (uint8_t)acc;
+				acc = 0;
+				nb = 0;
+			}
+		}
+	}
+	if (nb) {
+		o = cbuf_grow(b, 1);
+		if (o)
+			*o = (uint8_t)acc;
 	}
 }
 
 /* The length of mem5_stream()'s output. */
-static size_t mem5_stream_len(const uint8_t *p, size_t n, bool hi)
+static size_t mem5_stream_len(const uint8_t *p, size_t n, bool mant)
 {
-	uint64_t v;
+	uint64_t v, bits = 0;
 	size_t off = 0, len = 0;
 
-	while (off < n && get_varint(p, n, &off, &v))
-		len += hi ? varint_len(v >> 8) : 1;
-	return len;
+	while (off < n && get_varint(p, n, &off, &v)) {
+		len++;
+		if (v > 1)
+			bits += 63 - (unsigned int)__builtin_clzll(v);
+	}
+	return mant ? (size_t)((bits + 7) / 8) : len;
 }
 
 /* The open block's columns put together into cap->mraw (times in ns when
@@ -1766,7 +1849,7 @@ static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
 	tn[1] = put_varint(tail[1], m->run_n[u]);
 	b->len = 0;
 	cbuf_varint(b, (ns ? MEM5_BLOCK_NS : (uint64_t)MEM5_WRITE_UNIT_E << MEM5_BLOCK_UNIT_SHIFT) |
-			       MEM5_BLOCK_SPLIT);
+			       MEM5_BLOCK_SPLIT | MEM5_BLOCK_CLAIM);
 	for (c = 0; c < MEM5_COL_COUNT; c++) {
 		if (MEM5_SPLIT_COLS >> c & 1) {
 			cbuf_varint(b, m->nval[c]);
