@@ -377,6 +377,8 @@ void capture_free(struct cygprof_capture *cap)
 					free(cap->pend[s][i]->m5->pair);
 					free(cap->pend[s][i]->m5->stk);
 					free(cap->pend[s][i]->m5->fl);
+					free(cap->pend[s][i]->m5->lv.t);
+					free(cap->pend[s][i]->m5->lv.live);
 					free(cap->pend[s][i]->m5);
 				}
 			}

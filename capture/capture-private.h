@@ -146,7 +146,8 @@ enum {
 #define MEM5_BLOCK_UNIT_MASK 3u
 #define MEM5_BLOCK_SPLIT 8u   /* block flags: the columns of MEM5_SPLIT_COLS in two streams */
 #define MEM5_BLOCK_CLAIM 16u  /* block flags: allocs count the unclaimed frees of their class */
-#define MEM5_BLOCK_FLAGS 31u  /* every flag a reader knows */
+#define MEM5_BLOCK_LIVE 32u   /* block flags: frees count the live allocs of the block */
+#define MEM5_BLOCK_FLAGS 63u  /* every flag a reader knows */
 /* With MEM5_BLOCK_CLAIM: the farthest unclaimed free of its class an alloc
  * refers to (further back: among all frees) */
 #define MEM5_CLAIM_MAX 64
@@ -188,6 +189,87 @@ static inline unsigned int capture_mem5_bin(uint64_t size)
 	return size <= 2024 ? (unsigned int)(size + 23) >> 4
 			    : 128u + (unsigned int)(63 - __builtin_clzll(size));
 }
+/* The allocations of a memory block still live (MEM5_BLOCK_LIVE), by
+ * ord (1-based): a Fenwick tree of counts over live[1..cap]. */
+struct mem5_live {
+	uint32_t *t;
+	uint8_t *live;
+	uint32_t cap, n; /* n: live ones */
+};
+
+static inline void mem5_live_add(struct mem5_live *f, uint32_t i, int d)
+{
+	f->live[i] = d > 0;
+	f->n += (uint32_t)d;
+	for (; i <= f->cap; i += i & (0u - i))
+		f->t[i] += (uint32_t)d;
+}
+
+/* Live allocations of ord 1..i. */
+static inline uint32_t mem5_live_prefix(const struct mem5_live *f, uint32_t i)
+{
+	uint32_t s = 0;
+
+	for (; i; i -= i & (0u - i))
+		s += f->t[i];
+	return s;
+}
+
+/* The ord of the k-th live allocation (1-based, k <= f->n). */
+static inline uint32_t mem5_live_find(const struct mem5_live *f, uint32_t k)
+{
+	uint32_t i = 0, step = 1;
+
+	while (step <= f->cap / 2)
+		step <<= 1;
+	for (; step; step >>= 1)
+		if (i + step <= f->cap && f->t[i + step] < k) {
+			i += step;
+			k -= f->t[i];
+		}
+	return i + 1;
+}
+
+/* Room for ord i (false when out of memory); the tree is built again. */
+static inline bool mem5_live_room(struct mem5_live *f, uint32_t i)
+{
+	uint32_t c = f->cap ? f->cap : 2048, j, p;
+	uint32_t *t;
+	uint8_t *l;
+
+	if (i <= f->cap)
+		return true;
+	while (c < i)
+		c *= 2;
+	t = realloc(f->t, ((size_t)c + 1) * sizeof(*t));
+	if (!t)
+		return false;
+	f->t = t;
+	l = realloc(f->live, (size_t)c + 1);
+	if (!l)
+		return false;
+	f->live = l;
+	memset(l + f->cap + 1, 0, c - f->cap);
+	for (j = 1; j <= c; j++)
+		t[j] = l[j];
+	for (j = 1; j <= c; j++) {
+		p = j + (j & (0u - j));
+		if (p <= c)
+			t[p] += t[j];
+	}
+	f->cap = c;
+	return true;
+}
+
+static inline void mem5_live_reset(struct mem5_live *f)
+{
+	if (f->cap) {
+		memset(f->t, 0, ((size_t)f->cap + 1) * sizeof(*f->t));
+		memset(f->live, 0, (size_t)f->cap + 1);
+	}
+	f->n = 0;
+}
+
 /* The time unit in ns of a memory block's flags E (times not in ns). */
 static inline uint64_t capture_mem5_unit_ns(unsigned int e)
 {
@@ -523,6 +605,7 @@ struct mem5_enc {
 	struct mem5_free { uint32_t prev, next; uint16_t bin; uint8_t claimed; } *fl;
 	uint32_t fl_cap;
 	uint32_t ftail[MEM5_BINS];
+	struct mem5_live lv;
 };
 
 /* put_value: the blocks put of one stream (db, thread or counter id). */

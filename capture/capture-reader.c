@@ -1769,7 +1769,7 @@ struct mem5_dec {
 	size_t off[MEM5_STREAMS], end[MEM5_STREAMS];
 	unsigned int at[MEM5_COL_COUNT]; /* each column's (first) stream */
 	uint64_t bit[MEM5_COL_COUNT];    /* split: the next bit of its MANT stream */
-	bool ns, split, claim;
+	bool ns, split, claim, live;
 	uint64_t unit; /* of the times, in ns */
 	uint64_t t, run_left, addr;
 	struct mem5_alloc *allocs;
@@ -1786,6 +1786,7 @@ struct mem5_dec {
 	struct mem5_free *fl;
 	size_t cfl;
 	uint32_t ftail[MEM5_BINS];
+	struct mem5_live lv; /* live: the allocations not freed by reference */
 };
 
 static void mem5_release(struct mem5_dec *d)
@@ -1795,6 +1796,8 @@ static void mem5_release(struct mem5_dec *d)
 	free(d->pairs);
 	free(d->stks);
 	free(d->fl);
+	free(d->lv.t);
+	free(d->lv.live);
 	for (unsigned int b = 0; b < MEM5_BINS; b++)
 		free(d->bin[b]);
 }
@@ -1812,6 +1815,7 @@ static bool mem5_open(struct mem5_dec *d, const uint8_t *raw, size_t len, uint64
 	d->ns = flags & MEM5_BLOCK_NS;
 	d->split = flags & MEM5_BLOCK_SPLIT;
 	d->claim = flags & MEM5_BLOCK_CLAIM;
+	d->live = flags & MEM5_BLOCK_LIVE;
 	d->unit = d->ns ? 1 : capture_mem5_unit_ns(flags >> MEM5_BLOCK_UNIT_SHIFT & 3);
 	for (c = ns = 0; c < MEM5_COL_COUNT; c++) {
 		d->at[c] = (unsigned int)ns;
@@ -1840,6 +1844,7 @@ static bool mem5_open(struct mem5_dec *d, const uint8_t *raw, size_t len, uint64
 	d->nallocs = d->nfrees = d->npairs = d->nstks = 0;
 	memset(d->nbin, 0, sizeof(d->nbin));
 	memset(d->ftail, 0, sizeof(d->ftail));
+	mem5_live_reset(&d->lv);
 	return true;
 }
 
@@ -1983,8 +1988,15 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 	}
 	bin = MEM5_BIN_NONE;
 	if (form == MEM5_FORM_REF && (hdr & MEM_HDR_OP)) {
-		if (!mem5_col(d, MEM5_COL_REF, &v) || !v || v > d->nallocs)
+		if (!mem5_col(d, MEM5_COL_REF, &v) || !v || v > (d->live ? d->lv.n : d->nallocs))
 			return false;
+		if (d->live) {
+			/* the v-th last allocation still live */
+			uint32_t o = mem5_live_find(&d->lv, d->lv.n - (uint32_t)v + 1);
+
+			mem5_live_add(&d->lv, o, -1);
+			v = d->nallocs - o + 1;
+		}
 		addr = d->allocs[d->nallocs - v].addr;
 		bin = capture_mem5_bin(d->allocs[d->nallocs - v].size);
 	} else if (form == MEM5_FORM_REF) {
@@ -2028,6 +2040,14 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 			return false;
 		d->allocs[d->nallocs - 1].addr = addr;
 		d->allocs[d->nallocs - 1].size = size;
+		if (d->live) {
+			if (d->nallocs > UINT32_MAX / 2 ||
+			    !mem5_live_room(&d->lv, (uint32_t)d->nallocs)) {
+				*oom = true;
+				return false;
+			}
+			mem5_live_add(&d->lv, (uint32_t)d->nallocs, 1);
+		}
 	} else {
 		if (!mem5_push((void **)&d->frees, &d->nfrees, &d->cfrees, sizeof(*d->frees),
 			       oom) ||

@@ -1580,6 +1580,7 @@ static void mem5_reset(struct mem5_enc *m)
 	memset(m->alloc, 0, sizeof(m->alloc));
 	memset(m->freed, 0, sizeof(m->freed));
 	memset(m->ftail, 0, sizeof(m->ftail));
+	mem5_live_reset(&m->lv);
 	if (m->pair)
 		memset(m->pair, 0, ((size_t)m->pair_mask + 1) * sizeof(*m->pair));
 	if (m->stk)
@@ -1702,7 +1703,7 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 	uint64_t d = e->addr - m->prev_addr, hdr, form = MEM5_FORM_ADDR, ref = 0;
 	struct mem5_pair_slot *ps;
 	unsigned int bin;
-	uint32_t h;
+	uint32_t h, o;
 
 	mem5_time(m, 0, e->ts_ns / capture_mem5_unit_ns(MEM5_WRITE_UNIT_E), &m->col[MEM5_COL_DT], &m->col[MEM5_COL_RUN]);
 	mem5_time(m, 1, e->ts_ns, &m->ns_dt, &m->ns_run);
@@ -1716,8 +1717,11 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 	 * of its size class: counted among the frees of its class when the
 	 * block says the free's size) */
 	h = mem5_hash(e->addr, 0) & (MEM5_CACHE - 1);
-	if (e->op == CYGPROF_MEM_FREE && m->alloc[h].ord && m->alloc[h].addr == e->addr) {
-		ref = m->nallocs - m->alloc[h].ord + 1;
+	o = m->alloc[h].ord;
+	if (e->op == CYGPROF_MEM_FREE && o && m->alloc[h].addr == e->addr && o <= m->lv.cap &&
+	    m->lv.live[o]) {
+		/* its rank among the block's allocations still live, from the last */
+		ref = m->lv.n - mem5_live_prefix(&m->lv, o - 1);
 	} else if (e->op == CYGPROF_MEM_ALLOC && m->freed[h].ord && m->freed[h].addr == e->addr) {
 		bin = capture_mem5_bin(e->size);
 		ref = mem5_claim_rank(m, m->freed[h].ord, bin);
@@ -1726,6 +1730,8 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 		form = MEM5_FORM_REF;
 		if (e->op == CYGPROF_MEM_ALLOC)
 			mem5_claim(m, m->freed[h].ord);
+		else
+			mem5_live_add(&m->lv, o, -1);
 	}
 	hdr = (uint64_t)e->flags << MEM5_FLAGS_SHIFT | form << MEM5_FORM_SHIFT |
 	      (uint64_t)e->fn << MEM_HDR_FN_SHIFT | e->op;
@@ -1774,6 +1780,10 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 		}
 	}
 	m->nallocs++;
+	if (mem5_live_room(&m->lv, m->nallocs))
+		mem5_live_add(&m->lv, m->nallocs, 1);
+	else
+		m->col[MEM5_COL_HDR].oom = true; /* the block cannot be written */
 	m->alloc[h].addr = e->addr;
 	m->alloc[h].size = e->size;
 	m->alloc[h].ord = m->nallocs;
@@ -1849,7 +1859,7 @@ static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
 	tn[1] = put_varint(tail[1], m->run_n[u]);
 	b->len = 0;
 	cbuf_varint(b, (ns ? MEM5_BLOCK_NS : (uint64_t)MEM5_WRITE_UNIT_E << MEM5_BLOCK_UNIT_SHIFT) |
-			       MEM5_BLOCK_SPLIT | MEM5_BLOCK_CLAIM);
+			       MEM5_BLOCK_SPLIT | MEM5_BLOCK_CLAIM | MEM5_BLOCK_LIVE);
 	for (c = 0; c < MEM5_COL_COUNT; c++) {
 		if (MEM5_SPLIT_COLS >> c & 1) {
 			cbuf_varint(b, m->nval[c]);
