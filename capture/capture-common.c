@@ -379,6 +379,8 @@ void capture_free(struct cygprof_capture *cap)
 					free(cap->pend[s][i]->m5->fl);
 					free(cap->pend[s][i]->m5->lv.t);
 					free(cap->pend[s][i]->m5->lv.live);
+					for (unsigned int c = 0; c < 3; c++)
+						free(cap->pend[s][i]->m5->hs[c].p);
 					free(cap->pend[s][i]->m5);
 				}
 			}

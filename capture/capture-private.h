@@ -147,7 +147,9 @@ enum {
 #define MEM5_BLOCK_SPLIT 8u   /* block flags: the columns of MEM5_SPLIT_COLS in two streams */
 #define MEM5_BLOCK_CLAIM 16u  /* block flags: allocs count the unclaimed frees of their class */
 #define MEM5_BLOCK_LIVE 32u   /* block flags: frees count the live allocs of the block */
-#define MEM5_BLOCK_FLAGS 63u  /* every flag a reader knows */
+#define MEM5_BLOCK_PACK 64u   /* block flags: HDR as a palette, 2 bits an event, escapes */
+#define MEM5_BLOCK_FLAGS 127u /* every flag a reader knows */
+#define MEM5_PAL_MAX 3        /* headers in a packed HDR's palette */
 /* With MEM5_BLOCK_CLAIM: the farthest unclaimed free of its class an alloc
  * refers to (further back: among all frees) */
 #define MEM5_CLAIM_MAX 64
@@ -158,8 +160,9 @@ enum {
 #define MEM5_SPLIT_COLS                                                                   \
 	(1u << MEM5_COL_ADDR | 1u << MEM5_COL_REF | 1u << MEM5_COL_AREF | 1u << MEM5_COL_PAIR | \
 	 1u << MEM5_COL_SREF)
-/* Streams of a block with MEM5_BLOCK_SPLIT (the lengths it lists). */
-#define MEM5_STREAMS (MEM5_COL_COUNT + 5)
+/* Streams of a block with MEM5_BLOCK_SPLIT and MEM5_BLOCK_PACK (the
+ * lengths it lists): HDR in three (PAL, PACK, ESC). */
+#define MEM5_STREAMS (MEM5_COL_COUNT + 5 + 2)
 /* The time unit of blocks the writer stores with times not in ns: 10^E us,
  * E = MEM5_WRITE_UNIT_E (docs/capture-format.md) */
 #define MEM5_WRITE_UNIT_E 1
@@ -169,8 +172,9 @@ enum {
 #define MEM5_FORM_REF 2u      /* the address of an earlier free (alloc) of the block */
 #define MEM5_FLAGS_SHIFT 7
 /* Smallest event: a free by reference, one byte of header and one of
- * reference (the runs of times are shared). */
-#define CAPTURE_MEM5_EVENT_MIN 2
+ * reference (the runs of times are shared); with MEM5_BLOCK_SPLIT and
+ * MEM5_BLOCK_PACK, the reference's bit length and 2 bits of header. */
+#define CAPTURE_MEM5_EVENT_MIN 1
 /* Largest raw length of a schema 5 memory block the writer makes (what a
  * reader accepts: a block's tables restart, so larger is smaller) */
 #define CAPTURE_MEM5_RAW_MAX CAPTURE_RAW_LIMIT
@@ -585,7 +589,8 @@ struct pending {
  * written). */
 struct mem5_enc {
 	struct cbuf col[MEM5_COL_COUNT]; /* DT and RUN: in 10^MEM5_WRITE_UNIT_E us */
-	uint32_t nval[MEM5_COL_COUNT];   /* values in each column (a split one's bound) */
+	uint32_t nval[MEM5_COL_COUNT];   /* values in each column */
+	uint64_t mbits[MEM5_COL_COUNT];  /* a split column's MANT bits */
 	struct cbuf ns_dt, ns_run;       /* DT and RUN in ns */
 	uint64_t run_t[2], base_t[2];    /* [0] us, [1] ns: the open run's time, the run's before */
 	uint64_t run_n[2];               /* events of the open run (0: none yet) */
@@ -606,6 +611,7 @@ struct mem5_enc {
 	uint32_t fl_cap;
 	uint32_t ftail[MEM5_BINS];
 	struct mem5_live lv;
+	struct cbuf hs[3]; /* flush: HDR's PAL, PACK and ESC streams */
 };
 
 /* put_value: the blocks put of one stream (db, thread or counter id). */

@@ -1769,7 +1769,9 @@ struct mem5_dec {
 	size_t off[MEM5_STREAMS], end[MEM5_STREAMS];
 	unsigned int at[MEM5_COL_COUNT]; /* each column's (first) stream */
 	uint64_t bit[MEM5_COL_COUNT];    /* split: the next bit of its MANT stream */
-	bool ns, split, claim, live;
+	bool ns, split, claim, live, pack;
+	uint64_t pal[MEM5_PAL_MAX], nhdr; /* pack: the palette, events read */
+	unsigned int npal;
 	uint64_t unit; /* of the times, in ns */
 	uint64_t t, run_left, addr;
 	struct mem5_alloc *allocs;
@@ -1816,10 +1818,13 @@ static bool mem5_open(struct mem5_dec *d, const uint8_t *raw, size_t len, uint64
 	d->split = flags & MEM5_BLOCK_SPLIT;
 	d->claim = flags & MEM5_BLOCK_CLAIM;
 	d->live = flags & MEM5_BLOCK_LIVE;
+	d->pack = flags & MEM5_BLOCK_PACK;
 	d->unit = d->ns ? 1 : capture_mem5_unit_ns(flags >> MEM5_BLOCK_UNIT_SHIFT & 3);
 	for (c = ns = 0; c < MEM5_COL_COUNT; c++) {
 		d->at[c] = (unsigned int)ns;
-		ns += d->split && MEM5_SPLIT_COLS >> c & 1 ? 2 : 1;
+		ns += d->pack && c == MEM5_COL_HDR		? 3
+		      : d->split && MEM5_SPLIT_COLS >> c & 1 ? 2
+							   : 1;
 	}
 	for (c = 0; c < ns; c++) {
 		if (!get_varint(raw, len, &off, &n))
@@ -1836,6 +1841,19 @@ static bool mem5_open(struct mem5_dec *d, const uint8_t *raw, size_t len, uint64
 	}
 	if (first_ts % d->unit)
 		return false; /* times in units start on one */
+	d->p = raw;
+	d->nhdr = 0;
+	d->npal = 0;
+	if (d->pack) {
+		/* the palette: all of the PAL stream */
+		c = d->at[MEM5_COL_HDR];
+		if (!get_varint(raw, d->end[c], &d->off[c], &n) || n > MEM5_PAL_MAX)
+			return false;
+		d->npal = (unsigned int)n;
+		for (ns = 0; ns < d->npal; ns++)
+			if (!get_varint(raw, d->end[c], &d->off[c], &d->pal[ns]))
+				return false;
+	}
 	d->p = raw;
 	d->t = first_ts / d->unit;
 	d->run_left = 0;
@@ -1874,6 +1892,18 @@ static bool mem5_col(struct mem5_dec *d, unsigned int c, uint64_t *v)
 	unsigned int s = d->at[c], k;
 	uint64_t x;
 
+	if (d->pack && c == MEM5_COL_HDR) {
+		/* 2 bits an event: an index in the palette, else an escape */
+		if (d->nhdr >> 2 >= d->end[s + 1] - d->off[s + 1])
+			return false;
+		k = d->p[d->off[s + 1] + (d->nhdr >> 2)] >> (2 * (d->nhdr & 3)) & 3;
+		d->nhdr++;
+		if (k < d->npal) {
+			*v = d->pal[k];
+			return true;
+		}
+		return get_varint(d->p, d->end[s + 2], &d->off[s + 2], v);
+	}
 	if (!d->split || !(MEM5_SPLIT_COLS >> c & 1))
 		return get_varint(d->p, d->end[s], &d->off[s], v);
 	/* split: the bit length k, then the k - 1 bits below the highest */

@@ -1571,7 +1571,7 @@ static void mem5_reset(struct mem5_enc *m)
 	unsigned int c;
 
 	for (c = 0; c < MEM5_COL_COUNT; c++)
-		m->col[c].len = m->nval[c] = 0;
+		m->col[c].len = m->nval[c] = m->mbits[c] = 0;
 	m->ns_dt.len = m->ns_run.len = 0;
 	m->run_n[0] = m->run_n[1] = 0;
 	m->prev_addr = 0;
@@ -1627,9 +1627,11 @@ static size_t mem5_len(const struct mem5_enc *m)
 {
 	size_t n = 16 + 10 * MEM5_STREAMS + 40, c;
 
-	/* a split column: one byte more a value at most */
+	/* a split column: a byte a value and the MANT bits */
 	for (c = 0; c < MEM5_COL_COUNT; c++)
-		n += m->col[c].len + (MEM5_SPLIT_COLS >> c & 1 ? m->nval[c] : 0);
+		n += MEM5_SPLIT_COLS >> c & 1 ? m->nval[c] + (size_t)((m->mbits[c] + 7) / 8)
+					       : m->col[c].len;
+	n += m->nval[MEM5_COL_HDR] / 4 + 1 + 32; /* HDR packed: 2 bits more at most, a palette */
 	return n + m->ns_dt.len + m->ns_run.len;
 }
 
@@ -1638,6 +1640,8 @@ static void mem5_put(struct mem5_enc *m, unsigned int c, uint64_t v)
 {
 	cbuf_varint(&m->col[c], v);
 	m->nval[c]++;
+	if (v > 1)
+		m->mbits[c] += 63 - (unsigned int)__builtin_clzll(v);
 }
 
 /* Free ord (1-based) of the block, of class bin, at the end of its
@@ -1840,6 +1844,62 @@ static size_t mem5_stream_len(const uint8_t *p, size_t n, bool mant)
 	return mant ? (size_t)((bits + 7) / 8) : len;
 }
 
+/* HDR's varints (n bytes at p) as the streams of a packed HDR: hs[0] PAL
+ * (varint(count), the headers), hs[1] PACK (2 bits an event from the
+ * lowest: its index in PAL, else 3 and its header in ESC), hs[2] ESC;
+ * true when they are worth storing. */
+static bool mem5_pack_hdr(struct cbuf hs[3], const uint8_t *p, size_t n, uint32_t nval)
+{
+	uint32_t cnt[128] = { 0 };
+	uint64_t v, pal[MEM5_PAL_MAX];
+	unsigned int npal = 0, i, j, best, slot, k = 0;
+	uint32_t cnt_esc = 0;
+	size_t off = 0;
+	uint8_t *o = NULL;
+
+	for (i = 0; i < 3; i++) {
+		hs[i].len = 0;
+		hs[i].oom = false;
+	}
+	while (off < n && get_varint(p, n, &off, &v))
+		if (v < 128)
+			cnt[v]++;
+	/* the most frequent headers */
+	for (j = 0; j < MEM5_PAL_MAX; j++) {
+		for (i = best = 0; i < 128; i++)
+			if (cnt[i] > cnt[best])
+				best = i;
+		if (!cnt[best])
+			break;
+		pal[npal++] = best;
+		cnt[best] = 0;
+	}
+	cbuf_varint(&hs[0], npal);
+	for (j = 0; j < npal; j++)
+		cbuf_varint(&hs[0], pal[j]);
+	off = 0;
+	while (off < n && get_varint(p, n, &off, &v)) {
+		for (slot = 0; slot < npal && pal[slot] != v; slot++)
+			;
+		if (slot == npal) {
+			slot = 3;
+			cbuf_varint(&hs[2], v);
+			cnt_esc++;
+		}
+		if (!k) {
+			o = cbuf_grow(&hs[1], 1);
+			if (o)
+				*o = 0;
+		}
+		if (o)
+			*o |= (uint8_t)(slot << (2 * k));
+		k = (k + 1) & 3;
+	}
+	/* worth it when the palette holds nearly every event (a varied HDR
+	 * compresses better as it is: zstd finds its repeats) */
+	return cnt_esc <= nval / 32;
+}
+
 /* The open block's columns put together into cap->mraw (times in ns when
  * ns, else in 10^MEM5_WRITE_UNIT_E us; the columns of MEM5_SPLIT_COLS
  * split), its first time into *first_ts. */
@@ -1853,14 +1913,24 @@ static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
 	uint8_t tail[2][10];
 	size_t tn[2], len;
 	uint64_t unit = ns ? 1 : capture_mem5_unit_ns(MEM5_WRITE_UNIT_E);
+	bool pack;
 
 	/* the open run, which later events of the block may still extend */
 	tn[0] = put_varint(tail[0], m->run_t[u] - m->base_t[u]);
 	tn[1] = put_varint(tail[1], m->run_n[u]);
 	b->len = 0;
+	pack = mem5_pack_hdr(m->hs, m->col[MEM5_COL_HDR].p, m->col[MEM5_COL_HDR].len,
+			     m->nval[MEM5_COL_HDR]);
 	cbuf_varint(b, (ns ? MEM5_BLOCK_NS : (uint64_t)MEM5_WRITE_UNIT_E << MEM5_BLOCK_UNIT_SHIFT) |
-			       MEM5_BLOCK_SPLIT | MEM5_BLOCK_CLAIM | MEM5_BLOCK_LIVE);
+			       MEM5_BLOCK_SPLIT | MEM5_BLOCK_CLAIM | MEM5_BLOCK_LIVE |
+			       (pack ? MEM5_BLOCK_PACK : 0));
 	for (c = 0; c < MEM5_COL_COUNT; c++) {
+		if (c == MEM5_COL_HDR && pack) {
+			cbuf_varint(b, m->hs[0].len);
+			cbuf_varint(b, m->hs[1].len);
+			cbuf_varint(b, m->hs[2].len);
+			continue;
+		}
 		if (MEM5_SPLIT_COLS >> c & 1) {
 			cbuf_varint(b, m->nval[c]);
 			cbuf_varint(b, mem5_stream_len(m->col[c].p, m->col[c].len, true));
@@ -1872,7 +1942,11 @@ static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
 		cbuf_varint(b, len);
 	}
 	for (c = 0; c < MEM5_COL_COUNT; c++) {
-		if (c == MEM5_COL_DT) {
+		if (c == MEM5_COL_HDR && pack) {
+			cbuf_bytes(b, m->hs[0].p, m->hs[0].len);
+			cbuf_bytes(b, m->hs[1].p, m->hs[1].len);
+			cbuf_bytes(b, m->hs[2].p, m->hs[2].len);
+		} else if (c == MEM5_COL_DT) {
 			cbuf_bytes(b, dt->p, dt->len);
 			cbuf_bytes(b, tail[0], tn[0]);
 		} else if (c == MEM5_COL_RUN) {
@@ -1888,7 +1962,7 @@ static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
 	for (c = 0; c < MEM5_COL_COUNT; c++)
 		if (m->col[c].oom)
 			b->oom = true;
-	if (m->ns_dt.oom || m->ns_run.oom)
+	if (m->ns_dt.oom || m->ns_run.oom || m->hs[0].oom || m->hs[1].oom || m->hs[2].oom)
 		b->oom = true;
 	if (b->oom) {
 		b->oom = false;
