@@ -163,9 +163,11 @@ enum {
 /* Streams of a block with MEM5_BLOCK_SPLIT and MEM5_BLOCK_PACK (the
  * lengths it lists): HDR in three (PAL, PACK, ESC). */
 #define MEM5_STREAMS (MEM5_COL_COUNT + 5 + 2)
-/* The time unit of blocks the writer stores with times not in ns: 10^E us,
- * E = MEM5_WRITE_UNIT_E (docs/capture-format.md) */
-#define MEM5_WRITE_UNIT_E 1
+/* The writer's time units of a memory block: ns (several threads), else
+ * the finest of 10, 100 and 1000 us in which the block's runs of one time
+ * hold MEM5_RUN_EVENTS events on average, else 10 us. */
+#define MEM5_UNITS 4
+#define MEM5_RUN_EVENTS 256
 #define MEM5_FORM_SHIFT 5
 #define MEM5_FORM_ADDR 0u     /* the address delta as it is */
 #define MEM5_FORM_ADDR16 1u   /* the address delta divided by 16 */
@@ -588,12 +590,16 @@ struct pending {
  * times in us and in ns: which one is stored is decided when the block is
  * written). */
 struct mem5_enc {
-	struct cbuf col[MEM5_COL_COUNT]; /* DT and RUN: in 10^MEM5_WRITE_UNIT_E us */
+	struct cbuf col[MEM5_COL_COUNT]; /* DT and RUN: unused (tdt, trun) */
 	uint32_t nval[MEM5_COL_COUNT];   /* values in each column */
 	uint64_t mbits[MEM5_COL_COUNT];  /* a split column's MANT bits */
-	struct cbuf ns_dt, ns_run;       /* DT and RUN in ns */
-	uint64_t run_t[2], base_t[2];    /* [0] us, [1] ns: the open run's time, the run's before */
-	uint64_t run_n[2];               /* events of the open run (0: none yet) */
+	/* DT and RUN in each unit u: 0 ns, else 10^u us (E = u) */
+	struct cbuf tdt[MEM5_UNITS], trun[MEM5_UNITS];
+	uint64_t run_t[MEM5_UNITS], base_t[MEM5_UNITS]; /* the open run's time, the run's before */
+	uint64_t run_n[MEM5_UNITS];                     /* events of the open run (0: none yet) */
+	uint32_t nrun[MEM5_UNITS];                      /* runs closed */
+	uint64_t last_dec; /* the last time of the block as last written (ns) */
+	uint64_t floor_ts; /* that of the block before: no time of this one is earlier */
 	uint64_t prev_addr;
 	uint32_t nallocs, nfrees, npairs;
 	uint32_t nbin[MEM5_BINS]; /* frees of each class */

@@ -852,8 +852,10 @@ static int flush_block(struct cygprof_capture *cap, struct pending *p, bool clos
 		p->seq++;
 		p->count = 0;
 		p->len = CAPTURE_BLOCK_HDR;
-		if (p->m5)
+		if (p->m5) {
+			p->m5->floor_ts = p->m5->last_dec;
 			mem5_reset(p->m5);
+		}
 	}
 	return 0;
 }
@@ -1546,18 +1548,18 @@ static uint32_t mem5_hash(uint64_t a, uint64_t b)
 	return (uint32_t)(h >> 32);
 }
 
-/* The open run of time t (unit u: 0 us, 1 ns) gets one more event; a new
- * time closes the run before into the columns dt, run. */
-static void mem5_time(struct mem5_enc *m, unsigned int u, uint64_t t, struct cbuf *dt,
-		      struct cbuf *run)
+/* The open run of time t (unit u) gets one more event; a new time closes
+ * the run before into the unit's columns. */
+static void mem5_time(struct mem5_enc *m, unsigned int u, uint64_t t)
 {
 	if (m->run_n[u] && t == m->run_t[u]) {
 		m->run_n[u]++;
 		return;
 	}
 	if (m->run_n[u]) {
-		cbuf_varint(dt, m->run_t[u] - m->base_t[u]);
-		cbuf_varint(run, m->run_n[u]);
+		cbuf_varint(&m->tdt[u], m->run_t[u] - m->base_t[u]);
+		cbuf_varint(&m->trun[u], m->run_n[u]);
+		m->nrun[u]++;
 		m->base_t[u] = m->run_t[u];
 	} else {
 		m->base_t[u] = t; /* the block's first run: delta 0 */
@@ -1572,8 +1574,10 @@ static void mem5_reset(struct mem5_enc *m)
 
 	for (c = 0; c < MEM5_COL_COUNT; c++)
 		m->col[c].len = m->nval[c] = m->mbits[c] = 0;
-	m->ns_dt.len = m->ns_run.len = 0;
-	m->run_n[0] = m->run_n[1] = 0;
+	for (c = 0; c < MEM5_UNITS; c++) {
+		m->tdt[c].len = m->trun[c].len = 0;
+		m->run_n[c] = m->nrun[c] = 0;
+	}
 	m->prev_addr = 0;
 	m->nallocs = m->nfrees = m->npairs = 0;
 	memset(m->nbin, 0, sizeof(m->nbin));
@@ -1632,7 +1636,9 @@ static size_t mem5_len(const struct mem5_enc *m)
 		n += MEM5_SPLIT_COLS >> c & 1 ? m->nval[c] + (size_t)((m->mbits[c] + 7) / 8)
 					       : m->col[c].len;
 	n += m->nval[MEM5_COL_HDR] / 4 + 1 + 32; /* HDR packed: 2 bits more at most, a palette */
-	return n + m->ns_dt.len + m->ns_run.len;
+	for (c = 0; c < MEM5_UNITS; c++)
+		n += m->tdt[c].len + m->trun[c].len;
+	return n;
 }
 
 /* The value v at the end of column c. */
@@ -1706,11 +1712,12 @@ static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
 {
 	uint64_t d = e->addr - m->prev_addr, hdr, form = MEM5_FORM_ADDR, ref = 0;
 	struct mem5_pair_slot *ps;
-	unsigned int bin;
+	unsigned int bin, u;
 	uint32_t h, o;
 
-	mem5_time(m, 0, e->ts_ns / capture_mem5_unit_ns(MEM5_WRITE_UNIT_E), &m->col[MEM5_COL_DT], &m->col[MEM5_COL_RUN]);
-	mem5_time(m, 1, e->ts_ns, &m->ns_dt, &m->ns_run);
+	mem5_time(m, 0, e->ts_ns);
+	for (u = 1; u < MEM5_UNITS; u++)
+		mem5_time(m, u, e->ts_ns / capture_mem5_unit_ns(u));
 	if (!(d & 15)) {
 		form = MEM5_FORM_ADDR16;
 		d = d >> 4 | (0 - (d >> 63)) << 60; /* arithmetic shift, exact */
@@ -1901,19 +1908,34 @@ static bool mem5_pack_hdr(struct cbuf hs[3], const uint8_t *p, size_t n, uint32_
 }
 
 /* The open block's columns put together into cap->mraw (times in ns when
- * ns, else in 10^MEM5_WRITE_UNIT_E us; the columns of MEM5_SPLIT_COLS
+ * ns, else in 10^u us, u from 1 to 3; the columns of MEM5_SPLIT_COLS
  * split), its first time into *first_ts. */
 static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
 		      uint64_t *first_ts)
 {
 	struct mem5_enc *m = p->m5;
-	struct cbuf *b = &cap->mraw, *dt = ns ? &m->ns_dt : &m->col[MEM5_COL_DT],
-		    *run = ns ? &m->ns_run : &m->col[MEM5_COL_RUN];
-	unsigned int u = ns, c;
+	struct cbuf *b = &cap->mraw, *dt, *run;
+	unsigned int u = 0, c;
 	uint8_t tail[2][10];
 	size_t tn[2], len;
-	uint64_t unit = ns ? 1 : capture_mem5_unit_ns(MEM5_WRITE_UNIT_E);
-	bool pack;
+	uint64_t unit = 1;
+	bool pack, oom = false;
+
+	/* the unit: ns, else the finest whose runs are long enough */
+	if (!ns) {
+		for (u = 1; u < MEM5_UNITS; u++)
+			if (p->count / MEM5_RUN_EVENTS >= (uint64_t)m->nrun[u] + 1)
+				break;
+		/* and whose first time is not before the last of the block
+		 * before (10 us is not: that one was in 10 us or coarser) */
+		for (u = u == MEM5_UNITS ? 1 : u; u > 1; u--)
+			if (p->first_ts / capture_mem5_unit_ns(u) * capture_mem5_unit_ns(u) >=
+			    m->floor_ts)
+				break;
+		unit = capture_mem5_unit_ns(u);
+	}
+	dt = &m->tdt[u];
+	run = &m->trun[u];
 
 	/* the open run, which later events of the block may still extend */
 	tn[0] = put_varint(tail[0], m->run_t[u] - m->base_t[u]);
@@ -1921,7 +1943,7 @@ static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
 	b->len = 0;
 	pack = mem5_pack_hdr(m->hs, m->col[MEM5_COL_HDR].p, m->col[MEM5_COL_HDR].len,
 			     m->nval[MEM5_COL_HDR]);
-	cbuf_varint(b, (ns ? MEM5_BLOCK_NS : (uint64_t)MEM5_WRITE_UNIT_E << MEM5_BLOCK_UNIT_SHIFT) |
+	cbuf_varint(b, (ns ? MEM5_BLOCK_NS : (uint64_t)u << MEM5_BLOCK_UNIT_SHIFT) |
 			       MEM5_BLOCK_SPLIT | MEM5_BLOCK_CLAIM | MEM5_BLOCK_LIVE |
 			       (pack ? MEM5_BLOCK_PACK : 0));
 	for (c = 0; c < MEM5_COL_COUNT; c++) {
@@ -1962,13 +1984,17 @@ static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
 	for (c = 0; c < MEM5_COL_COUNT; c++)
 		if (m->col[c].oom)
 			b->oom = true;
-	if (m->ns_dt.oom || m->ns_run.oom || m->hs[0].oom || m->hs[1].oom || m->hs[2].oom)
+	for (c = 0; c < MEM5_UNITS; c++)
+		if (m->tdt[c].oom || m->trun[c].oom)
+			oom = true;
+	if (oom || m->hs[0].oom || m->hs[1].oom || m->hs[2].oom)
 		b->oom = true;
 	if (b->oom) {
 		b->oom = false;
 		return -ENOMEM;
 	}
 	*first_ts = p->first_ts / unit * unit;
+	m->last_dec = m->run_t[u] * unit;
 	return 0;
 }
 
