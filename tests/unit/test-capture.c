@@ -1447,7 +1447,7 @@ static void test_corrupt_mem(void)
 {
 	const char *path = tmp_path("damaged-mem.cap");
 	struct cygprof_stack_node good[2] = { { 1, 0, 0, 0, 0x1000 }, { 2, 1, 0, 1, 0x2000 } };
-	struct cygprof_mem_event ev = { .ts_ns = 5000, .addr = 0x1000, .size = 8, .stack = 2 }, e;
+	struct cygprof_mem_event ev = { .ts_ns = 10000, .addr = 0x1000, .size = 8, .stack = 2 }, e;
 	struct cygprof_stack_node *out = NULL;
 	struct cygprof_mem_cursor *cur = NULL;
 	struct cygprof_capture *cap;
