@@ -125,16 +125,17 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_PSAMPLES, STREAM_OFFC
 #define CAPTURE_MEM_EVENT_MIN 3
 
 /* Schema 5 memory blocks (docs/capture-format.md, "mem"): the events of a
- * block column by column.  The decompressed bytes are varint(flags) (bit 0:
- * times in ns, else in us), the byte length of each of the MEM5_COL_COUNT
- * columns as a varint, then the columns in this order. */
+ * block column by column.  The decompressed bytes are varint(flags)
+ * (MEM5_BLOCK_*), the byte length of each stream as a varint (one a
+ * column, two for a column of MEM5_SPLIT_COLS with SPLIT, three for HDR
+ * with PACK), then the streams in this order. */
 enum {
 	MEM5_COL_HDR,  /* per event: op | fn << 1 | form << 5 | flags << 7 */
 	MEM5_COL_DT,   /* per run of events at one time: the time minus the run before's */
 	MEM5_COL_RUN,  /* per run: its number of events, at least 1 */
 	MEM5_COL_ADDR, /* per alloc, and per free of an address form: zigzag(address delta) */
-	MEM5_COL_REF,  /* per free of form REF: how many allocs of the block back, from 1 */
-	MEM5_COL_AREF, /* per alloc of form REF: how many frees of the block back, from 1 */
+	MEM5_COL_REF,  /* per free of form REF: how many (live) allocs of the block back, from 1 */
+	MEM5_COL_AREF, /* per alloc of form REF: how many frees back, << 1 (| 1: among all) */
 	MEM5_COL_PAIR, /* per alloc: 0 a new (size, stack), else its index in the table + 1 */
 	MEM5_COL_NEW,  /* per new pair: its size */
 	MEM5_COL_SREF, /* per new pair: index of its stack in the block's stacks, or their number */

@@ -1514,12 +1514,13 @@ int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_i
 /* ---- memory events ----------------------------------------------------------- */
 
 /* Schema 5 (docs/capture-format.md, "mem"): each event goes into the
- * columns of its thread's open block as it is appended; the times both in
- * us and in ns, as runs of events at one time.  flush_block() puts the
- * columns together with the times in us while only one thread has memory
- * events (its order is the order of the stream), in ns once there are
- * more (a reader merges the threads by time: their order within a
- * microsecond must stay the one they had). */
+ * columns of its thread's open block as it is appended; the times in ns
+ * and in 10, 100 and 1000 us, as runs of events at one time.
+ * flush_block() puts the columns together (mem5_block(): the block flags
+ * SPLIT, CLAIM, LIVE and PACK) with the times in the finest of those units
+ * whose runs are long enough while only one thread has memory events (its
+ * order is the order of the stream), in ns once there are more (a reader
+ * merges the threads by time: their order must stay the one they had). */
 
 static size_t varint_len(uint64_t v)
 {
