@@ -125,31 +125,59 @@ enum { STREAM_TIMELINE, STREAM_MEM, STREAM_SAMPLES, STREAM_PSAMPLES, STREAM_OFFC
 #define CAPTURE_MEM_EVENT_MIN 3
 
 /* Schema 5 memory blocks (docs/capture-format.md, "mem"): the events of a
- * block column by column.  The decompressed bytes are varint(flags) (bit 0:
- * times in ns, else in us), the byte length of each of the MEM5_COL_COUNT
- * columns as a varint, then the columns in this order. */
+ * block column by column.  The decompressed bytes are varint(flags)
+ * (MEM5_BLOCK_*), the byte length of each stream as a varint (one a
+ * column, two for a column of MEM5_SPLIT_COLS with SPLIT, three for HDR
+ * with PACK), then the streams in this order. */
 enum {
 	MEM5_COL_HDR,  /* per event: op | fn << 1 | form << 5 | flags << 7 */
 	MEM5_COL_DT,   /* per run of events at one time: the time minus the run before's */
 	MEM5_COL_RUN,  /* per run: its number of events, at least 1 */
 	MEM5_COL_ADDR, /* per alloc, and per free of an address form: zigzag(address delta) */
-	MEM5_COL_REF,  /* per free of form REF: how many allocs of the block back, from 1 */
-	MEM5_COL_AREF, /* per alloc of form REF: how many frees of the block back, from 1 */
+	MEM5_COL_REF,  /* per free of form REF: how many (live) allocs of the block back, from 1 */
+	MEM5_COL_AREF, /* per alloc of form REF: how many frees back, << 1 (| 1: among all) */
 	MEM5_COL_PAIR, /* per alloc: 0 a new (size, stack), else its index in the table + 1 */
 	MEM5_COL_NEW,  /* per new pair: its size */
 	MEM5_COL_SREF, /* per new pair: index of its stack in the block's stacks, or their number */
 	MEM5_COL_SNEW, /* per new pair whose stack is new to the block: the stack id */
 	MEM5_COL_COUNT
 };
-#define MEM5_BLOCK_NS 1u      /* block flags: times in ns (else us) */
+#define MEM5_BLOCK_NS 1u      /* block flags: times in ns (else in units of 10^E us) */
+#define MEM5_BLOCK_UNIT_SHIFT 1 /* block flags: E, bits 1-2 (0 with NS) */
+#define MEM5_BLOCK_UNIT_MASK 3u
+#define MEM5_BLOCK_SPLIT 8u   /* block flags: the columns of MEM5_SPLIT_COLS in two streams */
+#define MEM5_BLOCK_CLAIM 16u  /* block flags: allocs count the unclaimed frees of their class */
+#define MEM5_BLOCK_LIVE 32u   /* block flags: frees count the live allocs of the block */
+#define MEM5_BLOCK_PACK 64u   /* block flags: HDR as a palette, 2 bits an event, escapes */
+#define MEM5_BLOCK_FLAGS 127u /* every flag a reader knows */
+#define MEM5_PAL_MAX 3        /* headers in a packed HDR's palette */
+/* With MEM5_BLOCK_CLAIM: the farthest unclaimed free of its class an alloc
+ * refers to (further back: among all frees) */
+#define MEM5_CLAIM_MAX 64
+/* The columns that a block with MEM5_BLOCK_SPLIT stores as two streams:
+ * LEN, one byte per value (its bit length k, 0 for 0), then MANT, the k - 1
+ * bits of each value below its highest one, packed (zstd's Huffman codes
+ * the lengths, the bits below are about as random as they come). */
+#define MEM5_SPLIT_COLS                                                                   \
+	(1u << MEM5_COL_ADDR | 1u << MEM5_COL_REF | 1u << MEM5_COL_AREF | 1u << MEM5_COL_PAIR | \
+	 1u << MEM5_COL_SREF)
+/* Streams of a block with MEM5_BLOCK_SPLIT and MEM5_BLOCK_PACK (the
+ * lengths it lists): HDR in three (PAL, PACK, ESC). */
+#define MEM5_STREAMS (MEM5_COL_COUNT + 5 + 2)
+/* The writer's time units of a memory block: ns (several threads), else
+ * the finest of 10, 100 and 1000 us in which the block's runs of one time
+ * hold MEM5_RUN_EVENTS events on average, else 10 us. */
+#define MEM5_UNITS 4
+#define MEM5_RUN_EVENTS 256
 #define MEM5_FORM_SHIFT 5
 #define MEM5_FORM_ADDR 0u     /* the address delta as it is */
 #define MEM5_FORM_ADDR16 1u   /* the address delta divided by 16 */
 #define MEM5_FORM_REF 2u      /* the address of an earlier free (alloc) of the block */
 #define MEM5_FLAGS_SHIFT 7
 /* Smallest event: a free by reference, one byte of header and one of
- * reference (the runs of times are shared). */
-#define CAPTURE_MEM5_EVENT_MIN 2
+ * reference (the runs of times are shared); with MEM5_BLOCK_SPLIT and
+ * MEM5_BLOCK_PACK, the reference's bit length and 2 bits of header. */
+#define CAPTURE_MEM5_EVENT_MIN 1
 /* Largest raw length of a schema 5 memory block the writer makes (what a
  * reader accepts: a block's tables restart, so larger is smaller) */
 #define CAPTURE_MEM5_RAW_MAX CAPTURE_RAW_LIMIT
@@ -167,6 +195,94 @@ static inline unsigned int capture_mem5_bin(uint64_t size)
 {
 	return size <= 2024 ? (unsigned int)(size + 23) >> 4
 			    : 128u + (unsigned int)(63 - __builtin_clzll(size));
+}
+/* The allocations of a memory block still live (MEM5_BLOCK_LIVE), by
+ * ord (1-based): a Fenwick tree of counts over live[1..cap]. */
+struct mem5_live {
+	uint32_t *t;
+	uint8_t *live;
+	uint32_t cap, n; /* n: live ones */
+};
+
+static inline void mem5_live_add(struct mem5_live *f, uint32_t i, int d)
+{
+	f->live[i] = d > 0;
+	f->n += (uint32_t)d;
+	for (; i <= f->cap; i += i & (0u - i))
+		f->t[i] += (uint32_t)d;
+}
+
+/* Live allocations of ord 1..i. */
+static inline uint32_t mem5_live_prefix(const struct mem5_live *f, uint32_t i)
+{
+	uint32_t s = 0;
+
+	for (; i; i -= i & (0u - i))
+		s += f->t[i];
+	return s;
+}
+
+/* The ord of the k-th live allocation (1-based, k <= f->n). */
+static inline uint32_t mem5_live_find(const struct mem5_live *f, uint32_t k)
+{
+	uint32_t i = 0, step = 1;
+
+	while (step <= f->cap / 2)
+		step <<= 1;
+	for (; step; step >>= 1)
+		if (i + step <= f->cap && f->t[i + step] < k) {
+			i += step;
+			k -= f->t[i];
+		}
+	return i + 1;
+}
+
+/* Room for ord i (false when out of memory); the tree is built again. */
+static inline bool mem5_live_room(struct mem5_live *f, uint32_t i)
+{
+	uint32_t c = f->cap ? f->cap : 2048, j, p;
+	uint32_t *t;
+	uint8_t *l;
+
+	if (i <= f->cap)
+		return true;
+	while (c < i)
+		c *= 2;
+	t = realloc(f->t, ((size_t)c + 1) * sizeof(*t));
+	if (!t)
+		return false;
+	f->t = t;
+	l = realloc(f->live, (size_t)c + 1);
+	if (!l)
+		return false;
+	f->live = l;
+	memset(l + f->cap + 1, 0, c - f->cap);
+	for (j = 1; j <= c; j++)
+		t[j] = l[j];
+	for (j = 1; j <= c; j++) {
+		p = j + (j & (0u - j));
+		if (p <= c)
+			t[p] += t[j];
+	}
+	f->cap = c;
+	return true;
+}
+
+static inline void mem5_live_reset(struct mem5_live *f)
+{
+	if (f->cap) {
+		memset(f->t, 0, ((size_t)f->cap + 1) * sizeof(*f->t));
+		memset(f->live, 0, (size_t)f->cap + 1);
+	}
+	f->n = 0;
+}
+
+/* The time unit in ns of a memory block's flags E (times not in ns). */
+static inline uint64_t capture_mem5_unit_ns(unsigned int e)
+{
+	static const uint64_t unit[] = { 1000, 10000, 100000, 1000000 };
+
+	return unit[e & MEM5_BLOCK_UNIT_MASK];
 }
 /* A reader refuses larger schema 1 event blocks (the writer stored at most
  * 65520 bytes): this bounds the memory of a cursor. */
@@ -475,10 +591,16 @@ struct pending {
  * times in us and in ns: which one is stored is decided when the block is
  * written). */
 struct mem5_enc {
-	struct cbuf col[MEM5_COL_COUNT]; /* DT and RUN: in us */
-	struct cbuf ns_dt, ns_run;       /* DT and RUN in ns */
-	uint64_t run_t[2], base_t[2];    /* [0] us, [1] ns: the open run's time, the run's before */
-	uint64_t run_n[2];               /* events of the open run (0: none yet) */
+	struct cbuf col[MEM5_COL_COUNT]; /* DT and RUN: unused (tdt, trun) */
+	uint32_t nval[MEM5_COL_COUNT];   /* values in each column */
+	uint64_t mbits[MEM5_COL_COUNT];  /* a split column's MANT bits */
+	/* DT and RUN in each unit u: 0 ns, else 10^u us (E = u) */
+	struct cbuf tdt[MEM5_UNITS], trun[MEM5_UNITS];
+	uint64_t run_t[MEM5_UNITS], base_t[MEM5_UNITS]; /* the open run's time, the run's before */
+	uint64_t run_n[MEM5_UNITS];                     /* events of the open run (0: none yet) */
+	uint32_t nrun[MEM5_UNITS];                      /* runs closed */
+	uint64_t last_dec; /* the last time of the block as last written (ns) */
+	uint64_t floor_ts; /* that of the block before: no time of this one is earlier */
 	uint64_t prev_addr;
 	uint32_t nallocs, nfrees, npairs;
 	uint32_t nbin[MEM5_BINS]; /* frees of each class */
@@ -490,6 +612,13 @@ struct mem5_enc {
 	uint32_t pair_mask;
 	struct mem5_pair_slot *stk; /* the block's stacks, likewise (size 0) */
 	uint32_t stk_mask, nstks;
+	/* the block's frees by ord (1-based): the unclaimed ones of each class
+	 * linked from the class's last (ftail), 0 none */
+	struct mem5_free { uint32_t prev, next; uint16_t bin; uint8_t claimed; } *fl;
+	uint32_t fl_cap;
+	uint32_t ftail[MEM5_BINS];
+	struct mem5_live lv;
+	struct cbuf hs[3]; /* flush: HDR's PAL, PACK and ESC streams */
 };
 
 /* put_value: the blocks put of one stream (db, thread or counter id). */

@@ -1766,8 +1766,13 @@ struct mem5_alloc {
 
 struct mem5_dec {
 	const uint8_t *p;
-	size_t off[MEM5_COL_COUNT], end[MEM5_COL_COUNT];
-	bool ns;
+	size_t off[MEM5_STREAMS], end[MEM5_STREAMS];
+	unsigned int at[MEM5_COL_COUNT]; /* each column's (first) stream */
+	uint64_t bit[MEM5_COL_COUNT];    /* split: the next bit of its MANT stream */
+	bool ns, split, claim, live, pack;
+	uint64_t pal[MEM5_PAL_MAX], nhdr; /* pack: the palette, events read */
+	unsigned int npal;
+	uint64_t unit; /* of the times, in ns */
 	uint64_t t, run_left, addr;
 	struct mem5_alloc *allocs;
 	uint64_t *frees;
@@ -1778,6 +1783,12 @@ struct mem5_dec {
 	size_t npairs, cpairs;
 	uint32_t *stks;
 	size_t nstks, cstks;
+	/* claim: each free's links among the unclaimed of its class (index + 1,
+	 * 0 none), the last of each class */
+	struct mem5_free *fl;
+	size_t cfl;
+	uint32_t ftail[MEM5_BINS];
+	struct mem5_live lv; /* live: the allocations not freed by reference */
 };
 
 static void mem5_release(struct mem5_dec *d)
@@ -1786,6 +1797,9 @@ static void mem5_release(struct mem5_dec *d)
 	free(d->frees);
 	free(d->pairs);
 	free(d->stks);
+	free(d->fl);
+	free(d->lv.t);
+	free(d->lv.live);
 	for (unsigned int b = 0; b < MEM5_BINS; b++)
 		free(d->bin[b]);
 }
@@ -1795,17 +1809,29 @@ static void mem5_release(struct mem5_dec *d)
 static bool mem5_open(struct mem5_dec *d, const uint8_t *raw, size_t len, uint64_t first_ts)
 {
 	uint64_t flags, n;
-	size_t off = 0, c;
+	size_t off = 0, c, ns;
 
-	if (!get_varint(raw, len, &off, &flags) || flags & ~(uint64_t)MEM5_BLOCK_NS)
+	if (!get_varint(raw, len, &off, &flags) || flags & ~(uint64_t)MEM5_BLOCK_FLAGS ||
+	    (flags & MEM5_BLOCK_NS && flags >> MEM5_BLOCK_UNIT_SHIFT & MEM5_BLOCK_UNIT_MASK))
 		return false;
 	d->ns = flags & MEM5_BLOCK_NS;
-	for (c = 0; c < MEM5_COL_COUNT; c++) {
+	d->split = flags & MEM5_BLOCK_SPLIT;
+	d->claim = flags & MEM5_BLOCK_CLAIM;
+	d->live = flags & MEM5_BLOCK_LIVE;
+	d->pack = flags & MEM5_BLOCK_PACK;
+	d->unit = d->ns ? 1 : capture_mem5_unit_ns(flags >> MEM5_BLOCK_UNIT_SHIFT & 3);
+	for (c = ns = 0; c < MEM5_COL_COUNT; c++) {
+		d->at[c] = (unsigned int)ns;
+		ns += d->pack && c == MEM5_COL_HDR		? 3
+		      : d->split && MEM5_SPLIT_COLS >> c & 1 ? 2
+							   : 1;
+	}
+	for (c = 0; c < ns; c++) {
 		if (!get_varint(raw, len, &off, &n))
 			return false;
 		d->off[c] = (size_t)n; /* lengths for now */
 	}
-	for (c = 0; c < MEM5_COL_COUNT; c++) {
+	for (c = 0; c < ns; c++) {
 		n = d->off[c];
 		if (n > len - off)
 			return false;
@@ -1813,14 +1839,30 @@ static bool mem5_open(struct mem5_dec *d, const uint8_t *raw, size_t len, uint64
 		d->end[c] = off + (size_t)n;
 		off += (size_t)n;
 	}
-	if (!d->ns && first_ts % 1000)
-		return false; /* times in us start on a us */
+	if (first_ts % d->unit)
+		return false; /* times in units start on one */
 	d->p = raw;
-	d->t = d->ns ? first_ts : first_ts / 1000;
+	d->nhdr = 0;
+	d->npal = 0;
+	if (d->pack) {
+		/* the palette: all of the PAL stream */
+		c = d->at[MEM5_COL_HDR];
+		if (!get_varint(raw, d->end[c], &d->off[c], &n) || n > MEM5_PAL_MAX)
+			return false;
+		d->npal = (unsigned int)n;
+		for (ns = 0; ns < d->npal; ns++)
+			if (!get_varint(raw, d->end[c], &d->off[c], &d->pal[ns]))
+				return false;
+	}
+	d->p = raw;
+	d->t = first_ts / d->unit;
 	d->run_left = 0;
 	d->addr = 0;
+	memset(d->bit, 0, sizeof(d->bit));
 	d->nallocs = d->nfrees = d->npairs = d->nstks = 0;
 	memset(d->nbin, 0, sizeof(d->nbin));
+	memset(d->ftail, 0, sizeof(d->ftail));
+	mem5_live_reset(&d->lv);
 	return true;
 }
 
@@ -1847,7 +1889,82 @@ static bool mem5_push(void **a, size_t *n, size_t *cap, size_t elsize, bool *oom
 
 static bool mem5_col(struct mem5_dec *d, unsigned int c, uint64_t *v)
 {
-	return get_varint(d->p, d->end[c], &d->off[c], v);
+	unsigned int s = d->at[c], k;
+	uint64_t x;
+
+	if (d->pack && c == MEM5_COL_HDR) {
+		/* 2 bits an event: an index in the palette, else an escape */
+		if (d->nhdr >> 2 >= d->end[s + 1] - d->off[s + 1])
+			return false;
+		k = d->p[d->off[s + 1] + (d->nhdr >> 2)] >> (2 * (d->nhdr & 3)) & 3;
+		d->nhdr++;
+		if (k < d->npal) {
+			*v = d->pal[k];
+			return true;
+		}
+		return get_varint(d->p, d->end[s + 2], &d->off[s + 2], v);
+	}
+	if (!d->split || !(MEM5_SPLIT_COLS >> c & 1))
+		return get_varint(d->p, d->end[s], &d->off[s], v);
+	/* split: the bit length k, then the k - 1 bits below the highest */
+	if (d->off[s] >= d->end[s] || (k = d->p[d->off[s]++]) > 64)
+		return false;
+	if (k < 2) {
+		*v = k;
+		return true;
+	}
+	if ((uint64_t)(d->end[s + 1] - d->off[s + 1]) * 8 - d->bit[c] < k - 1)
+		return false;
+	for (x = 1; --k; d->bit[c]++)
+		x = x << 1 | (d->p[d->off[s + 1] + (d->bit[c] >> 3)] >> (d->bit[c] & 7) & 1);
+	*v = x;
+	return true;
+}
+
+/* With claim: the block's last free, of class bin, at the end of its
+ * class's unclaimed frees; false and *oom when out of memory. */
+static bool mem5_free_add(struct mem5_dec *d, unsigned int bin, bool *oom)
+{
+	struct mem5_free *f;
+	size_t o = d->nfrees, c;
+
+	if (o >= d->cfl) {
+		c = d->cfl ? d->cfl * 2 : 4096;
+		while (c <= o)
+			c *= 2;
+		f = realloc(d->fl, c * sizeof(*f));
+		if (!f) {
+			*oom = true;
+			return false;
+		}
+		d->fl = f;
+		d->cfl = c;
+	}
+	f = &d->fl[o];
+	f->bin = (uint16_t)bin;
+	f->claimed = 0;
+	f->next = 0;
+	f->prev = d->ftail[bin];
+	if (f->prev)
+		d->fl[f->prev].next = (uint32_t)o;
+	d->ftail[bin] = (uint32_t)o;
+	return true;
+}
+
+/* Free o (1-based) claimed by an alloc: off its class's unclaimed list. */
+static void mem5_claim_free(struct mem5_dec *d, uint32_t o)
+{
+	struct mem5_free *f = &d->fl[o];
+
+	if (f->claimed)
+		return;
+	f->claimed = 1;
+	if (f->next)
+		d->fl[f->next].prev = f->prev;
+	else
+		d->ftail[f->bin] = f->prev;
+	if (f->prev)
+		d->fl[f->prev].next = f->next;
 }
 
 /* The next event of the block into ev; false when malformed, -ENOMEM
@@ -1870,7 +1987,7 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 		d->t += dt;
 		d->run_left = n;
 	}
-	if (!d->ns && d->t > UINT64_MAX / 1000)
+	if (d->t > UINT64_MAX / d->unit)
 		return false;
 	d->run_left--;
 	/* an alloc's pair first: its size class finds the free it refers to */
@@ -1901,8 +2018,15 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 	}
 	bin = MEM5_BIN_NONE;
 	if (form == MEM5_FORM_REF && (hdr & MEM_HDR_OP)) {
-		if (!mem5_col(d, MEM5_COL_REF, &v) || !v || v > d->nallocs)
+		if (!mem5_col(d, MEM5_COL_REF, &v) || !v || v > (d->live ? d->lv.n : d->nallocs))
 			return false;
+		if (d->live) {
+			/* the v-th last allocation still live */
+			uint32_t o = mem5_live_find(&d->lv, d->lv.n - (uint32_t)v + 1);
+
+			mem5_live_add(&d->lv, o, -1);
+			v = d->nallocs - o + 1;
+		}
 		addr = d->allocs[d->nallocs - v].addr;
 		bin = capture_mem5_bin(d->allocs[d->nallocs - v].size);
 	} else if (form == MEM5_FORM_REF) {
@@ -1913,6 +2037,20 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 			if (v >> 1 > d->nfrees)
 				return false;
 			addr = d->frees[d->nfrees - (v >> 1)];
+			if (d->claim)
+				mem5_claim_free(d, (uint32_t)(d->nfrees - (v >> 1) + 1));
+		} else if (d->claim) {
+			/* the (v >> 1)-th last unclaimed free of the class */
+			uint32_t i = d->ftail[b];
+
+			if (v >> 1 > MEM5_CLAIM_MAX)
+				return false;
+			for (n = 1; i && n < v >> 1; n++)
+				i = d->fl[i].prev;
+			if (!i)
+				return false;
+			addr = d->frees[i - 1];
+			mem5_claim_free(d, i);
 		} else {
 			if (v >> 1 > d->nbin[b])
 				return false;
@@ -1932,6 +2070,14 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 			return false;
 		d->allocs[d->nallocs - 1].addr = addr;
 		d->allocs[d->nallocs - 1].size = size;
+		if (d->live) {
+			if (d->nallocs > UINT32_MAX / 2 ||
+			    !mem5_live_room(&d->lv, (uint32_t)d->nallocs)) {
+				*oom = true;
+				return false;
+			}
+			mem5_live_add(&d->lv, (uint32_t)d->nallocs, 1);
+		}
 	} else {
 		if (!mem5_push((void **)&d->frees, &d->nfrees, &d->cfrees, sizeof(*d->frees),
 			       oom) ||
@@ -1940,9 +2086,11 @@ static bool mem5_next(struct mem5_dec *d, struct cygprof_mem_event *ev, bool *oo
 			return false;
 		d->frees[d->nfrees - 1] = addr;
 		d->bin[bin][d->nbin[bin] - 1] = addr;
+		if (d->claim && !mem5_free_add(d, bin, oom))
+			return false;
 	}
 	d->addr = addr;
-	ev->ts_ns = d->ns ? d->t : d->t * 1000;
+	ev->ts_ns = d->t * d->unit;
 	ev->addr = addr;
 	ev->size = size;
 	ev->stack = (uint32_t)stack;

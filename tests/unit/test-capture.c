@@ -1447,7 +1447,7 @@ static void test_corrupt_mem(void)
 {
 	const char *path = tmp_path("damaged-mem.cap");
 	struct cygprof_stack_node good[2] = { { 1, 0, 0, 0, 0x1000 }, { 2, 1, 0, 1, 0x2000 } };
-	struct cygprof_mem_event ev = { .ts_ns = 5000, .addr = 0x1000, .size = 8, .stack = 2 }, e;
+	struct cygprof_mem_event ev = { .ts_ns = 10000, .addr = 0x1000, .size = 8, .stack = 2 }, e;
 	struct cygprof_stack_node *out = NULL;
 	struct cygprof_mem_cursor *cur = NULL;
 	struct cygprof_capture *cap;
@@ -1562,6 +1562,87 @@ static void test_corrupt_mem(void)
 	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 4, &cur), 0);
 	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), CYGPROF_E_CORRUPT);
 	cygprof_mem_cursor_close(cur);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+}
+
+/* Memory blocks with the flags of docs/capture-format.md (E, SPLIT, CLAIM,
+ * LIVE, PACK): one that reads, and one malformed block a flag. */
+static void test_mem_flags(void)
+{
+	const char *path = tmp_path("mem-flags.cap");
+	struct cygprof_stack_node good[2] = { { 1, 0, 0, 0, 0x1000 }, { 2, 1, 0, 1, 0x2000 } };
+	struct cygprof_mem_event ev = { .ts_ns = 10000, .addr = 0x1000, .size = 8, .stack = 2 }, e;
+	struct cygprof_mem_cursor *cur = NULL;
+	struct cygprof_capture *cap;
+	uint8_t key[8] = { 0 }, val[96];
+	const uint8_t h1 = 1 << 5 | CYGPROF_FN_MALLOC << 1, h2 = 2 << 5 | CYGPROF_FN_FREE << 1 | 1;
+	/* E 1 (10 us), SPLIT, LIVE, PACK: an alloc at 0x1000 (ADDR16: zigzag
+	 * 0x200, 10 bits), its free by live rank 1; 17 stream lengths */
+	const uint8_t good_blk[] = { 2 | 8 | 32 | 64, 3, 1, 0, 1, 1, 1, 2, 1, 0, 0, 0, 1, 0, 1,
+				     1, 0, 1,
+				     2, h1, h2, /* PAL */ 1 << 2, /* PACK */ 0, /* DT */ 2, /* RUN */
+				     10, 0, 0, /* ADDR */ 1, /* REF */ 0, /* PAIR */ 8, /* NEW */
+				     0, /* SREF */ 2 /* SNEW */ };
+	static const uint8_t bad[][24] = {
+		/* an unknown flag */
+		{ 0x80, 1, 0 },
+		/* NS with E */
+		{ 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+		/* SPLIT: a bit length of 65 */
+		{ 8, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, CYGPROF_FN_FREE << 1 | 1, 0, 1,
+		  65 },
+		/* LIVE: a free of rank 1 with no allocation live */
+		{ 32, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 2 << 5 | CYGPROF_FN_FREE << 1 | 1, 0, 1, 1 },
+		/* CLAIM: an alloc of the last unclaimed free, none */
+		{ 16, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 2 << 5 | CYGPROF_FN_MALLOC << 1, 0, 1, 2, 0, 8,
+		  0, 2 },
+		/* PACK: a palette of 4 */
+		{ 64, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4 },
+	};
+	static const size_t bad_len[] = { 3, 11, 20, 15, 19, 13 };
+	unsigned int i;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, good, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, &ev, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	memset(val, 0, sizeof(val));
+	key[3] = 1;
+	val[0] = 2;
+	val[5] = 0x4e; /* first_ts 0x4e00 = 19968: not on 10 us */
+	memcpy(val + 12, good_blk, sizeof(good_blk));
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 12 + sizeof(good_blk)), 0);
+	key[3] = 2;
+	le64_at(val + 4, 20000);
+	CHECK_EQ_INT(raw_block(path, "mem", key, val, 12 + sizeof(good_blk)), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		key[3] = (uint8_t)(3 + i);
+		memset(val + 12, 0, sizeof(val) - 12);
+		val[0] = 1;
+		memcpy(val + 12, bad[i], bad_len[i]);
+		CHECK_EQ_INT(raw_block(path, "mem", key, val, 12 + bad_len[i]), 0);
+	}
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 1, &cur), 0);
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), CYGPROF_E_CORRUPT);
+	cygprof_mem_cursor_close(cur);
+	CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 2, &cur), 0);
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), 1);
+	ev.ts_ns = 20000;
+	CHECK(mem_same(&e, &ev));
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), 1);
+	CHECK_EQ_U64(e.ts_ns, 20000);
+	CHECK_EQ_U64(e.addr, 0x1000);
+	CHECK_EQ_INT(e.op, CYGPROF_MEM_FREE);
+	CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), 0);
+	cygprof_mem_cursor_close(cur);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK_EQ_INT(cygprof_mem_cursor_open(cap, 3 + i, &cur), 0);
+		CHECK_EQ_INT(cygprof_mem_cursor_next(cur, &e), CYGPROF_E_CORRUPT);
+		cygprof_mem_cursor_close(cur);
+	}
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 }
 
@@ -2562,6 +2643,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_errors);
 	RUN_TEST(test_corrupt_values);
 	RUN_TEST(test_corrupt_mem);
+	RUN_TEST(test_mem_flags);
 	RUN_TEST(test_old_capture);
 	RUN_TEST(test_counters);
 	RUN_TEST(test_psamples);
