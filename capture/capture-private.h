@@ -667,8 +667,10 @@ struct cygprof_capture {
 	struct wlog log;
 	struct cbuf scratch;
 	struct cbuf mraw; /* a schema 5 memory block's columns, put together */
-	uint32_t mem_threads; /* threads that appended memory events: with more
-			       * than one, memory times are stored in ns */
+	uint32_t mem_threads; /* threads that appended memory events */
+	uint32_t mem_may;     /* threads that may have some (cygprof_capture_mem_threads());
+			       * with more than one of either, memory times are
+			       * stored in ns */
 	struct pending **pend[STREAM_COUNT]; /* by thread index */
 	size_t npend[STREAM_COUNT];
 	struct pending **dirty; /* pending blocks holding unwritten events */

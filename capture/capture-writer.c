@@ -832,7 +832,7 @@ static int flush_block(struct cygprof_capture *cap, struct pending *p, bool clos
 	if (p->m5) {
 		uint64_t first_ts;
 
-		rc = mem5_block(cap, p, cap->mem_threads > 1, &first_ts);
+		rc = mem5_block(cap, p, cap->mem_threads > 1 || cap->mem_may > 1, &first_ts);
 		if (!rc)
 			rc = block_value(cap, p->count, first_ts, cap->mraw.p, cap->mraw.len,
 					 CAPTURE_MEM5_ZSTD_LEVEL);
@@ -1521,6 +1521,12 @@ int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_i
  * whose runs are long enough while only one thread has memory events (its
  * order is the order of the stream), in ns once there are more (a reader
  * merges the threads by time: their order must stay the one they had). */
+
+void cygprof_capture_mem_threads(struct cygprof_capture *cap, uint32_t threads)
+{
+	if (cap && threads > cap->mem_may)
+		cap->mem_may = threads;
+}
 
 static size_t varint_len(uint64_t v)
 {

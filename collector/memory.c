@@ -239,6 +239,10 @@ void collector_mem_flush(struct collector *c, struct cthread *ct)
 	collector_note_err(c, stack_stash_store(&c->stash, c->cap));
 	collector_snapshot_mem(c, ct); /* cygprof top --memory: the live heap */
 	if (ct->nmev) {
+		/* read after the events were drained: a thread registered
+		 * later has every event after them (cygprof_capture_mem_threads()) */
+		cygprof_capture_mem_threads(c->cap, __atomic_load_n(&c->ctl->nthreads,
+								    __ATOMIC_ACQUIRE));
 		collector_note_err(c, cygprof_capture_append_mem(c->cap, ct->idx, ct->mev,
 								 ct->nmev));
 		ct->mem_events += ct->nmev;

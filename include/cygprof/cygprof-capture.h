@@ -512,13 +512,25 @@ struct cygprof_mem_event {
 
 /** Append memory events of one thread, in time order (encoded compactly:
  * column by column in blocks, frees referring to their allocation; from
- * 0.02 bytes per event in a malloc/free loop to 2-5 on random heaps).  A
- * reader gets ts_ns rounded down to the microsecond while only one thread
- * of the capture has memory events, exact with more.
+ * 0.005 bytes per event in a malloc/free loop to 1.5-3 on random heaps).
+ * A reader gets ts_ns rounded down to 10 us, 100 us or 1 ms (chosen per
+ * block) while only one thread may have memory events, exact (ns) once
+ * more than one has appended some or cygprof_capture_mem_threads() said
+ * more may: a reader merges the threads by time.
  * -EINVAL (and nothing appended) for time going backwards, an unknown op or
  * fn, or a FREE with a non-zero size or stack. */
 int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 			       const struct cygprof_mem_event *ev, size_t n);
+
+/** How many threads of the recorded program(s) may have memory events: a
+ * writer that knows more than one thread exists, before appending the
+ * events it drained, says so, and every memory block closed from then on
+ * keeps its times in ns.  Coarser times are safe only while no other thread
+ * can have an event between two of one thread's (the merge by time would
+ * order them wrongly); the count of threads that appended is not enough: a
+ * thread's first events may come to the writer after the other thread's
+ * block closed.  Never lowers the count. */
+void cygprof_capture_mem_threads(struct cygprof_capture *cap, uint32_t threads);
 
 /* A cursor over one thread's memory events in time order, reading the
  * capture block by block (memory use does not grow with the run length).
