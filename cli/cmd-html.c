@@ -353,7 +353,22 @@ static int cmp_stack_bytes(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static void write_memory(FILE *f, struct view *v, const char *file, struct cli_progress *pg)
+/* The progress of html's reading: the memory events, then the timeline's
+ * events, as one count (memory_load() reports its own done and total). */
+struct html_progress {
+	struct cli_progress *pg;
+	uint64_t base, total;
+};
+
+static void html_progress_fn(uint64_t done, uint64_t total, void *arg)
+{
+	struct html_progress *hp = arg;
+
+	(void)total;
+	cli_progress_set(hp->pg, NULL, hp->base + done, hp->total);
+}
+
+static void write_memory(FILE *f, struct view *v, const char *file, struct html_progress *hp)
 {
 	struct memory_opts mo;
 	struct memory *m;
@@ -362,8 +377,8 @@ static void write_memory(FILE *f, struct view *v, const char *file, struct cli_p
 	uint64_t ob = 0, oa = 0, ol = 0, op = 0;
 
 	memset(&mo, 0, sizeof mo);
-	mo.progress = cli_progress_fn; /* the memory events, a million at a time */
-	mo.progress_arg = pg;
+	mo.progress = html_progress_fn; /* the memory events, a million at a time */
+	mo.progress_arg = hp;
 	cli_check(memory_load(v, &mo, &m), file);
 	fprintf(f, "{\"allocations\":%" PRIu64 ",\"allocated_bytes\":%" PRIu64 ",\"frees\":%" PRIu64
 		",\"freed_bytes\":%" PRIu64 ",\"peak_bytes\":%" PRIu64 ",\"peak_ns\":%" PRIu64
@@ -470,6 +485,7 @@ struct tl {
 	struct { uint32_t node; uint64_t ts; } *stack;
 	size_t depth, cap;
 	uint32_t thread;
+	struct html_progress *hp; /* events read, counted on from hp->base */
 };
 
 static int slice_less(const struct slice *a, const struct slice *b)
@@ -557,6 +573,8 @@ static int tl_events(const struct cygprof_event *ev, size_t n, void *data)
 	struct tl *t = data;
 	size_t i, d;
 
+	t->hp->base += n;
+	cli_progress_set(t->hp->pg, NULL, t->hp->base, t->hp->total);
 	for (i = 0; i < n; i++) {
 		const struct cygprof_event *e = &ev[i];
 
@@ -600,7 +618,7 @@ static int cmp_slice(const void *a, const void *b)
  * "fn":[..],"start":[..],"dur":[..]}: the longest max calls of
  * every thread with timeline events, in time order per thread. */
 static void write_timeline(FILE *f, struct view *v, const struct profile *p, const char *file,
-			   uint64_t max)
+			   uint64_t max, struct html_progress *hp)
 {
 	const struct cygprof_thread *th;
 	size_t nth, i, k, nt = 0;
@@ -611,6 +629,7 @@ static void write_timeline(FILE *f, struct view *v, const struct profile *p, con
 	t.v = v;
 	t.p = p;
 	t.max = (size_t)max;
+	t.hp = hp;
 	t.heap = xcalloc(t.max, sizeof *t.heap);
 	cli_check(view_threads(v, &th, &nth), file);
 	fputs("{\"threads\":[", f);
@@ -696,7 +715,8 @@ int cmd_html(int argc, char **argv)
 	const struct cygprof_thread *th;
 	char *json = NULL;
 	size_t jlen = 0, nth = 0, i;
-	uint64_t calls = 0, nmem = 0;
+	uint64_t calls = 0, nmem = 0, nev = 0;
+	struct html_progress hp;
 	FILE *j, *f;
 	const char *file;
 	int has_mem, has_cnt, has_tl = 0;
@@ -708,22 +728,28 @@ int cmd_html(int argc, char **argv)
 	file = o.file ? o.file : CYGPROF_DEFAULT_CAPTURE;
 	has_mem = instrument_present(v, "memory");
 	has_cnt = has_mem || instrument_present(v, "counters") || instrument_present(v, "memdump");
-	/* what it reads: the memory events when there are (memory_load()'s
-	 * progress), else the trees' calls (at once: they are small) */
+	/* what it reads: the memory events and the timeline's events when
+	 * there are (one count: memory_load()'s progress, then the events),
+	 * else the trees' calls (at once: they are small) */
 	if (!view_threads(v, &th, &nth))
 		for (i = 0; i < nth; i++) {
-			if (!has_mem)
-				calls += th[i].calls;
+			calls += th[i].calls;
+			nev += th[i].events;
 			if (th[i].events)
 				has_tl = 1;
 		}
-	if (has_mem && !view_mem_count(v, &nmem))
-		cli_progress_set(&pg, "events", 0, nmem);
+	if (has_mem && view_mem_count(v, &nmem))
+		nmem = 0;
+	hp.pg = &pg;
+	hp.base = 0;
+	hp.total = nmem + nev;
+	if (hp.total)
+		cli_progress_set(&pg, "events", 0, hp.total);
 	else
 		cli_progress_set(&pg, "calls", 0, calls);
 	cli_check(profile_load(v, NULL, 0, &p), file);
 	cli_check(psamp_load(v, p, 1, &ps), file);
-	if (!has_mem)
+	if (!hp.total)
 		cli_progress_set(&pg, NULL, calls, calls);
 
 	j = open_memstream(&json, &jlen);
@@ -741,13 +767,15 @@ int cmd_html(int argc, char **argv)
 	write_tree(j, &t);
 	pathtree_release(&t);
 	fputs(",\"memory\":", j);
-	if (has_mem)
-		write_memory(j, v, file, &pg);
+	if (has_mem) {
+		write_memory(j, v, file, &hp);
+		hp.base = nmem;
+	}
 	else
 		fputs("null", j);
 	fputs(",\"timeline\":", j);
 	if (has_tl)
-		write_timeline(j, v, p, file, o.max_calls);
+		write_timeline(j, v, p, file, o.max_calls, &hp);
 	else
 		fputs("null", j);
 	fputs(",\"counters\":", j);
