@@ -110,6 +110,8 @@
     return (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0)) + ' ' + u[1];
   }
   function num(v) { return String(v).replace(/\B(?=(\d{3})+(?!\d))/g, ','); }
+  /* "1 call", "40 calls" */
+  function count(n, word) { return num(n) + ' ' + word + (n === 1 ? '' : 's'); }
   /* the views above the fold: [id, title]; the keys 1.. pick them */
   var VIEWS = [['flame', 'Flame graph'], ['sandwich', 'Sandwich']];
   if (TLD) VIEWS.push(['timeline', 'Timeline']);
@@ -165,9 +167,9 @@
   function summarySection() {
     var calls = 0, h = [], holds = [], L = D.limits || {};
     D.threads.forEach(function (t) { calls += t.calls; });
-    holds.push('<span class="chip">' + num(calls) + ' calls</span>');
+    holds.push('<span class="chip">' + count(calls, 'call') + '</span>');
     if (TLD) holds.push('<span class="chip">timeline</span>');
-    if (MEM) holds.push('<span class="chip">memory: ' + num(MEM.allocations) + ' allocations, ' + bytes(MEM.allocated_bytes) + '</span>');
+    if (MEM) holds.push('<span class="chip">memory: ' + count(MEM.allocations, 'allocation') + ', ' + bytes(MEM.allocated_bytes) + '</span>');
     if (P) holds.push('<span class="chip">samples: ' + num(P.samples) + '</span>');
     if (CNT && CNT.length) holds.push('<span class="chip">counters: ' + CNT.length + '</span>');
     var warn = [];
@@ -475,7 +477,7 @@
     sw.cr.rows = cr; sw.ce.rows = ce;
     sw.cr.draw(); sw.ce.draw();
     $('sw-fn').value = F[k][0];
-    $('sw-title').textContent = vis(F[k][0]) + ': ' + num(F[k][1]) + ' calls' +
+    $('sw-title').textContent = vis(F[k][0]) + ': ' + count(F[k][1], 'call') +
       (F[k][4] ? ' (' + num(F[k][4]) + ' recursive)' : '') + ', self ' + tns(F[k][2]) + ', total ' + tns(F[k][3]) +
       (noTimes ? '' : ' (' + pct(F[k][3], PT.value[0]) + ')');
     $('v-sandwich').setAttribute('data-fn', String(k));
@@ -615,9 +617,9 @@
     };
     mem = { t: new Table('memfns', cols, rows, 3, memPick), cr: new Table('memcallers', rcols('caller'), [], 1, memPick),
       ce: new Table('memcallees', rcols('callee'), [], 1, memPick) };
-    add('<h2 id="s-memory">Memory</h2><p>' + MEM.allocations + ' allocations, ' + bytes(MEM.allocated_bytes) +
-      ' allocated; peak ' + bytes(MEM.peak_bytes) + ' live at ' + hns(MEM.peak_ns) + '; ' + MEM.leaked_allocations +
-      ' blocks (' + bytes(MEM.leaked_bytes) + ') never freed; ' + MEM.temporary + ' temporary allocations.</p>' +
+    add('<h2 id="s-memory">Memory</h2><p>' + count(MEM.allocations, 'allocation') + ', ' + bytes(MEM.allocated_bytes) +
+      ' allocated; peak ' + bytes(MEM.peak_bytes) + ' live at ' + hns(MEM.peak_ns) + '; ' + count(MEM.leaked_allocations, 'block') +
+      ' (' + bytes(MEM.leaked_bytes) + ') never freed; ' + count(MEM.temporary, 'temporary allocation') + '.</p>' +
       '<p class="note">Self: the stacks whose innermost frame is the function; total: the stacks through it. ' +
       'Click a row for its callers and callees.</p>' + mem.t.html() +
       '<p id="mem-fn"></p><h3>Callers</h3>' + mem.cr.html() + '<h3>Callees</h3>' + mem.ce.html());
@@ -832,8 +834,14 @@
         if (m && (!small || m < small)) small = m;
         if (s.t.length && s.t[s.t.length - 1] > tmax) tmax = s.t[s.t.length - 1];
       });
-      var logy = small > 0 && hi / small > 100, lo = 0;
-      if (logy) { lo = Math.pow(10, Math.floor(Math.log10(small)) - 1); hi = Math.pow(10, Math.ceil(Math.log10(hi))); }
+      /* a log scale's steps: powers of 32 for bytes (1 MiB, 32 MiB, 1 GiB:
+       * round in the binary units they are written in), else of 10 */
+      var logy = small > 0 && hi / small > 100, lo = 0, step = gr.unit === 'bytes' ? 32 : 10;
+      if (logy) {
+        var lg = function (v) { return Math.log(v) / Math.log(step); };
+        lo = Math.pow(step, Math.floor(lg(small)) - (step === 10 ? 1 : 0));
+        hi = Math.pow(step, Math.ceil(lg(hi)));
+      }
       if (hi <= lo) hi = lo + 1;
       var X0 = 70, Y0 = 22, PW = W - X0 - 10, PH = 112, H = Y0 + PH + 20 + 14 * Math.ceil(gr.s.length / 2);
       function fy(v) {
@@ -844,7 +852,7 @@
         '<text x="4" y="13" class="ptitle">' + esc((gr.pid ? 'process ' + gr.pid : 'system') + ': ' + gr.unit + (logy ? ', log scale' : '')) + '</text>'];
       var ticks = logy ? [] : [lo, (lo + hi) / 2, hi];
       if (!logy && f(Math.round(ticks[1])) === f(Math.round(hi))) ticks.splice(1, 1); /* 0, 1, 1 */
-      if (logy) for (var v = lo; v <= hi * 1.01; v *= 10) ticks.push(v);
+      if (logy) for (var v = lo; v <= hi * 1.01; v *= step) ticks.push(v);
       ticks.forEach(function (v) {
         svg.push('<line class="grid" x1="' + X0 + '" x2="' + (X0 + PW) + '" y1="' + fy(v) + '" y2="' + fy(v) + '"/>' +
           '<text x="' + (X0 - 4) + '" y="' + fy(v) + '" text-anchor="end" dominant-baseline="middle">' + esc(f(Math.round(v))) + '</text>');
