@@ -54,7 +54,7 @@ def test_compensate(ck, cyg, example, args):
     if not ck.check(isinstance(o, dict), 'info --format=json has "overhead": %r' % (o,)):
         raise Failure('no calibration')
     ck.check(o['in_ns'] > 0 and o['out_ns'] > 0, 'o_in and o_out positive: %r' % (o,))
-    ck.eq(o['rounds'], 5, 'calibration rounds')
+    ck.eq(o['rounds'], 11, 'calibration rounds')
     comp = report(cyg, cap, False)
     raw = report(cyg, cap, True)
     ck.eq(comp.get('times_compensated'), True, 'report says times_compensated')
