@@ -114,7 +114,7 @@ static int add_thread(struct collector *c, struct pushstate *ps, struct cthread 
 		if (ct->proc)
 			collector_proc_maps(c, ct->proc);
 		if (ov)
-			err = profile_compensate(nodes, ct->n, ov, NULL);
+			err = profile_compensate(nodes, ct->n, ov, NULL, NULL);
 		if (!err)
 			err = profile_self_times(nodes, ct->n, self, NULL);
 	}

@@ -216,7 +216,7 @@ static int thread_profile(struct collector *c, struct cthread *ct, size_t n, str
 	struct collector_overhead co;
 	if (!err && !c->o->raw_times && collector_overhead(c, &co)) {
 		struct profile_overhead ov = {co.in_ns, co.in_ns + co.out_ns};
-		err = profile_compensate(c->snap->nodes, n, &ov, NULL);
+		err = profile_compensate(c->snap->nodes, n, &ov, NULL, NULL);
 	}
 	if (!err)
 		err = profile_add_tree_idx(p, NULL, nodes, fnidx, n);

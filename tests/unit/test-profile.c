@@ -243,9 +243,10 @@ static void test_compensate(void)
 	};
 	struct profile_overhead o = {.in_ns = 2, .full_ns = 5};
 	double cut[5];
-	uint64_t self[5], total;
+	uint64_t self[5], total, clamped = 99;
 
-	CHECK_EQ_INT(profile_compensate(nodes, 5, &o, cut), 0);
+	CHECK_EQ_INT(profile_compensate(nodes, 5, &o, cut, &clamped), 0);
+	CHECK_EQ_U64(clamped, 1); /* c */
 	CHECK_EQ_U64(nodes[3].total_ns, 60);  /* 100 - 20*2 */
 	CHECK_EQ_U64(nodes[2].total_ns, 380); /* 500 - 10*2 - 20*5 */
 	CHECK_EQ_U64(nodes[1].total_ns, 848); /* 1000 - 2 - 30*5 */
@@ -262,7 +263,7 @@ static void test_compensate(void)
 	CHECK_EQ_U64(total, 848);
 
 	struct cygprof_node bad[] = {{.parent = CYGPROF_NONE}, {.parent = 1}};
-	CHECK_EQ_INT(profile_compensate(bad, 2, &o, NULL), -EINVAL);
+	CHECK_EQ_INT(profile_compensate(bad, 2, &o, NULL, NULL), -EINVAL);
 }
 
 /* inclusive.c: root -> a (line 10) -> b (line 20) -> a (line 10, twice:
