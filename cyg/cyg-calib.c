@@ -21,28 +21,34 @@
  * median are dropped (cyg-calib-stats.h), the rest give the mean and the
  * spread (standard deviation) of o_in and o_out.  An attempt that keeps
  * fewer than CALIB_MIN_KEPT rounds was disturbed throughout: it is made
- * again, up to CALIB_TRIES times, and the attempt with the most rounds
- * kept (then the smallest spread) is stored.
+ * again, up to CALIB_TRIES times, and the best attempt is stored (better():
+ * one that kept enough rounds, then the fastest, as a disturbance only
+ * ever adds time).
  *
  * With a timeline the hooks also write every enter and exit into the
  * thread's ring, and what that costs depends on where the ring's lines
  * are: a real ring (4 MiB by default) is far larger than L1 and L2, so in
  * a run each line written was last touched a whole ring ago and has left
  * the core's caches.  The calibration writes a ring of the run's size
- * (ctl->ring_words), walked first (which also faults its pages in) and
- * then written from its start, round after round without going back, so
+ * (ctl->ring_words), round after round without going back, each attempt's
+ * span faulted in first and flushed from the caches (ring_prepare()), so
  * that its stores miss as in a run.  That ring is then handed to the
- * first writer this process image makes (cyg__spare_ring()), pages
- * faulted in already: the calibration costs the mapping nothing.
+ * first writer this process image makes (cyg__spare_ring()), its first
+ * pages faulted in already: the calibration costs the mapping nothing.
+ * (Measured on bench/programs/calls.c, a ring's stores cost the hooks
+ * little even when they miss: the store buffer hides them.  What the
+ * calibration cannot see is the collector draining the ring on another
+ * core while the program runs, a few ns a call more: README.md.)
  *
  * The calls go to a scratch writer that is not on the thread list,
  * switched into the TLS for the time of the measure with every signal
  * blocked: the collector never sees its nodes and the thread's own tree is
  * untouched.  Nothing here runs on the hooks' fast path; the scratch
  * writer takes some 17 KiB of the mapping (its nodes' first chunk, its
- * stack) once per process image.  The rounds take 0.3-0.5 ms (11 rounds
- * of 2000 calls), the walk of a 4 MiB ring about as much again.  Runs
- * inside the traced program, on the attach's cold path.
+ * stack) once per process image.  The rounds take about 0.5 ms (11 rounds
+ * of 2000 calls), with a timeline the span of the ring they write (384
+ * KiB: its page faults and flushes) some 0.3 ms more.  Runs inside the
+ * traced program, on the attach's cold path.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -59,7 +65,6 @@
 #define CALIB_MIN_KEPT 8  /* an attempt keeping fewer rounds was disturbed */
 #define CALIB_TRIES 3     /* attempts at most */
 #define CALIB_STACK 8     /* frames of the scratch writer's stack */
-#define CALIB_WALK_BYTES (4u << 20) /* the most of the ring walked before the rounds */
 
 _Static_assert(CALIB_ROUNDS <= CALIB_MAX_ROUNDS, "cyg-calib-stats.h takes CALIB_MAX_ROUNDS");
 
@@ -127,14 +132,38 @@ static struct cyg_thread *scratch_writer(uint64_t ring)
 }
 
 /* Room in the scratch ring for a round of k calls: on along it from where
- * the last round stopped (its next lines are the ones the walk touched
- * longest ago), back to its start only when the round would not fit, and
- * never full (nobody drains it: what was written counts as drained). */
+ * the last round stopped (lines ring_prepare() left out of the caches),
+ * back to its start only when the round would not fit, and never full
+ * (nobody drains it: what was written counts as drained). */
 static void ring_room(struct cyg_thread *t, unsigned k, uint64_t ring_words)
 {
 	if (ring_words && t->head + 2 * (uint64_t)k + 8 > ring_words)
 		t->head = 0;
 	t->tail_seen = t->head;
+}
+
+/* Before an attempt: the ring words its rounds (and its warm-up) will
+ * write, from head on, faulted in (one store a page would do; one a line
+ * costs little more) and then flushed from the caches, where a real
+ * ring's lines are when it comes round again (written a whole ring ago,
+ * read since by the collector on another core).  The attempt starts where
+ * its span fits without wrapping; a ring smaller than the span is done
+ * whole (and wraps round by round, as a ring that small does in a run). */
+static void ring_prepare(struct cyg_thread *t, unsigned k, uint64_t ring_words)
+{
+	uint64_t span = (CALIB_ROUNDS + 1) * (2 * (uint64_t)k + 8), *ring = cyg_ringbuf(t);
+
+	if (t->head + span > ring_words)
+		t->head = 0;
+	if (span > ring_words)
+		span = ring_words;
+	for (uint64_t i = 0; i < span; i += CYG_CACHELINE / 8)
+		__atomic_store_n(&ring[t->head + i], 0, __ATOMIC_RELAXED);
+#if defined(__x86_64__) || defined(__i386__)
+	for (uint64_t i = 0; i < span; i += CYG_CACHELINE / 8)
+		_mm_clflush(&ring[t->head + i]);
+	_mm_mfence();
+#endif
 }
 
 /* One attempt: the figures of its rounds, per round in ticks per k calls.
@@ -145,6 +174,8 @@ static int calib_attempt(struct cyg_thread *t, unsigned k, uint64_t ring_words, 
 	struct cyg_node *root = CYG_NODE(cyg_base, t->root), *outer, *inner;
 	unsigned r;
 
+	if (ring_words)
+		ring_prepare(t, k, ring_words);
 	ring_room(t, k, ring_words);
 	calib_round(k < CALIB_WARM ? k : CALIB_WARM); /* makes the nodes, warms up */
 	if (!root->first_child || t->depth != 0 || t->ovf)
@@ -169,13 +200,22 @@ static int calib_attempt(struct cyg_thread *t, unsigned k, uint64_t ring_words, 
 	return 0;
 }
 
-/* Touch one word a cache line over the ring's first `bytes`, in order:
- * its pages faulted in, and its start last touched a ring (or
- * CALIB_WALK_BYTES) ago. */
-static void walk_ring(uint64_t *ring, uint64_t bytes)
+/* Whether attempt a (its in and out) beats attempt b: one that kept
+ * CALIB_MIN_KEPT rounds beats one that did not; of two that did, the
+ * faster one (a disturbance only ever adds time); of two that did not, the
+ * one that kept more, then the faster. */
+static int better(const struct calib_summary *ain, const struct calib_summary *aout,
+		  const struct calib_summary *bin, const struct calib_summary *bout)
 {
-	for (uint64_t i = 0; i < bytes / 8; i += CYG_CACHELINE / 8)
-		__atomic_store_n(&ring[i], 0, __ATOMIC_RELAXED);
+	int ga = ain->kept >= CALIB_MIN_KEPT, gb = bin->kept >= CALIB_MIN_KEPT;
+
+	if (!bin->kept)
+		return ain->kept > 0;
+	if (ga != gb)
+		return ga;
+	if (!ga && ain->kept != bin->kept)
+		return ain->kept > bin->kept;
+	return ain->mean + aout->mean < bin->mean + bout->mean;
 }
 
 uint64_t cyg__spare_ring(void)
@@ -214,8 +254,6 @@ void cyg__calibrate(void)
 			errno = err;
 			return;
 		}
-		walk_ring(AT(ring), ring_words * 8 < CALIB_WALK_BYTES ? ring_words * 8
-								       : CALIB_WALK_BYTES);
 	}
 	t = scratch_writer(ring);
 	if (!t) {
@@ -226,7 +264,7 @@ void cyg__calibrate(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	cyg__tls_use(t);
 
-	t->head = t->tail_seen = 0; /* the ring from its start, the walk's oldest lines */
+	t->head = t->tail_seen = 0;
 	while (tries < CALIB_TRIES) {
 		unsigned char keep[CALIB_ROUNDS], keep_out[CALIB_ROUNDS];
 		tries++;
@@ -239,8 +277,7 @@ void cyg__calibrate(void)
 			keep[r] = keep[r] && keep_out[r];
 		struct calib_summary si = calib_summarize(in, keep, CALIB_ROUNDS);
 		struct calib_summary so = calib_summarize(out, keep, CALIB_ROUNDS);
-		if (si.kept > best_in.kept ||
-		    (si.kept == best_in.kept && si.spread + so.spread < best_in.spread + best_out.spread)) {
+		if (better(&si, &so, &best_in, &best_out)) {
 			best_in = si;
 			best_out = so;
 		}
