@@ -21,7 +21,9 @@ Usage:
   modes       the calibration runs the hooks of the recording: --timeline
               stores overhead_mode timeline and the ring it wrote (4 MiB by
               default, 1 MiB with --ring-size 1M), --memory memory, both
-              timeline+memory; --time=sampled has none.
+              timeline+memory; a shell running the program twice has
+              several images calibrated and their range; --time=sampled
+              has none.
   clamp       a capture whose stored calibration is absurd (o_in 1 us, set
               with DUMP): tiny, many and main are clamped (exactly 3, the
               report says so in JSON and text), main's total is exactly
@@ -153,6 +155,19 @@ def test_modes(ck, cyg, example, args):
         fc = fns(report(cyg, cap, False))
         for name, n in CALLS.items():
             ck.eq(fc.get(name, {}).get('calls'), n, '%s: calls of %s' % (what, name))
+    # every process image calibrates: the shell and its two children
+    cap = os.path.join(cyg.workdir, 'sh.data')
+    cp = cyg.record(cap, ['/bin/sh', '-c', '"$0"; "$0"', example], opts=['-q'])
+    if cp.returncode != 0:
+        raise Failure('record sh failed (%s): %s' % (describe_status(cp.returncode), cp.err))
+    o = overhead_of(ck, cyg, cap)
+    ck.check(o['images'] >= 2, 'several process images calibrated: %r' % o['images'])
+    ck.check(o['in_range_ns'][0] <= o['in_ns'] <= o['in_range_ns'][1] and
+             o['out_range_ns'][0] <= o['out_ns'] <= o['out_range_ns'][1],
+             'the first image\'s figures lie in the range: %r' % (o,))
+    cp = run([cyg.exe, 'info', cap])
+    ck.check('%d process images calibrated: o_in ' % o['images'] in cp.out,
+             'info shows the images\' range')
     cap = os.path.join(cyg.workdir, 's.data')
     cp = cyg.record(cap, [example], opts=['-q', '--time=sampled'])
     if cp.returncode != 0:
