@@ -63,6 +63,10 @@ HIDDEN int cyg__attach(void);
  * process image's record (cyg_proc.calib_*); nothing under
  * CYG_F_NOCLOCK.  Called once the state is attached (cyg-calib.c). */
 HIDDEN void cyg__calibrate(void) COLD;
+/* The timeline ring the calibration wrote (the run's size, its pages
+ * faulted in), for the first writer of this process image to take: its
+ * offset once, then 0 (0 also in another process, a fork child). */
+HIDDEN uint64_t cyg__spare_ring(void) COLD;
 
 /* A writer of an earlier attach (the runtime was detached, then attached
  * again to another mapping): the thread's TLS still names it, in the old

@@ -91,9 +91,11 @@ def one_line(err):
 
 # what differs between two local runs too: times, pids, the order in which
 # threads are found (idx), the heap over time, the clock's pairings and
-# rate, and the capture's name and size
+# rate, the calibration's outlier rounds and tries and the call paths its
+# compensation clamped, and the capture's name and size
 DROP = ('start_time', 'pid', 'ppid', 'tid', 'share', 'idx', 'heap', 'clock_start',
-        'clock_end', 'tsc_hz', 'file', 'size')
+        'clock_end', 'tsc_hz', 'file', 'size', 'rounds_kept', 'tries',
+        'compensation_clamped')
 
 
 def norm(x, drop=()):
