@@ -369,22 +369,7 @@ void capture_free(struct cygprof_capture *cap)
 			if (cap->pend[s][i]) {
 				free(cap->pend[s][i]->buf);
 				free(cap->pend[s][i]->stk);
-				if (cap->pend[s][i]->m5) {
-					for (unsigned int c = 0; c < MEM5_COL_COUNT; c++)
-						free(cap->pend[s][i]->m5->col[c].p);
-					for (unsigned int u = 0; u < MEM5_UNITS; u++) {
-						free(cap->pend[s][i]->m5->tdt[u].p);
-						free(cap->pend[s][i]->m5->trun[u].p);
-					}
-					free(cap->pend[s][i]->m5->pair);
-					free(cap->pend[s][i]->m5->stk);
-					free(cap->pend[s][i]->m5->fl);
-					free(cap->pend[s][i]->m5->lv.t);
-					free(cap->pend[s][i]->m5->lv.live);
-					for (unsigned int c = 0; c < 3; c++)
-						free(cap->pend[s][i]->m5->hs[c].p);
-					free(cap->pend[s][i]->m5);
-				}
+				mem5_enc_free(cap->pend[s][i]->m5);
 			}
 			free(cap->pend[s][i]);
 		}

@@ -587,39 +587,34 @@ struct pending {
 	struct mem5_enc *m5; /* DB_MEM: the open block's columns (buf unused) */
 };
 
-/* The columns of the open schema 5 memory block of one thread (with the
- * times in us and in ns: which one is stored is decided when the block is
- * written). */
-struct mem5_enc {
-	struct cbuf col[MEM5_COL_COUNT]; /* DT and RUN: unused (tdt, trun) */
-	uint32_t nval[MEM5_COL_COUNT];   /* values in each column */
-	uint64_t mbits[MEM5_COL_COUNT];  /* a split column's MANT bits */
-	/* DT and RUN in each unit u: 0 ns, else 10^u us (E = u) */
-	struct cbuf tdt[MEM5_UNITS], trun[MEM5_UNITS];
-	uint64_t run_t[MEM5_UNITS], base_t[MEM5_UNITS]; /* the open run's time, the run's before */
-	uint64_t run_n[MEM5_UNITS];                     /* events of the open run (0: none yet) */
-	uint32_t nrun[MEM5_UNITS];                      /* runs closed */
-	uint64_t last_dec; /* the last time of the block as last written (ns) */
-	uint64_t floor_ts; /* that of the block before: no time of this one is earlier */
-	uint64_t prev_addr;
-	uint32_t nallocs, nfrees, npairs;
-	uint32_t nbin[MEM5_BINS]; /* frees of each class */
-	struct { uint64_t addr, size; uint32_t ord; } alloc[MEM5_CACHE]; /* ord: 1-based, 0 empty */
-	struct { uint64_t addr; uint32_t ord, bord, bin; } freed[MEM5_CACHE]; /* of the frees:
-		* ord among all, bord among its class's */
-	/* the block's (size, stack) table: open addressing, mask + 1 slots */
-	struct mem5_pair_slot { uint64_t size; uint32_t stack, idx; } *pair; /* idx + 1, 0 empty */
-	uint32_t pair_mask;
-	struct mem5_pair_slot *stk; /* the block's stacks, likewise (size 0) */
-	uint32_t stk_mask, nstks;
-	/* the block's frees by ord (1-based): the unclaimed ones of each class
-	 * linked from the class's last (ftail), 0 none */
-	struct mem5_free { uint32_t prev, next; uint16_t bin; uint8_t claimed; } *fl;
-	uint32_t fl_cap;
-	uint32_t ftail[MEM5_BINS];
-	struct mem5_live lv;
-	struct cbuf hs[3]; /* flush: HDR's PAL, PACK and ESC streams */
-};
+/* A free of a schema 5 memory block, by ord: with MEM5_BLOCK_CLAIM, the
+ * unclaimed frees of each size class are linked (prev, next: ords, 0
+ * none), for the writer and the reader alike. */
+struct mem5_free { uint32_t prev, next; uint16_t bin; uint8_t claimed; };
+
+/* The writer's encoder of schema 5 memory blocks (capture-memenc.c): the
+ * columns of the open block of one thread. */
+struct mem5_enc;
+struct mem5_enc *mem5_enc_new(void);
+void mem5_enc_free(struct mem5_enc *m);
+/* The events ev[0 .. n) at the end of the open block, in time order, as
+ * long as its columns stay below CAPTURE_MEM5_RAW_MAX with reserve bytes
+ * more: how many were added (the block is full before the next one; at
+ * least one when the block is empty, unless out of memory: then *err is
+ * -ENOMEM and the block cannot be written). */
+size_t mem5_enc_append(struct mem5_enc *m, const struct cygprof_mem_event *ev, size_t n,
+		       size_t reserve, int *err);
+/* The bytes of the block's columns (both time encodings counted), with
+ * room for its header: what mem5_enc_append() compares. */
+size_t mem5_enc_len(const struct mem5_enc *m);
+/* The open block (count events from time first) put together into b
+ * (emptied first): times in ns when ns, else in the unit chosen; its
+ * stored first time into *first_ts.  0 or -ENOMEM. */
+int mem5_enc_block(struct mem5_enc *m, struct cbuf *b, uint32_t count, uint64_t first,
+		   bool ns, uint64_t *first_ts);
+/* The block written last is closed: the next one starts afresh, no time
+ * of it before the last one written. */
+void mem5_enc_next_block(struct mem5_enc *m);
 
 /* put_value: the blocks put of one stream (db, thread or counter id). */
 struct vstream {
