@@ -697,7 +697,15 @@ struct cygprof_capture {
 			 * close only publishes and frees */
 	int finish_rc;  /* what it returned */
 	unsigned commits_untrimmed; /* commits since map_trim() dropped the map's pages */
+	bool compacted; /* cygprof_capture_compact() replaced the file: env writes the old one */
 };
+
+/* A new file next to path: ".NAME.XXXXXX", created exclusively (O_EXCL:
+ * never an existing file, never through a symlink), mode 0666 less the
+ * umask; *tmp its name (malloc'd), *fdp its descriptor. */
+int capture_make_temp(const char *path, char **tmp, int *fdp);
+/* CYGPROF_FSYNC set, and not to 0 (cygprof takes 0 or 1: cli/env.c). */
+bool capture_fsync_asked(void);
 
 /* The open file description fd write-locks its whole file while a writer
  * lives; readers test it (capture_writer_holds) and read a live capture
@@ -712,6 +720,11 @@ int capture_writer_holds(int fd);
 int capture_live_snapshot(struct cygprof_capture *cap, int fd, int *out);
 /* The transaction id of the newer of fd's two LMDB meta pages. */
 int capture_meta_txnid(int fd, uint64_t *txnid);
+/* In the file fd written by LMDB's compacting copy (pages of psize
+ * bytes, its meta page 1 of transaction 1, meta page 0 empty): the meta
+ * page of transaction txnid (at least 2) instead, as the capture copied had
+ * it, so that its seal ("txn") holds. */
+int capture_meta_set_txnid(int fd, unsigned int psize, uint64_t txnid);
 
 /* The room cygprof_capture_create() holds next to the capture for the last
  * transaction after a failed write (the meta key "ended" and the seal touch

@@ -44,6 +44,8 @@ static int check_writer(struct cygprof_capture *cap)
 		return -EINVAL;
 	if (cap->rdonly)
 		return CYGPROF_E_RDONLY;
+	if (cap->compacted)
+		return -EINVAL; /* sealed and copied: the file written is not the capture's */
 	return cap->stream_err;
 }
 
@@ -397,9 +399,7 @@ static int init_dbs(struct cygprof_capture *cap)
 	return capture_err(mdb_txn_commit(txn));
 }
 
-/* A new file next to path: ".NAME.XXXXXX", created exclusively (O_EXCL:
- * never an existing file, never through a symlink). */
-static int make_temp(const char *path, char **tmp, int *fdp)
+int capture_make_temp(const char *path, char **tmp, int *fdp)
 {
 	const char *slash = strrchr(path, '/');
 	size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
@@ -493,7 +493,7 @@ static int new_writer(const char *path, struct cygprof_capture **out,
 	if (!cap)
 		return -ENOMEM;
 	cap->path = strdup(path);
-	rc = cap->path ? make_temp(path, &cap->tmp_path, fd) : -ENOMEM;
+	rc = cap->path ? capture_make_temp(path, &cap->tmp_path, fd) : -ENOMEM;
 	if (rc) {
 		if (*fd >= 0)
 			close(*fd);
@@ -935,8 +935,7 @@ static int seal(struct cygprof_capture *cap)
 	return rc;
 }
 
-/* CYGPROF_FSYNC set, and not to 0 (cygprof takes 0 or 1: cli/env.c). */
-static bool fsync_asked(void)
+bool capture_fsync_asked(void)
 {
 	const char *s = getenv("CYGPROF_FSYNC");
 
@@ -977,7 +976,7 @@ static int writer_finish(struct cygprof_capture *cap)
 	/* Flushed to the page cache, not forced to the disk: an fsync of a
 	 * large capture costs the user seconds for a crash of the whole system
 	 * only (a crash of cygprof or of the program loses nothing committed). */
-	rc2 = fsync_asked() ? capture_err(mdb_env_sync(cap->env, 1)) : 0;
+	rc2 = capture_fsync_asked() ? capture_err(mdb_env_sync(cap->env, 1)) : 0;
 	return rc ? rc : rc2;
 }
 

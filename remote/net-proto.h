@@ -99,8 +99,10 @@ enum {
 /* Replay one whole frame's payload (not ZBATCH, not a part of a value) on
  * *cap.  NETP_DONE_*, or <0: -EBADMSG for a malformed frame, or the
  * capture's error (a value it refused: CYGPROF_E_CORRUPT); err (errlen
- * bytes) gets one line on failure.  END closes and ABORT discards the
- * capture: *cap is NULL after them (also when closing failed). */
+ * bytes) gets one line on failure.  END seals, compacts and closes, and
+ * ABORT discards the capture: *cap is NULL after them (also when closing
+ * failed); after an END that compaction failed (the capture is kept
+ * whole) err says so, and NETP_DONE_END is returned. */
 int netp_dispatch(uint32_t type, const uint8_t *payload, uint32_t plen,
 		  struct cygprof_capture **cap, char *err, size_t errlen);
 

@@ -2550,6 +2550,244 @@ static void test_older_snapshot(void)
 
 /* Under RLIMIT_AS: a reader maps what the file needs, a writer starts at a
  * quarter of the limit and says so when it cannot grow. */
+/* The free pages of an LMDB file (its free list, as mdb_stat -f counts
+ * them), or UINT64_MAX when it does not open. */
+static uint64_t free_pages(const char *path)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	uint64_t n = UINT64_MAX;
+	size_t c;
+
+	if (mdb_env_create(&env))
+		return n;
+	if (!mdb_env_set_maxdbs(env, 16) &&
+	    !mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0600) &&
+	    !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+		if (!mdb_cursor_open(txn, 0, &cur)) {
+			int r;
+
+			n = 0;
+			for (r = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !r;
+			     r = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+				memcpy(&c, v.mv_data, sizeof c);
+				n += c;
+			}
+			mdb_cursor_close(cur);
+		}
+		mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return n;
+}
+
+static uint64_t size_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : (uint64_t)st.st_size;
+}
+
+/* A capture whose trees, meta and memory block were written again at
+ * every commit: pages freed, which the compaction drops. */
+static struct cygprof_capture *churned(const char *path, struct cygprof_node *tree, size_t nn,
+				       struct cygprof_mem_event *ev, size_t nev)
+{
+	struct cygprof_stack_node st[2] = {
+		{ .id = 1, .kind = CYGPROF_FRAME_FN, .addr = 0x1000 },
+		{ .id = 2, .parent = 1, .kind = CYGPROF_FRAME_RA, .addr = 0x1010 },
+	};
+	struct cygprof_thread th = { .idx = 0, .tid = 42, .calls = 1 };
+	struct cygprof_capture *cap = NULL;
+	char val[64];
+	size_t i, round;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	if (!cap)
+		return NULL;
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, st, 2), 0);
+	for (round = 0; round < 30; round++) {
+		CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+		for (i = 1; i < nn; i++)
+			tree[i].calls++;
+		th.calls = round + 1;
+		CHECK_EQ_INT(cygprof_capture_put_thread(cap, &th), 0);
+		CHECK_EQ_INT(cygprof_capture_put_tree(cap, 0, tree, nn), 0);
+		snprintf(val, sizeof val, "%zu", round);
+		CHECK_EQ_INT(cygprof_capture_set_meta(cap, "round", val), 0);
+		CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, ev + round * (nev / 30), nev / 30),
+			     0);
+		CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	}
+	return cap;
+}
+
+static void same_capture(const char *a, const char *b, const struct cygprof_node *tree,
+			 size_t nn, const struct cygprof_mem_event *ev, size_t nev)
+{
+	struct cygprof_capture *ca = NULL, *cb = NULL;
+	struct cygprof_node *ta = NULL, *tb = NULL;
+	struct cygprof_mem_cursor *cur = NULL, *curb = NULL;
+	struct cygprof_mem_event e, eb, ev2;
+	struct cygprof_stack_node *sa = NULL;
+	char *va = NULL, *vb = NULL;
+	size_t na = 0, nb = 0, i, ns = 0, bad = 0;
+
+	CHECK_EQ_INT(cygprof_capture_open(a, &ca), 0);
+	CHECK_EQ_INT(cygprof_capture_open(b, &cb), 0);
+	if (!ca || !cb)
+		goto out;
+	CHECK_EQ_INT(cygprof_capture_get_tree(ca, 0, &ta, &na), 0);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cb, 0, &tb, &nb), 0);
+	CHECK_EQ_U64(na, nn);
+	CHECK_EQ_U64(nb, nn);
+	CHECK(na == nb && (!na || !memcmp(ta, tb, na * sizeof(*ta))));
+	CHECK(nb == nn && !memcmp(tb, tree, nn * sizeof(*tb)));
+	CHECK_EQ_INT(cygprof_capture_get_meta(ca, "round", &va), 0);
+	CHECK_EQ_INT(cygprof_capture_get_meta(cb, "round", &vb), 0);
+	CHECK_EQ_STR(vb, "29");
+	CHECK(va && vb && !strcmp(va, vb));
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cb, &sa, &ns), 0);
+	CHECK_EQ_U64(ns, 2);
+	/* one thread: times in 10 us to 1 ms units, the same in both */
+	CHECK_EQ_INT(cygprof_mem_cursor_open(ca, 0, &cur), 0);
+	CHECK_EQ_INT(cygprof_mem_cursor_open(cb, 0, &curb), 0);
+	for (i = 0; cur && curb && cygprof_mem_cursor_next(cur, &e) == 1; i++) {
+		ev2 = ev[i];
+		ev2.ts_ns = e.ts_ns;
+		if (i >= nev || !mem_same(&e, &ev2) || e.ts_ns > ev[i].ts_ns ||
+		    cygprof_mem_cursor_next(curb, &eb) != 1 || !mem_same(&e, &eb))
+			bad++;
+	}
+	CHECK_EQ_INT(curb ? cygprof_mem_cursor_next(curb, &eb) : -1, 0);
+	cygprof_mem_cursor_close(cur);
+	cygprof_mem_cursor_close(curb);
+	CHECK_EQ_U64(i, nev / 30 * 30);
+	CHECK_EQ_U64(bad, 0);
+out:
+	free(ta);
+	free(tb);
+	free(va);
+	free(vb);
+	free(sa);
+	cygprof_capture_close(ca);
+	cygprof_capture_close(cb);
+}
+
+static void test_compact(void)
+{
+	const char *path = tmp_path("compact.cap"), *orig = tmp_path("compact-orig.cap"),
+		   *p2 = tmp_path("compact2.cap");
+	static struct mm_heap heap;
+	struct cygprof_capture *cap;
+	struct cygprof_mem_event *ev;
+	struct cygprof_node *tree;
+	size_t nn = 3000, nev = 300000, i;
+	uint64_t saved = 1, before;
+	struct stat st;
+	DIR *d;
+	struct dirent *de;
+	int left;
+
+	tree = calloc(nn, sizeof(*tree));
+	tree[0].parent = CYGPROF_NONE;
+	for (i = 1; i < nn; i++) {
+		tree[i].parent = (uint32_t)(rnd() % i);
+		tree[i].fn = 0x400000 + rnd() % 4096;
+		tree[i].site = tree[i].fn + 5;
+		tree[i].total_ns = rnd() % 1000000;
+	}
+	ev = malloc(nev * sizeof(*ev));
+	heap.ts = 1000;
+	heap.top = 0x55555555a000ull;
+	heap.mmap_top = 0x7ffff7ff0000ull;
+	for (i = 0; i < nev;) {
+		struct cygprof_mem_event two[2];
+		size_t k = mm_step(&heap, two);
+
+		for (size_t j = 0; j < k && i < nev; j++, i++) {
+			ev[i] = two[j];
+			ev[i].stack = ev[i].op == CYGPROF_MEM_ALLOC ? 1 + (uint32_t)(rnd() % 2) : 0;
+		}
+	}
+	mm_free(&heap);
+
+	cap = churned(path, tree, nn, ev, nev);
+	if (!cap)
+		goto out;
+	/* not sealed yet: refused */
+	CHECK_EQ_INT(cygprof_capture_compact(cap, &saved), -EINVAL);
+	CHECK_EQ_U64(saved, 0);
+	CHECK_EQ_INT(cygprof_capture_compact(NULL, NULL), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_seal(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_publish(cap), 0);
+	/* what the compaction starts from: sealed, its freed pages in it */
+	CHECK_EQ_INT(copy_file(path, orig, (off_t)size_of(path)), 0);
+	before = size_of(orig);
+	CHECK(free_pages(orig) > 0 && free_pages(orig) != UINT64_MAX);
+	CHECK_EQ_INT(cygprof_capture_compact(cap, &saved), 0);
+	CHECK(saved > 0);
+	printf("# compact: %llu -> %llu bytes (%llu free pages)\n", (unsigned long long)before,
+	       (unsigned long long)size_of(path), (unsigned long long)free_pages(orig));
+	CHECK_EQ_U64(size_of(path) + saved, before);
+	CHECK_EQ_U64(free_pages(path), 0);
+	/* the writer takes nothing more; compacting again does nothing */
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "late", "1"), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_compact(cap, &saved), 0);
+	CHECK_EQ_U64(saved, 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	/* every record as before, the seal checked at open */
+	same_capture(orig, path, tree, nn, ev, nev);
+	/* no copy left behind */
+	left = 0;
+	d = opendir(dir);
+	while (d && (de = readdir(d)))
+		left += !strncmp(de->d_name, ".compact", 8);
+	if (d)
+		closedir(d);
+	CHECK_EQ_INT(left, 0);
+
+	/* not published: the new file is compacted, close publishes it */
+	for (i = 1; i < nn; i++)
+		tree[i].calls = 0;
+	cap = churned(p2, tree, nn, ev, nev);
+	if (!cap)
+		goto out;
+	CHECK_EQ_INT(stat(p2, &st), -1);
+	CHECK_EQ_INT(cygprof_capture_seal(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_compact(cap, &saved), 0);
+	CHECK(saved > 0);
+	CHECK_EQ_INT(stat(p2, &st), -1);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_U64(size_of(p2), size_of(path));
+	CHECK_EQ_U64(free_pages(p2), 0);
+	same_capture(orig, p2, tree, nn, ev, nev);
+
+	/* CYGPROF_CAPTURE_COMPACT=0: nothing done */
+	for (i = 1; i < nn; i++)
+		tree[i].calls = 0;
+	setenv("CYGPROF_CAPTURE_COMPACT", "0", 1);
+	cap = churned(p2, tree, nn, ev, nev);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_seal(cap), 0);
+		CHECK_EQ_INT(cygprof_capture_compact(cap, &saved), 0);
+		CHECK_EQ_U64(saved, 0);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+		CHECK(free_pages(p2) > 0);
+	}
+	unsetenv("CYGPROF_CAPTURE_COMPACT");
+
+	/* a stream capture, a reader: refused */
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_compact(cap, &saved), -EINVAL);
+	cygprof_capture_close(cap);
+out:
+	free(tree);
+	free(ev);
+}
+
 static void test_addrspace(void)
 {
 #ifdef UNDER_ASAN
@@ -2656,6 +2894,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_damage_named);
 	RUN_TEST(test_older_snapshot);
 	RUN_TEST(test_addrspace);
+	RUN_TEST(test_compact);
 
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	CHECK_DONE();
