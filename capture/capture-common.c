@@ -56,6 +56,17 @@ const char *cygprof_capture_damage(const struct cygprof_capture *cap)
 	return last_detail[0] ? last_detail : NULL;
 }
 
+void capture_describe_in(const struct cygprof_capture *cap, unsigned int db, const void *key,
+			 size_t klen, char *buf, size_t n)
+{
+	/* schema 6 stores the stack nodes in blocks */
+	if (db == DB_STACKS && cap && cap->schema >= CAPTURE_STACK_BLOCKS_SCHEMA && klen >= 4) {
+		snprintf(buf, n, "stack block %u", get_be32(key));
+		return;
+	}
+	capture_describe(db, key, klen, buf, n);
+}
+
 void capture_describe(unsigned int db, const void *key, size_t klen, char *buf, size_t n)
 {
 	const uint8_t *k = key;
@@ -120,7 +131,7 @@ int capture_value(struct cygprof_capture *cap, unsigned int db, const MDB_val *k
 	if (n < CAPTURE_CRC_SIZE ||
 	    capture_value_crc(db, k->mv_data, k->mv_size, p, n - CAPTURE_CRC_SIZE) !=
 		    get_le32(p + n - CAPTURE_CRC_SIZE)) {
-		capture_describe(db, k->mv_data, k->mv_size, what, sizeof(what));
+		capture_describe_in(cap, db, k->mv_data, k->mv_size, what, sizeof(what));
 		return capture_damage(cap, "%s: checksum mismatch", what);
 	}
 	v->mv_size = n - CAPTURE_CRC_SIZE;

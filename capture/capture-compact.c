@@ -110,7 +110,9 @@ int cygprof_capture_compact(struct cygprof_capture *cap, uint64_t *saved)
 
 	if (saved)
 		*saved = 0;
-	if (!cap || cap->rdonly || cap->stream || !cap->env)
+	if (cap && cap->stream)
+		return 0; /* no file: its receiver compacts what it stores */
+	if (!cap || cap->rdonly || !cap->env)
 		return -EINVAL;
 	/* sealed, nothing failed, nothing open */
 	if (!cap->finished || cap->finish_rc || cap->stream_err || cap->txn)

@@ -284,6 +284,19 @@ static inline uint64_t capture_mem5_unit_ns(unsigned int e)
 
 	return unit[e & MEM5_BLOCK_UNIT_MASK];
 }
+/* Schema 6 stacks: the stash's nodes in blocks of at most this many
+ * (docs/capture-format.md, "stacks"), each value LE32 first id, LE32
+ * count, then packed (LE32 raw length, zstd frame or the raw bytes) the
+ * varint lengths of its streams PARENT, PROC, KIND, ADDR and the streams. */
+#define CAPTURE_STACK_BLOCK_NODES 16384
+#define CAPTURE_STACK_BLOCK_HDR 8
+enum { STK_PARENT, STK_PROC, STK_KIND, STK_ADDR, STK_STREAMS };
+/* zstd level of stacks blocks (written again at each commit that adds
+ * nodes to the open block) */
+#define CAPTURE_STACKS_ZSTD_LEVEL 3
+/* The first schema whose stacks are stored in blocks. */
+#define CAPTURE_STACK_BLOCKS_SCHEMA 6
+
 /* A reader refuses larger schema 1 event blocks (the writer stored at most
  * 65520 bytes): this bounds the memory of a cursor. */
 #define CAPTURE_BLOCK_LIMIT ((size_t)1 << 20)
@@ -671,6 +684,14 @@ struct cygprof_capture {
 	struct pending **dirty; /* pending blocks holding unwritten events */
 	size_t ndirty, cdirty;
 	uint32_t nstacks; /* stack stash nodes stored (ids 1..nstacks) */
+	/* schema 6: the open block of stack nodes, its streams; written at
+	 * commit (and before any event block) when it has new nodes */
+	struct cbuf stk_col[STK_STREAMS];
+	uint32_t stk_seq, stk_first, stk_count; /* its key, first id, nodes */
+	uint64_t stk_addr; /* the address of its last node */
+	bool stk_dirty;
+	/* put_value: the stacks block put last (vstk_seq UINT32_MAX: none) */
+	uint32_t vstk_seq, vstk_first, vstk_count;
 	uint32_t ncounters; /* counters defined (ids 0..ncounters-1) */
 	bool reopened;  /* cygprof_capture_open_rw(): streams continue the file's */
 	uint32_t next_seq[STREAM_COUNT]; /* reopened: the first block of the
@@ -751,6 +772,18 @@ void capture_detail_clear(void);
 const char *capture_detail_last(void);
 /* Describe the record (db, key) for a damage message. */
 void capture_describe(unsigned int db, const void *key, size_t klen, char *buf, size_t n);
+/* The same for a record of cap (NULL: as capture_describe()): a stacks key
+ * of schema 6 is a block's. */
+void capture_describe_in(const struct cygprof_capture *cap, unsigned int db, const void *key,
+			 size_t klen, char *buf, size_t n);
+
+/* A schema 6 stacks value (checksum stripped) of block seq decoded: its
+ * nodes appended to (*v)[*n ...] (grown, *cap elements), *first and
+ * *count from its header; want_first, when not 0, the first id it must
+ * have.  0, CYGPROF_E_CORRUPT (with a detail) or -ENOMEM. */
+int capture_stack_block(struct cygprof_capture *cap, uint32_t seq, MDB_val v, uint32_t want_first,
+			struct cygprof_stack_node **nodes, size_t *n, size_t *ncap, uint32_t *first,
+			uint32_t *count);
 
 /* Check and strip the checksum of a value read from db (schema 2); schema 1
  * values pass through.  CYGPROF_E_CORRUPT (with a detail) on a mismatch. */
@@ -788,6 +821,10 @@ int capture_writer_finish(struct cygprof_capture *cap);
  * visible to readers. */
 int capture_flush_thread(struct cygprof_capture *cap, unsigned int stream, uint32_t thread_idx);
 
+/* Writer: make the open block of stack nodes (schema 6) visible to
+ * readers. */
+int capture_flush_stacks(struct cygprof_capture *cap);
+
 /* Writer: call a stream capture's callback fn (NULL: nothing to do); its
  * error becomes the capture's sticky error.  The sticky error when there
  * is one. */
@@ -798,6 +835,7 @@ int capture_stream_call(struct cygprof_capture *cap, int (*fn)(void *arg));
 struct value_facts {
 	uint64_t first_ts, last_ts; /* an event block: its first and last time */
 	uint64_t max_stack;         /* a memory block: the largest stack id */
+	uint32_t stk_first, stk_count; /* a schema 6 stacks block: its first id, nodes */
 };
 
 /* Decode the value v of key k of db (without its checksum) as a reader

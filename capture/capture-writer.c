@@ -443,6 +443,7 @@ static struct cygprof_capture *writer_alloc(void)
 		return NULL;
 	cap->schema = CYGPROF_CAPTURE_SCHEMA;
 	cap->crc = true;
+	cap->vstk_seq = UINT32_MAX;
 	cap->block_max = CAPTURE_BLOCK_HDR + CAPTURE_RAW_MAX;
 	cap->zc = ZSTD_createCCtx();
 	if (!cap->zc) {
@@ -650,14 +651,24 @@ static int copy_into(const char *path, int fd)
 	return rc;
 }
 
+/* The schema a capture of schema old keeps when reopened: its event blocks
+ * and stack nodes stay as they were written, so one older than 5 becomes
+ * 4 (the DBs of 5, the event blocks of 2 to 4) and a schema 5 one stays 5
+ * (a stack node a value); 6 and later, the current one. */
+static unsigned int reopen_schema(unsigned int old)
+{
+	return old < 5 ? 4 : old < CYGPROF_CAPTURE_SCHEMA ? old : CYGPROF_CAPTURE_SCHEMA;
+}
+
 /* Writer state of a capture reopened from a closed one of schema old: the
- * next stack id and counter id, the next block of the one-stream DBs, and
- * every DB of the current schema (an older capture gets the DBs it lacks).
- * Its event blocks stay as they were written: a capture older than schema
- * 5 becomes schema 4 (the DBs of schema 5, the event blocks of 2 to 4). */
+ * next stack id and counter id (and stacks block), the next block of the
+ * one-stream DBs, and every DB of the current schema (an older capture
+ * gets the DBs it lacks). */
 static int reopen_state(struct cygprof_capture *cap, unsigned int old)
 {
-	const char schema[] = { old < 5 ? '4' : '0' + CYGPROF_CAPTURE_SCHEMA };
+	const char schema[] = { (char)('0' + reopen_schema(old)) };
+	MDB_cursor *cur;
+	MDB_val k, v;
 	MDB_stat st;
 	int rc, i;
 
@@ -671,6 +682,19 @@ static int reopen_state(struct cygprof_capture *cap, unsigned int old)
 		rc = capture_err(mdb_stat(cap->txn, cap->dbi[DB_STACKS], &st));
 	if (!rc)
 		cap->nstacks = st.ms_entries > UINT32_MAX ? UINT32_MAX : (uint32_t)st.ms_entries;
+	if (!rc && reopen_schema(old) >= CAPTURE_STACK_BLOCKS_SCHEMA && st.ms_entries) {
+		/* in blocks (checked at open): nodes added start a new one */
+		cap->stk_seq = (uint32_t)st.ms_entries;
+		rc = capture_err(mdb_cursor_open(cap->txn, cap->dbi[DB_STACKS], &cur));
+		if (!rc) {
+			rc = capture_err(mdb_cursor_get(cur, &k, &v, MDB_LAST));
+			mdb_cursor_close(cur);
+		}
+		if (!rc && v.mv_size < CAPTURE_STACK_BLOCK_HDR)
+			rc = CYGPROF_E_CORRUPT;
+		if (!rc)
+			cap->nstacks = get_le32(v.mv_data) - 1 + get_le32((uint8_t *)v.mv_data + 4);
+	}
 	if (!rc)
 		rc = capture_err(mdb_stat(cap->txn, cap->dbi[DB_COUNTERS], &st));
 	if (!rc)
@@ -726,7 +750,7 @@ int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out)
 	if (!rc)
 		rc = reopen_state(cap, old);
 	if (!rc)
-		cap->schema = old < 5 ? 4 : CYGPROF_CAPTURE_SCHEMA;
+		cap->schema = reopen_schema(old);
 	if (rc) {
 		capture_free(cap);
 		return rc;
@@ -817,10 +841,18 @@ static int block_value(struct cygprof_capture *cap, uint32_t count, uint64_t fir
 
 /* Write a pending block (its events: p->buf after its CAPTURE_BLOCK_HDR
  * reserved bytes, or the columns of a memory block, p->m5). */
+static int stacks_flush(struct cygprof_capture *cap);
+
 static int flush_block(struct cygprof_capture *cap, struct pending *p, bool close)
 {
 	uint8_t key[8];
 	int rc;
+
+	/* the stack nodes the events refer to come first (a stream's
+	 * receiver checks that a memory block's stacks were put) */
+	rc = stacks_flush(cap);
+	if (rc)
+		return rc;
 
 	put_be32(key, p->thread);
 	put_be32(key + 4, p->seq);
@@ -880,7 +912,10 @@ int cygprof_capture_commit(struct cygprof_capture *cap)
 		return rc;
 	if (!cap->batch)
 		return CYGPROF_E_NOTXN;
-	rc = flush_dirty(cap);
+	rc = stacks_flush(cap);
+	rc2 = flush_dirty(cap);
+	if (!rc)
+		rc = rc2;
 	cap->batch = false;
 	if (cap->stream)
 		rc2 = rc ? 0 : capture_stream_call(cap, cap->stream->commit);
@@ -963,7 +998,10 @@ static int writer_finish(struct cygprof_capture *cap)
 	 * cygprof_capture_end_failed(), or not at all) */
 	if (cap->stream_err && !cap->stream)
 		return cap->stream_err;
-	rc = flush_dirty(cap);
+	rc = stacks_flush(cap);
+	rc2 = flush_dirty(cap);
+	if (!rc)
+		rc = rc2;
 	cap->batch = false;
 	/* a stream: its close after the last put (the receiver seals) */
 	if (cap->stream)
@@ -1034,6 +1072,7 @@ int cygprof_capture_end_failed(struct cygprof_capture *cap, const char *why)
 	txn_abort(cap);
 	cap->batch = false;
 	cap->ndirty = 0;
+	cap->stk_dirty = false;
 	if (cap->reserved) {
 		close(cap->reserve_fd);
 		cap->reserved = false;
@@ -1107,7 +1146,7 @@ int cygprof_capture_set_meta(struct cygprof_capture *cap, const char *key, const
  * smaller or would expand more than a reader accepts (CAPTURE_PACK_RATIO),
  * and always for a stream capture, which packs nothing: put_value() packs
  * a raw value as this does. */
-static int packed_value(struct cygprof_capture *cap, const uint8_t *raw, size_t n)
+static int packed_value(struct cygprof_capture *cap, const uint8_t *raw, size_t n, int level)
 {
 	struct cbuf *z = &cap->zbuf;
 	size_t bound = ZSTD_compressBound(n), zn = 0;
@@ -1123,7 +1162,7 @@ static int packed_value(struct cygprof_capture *cap, const uint8_t *raw, size_t 
 	}
 	put_le32(out, (uint32_t)n);
 	if (!cap->stream)
-		zn = ZSTD_compressCCtx(cap->zc, out + 4, bound, raw, n, CAPTURE_ZSTD_LEVEL);
+		zn = ZSTD_compressCCtx(cap->zc, out + 4, bound, raw, n, level);
 	if (cap->stream || ZSTD_isError(zn) || zn >= n ||
 	    n > zn * CAPTURE_PACK_RATIO + CAPTURE_PACK_SLACK) {
 		if (n)
@@ -1158,7 +1197,7 @@ static int put_scratch(struct cygprof_capture *cap, unsigned int db, const uint8
 		return -ENOMEM;
 	}
 	if (db == DB_TREES || db == DB_SITES) {
-		rc = packed_value(cap, b->p, b->len);
+		rc = packed_value(cap, b->p, b->len, CAPTURE_ZSTD_LEVEL);
 		if (!rc)
 			rc = wput(cap, db, key, klen, cap->zbuf.p, cap->zbuf.len);
 		rc = wdone(cap, rc);
@@ -1579,6 +1618,82 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 
 /* ---- stack stash ------------------------------------------------------------- */
 
+static void cbuf_varint(struct cbuf *b, uint64_t v)
+{
+	uint8_t *p = cbuf_grow(b, 10);
+
+	if (p)
+		b->len -= 10 - put_varint(p, v);
+}
+
+/* Schema 6: the open block of stack nodes into the stacks DB (under its
+ * key again, until it is full: then the next block starts).  Nothing when
+ * it has no new node. */
+static int stacks_flush(struct cygprof_capture *cap)
+{
+	struct cbuf *b = &cap->scratch;
+	uint8_t key[4];
+	unsigned int c;
+	int rc;
+
+	if (!cap->stk_dirty)
+		return 0;
+	b->len = 0;
+	for (c = 0; c < STK_STREAMS; c++)
+		cbuf_varint(b, cap->stk_col[c].len);
+	for (c = 0; c < STK_STREAMS; c++)
+		cbuf_bytes(b, cap->stk_col[c].p, cap->stk_col[c].len);
+	for (c = 0; c < STK_STREAMS; c++)
+		if (cap->stk_col[c].oom)
+			b->oom = true;
+	if (b->oom) {
+		b->oom = false;
+		return -ENOMEM;
+	}
+	rc = packed_value(cap, b->p, b->len, CAPTURE_STACKS_ZSTD_LEVEL);
+	if (rc)
+		return rc;
+	/* the header before the packed bytes */
+	b->len = 0;
+	cbuf_le32(b, cap->stk_first);
+	cbuf_le32(b, cap->stk_count);
+	cbuf_bytes(b, cap->zbuf.p, cap->zbuf.len);
+	if (b->oom) {
+		b->oom = false;
+		return -ENOMEM;
+	}
+	put_be32(key, cap->stk_seq);
+	rc = wput(cap, DB_STACKS, key, sizeof(key), b->p, b->len);
+	if (rc)
+		return rc;
+	cap->stk_dirty = false;
+	if (cap->stk_count >= CAPTURE_STACK_BLOCK_NODES) {
+		cap->stk_seq++;
+		cap->stk_first += cap->stk_count;
+		cap->stk_count = 0;
+		cap->stk_addr = 0;
+		for (c = 0; c < STK_STREAMS; c++)
+			cap->stk_col[c].len = 0;
+	}
+	return 0;
+}
+
+/* Node v (the next id) at the end of the open block. */
+static void stacks_add(struct cygprof_capture *cap, const struct cygprof_stack_node *v)
+{
+	uint8_t kind = (uint8_t)v->kind;
+
+	if (!cap->stk_count)
+		cap->stk_first = v->id;
+	cbuf_varint(&cap->stk_col[STK_PARENT], v->parent ? v->id - v->parent : 0);
+	cbuf_varint(&cap->stk_col[STK_PROC], v->proc_idx);
+	cbuf_bytes(&cap->stk_col[STK_KIND], &kind, 1);
+	cbuf_varint(&cap->stk_col[STK_ADDR], zigzag(v->addr - cap->stk_addr));
+	cap->stk_addr = v->addr;
+	cap->stk_count++;
+	cap->stk_dirty = true;
+}
+
 int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof_stack_node *v,
 			       size_t n)
 {
@@ -1598,15 +1713,35 @@ int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof
 	for (i = 0, next = cap->nstacks + 1; i < n; i++, next++)
 		if (v[i].id != next || v[i].parent >= v[i].id || v[i].kind > CYGPROF_FRAME_IP)
 			return -EINVAL;
-	for (i = 0; i < n && !rc; i++) {
-		klen = record_encode(&layout_stack, &v[i], key, b);
-		rc = b->oom ? -ENOMEM : wput(cap, DB_STACKS, key, klen, b->p, b->len);
+	if (cap->schema >= CAPTURE_STACK_BLOCKS_SCHEMA) {
+		/* in blocks, written at commit (or now, outside a batch) */
+		for (i = 0; i < n && !rc; i++) {
+			stacks_add(cap, &v[i]);
+			if (cap->stk_count >= CAPTURE_STACK_BLOCK_NODES)
+				rc = stacks_flush(cap);
+		}
+		if (!rc && !cap->batch)
+			rc = stacks_flush(cap);
+	} else {
+		/* an older capture reopened (cygprof_capture_open_rw()): a node
+		 * a value */
+		for (i = 0; i < n && !rc; i++) {
+			klen = record_encode(&layout_stack, &v[i], key, b);
+			rc = b->oom ? -ENOMEM : wput(cap, DB_STACKS, key, klen, b->p, b->len);
+		}
+		b->oom = false;
 	}
-	b->oom = false;
 	trim_buffers(cap);
 	if (!rc)
 		cap->nstacks += (uint32_t)n;
 	return wdone(cap, rc);
+}
+
+int capture_flush_stacks(struct cygprof_capture *cap)
+{
+	if (cap->stream || cap->rdonly || !cap->stk_dirty)
+		return 0;
+	return wdone(cap, stacks_flush(cap));
 }
 
 /* ---- counters ----------------------------------------------------------------- */
@@ -1826,12 +1961,29 @@ static int put_value_order(struct cygprof_capture *cap, unsigned int db, const u
 	size_t at;
 	bool found;
 
-	capture_describe(db, key, klen, what, sizeof(what));
+	capture_describe_in(cap, db, key, klen, what, sizeof(what));
 	switch (db) {
 	case DB_STACKS:
-		if (get_be32(key) != cap->nstacks + 1)
-			return capture_damage(cap, "%s: out of sequence (%u nodes put)", what,
-					      cap->nstacks);
+		if (cap->schema < CAPTURE_STACK_BLOCKS_SCHEMA) {
+			if (get_be32(key) != cap->nstacks + 1)
+				return capture_damage(cap, "%s: out of sequence (%u nodes put)",
+						      what, cap->nstacks);
+			return 0;
+		}
+		/* blocks: the last one put again (with more nodes), or the next */
+		seq = get_be32(key);
+		if (cap->vstk_seq != UINT32_MAX && seq == cap->vstk_seq) {
+			if (f->stk_first != cap->vstk_first || f->stk_count < cap->vstk_count)
+				return capture_damage(cap, "%s: not the block put before, with more "
+						      "nodes", what);
+			return 0;
+		}
+		if (seq != cap->vstk_seq + 1) /* UINT32_MAX + 1: block 0 */
+			return capture_damage(cap, "%s: out of sequence (block %u expected)", what,
+					      cap->vstk_seq + 1);
+		if (f->stk_first != cap->nstacks + 1)
+			return capture_damage(cap, "%s: first node %u, %u expected", what,
+					      f->stk_first, cap->nstacks + 1);
 		return 0;
 	case DB_COUNTERS:
 		if (get_be32(key) != cap->ncounters)
@@ -1884,7 +2036,12 @@ static void put_value_done(struct cygprof_capture *cap, unsigned int db, const u
 	size_t at;
 	bool found;
 
-	if (db == DB_STACKS)
+	if (db == DB_STACKS && cap->schema >= CAPTURE_STACK_BLOCKS_SCHEMA) {
+		cap->vstk_seq = get_be32(key);
+		cap->vstk_first = f->stk_first;
+		cap->vstk_count = f->stk_count;
+		cap->nstacks = f->stk_first - 1 + f->stk_count;
+	} else if (db == DB_STACKS)
 		cap->nstacks++;
 	else if (db == DB_COUNTERS)
 		cap->ncounters++;
@@ -1916,11 +2073,40 @@ static int pack_value(struct cygprof_capture *cap, unsigned int db, const uint8_
 {
 	struct cbuf *b = &cap->scratch;
 	size_t raw, n;
+	int rc;
 
 	if (cap->stream)
 		return 1;
 	if (db == DB_TREES || db == DB_SITES)
-		return vlen >= 4 && get_le32(v) == vlen - 4 ? packed_value(cap, v + 4, vlen - 4) : 1;
+		return vlen >= 4 && get_le32(v) == vlen - 4
+			       ? packed_value(cap, v + 4, vlen - 4, CAPTURE_ZSTD_LEVEL)
+			       : 1;
+	if (db == DB_STACKS && cap->schema >= CAPTURE_STACK_BLOCKS_SCHEMA) {
+		/* checked: a header, then a packed value; raw, it is compressed */
+		const uint8_t *pv = v + CAPTURE_STACK_BLOCK_HDR;
+		size_t pn = vlen - CAPTURE_STACK_BLOCK_HDR;
+
+		if (pn < 4 || get_le32(pv) != pn - 4)
+			return 1;
+		rc = packed_value(cap, pv + 4, pn - 4, CAPTURE_STACKS_ZSTD_LEVEL);
+		if (rc)
+			return rc;
+		/* the header before the packed bytes */
+		b->len = 0;
+		cbuf_bytes(b, v, CAPTURE_STACK_BLOCK_HDR);
+		cbuf_bytes(b, cap->zbuf.p, cap->zbuf.len);
+		if (b->oom) {
+			b->oom = false;
+			return -ENOMEM;
+		}
+		cap->zbuf.len = 0;
+		cbuf_bytes(&cap->zbuf, b->p, b->len);
+		if (cap->zbuf.oom) {
+			cap->zbuf.oom = false;
+			return -ENOMEM;
+		}
+		return 0;
+	}
 	if (!is_block_db(db))
 		return 1;
 	raw = get_le32(v + 12); /* checked: a block's header and zstd frame */

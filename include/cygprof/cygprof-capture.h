@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define CYGPROF_CAPTURE_SCHEMA 5
+#define CYGPROF_CAPTURE_SCHEMA 6
 
 enum {
 	CYGPROF_E_NOTCAPTURE = -20001, /* the file is not a cygprof capture */
@@ -127,8 +127,9 @@ int cygprof_capture_seal(struct cygprof_capture *cap);
  * records, the same seal, no free page.  Call it after
  * cygprof_capture_seal(), before cygprof_capture_close(); the writer takes
  * nothing more.  Needs room for the copy until the rename.  Returns 0
- * (also when there was too little to gain: nothing is done), -EINVAL for a
- * capture not sealed (or a stream, a reader, a failed write), or the
+ * (also when there was too little to gain, and for a stream capture, which
+ * has no file: nothing is done), -EINVAL for a capture not sealed (or a
+ * reader, a failed write), or the
  * copy's error (CYGPROF_E_FULL on a full disk, -errno, CYGPROF_E_CORRUPT
  * when the copy does not read): the capture then stays as it was, whole,
  * and close publishes it as usual.

@@ -91,7 +91,7 @@ static void test_meta(void)
 	CHECK_EQ_STR(v, "cygprof-capture");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
-	CHECK_EQ_STR(v, "5");
+	CHECK_EQ_STR(v, "6");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "nope", &v), CYGPROF_E_NOTFOUND);
 	CHECK(v == NULL);
@@ -1028,6 +1028,188 @@ out:
 	free(in);
 }
 
+static int copy_file(const char *from, const char *to, off_t len);
+static int raw_node_stacks(const char *path, const struct cygprof_stack_node *v, size_t n,
+			   const char *schema);
+static int raw_put(const char *path, const char *db, const void *key, size_t klen,
+		   const void *val, size_t vlen);
+static uint64_t size_of(const char *path);
+
+/* Varint v at p (room for 10 bytes): its length. */
+static size_t put_var(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* A schema 6 stacks block value (header, packed raw: LE32 length, the
+ * bytes) of nodes v[0 .. n) into out: the streams PARENT, PROC, KIND, ADDR
+ * after their lengths, extra bytes after them; first and count as given
+ * (n nodes are encoded whatever count says); its length. */
+static size_t stack_block(uint8_t *out, uint32_t first, uint32_t count,
+			  const struct cygprof_stack_node *v, size_t n, size_t extra)
+{
+	uint8_t st[4][256], raw[1200];
+	size_t len[4] = { 0 }, r = 0, i, c;
+	uint64_t prev = 0, d;
+
+	for (i = 0; i < n; i++) {
+		len[0] += put_var(st[0] + len[0], v[i].parent ? v[i].id - v[i].parent : 0);
+		len[1] += put_var(st[1] + len[1], v[i].proc_idx);
+		st[2][len[2]++] = (uint8_t)v[i].kind;
+		d = v[i].addr - prev;
+		len[3] += put_var(st[3] + len[3], d << 1 ^ (0 - (d >> 63)));
+		prev = v[i].addr;
+	}
+	for (c = 0; c < 4; c++)
+		r += put_var(raw + r, len[c]);
+	for (c = 0; c < 4; c++) {
+		memcpy(raw + r, st[c], len[c]);
+		r += len[c];
+	}
+	memset(raw + r, 0xee, extra);
+	r += extra;
+	for (c = 0; c < 4; c++) {
+		out[c] = (uint8_t)(first >> 8 * c);
+		out[4 + c] = (uint8_t)(count >> 8 * c);
+		out[8 + c] = (uint8_t)(r >> 8 * c);
+	}
+	memcpy(out + 12, raw, r);
+	return 12 + r;
+}
+
+/* The entries of DB db of the capture at path (UINT64_MAX: none). */
+static uint64_t db_entries(const char *path, const char *db)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_stat st;
+	uint64_t n = UINT64_MAX;
+
+	if (mdb_env_create(&env))
+		return n;
+	mdb_env_set_maxdbs(env, 16);
+	if (!mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0600) &&
+	    !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+		if (!mdb_dbi_open(txn, db, 0, &dbi) && !mdb_stat(txn, dbi, &st))
+			n = st.ms_entries;
+		mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return n;
+}
+
+/* Schema 6 stacks: the stash's nodes in blocks of at most 16384,
+ * compressed; a block put again while it grows; damaged blocks named. */
+static void test_stack_blocks(void)
+{
+	const char *path = tmp_path("stkblk.cap"), *bad = tmp_path("stkblk-bad.cap");
+	struct cygprof_stack_node *in, *out = NULL, v[5];
+	struct cygprof_capture *cap;
+	size_t n = 0, i, big = 40000, done, len;
+	uint8_t key[4] = { 0 }, val[1300];
+	int rc;
+
+	in = calloc(big, sizeof(*in));
+	for (i = 0; i < big; i++) {
+		in[i].id = (uint32_t)i + 1;
+		in[i].parent = !i || rnd() % 40 == 0 ? 0 : (uint32_t)(rnd() % i + 1);
+		in[i].proc_idx = (uint32_t)(rnd() % 2);
+		in[i].kind = (uint32_t)(rnd() % 3);
+		in[i].addr = 0x555555554000ull + rnd() % 0x100000;
+	}
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	if (!cap)
+		goto out;
+	for (done = 0; done < big; done += 7000) {
+		CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+		CHECK_EQ_INT(cygprof_capture_put_stacks(cap, in + done,
+							big - done < 7000 ? big - done : 7000),
+			     0);
+		/* read back by the writer inside its batch */
+		CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+		CHECK_EQ_U64(n, done + (big - done < 7000 ? big - done : 7000));
+		free(out);
+		CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	}
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	/* 40000 nodes: blocks of 16384, 16384 and 7232 */
+	CHECK_EQ_U64(db_entries(path, "stacks"), 3);
+	printf("# stacks: %zu nodes, file %llu bytes\n", big, (unsigned long long)size_of(path));
+	CHECK(size_of(path) < big * 12);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		goto out;
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, big);
+	CHECK(n == big && !memcmp(out, in, big * sizeof(*in)));
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* hand-made blocks: 0 holds nodes 1-3, 1 holds 4-5 */
+	v[0] = (struct cygprof_stack_node){ .id = 1, .kind = 0, .addr = 0x1000 };
+	v[1] = (struct cygprof_stack_node){ .id = 2, .parent = 1, .kind = 1, .addr = 0x0ff0 };
+	v[2] = (struct cygprof_stack_node){ .id = 3, .parent = 1, .proc_idx = 7, .kind = 2,
+					    .addr = UINT64_MAX };
+	v[3] = (struct cygprof_stack_node){ .id = 4, .parent = 3, .kind = 1, .addr = 1 };
+	v[4] = (struct cygprof_stack_node){ .id = 5, .kind = 0, .addr = 0 };
+#define STK_CASE(what, k0, first0, count0, n0, extra0, k1, first1, count1, want, detail)    \
+	do {                                                                               \
+		CHECK_EQ_INT(copy_file(path, bad, (off_t)size_of(path)), 0);               \
+		CHECK_EQ_INT(raw_node_stacks(bad, NULL, 0, "6"), 0);                       \
+		key[3] = k0;                                                               \
+		len = stack_block(val, first0, count0, v, n0, extra0);                     \
+		CHECK_EQ_INT(raw_put(bad, "stacks", key, 4, val, len), 0);                 \
+		key[3] = k1;                                                               \
+		len = stack_block(val, first1, count1, v + 3, 2, 0);                       \
+		CHECK_EQ_INT(raw_put(bad, "stacks", key, 4, val, len), 0);                 \
+		rc = cygprof_capture_open(bad, &cap);                                      \
+		if (!rc)                                                                   \
+			rc = cygprof_capture_get_stacks(cap, &out, &n);                     \
+		CHECK_EQ_INT(rc, want);                                                    \
+		if (rc)                                                                    \
+			CHECK_EQ_STR(cygprof_capture_damage(cap), detail);                  \
+		else {                                                                     \
+			CHECK_EQ_U64(n, 5);                                                \
+			CHECK(n == 5 && !memcmp(out, v, sizeof(v)));                       \
+			free(out);                                                         \
+		}                                                                          \
+		printf("# %s\n", what);                                                    \
+		cygprof_capture_close(cap);                                                \
+		cap = NULL;                                                                \
+	} while (0)
+	STK_CASE("good, bytes after the streams", 0, 1, 3, 3, 5, 1, 4, 2, 0, "");
+	STK_CASE("block 1 not after block 0", 0, 1, 3, 3, 0, 1, 5, 2, CYGPROF_E_CORRUPT,
+		 "stack block 1: first node 5, 4 expected");
+	STK_CASE("block 1 missing", 0, 1, 3, 3, 0, 2, 4, 2, CYGPROF_E_CORRUPT,
+		 "stack block 1 missing");
+	STK_CASE("a count the streams do not hold", 0, 1, 4, 3, 0, 1, 5, 2, CYGPROF_E_CORRUPT,
+		 "stack block 0: malformed");
+	STK_CASE("no node", 0, 1, 0, 0, 0, 1, 1, 2, CYGPROF_E_CORRUPT,
+		 "stack block 0: malformed");
+	v[1].parent = 3; /* after it */
+	STK_CASE("a parent not before", 0, 1, 3, 3, 0, 1, 4, 2, CYGPROF_E_CORRUPT,
+		 "stack block 0: malformed");
+	v[1].parent = 1;
+	v[2].kind = 3;
+	STK_CASE("an unknown kind", 0, 1, 3, 3, 0, 1, 4, 2, CYGPROF_E_CORRUPT,
+		 "stack block 0: malformed");
+	v[2].kind = 2;
+	/* the last block's count, read at open, passes the most a block holds */
+	STK_CASE("a last block of too many nodes", 0, 1, 3, 3, 0, 1, 4, 16385, CYGPROF_E_CORRUPT,
+		 "stack block 1: malformed");
+#undef STK_CASE
+out:
+	free(in);
+}
+
 /* A tiny initial map forces MDB_MAP_FULL inside a batch: the library grows the
  * map and replays the batch. */
 static void test_map_growth(void)
@@ -1242,6 +1424,56 @@ static int raw_put(const char *path, const char *db, const void *key, size_t kle
 	return raw_put2(path, db, key, klen, val, vlen, true);
 }
 
+/* The stacks DB of the capture at path emptied and filled with nodes
+ * one a value (the layout of schema 5 and older), as an older cygprof
+ * wrote them; the capture says it is of schema (a digit). */
+static int raw_node_stacks(const char *path, const struct cygprof_stack_node *v, size_t n,
+			   const char *schema)
+{
+	static const char *const stacks[] = { "stacks" };
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	uint8_t key[4], val[20];
+	size_t i;
+	int rc;
+
+	rc = mdb_env_create(&env);
+	if (rc)
+		return rc;
+	mdb_env_set_maxdbs(env, 16);
+	rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK, 0644);
+	if (!rc)
+		rc = mdb_txn_begin(env, NULL, 0, &txn);
+	if (!rc) {
+		rc = mdb_dbi_open(txn, stacks[0], 0, &dbi);
+		if (!rc)
+			rc = mdb_drop(txn, dbi, 0);
+		if (!rc)
+			rc = mdb_txn_commit(txn);
+		else
+			mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	for (i = 0; i < n && !rc; i++) {
+		key[0] = (uint8_t)(v[i].id >> 24);
+		key[1] = (uint8_t)(v[i].id >> 16);
+		key[2] = (uint8_t)(v[i].id >> 8);
+		key[3] = (uint8_t)v[i].id;
+		for (int b = 0; b < 4; b++) {
+			val[b] = (uint8_t)(v[i].parent >> 8 * b);
+			val[4 + b] = (uint8_t)(v[i].proc_idx >> 8 * b);
+			val[8 + b] = (uint8_t)(v[i].kind >> 8 * b);
+		}
+		for (int b = 0; b < 8; b++)
+			val[12 + b] = (uint8_t)(v[i].addr >> 8 * b);
+		rc = raw_put(path, "stacks", key, 4, val, 20);
+	}
+	if (!rc)
+		rc = raw_put(path, "meta", "schema", 6, schema, 1);
+	return rc;
+}
+
 /* A tree or sites value given in its raw layout, stored packed without
  * compression (LE32 raw length, then the raw bytes). */
 static int raw_packed(const char *path, const char *db, const uint8_t *key, const uint8_t *val,
@@ -1308,16 +1540,16 @@ static void test_errors(void)
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
 
 	/* a newer schema: the error names it */
-	p = tmp_path("schema6.cap");
+	p = tmp_path("schema7.cap");
 	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
-	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "6"), -EPERM);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "7"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "txn", "3"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
-	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "6", 1), 0);
+	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "7", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_VERSION);
 	CHECK_EQ_STR(cygprof_strerror(CYGPROF_E_VERSION),
-		     "capture written by a newer cygprof (unknown schema) (schema 6; this "
-		     "cygprof reads schemas 1 to 5)");
+		     "capture written by a newer cygprof (unknown schema) (schema 7; this "
+		     "cygprof reads schemas 1 to 6)");
 	/* "2" damaged into "1" (with a valid checksum even) is not schema 1 */
 	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "1", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
@@ -1459,6 +1691,9 @@ static void test_corrupt_mem(void)
 	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, good, 2), 0);
 	CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, &ev, 1), 0);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	/* the nodes as schema 5 stored them, one a value (schema 6: blocks,
+	 * test_stack_blocks) */
+	CHECK_EQ_INT(raw_node_stacks(path, good, 2, "5"), 0);
 
 	/* node 3 with parent 3 */
 	memset(val, 0, sizeof(val));
@@ -1688,6 +1923,87 @@ static int raw_drop(const char *path, const char *const *dbs, size_t n)
 }
 
 static const char *schema1_path;
+
+/* A schema 5 capture (tests/data/schema5.data: `record --timeline
+ * --memory` of examples/mem-basic.c at -O0 by the cygprof before schema
+ * 6) reads its stack nodes, one a value; reopened to add to it
+ * (import-perf), it stays schema 5 and its new nodes go one a value too,
+ * continuing its ids. */
+static void test_schema5_stacks(void)
+{
+	const char *path = tmp_path("schema5.cap");
+	char src[PATH_MAX];
+	struct cygprof_stack_node *out = NULL, add[2];
+	struct cygprof_capture *cap;
+	size_t n = 0;
+	char *v = NULL, *slash;
+
+	snprintf(src, sizeof src, "%s", schema1_path);
+	slash = strrchr(src, '/');
+	snprintf(slash ? slash + 1 : src, sizeof src - (size_t)(slash ? slash + 1 - src : 0), "%s",
+		 "schema5.data");
+	CHECK_EQ_INT(copy_file(src, path, (off_t)size_of(src)), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
+	CHECK_EQ_STR(v, "5");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, 31);
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_U64(db_entries(path, "stacks"), 31);
+
+	CHECK_EQ_INT(cygprof_capture_open_rw(path, &cap), 0);
+	if (!cap)
+		return;
+	add[0] = (struct cygprof_stack_node){ .id = 32, .kind = CYGPROF_FRAME_RA, .addr = 0x42 };
+	add[1] = (struct cygprof_stack_node){ .id = 33, .parent = 32, .kind = CYGPROF_FRAME_IP,
+					      .addr = 0x43 };
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, add, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_U64(db_entries(path, "stacks"), 33);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
+	CHECK_EQ_STR(v, "5");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, 33);
+	if (n == 33)
+		CHECK(!memcmp(out + 31, add, sizeof add));
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* a schema 6 capture reopened: its new nodes start a new block */
+	path = tmp_path("blocks-rw.cap");
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	add[0].id = 1;
+	add[1].id = 2;
+	add[1].parent = 1;
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, add, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_open_rw(path, &cap), 0);
+	if (!cap)
+		return;
+	add[0].id = 3;
+	add[1].id = 4;
+	add[1].parent = 3;
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, add, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_U64(db_entries(path, "stacks"), 2);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, 4);
+	if (n == 4)
+		CHECK(out[3].id == 4 && out[3].parent == 3 && out[3].addr == 0x43);
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+}
 
 /* A schema 1 capture (tests/data/schema1.data: `record --timeline --memory`
  * of examples/mem-basic.c at -O0 by the cygprof before schema 2) opens and
@@ -2055,8 +2371,9 @@ static void test_psamples(void)
 	CHECK_EQ_INT(cygprof_capture_append_offcpu(cap, oc, 1), CYGPROF_E_RDONLY);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 
-	/* a schema 3 capture has no CYGPROF_FRAME_IP: damage */
-	CHECK_EQ_INT(raw_put(path, "meta", "schema", 6, "3", 1), 0);
+	/* a schema 3 capture has no CYGPROF_FRAME_IP: damage (its nodes one
+	 * a value, as schemas before 6 store them) */
+	CHECK_EQ_INT(raw_node_stacks(path, &node, 1, "3"), 0);
 	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
 	if (cap) {
 		CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &sv, &n), CYGPROF_E_CORRUPT);
@@ -2877,12 +3194,14 @@ int main(int argc, char **argv)
 	RUN_TEST(test_time_index);
 	RUN_TEST(test_mem);
 	RUN_TEST(test_stacks);
+	RUN_TEST(test_stack_blocks);
 	RUN_TEST(test_map_growth);
 	RUN_TEST(test_errors);
 	RUN_TEST(test_corrupt_values);
 	RUN_TEST(test_corrupt_mem);
 	RUN_TEST(test_mem_flags);
 	RUN_TEST(test_old_capture);
+	RUN_TEST(test_schema5_stacks);
 	RUN_TEST(test_counters);
 	RUN_TEST(test_psamples);
 	RUN_TEST(test_open_rw);

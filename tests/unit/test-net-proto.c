@@ -1063,17 +1063,25 @@ static void test_malformed(void)
 	refused(&rx, CYGPROF_DB_TREES, k4, 4, tv, sizeof tv, "thread 0 call tree: malformed");
 	struct cygprof_capture *sc;
 
-	/* stack nodes and counters come with the next id */
+	/* stack nodes in blocks: the block put last again (as it grows), or
+	 * the next one, which starts after it; counters with the next id */
 	struct caught s = { .db = CYGPROF_DB_STACKS };
 	CHECK_EQ_INT(cygprof_capture_create_stream(&catch_ops, &s, &sc), 0);
 	CHECK_EQ_INT(cygprof_capture_put_stacks(sc, stacks, 1), 0);
 	cygprof_capture_close(sc);
 	CHECK(s.got);
 	CHECK_EQ_INT(put(&rx, s.db, s.key, s.klen, s.val, s.vlen), 0);
-	refused(&rx, s.db, s.key, s.klen, s.val, s.vlen, "stack node 1: out of sequence (1 nodes put)");
-	s.val[8] = 9; /* kind */
+	CHECK_EQ_INT(put(&rx, s.db, s.key, s.klen, s.val, s.vlen), 0);
 	s.key[3] = 2;
-	refused(&rx, s.db, s.key, s.klen, s.val, s.vlen, "stack node 2: malformed");
+	refused(&rx, s.db, s.key, s.klen, s.val, s.vlen,
+		"stack block 2: out of sequence (block 1 expected)");
+	s.key[3] = 1;
+	refused(&rx, s.db, s.key, s.klen, s.val, s.vlen, "stack block 1: first node 1, 2 expected");
+	/* first 1, count 1, raw length, the 4 stream lengths, PARENT, PROC,
+	 * KIND: an unknown kind */
+	s.key[3] = 0;
+	s.val[18] = 9;
+	refused(&rx, s.db, s.key, s.klen, s.val, s.vlen, "stack block 0: malformed");
 	struct caught ct = { .db = CYGPROF_DB_COUNTERS };
 	struct cygprof_counter cnt = { 0, CYGPROF_NONE, CYGPROF_UNIT_COUNT, 0, (char *)"x/y" };
 	CHECK_EQ_INT(cygprof_capture_create_stream(&catch_ops, &ct, &sc), 0);
@@ -1454,7 +1462,7 @@ static void test_handshake(void)
 	/* A receiver that agrees to a window the sender did not offer. */
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
 		return;
-	uint8_t reply[16 + 32] = "CYGPNET\n\3\0\0\0\x18\0\0\0";
+	uint8_t reply[16 + 32] = "CYGPNET\n\4\0\0\0\x18\0\0\0";
 	CHECK_EQ_INT(write(sv[1], reply, sizeof reply), (int)sizeof reply);
 	CHECK_EQ_INT(net_handshake_client(sv[0], (const uint8_t *)"0123456789abcdef", 16,
 					  NETP_ZWLOG, &zw, 5000, err, sizeof err),
@@ -1549,9 +1557,9 @@ static void test_old_version(void)
 	CHECK_EQ_INT(net_handshake_server(sv[1], (const uint8_t *)"0123456789abcdef", 16,
 					  NETP_ZWLOG, &zw, 5000, err, sizeof err),
 		     -EPROTO);
-	CHECK_EQ_STR(err, "the sender speaks protocol 1, this receiver 3");
+	CHECK_EQ_STR(err, "the sender speaks protocol 1, this receiver 4");
 	CHECK_EQ_INT(read(sv[0], reply, sizeof reply), 12);
-	CHECK(!memcmp(reply, "CYGPNET\n\3\0\0\0", 12));
+	CHECK(!memcmp(reply, "CYGPNET\n\4\0\0\0", 12));
 	close(sv[0]);
 	close(sv[1]);
 }
