@@ -12,9 +12,10 @@
  * given the sealing transaction's id (the copy's is 1, and the seal's "txn"
  * must name the transaction a reader reads), the copy is opened and
  * checked as any reader checks a capture (structure, seal, checksums) and
- * renamed onto the capture.  Any failure (a full disk, an I/O error, a
- * copy that does not read) removes the copy: the capture stays as it was,
- * whole and sealed.
+ * renamed onto the capture.  The copy is an unnamed file (O_TMPFILE)
+ * until it is whole and checked: a cygprof killed meanwhile leaves nothing.
+ * Any failure (a full disk, an I/O error, a copy that does not read)
+ * removes the copy: the capture stays as it was, whole and sealed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -99,12 +100,63 @@ static int copy_compact(struct cygprof_capture *cap, int fd)
 	return rc;
 }
 
+/* The file the copy goes to: an unnamed one in the capture's directory
+ * (O_TMPFILE: nothing is left however cygprof ends), *tmp NULL; where
+ * that is not supported, a new ".NAME.XXXXXX" (*tmp its name). */
+static int copy_file(struct cygprof_capture *cap, int *fd, char **tmp)
+{
+	const char *slash = strrchr(cap->path, '/');
+	char *dir;
+	int rc;
+
+	*tmp = NULL;
+	dir = slash ? strndup(cap->path, (size_t)(slash - cap->path) + 1) : strdup(".");
+	if (!dir)
+		return -ENOMEM;
+	*fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	rc = errno;
+	free(dir);
+	if (*fd >= 0)
+		return 0;
+	if (rc == ENOSPC || rc == EDQUOT)
+		return CYGPROF_E_FULL;
+	rc = capture_make_temp(cap->path, tmp, fd);
+	return rc == -ENOSPC || rc == -EDQUOT ? CYGPROF_E_FULL : rc;
+}
+
+/* The unnamed file fd given a new name next to the capture (*tmp). */
+static int name_copy(struct cygprof_capture *cap, int fd, char **tmp)
+{
+	char from[64];
+	int rc, tries;
+
+	snprintf(from, sizeof from, "/proc/self/fd/%d", fd);
+	for (tries = 0; tries < 16; tries++) {
+		int nfd;
+
+		/* a unique name (made, then taken away for the link) */
+		rc = capture_make_temp(cap->path, tmp, &nfd);
+		if (rc)
+			return rc;
+		close(nfd);
+		unlink(*tmp);
+		if (!linkat(AT_FDCWD, from, AT_FDCWD, *tmp, AT_SYMLINK_FOLLOW))
+			return 0;
+		rc = -errno;
+		free(*tmp);
+		*tmp = NULL;
+		if (rc != -EEXIST)
+			return rc == -ENOSPC || rc == -EDQUOT ? CYGPROF_E_FULL : rc;
+	}
+	return rc;
+}
+
 int cygprof_capture_compact(struct cygprof_capture *cap, uint64_t *saved)
 {
 	struct cygprof_capture *rd = NULL;
 	uint64_t pages = 0, unused = 0;
 	struct stat before, after;
-	char *tmp = NULL;
+	char *tmp = NULL, path[64];
 	const char *file;
 	int rc, fd = -1, envfd;
 
@@ -138,27 +190,31 @@ int cygprof_capture_compact(struct cygprof_capture *cap, uint64_t *saved)
 	}
 	if (mdb_env_get_fd(cap->env, &envfd) || fstat(envfd, &before))
 		return -EIO;
-	rc = capture_make_temp(cap->path, &tmp, &fd);
+	rc = copy_file(cap, &fd, &tmp);
 	if (rc)
-		return rc == -ENOSPC || rc == -EDQUOT ? CYGPROF_E_FULL : rc;
+		return rc;
 	if (fchmod(fd, before.st_mode & 07777))
 		(void)0; /* the umask's mode will do */
 	rc = copy_compact(cap, fd);
-	if (close(fd) && !rc)
-		rc = errno == ENOSPC || errno == EDQUOT ? CYGPROF_E_FULL : -errno;
 	/* the copy reads as a capture, sealed as this one was */
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
 	if (!rc) {
-		rc = cygprof_capture_open(tmp, &rd);
+		rc = cygprof_capture_open(tmp ? tmp : path, &rd);
 		if (!rc && !rd->sealed)
 			rc = CYGPROF_E_CORRUPT;
 		cygprof_capture_close(rd);
 	}
-	if (!rc && stat(tmp, &after))
+	if (!rc && fstat(fd, &after))
 		rc = -errno;
+	if (!rc && !tmp)
+		rc = name_copy(cap, fd, &tmp);
+	if (close(fd) && !rc)
+		rc = errno == ENOSPC || errno == EDQUOT ? CYGPROF_E_FULL : -errno;
 	if (!rc && rename(tmp, file))
 		rc = -errno;
 	if (rc) {
-		unlink(tmp);
+		if (tmp)
+			unlink(tmp);
 		free(tmp);
 		return rc;
 	}
