@@ -42,6 +42,8 @@ static int free_pages(const char *path)
 			memcpy(&c, v.mv_data, sizeof c);
 			n += c;
 		}
+		if (!rc)
+			mdb_cursor_close(cur);
 		mdb_txn_abort(txn);
 	}
 	mdb_env_close(env);
