@@ -598,6 +598,9 @@ struct pending {
 	struct wframe { uint32_t node; uint64_t enter; } *stk;
 	size_t depth, cstk;
 	struct mem5_enc *m5; /* DB_MEM: the open block's columns (buf unused) */
+	bool quick;       /* DB_MEM: written last at a commit, at zstd level 1: to be
+			   * written again at its level when it closes or at the end */
+	bool ns;          /* DB_MEM: its times were last written in ns */
 };
 
 /* A free of a schema 5 memory block, by ord: with MEM5_BLOCK_CLAIM, the
@@ -719,6 +722,7 @@ struct cygprof_capture {
 	int finish_rc;  /* what it returned */
 	unsigned commits_untrimmed; /* commits since map_trim() dropped the map's pages */
 	bool compacted; /* cygprof_capture_compact() replaced the file: env writes the old one */
+	bool finishing; /* capture_writer_finish(): the open blocks are written last */
 };
 
 /* A new file next to path: ".NAME.XXXXXX", created exclusively (O_EXCL:

@@ -853,17 +853,27 @@ static int flush_block(struct cygprof_capture *cap, struct pending *p, bool clos
 	rc = stacks_flush(cap);
 	if (rc)
 		return rc;
-
+	/* A small block stays open: later events extend it and rewrite the key,
+	 * so frequent commits do not leave many tiny blocks behind. */
+	if (p->m5 ? mem5_enc_len(p->m5) >= CAPTURE_MEM5_RAW_MAX / 2
+		  : p->len >= cap->block_max / 2)
+		close = true;
 	put_be32(key, p->thread);
 	put_be32(key + 4, p->seq);
 	if (p->m5) {
 		uint64_t first_ts;
 
-		rc = mem5_enc_block(p->m5, &cap->mraw, p->count, p->first_ts,
-				    cap->mem_threads > 1 || cap->mem_may > 1, &first_ts);
+		/* in ns once more than one thread may have memory events; a
+		 * block written quickly and not changed since keeps its unit */
+		if (p->dirty || !p->quick)
+			p->ns = cap->mem_threads > 1 || cap->mem_may > 1;
+		rc = mem5_enc_block(p->m5, &cap->mraw, p->count, p->first_ts, p->ns, &first_ts);
+		/* a block still open is written again (at its level) when it
+		 * closes or the capture ends: until then, quickly */
+		p->quick = !close && !cap->finishing && !cap->stream; /* a stream stores */
 		if (!rc)
 			rc = block_value(cap, p->count, first_ts, cap->mraw.p, cap->mraw.len,
-					 CAPTURE_MEM5_ZSTD_LEVEL);
+					 p->quick ? CAPTURE_ZSTD_LEVEL : CAPTURE_MEM5_ZSTD_LEVEL);
 	} else {
 		rc = block_value(cap, p->count, p->first_ts, p->buf + CAPTURE_BLOCK_HDR,
 				 p->len - CAPTURE_BLOCK_HDR, CAPTURE_ZSTD_LEVEL);
@@ -873,10 +883,7 @@ static int flush_block(struct cygprof_capture *cap, struct pending *p, bool clos
 	if (rc)
 		return rc;
 	p->dirty = false;
-	/* A small block stays open: later events extend it and rewrite the key,
-	 * so frequent commits do not leave many tiny blocks behind. */
-	if (close || (p->m5 ? mem5_enc_len(p->m5) >= CAPTURE_MEM5_RAW_MAX / 2
-			    : p->len >= cap->block_max / 2)) {
+	if (close) {
 		p->seq++;
 		p->count = 0;
 		p->len = CAPTURE_BLOCK_HDR;
@@ -998,10 +1005,16 @@ static int writer_finish(struct cygprof_capture *cap)
 	 * cygprof_capture_end_failed(), or not at all) */
 	if (cap->stream_err && !cap->stream)
 		return cap->stream_err;
+	cap->finishing = true; /* the open blocks are written for the last time */
 	rc = stacks_flush(cap);
 	rc2 = flush_dirty(cap);
 	if (!rc)
 		rc = rc2;
+	/* and those written quickly at a commit, at their level */
+	for (unsigned int st = 0; st < STREAM_COUNT && !rc; st++)
+		for (size_t i = 0; i < cap->npend[st] && !rc; i++)
+			if (cap->pend[st][i] && cap->pend[st][i]->quick && cap->pend[st][i]->count)
+				rc = flush_block(cap, cap->pend[st][i], false);
 	cap->batch = false;
 	/* a stream: its close after the last put (the receiver seals) */
 	if (cap->stream)

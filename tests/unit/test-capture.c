@@ -1674,6 +1674,88 @@ static void le64_at(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> 8 * i);
 }
 
+static uint32_t get_le32_at(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The value of key in DB db of the capture at path, its checksum cut off
+ * (malloc'd, *n bytes; NULL when absent). */
+static uint8_t *raw_get(const char *path, const char *db, const void *key, size_t klen,
+			size_t *n)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val k = { klen, (void *)key }, v;
+	uint8_t *out = NULL;
+
+	*n = 0;
+	if (mdb_env_create(&env))
+		return NULL;
+	mdb_env_set_maxdbs(env, 16);
+	if (!mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0600) &&
+	    !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+		if (!mdb_dbi_open(txn, db, 0, &dbi) && !mdb_get(txn, dbi, &k, &v) && v.mv_size >= 4 &&
+		    (out = malloc(v.mv_size))) {
+			memcpy(out, v.mv_data, v.mv_size - 4);
+			*n = v.mv_size - 4;
+		}
+		mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return out;
+}
+
+/* A memory block still open at a commit is written quickly (zstd level
+ * 1: it is written again); when it closes, or at the end even when no
+ * event came after that commit, at its level (5): the value is then the
+ * frame of level 5 of its raw bytes. */
+static void test_mem_levels(void)
+{
+	const char *path = tmp_path("levels.cap");
+	struct cygprof_mem_event ev[4000];
+	struct cygprof_stack_node st = { .id = 1, .kind = CYGPROF_FRAME_FN, .addr = 0x10 };
+	struct cygprof_capture *cap;
+	uint8_t key[8] = { 0 }, *v, *raw, *z;
+	size_t n, i, zn;
+
+	for (i = 0; i < 4000; i++)
+		ev[i] = (struct cygprof_mem_event){ .ts_ns = 1000 + i * 37, .addr = 0x5000 + 48 * (i % 64),
+						    .size = (i & 1) ? 0 : 24 + i % 5,
+						    .stack = (i & 1) ? 0 : 1, .op = (uint8_t)(i & 1),
+						    .fn = (i & 1) ? CYGPROF_FN_FREE : CYGPROF_FN_MALLOC };
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, &st, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, ev, 4000), 0);
+	CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_publish(cap), 0);
+	/* after the commit: level 1 */
+	for (int pass = 0; pass < 2; pass++) {
+		v = raw_get(path, "mem", key, 8, &n);
+		CHECK(v && n > 16);
+		if (!v || n <= 16)
+			return;
+		zn = get_le32_at(v + 12);
+		raw = malloc(zn);
+		CHECK_EQ_U64(ZSTD_decompress(raw, zn, v + 16, n - 16), zn);
+		z = malloc(ZSTD_compressBound(zn));
+		size_t z1 = ZSTD_compress(z, ZSTD_compressBound(zn), raw, zn, pass ? 5 : 1);
+		CHECK(!ZSTD_isError(z1) && z1 == n - 16 && !memcmp(z, v + 16, z1));
+		free(z);
+		free(raw);
+		free(v);
+		if (!pass) {
+			/* nothing more for the block: the end writes it at level 5 */
+			CHECK_EQ_INT(cygprof_capture_set_meta(cap, "x", "1"), 0);
+			CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+		}
+	}
+}
+
 /* Damaged stash nodes and memory blocks decode as CORRUPT. */
 static void test_corrupt_mem(void)
 {
@@ -3200,6 +3282,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_corrupt_values);
 	RUN_TEST(test_corrupt_mem);
 	RUN_TEST(test_mem_flags);
+	RUN_TEST(test_mem_levels);
 	RUN_TEST(test_old_capture);
 	RUN_TEST(test_schema5_stacks);
 	RUN_TEST(test_counters);
