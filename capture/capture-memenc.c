@@ -180,9 +180,14 @@ struct mem5_enc {
 	uint32_t nallocs, nfrees, npairs;
 	uint32_t until_check; /* events that fit before mem5_len() is asked again */
 	uint32_t nbin[MEM5_BINS]; /* frees of each class */
-	struct { uint64_t addr, size; uint32_t ord; } alloc[MEM5_CACHE]; /* ord: 1-based, 0 empty */
-	struct { uint64_t addr; uint32_t ord, bord, bin; } freed[MEM5_CACHE]; /* of the frees:
-		* ord among all, bord among its class's */
+	/* the allocations and frees last seen at each slot (by a hash of the
+	 * address): ord 1-based, valid only when gen is the block's (so that
+	 * a new block starts with none without clearing 720 KB: that evicted
+	 * the collector's caches at every block) */
+	struct { uint64_t addr, size; uint32_t ord, gen; } alloc[MEM5_CACHE];
+	struct { uint64_t addr; uint32_t ord, bord, bin, gen; } freed[MEM5_CACHE]; /* of the
+		* frees: ord among all, bord among its class's */
+	uint32_t gen; /* the open block's, from 1 */
 	/* the block's (size, stack) table: open addressing, mask + 1 slots */
 	struct mem5_pair_slot { uint64_t size; uint32_t stack, idx; } *pair; /* idx + 1, 0 empty */
 	uint32_t pair_mask;
@@ -421,8 +426,11 @@ static void mem5_enc_reset(struct mem5_enc *m)
 	m->nallocs = m->nfrees = m->npairs = 0;
 	m->until_check = 0;
 	memset(m->nbin, 0, sizeof(m->nbin));
-	memset(m->alloc, 0, sizeof(m->alloc));
-	memset(m->freed, 0, sizeof(m->freed));
+	if (++m->gen == 0) { /* after 4 G blocks: clear them once */
+		memset(m->alloc, 0, sizeof(m->alloc));
+		memset(m->freed, 0, sizeof(m->freed));
+		m->gen = 1;
+	}
 	memset(m->ftail, 0, sizeof(m->ftail));
 	wlive_reset(&m->lv);
 	if (m->pair)
@@ -435,7 +443,11 @@ static void mem5_enc_reset(struct mem5_enc *m)
 
 struct mem5_enc *mem5_enc_new(void)
 {
-	return calloc(1, sizeof(struct mem5_enc));
+	struct mem5_enc *m = calloc(1, sizeof(struct mem5_enc));
+
+	if (m)
+		m->gen = 1;
+	return m;
 }
 
 void mem5_enc_free(struct mem5_enc *m)
@@ -599,11 +611,12 @@ static inline __attribute__((always_inline)) void mem5_event(struct mem5_enc *m,
 	 * of its size class: counted among the frees of its class when the
 	 * block says the free's size) */
 	h = mem5_hash(e->addr, 0) & (MEM5_CACHE - 1);
-	o = m->alloc[h].ord;
+	o = m->alloc[h].gen == m->gen ? m->alloc[h].ord : 0;
 	if (e->op == CYGPROF_MEM_FREE && o && m->alloc[h].addr == e->addr && wlive_is(&m->lv, o)) {
 		/* its rank among the block's allocations still live, from the last */
 		ref = wlive_rank(&m->lv, o);
-	} else if (e->op == CYGPROF_MEM_ALLOC && m->freed[h].ord && m->freed[h].addr == e->addr) {
+	} else if (e->op == CYGPROF_MEM_ALLOC && m->freed[h].gen == m->gen && m->freed[h].ord &&
+		   m->freed[h].addr == e->addr) {
 		bin = capture_mem5_bin(e->size);
 		ref = mem5_claim_rank(m, m->freed[h].ord, bin);
 	}
@@ -632,6 +645,7 @@ static inline __attribute__((always_inline)) void mem5_event(struct mem5_enc *m,
 		m->freed[h].ord = m->nfrees;
 		m->freed[h].bord = m->nbin[bin];
 		m->freed[h].bin = bin;
+		m->freed[h].gen = m->gen;
 		mem5_free_add(m, bin);
 		return;
 	}
@@ -677,6 +691,7 @@ alloc_done:
 	m->alloc[h].addr = e->addr;
 	m->alloc[h].size = e->size;
 	m->alloc[h].ord = m->nallocs;
+	m->alloc[h].gen = m->gen;
 }
 
 size_t mem5_enc_append(struct mem5_enc *m, const struct cygprof_mem_event *ev, size_t n,
