@@ -74,6 +74,17 @@ static int count_pages(struct cygprof_capture *cap, uint64_t *pages, uint64_t *u
 		return capture_err(rc);
 	*pages = (uint64_t)info.me_last_pgno + 1;
 	*unused = free_pages + st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages;
+	/* and the pages past the last one (an aborted transaction's) */
+	{
+		struct stat fs;
+		int fd;
+
+		if (!mdb_env_get_fd(cap->env, &fd) && !fstat(fd, &fs) && cap->psize &&
+		    (uint64_t)fs.st_size / cap->psize > *pages) {
+			*unused += (uint64_t)fs.st_size / cap->psize - *pages;
+			*pages = (uint64_t)fs.st_size / cap->psize;
+		}
+	}
 	return 0;
 }
 
