@@ -288,12 +288,12 @@ static inline int shm_ok(const struct collector *c, uint64_t off, uint64_t len)
 	return off >= CYG_AREA_OFF && !(off & 7) && off <= c->size && len <= c->size - off;
 }
 
-/* gid names a node of thread ct's tree as far as its place tells: inside the
- * mapping and not older than the thread's root (nodes are allocated upwards:
+/* gid names a node of thread ct's tree as far as its place tells: its slot
+ * (node and ext) inside the mapping and not older than the thread's root (nodes are allocated upwards:
  * a parent always has a smaller gid than its children). */
 static inline int gid_ok(const struct collector *c, const struct cthread *ct, uint32_t gid)
 {
-	return gid >= ct->root && shm_ok(c, (uint64_t)gid * CYG_NODE_SIZE, CYG_NODE_SIZE);
+	return gid >= ct->root && shm_ok(c, (uint64_t)gid * CYG_NODE_SIZE, CYG_NODE_SLOT);
 }
 
 static inline struct cyg_node *shm_node(const struct collector *c, uint32_t gid)

@@ -107,7 +107,7 @@ static void sort_u64(uint64_t *v, unsigned n)
 
 void cyg__calibrate(void)
 {
-	struct cyg_tls_save saved = {cyg_tls.t, cyg_tls.stk, cyg_tls.ring};
+	struct cyg_tls_save saved = {cyg_tls.t, cyg_tls.stk, cyg_tls.ring, cyg_tls.swh};
 	uint64_t in[CALIB_ROUNDS], full[CALIB_ROUNDS];
 	unsigned k = CALIB_CALLS, ring_words = 0, r;
 	struct cyg_thread *t;
@@ -133,8 +133,11 @@ void cyg__calibrate(void)
 		errno = err;
 		return;
 	}
+	/* every signal blocked, the CPU samples' too: the runtime's own
+	 * call, not its wrapper, which never blocks that one */
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	cyg__real_sigmask(SIG_SETMASK, &all, &old);
+	cyg_tls.swh = &cyg_sw_zero; /* the scratch writer has no switch records */
 	cyg__tls_use(t);
 
 	struct cyg_node *root = CYG_NODE(cyg_base, t->root), *outer = root, *inner = root;
@@ -162,7 +165,8 @@ void cyg__calibrate(void)
 	cyg_tls.ring = saved.ring;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	cyg_tls.t = saved.t;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	cyg_tls.swh = saved.swh ? saved.swh : &cyg_sw_zero;
+	cyg__real_sigmask(SIG_SETMASK, &old, NULL);
 	if (ok) {
 		sort_u64(in, CALIB_ROUNDS);
 		sort_u64(full, CALIB_ROUNDS);
