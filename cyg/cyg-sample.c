@@ -371,6 +371,8 @@ static void smp_stop(void)
 		timer_delete((timer_t)(uintptr_t)s->timer);
 }
 
+static uint64_t own_cpu_ns(void);
+
 void cyg__smp_thread_start(struct cyg_thread *t)
 {
 	int saved = errno;
@@ -381,6 +383,8 @@ void cyg__smp_thread_start(struct cyg_thread *t)
 	cyg__sw_close();
 	t->smp_fd = -1;
 	t->tls_addr = (uint64_t)(uintptr_t)&cyg_tls;
+	if (cyg_smp_signo || cyg_sw_enabled)
+		t->cpu0_ns = own_cpu_ns();
 	if (cyg_smp_signo) {
 		t->smp_period_ns = smp_period;
 		if (smp_force_timer || open_perf(t))
@@ -406,8 +410,9 @@ void cyg__smp_thread_end(struct cyg_thread *t)
 
 	if (t->tls_addr == (uint64_t)(uintptr_t)&cyg_tls) {
 		cyg__sw_catchup(t);
-		if (t->smp_method || t->sw_on)
-			t->cpu_ns = own_cpu_ns();
+		uint64_t now = own_cpu_ns();
+		if ((t->smp_method || t->sw_on) && now > t->cpu0_ns)
+			t->cpu_ns = now - t->cpu0_ns;
 		smp_stop();
 		cyg__sw_close();
 	}

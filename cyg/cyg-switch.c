@@ -352,8 +352,9 @@ void cyg__sw_process_end(void)
 			continue;
 		if (t == cyg_tls.t || (uint64_t)(uintptr_t)&cyg_tls == t->tls_addr)
 			continue; /* the calling thread: it ends itself */
-		if (!t->cpu_ns)
-			t->cpu_ns = thread_cpu_ns(t->tid);
+		uint64_t cpu = t->cpu_ns ? 0 : thread_cpu_ns(t->tid);
+		if (cpu > t->cpu0_ns && (t->smp_method || t->sw_on))
+			t->cpu_ns = cpu - t->cpu0_ns;
 		if (t->sw_page && off_cpu(t))
 			sw_read(t, 1);
 	}

@@ -283,8 +283,9 @@ struct cyg_thread {
 				 * or with no node */
 	uint64_t smp_ovh;       /* of those, inside a hook */
 	uint64_t smp_nonode;    /* of those, with no node (a depth out of bounds) */
-	uint64_t cpu_ns;        /* the thread's CPU time when it ended (or the process
-				 * did), 0 when not known */
+	uint64_t cpu_ns;        /* the thread's CPU time from its writer's start to its
+				 * end (or the process's), 0 when not known */
+	uint64_t cpu0_ns;       /* the thread's CPU time when its writer started */
 	uint32_t sw_on;         /* switch tracking runs for this thread */
 	uint32_t sw_out_preempt; /* the pending OUT was a preemption */
 	uint64_t sw_page;       /* the thread's perf mapping (control page + data) */
