@@ -91,9 +91,11 @@ def one_line(err):
 
 # what differs between two local runs too: times, pids, the order in which
 # threads are found (idx), the heap over time, the clock's pairings and
-# rate, and the capture's name and size
+# rate, the capture's name and size, and the CPU samples and context
+# switches of a run (record --cpu-freq)
 DROP = ('start_time', 'pid', 'ppid', 'tid', 'share', 'idx', 'heap', 'clock_start',
-        'clock_end', 'tsc_hz', 'file', 'size')
+        'clock_end', 'tsc_hz', 'file', 'size', 'samples', 'cpu_samples', 'overhead_samples',
+        'unplaced_samples', 'switches', 'switches_lost')
 
 
 def norm(x, drop=()):
