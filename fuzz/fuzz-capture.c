@@ -150,8 +150,8 @@ static void read_all(struct cygprof_capture *cap)
 			struct cygprof_cpu_node *cn = NULL;
 			size_t ncn = 0;
 			if (!cygprof_capture_get_cpu(cap, t, &cpu, &cn, &ncn)) {
-				for (size_t j = 0; j < ncn; j++)
-					sum += cn[j].node + cn[j].samples;
+				for (size_t q = 0; q < ncn; q++)
+					sum += cn[q].node + cn[q].samples;
 				free(cn);
 			} else if (cn || ncn) {
 				abort(); /* nothing handed out on an error */
