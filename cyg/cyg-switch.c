@@ -141,11 +141,20 @@ struct sw_clock {
 
 static void sw_clock_now(struct sw_clock *k)
 {
+	uint64_t hz = __atomic_load_n(&cyg_ctl->tsc_per_sec, __ATOMIC_RELAXED);
+
 	k->mono = cyg__mono();
 	k->tick = cyg_now();
 	k->ticks_per_ns = 1.0;
-	if (cyg_use_tsc && k->mono > sw_mono0 + 100000 && k->tick > sw_tick0)
+	if (!cyg_use_tsc)
+		return;
+	/* our own measure once it spans a millisecond; before, the
+	 * collector's (it calibrates 10 ms after the start), or ours over
+	 * what there is */
+	if (k->mono > sw_mono0 + 1000000 || (!hz && k->mono > sw_mono0 + 10000))
 		k->ticks_per_ns = (double)(k->tick - sw_tick0) / (double)(k->mono - sw_mono0);
+	else if (hz)
+		k->ticks_per_ns = (double)hz / 1e9;
 }
 
 static uint64_t sw_to_tick(const struct sw_clock *k, uint64_t mono)
@@ -228,26 +237,29 @@ static void sw_read(struct cyg_thread *t, int until_now)
 	const struct perf_event_mmap_page *pg = (const void *)(uintptr_t)t->sw_page;
 	const char *data = (const char *)pg + pg->data_offset;
 	uint64_t size = (uint64_t)CYG_SW_DATA_PAGES * (uint64_t)page_size();
-	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
-	uint64_t pos = t->sw_seen;
+	uint64_t head, pos = t->sw_seen;
 	struct sw_clock k;
 
 	sw_clock_now(&k);
-	if (head - pos > size) {
-		/* overwritten before they were read: counted, never guessed
-		 * (records are all SW_REC_SIZE bytes: the oldest one left) */
-		uint64_t skip = head - pos - size;
-		skip = (skip + SW_REC_SIZE - 1) / SW_REC_SIZE * SW_REC_SIZE;
-		t->sw_lost += skip / SW_REC_SIZE;
-		pos += skip;
-		t->sw_out_ns = 0; /* its IN may be among them */
-	}
-	while (head - pos >= sizeof(struct perf_event_header)) {
+	for (;;) {
 		struct {
 			struct perf_event_header h;
 			uint32_t pid, tid;
 			uint64_t time;
 		} r;
+		head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+		if (head - pos > size) {
+			/* overwritten before they were read: counted, never
+			 * guessed (records are all SW_REC_SIZE bytes: on to
+			 * the oldest one left) */
+			uint64_t skip = head - pos - size;
+			skip = (skip + SW_REC_SIZE - 1) / SW_REC_SIZE * SW_REC_SIZE;
+			t->sw_lost += skip / SW_REC_SIZE;
+			pos += skip;
+			t->sw_out_ns = 0; /* its IN may be among them */
+		}
+		if (head - pos < sizeof(struct perf_event_header))
+			break;
 		ring_copy(&r.h, data, size, pos, sizeof r.h);
 		if (r.h.size < sizeof r.h || (r.h.size & 7) || r.h.size > head - pos) {
 			t->sw_lost++; /* not a record we know how to step over */
@@ -259,13 +271,9 @@ static void sw_read(struct cyg_thread *t, int until_now)
 		if (sw)
 			ring_copy(&r, data, size, pos, sizeof r);
 		/* written over while it was read (the thread was switched
-		 * meanwhile, many times)? */
-		uint64_t now_head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
-		if (now_head - pos > size) {
-			t->sw_lost++;
-			t->sw_out_ns = 0;
-			sw = 0;
-		}
+		 * meanwhile, many times)?  Then the top of the loop skips */
+		if (__atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE) - pos > size)
+			continue;
 		if (sw && r.tid == t->tid) {
 			t->sw_records++;
 			if (r.h.misc & PERF_RECORD_MISC_SWITCH_OUT) {

@@ -156,7 +156,10 @@ void _exit(int status)
 		struct cyg_thread *t = cyg_tls.t;
 		while (t && !cyg_stale(t) && t->host_off)
 			t = cyg_host_of(t);
-		if (t && !cyg_stale(t))
+		/* not in a vfork child, which shares its parent's memory and
+		 * TLS: the writer, its sampler and its mapping are the
+		 * parent's */
+		if (t && !cyg_stale(t) && t->pid == (uint32_t)getpid())
 			cyg__smp_thread_end(t);
 		errno = saved;
 		p->code = status & 0xff;
