@@ -237,6 +237,9 @@ HIDDEN void cyg__smp_detach(struct cyg_thread *t) COLD;
 HIDDEN void cyg__smp_fork_prepare(void) COLD;
 HIDDEN void cyg__smp_fork_parent(void) COLD;
 HIDDEN void cyg__smp_fork_child(int own_fds) COLD; /* own_fds: not sharing the parent's */
+/* A fork child: the copies of the samplers of the parent's other threads
+ * (process image proc_off) are closed. */
+HIDDEN void cyg__smp_fork_close_others(uint64_t proc_off) COLD;
 /* The real sigaction and pthread_sigmask (the runtime's own calls must not
  * go through its wrappers).  Same returns as theirs. */
 HIDDEN int cyg__real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);

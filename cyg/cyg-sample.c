@@ -409,6 +409,7 @@ void cyg__smp_thread_end(struct cyg_thread *t)
 	int saved = errno;
 
 	if (t->tls_addr == (uint64_t)(uintptr_t)&cyg_tls) {
+		t->smp_fd = -1; /* closed: a fork child must not close that number */
 		cyg__sw_catchup(t);
 		uint64_t now = own_cpu_ns();
 		if ((t->smp_method || t->sw_on) && now > t->cpu0_ns)
@@ -451,6 +452,40 @@ void cyg__smp_fork_parent(void)
 	if (cyg_tls.smp.sw_saved)
 		cyg_tls.swh = cyg_tls.smp.sw_saved;
 	cyg_tls.smp.sw_saved = NULL;
+}
+
+void cyg__smp_fork_close_others(uint64_t proc_off)
+{
+	uint32_t ppid = (uint32_t)getppid();
+	char path[40], link[64];
+
+	if (!proc_off || cyg__cover_all())
+		return;
+	for (uint64_t off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE); off;) {
+		const struct cyg_thread *t = AT(off);
+		off = t->next;
+		if (t->pid != ppid || t->proc_off != proc_off || t->smp_method != CYG_SMP_PERF ||
+		    t->smp_fd < 0 || __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != CYG_T_ACTIVE)
+			continue;
+		/* still the perf event it was (the program's own descriptors
+		 * are never touched) */
+		/* "/proc/self/fd/N" without stdio: this is a fork child */
+		char num[16];
+		int k = 0, v = t->smp_fd;
+		do
+			num[k++] = (char)('0' + v % 10);
+		while ((v /= 10) && k < (int)sizeof num);
+		memcpy(path, "/proc/self/fd/", 14);
+		for (int j = 0; j < k; j++)
+			path[14 + j] = num[k - 1 - j];
+		path[14 + k] = 0;
+		ssize_t n = readlink(path, link, sizeof link - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		if (!strcmp(link, "anon_inode:[perf_event]"))
+			close(t->smp_fd);
+	}
 }
 
 void cyg__smp_fork_child(int own_fds)

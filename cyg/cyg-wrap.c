@@ -85,6 +85,7 @@ void cyg__atfork_child(void)
 		cyg__tls_forget();
 		old = NULL;
 	}
+	cyg__smp_fork_close_others(cyg_proc_off);
 	cyg_proc_off = cyg__register_proc(cyg_proc_off, now);
 	cyg__shared_reset();
 	cyg_tls.t = NULL;

@@ -39,7 +39,10 @@ Tests:
                     without cygprof while samples fire (the program checks
                     itself: exit 0); busy() has the samples
   cputime-fork      cpu-fork: a forked child and the image it execs are
-                    sampled, and the parent after the fork too
+                    sampled, and the parent after the fork too; the child
+                    has one perf descriptor, its own sampler's (the
+                    parent's two threads' are closed), and none with
+                    --no-cpu
   cputime-timer     CYGPROF_CPU_SAMPLER=timer forces the POSIX CPU-time
                     timer: samples still arrive, at most one a period of the
                     thread's CPU time, the method "timer" in the report and
@@ -217,7 +220,13 @@ def test_fork(ck, cyg, prog, args):
         ck.check(f.get('cpu_samples', 0) >= 20, '%s has samples: %d' %
                  (name, f.get('cpu_samples', 0)))
     info = info_json(ck, cyg, cap)
-    ck.eq(len(info['cpu']['threads']), 3, 'info: three sampled threads')
+    ck.eq(len(info['cpu']['threads']), 4, 'info: four sampled threads (main, helper, the '
+          'child, the exec\'d image)')
+    ck.check('child perf fds: 1' in cp.out, 'the child has its own sampler\'s descriptor only '
+             '(%r)' % [ln for ln in cp.out.splitlines() if 'perf fds' in ln])
+    cap, cp = record(ck, cyg, prog, ['1000'], opts=['--no-cpu'], name='off.data')
+    ck.check('child perf fds: 0' in cp.out, '--no-cpu: no perf descriptor in the child (%r)' %
+             [ln for ln in cp.out.splitlines() if 'perf fds' in ln])
 
 
 def test_timer(ck, cyg, prog, args):
