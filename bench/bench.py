@@ -65,6 +65,7 @@ Sections:
            with the baseline is the hooks' own change.
 """
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -178,7 +179,6 @@ def capture_cpu(cyg, cap):
     """(program CPU s from meta cpu_ns, samples taken) of a capture."""
     cp = subprocess.run([cyg, "info", "--format=json", cap], stdout=subprocess.PIPE,
                         stderr=subprocess.DEVNULL, text=True, check=True)
-    import json
     d = json.loads(cp.stdout)
     cpu = d.get("cpu") or {}
     return d["meta"].get("cpu_ns", 0) / 1e9, cpu.get("samples", 0)

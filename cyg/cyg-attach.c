@@ -187,6 +187,7 @@ int cyg__attach(void)
 	if (cyg_state != 0)
 		return cyg_state > 0 ? 0 : -1;
 	cyg_state = -2;
+	cyg__syscall_init();
 	s = getenv(CYG_SHM_FD_ENV);
 	fd = s ? atoi(s) : environ_fd();
 	if (fd < 0) {
@@ -333,6 +334,7 @@ int cygprof_attach_fd(int fd)
 	}
 	char *obase = cyg_base, *oend = cyg_end;
 	uint64_t oproc = cyg_proc_off;
+	cyg__syscall_init();
 	r = map_fd(fd);
 	if (r) {
 		__atomic_store_n(&cyg_state, prev, __ATOMIC_SEQ_CST);

@@ -271,6 +271,8 @@ HIDDEN void cyg__sw_detach(struct cyg_thread *t, struct cyg_tls *tls) COLD;
 
 /* ---- process ends (cyg-wrap.c) ----------------------------------------- */
 
+/* Find the real syscall() (the wrapper's): at the attach. */
+HIDDEN void cyg__syscall_init(void) COLD;
 /* The pthread_atfork() child handler: the child is a process of its own. */
 HIDDEN void cyg__atfork_child(void);
 

@@ -2,7 +2,8 @@
 /* cyg-wrap.c - the libc functions the runtime interposes, where frames are
  * left without their exits and where processes begin and end: the longjmp
  * family, exit, _exit, waitpid, wait, wait4, fork and _Fork (with the
- * child handler), dlopen, and the library's destructor; and those that
+ * child handler), syscall (a raw fork), dlopen, and the library's
+ * destructor; and those that
  * would take the CPU samples' signal from the runtime: sigaction, signal,
  * sysv_signal, bsd_signal, sigprocmask and pthread_sigmask.
  *
@@ -14,8 +15,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -250,6 +254,86 @@ pid_t _Fork(void)
 		errno = saved;
 	}
 	fork_cfa = 0;
+	return r;
+}
+
+/* syscall(): a fork made by the raw system call (SYS_fork, or SYS_clone or
+ * SYS_clone3 without CLONE_VM) runs no atfork handler; its child would
+ * keep reading the parent's switch records, which it has no copy of
+ * (VM_DONTCOPY), at its next exit hook.  So the calling thread stops
+ * reading them around it, as the fork handlers do; the child keeps its
+ * parent's writer (as before: the runtime does not follow such a fork)
+ * without them. */
+struct cyg_clone_args { uint64_t flags; }; /* the first field of struct clone_args */
+
+/* The clone flags of system call n with first argument a0 when it makes a
+ * process of its own (a copy of this one), else -1. */
+static long forklike(long n, long a0)
+{
+#ifdef SYS_fork
+	if (n == SYS_fork)
+		return 0;
+#endif
+#ifdef SYS_clone
+	if (n == SYS_clone)
+		return a0 & CLONE_VM ? -1 : a0 & 0x7fffffff;
+#endif
+#ifdef SYS_clone3
+	if (n == SYS_clone3 && a0) {
+		uint64_t fl = ((const struct cyg_clone_args *)(uintptr_t)a0)->flags;
+		return fl & CLONE_VM ? -1 : (long)(fl & 0x7fffffff);
+	}
+#endif
+	(void)a0;
+	return -1;
+}
+
+typedef long (*syscall_fn)(long, ...);
+static syscall_fn real_syscall;
+
+/* Found at the attach, before any thread is registered: the runtime's own
+ * syscall() calls (gettid, perf_event_open) come here too, from cold paths
+ * that had better not take the loader's lock. */
+void cyg__syscall_init(void)
+{
+	int saved = errno;
+
+	if (!__atomic_load_n(&real_syscall, __ATOMIC_RELAXED))
+		__atomic_store_n(&real_syscall, (syscall_fn)cyg_next_sym("syscall"),
+				 __ATOMIC_RELAXED);
+	errno = saved;
+}
+
+EXPORT long syscall(long n, ...);
+long syscall(long n, ...)
+{
+	syscall_fn real = __atomic_load_n(&real_syscall, __ATOMIC_RELAXED);
+	long a[6], r;
+	va_list ap;
+
+	va_start(ap, n);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (!real) {
+		real = (syscall_fn)cyg_next_sym("syscall");
+		__atomic_store_n(&real_syscall, real, __ATOMIC_RELAXED);
+	}
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	long fl = forklike(n, a[0]);
+	if (fl < 0)
+		return real(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+	cyg__smp_fork_prepare();
+	r = real(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+	int saved = errno;
+	if (r == 0)
+		cyg__smp_fork_child(!(fl & CLONE_FILES));
+	else
+		cyg__smp_fork_parent();
+	errno = saved;
 	return r;
 }
 

@@ -7,6 +7,10 @@
  *                     "cpu-fork exec K"; the parent calls parent_work(K)
  *                     again and waits for it.
  *   cpu-fork exec K   main calls exec_work(K).
+ *   cpu-fork raw K    main forks with the raw system call (syscall(SYS_clone,
+ *                     SIGCHLD): no atfork handler runs); the child calls
+ *                     child_work(K), prints "raw child done" and exits 0;
+ *                     main exits 0 when it did (3 when it died).
  *
  * Each work function spins K units (50000000: some 0.1 s here).  Before
  * the fork a second thread, helper(), is running (blocked until the parent
@@ -18,9 +22,11 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,6 +95,22 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "exec")) {
 		exec_work(strtoul(argv[2], NULL, 10));
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "raw")) {
+		k = strtoul(argv[2], NULL, 10);
+		parent_work(k);
+		pid = (pid_t)syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			child_work(k);
+			printf("raw child done\n");
+			fflush(stdout);
+			_exit(0);
+		}
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+			return 3;
 		return 0;
 	}
 	if (argc != 2)

@@ -42,7 +42,8 @@ Tests:
                     sampled, and the parent after the fork too; the child
                     has one perf descriptor, its own sampler's (the
                     parent's two threads' are closed), and none with
-                    --no-cpu
+                    --no-cpu; a child forked by the raw system call (no
+                    atfork handler) runs its instrumented calls and exits 0
   cputime-timer     CYGPROF_CPU_SAMPLER=timer forces the POSIX CPU-time
                     timer: samples still arrive, at most one a period of the
                     thread's CPU time, the method "timer" in the report and
@@ -227,6 +228,8 @@ def test_fork(ck, cyg, prog, args):
     cap, cp = record(ck, cyg, prog, ['1000'], opts=['--no-cpu'], name='off.data')
     ck.check('child perf fds: 0' in cp.out, '--no-cpu: no perf descriptor in the child (%r)' %
              [ln for ln in cp.out.splitlines() if 'perf fds' in ln])
+    cap, cp = record(ck, cyg, prog, ['raw', '20000000'], name='raw.data')
+    ck.check('raw child done' in cp.out, 'a raw fork\'s child ran its calls and exited 0')
 
 
 def test_timer(ck, cyg, prog, args):
