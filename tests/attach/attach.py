@@ -441,8 +441,9 @@ def test_run(ck, cyg, example, args):
                  'attached: CPU samples taken (%s)' % data['cpu_sampler'])
         ck.check(fns.get('work', {}).get('cpu_samples', 0) > 0,
                  'attached: work() has CPU samples: %r' % fns.get('work'))
-        ck.check(fns.get('worker', {}).get('blocked_ns', 0) > 0,
-                 'attached: the workers\' sleeps are blocked time: %r' % fns.get('worker'))
+        if data['cpu_sampler'] != 'timer':  # perf allowed here: switches tracked
+            ck.check(fns.get('worker', {}).get('blocked_ns', 0) > 0,
+                     'attached: the workers\' sleeps are blocked time: %r' % fns.get('worker'))
     finally:
         if p.poll() is None:
             p.kill()
