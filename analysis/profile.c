@@ -113,36 +113,57 @@ int profile_self_times(const struct cygprof_node *nodes, size_t n, uint64_t *sel
 }
 
 int profile_compensate(struct cygprof_node *nodes, size_t n, const struct profile_overhead *o,
-		       double *cut)
+		       double *cut, uint64_t *clamped)
 {
-	uint64_t *desc;
+	uint64_t *desc, *kids, nclamped = 0;
 	size_t i;
 
+	if (clamped)
+		*clamped = 0;
 	if (n == 0)
 		return 0;
 	for (i = 1; i < n; i++)
 		if (nodes[i].parent >= i)
 			return -EINVAL;
 	desc = calloc(n, sizeof *desc);
-	if (!desc)
+	kids = calloc(n, sizeof *kids);
+	if (!desc || !kids) {
+		free(desc);
+		free(kids);
 		return -ENOMEM;
-	/* the calls below each node: children after their parents */
-	for (i = n - 1; i >= 1; i--)
-		desc[nodes[i].parent] += desc[i] + nodes[i].calls;
+	}
+	/* Children come after their parents: walking backwards, a node's
+	 * children are done when it comes, their calls summed in desc and
+	 * their compensated totals in kids. */
+	for (i = n - 1; i >= 1; i--) {
+		struct cygprof_node *nd = &nodes[i];
+		double c = (double)nd->calls * o->in_ns + (double)desc[i] * o->full_ns;
+		double t = (double)nd->total_ns - c;
+		uint64_t comp;
+
+		if (t < (double)kids[i]) {
+			/* the hooks' cost exceeds what was measured here: no
+			 * less than the children, no self time below 0 */
+			comp = kids[i];
+			nclamped++;
+		} else {
+			comp = (uint64_t)(t + 0.5);
+		}
+		if (cut)
+			cut[i] = nd->calls && nd->total_ns > comp
+					 ? (double)(nd->total_ns - comp) / (double)nd->calls
+					 : 0;
+		nd->total_ns = comp;
+		desc[nd->parent] += desc[i] + nd->calls;
+		kids[nd->parent] += comp;
+	}
 	if (cut)
 		cut[0] = 0;
-	nodes[0].total_ns = 0;
-	for (i = 1; i < n; i++) {
-		double c = (double)nodes[i].calls * o->in_ns + (double)desc[i] * o->full_ns;
-		double t = (double)nodes[i].total_ns - c;
-		if (cut)
-			cut[i] = nodes[i].calls ? c / (double)nodes[i].calls : 0;
-		nodes[i].total_ns = t > 0 ? (uint64_t)(t + 0.5) : 0;
-	}
-	for (i = 1; i < n; i++)
-		if (nodes[i].parent == 0)
-			nodes[0].total_ns += nodes[i].total_ns;
+	nodes[0].total_ns = kids[0];
 	free(desc);
+	free(kids);
+	if (clamped)
+		*clamped = nclamped;
 	return 0;
 }
 

@@ -162,17 +162,26 @@ struct profile_overhead {
 
 /** Overhead compensation, the one place of this rule: for every node N
  * but the root, in place,
- *   total_ns(N) = max(0, total_ns(N) - calls(N) * in_ns
- *                        - descendant_calls(N) * full_ns)
+ *   total_ns(N) = max(kids(N), total_ns(N) - calls(N) * in_ns
+ *                              - descendant_calls(N) * full_ns)
  * (rounded to the nearest ns), where descendant_calls(N) is the sum of the
- * calls of every node below N; the root's total_ns becomes the sum of its
- * children's.  Self times then follow from profile_self_times().
+ * calls of every node below N and kids(N) the sum of N's children's
+ * compensated total_ns (0 for a leaf); the root's total_ns becomes the sum
+ * of its children's.  So compensation never makes a node's inclusive time
+ * less than its children's, nor its self time (profile_self_times())
+ * negative: where the hooks' cost would exceed the time measured there
+ * (a calibration too high for that code, or calls too short to tell from
+ * the hooks), the node is clamped at kids(N) and counted.  The measured
+ * times are the data, the calibration a prior taken out of them as far as
+ * they allow; a reader with better evidence of a call path's time (CPU
+ * samples) can take its place per node.
  * @param[out] cut when not NULL, n values: for each node the time taken
- *             out per call (before clamping; 0 for the root and for a node
+ *             out per call (after clamping; 0 for the root and for a node
  *             without calls), for the call sites of the node.
+ * @param[out] clamped when not NULL, the number of nodes clamped.
  * Returns 0, -EINVAL for a bad parent index, -ENOMEM. */
 int profile_compensate(struct cygprof_node *nodes, size_t n, const struct profile_overhead *o,
-		       double *cut);
+		       double *cut, uint64_t *clamped);
 
 /* ---- loading from a capture (profile-load.c) ------------------------------ */
 

@@ -188,23 +188,94 @@ static double meta_ns(struct view *v, const char *key)
 	return x;
 }
 
+/* "min..max" of two stored figures in ns; 0 when it does not parse. */
+static int meta_range(struct view *v, const char *key, double *lo, double *hi)
+{
+	const char *s = view_meta_str(v, key);
+	char *end;
+
+	if (!s)
+		return 0;
+	*lo = strtod(s, &end);
+	if (end == s || strncmp(end, "..", 2))
+		return 0;
+	s = end + 2;
+	*hi = strtod(s, &end);
+	return end != s && !*end && *lo >= 0 && *hi >= *lo && *hi <= 1e6;
+}
+
+static uint32_t meta_u32(struct view *v, const char *key)
+{
+	const char *s = view_meta_str(v, key);
+	char *end;
+	unsigned long x;
+
+	if (!s || !*s)
+		return 0;
+	x = strtoul(s, &end, 10);
+	return *end || x > UINT32_MAX ? 0 : (uint32_t)x;
+}
+
 void view_overhead(struct view *v, struct view_overhead *o)
 {
 	if (!v->overhead_state) {
 		struct view_overhead *w = &v->overhead;
-		const char *c = view_meta_str(v, "overhead_calls");
-		const char *r = view_meta_str(v, "overhead_rounds");
+		const char *m = view_meta_str(v, "overhead_mode");
+		const char *rb = view_meta_str(v, "overhead_ring_bytes");
 		memset(w, 0, sizeof *w);
 		w->in_ns = meta_ns(v, "overhead_in_ns");
 		w->out_ns = meta_ns(v, "overhead_out_ns");
 		w->present = w->in_ns >= 0 && w->out_ns >= 0;
 		if (!w->present)
 			w->in_ns = w->out_ns = 0;
-		w->calls = c ? (uint32_t)strtoul(c, NULL, 10) : 0;
-		w->rounds = r ? (uint32_t)strtoul(r, NULL, 10) : 0;
+		w->in_spread_ns = meta_ns(v, "overhead_in_spread_ns");
+		w->out_spread_ns = meta_ns(v, "overhead_out_spread_ns");
+		if (w->in_spread_ns < 0 || w->out_spread_ns < 0)
+			w->in_spread_ns = w->out_spread_ns = -1;
+		w->calls = meta_u32(v, "overhead_calls");
+		w->rounds = meta_u32(v, "overhead_rounds");
+		w->kept = meta_u32(v, "overhead_rounds_kept");
+		w->tries = meta_u32(v, "overhead_tries");
+		if (m && strlen(m) < sizeof w->mode && strspn(m, "abcdefghijklmnopqrstuvwxyz+") == strlen(m))
+			snprintf(w->mode, sizeof w->mode, "%s", m);
+		w->ring_bytes = rb ? strtoull(rb, NULL, 10) : 0;
+		w->images = meta_u32(v, "overhead_images");
+		w->in_min = w->in_max = w->in_ns;
+		w->out_min = w->out_max = w->out_ns;
+		if (w->images > 1 &&
+		    (!meta_range(v, "overhead_in_range_ns", &w->in_min, &w->in_max) ||
+		     !meta_range(v, "overhead_out_range_ns", &w->out_min, &w->out_max))) {
+			w->in_min = w->in_max = w->in_ns;
+			w->out_min = w->out_max = w->out_ns;
+		}
 		v->overhead_state = 1;
 	}
 	*o = v->overhead;
+}
+
+/* A calibration's spreads of in and of full (in + out). */
+static void spreads(const struct view_overhead *o, double *in, double *full)
+{
+	if (o->in_spread_ns >= 0 && o->out_spread_ns >= 0) {
+		*in = o->in_spread_ns;
+		*full = o->in_spread_ns + o->out_spread_ns;
+	} else {
+		*in = o->in_ns * VIEW_OVERHEAD_SPREAD_UNKNOWN;
+		*full = (o->in_ns + o->out_ns) * VIEW_OVERHEAD_SPREAD_UNKNOWN;
+	}
+}
+
+int view_overhead_differ(const struct view_overhead *a, const struct view_overhead *b,
+			 double *per_call)
+{
+	double fa = a->in_ns + a->out_ns, fb = b->in_ns + b->out_ns, ia, fsa, ib, fsb;
+	double din = a->in_ns > b->in_ns ? a->in_ns - b->in_ns : b->in_ns - a->in_ns;
+	double dfull = fa > fb ? fa - fb : fb - fa;
+
+	spreads(a, &ia, &fsa);
+	spreads(b, &ib, &fsb);
+	*per_call = din > dfull ? din : dfull;
+	return din > ia + ib || dfull > fsa + fsb;
 }
 
 int view_compensated(struct view *v)
@@ -442,7 +513,7 @@ int view_tree(struct view *v, uint32_t thread, const struct view_tree **out)
 			goto fail;
 		}
 		s->ncut = n;
-		if ((err = profile_compensate(nodes, n, &ov, s->cut))) {
+		if ((err = profile_compensate(nodes, n, &ov, s->cut, &s->t.clamped))) {
 			err = err == -EINVAL ? CYGPROF_E_CORRUPT : err;
 			goto fail;
 		}
@@ -453,7 +524,8 @@ int view_tree(struct view *v, uint32_t thread, const struct view_tree **out)
 		if (err)
 			goto fail;
 		s->nmap = nstored;
-		if (comp && v->filter.has_range && (err = profile_compensate(nodes, n, &ov, NULL))) {
+		if (comp && v->filter.has_range &&
+		    (err = profile_compensate(nodes, n, &ov, NULL, &s->t.clamped))) {
 			err = err == -EINVAL ? CYGPROF_E_CORRUPT : err;
 			goto fail;
 		}
@@ -491,7 +563,28 @@ fail:
 	s->cut = NULL;
 	s->ncut = 0;
 	s->t.total_ns = 0;
+	s->t.clamped = 0;
 	return err;
+}
+
+int view_compensation_clamped(struct view *v, uint64_t *clamped)
+{
+	const struct cygprof_thread *th;
+	size_t n;
+	int err;
+
+	*clamped = 0;
+	if (!view_compensated(v))
+		return 0;
+	if ((err = view_threads(v, &th, &n)))
+		return err;
+	for (size_t i = 0; i < n; i++) {
+		const struct view_tree *t;
+		if ((err = view_tree(v, th[i].idx, &t)))
+			return err;
+		*clamped += t->clamped;
+	}
+	return 0;
 }
 
 /* A node's time shared among its call sites by their calls (the times of

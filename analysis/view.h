@@ -83,23 +83,44 @@ uint64_t view_duration_ns(struct view *v);
 /* ---- overhead compensation ------------------------------------------------- */
 
 /* The hooks' cost per enter/exit pair, measured by the runtime at attach
- * in the traced process and stored in the metadata (overhead_in_ns,
- * overhead_out_ns, overhead_calls, overhead_rounds).  Unless the view was
+ * in the traced process, with the hooks the recording ran, and stored in
+ * the metadata (overhead_*: docs/capture-format.md).  Unless the view was
  * opened with raw_times, every tree view_tree() gives, and with it every
  * figure of analysis/, has it taken out (profile_compensate()): a node's
- * total loses calls * in_ns and (calls below it) * (in_ns + out_ns), a
- * call site the same per call of its node.  The timeline stays as
- * measured. */
+ * total loses calls * in_ns and (calls below it) * (in_ns + out_ns), but
+ * never goes below its children's, a call site the same per call of its
+ * node.  The timeline stays as measured. */
 struct view_overhead {
 	int present;       /* the capture has the calibration */
 	double in_ns;      /* inside the callee's interval */
 	double out_ns;     /* in its caller's: before the enter, after the exit */
+	/* the rounds' standard deviations; -1 when the capture does not say
+	 * (recorded before they were stored) */
+	double in_spread_ns, out_spread_ns;
 	uint32_t calls;    /* enter/exit pairs per round */
-	uint32_t rounds;   /* rounds (the median is kept) */
+	uint32_t rounds;   /* rounds measured */
+	uint32_t kept;     /* rounds kept (not outliers); 0 when not said */
+	uint32_t tries;    /* attempts made; 0 when not said */
+	char mode[24];     /* the hooks calibrated: "plain", "timeline", "memory",
+			    * "timeline+memory"; "" when not said */
+	uint64_t ring_bytes; /* the ring the timeline hooks wrote (0: none) */
+	uint32_t images;   /* process images calibrated (0: not said) */
+	/* over those images (when images > 1): the least and the most */
+	double in_min, in_max, out_min, out_max;
 };
 /** The calibration stored in the capture (present = 0: none, a capture
  * recorded before it existed or with --time=sampled). */
 void view_overhead(struct view *v, struct view_overhead *o);
+/** Whether two calibrations (both present) differ by more than their
+ * spreads explain: |in_a - in_b| > in_spread_a + in_spread_b, or the same
+ * of full = in + out with spread in_spread + out_spread (a bound of the
+ * sum's).  A capture that does not say its spreads counts as
+ * VIEW_OVERHEAD_SPREAD_UNKNOWN of each figure.  *per_call: the most one
+ * call's compensated time can differ between them, max(|in_a - in_b|,
+ * |full_a - full_b|) in ns. */
+int view_overhead_differ(const struct view_overhead *a, const struct view_overhead *b,
+			 double *per_call);
+#define VIEW_OVERHEAD_SPREAD_UNKNOWN 0.05
 /** Whether the trees' times are compensated: a calibration is present and
  * the view was not opened with raw_times. */
 int view_compensated(struct view *v);
@@ -235,11 +256,17 @@ struct view_tree {
 	const uint64_t *self_ns; /* per node: its total_ns minus its children's */
 	const uint32_t *fn;      /* per node: its function's id; fn[0] = VIEW_NONE */
 	uint64_t total_ns;       /* the sum of the root's children's total_ns */
+	uint64_t clamped;        /* nodes whose compensation was clamped
+				  * (profile_compensate()); 0 uncompensated */
 };
 
 /** A thread's tree (read and named once).  CYGPROF_E_NOTFOUND for an
  * unknown thread, CYGPROF_E_CORRUPT for a malformed tree. */
 int view_tree(struct view *v, uint32_t thread, const struct view_tree **out);
+/** The nodes whose compensation was clamped (the hooks' cost exceeded
+ * their measured time: profile_compensate()), over every thread's tree,
+ * reading the trees not read yet; 0 when the times are not compensated. */
+int view_compensation_clamped(struct view *v, uint64_t *clamped);
 /** Replace the times of a thread's tree (read before with view_tree()):
  * total_ns[i] for node i, n its node count; self times follow, and each
  * call site gets its node's time in proportion to its calls.  For times

@@ -74,6 +74,12 @@ void cli_json_meta(FILE *f, const char *key, const char *val);
 /* The capture's meta as one typed object (info's "meta", report's "meta"):
  * every key info shows, the optional ones only when present. */
 void cli_json_meta_object(FILE *f, struct view *v);
+/* The capture's calibration of the hooks (view_overhead()) as one JSON
+ * object (info's "overhead", diff's sides' "calibration"), null when it
+ * has none. */
+void cli_json_overhead(FILE *f, const struct view_overhead *o);
+/* "in ± s ns" (or "in ns" without a spread) of one figure. */
+char *cli_overhead_fig(char *buf, size_t len, double ns, double spread);
 /* Whether a meta key is shown only when the capture has it. */
 int cli_meta_optional(const char *key);
 void cli_json_threads(struct view *v, const char *file, int totals);

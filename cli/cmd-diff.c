@@ -55,6 +55,46 @@ static void side_times(struct side *s)
 		s->times = "none";
 }
 
+/* Warn in one line when the two sides' times were compensated with
+ * calibrations that differ by more than their spreads explain
+ * (view_overhead_differ()), or when one side is compensated and the other
+ * is not: the same code then shows different times per call. */
+static void calibration_warn(struct side *old, struct side *new)
+{
+	struct view_overhead a, b;
+	int ca = view_compensated(old->v), cb = view_compensated(new->v);
+	char s1[48], s2[48], s3[48], s4[48], modes[64] = "";
+	double per_call;
+
+	if (strcmp(old->times, "exact") || strcmp(new->times, "exact"))
+		return; /* not the hooks' times: the "# times" line says it */
+	view_overhead(old->v, &a);
+	view_overhead(new->v, &b);
+	if (ca != cb) {
+		const struct view_overhead *o = ca ? &a : &b;
+		cli_warn("diff: %s is compensated for the hooks' cost and %s is not (%s): "
+			 "compensated times differ by up to %.1f ns per call",
+			 ca ? "OLD" : "NEW", ca ? "NEW" : "OLD",
+			 (ca ? b : a).present ? "--raw-times" : "no calibration",
+			 o->in_ns + o->out_ns);
+		return;
+	}
+	if (!ca || !view_overhead_differ(&a, &b, &per_call))
+		return;
+	if (strcmp(a.mode, b.mode))
+		snprintf(modes, sizeof modes, "; %s vs %s hooks", a.mode[0] ? a.mode : "unknown",
+			 b.mode[0] ? b.mode : "unknown");
+	cli_warn("diff: OLD and NEW were calibrated differently (o_in %s vs %s, o_full %s vs %s%s): "
+		 "compensated times differ by up to %.1f ns per call",
+		 cli_overhead_fig(s1, sizeof s1, a.in_ns, a.in_spread_ns),
+		 cli_overhead_fig(s2, sizeof s2, b.in_ns, b.in_spread_ns),
+		 cli_overhead_fig(s3, sizeof s3, a.in_ns + a.out_ns,
+				  a.in_spread_ns >= 0 ? a.in_spread_ns + a.out_spread_ns : -1),
+		 cli_overhead_fig(s4, sizeof s4, b.in_ns + b.out_ns,
+				  b.in_spread_ns >= 0 ? b.in_spread_ns + b.out_spread_ns : -1),
+		 modes, per_call);
+}
+
 struct diff_opts {
 	int json, paths;
 	int sort;                  /* a value or DIFF_BY_NAME */
@@ -461,7 +501,12 @@ static void print_text(struct diff_opts *o, struct side *old, struct side *new,
 static void json_side(const char *what, struct side *s)
 {
 	diff_print_json_side(what, s->file, view_meta_str(s->v, "command"));
-	printf(", \"times\": \"%s\", \"total_ns\": %" PRIu64 "},\n", s->times, s->total_ns);
+	struct view_overhead ov;
+	view_overhead(s->v, &ov);
+	printf(", \"times\": \"%s\", \"total_ns\": %" PRIu64 ", \"compensated\": %s, \"calibration\": ",
+	       s->times, s->total_ns, view_compensated(s->v) ? "true" : "false");
+	cli_json_overhead(stdout, &ov);
+	printf("},\n");
 }
 
 static void print_json(struct diff_opts *o, struct side *old, struct side *new,
@@ -882,6 +927,7 @@ int cmd_diff(int argc, char **argv)
 	load_profile(&new, o.di, &o.filt);
 	side_times(&old);
 	side_times(&new);
+	calibration_warn(&old, &new);
 	side_functions(&old);
 	side_functions(&new);
 	err = diff_match(old.fns, old.nfns, new.fns, new.nfns, NV, &fr, &nfr);

@@ -153,18 +153,34 @@ static void print_instruments(struct view *v)
 }
 
 /* The hooks' cost the runtime measured, which the readers take out of the
- * times (view_overhead()). */
+ * times (view_overhead()): o_in and o_out with their spreads, the hooks
+ * measured, the rounds kept, and the other process images' range. */
 static void print_overhead(struct view *v)
 {
 	struct view_overhead o;
+	char a[48], b[48], ring[48] = "";
 
 	view_overhead(v, &o);
-	if (o.present)
-		printf("%-14s: %.3f ns in the callee, %.3f ns in its caller per call (median of "
-		       "%u rounds of %u calls); readers take it out of the times\n",
-		       "hook overhead", o.in_ns, o.out_ns, o.rounds, o.calls);
-	else
+	if (!o.present) {
 		printf("%-14s: not measured (times are not compensated)\n", "hook overhead");
+		return;
+	}
+	printf("%-14s: o_in %s in the callee, o_out %s in its caller per call",
+	       "hook overhead", cli_overhead_fig(a, sizeof a, o.in_ns, o.in_spread_ns),
+	       cli_overhead_fig(b, sizeof b, o.out_ns, o.out_spread_ns));
+	if (o.ring_bytes)
+		snprintf(ring, sizeof ring, " writing a %s ring",
+			 fmt_bytes(b, sizeof b, o.ring_bytes, FMT_BYTES_IEC));
+	if (o.kept)
+		printf(" (%s hooks%s; %u of %u rounds of %u calls kept, %u %s)", o.mode[0] ? o.mode : "the",
+		       ring, o.kept, o.rounds, o.calls, o.tries, o.tries == 1 ? "try" : "tries");
+	else
+		printf(" (median of %u rounds of %u calls)", o.rounds, o.calls);
+	printf("; readers take it out of the times\n");
+	if (o.images > 1)
+		printf("%-14s  %u process images calibrated: o_in %.1f..%.1f ns, o_out %.1f..%.1f ns "
+		       "(the first one's is used)\n",
+		       "", o.images, o.in_min, o.in_max, o.out_min, o.out_max);
 }
 
 static const char *method_name(uint32_t m)
@@ -352,13 +368,9 @@ static void print_json(struct view *v, const char *file, const struct cygprof_th
 	cli_json_meta_object(stdout, v);
 	struct view_overhead o;
 	view_overhead(v, &o);
-	if (o.present)
-		printf(",\n  \"overhead\": {\"in_ns\": %.3f, \"out_ns\": %.3f, \"calls\": %u, "
-		       "\"rounds\": %u",
-		       o.in_ns, o.out_ns, o.calls, o.rounds);
-	else
-		printf(",\n  \"overhead\": null");
-	printf("%s,\n  \"cpu\": ", o.present ? "}" : "");
+	printf(",\n  \"overhead\": ");
+	cli_json_overhead(stdout, &o);
+	printf(",\n  \"cpu\": ");
 	print_cpu_json(v, file, threads, nthreads);
 	printf(",\n  \"instruments\": [");
 	for (i = 0, k = 0; instruments[i]; i++)

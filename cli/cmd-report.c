@@ -436,6 +436,10 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 	printf(",\n");
 	/* whether the hooks' cost was taken out of the times (view_overhead()) */
 	printf("  \"times_compensated\": %s,\n", view_compensated(v) ? "true" : "false");
+	/* call paths whose compensation stopped at their children's time */
+	uint64_t clamped;
+	cli_check(view_compensation_clamped(v, &clamped), o->file);
+	printf("  \"compensation_clamped\": %" PRIu64 ",\n", clamped);
 	printf("  \"total_self_ns\": %" PRIu64 ",\n", p->total_self_ns);
 	/* --time=sampled --sample: self and total times are the samples' */
 	printf("  \"sampled_times\": %s,\n", o->print.sampled_times ? "true" : "false");
@@ -660,6 +664,21 @@ static void unload(struct profile *p, struct report_opts *o)
 	profile_free(p);
 }
 
+/* Say how many call paths the compensation clamped (profile_compensate()):
+ * the hooks' cost was more than their measured time, so they show none of
+ * their own. */
+static void clamp_note(struct view *v, const struct report_opts *o)
+{
+	uint64_t n;
+
+	cli_check(view_compensation_clamped(v, &n), o->file);
+	if (n && !o->print.no_times)
+		printf("Compensation clamped %" PRIu64 " call path%s: the hooks' calibrated cost "
+		       "exceeded the time measured there, so %s no self time (--raw-times shows "
+		       "the times as measured).\n\n",
+		       n, n == 1 ? "" : "s", n == 1 ? "it shows" : "they show");
+}
+
 static void print_sections(struct view *v, const struct profile *p, struct report_opts *o)
 {
 	size_t i;
@@ -701,6 +720,7 @@ int cmd_report(int argc, char **argv)
 		print_json(v, p, &o);
 		unload(p, &o);
 	} else if (o.per_thread) {
+		clamp_note(v, &o);
 		/* one profile per thread, from the trees the view read once */
 		for (i = 0; i < nthreads; i++) {
 			uint32_t ti = threads[i].idx;
@@ -719,6 +739,7 @@ int cmd_report(int argc, char **argv)
 		if (!ov.present && !o.print.no_times)
 			printf("Times are as measured: this capture has no calibration of the hooks' "
 			       "cost (recorded before it existed).\n\n");
+		clamp_note(v, &o);
 		p = load(v, &o, NULL, 0);
 		print_sections(v, p, &o);
 		unload(p, &o);

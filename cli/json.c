@@ -93,3 +93,40 @@ void cli_json_meta_object(FILE *f, struct view *v)
 	}
 	fputc('}', f);
 }
+
+void cli_json_overhead(FILE *f, const struct view_overhead *o)
+{
+	if (!o->present) {
+		fputs("null", f);
+		return;
+	}
+	fprintf(f, "{\"in_ns\": %.3f, \"out_ns\": %.3f, \"full_ns\": %.3f, ", o->in_ns, o->out_ns,
+		o->in_ns + o->out_ns);
+	if (o->in_spread_ns >= 0)
+		fprintf(f, "\"in_spread_ns\": %.3f, \"out_spread_ns\": %.3f, ", o->in_spread_ns,
+			o->out_spread_ns);
+	else
+		fputs("\"in_spread_ns\": null, \"out_spread_ns\": null, ", f);
+	fprintf(f, "\"calls\": %u, \"rounds\": %u, \"rounds_kept\": ", o->calls, o->rounds);
+	if (o->kept)
+		fprintf(f, "%u, \"tries\": %u, ", o->kept, o->tries);
+	else
+		fputs("null, \"tries\": null, ", f);
+	fputs("\"mode\": ", f);
+	json_str_null(f, o->mode[0] ? o->mode : NULL);
+	fprintf(f, ", \"ring_bytes\": %" PRIu64 ", \"images\": ", o->ring_bytes);
+	if (o->images)
+		fprintf(f, "%u, \"in_range_ns\": [%.3f, %.3f], \"out_range_ns\": [%.3f, %.3f]}", o->images,
+			o->in_min, o->in_max, o->out_min, o->out_max);
+	else
+		fputs("null, \"in_range_ns\": null, \"out_range_ns\": null}", f);
+}
+
+char *cli_overhead_fig(char *buf, size_t len, double ns, double spread)
+{
+	if (spread >= 0)
+		snprintf(buf, len, "%.1f ± %.1f ns", ns, spread);
+	else
+		snprintf(buf, len, "%.1f ns", ns);
+	return buf;
+}

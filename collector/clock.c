@@ -110,28 +110,50 @@ void collector_calibrate(struct collector *c)
 	c->mult = (uint64_t)(c->ns_per_tick * 4294967296.0 + 0.5);
 }
 
-int collector_overhead(const struct collector *c, double *in_ns, double *out_ns, uint32_t *calls,
-		       uint32_t *rounds)
+/* ticks summed over k calls, as ns per call to 1/1000 ns (as the capture
+ * stores them: top and a report of the capture take out the same) */
+static double per_call_ns(const struct collector *c, uint64_t ticks, uint32_t k)
 {
+	return (double)(uint64_t)((double)ticks_to_ns(c, ticks) * 1000 / k + 0.5) / 1000;
+}
+
+int collector_overhead(const struct collector *c, struct collector_overhead *o)
+{
+	memset(o, 0, sizeof *o);
 	if (c->o->time_sampled)
 		return 0;
 	for (size_t i = 0; i < c->nprocs; i++) {
 		const struct cyg_proc *p = C_AT(c, c->procs[i]->off);
-		uint32_t k = ACQ(p->calib_calls), r = RD(p->calib_rounds);
+		uint32_t k = ACQ(p->calib_calls), r = RD(p->calib_rounds), kept = RD(p->calib_kept);
 		uint64_t in = RD(p->calib_in), full = RD(p->calib_full);
+		uint64_t in_sd = RD(p->calib_in_sd), out_sd = RD(p->calib_out_sd);
 		/* the mapping is the program's: a figure past 1 ms per call is
 		 * not a measure of the hooks */
-		if (!k || k > 1000000 || !r || r > 1000 || in > full ||
-		    ticks_to_ns(c, full) > (uint64_t)k * 1000000)
+		if (!k || k > 1000000 || !r || r > 1000 || !kept || kept > r || in > full ||
+		    ticks_to_ns(c, full) > (uint64_t)k * 1000000 ||
+		    ticks_to_ns(c, in_sd) > (uint64_t)k * 1000000 ||
+		    ticks_to_ns(c, out_sd) > (uint64_t)k * 1000000)
 			continue;
-		/* to 1/1000 ns, as the capture stores them: top and a report
-		 * of the capture take out the same */
-		*in_ns = (double)(uint64_t)((double)ticks_to_ns(c, in) * 1000 / k + 0.5) / 1000;
-		*out_ns = (double)(uint64_t)((double)ticks_to_ns(c, full - in) * 1000 / k + 0.5) /
-			  1000;
-		*calls = k;
-		*rounds = r;
-		return 1;
+		double ins = per_call_ns(c, in, k), outs = per_call_ns(c, full - in, k);
+		if (!o->images++) {
+			/* the first process image's figures are the capture's */
+			o->in_ns = ins;
+			o->out_ns = outs;
+			o->in_sd_ns = per_call_ns(c, in_sd, k);
+			o->out_sd_ns = per_call_ns(c, out_sd, k);
+			o->calls = k;
+			o->rounds = r;
+			o->kept = kept;
+			o->tries = RD(p->calib_tries);
+			o->mode = RD(p->calib_mode);
+			o->ring_bytes = RD(p->calib_ring_words) * 8;
+			o->in_min = o->in_max = ins;
+			o->out_min = o->out_max = outs;
+		}
+		o->in_min = ins < o->in_min ? ins : o->in_min;
+		o->in_max = ins > o->in_max ? ins : o->in_max;
+		o->out_min = outs < o->out_min ? outs : o->out_min;
+		o->out_max = outs > o->out_max ? outs : o->out_max;
 	}
-	return 0;
+	return o->images != 0;
 }

@@ -334,11 +334,24 @@ void collector_clock_pair(const struct collector *c, struct clock_pair *p);
 void collector_calibrate(struct collector *c);
 /* The hooks' cost the runtime measured at attach (cyg_proc.calib_*,
  * cyg/cyg-calib.c), per enter/exit pair in ns: inside the callee's
- * interval (in) and in its caller's (out), from the first process image
- * (in the collector's order) with a plausible one.  Returns 1 when found
- * (calls and rounds set too), else 0 (none, or --time=sampled). */
-int collector_overhead(const struct collector *c, double *in_ns, double *out_ns, uint32_t *calls,
-		       uint32_t *rounds);
+ * interval (in) and in its caller's (out), with their spreads (standard
+ * deviations of the rounds kept), from the first process image (in the
+ * collector's order) with a plausible one; and the range of in and out
+ * over every image that has one. */
+struct collector_overhead {
+	double in_ns, out_ns;       /* the first image's */
+	double in_sd_ns, out_sd_ns; /* their spreads */
+	uint32_t calls;             /* pairs per round */
+	uint32_t rounds;            /* rounds per attempt */
+	uint32_t kept;              /* rounds kept */
+	uint32_t tries;             /* attempts made */
+	uint32_t mode;              /* CYG_CALIB_* */
+	uint64_t ring_bytes;        /* the ring the hooks wrote (CYG_CALIB_TIMELINE) */
+	uint32_t images;            /* process images with a calibration */
+	double in_min, in_max, out_min, out_max; /* over those images */
+};
+/* Returns 1 when found, else 0 (none, or --time=sampled). */
+int collector_overhead(const struct collector *c, struct collector_overhead *o);
 
 /* setup.c: the mapping's size (--shm-size, or within ulimit -v), and the
  * mapping itself.  Both return 0 or a negative error, message in err. */

@@ -815,6 +815,55 @@ static int put_meta_u64(struct collector *c, const char *key, uint64_t v)
 	return cygprof_capture_set_meta(c->cap, key, buf);
 }
 
+/* The calibration of the hooks (collector_overhead()) as the meta keys
+ * overhead_* (docs/capture-format.md). */
+static int put_overhead(struct collector *c, const struct collector_overhead *ov)
+{
+	const struct {
+		const char *key;
+		double v;
+	} ns[] = {
+		{"overhead_in_ns", ov->in_ns},
+		{"overhead_out_ns", ov->out_ns},
+		{"overhead_in_spread_ns", ov->in_sd_ns},
+		{"overhead_out_spread_ns", ov->out_sd_ns},
+	};
+	char buf[96];
+	int err = 0;
+
+	for (size_t i = 0; !err && i < sizeof ns / sizeof ns[0]; i++) {
+		snprintf(buf, sizeof buf, "%.3f", ns[i].v);
+		err = cygprof_capture_set_meta(c->cap, ns[i].key, buf);
+	}
+	if (!err)
+		err = put_meta_u64(c, "overhead_calls", ov->calls);
+	if (!err)
+		err = put_meta_u64(c, "overhead_rounds", ov->rounds);
+	if (!err)
+		err = put_meta_u64(c, "overhead_rounds_kept", ov->kept);
+	if (!err)
+		err = put_meta_u64(c, "overhead_tries", ov->tries);
+	if (!err) {
+		const char *m = (ov->mode & CYG_CALIB_TIMELINE)
+					? ((ov->mode & CYG_CALIB_MEMORY) ? "timeline+memory" : "timeline")
+					: ((ov->mode & CYG_CALIB_MEMORY) ? "memory" : "plain");
+		err = cygprof_capture_set_meta(c->cap, "overhead_mode", m);
+	}
+	if (!err && (ov->mode & CYG_CALIB_TIMELINE))
+		err = put_meta_u64(c, "overhead_ring_bytes", ov->ring_bytes);
+	if (!err)
+		err = put_meta_u64(c, "overhead_images", ov->images);
+	/* the other images' figures, when there are others */
+	if (!err && ov->images > 1) {
+		snprintf(buf, sizeof buf, "%.3f..%.3f", ov->in_min, ov->in_max);
+		err = cygprof_capture_set_meta(c->cap, "overhead_in_range_ns", buf);
+		snprintf(buf, sizeof buf, "%.3f..%.3f", ov->out_min, ov->out_max);
+		if (!err)
+			err = cygprof_capture_set_meta(c->cap, "overhead_out_range_ns", buf);
+	}
+	return err;
+}
+
 static int put_clock_pair(struct collector *c, const char *key, const struct clock_pair *p)
 {
 	char buf[96];
@@ -944,19 +993,9 @@ static int put_meta(struct collector *c, uint64_t lost)
 				   (uint64_t)((double)(c->clk_end.tick - c->clk_start.tick) * 1e9 /
 					      (double)(c->clk_end.mono_ns - c->clk_start.mono_ns) + 0.5));
 	/* the hooks' own cost, which the readers take out of the times */
-	double oin, oout;
-	uint32_t ocalls, orounds;
-	if (!err && collector_overhead(c, &oin, &oout, &ocalls, &orounds)) {
-		snprintf(buf, sizeof buf, "%.3f", oin);
-		err = cygprof_capture_set_meta(c->cap, "overhead_in_ns", buf);
-		snprintf(buf, sizeof buf, "%.3f", oout);
-		if (!err)
-			err = cygprof_capture_set_meta(c->cap, "overhead_out_ns", buf);
-		if (!err)
-			err = put_meta_u64(c, "overhead_calls", ocalls);
-		if (!err)
-			err = put_meta_u64(c, "overhead_rounds", orounds);
-	}
+	struct collector_overhead ov;
+	if (!err && collector_overhead(c, &ov))
+		err = put_overhead(c, &ov);
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "filters", o->filters ? o->filters : "");
 	if (!err)

@@ -114,7 +114,7 @@ static int add_thread(struct collector *c, struct pushstate *ps, struct cthread 
 		if (ct->proc)
 			collector_proc_maps(c, ct->proc);
 		if (ov)
-			err = profile_compensate(nodes, ct->n, ov, NULL);
+			err = profile_compensate(nodes, ct->n, ov, NULL, NULL);
 		if (!err)
 			err = profile_self_times(nodes, ct->n, self, NULL);
 	}
@@ -151,8 +151,6 @@ int collector_push_interval(struct collector *c, int final)
 	const struct collector_opts *o = c->o;
 	struct pushstate *ps = c->push;
 	struct profile_overhead ov, *ovp = NULL;
-	double oin, oout;
-	uint32_t ocalls, orounds;
 	int err = 0;
 
 	if (!o->interval)
@@ -166,8 +164,9 @@ int collector_push_interval(struct collector *c, int final)
 		}
 		ps->from_ns = c->clk_start.real_ns;
 	}
-	if (!o->raw_times && collector_overhead(c, &oin, &oout, &ocalls, &orounds)) {
-		ov = (struct profile_overhead){oin, oin + oout};
+	struct collector_overhead co;
+	if (!o->raw_times && collector_overhead(c, &co)) {
+		ov = (struct profile_overhead){co.in_ns, co.in_ns + co.out_ns};
 		ovp = &ov;
 	}
 	/* An interval is pushed at the first checkpoint that ends it (within

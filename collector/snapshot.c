@@ -213,11 +213,10 @@ static int thread_profile(struct collector *c, struct cthread *ct, size_t n, str
 		fnidx[i] = (uint32_t)k;
 	}
 	/* the hooks' cost out, as the view takes it out of a capture's trees */
-	double oin, oout;
-	uint32_t ocalls, orounds;
-	if (!err && !c->o->raw_times && collector_overhead(c, &oin, &oout, &ocalls, &orounds)) {
-		struct profile_overhead ov = {oin, oin + oout};
-		err = profile_compensate(c->snap->nodes, n, &ov, NULL);
+	struct collector_overhead co;
+	if (!err && !c->o->raw_times && collector_overhead(c, &co)) {
+		struct profile_overhead ov = {co.in_ns, co.in_ns + co.out_ns};
+		err = profile_compensate(c->snap->nodes, n, &ov, NULL, NULL);
 	}
 	if (!err)
 		err = profile_add_tree_idx(p, NULL, nodes, fnidx, n);

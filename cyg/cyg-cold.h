@@ -68,6 +68,10 @@ HIDDEN int cyg__attach(void);
  * process image's record (cyg_proc.calib_*); nothing under
  * CYG_F_NOCLOCK.  Called once the state is attached (cyg-calib.c). */
 HIDDEN void cyg__calibrate(void) COLD;
+/* The timeline ring the calibration wrote (the run's size, its pages
+ * faulted in), for the first writer of this process image to take: its
+ * offset once, then 0 (0 also in another process, a fork child). */
+HIDDEN uint64_t cyg__spare_ring(void) COLD;
 
 /* A writer of an earlier attach (the runtime was detached, then attached
  * again to another mapping): the thread's TLS still names it, in the old
@@ -262,6 +266,9 @@ HIDDEN void cyg__sw_close(void) COLD;
 /* Read writer t's new records and charge the intervals they close, when
  * they are the calling thread's own (its frames are where they were). */
 HIDDEN void cyg__sw_catchup(struct cyg_thread *t) COLD;
+/* Read t's new switch records and charge none of them: those of a wait for
+ * the collector (cyg-ring.c), which the open frames' times leave out. */
+HIDDEN void cyg__sw_discard(struct cyg_thread *t) COLD;
 /* The process ends: every other thread of it that is off the CPU has its
  * pending interval charged up to now; every one's CPU time noted. */
 HIDDEN void cyg__sw_process_end(void) COLD;

@@ -58,12 +58,34 @@ int cyg__collector_dead(long ns)
 	return 1;
 }
 
+/* The wait of w ticks is the recording's, not the program's: it happened
+ * inside the interval of every frame open, so their entry times move that
+ * much later and their calls' times leave it out.  A wait in an enter hook
+ * comes after its clock read and after the new frame counts in depth, one
+ * in an exit hook after the leaving frame's time was added and depth went
+ * down: frames 1..depth are exactly those whose intervals hold it.  The
+ * root's frame (0) keeps its time: the thread's span stays the clock's.
+ * Without a clock (CYG_F_NOCLOCK) frames carry no time. */
+static void frames_skip(struct cyg_thread *t, uint64_t w)
+{
+	struct cyg_frame *stk = cyg_stk(t);
+	uint32_t d = t->depth;
+
+	if (cyg_noclock || !w)
+		return;
+	if (d >= t->stack_cap)
+		d = t->stack_cap - 1;
+	for (uint32_t i = 1; i <= d; i++)
+		stk[i].ts += w;
+}
+
 /* Wait until `need` words are free.  Returns 0, or -1 to drop the event
- * (drop mode, unless `force`; or the collector is gone). */
+ * (drop mode, unless `force`; or the collector is gone).  The time waited
+ * is counted in wait_ticks and left out of the open frames' times. */
 static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 {
 	uint64_t size = cyg_ring_mask + 1;
-	uint64_t t0, spins = 0;
+	uint64_t t0, spins = 0, w;
 
 	t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
 	if (t->head + need - t->tail_seen <= size)
@@ -74,6 +96,7 @@ static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 
 	/* Lossless mode: wait for the collector as long as it lives (stopped,
 	 * under a debugger, or slow), and measure the wait. */
+	cyg__sw_catchup(t); /* the switches before the wait are the program's */
 	t0 = cyg_now();
 	t->waits++;
 	for (;;) {
@@ -96,7 +119,12 @@ static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 			return -1;
 		}
 	}
-	t->wait_ticks += cyg_now() - t0;
+	w = cyg_now() - t0;
+	t->wait_ticks += w;
+	frames_skip(t, w);
+	/* the time off the CPU during the wait is out of the frames' times
+	 * already: not off-CPU time of the program's */
+	cyg__sw_discard(t);
 	return 0;
 }
 

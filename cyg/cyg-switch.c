@@ -231,8 +231,10 @@ static void ring_copy(void *dst, const char *data, uint64_t size, uint64_t pos, 
 /* Read t's records from t->sw_seen to the page's head.  until_now: the
  * process ends and t is off the CPU: its pending OUT is charged up to now,
  * and that part is remembered (sw_cut_ns) so that t, should it run again
- * before the end, does not charge it twice. */
-static void sw_read(struct cyg_thread *t, int until_now)
+ * before the end, does not charge it twice.  discard: read them, charge
+ * nothing (the intervals of a wait for the collector, which the open
+ * frames' times already leave out). */
+static void sw_read(struct cyg_thread *t, int until_now, int discard)
 {
 	const struct perf_event_mmap_page *pg = (const void *)(uintptr_t)t->sw_page;
 	const char *data = (const char *)pg + pg->data_offset;
@@ -284,7 +286,8 @@ static void sw_read(struct cyg_thread *t, int until_now)
 				uint64_t out = t->sw_out_ns;
 				if (t->sw_cut_ns > out)
 					out = t->sw_cut_ns; /* charged up to there at the end */
-				charge(t, &k, out, r.time, t->sw_out_preempt);
+				if (!discard)
+					charge(t, &k, out, r.time, t->sw_out_preempt);
 				t->sw_out_ns = 0;
 				t->sw_cut_ns = 0;
 			}
@@ -307,7 +310,16 @@ void cyg__sw_catchup(struct cyg_thread *t)
 	if (!t->sw_page || cyg_tls.swh != head_of(t))
 		return;
 	int saved = errno;
-	sw_read(t, 0);
+	sw_read(t, 0, 0);
+	errno = saved;
+}
+
+void cyg__sw_discard(struct cyg_thread *t)
+{
+	if (!t->sw_page || cyg_tls.swh != head_of(t))
+		return;
+	int saved = errno;
+	sw_read(t, 0, 1);
 	errno = saved;
 }
 
@@ -364,7 +376,7 @@ void cyg__sw_process_end(void)
 		if (cpu > t->cpu0_ns && (t->smp_method || t->sw_on))
 			t->cpu_ns = cpu - t->cpu0_ns;
 		if (t->sw_page && off_cpu(t))
-			sw_read(t, 1);
+			sw_read(t, 1, 0);
 	}
 	errno = saved;
 }

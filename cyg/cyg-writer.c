@@ -81,7 +81,9 @@ struct cyg_thread *cyg__thread_alloc(uint32_t flags, uint64_t now, uint64_t proc
 
 	/* What others gave back, under the lock; new memory without it (a
 	 * signal handler's writer, when its thread holds the lock). */
-	cyg__reuse(&stack, &cap, &ring, cyg_timeline || mem);
+	if (cyg_timeline)
+		ring = cyg__spare_ring(); /* the calibration's, faulted in */
+	cyg__reuse(&stack, &cap, &ring, (cyg_timeline || mem) && !ring);
 	off = cyg__area_alloc(sizeof *t);
 	if (!stack)
 		stack = cyg__area_alloc((uint64_t)cap * sizeof(struct cyg_frame));

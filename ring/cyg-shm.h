@@ -80,6 +80,12 @@ enum {
 			       * (never with CYG_F_NOCLOCK: frames carry no time) */
 };
 
+/* cyg_proc.calib_mode: what the calibration's hooks did */
+enum {
+	CYG_CALIB_TIMELINE = 1, /* wrote enter/exit events into a ring of the run's size */
+	CYG_CALIB_MEMORY = 2,   /* ran under memory tracing (the same enter/exit hooks) */
+};
+
 /* cyg_thread.state */
 enum {
 	CYG_T_ACTIVE = 1,
@@ -340,14 +346,26 @@ struct cyg_proc {
 	uint32_t primed;     /* the collector opened its objects (set by the collector) */
 	uint64_t memdump_off; /* its struct cyg_memdump, 0 = none yet (release store) */
 	/* The hooks' cost measured at attach (cyg/cyg-calib.c), in ticks
-	 * summed over calib_calls enter/exit pairs, the median of
-	 * calib_rounds rounds: calib_in falls inside the callee's interval,
-	 * calib_full is the whole pair as its caller sees it.  calib_calls
-	 * is stored last (release); 0: not measured (--time=sampled). */
+	 * summed over calib_calls enter/exit pairs: the mean of the
+	 * calib_kept rounds of calib_rounds that were not outliers
+	 * (cyg/cyg-calib-stats.h), in the attempt kept of calib_tries.
+	 * calib_in falls inside the callee's interval, calib_full is the
+	 * whole pair as its caller sees it; calib_in_sd and calib_out_sd are
+	 * the standard deviations of the kept rounds' in and full - in.
+	 * calib_mode (CYG_CALIB_*) says which hooks ran, calib_ring_words
+	 * the size of the ring they wrote (0: none).  calib_calls is stored
+	 * last (release); 0: not measured (--time=sampled). */
 	uint64_t calib_in;
 	uint64_t calib_full;
 	uint32_t calib_calls;
 	uint32_t calib_rounds;
+	uint64_t calib_in_sd;
+	uint64_t calib_out_sd;
+	uint32_t calib_kept;
+	uint32_t calib_tries;
+	uint32_t calib_mode;
+	uint32_t calib_pad;
+	uint64_t calib_ring_words;
 	uint64_t smp_unattrib; /* CPU samples of its threads that had no writer (atomic) */
 	char exe[256];
 };

@@ -243,9 +243,10 @@ static void test_compensate(void)
 	};
 	struct profile_overhead o = {.in_ns = 2, .full_ns = 5};
 	double cut[5];
-	uint64_t self[5], total;
+	uint64_t self[5], total, clamped = 99;
 
-	CHECK_EQ_INT(profile_compensate(nodes, 5, &o, cut), 0);
+	CHECK_EQ_INT(profile_compensate(nodes, 5, &o, cut, &clamped), 0);
+	CHECK_EQ_U64(clamped, 1); /* c */
 	CHECK_EQ_U64(nodes[3].total_ns, 60);  /* 100 - 20*2 */
 	CHECK_EQ_U64(nodes[2].total_ns, 380); /* 500 - 10*2 - 20*5 */
 	CHECK_EQ_U64(nodes[1].total_ns, 848); /* 1000 - 2 - 30*5 */
@@ -262,7 +263,65 @@ static void test_compensate(void)
 	CHECK_EQ_U64(total, 848);
 
 	struct cygprof_node bad[] = {{.parent = CYGPROF_NONE}, {.parent = 1}};
-	CHECK_EQ_INT(profile_compensate(bad, 2, &o, NULL), -EINVAL);
+	CHECK_EQ_INT(profile_compensate(bad, 2, &o, NULL, NULL), -EINVAL);
+}
+
+/* A calibration far above what short calls measure: no node ends below
+ * its children, no self time below 0, and the nodes clamped are counted.
+ * main -> a (10 calls) -> b (100 calls), main -> w (1 call of work). */
+static void test_compensate_clamp(void)
+{
+	struct cygprof_node nodes[] = {
+		{.parent = CYGPROF_NONE},
+		{.parent = 0, .calls = 1, .total_ns = 5000}, /* main */
+		{.parent = 1, .calls = 10, .total_ns = 900}, /* a */
+		{.parent = 2, .calls = 100, .total_ns = 800}, /* b */
+		{.parent = 1, .calls = 1, .total_ns = 4000}, /* w */
+	};
+	struct profile_overhead o = {.in_ns = 5, .full_ns = 10};
+	uint64_t self[5], total, clamped = 0;
+	double cut[5];
+
+	CHECK_EQ_INT(profile_compensate(nodes, 5, &o, cut, &clamped), 0);
+	CHECK_EQ_U64(nodes[3].total_ns, 300);  /* 800 - 100*5 */
+	CHECK_EQ_U64(nodes[2].total_ns, 300);  /* 900 - 10*5 - 100*10 < 300: its child's */
+	CHECK_EQ_U64(nodes[4].total_ns, 3995); /* 4000 - 5 */
+	CHECK_EQ_U64(nodes[1].total_ns, 4295); /* 5000 - 5 - 111*10 = 3885 < 300 + 3995 */
+	CHECK_EQ_U64(nodes[0].total_ns, 4295);
+	CHECK_EQ_U64(clamped, 2);              /* a, main */
+	CHECK_EQ_U64((uint64_t)cut[2], 60);    /* (900 - 300) / 10: what was taken out */
+	CHECK_EQ_U64((uint64_t)cut[1], 705);   /* 5000 - 4295 */
+	CHECK_EQ_U64((uint64_t)cut[3], 5);
+	CHECK_EQ_INT(profile_self_times(nodes, 5, self, &total), 0);
+	CHECK_EQ_U64(self[1], 0);
+	CHECK_EQ_U64(self[2], 0);
+	CHECK_EQ_U64(self[3], 300);
+	CHECK_EQ_U64(total, 4295);
+
+	/* absurd: 1 ms per call; everything is clamped, nothing negative */
+	struct cygprof_node abs_[] = {
+		{.parent = CYGPROF_NONE},
+		{.parent = 0, .calls = 1, .total_ns = 5000},
+		{.parent = 1, .calls = 10, .total_ns = 900},
+		{.parent = 1, .calls = 1, .total_ns = 4000},
+	};
+	struct profile_overhead huge = {.in_ns = 1e6, .full_ns = 2e6};
+	CHECK_EQ_INT(profile_compensate(abs_, 4, &huge, NULL, &clamped), 0);
+	CHECK_EQ_U64(clamped, 3);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ_U64(abs_[i].total_ns, 0);
+
+	/* a sane calibration clamps nothing */
+	struct cygprof_node ok[] = {
+		{.parent = CYGPROF_NONE},
+		{.parent = 0, .calls = 1, .total_ns = 5000},
+		{.parent = 1, .calls = 10, .total_ns = 900},
+	};
+	struct profile_overhead small = {.in_ns = 1, .full_ns = 2};
+	CHECK_EQ_INT(profile_compensate(ok, 3, &small, NULL, &clamped), 0);
+	CHECK_EQ_U64(clamped, 0);
+	CHECK_EQ_U64(ok[1].total_ns, 4979); /* 5000 - 1 - 10*2 */
+	CHECK_EQ_U64(ok[2].total_ns, 890);
 }
 
 /* inclusive.c: root -> a (line 10) -> b (line 20) -> a (line 10, twice:
@@ -323,5 +382,6 @@ int main(void)
 	RUN_TEST(test_clamp_and_errors);
 	RUN_TEST(test_many_names);
 	RUN_TEST(test_compensate);
+	RUN_TEST(test_compensate_clamp);
 	CHECK_DONE();
 }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -393,6 +394,75 @@ static uint64_t ticks_of(struct cyg_thread *t, int fnidx)
 	return sum;
 }
 
+/* ---- a wait for a full ring is the recording's ------------------------ */
+
+#define HOLD_NS 20000000ULL /* how long the consumer keeps the ring full */
+
+struct holder {
+	struct consumer c;
+	uint64_t waits0;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Wait until the writer waits for room, keep the ring full for HOLD_NS
+ * more (the wait under test), then drain as the collector would. */
+static void *hold_then_consume(void *arg)
+{
+	struct holder *h = arg;
+
+	while (__atomic_load_n(&h->c.t->waits, __ATOMIC_RELAXED) == h->waits0 && !h->c.stop)
+		usleep(50);
+	uint64_t t0 = mono_ns();
+	while (mono_ns() - t0 < HOLD_NS)
+		usleep(1000);
+	return consume(&h->c);
+}
+
+/* 64 calls (128 events, twice the ring) inside FN(300). */
+__attribute__((noinline)) static void held_outer(void)
+{
+	__cyg_profile_func_enter(FN(300), SITE);
+	for (int i = 0; i < 64; i++)
+		chain(301, 301, 0);
+	__cyg_profile_func_exit(FN(300), SITE);
+}
+
+/* The writer waits at least HOLD_NS for room; that wait is counted in
+ * wait_ticks and left out of the calls open during it: FN(300)'s time
+ * is far less than the wait (without the skip it would hold all of it). */
+static void test_wait_skipped(void)
+{
+	struct holder h;
+	pthread_t th;
+
+	memset(&h, 0, sizeof h);
+	h.c.t = self_thread();
+	CHECK(h.c.t != NULL);
+	if (!h.c.t)
+		return;
+	h.c.last_ts = h.c.t->start_ts;
+	h.waits0 = h.c.t->waits;
+	uint64_t wait0 = h.c.t->wait_ticks, ticks0 = ticks_of(h.c.t, 300);
+	pthread_create(&th, NULL, hold_then_consume, &h);
+	held_outer();
+	h.c.stop = 1;
+	pthread_join(th, NULL);
+	uint64_t waited = h.c.t->wait_ticks - wait0, outer = ticks_of(h.c.t, 300) - ticks0;
+	CHECK(h.c.t->waits > h.waits0);
+	CHECK(waited >= HOLD_NS); /* ticks are ns here: no CYG_F_TSC */
+	CHECK(outer > 0);
+	CHECK(outer < waited / 2);
+	CHECK_EQ_U64(calls_of(h.c.t, 301), 64);
+	printf("# held ring: waited %llu ns, FN(300) %llu ns\n", (unsigned long long)waited,
+	       (unsigned long long)outer);
+}
+
 /* No clock: the calls, the call sites and the repairs of unbalanced
  * frames are counted as always, no node or call site gets a tick, and
  * nothing goes into the ring. */
@@ -680,6 +750,7 @@ int main(int argc, char **argv)
 	cyg_lock(&ctl->alive, NULL, NULL);
 	RUN_TEST(test_words);
 	RUN_TEST(test_lossless_tiny_ring);
+	RUN_TEST(test_wait_skipped);
 	RUN_TEST(test_unbalanced);
 	RUN_TEST(test_threads);
 	RUN_TEST(test_drop);

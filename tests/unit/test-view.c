@@ -534,6 +534,163 @@ static void test_cpu(void)
 	unlink(p2);
 }
 
+/* ---- the calibration and what compensation makes of it ----------------- */
+
+static char cpath[PATH_MAX + 16];
+
+/* One thread, main -> a (10 calls) -> b (100 calls), main -> w, and a
+ * stored calibration: o_in 5 ns, o_out 5 ns (o_full 10), spreads 0.5 and
+ * 0.25, or one of 1 ms per call (absurd). */
+static void write_calibrated(const char *file, int absurd)
+{
+	struct cygprof_capture *cap;
+	struct cygprof_proc p = {.idx = 0, .pid = 200, .parent_idx = CYGPROF_NONE, .end_ns = 9000,
+				 .end_kind = CYGPROF_END_EXIT, .command = "cal", .exe = "/bin/cal"};
+	struct cygprof_thread th = {.idx = 0, .proc_idx = 0, .tid = 200, .end_ns = 9000,
+				    .name = "cal"};
+	const struct cygprof_node t[] = {
+		{.parent = CYGPROF_NONE},
+		{.parent = 0, .fn = 0x1000, .calls = 1, .total_ns = 5000},
+		{.parent = 1, .fn = 0x1100, .site = 0x1010, .calls = 10, .total_ns = 900},
+		{.parent = 2, .fn = 0x1200, .site = 0x1110, .calls = 100, .total_ns = 800},
+		{.parent = 1, .fn = 0x1300, .site = 0x1020, .calls = 1, .total_ns = 4000},
+	};
+	const char *meta[][2] = {
+		{"overhead_in_ns", absurd ? "1000000.000" : "5.000"},
+		{"overhead_out_ns", absurd ? "0.000" : "5.000"},
+		{"overhead_in_spread_ns", "0.500"},
+		{"overhead_out_spread_ns", "0.250"},
+		{"overhead_calls", "2000"},
+		{"overhead_rounds", "11"},
+		{"overhead_rounds_kept", "10"},
+		{"overhead_tries", "2"},
+		{"overhead_mode", "timeline"},
+		{"overhead_ring_bytes", "4194304"},
+		{"overhead_images", "3"},
+		{"overhead_in_range_ns", "4.500..6.250"},
+		{"overhead_out_range_ns", "5.000..5.125"},
+	};
+
+	CHECK_EQ_INT(cygprof_capture_create(file, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+	for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++)
+		CHECK_EQ_INT(cygprof_capture_set_meta(cap, meta[i][0], meta[i][1]), 0);
+	CHECK_EQ_INT(cygprof_capture_put_proc(cap, &p), 0);
+	CHECK_EQ_INT(cygprof_capture_put_thread(cap, &th), 0);
+	CHECK_EQ_INT(cygprof_capture_put_tree(cap, 0, t, 5), 0);
+	CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+}
+
+/* Every node at least its children's sum; self times from it. */
+static void check_no_node_below(const struct view_tree *t)
+{
+	uint64_t kids[16] = {0};
+
+	CHECK(t->n <= 16);
+	for (size_t i = 1; i < t->n && i < 16; i++)
+		kids[t->nodes[i].parent] += t->nodes[i].total_ns;
+	for (size_t i = 0; i < t->n && i < 16; i++) {
+		CHECK(t->nodes[i].total_ns >= kids[i]);
+		CHECK_EQ_U64(t->self_ns[i], t->nodes[i].total_ns - kids[i]);
+	}
+}
+
+static void test_calibration(void)
+{
+	struct view *v = NULL;
+	struct view_overhead o;
+	const struct view_tree *t;
+	uint64_t clamped;
+
+	write_calibrated(cpath, 0);
+	CHECK_EQ_INT(view_open(cpath, NULL, &v), 0);
+	if (!v)
+		return;
+	view_overhead(v, &o);
+	CHECK_EQ_INT(o.present, 1);
+	CHECK(o.in_ns == 5 && o.out_ns == 5);
+	CHECK(o.in_spread_ns == 0.5 && o.out_spread_ns == 0.25);
+	CHECK_EQ_U64(o.calls, 2000);
+	CHECK_EQ_U64(o.rounds, 11);
+	CHECK_EQ_U64(o.kept, 10);
+	CHECK_EQ_U64(o.tries, 2);
+	CHECK_EQ_STR(o.mode, "timeline");
+	CHECK_EQ_U64(o.ring_bytes, 4194304);
+	CHECK_EQ_U64(o.images, 3);
+	CHECK(o.in_min == 4.5 && o.in_max == 6.25 && o.out_min == 5 && o.out_max == 5.125);
+	CHECK_EQ_INT(view_tree(v, 0, &t), 0);
+	if (t) {
+		/* b 800 - 100*5 = 300; a 900 - 50 - 1000 < 300: clamped at b's;
+		 * w 4000 - 5; main 5000 - 5 - 1110 = 3885 < 300 + 3995: clamped */
+		CHECK_EQ_U64(t->nodes[3].total_ns, 300);
+		CHECK_EQ_U64(t->nodes[2].total_ns, 300);
+		CHECK_EQ_U64(t->nodes[4].total_ns, 3995);
+		CHECK_EQ_U64(t->nodes[1].total_ns, 4295);
+		CHECK_EQ_U64(t->clamped, 2);
+		check_no_node_below(t);
+	}
+	CHECK_EQ_INT(view_compensation_clamped(v, &clamped), 0);
+	CHECK_EQ_U64(clamped, 2);
+	view_close(v);
+
+	/* --raw-times: as stored, nothing clamped */
+	struct view_opts ro = {.raw_times = 1};
+	CHECK_EQ_INT(view_open(cpath, &ro, &v), 0);
+	if (!v)
+		return;
+	CHECK_EQ_INT(view_tree(v, 0, &t), 0);
+	if (t) {
+		CHECK_EQ_U64(t->nodes[1].total_ns, 5000);
+		CHECK_EQ_U64(t->clamped, 0);
+	}
+	CHECK_EQ_INT(view_compensation_clamped(v, &clamped), 0);
+	CHECK_EQ_U64(clamped, 0);
+	view_close(v);
+
+	/* absurd: every node clamped, none below its children, none negative */
+	write_calibrated(cpath, 1);
+	CHECK_EQ_INT(view_open(cpath, NULL, &v), 0);
+	if (!v)
+		return;
+	CHECK_EQ_INT(view_tree(v, 0, &t), 0);
+	if (t) {
+		CHECK_EQ_U64(t->clamped, 4);
+		check_no_node_below(t);
+	}
+	view_close(v);
+	unlink(cpath);
+}
+
+/* Two calibrations differ when their figures are further apart than
+ * their spreads together. */
+static void test_calibrations_differ(void)
+{
+	struct view_overhead a = {.present = 1, .in_ns = 11, .out_ns = 9.8, .in_spread_ns = 0.4,
+				  .out_spread_ns = 0.3};
+	struct view_overhead b = a;
+	double d;
+
+	CHECK_EQ_INT(view_overhead_differ(&a, &b, &d), 0);
+	CHECK(d == 0);
+	b.in_ns = 11.7; /* 0.7 < 0.8; full 21.5 vs 20.8: 0.7 < 1.4 */
+	CHECK_EQ_INT(view_overhead_differ(&a, &b, &d), 0);
+	b.in_ns = 16.3; /* the lua run: 5.3 > 0.8 */
+	b.out_ns = 20.8 - 16.3 + 4.5;
+	CHECK_EQ_INT(view_overhead_differ(&a, &b, &d), 1);
+	CHECK(d > 5.29 && d < 5.31); /* |16.3 - 11|; full 25.3 vs 20.8: 4.5 */
+	/* one wide spread covers it */
+	b.in_spread_ns = 9;
+	CHECK_EQ_INT(view_overhead_differ(&a, &b, &d), 0);
+	/* spreads not said: 5% of each figure */
+	a.in_spread_ns = a.out_spread_ns = -1;
+	b = a;
+	b.in_ns = 11.5; /* 0.5 < 0.55 + 0.575; full 21.3 vs 20.8: 0.5 < 2.105 */
+	CHECK_EQ_INT(view_overhead_differ(&a, &b, &d), 0);
+	b.in_ns = 12.5;
+	CHECK_EQ_INT(view_overhead_differ(&a, &b, &d), 1);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/cygprof-test-view.XXXXXX";
@@ -554,6 +711,9 @@ int main(void)
 	RUN_TEST(test_stacks_events);
 	RUN_TEST(test_runtime_frames);
 	RUN_TEST(test_cpu);
+	snprintf(cpath, sizeof(cpath), "%s/calib.cap", dir);
+	RUN_TEST(test_calibration);
+	RUN_TEST(test_calibrations_differ);
 	unlink(path);
 	rmdir(dir);
 	CHECK_DONE();
