@@ -650,21 +650,33 @@ static int copy_into(const char *path, int fd)
 	return rc;
 }
 
+/* The schema a capture of schema old is once reopened: its event blocks
+ * stay as they were written, so one older than schema 5 becomes schema 4
+ * (the DBs of schema 4 and 5, the event blocks of 2 to 4); one of schema 5
+ * stays schema 5, without the DB of schema 6 (a reader of schema 5 must
+ * still read it). */
+static unsigned int reopened_schema(unsigned int old)
+{
+	return old < 5 ? 4 : old;
+}
+
 /* Writer state of a capture reopened from a closed one of schema old: the
  * next stack id and counter id, the next block of the one-stream DBs, and
- * every DB of the current schema (an older capture gets the DBs it lacks).
- * Its event blocks stay as they were written: a capture older than schema
- * 5 becomes schema 4 (the DBs of schema 5, the event blocks of 2 to 4). */
+ * every DB of the schema it becomes (an older capture gets the DBs it
+ * lacks; those of a later schema stay missing). */
 static int reopen_state(struct cygprof_capture *cap, unsigned int old)
 {
-	const char schema[] = { old < 5 ? '4' : '0' + CYGPROF_CAPTURE_SCHEMA };
+	const char schema[] = { (char)('0' + reopened_schema(old)) };
 	MDB_stat st;
 	int rc, i;
 
 	rc = txn_start(cap);
-	for (i = 0; i < DB_COUNT && !rc; i++)
-		rc = capture_err(mdb_dbi_open(cap->txn, capture_db_names[i], MDB_CREATE,
-					      &cap->dbi[i]));
+	for (i = 0; i < DB_COUNT && !rc; i++) {
+		cap->missing[i] = capture_db_optional((unsigned int)i, reopened_schema(old));
+		if (!cap->missing[i])
+			rc = capture_err(mdb_dbi_open(cap->txn, capture_db_names[i], MDB_CREATE,
+						      &cap->dbi[i]));
+	}
 	if (!rc)
 		rc = capture_err(put_raw(cap->txn, cap, DB_META, "schema", schema, sizeof(schema)));
 	if (!rc)
@@ -726,7 +738,7 @@ int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out)
 	if (!rc)
 		rc = reopen_state(cap, old);
 	if (!rc)
-		cap->schema = old < 5 ? 4 : CYGPROF_CAPTURE_SCHEMA;
+		cap->schema = reopened_schema(old);
 	if (rc) {
 		capture_free(cap);
 		return rc;
@@ -919,6 +931,8 @@ static int seal(struct cygprof_capture *cap)
 		MDB_val k, v;
 		int r;
 
+		if (cap->missing[i])
+			continue; /* a reopened capture of a schema without it */
 		rc = capture_err(mdb_stat(cap->txn, cap->dbi[i], &st));
 		if (!rc)
 			rc = capture_err(mdb_cursor_open(cap->txn, cap->dbi[i], &cur));
@@ -933,7 +947,7 @@ static int seal(struct cygprof_capture *cap)
 			rc = capture_err(r);
 			break;
 		}
-		off += (size_t)snprintf(txt + off, sizeof(txt) - off, "%s%s=%zu:%08x", i ? " " : "",
+		off += (size_t)snprintf(txt + off, sizeof(txt) - off, "%s%s=%zu:%08x", off ? " " : "",
 					capture_db_names[i], st.ms_entries, digest);
 	}
 	if (!rc)
@@ -1012,7 +1026,8 @@ static int env_reopen(struct cygprof_capture *cap)
 	if (rc)
 		return rc;
 	for (i = 0; i < DB_COUNT && !rc; i++)
-		rc = capture_err(mdb_dbi_open(txn, capture_db_names[i], 0, &cap->dbi[i]));
+		if (!cap->missing[i])
+			rc = capture_err(mdb_dbi_open(txn, capture_db_names[i], 0, &cap->dbi[i]));
 	if (rc) {
 		mdb_txn_abort(txn);
 		return rc;
@@ -1206,6 +1221,27 @@ int cygprof_capture_put_thread(struct cygprof_capture *cap, const struct cygprof
 	if (!t)
 		return -EINVAL;
 	return put_record(cap, DB_THREADS, &layout_thread, t);
+}
+
+int cygprof_capture_put_cpu(struct cygprof_capture *cap, const struct cygprof_cpu *c,
+			    const struct cygprof_cpu_node *v, size_t n)
+{
+	uint8_t key[4];
+	size_t i;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (!c || (n && !v) || c->pad || n > UINT32_MAX)
+		return -EINVAL;
+	if (cap->missing[DB_CPU])
+		return -EPERM;
+	for (i = 0; i < n; i++)
+		if (v[i].pad || (i && v[i].node <= v[i - 1].node))
+			return -EINVAL;
+	record_encode_varrows(&layout_cpu, c, key, &layout_cpu_node, v, n, sizeof(*v),
+			      &cap->scratch);
+	return put_scratch(cap, DB_CPU, key, sizeof(key));
 }
 
 int cygprof_capture_put_tree(struct cygprof_capture *cap, uint32_t thread_idx,

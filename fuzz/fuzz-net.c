@@ -83,7 +83,9 @@ static int proves_token(const struct conn *c)
 	static const char label[] = "cygprof-send-v1";
 	uint8_t msg[NET_NONCE + sizeof label - 1], mac[32];
 
-	if (c->n < 16 + 32 || memcmp(c->p, NETP_MAGIC, 8) || memcmp(c->p + 8, "\3\0\0\0", 4))
+	const uint8_t version[4] = { NETP_VERSION & 0xff, 0, 0, 0 };
+
+	if (c->n < 16 + 32 || memcmp(c->p, NETP_MAGIC, 8) || memcmp(c->p + 8, version, 4))
 		return 0;
 	memcpy(msg, fuzz_nonce, NET_NONCE);
 	memcpy(msg + NET_NONCE, label, sizeof label - 1);

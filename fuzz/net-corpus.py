@@ -38,7 +38,7 @@ def proof(token, nonce):
 def connections(out, zwlog, stream_path):
     with open(stream_path, 'rb') as f:
         stream = f.read()
-    hello = MAGIC + struct.pack('<II', 3, zwlog)  # NETP_VERSION
+    hello = MAGIC + struct.pack('<II', 4, zwlog)  # NETP_VERSION
     conns = [b'GET / HTTP/1.0\r\n\r\n',
              hello + proof(b'not-the-token-at-all', FIXED_NONCE),
              MAGIC + b'\3\0',
@@ -116,7 +116,7 @@ def main():
         hello = read_n(c, 16)
         assert hello[:8] == MAGIC, hello
         version, zwlog = struct.unpack('<II', hello[8:])
-        assert version == 3, hello  # NETP_VERSION
+        assert version == 4, hello  # NETP_VERSION
         nonce = os.urandom(32)
         # the window record --send offers (NETP_ZWLOG), as receive agrees
         c.sendall(hello[:12] + struct.pack('<I', min(zwlog, ZWLOG)) + nonce)
