@@ -355,7 +355,7 @@ static uint64_t kept_hash_at(const void *ctx, uint32_t i)
 }
 
 int view_filter_tree(struct view *v, uint32_t thread, struct cygprof_node **nodesp,
-		     uint32_t **fnp, size_t *np, uint32_t **mapp)
+		     uint32_t **fnp, size_t *np, uint32_t **mapp, uint32_t **ownp)
 {
 	const struct view_filter *f = &v->filter;
 	struct cygprof_node *in = *nodesp, *out = NULL;
@@ -366,6 +366,7 @@ int view_filter_tree(struct view *v, uint32_t thread, struct cygprof_node **node
 	int err = 0;
 
 	*mapp = NULL;
+	*ownp = NULL;
 	if (f->has_range && (err = range_times(v, thread, in, n)))
 		return err;
 	if (!n)
@@ -438,21 +439,26 @@ int view_filter_tree(struct view *v, uint32_t thread, struct cygprof_node **node
 		attach[i] = k | scope;
 	}
 done:
-	free(attach);
 	free(depth);
 	hindex_release(&kept);
 	if (err) {
+		free(attach);
 		free(out);
 		free(ofn);
 		free(map);
 		return err;
 	}
+	/* where each stored node's own figures go: its kept node, or the
+	 * nearest kept ancestor (view_cpu()) */
+	for (i = 0; i < n; i++)
+		attach[i] &= ~SCOPE;
 	free(in);
 	free(fn);
 	*nodesp = out;
 	*fnp = ofn;
 	*np = m;
 	*mapp = map;
+	*ownp = attach;
 	return 0;
 }
 

@@ -38,6 +38,11 @@ struct view_tree_slot {
 	struct cygprof_callsite *sites;
 	size_t nsites;
 	int sampled;   /* view_set_times(): the sites' times follow the nodes' */
+	uint32_t *own; /* with a filter: stored node -> the kept node its own
+			* figures go to (its own, or its nearest kept ancestor) */
+	int cpu_state; /* 0 not read, 1 read */
+	struct view_cpu cpu;
+	uint64_t *cpu_arr; /* the four arrays of cpu, n each */
 };
 
 /* Functions live in blocks that never move: pointers handed out stay valid. */
@@ -106,10 +111,11 @@ int view_load_procs(struct view *v);
 void view_symbols_release(struct view *v);
 
 /* view-filter.c: the filtered tree of a thread (replacing nodes and fn,
- * which are freed; map: stored node -> kept node or VIEW_NONE, owned), and
+ * which are freed; map: stored node -> kept node or VIEW_NONE, owned; own:
+ * stored node -> its kept node or the nearest kept ancestor, owned), and
  * its timeline remapped through map. */
 int view_filter_tree(struct view *v, uint32_t thread, struct cygprof_node **nodes,
-		     uint32_t **fn, size_t *n, uint32_t **map);
+		     uint32_t **fn, size_t *n, uint32_t **map, uint32_t **own);
 /* --time-range's events: the window's, with an enter at its true time for
  * each call open at its start and an exit at its true time for each call
  * open at its end (see view-filter.c), node indices mapped by map. */

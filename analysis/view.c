@@ -55,6 +55,8 @@ static void trees_free(struct view *v)
 		free(v->trees[i].self_ns);
 		free(v->trees[i].fn);
 		free(v->trees[i].map);
+		free(v->trees[i].own);
+		free(v->trees[i].cpu_arr);
 		free(v->trees[i].cut);
 		free(v->trees[i].sites);
 	}
@@ -518,7 +520,7 @@ int view_tree(struct view *v, uint32_t thread, const struct view_tree **out)
 	}
 	if (v->filtering) {
 		size_t nstored = n;
-		err = view_filter_tree(v, thread, &nodes, &s->fn, &n, &s->map);
+		err = view_filter_tree(v, thread, &nodes, &s->fn, &n, &s->map, &s->own);
 		if (err)
 			goto fail;
 		s->nmap = nstored;
@@ -552,10 +554,12 @@ fail:
 	free(s->self_ns);
 	free(s->fn);
 	free(s->map);
+	free(s->own);
 	free(s->cut);
 	s->self_ns = NULL;
 	s->fn = NULL;
 	s->map = NULL;
+	s->own = NULL;
 	s->cut = NULL;
 	s->ncut = 0;
 	s->t.total_ns = 0;
@@ -668,6 +672,74 @@ fail:
 	s->nsites = 0;
 	s->sites_state = 0;
 	return err;
+}
+
+/* ---- CPU samples and off-CPU time ----------------------------------------------- */
+
+int view_cpu(struct view *v, uint32_t thread, const struct view_cpu **out)
+{
+	const struct view_tree *t;
+	struct view_tree_slot *s;
+	struct cygprof_cpu_node *rows = NULL;
+	size_t nrows = 0, i;
+	int err;
+
+	*out = NULL;
+	if ((err = view_tree(v, thread, &t)))
+		return err;
+	s = tree_slot(v, thread);
+	if (!s)
+		return -ENOMEM;
+	if (s->cpu_state) {
+		*out = &s->cpu;
+		return 0;
+	}
+	struct view_cpu *c = &s->cpu;
+	memset(c, 0, sizeof *c);
+	err = cygprof_capture_get_cpu(v->cap, thread, &c->thread, &rows, &nrows);
+	if (err == CYGPROF_E_NOTFOUND || (!err && v->filtering && v->filter.has_range)) {
+		/* none, or a time range: the samples carry no time */
+		free(rows);
+		memset(c, 0, sizeof *c);
+		s->cpu_state = 1;
+		*out = c;
+		return 0;
+	}
+	if (err)
+		return err;
+	s->cpu_arr = calloc(4 * (t->n ? t->n : 1), sizeof *s->cpu_arr);
+	if (!s->cpu_arr) {
+		free(rows);
+		return -ENOMEM;
+	}
+	uint64_t *sa = s->cpu_arr, *ov = sa + t->n, *wa = ov + t->n, *bl = wa + t->n;
+	for (i = 0; i < nrows; i++) {
+		uint32_t k = rows[i].node;
+		/* the stored node's figures go to the node the view keeps for
+		 * it: itself, or (a filter) its kept node or nearest kept
+		 * ancestor */
+		if (s->own)
+			k = k < s->nmap ? s->own[k] : VIEW_NONE;
+		if (k >= t->n) {
+			c->dropped++;
+			continue;
+		}
+		sa[k] += rows[i].samples;
+		ov[k] += rows[i].overhead;
+		wa[k] += rows[i].wait_ns;
+		bl[k] += rows[i].blocked_ns;
+	}
+	free(rows);
+	c->present = 1;
+	c->n = t->n;
+	c->samples = sa;
+	c->overhead = ov;
+	c->wait_ns = wa;
+	c->blocked_ns = bl;
+	c->period_ns = c->thread.period_ns;
+	s->cpu_state = 1;
+	*out = c;
+	return 0;
 }
 
 /* ---- timeline and memory events ------------------------------------------------ */

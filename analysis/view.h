@@ -277,6 +277,33 @@ int view_set_times(struct view *v, uint32_t thread, const uint64_t *total_ns, si
 int view_sites(struct view *v, uint32_t thread, const struct cygprof_callsite **sites,
 	       size_t *n);
 
+/* ---- CPU samples and off-CPU time per call path (record --cpu-freq) ------ */
+
+/* What the runtime measured inside a thread, on the thread's tree as the
+ * view shows it (view_tree(): after -F, -N and -D, a node that a filter
+ * leaves out gives its figures to the kept node its children attach to,
+ * and merged nodes add theirs, as calls and times do).  Every figure is a
+ * node's SELF figure: samples taken while it was current (its function, or
+ * code it called that is not instrumented), samples inside cygprof's hooks
+ * then (overhead), and the time off the CPU of the intervals that began
+ * while its frame was the innermost open one, preempted (wait_ns: runnable,
+ * waiting for a CPU) or blocked.  A time range (--time-range) has none:
+ * the samples carry no time. */
+struct view_cpu {
+	int present;            /* the thread has a record (recorded with CPU samples
+				 * or switch tracking, schema 6) */
+	struct cygprof_cpu thread; /* its totals, as stored */
+	size_t n;               /* nodes, as the view's tree of the thread */
+	const uint64_t *samples, *overhead, *wait_ns, *blocked_ns; /* per node */
+	uint64_t period_ns;     /* the sampling period (0: not sampled) */
+	uint64_t dropped;       /* figures of nodes the tree does not have (damage) */
+};
+
+/** The CPU figures of a thread (read once; borrowed).  A thread without a
+ * record gets present = 0 and n = 0.  Errors: as view_tree(), or the
+ * capture's reading the record. */
+int view_cpu(struct view *v, uint32_t thread, const struct view_cpu **out);
+
 /* ---- filters after the fact ------------------------------------------------ */
 
 /* What readers see of the trees and the timeline (record's -F, -N, -D, and

@@ -5,7 +5,7 @@ in the same interleaved run.
 
 usage: bench/bench.py [--cygprof PATH] [--baseline PATH] [--runs N] [--quick]
                       [--only calls,fib,threads,growth,memory,memloop,read,memdump,
-                             timerange]
+                             timerange,cpu]
 
 --baseline PATH adds the same cygprof configurations run with another
 cygprof binary (an earlier build) to the calls and memory sections, in the
@@ -61,8 +61,18 @@ Sections:
   timerange  a 1 ms --time-range of calls.c's 47.5 M-event timeline (replay,
            report, chrome export) against replaying all of it; with
            --baseline, the baseline on a capture it recorded itself.
+  cpu      the cost of the runtime's CPU samples and switch tracking
+           (record --cpu-freq): busy.c (2000 calls of about 1 ms of work)
+           recorded with --no-cpu, at the default 1000 Hz, at 2000 and 4000
+           Hz, and with the timer fallback; the program's CPU time (the
+           capture's meta cpu_ns: its processes' user + system time) as a
+           ratio of the --no-cpu run of the same round, and the samples
+           taken.  The calls and fib sections record with the default too
+           (CPU samples on); fib adds the --no-cpu run, whose difference
+           with the baseline is the hooks' own change.
 """
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -92,6 +102,7 @@ def build(out):
     sh(f"{cc} -O2 -g -pg -o {out}/fib.pg {src}")
     src = os.path.join(PROG, "memloop.c")
     sh(f"{cc} -O2 -g -finstrument-functions -o {out}/memloop.finstr {src}")
+    sh(f"{cc} -O2 -g -finstrument-functions -o {out}/busy.finstr {PROG}/busy.c")
     # allocs.c with only the functions that allocate (and their callers up to
     # main) instrumented: the 8..20 frames of a_K/b_K chain functions between
     # them stay on the stack but make no calls into the runtime, so what
@@ -164,6 +175,65 @@ def sampled_ok(cyg):
     cp = subprocess.run([cyg, "record", "--help"], stdout=subprocess.PIPE,
                         stderr=subprocess.DEVNULL, text=True)
     return "--time=" in cp.stdout
+
+
+def cpu_ok(cyg):
+    """Whether this cygprof has record --cpu-freq."""
+    cp = subprocess.run([cyg, "record", "--help"], stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL, text=True)
+    return "--cpu-freq" in cp.stdout
+
+
+def capture_cpu(cyg, cap):
+    """(program CPU s from meta cpu_ns, samples taken) of a capture."""
+    cp = subprocess.run([cyg, "info", "--format=json", cap], stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL, text=True, check=True)
+    d = json.loads(cp.stdout)
+    cpu = d.get("cpu") or {}
+    return d["meta"].get("cpu_ns", 0) / 1e9, cpu.get("samples", 0)
+
+
+def cpu_section(args, b, tmp):
+    """The cost of CPU samples and switch tracking on a busy loop."""
+    cyg = args.cygprof
+    if not cpu_ok(cyg):
+        print("\n### cpu: this cygprof has no --cpu-freq")
+        return
+    prog = f"{b}/busy.finstr"
+    cfg = [
+        ("--no-cpu", "--no-cpu", ""),
+        ("default (1000 Hz, perf)", "", ""),
+        ("--cpu-freq=2000", "--cpu-freq=2000", ""),
+        ("--cpu-freq=4000", "--cpu-freq=4000", ""),
+        ("1000 Hz, timer (CYGPROF_CPU_SAMPLER=timer)", "", "CYGPROF_CPU_SAMPLER=timer "),
+    ]
+    res = {c[0]: {"cpu": [], "ratio": [], "samples": [], "t": []} for c in cfg}
+    cap = f"{tmp}/cpu.cap"
+    for r in range(args.runs + 1):
+        order = cfg[r % len(cfg):] + cfg[:r % len(cfg)]
+        got = {}
+        for name, opt, env in order:
+            sh(f"rm -f {cap}*")
+            t, _ = run_once(f"{env}exec {cyg} record -q {opt} -o {cap} -- {prog}")
+            got[name] = (t,) + capture_cpu(cyg, cap)
+        if r == 0:
+            continue  # warm-up
+        base = got[cfg[0][0]][1]
+        for name, _, _ in cfg:
+            t, cpu, samples = got[name]
+            res[name]["t"].append(t)
+            res[name]["cpu"].append(cpu)
+            res[name]["ratio"].append(cpu / base)
+            res[name]["samples"].append(samples)
+    print(f"\n### cpu: busy.c (2000 calls of ~1 ms), {args.runs} rounds\n")
+    print("The program's CPU time (meta cpu_ns) as a ratio of the --no-cpu run of the "
+          "same round; samples taken.\n")
+    print("| config | wall s | program cpu s | cpu ratio | samples |")
+    print("|---|---|---|---|---|")
+    for name, _, _ in cfg:
+        d = res[name]
+        print(f"| {name} | {fmt(d['t'], 3)} | {fmt(d['cpu'], 3)} | {fmt(d['ratio'], 3)} | "
+              f"{fmt(d['samples'], 0)} |")
 
 
 def ratio_to(res, name, base, key):
@@ -278,6 +348,13 @@ def fib_section(args, b, tmp):
         ("cygprof record (time=exact)", f"rm -f {tmp}/fe.cap*",
          f"exec {cyg} record -q -o {tmp}/fe.cap -- {fib}"),
     ]
+    if cpu_ok(cyg):
+        cfg += [
+            ("cygprof record --no-cpu --time=sampled", f"rm -f {tmp}/fns.cap*",
+             f"exec {cyg} record -q --no-cpu --time=sampled -o {tmp}/fns.cap -- {fib}"),
+            ("cygprof record --no-cpu (time=exact)", f"rm -f {tmp}/fne.cap*",
+             f"exec {cyg} record -q --no-cpu -o {tmp}/fne.cap -- {fib}"),
+        ]
     if args.baseline:
         cfg += [
             ("baseline: cygprof record --time=sampled", f"rm -f {tmp}/bfs.cap*",
@@ -607,7 +684,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="2 rounds")
     ap.add_argument("--only",
-                    default="calls,fib,threads,growth,memory,memloop,read,memdump,timerange")
+                    default="calls,fib,threads,growth,memory,memloop,read,memdump,timerange,cpu")
     args = ap.parse_args()
     if args.quick:
         args.runs = 2
@@ -646,6 +723,8 @@ def main():
             memdump_section(args, b, tmp)
         if "timerange" in only:
             timerange_section(args, b, tmp)
+        if "cpu" in only:
+            cpu_section(args, b, tmp)
 
 
 if __name__ == "__main__":

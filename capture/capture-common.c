@@ -19,7 +19,7 @@ const char *const capture_db_names[DB_COUNT] = {
 	[DB_TREES] = "trees",	    [DB_TIMELINE] = "timeline", [DB_OBJECTS] = "objects",
 	[DB_SYMBOLS] = "symbols", [DB_MEM] = "mem",	      [DB_STACKS] = "stacks",
 	[DB_SITES] = "sites",	    [DB_COUNTERS] = "counters", [DB_SAMPLES] = "samples",
-	[DB_PSAMPLES] = "psamples", [DB_OFFCPU] = "offcpu",
+	[DB_PSAMPLES] = "psamples", [DB_OFFCPU] = "offcpu",   [DB_CPU] = "cpu",
 };
 
 /* The detail of the last damage (or version) error of this thread: appended
@@ -115,6 +115,9 @@ void capture_describe(unsigned int db, const void *key, size_t klen, char *buf, 
 		return;
 	case DB_OFFCPU:
 		snprintf(buf, n, "off-CPU block %u", klen >= 8 ? get_be32(k + 4) : 0);
+		return;
+	case DB_CPU:
+		snprintf(buf, n, "thread %u CPU record", a);
 		return;
 	}
 	snprintf(buf, n, "%s record", db < DB_COUNT ? capture_db_names[db] : "?");

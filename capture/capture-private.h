@@ -33,6 +33,7 @@ enum {
 	DB_SAMPLES,  /* likewise */
 	DB_PSAMPLES, /* added in schema 4: a schema 1 to 3 capture lacks it */
 	DB_OFFCPU,   /* likewise */
+	DB_CPU,      /* added in schema 6: a schema 1 to 5 capture lacks it */
 	DB_COUNT
 };
 
@@ -43,8 +44,8 @@ _Static_assert(CAPTURE_DB_SAME(META) && CAPTURE_DB_SAME(PROCS) && CAPTURE_DB_SAM
 		       CAPTURE_DB_SAME(OBJECTS) && CAPTURE_DB_SAME(SYMBOLS) && CAPTURE_DB_SAME(MEM) &&
 		       CAPTURE_DB_SAME(STACKS) && CAPTURE_DB_SAME(SITES) &&
 		       CAPTURE_DB_SAME(COUNTERS) && CAPTURE_DB_SAME(SAMPLES) &&
-		       CAPTURE_DB_SAME(PSAMPLES) && CAPTURE_DB_SAME(OFFCPU) &&
-		       (int)DB_COUNT == (int)CYGPROF_DB_OFFCPU + 1,
+		       CAPTURE_DB_SAME(PSAMPLES) && CAPTURE_DB_SAME(OFFCPU) && CAPTURE_DB_SAME(CPU) &&
+		       (int)DB_COUNT == (int)CYGPROF_DB_CPU + 1,
 	       "enum cygprof_db numbers the DBs as capture_db_names[]");
 
 /* The first DB a capture may lack (written before those DBs existed). */
@@ -53,6 +54,15 @@ _Static_assert(CAPTURE_DB_SAME(META) && CAPTURE_DB_SAME(PROCS) && CAPTURE_DB_SAM
 #define DB_FIRST_OPTIONAL_V2 DB_COUNTERS
 /* The first DB a schema 3 capture lacks (added with schema 4). */
 #define DB_FIRST_OPTIONAL_V3 DB_PSAMPLES
+/* The first DB a schema 5 capture lacks (added with schema 6). */
+#define DB_FIRST_OPTIONAL_V5 DB_CPU
+
+/* Whether a capture of schema s lacks DB i (written before it existed). */
+static inline bool capture_db_optional(unsigned int i, unsigned int s)
+{
+	return (i >= DB_FIRST_OPTIONAL && s == 1) || (i >= DB_FIRST_OPTIONAL_V2 && s <= 2) ||
+	       (i >= DB_FIRST_OPTIONAL_V3 && s <= 3) || (i >= DB_FIRST_OPTIONAL_V5 && s <= 5);
+}
 
 extern const char *const capture_db_names[DB_COUNT];
 
@@ -540,7 +550,7 @@ struct record_layout {
 };
 
 extern const struct record_layout layout_proc, layout_thread, layout_object, layout_symbol,
-	layout_stack, layout_counter, layout_node, layout_site;
+	layout_stack, layout_counter, layout_node, layout_site, layout_cpu, layout_cpu_node;
 
 /* The key of record rec into key (room for 12 bytes; returns its length) and
  * its value into b (emptied first; b->oom on failure). */
@@ -557,6 +567,20 @@ void record_encode_rows(const struct record_layout *l, const void *rows, size_t 
 			size_t stride, struct cbuf *b);
 /* The row at p (at least record_row_size() bytes) into rec. */
 void record_decode_row(const struct record_layout *l, const uint8_t *p, void *rec);
+/* A record with rows of varints (cpu): its key into key (returns its
+ * length) and into b the value LE32 header length, the header (l's value
+ * fields), LE32 n, LE32 fields per row, then the n rows (stride bytes
+ * apart), each field of rl a varint. */
+size_t record_encode_varrows(const struct record_layout *l, const void *rec, uint8_t *key,
+			     const struct record_layout *rl, const void *rows, size_t n,
+			     size_t stride, struct cbuf *b);
+/* Such a value into rec (zeroed by the caller) and *rows (malloc'd, elsize
+ * bytes each, zeroed; NULL when n is 0): a header longer than l's fields or
+ * rows of more fields than rl's (written later) are read as far as known.
+ * 0, CYGPROF_E_CORRUPT or -ENOMEM (nothing allocated on error). */
+int record_decode_varrows(const struct record_layout *l, const MDB_val *k, const MDB_val *v,
+			  void *rec, const struct record_layout *rl, void **rows, size_t *n,
+			  size_t elsize);
 
 /* ---- the handle ---------------------------------------------------------- */
 

@@ -278,9 +278,7 @@ static int open_dbs(struct cygprof_capture *cap, uint64_t txnid, const uint64_t 
 		if (i == DB_META)
 			continue;
 		if (entries[i] == UINT64_MAX) {
-			if ((i >= DB_FIRST_OPTIONAL && cap->schema == 1) ||
-			    (i >= DB_FIRST_OPTIONAL_V2 && cap->schema <= 2) ||
-			    (i >= DB_FIRST_OPTIONAL_V3 && cap->schema <= 3)) {
+			if (capture_db_optional((unsigned int)i, cap->schema)) {
 				/* written before this DB existed: reads as empty */
 				cap->missing[i] = true;
 				continue;
@@ -709,6 +707,9 @@ void cygprof_procs_free(struct cygprof_proc *procs, size_t n)
 		clear_proc(&procs[i]);
 	free(procs);
 }
+
+static int decode_cpu(const MDB_val *k, const MDB_val *v, struct cygprof_cpu *c,
+		      struct cygprof_cpu_node **nodes, size_t *n);
 
 static int decode_thread(const MDB_val *k, const MDB_val *v, void *elem)
 {
@@ -2910,7 +2911,7 @@ int capture_check_value(struct cygprof_capture *cap, unsigned int db, const MDB_
 		[DB_PROCS] = 4,	  [DB_THREADS] = 4, [DB_TREES] = 4,  [DB_TIMELINE] = 8,
 		[DB_OBJECTS] = 4, [DB_SYMBOLS] = 12, [DB_MEM] = 8,    [DB_STACKS] = 4,
 		[DB_SITES] = 4,	  [DB_COUNTERS] = 4, [DB_SAMPLES] = 8, [DB_PSAMPLES] = 8,
-		[DB_OFFCPU] = 8,
+		[DB_OFFCPU] = 8,  [DB_CPU] = 4,
 	};
 	/* the DBs of one record per value, as load() decodes them */
 	static const struct {
@@ -2973,6 +2974,10 @@ int capture_check_value(struct cygprof_capture *cap, unsigned int db, const MDB_
 								   &arr, &n);
 		free(arr);
 		return rc;
+	} else if (db == DB_CPU) {
+		struct cygprof_cpu c;
+		rc = decode_cpu(k, v, &c, (struct cygprof_cpu_node **)&arr, &n);
+		free(arr);
 	} else {
 		rc = check_block(cap, db, v, f);
 	}
@@ -2984,4 +2989,67 @@ int capture_check_value(struct cygprof_capture *cap, unsigned int db, const MDB_
 int cygprof_capture_in_progress(const struct cygprof_capture *cap)
 {
 	return cap && cap->in_progress;
+}
+
+/* ---- CPU samples and off-CPU time per thread ------------------------------- */
+
+static int decode_cpu(const MDB_val *k, const MDB_val *v, struct cygprof_cpu *c,
+		      struct cygprof_cpu_node **nodes, size_t *n)
+{
+	size_t i;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	rc = record_decode_varrows(&layout_cpu, k, v, c, &layout_cpu_node, (void **)nodes, n,
+				   sizeof(**nodes));
+	if (rc)
+		return rc;
+	/* as the writer stores them: nodes in increasing order, the parts of
+	 * the samples no more than the samples */
+	for (i = 1; i < *n; i++)
+		if ((*nodes)[i].node <= (*nodes)[i - 1].node)
+			rc = CYGPROF_E_CORRUPT;
+	if (c->overhead > c->samples || c->unplaced > c->samples - c->overhead ||
+	    c->method > CYGPROF_CPU_TIMER)
+		rc = CYGPROF_E_CORRUPT;
+	if (rc) {
+		free(*nodes);
+		*nodes = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+int cygprof_capture_get_cpu(struct cygprof_capture *cap, uint32_t thread_idx,
+			    struct cygprof_cpu *c, struct cygprof_cpu_node **v, size_t *n)
+{
+	uint8_t key[4];
+	MDB_txn *txn;
+	MDB_val k = { .mv_size = sizeof(key), .mv_data = key }, val;
+	int rc;
+
+	if (!cap || !c || !v || !n)
+		return -EINVAL;
+	memset(c, 0, sizeof(*c));
+	*v = NULL;
+	*n = 0;
+	if (cap->missing[DB_CPU])
+		return CYGPROF_E_NOTFOUND;
+	put_be32(key, thread_idx);
+	rc = capture_rbegin(cap, &txn);
+	if (rc)
+		return rc;
+	rc = mdb_get(txn, cap->dbi[DB_CPU], &k, &val);
+	if (rc) {
+		rc = rc == MDB_NOTFOUND ? CYGPROF_E_NOTFOUND : capture_err(rc);
+	} else {
+		rc = capture_value(cap, DB_CPU, &k, &val);
+		if (!rc) {
+			rc = decode_cpu(&k, &val, c, v, n);
+			if (rc == CYGPROF_E_CORRUPT)
+				rc = capture_damage(cap, "thread %u CPU record: malformed", thread_idx);
+		}
+	}
+	capture_rend(cap, txn);
+	return rc;
 }

@@ -60,6 +60,20 @@ LAYOUT(layout_counter, FLD(F_KEY32, C, id), FLD(F_U32, C, proc_idx), FLD(F_U32, 
        FLD(F_U32, C, flags), FLD(F_STR, C, name));
 #undef C
 
+#define V struct cygprof_cpu
+LAYOUT(layout_cpu, FLD(F_KEY32, V, thread_idx), FLD(F_U32, V, method), FLD(F_U32, V, flags),
+       FLD(F_U64, V, period_ns), FLD(F_U64, V, cpu_ns), FLD(F_U64, V, samples),
+       FLD(F_U64, V, overhead), FLD(F_U64, V, unplaced), FLD(F_U64, V, wait_ns),
+       FLD(F_U64, V, blocked_ns), FLD(F_U64, V, unplaced_ns), FLD(F_U64, V, switches),
+       FLD(F_U64, V, switches_lost));
+#undef V
+
+/* Rows of a cpu record (varints). */
+#define R struct cygprof_cpu_node
+LAYOUT(layout_cpu_node, FLD(F_U32, R, node), FLD(F_U64, R, samples), FLD(F_U64, R, overhead),
+       FLD(F_U64, R, wait_ns), FLD(F_U64, R, blocked_ns));
+#undef R
+
 /* Rows of the arrays of trees and sites (after LE32 count, LE32 row size). */
 #define R struct cygprof_node
 LAYOUT(layout_node, FLD(F_U32, R, parent), FLD(F_U32, R, flags), FLD(F_U64, R, fn),
@@ -248,4 +262,89 @@ void record_decode_row(const struct record_layout *l, const uint8_t *p, void *re
 			p += 8;
 		}
 	}
+}
+
+/* ---- records with rows of varints (cpu) ------------------------------------ */
+
+size_t record_encode_varrows(const struct record_layout *l, const void *rec, uint8_t *key,
+			     const struct record_layout *rl, const void *rows, size_t n,
+			     size_t stride, struct cbuf *b)
+{
+	size_t klen = record_encode(l, rec, key, b), hlen = b->len, i, j;
+	const char *row = rows;
+	uint8_t *p;
+
+	/* the header's length in front of it */
+	if (!cbuf_grow(b, 4))
+		return klen;
+	memmove(b->p + 4, b->p, hlen);
+	put_le32(b->p, (uint32_t)hlen);
+	cbuf_le32(b, (uint32_t)n);
+	cbuf_le32(b, (uint32_t)rl->n);
+	for (i = 0; i < n; i++, row += stride) {
+		p = cbuf_grow(b, rl->n * 10);
+		if (!p)
+			return klen;
+		b->len -= rl->n * 10;
+		for (j = 0; j < rl->n; j++)
+			b->len += put_varint(b->p + b->len, rl->f[j].kind == F_U32
+								    ? rec_u32(row, &rl->f[j])
+								    : rec_u64(row, &rl->f[j]));
+	}
+	return klen;
+}
+
+int record_decode_varrows(const struct record_layout *l, const MDB_val *k, const MDB_val *v,
+			  void *rec, const struct record_layout *rl, void **rows, size_t *n,
+			  size_t elsize)
+{
+	const uint8_t *p = v->mv_data;
+	size_t len = v->mv_size, hlen, off, i, j, nf;
+	uint64_t x;
+	char *out;
+	int rc;
+
+	*rows = NULL;
+	*n = 0;
+	if (len < 4 || (hlen = get_le32(p)) > len - 4 || len - 4 - hlen < 8)
+		return CYGPROF_E_CORRUPT;
+	MDB_val h = { .mv_size = hlen, .mv_data = (void *)(p + 4) };
+	rc = record_decode(l, k, &h, rec);
+	if (rc)
+		return rc;
+	off = 4 + hlen;
+	size_t count = get_le32(p + off);
+	nf = get_le32(p + off + 4);
+	off += 8;
+	/* a row is at least one byte a field */
+	if (!nf || nf > 64 || count > (len - off) / nf)
+		return CYGPROF_E_CORRUPT;
+	if (!count)
+		return 0;
+	out = calloc(count, elsize);
+	if (!out)
+		return -ENOMEM;
+	for (i = 0; i < count; i++) {
+		char *r = out + i * elsize;
+		for (j = 0; j < nf; j++) {
+			if (!get_varint(p, len, &off, &x))
+				goto bad;
+			if (j >= rl->n)
+				continue; /* a field written later */
+			if (rl->f[j].kind == F_U32) {
+				uint32_t x32 = (uint32_t)x;
+				if (x > UINT32_MAX)
+					goto bad;
+				memcpy(r + rl->f[j].off, &x32, sizeof(x32));
+			} else {
+				memcpy(r + rl->f[j].off, &x, sizeof(x));
+			}
+		}
+	}
+	*rows = out;
+	*n = count;
+	return 0;
+bad:
+	free(out);
+	return CYGPROF_E_CORRUPT;
 }

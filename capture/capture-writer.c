@@ -651,38 +651,43 @@ static int copy_into(const char *path, int fd)
 	return rc;
 }
 
-/* The schema a capture of schema old keeps when reopened: its event blocks
- * and stack nodes stay as they were written, so one older than 5 becomes
- * 4 (the DBs of 5, the event blocks of 2 to 4) and a schema 5 one stays 5
- * (a stack node a value); 6 and later, the current one. */
-static unsigned int reopen_schema(unsigned int old)
+/* The schema a capture of schema old is once reopened: its event blocks
+ * and stack nodes stay as they were written, so one older than schema 5
+ * becomes schema 4 (the DBs of schema 4 and 5, the event blocks of 2 to
+ * 4); one of schema 5 stays schema 5 (a stack node a value, without the
+ * cpu DB of schema 6: a reader of schema 5 must still read it); 6 and
+ * later stay what they are. */
+static unsigned int reopened_schema(unsigned int old)
 {
 	return old < 5 ? 4 : old < CYGPROF_CAPTURE_SCHEMA ? old : CYGPROF_CAPTURE_SCHEMA;
 }
 
 /* Writer state of a capture reopened from a closed one of schema old: the
  * next stack id and counter id (and stacks block), the next block of the
- * one-stream DBs, and every DB of the current schema (an older capture
- * gets the DBs it lacks). */
+ * one-stream DBs, and every DB of the schema it becomes (an older capture
+ * gets the DBs it lacks; those of a later schema stay missing). */
 static int reopen_state(struct cygprof_capture *cap, unsigned int old)
 {
-	const char schema[] = { (char)('0' + reopen_schema(old)) };
+	const char schema[] = { (char)('0' + reopened_schema(old)) };
 	MDB_cursor *cur;
 	MDB_val k, v;
 	MDB_stat st;
 	int rc, i;
 
 	rc = txn_start(cap);
-	for (i = 0; i < DB_COUNT && !rc; i++)
-		rc = capture_err(mdb_dbi_open(cap->txn, capture_db_names[i], MDB_CREATE,
-					      &cap->dbi[i]));
+	for (i = 0; i < DB_COUNT && !rc; i++) {
+		cap->missing[i] = capture_db_optional((unsigned int)i, reopened_schema(old));
+		if (!cap->missing[i])
+			rc = capture_err(mdb_dbi_open(cap->txn, capture_db_names[i], MDB_CREATE,
+						      &cap->dbi[i]));
+	}
 	if (!rc)
 		rc = capture_err(put_raw(cap->txn, cap, DB_META, "schema", schema, sizeof(schema)));
 	if (!rc)
 		rc = capture_err(mdb_stat(cap->txn, cap->dbi[DB_STACKS], &st));
 	if (!rc)
 		cap->nstacks = st.ms_entries > UINT32_MAX ? UINT32_MAX : (uint32_t)st.ms_entries;
-	if (!rc && reopen_schema(old) >= CAPTURE_STACK_BLOCKS_SCHEMA && st.ms_entries) {
+	if (!rc && reopened_schema(old) >= CAPTURE_STACK_BLOCKS_SCHEMA && st.ms_entries) {
 		/* in blocks (checked at open): nodes added start a new one */
 		cap->stk_seq = (uint32_t)st.ms_entries;
 		rc = capture_err(mdb_cursor_open(cap->txn, cap->dbi[DB_STACKS], &cur));
@@ -750,7 +755,7 @@ int cygprof_capture_open_rw(const char *path, struct cygprof_capture **out)
 	if (!rc)
 		rc = reopen_state(cap, old);
 	if (!rc)
-		cap->schema = reopen_schema(old);
+		cap->schema = reopened_schema(old);
 	if (rc) {
 		capture_free(cap);
 		return rc;
@@ -955,6 +960,8 @@ static int seal(struct cygprof_capture *cap)
 		MDB_val k, v;
 		int r;
 
+		if (cap->missing[i])
+			continue; /* a reopened capture of a schema without it */
 		rc = capture_err(mdb_stat(cap->txn, cap->dbi[i], &st));
 		if (!rc)
 			rc = capture_err(mdb_cursor_open(cap->txn, cap->dbi[i], &cur));
@@ -969,7 +976,7 @@ static int seal(struct cygprof_capture *cap)
 			rc = capture_err(r);
 			break;
 		}
-		off += (size_t)snprintf(txt + off, sizeof(txt) - off, "%s%s=%zu:%08x", i ? " " : "",
+		off += (size_t)snprintf(txt + off, sizeof(txt) - off, "%s%s=%zu:%08x", off ? " " : "",
 					capture_db_names[i], st.ms_entries, digest);
 	}
 	if (!rc)
@@ -1056,7 +1063,8 @@ static int env_reopen(struct cygprof_capture *cap)
 	if (rc)
 		return rc;
 	for (i = 0; i < DB_COUNT && !rc; i++)
-		rc = capture_err(mdb_dbi_open(txn, capture_db_names[i], 0, &cap->dbi[i]));
+		if (!cap->missing[i])
+			rc = capture_err(mdb_dbi_open(txn, capture_db_names[i], 0, &cap->dbi[i]));
 	if (rc) {
 		mdb_txn_abort(txn);
 		return rc;
@@ -1251,6 +1259,27 @@ int cygprof_capture_put_thread(struct cygprof_capture *cap, const struct cygprof
 	if (!t)
 		return -EINVAL;
 	return put_record(cap, DB_THREADS, &layout_thread, t);
+}
+
+int cygprof_capture_put_cpu(struct cygprof_capture *cap, const struct cygprof_cpu *c,
+			    const struct cygprof_cpu_node *v, size_t n)
+{
+	uint8_t key[4];
+	size_t i;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (!c || (n && !v) || c->pad || n > UINT32_MAX)
+		return -EINVAL;
+	if (cap->missing[DB_CPU])
+		return -EPERM;
+	for (i = 0; i < n; i++)
+		if (v[i].pad || (i && v[i].node <= v[i - 1].node))
+			return -EINVAL;
+	record_encode_varrows(&layout_cpu, c, key, &layout_cpu_node, v, n, sizeof(*v),
+			      &cap->scratch);
+	return put_scratch(cap, DB_CPU, key, sizeof(key));
 }
 
 int cygprof_capture_put_tree(struct cygprof_capture *cap, uint32_t thread_idx,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cpu.h"
 #include "instrument.h"
 #include "format.h"
 #include "textesc.h"
@@ -182,6 +183,65 @@ static void print_overhead(struct view *v)
 		       "", o.images, o.in_min, o.in_max, o.out_min, o.out_max);
 }
 
+static const char *method_name(uint32_t m)
+{
+	return m == CYGPROF_CPU_PERF ? "perf" : m == CYGPROF_CPU_TIMER ? "timer" : "off";
+}
+
+/* The runtime's CPU samples and off-CPU time (record --cpu-freq): how it
+ * sampled, then per thread what it took and placed. */
+static void print_cpu(struct view *v, const char *file, const struct cygprof_thread *threads,
+		      size_t nthreads)
+{
+	const char *u = view_meta_str(v, "cpu_unattributed");
+	uint64_t period = cpu_period_ns(v);
+	const char *sw = view_meta_str(v, "cpu_switches");
+	const char *eff = view_meta_str(v, "cpu_effective_period_ns");
+	char buf[64], w[32], b[32], ct[32];
+	int any = 0;
+
+	if (!strcmp(cpu_sampler(v), "off") && !(sw && !strcmp(sw, "1"))) {
+		printf("%-14s: off\n", "CPU samples");
+		return;
+	}
+	if (period)
+		printf("%-14s: %s, every %s of a thread's CPU time (%.0f Hz)", "CPU samples",
+		       cpu_sampler(v), fmt_dur(buf, sizeof buf, period) + strspn(buf, " "),
+		       1e9 / (double)period);
+	else
+		printf("%-14s: off", "CPU samples");
+	if (eff)
+		printf(", one every %s in effect",
+		       fmt_dur(buf, sizeof buf, strtoull(eff, NULL, 10)) + strspn(buf, " "));
+	if (u)
+		printf(", %s with no thread to charge", u);
+	printf("\n%-14s: %s\n", "off-CPU time",
+	       sw && !strcmp(sw, "1") ? "from each thread's context switches (waiting for a CPU, "
+					"or blocked)"
+				      : "not tracked");
+	for (size_t i = 0; i < nthreads; i++) {
+		const struct view_cpu *c;
+		char name[16];
+
+		cli_check(view_cpu(v, threads[i].idx, &c), file);
+		if (!c->present)
+			continue;
+		if (!any++)
+			printf("\nCPU samples and off-CPU time:\n  %7s  %-16s %-6s %9s %9s %9s %12s "
+			       "%12s %12s %9s %6s\n",
+			       "TID", "NAME", "METHOD", "SAMPLES", "OVERHEAD", "UNPLACED", "CPU TIME",
+			       "WAITING", "BLOCKED", "SWITCHES", "LOST");
+		printf("  %7u  %-16s %-6s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %12s %12s %12s %9" PRIu64
+		       " %6" PRIu64 "\n",
+		       threads[i].tid, text_esc(view_thread_name(&threads[i], name)),
+		       method_name(c->thread.method), c->thread.samples, c->thread.overhead,
+		       c->thread.unplaced,
+		       c->thread.cpu_ns ? fmt_dur(ct, sizeof ct, c->thread.cpu_ns) : "-",
+		       fmt_dur(w, sizeof w, c->thread.wait_ns), fmt_dur(b, sizeof b, c->thread.blocked_ns),
+		       c->thread.switches, c->thread.switches_lost);
+	}
+}
+
 static void print_text(struct view *v, const char *file, const struct cygprof_proc *procs,
 		       size_t nprocs, const struct cygprof_thread *threads, size_t nthreads)
 {
@@ -218,6 +278,7 @@ static void print_text(struct view *v, const char *file, const struct cygprof_pr
 		printf("%-14s: %s\n", meta_rows[i].label, text_esc(shown));
 	}
 	print_overhead(v);
+	print_cpu(v, file, threads, nthreads);
 
 	print_instruments(v);
 	printf("\nprocesses (%zu):\n", nprocs);
@@ -262,6 +323,39 @@ static void print_text(struct view *v, const char *file, const struct cygprof_pr
 	printf("schema version: %d\n", capture_schema(v));
 }
 
+static void print_cpu_json(struct view *v, const char *file, const struct cygprof_thread *threads,
+			   size_t nthreads)
+{
+	const char *u = view_meta_str(v, "cpu_unattributed");
+	const char *sw = view_meta_str(v, "cpu_switches");
+	const char *eff = view_meta_str(v, "cpu_effective_period_ns");
+	uint64_t samples = 0;
+	size_t k = 0;
+
+	printf("{\"sampler\": \"%s\", \"period_ns\": %" PRIu64 ", \"effective_period_ns\": %" PRIu64
+	       ", \"switches\": %s, \"unattributed\": %" PRIu64 ", \"threads\": [",
+	       cpu_sampler(v), cpu_period_ns(v), (uint64_t)(eff ? strtoull(eff, NULL, 10) : 0),
+	       sw && !strcmp(sw, "1") ? "true" : "false", (uint64_t)(u ? strtoull(u, NULL, 10) : 0));
+	for (size_t i = 0; i < nthreads; i++) {
+		const struct view_cpu *c;
+
+		cli_check(view_cpu(v, threads[i].idx, &c), file);
+		if (!c->present)
+			continue;
+		samples += c->thread.samples;
+		printf("%s\n    {\"tid\": %u, \"method\": \"%s\", \"samples\": %" PRIu64
+		       ", \"overhead_samples\": %" PRIu64 ", \"unplaced_samples\": %" PRIu64
+		       ", \"cpu_ns\": %" PRIu64 ", \"wait_ns\": %" PRIu64 ", \"blocked_ns\": %" PRIu64
+		       ", \"unplaced_ns\": %" PRIu64 ", \"switches\": %" PRIu64
+		       ", \"switches_lost\": %" PRIu64 "}",
+		       k++ ? "," : "", threads[i].tid, method_name(c->thread.method),
+		       c->thread.samples, c->thread.overhead, c->thread.unplaced, c->thread.cpu_ns,
+		       c->thread.wait_ns, c->thread.blocked_ns, c->thread.unplaced_ns,
+		       c->thread.switches, c->thread.switches_lost);
+	}
+	printf("%s], \"samples\": %" PRIu64 "}", k ? "\n  " : "", samples);
+}
+
 static void print_json(struct view *v, const char *file, const struct cygprof_thread *threads,
 		       size_t nthreads)
 {
@@ -276,6 +370,8 @@ static void print_json(struct view *v, const char *file, const struct cygprof_th
 	view_overhead(v, &o);
 	printf(",\n  \"overhead\": ");
 	cli_json_overhead(stdout, &o);
+	printf(",\n  \"cpu\": ");
+	print_cpu_json(v, file, threads, nthreads);
 	printf(",\n  \"instruments\": [");
 	for (i = 0, k = 0; instruments[i]; i++)
 		if (instruments[i]->present(v))

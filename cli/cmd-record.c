@@ -45,8 +45,8 @@ static void usage(FILE *f)
 		"      --attach PID       profile the running process PID (built with\n"
 		"                         -finstrument-functions) without restarting it: load\n"
 		"                         the runtime into it, record until --duration or\n"
-		"                         Ctrl-C (or its end), then detach; it runs on.  Calls\n"
-		"                         and --timeline only; needs ptrace (see\n"
+		"                         Ctrl-C (or its end), then detach; it runs on.  Calls,\n"
+		"                         --timeline and --cpu-freq only; needs ptrace (see\n"
 		"                         /proc/sys/kernel/yama/ptrace_scope)\n"
 		"      --duration SEC     with --attach: detach after SEC (s when no unit is\n"
 		"                         given; e.g. 500ms, 2s)\n"
@@ -110,6 +110,14 @@ static void usage(FILE *f)
 		"                         exact (default): time every call; sampled: count\n"
 		"                         every call and call path exactly but read no clock\n"
 		"                         (much faster; times come from samples, --sample)\n"
+		"      --cpu-freq=HZ      CPU-time samples taken inside the program, HZ per\n"
+		"                         second of each thread's CPU time (1 to 20000,\n"
+		"                         default 1000; a timer's at most one per scheduler\n"
+		"                         tick where perf is refused), charged to the exact\n"
+		"                         call path; and each thread's context switches, so\n"
+		"                         that time off the CPU (waiting for it, or blocked)\n"
+		"                         is told apart from work.  0 turns both off\n"
+		"      --no-cpu           the same as --cpu-freq=0\n"
 		"      --drop             when a ring is full, drop events and count them\n"
 		"                         instead of waiting for the collector (default: wait)\n"
 		"  -F, --filter PATTERN   keep only functions matching PATTERN (glob) and the\n"
@@ -341,12 +349,16 @@ static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_
 		cli_die(1, "%s%s", strncmp(err, "record: ", 8) ? "record: " : "", err);
 	}
 	if (!o->quiet) {
+		char cpu[48] = "";
 		fmt_bytes(sz, sizeof sz, r.capture_bytes, FMT_BYTES_KB10);
+		if (o->cpu_hz)
+			snprintf(cpu, sizeof cpu, "%llu CPU samples, ",
+				 (unsigned long long)r.cpu_samples);
 		fprintf(stderr, "cygprof: %s process %d: %u thread%s, %llu calls, %llu events, "
-			"%llu lost, %s: %s%s\n",
+			"%s%llu lost, %s: %s%s\n",
 			r.attach_ended ? "attached until the end of" : "detached from", (int)pid,
 			r.threads, r.threads == 1 ? "" : "s", (unsigned long long)r.calls,
-			(unsigned long long)r.events, (unsigned long long)r.lost, sz,
+			(unsigned long long)r.events, cpu, (unsigned long long)r.lost, sz,
 			o->send_to ? "sent to " : "", o->send_to ? o->send_to : o->output);
 	}
 	if (r.damaged[0])
@@ -396,6 +408,8 @@ int cmd_record(int argc, char **argv)
 		{"sample", optional_argument, NULL, 'H'},
 		{"sample-event", required_argument, NULL, 'E'},
 		{"rr-ticks", no_argument, NULL, 'K'},
+		{"cpu-freq", required_argument, NULL, 1006},
+		{"no-cpu", no_argument, NULL, 1007},
 		{"debug-dir", required_argument, NULL, 'G'},
 		{"filter", required_argument, NULL, 'F'},
 		{"notrace", required_argument, NULL, 'N'},
@@ -434,6 +448,7 @@ int cmd_record(int argc, char **argv)
 
 	memset(&o, 0, sizeof o);
 	o.output = CYGPROF_DEFAULT_CAPTURE;
+	o.cpu_hz = CYG_CPU_HZ_DEFAULT;
 	o.only = only;
 	o.except = except;
 	o.debug_dirs = dbgdirs;
@@ -576,6 +591,13 @@ int cmd_record(int argc, char **argv)
 				cli_die(2, "record: --push-cacert %s: %s", optarg, strerror(errno));
 			pt.cacert = optarg;
 			break;
+		case 1006:
+			o.cpu_hz = (uint32_t)cli_parse_uint("record", "--cpu-freq", optarg, 0,
+							    CYG_CPU_HZ_MAX);
+			break;
+		case 1007:
+			o.cpu_hz = 0;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -688,12 +710,16 @@ int cmd_record(int argc, char **argv)
 	}
 	if (!o.quiet) {
 		fmt_bytes(sz, sizeof sz, r.capture_bytes, FMT_BYTES_KB10);
+		char cpu[48] = "";
+		if (o.cpu_hz)
+			snprintf(cpu, sizeof cpu, "%llu CPU samples, ",
+				 (unsigned long long)r.cpu_samples);
 		fprintf(stderr,
 			"cygprof: %u process%s, %u thread%s, %llu calls, %llu events, "
-			"%llu memory events, %llu lost, %s: %s%s\n",
+			"%llu memory events, %s%llu lost, %s: %s%s\n",
 			r.procs, r.procs == 1 ? "" : "es", r.threads, r.threads == 1 ? "" : "s",
 			(unsigned long long)r.calls, (unsigned long long)r.events,
-			(unsigned long long)r.mem_events,
+			(unsigned long long)r.mem_events, cpu,
 			(unsigned long long)r.lost, sz, o.send_to ? "sent to " : "",
 			o.send_to ? o.send_to : o.output);
 	}

@@ -17,6 +17,7 @@
 #include "psamples.h"
 #include "report-print.h"
 #include "format.h"
+#include "cpu.h"
 #include "json.h"
 #include "view.h"
 #include "textesc.h"
@@ -425,9 +426,11 @@ static void print_json_tree(const struct profile *p, const struct report_opts *o
 static void print_json(struct view *v, const struct profile *p, const struct report_opts *o)
 {
 	struct view_limits l;
+	struct cpu_sum *cs;
 	uint32_t *fns;
 	size_t n, i, k;
 
+	cli_check(cpu_sum_load(v, p, &cs), o->file);
 	printf("{\n  \"meta\": ");
 	cli_json_meta_object(stdout, v);
 	printf(",\n");
@@ -440,6 +443,9 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 	printf("  \"total_self_ns\": %" PRIu64 ",\n", p->total_self_ns);
 	/* --time=sampled --sample: self and total times are the samples' */
 	printf("  \"sampled_times\": %s,\n", o->print.sampled_times ? "true" : "false");
+	/* the runtime's CPU samples (record --cpu-freq) */
+	printf("  \"cpu_sampler\": \"%s\",\n  \"cpu_period_ns\": %" PRIu64 ",\n", cpu_sampler(v),
+	       cpu_period_ns(v));
 
 	fns = print_sorted_fns(p, o->print.sort, &n);
 	printf("  \"functions\": [");
@@ -453,6 +459,10 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 		printf(", \"calls\": %" PRIu64 ", \"self_ns\": %" PRIu64 ", \"total_ns\": %" PRIu64
 		       ", \"recursive_calls\": %" PRIu64 ", \"spontaneous_calls\": %" PRIu64,
 		       f->calls, f->self_ns, f->total_ns, f->rec_calls, f->root_calls);
+		const struct cpu_cost *cc = &cs->fn[fns[i]];
+		printf(", \"cpu_samples\": %" PRIu64 ", \"overhead_samples\": %" PRIu64
+		       ", \"wait_ns\": %" PRIu64 ", \"blocked_ns\": %" PRIu64,
+		       cc->samples, cc->overhead, cc->wait_ns, cc->blocked_ns);
 		if (o->ps) {
 			const struct psamp_cost *c = &o->ps->fn[fns[i]];
 			printf(", \"samples\": %" PRIu64 ", \"sampled_ns\": %" PRIu64
@@ -518,6 +528,7 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 	view_limits(v, &l);
 	cli_limits_json(stdout, &l);
 	printf(",\n  \"lost_events\": %" PRIu64 "\n}\n", l.lost);
+	cpu_sum_free(cs);
 }
 
 /* ---- driver ---------------------------------------------------------------- */

@@ -273,6 +273,9 @@ void cli_check_env(void)
 	}
 	if ((val = env("CYGPROF_TRACEFS")))
 		check_dir("CYGPROF_TRACEFS", val, val);
+	/* read by the runtime (cyg/cyg-sample.c): its sampler, for the tests */
+	if ((val = env("CYGPROF_CPU_SAMPLER")) && strcmp(val, "perf") && strcmp(val, "timer"))
+		bad("CYGPROF_CPU_SAMPLER", val, "perf or timer");
 	if ((val = env("CYGPROF_SAMPLES_DUMP"))) {
 		char *copy = strdup(val);
 

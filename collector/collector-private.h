@@ -103,6 +103,16 @@ struct fnode {
 	uint32_t parent;
 	uint32_t depth;
 	uint64_t fn, site, calls, ticks;
+	/* SELF figures of the runtime's node ext (a node the filters leave
+	 * out gives its own to the kept ancestor its children attach to) */
+	uint64_t samples, ovh, wait_ns, blocked_ns;
+};
+
+/* The totals of a raw node's u32 sample counters, which may wrap: kept
+ * from their deltas at every fold. */
+struct extacc {
+	uint32_t last_s, last_o;
+	uint64_t s, o;
 };
 
 #define GID_DROP UINT32_MAX
@@ -150,6 +160,14 @@ struct cthread {
 	size_t sym_next;     /* nodes whose symbols are stored */
 	struct damage dmg;   /* what the last look at its tree, stack and sites rejected */
 	struct damage rdmg;  /* ... and at its record (counters, name) */
+	/* CPU samples (CYG_F_CPUSAMPLE): gid -> 1 + index into ext */
+	struct hmap ext_at;
+	struct extacc *ext;
+	size_t next, capext;
+	uint64_t cpu_samples; /* samples as the last checkpoint stored them */
+	uint32_t cpu_method;  /* CYGPROF_CPU_* as the last checkpoint stored it */
+	uint32_t cpu_switches; /* its switches were tracked */
+	uint64_t cpu_ns;      /* its CPU time, when the runtime read it */
 };
 
 /* One process image: symbols for filters and the capture's tables. */
@@ -250,6 +268,7 @@ struct collector {
 	struct attach_run *attach; /* attach-run.c: record --attach; NULL otherwise */
 	struct pushstate *push;    /* push.c: record --push; NULL otherwise */
 	uint64_t ckpt_interval_ns; /* poll.c: the checkpoints' interval (0: only at the end) */
+	uint64_t cpu_period_ns; /* CYG_F_CPUSAMPLE: the sampling period, our copy */
 };
 
 /* The full timestamp of an event from its low 34 bits (see cyg-shm.h).  The
@@ -288,12 +307,12 @@ static inline int shm_ok(const struct collector *c, uint64_t off, uint64_t len)
 	return off >= CYG_AREA_OFF && !(off & 7) && off <= c->size && len <= c->size - off;
 }
 
-/* gid names a node of thread ct's tree as far as its place tells: inside the
- * mapping and not older than the thread's root (nodes are allocated upwards:
+/* gid names a node of thread ct's tree as far as its place tells: its slot
+ * (node and ext) inside the mapping and not older than the thread's root (nodes are allocated upwards:
  * a parent always has a smaller gid than its children). */
 static inline int gid_ok(const struct collector *c, const struct cthread *ct, uint32_t gid)
 {
-	return gid >= ct->root && shm_ok(c, (uint64_t)gid * CYG_NODE_SIZE, CYG_NODE_SIZE);
+	return gid >= ct->root && shm_ok(c, (uint64_t)gid * CYG_NODE_SIZE, CYG_NODE_SLOT);
 }
 
 static inline struct cyg_node *shm_node(const struct collector *c, uint32_t gid)

@@ -124,6 +124,9 @@ struct collector_opts {
 	const char *sample_event; /* "cpu-clock" (default), "cycles", ... */
 	int rr_ticks;          /* each sample also reads rr's tick counter (rr-ticks.c) */
 	int time_sampled;      /* --time=sampled: the hooks read no clock */
+	uint32_t cpu_hz;       /* CPU-time samples per second of each thread's CPU time,
+				* taken inside the program, and (but --time=sampled) its
+				* context switches tracked; 0: neither (record --no-cpu) */
 	const char *instruments; /* the instruments recorded, comma-separated (meta
 				  * "instruments"), e.g. "calls,memory,counters" */
 	int quiet;             /* no summary line */
@@ -169,6 +172,7 @@ struct collector_result {
 	uint32_t procs, threads;
 	uint64_t calls, events, lost, waits, mem_events;
 	uint64_t samples;      /* perf samples taken (--sample) */
+	uint64_t cpu_samples;  /* CPU samples the runtime took (--cpu-freq) */
 	uint64_t capture_bytes; /* of the file, or sent (send_to) */
 	int attach_ended;      /* record --attach: the process ended while attached */
 	uint32_t attach_seeded; /* ... threads whose open frames were handed over */

@@ -63,16 +63,20 @@ struct dfs {
 };
 
 /* What a thread could have done between start and end (ticks): no more
- * calls than a few per nanosecond, no node longer than the thread lived.
+ * calls than a few per nanosecond, no node longer than the thread lived,
+ * no more CPU samples than its life has periods (twice, and a thousand:
+ * the timer's ticks are not exact), no more time off the CPU than its life.
  * Anything beyond cannot be true: the program wrote it. */
 struct bounds {
-	uint64_t calls, ticks;
+	uint64_t calls, ticks, samples, ns;
 };
 
 static struct bounds thread_bounds(struct collector *c, uint64_t start, uint64_t end)
 {
 	uint64_t ticks = end - start, ns = ticks_to_ns(c, ticks);
-	struct bounds b = {ns * 4 + 1000000, ticks + ticks / 8 + 1000000};
+	struct bounds b = {ns * 4 + 1000000, ticks + ticks / 8 + 1000000,
+			   (c->cpu_period_ns ? ns / c->cpu_period_ns * 2 : 0) + 1000,
+			   ns + ns / 8 + 1000000};
 	return b;
 }
 
@@ -83,6 +87,35 @@ static uint64_t bounded(uint64_t v, uint64_t max, struct damage *dmg)
 	dmg->counts++;
 	return 0;
 }
+
+/* The total of a raw node's u32 sample counters (samples s, overhead o
+ * read now) from their deltas since the last fold: they may wrap. */
+static void ext_totals(struct cthread *ct, uint32_t gid, uint32_t s, uint32_t o,
+		       const struct bounds *b, struct damage *dmg, uint64_t *ts, uint64_t *to)
+{
+	uint64_t at = 0;
+	struct extacc *e;
+
+	*ts = *to = 0;
+	if (!hmap_get(&ct->ext_at, gid, &at)) {
+		if (!s && !o)
+			return;
+		if (ARRAY_GROW(ct->ext, ct->capext, ct->next + 1) ||
+		    hmap_put(&ct->ext_at, gid, ct->next + 1))
+			return;
+		at = ++ct->next;
+		ct->ext[at - 1] = (struct extacc){0};
+	}
+	e = &ct->ext[at - 1];
+	uint32_t ds = s - e->last_s, dO = o - e->last_o;
+	e->last_s = s;
+	e->last_o = o;
+	e->s += bounded(ds, b->samples, dmg);
+	e->o += bounded(dO, b->samples, dmg);
+	*ts = e->s;
+	*to = e->o;
+}
+
 
 /* Walk the raw tree from the root and add every node into the capture
  * tree.  Links come from the program: a child must name its parent back
@@ -99,6 +132,8 @@ static int fold_tree(struct collector *c, struct cthread *ct, const struct bound
 	for (i = 0; i < ct->n; i++) {
 		ct->nodes[i].calls = 0;
 		ct->nodes[i].ticks = 0;
+		ct->nodes[i].samples = ct->nodes[i].ovh = 0;
+		ct->nodes[i].wait_ns = ct->nodes[i].blocked_ns = 0;
 	}
 	uint64_t rv = cthread_root(c, ct);
 	cap = c->scratch_cap[2] / sizeof *st;
@@ -120,6 +155,18 @@ static int fold_tree(struct collector *c, struct cthread *ct, const struct bound
 		if (idx < GID_BAD) {
 			ct->nodes[idx].calls += calls;
 			ct->nodes[idx].ticks += ticks;
+		}
+		/* SELF figures: a node left out gives its own to the kept
+		 * ancestor its children attach to (the low half of its value) */
+		uint32_t own = (x.v & BAD_BIT) ? GID_BAD : (uint32_t)x.v;
+		if (own < ct->n && (c->flags & (CYG_F_CPUSAMPLE | CYG_F_SWITCHES))) {
+			const struct cyg_node_ext *e = CYG_NODE_EXT(rn);
+			uint64_t s, o;
+			ext_totals(ct, x.gid, RD(e->samples), RD(e->ovh), b, dmg, &s, &o);
+			ct->nodes[own].samples += s;
+			ct->nodes[own].ovh += o;
+			ct->nodes[own].wait_ns += bounded(RD(e->wait_ns), b->ns, dmg);
+			ct->nodes[own].blocked_ns += bounded(RD(e->blocked_ns), b->ns, dmg);
 		}
 		while (g) {
 			if (g <= x.gid || g >= prev || !gid_ok(c, ct, g)) {
@@ -287,6 +334,53 @@ static int put_sites(struct collector *c, struct cthread *ct, const struct cyg_s
 	return err;
 }
 
+/* The runtime's CPU samples and off-CPU time of a thread: its totals
+ * (bounded like its other counters) and every node of its capture tree
+ * with a figure, as the last fold made them. */
+static int put_cpu(struct collector *c, struct cthread *ct, const struct cyg_thread *t,
+		   const struct bounds *b, struct damage *dmg)
+{
+	struct cygprof_cpu r;
+	struct cygprof_cpu_node *v = scratch(c, 0, (ct->n + 1) * sizeof *v);
+	uint32_t m = RD(t->smp_method);
+	size_t k = 0;
+
+	if (!v)
+		return -ENOMEM;
+	memset(&r, 0, sizeof r);
+	r.thread_idx = ct->idx;
+	r.method = m == CYG_SMP_PERF ? CYGPROF_CPU_PERF : m == CYG_SMP_TIMER ? CYGPROF_CPU_TIMER
+									 : CYGPROF_CPU_OFF;
+	if (m > CYG_SMP_TIMER)
+		dmg->counts++;
+	r.flags = RD(t->sw_on) ? CYGPROF_CPU_SWITCHES : 0;
+	r.period_ns = r.method ? c->cpu_period_ns : 0; /* ours, not the mapping's */
+	r.cpu_ns = bounded(RD(t->cpu_ns), b->ns, dmg);
+	r.samples = bounded(RD(t->smp_samples), b->samples, dmg);
+	uint64_t ovh = bounded(RD(t->smp_ovh), b->samples, dmg);
+	uint64_t none = bounded(RD(t->smp_nonode), b->samples, dmg);
+	r.overhead = ovh < r.samples ? ovh : r.samples;
+	r.unplaced = none < r.samples - r.overhead ? none : r.samples - r.overhead;
+	r.wait_ns = bounded(RD(t->sw_wait_ns), b->ns, dmg);
+	r.blocked_ns = bounded(RD(t->sw_blocked_ns), b->ns, dmg);
+	r.unplaced_ns = bounded(RD(t->sw_unplaced_ns), b->ns, dmg);
+	r.switches = bounded(RD(t->sw_records), b->calls, dmg);
+	r.switches_lost = bounded(RD(t->sw_lost), b->calls, dmg);
+	for (size_t i = 0; i < ct->n; i++) {
+		const struct fnode *f = &ct->nodes[i];
+		if (!f->samples && !f->ovh && !f->wait_ns && !f->blocked_ns)
+			continue;
+		v[k] = (struct cygprof_cpu_node){(uint32_t)i, 0, f->samples, f->ovh, f->wait_ns,
+						 f->blocked_ns};
+		k++;
+	}
+	ct->cpu_samples = r.samples;
+	ct->cpu_method = r.method;
+	ct->cpu_switches = !!r.flags;
+	ct->cpu_ns = r.samples ? r.cpu_ns : 0;
+	return cygprof_capture_put_cpu(c->cap, &r, v, k);
+}
+
 /* One thread: fold, close, store. */
 static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 {
@@ -348,6 +442,8 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 		collector_yield(c);
 		if (!err)
 			err = put_sites(c, ct, raw, nraw, extra, &dmg);
+		if (!err && (c->flags & (CYG_F_CPUSAMPLE | CYG_F_SWITCHES)))
+			err = put_cpu(c, ct, t, &b, &dmg);
 		free(extra);
 		ct->calls = raw_calls + bounded(RD(t->overflow), b.calls, &dmg);
 		ct->unwound_extra = closed;
@@ -811,6 +907,52 @@ int collector_put_meta_static(struct collector *c)
 	return err;
 }
 
+/* What the runtime's CPU samples and switch tracking did, over the threads
+ * (meta cpu_*): the method ("perf", "timer", both, or "off"), the period,
+ * whether switches were tracked, the samples, those of threads with no
+ * writer, and the period the samples really came at where the threads'
+ * CPU time is known. */
+static int put_cpu_meta(struct collector *c)
+{
+	uint64_t samples = 0, known_ns = 0, known_samples = 0, unattrib = 0;
+	int perf = 0, timer = 0, sw = 0, err;
+
+	if (!(c->flags & (CYG_F_CPUSAMPLE | CYG_F_SWITCHES)))
+		return cygprof_capture_set_meta(c->cap, "cpu_sampler", "off");
+	for (size_t i = 0; i < c->nthreads; i++) {
+		const struct cthread *ct = c->threads[i];
+		perf |= ct->cpu_method == CYGPROF_CPU_PERF;
+		timer |= ct->cpu_method == CYGPROF_CPU_TIMER;
+		sw |= ct->cpu_switches;
+		samples += ct->cpu_samples;
+		if (ct->cpu_ns && ct->cpu_samples) {
+			known_ns += ct->cpu_ns;
+			known_samples += ct->cpu_samples;
+		}
+	}
+	for (size_t i = 0; i < c->nprocs; i++) {
+		const struct cyg_proc *p = C_AT(c, c->procs[i]->off);
+		uint64_t u = RD(p->smp_unattrib);
+		/* no more than the run has periods, per process */
+		if (c->cpu_period_ns && u <= tick_ns(c, c->end_ts) / c->cpu_period_ns * 2 + 1000)
+			unattrib += u;
+	}
+	err = cygprof_capture_set_meta(c->cap, "cpu_sampler",
+				       perf && timer ? "perf+timer" : perf ? "perf"
+								 : timer ? "timer" : "off");
+	if (!err && (c->flags & CYG_F_CPUSAMPLE))
+		err = put_meta_u64(c, "cpu_period_ns", c->cpu_period_ns);
+	if (!err)
+		err = cygprof_capture_set_meta(c->cap, "cpu_switches", sw ? "1" : "0");
+	if (!err)
+		err = put_meta_u64(c, "cpu_samples", samples);
+	if (!err && unattrib)
+		err = put_meta_u64(c, "cpu_unattributed", unattrib);
+	if (!err && known_samples)
+		err = put_meta_u64(c, "cpu_effective_period_ns", known_ns / known_samples);
+	return err;
+}
+
 static int put_meta(struct collector *c, uint64_t lost)
 {
 	const struct collector_opts *o = c->o;
@@ -833,6 +975,8 @@ static int put_meta(struct collector *c, uint64_t lost)
 		err = cygprof_capture_set_meta(c->cap, "time", o->time_sampled ? "sampled" : "exact");
 	if (!err && c->sampling)
 		err = collector_sampling_meta(c);
+	if (!err)
+		err = put_cpu_meta(c);
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "clock",
 					       (c->flags & CYG_F_TSC) ? "tsc" : "monotonic");

@@ -243,7 +243,7 @@ static struct cthread *thread_add(struct collector *c, uint64_t off)
 	uint64_t ring = RD(t->ring_off), proc_off = RD(t->proc_off), now = collector_now(c);
 	struct cthread *ct;
 
-	if (!shm_ok(c, (uint64_t)root * CYG_NODE_SIZE, CYG_NODE_SIZE) ||
+	if (!shm_ok(c, (uint64_t)root * CYG_NODE_SIZE, CYG_NODE_SLOT) ||
 	    c->nthreads >= c->size / THREAD_MIN_BYTES) {
 		c->dmg.threads++;
 		hmap_put(&c->thread_at, off, 0);

@@ -87,6 +87,7 @@ int collector_finish_run(struct collector *c, int (*meta)(struct collector *c, v
 	res->samples = collector_sampling_count(c);
 	for (size_t i = 0; i < c->nthreads; i++) {
 		struct cthread *ct = c->threads[i];
+		res->cpu_samples += ct->cpu_samples;
 		res->events += ct->events;
 		res->lost += ct->lost;
 		res->waits += ct->waits;
@@ -116,6 +117,8 @@ void collector_free(struct collector *c)
 		struct cthread *ct = c->threads[i];
 		hmap_release(&ct->bykey);
 		hmap_release(&ct->bygid);
+		hmap_release(&ct->ext_at);
+		free(ct->ext);
 		free(ct->nodes);
 		free(ct->ev);
 		free(ct->pend);

@@ -3,6 +3,7 @@
  * finite address-space limit) and its creation with the recording's flags. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -53,7 +54,10 @@ int collector_map(struct collector *c, uint64_t size, int *memfd, char *err, siz
 	const struct collector_opts *o = c->o;
 	uint32_t flags = (o->timeline ? CYG_F_TIMELINE : 0) | (o->drop ? CYG_F_DROP : 0) |
 			 (o->memory ? CYG_F_MEMORY : 0) | (o->memdump ? CYG_F_MEMDUMP : 0) |
-			 (o->time_sampled ? CYG_F_NOCLOCK : 0) | (collector_have_tsc() ? CYG_F_TSC : 0);
+			 (o->time_sampled ? CYG_F_NOCLOCK : 0) | (collector_have_tsc() ? CYG_F_TSC : 0) |
+			 /* frames carry no time under --time=sampled: no switches */
+			 (o->cpu_hz ? CYG_F_CPUSAMPLE : 0) |
+			 (o->cpu_hz && !o->time_sampled ? CYG_F_SWITCHES : 0);
 	int rc;
 
 	if (o->timeline && o->time_sampled) {
@@ -82,6 +86,13 @@ int collector_map(struct collector *c, uint64_t size, int *memfd, char *err, siz
 		/* the dumper thread's period: the counters interval in ms */
 		uint64_t ms = (o->counters_ns ? o->counters_ns : CYGPROF_COUNTERS_DEFAULT_NS) / 1000000;
 		c->ctl->memdump_ms = ms < 1 ? 1 : ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+	}
+	if (o->cpu_hz) {
+		/* the samples' signal as this libc numbers it (the program's
+		 * is the same libc, or the runtime picks its own) */
+		c->cpu_period_ns = 1000000000ULL / o->cpu_hz;
+		c->ctl->cpu_period_ns = c->cpu_period_ns;
+		c->ctl->cpu_signo = SIGRTMAX - CYG_CPU_SIG_FROM_MAX;
 	}
 	/* Read before the program exists: from here on, only our copies. */
 	c->ring_words = c->ctl->ring_words;

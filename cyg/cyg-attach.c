@@ -162,8 +162,14 @@ static int map_fd(int fd)
 	/* what other processes of the run allocated already */
 	cyg__cover_all();
 	cyg_proc_off = cyg__register_proc(0, cyg_now());
+	cyg__sw_init();
+	cyg__smp_init();
 	if (!atfork_made) {
 		pthread_atfork(NULL, NULL, cyg__atfork_child);
+		/* last: its prepare runs first, before any handler of the
+		 * program registered earlier (their hooks, in the child, must
+		 * not read the parent's switch records) */
+		pthread_atfork(cyg__smp_fork_prepare, cyg__smp_fork_parent, NULL);
 		atfork_made = 1;
 	}
 	return 0;
@@ -181,6 +187,7 @@ int cyg__attach(void)
 	if (cyg_state != 0)
 		return cyg_state > 0 ? 0 : -1;
 	cyg_state = -2;
+	cyg__syscall_init();
 	s = getenv(CYG_SHM_FD_ENV);
 	fd = s ? atoi(s) : environ_fd();
 	if (fd < 0) {
@@ -327,6 +334,7 @@ int cygprof_attach_fd(int fd)
 	}
 	char *obase = cyg_base, *oend = cyg_end;
 	uint64_t oproc = cyg_proc_off;
+	cyg__syscall_init();
 	r = map_fd(fd);
 	if (r) {
 		__atomic_store_n(&cyg_state, prev, __ATOMIC_SEQ_CST);
@@ -427,6 +435,8 @@ static void detach_writers(void)
 		 * which returns; never cleared.  After an attach again the
 		 * cold path gives the thread a new writer instead. */
 		t->ovf = UINT32_MAX / 2;
+		/* its CPU samples and switch records stop (it is stopped) */
+		cyg__smp_detach(t);
 		if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == CYG_T_ACTIVE) {
 			/* Its open frames end now: the collector closes them
 			 * at end_ts in its own copy, so nothing here writes
@@ -453,6 +463,7 @@ int cygprof_detach(void)
 	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_DETACHED, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cygprof_attach_collector, 0, __ATOMIC_SEQ_CST);
 	detach_writers();
+	cyg__smp_uninstall();
 	errno = saved;
 	return 0;
 }

@@ -227,7 +227,7 @@ uint64_t cyg__spare_ring(void)
 
 void cyg__calibrate(void)
 {
-	struct cyg_tls_save saved = {cyg_tls.t, cyg_tls.stk, cyg_tls.ring};
+	struct cyg_tls_save saved = {cyg_tls.t, cyg_tls.stk, cyg_tls.ring, cyg_tls.swh};
 	double in[CALIB_ROUNDS], out[CALIB_ROUNDS];
 	struct calib_summary best_in = {0, 0, 0, 0}, best_out = {0, 0, 0, 0};
 	unsigned k = CALIB_CALLS, tries = 0;
@@ -260,8 +260,11 @@ void cyg__calibrate(void)
 		errno = err;
 		return;
 	}
+	/* every signal blocked, the CPU samples' too: the runtime's own
+	 * call, not its wrapper, which never blocks that one */
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	cyg__real_sigmask(SIG_SETMASK, &all, &old);
+	cyg_tls.swh = &cyg_sw_zero; /* the scratch writer has no switch records */
 	cyg__tls_use(t);
 
 	t->head = t->tail_seen = 0;
@@ -290,7 +293,8 @@ void cyg__calibrate(void)
 	cyg_tls.ring = saved.ring;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	cyg_tls.t = saved.t;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	cyg_tls.swh = saved.swh ? saved.swh : &cyg_sw_zero;
+	cyg__real_sigmask(SIG_SETMASK, &old, NULL);
 	if (ring) {
 		spare_pid = getpid();
 		__atomic_store_n(&spare_ring, ring, __ATOMIC_RELEASE);

@@ -161,12 +161,19 @@ static int clone_start(void *p)
 	}
 	if (!(flags & CLONE_VM) || (flags & CLONE_SETTLS)) {
 		/* TLS of its own: a copy of the caller's, or whatever the
-		 * caller made; its writer is made at its first hook. */
+		 * caller made; its writer is made at its first hook.  A
+		 * process of its own has no copy of the perf mapping, and
+		 * its copy of the caller's sampler descriptor goes. */
+		if (!(flags & CLONE_VM))
+			cyg__smp_fork_child(!(flags & CLONE_FILES));
 		memset(&cyg_tls, 0, sizeof cyg_tls);
+		cyg_tls.swh = &cyg_sw_zero;
 		t = cyg__thread_alloc(CYG_TF_CLONED | (flags & CLONE_THREAD ? 0 : CYG_TF_FORKED),
 				      now, proc_off);
-		if (t)
+		if (t) {
 			cyg__tls_use(t);
+			cyg__smp_thread_start(t);
+		}
 	} else {
 		/* TLS shared with the caller (which went shared in the wrapper) */
 		t = cyg__thread_alloc(CYG_TF_CLONED | (flags & CLONE_THREAD ? 0 : CYG_TF_FORKED),
@@ -178,6 +185,7 @@ static int clone_start(void *p)
 	/* The child ends when this returns: close its writer now. */
 	if (t) {
 		uint64_t end = cyg_now();
+		cyg__smp_thread_end(t);
 		cyg__writer_end(t, end);
 		if (!(flags & CLONE_THREAD)) {
 			struct cyg_proc *pr = AT(proc_off);

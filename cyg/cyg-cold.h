@@ -22,6 +22,11 @@
  *   cyg-memdump.c  the memdump API's table
  *   cyg-calib.c    the hooks' own cost, measured at attach (overhead
  *                  compensation)
+ *   cyg-sample.c   CPU-time samples: each thread's sampler, the signal
+ *                  handler that charges the current node, the program's
+ *                  action for the samples' signal, fork
+ *   cyg-switch.c   off-CPU time: each thread's switch records, read at its
+ *                  exits and charged to the frame open when it left the CPU
  * What the hooks (cyg-hooks.c) and preload/ call is in cyg-private.h; this
  * header adds the cold part's internal interface.  All of it is hidden
  * (the library is built -fvisibility=hidden): only the hooks, the attach
@@ -209,8 +214,72 @@ HIDDEN const uint64_t *cyg__seed_take(uint32_t tid, uint32_t *n);
 HIDDEN void cyg__fork_frames(struct cyg_thread *t, const struct cyg_thread *old,
 			     const struct cyg_frame *ostk, uint64_t fork_cfa, uint64_t now);
 
+/* ---- CPU samples (cyg-sample.c) ------------------------------------------ */
+
+#include <signal.h>
+
+/* The samples' signal while the runtime's handler is installed, else 0. */
+extern int cyg_smp_signo HIDDEN;
+/* At attach (CYG_F_CPUSAMPLE): install the handler, find the runtime's
+ * code.  Nothing when sampling is off or the handler is installed. */
+HIDDEN void cyg__smp_init(void) COLD;
+/* A detach: the handler goes, the program's action (or what was there
+ * before the attach) comes back. */
+HIDDEN void cyg__smp_uninstall(void) COLD;
+/* The calling thread's new writer t (current): its sampler and switch
+ * records (what it had before is stopped first). */
+HIDDEN void cyg__smp_thread_start(struct cyg_thread *t) COLD;
+/* The calling thread's writer t ends: its last switch records read, its
+ * CPU time noted, its sampler stopped. */
+HIDDEN void cyg__smp_thread_end(struct cyg_thread *t) COLD;
+/* A detach, for writer t of a stopped thread of this process: its
+ * sampler and switch records stopped through its TLS. */
+HIDDEN void cyg__smp_detach(struct cyg_thread *t) COLD;
+/* pthread_atfork handlers (prepare, parent) and the child's reset, which
+ * cyg__atfork_child() calls first: the child has no copy of the perf
+ * mapping and must not keep the parent thread's sampler. */
+HIDDEN void cyg__smp_fork_prepare(void) COLD;
+HIDDEN void cyg__smp_fork_parent(void) COLD;
+HIDDEN void cyg__smp_fork_child(int own_fds) COLD; /* own_fds: not sharing the parent's */
+/* A fork child: the copies of the samplers of the parent's other threads
+ * (process image proc_off) are closed. */
+HIDDEN void cyg__smp_fork_close_others(uint64_t proc_off) COLD;
+/* The real sigaction and pthread_sigmask (the runtime's own calls must not
+ * go through its wrappers).  Same returns as theirs. */
+HIDDEN int cyg__real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+HIDDEN int cyg__real_sigmask(int how, const sigset_t *set, sigset_t *old);
+/* The program's sigaction() for the samples' signal: remembered (act), the
+ * one it set before returned (old); the kernel keeps the runtime's. */
+HIDDEN int cyg__smp_sigaction(const struct sigaction *act, struct sigaction *old);
+
+/* ---- switch records (cyg-switch.c) ---------------------------------------- */
+
+/* CYG_F_SWITCHES and not CYG_F_NOCLOCK: threads track their switches. */
+extern int cyg_sw_enabled HIDDEN;
+/* At attach: whether to track, and the clock pair the conversion uses. */
+HIDDEN void cyg__sw_init(void) COLD;
+/* Open the calling thread's switch records for its writer t (current) and
+ * point cyg_tls.swh at them; nothing when off or refused. */
+HIDDEN void cyg__sw_open(struct cyg_thread *t) COLD;
+/* Stop reading them (cyg_tls.swh to cyg_sw_zero) and unmap them. */
+HIDDEN void cyg__sw_close(void) COLD;
+/* Read writer t's new records and charge the intervals they close, when
+ * they are the calling thread's own (its frames are where they were). */
+HIDDEN void cyg__sw_catchup(struct cyg_thread *t) COLD;
+/* Read t's new switch records and charge none of them: those of a wait for
+ * the collector (cyg-ring.c), which the open frames' times leave out. */
+HIDDEN void cyg__sw_discard(struct cyg_thread *t) COLD;
+/* The process ends: every other thread of it that is off the CPU has its
+ * pending interval charged up to now; every one's CPU time noted. */
+HIDDEN void cyg__sw_process_end(void) COLD;
+/* A detach, for writer t of a stopped thread whose TLS is tls: its
+ * records unmapped, its exit hook pointed at cyg_sw_zero. */
+HIDDEN void cyg__sw_detach(struct cyg_thread *t, struct cyg_tls *tls) COLD;
+
 /* ---- process ends (cyg-wrap.c) ----------------------------------------- */
 
+/* Find the real syscall() (the wrapper's): at the attach. */
+HIDDEN void cyg__syscall_init(void) COLD;
 /* The pthread_atfork() child handler: the child is a process of its own. */
 HIDDEN void cyg__atfork_child(void);
 

@@ -48,6 +48,10 @@
  *    above, its common path saves one register instead of three.
  * Together: time=sampled on fib went from 2.4x to about 1.25x the run time
  * with glibc's empty hooks (bench.py's fib section).
+ *  - The exit (exact times) compares the data_head of the thread's
+ *    switch records with what it read (cyg-switch.c): a TLS load, a load
+ *    of the page and one of the hot line; new records take the slow path,
+ *    which reads them before the frame goes.
  * What is left is the floor of a shadow stack: the thread's record and
  * stack from TLS (initial-exec: one GOT load and %fs-relative loads), the
  * dead-frame check on the caller's frame (one compare of the CFA), the
@@ -247,8 +251,12 @@ NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, uint64_t cfa, const int
 	uint32_t s = f->site;
 
 	/* not the top frame's function, frames past max_depth or left by a
-	 * longjmp, or the end of a signal handler's call */
-	if (UNLIKELY(c->fn != fn || t->ovf || t->leave_ts || s == CYG_SITE_HOST)) {
+	 * longjmp, the end of a signal handler's call, or (exact times) new
+	 * switch records to read before the frame goes: one load of the
+	 * page's data_head through cyg_tls.swh (a constant 0 when there are
+	 * none to read) against sw_seen, on the line of depth */
+	if (UNLIKELY(c->fn != fn || t->ovf || t->leave_ts || s == CYG_SITE_HOST) ||
+	    (clocked && UNLIKELY(__atomic_load_n(cyg_tls.swh, __ATOMIC_RELAXED) != t->sw_seen))) {
 		if (!clocked)
 			db_store(t, d, 1);
 		cyg__exit_slow(t, fn, now, cfa);

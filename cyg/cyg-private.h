@@ -30,18 +30,37 @@ struct cyg_tls {
 	struct cyg_thread *t;
 	struct cyg_frame *stk;
 	uint64_t *ring;
+	/* CYG_F_SWITCHES: the data_head of this thread's switch records, which
+	 * the exit hook compares with t->sw_seen; cyg_sw_zero (a 0 that never
+	 * changes) when there are none to read: tracking is off, the writer is
+	 * a signal handler's, or a fork is under way (the child has no copy
+	 * of the parent's perf mapping).  Never NULL once t is set. */
+	const uint64_t *swh;
 	int guard;   /* memory tracing: inside the runtime or the real allocator */
 	int in_lock; /* this thread holds (or is taking) the cold-path lock */
+	/* the CPU sampler of this OS thread (cyg-sample.c): what its handler
+	 * recognises as its own samples */
+	struct cyg_tls_smp {
+		uint32_t method; /* CYG_SMP_* */
+		int fd;          /* CYG_SMP_PERF: the event's descriptor */
+		uint64_t timer;  /* CYG_SMP_TIMER: the timer */
+		int tok;         /* CYG_SMP_TIMER: its si_value */
+		void *sw_map;    /* the switch records' mapping, NULL when none */
+		const uint64_t *sw_saved; /* swh while a fork is under way */
+	} smp;
 	/* what t, stk and ring were when a signal handler's writer of level
 	 * i + 1 took over; put back exactly when it gives up */
 	struct cyg_tls_save {
 		struct cyg_thread *t;
 		struct cyg_frame *stk;
 		uint64_t *ring;
+		const uint64_t *swh;
 	} save[CYG_SIG_LEVELS];
 };
 
 extern __thread struct cyg_tls cyg_tls TLS_IE HIDDEN;
+/* What cyg_tls.swh points to when there are no switch records to read. */
+extern const uint64_t cyg_sw_zero HIDDEN;
 extern char *cyg_base HIDDEN;
 extern struct cyg_ctl *cyg_ctl HIDDEN;
 extern int cyg_use_tsc HIDDEN;

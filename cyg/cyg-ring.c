@@ -96,6 +96,7 @@ static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 
 	/* Lossless mode: wait for the collector as long as it lives (stopped,
 	 * under a debugger, or slow), and measure the wait. */
+	cyg__sw_catchup(t); /* the switches before the wait are the program's */
 	t0 = cyg_now();
 	t->waits++;
 	for (;;) {
@@ -121,6 +122,9 @@ static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 	w = cyg_now() - t0;
 	t->wait_ticks += w;
 	frames_skip(t, w);
+	/* the time off the CPU during the wait is out of the frames' times
+	 * already: not off-CPU time of the program's */
+	cyg__sw_discard(t);
 	return 0;
 }
 

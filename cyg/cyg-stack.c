@@ -82,6 +82,8 @@ uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t fn, uint64_t site, uint
 	uint32_t d = t->depth;
 	uint64_t when = t->leave_ts ? t->leave_ts : now;
 
+	if (t->sw_page)
+		cyg__sw_catchup(t); /* before the dead frames go */
 	while (d > 0) {
 		if (stk[d].cfa > cfa)
 			break;
@@ -116,6 +118,9 @@ void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cf
 		t->busy = 1;
 		now = cyg_hook_now(); /* not before its seeded frames' entry */
 	}
+	/* off-CPU intervals first, while the frames they began in are open */
+	if (t->sw_page)
+		cyg__sw_catchup(t);
 again:
 	stk = cyg_stk(t);
 	if (t->ovf) {

@@ -19,10 +19,11 @@
 
 /* ---- nodes ------------------------------------------------------------- */
 
-/* Allocate a tree node for thread t (no lock: the thread owns its chunk). */
+/* Allocate a tree node for thread t (no lock: the thread owns its chunk):
+ * a slot of CYG_NODE_SLOT bytes, the node and its ext, zeroed. */
 struct cyg_node *cyg__node_alloc(struct cyg_thread *t)
 {
-	if (UNLIKELY(t->chunk_next + CYG_NODE_SIZE > t->chunk_end)) {
+	if (UNLIKELY(t->chunk_next + CYG_NODE_SLOT > t->chunk_end)) {
 		uint64_t size = t->chunk_size ? t->chunk_size * 2 : CYG_CHUNK_MIN;
 		uint64_t off;
 		if (size > CYG_CHUNK_MAX)
@@ -35,7 +36,10 @@ struct cyg_node *cyg__node_alloc(struct cyg_thread *t)
 		t->chunk_end = off + size;
 	}
 	struct cyg_node *n = AT(t->chunk_next);
-	t->chunk_next += CYG_NODE_SIZE;
+	t->chunk_next += CYG_NODE_SLOT;
+	/* fresh from the mapping, unless a chunk was reused: its figures start
+	 * at 0 either way (samples and off-CPU time are added, never set) */
+	memset(CYG_NODE_EXT(n), 0, sizeof(struct cyg_node_ext));
 	return n;
 }
 

@@ -51,10 +51,11 @@ struct cyg_thread *cyg__writer_init(uint64_t off, uint64_t stack, uint32_t cap, 
 	t->lim = lim;
 	t->ring_off = ring;
 	t->proc_off = proc_off;
+	t->smp_fd = -1;
 	root = cyg__node_alloc(t);
 	if (!root)
 		return NULL;
-	memset(root, 0, sizeof *root);
+	memset(root, 0, sizeof *root); /* its ext is zeroed by cyg__node_alloc() */
 	root->hint = CYG_GID_NULL;
 	root->hint2 = CYG_GID_NULL;
 	t->root = cyg_gid(root);
@@ -117,6 +118,8 @@ void cyg__tls_use(struct cyg_thread *t)
 {
 	cyg_tls.stk = AT(t->stack_off);
 	cyg_tls.ring = t->ring_off ? AT(t->ring_off) : NULL;
+	if (!cyg_tls.swh)
+		cyg_tls.swh = &cyg_sw_zero; /* the exit hook reads it */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	cyg_tls.t = t;
 }
@@ -129,6 +132,7 @@ struct cyg_thread *cyg__thread_new(uint32_t flags, uint64_t now)
 		return NULL;
 	cyg__tls_use(t);
 	pthread_setspecific(cyg_key, t);
+	cyg__smp_thread_start(t); /* its CPU samples and switch records */
 	cyg__seed_push(t, now); /* when attached to a running program */
 	return t;
 }
@@ -200,8 +204,11 @@ struct cyg_thread *cyg__sig_enter(struct cyg_thread *t, unsigned *first)
 		sv->t = cyg_tls.t;
 		sv->stk = cyg_tls.stk;
 		sv->ring = cyg_tls.ring;
+		sv->swh = cyg_tls.swh;
 		if (!*first)
 			*first = a->level;
+		/* the switch records are the thread's writer's to read */
+		cyg_tls.swh = &cyg_sw_zero;
 		cyg__tls_use(a);
 		t = a;
 	}
@@ -216,6 +223,8 @@ void cyg__sig_leave(unsigned level)
 	cyg_tls.ring = sv->ring;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	cyg_tls.t = sv->t;
+	if (sv->swh)
+		cyg_tls.swh = sv->swh;
 }
 
 /* ---- thread ends ------------------------------------------------------- */
@@ -238,6 +247,7 @@ void cyg__thread_end(struct cyg_thread *t)
 
 	while (t->host_off) /* ended from inside a signal handler */
 		t = cyg_host_of(t);
+	cyg__smp_thread_end(t); /* its last switch records, its sampler */
 	/* The thread's writer, then those of its signal handlers. */
 	for (struct cyg_thread *w = t; w; w = w->alt_off ? AT(w->alt_off) : NULL)
 		cyg__writer_end(w, now);

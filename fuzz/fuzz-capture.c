@@ -144,6 +144,19 @@ static void read_all(struct cygprof_capture *cap)
 			free(nodes);
 		if (!cygprof_capture_get_sites(cap, t, &sites, &nsi))
 			free(sites);
+		{
+			/* CPU samples and off-CPU time (schema 6) */
+			struct cygprof_cpu cpu;
+			struct cygprof_cpu_node *cn = NULL;
+			size_t ncn = 0;
+			if (!cygprof_capture_get_cpu(cap, t, &cpu, &cn, &ncn)) {
+				for (size_t q = 0; q < ncn; q++)
+					sum += cn[q].node + cn[q].samples;
+				free(cn);
+			} else if (cn || ncn) {
+				abort(); /* nothing handed out on an error */
+			}
+		}
 		(void)cygprof_capture_foreach_event(cap, t, count_events, &sum);
 		(void)cygprof_capture_foreach_event(cap, t, stop_early, NULL);
 		(void)cygprof_capture_mem_count(cap, t, &count);

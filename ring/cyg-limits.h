@@ -52,6 +52,25 @@ static inline uint64_t cyg_ring_words(uint64_t bytes)
 #define CYG_MAPS_MAX (4ULL << 20)   /* a process's /proc/self/maps snapshot, at most */
 #define CYG_CMD_MAX (64ULL << 10)   /* its command line, at most */
 
+/* ---- CPU-time samples and off-CPU time (record --cpu-freq) ------------ */
+/* Samples per second of each thread's CPU time by default: the period is
+ * 1e9 / this many ns.  1 kHz costs some 4-8% of a busy thread's CPU time on
+ * the 2-core VM the project measures on (bench/bench.py's cpu section);
+ * twice the rate costs twice as much. */
+#define CYG_CPU_HZ_DEFAULT 1000
+#define CYG_CPU_HZ_MAX 20000      /* largest --cpu-freq */
+/* The samples' signal: SIGRTMAX minus this, a real-time signal programs
+ * rarely use (SIGRTMIN and the first few above it are glibc's and the
+ * common libraries'). */
+#define CYG_CPU_SIG_FROM_MAX 2
+/* Each thread's switch records: a control page and this many data pages,
+ * mapped read-only (the kernel overwrites what was not read: 24 bytes a
+ * record, some 170 switches between two exits of the thread). */
+#define CYG_SW_DATA_PAGES 2
+/* The samplers' descriptors are moved out of the program's way, to at
+ * least this number (or half of RLIMIT_NOFILE when that is lower). */
+#define CYG_SMP_FD_MIN 1000
+
 /* ---- the memdump API (--memdump) ------------------------------------- */
 #define CYG_MEMDUMP_DEFAULT_MS 10 /* dumper period when ctl->memdump_ms is 0 */
 

@@ -12,7 +12,9 @@
  *
  * Everything in the area is addressed by byte offsets from the start of the
  * mapping (the two sides map it at different addresses).  Nodes of the
- * calling-context trees are 64 bytes and are named by "gid" = offset / 64.
+ * calling-context trees are named by "gid" = offset / 64 (CYG_NODE_SIZE);
+ * each takes a slot of CYG_NODE_SLOT bytes: the 64-byte struct cyg_node,
+ * then its struct cyg_node_ext (CPU samples and off-CPU time).
  *
  * Who writes what:
  *  - struct cyg_ctl: set up by the collector; alloc_off, threads_off,
@@ -71,6 +73,11 @@ enum {
 			     * paths but read no clock; node, site and frame times stay 0
 			     * (never with CYG_F_TIMELINE).  A runtime that does not know
 			     * the flag reads the clock: the collector ignores its times. */
+	CYG_F_CPUSAMPLE = 64, /* a CPU-time sample every cpu_period_ns of each thread's
+			       * CPU time, charged to its current node (cyg-sample.c) */
+	CYG_F_SWITCHES = 128, /* each thread's context switches: its off-CPU time
+			       * charged to the frame open when it left the CPU
+			       * (never with CYG_F_NOCLOCK: frames carry no time) */
 };
 
 /* cyg_proc.calib_mode: what the calibration's hooks did */
@@ -106,7 +113,10 @@ struct cyg_ctl {
 	char mnt_ns[64];        /* the collector's mount namespace ("mnt:[N]") */
 	uint64_t tsc_per_sec;   /* informative; the collector calibrates itself */
 	uint32_t memdump_ms;    /* CYG_F_MEMDUMP: the dumper thread's period in ms */
-	uint32_t pad_md;
+	int32_t cpu_signo;      /* CYG_F_CPUSAMPLE: the samples' signal (SIGRTMAX -
+				 * CYG_CPU_SIG_FROM_MAX in the collector's libc) */
+	uint64_t cpu_period_ns; /* CYG_F_CPUSAMPLE: the sampling period, in ns of a
+				 * thread's CPU time */
 	/* cold-path state, changed under lock */
 	pthread_mutex_t lock;   /* process-shared, robust */
 	uint64_t alloc_off;     /* bump pointer */
@@ -153,6 +163,30 @@ struct cyg_node {
 };
 _Static_assert(sizeof(struct cyg_node) == CYG_NODE_SIZE, "cyg_node changed size");
 
+/* What a node gets besides its calls and time, right after it in its slot
+ * (CYG_NODE_EXT()): written only by the thread that owns the node (its
+ * sample signal handler, its hooks' cold path), read by the collector like
+ * calls and ticks.  The u32 counters may wrap: the collector keeps 64-bit
+ * totals from their deltas. */
+struct cyg_node_ext {
+	uint32_t samples;    /* CPU samples taken while this node was current and
+			      * the thread outside the runtime: its SELF CPU time
+			      * (its function, or uninstrumented code it called) */
+	uint32_t ovh;        /* samples taken inside a hook (or a memory hook) while
+			      * this node was current: profiler overhead */
+	uint64_t wait_ns;    /* SELF off-CPU time, runnable but preempted, of the
+			      * intervals that began while this was the innermost
+			      * open frame */
+	uint64_t blocked_ns; /* the same, blocked (sleeping, waiting for I/O...) */
+	uint64_t reserved[5];
+};
+#define CYG_NODE_EXT_SIZE 64
+_Static_assert(sizeof(struct cyg_node_ext) == CYG_NODE_EXT_SIZE, "cyg_node_ext changed size");
+/* The bytes a node takes: the node, then its ext.  One constant: what is
+ * added to a node later (a latency histogram) goes into the slot. */
+#define CYG_NODE_SLOT (CYG_NODE_SIZE + CYG_NODE_EXT_SIZE)
+_Static_assert(CYG_NODE_SLOT % CYG_NODE_SIZE == 0, "a slot is a whole number of gids");
+
 /* An entry of a thread's child table: finds a node's child by function
  * when the parent's hint misses (a parent with many callees). */
 struct cyg_kid {
@@ -193,6 +227,9 @@ struct cyg_thread {
 	uint64_t chunk_next; /* node allocation: next free offset */
 	uint64_t chunk_end;
 	uint64_t leave_ts;  /* set by longjmp/exit wrappers: when frames were abandoned */
+	uint64_t sw_seen;   /* CYG_F_SWITCHES: the position (data_head) up to which
+			     * this thread's switch records were read; the exit
+			     * hook compares it with the page's data_head */
 	/* line 1: the owner's cold counters */
 	uint64_t lost __attribute__((aligned(64)));
 	uint64_t waits;
@@ -240,6 +277,45 @@ struct cyg_thread {
 	uint32_t kids_partial; /* some children are missing from the kids table (no
 				* room): a miss there walks the sibling list */
 	uint32_t pad3;
+	/* CPU samples and switch tracking (cyg/cyg-sample.c): written by the
+	 * owner (its handler, its cold paths), and at the process's end by the
+	 * thread that ends it for a thread that is off the CPU; read by the
+	 * collector.  Addresses and descriptors are the process's own. */
+	uint32_t smp_method;    /* CYG_SMP_* */
+	int32_t smp_fd;         /* CYG_SMP_PERF: its event's descriptor, else -1 */
+	uint64_t smp_timer;     /* CYG_SMP_TIMER: its timer_t */
+	uint64_t smp_period_ns; /* the period asked for (the timer's is at least a tick) */
+	uint64_t smp_samples;   /* samples taken on this writer: on a node, in a hook,
+				 * or with no node */
+	uint64_t smp_ovh;       /* of those, inside a hook */
+	uint64_t smp_nonode;    /* of those, with no node (a depth out of bounds) */
+	uint64_t cpu_ns;        /* the thread's CPU time from its writer's start to its
+				 * end (or the process's), 0 when not known */
+	uint64_t cpu0_ns;       /* the thread's CPU time when its writer started */
+	uint32_t sw_on;         /* switch tracking runs for this thread */
+	uint32_t sw_out_preempt; /* the pending OUT was a preemption */
+	uint64_t sw_page;       /* the thread's perf mapping (control page + data) */
+	uint64_t tls_addr;      /* its thread's runtime TLS (struct cyg_tls): what a
+				 * detach stops for it while it is stopped */
+	uint64_t sw_out_ns;     /* an OUT record not yet paired: when (CLOCK_MONOTONIC
+				 * ns), 0 none */
+	uint64_t sw_cut_ns;     /* the process's end charged the pending OUT up to
+				 * this time (CLOCK_MONOTONIC ns), 0 none */
+	uint64_t sw_records;    /* switch records read */
+	uint64_t sw_lost;       /* switch records overwritten before they were read */
+	uint64_t sw_wait_ns;    /* off-CPU time placed: preempted ... */
+	uint64_t sw_blocked_ns; /* ... and blocked */
+	uint64_t sw_unplaced_ns; /* off-CPU time of intervals whose frame was not known */
+};
+
+_Static_assert(__builtin_offsetof(struct cyg_thread, sw_seen) + 8 <= CYG_CACHELINE,
+	       "sw_seen is on the hot line the exit hook reads");
+
+/* cyg_thread.smp_method */
+enum {
+	CYG_SMP_NONE = 0,
+	CYG_SMP_PERF = 1,  /* perf_event_open task-clock, signal on overflow */
+	CYG_SMP_TIMER = 2, /* timer_create(CLOCK_THREAD_CPUTIME_ID): scheduler ticks */
 };
 
 /* cyg_thread.flags (the collector translates them into the capture's
@@ -290,6 +366,7 @@ struct cyg_proc {
 	uint32_t calib_mode;
 	uint32_t calib_pad;
 	uint64_t calib_ring_words;
+	uint64_t smp_unattrib; /* CPU samples of its threads that had no writer (atomic) */
 	char exe[256];
 };
 
@@ -433,5 +510,6 @@ int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t 
 
 #define CYG_AT(base, off) ((void *)((char *)(base) + (off)))
 #define CYG_NODE(base, gid) ((struct cyg_node *)((char *)(base) + (uint64_t)(gid) * CYG_NODE_SIZE))
+#define CYG_NODE_EXT(n) ((struct cyg_node_ext *)(void *)((char *)(n) + CYG_NODE_SIZE))
 
 #endif

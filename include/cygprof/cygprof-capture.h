@@ -187,6 +187,7 @@ enum cygprof_db {
 	CYGPROF_DB_SAMPLES = 11,
 	CYGPROF_DB_PSAMPLES = 12,
 	CYGPROF_DB_OFFCPU = 13,
+	CYGPROF_DB_CPU = 14,
 };
 
 /* Where a stream capture's writes go.  put gets every (db, key, value) the
@@ -688,6 +689,70 @@ int cygprof_capture_append_offcpu(struct cygprof_capture *cap, const struct cygp
 /** All off-CPU intervals ordered by start.  @param[out] o owned: free(). */
 int cygprof_capture_get_offcpu(struct cygprof_capture *cap, struct cygprof_offcpu **o,
 			       size_t *n);
+
+/* ---- CPU samples and off-CPU time per call path (schema 6) ----------------- */
+/* What the runtime measured inside each thread (record --cpu-freq): CPU-time
+ * samples charged to the node of the thread's tree that was current (no
+ * stack walk: the runtime's shadow stack), and the time the thread spent off
+ * the CPU, from its context switches, charged to the node whose frame was
+ * innermost when it left the CPU.  All figures are SELF figures of a node:
+ * nothing of its descendants. */
+
+/* struct cygprof_cpu.method: how the thread was sampled */
+enum {
+	CYGPROF_CPU_OFF = 0,   /* not sampled */
+	CYGPROF_CPU_PERF = 1,  /* a perf task-clock event signalling the thread */
+	CYGPROF_CPU_TIMER = 2, /* a POSIX CPU-time timer: at most one per scheduler tick */
+};
+
+/* struct cygprof_cpu.flags */
+enum {
+	CYGPROF_CPU_SWITCHES = 1, /* its context switches were tracked (wait_ns, blocked_ns) */
+};
+
+/* One thread's record (key: its thread index). */
+struct cygprof_cpu {
+	uint32_t thread_idx;
+	uint32_t method;        /* CYGPROF_CPU_* */
+	uint32_t flags;         /* CYGPROF_CPU_SWITCHES */
+	uint32_t pad;           /* 0 */
+	uint64_t period_ns;     /* the sampling period asked for, in ns of the thread's CPU
+				 * time (0: not sampled) */
+	uint64_t cpu_ns;        /* the thread's CPU time as the runtime read it at its end
+				 * (or its process's), 0 when not known */
+	uint64_t samples;       /* samples taken: on its nodes, in the profiler, unplaced */
+	uint64_t overhead;      /* of them, taken inside the profiler's hooks */
+	uint64_t unplaced;      /* of them, with no node to charge */
+	uint64_t wait_ns;       /* off-CPU time charged to its nodes: runnable, waiting for
+				 * a CPU (preempted) ... */
+	uint64_t blocked_ns;    /* ... and blocked */
+	uint64_t unplaced_ns;   /* off-CPU time with no frame to charge */
+	uint64_t switches;      /* context-switch records read */
+	uint64_t switches_lost; /* records overwritten before they were read */
+};
+
+/* The figures of one node of the thread's tree (only nodes with one). */
+struct cygprof_cpu_node {
+	uint32_t node;       /* index in the thread's tree */
+	uint32_t pad;        /* 0 */
+	uint64_t samples;    /* CPU samples in it (its function, or code it called that
+			      * is not instrumented) */
+	uint64_t overhead;   /* samples inside the profiler while it was current */
+	uint64_t wait_ns;    /* off-CPU, preempted, that began while it was innermost */
+	uint64_t blocked_ns; /* off-CPU, blocked, that began while it was innermost */
+};
+
+/** Store the record of thread c->thread_idx and its nodes' figures (n of
+ * them, strictly increasing node indices; replaces an earlier put).
+ * -EINVAL (nothing stored) for nodes out of order or non-zero pads;
+ * -EPERM on a capture reopened from one older than schema 6. */
+int cygprof_capture_put_cpu(struct cygprof_capture *cap, const struct cygprof_cpu *c,
+			    const struct cygprof_cpu_node *v, size_t n);
+/** The record of a thread: CYGPROF_E_NOTFOUND when it has none (not
+ * sampled, or a capture older than schema 6).
+ * @param[out] v owned: free() (NULL when n is 0). */
+int cygprof_capture_get_cpu(struct cygprof_capture *cap, uint32_t thread_idx,
+			    struct cygprof_cpu *c, struct cygprof_cpu_node **v, size_t *n);
 
 #ifdef __cplusplus
 }

@@ -40,7 +40,8 @@ Tests:
                  over [attach_start, attach_end]; every thread seen (the
                  late one too); call paths start at main, worker or
                  late_worker (the seeds); meta attach_pid; attachme runs on
-                 and exits 0.
+                 and exits 0; CPU samples were taken (work() has some) and
+                 the workers' 1 ms sleeps are their blocked time.
   attach-twice   a second attach while the first runs (until SIGINT) is
                  refused with "already being profiled" (the runtime's
                  cygprof_attach_state read through /proc/PID/mem); after the
@@ -435,6 +436,14 @@ def test_run(ck, cyg, example, args):
         for arc in (('main', 'tick'), ('worker', 'round_'), ('round_', 'work'),
                     ('late_worker', 'late_work')):
             ck.check(arc in arcs, 'arc %s -> %s' % arc)
+        # the runtime's CPU samples and switches, attached too
+        ck.check(data['cpu_sampler'] in ('perf', 'timer', 'perf+timer'),
+                 'attached: CPU samples taken (%s)' % data['cpu_sampler'])
+        ck.check(fns.get('work', {}).get('cpu_samples', 0) > 0,
+                 'attached: work() has CPU samples: %r' % fns.get('work'))
+        if data['cpu_sampler'] != 'timer':  # perf allowed here: switches tracked
+            ck.check(fns.get('worker', {}).get('blocked_ns', 0) > 0,
+                     'attached: the workers\' sleeps are blocked time: %r' % fns.get('worker'))
     finally:
         if p.poll() is None:
             p.kill()

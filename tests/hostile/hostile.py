@@ -20,7 +20,9 @@ Usage:
   memory      random bytes and random ring words with --memory
   fds         examples/fdlist.c lists its descriptors: only the caller's (0, 1,
               2 and one it passed) and the shared memory, under the number
-              CYGPROF_SHM_FD names
+              CYGPROF_SHM_FD names; with CPU samples (the default) also the
+              thread's sampler, a perf event at 1000 or above, out of the
+              program's way; with --no-cpu not even that
   dlfifo      examples/dlfifo.c loads a copy of a library, which then becomes
               a FIFO or is deleted: record ends promptly, and the library's
               functions are named (or flagged "libdlfifo-copy.so+0x... [deleted]",
@@ -172,10 +174,15 @@ def test_memory(ck, cyg, example):
 
 
 def test_fds(ck, cyg, example):
+    for opts in ([], ['--no-cpu']):
+        fds_once(ck, cyg, example, opts)
+
+
+def fds_once(ck, cyg, example, opts):
     capture = os.path.join(cyg.workdir, 'fds.data')
     extra = os.open(os.path.join(cyg.workdir, 'passed'), os.O_CREAT | os.O_WRONLY, 0o600)
     try:
-        cmd = [cyg.exe, 'record', '-o', capture, '--', example]
+        cmd = [cyg.exe, 'record', '-o', capture] + opts + ['--', example]
         print('$ ' + ' '.join(cmd) + '   (with fd %d passed)' % extra)
         cp = subprocess.run(cmd, cwd=cyg.workdir, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(extra,),
@@ -191,8 +198,13 @@ def test_fds(ck, cyg, example):
     shm = int(shm.group(1)) if shm and shm.group(1).isdigit() else None
     ck.check(shm is not None, 'CYGPROF_SHM_FD names a descriptor (%r)' % shm)
     want = {0, 1, 2, extra} | ({shm} if shm is not None else set())
-    ck.eq(sorted(fds), sorted(want),
-          'the program has only the caller\'s descriptors and the shared memory (%r)' % fds)
+    # the CPU samples' perf event of the thread, moved to 1000 or above
+    smp = sorted(k for k, v in fds.items() if k >= 1000 and v == 'anon_inode:[perf_event]')
+    ck.check(len(smp) == (0 if opts else 1),
+             '%s: the sampler\'s descriptor, at 1000 or above (%r)' % (opts or 'default', smp))
+    ck.eq(sorted(k for k in fds if k not in smp), sorted(want),
+          '%s: the program has only the caller\'s descriptors and the shared memory (%r)' %
+          (opts or 'default', fds))
     if shm is not None:
         ck.check(fds.get(shm, '').startswith('/memfd:cygprof'),
                  'fd %d is the shared memory (%r)' % (shm, fds.get(shm)))

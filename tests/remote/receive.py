@@ -37,7 +37,7 @@ T = dict(BEGIN=1, COMMIT=2, PUT=3, PUBLISH=4, END=5, ABORT=6, ZBATCH=7)
 MORE = 1
 # docs/capture-format.md "Streams": the DB numbers
 DB = dict(meta=0, procs=1, threads=2, trees=3, timeline=4, objects=5, symbols=6, mem=7,
-          stacks=8, sites=9, counters=10, samples=11, psamples=12, offcpu=13)
+          stacks=8, sites=9, counters=10, samples=11, psamples=12, offcpu=13, cpu=14)
 NONE = 0xffffffff
 results = []
 

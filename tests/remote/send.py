@@ -91,10 +91,14 @@ def one_line(err):
 
 # what differs between two local runs too: times, pids, the order in which
 # threads are found (idx), the heap over time, the clock's pairings and
-# rate, the calibration's outlier rounds and tries and the call paths its
-# compensation clamped, and the capture's name and size
+# what differs between two local runs too: times, pids, the order in which
+# threads are found (idx), the heap over time, the clock's pairings and
+# rate, the capture's name and size, the CPU samples and context switches
+# of a run (record --cpu-freq), the calibration's outlier rounds and tries
+# and the call paths its compensation clamped
 DROP = ('start_time', 'pid', 'ppid', 'tid', 'share', 'idx', 'heap', 'clock_start',
-        'clock_end', 'tsc_hz', 'file', 'size', 'rounds_kept', 'tries',
+        'clock_end', 'tsc_hz', 'file', 'size', 'samples', 'cpu_samples', 'overhead_samples',
+        'unplaced_samples', 'switches', 'switches_lost', 'rounds_kept', 'tries',
         'compensation_clamped')
 
 

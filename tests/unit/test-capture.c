@@ -1318,7 +1318,7 @@ static size_t seal_value(uint8_t *out, const char *db, const void *key, size_t k
 
 static const char *const all_dbs[] = { "meta",	  "procs", "threads", "trees",	"timeline",
 				       "objects", "symbols", "mem",   "stacks", "sites",
-				       "counters", "samples", "psamples", "offcpu" };
+				       "counters", "samples", "psamples", "offcpu", "cpu" };
 /* all_dbs[] from here on were added within schema 2: a capture written
  * before them lacks them and its seal does not name them */
 #define ALL_DBS_V2 10
@@ -2507,6 +2507,168 @@ out:
 
 /* Adding to a closed capture: a copy is written and renamed over it at
  * close; a discard or failure leaves the file as it was. */
+/* CPU samples and off-CPU time per thread (schema 6): a round trip of
+ * every field (values that take 1 to 10 bytes as varints), an empty one, a
+ * record put again, the refused puts, a thread without one, a value of a
+ * later writer (longer header, more fields per row) read as far as known,
+ * damage named, a schema 5 capture (no DB) reading none, and a capture
+ * reopened from a schema 5 one refusing them. */
+static void test_cpu(void)
+{
+	const char *path = tmp_path("cpu.cap"), *p5 = tmp_path("cpu5.cap");
+	const char *const dropped[] = { "cpu" };
+	struct cygprof_cpu c = {
+		.thread_idx = 3, .method = CYGPROF_CPU_PERF, .flags = CYGPROF_CPU_SWITCHES,
+		.period_ns = 1000000, .cpu_ns = 412345678, .samples = 420, .overhead = 17,
+		.unplaced = 2, .wait_ns = 1ull << 40, .blocked_ns = UINT64_MAX,
+		.unplaced_ns = 127, .switches = 128, .switches_lost = 5,
+	}, got;
+	struct cygprof_cpu_node v[4] = {
+		{ .node = 0, .samples = 1 },
+		{ .node = 1, .samples = 300, .overhead = 16, .wait_ns = 5, .blocked_ns = 1ull << 62 },
+		{ .node = 7, .samples = 100, .overhead = 1 },
+		{ .node = UINT32_MAX, .wait_ns = UINT64_MAX },
+	}, bad[2], *out = NULL;
+	struct cygprof_capture *cap;
+	size_t n = 99;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_put_cpu(cap, &c, v, 4), 0);
+	/* put again: replaced */
+	c.thread_idx = 4;
+	CHECK_EQ_INT(cygprof_capture_put_cpu(cap, &c, v, 4), 0);
+	c.samples = 421;
+	CHECK_EQ_INT(cygprof_capture_put_cpu(cap, &c, v, 4), 0);
+	/* none */
+	got = c;
+	got.thread_idx = 5;
+	got.method = CYGPROF_CPU_OFF;
+	CHECK_EQ_INT(cygprof_capture_put_cpu(cap, &got, NULL, 0), 0);
+	/* refused, nothing stored: out of order, twice the same node, pads */
+	bad[0] = v[1];
+	bad[1] = v[0];
+	c.thread_idx = 9;
+	CHECK_EQ_INT(cygprof_capture_put_cpu(cap, &c, bad, 2), -EINVAL);
+	bad[1] = v[1];
+	CHECK_EQ_INT(cygprof_capture_put_cpu(cap, &c, bad, 2), -EINVAL);
+	bad[1] = v[2];
+	bad[1].pad = 1;
+	CHECK_EQ_INT(cygprof_capture_put_cpu(cap, &c, bad, 2), -EINVAL);
+	c.pad = 1;
+	CHECK_EQ_INT(cygprof_capture_put_cpu(cap, &c, v, 1), -EINVAL);
+	c.pad = 0;
+	CHECK_EQ_INT(cygprof_capture_put_cpu(cap, &c, NULL, 1), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_put_cpu(cap, NULL, v, 1), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_cpu(cap, 3, &got, &out, &n), 0);
+	c.thread_idx = 3;
+	c.samples = 420;
+	CHECK(!memcmp(&got, &c, sizeof(c)));
+	CHECK_EQ_U64(n, 4);
+	CHECK(n == 4 && !memcmp(out, v, sizeof(v)));
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_get_cpu(cap, 4, &got, &out, &n), 0);
+	CHECK_EQ_U64(got.samples, 421);
+	CHECK_EQ_U64(got.thread_idx, 4);
+	CHECK_EQ_U64(n, 4);
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_get_cpu(cap, 5, &got, &out, &n), 0);
+	CHECK_EQ_U64(got.method, CYGPROF_CPU_OFF);
+	CHECK_EQ_U64(n, 0);
+	CHECK(out == NULL);
+	CHECK_EQ_INT(cygprof_capture_get_cpu(cap, 9, &got, &out, &n), CYGPROF_E_NOTFOUND);
+	CHECK_EQ_INT(cygprof_capture_get_cpu(cap, 0, &got, &out, &n), CYGPROF_E_NOTFOUND);
+	CHECK_EQ_INT(cygprof_capture_put_cpu(cap, &c, v, 1), CYGPROF_E_RDONLY);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	{
+		/* a later writer's value: two more header bytes, six fields a
+		 * row; read as far as this reader knows */
+		uint8_t key[4] = { 0, 0, 0, 6 }, val[4 + 90 + 8 + 12], *p = val;
+		uint32_t hl = 90;
+		memset(val, 0, sizeof(val));
+		memcpy(p, &hl, 4); /* little-endian host */
+		p[4] = CYGPROF_CPU_TIMER; /* method, flags, 10 LE64, then 2 more bytes */
+		p[12] = 0x40; /* period_ns 64 */
+		p += 4 + hl;
+		p[0] = 2;      /* two rows */
+		p[4] = 6;      /* of six fields */
+		p += 8;
+		const uint8_t rows[12] = { 2, 5, 0, 0, 0, 9, 3, 1, 0, 0, 0, 0x7f };
+		memcpy(p, rows, sizeof(rows));
+		CHECK_EQ_INT(raw_put(path, "cpu", key, 4, val, sizeof(val)), 0);
+		CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+		if (cap) {
+			CHECK_EQ_INT(cygprof_capture_get_cpu(cap, 6, &got, &out, &n), 0);
+			CHECK_EQ_U64(got.method, CYGPROF_CPU_TIMER);
+			CHECK_EQ_U64(got.period_ns, 64);
+			CHECK_EQ_U64(n, 2);
+			if (n == 2) {
+				CHECK_EQ_U64(out[0].node, 2);
+				CHECK_EQ_U64(out[0].samples, 5);
+				CHECK_EQ_U64(out[1].node, 3);
+				CHECK_EQ_U64(out[1].samples, 1);
+			}
+			free(out);
+			CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+		}
+		/* nodes out of order, a row cut short: damage, named */
+		val[4 + 90 + 8 + 6] = 1;
+		CHECK_EQ_INT(raw_put(path, "cpu", key, 4, val, sizeof(val)), 0);
+		CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+		if (cap) {
+			CHECK_EQ_INT(cygprof_capture_get_cpu(cap, 6, &got, &out, &n),
+				     CYGPROF_E_CORRUPT);
+			CHECK_EQ_STR(cygprof_capture_damage(cap), "thread 6 CPU record: malformed");
+			CHECK(out == NULL);
+			CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+		}
+		val[4 + 90 + 8 + 6] = 3;
+		CHECK_EQ_INT(raw_put(path, "cpu", key, 4, val, sizeof(val) - 1), 0);
+		CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+		if (cap) {
+			CHECK_EQ_INT(cygprof_capture_get_cpu(cap, 6, &got, &out, &n),
+				     CYGPROF_E_CORRUPT);
+			CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+		}
+	}
+
+	/* schema 5: no cpu DB, no records; reopened, it stays schema 5 and
+	 * refuses them */
+	CHECK_EQ_INT(cygprof_capture_create(p5, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(raw_drop2(p5, dropped, 1, true), 0);
+	CHECK_EQ_INT(raw_put(p5, "meta", "schema", 6, "5", 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(p5, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_get_cpu(cap, 0, &got, &out, &n), CYGPROF_E_NOTFOUND);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	CHECK_EQ_INT(cygprof_capture_open_rw(p5, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_put_cpu(cap, &c, v, 1), -EPERM);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	CHECK_EQ_INT(cygprof_capture_open(p5, &cap), 0);
+	if (cap) {
+		char *s = NULL;
+		CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &s), 0);
+		CHECK_EQ_STR(s ? s : "", "5");
+		free(s);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	/* a schema 6 capture requires it */
+	CHECK_EQ_INT(raw_put(p5, "meta", "schema", 6, "6", 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(p5, &cap), CYGPROF_E_CORRUPT);
+	CHECK(strstr(cygprof_strerror(CYGPROF_E_CORRUPT), "DB 'cpu' missing") != NULL);
+}
+
 static void test_open_rw(void)
 {
 	const char *path = tmp_path("rw.cap"), *p2 = tmp_path("rw-open.cap");
@@ -3287,6 +3449,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_schema5_stacks);
 	RUN_TEST(test_counters);
 	RUN_TEST(test_psamples);
+	RUN_TEST(test_cpu);
 	RUN_TEST(test_open_rw);
 	RUN_TEST(test_readonly_dir);
 	RUN_TEST(test_crc);

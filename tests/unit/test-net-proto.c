@@ -76,6 +76,10 @@ static const struct cygprof_psample psamples[] = {
 	{ 200, 1000, UINT64_MAX, 0, 42, 42, 3, CYGPROF_SAMPLE_KERNEL, 0 },
 };
 static const struct cygprof_offcpu offcpu[] = { { 300, 400, 0, 42, 2, 0 } };
+static const struct cygprof_cpu cpu = { 0, CYGPROF_CPU_PERF, CYGPROF_CPU_SWITCHES, 0, 1000000,
+					 5000000, 6, 1, 0, 1500, 700000, 3, 12, 0 };
+static const struct cygprof_cpu_node cpu_nodes[] = { { 1, 0, 4, 1, 1500, 0 },
+						     { 2, 0, 1, 0, 0, 700000 } };
 
 /* Every writer call of a run on cap: with half, stop after the first batch
  * (a stream cut there); with big, a second thread whose timeline, memory
@@ -119,6 +123,7 @@ static int write_run(struct cygprof_capture *cap, int half, int big)
 	rc |= cygprof_capture_append_samples(cap, 0, samples, N(samples));
 	rc |= cygprof_capture_append_psamples(cap, psamples, N(psamples));
 	rc |= cygprof_capture_append_offcpu(cap, offcpu, N(offcpu));
+	rc |= cygprof_capture_put_cpu(cap, &cpu, cpu_nodes, N(cpu_nodes));
 	rc |= cygprof_capture_commit(cap);
 	if (big) {
 		/* thread 1: 60 commits of 3000 events, memory events and
@@ -482,6 +487,14 @@ static void check_read(const char *path)
 	CHECK_EQ_U64(n, N(offcpu));
 	CHECK(n == N(offcpu) && !memcmp(oc, offcpu, sizeof offcpu));
 	free(oc);
+
+	struct cygprof_cpu cr;
+	struct cygprof_cpu_node *cn;
+	CHECK_EQ_INT(cygprof_capture_get_cpu(cap, 0, &cr, &cn, &n), 0);
+	CHECK(!memcmp(&cr, &cpu, sizeof cpu));
+	CHECK_EQ_U64(n, N(cpu_nodes));
+	CHECK(n == N(cpu_nodes) && !memcmp(cn, cpu_nodes, sizeof cpu_nodes));
+	free(cn);
 	cygprof_capture_close(cap);
 }
 
@@ -1032,8 +1045,8 @@ static void test_malformed(void)
 	CHECK_EQ_STR(netp_type_name(NETP_T_PUT), "put");
 
 	uint8_t k4[4] = { 0, 0, 0, 0 }, k8[8] = { 0 }, val[128] = { 0 };
-	CHECK_EQ_INT(put(&rx, 14, k4, 4, val, 8), -EINVAL); /* no such DB */
-	CHECK(strstr(rx.err, "DB 14") != NULL);
+	CHECK_EQ_INT(put(&rx, 15, k4, 4, val, 8), -EINVAL); /* no such DB */
+	CHECK(strstr(rx.err, "DB 15") != NULL);
 	/* the library's own meta keys, as set_meta refuses them */
 	CHECK_EQ_INT(put(&rx, CYGPROF_DB_META, "txn", 3, "1", 1), -EPERM);
 	CHECK_EQ_STR(rx.err, "refused meta 'txn': a key of the capture's own");
@@ -1221,6 +1234,14 @@ static int read_all(const char *path)
 		free(v);
 	if (!rc && !(rc = cygprof_capture_get_offcpu(cap, (struct cygprof_offcpu **)&v, &n)))
 		free(v);
+	for (uint32_t i = 0; !rc && i < 4; i++) {
+		struct cygprof_cpu cr;
+		int e = cygprof_capture_get_cpu(cap, i, &cr, (struct cygprof_cpu_node **)&v, &n);
+		if (!e)
+			free(v);
+		else if (e != CYGPROF_E_NOTFOUND)
+			rc = e;
+	}
 	for (uint32_t i = 0; !rc && i < 4; i++) {
 		struct cygprof_symbol *syms;
 		struct cygprof_mem_cursor *cur;

@@ -11,6 +11,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -508,15 +511,226 @@ static void test_noclock(void)
 	CHECK(ticks_of(t, 210) > 0);
 }
 
+/* ---- CPU samples and switches (cyg-sample.c, cyg-switch.c) --------------- */
+
+/* The node of fnidx that is a child of the thread's root (0: none). */
+static struct cyg_node *top_node(struct cyg_thread *t, int fnidx)
+{
+	for (uint32_t g = node(t->root)->first_child; g; g = node(g)->next_sibling)
+		if (node(g)->fn == (uint64_t)(uintptr_t)FN(fnidx))
+			return node(g);
+	return NULL;
+}
+
+static uint64_t cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Nodes take slots of CYG_NODE_SLOT bytes (gids CYG_NODE_SLOT / 64 apart in
+ * a chunk), each with its ext after it, zeroed. */
+static void test_node_slots(void)
+{
+	struct cyg_thread *t = self_thread();
+	if (!t)
+		return;
+	chain(320, 320, 0);
+	chain(321, 321, 0);
+	struct cyg_node *a = top_node(t, 320), *b = top_node(t, 321);
+	CHECK(a && b);
+	if (!a || !b)
+		return;
+	CHECK_EQ_U64((uint64_t)((char *)b - (char *)a), CYG_NODE_SLOT);
+	CHECK_EQ_U64((uint64_t)((char *)CYG_NODE_EXT(a) - (char *)a), CYG_NODE_SIZE);
+	CHECK_EQ_U64(CYG_NODE_EXT(b)->wait_ns + CYG_NODE_EXT(b)->blocked_ns, 0);
+}
+
+/* A frame that computes for 60 ms of CPU time gets the samples (5 kHz of
+ * its user time: some 300; at least 100), the thread counts them; a chain
+ * of tiny calls gets overhead samples.  (Linked into this test, the
+ * runtime's code is the whole executable's: a sample in the test's own
+ * loop counts as overhead too, so both kinds count here.) */
+__attribute__((noinline)) static void spin_in(int fnidx, uint64_t ns)
+{
+	__cyg_profile_func_enter(FN(fnidx), SITE);
+	uint64_t end = cpu_now() + ns;
+	do
+		for (int i = 0; i < 200000; i++) /* user time: samples count no other */
+			sink++;
+	while (cpu_now() < end);
+	__cyg_profile_func_exit(FN(fnidx), SITE);
+}
+
+static void test_cpu_samples(void)
+{
+	struct cyg_thread *t = self_thread();
+	if (!t)
+		return;
+	uint64_t taken = t->smp_samples;
+	CHECK_EQ_U64(t->smp_method, CYG_SMP_PERF);
+	spin_in(330, 60000000);
+	struct cyg_node *n = top_node(t, 330);
+	CHECK(n != NULL);
+	if (!n)
+		return;
+	uint64_t got = (uint64_t)CYG_NODE_EXT(n)->samples + CYG_NODE_EXT(n)->ovh;
+	printf("# 60 ms: %u samples, %u overhead\n", CYG_NODE_EXT(n)->samples, CYG_NODE_EXT(n)->ovh);
+	CHECK(got >= 100);
+	CHECK(got <= 600);
+	CHECK(t->smp_samples - taken >= got);
+	/* tiny calls: much of their time is in the hooks */
+	uint64_t end = cpu_now() + 60000000;
+	while (cpu_now() < end)
+		for (int i = 0; i < 1000; i++)
+			chain(331, 333, 1);
+	uint64_t ovh = 0;
+	for (int f = 331; f <= 333; f++) {
+		struct cyg_node *x = top_node(t, 331);
+		for (int d = 331; x && d < f; d++)
+			x = node(x->first_child);
+		if (x)
+			ovh += CYG_NODE_EXT(x)->ovh;
+	}
+	printf("# tiny calls: %llu overhead samples\n", (unsigned long long)ovh);
+	CHECK(ovh > 0);
+}
+
+/* Time off the CPU: a frame that sleeps 30 ms is blocked 30 ms (read at
+ * the next exit, its own), its caller nothing; a frame that yields to a
+ * thread spinning on the same CPU waits. */
+static void *spinner(void *arg)
+{
+	volatile int *stop = arg;
+	while (!*stop)
+		sink++;
+	return NULL;
+}
+
+__attribute__((noinline)) static void sleep_in(int fnidx, long ms)
+{
+	struct timespec ts = {0, ms * 1000000L};
+	__cyg_profile_func_enter(FN(fnidx), SITE);
+	nanosleep(&ts, NULL);
+	__cyg_profile_func_exit(FN(fnidx), SITE);
+}
+
+__attribute__((noinline)) static void yield_in(int fnidx, int n)
+{
+	__cyg_profile_func_enter(FN(fnidx), SITE);
+	for (int i = 0; i < n; i++)
+		sched_yield();
+	__cyg_profile_func_exit(FN(fnidx), SITE);
+}
+
+static void test_cpu_switches(void)
+{
+	struct cyg_thread *t = self_thread();
+	if (!t)
+		return;
+	CHECK_EQ_U64(t->sw_on, 1);
+	uint64_t records = t->sw_records;
+	__cyg_profile_func_enter(FN(340), SITE);
+	sleep_in(341, 30);
+	__cyg_profile_func_exit(FN(340), SITE);
+	struct cyg_node *outer = top_node(t, 340);
+	CHECK(outer != NULL);
+	if (!outer)
+		return;
+	struct cyg_node *in = node(outer->first_child);
+	printf("# sleep 30 ms: blocked %llu ns, waiting %llu ns\n",
+	       (unsigned long long)CYG_NODE_EXT(in)->blocked_ns,
+	       (unsigned long long)CYG_NODE_EXT(in)->wait_ns);
+	CHECK(CYG_NODE_EXT(in)->blocked_ns >= 29000000);
+	CHECK(CYG_NODE_EXT(in)->blocked_ns < 1000000000);
+	CHECK_EQ_U64(CYG_NODE_EXT(outer)->blocked_ns, 0);
+	CHECK(t->sw_records >= records + 2);
+	CHECK(t->sw_blocked_ns >= CYG_NODE_EXT(in)->blocked_ns);
+
+	/* both on one CPU: each yield waits for the spinner's time slice */
+	cpu_set_t all, one;
+	int stop = 0;
+	pthread_t th;
+	if (sched_getaffinity(0, sizeof all, &all))
+		return;
+	CPU_ZERO(&one);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &all)) {
+			CPU_SET(c, &one);
+			break;
+		}
+	sched_setaffinity(0, sizeof one, &one);
+	pthread_create(&th, NULL, spinner, &stop);
+	yield_in(342, 20);
+	stop = 1;
+	pthread_join(th, NULL);
+	sched_setaffinity(0, sizeof all, &all);
+	struct cyg_node *y = top_node(t, 342);
+	CHECK(y != NULL);
+	if (y) {
+		printf("# 20 yields: waiting %llu ns\n", (unsigned long long)CYG_NODE_EXT(y)->wait_ns);
+		CHECK(CYG_NODE_EXT(y)->wait_ns > 0);
+	}
+}
+
+/* The program's view of the samples' signal: its own handler, a mask
+ * that says it is blocked while the kernel never blocks it. */
+static volatile int prog_handler_ran;
+static void prog_handler(int sig)
+{
+	(void)sig;
+	prog_handler_ran++;
+}
+
+static void test_cpu_signal(void)
+{
+	int s = ctl->cpu_signo;
+	struct sigaction sa, old;
+	sigset_t set, cur, kernel;
+
+	memset(&sa, 0, sizeof sa);
+	CHECK_EQ_INT(sigaction(s, NULL, &old), 0);
+	CHECK(old.sa_handler == SIG_DFL);
+	sa.sa_handler = prog_handler;
+	CHECK_EQ_INT(sigaction(s, &sa, NULL), 0);
+	CHECK_EQ_INT(sigaction(s, NULL, &old), 0);
+	CHECK(old.sa_handler == prog_handler);
+	raise(s);
+	CHECK_EQ_INT(prog_handler_ran, 1);
+	/* samples keep coming to the runtime meanwhile */
+	struct cyg_thread *t = self_thread();
+	uint64_t taken = t ? t->smp_samples : 0;
+	spin_in(350, 10000000);
+	CHECK(t && t->smp_samples > taken);
+	CHECK_EQ_INT(prog_handler_ran, 1);
+	sigemptyset(&set);
+	sigaddset(&set, s);
+	CHECK_EQ_INT(sigprocmask(SIG_BLOCK, &set, NULL), 0);
+	CHECK_EQ_INT(sigprocmask(SIG_BLOCK, NULL, &cur), 0);
+	CHECK(sigismember(&cur, s));
+	CHECK_EQ_INT((int)syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &kernel, 8), 0);
+	CHECK(!sigismember(&kernel, s));
+	CHECK_EQ_INT(pthread_sigmask(SIG_UNBLOCK, &set, NULL), 0);
+	CHECK_EQ_INT(pthread_sigmask(SIG_BLOCK, NULL, &cur), 0);
+	CHECK(!sigismember(&cur, s));
+	sa.sa_handler = SIG_DFL;
+	CHECK_EQ_INT(sigaction(s, &sa, NULL), 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (!getenv(CYG_SHM_FD_ENV)) {
 		int fd;
 		char buf[16];
-		if (cyg_shm_create(1ULL << 30, CYG_F_TIMELINE, 64 * 8, 0, &fd, &ctl)) {
+		if (cyg_shm_create(1ULL << 30, CYG_F_TIMELINE | CYG_F_CPUSAMPLE | CYG_F_SWITCHES,
+				   64 * 8, 0, &fd, &ctl)) {
 			perror("cyg_shm_create");
 			return 1;
 		}
+		/* CPU samples at 5 kHz, as record --cpu-freq asks them */
+		ctl->cpu_period_ns = 200000;
+		ctl->cpu_signo = SIGRTMAX - CYG_CPU_SIG_FROM_MAX;
 		snprintf(buf, sizeof buf, "%d", fd);
 		setenv(CYG_SHM_FD_ENV, buf, 1);
 		execv("/proc/self/exe", argv);
@@ -542,5 +756,11 @@ int main(int argc, char **argv)
 	RUN_TEST(test_drop);
 	RUN_TEST(test_memdump_table);
 	RUN_TEST(test_noclock);
+	/* from here on nobody drains the ring (full since test_drop): drop */
+	ctl->flags |= CYG_F_DROP;
+	RUN_TEST(test_node_slots);
+	RUN_TEST(test_cpu_samples);
+	RUN_TEST(test_cpu_switches);
+	RUN_TEST(test_cpu_signal);
 	CHECK_DONE();
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "cpu.h"
 #include "profile.h"
 #include "psamples.h"
 #include "view.h"
@@ -387,6 +388,152 @@ static void test_runtime_frames(void)
 	CHECK(!psamp_runtime_frame(NULL, NULL));
 }
 
+/* CPU samples and off-CPU time (view_cpu(), cpu_sum_load()) on a capture
+ * of its own: root -> main -> a -> c, main -> b -> c; thread 1 has no
+ * record.  Unfiltered every node keeps its own; -N a -N b gives a's and
+ * b's figures to main and merges the two c into one under main; -F b
+ * keeps main -> b -> c only in scope: the rest goes to the root. */
+static void test_cpu(void)
+{
+	char p2[PATH_MAX + 16];
+	struct cygprof_capture *cap;
+	struct cygprof_proc pr = {.idx = 0, .pid = 10, .parent_idx = CYGPROF_NONE, .end_ns = 900,
+				  .end_kind = CYGPROF_END_EXIT, .command = "p", .exe = "/bin/p"};
+	struct cygprof_thread th[2] = {{.idx = 0, .proc_idx = 0, .tid = 10, .end_ns = 900},
+				       {.idx = 1, .proc_idx = 0, .tid = 11, .end_ns = 900}};
+	struct cygprof_symbol syms[] = {
+		{.proc_idx = 0, .object_idx = CYGPROF_NONE, .addr = 0x100, .size = 16, .name = "main"},
+		{.proc_idx = 0, .object_idx = CYGPROF_NONE, .addr = 0x200, .size = 16, .name = "a"},
+		{.proc_idx = 0, .object_idx = CYGPROF_NONE, .addr = 0x300, .size = 16, .name = "b"},
+		{.proc_idx = 0, .object_idx = CYGPROF_NONE, .addr = 0x400, .size = 16, .name = "c"},
+	};
+	const struct cygprof_node t[] = {
+		{.parent = CYGPROF_NONE},
+		{.parent = 0, .fn = 0x100, .calls = 1, .total_ns = 1000},
+		{.parent = 1, .fn = 0x200, .calls = 1, .total_ns = 400},
+		{.parent = 2, .fn = 0x400, .calls = 1, .total_ns = 100},
+		{.parent = 1, .fn = 0x300, .calls = 1, .total_ns = 400},
+		{.parent = 4, .fn = 0x400, .calls = 1, .total_ns = 100},
+	};
+	struct cygprof_cpu c = {.thread_idx = 0, .method = CYGPROF_CPU_PERF,
+				.flags = CYGPROF_CPU_SWITCHES, .period_ns = 1000, .samples = 62,
+				.overhead = 7};
+	const struct cygprof_cpu_node rows[] = {
+		{.node = 0, .samples = 1},
+		{.node = 1, .samples = 10, .overhead = 1, .wait_ns = 5},
+		{.node = 2, .samples = 20, .overhead = 2, .blocked_ns = 300},
+		{.node = 3, .samples = 3, .overhead = 1},
+		{.node = 4, .samples = 4, .overhead = 2, .wait_ns = 7},
+		{.node = 5, .samples = 5, .overhead = 1, .blocked_ns = 11},
+		{.node = 9, .samples = 1000}, /* past the tree: dropped */
+	};
+	const struct view_cpu *vc;
+	struct view *v;
+	size_t i;
+
+	snprintf(p2, sizeof(p2), "%s/cpu.cap", dir);
+	CHECK_EQ_INT(cygprof_capture_create(p2, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "cpu_sampler", "perf"), 0);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "cpu_period_ns", "1000"), 0);
+	CHECK_EQ_INT(cygprof_capture_put_proc(cap, &pr), 0);
+	for (i = 0; i < 2; i++)
+		CHECK_EQ_INT(cygprof_capture_put_thread(cap, &th[i]), 0);
+	for (i = 0; i < 4; i++)
+		CHECK_EQ_INT(cygprof_capture_put_symbol(cap, &syms[i]), 0);
+	CHECK_EQ_INT(cygprof_capture_put_tree(cap, 0, t, 6), 0);
+	CHECK_EQ_INT(cygprof_capture_put_tree(cap, 1, t, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_put_cpu(cap, &c, rows, 7), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* unfiltered: each node its own */
+	CHECK_EQ_INT(view_open(p2, NULL, &v), 0);
+	if (!v)
+		return;
+	CHECK_EQ_STR(cpu_sampler(v), "perf");
+	CHECK_EQ_U64(cpu_period_ns(v), 1000);
+	CHECK_EQ_INT(view_cpu(v, 0, &vc), 0);
+	CHECK(vc && vc->present);
+	if (vc && vc->present) {
+		CHECK_EQ_U64(vc->n, 6);
+		CHECK_EQ_U64(vc->period_ns, 1000);
+		CHECK_EQ_U64(vc->thread.samples, 62);
+		CHECK_EQ_U64(vc->dropped, 1);
+		for (i = 0; i + 1 < sizeof(rows) / sizeof(rows[0]); i++) {
+			CHECK_EQ_U64(vc->samples[rows[i].node], rows[i].samples);
+			CHECK_EQ_U64(vc->overhead[rows[i].node], rows[i].overhead);
+			CHECK_EQ_U64(vc->wait_ns[rows[i].node], rows[i].wait_ns);
+			CHECK_EQ_U64(vc->blocked_ns[rows[i].node], rows[i].blocked_ns);
+		}
+	}
+	CHECK_EQ_INT(view_cpu(v, 1, &vc), 0);
+	CHECK(vc && !vc->present && vc->n == 0);
+	/* by function: c's two nodes add up; the root's sample is no function's */
+	struct profile *pf;
+	struct cpu_sum *cs;
+	CHECK_EQ_INT(profile_load(v, NULL, 0, &pf), 0);
+	if (pf) {
+		CHECK_EQ_INT(cpu_sum_load(v, pf, &cs), 0);
+		if (cs) {
+			long f = profile_find(pf, "c");
+			CHECK(f >= 0);
+			if (f >= 0) {
+				CHECK_EQ_U64(cs->fn[f].samples, 8);
+				CHECK_EQ_U64(cs->fn[f].overhead, 2);
+				CHECK_EQ_U64(cs->fn[f].blocked_ns, 11);
+			}
+			CHECK_EQ_U64(cs->root.samples, 1);
+			CHECK_EQ_U64(cs->total.samples, 43);
+			CHECK_EQ_U64(cs->taken, 62);
+			CHECK_EQ_U64(cs->methods, 1u << CYGPROF_CPU_PERF);
+			CHECK_EQ_INT(cs->switches, 1);
+			cpu_sum_free(cs);
+		}
+		profile_free(pf);
+	}
+	view_close(v);
+
+	/* -N a -N b: their figures to main, the two c merged under main */
+	const char *const notrace[] = {"a", "b"};
+	struct view_filter fl = {.notrace = notrace, .nnotrace = 2};
+	const struct view_tree *tr;
+	CHECK_EQ_INT(view_open(p2, NULL, &v), 0);
+	if (!v)
+		return;
+	CHECK_EQ_INT(view_set_filter(v, &fl), 0);
+	CHECK_EQ_INT(view_tree(v, 0, &tr), 0);
+	CHECK_EQ_INT(view_cpu(v, 0, &vc), 0);
+	CHECK(tr && vc && vc->present && tr->n == 3 && vc->n == 3);
+	if (tr && vc && vc->n == 3 && tr->n == 3) {
+		CHECK_EQ_U64(vc->samples[0], 1);
+		CHECK_EQ_U64(vc->samples[1], 10 + 20 + 4);
+		CHECK_EQ_U64(vc->overhead[1], 1 + 2 + 2);
+		CHECK_EQ_U64(vc->wait_ns[1], 5 + 7);
+		CHECK_EQ_U64(vc->blocked_ns[1], 300);
+		CHECK_EQ_U64(tr->nodes[2].parent, 1);
+		CHECK_EQ_U64(vc->samples[2], 3 + 5);
+		CHECK_EQ_U64(vc->blocked_ns[2], 11);
+	}
+	view_close(v);
+
+	/* -F b: main -> b -> c kept; main's, a's and the first c's own go to
+	 * the root, the nearest kept ancestor */
+	const char *const only[] = {"b"};
+	struct view_filter fo = {.filter = only, .nfilter = 1};
+	CHECK_EQ_INT(view_open(p2, NULL, &v), 0);
+	if (!v)
+		return;
+	CHECK_EQ_INT(view_set_filter(v, &fo), 0);
+	CHECK_EQ_INT(view_cpu(v, 0, &vc), 0);
+	CHECK(vc && vc->present && vc->n == 3);
+	if (vc && vc->n == 3) {
+		CHECK_EQ_U64(vc->samples[0], 1 + 10 + 20 + 3);
+		CHECK_EQ_U64(vc->samples[1], 4);
+		CHECK_EQ_U64(vc->samples[2], 5);
+	}
+	view_close(v);
+	unlink(p2);
+}
+
 /* ---- the calibration and what compensation makes of it ----------------- */
 
 static char cpath[PATH_MAX + 16];
@@ -563,6 +710,7 @@ int main(void)
 	RUN_TEST(test_profiles);
 	RUN_TEST(test_stacks_events);
 	RUN_TEST(test_runtime_frames);
+	RUN_TEST(test_cpu);
 	snprintf(cpath, sizeof(cpath), "%s/calib.cap", dir);
 	RUN_TEST(test_calibration);
 	RUN_TEST(test_calibrations_differ);
