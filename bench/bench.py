@@ -4,7 +4,8 @@
 in the same interleaved run.
 
 usage: bench/bench.py [--cygprof PATH] [--baseline PATH] [--runs N] [--quick]
-                      [--only calls,fib,threads,growth,memory,read,memdump,timerange,cpu]
+                      [--only calls,fib,threads,growth,memory,memloop,read,memdump,
+                             timerange,cpu]
 
 --baseline PATH adds the same cygprof configurations run with another
 cygprof binary (an earlier build) to the calls and memory sections, in the
@@ -40,6 +41,12 @@ Sections:
            recorded without --memory), heaptrack when installed; capture bytes
            per allocation event; and the varied-size run heaptrack cannot
            analyse, checked against the program's own figures.
+  memloop  memloop.c (1 M malloc/free pairs from 4 call paths, one block):
+           record --memory against the program alone, heaptrack (record
+           only, and with its interpreter) and with --baseline the
+           baseline's --memory: the collector's memory encoder per
+           allocation (issue 31: at most the build before issue 21's block
+           coding, at most 0.25x heaptrack's overhead).
   read     the read side on captures made once (by the baseline when given,
            which this build reads too): report (flat
            and graph), report --threads (4 threads), replay of a 2.7 M-event
@@ -93,6 +100,8 @@ def build(out):
     sh(f"{cc} -O2 -g -o {out}/fib.plain {src}")
     sh(f"{cc} -O2 -g -finstrument-functions -o {out}/fib.finstr {src}")
     sh(f"{cc} -O2 -g -pg -o {out}/fib.pg {src}")
+    src = os.path.join(PROG, "memloop.c")
+    sh(f"{cc} -O2 -g -finstrument-functions -o {out}/memloop.finstr {src}")
     sh(f"{cc} -O2 -g -finstrument-functions -o {out}/busy.finstr {PROG}/busy.c")
     # allocs.c with only the functions that allocate (and their callers up to
     # main) instrumented: the 8..20 frames of a_K/b_K chain functions between
@@ -497,6 +506,57 @@ def memory_section(args, b, tmp):
               f"{shadow / ht:.2f}x")
 
 
+def memloop_section(args, b, tmp):
+    """What record --memory costs per allocation where the collector's
+    encoder is all there is to it: memloop.c, 1 M malloc/free pairs (2 M
+    memory events) from 4 call paths, the same block every time (issue 31:
+    the memory blocks of issue 21 made it dearer).  Against the program
+    alone, heaptrack (recording only, and with its interpreter, which is
+    how it runs by default) and with --baseline the baseline's --memory
+    (an earlier build: before the block coding, or before a change)."""
+    cyg = args.cygprof
+    n = 1000000
+    prog = f"{b}/memloop.finstr {n}"
+    cfg = [
+        ("program alone", None, f"exec {prog}"),
+        ("cygprof record --memory", f"rm -f {tmp}/ml.cap*",
+         f"exec {cyg} record -q --memory -o {tmp}/ml.cap -- {prog}"),
+    ]
+    if args.baseline:
+        cfg.append(("baseline: cygprof record --memory", f"rm -f {tmp}/bml.cap*",
+                    f"exec {args.baseline} record -q --memory -o {tmp}/bml.cap -- {prog}"))
+    if shutil.which("heaptrack"):
+        cfg += [
+            ("heaptrack -r (record only)", f"rm -rf {tmp}/mlh; mkdir -p {tmp}/mlh",
+             f"cd {tmp}/mlh && exec heaptrack -r {prog}"),
+            ("heaptrack (record + interpret)", f"rm -rf {tmp}/mlh2; mkdir -p {tmp}/mlh2",
+             f"cd {tmp}/mlh2 && exec heaptrack {prog}"),
+        ]
+    res = interleave(cfg, args.runs, n)
+    table(f"memloop.c {n}: {n} malloc/free pairs ({2 * n} memory events) per run, "
+          f"{args.runs} rounds", cfg, res, "alloc")
+    ov = med(res, "cygprof record --memory", "ov")
+    ovc = med(res, "cygprof record --memory", "ovcpu")
+    print("\nFigures (medians of the same run; overhead per allocation and its free):")
+    print(f"- cygprof record --memory: {ov:.1f} ns wall, {ovc:.1f} ns cpu; capture "
+          f"{os.path.getsize(f'{tmp}/ml.cap')} bytes")
+    if args.baseline:
+        bov = med(res, "baseline: cygprof record --memory", "ov")
+        bovc = med(res, "baseline: cygprof record --memory", "ovcpu")
+        print(f"- baseline --memory: {bov:.1f} ns wall, {bovc:.1f} ns cpu: this build "
+              f"{ov / bov:.2f}x wall, {ovc / bovc:.2f}x cpu the baseline's")
+    for name in ("heaptrack -r (record only)", "heaptrack (record + interpret)"):
+        if name in res:
+            h = med(res, name, "ov")
+            hc = med(res, name, "ovcpu")
+            line = (f"- {name}: {h:.1f} ns wall, {hc:.1f} ns cpu; cygprof = {ov / h:.2f}x "
+                    f"its wall overhead, {ovc / hc:.2f}x its cpu")
+            if args.baseline:
+                line += (f" (baseline {med(res, 'baseline: cygprof record --memory', 'ov') / h:.2f}x "
+                         "wall)")
+            print(line)
+
+
 def read_section(args, b, tmp):
     cyg = args.cygprof
     # recorded by the baseline when there is one: a newer capture schema is
@@ -624,7 +684,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="2 rounds")
     ap.add_argument("--only",
-                    default="calls,fib,threads,growth,memory,read,memdump,timerange,cpu")
+                    default="calls,fib,threads,growth,memory,memloop,read,memdump,timerange,cpu")
     args = ap.parse_args()
     if args.quick:
         args.runs = 2
@@ -655,6 +715,8 @@ def main():
             growth_section(args, b, tmp)
         if "memory" in only:
             memory_section(args, b, tmp)
+        if "memloop" in only:
+            memloop_section(args, b, tmp)
         if "read" in only:
             read_section(args, b, tmp)
         if "memdump" in only:

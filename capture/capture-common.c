@@ -56,6 +56,17 @@ const char *cygprof_capture_damage(const struct cygprof_capture *cap)
 	return last_detail[0] ? last_detail : NULL;
 }
 
+void capture_describe_in(const struct cygprof_capture *cap, unsigned int db, const void *key,
+			 size_t klen, char *buf, size_t n)
+{
+	/* schema 6 stores the stack nodes in blocks */
+	if (db == DB_STACKS && cap && cap->schema >= CAPTURE_STACK_BLOCKS_SCHEMA && klen >= 4) {
+		snprintf(buf, n, "stack block %u", get_be32(key));
+		return;
+	}
+	capture_describe(db, key, klen, buf, n);
+}
+
 void capture_describe(unsigned int db, const void *key, size_t klen, char *buf, size_t n)
 {
 	const uint8_t *k = key;
@@ -123,7 +134,7 @@ int capture_value(struct cygprof_capture *cap, unsigned int db, const MDB_val *k
 	if (n < CAPTURE_CRC_SIZE ||
 	    capture_value_crc(db, k->mv_data, k->mv_size, p, n - CAPTURE_CRC_SIZE) !=
 		    get_le32(p + n - CAPTURE_CRC_SIZE)) {
-		capture_describe(db, k->mv_data, k->mv_size, what, sizeof(what));
+		capture_describe_in(cap, db, k->mv_data, k->mv_size, what, sizeof(what));
 		return capture_damage(cap, "%s: checksum mismatch", what);
 	}
 	v->mv_size = n - CAPTURE_CRC_SIZE;
@@ -372,22 +383,7 @@ void capture_free(struct cygprof_capture *cap)
 			if (cap->pend[s][i]) {
 				free(cap->pend[s][i]->buf);
 				free(cap->pend[s][i]->stk);
-				if (cap->pend[s][i]->m5) {
-					for (unsigned int c = 0; c < MEM5_COL_COUNT; c++)
-						free(cap->pend[s][i]->m5->col[c].p);
-					for (unsigned int u = 0; u < MEM5_UNITS; u++) {
-						free(cap->pend[s][i]->m5->tdt[u].p);
-						free(cap->pend[s][i]->m5->trun[u].p);
-					}
-					free(cap->pend[s][i]->m5->pair);
-					free(cap->pend[s][i]->m5->stk);
-					free(cap->pend[s][i]->m5->fl);
-					free(cap->pend[s][i]->m5->lv.t);
-					free(cap->pend[s][i]->m5->lv.live);
-					for (unsigned int c = 0; c < 3; c++)
-						free(cap->pend[s][i]->m5->hs[c].p);
-					free(cap->pend[s][i]->m5);
-				}
+				mem5_enc_free(cap->pend[s][i]->m5);
 			}
 			free(cap->pend[s][i]);
 		}
@@ -409,6 +405,8 @@ void capture_free(struct cygprof_capture *cap)
 	free(cap->log.data);
 	free(cap->scratch.p);
 	free(cap->mraw.p);
+	for (s = 0; s < STK_STREAMS; s++)
+		free(cap->stk_col[s].p);
 	free(cap->path);
 	free(cap);
 }

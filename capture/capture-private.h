@@ -294,6 +294,19 @@ static inline uint64_t capture_mem5_unit_ns(unsigned int e)
 
 	return unit[e & MEM5_BLOCK_UNIT_MASK];
 }
+/* Schema 6 stacks: the stash's nodes in blocks of at most this many
+ * (docs/capture-format.md, "stacks"), each value LE32 first id, LE32
+ * count, then packed (LE32 raw length, zstd frame or the raw bytes) the
+ * varint lengths of its streams PARENT, PROC, KIND, ADDR and the streams. */
+#define CAPTURE_STACK_BLOCK_NODES 16384
+#define CAPTURE_STACK_BLOCK_HDR 8
+enum { STK_PARENT, STK_PROC, STK_KIND, STK_ADDR, STK_STREAMS };
+/* zstd level of stacks blocks (written again at each commit that adds
+ * nodes to the open block) */
+#define CAPTURE_STACKS_ZSTD_LEVEL 3
+/* The first schema whose stacks are stored in blocks. */
+#define CAPTURE_STACK_BLOCKS_SCHEMA 6
+
 /* A reader refuses larger schema 1 event blocks (the writer stored at most
  * 65520 bytes): this bounds the memory of a cursor. */
 #define CAPTURE_BLOCK_LIMIT ((size_t)1 << 20)
@@ -609,41 +622,39 @@ struct pending {
 	struct wframe { uint32_t node; uint64_t enter; } *stk;
 	size_t depth, cstk;
 	struct mem5_enc *m5; /* DB_MEM: the open block's columns (buf unused) */
+	bool quick;       /* DB_MEM: written last at a commit, at zstd level 1: to be
+			   * written again at its level when it closes or at the end */
+	bool ns;          /* DB_MEM: its times were last written in ns */
 };
 
-/* The columns of the open schema 5 memory block of one thread (with the
- * times in us and in ns: which one is stored is decided when the block is
- * written). */
-struct mem5_enc {
-	struct cbuf col[MEM5_COL_COUNT]; /* DT and RUN: unused (tdt, trun) */
-	uint32_t nval[MEM5_COL_COUNT];   /* values in each column */
-	uint64_t mbits[MEM5_COL_COUNT];  /* a split column's MANT bits */
-	/* DT and RUN in each unit u: 0 ns, else 10^u us (E = u) */
-	struct cbuf tdt[MEM5_UNITS], trun[MEM5_UNITS];
-	uint64_t run_t[MEM5_UNITS], base_t[MEM5_UNITS]; /* the open run's time, the run's before */
-	uint64_t run_n[MEM5_UNITS];                     /* events of the open run (0: none yet) */
-	uint32_t nrun[MEM5_UNITS];                      /* runs closed */
-	uint64_t last_dec; /* the last time of the block as last written (ns) */
-	uint64_t floor_ts; /* that of the block before: no time of this one is earlier */
-	uint64_t prev_addr;
-	uint32_t nallocs, nfrees, npairs;
-	uint32_t nbin[MEM5_BINS]; /* frees of each class */
-	struct { uint64_t addr, size; uint32_t ord; } alloc[MEM5_CACHE]; /* ord: 1-based, 0 empty */
-	struct { uint64_t addr; uint32_t ord, bord, bin; } freed[MEM5_CACHE]; /* of the frees:
-		* ord among all, bord among its class's */
-	/* the block's (size, stack) table: open addressing, mask + 1 slots */
-	struct mem5_pair_slot { uint64_t size; uint32_t stack, idx; } *pair; /* idx + 1, 0 empty */
-	uint32_t pair_mask;
-	struct mem5_pair_slot *stk; /* the block's stacks, likewise (size 0) */
-	uint32_t stk_mask, nstks;
-	/* the block's frees by ord (1-based): the unclaimed ones of each class
-	 * linked from the class's last (ftail), 0 none */
-	struct mem5_free { uint32_t prev, next; uint16_t bin; uint8_t claimed; } *fl;
-	uint32_t fl_cap;
-	uint32_t ftail[MEM5_BINS];
-	struct mem5_live lv;
-	struct cbuf hs[3]; /* flush: HDR's PAL, PACK and ESC streams */
-};
+/* A free of a schema 5 memory block, by ord: with MEM5_BLOCK_CLAIM, the
+ * unclaimed frees of each size class are linked (prev, next: ords, 0
+ * none), for the writer and the reader alike. */
+struct mem5_free { uint32_t prev, next; uint16_t bin; uint8_t claimed; };
+
+/* The writer's encoder of schema 5 memory blocks (capture-memenc.c): the
+ * columns of the open block of one thread. */
+struct mem5_enc;
+struct mem5_enc *mem5_enc_new(void);
+void mem5_enc_free(struct mem5_enc *m);
+/* The events ev[0 .. n) at the end of the open block, in time order, as
+ * long as its columns stay below CAPTURE_MEM5_RAW_MAX with reserve bytes
+ * more: how many were added (the block is full before the next one; at
+ * least one when the block is empty, unless out of memory: then *err is
+ * -ENOMEM and the block cannot be written). */
+size_t mem5_enc_append(struct mem5_enc *m, const struct cygprof_mem_event *ev, size_t n,
+		       size_t reserve, int *err);
+/* The bytes of the block's columns (both time encodings counted), with
+ * room for its header: what mem5_enc_append() compares. */
+size_t mem5_enc_len(const struct mem5_enc *m);
+/* The open block (count events from time first) put together into b
+ * (emptied first): times in ns when ns, else in the unit chosen; its
+ * stored first time into *first_ts.  0 or -ENOMEM. */
+int mem5_enc_block(struct mem5_enc *m, struct cbuf *b, uint32_t count, uint64_t first,
+		   bool ns, uint64_t *first_ts);
+/* The block written last is closed: the next one starts afresh, no time
+ * of it before the last one written. */
+void mem5_enc_next_block(struct mem5_enc *m);
 
 /* put_value: the blocks put of one stream (db, thread or counter id). */
 struct vstream {
@@ -700,6 +711,14 @@ struct cygprof_capture {
 	struct pending **dirty; /* pending blocks holding unwritten events */
 	size_t ndirty, cdirty;
 	uint32_t nstacks; /* stack stash nodes stored (ids 1..nstacks) */
+	/* schema 6: the open block of stack nodes, its streams; written at
+	 * commit (and before any event block) when it has new nodes */
+	struct cbuf stk_col[STK_STREAMS];
+	uint32_t stk_seq, stk_first, stk_count; /* its key, first id, nodes */
+	uint64_t stk_addr; /* the address of its last node */
+	bool stk_dirty;
+	/* put_value: the stacks block put last (vstk_seq UINT32_MAX: none) */
+	uint32_t vstk_seq, vstk_first, vstk_count;
 	uint32_t ncounters; /* counters defined (ids 0..ncounters-1) */
 	bool reopened;  /* cygprof_capture_open_rw(): streams continue the file's */
 	uint32_t next_seq[STREAM_COUNT]; /* reopened: the first block of the
@@ -726,7 +745,16 @@ struct cygprof_capture {
 			 * close only publishes and frees */
 	int finish_rc;  /* what it returned */
 	unsigned commits_untrimmed; /* commits since map_trim() dropped the map's pages */
+	bool compacted; /* cygprof_capture_compact() replaced the file: env writes the old one */
+	bool finishing; /* capture_writer_finish(): the open blocks are written last */
 };
+
+/* A new file next to path: ".NAME.XXXXXX", created exclusively (O_EXCL:
+ * never an existing file, never through a symlink), mode 0666 less the
+ * umask; *tmp its name (malloc'd), *fdp its descriptor. */
+int capture_make_temp(const char *path, char **tmp, int *fdp);
+/* CYGPROF_FSYNC set, and not to 0 (cygprof takes 0 or 1: cli/env.c). */
+bool capture_fsync_asked(void);
 
 /* The open file description fd write-locks its whole file while a writer
  * lives; readers test it (capture_writer_holds) and read a live capture
@@ -741,6 +769,11 @@ int capture_writer_holds(int fd);
 int capture_live_snapshot(struct cygprof_capture *cap, int fd, int *out);
 /* The transaction id of the newer of fd's two LMDB meta pages. */
 int capture_meta_txnid(int fd, uint64_t *txnid);
+/* In the file fd written by LMDB's compacting copy (pages of psize
+ * bytes, its meta page 1 of transaction 1, meta page 0 empty): the meta
+ * page of transaction txnid (at least 2) instead, as the capture copied had
+ * it, so that its seal ("txn") holds. */
+int capture_meta_set_txnid(int fd, unsigned int psize, uint64_t txnid);
 
 /* The room cygprof_capture_create() holds next to the capture for the last
  * transaction after a failed write (the meta key "ended" and the seal touch
@@ -767,6 +800,18 @@ void capture_detail_clear(void);
 const char *capture_detail_last(void);
 /* Describe the record (db, key) for a damage message. */
 void capture_describe(unsigned int db, const void *key, size_t klen, char *buf, size_t n);
+/* The same for a record of cap (NULL: as capture_describe()): a stacks key
+ * of schema 6 is a block's. */
+void capture_describe_in(const struct cygprof_capture *cap, unsigned int db, const void *key,
+			 size_t klen, char *buf, size_t n);
+
+/* A schema 6 stacks value (checksum stripped) of block seq decoded: its
+ * nodes appended to (*v)[*n ...] (grown, *cap elements), *first and
+ * *count from its header; want_first, when not 0, the first id it must
+ * have.  0, CYGPROF_E_CORRUPT (with a detail) or -ENOMEM. */
+int capture_stack_block(struct cygprof_capture *cap, uint32_t seq, MDB_val v, uint32_t want_first,
+			struct cygprof_stack_node **nodes, size_t *n, size_t *ncap, uint32_t *first,
+			uint32_t *count);
 
 /* Check and strip the checksum of a value read from db (schema 2); schema 1
  * values pass through.  CYGPROF_E_CORRUPT (with a detail) on a mismatch. */
@@ -804,6 +849,10 @@ int capture_writer_finish(struct cygprof_capture *cap);
  * visible to readers. */
 int capture_flush_thread(struct cygprof_capture *cap, unsigned int stream, uint32_t thread_idx);
 
+/* Writer: make the open block of stack nodes (schema 6) visible to
+ * readers. */
+int capture_flush_stacks(struct cygprof_capture *cap);
+
 /* Writer: call a stream capture's callback fn (NULL: nothing to do); its
  * error becomes the capture's sticky error.  The sticky error when there
  * is one. */
@@ -814,6 +863,7 @@ int capture_stream_call(struct cygprof_capture *cap, int (*fn)(void *arg));
 struct value_facts {
 	uint64_t first_ts, last_ts; /* an event block: its first and last time */
 	uint64_t max_stack;         /* a memory block: the largest stack id */
+	uint32_t stk_first, stk_count; /* a schema 6 stacks block: its first id, nodes */
 };
 
 /* Decode the value v of key k of db (without its checksum) as a reader

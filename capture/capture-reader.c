@@ -304,6 +304,28 @@ static int open_dbs(struct cygprof_capture *cap, uint64_t txnid, const uint64_t 
 		cap->program_damaged = mdb_get(txn, cap->dbi[DB_META], &k, &v) == 0;
 	}
 	cap->nstacks_stored = entries[DB_STACKS] == UINT64_MAX ? 0 : entries[DB_STACKS];
+	if (cap->schema >= CAPTURE_STACK_BLOCKS_SCHEMA && cap->nstacks_stored) {
+		/* in blocks: the nodes are the last block's first id and count */
+		MDB_cursor *cur;
+		MDB_val k, v;
+
+		cap->nstacks_stored = 0;
+		rc = capture_err(mdb_cursor_open(txn, cap->dbi[DB_STACKS], &cur));
+		if (!rc) {
+			rc = capture_err(mdb_cursor_get(cur, &k, &v, MDB_LAST));
+			mdb_cursor_close(cur);
+		}
+		if (!rc)
+			rc = capture_value(cap, DB_STACKS, &k, &v);
+		if (!rc && (v.mv_size < CAPTURE_STACK_BLOCK_HDR || !get_le32(v.mv_data) ||
+			    get_le32((uint8_t *)v.mv_data + 4) > CAPTURE_STACK_BLOCK_NODES))
+			rc = capture_damage(cap, "stack block %u: malformed",
+					    k.mv_size == 4 ? get_be32(k.mv_data) : 0);
+		if (rc)
+			goto out;
+		cap->nstacks_stored = (uint64_t)get_le32(v.mv_data) - 1 +
+				      get_le32((uint8_t *)v.mv_data + 4);
+	}
 	/* committing keeps the handles for later transactions */
 	return capture_err(mdb_txn_commit(txn));
 out:
@@ -634,7 +656,7 @@ static int load(struct cygprof_capture *cap, unsigned int db, const uint8_t *pre
 			if (rc == CYGPROF_E_CORRUPT) {
 				char what[96];
 
-				capture_describe(db, k.mv_data, k.mv_size, what, sizeof(what));
+				capture_describe_in(cap, db, k.mv_data, k.mv_size, what, sizeof(what));
 				capture_damage(cap, "%s: malformed", what);
 			}
 			break;
@@ -1138,7 +1160,7 @@ static int block_damage(struct cygprof_capture *cap, unsigned int db, const MDB_
 
 	if (rc != CYGPROF_E_CORRUPT)
 		return rc;
-	capture_describe(db, k->mv_data, k->mv_size, what, sizeof(what));
+	capture_describe_in(cap, db, k->mv_data, k->mv_size, what, sizeof(what));
 	return capture_damage(cap, "%s: malformed", what);
 }
 
@@ -2309,6 +2331,148 @@ static int decode_stack(const MDB_val *k, const MDB_val *v, void *elem)
 	return rc;
 }
 
+int capture_stack_block(struct cygprof_capture *cap, uint32_t seq, MDB_val v, uint32_t want_first,
+			struct cygprof_stack_node **nodes, size_t *n, size_t *ncap, uint32_t *first,
+			uint32_t *count)
+{
+	const uint8_t *p = v.mv_data, *raw;
+	size_t off = 0, len[STK_STREAMS], at[STK_STREAMS], end[STK_STREAMS], need;
+	uint64_t x, parent, proc, addr = 0, d;
+	uint8_t *packed = NULL;
+	uint32_t i, id;
+	unsigned int c;
+	int rc;
+
+	if (v.mv_size < CAPTURE_STACK_BLOCK_HDR)
+		return capture_damage(cap, "stack block %u: malformed", seq);
+	*first = get_le32(p);
+	*count = get_le32(p + 4);
+	if (!*count || *count > CAPTURE_STACK_BLOCK_NODES || !*first ||
+	    *first - 1 > UINT32_MAX - *count)
+		return capture_damage(cap, "stack block %u: malformed", seq);
+	if (want_first && *first != want_first)
+		return capture_damage(cap, "stack block %u: first node %u, %u expected", seq, *first,
+				      want_first);
+	v.mv_data = (uint8_t *)v.mv_data + CAPTURE_STACK_BLOCK_HDR;
+	v.mv_size -= CAPTURE_STACK_BLOCK_HDR;
+	rc = unpack(cap, &v, &packed);
+	if (rc) {
+		free(packed);
+		return rc == CYGPROF_E_CORRUPT ? capture_damage(cap, "stack block %u: malformed", seq)
+					       : rc;
+	}
+	raw = v.mv_data;
+	/* the streams' lengths, then the streams (bytes after them ignored) */
+	for (c = 0; c < STK_STREAMS; c++)
+		if (!get_varint(raw, v.mv_size, &off, &x) || x > v.mv_size) {
+			rc = CYGPROF_E_CORRUPT;
+			break;
+		} else {
+			len[c] = (size_t)x;
+		}
+	for (c = 0; !rc && c < STK_STREAMS; c++) {
+		if (len[c] > v.mv_size - off) {
+			rc = CYGPROF_E_CORRUPT;
+			break;
+		}
+		at[c] = off;
+		end[c] = off + len[c];
+		off = end[c];
+	}
+	if (!rc && len[STK_KIND] != *count)
+		rc = CYGPROF_E_CORRUPT;
+	need = *n + *count;
+	if (!rc && need > *ncap) {
+		size_t nc = *ncap ? *ncap : 256;
+		struct cygprof_stack_node *t;
+
+		while (nc < need)
+			nc *= 2;
+		t = realloc(*nodes, nc * sizeof(*t));
+		if (!t)
+			rc = -ENOMEM;
+		else {
+			*nodes = t;
+			*ncap = nc;
+		}
+	}
+	for (i = 0; !rc && i < *count; i++) {
+		struct cygprof_stack_node *s = &(*nodes)[*n + i];
+
+		id = *first + i;
+		if (!get_varint(raw, end[STK_PARENT], &at[STK_PARENT], &parent) ||
+		    !get_varint(raw, end[STK_PROC], &at[STK_PROC], &proc) ||
+		    !get_varint(raw, end[STK_ADDR], &at[STK_ADDR], &d) || parent >= id ||
+		    proc > UINT32_MAX || raw[at[STK_KIND] + i] > CYGPROF_FRAME_IP) {
+			rc = CYGPROF_E_CORRUPT;
+			break;
+		}
+		addr += unzigzag(d);
+		*s = (struct cygprof_stack_node){ .id = id, .parent = parent ? id - (uint32_t)parent : 0,
+						  .proc_idx = (uint32_t)proc,
+						  .kind = raw[at[STK_KIND] + i], .addr = addr };
+	}
+	/* every stream holds exactly its nodes' values */
+	if (!rc && (at[STK_PARENT] != end[STK_PARENT] || at[STK_PROC] != end[STK_PROC] ||
+		    at[STK_ADDR] != end[STK_ADDR]))
+		rc = CYGPROF_E_CORRUPT;
+	free(packed);
+	if (rc == CYGPROF_E_CORRUPT)
+		return capture_damage(cap, "stack block %u: malformed", seq);
+	if (!rc)
+		*n += *count;
+	return rc;
+}
+
+/* Schema 6: the nodes of every stacks block, in key order. */
+static int load_stack_blocks(struct cygprof_capture *cap, struct cygprof_stack_node **v,
+			     size_t *n)
+{
+	MDB_cursor *cur = NULL;
+	MDB_txn *txn;
+	MDB_val k, val;
+	MDB_cursor_op op = MDB_FIRST;
+	size_t ncap = 0;
+	uint32_t seq = 0, first, count;
+	int rc;
+
+	*v = NULL;
+	*n = 0;
+	rc = capture_rbegin(cap, &txn);
+	if (rc)
+		return rc;
+	rc = capture_err(mdb_cursor_open(txn, cap->dbi[DB_STACKS], &cur));
+	for (; !rc; op = MDB_NEXT, seq++) {
+		rc = mdb_cursor_get(cur, &k, &val, op);
+		if (rc == MDB_NOTFOUND) {
+			rc = 0;
+			break;
+		}
+		if (rc) {
+			rc = capture_err(rc);
+			break;
+		}
+		rc = capture_value(cap, DB_STACKS, &k, &val);
+		if (rc)
+			break;
+		if (k.mv_size != 4 || get_be32(k.mv_data) != seq) {
+			rc = capture_damage(cap, "stack block %u missing", seq);
+			break;
+		}
+		rc = capture_stack_block(cap, seq, val, (uint32_t)*n + 1, v, n, &ncap, &first,
+					 &count);
+	}
+	if (cur)
+		mdb_cursor_close(cur);
+	capture_rend(cap, txn);
+	if (rc) {
+		free(*v);
+		*v = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
 int cygprof_capture_get_stacks(struct cygprof_capture *cap, struct cygprof_stack_node **v,
 			       size_t *n)
 {
@@ -2317,6 +2481,10 @@ int cygprof_capture_get_stacks(struct cygprof_capture *cap, struct cygprof_stack
 
 	if (!cap || !v || !n)
 		return -EINVAL;
+	if (!cap->rdonly && (rc = capture_flush_stacks(cap)))
+		return rc;
+	if (cap->schema >= CAPTURE_STACK_BLOCKS_SCHEMA)
+		return cap->missing[DB_STACKS] ? (*v = NULL, *n = 0, 0) : load_stack_blocks(cap, v, n);
 	rc = load(cap, DB_STACKS, NULL, 0, sizeof(**v), decode_stack, NULL, (void **)v, n);
 	if (rc)
 		return rc;
@@ -2774,7 +2942,7 @@ int capture_check_value(struct cygprof_capture *cap, unsigned int db, const MDB_
 	memset(&u, 0, sizeof(u));
 	if (db >= DB_COUNT)
 		return -EINVAL;
-	capture_describe(db, k->mv_data, k->mv_size, what, sizeof(what));
+	capture_describe_in(cap, db, k->mv_data, k->mv_size, what, sizeof(what));
 	if (db == DB_META) {
 		/* what cygprof_capture_set_meta() can write: C strings */
 		if ((k->mv_size && memchr(k->mv_data, 0, k->mv_size)) ||
@@ -2788,6 +2956,15 @@ int capture_check_value(struct cygprof_capture *cap, unsigned int db, const MDB_
 	/* the one-stream DBs: the reader reads the blocks of stream 0 only */
 	if ((db == DB_PSAMPLES || db == DB_OFFCPU) && get_be32(k->mv_data) != CAPTURE_ONE_STREAM)
 		return capture_damage(cap, "%s: not of stream 0", what);
+	if (db == DB_STACKS && cap->schema >= CAPTURE_STACK_BLOCKS_SCHEMA) {
+		struct cygprof_stack_node *nodes = NULL;
+		size_t nn = 0, ncap = 0;
+
+		rc = capture_stack_block(cap, get_be32(k->mv_data), *v, 0, &nodes, &nn, &ncap,
+					 &f->stk_first, &f->stk_count);
+		free(nodes);
+		return rc;
+	}
 	if (records[db].decode) {
 		rc = records[db].decode(k, v, &u);
 		if (records[db].clear)

@@ -444,3 +444,34 @@ int capture_meta_txnid(int fd, uint64_t *txnid)
 		*txnid = rd64(m1 + PAGEHDRSZ + MM_TXNID);
 	return 0;
 }
+
+int capture_meta_set_txnid(int fd, unsigned int psize, uint64_t txnid)
+{
+	uint8_t m[PAGEHDRSZ + MM_SIZE];
+	ssize_t n;
+	off_t at;
+
+	if (txnid < 2)
+		return -EINVAL;
+	/* meta page 1: the one a compacting copy fills, with transaction 1 */
+	n = pread(fd, m, sizeof m, psize);
+	if (n != (ssize_t)sizeof m)
+		return n < 0 ? -errno : CYGPROF_E_CORRUPT;
+	if (!(rd16(m + PG_FLAGS) & P_META) || rd32(m + PAGEHDRSZ + MM_MAGIC) != MDB_MAGIC ||
+	    rd64(m + PAGEHDRSZ + MM_TXNID) != 1)
+		return CYGPROF_E_CORRUPT;
+	/* LMDB writes transaction t's meta into page t & 1 and reads the
+	 * larger id: the same meta with txnid goes into its own page (the
+	 * other keeps what it held, an older id) */
+	at = (off_t)(txnid & 1) * psize;
+	memcpy(m + PAGEHDRSZ + MM_TXNID, &txnid, sizeof txnid);
+	{
+		uint64_t pgno = txnid & 1;
+
+		memcpy(m + PG_PGNO, &pgno, sizeof pgno);
+	}
+	n = pwrite(fd, m, sizeof m, at);
+	if (n != (ssize_t)sizeof m)
+		return n < 0 ? -errno : -EIO;
+	return 0;
+}

@@ -44,6 +44,8 @@ static int check_writer(struct cygprof_capture *cap)
 		return -EINVAL;
 	if (cap->rdonly)
 		return CYGPROF_E_RDONLY;
+	if (cap->compacted)
+		return -EINVAL; /* sealed and copied: the file written is not the capture's */
 	return cap->stream_err;
 }
 
@@ -397,9 +399,7 @@ static int init_dbs(struct cygprof_capture *cap)
 	return capture_err(mdb_txn_commit(txn));
 }
 
-/* A new file next to path: ".NAME.XXXXXX", created exclusively (O_EXCL:
- * never an existing file, never through a symlink). */
-static int make_temp(const char *path, char **tmp, int *fdp)
+int capture_make_temp(const char *path, char **tmp, int *fdp)
 {
 	const char *slash = strrchr(path, '/');
 	size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
@@ -443,6 +443,7 @@ static struct cygprof_capture *writer_alloc(void)
 		return NULL;
 	cap->schema = CYGPROF_CAPTURE_SCHEMA;
 	cap->crc = true;
+	cap->vstk_seq = UINT32_MAX;
 	cap->block_max = CAPTURE_BLOCK_HDR + CAPTURE_RAW_MAX;
 	cap->zc = ZSTD_createCCtx();
 	if (!cap->zc) {
@@ -493,7 +494,7 @@ static int new_writer(const char *path, struct cygprof_capture **out,
 	if (!cap)
 		return -ENOMEM;
 	cap->path = strdup(path);
-	rc = cap->path ? make_temp(path, &cap->tmp_path, fd) : -ENOMEM;
+	rc = cap->path ? capture_make_temp(path, &cap->tmp_path, fd) : -ENOMEM;
 	if (rc) {
 		if (*fd >= 0)
 			close(*fd);
@@ -651,22 +652,25 @@ static int copy_into(const char *path, int fd)
 }
 
 /* The schema a capture of schema old is once reopened: its event blocks
- * stay as they were written, so one older than schema 5 becomes schema 4
- * (the DBs of schema 4 and 5, the event blocks of 2 to 4); one of schema 5
- * stays schema 5, without the DB of schema 6 (a reader of schema 5 must
- * still read it). */
+ * and stack nodes stay as they were written, so one older than schema 5
+ * becomes schema 4 (the DBs of schema 4 and 5, the event blocks of 2 to
+ * 4); one of schema 5 stays schema 5 (a stack node a value, without the
+ * cpu DB of schema 6: a reader of schema 5 must still read it); 6 and
+ * later stay what they are. */
 static unsigned int reopened_schema(unsigned int old)
 {
-	return old < 5 ? 4 : old;
+	return old < 5 ? 4 : old < CYGPROF_CAPTURE_SCHEMA ? old : CYGPROF_CAPTURE_SCHEMA;
 }
 
 /* Writer state of a capture reopened from a closed one of schema old: the
- * next stack id and counter id, the next block of the one-stream DBs, and
- * every DB of the schema it becomes (an older capture gets the DBs it
- * lacks; those of a later schema stay missing). */
+ * next stack id and counter id (and stacks block), the next block of the
+ * one-stream DBs, and every DB of the schema it becomes (an older capture
+ * gets the DBs it lacks; those of a later schema stay missing). */
 static int reopen_state(struct cygprof_capture *cap, unsigned int old)
 {
 	const char schema[] = { (char)('0' + reopened_schema(old)) };
+	MDB_cursor *cur;
+	MDB_val k, v;
 	MDB_stat st;
 	int rc, i;
 
@@ -683,6 +687,19 @@ static int reopen_state(struct cygprof_capture *cap, unsigned int old)
 		rc = capture_err(mdb_stat(cap->txn, cap->dbi[DB_STACKS], &st));
 	if (!rc)
 		cap->nstacks = st.ms_entries > UINT32_MAX ? UINT32_MAX : (uint32_t)st.ms_entries;
+	if (!rc && reopened_schema(old) >= CAPTURE_STACK_BLOCKS_SCHEMA && st.ms_entries) {
+		/* in blocks (checked at open): nodes added start a new one */
+		cap->stk_seq = (uint32_t)st.ms_entries;
+		rc = capture_err(mdb_cursor_open(cap->txn, cap->dbi[DB_STACKS], &cur));
+		if (!rc) {
+			rc = capture_err(mdb_cursor_get(cur, &k, &v, MDB_LAST));
+			mdb_cursor_close(cur);
+		}
+		if (!rc && v.mv_size < CAPTURE_STACK_BLOCK_HDR)
+			rc = CYGPROF_E_CORRUPT;
+		if (!rc)
+			cap->nstacks = get_le32(v.mv_data) - 1 + get_le32((uint8_t *)v.mv_data + 4);
+	}
 	if (!rc)
 		rc = capture_err(mdb_stat(cap->txn, cap->dbi[DB_COUNTERS], &st));
 	if (!rc)
@@ -827,27 +844,41 @@ static int block_value(struct cygprof_capture *cap, uint32_t count, uint64_t fir
 	return 0;
 }
 
-static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
-		      uint64_t *first_ts);
-static size_t mem5_len(const struct mem5_enc *m);
-static void mem5_reset(struct mem5_enc *m);
-
 /* Write a pending block (its events: p->buf after its CAPTURE_BLOCK_HDR
  * reserved bytes, or the columns of a memory block, p->m5). */
+static int stacks_flush(struct cygprof_capture *cap);
+
 static int flush_block(struct cygprof_capture *cap, struct pending *p, bool close)
 {
 	uint8_t key[8];
 	int rc;
 
+	/* the stack nodes the events refer to come first (a stream's
+	 * receiver checks that a memory block's stacks were put) */
+	rc = stacks_flush(cap);
+	if (rc)
+		return rc;
+	/* A small block stays open: later events extend it and rewrite the key,
+	 * so frequent commits do not leave many tiny blocks behind. */
+	if (p->m5 ? mem5_enc_len(p->m5) >= CAPTURE_MEM5_RAW_MAX / 2
+		  : p->len >= cap->block_max / 2)
+		close = true;
 	put_be32(key, p->thread);
 	put_be32(key + 4, p->seq);
 	if (p->m5) {
 		uint64_t first_ts;
 
-		rc = mem5_block(cap, p, cap->mem_threads > 1 || cap->mem_may > 1, &first_ts);
+		/* in ns once more than one thread may have memory events; a
+		 * block written quickly and not changed since keeps its unit */
+		if (p->dirty || !p->quick)
+			p->ns = cap->mem_threads > 1 || cap->mem_may > 1;
+		rc = mem5_enc_block(p->m5, &cap->mraw, p->count, p->first_ts, p->ns, &first_ts);
+		/* a block still open is written again (at its level) when it
+		 * closes or the capture ends: until then, quickly */
+		p->quick = !close && !cap->finishing && !cap->stream; /* a stream stores */
 		if (!rc)
 			rc = block_value(cap, p->count, first_ts, cap->mraw.p, cap->mraw.len,
-					 CAPTURE_MEM5_ZSTD_LEVEL);
+					 p->quick ? CAPTURE_ZSTD_LEVEL : CAPTURE_MEM5_ZSTD_LEVEL);
 	} else {
 		rc = block_value(cap, p->count, p->first_ts, p->buf + CAPTURE_BLOCK_HDR,
 				 p->len - CAPTURE_BLOCK_HDR, CAPTURE_ZSTD_LEVEL);
@@ -857,17 +888,12 @@ static int flush_block(struct cygprof_capture *cap, struct pending *p, bool clos
 	if (rc)
 		return rc;
 	p->dirty = false;
-	/* A small block stays open: later events extend it and rewrite the key,
-	 * so frequent commits do not leave many tiny blocks behind. */
-	if (close || (p->m5 ? mem5_len(p->m5) >= CAPTURE_MEM5_RAW_MAX / 2
-			    : p->len >= cap->block_max / 2)) {
+	if (close) {
 		p->seq++;
 		p->count = 0;
 		p->len = CAPTURE_BLOCK_HDR;
-		if (p->m5) {
-			p->m5->floor_ts = p->m5->last_dec;
-			mem5_reset(p->m5);
-		}
+		if (p->m5)
+			mem5_enc_next_block(p->m5);
 	}
 	return 0;
 }
@@ -898,7 +924,10 @@ int cygprof_capture_commit(struct cygprof_capture *cap)
 		return rc;
 	if (!cap->batch)
 		return CYGPROF_E_NOTXN;
-	rc = flush_dirty(cap);
+	rc = stacks_flush(cap);
+	rc2 = flush_dirty(cap);
+	if (!rc)
+		rc = rc2;
 	cap->batch = false;
 	if (cap->stream)
 		rc2 = rc ? 0 : capture_stream_call(cap, cap->stream->commit);
@@ -955,8 +984,7 @@ static int seal(struct cygprof_capture *cap)
 	return rc;
 }
 
-/* CYGPROF_FSYNC set, and not to 0 (cygprof takes 0 or 1: cli/env.c). */
-static bool fsync_asked(void)
+bool capture_fsync_asked(void)
 {
 	const char *s = getenv("CYGPROF_FSYNC");
 
@@ -984,7 +1012,16 @@ static int writer_finish(struct cygprof_capture *cap)
 	 * cygprof_capture_end_failed(), or not at all) */
 	if (cap->stream_err && !cap->stream)
 		return cap->stream_err;
-	rc = flush_dirty(cap);
+	cap->finishing = true; /* the open blocks are written for the last time */
+	rc = stacks_flush(cap);
+	rc2 = flush_dirty(cap);
+	if (!rc)
+		rc = rc2;
+	/* and those written quickly at a commit, at their level */
+	for (unsigned int st = 0; st < STREAM_COUNT && !rc; st++)
+		for (size_t i = 0; i < cap->npend[st] && !rc; i++)
+			if (cap->pend[st][i] && cap->pend[st][i]->quick && cap->pend[st][i]->count)
+				rc = flush_block(cap, cap->pend[st][i], false);
 	cap->batch = false;
 	/* a stream: its close after the last put (the receiver seals) */
 	if (cap->stream)
@@ -997,7 +1034,7 @@ static int writer_finish(struct cygprof_capture *cap)
 	/* Flushed to the page cache, not forced to the disk: an fsync of a
 	 * large capture costs the user seconds for a crash of the whole system
 	 * only (a crash of cygprof or of the program loses nothing committed). */
-	rc2 = fsync_asked() ? capture_err(mdb_env_sync(cap->env, 1)) : 0;
+	rc2 = capture_fsync_asked() ? capture_err(mdb_env_sync(cap->env, 1)) : 0;
 	return rc ? rc : rc2;
 }
 
@@ -1056,6 +1093,7 @@ int cygprof_capture_end_failed(struct cygprof_capture *cap, const char *why)
 	txn_abort(cap);
 	cap->batch = false;
 	cap->ndirty = 0;
+	cap->stk_dirty = false;
 	if (cap->reserved) {
 		close(cap->reserve_fd);
 		cap->reserved = false;
@@ -1129,7 +1167,7 @@ int cygprof_capture_set_meta(struct cygprof_capture *cap, const char *key, const
  * smaller or would expand more than a reader accepts (CAPTURE_PACK_RATIO),
  * and always for a stream capture, which packs nothing: put_value() packs
  * a raw value as this does. */
-static int packed_value(struct cygprof_capture *cap, const uint8_t *raw, size_t n)
+static int packed_value(struct cygprof_capture *cap, const uint8_t *raw, size_t n, int level)
 {
 	struct cbuf *z = &cap->zbuf;
 	size_t bound = ZSTD_compressBound(n), zn = 0;
@@ -1145,7 +1183,7 @@ static int packed_value(struct cygprof_capture *cap, const uint8_t *raw, size_t 
 	}
 	put_le32(out, (uint32_t)n);
 	if (!cap->stream)
-		zn = ZSTD_compressCCtx(cap->zc, out + 4, bound, raw, n, CAPTURE_ZSTD_LEVEL);
+		zn = ZSTD_compressCCtx(cap->zc, out + 4, bound, raw, n, level);
 	if (cap->stream || ZSTD_isError(zn) || zn >= n ||
 	    n > zn * CAPTURE_PACK_RATIO + CAPTURE_PACK_SLACK) {
 		if (n)
@@ -1180,7 +1218,7 @@ static int put_scratch(struct cygprof_capture *cap, unsigned int db, const uint8
 		return -ENOMEM;
 	}
 	if (db == DB_TREES || db == DB_SITES) {
-		rc = packed_value(cap, b->p, b->len);
+		rc = packed_value(cap, b->p, b->len, CAPTURE_ZSTD_LEVEL);
 		if (!rc)
 			rc = wput(cap, db, key, klen, cap->zbuf.p, cap->zbuf.len);
 		rc = wdone(cap, rc);
@@ -1552,7 +1590,8 @@ int cygprof_capture_append_events(struct cygprof_capture *cap, uint32_t thread_i
 /* Schema 5 (docs/capture-format.md, "mem"): each event goes into the
  * columns of its thread's open block as it is appended; the times in ns
  * and in 10, 100 and 1000 us, as runs of events at one time.
- * flush_block() puts the columns together (mem5_block(): the block flags
+ * flush_block() puts the columns together (mem5_enc_block() in
+ * capture-memenc.c: the block flags
  * SPLIT, CLAIM, LIVE and PACK) with the times in the finest of those units
  * whose runs are long enough while only one thread has memory events (its
  * order is the order of the stream), in ns once there are more (a reader
@@ -1562,483 +1601,6 @@ void cygprof_capture_mem_threads(struct cygprof_capture *cap, uint32_t threads)
 {
 	if (cap && threads > cap->mem_may)
 		cap->mem_may = threads;
-}
-
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static void cbuf_varint(struct cbuf *b, uint64_t v)
-{
-	uint8_t *p = cbuf_grow(b, 10);
-
-	if (p)
-		b->len -= 10 - put_varint(p, v);
-}
-
-/* A hash of (a, b): its low bits index MEM5_CACHE or a table. */
-static uint32_t mem5_hash(uint64_t a, uint64_t b)
-{
-	uint64_t h = (a ^ b * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
-
-	return (uint32_t)(h >> 32);
-}
-
-/* The open run of time t (unit u) gets one more event; a new time closes
- * the run before into the unit's columns. */
-static void mem5_time(struct mem5_enc *m, unsigned int u, uint64_t t)
-{
-	if (m->run_n[u] && t == m->run_t[u]) {
-		m->run_n[u]++;
-		return;
-	}
-	if (m->run_n[u]) {
-		cbuf_varint(&m->tdt[u], m->run_t[u] - m->base_t[u]);
-		cbuf_varint(&m->trun[u], m->run_n[u]);
-		m->nrun[u]++;
-		m->base_t[u] = m->run_t[u];
-	} else {
-		m->base_t[u] = t; /* the block's first run: delta 0 */
-	}
-	m->run_t[u] = t;
-	m->run_n[u] = 1;
-}
-
-static void mem5_reset(struct mem5_enc *m)
-{
-	unsigned int c;
-
-	for (c = 0; c < MEM5_COL_COUNT; c++)
-		m->col[c].len = m->nval[c] = m->mbits[c] = 0;
-	for (c = 0; c < MEM5_UNITS; c++) {
-		m->tdt[c].len = m->trun[c].len = 0;
-		m->run_n[c] = m->nrun[c] = 0;
-	}
-	m->prev_addr = 0;
-	m->nallocs = m->nfrees = m->npairs = 0;
-	memset(m->nbin, 0, sizeof(m->nbin));
-	memset(m->alloc, 0, sizeof(m->alloc));
-	memset(m->freed, 0, sizeof(m->freed));
-	memset(m->ftail, 0, sizeof(m->ftail));
-	mem5_live_reset(&m->lv);
-	if (m->pair)
-		memset(m->pair, 0, ((size_t)m->pair_mask + 1) * sizeof(*m->pair));
-	if (m->stk)
-		memset(m->stk, 0, ((size_t)m->stk_mask + 1) * sizeof(*m->stk));
-	m->nstks = 0;
-}
-
-/* The slot of (size, stack) in a table of n entries (*tab, *mask + 1
- * slots): its own, or the empty one where it goes; NULL when the table
- * cannot grow. */
-static struct mem5_pair_slot *mem5_slot(struct mem5_pair_slot **tab, uint32_t *mask, uint32_t n,
-					uint64_t size, uint32_t stack)
-{
-	struct mem5_pair_slot *t, *o, *p = *tab;
-	size_t ns, i, j;
-
-	if (!p || n >= (*mask + 1) / 2) {
-		ns = p ? ((size_t)*mask + 1) * 2 : 1024;
-		t = calloc(ns, sizeof(*t));
-		if (!t)
-			return NULL;
-		for (i = 0; p && i <= *mask; i++) {
-			o = &p[i];
-			if (!o->idx)
-				continue;
-			for (j = mem5_hash(o->size, o->stack) & (ns - 1); t[j].idx;
-			     j = (j + 1) & (ns - 1))
-				;
-			t[j] = *o;
-		}
-		free(p);
-		*tab = p = t;
-		*mask = (uint32_t)(ns - 1);
-	}
-	for (i = mem5_hash(size, stack) & *mask; p[i].idx; i = (i + 1) & *mask)
-		if (p[i].size == size && p[i].stack == stack)
-			break;
-	return &p[i];
-}
-
-/* Bytes of the block's columns so far, with both time encodings (which one
- * is stored is decided later) and room for the block's own header. */
-static size_t mem5_len(const struct mem5_enc *m)
-{
-	size_t n = 16 + 10 * MEM5_STREAMS + 40, c;
-
-	/* a split column: a byte a value and the MANT bits */
-	for (c = 0; c < MEM5_COL_COUNT; c++)
-		n += MEM5_SPLIT_COLS >> c & 1 ? m->nval[c] + (size_t)((m->mbits[c] + 7) / 8)
-					       : m->col[c].len;
-	n += m->nval[MEM5_COL_HDR] / 4 + 1 + 32; /* HDR packed: 2 bits more at most, a palette */
-	for (c = 0; c < MEM5_UNITS; c++)
-		n += m->tdt[c].len + m->trun[c].len;
-	return n;
-}
-
-/* The value v at the end of column c. */
-static void mem5_put(struct mem5_enc *m, unsigned int c, uint64_t v)
-{
-	cbuf_varint(&m->col[c], v);
-	m->nval[c]++;
-	if (v > 1)
-		m->mbits[c] += 63 - (unsigned int)__builtin_clzll(v);
-}
-
-/* Free ord (1-based) of the block, of class bin, at the end of its
- * class's unclaimed frees. */
-static void mem5_free_add(struct mem5_enc *m, unsigned int bin)
-{
-	struct mem5_free *f;
-	uint32_t o = m->nfrees, c;
-
-	if (o >= m->fl_cap) {
-		c = m->fl_cap ? m->fl_cap * 2 : 4096;
-		f = realloc(m->fl, ((size_t)c + 1) * sizeof(*f));
-		if (!f) {
-			m->col[MEM5_COL_HDR].oom = true; /* the block cannot be written */
-			return;
-		}
-		m->fl = f;
-		m->fl_cap = c;
-	}
-	f = &m->fl[o];
-	f->bin = (uint16_t)bin;
-	f->claimed = 0;
-	f->next = 0;
-	f->prev = m->ftail[bin];
-	if (f->prev)
-		m->fl[f->prev].next = o;
-	m->ftail[bin] = o;
-}
-
-/* The AREF value of an alloc of class bin at the address of free o: its
- * rank among the unclaimed frees of bin when near enough (even), else
- * among all the block's frees (odd). */
-static uint64_t mem5_claim_rank(const struct mem5_enc *m, uint32_t o, unsigned int bin)
-{
-	uint32_t i = m->ftail[bin], k;
-
-	if (o <= m->fl_cap && !m->fl[o].claimed && m->fl[o].bin == bin)
-		for (k = 1; i && k <= MEM5_CLAIM_MAX; k++, i = m->fl[i].prev)
-			if (i == o)
-				return (uint64_t)k << 1;
-	return (uint64_t)(m->nfrees - o + 1) << 1 | 1;
-}
-
-/* Free o is claimed by an alloc: off its class's unclaimed list. */
-static void mem5_claim(struct mem5_enc *m, uint32_t o)
-{
-	struct mem5_free *f;
-
-	if (o > m->fl_cap || m->fl[o].claimed)
-		return;
-	f = &m->fl[o];
-	f->claimed = 1;
-	if (f->next)
-		m->fl[f->next].prev = f->prev;
-	else
-		m->ftail[f->bin] = f->prev;
-	if (f->prev)
-		m->fl[f->prev].next = f->next;
-}
-
-static void mem5_event(struct mem5_enc *m, const struct cygprof_mem_event *e)
-{
-	uint64_t d = e->addr - m->prev_addr, hdr, form = MEM5_FORM_ADDR, ref = 0;
-	struct mem5_pair_slot *ps;
-	unsigned int bin, u;
-	uint32_t h, o;
-
-	mem5_time(m, 0, e->ts_ns);
-	for (u = 1; u < MEM5_UNITS; u++)
-		mem5_time(m, u, e->ts_ns / capture_mem5_unit_ns(u));
-	if (!(d & 15)) {
-		form = MEM5_FORM_ADDR16;
-		d = d >> 4 | (0 - (d >> 63)) << 60; /* arithmetic shift, exact */
-	}
-	d = zigzag(d);
-	/* a free refers to the allocation of its address, an allocation to
-	 * the free of its address (allocators hand out what was just freed,
-	 * of its size class: counted among the frees of its class when the
-	 * block says the free's size) */
-	h = mem5_hash(e->addr, 0) & (MEM5_CACHE - 1);
-	o = m->alloc[h].ord;
-	if (e->op == CYGPROF_MEM_FREE && o && m->alloc[h].addr == e->addr && o <= m->lv.cap &&
-	    m->lv.live[o]) {
-		/* its rank among the block's allocations still live, from the last */
-		ref = m->lv.n - mem5_live_prefix(&m->lv, o - 1);
-	} else if (e->op == CYGPROF_MEM_ALLOC && m->freed[h].ord && m->freed[h].addr == e->addr) {
-		bin = capture_mem5_bin(e->size);
-		ref = mem5_claim_rank(m, m->freed[h].ord, bin);
-	}
-	if (ref && varint_len(ref) <= varint_len(d)) {
-		form = MEM5_FORM_REF;
-		if (e->op == CYGPROF_MEM_ALLOC)
-			mem5_claim(m, m->freed[h].ord);
-		else
-			mem5_live_add(&m->lv, o, -1);
-	}
-	hdr = (uint64_t)e->flags << MEM5_FLAGS_SHIFT | form << MEM5_FORM_SHIFT |
-	      (uint64_t)e->fn << MEM_HDR_FN_SHIFT | e->op;
-	mem5_put(m, MEM5_COL_HDR, hdr);
-	if (form == MEM5_FORM_REF)
-		mem5_put(m, e->op == CYGPROF_MEM_FREE ? MEM5_COL_REF : MEM5_COL_AREF, ref);
-	else
-		mem5_put(m, MEM5_COL_ADDR, d);
-	m->prev_addr = e->addr;
-	if (e->op != CYGPROF_MEM_ALLOC) {
-		bin = form == MEM5_FORM_REF ? capture_mem5_bin(m->alloc[h].size) : MEM5_BIN_NONE;
-		m->nfrees++;
-		m->nbin[bin]++;
-		m->freed[h].addr = e->addr;
-		m->freed[h].ord = m->nfrees;
-		m->freed[h].bord = m->nbin[bin];
-		m->freed[h].bin = bin;
-		mem5_free_add(m, bin);
-		return;
-	}
-	ps = mem5_slot(&m->pair, &m->pair_mask, m->npairs, e->size, e->stack);
-	if (ps && ps->idx) {
-		mem5_put(m, MEM5_COL_PAIR, ps->idx);
-	} else {
-		/* new (or not kept when out of memory: the table may repeat it),
-		 * its stack by its index among the block's */
-		mem5_put(m, MEM5_COL_PAIR, 0);
-		mem5_put(m, MEM5_COL_NEW, e->size);
-		if (ps) {
-			ps->size = e->size;
-			ps->stack = e->stack;
-			ps->idx = m->npairs + 1;
-		}
-		m->npairs++;
-		ps = mem5_slot(&m->stk, &m->stk_mask, m->nstks, 0, e->stack);
-		if (ps && ps->idx) {
-			mem5_put(m, MEM5_COL_SREF, ps->idx - 1);
-		} else {
-			mem5_put(m, MEM5_COL_SREF, m->nstks);
-			mem5_put(m, MEM5_COL_SNEW, e->stack);
-			if (ps) {
-				ps->stack = e->stack;
-				ps->idx = m->nstks + 1;
-			}
-			m->nstks++;
-		}
-	}
-	m->nallocs++;
-	if (mem5_live_room(&m->lv, m->nallocs))
-		mem5_live_add(&m->lv, m->nallocs, 1);
-	else
-		m->col[MEM5_COL_HDR].oom = true; /* the block cannot be written */
-	m->alloc[h].addr = e->addr;
-	m->alloc[h].size = e->size;
-	m->alloc[h].ord = m->nallocs;
-}
-
-/* Column c's bytes (n of them, varints) into b, as a split column's two
- * streams: with !mant, one byte a value, its bit length (0 for 0); with
- * mant, the bits of each value below its highest, packed from the lowest
- * bit of each byte up. */
-static void mem5_stream(struct cbuf *b, const uint8_t *p, size_t n, bool mant)
-{
-	uint64_t v, acc = 0;
-	unsigned int nb = 0, k;
-	size_t off = 0;
-	uint8_t *o;
-
-	while (off < n && get_varint(p, n, &off, &v)) {
-		k = v ? 64 - (unsigned int)__builtin_clzll(v) : 0;
-		if (!mant) {
-			o = cbuf_grow(b, 1);
-			if (o)
-				*o = (uint8_t)k;
-			continue;
-		}
-		for (k = k ? k - 1 : 0; k; k--) {
-			acc |= (v >> (k - 1) & 1) << nb; /* highest mantissa bit first */
-			if (++nb == 8) {
-				o = cbuf_grow(b, 1);
-				if (o)
-					*o = (uint8_t)acc;
-				acc = 0;
-				nb = 0;
-			}
-		}
-	}
-	if (nb) {
-		o = cbuf_grow(b, 1);
-		if (o)
-			*o = (uint8_t)acc;
-	}
-}
-
-/* The length of mem5_stream()'s output. */
-static size_t mem5_stream_len(const uint8_t *p, size_t n, bool mant)
-{
-	uint64_t v, bits = 0;
-	size_t off = 0, len = 0;
-
-	while (off < n && get_varint(p, n, &off, &v)) {
-		len++;
-		if (v > 1)
-			bits += 63 - (unsigned int)__builtin_clzll(v);
-	}
-	return mant ? (size_t)((bits + 7) / 8) : len;
-}
-
-/* HDR's varints (n bytes at p) as the streams of a packed HDR: hs[0] PAL
- * (varint(count), the headers), hs[1] PACK (2 bits an event from the
- * lowest: its index in PAL, else 3 and its header in ESC), hs[2] ESC;
- * true when they are worth storing. */
-static bool mem5_pack_hdr(struct cbuf hs[3], const uint8_t *p, size_t n, uint32_t nval)
-{
-	uint32_t cnt[128] = { 0 };
-	uint64_t v, pal[MEM5_PAL_MAX];
-	unsigned int npal = 0, i, j, best, slot, k = 0;
-	uint32_t cnt_esc = 0;
-	size_t off = 0;
-	uint8_t *o = NULL;
-
-	for (i = 0; i < 3; i++) {
-		hs[i].len = 0;
-		hs[i].oom = false;
-	}
-	while (off < n && get_varint(p, n, &off, &v))
-		if (v < 128)
-			cnt[v]++;
-	/* the most frequent headers */
-	for (j = 0; j < MEM5_PAL_MAX; j++) {
-		for (i = best = 0; i < 128; i++)
-			if (cnt[i] > cnt[best])
-				best = i;
-		if (!cnt[best])
-			break;
-		pal[npal++] = best;
-		cnt[best] = 0;
-	}
-	cbuf_varint(&hs[0], npal);
-	for (j = 0; j < npal; j++)
-		cbuf_varint(&hs[0], pal[j]);
-	off = 0;
-	while (off < n && get_varint(p, n, &off, &v)) {
-		for (slot = 0; slot < npal && pal[slot] != v; slot++)
-			;
-		if (slot == npal) {
-			slot = 3;
-			cbuf_varint(&hs[2], v);
-			cnt_esc++;
-		}
-		if (!k) {
-			o = cbuf_grow(&hs[1], 1);
-			if (o)
-				*o = 0;
-		}
-		if (o)
-			*o |= (uint8_t)(slot << (2 * k));
-		k = (k + 1) & 3;
-	}
-	/* worth it when the palette holds nearly every event (a varied HDR
-	 * compresses better as it is: zstd finds its repeats) */
-	return cnt_esc <= nval / 32;
-}
-
-/* The open block's columns put together into cap->mraw (times in ns when
- * ns, else in 10^u us, u from 1 to 3; the columns of MEM5_SPLIT_COLS
- * split), its first time into *first_ts. */
-static int mem5_block(struct cygprof_capture *cap, struct pending *p, bool ns,
-		      uint64_t *first_ts)
-{
-	struct mem5_enc *m = p->m5;
-	struct cbuf *b = &cap->mraw, *dt, *run;
-	unsigned int u = 0, c;
-	uint8_t tail[2][10];
-	size_t tn[2], len;
-	uint64_t unit = 1;
-	bool pack, oom = false;
-
-	/* the unit: ns, else the finest whose runs are long enough */
-	if (!ns) {
-		for (u = 1; u < MEM5_UNITS; u++)
-			if (p->count / MEM5_RUN_EVENTS >= (uint64_t)m->nrun[u] + 1)
-				break;
-		/* and whose first time is not before the last of the block
-		 * before (10 us is not: that one was in 10 us or coarser) */
-		for (u = u == MEM5_UNITS ? 1 : u; u > 1; u--)
-			if (p->first_ts / capture_mem5_unit_ns(u) * capture_mem5_unit_ns(u) >=
-			    m->floor_ts)
-				break;
-		unit = capture_mem5_unit_ns(u);
-	}
-	dt = &m->tdt[u];
-	run = &m->trun[u];
-
-	/* the open run, which later events of the block may still extend */
-	tn[0] = put_varint(tail[0], m->run_t[u] - m->base_t[u]);
-	tn[1] = put_varint(tail[1], m->run_n[u]);
-	b->len = 0;
-	pack = mem5_pack_hdr(m->hs, m->col[MEM5_COL_HDR].p, m->col[MEM5_COL_HDR].len,
-			     m->nval[MEM5_COL_HDR]);
-	cbuf_varint(b, (ns ? MEM5_BLOCK_NS : (uint64_t)u << MEM5_BLOCK_UNIT_SHIFT) |
-			       MEM5_BLOCK_SPLIT | MEM5_BLOCK_CLAIM | MEM5_BLOCK_LIVE |
-			       (pack ? MEM5_BLOCK_PACK : 0));
-	for (c = 0; c < MEM5_COL_COUNT; c++) {
-		if (c == MEM5_COL_HDR && pack) {
-			cbuf_varint(b, m->hs[0].len);
-			cbuf_varint(b, m->hs[1].len);
-			cbuf_varint(b, m->hs[2].len);
-			continue;
-		}
-		if (MEM5_SPLIT_COLS >> c & 1) {
-			cbuf_varint(b, m->nval[c]);
-			cbuf_varint(b, mem5_stream_len(m->col[c].p, m->col[c].len, true));
-			continue;
-		}
-		len = c == MEM5_COL_DT	  ? dt->len + tn[0]
-		      : c == MEM5_COL_RUN ? run->len + tn[1]
-					  : m->col[c].len;
-		cbuf_varint(b, len);
-	}
-	for (c = 0; c < MEM5_COL_COUNT; c++) {
-		if (c == MEM5_COL_HDR && pack) {
-			cbuf_bytes(b, m->hs[0].p, m->hs[0].len);
-			cbuf_bytes(b, m->hs[1].p, m->hs[1].len);
-			cbuf_bytes(b, m->hs[2].p, m->hs[2].len);
-		} else if (c == MEM5_COL_DT) {
-			cbuf_bytes(b, dt->p, dt->len);
-			cbuf_bytes(b, tail[0], tn[0]);
-		} else if (c == MEM5_COL_RUN) {
-			cbuf_bytes(b, run->p, run->len);
-			cbuf_bytes(b, tail[1], tn[1]);
-		} else if (MEM5_SPLIT_COLS >> c & 1) {
-			mem5_stream(b, m->col[c].p, m->col[c].len, false);
-			mem5_stream(b, m->col[c].p, m->col[c].len, true);
-		} else {
-			cbuf_bytes(b, m->col[c].p, m->col[c].len);
-		}
-	}
-	for (c = 0; c < MEM5_COL_COUNT; c++)
-		if (m->col[c].oom)
-			b->oom = true;
-	for (c = 0; c < MEM5_UNITS; c++)
-		if (m->tdt[c].oom || m->trun[c].oom)
-			oom = true;
-	if (oom || m->hs[0].oom || m->hs[1].oom || m->hs[2].oom)
-		b->oom = true;
-	if (b->oom) {
-		b->oom = false;
-		return -ENOMEM;
-	}
-	*first_ts = p->first_ts / unit * unit;
-	m->last_dec = m->run_t[u] * unit;
-	return 0;
 }
 
 int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
@@ -2063,7 +1625,7 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 	if (rc)
 		return rc;
 	if (!p->m5) {
-		p->m5 = calloc(1, sizeof(*p->m5));
+		p->m5 = mem5_enc_new();
 		if (!p->m5)
 			return -ENOMEM;
 	}
@@ -2072,26 +1634,107 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 		return rc;
 	if (!p->any)
 		cap->mem_threads++;
-	for (i = 0; i < n; i++) {
-		/* a full block is written and closed (the next one starts afresh) */
-		if (mem5_len(p->m5) + 4 * CAPTURE_MEM_EVENT_MAX > CAPTURE_MEM5_RAW_MAX) {
-			rc = flush_block(cap, p, true);
-			if (!rc)
-				rc = mark_dirty(cap, p);
-			if (rc)
-				break;
-		}
+	for (i = 0; i < n;) {
+		size_t k;
+
 		if (!p->count)
 			p->first_ts = ev[i].ts_ns;
-		mem5_event(p->m5, &ev[i]);
-		p->count++;
-		p->last_ts = ev[i].ts_ns;
-		p->any = true;
+		k = mem5_enc_append(p->m5, ev + i, n - i, 4 * CAPTURE_MEM_EVENT_MAX, &rc);
+		if (k) {
+			i += k;
+			p->count += (uint32_t)k;
+			p->last_ts = ev[i - 1].ts_ns;
+			p->any = true;
+		}
+		if (i == n || rc)
+			break;
+		/* a full block is written and closed (the next one starts afresh) */
+		rc = flush_block(cap, p, true);
+		if (!rc)
+			rc = mark_dirty(cap, p);
+		if (rc)
+			break;
 	}
 	return wdone(cap, rc);
 }
 
 /* ---- stack stash ------------------------------------------------------------- */
+
+static void cbuf_varint(struct cbuf *b, uint64_t v)
+{
+	uint8_t *p = cbuf_grow(b, 10);
+
+	if (p)
+		b->len -= 10 - put_varint(p, v);
+}
+
+/* Schema 6: the open block of stack nodes into the stacks DB (under its
+ * key again, until it is full: then the next block starts).  Nothing when
+ * it has no new node. */
+static int stacks_flush(struct cygprof_capture *cap)
+{
+	struct cbuf *b = &cap->scratch;
+	uint8_t key[4];
+	unsigned int c;
+	int rc;
+
+	if (!cap->stk_dirty)
+		return 0;
+	b->len = 0;
+	for (c = 0; c < STK_STREAMS; c++)
+		cbuf_varint(b, cap->stk_col[c].len);
+	for (c = 0; c < STK_STREAMS; c++)
+		cbuf_bytes(b, cap->stk_col[c].p, cap->stk_col[c].len);
+	for (c = 0; c < STK_STREAMS; c++)
+		if (cap->stk_col[c].oom)
+			b->oom = true;
+	if (b->oom) {
+		b->oom = false;
+		return -ENOMEM;
+	}
+	rc = packed_value(cap, b->p, b->len, CAPTURE_STACKS_ZSTD_LEVEL);
+	if (rc)
+		return rc;
+	/* the header before the packed bytes */
+	b->len = 0;
+	cbuf_le32(b, cap->stk_first);
+	cbuf_le32(b, cap->stk_count);
+	cbuf_bytes(b, cap->zbuf.p, cap->zbuf.len);
+	if (b->oom) {
+		b->oom = false;
+		return -ENOMEM;
+	}
+	put_be32(key, cap->stk_seq);
+	rc = wput(cap, DB_STACKS, key, sizeof(key), b->p, b->len);
+	if (rc)
+		return rc;
+	cap->stk_dirty = false;
+	if (cap->stk_count >= CAPTURE_STACK_BLOCK_NODES) {
+		cap->stk_seq++;
+		cap->stk_first += cap->stk_count;
+		cap->stk_count = 0;
+		cap->stk_addr = 0;
+		for (c = 0; c < STK_STREAMS; c++)
+			cap->stk_col[c].len = 0;
+	}
+	return 0;
+}
+
+/* Node v (the next id) at the end of the open block. */
+static void stacks_add(struct cygprof_capture *cap, const struct cygprof_stack_node *v)
+{
+	uint8_t kind = (uint8_t)v->kind;
+
+	if (!cap->stk_count)
+		cap->stk_first = v->id;
+	cbuf_varint(&cap->stk_col[STK_PARENT], v->parent ? v->id - v->parent : 0);
+	cbuf_varint(&cap->stk_col[STK_PROC], v->proc_idx);
+	cbuf_bytes(&cap->stk_col[STK_KIND], &kind, 1);
+	cbuf_varint(&cap->stk_col[STK_ADDR], zigzag(v->addr - cap->stk_addr));
+	cap->stk_addr = v->addr;
+	cap->stk_count++;
+	cap->stk_dirty = true;
+}
 
 int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof_stack_node *v,
 			       size_t n)
@@ -2112,15 +1755,35 @@ int cygprof_capture_put_stacks(struct cygprof_capture *cap, const struct cygprof
 	for (i = 0, next = cap->nstacks + 1; i < n; i++, next++)
 		if (v[i].id != next || v[i].parent >= v[i].id || v[i].kind > CYGPROF_FRAME_IP)
 			return -EINVAL;
-	for (i = 0; i < n && !rc; i++) {
-		klen = record_encode(&layout_stack, &v[i], key, b);
-		rc = b->oom ? -ENOMEM : wput(cap, DB_STACKS, key, klen, b->p, b->len);
+	if (cap->schema >= CAPTURE_STACK_BLOCKS_SCHEMA) {
+		/* in blocks, written at commit (or now, outside a batch) */
+		for (i = 0; i < n && !rc; i++) {
+			stacks_add(cap, &v[i]);
+			if (cap->stk_count >= CAPTURE_STACK_BLOCK_NODES)
+				rc = stacks_flush(cap);
+		}
+		if (!rc && !cap->batch)
+			rc = stacks_flush(cap);
+	} else {
+		/* an older capture reopened (cygprof_capture_open_rw()): a node
+		 * a value */
+		for (i = 0; i < n && !rc; i++) {
+			klen = record_encode(&layout_stack, &v[i], key, b);
+			rc = b->oom ? -ENOMEM : wput(cap, DB_STACKS, key, klen, b->p, b->len);
+		}
+		b->oom = false;
 	}
-	b->oom = false;
 	trim_buffers(cap);
 	if (!rc)
 		cap->nstacks += (uint32_t)n;
 	return wdone(cap, rc);
+}
+
+int capture_flush_stacks(struct cygprof_capture *cap)
+{
+	if (cap->stream || cap->rdonly || !cap->stk_dirty)
+		return 0;
+	return wdone(cap, stacks_flush(cap));
 }
 
 /* ---- counters ----------------------------------------------------------------- */
@@ -2340,12 +2003,29 @@ static int put_value_order(struct cygprof_capture *cap, unsigned int db, const u
 	size_t at;
 	bool found;
 
-	capture_describe(db, key, klen, what, sizeof(what));
+	capture_describe_in(cap, db, key, klen, what, sizeof(what));
 	switch (db) {
 	case DB_STACKS:
-		if (get_be32(key) != cap->nstacks + 1)
-			return capture_damage(cap, "%s: out of sequence (%u nodes put)", what,
-					      cap->nstacks);
+		if (cap->schema < CAPTURE_STACK_BLOCKS_SCHEMA) {
+			if (get_be32(key) != cap->nstacks + 1)
+				return capture_damage(cap, "%s: out of sequence (%u nodes put)",
+						      what, cap->nstacks);
+			return 0;
+		}
+		/* blocks: the last one put again (with more nodes), or the next */
+		seq = get_be32(key);
+		if (cap->vstk_seq != UINT32_MAX && seq == cap->vstk_seq) {
+			if (f->stk_first != cap->vstk_first || f->stk_count < cap->vstk_count)
+				return capture_damage(cap, "%s: not the block put before, with more "
+						      "nodes", what);
+			return 0;
+		}
+		if (seq != cap->vstk_seq + 1) /* UINT32_MAX + 1: block 0 */
+			return capture_damage(cap, "%s: out of sequence (block %u expected)", what,
+					      cap->vstk_seq + 1);
+		if (f->stk_first != cap->nstacks + 1)
+			return capture_damage(cap, "%s: first node %u, %u expected", what,
+					      f->stk_first, cap->nstacks + 1);
 		return 0;
 	case DB_COUNTERS:
 		if (get_be32(key) != cap->ncounters)
@@ -2398,7 +2078,12 @@ static void put_value_done(struct cygprof_capture *cap, unsigned int db, const u
 	size_t at;
 	bool found;
 
-	if (db == DB_STACKS)
+	if (db == DB_STACKS && cap->schema >= CAPTURE_STACK_BLOCKS_SCHEMA) {
+		cap->vstk_seq = get_be32(key);
+		cap->vstk_first = f->stk_first;
+		cap->vstk_count = f->stk_count;
+		cap->nstacks = f->stk_first - 1 + f->stk_count;
+	} else if (db == DB_STACKS)
 		cap->nstacks++;
 	else if (db == DB_COUNTERS)
 		cap->ncounters++;
@@ -2430,11 +2115,40 @@ static int pack_value(struct cygprof_capture *cap, unsigned int db, const uint8_
 {
 	struct cbuf *b = &cap->scratch;
 	size_t raw, n;
+	int rc;
 
 	if (cap->stream)
 		return 1;
 	if (db == DB_TREES || db == DB_SITES)
-		return vlen >= 4 && get_le32(v) == vlen - 4 ? packed_value(cap, v + 4, vlen - 4) : 1;
+		return vlen >= 4 && get_le32(v) == vlen - 4
+			       ? packed_value(cap, v + 4, vlen - 4, CAPTURE_ZSTD_LEVEL)
+			       : 1;
+	if (db == DB_STACKS && cap->schema >= CAPTURE_STACK_BLOCKS_SCHEMA) {
+		/* checked: a header, then a packed value; raw, it is compressed */
+		const uint8_t *pv = v + CAPTURE_STACK_BLOCK_HDR;
+		size_t pn = vlen - CAPTURE_STACK_BLOCK_HDR;
+
+		if (pn < 4 || get_le32(pv) != pn - 4)
+			return 1;
+		rc = packed_value(cap, pv + 4, pn - 4, CAPTURE_STACKS_ZSTD_LEVEL);
+		if (rc)
+			return rc;
+		/* the header before the packed bytes */
+		b->len = 0;
+		cbuf_bytes(b, v, CAPTURE_STACK_BLOCK_HDR);
+		cbuf_bytes(b, cap->zbuf.p, cap->zbuf.len);
+		if (b->oom) {
+			b->oom = false;
+			return -ENOMEM;
+		}
+		cap->zbuf.len = 0;
+		cbuf_bytes(&cap->zbuf, b->p, b->len);
+		if (cap->zbuf.oom) {
+			cap->zbuf.oom = false;
+			return -ENOMEM;
+		}
+		return 0;
+	}
 	if (!is_block_db(db))
 		return 1;
 	raw = get_le32(v + 12); /* checked: a block's header and zstd frame */

@@ -51,6 +51,13 @@ void cli_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+void cli_compact_warn(const char *path, int err)
+{
+	if (err)
+		cli_warn("warning: %s: not compacted, kept whole with its free pages: %s", path,
+			 cygprof_strerror(err));
+}
+
 void cli_die(int status, const char *fmt, ...)
 {
 	va_list ap;

@@ -20,6 +20,11 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_die(int status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
 
+/* The capture at path was written and sealed but could not be compacted
+ * (cygprof_capture_compact()'s error err): one warning line; it is kept
+ * whole, free pages included.  Nothing when err is 0. */
+void cli_compact_warn(const char *path, int err);
+
 /* --format=text|json: 1 for json; any other value is a usage error (exit 2). */
 int cli_format_json(const char *cmd, const char *arg);
 

@@ -135,6 +135,10 @@ static void keep_incomplete(struct cygprof_capture *cap, int in_batch, const cha
 	if (in_batch)
 		(void)cygprof_capture_commit(cap);
 	(void)cygprof_capture_set_meta(cap, "remote_error", why);
+	/* without its free pages; a failed compaction keeps it whole (the
+	 * line that follows says it is kept, incomplete) */
+	if (!cygprof_capture_seal(cap))
+		(void)cygprof_capture_compact(cap, NULL);
 	(void)cygprof_capture_publish(cap);
 	(void)cygprof_capture_close(cap);
 }
@@ -186,6 +190,8 @@ int cmd_receive(int argc, char **argv)
 		close(lfd);
 		if (rc == NETP_DONE_ABORT)
 			cli_die(1, "receive: the sender %s gave up the capture", peer);
+		if (x.err[0]) /* the capture is whole: only its compaction failed */
+			cli_warn("warning: %s: %s", o.output, x.err);
 		fprintf(stderr, "receive: %s: %" PRIu64 " bytes received from %s (%" PRIu64
 			" uncompressed)\n", o.output, wire, peer, x.total);
 		return 0;

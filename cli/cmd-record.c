@@ -363,6 +363,7 @@ static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_
 	}
 	if (r.damaged[0])
 		cli_warn("warning: %s: %s", o->send_to ? o->send_to : o->output, r.damaged);
+	cli_compact_warn(o->output, r.compact_err);
 	return 0;
 }
 
@@ -727,6 +728,7 @@ int cmd_record(int argc, char **argv)
 	 * instrumentation */
 	if (r.damaged[0])
 		cli_warn("warning: %s: %s", o.send_to ? o.send_to : o.output, r.damaged);
+	cli_compact_warn(o.output, r.compact_err);
 	if (!r.calls && !(o.memory && r.mem_events) && !r.samples)
 		cli_warn("warning: no instrumented function was called: build %s with "
 			 "-finstrument-functions%s", o.argv[0],

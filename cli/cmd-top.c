@@ -495,6 +495,7 @@ int cmd_top(int argc, char **argv)
 				td && *td ? td : "/tmp", strerror(errno));
 		snprintf(tmpcap, sizeof tmpcap, "%s/top.cyg", tmpdir);
 		o.output = tmpcap;
+		o.no_compact = 1;
 	}
 
 	t.out = stdout;
@@ -547,6 +548,7 @@ int cmd_top(int argc, char **argv)
 		cli_die(1, "write error on standard output");
 	if (r.damaged[0])
 		cli_warn("warning: %s", r.damaged);
+	cli_compact_warn(o.output, r.compact_err);
 	if (!r.calls && !(t.memory && r.mem_events) && !t.quiet && !t.v.attach_pid)
 		cli_warn("warning: no instrumented function was called: build %s with "
 			 "-finstrument-functions",

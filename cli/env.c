@@ -259,6 +259,7 @@ void cli_check_env(void)
 	check_uint("CYGPROF_HANDSHAKE_MS", 1, 600000);
 	check_uint("CYGPROF_PROGRESS_DELAY_MS", 0, CLI_PROGRESS_DELAY_MAX_MS);
 	check_flag("CYGPROF_FSYNC");
+	check_flag("CYGPROF_CAPTURE_COMPACT");
 	check_flag("CYGPROF_SAMPLE_FORCE_EPERM");
 	check_flag("CYGPROF_RR_TICKS_SOFTWARE");
 	if ((val = env("CYGPROF_DEBUG_DIRS"))) {

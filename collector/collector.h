@@ -103,6 +103,8 @@ struct collector_interval {
 
 struct collector_opts {
 	const char *output;    /* capture path (unused with send_to) */
+	int no_compact;        /* the capture is thrown away (top without -o): not
+				* compacted at the end */
 	/* record --send: stream the capture over send_fd (connected, past the
 	 * handshake: remote/net.h) instead of writing output; send_to names
 	 * the peer in messages.  No LMDB file is opened then.  send_zwlog: the
@@ -186,6 +188,11 @@ struct collector_result {
 	int kept;
 	uint64_t kept_ns;
 	int ended_stored;
+	/* The capture sealed, cygprof_capture_compact() failed with
+	 * compact_err: it is kept whole, with its free pages; else
+	 * compact_saved bytes of free pages were dropped (0: too few). */
+	int compact_err;
+	uint64_t compact_saved;
 };
 
 /** Run the program and record it.  Returns 0 when the capture was written

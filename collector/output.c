@@ -121,7 +121,13 @@ int collector_output_end(struct collector *c, struct netp_enc *enc, int rc, int 
 			 struct collector_result *res, char *err, size_t errlen)
 {
 	const struct collector_opts *o = c->o;
-	int e = cygprof_capture_close(c->cap);
+	int e;
+
+	/* sealed: the file keeps only its live pages (a failure keeps it
+	 * whole, with a warning) */
+	if (!rc && !o->send_to && !o->no_compact)
+		res->compact_err = cygprof_capture_compact(c->cap, &res->compact_saved);
+	e = cygprof_capture_close(c->cap);
 
 	c->cap = NULL;
 	if (!rc)

@@ -83,7 +83,8 @@ static int proves_token(const struct conn *c)
 	static const char label[] = "cygprof-send-v1";
 	uint8_t msg[NET_NONCE + sizeof label - 1], mac[32];
 
-	const uint8_t version[4] = { NETP_VERSION & 0xff, 0, 0, 0 };
+	uint8_t version[4] = { NETP_VERSION & 0xff, NETP_VERSION >> 8 & 0xff,
+			       NETP_VERSION >> 16 & 0xff, NETP_VERSION >> 24 };
 
 	if (c->n < 16 + 32 || memcmp(c->p, NETP_MAGIC, 8) || memcmp(c->p + 8, version, 4))
 		return 0;

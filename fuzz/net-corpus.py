@@ -26,6 +26,7 @@ import tempfile
 
 MAGIC = b'CYGPNET\n'
 ZWLOG = 23  # NETP_ZWLOG
+VERSION = 4  # NETP_VERSION
 TOKEN = b'fuzz-corpus-token-0123456789'
 CONN_SEP = b'CYGPCONN'  # fuzz-net.c
 FIXED_NONCE = b'fuzz-net: a fixed 32-byte nonce\0'  # fuzz-net.c fuzz_nonce
@@ -38,10 +39,10 @@ def proof(token, nonce):
 def connections(out, zwlog, stream_path):
     with open(stream_path, 'rb') as f:
         stream = f.read()
-    hello = MAGIC + struct.pack('<II', 4, zwlog)  # NETP_VERSION
+    hello = MAGIC + struct.pack('<II', VERSION, zwlog)
     conns = [b'GET / HTTP/1.0\r\n\r\n',
              hello + proof(b'not-the-token-at-all', FIXED_NONCE),
-             MAGIC + b'\3\0',
+             MAGIC + b'\4\0',
              MAGIC + struct.pack('<II', 1, 0),
              b'',
              hello + proof(TOKEN, FIXED_NONCE) + stream,
@@ -116,7 +117,7 @@ def main():
         hello = read_n(c, 16)
         assert hello[:8] == MAGIC, hello
         version, zwlog = struct.unpack('<II', hello[8:])
-        assert version == 4, hello  # NETP_VERSION
+        assert version == VERSION, hello
         nonce = os.urandom(32)
         # the window record --send offers (NETP_ZWLOG), as receive agrees
         c.sendall(hello[:12] + struct.pack('<I', min(zwlog, ZWLOG)) + nonce)

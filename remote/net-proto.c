@@ -394,12 +394,24 @@ int netp_dispatch(uint32_t type, const uint8_t *payload, uint32_t plen,
 	case NETP_T_PUBLISH:
 		rc = cygprof_capture_publish(cap);
 		break;
-	case NETP_T_END:
+	case NETP_T_END: {
+		int e;
+
 		*capp = NULL; /* closed, even when that fails */
-		rc = cygprof_capture_close(cap);
+		/* sealed, then without its free pages: a compaction that fails
+		 * keeps the capture whole, and err says why (a warning) */
+		rc = cygprof_capture_seal(cap);
+		e = rc ? 0 : cygprof_capture_compact(cap, NULL);
+		if (e)
+			netp_seterr(err, errlen, "not compacted, kept whole with its free pages: %s",
+				    cygprof_strerror(e));
+		e = cygprof_capture_close(cap);
+		if (!rc)
+			rc = e;
 		if (rc >= 0)
 			rc = NETP_DONE_END;
 		break;
+	}
 	default:
 		*capp = NULL;
 		cygprof_capture_discard(cap);

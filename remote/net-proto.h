@@ -18,8 +18,8 @@
 #include "cygprof/cygprof-capture.h"
 
 #define NETP_MAGIC "CYGPNET\n" /* 8 bytes, both directions of the handshake */
-#define NETP_VERSION 4u /* 3: no cpu DB (schema 5); 2: memory blocks of flags 0 only;
-			 * 1: one codec per record type */
+#define NETP_VERSION 4u /* 3: stack nodes one a value, no cpu DB (schema 5); 2: memory
+			 * blocks of flags 0 only; 1: one codec per record type */
 #define NETP_HDR 8u                       /* u32 len, u16 type, u16 flags */
 #define NETP_MAX_FRAME (64u << 20)        /* payload bytes */
 #define NETP_FLUSH_AT (1u << 20)          /* the sender flushes past this */
@@ -100,8 +100,10 @@ enum {
 /* Replay one whole frame's payload (not ZBATCH, not a part of a value) on
  * *cap.  NETP_DONE_*, or <0: -EBADMSG for a malformed frame, or the
  * capture's error (a value it refused: CYGPROF_E_CORRUPT); err (errlen
- * bytes) gets one line on failure.  END closes and ABORT discards the
- * capture: *cap is NULL after them (also when closing failed). */
+ * bytes) gets one line on failure.  END seals, compacts and closes, and
+ * ABORT discards the capture: *cap is NULL after them (also when closing
+ * failed); after an END that compaction failed (the capture is kept
+ * whole) err says so, and NETP_DONE_END is returned. */
 int netp_dispatch(uint32_t type, const uint8_t *payload, uint32_t plen,
 		  struct cygprof_capture **cap, char *err, size_t errlen);
 

@@ -4,7 +4,9 @@
 set -eu
 pkgs="gcc g++ meson ninja-build pkg-config liblmdb-dev lmdb-utils libelf-dev libdw-dev
 libunwind-dev libzstd-dev zlib1g-dev libcurl4-openssl-dev valgrind python3 binutils groff-base man-db clang libfuzzer-14-dev
-chromium zsh"
+chromium zsh
+heaptrack uftrace"
+# heaptrack, uftrace: the baselines of bench/ (bench.py, memstream.py, sizes.py)
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -117,6 +117,28 @@ int cygprof_capture_close(struct cygprof_capture *cap);
  * cygprof_capture_end_failed()). */
 int cygprof_capture_seal(struct cygprof_capture *cap);
 
+/** Compact a sealed capture: an LMDB file keeps the pages later
+ * transactions freed (trees and open event blocks written again at each
+ * commit), so that two recordings of one run could differ by half their
+ * size.  When at least 1/32 of its pages are free, the live ones are copied
+ * (LMDB's compacting copy) into a new file in path's directory, which is
+ * checked as cygprof_capture_open() checks a capture and renamed onto the
+ * capture's file (path once published; the new file until then): the same
+ * records, the same seal, no free page.  Call it after
+ * cygprof_capture_seal(), before cygprof_capture_close(); the writer takes
+ * nothing more.  Needs room for the copy until the rename.  Returns 0
+ * (also when there was too little to gain, and for a stream capture, which
+ * has no file: nothing is done), -EINVAL for a capture not sealed (or a
+ * reader, a failed write), or the
+ * copy's error (CYGPROF_E_FULL on a full disk, -errno, CYGPROF_E_CORRUPT
+ * when the copy does not read): the capture then stays as it was, whole,
+ * and close publishes it as usual.
+ * The environment variable CYGPROF_CAPTURE_COMPACT=0 turns it off
+ * (captures keep their free pages; what the test suite compares).
+ * @param[out] saved bytes the file lost (0 when nothing was done); may be
+ * NULL. */
+int cygprof_capture_compact(struct cygprof_capture *cap, uint64_t *saved);
+
 /** End a capture whose write failed.  The first write that loses what its
  * transaction held (a full disk, an I/O error) makes its error the
  * writer's: every later write call returns it at once, so the file keeps

@@ -19,6 +19,8 @@ Tests:
   ulimit-v       info and report under ulimit -v 1000000
   schema1        a schema 1 capture (tests/data/schema1.data) reads exactly
   schema2        a schema 2 capture (tests/data/schema2.data) reads exactly
+  schema5        a schema 5 capture (tests/data/schema5.data: stack nodes one a
+                 value, before schema 6's compressed blocks) reads exactly
   damaged        a damaged value gives one line naming it
   bitflip        300 random 1-4 bit flips: no silent change, crash or hang
 """
@@ -273,6 +275,22 @@ def test_schema2(ck, a, w):
     check_old(ck, a, w, 'schema2.data', 2)
 
 
+def test_schema5(ck, a, w):
+    """A capture written by the cygprof before schema 6 (its stack nodes one
+    a value, not in compressed blocks) reads exactly."""
+    check_old(ck, a, w, 'schema5.data', 5)
+    # its memory events name their stacks: the stash reads whole
+    cap = os.path.join(w, 'schema5.data')
+    r = run([a.cygprof, 'memory', '--format=json', cap])
+    ck.eq(r.returncode, 0, 'memory of a schema 5 capture')
+    if r.returncode == 0:
+        fns = {f['name']: (f['self_allocations'], f['self_bytes'])
+               for f in json.loads(r.out)['functions']}
+        ck.eq((fns.get('peak_phase'), fns.get('grow')), ((16, 1048576), (8, 8160)),
+              'allocations by their stack\'s function (mem-basic: peak_phase 16 of 64 KiB, '
+              'grow 8 reallocs)')
+
+
 def lmdb_file_with(path, edit):
     """Rewrite one byte region of the capture: edit(bytearray)."""
     with open(path, 'rb') as f:
@@ -320,6 +338,7 @@ TESTS = {
     'ulimit-v': test_ulimit_v,
     'schema1': test_schema1,
     'schema2': test_schema2,
+    'schema5': test_schema5,
     'damaged': test_damaged,
     'bitflip': test_bitflip,
 }

@@ -5,11 +5,16 @@ tests do), with the preloaded libcygprof-fault.so (fault.c): the Nth
 write-side call (write, pwrite, writev, fsync, fdatasync, msync, mmap,
 ftruncate, fallocate) on a file under the output's directory fails with
 ENOSPC, then with EIO, for N = 1, 2, 4, 8, ... until a run meets no fault
-(CYGPROF_FAULT_EVERY=1: every N).  Every run that met its fault must exit
-non-zero with one line naming the output (not the input) and the error,
-leave no temporary file (.cygprof-*, .NAME.*), and any capture it left must
-read (cygprof info exits 0).  The fault points of a whole successful run
-are counted and printed ("fault points: ...").
+(CYGPROF_FAULT_EVERY=1: every N), and at each of the last 8 points of a
+whole run (the seal and the compaction of a capture).  Every run that met
+its fault must exit non-zero with one line naming the output (not the
+input) and the error, leave no temporary file (.cygprof-*, .NAME.*), and
+any capture it left must read (cygprof info exits 0).  A fault in the
+compaction of a sealed capture (cygprof_capture_compact()) is the one
+exception: the command exits 0, says in one warning line that the output
+was not compacted and why, and the capture reads whole (the calls of a run
+without a fault).  The fault points of a whole successful run are counted
+and printed ("fault points: ...").
 
 Usage:
   fault.py --cygprof CYGPROF --example EXAMPLE --mem-prog PROG --shim LIB
@@ -127,55 +132,107 @@ def check_failed(ck, cyg, t, cp, what, errtext, input_path):
                                                                           line))
 
 
+def report_calls(cyg, cap):
+    """{function: calls} of a capture's report, None when it does not read."""
+    r = run([cyg.exe, 'report', '--format=json', cap])
+    if r.returncode != 0:
+        return None
+    import json
+    return {f['name']: f['calls'] for f in json.loads(r.out)['functions']}
+
+
+def err_lines(cp):
+    """stderr without receive's lines that say what it does (listening, the
+    bytes received): the lines a fault may add."""
+    return [line for line in cp.err.splitlines()
+            if not line.startswith('receive: listening') and
+            not re.match(r'receive: .*: \d+ bytes received from ', line)]
+
+
+def check_not_compacted(ck, cyg, t, cp, what, errtext, want_calls):
+    """A fault in the compaction of the sealed capture: exit 0, one
+    warning line naming the output and the error, the capture whole."""
+    lines = cp.err_lines
+    ck.check(len(lines) == 1 and lines[0].startswith('cygprof: warning: ') and
+             t.output in lines[0] and 'not compacted' in lines[0] and
+             errtext.lower() in lines[0].lower(),
+             '%s: exit 0 and one warning line: not compacted, naming the output and %r '
+             '(got %r)' % (what, errtext, lines))
+    got = report_calls(cyg, t.output)
+    ck.check(got is not None and got == want_calls,
+             '%s: the capture kept whole reads with the calls of a run without a fault'
+             % what)
+
+
 def exercise(ck, cyg, args, t, outdir, input_path=None):
     """The baseline (count the fault points), then N = 1, 2, 4, ... with
-    each error."""
+    each error, then each of the last 8 points of the baseline."""
     log = os.path.join(cyg.workdir, 'fault.log')
     cp, points, hit = one_run(ck, cyg, args, t, outdir, log, None)
-    cp.err_lines = [line for line in cp.err.splitlines()
-                    if not line.startswith('receive: listening')]
+    cp.err_lines = err_lines(cp)
     if cp.returncode != 0:
         raise Failure('%s without a fault failed: %s' % (t.name, cp.err.strip()))
     if t.check:
         t.check(ck, cp, '%s without a fault' % t.name)
     ck.check(points > 0, '%s: it met fault points (%d)' % (t.name, points))
     print('fault points: %s: %d' % (t.name, points))
+    want_calls = report_calls(cyg, t.output) if t.capture else None
     for f in os.listdir(outdir):
         os.unlink(os.path.join(outdir, f))
     every = os.environ.get('CYGPROF_FAULT_EVERY') == '1'
-    tried = 0
-    for name, errtext in ERRORS:
-        n = 1
-        while True:
-            for f in os.listdir(outdir):
-                os.unlink(os.path.join(outdir, f))
-            spec = 'any:%d:%s' % (n, name)
-            what = '%s, fault %s' % (t.name, spec)
-            cp, pts, hit = one_run(ck, cyg, args, t, outdir, log, spec)
-            cp.err_lines = [line for line in cp.err.splitlines()
-                            if not line.startswith('receive: listening')]
-            tried += 1
-            if not hit:
-                ck.eq(cp.returncode, 0, '%s: no fault met: the run succeeds (%r)' %
-                      (what, cp.err.strip()))
-                # the number of commits follows the run's timing (one per
-                # 200 ms and per checkpoint), so a run may meet a few fault
-                # points more or fewer than the baseline did
-                ck.check(pts < n, '%s: not met, so fewer than %d points (%d)' % (what, n, pts))
-                break
+    runs = {'tried': 0, 'compaction': 0}
+
+    def one(n, name, errtext):
+        """A run with the nth fault point failing: whether it was met."""
+        for f in os.listdir(outdir):
+            os.unlink(os.path.join(outdir, f))
+        spec = 'any:%d:%s' % (n, name)
+        what = '%s, fault %s' % (t.name, spec)
+        cp, pts, hit = one_run(ck, cyg, args, t, outdir, log, spec)
+        cp.err_lines = err_lines(cp)
+        runs['tried'] += 1
+        if not hit:
+            ck.eq(cp.returncode, 0, '%s: no fault met: the run succeeds (%r)' %
+                  (what, cp.err.strip()))
+            # the number of commits follows the run's timing (one per 200 ms
+            # and per checkpoint), so a run may meet a few fault points more
+            # or fewer than the baseline did
+            ck.check(pts < n, '%s: not met, so fewer than %d points (%d)' % (what, n, pts))
+            return False
+        if t.capture and cp.returncode == 0:
+            runs['compaction'] += 1
+            check_not_compacted(ck, cyg, t, cp, what, errtext, want_calls)
+        else:
             check_failed(ck, cyg, t, cp, what, errtext, input_path)
             if t.check:
                 t.check(ck, cp, what)
-            left = leftovers(outdir, t.keep)
-            ck.eq(left, [], '%s: no temporary file left' % what)
             if t.capture and os.path.exists(t.output):
                 info = run([cyg.exe, 'info', t.output])
                 ck.eq(info.returncode, 0, '%s: the capture left reads (info: %r)' %
                       (what, info.err.strip()))
-            for f in os.listdir(outdir):
-                os.unlink(os.path.join(outdir, f))
+        left = leftovers(outdir, t.keep)
+        ck.eq(left, [], '%s: no temporary file left' % what)
+        for f in os.listdir(outdir):
+            os.unlink(os.path.join(outdir, f))
+        return True
+
+    for name, errtext in ERRORS:
+        n, done = 1, set()
+        while True:
+            done.add(n)
+            if not one(n, name, errtext):
+                break
             n = n + 1 if every else n * 2
-    print('fault runs: %s: %d (fault points in a whole run: %d)' % (t.name, tried, points))
+        # each of the last points of a whole run: the seal, the compaction
+        for n in range(max(1, points - 7), points + 1):
+            if n not in done:
+                one(n, name, errtext)
+    tried, compaction = runs['tried'], runs['compaction']
+    if t.capture:
+        ck.check(compaction > 0, '%s: faults met in the compaction (%d runs)' %
+                 (t.name, compaction))
+    print('fault runs: %s: %d, %d with a fault in the compaction (fault points in a whole '
+          'run: %d)' % (t.name, tried, compaction, points))
 
 
 def record_capture(cyg, path, prog, opts=()):

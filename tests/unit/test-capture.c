@@ -1028,6 +1028,188 @@ out:
 	free(in);
 }
 
+static int copy_file(const char *from, const char *to, off_t len);
+static int raw_node_stacks(const char *path, const struct cygprof_stack_node *v, size_t n,
+			   const char *schema);
+static int raw_put(const char *path, const char *db, const void *key, size_t klen,
+		   const void *val, size_t vlen);
+static uint64_t size_of(const char *path);
+
+/* Varint v at p (room for 10 bytes): its length. */
+static size_t put_var(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* A schema 6 stacks block value (header, packed raw: LE32 length, the
+ * bytes) of nodes v[0 .. n) into out: the streams PARENT, PROC, KIND, ADDR
+ * after their lengths, extra bytes after them; first and count as given
+ * (n nodes are encoded whatever count says); its length. */
+static size_t stack_block(uint8_t *out, uint32_t first, uint32_t count,
+			  const struct cygprof_stack_node *v, size_t n, size_t extra)
+{
+	uint8_t st[4][256], raw[1200];
+	size_t len[4] = { 0 }, r = 0, i, c;
+	uint64_t prev = 0, d;
+
+	for (i = 0; i < n; i++) {
+		len[0] += put_var(st[0] + len[0], v[i].parent ? v[i].id - v[i].parent : 0);
+		len[1] += put_var(st[1] + len[1], v[i].proc_idx);
+		st[2][len[2]++] = (uint8_t)v[i].kind;
+		d = v[i].addr - prev;
+		len[3] += put_var(st[3] + len[3], d << 1 ^ (0 - (d >> 63)));
+		prev = v[i].addr;
+	}
+	for (c = 0; c < 4; c++)
+		r += put_var(raw + r, len[c]);
+	for (c = 0; c < 4; c++) {
+		memcpy(raw + r, st[c], len[c]);
+		r += len[c];
+	}
+	memset(raw + r, 0xee, extra);
+	r += extra;
+	for (c = 0; c < 4; c++) {
+		out[c] = (uint8_t)(first >> 8 * c);
+		out[4 + c] = (uint8_t)(count >> 8 * c);
+		out[8 + c] = (uint8_t)(r >> 8 * c);
+	}
+	memcpy(out + 12, raw, r);
+	return 12 + r;
+}
+
+/* The entries of DB db of the capture at path (UINT64_MAX: none). */
+static uint64_t db_entries(const char *path, const char *db)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_stat st;
+	uint64_t n = UINT64_MAX;
+
+	if (mdb_env_create(&env))
+		return n;
+	mdb_env_set_maxdbs(env, 16);
+	if (!mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0600) &&
+	    !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+		if (!mdb_dbi_open(txn, db, 0, &dbi) && !mdb_stat(txn, dbi, &st))
+			n = st.ms_entries;
+		mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return n;
+}
+
+/* Schema 6 stacks: the stash's nodes in blocks of at most 16384,
+ * compressed; a block put again while it grows; damaged blocks named. */
+static void test_stack_blocks(void)
+{
+	const char *path = tmp_path("stkblk.cap"), *bad = tmp_path("stkblk-bad.cap");
+	struct cygprof_stack_node *in, *out = NULL, v[5];
+	struct cygprof_capture *cap;
+	size_t n = 0, i, big = 40000, done, len;
+	uint8_t key[4] = { 0 }, val[1300];
+	int rc;
+
+	in = calloc(big, sizeof(*in));
+	for (i = 0; i < big; i++) {
+		in[i].id = (uint32_t)i + 1;
+		in[i].parent = !i || rnd() % 40 == 0 ? 0 : (uint32_t)(rnd() % i + 1);
+		in[i].proc_idx = (uint32_t)(rnd() % 2);
+		in[i].kind = (uint32_t)(rnd() % 3);
+		in[i].addr = 0x555555554000ull + rnd() % 0x100000;
+	}
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	if (!cap)
+		goto out;
+	for (done = 0; done < big; done += 7000) {
+		CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+		CHECK_EQ_INT(cygprof_capture_put_stacks(cap, in + done,
+							big - done < 7000 ? big - done : 7000),
+			     0);
+		/* read back by the writer inside its batch */
+		CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+		CHECK_EQ_U64(n, done + (big - done < 7000 ? big - done : 7000));
+		free(out);
+		CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	}
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	/* 40000 nodes: blocks of 16384, 16384 and 7232 */
+	CHECK_EQ_U64(db_entries(path, "stacks"), 3);
+	printf("# stacks: %zu nodes, file %llu bytes\n", big, (unsigned long long)size_of(path));
+	CHECK(size_of(path) < big * 12);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		goto out;
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, big);
+	CHECK(n == big && !memcmp(out, in, big * sizeof(*in)));
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* hand-made blocks: 0 holds nodes 1-3, 1 holds 4-5 */
+	v[0] = (struct cygprof_stack_node){ .id = 1, .kind = 0, .addr = 0x1000 };
+	v[1] = (struct cygprof_stack_node){ .id = 2, .parent = 1, .kind = 1, .addr = 0x0ff0 };
+	v[2] = (struct cygprof_stack_node){ .id = 3, .parent = 1, .proc_idx = 7, .kind = 2,
+					    .addr = UINT64_MAX };
+	v[3] = (struct cygprof_stack_node){ .id = 4, .parent = 3, .kind = 1, .addr = 1 };
+	v[4] = (struct cygprof_stack_node){ .id = 5, .kind = 0, .addr = 0 };
+#define STK_CASE(what, k0, first0, count0, n0, extra0, k1, first1, count1, want, detail)    \
+	do {                                                                               \
+		CHECK_EQ_INT(copy_file(path, bad, (off_t)size_of(path)), 0);               \
+		CHECK_EQ_INT(raw_node_stacks(bad, NULL, 0, "6"), 0);                       \
+		key[3] = k0;                                                               \
+		len = stack_block(val, first0, count0, v, n0, extra0);                     \
+		CHECK_EQ_INT(raw_put(bad, "stacks", key, 4, val, len), 0);                 \
+		key[3] = k1;                                                               \
+		len = stack_block(val, first1, count1, v + 3, 2, 0);                       \
+		CHECK_EQ_INT(raw_put(bad, "stacks", key, 4, val, len), 0);                 \
+		rc = cygprof_capture_open(bad, &cap);                                      \
+		if (!rc)                                                                   \
+			rc = cygprof_capture_get_stacks(cap, &out, &n);                     \
+		CHECK_EQ_INT(rc, want);                                                    \
+		if (rc)                                                                    \
+			CHECK_EQ_STR(cygprof_capture_damage(cap), detail);                  \
+		else {                                                                     \
+			CHECK_EQ_U64(n, 5);                                                \
+			CHECK(n == 5 && !memcmp(out, v, sizeof(v)));                       \
+			free(out);                                                         \
+		}                                                                          \
+		printf("# %s\n", what);                                                    \
+		cygprof_capture_close(cap);                                                \
+		cap = NULL;                                                                \
+	} while (0)
+	STK_CASE("good, bytes after the streams", 0, 1, 3, 3, 5, 1, 4, 2, 0, "");
+	STK_CASE("block 1 not after block 0", 0, 1, 3, 3, 0, 1, 5, 2, CYGPROF_E_CORRUPT,
+		 "stack block 1: first node 5, 4 expected");
+	STK_CASE("block 1 missing", 0, 1, 3, 3, 0, 2, 4, 2, CYGPROF_E_CORRUPT,
+		 "stack block 1 missing");
+	STK_CASE("a count the streams do not hold", 0, 1, 4, 3, 0, 1, 5, 2, CYGPROF_E_CORRUPT,
+		 "stack block 0: malformed");
+	STK_CASE("no node", 0, 1, 0, 0, 0, 1, 1, 2, CYGPROF_E_CORRUPT,
+		 "stack block 0: malformed");
+	v[1].parent = 3; /* after it */
+	STK_CASE("a parent not before", 0, 1, 3, 3, 0, 1, 4, 2, CYGPROF_E_CORRUPT,
+		 "stack block 0: malformed");
+	v[1].parent = 1;
+	v[2].kind = 3;
+	STK_CASE("an unknown kind", 0, 1, 3, 3, 0, 1, 4, 2, CYGPROF_E_CORRUPT,
+		 "stack block 0: malformed");
+	v[2].kind = 2;
+	/* the last block's count, read at open, passes the most a block holds */
+	STK_CASE("a last block of too many nodes", 0, 1, 3, 3, 0, 1, 4, 16385, CYGPROF_E_CORRUPT,
+		 "stack block 1: malformed");
+#undef STK_CASE
+out:
+	free(in);
+}
+
 /* A tiny initial map forces MDB_MAP_FULL inside a batch: the library grows the
  * map and replays the batch. */
 static void test_map_growth(void)
@@ -1242,6 +1424,56 @@ static int raw_put(const char *path, const char *db, const void *key, size_t kle
 	return raw_put2(path, db, key, klen, val, vlen, true);
 }
 
+/* The stacks DB of the capture at path emptied and filled with nodes
+ * one a value (the layout of schema 5 and older), as an older cygprof
+ * wrote them; the capture says it is of schema (a digit). */
+static int raw_node_stacks(const char *path, const struct cygprof_stack_node *v, size_t n,
+			   const char *schema)
+{
+	static const char *const stacks[] = { "stacks" };
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	uint8_t key[4], val[20];
+	size_t i;
+	int rc;
+
+	rc = mdb_env_create(&env);
+	if (rc)
+		return rc;
+	mdb_env_set_maxdbs(env, 16);
+	rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK, 0644);
+	if (!rc)
+		rc = mdb_txn_begin(env, NULL, 0, &txn);
+	if (!rc) {
+		rc = mdb_dbi_open(txn, stacks[0], 0, &dbi);
+		if (!rc)
+			rc = mdb_drop(txn, dbi, 0);
+		if (!rc)
+			rc = mdb_txn_commit(txn);
+		else
+			mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	for (i = 0; i < n && !rc; i++) {
+		key[0] = (uint8_t)(v[i].id >> 24);
+		key[1] = (uint8_t)(v[i].id >> 16);
+		key[2] = (uint8_t)(v[i].id >> 8);
+		key[3] = (uint8_t)v[i].id;
+		for (int b = 0; b < 4; b++) {
+			val[b] = (uint8_t)(v[i].parent >> 8 * b);
+			val[4 + b] = (uint8_t)(v[i].proc_idx >> 8 * b);
+			val[8 + b] = (uint8_t)(v[i].kind >> 8 * b);
+		}
+		for (int b = 0; b < 8; b++)
+			val[12 + b] = (uint8_t)(v[i].addr >> 8 * b);
+		rc = raw_put(path, "stacks", key, 4, val, 20);
+	}
+	if (!rc)
+		rc = raw_put(path, "meta", "schema", 6, schema, 1);
+	return rc;
+}
+
 /* A tree or sites value given in its raw layout, stored packed without
  * compression (LE32 raw length, then the raw bytes). */
 static int raw_packed(const char *path, const char *db, const uint8_t *key, const uint8_t *val,
@@ -1442,6 +1674,88 @@ static void le64_at(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> 8 * i);
 }
 
+static uint32_t get_le32_at(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The value of key in DB db of the capture at path, its checksum cut off
+ * (malloc'd, *n bytes; NULL when absent). */
+static uint8_t *raw_get(const char *path, const char *db, const void *key, size_t klen,
+			size_t *n)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val k = { klen, (void *)key }, v;
+	uint8_t *out = NULL;
+
+	*n = 0;
+	if (mdb_env_create(&env))
+		return NULL;
+	mdb_env_set_maxdbs(env, 16);
+	if (!mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0600) &&
+	    !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+		if (!mdb_dbi_open(txn, db, 0, &dbi) && !mdb_get(txn, dbi, &k, &v) && v.mv_size >= 4 &&
+		    (out = malloc(v.mv_size))) {
+			memcpy(out, v.mv_data, v.mv_size - 4);
+			*n = v.mv_size - 4;
+		}
+		mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return out;
+}
+
+/* A memory block still open at a commit is written quickly (zstd level
+ * 1: it is written again); when it closes, or at the end even when no
+ * event came after that commit, at its level (5): the value is then the
+ * frame of level 5 of its raw bytes. */
+static void test_mem_levels(void)
+{
+	const char *path = tmp_path("levels.cap");
+	struct cygprof_mem_event ev[4000];
+	struct cygprof_stack_node st = { .id = 1, .kind = CYGPROF_FRAME_FN, .addr = 0x10 };
+	struct cygprof_capture *cap;
+	uint8_t key[8] = { 0 }, *v, *raw, *z;
+	size_t n, i, zn;
+
+	for (i = 0; i < 4000; i++)
+		ev[i] = (struct cygprof_mem_event){ .ts_ns = 1000 + i * 37, .addr = 0x5000 + 48 * (i % 64),
+						    .size = (i & 1) ? 0 : 24 + i % 5,
+						    .stack = (i & 1) ? 0 : 1, .op = (uint8_t)(i & 1),
+						    .fn = (i & 1) ? CYGPROF_FN_FREE : CYGPROF_FN_MALLOC };
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, &st, 1), 0);
+	CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, ev, 4000), 0);
+	CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_publish(cap), 0);
+	/* after the commit: level 1 */
+	for (int pass = 0; pass < 2; pass++) {
+		v = raw_get(path, "mem", key, 8, &n);
+		CHECK(v && n > 16);
+		if (!v || n <= 16)
+			return;
+		zn = get_le32_at(v + 12);
+		raw = malloc(zn);
+		CHECK_EQ_U64(ZSTD_decompress(raw, zn, v + 16, n - 16), zn);
+		z = malloc(ZSTD_compressBound(zn));
+		size_t z1 = ZSTD_compress(z, ZSTD_compressBound(zn), raw, zn, pass ? 5 : 1);
+		CHECK(!ZSTD_isError(z1) && z1 == n - 16 && !memcmp(z, v + 16, z1));
+		free(z);
+		free(raw);
+		free(v);
+		if (!pass) {
+			/* nothing more for the block: the end writes it at level 5 */
+			CHECK_EQ_INT(cygprof_capture_set_meta(cap, "x", "1"), 0);
+			CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+		}
+	}
+}
+
 /* Damaged stash nodes and memory blocks decode as CORRUPT. */
 static void test_corrupt_mem(void)
 {
@@ -1459,6 +1773,9 @@ static void test_corrupt_mem(void)
 	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, good, 2), 0);
 	CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, &ev, 1), 0);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	/* the nodes as schema 5 stored them, one a value (schema 6: blocks,
+	 * test_stack_blocks) */
+	CHECK_EQ_INT(raw_node_stacks(path, good, 2, "5"), 0);
 
 	/* node 3 with parent 3 */
 	memset(val, 0, sizeof(val));
@@ -1688,6 +2005,87 @@ static int raw_drop(const char *path, const char *const *dbs, size_t n)
 }
 
 static const char *schema1_path;
+
+/* A schema 5 capture (tests/data/schema5.data: `record --timeline
+ * --memory` of examples/mem-basic.c at -O0 by the cygprof before schema
+ * 6) reads its stack nodes, one a value; reopened to add to it
+ * (import-perf), it stays schema 5 and its new nodes go one a value too,
+ * continuing its ids. */
+static void test_schema5_stacks(void)
+{
+	const char *path = tmp_path("schema5.cap");
+	char src[PATH_MAX];
+	struct cygprof_stack_node *out = NULL, add[2];
+	struct cygprof_capture *cap;
+	size_t n = 0;
+	char *v = NULL, *slash;
+
+	snprintf(src, sizeof src, "%s", schema1_path);
+	slash = strrchr(src, '/');
+	snprintf(slash ? slash + 1 : src, sizeof src - (size_t)(slash ? slash + 1 - src : 0), "%s",
+		 "schema5.data");
+	CHECK_EQ_INT(copy_file(src, path, (off_t)size_of(src)), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
+	CHECK_EQ_STR(v, "5");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, 31);
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_U64(db_entries(path, "stacks"), 31);
+
+	CHECK_EQ_INT(cygprof_capture_open_rw(path, &cap), 0);
+	if (!cap)
+		return;
+	add[0] = (struct cygprof_stack_node){ .id = 32, .kind = CYGPROF_FRAME_RA, .addr = 0x42 };
+	add[1] = (struct cygprof_stack_node){ .id = 33, .parent = 32, .kind = CYGPROF_FRAME_IP,
+					      .addr = 0x43 };
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, add, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_U64(db_entries(path, "stacks"), 33);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
+	CHECK_EQ_STR(v, "5");
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, 33);
+	if (n == 33)
+		CHECK(!memcmp(out + 31, add, sizeof add));
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* a schema 6 capture reopened: its new nodes start a new block */
+	path = tmp_path("blocks-rw.cap");
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	add[0].id = 1;
+	add[1].id = 2;
+	add[1].parent = 1;
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, add, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_open_rw(path, &cap), 0);
+	if (!cap)
+		return;
+	add[0].id = 3;
+	add[1].id = 4;
+	add[1].parent = 3;
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, add, 2), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_U64(db_entries(path, "stacks"), 2);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &out, &n), 0);
+	CHECK_EQ_U64(n, 4);
+	if (n == 4)
+		CHECK(out[3].id == 4 && out[3].parent == 3 && out[3].addr == 0x43);
+	free(out);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+}
 
 /* A schema 1 capture (tests/data/schema1.data: `record --timeline --memory`
  * of examples/mem-basic.c at -O0 by the cygprof before schema 2) opens and
@@ -2055,8 +2453,9 @@ static void test_psamples(void)
 	CHECK_EQ_INT(cygprof_capture_append_offcpu(cap, oc, 1), CYGPROF_E_RDONLY);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 
-	/* a schema 3 capture has no CYGPROF_FRAME_IP: damage */
-	CHECK_EQ_INT(raw_put(path, "meta", "schema", 6, "3", 1), 0);
+	/* a schema 3 capture has no CYGPROF_FRAME_IP: damage (its nodes one
+	 * a value, as schemas before 6 store them) */
+	CHECK_EQ_INT(raw_node_stacks(path, &node, 1, "3"), 0);
 	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
 	if (cap) {
 		CHECK_EQ_INT(cygprof_capture_get_stacks(cap, &sv, &n), CYGPROF_E_CORRUPT);
@@ -2712,6 +3111,244 @@ static void test_older_snapshot(void)
 
 /* Under RLIMIT_AS: a reader maps what the file needs, a writer starts at a
  * quarter of the limit and says so when it cannot grow. */
+/* The free pages of an LMDB file (its free list, as mdb_stat -f counts
+ * them), or UINT64_MAX when it does not open. */
+static uint64_t free_pages(const char *path)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	uint64_t n = UINT64_MAX;
+	size_t c;
+
+	if (mdb_env_create(&env))
+		return n;
+	if (!mdb_env_set_maxdbs(env, 16) &&
+	    !mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0600) &&
+	    !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+		if (!mdb_cursor_open(txn, 0, &cur)) {
+			int r;
+
+			n = 0;
+			for (r = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !r;
+			     r = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+				memcpy(&c, v.mv_data, sizeof c);
+				n += c;
+			}
+			mdb_cursor_close(cur);
+		}
+		mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return n;
+}
+
+static uint64_t size_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : (uint64_t)st.st_size;
+}
+
+/* A capture whose trees, meta and memory block were written again at
+ * every commit: pages freed, which the compaction drops. */
+static struct cygprof_capture *churned(const char *path, struct cygprof_node *tree, size_t nn,
+				       struct cygprof_mem_event *ev, size_t nev)
+{
+	struct cygprof_stack_node st[2] = {
+		{ .id = 1, .kind = CYGPROF_FRAME_FN, .addr = 0x1000 },
+		{ .id = 2, .parent = 1, .kind = CYGPROF_FRAME_RA, .addr = 0x1010 },
+	};
+	struct cygprof_thread th = { .idx = 0, .tid = 42, .calls = 1 };
+	struct cygprof_capture *cap = NULL;
+	char val[64];
+	size_t i, round;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	if (!cap)
+		return NULL;
+	CHECK_EQ_INT(cygprof_capture_put_stacks(cap, st, 2), 0);
+	for (round = 0; round < 30; round++) {
+		CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+		for (i = 1; i < nn; i++)
+			tree[i].calls++;
+		th.calls = round + 1;
+		CHECK_EQ_INT(cygprof_capture_put_thread(cap, &th), 0);
+		CHECK_EQ_INT(cygprof_capture_put_tree(cap, 0, tree, nn), 0);
+		snprintf(val, sizeof val, "%zu", round);
+		CHECK_EQ_INT(cygprof_capture_set_meta(cap, "round", val), 0);
+		CHECK_EQ_INT(cygprof_capture_append_mem(cap, 0, ev + round * (nev / 30), nev / 30),
+			     0);
+		CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	}
+	return cap;
+}
+
+static void same_capture(const char *a, const char *b, const struct cygprof_node *tree,
+			 size_t nn, const struct cygprof_mem_event *ev, size_t nev)
+{
+	struct cygprof_capture *ca = NULL, *cb = NULL;
+	struct cygprof_node *ta = NULL, *tb = NULL;
+	struct cygprof_mem_cursor *cur = NULL, *curb = NULL;
+	struct cygprof_mem_event e, eb, ev2;
+	struct cygprof_stack_node *sa = NULL;
+	char *va = NULL, *vb = NULL;
+	size_t na = 0, nb = 0, i, ns = 0, bad = 0;
+
+	CHECK_EQ_INT(cygprof_capture_open(a, &ca), 0);
+	CHECK_EQ_INT(cygprof_capture_open(b, &cb), 0);
+	if (!ca || !cb)
+		goto out;
+	CHECK_EQ_INT(cygprof_capture_get_tree(ca, 0, &ta, &na), 0);
+	CHECK_EQ_INT(cygprof_capture_get_tree(cb, 0, &tb, &nb), 0);
+	CHECK_EQ_U64(na, nn);
+	CHECK_EQ_U64(nb, nn);
+	CHECK(na == nb && (!na || !memcmp(ta, tb, na * sizeof(*ta))));
+	CHECK(nb == nn && !memcmp(tb, tree, nn * sizeof(*tb)));
+	CHECK_EQ_INT(cygprof_capture_get_meta(ca, "round", &va), 0);
+	CHECK_EQ_INT(cygprof_capture_get_meta(cb, "round", &vb), 0);
+	CHECK_EQ_STR(vb, "29");
+	CHECK(va && vb && !strcmp(va, vb));
+	CHECK_EQ_INT(cygprof_capture_get_stacks(cb, &sa, &ns), 0);
+	CHECK_EQ_U64(ns, 2);
+	/* one thread: times in 10 us to 1 ms units, the same in both */
+	CHECK_EQ_INT(cygprof_mem_cursor_open(ca, 0, &cur), 0);
+	CHECK_EQ_INT(cygprof_mem_cursor_open(cb, 0, &curb), 0);
+	for (i = 0; cur && curb && cygprof_mem_cursor_next(cur, &e) == 1; i++) {
+		ev2 = ev[i];
+		ev2.ts_ns = e.ts_ns;
+		if (i >= nev || !mem_same(&e, &ev2) || e.ts_ns > ev[i].ts_ns ||
+		    cygprof_mem_cursor_next(curb, &eb) != 1 || !mem_same(&e, &eb))
+			bad++;
+	}
+	CHECK_EQ_INT(curb ? cygprof_mem_cursor_next(curb, &eb) : -1, 0);
+	cygprof_mem_cursor_close(cur);
+	cygprof_mem_cursor_close(curb);
+	CHECK_EQ_U64(i, nev / 30 * 30);
+	CHECK_EQ_U64(bad, 0);
+out:
+	free(ta);
+	free(tb);
+	free(va);
+	free(vb);
+	free(sa);
+	cygprof_capture_close(ca);
+	cygprof_capture_close(cb);
+}
+
+static void test_compact(void)
+{
+	const char *path = tmp_path("compact.cap"), *orig = tmp_path("compact-orig.cap"),
+		   *p2 = tmp_path("compact2.cap");
+	static struct mm_heap heap;
+	struct cygprof_capture *cap;
+	struct cygprof_mem_event *ev;
+	struct cygprof_node *tree;
+	size_t nn = 3000, nev = 300000, i;
+	uint64_t saved = 1, before;
+	struct stat st;
+	DIR *d;
+	struct dirent *de;
+	int left;
+
+	tree = calloc(nn, sizeof(*tree));
+	tree[0].parent = CYGPROF_NONE;
+	for (i = 1; i < nn; i++) {
+		tree[i].parent = (uint32_t)(rnd() % i);
+		tree[i].fn = 0x400000 + rnd() % 4096;
+		tree[i].site = tree[i].fn + 5;
+		tree[i].total_ns = rnd() % 1000000;
+	}
+	ev = malloc(nev * sizeof(*ev));
+	heap.ts = 1000;
+	heap.top = 0x55555555a000ull;
+	heap.mmap_top = 0x7ffff7ff0000ull;
+	for (i = 0; i < nev;) {
+		struct cygprof_mem_event two[2];
+		size_t k = mm_step(&heap, two);
+
+		for (size_t j = 0; j < k && i < nev; j++, i++) {
+			ev[i] = two[j];
+			ev[i].stack = ev[i].op == CYGPROF_MEM_ALLOC ? 1 + (uint32_t)(rnd() % 2) : 0;
+		}
+	}
+	mm_free(&heap);
+
+	cap = churned(path, tree, nn, ev, nev);
+	if (!cap)
+		goto out;
+	/* not sealed yet: refused */
+	CHECK_EQ_INT(cygprof_capture_compact(cap, &saved), -EINVAL);
+	CHECK_EQ_U64(saved, 0);
+	CHECK_EQ_INT(cygprof_capture_compact(NULL, NULL), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_seal(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_publish(cap), 0);
+	/* what the compaction starts from: sealed, its freed pages in it */
+	CHECK_EQ_INT(copy_file(path, orig, (off_t)size_of(path)), 0);
+	before = size_of(orig);
+	CHECK(free_pages(orig) > 0 && free_pages(orig) != UINT64_MAX);
+	CHECK_EQ_INT(cygprof_capture_compact(cap, &saved), 0);
+	CHECK(saved > 0);
+	printf("# compact: %llu -> %llu bytes (%llu free pages)\n", (unsigned long long)before,
+	       (unsigned long long)size_of(path), (unsigned long long)free_pages(orig));
+	CHECK_EQ_U64(size_of(path) + saved, before);
+	CHECK_EQ_U64(free_pages(path), 0);
+	/* the writer takes nothing more; compacting again does nothing */
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "late", "1"), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_compact(cap, &saved), 0);
+	CHECK_EQ_U64(saved, 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	/* every record as before, the seal checked at open */
+	same_capture(orig, path, tree, nn, ev, nev);
+	/* no copy left behind */
+	left = 0;
+	d = opendir(dir);
+	while (d && (de = readdir(d)))
+		left += !strncmp(de->d_name, ".compact", 8);
+	if (d)
+		closedir(d);
+	CHECK_EQ_INT(left, 0);
+
+	/* not published: the new file is compacted, close publishes it */
+	for (i = 1; i < nn; i++)
+		tree[i].calls = 0;
+	cap = churned(p2, tree, nn, ev, nev);
+	if (!cap)
+		goto out;
+	CHECK_EQ_INT(stat(p2, &st), -1);
+	CHECK_EQ_INT(cygprof_capture_seal(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_compact(cap, &saved), 0);
+	CHECK(saved > 0);
+	CHECK_EQ_INT(stat(p2, &st), -1);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_U64(size_of(p2), size_of(path));
+	CHECK_EQ_U64(free_pages(p2), 0);
+	same_capture(orig, p2, tree, nn, ev, nev);
+
+	/* CYGPROF_CAPTURE_COMPACT=0: nothing done */
+	for (i = 1; i < nn; i++)
+		tree[i].calls = 0;
+	setenv("CYGPROF_CAPTURE_COMPACT", "0", 1);
+	cap = churned(p2, tree, nn, ev, nev);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_seal(cap), 0);
+		CHECK_EQ_INT(cygprof_capture_compact(cap, &saved), 0);
+		CHECK_EQ_U64(saved, 0);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+		CHECK(free_pages(p2) > 0);
+	}
+	unsetenv("CYGPROF_CAPTURE_COMPACT");
+
+	/* a stream capture, a reader: refused */
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_compact(cap, &saved), -EINVAL);
+	cygprof_capture_close(cap);
+out:
+	free(tree);
+	free(ev);
+}
+
 static void test_addrspace(void)
 {
 #ifdef UNDER_ASAN
@@ -2801,12 +3438,15 @@ int main(int argc, char **argv)
 	RUN_TEST(test_time_index);
 	RUN_TEST(test_mem);
 	RUN_TEST(test_stacks);
+	RUN_TEST(test_stack_blocks);
 	RUN_TEST(test_map_growth);
 	RUN_TEST(test_errors);
 	RUN_TEST(test_corrupt_values);
 	RUN_TEST(test_corrupt_mem);
 	RUN_TEST(test_mem_flags);
+	RUN_TEST(test_mem_levels);
 	RUN_TEST(test_old_capture);
+	RUN_TEST(test_schema5_stacks);
 	RUN_TEST(test_counters);
 	RUN_TEST(test_psamples);
 	RUN_TEST(test_cpu);
@@ -2819,6 +3459,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_damage_named);
 	RUN_TEST(test_older_snapshot);
 	RUN_TEST(test_addrspace);
+	RUN_TEST(test_compact);
 
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	CHECK_DONE();

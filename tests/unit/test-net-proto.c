@@ -1076,17 +1076,25 @@ static void test_malformed(void)
 	refused(&rx, CYGPROF_DB_TREES, k4, 4, tv, sizeof tv, "thread 0 call tree: malformed");
 	struct cygprof_capture *sc;
 
-	/* stack nodes and counters come with the next id */
+	/* stack nodes in blocks: the block put last again (as it grows), or
+	 * the next one, which starts after it; counters with the next id */
 	struct caught s = { .db = CYGPROF_DB_STACKS };
 	CHECK_EQ_INT(cygprof_capture_create_stream(&catch_ops, &s, &sc), 0);
 	CHECK_EQ_INT(cygprof_capture_put_stacks(sc, stacks, 1), 0);
 	cygprof_capture_close(sc);
 	CHECK(s.got);
 	CHECK_EQ_INT(put(&rx, s.db, s.key, s.klen, s.val, s.vlen), 0);
-	refused(&rx, s.db, s.key, s.klen, s.val, s.vlen, "stack node 1: out of sequence (1 nodes put)");
-	s.val[8] = 9; /* kind */
+	CHECK_EQ_INT(put(&rx, s.db, s.key, s.klen, s.val, s.vlen), 0);
 	s.key[3] = 2;
-	refused(&rx, s.db, s.key, s.klen, s.val, s.vlen, "stack node 2: malformed");
+	refused(&rx, s.db, s.key, s.klen, s.val, s.vlen,
+		"stack block 2: out of sequence (block 1 expected)");
+	s.key[3] = 1;
+	refused(&rx, s.db, s.key, s.klen, s.val, s.vlen, "stack block 1: first node 1, 2 expected");
+	/* first 1, count 1, raw length, the 4 stream lengths, PARENT, PROC,
+	 * KIND: an unknown kind */
+	s.key[3] = 0;
+	s.val[18] = 9;
+	refused(&rx, s.db, s.key, s.klen, s.val, s.vlen, "stack block 0: malformed");
 	struct caught ct = { .db = CYGPROF_DB_COUNTERS };
 	struct cygprof_counter cnt = { 0, CYGPROF_NONE, CYGPROF_UNIT_COUNT, 0, (char *)"x/y" };
 	CHECK_EQ_INT(cygprof_capture_create_stream(&catch_ops, &ct, &sc), 0);
