@@ -18,8 +18,9 @@ Programs (Debian's source packages, fetched with `apt-get source` into
              generated SQL script: 200,000 rows inserted in one
              transaction into an in-memory table, two indexes, GROUP BY,
              LIKE, a self-join on the index, UPDATE, DELETE
-    gawk     gawk: bench/true-times/work.awk on the same text (word counts
-             in associative arrays, regular expressions, sprintf, split)
+    gawk     gawk (its configure and make): bench/true-times/work.awk on 4 MB
+             of the same text (word counts in associative arrays, regular
+             expressions, sprintf, split)
 
 Each is built twice from one source tree, `-O2 -g` (no frame pointers, as
 users build; --fp-flags adds the old -fno-omit-frame-pointer
@@ -80,6 +81,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEBIAN = {'lua': 'lua5.4', 'zlib': 'zlib', 'bzip2': 'bzip2', 'sqlite3': 'sqlite3',
@@ -153,16 +155,17 @@ def source(name, given, cache):
 
 # --- inputs ----------------------------------------------------------------
 
-def text_input(work):
-    """10 MB of generated text (3000 words, 12 to a line), made once."""
-    inp = os.path.join(work, 'input.txt')
+def text_input(work, nwords=1500000):
+    """Generated text (3000 words, 12 to a line; 1.5 M words: 10 MB), made
+    once."""
+    inp = os.path.join(work, 'input-%d.txt' % nwords)
     if not os.path.exists(inp):
         import random
         rnd = random.Random(1)
         words = [''.join(rnd.choice('abcdefghijklmnopqrstuvwxyz')
                          for _ in range(rnd.randint(2, 9))) for _ in range(3000)]
         with open(inp, 'w') as f:
-            for i in range(1500000):
+            for i in range(nwords):
                 f.write(rnd.choice(words) + (' ' if i % 12 else '\n'))
     return inp
 
@@ -279,7 +282,7 @@ def build_gawk(src, out, flags, work, cache):
     quiet(['make', jobs, 'gawk'], 'gawk build', cwd=b)
     shutil.copy(os.path.join(b, 'gawk'), out)
     shutil.rmtree(b)
-    return [out, '-f', os.path.join(HERE, 'true-times', 'work.awk'), text_input(work)], None
+    return [out, '-f', os.path.join(HERE, 'true-times', 'work.awk'), text_input(work, 600000)], None
 
 
 BUILDERS = {'lua': build_lua, 'zlib': build_zlib, 'bzip2': build_bzip2, 'sqlite3': build_sqlite3,
@@ -289,8 +292,11 @@ BUILDERS = {'lua': build_lua, 'zlib': build_zlib, 'bzip2': build_bzip2, 'sqlite3
 # --- runs ------------------------------------------------------------------
 
 def run(argv, stdin_path, env):
+    """Runs ARGV; its wall time in seconds."""
+    t = time.monotonic()
     with open(stdin_path or os.devnull, 'rb') as fin:
         sh(argv, stdin=fin, stdout=subprocess.DEVNULL, env=env)
+    return time.monotonic() - t
 
 
 def norm(name):
@@ -300,26 +306,42 @@ def norm(name):
 
 class Inliner:
     """addr2line -i, once per distinct address: the inlined functions at an
-    address, innermost first, ending with the function that holds it."""
+    address, innermost first, ending with the function that holds it.
+    Addresses are perf script's, offsets in the file (a non-PIE executable
+    is loaded at 0x400000): the program headers map them to addresses."""
 
     def __init__(self, exe):
         self.exe = exe
         self.memo = {}
+        self.loads = []     # (file offset, size, virtual address) of each PT_LOAD
+        out = subprocess.run(['readelf', '-lW', exe], capture_output=True, text=True,
+                             check=True).stdout
+        for ln in out.splitlines():
+            f = ln.split()
+            if f and f[0] == 'LOAD':
+                self.loads.append((int(f[1], 16), int(f[4], 16), int(f[2], 16)))
+
+    def vaddr(self, off):
+        for o, size, va in self.loads:
+            if o <= off < o + size:
+                return off - o + va
+        return off
 
     def resolve(self, addrs):
         todo = sorted(a for a in addrs if a not in self.memo)
         if not todo:
             return
         p = subprocess.run(['addr2line', '-i', '-f', '-a', '-e', self.exe],
-                           input=''.join('%x\n' % a for a in todo), capture_output=True,
-                           text=True, check=True)
+                           input=''.join('%x\n' % self.vaddr(a) for a in todo),
+                           capture_output=True, text=True, check=True)
+        back = {self.vaddr(a): a for a in todo}
         cur = None
         lines = p.stdout.splitlines()
         i = 0
         while i < len(lines):
             ln = lines[i]
             if ln.startswith('0x'):
-                cur = int(ln, 16)
+                cur = back.get(int(ln, 16), int(ln, 16))
                 self.memo[cur] = []
                 i += 1
                 continue
@@ -335,13 +357,13 @@ class Inliner:
 def perf_run(inl, argv, stdin_path, work, a, prefix, env):
     """One perf record of ARGV: (inclusive samples per function of the
     program, over the samples with main on their stack; samples in all;
-    chunks or samples perf lost)."""
+    chunks or samples perf lost; the wall time of perf record)."""
     data = os.path.join(work, 'perf.data')
     cmd = ['perf', 'record', '-q', '-F', str(a.freq), '-e', 'cpu-clock',
            '--call-graph=' + a.call_graph, '-o', data]
     if a.perf_mmap:
         cmd += ['-m', a.perf_mmap]
-    run(prefix + cmd + ['--'] + argv, stdin_path, env)
+    wall = run(prefix + cmd + ['--'] + argv, stdin_path, env)
     p = subprocess.run(['perf', 'script', '-i', data, '-F', 'ip,sym,dso'],
                        capture_output=True, text=True, check=True)
     os.unlink(data)     # DWARF samples carry 32 KB of stack each
@@ -371,7 +393,7 @@ def perf_run(inl, argv, stdin_path, work, a, prefix, env):
             if 'main' in names:     # main's callers (_start) are not main's share
                 incl.update(seen)
                 break
-    return incl, len(samples), lost
+    return incl, len(samples), lost, wall
 
 
 def parse_variant(item):
@@ -381,11 +403,11 @@ def parse_variant(item):
 
 
 def cygprof_run(cyg, argv, stdin_path, work, rec_flags, variants, prefix, env):
-    """One `cygprof record REC_FLAGS`, then each report variant: {label:
-    {function: value} or None when main has no time}."""
+    """One `cygprof record REC_FLAGS`, then each report variant: ({label:
+    {function: value} or None when main has no time}, record's wall time)."""
     cap = os.path.join(work, 'cyg.data')
-    run(prefix + [cyg, 'record', '-q', '-f', '-o', cap] + rec_flags + ['--'] + argv, stdin_path,
-        env)
+    wall = run(prefix + [cyg, 'record', '-q', '-f', '-o', cap] + rec_flags + ['--'] + argv,
+               stdin_path, env)
     out = {}
     for label, item in variants:
         flags, key = parse_variant(item)
@@ -397,7 +419,7 @@ def cygprof_run(cyg, argv, stdin_path, work, rec_flags, variants, prefix, env):
             vals[n] = max(vals[n], f.get(key) or 0)
         out[label] = dict(vals) if vals['main'] > 0 else None
     os.unlink(cap)
-    return out
+    return out, wall
 
 
 # --- figures ---------------------------------------------------------------
@@ -501,6 +523,10 @@ def markdown(name, info, cname, cond, s, columns, a):
        '{:,}'.format(sum(cond['floor']['main'])), sum(cond['plain']['lost']),
        sum(cond['floor']['lost']),
        '%.1f..%.1f' % (min(cond['load']), max(cond['load'])) if cond['load'] else '?'))
+    med = lambda xs: sorted(xs)[len(xs) // 2] if xs else float('nan')  # noqa: E731
+    w('Run time (median, s): perf plain %.2f, perf floor %.2f, %s.\n' % (
+        med(cond['plain']['wall']), med(cond['floor']['wall']),
+        ', '.join('record %s %.2f' % (m, med(ws)) for m, ws in cond['wall'].items())))
     sh_ = s['shares']
     listed = set(s['floor_functions']) | set(s['plain_functions'])
     for label in columns:
@@ -538,8 +564,10 @@ def markdown(name, info, cname, cond, s, columns, a):
             continue
         vf, vp = c['vs_floor'], c['vs_plain']
         runs = c['run_means_vs_floor']
-        w('| %s | %s%s | %s | %s |' % (
-            label, cell(vf), ' (%s)' % vf['worst_function'] if vf else '', cell(vp),
+        some = '' if c['runs_with_times'] == c['runs'] else ' (%d of %d runs with times)' % (
+            c['runs_with_times'], c['runs'])
+        w('| %s | %s%s%s | %s | %s |' % (
+            label, cell(vf), ' (%s)' % vf['worst_function'] if vf else '', some, cell(vp),
             '%s..%s' % (pct(min(runs)), pct(max(runs))) if runs else '-'))
     for ref in ('floor', 'plain'):
         sp = s.get(ref + '_spread')
@@ -596,6 +624,27 @@ def start_hog(work, cpu):
     return subprocess.Popen(['taskset', '-c', str(cpu), exe])
 
 
+def run_config(c, cond, a, cyg, inl, plain, instr, modes, variants, prefix, env, work):
+    """One run of configuration C (plain, floor or a mode) into COND."""
+    if c in ('plain', 'floor'):
+        argv, inp = plain if c == 'plain' else instr
+        incl, n, lost, wall = perf_run(inl[c], argv, inp, work, a, prefix, env)
+        d = cond[c]
+        d['wall'].append(wall)
+        d['runs'].append({f: v for f, v in incl.items() if v * 1000 >= incl.get('main', 0)})
+        d['main'].append(incl.get('main', 0))
+        d['samples'].append(n)
+        d['lost'].append(lost)
+        return
+    vs = [(l, it) for (m, l, it) in variants if m == c]
+    got, wall = cygprof_run(cyg, instr[0], instr[1], work, modes[c], vs, prefix, env)
+    cond['wall'][c].append(wall)
+    for l, vals in got.items():
+        m = vals['main'] if vals else 0
+        cond['cygprof'][l].append({f: v for f, v in vals.items() if v * 1000 >= m}
+                                  if vals else None)
+
+
 def measure(name, src, info, a, cyg, modes, variants, columns, conditions, env):
     """Builds NAME, runs every configuration in interleaved rounds under each
     condition: the raw figures."""
@@ -614,32 +663,25 @@ def measure(name, src, info, a, cyg, modes, variants, columns, conditions, env):
             prefix = ['taskset', '-c', str(a.hog_cpu)] if cname == 'hog' else []
             hog = start_hog(work, a.hog_cpu) if cname == 'hog' else None
             try:
-                cond = {'plain': {'runs': [], 'main': [], 'samples': [], 'lost': []},
-                        'floor': {'runs': [], 'main': [], 'samples': [], 'lost': []},
-                        'cygprof': {l: [] for l in columns}, 'load': []}
+                cond = {'plain': {'runs': [], 'main': [], 'samples': [], 'lost': [], 'wall': []},
+                        'floor': {'runs': [], 'main': [], 'samples': [], 'lost': [], 'wall': []},
+                        'cygprof': {l: [] for l in columns}, 'wall': {m: [] for m in modes},
+                        'load': [], 'errors': []}
                 configs = ['plain', 'floor'] + list(modes)
                 for r in range(a.runs):
                     k = r % len(configs)
                     for c in configs[k:] + configs[:k]:
                         progress('%s %s round %d/%d: %s' % (name, cname, r + 1, a.runs, c))
                         cond['load'].append(os.getloadavg()[0])
-                        if c in ('plain', 'floor'):
-                            argv, inp = (pargv, pin) if c == 'plain' else (iargv, iin)
-                            incl, n, lost = perf_run(inl[c], argv, inp, work, a, prefix, env)
-                            d = cond[c]
-                            d['runs'].append({f: v for f, v in incl.items()
-                                              if v * 1000 >= incl.get('main', 0)})
-                            d['main'].append(incl.get('main', 0))
-                            d['samples'].append(n)
-                            d['lost'].append(lost)
-                        else:
-                            vs = [(l, it) for (m, l, it) in variants if m == c]
-                            got = cygprof_run(cyg, iargv, iin, work, modes[c], vs, prefix, env)
-                            for l, vals in got.items():
-                                m = vals['main'] if vals else 0
-                                cond['cygprof'][l].append(
-                                    {f: v for f, v in vals.items() if v * 1000 >= m}
-                                    if vals else None)
+                        try:
+                            run_config(c, cond, a, cyg, inl, (pargv, pin), (iargv, iin), modes,
+                                       variants, prefix, env, work)
+                        except subprocess.CalledProcessError as e:
+                            progress('%s %s: %s failed: %s' % (name, cname, c, e))
+                            cond['errors'].append('%s: %s' % (c, e))
+                            for m, label, _ in variants:
+                                if m == c:
+                                    cond['cygprof'][label].append(None)
             finally:
                 if hog:
                     hog.terminate()
@@ -698,7 +740,7 @@ def main():
     cyg = os.path.abspath(a.cygprof)
     if not os.access(cyg, os.X_OK):
         sys.exit('true-times: --cygprof %s: not an executable' % a.cygprof)
-    for tool in ('perf', 'addr2line', 'gcc', 'make') + (('taskset',) if a.hog or a.only_hog else ()):
+    for tool in ('perf', 'addr2line', 'readelf', 'gcc', 'make') + (('taskset',) if a.hog or a.only_hog else ()):
         if not shutil.which(tool):
             sys.exit('true-times: %s not found' % tool)
     if a.runs < 1:
@@ -759,7 +801,7 @@ def main():
     def save():
         if a.json:
             with open(a.json, 'w') as f:
-                json.dump(doc, f, indent=1, sort_keys=False)
+                json.dump(doc, f, separators=(',', ':'))
                 f.write('\n')
         if a.markdown:
             with open(a.markdown, 'w') as f:
