@@ -54,7 +54,8 @@ Errors are relative, |share - reference| / reference, per function:
 against the floor over the functions at or above --min percent of main at
 the floor, against plain over those at or above --min at plain (the
 floor's own error too); each gets its mean and its worst.  The floor's
-run-to-run spread says how many runs make it stable.
+and plain's run-to-run spread (disjoint pools of k runs compared) says
+how many runs make them stable.
 
 --hog adds a second condition, a busy loop pinned with taskset on
 --hog-cpu (0) while every run (perf with the program, or the whole
@@ -63,7 +64,8 @@ that condition.
 
 Output: the per-function tables and the summaries (markdown, on stdout
 and with --markdown FILE), a table for the README at the end, and
-everything measured with --json FILE.
+everything measured with --json FILE (--from-json FILE prints its
+tables again without measuring).
 Needs perf, addr2line, taskset, gcc, make; apt-get and dpkg-source
 (dpkg-dev) for the sources; tclsh for sqlite3's amalgamation.
 Not a test: it takes about an hour and its figures depend on the machine.
@@ -72,6 +74,7 @@ import argparse
 import collections
 import datetime
 import glob
+import itertools
 import json
 import math
 import os
@@ -476,31 +479,52 @@ def summarize(cond, columns, minimum):
             per = [stat(errors(shares_of(r), floor, fset)) for r in runs]
             c['run_means_vs_floor'] = [p['mean'] for p in per if p]
         s['columns'][label] = c
-    # the floor's and plain's run-to-run spread
     for ref, funcs in (('floor', fset), ('plain', pset)):
-        per = [shares_of(r) for r in cond[ref]['runs']]
-        per = [p for p in per if p]
-        if len(per) < 2 or not funcs:
-            continue
-        pool = s['shares'][ref]
-        cv = {}
-        for f in funcs:
-            xs = [p.get(f, 0.0) for p in per]
-            mu = sum(xs) / len(xs)
-            sd = math.sqrt(sum((x - mu) ** 2 for x in xs) / (len(xs) - 1))
-            cv[f] = sd / mu if mu else 0.0
-        single = [stat(errors(p, pool, funcs)) for p in per]
-        worst_cv = max(cv.values())
-        s[ref + '_spread'] = {
-            'runs': len(per), 'cv_mean': sum(cv.values()) / len(cv), 'cv_worst': worst_cv,
-            'cv_worst_function': max(cv, key=cv.get),
-            'single_run_vs_pooled_mean': sum(x['mean'] for x in single) / len(single),
-            'single_run_vs_pooled_worst': max(x['worst'] for x in single),
-            # runs for the worst function's pooled share to have a spread of
-            # at most 2% (a fifth of the 10% goal), at most 1% on average
-            'runs_for_2pct_worst': math.ceil((worst_cv / 0.02) ** 2),
-            'runs_for_1pct_mean': math.ceil((sum(cv.values()) / len(cv) / 0.01) ** 2)}
+        sp = spread(cond[ref]['runs'], funcs)
+        if sp:
+            s[ref + '_spread'] = sp
     return s
+
+
+def spread(runs, funcs):
+    """How far a reference pooled over k of RUNS is from its expectation:
+    two disjoint pools of k runs differ by |a - b| / ((a + b) / 2) per
+    function, and for independent pools E|a - b| = sqrt(2) E|a - mean|.
+    Also each function's coefficient of variation over single runs, and
+    the runs that bring the reference's own error to a fifth of issue 30's
+    goals (2% mean, 5% worst) if errors fall as 1/sqrt(runs)."""
+    runs = [r for r in runs if r.get('main')]
+    n = len(runs)
+    if n < 2 or not funcs:
+        return None
+    per = [shares_of(r) for r in runs]
+    cv = {}
+    for f in funcs:
+        xs = [p.get(f, 0.0) for p in per]
+        mu = sum(xs) / n
+        sd = math.sqrt(sum((x - mu) ** 2 for x in xs) / (n - 1))
+        cv[f] = sd / mu if mu else 0.0
+    pools = {}
+    for k in range(1, n // 2 + 1):
+        by_f = {f: [] for f in funcs}
+        for A in itertools.combinations(range(n), k):
+            rest = [i for i in range(n) if i not in A]
+            for B in itertools.combinations(rest, k):
+                if B < A:
+                    continue
+                sa, sb = pooled([runs[i] for i in A]), pooled([runs[i] for i in B])
+                for f in funcs:
+                    a_, b_ = sa.get(f, 0.0), sb.get(f, 0.0)
+                    by_f[f].append(abs(a_ - b_) / ((a_ + b_) / 2) if a_ + b_ else 0.0)
+        est = {f: sum(v) / len(v) / math.sqrt(2) for f, v in by_f.items()}
+        worst = max(est, key=est.get)
+        pools[k] = {'mean': sum(est.values()) / len(est), 'worst': est[worst],
+                    'worst_function': worst}
+    one = pools[1]
+    return {'runs': n, 'cv_mean': sum(cv.values()) / len(cv), 'cv_worst': max(cv.values()),
+            'cv_worst_function': max(cv, key=cv.get), 'pools': pools,
+            'runs_for_goal': max(math.ceil((one['mean'] / 0.02) ** 2),
+                                 math.ceil((one['worst'] / 0.05) ** 2))}
 
 
 def pct(x):
@@ -572,13 +596,16 @@ def markdown(name, info, cname, cond, s, columns, a):
     for ref in ('floor', 'plain'):
         sp = s.get(ref + '_spread')
         if sp:
-            w('\n%s run-to-run: one run\'s shares off the %d-run shares by %s mean, %s worst; '
-              'coefficient of variation per function %.1f%% mean, %.1f%% worst (%s); runs for '
-              'a spread of 2%% on the worst function: %d, of 1%% on average: %d.' % (
-                  ref.capitalize(), sp['runs'], pct(sp['single_run_vs_pooled_mean']),
-                  pct(sp['single_run_vs_pooled_worst']), 100 * sp['cv_mean'],
-                  100 * sp['cv_worst'], sp['cv_worst_function'], sp['runs_for_2pct_worst'],
-                  sp['runs_for_1pct_mean']))
+            w('\n%s run-to-run (%d runs): a pool of k runs is off its expectation by about %s '
+              '(mean / worst over the functions); coefficient of variation of single runs %.1f%% '
+              'mean, %.1f%% worst (%s); runs for its own error to be at most 2%% mean and 5%% '
+              'worst: %d.' % (
+                  ref.capitalize(), sp['runs'],
+                  ', '.join('%s / %s (%s) for k=%s' % (pct(p['mean']), pct(p['worst']),
+                                                      p['worst_function'], k)
+                            for k, p in sorted(sp['pools'].items(), key=lambda x: int(x[0]))),
+                  100 * sp['cv_mean'], 100 * sp['cv_worst'], sp['cv_worst_function'],
+                  sp['runs_for_goal']))
     return '\n'.join(out) + '\n'
 
 
@@ -693,11 +720,42 @@ def measure(name, src, info, a, cyg, modes, variants, columns, conditions, env):
     return info
 
 
+def from_json(a):
+    """The tables of an earlier run's --json FILE, summarized again."""
+    try:
+        with open(a.from_json) as f:
+            doc = json.load(f)
+        runs_args = dict(doc['args'], min=a.min)
+        columns = [v[1] for v in doc['variants']]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit('true-times: --from-json %s: %s' % (a.from_json, e))
+    old = argparse.Namespace(**runs_args)
+    text = ['# true-times, %s, cygprof %s (%s); %d runs each, perf -F %d --call-graph=%s\n' % (
+        doc['date'], doc['cygprof']['git'] or '?', doc['cygprof']['path'], old.runs, old.freq,
+        old.call_graph)]
+    for name, info in doc['programs'].items():
+        info['summary'] = {}
+        for cname, cond in info['conditions'].items():
+            s = summarize(cond, columns, a.min)
+            info['summary'][cname] = s
+            if s:
+                text.append(markdown(name, info, cname, cond, s, columns, old))
+    for name, why in doc.get('skipped', {}).items():
+        text.append('\n%s: skipped: %s\n' % (name, why))
+    text.append(readme_table(doc['programs'], columns, old))
+    sys.stdout.write(''.join(text))
+    if a.markdown:
+        with open(a.markdown, 'w') as f:
+            f.write(''.join(text))
+    return 0
+
+
 def main():
     intro, _, rest = __doc__.partition('\n\n')
     ap = argparse.ArgumentParser(description=intro, epilog=rest,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--cygprof', required=True, help='the cygprof executable to measure')
+    ap.add_argument('--cygprof', help='the cygprof executable to measure (required unless '
+                    '--from-json)')
     ap.add_argument('--runs', type=int, default=5,
                     help='runs of every configuration (default 5), in interleaved rounds')
     ap.add_argument('--min', type=float, default=3.0,
@@ -735,7 +793,14 @@ def main():
     ap.add_argument('--hog-cpu', type=int, default=0, help='the CPU of --hog (default 0)')
     ap.add_argument('--json', metavar='FILE', help='write every figure to FILE')
     ap.add_argument('--markdown', metavar='FILE', help='also write the tables to FILE')
+    ap.add_argument('--from-json', metavar='FILE',
+                    help='measure nothing: print the tables of the runs --json wrote to FILE '
+                    '(with this --min)')
     a = ap.parse_args()
+    if a.from_json:
+        return from_json(a)
+    if not a.cygprof:
+        sys.exit('true-times: --cygprof is required (or --from-json)')
 
     cyg = os.path.abspath(a.cygprof)
     if not os.access(cyg, os.X_OK):
