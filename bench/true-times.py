@@ -479,6 +479,8 @@ def summarize(cond, columns, minimum):
             per = [stat(errors(shares_of(r), floor, fset)) for r in runs]
             c['run_means_vs_floor'] = [p['mean'] for p in per if p]
         s['columns'][label] = c
+    big = {f for sh_ in s['shares'].values() for f, v in sh_.items() if v >= 0.5}
+    s['shares'] = {k: {f: v for f, v in sh_.items() if f in big} for k, sh_ in s['shares'].items()}
     for ref, funcs in (('floor', fset), ('plain', pset)):
         sp = spread(cond[ref]['runs'], funcs)
         if sp:
@@ -651,6 +653,13 @@ def start_hog(work, cpu):
     return subprocess.Popen(['taskset', '-c', str(cpu), exe])
 
 
+def keep(vals):
+    """A run's figures as kept: the functions at 0.5% of main or more (a
+    function at 3% of the pooled runs is never under that in one run)."""
+    m = vals.get('main', 0)
+    return {f: v for f, v in vals.items() if v * 200 >= m}
+
+
 def run_config(c, cond, a, cyg, inl, plain, instr, modes, variants, prefix, env, work):
     """One run of configuration C (plain, floor or a mode) into COND."""
     if c in ('plain', 'floor'):
@@ -658,7 +667,7 @@ def run_config(c, cond, a, cyg, inl, plain, instr, modes, variants, prefix, env,
         incl, n, lost, wall = perf_run(inl[c], argv, inp, work, a, prefix, env)
         d = cond[c]
         d['wall'].append(wall)
-        d['runs'].append({f: v for f, v in incl.items() if v * 1000 >= incl.get('main', 0)})
+        d['runs'].append(keep(incl))
         d['main'].append(incl.get('main', 0))
         d['samples'].append(n)
         d['lost'].append(lost)
@@ -667,9 +676,7 @@ def run_config(c, cond, a, cyg, inl, plain, instr, modes, variants, prefix, env,
     got, wall = cygprof_run(cyg, instr[0], instr[1], work, modes[c], vs, prefix, env)
     cond['wall'][c].append(wall)
     for l, vals in got.items():
-        m = vals['main'] if vals else 0
-        cond['cygprof'][l].append({f: v for f, v in vals.items() if v * 1000 >= m}
-                                  if vals else None)
+        cond['cygprof'][l].append(keep(vals) if vals else None)
 
 
 def measure(name, src, info, a, cyg, modes, variants, columns, conditions, env):
