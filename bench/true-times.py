@@ -367,7 +367,10 @@ def perf_run(inl, argv, stdin_path, work, a, prefix, env):
     if a.perf_mmap:
         cmd += ['-m', a.perf_mmap]
     wall = run(prefix + cmd + ['--'] + argv, stdin_path, env)
-    p = subprocess.run(['perf', 'script', '-i', data, '-F', 'ip,sym,dso'],
+    # --no-inline: perf's own expansion prints some frames (a clone such as
+    # yy_reduce.constprop.0) only as '(inlined)' lines, with no object;
+    # addr2line -i expands the program's frames instead
+    p = subprocess.run(['perf', 'script', '--no-inline', '-i', data, '-F', 'ip,sym,dso'],
                        capture_output=True, text=True, check=True)
     os.unlink(data)     # DWARF samples carry 32 KB of stack each
     lost = sum(int(n) for n in re.findall(r'lost (\d+) (?:chunks|samples)', p.stderr))
@@ -622,12 +625,15 @@ def readme_table(results, columns, a):
                    cell(s['floor_vs_plain'])]
             for label in columns:
                 c = s['columns'].get(label, {})
-                row.append(cell(c['vs_floor']) if 'vs_floor' in c else 'no times')
+                part = '' if c.get('runs_with_times') == c.get('runs') else ' (%d of %d runs)' % (
+                    c.get('runs_with_times', 0), c.get('runs', 0))
+                row.append(cell(c['vs_floor']) + part if 'vs_floor' in c else 'no times')
             out.append('| ' + ' | '.join(row) + ' |')
     return ('\nREADME table: relative error of each function\'s inclusive share of main, mean / '
             'worst, against the floor (perf on the instrumented build without cygprof), over '
             'the functions at or above %g%% of main at the floor; "floor vs plain" over those at '
-            'or above %g%% at plain.\n\n' % (a.min, a.min) + '\n'.join(out) + '\n')
+            'or above %g%% at plain; "(k of n runs)": only k runs had a time in main.\n\n' % (
+                a.min, a.min) + '\n'.join(out) + '\n')
 
 
 # --- main ------------------------------------------------------------------
