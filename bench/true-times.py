@@ -74,6 +74,7 @@ import argparse
 import collections
 import datetime
 import glob
+import gzip
 import itertools
 import json
 import math
@@ -644,8 +645,11 @@ def has_raw_times(cyg):
 
 
 def git_head(path):
-    p = subprocess.run(['git', '-C', os.path.dirname(path), 'rev-parse', '--short', 'HEAD'],
-                       capture_output=True, text=True)
+    try:
+        p = subprocess.run(['git', '-C', os.path.dirname(path), 'rev-parse', '--short', 'HEAD'],
+                           capture_output=True, text=True)
+    except OSError:
+        return None
     return p.stdout.strip() if p.returncode == 0 else None
 
 
@@ -736,11 +740,14 @@ def measure(name, src, info, a, cyg, modes, variants, columns, conditions, env):
 def from_json(a):
     """The tables of an earlier run's --json FILE, summarized again."""
     try:
-        with open(a.from_json) as f:
+        with (gzip.open if a.from_json.endswith('.gz') else open)(a.from_json, 'rt') as f:
             doc = json.load(f)
         runs_args = dict(doc['args'], min=a.min)
         columns = [v[1] for v in doc['variants']]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except KeyError as e:
+        sys.exit('true-times: --from-json %s: not a true-times --json file (no %s)' %
+                 (a.from_json, e))
+    except (OSError, EOFError, ValueError, TypeError) as e:
         sys.exit('true-times: --from-json %s: %s' % (a.from_json, e))
     old = argparse.Namespace(**runs_args)
     text = ['# true-times, %s, cygprof %s (%s); %d runs each, perf -F %d --call-graph=%s\n' % (
@@ -808,7 +815,7 @@ def main():
     ap.add_argument('--markdown', metavar='FILE', help='also write the tables to FILE')
     ap.add_argument('--from-json', metavar='FILE',
                     help='measure nothing: print the tables of the runs --json wrote to FILE '
-                    '(with this --min)')
+                    '(gzipped when it ends in .gz) with this --min')
     a = ap.parse_args()
     if a.from_json:
         return from_json(a)
