@@ -35,7 +35,8 @@ Every program runs with LC_ALL=C.  Three references per function:
              --format=json REPORT-FLAGS`, each function's total_ns
 
 perf: `perf record -e cpu-clock -F 10000 --call-graph=dwarf,32768`,
-children included (a sample counts once for every function on its stack),
+children included (a sample counts once for every function on its stack
+below main),
 frames expanded into their inlined functions with addr2line -i, only the
 program's own functions (not libc's, which cygprof does not time).  Every
 configuration runs --runs times, in interleaved rounds (each round runs
@@ -66,9 +67,10 @@ Output: the per-function tables and the summaries (markdown, on stdout
 and with --markdown FILE), a table for the README at the end, and
 everything measured with --json FILE (--from-json FILE prints its
 tables again without measuring).
-Needs perf, addr2line, taskset, gcc, make; apt-get and dpkg-source
-(dpkg-dev) for the sources; tclsh for sqlite3's amalgamation.
-Not a test: it takes about an hour and its figures depend on the machine.
+Needs perf, addr2line, readelf, taskset, gcc, make; apt-get and
+dpkg-source (dpkg-dev) for the sources; tclsh for sqlite3's amalgamation.
+Not a test: it takes about 80 minutes with --hog (5 runs) on the
+project's 2-core VM and its figures depend on the machine.
 """
 import argparse
 import collections
