@@ -810,7 +810,8 @@ def main():
                     help="a mode's report variants, ';'-separated (an empty item: the report "
                     "without flags; ITEM@KEY reads KEY instead of total_ns); MODE * sets all")
     ap.add_argument('--hog', action='store_true',
-                    help='also measure with a busy loop pinned on --hog-cpu, every run pinned there')
+                    help='also measure with a busy loop pinned on --hog-cpu, every run pinned '
+                    'there')
     ap.add_argument('--only-hog', action='store_true', help='only the condition with the hog')
     ap.add_argument('--hog-cpu', type=int, default=0, help='the CPU of --hog (default 0)')
     ap.add_argument('--json', metavar='FILE', help='write every figure to FILE')
@@ -827,7 +828,8 @@ def main():
     cyg = os.path.abspath(a.cygprof)
     if not os.access(cyg, os.X_OK):
         sys.exit('true-times: --cygprof %s: not an executable' % a.cygprof)
-    for tool in ('perf', 'addr2line', 'readelf', 'gcc', 'make') + (('taskset',) if a.hog or a.only_hog else ()):
+    hog_tools = ('taskset',) if a.hog or a.only_hog else ()
+    for tool in ('perf', 'addr2line', 'readelf', 'gcc', 'make') + hog_tools:
         if not shutil.which(tool):
             sys.exit('true-times: %s not found' % tool)
     if a.runs < 1:
@@ -854,7 +856,8 @@ def main():
     modes = {m: modes_all[m] for m in wanted}
     reports = {m: list(REPORTS.get(m, [''])) for m in modes}
     if not has_raw_times(cyg):
-        reports = {m: [v for v in vs if '--raw-times' not in v] or [''] for m, vs in reports.items()}
+        reports = {m: [v for v in vs if '--raw-times' not in v] or ['']
+                   for m, vs in reports.items()}
     for r in a.reports:
         m, eq, items = r.partition('=')
         if not eq or (m != '*' and m not in modes):
