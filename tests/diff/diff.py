@@ -15,7 +15,9 @@ alloc_steady 5 of 32 in both.
 
 Tests:
   diff-ci       the CI verdict (--cidiff: examples/cidiff.c): 6 OLD runs and 3
-                NEW ones with hot() 30% slower, each about 0.5 s, run alone
+                NEW ones with hot() 2x slower (a 30% change is within
+                what 3 runs a side spread on a busy machine or under ASan:
+                up to 26% seen), each about 0.5 s, run alone
                 (not beside the suite's other tests; a shared machine stays
                 busy): 3 vs 3 flags hot slower (main, its caller, may be
                 too), steady not, exit 3; 20 comparisons of 3 OLD runs
@@ -374,7 +376,7 @@ def test_ci(ck, cyg, example, args):
     for i in range(6):  # interleaved: the machine's load drifts over both
         old.append(rec('o%d.data' % i, '100'))
         if i < 3:
-            new.append(rec('n%d.data' % i, '130'))
+            new.append(rec('n%d.data' % i, '200'))
     more = rec('x.data', '100', '3')
 
     def diff(o, n, fmt='json'):
@@ -391,7 +393,7 @@ def test_ci(ck, cyg, example, args):
     # steady did not change: never slower (on a loaded machine its noise may
     # rarely pass for faster, which fails nothing)
     ck.check(rc == 3 and v.get('hot') == 'slower' and v.get('steady') in ('same', 'faster'),
-          'hot 30%% slower, 3 vs 3: exit 3, hot slower, steady not slower (%s %s)' %
+          'hot 2x slower, 3 vs 3: exit 3, hot slower, steady not slower (%s %s)' %
           (v, 
           dict((f['name'], (f['self_ns']['old'], f['self_ns']['new'])) for f in j['functions'])))
     # main's total holds hot's: it may rightly get worse too; nothing else
