@@ -89,3 +89,33 @@ uint64_t cpu_period_ns(struct view *v)
 	x = strtoull(s, &end, 10);
 	return *end ? 0 : (uint64_t)x;
 }
+
+int cpu_time_model(struct view *v, struct timemodel_stats *sum, size_t *modelled)
+{
+	const struct cygprof_thread *th;
+	size_t n, i;
+	int err;
+
+	memset(sum, 0, sizeof *sum);
+	*modelled = 0;
+	if ((err = view_threads(v, &th, &n)))
+		return err;
+	for (i = 0; i < n; i++) {
+		const struct view_tree *t;
+
+		if ((err = view_tree(v, th[i].idx, &t)))
+			return err;
+		if (!t->modelled)
+			continue;
+		++*modelled;
+		sum->wait_ns += t->model.wait_ns;
+		sum->corrected += t->model.corrected;
+		sum->sampled_nodes += t->model.sampled_nodes;
+	}
+	return 0;
+}
+
+int cpu_times_sampled(struct view *v)
+{
+	return view_time_sampled(v) && cpu_period_ns(v) > 0;
+}

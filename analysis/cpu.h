@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "profile.h"
+#include "timemodel.h"
 
 struct view;
 
@@ -54,5 +55,12 @@ void cpu_sum_free(struct cpu_sum *s);
 const char *cpu_sampler(struct view *v);
 /** Its sampling period in ns (meta "cpu_period_ns"), 0 when not sampled. */
 uint64_t cpu_period_ns(struct view *v);
+
+/** The time model's figures (timemodel.h) summed over every thread of v
+ * whose tree it was applied to (*modelled of them). */
+int cpu_time_model(struct view *v, struct timemodel_stats *sum, size_t *modelled);
+/** Whether a capture recorded with --time=sampled has its times from the
+ * runtime's CPU samples (the sampler ran: cpu_period_ns() > 0). */
+int cpu_times_sampled(struct view *v);
 
 #endif

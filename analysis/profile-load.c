@@ -230,6 +230,14 @@ static int sampled_times(struct view *v, const uint32_t *sel, size_t nsel, enum 
 
 	if (!view_time_sampled(v))
 		return 0;
+	/* the runtime's own CPU samples gave the trees their times already
+	 * (view_tree(), timemodel.h): exact paths, no chain to follow */
+	for (i = 0; i < (*p)->nthreads; i++) {
+		const struct view_tree *t;
+
+		if (!view_tree(v, (*p)->threads[i].info.idx, &t) && t->modelled)
+			return 0;
+	}
 	if (key != PROFILE_KEY_NAME && (err = load_trees(v, sel, nsel, PROFILE_KEY_NAME, &np, NULL)))
 		return err;
 	err = psamp_load(v, np, sel == NULL, &s);

@@ -228,6 +228,9 @@ void view_overhead(struct view *v, struct view_overhead *o)
 		w->present = w->in_ns >= 0 && w->out_ns >= 0;
 		if (!w->present)
 			w->in_ns = w->out_ns = 0;
+		w->floor_ns = meta_ns(v, "overhead_floor_ns");
+		if (w->floor_ns < 0 || w->floor_ns > 1000)
+			w->floor_ns = 0;
 		w->in_spread_ns = meta_ns(v, "overhead_in_spread_ns");
 		w->out_spread_ns = meta_ns(v, "overhead_out_spread_ns");
 		if (w->in_spread_ns < 0 || w->out_spread_ns < 0)
@@ -514,6 +517,35 @@ int view_tree(struct view *v, uint32_t thread, const struct view_tree **out)
 		}
 		s->ncut = n;
 		if ((err = profile_compensate(nodes, n, &ov, s->cut, &s->t.clamped))) {
+			err = err == -EINVAL ? CYGPROF_E_CORRUPT : err;
+			goto fail;
+		}
+	}
+	/* Then the time model (timemodel.h): waiting for a CPU out, the
+	 * CPU samples where the hooks' figure is off by more than their
+	 * noise; the samples alone for --time=sampled.  A time range has
+	 * no samples per moment: its times stay the hooks'. */
+	if (!v->opts.raw_times && v->opts.times != VIEW_TIMES_HOOKS &&
+	    !(v->filtering && v->filter.has_range)) {
+		struct cygprof_cpu crec;
+		struct cygprof_cpu_node *rows = NULL;
+		size_t nrows = 0;
+		int sonly = view_time_sampled(v) || v->opts.times == VIEW_TIMES_SAMPLES;
+		struct view_overhead vo;
+
+		view_overhead(v, &vo);
+
+		err = cygprof_capture_get_cpu(v->cap, thread, &crec, &rows, &nrows);
+		if (!err && (!sonly || crec.samples))
+			err = timemodel_apply(nodes, n, rows, nrows, crec.period_ns, sonly,
+					      v->opts.times == VIEW_TIMES_SAMPLES ? 0 : vo.floor_ns,
+					      &s->t.model);
+		if (!err)
+			s->t.modelled = !sonly || crec.samples;
+		free(rows);
+		if (err == CYGPROF_E_NOTFOUND)
+			err = 0;
+		if (err) {
 			err = err == -EINVAL ? CYGPROF_E_CORRUPT : err;
 			goto fail;
 		}

@@ -32,6 +32,7 @@
 #include <stdio.h>
 
 #include "cygprof/cygprof-capture.h"
+#include "timemodel.h"
 
 #define VIEW_NONE UINT32_MAX
 
@@ -48,6 +49,14 @@ struct view_opts {
 	struct debuginfo *debuginfo;
 	/* Times as measured: no overhead compensation (see view_overhead()). */
 	int raw_times;
+	/* Without raw_times, the times of the trees (timemodel.h) */
+	int times;
+};
+
+enum {
+	VIEW_TIMES_MODEL,   /* compensated, waits out, corrected by the CPU samples */
+	VIEW_TIMES_HOOKS,   /* compensated only */
+	VIEW_TIMES_SAMPLES, /* the CPU samples alone (threads without: compensated) */
 };
 
 /** Open the capture at path read-only (cygprof_capture_open(): same
@@ -94,6 +103,9 @@ struct view_overhead {
 	int present;       /* the capture has the calibration */
 	double in_ns;      /* inside the callee's interval */
 	double out_ns;     /* in its caller's: before the enter, after the exit */
+	/* glibc's empty hooks per call on the machine that recorded (what the
+	 * program runs without a profiler: timemodel.h); 0 when not said */
+	double floor_ns;
 	/* the rounds' standard deviations; -1 when the capture does not say
 	 * (recorded before they were stored) */
 	double in_spread_ns, out_spread_ns;
@@ -258,6 +270,10 @@ struct view_tree {
 	uint64_t total_ns;       /* the sum of the root's children's total_ns */
 	uint64_t clamped;        /* nodes whose compensation was clamped
 				  * (profile_compensate()); 0 uncompensated */
+	/* the time model (timemodel.h) applied to the stored tree: modelled
+	 * is 0 for raw times, a time range, or a thread without a CPU record */
+	int modelled;
+	struct timemodel_stats model;
 };
 
 /** A thread's tree (read and named once).  CYGPROF_E_NOTFOUND for an

@@ -8,6 +8,8 @@
 #include "progress.h"
 #include "instrument.h"
 #include "view.h"
+#include "cpu.h"
+#include <inttypes.h>
 #include "textesc.h"
 
 #include <errno.h>
@@ -116,7 +118,7 @@ static void fault_guard(int sig)
 
 struct view *cli_open_view(const char *path, struct debuginfo *di)
 {
-	struct view_opts o = {.debuginfo = di, .raw_times = cli_raw_times};
+	struct view_opts o = {.debuginfo = di, .raw_times = cli_raw_times, .times = cli_times};
 	struct view_limits l;
 	struct sigaction sa;
 	struct view *v;
@@ -213,4 +215,41 @@ void cli_debug_option(struct debuginfo *di, const char *cmd, int c, const char *
 	err = debuginfo_set_symfs(di, arg); /* the last one counts */
 	if (err)
 		cli_die(1, "out of memory");
+}
+
+const char *cli_times_note(struct view *v, char *buf, size_t len)
+{
+	struct timemodel_stats st;
+	size_t modelled = 0;
+	char w[32];
+
+	if (cpu_times_sampled(v) || (cli_times == VIEW_TIMES_SAMPLES && !cli_raw_times &&
+				     cpu_period_ns(v))) {
+		snprintf(buf, len, "Times are CPU samples taken inside the program every %.3g ms of "
+			 "its CPU time, on exact call paths (calls are exact)",
+			 (double)cpu_period_ns(v) / 1e6);
+		return buf;
+	}
+	if (view_time_sampled(v))
+		return NULL;
+	if (cli_raw_times) {
+		snprintf(buf, len, "Times are as the hooks measured them (--raw-times: with the "
+			 "hooks' own cost and any wait for a CPU)");
+		return buf;
+	}
+	cli_check(cpu_time_model(v, &st, &modelled), "capture");
+	if (!modelled || cli_times == VIEW_TIMES_HOOKS) {
+		snprintf(buf, len, "Times are exact (instrumented%s)",
+			 view_compensated(v) ? ", the hooks' cost taken out" : "");
+		return buf;
+	}
+	if (st.wait_ns >= 1000000)
+		snprintf(w, sizeof w, "%.1f ms", (double)st.wait_ns / 1e6);
+	else
+		snprintf(w, sizeof w, "%.1f us", (double)st.wait_ns / 1e3);
+	snprintf(buf, len, "Times are CPU time per call path: the hooks' clock less %s and %s "
+		 "waiting for a CPU, checked against CPU samples (%" PRIu64 " call path%s corrected)",
+		 view_compensated(v) ? "their cost" : "nothing for their cost (no calibration)",
+		 w, st.corrected, st.corrected == 1 ? "" : "s");
+	return buf;
 }

@@ -205,6 +205,9 @@ struct debuginfo;
  * recording hit (cli_limits_warn()).  di: the debug-file search (borrowed;
  * NULL: the defaults).  Close it with view_close(). */
 struct view *cli_open_view(const char *path, struct debuginfo *di);
+/** One line saying where the times of v's trees come from (the time model,
+ * --raw-times, CPU samples), in buf; NULL for a capture without times. */
+const char *cli_times_note(struct view *v, char *buf, size_t len);
 /* Die with "FILE has no WHAT (record with -i NAME or --ALIAS)", exit 1,
  * when the capture lacks the data of instrument name (instrument.h). */
 void cli_need(struct view *v, const char *file, const char *name, const char *what);
@@ -249,17 +252,27 @@ void cli_debug_option(struct debuginfo *di, const char *cmd, int c, const char *
  * CLI_TIME_OPTIONS in the getopt_long table and CLI_TIME_HELP in the
  * usage; cli_next_option() sets cli_raw_times (a command with its own loop
  * calls cli_time_option()), which cli_open_view() gives to the view. */
-enum { CLI_O_RAW_TIMES = 0x4200 };
+enum { CLI_O_RAW_TIMES = 0x4200, CLI_O_TIMES };
 #define CLI_TIME_OPTIONS                                               \
+	{"raw-times", no_argument, NULL, CLI_O_RAW_TIMES},             \
 	{                                                              \
-		"raw-times", no_argument, NULL, CLI_O_RAW_TIMES        \
+		"times", required_argument, NULL, CLI_O_TIMES          \
 	}
 #define CLI_TIME_HELP                                                                   \
+	"  --times=WHICH          the times shown: model (default: the hooks' clock\n"    \
+	"                         less their cost and any wait for a CPU, corrected by\n" \
+	"                         the CPU samples where the two disagree beyond the\n"   \
+	"                         samples' noise), hooks (the clock less its cost\n"     \
+	"                         only), samples (the CPU samples alone, on exact call\n" \
+	"                         paths), raw (as measured: the same as --raw-times)\n"  \
 	"  --raw-times            times as measured: the hooks' own cost, which the\n"    \
 	"                         runtime measures at start, not taken out\n"
 extern int cli_raw_times;
-/* Handle CLI_O_RAW_TIMES. */
-void cli_time_option(int c);
+/* --times: VIEW_TIMES_* (view_opts.times) */
+extern int cli_times;
+/* Handle CLI_O_RAW_TIMES or CLI_O_TIMES (its argument in optarg); a bad
+ * one dies with "CMD: ...", exit 2. */
+void cli_time_option(const char *cmd, int c);
 
 /* Filters after the fact (-F/--filter, -N/--notrace, -D/--depth,
  * --time-range START,END), for every command that reads trees or the

@@ -27,6 +27,7 @@ struct report_opts {
 	int flat, graph, tree;
 	int json;
 	struct print_opts print; /* style, sort, pattern */
+	char times_note[256];    /* print.times_note */
 	const char *file;
 	struct debuginfo *di;
 	struct cli_filter filt;
@@ -576,7 +577,8 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 			cli_filter_option(&o->filt, "report", c, optarg);
 			break;
 		case CLI_O_RAW_TIMES:
-			cli_time_option(c);
+		case CLI_O_TIMES:
+			cli_time_option("report", c);
 			break;
 		case O_THREADS:
 			o->per_thread = 1;
@@ -711,7 +713,8 @@ int cmd_report(int argc, char **argv)
 	v = cli_open_view(o.file, o.di);
 	cli_filter_apply(&o.filt, v, "report", o.file);
 	/* record --time=sampled: exact calls, no times */
-	o.print.no_times = view_time_sampled(v);
+	o.print.no_times = view_time_sampled(v) && !cpu_times_sampled(v);
+	o.print.times_note = cli_times_note(v, o.times_note, sizeof o.times_note);
 	cli_check(view_threads(v, &threads, &nthreads), o.file);
 	cli_check(view_procs(v, &procs, &nprocs), o.file);
 

@@ -386,7 +386,9 @@ int cmd_top(int argc, char **argv)
 			t.json = cli_format_json("top", optarg);
 			break;
 		case CLI_O_RAW_TIMES:
-			o.raw_times = 1;
+		case CLI_O_TIMES:
+			cli_time_option("top", c);
+			o.raw_times = cli_raw_times;
 			break;
 		case 'n':
 			t.v.limit = (size_t)cli_parse_uint("top", "--limit", optarg, 0, 1000000000);

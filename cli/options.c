@@ -42,7 +42,8 @@ int cli_next_option(struct cli_getopt *g, int argc, char **argv)
 			cli_debug_option(g->di, g->cmd, c, optarg);
 			continue;
 		case CLI_O_RAW_TIMES:
-			cli_time_option(c);
+		case CLI_O_TIMES:
+			cli_time_option(g->cmd, c);
 			continue;
 		case CLI_O_FILTER:
 		case CLI_O_NOTRACE:
@@ -59,11 +60,27 @@ int cli_next_option(struct cli_getopt *g, int argc, char **argv)
 }
 
 int cli_raw_times;
+int cli_times = VIEW_TIMES_MODEL;
 
-void cli_time_option(int c)
+void cli_time_option(const char *cmd, int c)
 {
-	if (c == CLI_O_RAW_TIMES)
+	static const char *const names[] = {[VIEW_TIMES_MODEL] = "model",
+					    [VIEW_TIMES_HOOKS] = "hooks",
+					    [VIEW_TIMES_SAMPLES] = "samples"};
+
+	if (c == CLI_O_RAW_TIMES || (c == CLI_O_TIMES && !strcmp(optarg, "raw"))) {
 		cli_raw_times = 1;
+		return;
+	}
+	if (c != CLI_O_TIMES)
+		return;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strcmp(optarg, names[i])) {
+			cli_times = (int)i;
+			cli_raw_times = 0;
+			return;
+		}
+	cli_die(2, "%s: --times: '%s' is not one of model, hooks, samples, raw", cmd, optarg);
 }
 
 /* The digits of s: how many leading decimal digits it has. */

@@ -202,6 +202,8 @@ void print_flat(const struct profile *p, const struct print_opts *o)
 		printf("Each sample counts as 1e-09 seconds.\n");
 		if (!p->total_self_ns)
 			printf(" no time accumulated\n\n");
+	} else if (o->times_note) {
+		printf("%s; total self time %.6f seconds.\n", o->times_note, total / 1e9);
 	} else if (o->sampled_times) {
 		printf("Times are sampled (perf samples on CPU plus off-CPU intervals; calls are"
 		       " exact); total sampled self time %.6f seconds.\n", total / 1e9);
@@ -371,7 +373,9 @@ void print_graph(const struct profile *p, const struct print_opts *o)
 
 	if (!gprof) {
 		printf("\t\t     Call graph\n\n\n");
-		if (o->sampled_times)
+		if (o->times_note)
+			printf("granularity: %s; %.6f seconds\n\n", o->times_note, total / 1e9);
+		else if (o->sampled_times)
 			printf("granularity: sampled times (perf samples on CPU plus off-CPU"
 			       " intervals; calls are exact); %.6f seconds\n\n", total / 1e9);
 		else if (o->no_times)

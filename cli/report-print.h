@@ -26,6 +26,9 @@ struct print_opts {
 			      * --time=sampled): the headers say so */
 	int sampled_times;   /* STYLE_REPORT: the times are the perf samples'
 			      * (--time=sampled --sample: profile_load()) */
+	const char *times_note; /* STYLE_REPORT: where the times come from (the
+				 * flat profile's and call graph's header); NULL:
+				 * the notes above */
 };
 
 /* The header line of a capture recorded with --time=sampled. */

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/* timemodel.c - the times every reader shows (view_tree(), timemodel.h).
+ *
+ * Two measurements of the same call path disagree in known ways:
+ *
+ *   hooks    the enter/exit clock reads: exact per call, but they hold the
+ *            hooks' own cost (taken out by profile_compensate() as a
+ *            constant per call, which is wrong around short functions that
+ *            wait on memory: the hooks evict what they would have found in
+ *            the cache, or the function hides the hooks' cost behind its own
+ *            stalls), and every moment the thread was off the CPU;
+ *   samples  the runtime's CPU-time samples charged to the thread's current
+ *            node (cyg/cyg-sample.c): never a moment the thread did not
+ *            run, never the hooks (those samples are "overhead"), but only
+ *            period_ns apart, so a node with k samples is known to about
+ *            sqrt(k) of them.
+ *
+ * A node's self time is its compensated hook time less the time its thread
+ * waited for a CPU while it was innermost (cyg/cyg-switch.c): that is not
+ * work.  Where samples exist, that figure H and the samples' S = k * period
+ * are combined as
+ *
+ *     self = H + (S - H) * d^2 / (d^2 + var),   d = S - H,
+ *     var  = (k + 1) * period^2                 (the samples' variance),
+ *
+ * which keeps H where the two agree within the samples' noise (the hooks'
+ * figure is the less noisy one) and moves to S where they disagree by more
+ * (the hooks' figure is then biased: its compensation or a preemption the
+ * switch records missed).  Totals are the sums of self times over each
+ * subtree, so totals, shares, the flat profile and every reader agree.
+ *
+ * A capture recorded with --time=sampled has no clock reads: its self
+ * times are the samples' alone.
+ *
+ * bench/true-times.py measures the result against perf on the same binary
+ * with glibc's empty hooks (the floor): bench/RESULTS.md. */
+#include "timemodel.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int timemodel_apply(struct cygprof_node *nodes, size_t n, const struct cygprof_cpu_node *rows,
+		    size_t nrows, uint64_t period_ns, int sampled_only, double floor_ns,
+		    struct timemodel_stats *st)
+{
+	uint64_t *kids, *smp, *wait;
+	double *self;
+	size_t i;
+
+	memset(st, 0, sizeof *st);
+	if (n == 0)
+		return 0;
+	for (i = 1; i < n; i++)
+		if (nodes[i].parent >= i)
+			return -EINVAL;
+	kids = calloc(n, sizeof *kids);
+	smp = calloc(n, sizeof *smp);
+	wait = calloc(n, sizeof *wait);
+	self = calloc(n, sizeof *self);
+	if (!kids || !smp || !wait || !self) {
+		free(kids);
+		free(smp);
+		free(wait);
+		free(self);
+		return -ENOMEM;
+	}
+	for (i = 0; i < nrows; i++)
+		if (rows[i].node && rows[i].node < n) { /* the root has no time of its own */
+			smp[rows[i].node] = rows[i].samples;
+			wait[rows[i].node] = rows[i].wait_ns;
+		}
+	for (i = 1; i < n; i++)
+		kids[nodes[i].parent] += nodes[i].total_ns;
+	for (i = 1; i < n; i++) {
+		double e = (double)nodes[i].calls * floor_ns, p = (double)period_ns;
+		double h, s, d, var;
+
+		st->sampled_nodes += smp[i] != 0;
+		if (sampled_only) {
+			self[i] = (double)smp[i] * p + e;
+			continue;
+		}
+		/* the hooks' figure, less what the thread waited for a CPU */
+		h = nodes[i].total_ns > kids[i] ? (double)(nodes[i].total_ns - kids[i]) : 0;
+		d = (double)wait[i] < h ? (double)wait[i] : h;
+		h -= d;
+		st->wait_ns += (uint64_t)d;
+		if (period_ns) {
+			/* the samples', and the two combined */
+			s = (double)smp[i] * p;
+			d = s - h;
+			var = ((double)smp[i] + 1) * p * p;
+			if (d * d > var)
+				st->corrected++;
+			h += d * (d * d / (d * d + var));
+		}
+		self[i] = (h < 0 ? 0 : h) + e;
+	}
+	/* totals: children after their parents, so walk backwards */
+	memset(kids, 0, n * sizeof *kids);
+	for (i = n - 1; i >= 1; i--) {
+		uint64_t t = (uint64_t)(self[i] + 0.5) + kids[i];
+
+		nodes[i].total_ns = t;
+		kids[nodes[i].parent] += t;
+	}
+	nodes[0].total_ns = kids[0];
+	free(kids);
+	free(smp);
+	free(wait);
+	free(self);
+	return 0;
+}

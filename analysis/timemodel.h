@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* timemodel.h - the times every reader shows: a thread's compensated hook
+ * times, less what it waited for a CPU, corrected by its CPU samples where
+ * the two disagree beyond the samples' noise (timemodel.c says how and why).
+ * view_tree() applies it unless the view was opened with raw_times. */
+#ifndef ANALYSIS_TIMEMODEL_H
+#define ANALYSIS_TIMEMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cygprof/cygprof-capture.h"
+
+struct timemodel_stats {
+	uint64_t wait_ns;       /* waiting for a CPU taken out of self times */
+	uint64_t corrected;     /* nodes whose hook time and samples disagreed beyond
+				 * the samples' noise */
+	uint64_t sampled_nodes; /* nodes with samples */
+};
+
+/** Rewrite the total_ns of nodes[0..n) (a stored tree, parents before
+ * children, total_ns compensated) from the thread's CPU rows (strictly
+ * increasing nodes; period_ns 0 when not sampled).  sampled_only: the tree
+ * has no clock (record --time=sampled): self times are the samples'.
+ * floor_ns: glibc's empty hooks per call, added to every call's self time
+ * (both figures lack it: the compensation and the samples in the hooks
+ * took out the hooks whole). 
+ * Returns 0, -EINVAL for a malformed tree, -ENOMEM. */
+int timemodel_apply(struct cygprof_node *nodes, size_t n, const struct cygprof_cpu_node *rows,
+		    size_t nrows, uint64_t period_ns, int sampled_only, double floor_ns,
+		    struct timemodel_stats *st);
+
+#endif
