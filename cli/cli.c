@@ -225,7 +225,7 @@ const char *cli_times_note(struct view *v, char *buf, size_t len)
 
 	if (cpu_times_sampled(v) || (cli_times == VIEW_TIMES_SAMPLES && !cli_raw_times &&
 				     cpu_period_ns(v))) {
-		snprintf(buf, len, "Times are CPU samples taken inside the program every %.3g ms of "
+		snprintf(buf, len, "CPU samples taken inside the program every %.3g ms of "
 			 "its CPU time, on exact call paths (calls are exact)",
 			 (double)cpu_period_ns(v) / 1e6);
 		return buf;
@@ -233,13 +233,13 @@ const char *cli_times_note(struct view *v, char *buf, size_t len)
 	if (view_time_sampled(v))
 		return NULL;
 	if (cli_raw_times) {
-		snprintf(buf, len, "Times are as the hooks measured them (--raw-times: with the "
+		snprintf(buf, len, "as the hooks measured them (--raw-times: with the "
 			 "hooks' own cost and any wait for a CPU)");
 		return buf;
 	}
 	cli_check(cpu_time_model(v, &st, &modelled), "capture");
 	if (!modelled || cli_times == VIEW_TIMES_HOOKS) {
-		snprintf(buf, len, "Times are exact (instrumented%s)",
+		snprintf(buf, len, "exact (instrumented%s)",
 			 view_compensated(v) ? ", the hooks' cost taken out" : "");
 		return buf;
 	}
@@ -247,7 +247,7 @@ const char *cli_times_note(struct view *v, char *buf, size_t len)
 		snprintf(w, sizeof w, "%.1f ms", (double)st.wait_ns / 1e6);
 	else
 		snprintf(w, sizeof w, "%.1f us", (double)st.wait_ns / 1e3);
-	snprintf(buf, len, "Times are CPU time per call path: the hooks' clock less %s and %s "
+	snprintf(buf, len, "CPU time per call path: the hooks' clock less %s and %s "
 		 "waiting for a CPU, checked against CPU samples (%" PRIu64 " call path%s corrected)",
 		 view_compensated(v) ? "their cost" : "nothing for their cost (no calibration)",
 		 w, st.corrected, st.corrected == 1 ? "" : "s");

@@ -177,6 +177,9 @@ static void print_overhead(struct view *v)
 	else
 		printf(" (median of %u rounds of %u calls)", o.rounds, o.calls);
 	printf("; readers take it out of the times\n");
+	if (o.floor_ns > 0)
+		printf("%-14s: %.1f ns per call (glibc's empty hooks, what the program runs without a "
+		       "profiler): readers add it back\n", "floor hooks", o.floor_ns);
 	if (o.images > 1)
 		printf("%-14s  %u process images calibrated: o_in %.1f..%.1f ns, o_out %.1f..%.1f ns "
 		       "(the first one's is used)\n",

@@ -28,6 +28,7 @@ struct report_opts {
 	int json;
 	struct print_opts print; /* style, sort, pattern */
 	char times_note[256];    /* print.times_note */
+	struct view *v;          /* the capture printed */
 	const char *file;
 	struct debuginfo *di;
 	struct cli_filter filt;
@@ -192,8 +193,16 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 		printf("# %s\n", PRINT_NO_TIMES_NOTE);
 	const struct psamp_cost *pc = o->ps && o->pthread < o->ps->nthreads
 					      ? o->ps->node[o->pthread] : NULL;
+	/* waiting for a CPU per call path (cpu.h): not in its times */
+	const struct view_cpu *vc = NULL;
+	if (!pc && o->v && view_cpu(o->v, th->info.idx, &vc) == 0 &&
+	    (!vc->present || !vc->thread.wait_ns || vc->n != th->n))
+		vc = NULL;
 	if (pc)
 		printf("# TOTAL TIME   SELF TIME      CALLS     SAMPLED     OFF-CPU   FUNCTION\n");
+	else if (vc)
+		printf("# TOTAL TIME   SELF TIME      CALLS     WAITING   FUNCTION  (waiting for a CPU:"
+		       " not in the times)\n");
 	else
 		printf("# TOTAL TIME   SELF TIME      CALLS   FUNCTION\n");
 	if (th->n <= 1) {
@@ -223,6 +232,9 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 				char xb[32], ob[32];
 				printf("  %s  %s", fmt_dur(xb, sizeof(xb), pc[cur].sample_ns),
 				       fmt_dur(ob, sizeof(ob), pc[cur].offcpu_ns));
+			} else if (vc) {
+				char wb[32];
+				printf("  %s", fmt_dur(wb, sizeof(wb), vc->wait_ns[cur]));
 			}
 			printf(" : %s%s%s%s%s\n", prefix, d ? "+-" : "",
 			       cli_hot(base ? (double)nd->total_ns / (double)base : 0),
@@ -299,6 +311,63 @@ static double pct(uint64_t a, uint64_t b)
 /* The samples' section: each instrumented function's sampled on-CPU and
  * off-CPU time beside its exact self time, then the uninstrumented
  * functions the samples found, under their instrumented caller. */
+/* On and off the CPU (the runtime's samples and context switches, cpu.h):
+ * what each function's time was made of.  Its self time is the time it
+ * ran; waiting for a CPU (preempted, runnable) is not in it (timemodel.h),
+ * blocked time is (the program's own sleep or I/O). */
+static const struct cpu_sum *sort_cs;
+
+static int cmp_offcpu(const void *a, const void *b)
+{
+	const struct cpu_cost *x = &sort_cs->fn[*(const uint32_t *)a];
+	const struct cpu_cost *y = &sort_cs->fn[*(const uint32_t *)b];
+	uint64_t u = x->wait_ns + x->blocked_ns, w = y->wait_ns + y->blocked_ns;
+
+	return u < w ? 1 : u > w ? -1 : 0;
+}
+
+static void print_offcpu(struct view *v, const struct profile *p, const struct report_opts *o)
+{
+	struct cpu_sum *cs = NULL;
+	uint32_t *idx;
+	size_t i, n = 0, limit = 20;
+
+	cli_check(cpu_sum_load(v, p, &cs), o->file);
+	if (!cs->present || !cs->switches ||
+	    !(cs->total.wait_ns + cs->total.blocked_ns + cs->root.wait_ns + cs->root.blocked_ns)) {
+		cpu_sum_free(cs);
+		return;
+	}
+	printf("Off the CPU: %.6f seconds waiting for a CPU (preempted: not counted as any "
+	       "function's time), %.6f seconds blocked (sleep, I/O, locks: counted as the time "
+	       "of the function that blocked).\n",
+	       (double)(cs->total.wait_ns + cs->root.wait_ns) / 1e9,
+	       (double)(cs->total.blocked_ns + cs->root.blocked_ns) / 1e9);
+	idx = malloc((p->nfns ? p->nfns : 1) * sizeof *idx);
+	if (!idx)
+		cli_die(1, "out of memory");
+	for (i = 0; i < p->nfns; i++)
+		if (cs->fn[i].wait_ns + cs->fn[i].blocked_ns && matches(o, p->fns[i].name))
+			idx[n++] = (uint32_t)i;
+	sort_cs = cs;
+	qsort(idx, n, sizeof *idx, cmp_offcpu);
+	if (n)
+		printf("\n   self (ran)      waiting      blocked  name\n");
+	for (i = 0; i < n && i < limit; i++) {
+		const struct cpu_cost *c = &cs->fn[idx[i]];
+
+		printf("%13.6f %12.6f %12.6f  %s\n", (double)p->fns[idx[i]].self_ns / 1e9,
+		       (double)c->wait_ns / 1e9, (double)c->blocked_ns / 1e9,
+		       text_esc(p->fns[idx[i]].name));
+	}
+	if (n > limit)
+		printf("(%zu more functions were off the CPU: report --format=json lists them all)\n",
+		       n - limit);
+	printf("\n");
+	free(idx);
+	cpu_sum_free(cs);
+}
+
 static void print_sampled(struct view *v, const struct profile *p, const struct report_opts *o)
 {
 	const struct psamp *ps = o->ps;
@@ -688,6 +757,7 @@ static void print_sections(struct view *v, const struct profile *p, struct repor
 	if (o->flat) {
 		print_flat(p, &o->print);
 		printf("\n");
+		print_offcpu(v, p, o);
 		if (o->ps)
 			print_sampled(v, p, o);
 	}
@@ -711,6 +781,7 @@ int cmd_report(int argc, char **argv)
 
 	parse_opts(argc, argv, &o);
 	v = cli_open_view(o.file, o.di);
+	o.v = v;
 	cli_filter_apply(&o.filt, v, "report", o.file);
 	/* record --time=sampled: exact calls, no times */
 	o.print.no_times = view_time_sampled(v) && !cpu_times_sampled(v);

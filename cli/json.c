@@ -100,8 +100,8 @@ void cli_json_overhead(FILE *f, const struct view_overhead *o)
 		fputs("null", f);
 		return;
 	}
-	fprintf(f, "{\"in_ns\": %.3f, \"out_ns\": %.3f, \"full_ns\": %.3f, ", o->in_ns, o->out_ns,
-		o->in_ns + o->out_ns);
+	fprintf(f, "{\"in_ns\": %.3f, \"out_ns\": %.3f, \"full_ns\": %.3f, \"floor_ns\": %.3f, ",
+		o->in_ns, o->out_ns, o->in_ns + o->out_ns, o->floor_ns);
 	if (o->in_spread_ns >= 0)
 		fprintf(f, "\"in_spread_ns\": %.3f, \"out_spread_ns\": %.3f, ", o->in_spread_ns,
 			o->out_spread_ns);

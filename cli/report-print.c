@@ -203,7 +203,7 @@ void print_flat(const struct profile *p, const struct print_opts *o)
 		if (!p->total_self_ns)
 			printf(" no time accumulated\n\n");
 	} else if (o->times_note) {
-		printf("%s; total self time %.6f seconds.\n", o->times_note, total / 1e9);
+		printf("Times are %s; total self time %.6f seconds.\n", o->times_note, total / 1e9);
 	} else if (o->sampled_times) {
 		printf("Times are sampled (perf samples on CPU plus off-CPU intervals; calls are"
 		       " exact); total sampled self time %.6f seconds.\n", total / 1e9);

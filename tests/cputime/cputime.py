@@ -32,7 +32,10 @@ Tests:
                     on the same CPU: most of its wall time is waiting for a
                     CPU, next to none is CPU samples; sleeper() (nanosleep),
                     poller() (poll) and reader() (read on a pipe) are
-                    blocked for most of their wall time and wait little
+                    blocked for most of their wall time and wait little;
+                    the default times leave nothing's waiting out of its
+                    self time (--raw-times has it), report lists it off
+                    the CPU and --tree has a WAITING column
   cputime-idle      cpu-idle: two threads blocked for the whole run
                     (pthread_cond_wait, poll) when main calls exit(): their
                     time is blocked, not work; main's work has the samples
@@ -52,7 +55,13 @@ Tests:
                     thread's CPU time, the method "timer" in the report and
                     info
   cputime-sampled   --time=sampled: samples, no off-CPU time (frames carry
-                    no time): switches not tracked
+                    no time): switches not tracked; hot's time is its
+                    samples times the period (plus glibc's empty hooks per
+                    call)
+  cputime-sampled-fib
+                    cpu-ratio fib 300 recorded --time=sampled --sample (no
+                    frame pointers): fib holds at least 75% of the time,
+                    the flat profile and the tree show times
   cputime-off       --no-cpu and --cpu-freq=0: no sampler, no figures, no
                     samples in the summary line; bad --cpu-freq values are
                     usage errors
@@ -103,8 +112,8 @@ def record(ck, cyg, prog, args, opts=(), env=None, name='cap.data'):
     return cap, cp
 
 
-def report(ck, cyg, cap):
-    data, _ = cyg.report_json(cap, ck, raw=True)
+def report(ck, cyg, cap, raw=True):
+    data, _ = cyg.report_json(cap, ck, raw=raw)
     return data, {f['name']: f for f in data['functions']}
 
 
@@ -187,6 +196,22 @@ def test_wait(ck, cyg, prog, args):
              'nothing: most of its %.1f ms is waiting for a CPU (%.1f ms)' %
              (no['total_ns'] / 1e6, no['wait_ns'] / 1e6))
     ck.check(no['cpu_samples'] <= 3, 'nothing: next to no CPU samples (%d)' % no['cpu_samples'])
+    # the default times (the time model): waiting for a CPU is not work
+    mdata, mfns = report(ck, cyg, cap, raw=False)
+    mno = mfns.get('nothing', {})
+    ck.check(mno.get('self_ns', 1 << 62) * 4 <= no['wait_ns'],
+             'nothing: its self time (%.1f ms) is not its waiting (%.1f ms)' %
+             (mno.get('self_ns', -1) / 1e6, no['wait_ns'] / 1e6))
+    ck.check(no['self_ns'] >= 0.9 * no['wait_ns'],
+             '--raw-times: the hooks measured the waiting (%.1f of %.1f ms)' %
+             (no['self_ns'] / 1e6, no['wait_ns'] / 1e6))
+    cp = run([cyg.exe, 'report', cap])
+    ck.check(cp.returncode == 0 and 'waiting for a CPU (preempted: not counted' in cp.out and
+             any(ln.split()[-1:] == ['nothing'] for ln in cp.out.splitlines()
+                 if 'Off the CPU' in cp.out),
+             'report: the off-CPU section names nothing')
+    cp = run([cyg.exe, 'report', '--tree', cap])
+    ck.check(cp.returncode == 0 and 'WAITING' in cp.out, 'report --tree: a WAITING column')
     for name, least in (('sleeper', 60), ('poller', 40), ('reader', 50)):
         f = fns.get(name, {})
         ck.eq(f.get('calls'), 1, 'calls of %s' % name)
@@ -280,6 +305,28 @@ def test_sampled(ck, cyg, prog, args):
           'no off-CPU time without frame times')
     info = info_json(ck, cyg, cap)
     ck.eq(info['cpu']['switches'], False, 'info: switches not tracked')
+    # the times are the samples' (exact paths, no stack walk)
+    mdata, mfns = report(ck, cyg, cap, raw=False)
+    hot = mfns.get('hot', {})
+    ck.eq(hot.get('self_ns'), hot.get('cpu_samples', 0) * mdata['cpu_period_ns'] +
+          round(hot.get('calls', 0) * (info['overhead'] or {}).get('floor_ns', 0)),
+          'hot: its time is its samples\' (and the empty hooks\' per call)')
+
+
+def test_sampled_fib(ck, cyg, prog, args):
+    """--time=sampled --sample on tiny calls, no frame pointers: times."""
+    cap, cp = record(ck, cyg, prog, ['fib', '300'], opts=['--time=sampled', '--sample'])
+    data, fns = report(ck, cyg, cap, raw=False)
+    fib = fns.get('fib', {})
+    ck.eq(fib.get('calls'), 21891 * 300, 'calls of fib')
+    total = sum(f['self_ns'] for f in data['functions'])
+    ck.check(total > 0 and fib.get('self_ns', 0) >= 0.75 * total,
+             'fib holds at least 75%% of the time: %d of %d ns' % (fib.get('self_ns', 0), total))
+    for cmd in (['report'], ['report', '--tree']):
+        cp = run([cyg.exe] + cmd + [cap])
+        rows = [ln for ln in cp.out.splitlines() if ln.rstrip().endswith('fib')]
+        ck.check(cp.returncode == 0 and rows and not rows[0].lstrip().startswith('0.00'),
+                 '%s: fib has a time (%r)' % (' '.join(cmd), rows[:1]))
 
 
 def test_off(ck, cyg, prog, args):
@@ -300,7 +347,7 @@ def test_off(ck, cyg, prog, args):
 
 
 TESTS = {'cputime-ratio': test_ratio, 'cputime-overhead': test_overhead,
-         'cputime-wait': test_wait, 'cputime-idle': test_idle, 'cputime-restart': test_restart,
+         'cputime-wait': test_wait, 'cputime-sampled-fib': test_sampled_fib, 'cputime-idle': test_idle, 'cputime-restart': test_restart,
          'cputime-fork': test_fork, 'cputime-timer': test_timer,
          'cputime-sampled': test_sampled, 'cputime-off': test_off}
 
