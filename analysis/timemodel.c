@@ -17,8 +17,10 @@
  *
  * A node's self time is its compensated hook time less the time its thread
  * waited for a CPU while it was innermost (cyg/cyg-switch.c): that is not
- * work.  Where samples exist, that figure H and the samples' S = k * period
- * are combined as
+ * work.  Its blocked time (sleep, I/O, locks) is the program's and stays,
+ * but no sample sees it: where samples exist and the thread's switches were
+ * tracked (else blocked time cannot be told from a bias), the hooks' figure
+ * without it, H, and the samples' S = k * period are combined as
  *
  *     self = H + (S - H) * d^2 / (d^2 + var),   d = S - H,
  *     var  = (k + 1) * period^2                 (the samples' variance),
@@ -28,6 +30,9 @@
  * (the hooks' figure is then biased: its compensation or a preemption the
  * switch records missed).  Totals are the sums of self times over each
  * subtree, so totals, shares, the flat profile and every reader agree.
+ * Last, every call gets back glibc's empty hooks' cost (floor_ns): the
+ * compensation and the samples in the hooks took the hooks out whole,
+ * while the program without a profiler still calls those.
  *
  * A capture recorded with --time=sampled has no clock reads: its self
  * times are the samples' alone.
@@ -41,10 +46,10 @@
 #include <string.h>
 
 int timemodel_apply(struct cygprof_node *nodes, size_t n, const struct cygprof_cpu_node *rows,
-		    size_t nrows, uint64_t period_ns, int sampled_only, double floor_ns,
-		    struct timemodel_stats *st)
+		    size_t nrows, uint64_t period_ns, int switches, int sampled_only,
+		    double floor_ns, struct timemodel_stats *st)
 {
-	uint64_t *kids, *smp, *wait;
+	uint64_t *kids, *smp, *wait, *blk;
 	double *self;
 	size_t i;
 
@@ -57,11 +62,13 @@ int timemodel_apply(struct cygprof_node *nodes, size_t n, const struct cygprof_c
 	kids = calloc(n, sizeof *kids);
 	smp = calloc(n, sizeof *smp);
 	wait = calloc(n, sizeof *wait);
+	blk = calloc(n, sizeof *blk);
 	self = calloc(n, sizeof *self);
-	if (!kids || !smp || !wait || !self) {
+	if (!kids || !smp || !wait || !blk || !self) {
 		free(kids);
 		free(smp);
 		free(wait);
+		free(blk);
 		free(self);
 		return -ENOMEM;
 	}
@@ -69,12 +76,13 @@ int timemodel_apply(struct cygprof_node *nodes, size_t n, const struct cygprof_c
 		if (rows[i].node && rows[i].node < n) { /* the root has no time of its own */
 			smp[rows[i].node] = rows[i].samples;
 			wait[rows[i].node] = rows[i].wait_ns;
+			blk[rows[i].node] = rows[i].blocked_ns;
 		}
 	for (i = 1; i < n; i++)
 		kids[nodes[i].parent] += nodes[i].total_ns;
 	for (i = 1; i < n; i++) {
 		double e = (double)nodes[i].calls * floor_ns, p = (double)period_ns;
-		double h, s, d, var;
+		double h, s, d, b, var;
 
 		st->sampled_nodes += smp[i] != 0;
 		if (sampled_only) {
@@ -86,7 +94,11 @@ int timemodel_apply(struct cygprof_node *nodes, size_t n, const struct cygprof_c
 		d = (double)wait[i] < h ? (double)wait[i] : h;
 		h -= d;
 		st->wait_ns += (uint64_t)d;
-		if (period_ns) {
+		/* blocked time is the program's (its sleep, its I/O), but no
+		 * sample sees it: compare the samples with the rest */
+		b = (double)blk[i] < h ? (double)blk[i] : h;
+		h -= b;
+		if (period_ns && switches) {
 			/* the samples', and the two combined */
 			s = (double)smp[i] * p;
 			d = s - h;
@@ -95,7 +107,7 @@ int timemodel_apply(struct cygprof_node *nodes, size_t n, const struct cygprof_c
 				st->corrected++;
 			h += d * (d * d / (d * d + var));
 		}
-		self[i] = (h < 0 ? 0 : h) + e;
+		self[i] = (h < 0 ? 0 : h) + b + e;
 	}
 	/* totals: children after their parents, so walk backwards */
 	memset(kids, 0, n * sizeof *kids);
@@ -109,6 +121,7 @@ int timemodel_apply(struct cygprof_node *nodes, size_t n, const struct cygprof_c
 	free(kids);
 	free(smp);
 	free(wait);
+	free(blk);
 	free(self);
 	return 0;
 }

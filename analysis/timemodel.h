@@ -20,14 +20,15 @@ struct timemodel_stats {
 
 /** Rewrite the total_ns of nodes[0..n) (a stored tree, parents before
  * children, total_ns compensated) from the thread's CPU rows (strictly
- * increasing nodes; period_ns 0 when not sampled).  sampled_only: the tree
+ * increasing nodes; period_ns 0 when not sampled; switches: the thread's
+ * context switches were tracked, so its blocked time is known).  sampled_only: the tree
  * has no clock (record --time=sampled): self times are the samples'.
  * floor_ns: glibc's empty hooks per call, added to every call's self time
  * (both figures lack it: the compensation and the samples in the hooks
  * took out the hooks whole). 
  * Returns 0, -EINVAL for a malformed tree, -ENOMEM. */
 int timemodel_apply(struct cygprof_node *nodes, size_t n, const struct cygprof_cpu_node *rows,
-		    size_t nrows, uint64_t period_ns, int sampled_only, double floor_ns,
-		    struct timemodel_stats *st);
+		    size_t nrows, uint64_t period_ns, int switches, int sampled_only,
+		    double floor_ns, struct timemodel_stats *st);
 
 #endif

@@ -58,6 +58,9 @@ static void trees_free(struct view *v)
 		free(v->trees[i].own);
 		free(v->trees[i].cpu_arr);
 		free(v->trees[i].cut);
+		free(v->trees[i].scale);
+		free(v->trees[i].mtot);
+		free(v->trees[i].calls);
 		free(v->trees[i].sites);
 	}
 	free(v->trees);
@@ -536,12 +539,30 @@ int view_tree(struct view *v, uint32_t thread, const struct view_tree **out)
 		view_overhead(v, &vo);
 
 		err = cygprof_capture_get_cpu(v->cap, thread, &crec, &rows, &nrows);
+		if (!err && (!sonly || crec.samples) && n) {
+			/* each node's factor, for its call sites (view_sites()) */
+			s->scale = malloc(n * sizeof *s->scale);
+			if (!s->scale)
+				err = -ENOMEM;
+			for (i = 0; !err && i < n; i++)
+				s->scale[i] = (double)nodes[i].total_ns;
+		}
 		if (!err && (!sonly || crec.samples))
-			err = timemodel_apply(nodes, n, rows, nrows, crec.period_ns, sonly,
+			err = timemodel_apply(nodes, n, rows, nrows, crec.period_ns,
+					      !!(crec.flags & CYGPROF_CPU_SWITCHES), sonly,
 					      v->opts.times == VIEW_TIMES_SAMPLES ? 0 : vo.floor_ns,
 					      &s->t.model);
 		if (!err)
 			s->t.modelled = !sonly || crec.samples;
+		if (!err && s->scale && (!(s->mtot = malloc(n * sizeof *s->mtot)) ||
+					 !(s->calls = malloc(n * sizeof *s->calls))))
+			err = -ENOMEM;
+		for (i = 0; !err && s->scale && i < n; i++) {
+			s->scale[i] = s->scale[i] > 0 ? (double)nodes[i].total_ns / s->scale[i] : 0;
+			s->mtot[i] = nodes[i].total_ns;
+			s->calls[i] = nodes[i].calls;
+		}
+		s->nscale = s->scale && s->mtot ? n : 0;
 		free(rows);
 		if (err == CYGPROF_E_NOTFOUND)
 			err = 0;
@@ -588,6 +609,12 @@ fail:
 	free(s->map);
 	free(s->own);
 	free(s->cut);
+	free(s->scale);
+	free(s->mtot);
+	free(s->calls);
+	s->scale = NULL;
+	s->mtot = s->calls = NULL;
+	s->nscale = 0;
 	s->self_ns = NULL;
 	s->fn = NULL;
 	s->map = NULL;
@@ -676,8 +703,9 @@ int view_sites(struct view *v, uint32_t thread, const struct cygprof_callsite **
 			return err;
 		}
 		s->sites_state = 1;
-		if (view_compensated(v) || v->filtering) {
-			/* the tree first: its cut per call and its filter's map */
+		{
+			/* the tree first: its cut per call, its time model's
+			 * factors and its filter's map */
 			const struct view_tree *t;
 			if ((err = view_tree(v, thread, &t)))
 				goto fail;
@@ -689,6 +717,21 @@ int view_sites(struct view *v, uint32_t thread, const struct cygprof_callsite **
 				continue;
 			double x = (double)c->total_ns - (double)c->calls * s->cut[c->node];
 			c->total_ns = x > 0 ? (uint64_t)(x + 0.5) : 0;
+		}
+		/* then the time model: a site's share of its node kept (a node
+		 * the hooks saw no time in gets its calls' share) */
+		for (size_t i = 0; s->scale && i < s->nsites; i++) {
+			struct cygprof_callsite *c = &s->sites[i];
+			if (c->node >= s->nscale)
+				continue;
+			if (s->scale[c->node] > 0) {
+				c->total_ns = (uint64_t)((double)c->total_ns * s->scale[c->node] + 0.5);
+			} else {
+				uint64_t k = s->calls[c->node];
+				c->total_ns = k ? (uint64_t)((double)s->mtot[c->node] *
+							     (double)c->calls / (double)k + 0.5)
+						: 0;
+			}
 		}
 		if (v->filtering && (err = view_filter_sites(v, s, &s->sites, &s->nsites)))
 			goto fail;

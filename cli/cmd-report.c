@@ -189,6 +189,8 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 	       (uint64_t)(th->n ? th->n - 1 : 0));
 	if (o->print.sampled_times)
 		printf("# %s\n", PRINT_SAMPLED_TIMES_NOTE);
+	else if (o->v && cpu_times_sampled(o->v) && o->print.times_note)
+		printf("# times: %s\n", o->print.times_note);
 	else if (o->print.no_times)
 		printf("# %s\n", PRINT_NO_TIMES_NOTE);
 	const struct psamp_cost *pc = o->ps && o->pthread < o->ps->nthreads
@@ -512,7 +514,8 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 	printf("  \"compensation_clamped\": %" PRIu64 ",\n", clamped);
 	printf("  \"total_self_ns\": %" PRIu64 ",\n", p->total_self_ns);
 	/* --time=sampled --sample: self and total times are the samples' */
-	printf("  \"sampled_times\": %s,\n", o->print.sampled_times ? "true" : "false");
+	printf("  \"sampled_times\": %s,\n",
+	       o->print.sampled_times || cpu_times_sampled(v) ? "true" : "false");
 	/* the runtime's CPU samples (record --cpu-freq) */
 	printf("  \"cpu_sampler\": \"%s\",\n  \"cpu_period_ns\": %" PRIu64 ",\n", cpu_sampler(v),
 	       cpu_period_ns(v));

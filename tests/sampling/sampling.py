@@ -45,9 +45,9 @@ Tests:
   sampling-libc     fill() spends 250 ms in libc's memset: most samples are
                     charged to fill, and most of fill's are listed as
                     memset under the caller fill
-  sampling-timesampled  record --time=sampled --sample: the report says the
-                    times are not measured, counts main, spin and nap
-                    exactly once, and spin gets most samples
+  sampling-timesampled  record --time=sampled --sample --no-cpu: the times
+                    are the perf samples' (CPU and off-CPU), counts main,
+                    spin and nap exactly once, and spin gets most samples
   sampling-import-perf-real
                     the README's commands with the real perf: perf record -k
                     CLOCK_MONOTONIC -g around cygprof record, perf script |
@@ -371,7 +371,10 @@ def fmt_ms(ns):
 
 
 def test_timesampled(ck, cyg, prog, args):
-    cp, cap, info, samples, offcpu = sampled(ck, cyg, prog, ['--sample=1000', '--time=sampled'])
+    # --no-cpu: the perf samples' times (with the runtime's own CPU samples,
+    # the default, those give the times: tests/cputime)
+    cp, cap, info, samples, offcpu = sampled(ck, cyg, prog, ['--sample=1000', '--time=sampled',
+                                                            '--no-cpu'])
     ck.eq(cp.returncode, 0, 'record exit')
     rep = report_json(ck, cyg, cap)
     f = fns(rep)
