@@ -259,6 +259,14 @@ static void write_info(FILE *f, struct view *v, const char *file)
 		first = 0;
 		key_str(f, keys[i], val);
 	}
+	/* where the times come from (cli_times_note()): the page says it */
+	char note[256];
+	const char *tn = cli_times_note(v, note, sizeof note);
+	if (tn) {
+		if (!first)
+			fputc(',', f);
+		key_str(f, "times_note", tn);
+	}
 	fprintf(f, "},\"duration_ns\":%" PRIu64 ",\"procs\":[", view_duration_ns(v));
 	cli_check(view_procs(v, &pr, &npr), file);
 	for (i = 0; i < npr; i++) {

@@ -98,7 +98,7 @@
   var F = D.fns, total = D.total_self_ns;
   /* record --time=sampled: exact calls, no times; with --sample the times
    * are the samples' (profile_load()) */
-  var sampledTimes = M.time === 'sampled' && !!P && total > 0;
+  var sampledTimes = M.time === 'sampled' && total > 0 && (!!P || /CPU samples/.test(M.times_note || ''));
   var noTimes = M.time === 'sampled' && !sampledTimes;
   var tns = noTimes ? function () { return '-'; } : ns;
   /* a duration for people: three significant digits */
@@ -564,10 +564,11 @@
     });
     var t = new Table('flat', cols, rows, noTimes ? 1 : 2, function (k) { pickFn(k); select(k); openSandwich(); window.scrollTo(0, 0); });
     add('<h2 id="s-flat">Flat profile</h2><p class="note">' +
-      (sampledTimes ? 'Exact calls and sampled times (perf samples on CPU plus off-CPU intervals)' : 'Exact calls and times') +
+      (sampledTimes ? 'Exact calls and sampled times' + (P ? ' (perf samples on CPU plus off-CPU intervals)' : '') : 'Exact calls and times') +
       ' of every function, merged by ' +
       'name over threads and processes' + (P ? ', with the perf samples charged to each' : '') +
-      '. Click a heading to sort, a row for its sandwich (and its call graph below).</p>' + t.html());
+      '. ' + (M.times_note ? 'Times are ' + esc(M.times_note) + '. ' : '') +
+      'Click a heading to sort, a row for its sandwich (and its call graph below).</p>' + t.html());
     t.draw();
   }
   function graphSection() {
