@@ -16,7 +16,15 @@ struct timemodel_stats {
 	uint64_t corrected;     /* nodes whose hook time and samples disagreed beyond
 				 * the samples' noise */
 	uint64_t sampled_nodes; /* nodes with samples */
+	double ratio;           /* the hooks' cost in place over their calibration (1:
+				 * not known) */
 };
+
+/* How far apart (in the samples' standard deviations) the hooks' figure and
+ * the samples' must be for the samples to take over. */
+#define TIMEMODEL_SIGMAS 2.0
+/* The overhead samples a thread needs for its hooks' cost in place. */
+#define TIMEMODEL_MIN_OVERHEAD 30
 
 /** Rewrite the total_ns of nodes[0..n) (a stored tree, parents before
  * children, total_ns compensated) from the thread's CPU rows (strictly
@@ -25,10 +33,12 @@ struct timemodel_stats {
  * has no clock (record --time=sampled): self times are the samples'.
  * floor_ns: glibc's empty hooks per call, added to every call's self time
  * (both figures lack it: the compensation and the samples in the hooks
- * took out the hooks whole). 
+ * took out the hooks whole), scaled by the hooks' cost in place (the
+ * overhead samples) over hooks_ns, their calibrated cost per call (0: not
+ * calibrated, no scaling). 
  * Returns 0, -EINVAL for a malformed tree, -ENOMEM. */
 int timemodel_apply(struct cygprof_node *nodes, size_t n, const struct cygprof_cpu_node *rows,
 		    size_t nrows, uint64_t period_ns, int switches, int sampled_only,
-		    double floor_ns, struct timemodel_stats *st);
+		    double floor_ns, double hooks_ns, struct timemodel_stats *st);
 
 #endif

@@ -551,6 +551,7 @@ int view_tree(struct view *v, uint32_t thread, const struct view_tree **out)
 			err = timemodel_apply(nodes, n, rows, nrows, crec.period_ns,
 					      !!(crec.flags & CYGPROF_CPU_SWITCHES), sonly,
 					      v->opts.times == VIEW_TIMES_SAMPLES ? 0 : vo.floor_ns,
+					      vo.present ? vo.in_ns + vo.out_ns : 0,
 					      &s->t.model);
 		if (!err)
 			s->t.modelled = !sonly || crec.samples;
