@@ -231,6 +231,7 @@ void view_overhead(struct view *v, struct view_overhead *o)
 		w->present = w->in_ns >= 0 && w->out_ns >= 0;
 		if (!w->present)
 			w->in_ns = w->out_ns = 0;
+		/* stored with or without a calibration */
 		w->floor_ns = meta_ns(v, "overhead_floor_ns");
 		if (w->floor_ns < 0 || w->floor_ns > 1000)
 			w->floor_ns = 0;

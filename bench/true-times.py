@@ -47,8 +47,10 @@ Modes (--modes, --mode NAME=FLAGS adds or replaces one): default `record`,
 sampled `record --time=sampled --sample`, timeline `record --timeline`,
 memory `record --memory`.  Reports per mode (--reports MODE=F1;F2...,
 MODE may be *; an empty item is the plain report; an item may end in
-@KEY to read another JSON field than total_ns): the plain report and
---raw-times, only the plain report for sampled.  A report whose main has
+@KEY to read another JSON field than total_ns): the plain report (the
+time model), --times=hooks, --times=samples and --raw-times for default,
+the plain report and --raw-times for timeline and memory, only the plain
+report for sampled.  A report whose main has
 no time (sampled today) is shown as "no times".
 
 Errors are relative, |share - reference| / reference, per function:
@@ -98,7 +100,8 @@ INSTR = ['-finstrument-functions']
 QUIET = ['-w']  # the sources' own warnings are not ours
 MODES = {'default': [], 'sampled': ['--time=sampled', '--sample'], 'timeline': ['--timeline'],
          'memory': ['--memory']}
-REPORTS = {'default': ['', '--raw-times'], 'sampled': [''], 'timeline': ['', '--raw-times'],
+REPORTS = {'default': ['', '--times=hooks', '--times=samples', '--raw-times'], 'sampled': [''],
+           'timeline': ['', '--raw-times'],
            'memory': ['', '--raw-times']}
 CLONE = re.compile(r'(\.(constprop|isra|part|cold|lto_priv|localalias)(\.\d+)?)+$')
 

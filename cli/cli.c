@@ -225,9 +225,14 @@ const char *cli_times_note(struct view *v, char *buf, size_t len)
 
 	if (cpu_times_sampled(v) || (cli_times == VIEW_TIMES_SAMPLES && !cli_raw_times &&
 				     cpu_period_ns(v))) {
+		struct view_overhead o;
+
+		view_overhead(v, &o);
 		snprintf(buf, len, "CPU samples taken inside the program every %.3g ms of "
-			 "its CPU time, on exact call paths (calls are exact)",
-			 (double)cpu_period_ns(v) / 1e6);
+			 "its CPU time, on exact call paths%s (calls are exact)",
+			 (double)cpu_period_ns(v) / 1e6,
+			 o.floor_ns > 0 && cli_times != VIEW_TIMES_SAMPLES
+				 ? ", with glibc's empty hooks' cost per call" : "");
 		return buf;
 	}
 	if (view_time_sampled(v))

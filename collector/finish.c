@@ -867,10 +867,6 @@ static int put_overhead(struct collector *c, const struct collector_overhead *ov
 		snprintf(buf, sizeof buf, "%.3f", ns[i].v);
 		err = cygprof_capture_set_meta(c->cap, ns[i].key, buf);
 	}
-	if (!err) {
-		snprintf(buf, sizeof buf, "%.3f", floor_hook_ns());
-		err = cygprof_capture_set_meta(c->cap, "overhead_floor_ns", buf);
-	}
 	if (!err)
 		err = put_meta_u64(c, "overhead_calls", ov->calls);
 	if (!err)
@@ -1032,6 +1028,11 @@ static int put_meta(struct collector *c, uint64_t lost)
 	struct collector_overhead ov;
 	if (!err && collector_overhead(c, &ov))
 		err = put_overhead(c, &ov);
+	/* what the program runs without a profiler, calibrated or not */
+	if (!err) {
+		snprintf(buf, sizeof buf, "%.3f", floor_hook_ns());
+		err = cygprof_capture_set_meta(c->cap, "overhead_floor_ns", buf);
+	}
 	if (!err)
 		err = cygprof_capture_set_meta(c->cap, "filters", o->filters ? o->filters : "");
 	if (!err)

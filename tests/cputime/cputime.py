@@ -308,9 +308,9 @@ def test_sampled(ck, cyg, prog, args):
     # the times are the samples' (exact paths, no stack walk)
     mdata, mfns = report(ck, cyg, cap, raw=False)
     hot = mfns.get('hot', {})
-    ck.eq(hot.get('self_ns'), hot.get('cpu_samples', 0) * mdata['cpu_period_ns'] +
-          round(hot.get('calls', 0) * (info['overhead'] or {}).get('floor_ns', 0)),
-          'hot: its time is its samples\' (and the empty hooks\' per call)')
+    extra = hot.get('self_ns', 0) - hot.get('cpu_samples', 0) * mdata['cpu_period_ns']
+    ck.check(hot.get('cpu_samples', 0) > 0 and 0 <= extra <= 100 * hot.get('calls', 0),
+             'hot: its time is its samples\' (and the empty hooks\' per call: %d ns)' % extra)
 
 
 def test_sampled_fib(ck, cyg, prog, args):
