@@ -622,6 +622,151 @@ def test_kill(ck, cyg, example, args):
             p.wait()
 
 
+# attach-kill-during: kills spread over an attach, on this many programs at
+# once (attaches to one program cannot overlap: ptrace is exclusive)
+DURING_KILLS = 32
+DURING_TERMS = 8
+DURING_TARGETS = 4
+
+
+def temporaries(d, name):
+    """The temporary files of capture `name` in d (.NAME.PID-START.XXXXXX)."""
+    return sorted(f for f in os.listdir(d) if f.startswith('.%s.' % name))
+
+
+def attach_duration(cyg, pid, d):
+    """Seconds from starting record --attach to its "attached" line (the
+    whole attach: start, refusals, capture, injection), then detached."""
+    cmd = [cyg.exe, 'record', '--attach', str(pid), '-o', os.path.join(d, 'measure.data'), '-f']
+    t0 = time.monotonic()
+    a = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, universal_newlines=True)
+    line = a.stderr.readline()
+    took = time.monotonic() - t0
+    a.send_signal(signal.SIGINT)
+    a.communicate(timeout=120)
+    if 'attached to process %d' % pid not in line:
+        raise Failure('record --attach did not attach: %r' % line)
+    return took
+
+
+def during_worker(cyg, d, pid, pf, proc, moments, sig, out):
+    """Signal an attacher of pid at each of moments (seconds after its
+    start); after each, burst runs a round.  Appends one dict per signal."""
+    for k, at in enumerate(moments, 1):
+        cmd = [cyg.exe, 'record', '--attach', str(pid), '-o', os.path.join(d, 'k.data'), '-f']
+        a = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             stdin=subprocess.DEVNULL)
+        # the program busy meanwhile: a round runs while it is attached
+        open('%s.go%d' % (pf, out['round'] + 1), 'w').close()
+        time.sleep(at)
+        a.send_signal(sig)
+        if sig == signal.SIGTERM:
+            # SIGTERM is handled: it ends the attach (or cygprof before it)
+            try:
+                a.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                a.kill()
+        a.wait()
+        out['round'] += 1
+        # its own temporary file, if it left one (the name has its pid)
+        mine = [f for f in temporaries(d, 'k.data') if '.%d-' % a.pid in f]
+        row = {'at': at, 'sig': sig, 'alive': proc.poll() is None, 'left': mine}
+        try:
+            burst_done(pf, out['round'], proc)
+            row['round'] = True
+        except Failure as e:
+            row['round'] = str(e)
+        out['rows'].append(row)
+        if not row['alive']:
+            return
+
+
+def test_kill_during(ck, cyg, example, args):
+    """record --attach SIGKILLed (and SIGTERMed) at moments spread over its
+    attach: the program never dies and runs its rounds; attached again, its
+    capture holds exactly the calls of its rounds, and no temporary file of
+    the killed attachers stays behind."""
+    import threading
+    d = cyg.workdir
+    targets = []
+    try:
+        for i in range(DURING_TARGETS):
+            td = os.path.join(d, 't%d' % i)
+            os.mkdir(td)
+            p, pid, pf = start_burst(td, 'during')
+            targets.append({'dir': td, 'proc': p, 'pid': pid, 'pf': pf, 'round': 0,
+                            'rows': []})
+        t0 = targets[0]
+        durs = sorted(attach_duration(cyg, t0['pid'], t0['dir']) for _ in range(3))
+        dur = durs[1]
+        print('attach duration: %.1f ms (of %s)' % (dur * 1e3, ['%.1f' % (x * 1e3) for x in durs]))
+        # SIGKILL i at i/32 of the attach, SIGTERM j at (j + 0.5)/8 of it,
+        # dealt round-robin over the programs, each program's in turn
+        plan = [[] for _ in targets]
+        for i in range(DURING_KILLS):
+            plan[i % len(targets)].append((dur * i / DURING_KILLS, signal.SIGKILL))
+        for j in range(DURING_TERMS):
+            plan[j % len(targets)].append((dur * (j + 0.5) / DURING_TERMS, signal.SIGTERM))
+        workers = []
+        for t, moments in zip(targets, plan):
+            def run_all(t=t, moments=moments):
+                for at, sig in moments:
+                    during_worker(cyg, t['dir'], t['pid'], t['pf'], t['proc'], [at], sig, t)
+                    if t['proc'].poll() is not None:
+                        return
+            w = threading.Thread(target=run_all)
+            w.start()
+            workers.append(w)
+        for w in workers:
+            w.join()
+        kills = sum(len(t['rows']) for t in targets)
+        deaths = sum(t['proc'].poll() is not None for t in targets)
+        print('signals sent: %d (%d SIGKILL, %d SIGTERM); programs dead: %d' %
+              (kills, DURING_KILLS, DURING_TERMS, deaths))
+        ck.eq(kills, DURING_KILLS + DURING_TERMS, 'every attacher was signalled')
+        for n, t in enumerate(targets):
+            for r in t['rows']:
+                ck.check(r['alive'], 'program %d lives after an attacher signalled at %.1f ms '
+                         '(exit %s)' % (n, r['at'] * 1e3, t['proc'].returncode))
+                ck.check(r['round'] is True, 'program %d runs its round after the signal at '
+                         '%.1f ms: %s' % (n, r['at'] * 1e3, r['round']))
+                if r['sig'] == signal.SIGTERM:
+                    ck.eq(r['left'], [], 'a SIGTERM at %.1f ms leaves no temporary file' %
+                          (r['at'] * 1e3))
+        left = sum(bool(r['left']) for t in targets for r in t['rows'])
+        for n, t in enumerate(targets):
+            if t['proc'].poll() is not None:
+                continue
+            # attached again (taking over from a dead attacher or not),
+            # by a run writing the same capture: exact, and it cleans up
+            cap = os.path.join(t['dir'], 'k.data')
+            cmd = [cyg.exe, 'record', '--attach', str(t['pid']), '-o', cap, '-f']
+            print('$ ' + ' '.join(cmd))
+            b = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL, universal_newlines=True)
+            line = b.stderr.readline()
+            if 'attached to process %d' % t['pid'] not in line:
+                out, err = b.communicate(timeout=60)
+                raise Failure('program %d: the attach after the killed ones failed (exit %s): '
+                              '%r' % (n, b.returncode, line + err))
+            for _ in range(2):
+                t['round'] += 1
+                burst_go(t['pf'], t['round'], t['proc'])
+            b.send_signal(signal.SIGINT)
+            end_bg(ck, b, 'program %d attached again' % n)
+            check_burst_capture(ck, cyg, cap, 2)
+            ck.eq(temporaries(t['dir'], 'k.data'), [],
+                  'program %d: no temporary file after the next run' % n)
+            finish_burst(ck, t['proc'], t['pf'], t['round'])
+        print('SIGKILLs that left a temporary file: %d (each removed by the next run)' % left)
+    finally:
+        for t in targets:
+            if t['proc'].poll() is None:
+                t['proc'].kill()
+                t['proc'].wait()
+
+
 def test_user(ck, cyg, example, args):
     """Root attaches to a process of another user (nobody) and records its
     calls exactly; nobody cannot attach to root's process (one line)."""
@@ -785,7 +930,7 @@ def test_send(ck, cyg, example, args):
 TESTS = {'attach-refuse': test_refuse, 'attach-inject': test_inject, 'attach-lib': test_lib,
          'attach-run': test_run, 'attach-twice': test_twice, 'attach-top': test_top,
          'attach-send': test_send, 'attach-kill': test_kill, 'attach-kill-full': test_kill,
-         'attach-user': test_user}
+         'attach-kill-during': test_kill_during, 'attach-user': test_user}
 EXAMPLE = []
 
 
