@@ -55,6 +55,17 @@ Tests:
                  nothing written where record runs, the received capture's
                  calls within 5% of the program's counter; --send with -o
                  refused.
+  attach-kill-during  (burst.c) 32 SIGKILLs at i/32 of the measured attach
+                 and 8 SIGTERMs, over four programs at once: none dies,
+                 each finishes the round it ran meanwhile, a SIGTERM leaves
+                 no temporary file; attached again with the same capture
+                 name: exactly its two rounds, no temporary file left.
+  attach-kill-anywhere  (burst.c) 20 SIGKILLs of record --attach
+                 --duration 1.5 spread over its whole run: the program
+                 lives; each published capture opens, its unit() calls
+                 are those of its burst() calls (but for rounds in flight
+                 at the checkpoint) and no more rounds than ran; attached
+                 again: exact, no temporary file left.
 """
 
 import json
@@ -767,6 +778,138 @@ def test_kill_during(ck, cyg, example, args):
                 t['proc'].wait()
 
 
+# attach-kill-anywhere: kills spread over an attacher's whole run
+ANYWHERE_KILLS = 20
+ANYWHERE_DURATION = 1.5
+
+
+def rounds_bg(t):
+    """Run burst's rounds one after the other (20 ms apart) until t['stop'];
+    t['done'] lists (round, CLOCK_MONOTONIC when its done file was seen)."""
+    while not t['stop'] and t['proc'].poll() is None:
+        k = t['round'] + 1
+        open('%s.go%d' % (t['pf'], k), 'w').close()
+        try:
+            burst_done(t['pf'], k, t['proc'])
+        except Failure:
+            return
+        t['round'] = k
+        t['done'].append((k, time.monotonic()))
+        time.sleep(0.02)
+
+
+def test_kill_anywhere(ck, cyg, example, args):
+    """record --attach --duration SIGKILLed at 20 moments spread over its
+    whole run (the first second too): the program never dies and runs its
+    rounds; a capture the attacher published opens, with whole rounds but
+    for the ones in flight at its last checkpoint and no more than the
+    program ran; attached again with the same capture name: exactly the
+    calls of its rounds, and no temporary file left."""
+    import threading
+    d = cyg.workdir
+    targets = []
+    try:
+        for i in range(DURING_TARGETS):
+            td = os.path.join(d, 't%d' % i)
+            os.mkdir(td)
+            p, pid, pf = start_burst(td, 'anywhere')
+            targets.append({'dir': td, 'proc': p, 'pid': pid, 'pf': pf, 'round': 0,
+                            'done': [], 'stop': False, 'rows': []})
+        # the whole run of an attacher left alone
+        t0 = targets[0]
+        cap = os.path.join(t0['dir'], 'whole.data')
+        start = time.monotonic()
+        cp = run([cyg.exe, 'record', '-q', '--attach', str(t0['pid']), '-o', cap,
+                  '--duration', str(ANYWHERE_DURATION)])
+        whole = time.monotonic() - start
+        ck.eq(cp.returncode, 0, 'an attacher left alone ends normally (%r)' % cp.err)
+        print('whole run of record --attach --duration %s: %.0f ms' %
+              (ANYWHERE_DURATION, whole * 1e3))
+        moments = [whole * i / ANYWHERE_KILLS for i in range(ANYWHERE_KILLS)]
+        runners = [threading.Thread(target=rounds_bg, args=(t,)) for t in targets]
+        for r in runners:
+            r.start()
+
+        def kill_all(t, mine):
+            for at in mine:
+                cap = os.path.join(t['dir'], 'any.data')
+                if os.path.exists(cap):
+                    os.unlink(cap)
+                r0 = t['round']
+                a = subprocess.Popen([cyg.exe, 'record', '--attach', str(t['pid']), '-o', cap,
+                                      '--duration', str(ANYWHERE_DURATION), '-f'],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.DEVNULL)
+                time.sleep(at)
+                a.kill()
+                a.wait()
+                row = {'at': at, 'alive': t['proc'].poll() is None, 'ran': t['round'] - r0 + 1,
+                       'cap': None}
+                if os.path.exists(cap):
+                    keep = os.path.join(t['dir'], 'any-%d.data' % len(t['rows']))
+                    os.rename(cap, keep)
+                    row['cap'] = keep
+                t['rows'].append(row)
+                if not row['alive']:
+                    return
+        killers = [threading.Thread(target=kill_all, args=(t, moments[n::len(targets)]))
+                   for n, t in enumerate(targets)]
+        for k in killers:
+            k.start()
+        for k in killers:
+            k.join()
+        for t in targets:
+            t['stop'] = True
+        for r in runners:
+            r.join()
+        rows = [r for t in targets for r in t['rows']]
+        ck.eq(len(rows), ANYWHERE_KILLS, 'every attacher was killed')
+        print('kills: %d; programs dead: %d; captures published: %d' %
+              (len(rows), sum(t['proc'].poll() is not None for t in targets),
+               sum(r['cap'] is not None for r in rows)))
+        calls = BURST_CALLS
+        for n, t in enumerate(targets):
+            for r in t['rows']:
+                what = 'program %d, attacher killed at %.0f ms' % (n, r['at'] * 1e3)
+                ck.check(r['alive'], '%s: the program lives (exit %s)' %
+                         (what, t['proc'].returncode))
+                if not r['cap']:
+                    continue
+                cp = run([cyg.exe, 'report', '--format=json', r['cap']])
+                if not ck.eq(cp.returncode, 0, '%s: its capture opens (%s)' %
+                             (what, cp.err.strip()[:200])):
+                    continue
+                fns = functions_of(json.loads(cp.out))
+                nb = fns.get('burst', {}).get('calls', 0)
+                nu = fns.get('unit', {}).get('calls', 0)
+                # a round in flight at the checkpoint counts in part
+                ck.check(calls * (nb - (BURST_THREADS + 1)) <= nu <= calls * nb,
+                         '%s: unit() %d calls for %d calls of burst()' % (what, nu, nb))
+                ck.check(nb <= (BURST_THREADS + 1) * r['ran'],
+                         '%s: %d calls of burst(), the program ran %d rounds meanwhile' %
+                         (what, nb, r['ran']))
+        for n, t in enumerate(targets):
+            if t['proc'].poll() is not None:
+                continue
+            cap = os.path.join(t['dir'], 'any.data')
+            b = attach_bg(cyg, t['pid'], cap, None)
+            for _ in range(2):
+                t['round'] += 1
+                burst_go(t['pf'], t['round'], t['proc'])
+            b.send_signal(signal.SIGINT)
+            end_bg(ck, b, 'program %d attached again' % n)
+            check_burst_capture(ck, cyg, cap, 2)
+            ck.eq(temporaries(t['dir'], 'any.data'), [],
+                  'program %d: no temporary file after the next run' % n)
+            finish_burst(ck, t['proc'], t['pf'], t['round'])
+    finally:
+        for t in targets:
+            t['stop'] = True
+            if t['proc'].poll() is None:
+                t['proc'].kill()
+                t['proc'].wait()
+
+
 def test_user(ck, cyg, example, args):
     """Root attaches to a process of another user (nobody) and records its
     calls exactly; nobody cannot attach to root's process (one line)."""
@@ -930,7 +1073,8 @@ def test_send(ck, cyg, example, args):
 TESTS = {'attach-refuse': test_refuse, 'attach-inject': test_inject, 'attach-lib': test_lib,
          'attach-run': test_run, 'attach-twice': test_twice, 'attach-top': test_top,
          'attach-send': test_send, 'attach-kill': test_kill, 'attach-kill-full': test_kill,
-         'attach-kill-during': test_kill_during, 'attach-user': test_user}
+         'attach-kill-during': test_kill_during, 'attach-kill-anywhere': test_kill_anywhere,
+         'attach-user': test_user}
 EXAMPLE = []
 
 
