@@ -106,9 +106,37 @@ int attach_thread_rank(const struct user_regs_struct *r, int rip_in_exe)
 	return 0;
 }
 
+/* Bytes of stack a thread needs below its stack pointer for the calls:
+ * their frame (the xsave area, a seed list) and dlopen's own. */
+#define INJECT_STACK (64 << 10)
+
+/* Whether the stack pointer sp of process pid has INJECT_STACK bytes of its
+ * mapping below it (the main thread's [stack] grows: always).  Unknown:
+ * yes. */
+static int stack_room(pid_t pid, uint64_t sp)
+{
+	char p[64], line[512];
+	int ok = 1;
+	FILE *f;
+
+	snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
+	f = fopen(p, "re");
+	if (!f)
+		return 1;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long lo, hi;
+		if (sscanf(line, "%llx-%llx", &lo, &hi) != 2 || sp <= lo || sp > hi)
+			continue;
+		ok = strstr(line, "[stack]") || sp - lo >= INJECT_STACK;
+		break;
+	}
+	fclose(f);
+	return ok;
+}
+
 static int pick_thread(struct attach_session *s, int *rankp)
 {
-	int best = -1, rank = -1;
+	int best = -1, rank = -2;
 	size_t i;
 
 	for (i = 0; i < s->th.n; i++) {
@@ -116,6 +144,9 @@ static int pick_thread(struct attach_session *s, int *rankp)
 		if (ptrace(PTRACE_GETREGS, s->th.tid[i], 0, &r) < 0)
 			continue;
 		int k = attach_thread_rank(&r, in_exe_text(s, r.rip));
+		/* a thread on a small stack only when no other can */
+		if (!stack_room(s->th.pid, r.rsp))
+			k = -1;
 		if (k > rank) {
 			rank = k;
 			best = (int)i;
