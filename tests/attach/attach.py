@@ -55,11 +55,14 @@ Tests:
                  nothing written where record runs, the received capture's
                  calls within 5% of the program's counter; --send with -o
                  refused.
-  attach-kill-during  (burst.c) 32 SIGKILLs at i/32 of the measured attach
-                 and 8 SIGTERMs, over four programs at once: none dies,
-                 each finishes the round it ran meanwhile, a SIGTERM leaves
-                 no temporary file; attached again with the same capture
-                 name: exactly its two rounds, no temporary file left.
+  attach-kill-during  (burst.c) the attach measured (to its "attached"
+                 line, and how long the program is traced: TracerPid); 32
+                 SIGKILLs at i/32 of the traced time after the program is
+                 seen traced, and 8 SIGTERMs over the whole attach, dealt
+                 over four programs: none dies, each finishes the round it
+                 ran meanwhile, a SIGTERM leaves no temporary file;
+                 attached again with the same capture name: exactly its
+                 two rounds, no temporary file left.
   attach-kill-anywhere  (burst.c) 20 SIGKILLs of record --attach
                  --duration 1.5 spread over its whole run: the program
                  lives; each published capture opens, its unit() calls
@@ -646,32 +649,77 @@ def temporaries(d, name):
     return sorted(f for f in os.listdir(d) if f.startswith('.%s.' % name))
 
 
+def tracer_of(pid):
+    """The TracerPid of process pid (0: none, or no such process)."""
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            for line in f:
+                if line.startswith('TracerPid:'):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def wait_traced(pid, a, deadline):
+    """Wait until attacher a traces pid (its threads stopped: the injection
+    begins).  False when a said it attached (on its standard error, a
+    non-blocking pipe) or ended first, or at the deadline."""
+    while time.monotonic() < deadline and a.poll() is None:
+        if tracer_of(pid) == a.pid:
+            return True
+        try:
+            if os.read(a.stderr.fileno(), 4096):
+                return False
+        except BlockingIOError:
+            pass
+    return False
+
+
 def attach_duration(cyg, pid, d):
-    """Seconds from starting record --attach to its "attached" line (the
-    whole attach: start, refusals, capture, injection), then detached."""
+    """(D, W): seconds from starting record --attach to its "attached" line
+    (the whole attach: start, refusals, capture, injection), and how long it
+    traced the program (its threads stopped, the calls made: TracerPid
+    names it, from first seen to last); then detached."""
+    import threading
     cmd = [cyg.exe, 'record', '--attach', str(pid), '-o', os.path.join(d, 'measure.data'), '-f']
     t0 = time.monotonic()
     a = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          stdin=subprocess.DEVNULL, universal_newlines=True)
+    seen = []
+    done = []
+
+    def poll():
+        while not done:
+            if tracer_of(pid) == a.pid:
+                seen.append(time.monotonic())
+    th = threading.Thread(target=poll)
+    th.start()
     line = a.stderr.readline()
     took = time.monotonic() - t0
+    done.append(1)
+    th.join()
     a.send_signal(signal.SIGINT)
     a.communicate(timeout=120)
     if 'attached to process %d' % pid not in line:
         raise Failure('record --attach did not attach: %r' % line)
-    return took
+    return took, (seen[-1] - seen[0]) if seen else 0.0
 
 
 def during_worker(cyg, d, pid, pf, proc, moments, sig, out):
-    """Signal an attacher of pid at each of moments (seconds after its
-    start); after each, burst runs a round.  Appends one dict per signal."""
-    for k, at in enumerate(moments, 1):
+    """Signal an attacher of pid at each of moments: (seconds, after its
+    start or, with traced, after it began to trace pid); after each, burst
+    runs a round.  Appends one dict per signal."""
+    for k, (at, traced) in enumerate(moments, 1):
         cmd = [cyg.exe, 'record', '--attach', str(pid), '-o', os.path.join(d, 'k.data'), '-f']
-        a = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        a = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              stdin=subprocess.DEVNULL)
+        os.set_blocking(a.stderr.fileno(), False)
         # the program busy meanwhile: a round runs while it is attached
         open('%s.go%d' % (pf, out['round'] + 1), 'w').close()
-        time.sleep(at)
+        missed = traced and not wait_traced(pid, a, time.monotonic() + 60)
+        if not missed:
+            time.sleep(at)
         a.send_signal(sig)
         if sig == signal.SIGTERM:
             # SIGTERM is handled: it ends the attach (or cygprof before it)
@@ -680,10 +728,12 @@ def during_worker(cyg, d, pid, pf, proc, moments, sig, out):
             except subprocess.TimeoutExpired:
                 a.kill()
         a.wait()
+        a.stderr.close()
         out['round'] += 1
         # its own temporary file, if it left one (the name has its pid)
         mine = [f for f in temporaries(d, 'k.data') if '.%d-' % a.pid in f]
-        row = {'at': at, 'sig': sig, 'alive': proc.poll() is None, 'left': mine}
+        row = {'at': at, 'sig': sig, 'alive': proc.poll() is None, 'left': mine,
+               'missed': missed}
         try:
             burst_done(pf, out['round'], proc)
             row['round'] = True
@@ -699,7 +749,6 @@ def test_kill_during(ck, cyg, example, args):
     attach: the program never dies and runs its rounds; attached again, its
     capture holds exactly the calls of its rounds, and no temporary file of
     the killed attachers stays behind."""
-    import threading
     d = cyg.workdir
     targets = []
     try:
@@ -710,32 +759,39 @@ def test_kill_during(ck, cyg, example, args):
             targets.append({'dir': td, 'proc': p, 'pid': pid, 'pf': pf, 'round': 0,
                             'rows': []})
         t0 = targets[0]
-        durs = sorted(attach_duration(cyg, t0['pid'], t0['dir']) for _ in range(3))
-        dur = durs[1]
-        print('attach duration: %.1f ms (of %s)' % (dur * 1e3, ['%.1f' % (x * 1e3) for x in durs]))
-        # SIGKILL i at i/32 of the attach, SIGTERM j at (j + 0.5)/8 of it,
-        # dealt round-robin over the programs, each program's in turn
+        m = sorted(attach_duration(cyg, t0['pid'], t0['dir']) for _ in range(3))
+        dur, traced = m[1]
+        if traced <= 0:
+            traced = dur / 4  # never seen traced: a quarter of the attach
+        print('attach duration: %.1f ms, of which the program was traced %.1f ms '
+              '(of %s)' % (dur * 1e3, traced * 1e3,
+                           ['%.1f/%.1f' % (x * 1e3, y * 1e3) for x, y in m]))
+        # SIGKILL i at i/32 of the time the program is traced (the stop, the
+        # injected calls, the hooks: when a dying attacher can harm it; its
+        # capture's temporary file exists all along), SIGTERM j at
+        # (j + 0.5)/8 of the whole attach; dealt round-robin over the
+        # programs, each program's in turn
         plan = [[] for _ in targets]
         for i in range(DURING_KILLS):
-            plan[i % len(targets)].append((dur * i / DURING_KILLS, signal.SIGKILL))
+            plan[i % len(targets)].append(((traced * i / DURING_KILLS, True), signal.SIGKILL))
         for j in range(DURING_TERMS):
-            plan[j % len(targets)].append((dur * (j + 0.5) / DURING_TERMS, signal.SIGTERM))
-        workers = []
-        for t, moments in zip(targets, plan):
-            def run_all(t=t, moments=moments):
-                for at, sig in moments:
+            plan[j % len(targets)].append(((dur * (j + 0.5) / DURING_TERMS, False),
+                                           signal.SIGTERM))
+        # one attacher at a time (the moments are measured from when the
+        # program is seen traced: no other thread of ours competes), the
+        # programs in turn
+        for k in range(max(len(x) for x in plan)):
+            for t, moments in zip(targets, plan):
+                if k < len(moments) and t['proc'].poll() is None:
+                    at, sig = moments[k]
                     during_worker(cyg, t['dir'], t['pid'], t['pf'], t['proc'], [at], sig, t)
-                    if t['proc'].poll() is not None:
-                        return
-            w = threading.Thread(target=run_all)
-            w.start()
-            workers.append(w)
-        for w in workers:
-            w.join()
         kills = sum(len(t['rows']) for t in targets)
         deaths = sum(t['proc'].poll() is not None for t in targets)
-        print('signals sent: %d (%d SIGKILL, %d SIGTERM); programs dead: %d' %
-              (kills, DURING_KILLS, DURING_TERMS, deaths))
+        print('signals sent: %d (%d SIGKILL, %d SIGTERM); programs dead: %d; SIGKILLs '
+              'after the program was traced: %d' %
+              (kills, DURING_KILLS, DURING_TERMS, deaths,
+               sum(r['sig'] == signal.SIGKILL and not r['missed']
+                   for t in targets for r in t['rows'])))
         ck.eq(kills, DURING_KILLS + DURING_TERMS, 'every attacher was signalled')
         for n, t in enumerate(targets):
             for r in t['rows']:
