@@ -232,7 +232,8 @@ static void tramp_room(Elf *e, uint64_t bias, struct attach_target *t)
 		    ph.p_memsz != ph.p_filesz || !ph.p_filesz)
 			continue;
 		uint64_t end = bias + ph.p_vaddr + ph.p_filesz;
-		uint64_t at = (end + 63) & ~63ULL, page_end = (end + (uint64_t)pg - 1) & ~((uint64_t)pg - 1);
+		uint64_t at = (end + 63) & ~63ULL;
+		uint64_t page_end = (end + (uint64_t)pg - 1) & ~((uint64_t)pg - 1);
 		if (at + ATTACH_TRAMP_ROOM <= page_end) {
 			t->tramp_addr = at;
 			return;

@@ -413,8 +413,8 @@ static int call(struct attach_session *s, const char *what, uint64_t fn, const u
 	int st;
 
 	if (s->stuck)
-		return attach_fail(err, errlen, "attach: no %s in process %d: a call is still running",
-				   what, (int)s->th.pid);
+		return attach_fail(err, errlen, "attach: no %s in process %d: a call is still "
+				   "running", what, (int)s->th.pid);
 	/* the descriptor first: the registers below make it the next call */
 	if (attach_mem_write(s, s->desc + D_FN, d, sizeof d) < 0)
 		return attach_fail(err, errlen, "attach: cannot write the stack of thread %d",
@@ -1003,7 +1003,8 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 	for (i = 0; i < s->th.n; i++) {
 		struct user_regs_struct ur;
 		if (ptrace(PTRACE_GETREGS, s->th.tid[i], 0, &ur) == 0)
-			nseeds[i] = attach_walk(s, &ur, seeds + i * ATTACH_SEED_MAX, ATTACH_SEED_MAX);
+			nseeds[i] = attach_walk(s, &ur, seeds + i * ATTACH_SEED_MAX,
+						ATTACH_SEED_MAX);
 	}
 	if (s->tid <= 0 || save_regs(s, err, errlen) < 0) {
 		if (s->tid <= 0)
@@ -1056,8 +1057,8 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 				read_str(s, ret, why, sizeof why);
 		}
 		if (!s->handle) {
-			attach_fail(err, errlen, "attach: process %d cannot load %s%s%s", (int)t->pid,
-				    s->runtime, why[0] ? ": " : "", why);
+			attach_fail(err, errlen, "attach: process %d cannot load %s%s%s",
+				    (int)t->pid, s->runtime, why[0] ? ": " : "", why);
 			goto out;
 		}
 	}
@@ -1080,14 +1081,15 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 	 * until the hooks are pointed, the thread undoes it on its way out
 	 * (docs/attach.md, "When the attacher dies"). */
 	if (s->fn_abort && set_undo(s, s->fn_abort, (uint64_t)getpid()) < 0) {
-		attach_fail(err, errlen, "attach: cannot write the stack of thread %d", (int)s->tid);
+		attach_fail(err, errlen, "attach: cannot write the stack of thread %d",
+			    (int)s->tid);
 		goto out;
 	}
+	uint64_t fdpath = AT_DATA(offsetof(struct inject_str, fdpath));
 	r = 1; /* not called yet */
 	if (tfd < 0 && s->fn_attach_path) {
 		/* opened and taken inside one call: no descriptor left over */
-		if (call0(s, names[6], s->fn_attach_path, AT_DATA(offsetof(struct inject_str, fdpath)),
-			  0, 0, &ret, err, errlen) < 0)
+		if (call0(s, names[6], s->fn_attach_path, fdpath, 0, 0, &ret, err, errlen) < 0)
 			goto out;
 		r = (int)ret;
 		if (r == -EACCES || r == -EPERM || r == -ENOENT) {
@@ -1102,12 +1104,12 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 		if (tfd < 0) {
 			/* a runtime without cygprof_attach_path */
 			if (!t->open_addr) {
-				attach_fail(err, errlen, "attach: no open in %s of process %d", t->libc,
-					    (int)t->pid);
+				attach_fail(err, errlen, "attach: no open in %s of process %d",
+					    t->libc, (int)t->pid);
 				goto out;
 			}
-			if (call0(s, "open", t->open_addr, AT_DATA(offsetof(struct inject_str, fdpath)),
-				  O_RDWR | O_CLOEXEC, 0, &ret, err, errlen) < 0)
+			if (call0(s, "open", t->open_addr, fdpath, O_RDWR | O_CLOEXEC, 0, &ret, err,
+				  errlen) < 0)
 				goto out;
 			tfd = (int)ret;
 			if (tfd < 0 && by_socket(s, shm_fd, &tfd, &trt, err, errlen) < 0)
@@ -1154,7 +1156,8 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 	 * stays attached should we die (the hooks drop everything once they
 	 * see the collector gone; the next attach takes the process over). */
 	if (set_undo(s, 0, 0) < 0) {
-		attach_fail(err, errlen, "attach: cannot write the stack of thread %d", (int)s->tid);
+		attach_fail(err, errlen, "attach: cannot write the stack of thread %d",
+			    (int)s->tid);
 		goto out;
 	}
 	s->nslots = 0;
@@ -1238,9 +1241,8 @@ int attach_end(struct attach_session *s, char *err, size_t errlen)
 			rc = -1;
 	} else if (!rc) {
 		rc = s->tid > 0 ? -1
-				: attach_fail(err, errlen,
-					      "attach: no thread of process %d can be used to detach",
-					      (int)s->t->pid);
+				: attach_fail(err, errlen, "attach: no thread of process %d can be "
+					      "used to detach", (int)s->t->pid);
 	}
 	attach_resume_all(&s->th);
 	cleanup(s);

@@ -396,7 +396,8 @@ int cygprof_attach_abort(int collector)
 	 * so the detach needs no stopped threads. */
 	int one = 1;
 
-	if (collector <= 0 || __atomic_load_n(&cygprof_attach_collector, __ATOMIC_SEQ_CST) != collector)
+	if (collector <= 0 ||
+	    __atomic_load_n(&cygprof_attach_collector, __ATOMIC_SEQ_CST) != collector)
 		return -EINVAL;
 	if (!__atomic_compare_exchange_n(&attach_undoable, &one, 0, 0, __ATOMIC_SEQ_CST,
 					 __ATOMIC_SEQ_CST))
