@@ -940,6 +940,9 @@ static int by_socket(struct attach_session *s, int shm_fd, int *tfd, int *trt, c
 				   strerror(errno));
 	rc = pass_fds(s, shm_fd, rt, tfd, trt, err, errlen);
 	close(rt);
+	/* should we die before it is attached, the thread closes it */
+	if (!rc)
+		set_undo(s, s->t->close_addr, (uint64_t)*tfd);
 	return rc;
 }
 
@@ -1115,6 +1118,13 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 			if (tfd < 0 && by_socket(s, shm_fd, &tfd, &trt, err, errlen) < 0)
 				goto out;
 			target_close(s, &trt);
+		}
+		/* the runtime closes tfd when it takes it: from here on its
+		 * number may be the program's again, only the runtime's undo */
+		if (set_undo(s, s->fn_abort, s->fn_abort ? (uint64_t)getpid() : 0) < 0) {
+			attach_fail(err, errlen, "attach: cannot write the stack of thread %d",
+				    (int)s->tid);
+			goto out;
 		}
 		if (call0(s, names[0], s->fn_attach_fd, (uint64_t)tfd, 0, 0, &ret, err, errlen) < 0)
 			goto out;
