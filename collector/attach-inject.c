@@ -111,8 +111,9 @@ int attach_thread_rank(const struct user_regs_struct *r, int rip_in_exe)
 #define INJECT_STACK (64 << 10)
 
 /* Whether the stack pointer sp of process pid has INJECT_STACK bytes of its
- * mapping below it (the main thread's [stack] grows: always).  Unknown:
- * yes. */
+ * mapping below it.  The main thread's [stack] grows when the thread
+ * faults below it, but not for our writes through /proc/PID/mem (the
+ * frame): half as much is enough there.  Unknown: yes. */
 static int stack_room(pid_t pid, uint64_t sp)
 {
 	char p[64], line[512];
@@ -127,7 +128,7 @@ static int stack_room(pid_t pid, uint64_t sp)
 		unsigned long long lo, hi;
 		if (sscanf(line, "%llx-%llx", &lo, &hi) != 2 || sp <= lo || sp > hi)
 			continue;
-		ok = strstr(line, "[stack]") || sp - lo >= INJECT_STACK;
+		ok = sp - lo >= (strstr(line, "[stack]") ? INJECT_STACK / 2 : INJECT_STACK);
 		break;
 	}
 	fclose(f);
