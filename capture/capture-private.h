@@ -749,10 +749,19 @@ struct cygprof_capture {
 	bool finishing; /* capture_writer_finish(): the open blocks are written last */
 };
 
-/* A new file next to path: ".NAME.XXXXXX", created exclusively (O_EXCL:
- * never an existing file, never through a symlink), mode 0666 less the
- * umask; *tmp its name (malloc'd), *fdp its descriptor. */
+/* A new file next to path: ".NAME.PID-START.XXXXXX" (capture-temp.c),
+ * created exclusively (O_EXCL: never an existing file, never through a
+ * symlink), mode 0666 less the umask; *tmp its name (malloc'd), *fdp its
+ * descriptor.  The temporary files of NAME whose writers are gone are
+ * removed first. */
 int capture_make_temp(const char *path, char **tmp, int *fdp);
+/* "PID-START" of this process (its pid, its start time in clock ticks
+ * after boot) into buf; returns its length. */
+int capture_temp_tag(char *buf, size_t n);
+/* Remove the temporary files of path (".NAME.PID-START.XXXXXX" in its
+ * directory) whose writer is gone: no such process, a zombie, or another
+ * process with that pid; a file write-locked by a writer is kept. */
+void capture_temp_clean(const char *path);
 /* CYGPROF_FSYNC set, and not to 0 (cygprof takes 0 or 1: cli/env.c). */
 bool capture_fsync_asked(void);
 

@@ -407,13 +407,18 @@ int capture_make_temp(const char *path, char **tmp, int *fdp)
 	char *t;
 	int fd;
 
+	char tag[64];
+
 	if (!*base)
 		return -EISDIR;
-	t = malloc(dlen + strlen(base) + 9);
+	/* what killed writers of this name left (their pid in the name) */
+	capture_temp_clean(path);
+	capture_temp_tag(tag, sizeof tag);
+	t = malloc(dlen + strlen(base) + strlen(tag) + 10);
 	if (!t)
 		return -ENOMEM;
 	memcpy(t, path, dlen);
-	sprintf(t + dlen, ".%s.XXXXXX", base);
+	sprintf(t + dlen, ".%s.%s.XXXXXX", base, tag);
 	fd = mkostemp(t, O_CLOEXEC);
 	if (fd < 0) {
 		fd = -errno;

@@ -212,6 +212,35 @@ static void runtime_state_addr(struct attach_target *t)
 	close_elf(e, fd);
 }
 
+/* Room for the call trampoline in the object e mapped with bias: the tail
+ * of the last page of an executable PT_LOAD past its file bytes.  The page
+ * is mapped executable, but nothing of the object lies there (the rest of
+ * the file, if any, is another segment's, mapped elsewhere): the program
+ * never runs or reads it, and a write into it (through /proc/PID/mem, a
+ * private copy of the page) changes nothing the program sees.  A segment
+ * with more memory than file bytes (a bss) is passed over. */
+static void tramp_room(Elf *e, uint64_t bias, struct attach_target *t)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t n, i;
+
+	if (t->tramp_addr || elf_getphdrnum(e, &n) != 0)
+		return;
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
+		    ph.p_memsz != ph.p_filesz || !ph.p_filesz)
+			continue;
+		uint64_t end = bias + ph.p_vaddr + ph.p_filesz;
+		uint64_t at = (end + 63) & ~63ULL;
+		uint64_t page_end = (end + (uint64_t)pg - 1) & ~((uint64_t)pg - 1);
+		if (at + ATTACH_TRAMP_ROOM <= page_end) {
+			t->tramp_addr = at;
+			return;
+		}
+	}
+}
+
 struct lib_cand {
 	uint64_t start;
 	char *path;
@@ -245,6 +274,7 @@ static void lib_slots(struct attach_target *t, struct lib_cand *v, size_t n)
 			e = open_elf(v[i].path, &fd);
 		if (e && load_bias(e, v[i].start, &bias) == 0) {
 			find_slots(e, bias, &en, &ety, &ex, &xty);
+			tramp_room(e, bias, t);
 			if (en && ex && t->nlibs < ATTACH_MAX_LIBS) {
 				t->lib_enter[t->nlibs] = en;
 				t->lib_exit[t->nlibs] = ex;
@@ -332,6 +362,10 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 	}
 	find_slots(e, t->exe_base, &t->got_enter, &t->got_enter_type, &t->got_exit,
 		   &t->got_exit_type);
+	/* the executable's room first, then libc's (below), then a library's */
+	uint64_t lib_tramp = t->tramp_addr;
+	t->tramp_addr = 0;
+	tramp_room(e, t->exe_base, t);
 	close_elf(e, fd);
 
 	if (!t->libc[0])
@@ -347,6 +381,9 @@ int attach_inspect(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 			close_elf(e, fd);
 		return attach_fail(err, errlen, "attach: cannot read %s of process %d", t->libc, (int)pid);
 	}
+	tramp_room(e, t->libc_base, t);
+	if (!t->tramp_addr)
+		t->tramp_addr = lib_tramp;
 	uint64_t v = dynsym_value(e, "dlopen");
 	if (!v)
 		v = dynsym_value(e, "__libc_dlopen_mode"); /* glibc before 2.34 */
@@ -535,7 +572,10 @@ int attach_check(pid_t pid, struct attach_target *t, char *err, size_t errlen)
 		 * attached again; one started by record or attached now not */
 		int32_t state = -1, by = 0;
 		unsigned long long since = 0;
-		if (!attach_runtime_state(t, &state) && state == 2 && !strstr(t->runtime, "-mem.so"))
+		/* 0: loaded by an attacher that died before the runtime
+		 * attached (nothing of it runs: attached as after a detach) */
+		if (!attach_runtime_state(t, &state) && (state == 2 || state == 0) &&
+		    !strstr(t->runtime, "-mem.so"))
 			t->reattach = 1;
 		else if (state == 1 && !read_mem(pid, t->collector_addr, &by, sizeof by) && by > 0 &&
 			 !read_mem(pid, t->boottime_addr, &since, sizeof since) &&

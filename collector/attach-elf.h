@@ -39,7 +39,13 @@ struct attach_target {
 	int reattach;          /* that runtime is detached (state 2), or its attacher
 				* died without detaching: attach it again */
 	pid_t dead_attacher;   /* that attacher (0: none) */
+	uint64_t tramp_addr;   /* room for the call trampoline (attach-inject.c): past
+				* the end of an executable PT_LOAD's file bytes, inside
+				* its last page, where nothing of the program lies (0: none) */
 };
+
+/* Bytes of an executable mapping's tail the trampoline needs. */
+#define ATTACH_TRAMP_ROOM 256
 
 /* Read the mapped runtime's cygprof_attach_state through /proc/PID/mem
  * (0 never attached, 1 attached, 2 detached).  Returns 0, or -1 when there
@@ -108,9 +114,19 @@ struct attach_session {
 	uint64_t text[16][2];  /* the executable's text mappings */
 	size_t ntext;
 	struct sym_elf *elf;   /* its symbols (NULL: no seeds) */
-	uint64_t scratch;      /* mapped in the target during the calls */
+	/* The calls' frame on the calling thread's stack, below its red zone
+	 * (attach-inject.c, "the trampoline"): addresses in the target. */
+	uint64_t gpr;          /* the thread's registers, popped last; its rip above */
+	uint64_t desc;         /* the call descriptor the trampoline reads */
+	uint64_t data;         /* strings and seed lists */
+	uint64_t xs;           /* the xsave (fxsave) area, the trampoline's stack top */
+	int xsave;             /* 1: xsave/xrstor; 0: fxsave/fxrstor */
+	int entered;           /* the thread runs in the trampoline: it leaves through it */
+	int at_marker;         /* stopped at the trampoline's marker (between calls) */
+	int stuck;             /* a call did not return: no more calls this time */
 	uint64_t handle;       /* dlopen's */
 	uint64_t fn_attach_fd, fn_seed, fn_detach, fn_enter, fn_exit, state_addr;
+	uint64_t fn_attach_path, fn_abort; /* 0: a runtime without them */
 	uint64_t slot[2 + 2 * ATTACH_MAX_LIBS]; /* every slot pointed (exe, libs; enter, exit) */
 	uint64_t old[2 + 2 * ATTACH_MAX_LIBS]; /* their values before */
 	size_t nslots;

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #define _GNU_SOURCE
+#include <cpuid.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -30,12 +31,15 @@
 #include "attach-elf.h"
 #include "symbols.h"
 
-/* The injected calls' frame starts this far below the thread's stack
- * pointer (the red zone, and some room). */
-#define INJECT_RED_ZONE 1024
-/* The scratch page(s) mapped in the target for strings and seed lists. */
-#define INJECT_SCRATCH 65536
-/* An injected call that has not returned after this long is given up. */
+/* The calls' frame starts this far below the thread's stack pointer: the
+ * x86-64 red zone, which the interrupted code may be using. */
+#define INJECT_RED_ZONE 128
+/* The frame's room for strings, one seed list, and pass_fds()'s
+ * structures, past the strings. */
+#define INJECT_DATA_SEEDS (ATTACH_SEED_MAX * 8)
+#define INJECT_DATA_PASS 512
+/* An injected call that has not returned after this long is given up:
+ * the thread finishes it on its own, after the attacher let it go. */
 #define INJECT_CALL_NS 20000000000ULL
 /* How many more times the threads are stopped when none is at a good
  * place for the calls (2 ms apart). */
@@ -102,9 +106,38 @@ int attach_thread_rank(const struct user_regs_struct *r, int rip_in_exe)
 	return 0;
 }
 
+/* Bytes of stack a thread needs below its stack pointer for the calls:
+ * their frame (the xsave area, a seed list) and dlopen's own. */
+#define INJECT_STACK (64 << 10)
+
+/* Whether the stack pointer sp of process pid has INJECT_STACK bytes of its
+ * mapping below it.  The main thread's [stack] grows when the thread
+ * faults below it, but not for our writes through /proc/PID/mem (the
+ * frame): half as much is enough there.  Unknown: yes. */
+static int stack_room(pid_t pid, uint64_t sp)
+{
+	char p[64], line[512];
+	int ok = 1;
+	FILE *f;
+
+	snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
+	f = fopen(p, "re");
+	if (!f)
+		return 1;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long lo, hi;
+		if (sscanf(line, "%llx-%llx", &lo, &hi) != 2 || sp <= lo || sp > hi)
+			continue;
+		ok = sp - lo >= (strstr(line, "[stack]") ? INJECT_STACK / 2 : INJECT_STACK);
+		break;
+	}
+	fclose(f);
+	return ok;
+}
+
 static int pick_thread(struct attach_session *s, int *rankp)
 {
-	int best = -1, rank = -1;
+	int best = -1, rank = -2;
 	size_t i;
 
 	for (i = 0; i < s->th.n; i++) {
@@ -112,6 +145,9 @@ static int pick_thread(struct attach_session *s, int *rankp)
 		if (ptrace(PTRACE_GETREGS, s->th.tid[i], 0, &r) < 0)
 			continue;
 		int k = attach_thread_rank(&r, in_exe_text(s, r.rip));
+		/* a thread on a small stack only when no other can */
+		if (!stack_room(s->th.pid, r.rsp))
+			k = -1;
 		if (k > rank) {
 			rank = k;
 			best = (int)i;
@@ -122,7 +158,114 @@ static int pick_thread(struct attach_session *s, int *rankp)
 	return best < 0 ? -1 : s->th.tid[best];
 }
 
-/* ---- calls in the target ---------------------------------------------- */
+/* ---- calls in the target: the trampoline ------------------------------
+ *
+ * Each call runs on the chosen thread through a few instructions of ours
+ * (below), written into the tail of an executable page where nothing of
+ * the program lies (attach-elf.c, tramp_room()).  Before the first call the
+ * thread's registers are stored in a frame on its own stack, below its red
+ * zone; the trampoline saves its vector state there (xsave), then calls
+ * the function named in the frame's descriptor, then makes a getpid system
+ * call, the marker: the attacher, which resumed the thread with
+ * PTRACE_SYSCALL, stops it there and reads the result, then either starts
+ * the next call (rip back to the trampoline) or lets the thread go.  Past
+ * the marker the trampoline calls the descriptor's undo function when one
+ * is set, restores the vector state and every register from the frame, and
+ * returns to where the thread was stopped.
+ *
+ * So whenever the attacher dies (SIGKILL), the kernel detaches the threads
+ * and each is runnable: stopped ones resume where they were, and the
+ * calling thread, mid-call or at the marker, finishes that call and comes
+ * back through the same restoring path the attacher uses when it lives.  A
+ * thread stopped in a system call to be restarted is first written as the
+ * restart itself (rip on the syscall instruction, rax its number), which
+ * is what the kernel would have done on resuming it. */
+
+/* The descriptor, in the frame (offsets the trampoline uses). */
+#define D_FN 0        /* the function called */
+#define D_ARG 8       /* its six arguments */
+#define D_UNDO 56     /* called past the marker when not 0 (the attacher died) */
+#define D_UNDO_ARG 64 /* its argument */
+#define D_GPR 72      /* where the registers are, for the pops */
+#define D_XS 80       /* the xsave area */
+#define D_RES 88      /* the call's rax */
+#define D_XSAVE 96    /* 1: xsave, 0: fxsave */
+#define D_SIZE 104
+/* The registers as the trampoline pops them, the eflags last, then rip. */
+#define GPR_N 16
+
+/* The trampoline: position-independent, entered with rsp at the 64-byte
+ * aligned xsave area and rbx at the descriptor (callee-saved: it survives
+ * the call).  tramp_first saves the vector state and calls, tramp_next
+ * only calls (the state is saved already); the call returns to the marker,
+ * a getpid system call whose entry the attacher stops at.  A signal during
+ * any of it finds the stack below the frame free. */
+__asm__(".pushsection .rodata.cygprof_tramp,\"a\"\n"
+	".balign 64\n"
+	".hidden cygprof_tramp_first\n"
+	".hidden cygprof_tramp_next\n"
+	".hidden cygprof_tramp_marker\n"
+	".hidden cygprof_tramp_end\n"
+	"cygprof_tramp_first:\n"
+	"	cmpq $0, 96(%rbx)\n"
+	"	je 1f\n"
+	"	movl $-1, %eax\n"
+	"	movl $-1, %edx\n"
+	"	xsave64 (%rsp)\n"
+	"	jmp cygprof_tramp_next\n"
+	"1:	fxsave64 (%rsp)\n"
+	"cygprof_tramp_next:\n"
+	"	leaq -64(%rsp), %rsp\n"
+	"	movq 8(%rbx), %rdi\n"
+	"	movq 16(%rbx), %rsi\n"
+	"	movq 24(%rbx), %rdx\n"
+	"	movq 32(%rbx), %rcx\n"
+	"	movq 40(%rbx), %r8\n"
+	"	movq 48(%rbx), %r9\n"
+	"	xorl %eax, %eax\n"
+	"	call *(%rbx)\n"
+	"	movq %rax, 88(%rbx)\n"
+	"	movl $39, %eax\n" /* getpid */
+	"	syscall\n"
+	"cygprof_tramp_marker:\n"
+	"	movq 56(%rbx), %r11\n"
+	"	testq %r11, %r11\n"
+	"	je 2f\n"
+	"	movq 64(%rbx), %rdi\n"
+	"	call *%r11\n"
+	"2:	movq 80(%rbx), %rsp\n"
+	"	cmpq $0, 96(%rbx)\n"
+	"	je 3f\n"
+	"	movl $-1, %eax\n"
+	"	movl $-1, %edx\n"
+	"	xrstor64 (%rsp)\n"
+	"	jmp 4f\n"
+	"3:	fxrstor64 (%rsp)\n"
+	"4:	movq 72(%rbx), %rsp\n"
+	"	popq %r15\n"
+	"	popq %r14\n"
+	"	popq %r13\n"
+	"	popq %r12\n"
+	"	popq %r11\n"
+	"	popq %r10\n"
+	"	popq %r9\n"
+	"	popq %r8\n"
+	"	popq %rdi\n"
+	"	popq %rsi\n"
+	"	popq %rbp\n"
+	"	popq %rbx\n"
+	"	popq %rdx\n"
+	"	popq %rcx\n"
+	"	popq %rax\n"
+	"	popfq\n"
+	/* rip sits just below the red zone: pop it, then skip the red zone */
+	"	ret $128\n"
+	"cygprof_tramp_end:\n"
+	".popsection\n");
+extern const unsigned char cygprof_tramp_first[], cygprof_tramp_next[], cygprof_tramp_marker[],
+	cygprof_tramp_end[];
+
+#define TRAMP_OFF(sym) ((uint64_t)(sym - cygprof_tramp_first))
 
 static int save_regs(struct attach_session *s, char *err, size_t errlen)
 {
@@ -141,6 +284,9 @@ static int save_regs(struct attach_session *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* Put the saved registers back through ptrace: only for a call that
+ * faulted (the thread stopped with the fault's signal, which the detach
+ * then drops). */
 static void restore_regs(struct attach_session *s)
 {
 	if (!s->have_regs)
@@ -153,33 +299,146 @@ static void restore_regs(struct attach_session *s)
 		ptrace(PTRACE_SETFPREGS, s->tid, 0, &s->fp);
 	}
 	s->have_regs = 0;
+	s->entered = 0;
 }
 
-/* Call fn(a0, a1, a2, a3, a4, a5) on the chosen thread: its frame below the
- * saved stack pointer, returning to address 0, where the fault stops it
- * again.  *ret is rax.  Returns 0, or -1 with err (the thread's state is
- * then unknown: the caller restores the saved registers). */
+/* The size of the vector state the trampoline saves, and how. */
+static size_t xsave_size(int *xsave)
+{
+	unsigned a, b, c, d;
+
+	*xsave = 0;
+	if (__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 27)) && /* OSXSAVE */
+	    __get_cpuid_count(0xd, 0, &a, &b, &c, &d) && b >= 576) {
+		*xsave = 1;
+		return b;
+	}
+	return 512;
+}
+
+/* The frame of the calls on the chosen thread's stack, the trampoline in
+ * place, the thread set to leave through it.  Nothing of the thread
+ * changes here but memory below its red zone and its ptrace options. */
+static int frame_setup(struct attach_session *s, size_t data_len, char *err, size_t errlen)
+{
+	const struct user_regs_struct *r = &s->saved;
+	uint64_t gpr[GPR_N + 1], desc[D_SIZE / 8], rip = r->rip, rax = r->rax;
+	size_t xs_len;
+	long rv = (long)r->rax;
+	static unsigned char zero[65536];
+
+	if (!s->t->tramp_addr)
+		return attach_fail(err, errlen, "attach: no room for the call trampoline in the "
+				   "executable pages of process %d", (int)s->t->pid);
+	/* a system call to be restarted: the restart itself (what the kernel
+	 * does when it resumes the thread without a signal to deliver) */
+	if ((long)r->orig_rax >= 0 &&
+	    (rv == -ERESTARTSYS_ || rv == -ERESTARTNOINTR_ || rv == -ERESTARTNOHAND_ ||
+	     rv == -ERESTART_RESTARTBLOCK_)) {
+		rip -= 2;
+		rax = rv == -ERESTART_RESTARTBLOCK_ ? 219 /* restart_syscall */ : r->orig_rax;
+	}
+	const uint64_t v[GPR_N + 1] = {r->r15, r->r14, r->r13, r->r12, r->r11, r->r10,
+				       r->r9, r->r8, r->rdi, r->rsi, r->rbp, r->rbx,
+				       r->rdx, r->rcx, rax, r->eflags, rip};
+	memcpy(gpr, v, sizeof gpr);
+	xs_len = (xsave_size(&s->xsave) + 63) & ~(size_t)63;
+	s->gpr = r->rsp - INJECT_RED_ZONE - 8 - GPR_N * 8;
+	s->desc = s->gpr - D_SIZE;
+	s->data = (s->desc - data_len) & ~63ULL;
+	s->xs = (s->data - xs_len) & ~63ULL;
+	if (s->desc - s->xs > sizeof zero)
+		return attach_fail(err, errlen, "attach: the call frame is too big");
+	memset(desc, 0, sizeof desc);
+	desc[D_GPR / 8] = s->gpr;
+	desc[D_XS / 8] = s->xs;
+	desc[D_XSAVE / 8] = (uint64_t)s->xsave;
+	/* the xsave header must be zero for xrstor; the data area starts clean */
+	if (attach_mem_write(s, s->xs, zero, s->desc - s->xs) < 0 ||
+	    attach_mem_write(s, s->desc, desc, sizeof desc) < 0 ||
+	    attach_mem_write(s, s->gpr, gpr, sizeof gpr) < 0)
+		return attach_fail(err, errlen, "attach: cannot write the stack of thread %d",
+				   (int)s->tid);
+	/* the trampoline: the same bytes every attach */
+	size_t tn = (size_t)TRAMP_OFF(cygprof_tramp_end);
+	unsigned char have[ATTACH_TRAMP_ROOM];
+	_Static_assert(ATTACH_TRAMP_ROOM >= 192, "trampoline room");
+	if (tn > sizeof have)
+		return attach_fail(err, errlen, "attach: the call trampoline is too big");
+	if (attach_mem_read(s, s->t->tramp_addr, have, tn) < 0 ||
+	    (memcmp(have, cygprof_tramp_first, tn) &&
+	     attach_mem_write(s, s->t->tramp_addr, cygprof_tramp_first, tn) < 0))
+		return attach_fail(err, errlen, "attach: cannot write the call trampoline into "
+				   "process %d", (int)s->t->pid);
+	/* the marker is a system call stop; no PTRACE_O_EXITKILL: the
+	 * process must outlive us */
+	if (ptrace(PTRACE_SETOPTIONS, s->tid, 0,
+		   (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACESYSGOOD)) < 0)
+		return attach_fail(err, errlen, "attach: cannot trace thread %d: %s", (int)s->tid,
+				   strerror(errno));
+	s->entered = 0;
+	s->at_marker = 0;
+	return 0;
+}
+
+/* Set the undo function the trampoline calls should we die (0: none). */
+static int set_undo(struct attach_session *s, uint64_t fn, uint64_t arg)
+{
+	uint64_t u[2] = {fn, arg};
+
+	return attach_mem_write(s, s->desc + D_UNDO, u, sizeof u);
+}
+
+/* A fault of the call itself (not a signal sent to the program). */
+static int call_fault(struct attach_session *s, int sig)
+{
+	siginfo_t si;
+
+	if (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE)
+		return 0;
+	if (ptrace(PTRACE_GETSIGINFO, s->tid, 0, &si) < 0)
+		return 1;
+	return si.si_code > 0; /* from the kernel, not kill() */
+}
+
+/* Call fn(a0, ..., a5) on the chosen thread through the trampoline; *ret is
+ * its rax.  Returns 0 with the thread stopped at the marker, or -1 with
+ * err: the thread then either runs the call still (not returned in time:
+ * it finishes on its own once let go), or is back where it was. */
 static int call(struct attach_session *s, const char *what, uint64_t fn, const uint64_t *a,
 		uint64_t *ret, char *err, size_t errlen)
 {
-	struct user_regs_struct r = s->saved;
-	uint64_t zero = 0, start = mono_ns();
+	struct user_regs_struct r;
+	uint64_t d[7] = {fn, a[0], a[1], a[2], a[3], a[4], a[5]};
+	uint64_t start = mono_ns(), marker = s->t->tramp_addr + TRAMP_OFF(cygprof_tramp_marker);
 	int st;
 
-	r.rsp = ((s->saved.rsp - INJECT_RED_ZONE) & ~15ULL) - 8;
-	if (attach_mem_write(s, r.rsp, &zero, sizeof zero) < 0)
+	if (s->stuck)
+		return attach_fail(err, errlen, "attach: no %s in process %d: a call is still "
+				   "running", what, (int)s->th.pid);
+	/* the descriptor first: the registers below make it the next call */
+	if (attach_mem_write(s, s->desc + D_FN, d, sizeof d) < 0)
 		return attach_fail(err, errlen, "attach: cannot write the stack of thread %d",
-			    (int)s->tid);
-	r.rip = fn;
-	r.rdi = a[0];
-	r.rsi = a[1];
-	r.rdx = a[2];
-	r.rcx = a[3];
-	r.r8 = a[4];
-	r.r9 = a[5];
-	r.rax = 0;
-	r.orig_rax = (unsigned long long)-1; /* no syscall restart on the way */
-	if (ptrace(PTRACE_SETREGS, s->tid, 0, &r) < 0 || ptrace(PTRACE_CONT, s->tid, 0, 0) < 0)
+				   (int)s->tid);
+	if (s->entered) {
+		if (ptrace(PTRACE_GETREGS, s->tid, 0, &r) < 0)
+			return attach_fail(err, errlen, "attach: lost thread %d", (int)s->tid);
+	} else {
+		r = s->saved;
+	}
+	r.rip = s->t->tramp_addr +
+		(s->entered ? TRAMP_OFF(cygprof_tramp_next) : TRAMP_OFF(cygprof_tramp_first));
+	r.rsp = s->xs;
+	r.rbx = s->desc;
+	r.orig_rax = (unsigned long long)-1; /* no restart, no system call at the marker */
+	r.eflags &= ~((1ULL << 8) | (1ULL << 10)); /* TF, DF: the ABI's flags */
+	if (ptrace(PTRACE_SETREGS, s->tid, 0, &r) < 0)
+		return attach_fail(err, errlen, "attach: cannot run %s in process %d: %s", what,
+			    (int)s->th.pid, strerror(errno));
+	/* from here on the thread leaves through the trampoline */
+	s->entered = 1;
+	s->at_marker = 0;
+	if (ptrace(PTRACE_SYSCALL, s->tid, 0, 0) < 0)
 		return attach_fail(err, errlen, "attach: cannot run %s in process %d: %s", what,
 			    (int)s->th.pid, strerror(errno));
 	for (;;) {
@@ -191,15 +450,18 @@ static int call(struct attach_session *s, const char *what, uint64_t fn, const u
 				    (int)s->tid, what, strerror(errno));
 		if (w == 0) {
 			if (mono_ns() - start > INJECT_CALL_NS) {
+				/* stopped where it is; let go, it finishes the
+				 * call and restores itself */
 				ptrace(PTRACE_INTERRUPT, s->tid, 0, 0);
 				while (waitpid(s->tid, &st, __WALL) < 0 && errno == EINTR)
 					;
+				s->stuck = 1;
 				return attach_fail(err, errlen,
 					    "attach: %s did not return in process %d (a lock held "
 					    "by a stopped thread?)",
 					    what, (int)s->th.pid);
 			}
-			struct timespec ts = {0, 200000};
+			struct timespec ts = {0, 50000};
 			nanosleep(&ts, NULL);
 			continue;
 		}
@@ -211,28 +473,37 @@ static int call(struct attach_session *s, const char *what, uint64_t fn, const u
 		if (!WIFSTOPPED(st))
 			continue;
 		int sig = WSTOPSIG(st);
-		if (st >> 16) {
-			/* a ptrace event stop (clone, interrupt): go on */
-			ptrace(PTRACE_CONT, s->tid, 0, 0);
-			continue;
-		}
-		if (sig == SIGSEGV) {
+		if (sig == (SIGTRAP | 0x80)) {
+			/* a system call of the call's, or the marker's entry */
 			struct user_regs_struct q;
-			memset(&q, 0, sizeof q);
-			if (ptrace(PTRACE_GETREGS, s->tid, 0, &q) == 0 && q.rip == 0 &&
-			    q.rsp == r.rsp + 8) {
-				*ret = q.rax;
+			if (ptrace(PTRACE_GETREGS, s->tid, 0, &q) == 0 && q.rip == marker &&
+			    q.orig_rax == 39 && (long)q.rax == -ENOSYS) {
+				s->at_marker = 1;
+				if (attach_mem_read(s, s->desc + D_RES, ret, sizeof *ret) < 0)
+					return attach_fail(err, errlen, "attach: cannot read the "
+						    "stack of thread %d", (int)s->tid);
 				return 0;
 			}
+			ptrace(PTRACE_SYSCALL, s->tid, 0, 0);
+			continue;
+		}
+		if (st >> 16 || sig == SIGTRAP || sig == SIGSTOP) {
+			/* a ptrace event stop (clone, interrupt), a trap: go on */
+			ptrace(PTRACE_SYSCALL, s->tid, 0, 0);
+			continue;
+		}
+		if (call_fault(s, sig)) {
+			/* the call crashed: the thread goes back to where it
+			 * was, the fault dropped at the detach */
+			struct user_regs_struct q;
+			memset(&q, 0, sizeof q);
+			ptrace(PTRACE_GETREGS, s->tid, 0, &q);
+			restore_regs(s);
 			return attach_fail(err, errlen, "attach: %s crashed in process %d (at %#llx)", what,
 				    (int)s->th.pid, (unsigned long long)q.rip);
 		}
-		if (sig == SIGTRAP || sig == SIGSTOP) {
-			ptrace(PTRACE_CONT, s->tid, 0, 0);
-			continue;
-		}
 		/* another signal for the thread: let its handler run on top */
-		ptrace(PTRACE_CONT, s->tid, 0, (void *)(long)sig);
+		ptrace(PTRACE_SYSCALL, s->tid, 0, (void *)(long)sig);
 	}
 }
 
@@ -448,9 +719,15 @@ size_t attach_walk(struct attach_session *s, const struct user_regs_struct *r, u
 
 /* ---- descriptors for a process of another user ---------------------- */
 
-/* Where pass_fds() puts its structures in the scratch memory (the strings
- * of attach_begin() come first, the seed lists at the half). */
-#define PASS_OFF (INJECT_SCRATCH / 4)
+/* The frame's data area (attach_begin()): the strings, one seed list at a
+ * time, pass_fds()'s structures, the runtime's path last. */
+struct inject_str {
+	char fdpath[64];
+	char names[8][32];
+};
+#define DATA_SEEDS sizeof(struct inject_str)
+#define DATA_PASS (DATA_SEEDS + INJECT_DATA_SEEDS)
+#define DATA_RUNTIME (DATA_PASS + INJECT_DATA_PASS)
 
 /* The target could not open /proc/COLLECTOR/fd/N: it may not look into a
  * process of another user (cygprof run as root, the program as someone
@@ -473,11 +750,11 @@ static int pass_fds(struct attach_session *s, int shm_fd, int rt_fd, int *tfd, i
 			char buf[CMSG_SPACE(2 * sizeof(int))];
 		} c;
 	} m;
-	uint64_t base = s->scratch + PASS_OFF, ret, a[6] = {0};
+	uint64_t base = s->data + DATA_PASS, ret, a[6] = {0};
 	int lfd = -1, conn = -1, sfd = -1, rc = -1;
 	socklen_t len;
 
-	_Static_assert(PASS_OFF + sizeof(struct pass) <= INJECT_SCRATCH / 2, "scratch layout");
+	_Static_assert(sizeof(struct pass) <= INJECT_DATA_PASS, "frame data layout");
 	if (!t->socket_addr || !t->connect_addr || !t->recvmsg_addr || !t->close_addr)
 		return attach_fail(err, errlen, "attach: process %d cannot open cygprof's shared "
 				   "memory, and %s has no socket calls", (int)t->pid, t->libc);
@@ -511,6 +788,8 @@ static int pass_fds(struct attach_session *s, int shm_fd, int rt_fd, int *tfd, i
 		goto out;
 	}
 	sfd = (int)ret;
+	/* should we die from here, the thread closes it */
+	set_undo(s, t->close_addr, (uint64_t)sfd);
 	if (call0(s, "connect", t->connect_addr, (uint64_t)sfd, base + offsetof(struct pass, sun),
 		  len, &ret, err, errlen) < 0)
 		goto out;
@@ -576,7 +855,8 @@ static int pass_fds(struct attach_session *s, int shm_fd, int rt_fd, int *tfd, i
 out:
 	if (sfd >= 0 && !s->gone) {
 		char e2[8];
-		call0(s, "close", t->close_addr, (uint64_t)sfd, 0, 0, &ret, e2, sizeof e2);
+		if (call0(s, "close", t->close_addr, (uint64_t)sfd, 0, 0, &ret, e2, sizeof e2) == 0)
+			set_undo(s, 0, 0);
 	}
 	if (conn >= 0)
 		close(conn);
@@ -638,29 +918,63 @@ static int lookup(struct attach_session *s, uint64_t name, const char *what, uin
 	return 0;
 }
 
+/* Let every thread go: the calling thread, stopped at the trampoline's
+ * marker (or in a call that did not return), leaves through it. */
+static void release(struct attach_session *s)
+{
+	s->run_ns = mono_ns();
+	attach_resume_all(&s->th);
+}
+
+/* The descriptors by the socket (pass_fds()), once: *tfd the mapping's and
+ * *trt the runtime's, in the target. */
+static int by_socket(struct attach_session *s, int shm_fd, int *tfd, int *trt, char *err,
+		     size_t errlen)
+{
+	int rt, rc;
+
+	if (*tfd >= 0)
+		return 0;
+	rt = open_runtime(s);
+	if (rt < 0)
+		return attach_fail(err, errlen, "attach: cannot open %s: %s", s->runtime,
+				   strerror(errno));
+	rc = pass_fds(s, shm_fd, rt, tfd, trt, err, errlen);
+	close(rt);
+	/* should we die before it is attached, the thread closes it */
+	if (!rc)
+		set_undo(s, s->t->close_addr, (uint64_t)*tfd);
+	return rc;
+}
+
+/* Close descriptor *fd of the target (and forget it). */
+static void target_close(struct attach_session *s, int *fd)
+{
+	char e2[8];
+	uint64_t ret;
+
+	if (*fd >= 0 && s->t->close_addr && !s->gone &&
+	    call0(s, "close", s->t->close_addr, (uint64_t)*fd, 0, 0, &ret, e2, sizeof e2) == 0)
+		*fd = -1;
+}
+
 int attach_begin(struct attach_session *s, struct attach_target *t, const char *runtime,
 		 pid_t collector, int shm_fd, char *err, size_t errlen)
 {
-	struct {
-		char fdpath[64];
-		char names[6][32];
-		char runtime[PATH_MAX];
-	} str;
-	static const char *const names[6] = {"cygprof_attach_fd", "cygprof_attach_seed",
+	static const char *const names[8] = {"cygprof_attach_fd", "cygprof_attach_seed",
 					     "cygprof_detach", "__cyg_profile_func_enter",
-					     "__cyg_profile_func_exit", "cygprof_attach_state"};
-	uint64_t ret, a[6], *seeds = NULL;
-	size_t *nseeds = NULL, i;
-	int rc = -1, attached = 0, tfd = -1, trt = -1;
+					     "__cyg_profile_func_exit", "cygprof_attach_state",
+					     "cygprof_attach_path", "cygprof_attach_abort"};
+	struct inject_str str;
+	uint64_t ret, *seeds = NULL;
+	size_t *nseeds = NULL, i, rtlen;
+	int rc = -1, attached = 0, tfd = -1, trt = -1, r;
 
 	memset(s, 0, sizeof *s);
 	s->t = t;
 	s->memfd = -1;
-	/* a detached runtime is loaded again from where it is mapped */
+	/* a runtime loaded before is loaded again from where it is mapped */
 	snprintf(s->runtime, sizeof s->runtime, "%s", t->reattach ? t->runtime : runtime);
-	if (!t->open_addr || !t->mmap_addr || !t->munmap_addr)
-		return attach_fail(err, errlen, "attach: no open or mmap in %s of process %d", t->libc,
-			    (int)t->pid);
 	if (load_exe(s, err, errlen) < 0) {
 		cleanup(s);
 		return -1;
@@ -691,93 +1005,136 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 		goto out;
 	}
 	for (i = 0; i < s->th.n; i++) {
-		struct user_regs_struct r;
-		if (ptrace(PTRACE_GETREGS, s->th.tid[i], 0, &r) == 0)
-			nseeds[i] = attach_walk(s, &r, seeds + i * ATTACH_SEED_MAX, ATTACH_SEED_MAX);
+		struct user_regs_struct ur;
+		if (ptrace(PTRACE_GETREGS, s->th.tid[i], 0, &ur) == 0)
+			nseeds[i] = attach_walk(s, &ur, seeds + i * ATTACH_SEED_MAX,
+						ATTACH_SEED_MAX);
 	}
 	if (s->tid <= 0 || save_regs(s, err, errlen) < 0) {
 		if (s->tid <= 0)
 			attach_fail(err, errlen, "attach: no thread of process %d can be used", (int)t->pid);
 		goto out;
 	}
-
-	/* scratch memory for the strings and the seed lists */
-	a[0] = 0, a[1] = INJECT_SCRATCH, a[2] = PROT_READ | PROT_WRITE;
-	a[3] = MAP_PRIVATE | MAP_ANONYMOUS, a[4] = (uint64_t)-1, a[5] = 0;
-	if (call(s, "mmap", t->mmap_addr, a, &ret, err, errlen) < 0)
+	/* the frame of the calls, its strings */
+	rtlen = strlen(s->runtime) + 1;
+	if (frame_setup(s, DATA_RUNTIME + (rtlen < 32 ? 32 : rtlen), err, errlen) < 0)
 		goto out;
-	if (ret == (uint64_t)MAP_FAILED || !ret) {
-		attach_fail(err, errlen, "attach: cannot map memory in process %d", (int)t->pid);
-		goto out;
-	}
-	s->scratch = ret;
 	memset(&str, 0, sizeof str);
 	snprintf(str.fdpath, sizeof str.fdpath, "/proc/%d/fd/%d", (int)collector, shm_fd);
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < 8; i++)
 		snprintf(str.names[i], sizeof str.names[i], "%s", names[i]);
-	snprintf(str.runtime, sizeof str.runtime, "%s", s->runtime);
-	if (attach_mem_write(s, s->scratch, &str, sizeof str) < 0) {
+	if (attach_mem_write(s, s->data, &str, sizeof str) < 0 ||
+	    attach_mem_write(s, s->data + DATA_RUNTIME, s->runtime, rtlen) < 0) {
 		attach_fail(err, errlen, "attach: cannot write into process %d", (int)t->pid);
 		goto out;
 	}
-#define SCR(field) (s->scratch + (uint64_t)offsetof(__typeof__(str), field))
-	/* the collector's mapping, opened by the target */
-	if (call0(s, "open", t->open_addr, SCR(fdpath), O_RDWR | O_CLOEXEC, 0, &ret, err, errlen) <
-	    0)
+#define AT_DATA(off) (s->data + (uint64_t)(off))
+#define NAME(k) AT_DATA(offsetof(struct inject_str, names) + (k) * sizeof str.names[0])
+	/* 1. the runtime, by its path; a process that may not read it (another
+	 * user's) gets it by the socket, with the mapping.  Loaded, it does
+	 * nothing until attached. */
+	if (call0(s, "dlopen", t->dlopen_addr, AT_DATA(DATA_RUNTIME), RTLD_NOW, 0, &ret, err,
+		  errlen) < 0)
 		goto out;
-	tfd = (int)ret;
-	if (tfd < 0) {
-		/* a process of another user: the descriptors come by a socket,
-		 * the runtime is loaded from the one received */
-		int rt = open_runtime(s);
-		if (rt < 0) {
-			attach_fail(err, errlen, "attach: cannot open %s: %s", s->runtime,
-				    strerror(errno));
-			goto out;
-		}
-		int prc = pass_fds(s, shm_fd, rt, &tfd, &trt, err, errlen);
-		close(rt);
-		if (prc < 0)
-			goto out;
-		snprintf(str.runtime, sizeof str.runtime, "/proc/self/fd/%d", trt);
-		if (attach_mem_write(s, SCR(runtime), str.runtime, strlen(str.runtime) + 1) < 0) {
-			attach_fail(err, errlen, "attach: cannot write into process %d", (int)t->pid);
-			goto out;
-		}
-	}
-	if (call0(s, "dlopen", t->dlopen_addr, SCR(runtime), RTLD_NOW, 0, &ret, err, errlen) < 0)
-		goto out;
-	if (trt >= 0) {
-		/* loaded (or not): the mapping keeps the file */
-		char e2[8];
-		uint64_t r2;
-		if (call0(s, "close", t->close_addr, (uint64_t)trt, 0, 0, &r2, e2, sizeof e2) == 0)
-			trt = -1;
-	}
 	s->handle = ret;
 	if (!s->handle) {
 		char why[256] = "";
 		if (t->dlerror_addr &&
 		    call0(s, "dlerror", t->dlerror_addr, 0, 0, 0, &ret, err, errlen) == 0)
 			read_str(s, ret, why, sizeof why);
-		attach_fail(err, errlen, "attach: process %d cannot load %s%s%s", (int)t->pid, s->runtime,
-		     why[0] ? ": " : "", why);
+		if (strstr(why, "Permission denied") && t->socket_addr) {
+			char fdp[32];
+			if (by_socket(s, shm_fd, &tfd, &trt, err, errlen) < 0)
+				goto out;
+			snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", trt);
+			if (attach_mem_write(s, AT_DATA(DATA_RUNTIME), fdp, strlen(fdp) + 1) < 0) {
+				attach_fail(err, errlen, "attach: cannot write into process %d",
+					    (int)t->pid);
+				goto out;
+			}
+			if (call0(s, "dlopen", t->dlopen_addr, AT_DATA(DATA_RUNTIME), RTLD_NOW, 0,
+				  &ret, err, errlen) < 0)
+				goto out;
+			s->handle = ret;
+			if (!s->handle && t->dlerror_addr &&
+			    call0(s, "dlerror", t->dlerror_addr, 0, 0, 0, &ret, err, errlen) == 0)
+				read_str(s, ret, why, sizeof why);
+		}
+		if (!s->handle) {
+			attach_fail(err, errlen, "attach: process %d cannot load %s%s%s",
+				    (int)t->pid, s->runtime, why[0] ? ": " : "", why);
+			goto out;
+		}
+	}
+	target_close(s, &trt); /* loaded: the mapping keeps the file */
+	/* 2. its entries */
+	if (lookup(s, NAME(0), names[0], &s->fn_attach_fd, err, errlen) < 0 ||
+	    lookup(s, NAME(1), names[1], &s->fn_seed, err, errlen) < 0 ||
+	    lookup(s, NAME(2), names[2], &s->fn_detach, err, errlen) < 0 ||
+	    lookup(s, NAME(3), names[3], &s->fn_enter, err, errlen) < 0 ||
+	    lookup(s, NAME(4), names[4], &s->fn_exit, err, errlen) < 0)
+		goto out;
+	/* the data symbol, and the entries a runtime before them lacks */
+	if (call0(s, "dlsym", t->dlsym_addr, s->handle, NAME(5), 0, &s->state_addr, err, errlen) <
+		    0 ||
+	    call0(s, "dlsym", t->dlsym_addr, s->handle, NAME(6), 0, &s->fn_attach_path, err,
+		  errlen) < 0 ||
+	    call0(s, "dlsym", t->dlsym_addr, s->handle, NAME(7), 0, &s->fn_abort, err, errlen) < 0)
+		goto out;
+	/* 3. attached to the collector's mapping.  Should we die from here
+	 * until the hooks are pointed, the thread undoes it on its way out
+	 * (docs/attach.md, "When the attacher dies"). */
+	if (s->fn_abort && set_undo(s, s->fn_abort, (uint64_t)getpid()) < 0) {
+		attach_fail(err, errlen, "attach: cannot write the stack of thread %d",
+			    (int)s->tid);
 		goto out;
 	}
-	if (lookup(s, SCR(names[0]), names[0], &s->fn_attach_fd, err, errlen) < 0 ||
-	    lookup(s, SCR(names[1]), names[1], &s->fn_seed, err, errlen) < 0 ||
-	    lookup(s, SCR(names[2]), names[2], &s->fn_detach, err, errlen) < 0 ||
-	    lookup(s, SCR(names[3]), names[3], &s->fn_enter, err, errlen) < 0 ||
-	    lookup(s, SCR(names[4]), names[4], &s->fn_exit, err, errlen) < 0)
-		goto out;
-	/* the data symbol: dlsym finds it too */
-	if (call0(s, "dlsym", t->dlsym_addr, s->handle, SCR(names[5]), 0, &s->state_addr, err,
-		  errlen) < 0)
-		goto out;
-	if (call0(s, names[0], s->fn_attach_fd, (uint64_t)tfd, 0, 0, &ret, err, errlen) < 0)
-		goto out;
-	if ((int)ret < 0) {
-		int e = -(int)ret;
+	uint64_t fdpath = AT_DATA(offsetof(struct inject_str, fdpath));
+	r = 1; /* not called yet */
+	if (tfd < 0 && s->fn_attach_path) {
+		/* opened and taken inside one call: no descriptor left over */
+		if (call0(s, names[6], s->fn_attach_path, fdpath, 0, 0, &ret, err, errlen) < 0)
+			goto out;
+		r = (int)ret;
+		if (r == -EACCES || r == -EPERM || r == -ENOENT) {
+			/* it may not look into our process: by the socket */
+			if (by_socket(s, shm_fd, &tfd, &trt, err, errlen) < 0)
+				goto out;
+			target_close(s, &trt);
+			r = 1;
+		}
+	}
+	if (r == 1) {
+		if (tfd < 0) {
+			/* a runtime without cygprof_attach_path */
+			if (!t->open_addr) {
+				attach_fail(err, errlen, "attach: no open in %s of process %d",
+					    t->libc, (int)t->pid);
+				goto out;
+			}
+			if (call0(s, "open", t->open_addr, fdpath, O_RDWR | O_CLOEXEC, 0, &ret, err,
+				  errlen) < 0)
+				goto out;
+			tfd = (int)ret;
+			if (tfd < 0 && by_socket(s, shm_fd, &tfd, &trt, err, errlen) < 0)
+				goto out;
+			target_close(s, &trt);
+		}
+		/* the runtime closes tfd when it takes it: from here on its
+		 * number may be the program's again, only the runtime's undo */
+		if (set_undo(s, s->fn_abort, s->fn_abort ? (uint64_t)getpid() : 0) < 0) {
+			attach_fail(err, errlen, "attach: cannot write the stack of thread %d",
+				    (int)s->tid);
+			goto out;
+		}
+		if (call0(s, names[0], s->fn_attach_fd, (uint64_t)tfd, 0, 0, &ret, err, errlen) < 0)
+			goto out;
+		r = (int)ret;
+		if (!r)
+			tfd = -1; /* the runtime took it (and closed it) */
+	}
+	if (r < 0) {
+		int e = -r;
 		if (e == EBUSY)
 			attach_fail(err, errlen, "attach: process %d is already being profiled by cygprof",
 			     (int)t->pid);
@@ -792,21 +1149,28 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 		goto out;
 	}
 	attached = 1;
-	/* the open frames: one list at a time through the scratch memory */
+	/* the open frames: one list at a time through the frame */
 	for (i = 0; i < s->th.n; i++) {
 		if (!nseeds[i])
 			continue;
-		if (attach_mem_write(s, s->scratch + INJECT_SCRATCH / 2, seeds + i * ATTACH_SEED_MAX,
+		if (attach_mem_write(s, AT_DATA(DATA_SEEDS), seeds + i * ATTACH_SEED_MAX,
 				     nseeds[i] * sizeof *seeds) < 0)
 			break;
-		if (call0(s, names[1], s->fn_seed, (uint64_t)s->th.tid[i],
-			  s->scratch + INJECT_SCRATCH / 2, nseeds[i], &ret, err, errlen) < 0)
+		if (call0(s, names[1], s->fn_seed, (uint64_t)s->th.tid[i], AT_DATA(DATA_SEEDS),
+			  nseeds[i], &ret, err, errlen) < 0)
 			goto out;
 		s->seeded++;
 		s->seed_frames += nseeds[i];
 	}
-	/* the hooks: the runtime's from now on, in the executable and in the
-	 * instrumented libraries */
+	/* 4. the hooks: the runtime's from now on, in the executable and in
+	 * the instrumented libraries.  From the first slot on, the runtime
+	 * stays attached should we die (the hooks drop everything once they
+	 * see the collector gone; the next attach takes the process over). */
+	if (set_undo(s, 0, 0) < 0) {
+		attach_fail(err, errlen, "attach: cannot write the stack of thread %d",
+			    (int)s->tid);
+		goto out;
+	}
 	s->nslots = 0;
 	if (t->got_enter && t->got_exit) {
 		s->slot[s->nslots++] = t->got_enter;
@@ -841,32 +1205,21 @@ int attach_begin(struct attach_session *s, struct attach_target *t, const char *
 	s->patched = 1;
 	rc = 0;
 out:
-	if (rc < 0 && attached && !s->gone) {
+	if (rc < 0 && attached && !s->gone && !s->stuck) {
 		char e2[8];
-		call0(s, names[2], s->fn_detach, 0, 0, 0, &ret, e2, sizeof e2);
-	} else if (rc < 0 && tfd >= 0 && t->close_addr && !s->gone) {
-		/* the runtime did not take the mapping: nothing of it stays */
-		char e2[8];
-		call0(s, "close", t->close_addr, (uint64_t)tfd, 0, 0, &ret, e2, sizeof e2);
+		if (call0(s, names[2], s->fn_detach, 0, 0, 0, &ret, e2, sizeof e2) == 0)
+			set_undo(s, 0, 0);
 	}
-	if (trt >= 0 && !s->gone) {
-		char e2[8];
-		call0(s, "close", t->close_addr, (uint64_t)trt, 0, 0, &ret, e2, sizeof e2);
-	}
-	if (s->scratch && !s->gone) {
-		char e2[8];
-		call0(s, "munmap", t->munmap_addr, s->scratch, INJECT_SCRATCH, 0, &ret, e2, sizeof e2);
-		s->scratch = 0;
-	}
-	if (!s->gone)
-		restore_regs(s);
-	s->run_ns = mono_ns();
-	attach_resume_all(&s->th);
+	if (rc < 0)
+		target_close(s, &tfd); /* the runtime did not take the mapping */
+	target_close(s, &trt);
+	release(s);
 	cleanup(s);
 	free(seeds);
 	free(nseeds);
 	return rc;
-#undef SCR
+#undef AT_DATA
+#undef NAME
 }
 
 int attach_end(struct attach_session *s, char *err, size_t errlen)
@@ -877,6 +1230,7 @@ int attach_end(struct attach_session *s, char *err, size_t errlen)
 	if (!s->patched)
 		return 0;
 	s->gone = 0;
+	s->stuck = 0;
 	uint64_t t0 = mono_ns();
 	if (stop(s, err, errlen) < 0) {
 		s->gone = 1;
@@ -891,14 +1245,15 @@ int attach_end(struct attach_session *s, char *err, size_t errlen)
 				  (int)s->t->pid);
 	s->patched = 0;
 	s->tid = pick_thread(s, NULL);
-	if (s->tid > 0 && save_regs(s, err, errlen) == 0) {
+	if (s->tid > 0 && save_regs(s, err, errlen) == 0 && frame_setup(s, 64, err, errlen) == 0) {
+		/* should we die, the runtime stays attached with the hooks put
+		 * back: the next attach takes it over */
 		if (call0(s, "cygprof_detach", s->fn_detach, 0, 0, 0, &ret, err, errlen) < 0)
 			rc = -1;
-		if (!s->gone)
-			restore_regs(s);
 	} else if (!rc) {
-		rc = attach_fail(err, errlen, "attach: no thread of process %d can be used to detach",
-			  (int)s->t->pid);
+		rc = s->tid > 0 ? -1
+				: attach_fail(err, errlen, "attach: no thread of process %d can be "
+					      "used to detach", (int)s->t->pid);
 	}
 	attach_resume_all(&s->th);
 	cleanup(s);

@@ -139,8 +139,9 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	struct attach_run a;
 	struct attach_session *s = NULL;
 	struct sigaction sa, old_int, old_term, old_hup;
+	sigset_t block, oldmask;
 	char *cmdbuf = NULL, **argv;
-	int memfd = -1, rc;
+	int memfd = -1, rc = 0;
 	uint64_t size;
 
 	memset(&c, 0, sizeof c);
@@ -149,11 +150,25 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	memset(&a, 0, sizeof a);
 	a.pid = t->pid;
 	a.pidfd = -1;
+	/* SIGINT/SIGTERM/SIGHUP end the attach (the process runs on).  Held
+	 * from here until the process runs with the hooks pointed: a signal
+	 * meanwhile neither leaves the capture's temporary file behind nor
+	 * the process half attached; the attach then ends at once. */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &oldmask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGHUP, &sa, &old_hup);
 	argv = cmdline_argv(t->pid, &cmdbuf);
 	if (!argv) {
-		free(cmdbuf);
 		snprintf(err, errlen, "attach: out of memory");
-		return -ENOMEM;
+		rc = -ENOMEM;
+		goto out_free;
 	}
 	if (!argv[0][0])
 		argv[0] = t->exe;
@@ -185,33 +200,20 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	collector_clock_origin(&c);
 	collector_calibrate(&c);
 
-	/* SIGINT/SIGTERM/SIGHUP end the attach (the process runs on); blocked
-	 * while the process is stopped, so that it is never left stopped */
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	sigaction(SIGHUP, &sa, &old_hup);
-	sigset_t block, oldmask;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGHUP);
-	sigprocmask(SIG_BLOCK, &block, &oldmask);
 	s = calloc(1, sizeof *s);
 	rc = s ? attach_begin(s, t, o.runtime, getpid(), memfd, err, errlen) : -ENOMEM;
-	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	if (rc) {
 		if (!s)
 			snprintf(err, errlen, "attach: out of memory");
 		rc = -EPERM;
-		goto fail_sig;
+		goto fail;
 	}
 	uint64_t start_ns = s->run_ns;
 	a.pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
 	if (duration_ns)
 		a.deadline_ns = start_ns + duration_ns;
 	(void)cygprof_capture_publish(c.cap);
+	sigprocmask(SIG_SETMASK, &oldmask, NULL); /* a signal held meanwhile ends it now */
 	if (!o.quiet) {
 		char was[96] = "";
 		if (t->dead_attacher)
@@ -225,20 +227,23 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	uint64_t end_ns = collector_mono_ns();
 	if (!a.ended) {
 		char derr[512];
-		sigprocmask(SIG_BLOCK, &block, &oldmask);
+		sigset_t held;
+		/* blocked while the process is stopped: never left stopped */
+		sigprocmask(SIG_BLOCK, &block, &held);
 		if (attach_end(s, derr, sizeof derr) < 0) {
 			if (s->gone || target_gone(&a))
 				a.ended = 1;
 			else
 				snprintf(res->damaged, sizeof res->damaged, "%.200s", derr);
 		}
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+		sigprocmask(SIG_SETMASK, &held, NULL);
 		if (s->stop_ns)
 			end_ns = s->stop_ns;
 	}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGHUP, &old_hup, NULL);
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	res->attach_ended = a.ended;
 	res->attach_seeded = (uint32_t)s->seeded;
 
@@ -253,10 +258,6 @@ int collector_attach(const struct collector_opts *o0, struct attach_target *t,
 	free(argv);
 	free(cmdbuf);
 	return rc;
-fail_sig:
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	sigaction(SIGHUP, &old_hup, NULL);
 fail:
 	free(s);
 	if (memfd >= 0)
@@ -267,5 +268,9 @@ fail:
 out_free:
 	free(argv);
 	free(cmdbuf);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	return rc ? rc : -EIO;
 }

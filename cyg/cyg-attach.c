@@ -290,10 +290,17 @@ static unsigned long long boot_ns(void)
 	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
 }
 
+/* The last cygprof_attach_fd() attached a runtime that was off (never
+ * attached, or detached), and nothing detached it since: what
+ * cygprof_attach_abort() may undo. */
+static int attach_undoable;
+
 int cygprof_attach_fd(int fd)
 {
 	int saved = errno, prev = __atomic_load_n(&cyg_state, __ATOMIC_SEQ_CST), r;
+	int took_over = 0;
 
+	__atomic_store_n(&attach_undoable, 0, __ATOMIC_SEQ_CST);
 	if (prev == -2)
 		return -EBUSY;
 	if (fd < 0)
@@ -314,6 +321,7 @@ int cygprof_attach_fd(int fd)
 		__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_DETACHED, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&cygprof_attach_collector, 0, __ATOMIC_SEQ_CST);
 		prev = CYG_STATE_DETACHED;
+		took_over = 1;
 	} else if (!__atomic_compare_exchange_n(&cyg_state, &prev, -2, 0, __ATOMIC_SEQ_CST,
 						__ATOMIC_SEQ_CST)) {
 		return -EBUSY;
@@ -355,8 +363,46 @@ int cygprof_attach_fd(int fd)
 	__atomic_store_n(&cyg_state, 1, __ATOMIC_SEQ_CST);
 	cyg__calibrate();
 	mem_start();
+	__atomic_store_n(&attach_undoable, !took_over, __ATOMIC_SEQ_CST);
 	errno = saved;
 	return 0;
+}
+
+int cygprof_attach_path(const char *path)
+{
+	int saved = errno, fd, r;
+
+	if (!path)
+		return -EINVAL;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		errno = saved;
+		return r;
+	}
+	r = cygprof_attach_fd(fd);
+	if (r)
+		close(fd); /* taken (and closed) only on success */
+	errno = saved;
+	return r;
+}
+
+int cygprof_attach_abort(int collector)
+{
+	/* Called by the attacher's trampoline on the thread that ran its
+	 * calls, once that thread runs on without it (docs/attach.md, "When
+	 * the attacher dies").  The hooks were never pointed at us in this
+	 * attach: no other thread is inside the runtime, and none enters it,
+	 * so the detach needs no stopped threads. */
+	int one = 1;
+
+	if (collector <= 0 ||
+	    __atomic_load_n(&cygprof_attach_collector, __ATOMIC_SEQ_CST) != collector)
+		return -EINVAL;
+	if (!__atomic_compare_exchange_n(&attach_undoable, &one, 0, 0, __ATOMIC_SEQ_CST,
+					 __ATOMIC_SEQ_CST))
+		return -EINVAL;
+	return cygprof_detach();
 }
 
 int cygprof_attach_seed(int tid, const unsigned long *fns, unsigned n)
@@ -458,6 +504,7 @@ int cygprof_detach(void)
 	if (!__atomic_compare_exchange_n(&cyg_state, &cur, CYG_STATE_DETACHED, 0,
 					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 		return -EINVAL;
+	__atomic_store_n(&attach_undoable, 0, __ATOMIC_SEQ_CST);
 	/* From here on every cold path of the hooks returns at once, and no
 	 * thread gets a writer; the writers that exist are diverted there. */
 	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_DETACHED, __ATOMIC_SEQ_CST);

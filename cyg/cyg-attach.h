@@ -51,6 +51,21 @@ enum {
  * this runtime's protocol version, -ENOMEM it cannot be mapped. */
 CYGPROF_ATTACH_API int cygprof_attach_fd(int fd);
 
+/* cygprof_attach_fd() of path opened here (O_RDWR | O_CLOEXEC): the
+ * descriptor never outlives the call, whatever happens to the caller.
+ * Returns what cygprof_attach_fd() returns, or -errno of the open. */
+CYGPROF_ATTACH_API int cygprof_attach_path(const char *path);
+
+/* The attacher (process collector) died before it pointed the hooks:
+ * undo the cygprof_attach_fd() it made, as cygprof_detach() would, so the
+ * process runs on as after a detach (cygprof_attach_state 2) and the next
+ * attach attaches as usual.  No hook reaches the runtime then, so the
+ * other threads may run.  Nothing happens when the last attach was not
+ * that collector's, failed, took over from a dead attacher (the hooks
+ * point at the runtime already), or was detached.  Returns 0, or -EINVAL
+ * when there was nothing to undo. */
+CYGPROF_ATTACH_API int cygprof_attach_abort(int collector);
+
 /* The instrumented functions on thread tid's stack at attach time (their
  * entry addresses, the this_fn the hooks see), outermost first, n <=
  * CYGPROF_ATTACH_SEED_MAX.  Copied; on tid's first hook they are pushed on

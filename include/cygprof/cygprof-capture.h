@@ -48,7 +48,9 @@ const char *cygprof_strerror(int err);
 struct cygprof_capture;
 
 /** Start a new capture that will be named path.  The data go to a new file
- * with a unique name in path's directory (".NAME.XXXXXX", created with
+ * with a unique name in path's directory (".NAME.PID-START.XXXXXX": the
+ * writer's pid and start time; such files of NAME whose writer is gone,
+ * left by a killed writer, are removed first; created with
  * O_EXCL: never an existing file, never through a symlink); nothing at path
  * changes until cygprof_capture_publish() or cygprof_capture_close().  No
  * lock file is made; the capture's descriptor is close-on-exec.  Errors:

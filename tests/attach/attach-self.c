@@ -28,7 +28,11 @@
  * of its own, smaller than record's (the stale writers' gids lie past its
  * end): the capture has the first window only (main 1, run 1, work 3, leaf
  * 1700, worker 1, parker 1) and the program checks its own mapping (leaf
- * 500 there).
+ * 500 there).  "abort": first attached by cygprof_attach_path() of
+ * /proc/self/fd/FD and undone by cygprof_attach_abort(), as the
+ * injector's trampoline does when its attacher died before pointing the
+ * hooks (N_LATE calls through the runtime's hooks after it: not recorded),
+ * then as without a mode: the capture is the same.
  * Exits 0 when every step returned what it should, else prints why and
  * exits 1.
  */
@@ -62,7 +66,9 @@ typedef void hook_fn(void *, void *);
 static int (*attach_fd)(int);
 static int (*attach_seed)(int, const unsigned long *, unsigned);
 static int (*detach)(void);
-static int *attach_state;
+static int (*attach_path)(const char *);
+static int (*attach_abort)(int);
+static int *attach_state, *attach_collector;
 static hook_fn *rt_enter, *rt_exit;
 static uintptr_t *slot_enter, *slot_exit;
 static uintptr_t orig_enter, orig_exit;
@@ -282,6 +288,30 @@ __attribute__((noinline)) static void work_reattach(int fd)
 	hooks_to((uintptr_t)rt_enter, (uintptr_t)rt_exit);
 }
 
+/* Attached and undone as the trampoline undoes it (mode abort). */
+static NOINSTR void attach_undone(int fd)
+{
+	char p[64];
+
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	if (attach_path("/nonexistent/cygprof-shm") != -ENOENT || *attach_state != 0)
+		fail("cygprof_attach_path of a missing file did not return -ENOENT");
+	if (attach_path(p))
+		fail("cygprof_attach_path failed");
+	if (*attach_state != 1 || *attach_collector <= 0)
+		fail("cygprof_attach_state is not 1 after cygprof_attach_path");
+	if (attach_abort((int)getpid()) != -EINVAL || *attach_state != 1)
+		fail("cygprof_attach_abort for another collector undid the attach");
+	if (attach_abort(*attach_collector) || *attach_state != 2)
+		fail("cygprof_attach_abort did not detach");
+	if (attach_abort(*attach_collector) != -EINVAL)
+		fail("a second cygprof_attach_abort did not return -EINVAL");
+	/* detached: hooks reaching the runtime write nothing */
+	hooks_to((uintptr_t)rt_enter, (uintptr_t)rt_exit);
+	work(N_LATE);
+	hooks_to(orig_enter, orig_exit);
+}
+
 __attribute__((noinline)) static void run(int fd)
 {
 	unsigned long seed[2] = {(unsigned long)(uintptr_t)main, (unsigned long)(uintptr_t)run};
@@ -297,6 +327,8 @@ __attribute__((noinline)) static void run(int fd)
 		work(N_MAIN);
 	} else {
 		work(N_BEFORE); /* glibc's empty hooks: nothing recorded */
+		if (!strcmp(mode, "abort"))
+			attach_undone(fd);
 		do_attach(fd, seed, strcmp(mode, "noseed") ? 2 : 0);
 		work(N_MAIN);
 	}
@@ -372,9 +404,13 @@ int main(int argc, char **argv)
 	attach_seed = (int (*)(int, const unsigned long *, unsigned))dlsym(h, "cygprof_attach_seed");
 	detach = (int (*)(void))dlsym(h, "cygprof_detach");
 	attach_state = (int *)dlsym(h, "cygprof_attach_state");
+	attach_collector = (int *)dlsym(h, "cygprof_attach_collector");
+	attach_path = (int (*)(const char *))dlsym(h, "cygprof_attach_path");
+	attach_abort = (int (*)(int))dlsym(h, "cygprof_attach_abort");
 	rt_enter = (hook_fn *)dlsym(h, "__cyg_profile_func_enter");
 	rt_exit = (hook_fn *)dlsym(h, "__cyg_profile_func_exit");
-	if (!attach_fd || !attach_seed || !detach || !attach_state || !rt_enter || !rt_exit)
+	if (!attach_fd || !attach_seed || !detach || !attach_state || !rt_enter || !rt_exit ||
+	    !attach_collector || !attach_path || !attach_abort)
 		fail("the runtime lacks an attach entry");
 	if (*attach_state != 0)
 		fail("cygprof_attach_state is not 0 before the attach");

@@ -55,6 +55,21 @@ Tests:
                  nothing written where record runs, the received capture's
                  calls within 5% of the program's counter; --send with -o
                  refused.
+  attach-kill-during  (burst.c) the attach measured (to its "attached"
+                 line, and how long the program is traced: TracerPid); 32
+                 SIGKILLs at i/32 of the traced time after the program is
+                 seen traced, and 8 SIGTERMs over the whole attach, dealt
+                 over four programs: none dies, each finishes the round it
+                 ran meanwhile, a SIGTERM leaves no temporary file;
+                 attached again with the same capture name: exactly its
+                 two rounds, no temporary file left.
+  attach-kill-anywhere  (burst.c) 20 SIGKILLs of record --attach
+                 --duration 1.5 spread over its whole run: the program
+                 lives; each published capture opens, its unit() calls
+                 are those of its burst() calls within a round a thread
+                 (in flight at the checkpoint) and no more rounds than
+                 ran; attached
+                 again: exact, no temporary file left.
 """
 
 import json
@@ -622,6 +637,340 @@ def test_kill(ck, cyg, example, args):
             p.wait()
 
 
+# attach-kill-during: kills spread over an attach, on this many programs at
+# once (attaches to one program cannot overlap: ptrace is exclusive)
+DURING_KILLS = 32
+DURING_TERMS = 8
+DURING_TARGETS = 4
+
+
+def temporaries(d, name):
+    """The temporary files of capture `name` in d (.NAME.PID-START.XXXXXX)."""
+    return sorted(f for f in os.listdir(d) if f.startswith('.%s.' % name))
+
+
+def tracer_of(pid):
+    """The TracerPid of process pid (0: none, or no such process)."""
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            for line in f:
+                if line.startswith('TracerPid:'):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def wait_traced(pid, a, deadline):
+    """Wait until attacher a traces pid (its threads stopped: the injection
+    begins).  False when a said it attached (on its standard error, a
+    non-blocking pipe) or ended first, or at the deadline."""
+    while time.monotonic() < deadline and a.poll() is None:
+        if tracer_of(pid) == a.pid:
+            return True
+        try:
+            if os.read(a.stderr.fileno(), 4096):
+                return False
+        except BlockingIOError:
+            pass
+    return False
+
+
+def attach_duration(cyg, pid, d):
+    """(D, W): seconds from starting record --attach to its "attached" line
+    (the whole attach: start, refusals, capture, injection), and how long it
+    traced the program (its threads stopped, the calls made: TracerPid
+    names it, from first seen to last); then detached."""
+    import threading
+    cmd = [cyg.exe, 'record', '--attach', str(pid), '-o', os.path.join(d, 'measure.data'), '-f']
+    t0 = time.monotonic()
+    a = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, universal_newlines=True)
+    seen = []
+    done = []
+
+    def poll():
+        while not done:
+            if tracer_of(pid) == a.pid:
+                seen.append(time.monotonic())
+    th = threading.Thread(target=poll)
+    th.start()
+    line = a.stderr.readline()
+    took = time.monotonic() - t0
+    done.append(1)
+    th.join()
+    a.send_signal(signal.SIGINT)
+    a.communicate(timeout=120)
+    if 'attached to process %d' % pid not in line:
+        raise Failure('record --attach did not attach: %r' % line)
+    return took, (seen[-1] - seen[0]) if seen else 0.0
+
+
+def during_worker(cyg, d, pid, pf, proc, moments, sig, out):
+    """Signal an attacher of pid at each of moments: (seconds, after its
+    start or, with traced, after it began to trace pid); after each, burst
+    runs a round.  Appends one dict per signal."""
+    for k, (at, traced) in enumerate(moments, 1):
+        cmd = [cyg.exe, 'record', '--attach', str(pid), '-o', os.path.join(d, 'k.data'), '-f']
+        a = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL)
+        os.set_blocking(a.stderr.fileno(), False)
+        # the program busy meanwhile: a round runs while it is attached
+        open('%s.go%d' % (pf, out['round'] + 1), 'w').close()
+        missed = traced and not wait_traced(pid, a, time.monotonic() + 60)
+        if not missed:
+            time.sleep(at)
+        a.send_signal(sig)
+        if sig == signal.SIGTERM:
+            # SIGTERM is handled: it ends the attach (or cygprof before it)
+            try:
+                a.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                a.kill()
+        a.wait()
+        a.stderr.close()
+        out['round'] += 1
+        # its own temporary file, if it left one (the name has its pid)
+        mine = [f for f in temporaries(d, 'k.data') if '.%d-' % a.pid in f]
+        row = {'at': at, 'sig': sig, 'alive': proc.poll() is None, 'left': mine,
+               'missed': missed}
+        try:
+            burst_done(pf, out['round'], proc)
+            row['round'] = True
+        except Failure as e:
+            row['round'] = str(e)
+        out['rows'].append(row)
+        if not row['alive']:
+            return
+
+
+def test_kill_during(ck, cyg, example, args):
+    """record --attach SIGKILLed (and SIGTERMed) at moments spread over its
+    attach: the program never dies and runs its rounds; attached again, its
+    capture holds exactly the calls of its rounds, and no temporary file of
+    the killed attachers stays behind."""
+    d = cyg.workdir
+    targets = []
+    try:
+        for i in range(DURING_TARGETS):
+            td = os.path.join(d, 't%d' % i)
+            os.mkdir(td)
+            p, pid, pf = start_burst(td, 'during')
+            targets.append({'dir': td, 'proc': p, 'pid': pid, 'pf': pf, 'round': 0,
+                            'rows': []})
+        t0 = targets[0]
+        m = sorted(attach_duration(cyg, t0['pid'], t0['dir']) for _ in range(3))
+        dur, traced = m[1]
+        if traced <= 0:
+            traced = dur / 4  # never seen traced: a quarter of the attach
+        print('attach duration: %.1f ms, of which the program was traced %.1f ms '
+              '(of %s)' % (dur * 1e3, traced * 1e3,
+                           ['%.1f/%.1f' % (x * 1e3, y * 1e3) for x, y in m]))
+        # SIGKILL i at i/32 of the time the program is traced (the stop, the
+        # injected calls, the hooks: when a dying attacher can harm it; its
+        # capture's temporary file exists all along), SIGTERM j at
+        # (j + 0.5)/8 of the whole attach; dealt round-robin over the
+        # programs, each program's in turn
+        plan = [[] for _ in targets]
+        for i in range(DURING_KILLS):
+            plan[i % len(targets)].append(((traced * i / DURING_KILLS, True), signal.SIGKILL))
+        for j in range(DURING_TERMS):
+            plan[j % len(targets)].append(((dur * (j + 0.5) / DURING_TERMS, False),
+                                           signal.SIGTERM))
+        # one attacher at a time (the moments are measured from when the
+        # program is seen traced: no other thread of ours competes), the
+        # programs in turn
+        for k in range(max(len(x) for x in plan)):
+            for t, moments in zip(targets, plan):
+                if k < len(moments) and t['proc'].poll() is None:
+                    at, sig = moments[k]
+                    during_worker(cyg, t['dir'], t['pid'], t['pf'], t['proc'], [at], sig, t)
+        kills = sum(len(t['rows']) for t in targets)
+        deaths = sum(t['proc'].poll() is not None for t in targets)
+        print('signals sent: %d (%d SIGKILL, %d SIGTERM); programs dead: %d; SIGKILLs '
+              'after the program was traced: %d' %
+              (kills, DURING_KILLS, DURING_TERMS, deaths,
+               sum(r['sig'] == signal.SIGKILL and not r['missed']
+                   for t in targets for r in t['rows'])))
+        ck.eq(kills, DURING_KILLS + DURING_TERMS, 'every attacher was signalled')
+        for n, t in enumerate(targets):
+            for r in t['rows']:
+                ck.check(r['alive'], 'program %d lives after an attacher signalled at %.1f ms '
+                         '(exit %s)' % (n, r['at'] * 1e3, t['proc'].returncode))
+                ck.check(r['round'] is True, 'program %d runs its round after the signal at '
+                         '%.1f ms: %s' % (n, r['at'] * 1e3, r['round']))
+                if r['sig'] == signal.SIGTERM:
+                    ck.eq(r['left'], [], 'a SIGTERM at %.1f ms leaves no temporary file' %
+                          (r['at'] * 1e3))
+        left = sum(bool(r['left']) for t in targets for r in t['rows'])
+        for n, t in enumerate(targets):
+            if t['proc'].poll() is not None:
+                continue
+            # attached again (taking over from a dead attacher or not),
+            # by a run writing the same capture: exact, and it cleans up
+            cap = os.path.join(t['dir'], 'k.data')
+            cmd = [cyg.exe, 'record', '--attach', str(t['pid']), '-o', cap, '-f']
+            print('$ ' + ' '.join(cmd))
+            b = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL, universal_newlines=True)
+            line = b.stderr.readline()
+            if 'attached to process %d' % t['pid'] not in line:
+                out, err = b.communicate(timeout=60)
+                raise Failure('program %d: the attach after the killed ones failed (exit %s): '
+                              '%r' % (n, b.returncode, line + err))
+            for _ in range(2):
+                t['round'] += 1
+                burst_go(t['pf'], t['round'], t['proc'])
+            b.send_signal(signal.SIGINT)
+            end_bg(ck, b, 'program %d attached again' % n)
+            check_burst_capture(ck, cyg, cap, 2)
+            ck.eq(temporaries(t['dir'], 'k.data'), [],
+                  'program %d: no temporary file after the next run' % n)
+            finish_burst(ck, t['proc'], t['pf'], t['round'])
+        print('SIGKILLs that left a temporary file: %d (each removed by the next run)' % left)
+    finally:
+        for t in targets:
+            if t['proc'].poll() is None:
+                t['proc'].kill()
+                t['proc'].wait()
+
+
+# attach-kill-anywhere: kills spread over an attacher's whole run
+ANYWHERE_KILLS = 20
+ANYWHERE_DURATION = 1.5
+
+
+def rounds_bg(t):
+    """Run burst's rounds one after the other (20 ms apart) until t['stop'];
+    t['done'] lists (round, CLOCK_MONOTONIC when its done file was seen)."""
+    while not t['stop'] and t['proc'].poll() is None:
+        k = t['round'] + 1
+        open('%s.go%d' % (t['pf'], k), 'w').close()
+        try:
+            burst_done(t['pf'], k, t['proc'])
+        except Failure:
+            return
+        t['round'] = k
+        t['done'].append((k, time.monotonic()))
+        time.sleep(0.02)
+
+
+def test_kill_anywhere(ck, cyg, example, args):
+    """record --attach --duration SIGKILLed at 20 moments spread over its
+    whole run (the first second too): the program never dies and runs its
+    rounds; a capture the attacher published opens, with whole rounds but
+    for the ones in flight at its last checkpoint and no more than the
+    program ran; attached again with the same capture name: exactly the
+    calls of its rounds, and no temporary file left."""
+    import threading
+    d = cyg.workdir
+    targets = []
+    try:
+        for i in range(DURING_TARGETS):
+            td = os.path.join(d, 't%d' % i)
+            os.mkdir(td)
+            p, pid, pf = start_burst(td, 'anywhere')
+            targets.append({'dir': td, 'proc': p, 'pid': pid, 'pf': pf, 'round': 0,
+                            'done': [], 'stop': False, 'rows': []})
+        # the whole run of an attacher left alone
+        t0 = targets[0]
+        cap = os.path.join(t0['dir'], 'whole.data')
+        start = time.monotonic()
+        cp = run([cyg.exe, 'record', '-q', '--attach', str(t0['pid']), '-o', cap,
+                  '--duration', str(ANYWHERE_DURATION)])
+        whole = time.monotonic() - start
+        ck.eq(cp.returncode, 0, 'an attacher left alone ends normally (%r)' % cp.err)
+        print('whole run of record --attach --duration %s: %.0f ms' %
+              (ANYWHERE_DURATION, whole * 1e3))
+        moments = [whole * i / ANYWHERE_KILLS for i in range(ANYWHERE_KILLS)]
+        runners = [threading.Thread(target=rounds_bg, args=(t,)) for t in targets]
+        for r in runners:
+            r.start()
+
+        def kill_all(t, mine):
+            for at in mine:
+                cap = os.path.join(t['dir'], 'any.data')
+                if os.path.exists(cap):
+                    os.unlink(cap)
+                r0 = t['round']
+                a = subprocess.Popen([cyg.exe, 'record', '--attach', str(t['pid']), '-o', cap,
+                                      '--duration', str(ANYWHERE_DURATION), '-f'],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.DEVNULL)
+                time.sleep(at)
+                a.kill()
+                a.wait()
+                row = {'at': at, 'alive': t['proc'].poll() is None, 'ran': t['round'] - r0 + 1,
+                       'cap': None}
+                if os.path.exists(cap):
+                    keep = os.path.join(t['dir'], 'any-%d.data' % len(t['rows']))
+                    os.rename(cap, keep)
+                    row['cap'] = keep
+                t['rows'].append(row)
+                if not row['alive']:
+                    return
+        killers = [threading.Thread(target=kill_all, args=(t, moments[n::len(targets)]))
+                   for n, t in enumerate(targets)]
+        for k in killers:
+            k.start()
+        for k in killers:
+            k.join()
+        for t in targets:
+            t['stop'] = True
+        for r in runners:
+            r.join()
+        rows = [r for t in targets for r in t['rows']]
+        ck.eq(len(rows), ANYWHERE_KILLS, 'every attacher was killed')
+        print('kills: %d; programs dead: %d; captures published: %d' %
+              (len(rows), sum(t['proc'].poll() is not None for t in targets),
+               sum(r['cap'] is not None for r in rows)))
+        calls = BURST_CALLS
+        for n, t in enumerate(targets):
+            for r in t['rows']:
+                what = 'program %d, attacher killed at %.0f ms' % (n, r['at'] * 1e3)
+                ck.check(r['alive'], '%s: the program lives (exit %s)' %
+                         (what, t['proc'].returncode))
+                if not r['cap']:
+                    continue
+                cp = run([cyg.exe, 'report', '--format=json', r['cap']])
+                if not ck.eq(cp.returncode, 0, '%s: its capture opens (%s)' %
+                             (what, cp.err.strip()[:200])):
+                    continue
+                fns = functions_of(json.loads(cp.out))
+                nb = fns.get('burst', {}).get('calls', 0)
+                nu = fns.get('unit', {}).get('calls', 0)
+                # a call counts once it returned: the burst() calls in
+                # flight at the checkpoint (one a thread at most) are not
+                # counted yet, their unit() calls so far are; and the
+                # checkpoint copies the running threads' nodes one after
+                # the other (a round may end in between)
+                ck.check(calls * (nb - BURST_THREADS - 1) < nu < calls * (nb + BURST_THREADS + 1),
+                         '%s: unit() %d calls for %d calls of burst()' % (what, nu, nb))
+                ck.check(nb <= (BURST_THREADS + 1) * r['ran'],
+                         '%s: %d calls of burst(), the program ran %d rounds meanwhile' %
+                         (what, nb, r['ran']))
+        for n, t in enumerate(targets):
+            if t['proc'].poll() is not None:
+                continue
+            cap = os.path.join(t['dir'], 'any.data')
+            b = attach_bg(cyg, t['pid'], cap, None)
+            for _ in range(2):
+                t['round'] += 1
+                burst_go(t['pf'], t['round'], t['proc'])
+            b.send_signal(signal.SIGINT)
+            end_bg(ck, b, 'program %d attached again' % n)
+            check_burst_capture(ck, cyg, cap, 2)
+            ck.eq(temporaries(t['dir'], 'any.data'), [],
+                  'program %d: no temporary file after the next run' % n)
+            finish_burst(ck, t['proc'], t['pf'], t['round'])
+    finally:
+        for t in targets:
+            t['stop'] = True
+            if t['proc'].poll() is None:
+                t['proc'].kill()
+                t['proc'].wait()
+
+
 def test_user(ck, cyg, example, args):
     """Root attaches to a process of another user (nobody) and records its
     calls exactly; nobody cannot attach to root's process (one line)."""
@@ -785,6 +1134,7 @@ def test_send(ck, cyg, example, args):
 TESTS = {'attach-refuse': test_refuse, 'attach-inject': test_inject, 'attach-lib': test_lib,
          'attach-run': test_run, 'attach-twice': test_twice, 'attach-top': test_top,
          'attach-send': test_send, 'attach-kill': test_kill, 'attach-kill-full': test_kill,
+         'attach-kill-during': test_kill_during, 'attach-kill-anywhere': test_kill_anywhere,
          'attach-user': test_user}
 EXAMPLE = []
 

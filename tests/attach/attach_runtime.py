@@ -37,6 +37,12 @@ Tests:
                      detach gets a new writer at its first hook (an enter),
                      the main thread at its first (an exit); exact totals
                      of both windows, nothing in between, no unpaired exit.
+  attach-abort       first attached by cygprof_attach_path() and undone by
+                     cygprof_attach_abort(collector) (another pid's is
+                     refused, a second returns -EINVAL), as the injector's
+                     trampoline undoes an attach whose attacher died; calls
+                     through the runtime's hooks then are not recorded;
+                     attached again: the same exact counts as attach-self.
   attach-smaller     attached again to a smaller mapping of the program's own
                      (the earlier writers' nodes lie past its end): the
                      capture has the first window only, the program finds
@@ -167,6 +173,17 @@ def test_again(ck, cyg, example, args):
     ck.eq(sp.get('work'), 0, 'work always has a caller')
 
 
+def test_abort(ck, cyg, example, args):
+    _, data = record(ck, cyg, example, args.runtime, 'abort')
+    got = calls_of(data)
+    want = {'main': 1, 'run': 1, 'work': 2, 'leaf': 1500, 'worker': 1}
+    for name, n in sorted(want.items()):
+        ck.eq(got.get(name), n, 'calls of %s (the attach after the undone one only)' % name)
+    ck.eq(arcs_of(data).get(('run', 'work')), 1, 'arc run -> work')
+    ck.eq(data['limits']['unpaired'], 0, 'unpaired exits')
+    ck.eq(data['limits']['damaged'], None, 'nothing rejected as damage')
+
+
 def test_smaller(ck, cyg, example, args):
     _, data = record(ck, cyg, example, args.runtime, 'smaller')
     got = calls_of(data)
@@ -185,6 +202,7 @@ TESTS = {
     'attach-timeline': test_timeline,
     'attach-again': test_again,
     'attach-smaller': test_smaller,
+    'attach-abort': test_abort,
 }
 
 
