@@ -59,8 +59,20 @@
 #define POLL_CHECKPOINT_NS 1000000000ULL
 #define POLL_CHECKPOINT_MAX_MS CYGPROF_CHECKPOINT_MAX_MS
 /* ... but at least POLL_CHECKPOINT_CPU_SHARE times the CPU time the last
- * checkpoint took apart: checkpoints get at most a tenth of the collector. */
+ * checkpoint took apart: checkpoints get at most a tenth of the collector.
+ * Its own CPU time: the drains a checkpoint makes meanwhile
+ * (collector_yield()) are the rings' work, which goes on anyway, and do not
+ * count (on a busy program they were most of it, and spaced checkpoints
+ * seconds apart). */
 #define POLL_CHECKPOINT_CPU_SHARE 10
+/* Whatever the last one cost, the next checkpoint comes at most this long
+ * after it: what a kill or a full disk loses is bounded. */
+#define POLL_CHECKPOINT_GAP_MAX_NS 4000000000ULL
+/* The first checkpoint as soon as a thread has calls, then the next ones
+ * POLL_CHECKPOINT_RAMP_NS apart, doubling up to the interval: a recorder
+ * killed early keeps the calls of its first tenths of a second (the first
+ * checkpoint may come before the program's inner functions are called). */
+#define POLL_CHECKPOINT_RAMP_NS 100000000ULL
 /* A long checkpoint drains the rings when the last drain is this old
  * (collector_yield()), so writers do not wait for the checkpoint. */
 #define POLL_YIELD_DRAIN_NS 2000000ULL
@@ -157,6 +169,7 @@ struct cthread {
 	int ring_done;
 	/* checkpoints */
 	int stored_ended;    /* stored after it ended: its tree changes no more */
+	int stored;          /* its record is in the capture */
 	size_t sym_next;     /* nodes whose symbols are stored */
 	struct damage dmg;   /* what the last look at its tree, stack and sites rejected */
 	struct damage rdmg;  /* ... and at its record (counters, name) */
@@ -190,6 +203,7 @@ struct cproc {
 	uint64_t objs_len;   /* maps_len when objects were stored */
 	uint64_t objs_off;
 	struct damage dmg;   /* what the last look at its record rejected */
+	int stored;          /* its record is in the capture */
 };
 
 /* An object stored in the capture: its index stays the same at every checkpoint. */
@@ -256,8 +270,12 @@ struct collector {
 	int main_status;      /* its wait status */
 	int main_reaped;
 	char *own_ns;         /* our mount namespace */
-	uint64_t ckpt_ns;     /* what the last checkpoint cost */
+	uint64_t ckpt_ns;     /* what the last checkpoint cost (its own CPU time) */
+	uint64_t yield_cpu_ns; /* CPU time of the drains checkpoints made (collector_yield()) */
+	int ckpt_calls;       /* a checkpoint with calls of a thread was committed */
+	uint64_t events_kept_ns; /* the last commit holds the events drained up to this time */
 	uint64_t last_drain;  /* CLOCK_MONOTONIC ns of the last drain */
+	uint64_t drain_ts;    /* the tick when the last drain began */
 	int in_checkpoint;    /* a checkpoint runs: collector_yield() may drain */
 	void *scratch[3];     /* checkpoint buffers kept between checkpoints */
 	size_t scratch_cap[3];
@@ -403,6 +421,11 @@ void collector_write_failed(struct collector *c, int err);
  * host...), into the first batch: a capture cut short before its first
  * checkpoint still says how it was recorded. */
 int collector_put_start_meta(struct collector *c);
+/* finish.c: the records of the threads (and their processes) found since
+ * the last checkpoint, so that the events committed next belong to a
+ * thread a reader knows; their trees are stored as they are (the calls
+ * come with the next checkpoint). */
+int collector_store_new_threads(struct collector *c);
 
 /* attach-run.c: the attach is over (the duration, a signal, the process ended). */
 int collector_attach_over(struct collector *c);
