@@ -1066,7 +1066,10 @@ static int put_main_fallback(struct collector *c)
 
 int collector_put_start_meta(struct collector *c)
 {
-	c->end_ts = collector_now(c);
+	/* duration 0: no checkpoint yet (a capture cut off before the first
+	 * one shows its last checkpoint at 0, before any call, which is true;
+	 * the time of this commit would claim the calls made meanwhile) */
+	c->end_ts = c->tsc0;
 	return put_meta(c, 0);
 }
 
@@ -1101,8 +1104,13 @@ int collector_checkpoint(struct collector *c, int final)
 	size_t i;
 	int err = 0;
 
-	if (!final)
+	if (!final) {
 		c->end_ts = collector_now(c);
+		/* The threads registered up to the stamp: a thread that made
+		 * calls before it is in the checkpoint (the last drain's scan
+		 * may be a while ago on a busy machine). */
+		collector_scan(c, 0);
+	}
 	/* Threads first: folding them may find processes. */
 	for (i = 0; i < c->nthreads && !err; i++) {
 		err = store_thread(c, c->threads[i], &lost);
