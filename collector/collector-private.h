@@ -272,7 +272,7 @@ struct collector {
 	char *own_ns;         /* our mount namespace */
 	uint64_t ckpt_ns;     /* what the last checkpoint cost (its own CPU time) */
 	uint64_t yield_cpu_ns; /* CPU time of the drains checkpoints made (collector_yield()) */
-	int ckpt_calls;       /* a checkpoint with calls of a thread was committed */
+	int ckpt_calls;       /* a checkpoint with calls of a thread was taken */
 	uint64_t events_kept_ns; /* the last commit holds the events drained up to this time */
 	uint64_t last_drain;  /* CLOCK_MONOTONIC ns of the last drain */
 	uint64_t drain_ts;    /* the tick when the last drain began */

@@ -150,7 +150,6 @@ int collector_poll(struct collector *c, pid_t pid)
 			else if (!e) {
 				c->kept = 1;
 				c->kept_ns = upto;
-				c->ckpt_calls = calls;
 				/* record --push: the interval that checkpoint ends
 				 * (one that cannot be made, for want of memory,
 				 * goes into the next: nothing is lost) */
@@ -158,6 +157,9 @@ int collector_poll(struct collector *c, pid_t pid)
 			}
 			if (!ce)
 				c->events_kept_ns = evto;
+			/* tried: the ramp goes on from here, and a checkpoint
+			 * that failed (no memory) is not tried again at once */
+			c->ckpt_calls = calls;
 			if (!c->werr)
 				cygprof_capture_begin(c->cap);
 			last_ckpt = last_commit = collector_mono_ns();
