@@ -170,10 +170,12 @@ int collector_poll(struct collector *c, pid_t pid)
 			/* threads found since the checkpoint: their records, so
 			 * that the events committed now have their thread */
 			int e = collector_store_new_threads(c);
-			int ce = e ? 0 : cygprof_capture_commit(c->cap);
-			if (e || ce) {
-				collector_note_err(c, e ? e : ce);
-				collector_write_failed(c, e ? e : ce);
+			/* (a failed write shows again at the commit) */
+			collector_note_err(c, e);
+			int ce = cygprof_capture_commit(c->cap);
+			if (ce) {
+				collector_note_err(c, ce);
+				collector_write_failed(c, ce);
 			} else {
 				c->events_kept_ns = evto;
 				cygprof_capture_begin(c->cap);
