@@ -61,9 +61,10 @@
 /* ... but at least POLL_CHECKPOINT_CPU_SHARE times the CPU time the last
  * checkpoint took apart: checkpoints get at most a tenth of the collector.
  * Its own CPU time: the drains a checkpoint makes meanwhile
- * (collector_yield()) are the rings' work, which goes on anyway, and do not
- * count (on a busy program they were most of it, and spaced checkpoints
- * seconds apart). */
+ * (collector_yield()) and its commit, which writes the events drained since
+ * the last one, are the rings' work, which goes on anyway, and do not count
+ * (on a busy program they were most of it, and spaced checkpoints seconds
+ * apart). */
 #define POLL_CHECKPOINT_CPU_SHARE 10
 /* Whatever the last one cost, the next checkpoint comes at most this long
  * after it: what a kill or a full disk loses is bounded. */
@@ -76,6 +77,9 @@
 /* A long checkpoint drains the rings when the last drain is this old
  * (collector_yield()), so writers do not wait for the checkpoint. */
 #define POLL_YIELD_DRAIN_NS 2000000ULL
+/* ... when a ring is 1/POLL_BUSY_SHARE full, or at the latest when the
+ * last drain is this old. */
+#define POLL_YIELD_MAX_NS 50000000ULL
 /* The TSC is calibrated against CLOCK_MONOTONIC over at least this time
  * from the origin, while the program starts. */
 #define CLOCK_CALIBRATE_NS 10000000ULL
@@ -437,7 +441,8 @@ int collector_poll(struct collector *c, pid_t pid);
 /* drain.c: drain every ring; returns the largest number of words one ring had. */
 uint64_t collector_drain_all(struct collector *c);
 /* Called by a long checkpoint now and then: drains the rings if the last
- * drain is POLL_YIELD_DRAIN_NS old, so writers do not wait for the checkpoint. */
+ * drain is POLL_YIELD_DRAIN_NS old and a ring fills (POLL_YIELD_MAX_NS old:
+ * whatever the rings), so writers do not wait for the checkpoint. */
 void collector_yield(struct collector *c);
 
 /* A time read from the mapping, clamped into [lo, hi]. */

@@ -143,6 +143,9 @@ int collector_poll(struct collector *c, pid_t pid)
 			c->in_checkpoint = 0;
 			uint64_t upto = tick_ns(c, c->end_ts);
 			uint64_t evto = tick_ns(c, c->drain_ts);
+			/* its own CPU time: the commit writes the events drained
+			 * since the last one too, the rings' work */
+			c->ckpt_ns = collector_cpu_ns() - cpu0 - (c->yield_cpu_ns - yield0);
 			int ce = cygprof_capture_commit(c->cap);
 			collector_note_err(c, e ? e : ce);
 			if (ce)
@@ -163,7 +166,6 @@ int collector_poll(struct collector *c, pid_t pid)
 			if (!c->werr)
 				cygprof_capture_begin(c->cap);
 			last_ckpt = last_commit = collector_mono_ns();
-			c->ckpt_ns = collector_cpu_ns() - cpu0 - (c->yield_cpu_ns - yield0);
 			gap = next_gap(c, interval, &ramp);
 		} else if (now - last_commit > POLL_COMMIT_NS) {
 			uint64_t evto = tick_ns(c, c->drain_ts);
