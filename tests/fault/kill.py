@@ -20,7 +20,8 @@ CLOCK_MONOTONIC time.  For a capture whose last checkpoint was stamped at S
     first printed round: the first checkpoint comes as soon as a thread has
     calls and the next ones 0.1, 0.2, 0.4 s after it;
   * every reader exits 0 and says in one line that the recording was cut
-    off; none says damaged.
+    off; none says damaged, or trims a thread whose record counts more
+    events than its calls make.
 
   fault-kill-record    record --timeline --memory -o CAP, SIGKILLed
   fault-kill-send      record --timeline --memory --send, SIGKILLed: the
@@ -222,6 +223,9 @@ def check_capture(ck, cyg, r, tag, memory=True, word='cut off', window=None):
         ck.check(len(warn) == 1, '%s: %s says once that the recording was %s: %r' %
                  (tag, name, word, err))
         ck.check('damaged' not in err, '%s: %s calls nothing damaged: %r' % (tag, name, err))
+        # the collector's thread records never count more events than
+        # their calls make (which readers would trim, with a warning)
+        ck.check('more events than' not in err, '%s: %s trims no thread: %r' % (tag, name, err))
     leaf = None
     if 'info' in got and 'report' in got:
         info = json.loads(got['info'])
