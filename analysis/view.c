@@ -443,6 +443,10 @@ void view_limits(struct view *v, struct view_limits *l)
 			l->sig_lost += t[i].sig_lost;
 			l->mem_lost += t[i].mem_lost;
 			l->unpaired += t[i].unpaired;
+			if ((t[i].flags & CYGPROF_THREAD_TRIMMED) && !l->trimmed++) {
+				l->trimmed_idx = t[i].idx;
+				l->trimmed_events = t[i].events;
+			}
 		}
 	s = view_meta_str(v, "shm_full");
 	if (s) {

@@ -192,6 +192,11 @@ struct view_limits {
 	const char *ended;   /* why it ended early (meta "ended": a write of the
 			      * capture failed, e.g. "no space left on device at
 			      * 1.234 s"), or NULL (borrowed) */
+	uint32_t trimmed;    /* threads whose record counts more events than its
+			      * calls make (CYGPROF_THREAD_TRIMMED): shown up to
+			      * the last consistent point ... */
+	uint32_t trimmed_idx; /* ... the first of them ... */
+	uint64_t trimmed_events; /* ... and the events it is shown with */
 };
 
 /** Fill l; what cannot be read counts as not hit. */

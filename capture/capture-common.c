@@ -405,6 +405,7 @@ void capture_free(struct cygprof_capture *cap)
 	free(cap->log.data);
 	free(cap->scratch.p);
 	free(cap->mraw.p);
+	free(cap->trust);
 	for (s = 0; s < STK_STREAMS; s++)
 		free(cap->stk_col[s].p);
 	free(cap->path);

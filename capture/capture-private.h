@@ -678,6 +678,11 @@ struct cygprof_capture {
 	bool in_progress; /* reader: a writer held the file at open: this is a
 			   * snapshot of its last commit (capture_live_snapshot) */
 	char detail[200]; /* the first damage found, "" when none */
+	/* reader: threads whose record counts more events than its calls make
+	 * (cygprof_capture_get_threads()): their cursors give only the first
+	 * limit events */
+	struct ev_trust { uint32_t thread; uint64_t limit; } *trust;
+	size_t ntrust;
 	void *zd;      /* ZSTD_DCtx, made on first use */
 	MDB_dbi dbi[DB_COUNT];
 	bool missing[DB_COUNT]; /* an optional DB the capture does not have */

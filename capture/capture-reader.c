@@ -738,19 +738,33 @@ int cygprof_capture_get_threads(struct cygprof_capture *cap, struct cygprof_thre
 	 * an exit event, so events and lost events together cannot be more.
 	 * Unless the traced program wrote into the collector's mapping (meta
 	 * "damaged"): then calls of rejected nodes are missing while their
-	 * events were stored. */
-	/* Not sealed (cut off, or read while written): the thread records are
-	 * those of the last checkpoint, the events those of the last commit,
-	 * which may follow it (a partial tail). */
-	for (size_t i = 0; !rc && !cap->program_damaged && (cap->sealed || !cap->crc) && i < *n; i++) {
-		const struct cygprof_thread *t = &(*threads)[i];
-		if (t->events + t->lost > 2 * (t->calls + t->sig_lost) + t->unwound + t->unpaired) {
-			rc = capture_damage(cap, "thread %u record: more events than calls make",
-					    t->idx);
+	 * events were stored.  A capture cut off, or written by a collector
+	 * that counted the events drained while it folded the calls, can say
+	 * so too: the thread is not damage, its events up to what its calls
+	 * make are kept (the last consistent point), the rest left out, and
+	 * the thread is flagged CYGPROF_THREAD_TRIMMED for the reader's
+	 * warning.  (The events after the last checkpoint of a capture cut
+	 * off are not counted in its record: they stay.) */
+	free(cap->trust);
+	cap->trust = NULL;
+	cap->ntrust = 0;
+	for (size_t i = 0; !rc && !cap->program_damaged && i < *n; i++) {
+		struct cygprof_thread *t = &(*threads)[i];
+		uint64_t most = 2 * (t->calls + t->sig_lost) + t->unwound + t->unpaired;
+		if (t->events + t->lost <= most)
+			continue;
+		struct ev_trust *v = realloc(cap->trust, (cap->ntrust + 1) * sizeof(*v));
+		if (!v) {
+			rc = -ENOMEM;
 			free(*threads);
 			*threads = NULL;
 			*n = 0;
+			break;
 		}
+		cap->trust = v;
+		t->events = most > t->lost ? most - t->lost : 0;
+		t->flags |= CYGPROF_THREAD_TRIMMED;
+		v[cap->ntrust++] = (struct ev_trust){ t->idx, t->events };
 	}
 	return rc;
 }
@@ -1304,6 +1318,16 @@ static int foreach_block(struct cygprof_capture *cap, unsigned int db, uint32_t 
 	return rc;
 }
 
+/* How many of a thread's events a reader is given: all, unless its record
+ * counts more events than its calls make (cygprof_capture_get_threads()). */
+static uint64_t trust_limit(const struct cygprof_capture *cap, uint32_t thread)
+{
+	for (size_t i = 0; i < cap->ntrust; i++)
+		if (cap->trust[i].thread == thread)
+			return cap->trust[i].limit;
+	return UINT64_MAX;
+}
+
 struct ev_walk {
 	unsigned int schema;
 	uint64_t last;
@@ -1311,7 +1335,26 @@ struct ev_walk {
 	size_t nbuf;
 	cygprof_event_fn fn;
 	void *data;
+	cygprof_event_fn user; /* a trimmed thread's: fn counts for it */
+	void *user_data;
+	uint64_t left;         /* events it may still be given */
 };
+
+/* The walk of a thread whose events are trimmed (trust_limit()): the first
+ * left events, then a stop (1, turned into 0 by the caller). */
+static int ev_trimmed(const struct cygprof_event *ev, size_t n, void *data)
+{
+	struct ev_walk *w = data;
+	int rc;
+
+	if (!w->left)
+		return 1;
+	if (n > w->left)
+		n = (size_t)w->left;
+	w->left -= n;
+	rc = w->user(ev, n, w->user_data);
+	return rc ? rc : w->left ? 0 : 1;
+}
 
 static int ev_block(const struct blk *b, void *arg)
 {
@@ -1333,14 +1376,22 @@ int cygprof_capture_foreach_event(struct cygprof_capture *cap, uint32_t thread_i
 		if (rc)
 			return rc;
 	}
+	w.left = trust_limit(cap, thread_idx);
+	if (w.left != UINT64_MAX) {
+		w.user = fn;
+		w.user_data = data;
+		w.fn = ev_trimmed;
+		w.data = &w;
+	}
 	w.buf = malloc(EV_CHUNK * sizeof(*w.buf));
 	if (!w.buf)
 		return -ENOMEM;
 	rc = foreach_block(cap, DB_TIMELINE, thread_idx, 2, false, ev_block, &w);
 	if (!rc && w.nbuf)
-		rc = fn(w.buf, w.nbuf, data);
+		rc = w.fn(w.buf, w.nbuf, w.data);
 	free(w.buf);
-	return rc;
+	/* the stop at the trimmed thread's last event is no error */
+	return w.user && rc == 1 && !w.left ? 0 : rc;
 }
 
 /* The next block of a thread's stream in db, from key (thread, *next_seq):
@@ -1422,6 +1473,8 @@ struct cygprof_event_cursor {
 	bool given;        /* a block was given */
 	struct ev_stack st;    /* the calls open before the current block */
 	struct ev_stack probe; /* cursor_exit()'s */
+	uint64_t given_n;  /* events given so far ... */
+	uint64_t limit;    /* ... and how many may be (CYGPROF_THREAD_TRIMMED) */
 	uint8_t *praw;
 	size_t prawcap;
 };
@@ -1461,6 +1514,7 @@ int cygprof_event_cursor_open(struct cygprof_capture *cap, uint32_t thread_idx,
 	c->cap = cap;
 	c->thread = thread_idx;
 	c->end = cap->missing[DB_TIMELINE];
+	c->limit = trust_limit(cap, thread_idx);
 	return 0;
 }
 
@@ -1536,6 +1590,12 @@ int cygprof_event_cursor_next(struct cygprof_event_cursor *c, const struct cygpr
 		c->nev = 0;
 		return rc;
 	}
+	if (c->limit != UINT64_MAX && c->given_n + c->nev >= c->limit) {
+		/* the last consistent point: nothing after it */
+		c->nev = (size_t)(c->limit - c->given_n);
+		c->end = true;
+	}
+	c->given_n += c->nev;
 	*ev = c->ev;
 	*n = c->nev;
 	return 0;

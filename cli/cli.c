@@ -145,6 +145,12 @@ void cli_need(struct view *v, const char *file, const char *name, const char *wh
 
 	if (!in || in->present(v))
 		return;
+	/* A capture cut off before it said what it records (a stream cut
+	 * right after its handshake): nothing to show, and no error either. */
+	struct view_limits l;
+	view_limits(v, &l);
+	if (l.incomplete && !view_meta_str(v, "mode"))
+		return;
 	cli_die(1, "%s has no %s (record with -i %s%s%s)", file, what, name, in->alias ? " or " : "",
 		in->alias ? in->alias : "");
 }

@@ -233,7 +233,7 @@ static void check_space(const char *output)
 static void die_write_failed(const struct collector_opts *o, const struct collector_result *r,
 			     pid_t attached)
 {
-	char text[128], kept[96], end[300];
+	char text[128], kept[160], end[300];
 
 	snprintf(text, sizeof text, "%s",
 		 r->write_err == CYGPROF_E_FULL ? "no space left on device"
@@ -245,6 +245,10 @@ static void die_write_failed(const struct collector_opts *o, const struct collec
 			 (double)r->kept_ns / 1e9);
 	else
 		snprintf(kept, sizeof kept, "the capture holds no calls");
+	/* the timeline and memory events committed after that checkpoint */
+	if (r->events_kept_ns)
+		snprintf(kept + strlen(kept), sizeof kept - strlen(kept),
+			 " and the events up to %.3f s", (double)r->events_kept_ns / 1e9);
 	if (attached)
 		snprintf(end, sizeof end, "process %d runs on", (int)attached);
 	else if (WIFSIGNALED(r->status))

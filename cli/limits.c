@@ -39,6 +39,14 @@ void cli_limits_warn(const struct view_limits *l, const char *file)
 		fprintf(stderr, "cygprof: warning: %s: the recording was cut off before its end "
 			"(its recorder was killed or lost): showing its last checkpoint (%.3f s) "
 			"and the events committed after it\n", text_esc(file), (double)l->checkpoint_ns / 1e9);
+	if (l->trimmed == 1)
+		warn(file, "thread %" PRIu32 "'s record counts more events than its calls make: "
+		     "its timeline is shown up to the last consistent point (%" PRIu64 " events)",
+		     l->trimmed_idx, l->trimmed_events);
+	else if (l->trimmed)
+		warn(file, "%" PRIu32 " threads' records (thread %" PRIu32 " first) count more events "
+		     "than their calls make: their timelines are shown up to the last consistent point",
+		     l->trimmed, l->trimmed_idx);
 	if (l->damaged)
 		fprintf(stderr, "cygprof: warning: %s: the traced program wrote into cygprof's "
 			"shared memory, and this was rejected: %s (the rest of the recording is "
@@ -70,9 +78,9 @@ void cli_limits_json(FILE *f, const struct view_limits *l)
 {
 	fprintf(f, "\"limits\": {\"complete\": %s, \"in_progress\": %s, \"lost\": %" PRIu64 ", \"overflow\": %" PRIu64
 		", \"sig_lost\": %" PRIu64 ", \"mem_lost\": %" PRIu64 ", \"unpaired\": %" PRIu64
-		", \"shm_full\": ",
+		", \"trimmed\": %" PRIu32 ", \"shm_full\": ",
 		l->incomplete ? "false" : "true", l->in_progress ? "true" : "false", l->lost, l->overflow, l->sig_lost, l->mem_lost,
-		l->unpaired);
+		l->unpaired, l->trimmed);
 	if (l->shm_full_set)
 		fprintf(f, "%" PRIu64, l->shm_full);
 	else

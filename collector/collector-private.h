@@ -59,11 +59,27 @@
 #define POLL_CHECKPOINT_NS 1000000000ULL
 #define POLL_CHECKPOINT_MAX_MS CYGPROF_CHECKPOINT_MAX_MS
 /* ... but at least POLL_CHECKPOINT_CPU_SHARE times the CPU time the last
- * checkpoint took apart: checkpoints get at most a tenth of the collector. */
+ * checkpoint took apart: checkpoints get at most a tenth of the collector.
+ * Its own CPU time: the drains a checkpoint makes meanwhile
+ * (collector_yield()) and its commit, which writes the events drained since
+ * the last one, are the rings' work, which goes on anyway, and do not count
+ * (on a busy program they were most of it, and spaced checkpoints seconds
+ * apart). */
 #define POLL_CHECKPOINT_CPU_SHARE 10
+/* Whatever the last one cost, the next checkpoint comes at most this long
+ * after it: what a kill or a full disk loses is bounded. */
+#define POLL_CHECKPOINT_GAP_MAX_NS 4000000000ULL
+/* The first checkpoint as soon as a thread has calls, then the next ones
+ * POLL_CHECKPOINT_RAMP_NS apart, doubling up to the interval: a recorder
+ * killed early keeps the calls of its first tenths of a second (the first
+ * checkpoint may come before the program's inner functions are called). */
+#define POLL_CHECKPOINT_RAMP_NS 100000000ULL
 /* A long checkpoint drains the rings when the last drain is this old
  * (collector_yield()), so writers do not wait for the checkpoint. */
 #define POLL_YIELD_DRAIN_NS 2000000ULL
+/* ... when a ring is 1/POLL_BUSY_SHARE full, or at the latest when the
+ * last drain is this old. */
+#define POLL_YIELD_MAX_NS 50000000ULL
 /* The TSC is calibrated against CLOCK_MONOTONIC over at least this time
  * from the origin, while the program starts. */
 #define CLOCK_CALIBRATE_NS 10000000ULL
@@ -157,6 +173,7 @@ struct cthread {
 	int ring_done;
 	/* checkpoints */
 	int stored_ended;    /* stored after it ended: its tree changes no more */
+	int stored;          /* its record is in the capture */
 	size_t sym_next;     /* nodes whose symbols are stored */
 	struct damage dmg;   /* what the last look at its tree, stack and sites rejected */
 	struct damage rdmg;  /* ... and at its record (counters, name) */
@@ -190,6 +207,7 @@ struct cproc {
 	uint64_t objs_len;   /* maps_len when objects were stored */
 	uint64_t objs_off;
 	struct damage dmg;   /* what the last look at its record rejected */
+	int stored;          /* its record is in the capture */
 };
 
 /* An object stored in the capture: its index stays the same at every checkpoint. */
@@ -256,8 +274,12 @@ struct collector {
 	int main_status;      /* its wait status */
 	int main_reaped;
 	char *own_ns;         /* our mount namespace */
-	uint64_t ckpt_ns;     /* what the last checkpoint cost */
+	uint64_t ckpt_ns;     /* what the last checkpoint cost (its own CPU time) */
+	uint64_t yield_cpu_ns; /* CPU time of the drains checkpoints made (collector_yield()) */
+	int ckpt_calls;       /* a checkpoint with calls of a thread was taken */
+	uint64_t events_kept_ns; /* the last commit holds the events drained up to this time */
 	uint64_t last_drain;  /* CLOCK_MONOTONIC ns of the last drain */
+	uint64_t drain_ts;    /* the tick when the last drain began */
 	int in_checkpoint;    /* a checkpoint runs: collector_yield() may drain */
 	void *scratch[3];     /* checkpoint buffers kept between checkpoints */
 	size_t scratch_cap[3];
@@ -403,6 +425,11 @@ void collector_write_failed(struct collector *c, int err);
  * host...), into the first batch: a capture cut short before its first
  * checkpoint still says how it was recorded. */
 int collector_put_start_meta(struct collector *c);
+/* finish.c: the records of the threads (and their processes) found since
+ * the last checkpoint, so that the events committed next belong to a
+ * thread a reader knows; their trees are stored as they are (the calls
+ * come with the next checkpoint). */
+int collector_store_new_threads(struct collector *c);
 
 /* attach-run.c: the attach is over (the duration, a signal, the process ended). */
 int collector_attach_over(struct collector *c);
@@ -414,7 +441,8 @@ int collector_poll(struct collector *c, pid_t pid);
 /* drain.c: drain every ring; returns the largest number of words one ring had. */
 uint64_t collector_drain_all(struct collector *c);
 /* Called by a long checkpoint now and then: drains the rings if the last
- * drain is POLL_YIELD_DRAIN_NS old, so writers do not wait for the checkpoint. */
+ * drain is POLL_YIELD_DRAIN_NS old and a ring fills (POLL_YIELD_MAX_NS old:
+ * whatever the rings), so writers do not wait for the checkpoint. */
 void collector_yield(struct collector *c);
 
 /* A time read from the mapping, clamped into [lo, hi]. */

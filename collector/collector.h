@@ -187,6 +187,9 @@ struct collector_result {
 	uint64_t write_err_ns;
 	int kept;
 	uint64_t kept_ns;
+	/* --timeline, --memory: the events drained up to events_kept_ns were
+	 * committed (0: none) */
+	uint64_t events_kept_ns;
 	int ended_stored;
 	/* The capture sealed, cygprof_capture_compact() failed with
 	 * compact_err: it is kept whole, with its free pages; else

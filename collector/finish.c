@@ -389,6 +389,12 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 	uint64_t end, raw_calls = 0, closed = 0, *extra = NULL;
 	struct damage dmg;
 	int err = 0, live = thread_live(c, ct, state);
+	/* The events drained before the fold reads the calls: each was
+	 * counted in its node before it was published, so the record never
+	 * says more events than its calls make.  Those drained during the
+	 * checkpoint (collector_yield()) are in the capture as the events
+	 * after it. */
+	uint64_t events = ct->events;
 
 	memset(&dmg, 0, sizeof dmg);
 	/* A checkpoint takes a while: a thread may have started and ended
@@ -466,7 +472,7 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 	th.start_ns = tick_ns(c, ct->start_ts);
 	th.end_ns = tick_ns(c, end);
 	th.calls = ct->calls;
-	th.events = ct->events;
+	th.events = ct->stored_ended ? ct->events : events;
 	/* Counters the program could have written anything into. */
 	struct damage cnt;
 	memset(&cnt, 0, sizeof cnt);
@@ -490,6 +496,8 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 	ct->waits = th.waits;
 	if (!err)
 		err = cygprof_capture_put_thread(c->cap, &th);
+	if (!err)
+		ct->stored = 1;
 	return err;
 }
 
@@ -602,6 +610,8 @@ static int store_proc(struct collector *c, struct cproc *cpr)
 		return -ENOMEM;
 	err = cygprof_capture_put_proc(c->cap, &cp);
 	free(cp.command);
+	if (!err)
+		cpr->stored = 1;
 	return err;
 }
 
@@ -1093,8 +1103,36 @@ static int put_main_fallback(struct collector *c)
 
 int collector_put_start_meta(struct collector *c)
 {
-	c->end_ts = collector_now(c);
+	/* duration 0: no checkpoint yet (a capture cut off before the first
+	 * one shows its last checkpoint at 0, before any call, which is true;
+	 * the time of this commit would claim the calls made meanwhile) */
+	c->end_ts = c->tsc0;
 	return put_meta(c, 0);
+}
+
+int collector_store_new_threads(struct collector *c)
+{
+	uint64_t lost = 0;
+	size_t i;
+	int err = 0, any = 0;
+
+	for (i = 0; i < c->nthreads && !any; i++)
+		any = !c->threads[i]->stored;
+	for (i = 0; i < c->nprocs && !any; i++)
+		any = !c->procs[i]->stored;
+	if (!any)
+		return 0;
+	/* their times are bounded by now, not by the last checkpoint's */
+	c->end_ts = collector_now(c);
+	for (i = 0; i < c->nthreads && !err; i++)
+		if (!c->threads[i]->stored)
+			err = store_thread(c, c->threads[i], &lost);
+	for (i = 0; i < c->nprocs && !err; i++)
+		if (!c->procs[i]->stored)
+			err = store_proc(c, c->procs[i]);
+	if (!err)
+		err = put_symbols(c);
+	return err;
 }
 
 int collector_checkpoint(struct collector *c, int final)
@@ -1103,8 +1141,13 @@ int collector_checkpoint(struct collector *c, int final)
 	size_t i;
 	int err = 0;
 
-	if (!final)
+	if (!final) {
 		c->end_ts = collector_now(c);
+		/* The threads registered up to the stamp: a thread that made
+		 * calls before it is in the checkpoint (the last drain's scan
+		 * may be a while ago on a busy machine). */
+		collector_scan(c, 0);
+	}
 	/* Threads first: folding them may find processes. */
 	for (i = 0; i < c->nthreads && !err; i++) {
 		err = store_thread(c, c->threads[i], &lost);

@@ -35,6 +35,38 @@ static void sleep_ns(long ns)
 	nanosleep(&ts, NULL);
 }
 
+/* Some thread has entered an instrumented function: the raw root of its
+ * tree has a child (a link from the program: only looked at, never
+ * followed). */
+static int collector_has_calls(struct collector *c)
+{
+	for (size_t i = 0; i < c->nthreads; i++) {
+		const struct cthread *ct = c->threads[i];
+		if (gid_ok(c, ct, ct->root) && ACQ(shm_node(c, ct->root)->first_child))
+			return 1;
+	}
+	return 0;
+}
+
+/* How long after the checkpoint just taken the next one comes: the ramp
+ * from the first checkpoint with calls (POLL_CHECKPOINT_RAMP_NS, doubling)
+ * up to the interval, and at least POLL_CHECKPOINT_CPU_SHARE times the
+ * checkpoint's own CPU time, but never more than
+ * POLL_CHECKPOINT_GAP_MAX_NS (or the interval when that is longer). */
+static uint64_t next_gap(const struct collector *c, uint64_t interval, uint64_t *ramp)
+{
+	uint64_t base = interval, cost = c->ckpt_ns * POLL_CHECKPOINT_CPU_SHARE;
+
+	if (c->ckpt_calls && *ramp < interval) {
+		*ramp = *ramp ? *ramp * 2 : POLL_CHECKPOINT_RAMP_NS;
+		if (*ramp < interval)
+			base = *ramp;
+	}
+	uint64_t gap = cost > base ? cost : base;
+	uint64_t most = interval > POLL_CHECKPOINT_GAP_MAX_NS ? interval : POLL_CHECKPOINT_GAP_MAX_NS;
+	return gap < most ? gap : most;
+}
+
 int collector_poll(struct collector *c, pid_t pid)
 {
 	uint64_t interval = checkpoint_interval_ns(), last_commit, last_ckpt, gap;
@@ -57,11 +89,11 @@ int collector_poll(struct collector *c, pid_t pid)
 	} else
 		cygprof_capture_begin(c->cap);
 	last_commit = last_ckpt = collector_mono_ns();
+	/* The first checkpoint as soon as a thread has calls (below), else
+	 * one interval in (a program that calls nothing instrumented still
+	 * gets its processes and objects stored); then the ramp. */
 	gap = interval;
-	/* the first checkpoint at once: a capture cut off before the next one
-	 * still says what it holds (command, mode, threads) */
-	if (interval)
-		last_ckpt -= gap;
+	uint64_t ramp = 0;
 	for (;;) {
 		pid_t r;
 		int st;
@@ -99,8 +131,10 @@ int collector_poll(struct collector *c, pid_t pid)
 			/* the capture's write failed: nothing more is stored, but
 			 * the rings are still drained (above), so the program
 			 * never waits for a collector that cannot write */
-		} else if (interval && now - last_ckpt >= gap) {
-			uint64_t cpu0 = collector_cpu_ns();
+		} else if (interval && (now - last_ckpt >= gap ||
+					(!c->ckpt_calls && collector_has_calls(c)))) {
+			uint64_t cpu0 = collector_cpu_ns(), yield0 = c->yield_cpu_ns;
+			int calls = c->ckpt_calls || collector_has_calls(c);
 			/* The profile so far, so that a killed collector leaves a
 			 * usable capture; at most a tenth of the collector's CPU
 			 * time goes there. */
@@ -108,6 +142,10 @@ int collector_poll(struct collector *c, pid_t pid)
 			int e = collector_checkpoint(c, 0);
 			c->in_checkpoint = 0;
 			uint64_t upto = tick_ns(c, c->end_ts);
+			uint64_t evto = tick_ns(c, c->drain_ts);
+			/* its own CPU time: the commit writes the events drained
+			 * since the last one too, the rings' work */
+			c->ckpt_ns = collector_cpu_ns() - cpu0 - (c->yield_cpu_ns - yield0);
 			int ce = cygprof_capture_commit(c->cap);
 			collector_note_err(c, e ? e : ce);
 			if (ce)
@@ -120,20 +158,30 @@ int collector_poll(struct collector *c, pid_t pid)
 				 * goes into the next: nothing is lost) */
 				collector_push_interval(c, 0);
 			}
+			if (!ce)
+				c->events_kept_ns = evto;
+			/* tried: the ramp goes on from here, and a checkpoint
+			 * that failed (no memory) is not tried again at once */
+			c->ckpt_calls = calls;
 			if (!c->werr)
 				cygprof_capture_begin(c->cap);
 			last_ckpt = last_commit = collector_mono_ns();
-			c->ckpt_ns = collector_cpu_ns() - cpu0;
-			gap = c->ckpt_ns * POLL_CHECKPOINT_CPU_SHARE > interval
-				      ? c->ckpt_ns * POLL_CHECKPOINT_CPU_SHARE
-				      : interval;
+			gap = next_gap(c, interval, &ramp);
 		} else if (now - last_commit > POLL_COMMIT_NS) {
-			int e = cygprof_capture_commit(c->cap);
-			if (e) {
-				collector_note_err(c, e);
-				collector_write_failed(c, e);
-			} else
+			uint64_t evto = tick_ns(c, c->drain_ts);
+			/* threads found since the checkpoint: their records, so
+			 * that the events committed now have their thread */
+			int e = collector_store_new_threads(c);
+			/* (a failed write shows again at the commit) */
+			collector_note_err(c, e);
+			int ce = cygprof_capture_commit(c->cap);
+			if (ce) {
+				collector_note_err(c, ce);
+				collector_write_failed(c, ce);
+			} else {
+				c->events_kept_ns = evto;
 				cygprof_capture_begin(c->cap);
+			}
 			last_commit = collector_mono_ns();
 		}
 		/* Poll: at once while rings fill fast, briefly while events

@@ -77,6 +77,7 @@ int collector_finish_run(struct collector *c, int (*meta)(struct collector *c, v
 		res->write_err_ns = c->werr_ns;
 		res->kept = c->kept;
 		res->kept_ns = c->kept_ns;
+		res->events_kept_ns = c->o->timeline || c->o->memory ? c->events_kept_ns : 0;
 		res->ended_stored = !c->o->send_to && !cygprof_capture_end_failed(c->cap, why);
 		rc = c->werr;
 	}

@@ -352,13 +352,19 @@ static int write_timeline(struct pf *p, uint32_t *seq)
 
 	if ((err = view_threads(p->v, &threads, &nthreads)))
 		return err;
+	struct view_limits lim;
+	view_limits(p->v, &lim);
+	int partial = lim.incomplete;
 	memset(&t, 0, sizeof t);
 	t.p = p;
 	for (i = 0; i < nthreads && !err; i++) {
 		const struct cygprof_thread *th = &threads[i];
 		uint64_t end, base = p->pg.done;
 
-		if (!th->events)
+		/* a thread without events, unless the capture was cut off:
+		 * its record counts those before the last checkpoint, and the
+		 * events committed after it may be all it has */
+		if (!th->events && !partial)
 			continue;
 		if ((err = view_tree(p->v, th->idx, &t.tree)))
 			break;

@@ -341,6 +341,11 @@ enum {
 	CYGPROF_THREAD_SIGNAL = 8,   /* the calls of signal handlers that interrupted the
 					* hooks of the thread with the same tid */
 	CYGPROF_THREAD_CLONED = 16,  /* made by a raw clone(), not pthread_create/fork */
+	CYGPROF_THREAD_TRIMMED = 32, /* set by the reader, never stored: the record
+					* counts more events than its calls make (a
+					* capture cut off, or an older collector's); its
+					* events are given up to what the calls make
+					* (events), the rest left out */
 };
 
 int cygprof_capture_put_thread(struct cygprof_capture *cap, const struct cygprof_thread *t);

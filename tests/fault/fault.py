@@ -321,7 +321,8 @@ def test_record(opts):
                      (what, cp.out))
             if cp.returncode:
                 ck.check(re.search(r' at \d+\.\d{3} s; the capture holds (no calls|the calls '
-                                   r'up to \d+\.\d{3} s); %s ran on to its end, exit status 0$'
+                                   r'up to \d+\.\d{3} s)( and the events up to \d+\.\d{3} s)?; '
+                                   r'%s ran on to its end, exit status 0$'
                                    % re.escape(prog), cp.err.strip()),
                          '%s: the line says when, what is kept, how the program ended (%r)'
                          % (what, cp.err))

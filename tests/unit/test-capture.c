@@ -3022,6 +3022,73 @@ static void test_reader_writes_nothing(void)
 	unlink(lock);
 }
 
+static int count_events_cb(const struct cygprof_event *ev, size_t n, void *data)
+{
+	(void)ev;
+	*(size_t *)data += n;
+	return 0;
+}
+
+/* A thread whose record counts more events than its calls make (a capture
+ * cut off after a record that counted events drained after its calls were
+ * read, as an older collector wrote them): its first 2 * calls events are
+ * given, by the cursor and by foreach, the thread flagged, nothing is
+ * damage; a thread beside it keeps all its events. */
+static void test_trimmed_thread(void)
+{
+	const char *path = tmp_path("trimmed.cap");
+	struct cygprof_thread t[2] = { { .idx = 0, .calls = 3, .events = 10 },
+				       { .idx = 1, .calls = 5, .events = 10 } },
+			      *out = NULL;
+	struct cygprof_node nodes[2] = { { .parent = CYGPROF_NONE }, { .parent = 0, .fn = 0x1000,
+									 .calls = 3 } };
+	struct cygprof_event ev[10];
+	struct cygprof_capture *cap;
+	struct cygprof_event_cursor *cur;
+	const struct cygprof_event *e;
+	size_t n, k, total;
+
+	for (size_t i = 0; i < 10; i++)
+		ev[i] = (struct cygprof_event){ 100 * (i + 1), 1,
+						i % 2 ? CYGPROF_EV_EXIT : CYGPROF_EV_ENTER };
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	for (uint32_t i = 0; i < 2; i++) {
+		CHECK_EQ_INT(cygprof_capture_put_thread(cap, &t[i]), 0);
+		CHECK_EQ_INT(cygprof_capture_put_tree(cap, i, nodes, 2), 0);
+		CHECK_EQ_INT(cygprof_capture_append_events(cap, i, ev, 10), 0);
+	}
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "complete", "1"), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_threads(cap, &out, &n), 0);
+	CHECK(cygprof_capture_damage(cap) == NULL);
+	CHECK_EQ_U64(n, 2);
+	if (n == 2) {
+		CHECK_EQ_U64(out[0].events, 6);
+		CHECK(out[0].flags & CYGPROF_THREAD_TRIMMED);
+		CHECK_EQ_U64(out[1].events, 10);
+		CHECK(!(out[1].flags & CYGPROF_THREAD_TRIMMED));
+	}
+	free(out);
+	for (uint32_t i = 0; i < 2; i++) {
+		total = 0;
+		CHECK_EQ_INT(cygprof_event_cursor_open(cap, i, &cur), 0);
+		while (cur && !cygprof_event_cursor_next(cur, &e, &k) && k) {
+			if (!total)
+				CHECK_EQ_U64(e[0].ts_ns, 100);
+			total += k;
+		}
+		cygprof_event_cursor_close(cur);
+		CHECK_EQ_U64(total, i ? 10 : 6);
+		total = 0;
+		CHECK_EQ_INT(cygprof_capture_foreach_event(cap, i, count_events_cb, &total), 0);
+		CHECK_EQ_U64(total, i ? 10 : 6);
+	}
+	cygprof_capture_close(cap);
+}
+
 /* Damage found at open names what is damaged. */
 static void test_damage_named(void)
 {
@@ -3046,16 +3113,23 @@ static void test_damage_named(void)
 	CHECK_EQ_STR(cygprof_strerror(CYGPROF_E_CORRUPT),
 		     "truncated or damaged capture (thread 3 record: checksum mismatch)");
 
-	/* a checksum that matches values that cannot be true: more events and
-	 * lost events than two per call */
+	/* a checksum that matches values that cannot be true, more events and
+	 * lost events than two per call, is no damage: the thread is trimmed
+	 * to what its calls make (test_trimmed_thread) */
 	val[28] = 10; /* calls */
 	val[36] = 15; /* events */
 	val[44] = 6;  /* lost */
 	CHECK_EQ_INT(raw_put(path, "threads", key, 4, val, sizeof(val)), 0);
 	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
 	if (cap) {
-		CHECK_EQ_INT(cygprof_capture_get_threads(cap, &out, &n), CYGPROF_E_CORRUPT);
-		CHECK_EQ_STR(cygprof_capture_damage(cap), "thread 3 record: more events than calls make");
+		CHECK_EQ_INT(cygprof_capture_get_threads(cap, &out, &n), 0);
+		CHECK(cygprof_capture_damage(cap) == NULL);
+		CHECK_EQ_U64(n, 1);
+		if (n == 1) {
+			CHECK_EQ_U64(out[0].events, 14);
+			CHECK(out[0].flags & CYGPROF_THREAD_TRIMMED);
+		}
+		free(out);
 		cygprof_capture_close(cap);
 	}
 	val[44] = 5;
@@ -3064,6 +3138,10 @@ static void test_damage_named(void)
 	if (cap) {
 		CHECK_EQ_INT(cygprof_capture_get_threads(cap, &out, &n), 0);
 		CHECK_EQ_U64(n, 1);
+		if (n == 1) {
+			CHECK_EQ_U64(out[0].events, 15);
+			CHECK(!(out[0].flags & CYGPROF_THREAD_TRIMMED));
+		}
 		free(out);
 		cygprof_capture_close(cap);
 	}
@@ -3457,6 +3535,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_probe);
 	RUN_TEST(test_reader_writes_nothing);
 	RUN_TEST(test_damage_named);
+	RUN_TEST(test_trimmed_thread);
 	RUN_TEST(test_older_snapshot);
 	RUN_TEST(test_addrspace);
 	RUN_TEST(test_compact);

@@ -1204,9 +1204,8 @@ static void test_malformed(void)
 }
 
 /* Every reader call on the capture at path: 0 when all succeed, else the
- * first error.  (A thread record with more events than calls make is
- * left to the reader: the meta key that excuses it, "damaged", comes at
- * the end of a run, after the threads.) */
+ * first error.  (A thread record with more events than calls make is no
+ * error: the reader trims its events to what its calls make.) */
 static int read_all(const char *path)
 {
 	struct cygprof_capture *cap;
@@ -1222,8 +1221,6 @@ static int read_all(const char *path)
 	if (!rc && !(rc = cygprof_capture_get_procs(cap, &procs, &n)))
 		cygprof_procs_free(procs, n);
 	rc = rc ? rc : cygprof_capture_get_threads(cap, &th, &nth);
-	if (rc == CYGPROF_E_CORRUPT && strstr(cygprof_strerror(rc), "more events than calls"))
-		rc = 0;
 	struct cygprof_object *objs;
 	if (!rc && !(rc = cygprof_capture_get_objects(cap, &objs, &n)))
 		cygprof_objects_free(objs, n);
