@@ -112,7 +112,7 @@ static void usage(FILE *f)
 		"                         (much faster; times come from samples, --sample)\n"
 		"      --cpu-freq=HZ      CPU-time samples taken inside the program, HZ per\n"
 		"                         second of each thread's CPU time (1 to 20000,\n"
-		"                         default 2000; a timer's at most one per scheduler\n"
+		"                         default 1000; a timer's at most one per scheduler\n"
 		"                         tick where perf is refused), charged to the exact\n"
 		"                         call path; and each thread's context switches, so\n"
 		"                         that time off the CPU (waiting for it, or blocked)\n"

@@ -54,11 +54,10 @@ static inline uint64_t cyg_ring_words(uint64_t bytes)
 
 /* ---- CPU-time samples and off-CPU time (record --cpu-freq) ------------ */
 /* Samples per second of each thread's CPU time by default: the period is
- * 1e9 / this many ns.  2 kHz costs some 6% of a busy thread's CPU time on
- * the 2-core VM the project measures on (1 kHz 3%: bench/bench.py's cpu
- * section); at 1 kHz the time model's (analysis/timemodel.c) shares were
- * 1.4x noisier, past its goal on gawk's --timeline (bench/RESULTS.md). */
-#define CYG_CPU_HZ_DEFAULT 2000
+ * 1e9 / this many ns.  1 kHz costs some 4-8% of a busy thread's CPU time on
+ * the 2-core VM the project measures on (bench/bench.py's cpu section);
+ * twice the rate costs twice as much. */
+#define CYG_CPU_HZ_DEFAULT 1000
 #define CYG_CPU_HZ_MAX 20000      /* largest --cpu-freq */
 /* The samples' signal: SIGRTMAX minus this, a real-time signal programs
  * rarely use (SIGRTMIN and the first few above it are glibc's and the

@@ -142,7 +142,7 @@ def test_ratio(ck, cyg, prog, args):
     ck.eq(fns.get('hot', {}).get('calls'), 1, 'calls of hot')
     ck.eq(fns.get('cold', {}).get('calls'), 1000, 'calls of cold')
     ck.check(data['cpu_sampler'] in ('perf', 'timer'), 'cpu_sampler: %r' % data['cpu_sampler'])
-    ck.eq(data['cpu_period_ns'], 500000, 'cpu_period_ns (2000 Hz by default)')
+    ck.eq(data['cpu_period_ns'], 1000000, 'cpu_period_ns (1000 Hz by default)')
     hot, cold = fns['hot']['cpu_samples'], fns['cold']['cpu_samples']
     n = hot + cold
     ck.check(n >= 100, 'hot and cold have samples: %d' % n)
