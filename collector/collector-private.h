@@ -168,6 +168,8 @@ struct cthread {
 	uint32_t cpu_method;  /* CYGPROF_CPU_* as the last checkpoint stored it */
 	uint32_t cpu_switches; /* its switches were tracked */
 	uint64_t cpu_ns;      /* its CPU time, when the runtime read it */
+	char comm[16];        /* its name as /proc/PID/task/TID/comm said at the last
+			       * checkpoint while it ran ("": never read) */
 };
 
 /* One process image: symbols for filters and the capture's tables. */

@@ -244,13 +244,27 @@ void cyg__writer_end(struct cyg_thread *w, uint64_t now)
 void cyg__thread_end(struct cyg_thread *t)
 {
 	uint64_t now = cyg_now();
+	char name[16] = "";
 
 	while (t->host_off) /* ended from inside a signal handler */
 		t = cyg_host_of(t);
 	cyg__smp_thread_end(t); /* its last switch records, its sampler */
+	/* Its name again: a thread names itself (pthread_setname_np,
+	 * PR_SET_NAME) after its first call, and one that ends before the
+	 * collector reads /proc/PID/task/TID/comm would keep the name it
+	 * inherited.  Published with the writer's end (release). */
+	int saved = errno;
+	if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0)
+		name[sizeof name - 1] = 0;
+	else
+		name[0] = 0;
+	errno = saved;
 	/* The thread's writer, then those of its signal handlers. */
-	for (struct cyg_thread *w = t; w; w = w->alt_off ? AT(w->alt_off) : NULL)
+	for (struct cyg_thread *w = t; w; w = w->alt_off ? AT(w->alt_off) : NULL) {
+		if (name[0])
+			memcpy(w->name, name, sizeof w->name);
 		cyg__writer_end(w, now);
+	}
 	cyg_tls.t = NULL;
 	cyg_tls.stk = NULL;
 	cyg_tls.ring = NULL;
