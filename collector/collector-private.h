@@ -155,6 +155,7 @@ struct cthread {
 	uint64_t unwound_extra; /* frames the last checkpoint closed */
 	uint64_t lost, waits;   /* as the last checkpoint stored them */
 	int ring_done;
+	int ring_bad;        /* given up for what the program wrote (damage) */
 	/* checkpoints */
 	int stored_ended;    /* stored after it ended: its tree changes no more */
 	size_t sym_next;     /* nodes whose symbols are stored */

@@ -261,7 +261,8 @@ static void forget_writers(char *obase, char *oend, uint64_t oproc)
 	const struct cyg_ctl *oc = (const struct cyg_ctl *)(void *)obase;
 	uint32_t pid = (uint32_t)getpid();
 
-	for (uint64_t off = __atomic_load_n(&oc->threads_off, __ATOMIC_ACQUIRE); off;) {
+	uint64_t steps = (uint64_t)(oend - obase) / sizeof(struct cyg_thread) + 1;
+	for (uint64_t off = __atomic_load_n(&oc->threads_off, __ATOMIC_ACQUIRE); off && steps--;) {
 		/* past the earlier window: another process's writer, which
 		 * this one never mapped (nor its list after it) */
 		if (off + sizeof(struct cyg_thread) > (uint64_t)(oend - obase))
@@ -426,8 +427,10 @@ static void detach_writers(void)
 
 	cyg__cover_all(); /* the list holds other processes' writers too */
 
-	for (off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE); off;) {
-		struct cyg_thread *t = AT(off);
+	struct cyg_thread *t;
+	uint64_t steps = cyg_walk_max(sizeof *t);
+	for (off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE);
+	     steps-- && (t = cyg_rec_at(off, sizeof *t));) {
 		off = t->next;
 		if (t->pid != pid || t->proc_off != cyg_proc_off)
 			continue; /* another process's (a child forked meanwhile) */

@@ -145,7 +145,8 @@ static struct cyg_node_ext *current_ext(const struct cyg_thread *t)
 	uint64_t soff = __atomic_load_n(&t->stack_off, __ATOMIC_ACQUIRE);
 	uint64_t lim = (uint64_t)(__atomic_load_n(&cyg_end, __ATOMIC_ACQUIRE) - cyg_base);
 
-	if (d >= t->stack_cap || !soff || soff + ((uint64_t)d + 1) * sizeof(struct cyg_frame) > lim)
+	if (d >= t->stack_cap || !soff ||
+	    !cyg_span_ok(soff, ((uint64_t)d + 1) * sizeof(struct cyg_frame)))
 		return NULL;
 	uint64_t g = ((const struct cyg_frame *)AT(soff))[d].node;
 	if (g * CYG_NODE_SIZE < CYG_AREA_OFF || g * CYG_NODE_SIZE + CYG_NODE_SLOT > lim)
@@ -461,8 +462,10 @@ void cyg__smp_fork_close_others(uint64_t proc_off)
 
 	if (!proc_off || cyg__cover_all())
 		return;
-	for (uint64_t off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE); off;) {
-		const struct cyg_thread *t = AT(off);
+	const struct cyg_thread *t;
+	uint64_t steps = cyg_walk_max(sizeof *t);
+	for (uint64_t off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE);
+	     steps-- && (t = cyg_rec_at(off, sizeof *t));) {
 		off = t->next;
 		if (t->pid != ppid || t->proc_off != proc_off || t->smp_method != CYG_SMP_PERF ||
 		    t->smp_fd < 0 || __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != CYG_T_ACTIVE)
