@@ -278,6 +278,7 @@ def test_flood():
         return
     stop = threading.Event()
     conns = {'trickle': 0, 'hold': 0}
+    hello = MAGIC + struct.pack('<II', VERSION, 0)
     lock = threading.Lock()
 
     def peer(kind):
@@ -291,8 +292,8 @@ def test_flood():
             try:
                 i = 0
                 while not stop.is_set():
-                    if kind == 'trickle' and i < 12:
-                        c.sendall(MAGIC[i:i + 1] if i < 8 else b'\4')
+                    if kind == 'trickle' and i < len(hello):
+                        c.sendall(hello[i:i + 1])
                         i += 1
                     # a byte a second; dropped when the receiver closes
                     if select.select([c], [], [], 1.0)[0]:
@@ -301,8 +302,8 @@ def test_flood():
                 pass
             c.close()
 
-    threads = [threading.Thread(target=peer, args=('trickle',)) for _ in range(4)]
-    threads += [threading.Thread(target=peer, args=('hold',)) for _ in range(20)]
+    threads = [threading.Thread(target=peer, args=('trickle',), daemon=True) for _ in range(4)]
+    threads += [threading.Thread(target=peer, args=('hold',), daemon=True) for _ in range(20)]
     for t in threads:
         t.start()
     # every peer connected, and the first of them dropped and back
@@ -313,11 +314,17 @@ def test_flood():
                 break
         time.sleep(0.05)
     t0 = time.monotonic()
-    rec = record(r.port)
-    took = time.monotonic() - t0
-    stop.set()
+    try:
+        rec = record(r.port)
+    except subprocess.TimeoutExpired as e:
+        rec = subprocess.CompletedProcess(e.cmd, 'timeout', '', 'not done within %d s' % WAIT)
+    finally:
+        took = time.monotonic() - t0
+        stop.set()
     for t in threads:
         t.join(WAIT)
+    if rec.returncode == 'timeout':
+        r.p.kill()
     rc, lines = r.finish()
     ok(conns['trickle'] >= 8 and conns['hold'] >= 20,
        'flood: the trickling peers reconnected, the holding ones connected', conns)

@@ -1701,7 +1701,7 @@ static void test_accept_sender(void)
  * each drop the peer nearest its deadline; the sender is served at once,
  * and the 31 peers still in their hello are refused. */
 struct counted {
-	int dropped, other, n;
+	int dropped, other, late, n;
 };
 
 static void count_refused(void *arg, const char *peer, const char *why)
@@ -1713,6 +1713,8 @@ static void count_refused(void *arg, const char *peer, const char *why)
 		c->other++;
 	else if (!strncmp(why, "dropped for a newer peer: ", 26))
 		c->dropped++;
+	else if (!strcmp(why, "handshake not done within 1000 ms (hello)"))
+		c->late++;
 }
 
 static void test_accept_many(void)
@@ -1750,9 +1752,14 @@ static void test_accept_many(void)
 	int fd = net_accept_sender(&srv, &zw, peer, sizeof peer, err, sizeof err);
 	double dt = mono_s() - t0;
 	CHECK(fd >= 0);
-	CHECK(dt < 0.9); /* before any peer's hello deadline */
+	/* served at once, beside the silent peers: on a quiet machine before
+	 * their hello's deadline (1 s), so the rest are "another sender"; a
+	 * busy one may let some of them reach it first */
+	CHECK(dt < 5);
 	CHECK_EQ_INT(seen.dropped, 2);
-	CHECK_EQ_INT(seen.other, HOLD - 2);
+	CHECK_EQ_INT(seen.other + seen.late, HOLD - 2);
+	if (dt < 0.9)
+		CHECK_EQ_INT(seen.other, HOLD - 2);
 	CHECK_EQ_INT(seen.n, HOLD);
 	CHECK_EQ_INT((int)srv.nrefused, HOLD);
 	/* the listener is left blocking, the sender's socket too */
