@@ -129,7 +129,8 @@ NOINSTR static ALWAYS_INLINE void db_store(struct cyg_thread *t, uint32_t depth,
 NOINSTR static ALWAYS_INLINE struct cyg_site *site_entry(const struct cyg_thread *t, uint32_t s)
 {
 	uint64_t o = t->sites_off + (uint64_t)(s - 1) * sizeof(struct cyg_site);
-	if (UNLIKELY(o > (uint64_t)(cyg_end - cyg_base) - sizeof(struct cyg_site)))
+	if (UNLIKELY(o > (uint64_t)(__atomic_load_n(&cyg_end, __ATOMIC_RELAXED) - cyg_base) -
+			     sizeof(struct cyg_site)))
 		return NULL;
 	return (struct cyg_site *)(void *)(cyg_base + o);
 }

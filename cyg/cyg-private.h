@@ -131,7 +131,7 @@ NOINSTR static inline uint64_t cyg_hook_now(void)
  * outside the mapping or an endless loop.  [p, p + 1) lies in the window
  * (every pointer made from the mapping's values is at or above cyg_base:
  * a u32 gid or depth times a small size cannot wrap). */
-#define CYG_IN(p) LIKELY((const char *)((p) + 1) <= cyg_end)
+#define CYG_IN(p) LIKELY((const char *)((p) + 1) <= __atomic_load_n(&cyg_end, __ATOMIC_RELAXED))
 
 /* [off, off + len) lies in the window. */
 static inline int cyg_span_ok(uint64_t off, uint64_t len)
