@@ -126,10 +126,13 @@ int cyg__cover(uint64_t end)
 	int r = 0;
 	if (cyg_base + end > cur) {
 		uint64_t have = (uint64_t)(cur - cyg_base), want = win_round(end);
-		if (mremap(cyg_base, have, want, 0) == MAP_FAILED)
+		if (mremap(cyg_base, have, want, 0) == MAP_FAILED) {
 			r = -1;
-		else
+		} else {
 			__atomic_store_n(&cyg_end, cyg_base + want, __ATOMIC_RELEASE);
+			__atomic_store_n(&cyg_lim, cyg_base + want - CYG_NODE_SIZE,
+					 __ATOMIC_RELEASE);
+		}
 	}
 	__atomic_store_n(&growing, 0, __ATOMIC_RELEASE);
 	return r;

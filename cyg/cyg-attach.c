@@ -42,6 +42,7 @@ int cyg_state;               /* 0 not tried, -2 attaching, 1 attached, -1 disabl
 static int ctor_done;         /* our constructor ran: a missing environment is final */
 unsigned cyg_gen = 1;         /* one more at each attach after a detach */
 char *cyg_end;                /* the end of the window mapped at cyg_base */
+char *cyg_lim;                /* cyg_end - 64 (cyg-private.h) */
 int cyg_attached_late;        /* cygprof_attach_fd() attached us, not the environment */
 
 /* ---- attaching to the collector ---------------------------------------- */
@@ -151,6 +152,7 @@ static int map_fd(int fd)
 	cyg_base = m;
 	cyg_size = size;
 	__atomic_store_n(&cyg_end, (char *)m + win, __ATOMIC_RELEASE);
+	__atomic_store_n(&cyg_lim, (char *)m + win - CYG_NODE_SIZE, __ATOMIC_RELEASE);
 	cyg__grow_release();
 	cyg_ctl = c;
 	cyg_use_tsc = !!(c->flags & CYG_F_TSC);

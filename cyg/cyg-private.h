@@ -62,8 +62,12 @@ extern __thread struct cyg_tls cyg_tls TLS_IE HIDDEN;
 /* What cyg_tls.swh points to when there are no switch records to read. */
 extern const uint64_t cyg_sw_zero HIDDEN;
 extern char *cyg_base HIDDEN;
-/* The end of the window of the mapping this process maps (only grows). */
+/* The end of the window of the mapping this process maps (only grows), and
+ * the last place an object of at most 64 bytes (a node, a frame) can start
+ * in it: cyg_end - 64, stored after cyg_end, so a hook that reads it
+ * stale only takes its slow path. */
 extern char *cyg_end HIDDEN;
+extern char *cyg_lim HIDDEN;
 extern struct cyg_ctl *cyg_ctl HIDDEN;
 extern int cyg_use_tsc HIDDEN;
 extern int cyg_timeline HIDDEN;
@@ -128,10 +132,16 @@ NOINSTR static inline uint64_t cyg_hook_now(void)
  * purpose): what the runtime reads there as an offset, a gid or a depth is
  * checked before it is followed, so that a corrupt value can cost a
  * writer (cyg__writer_bad(): dropped and counted), never a crash, a write
- * outside the mapping or an endless loop.  [p, p + 1) lies in the window
- * (every pointer made from the mapping's values is at or above cyg_base:
- * a u32 gid or depth times a small size cannot wrap). */
-#define CYG_IN(p) LIKELY((const char *)((p) + 1) <= __atomic_load_n(&cyg_end, __ATOMIC_RELAXED))
+ * outside the mapping or an endless loop.  *p, a node or a frame (at most
+ * 64 bytes), lies in the window: every pointer made from the mapping's
+ * values is at or above cyg_base (a u32 gid or depth times a small size
+ * cannot wrap), so one compare with a global in memory, which takes no
+ * register in the hooks (a plain read: it only grows). */
+#define CYG_IN(p)                                                                                  \
+	({                                                                                         \
+		_Static_assert(sizeof(*(p)) <= CYG_NODE_SIZE, "CYG_IN: at most 64 bytes");         \
+		LIKELY((const char *)(p) <= cyg_lim);                                              \
+	})
 
 /* [off, off + len) lies in the window. */
 static inline int cyg_span_ok(uint64_t off, uint64_t len)
