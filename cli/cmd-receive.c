@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd-receive.c - cygprof receive: accept connections until one
+/* cmd-receive.c - cygprof receive: accept connections, their handshakes
+ * side by side, until one
  * `cygprof record --send` proves its token, and write what it streams as an
  * ordinary capture (docs/remote.md).  Every other peer (not cygprof, a
  * wrong token, too slow, gone during the handshake) costs one line and
@@ -34,11 +35,13 @@ static void usage(FILE *f)
 		"\n"
 		"Wait for one 'cygprof record --send ADDR:PORT' and write the capture it\n"
 		"streams.  The sender must know the token of FILE (which only its owner\n"
-		"may read).  Any other peer (not cygprof, a wrong token, a handshake not\n"
-		"done within %d s) is refused in one line and receive goes on listening;\n"
-		"peers wait in turn, one handshake at a time, and those still waiting when\n"
-		"the capture ends are closed.  When the sender's connection ends early the\n"
-		"capture is kept, marked incomplete, and the exit status is 1.\n"
+		"may read).  Any other peer (not cygprof, a wrong token, no hello within\n"
+		"%d s, a handshake not done within %d s) is refused in one line and\n"
+		"receive goes on listening.  Up to %d handshakes run side by side; those\n"
+		"still running when a sender passes are refused, and peers connecting\n"
+		"while it is served are closed when the capture ends.  When the sender's\n"
+		"connection ends early the capture is kept, marked incomplete, and the exit\n"
+		"status is 1.\n"
 		"\n"
 		"options:\n"
 		"  --listen ADDR:PORT     where to listen (port 0: any; the port is printed)\n"
@@ -54,7 +57,8 @@ static void usage(FILE *f)
 		"\n"
 		"environment:\n"
 		"  CYGPROF_HANDSHAKE_MS   each peer's whole handshake, in ms (default %d)\n",
-		NET_HANDSHAKE_MS / 1000, CYGPROF_DEFAULT_CAPTURE, NET_HANDSHAKE_MS);
+		NET_HELLO_MS / 1000, NET_HANDSHAKE_MS / 1000, NET_HANDSHAKES, CYGPROF_DEFAULT_CAPTURE,
+		NET_HANDSHAKE_MS);
 }
 
 struct recv_opts {
@@ -173,8 +177,8 @@ int cmd_receive(int argc, char **argv)
 	if (fd < 0)
 		cli_die(1, "receive: %s", err);
 	free(tok);
-	/* One capture per receive: the peers still waiting in the backlog are
-	 * closed when receive exits. */
+	/* One capture per receive: the peers still in their handshake were
+	 * refused, those waiting in the backlog are closed when receive exits. */
 
 	struct netp_rx x = { .max = o.max_bytes, .zwlog = zwlog };
 	int rc = cygprof_capture_create(o.output, &x.cap);

@@ -171,6 +171,7 @@ struct cthread {
 	uint64_t unwound_extra; /* frames the last checkpoint closed */
 	uint64_t lost, waits;   /* as the last checkpoint stored them */
 	int ring_done;
+	int ring_bad;        /* given up for what the program wrote (damage) */
 	/* checkpoints */
 	int stored_ended;    /* stored after it ended: its tree changes no more */
 	int stored;          /* its record is in the capture */
@@ -185,6 +186,8 @@ struct cthread {
 	uint32_t cpu_method;  /* CYGPROF_CPU_* as the last checkpoint stored it */
 	uint32_t cpu_switches; /* its switches were tracked */
 	uint64_t cpu_ns;      /* its CPU time, when the runtime read it */
+	char comm[16];        /* its name as /proc/PID/task/TID/comm said at the last
+			       * checkpoint while it ran ("": never read) */
 };
 
 /* One process image: symbols for filters and the capture's tables. */

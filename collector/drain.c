@@ -80,6 +80,12 @@ static uint64_t drain_thread(struct collector *c, struct cthread *ct)
 	struct cyg_thread *t = C_AT(c, ct->off);
 	uint64_t off = ct->ring_off, head, tail = ct->tail, mask = c->ring_words - 1;
 
+	if (ct->ring_bad && ACQ(t->state) == CYG_T_ACTIVE) {
+		/* A ring given up: its writer would wait for room for ever
+		 * (without --drop); what it writes is dropped unread. */
+		__atomic_store_n(&t->tail, ACQ(t->head), __ATOMIC_RELEASE);
+		return 0;
+	}
 	if (!off || ct->ring_done)
 		return 0;
 	uint32_t state = ACQ(t->state);
@@ -88,13 +94,13 @@ static uint64_t drain_thread(struct collector *c, struct cthread *ct)
 	head = ACQ(t->head);
 	if (head - tail > c->ring_words) {
 		c->dmg.rings++;
-		ct->ring_done = 1;
+		ct->ring_done = ct->ring_bad = 1;
 		return 0;
 	}
 	if (RD(t->ring_off) != off) {
 		/* its ring moved: nothing the runtime does (we keep ours) */
 		c->dmg.rings++;
-		ct->ring_done = 1;
+		ct->ring_done = ct->ring_bad = 1;
 		return 0;
 	}
 	/* Leave the cache line the thread is still filling alone (reading it

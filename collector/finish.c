@@ -8,6 +8,7 @@
  * only at the end). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -381,6 +382,29 @@ static int put_cpu(struct collector *c, struct cthread *ct, const struct cyg_thr
 	return cygprof_capture_put_cpu(c->cap, &r, v, k);
 }
 
+/* The name the kernel has for a running thread now: it may have named
+ * itself (pthread_setname_np, PR_SET_NAME) since its writer registered.
+ * Read here, in the collector, so that the hooks make no system call. */
+static void read_comm(struct cthread *ct)
+{
+	char path[64], buf[17];
+
+	snprintf(path, sizeof path, "/proc/%u/task/%u/comm", ct->pid, ct->tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return; /* ended meanwhile: its writer's end has the name */
+	ssize_t r = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (r <= 0)
+		return;
+	while (r > 0 && (buf[r - 1] == '\n' || buf[r - 1] == 0))
+		r--;
+	if (!r || r >= (ssize_t)sizeof ct->comm)
+		return;
+	memcpy(ct->comm, buf, (size_t)r);
+	ct->comm[r] = 0;
+}
+
 /* One thread: fold, close, store. */
 static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 {
@@ -485,10 +509,17 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 	th.sig_lost = bounded(RD(t->sig_lost), b.calls, &cnt);
 	th.mem_lost = bounded(RD(t->mem_nested), b.calls, &cnt);
 
+	/* Its name: the one its writer read at its end; while it runs (or
+	 * when its process ended it), the kernel's at the last look; else
+	 * the one it registered with. */
+	if (state != CYG_T_ENDED && ct->proc && !ct->proc->reaped)
+		read_comm(ct);
 	memcpy(th.name, t->name, sizeof th.name);
 	if (!memchr(th.name, 0, sizeof th.name))
 		cnt.texts++;
 	th.name[sizeof th.name - 1] = 0;
+	if (state != CYG_T_ENDED && ct->comm[0])
+		memcpy(th.name, ct->comm, sizeof th.name);
 	if (!live)
 		ct->rdmg = cnt;
 	*lost += th.lost;

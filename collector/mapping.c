@@ -52,10 +52,17 @@ char *collector_damage_line(struct collector *c)
 	};
 	size_t n = sizeof parts / sizeof parts[0], used = 0, k = 0, len;
 	char buf[512];
+	/* what the runtime found written over in the program: writers it
+	 * dropped (threads recorded no further), lists it cut short */
+	uint64_t rt = RD(c->ctl->rt_dropped);
+	if (rt > (uint64_t)(c->nthreads + c->nprocs) + 1024) {
+		d.counts++; /* the count itself was written over */
+		rt = 0;
+	}
 
 	for (i = 0; i < n; i++)
 		used += parts[i].n != 0;
-	if (!used)
+	if (!used && !rt)
 		return NULL;
 	len = (size_t)snprintf(buf, sizeof buf, "the program wrote into cygprof's shared memory: ");
 	for (i = 0; i < n && len < sizeof buf; i++) {
@@ -67,8 +74,11 @@ char *collector_damage_line(struct collector *c)
 					(unsigned long long)parts[i].n,
 					parts[i].n == 1 ? parts[i].one : parts[i].many);
 	}
-	if (len < sizeof buf)
-		snprintf(buf + len, sizeof buf - len, " rejected");
+	if (used && len < sizeof buf)
+		len += (size_t)snprintf(buf + len, sizeof buf - len, " rejected");
+	if (rt && len < sizeof buf)
+		snprintf(buf + len, sizeof buf - len, "%s%llu %s the runtime dropped", used ? "; " : "",
+			 (unsigned long long)rt, rt == 1 ? "writer or list" : "writers or lists");
 	return strdup(buf);
 }
 

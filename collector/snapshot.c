@@ -485,8 +485,12 @@ static void take(struct collector *c, int final)
 		struct cthread *ct = c->threads[i];
 		struct cyg_thread *t = C_AT(c, ct->off);
 		uint32_t state = ACQ(t->state);
+		/* the name the last checkpoint read from /proc while the thread
+		 * ran (it may have named itself since it registered), else its
+		 * writer's */
+		const char *from = state != CYG_T_ENDED && ct->comm[0] ? ct->comm : NULL;
 		for (size_t j = 0; j < 15; j++) {
-			char ch = RD(t->name[j]);
+			char ch = from ? from[j] : RD(t->name[j]);
 			if (!ch)
 				break;
 			names[i][j] = ch >= ' ' && ch < 127 ? ch : '?';

@@ -14,15 +14,41 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cyg-lock.h"
 #include "cyg-cold.h"
 
+/* The lock lies in the mapping: the program can leave it looking held by
+ * a thread that does not exist, whom nobody will wake.  Each wait ends
+ * after CYG_LOCK_WAIT_S (every caller copes with not getting the lock);
+ * one that finds its owner gone for good makes the lock broken for this
+ * process (counted in rt_dropped): later ones fail at once. */
+#define CYG_LOCK_WAIT_S 1
+static int lock_broken;
+
 int cyg__lock(void)
 {
-	return cyg_lock(&cyg_ctl->lock, &cyg_tls.in_lock, NULL) < 0 ? -1 : 0;
+	struct timespec dl;
+
+	if (UNLIKELY(__atomic_load_n(&lock_broken, __ATOMIC_RELAXED)))
+		return -1;
+	int saved = errno;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += CYG_LOCK_WAIT_S;
+	int r = cyg_lock(&cyg_ctl->lock, &cyg_tls.in_lock, &dl);
+	if (r == -ETIMEDOUT) {
+		int owner = __atomic_load_n(&cyg_ctl->lock.__data.__owner, __ATOMIC_RELAXED);
+		if ((owner & 0x3fffffff) <= 0 || (kill(owner & 0x3fffffff, 0) && errno == ESRCH)) {
+			__atomic_store_n(&lock_broken, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&cyg_ctl->rt_dropped, 1, __ATOMIC_RELAXED);
+		}
+	}
+	errno = saved;
+	return r < 0 ? -1 : 0;
 }
 
 void cyg__unlock(void)
@@ -100,10 +126,13 @@ int cyg__cover(uint64_t end)
 	int r = 0;
 	if (cyg_base + end > cur) {
 		uint64_t have = (uint64_t)(cur - cyg_base), want = win_round(end);
-		if (mremap(cyg_base, have, want, 0) == MAP_FAILED)
+		if (mremap(cyg_base, have, want, 0) == MAP_FAILED) {
 			r = -1;
-		else
+		} else {
 			__atomic_store_n(&cyg_end, cyg_base + want, __ATOMIC_RELEASE);
+			__atomic_store_n(&cyg_lim, cyg_base + want - CYG_NODE_SIZE,
+					 __ATOMIC_RELEASE);
+		}
 	}
 	__atomic_store_n(&growing, 0, __ATOMIC_RELEASE);
 	return r;
@@ -208,11 +237,33 @@ void cyg__reuse(uint64_t *stack, uint32_t *cap, uint64_t *ring, int want_ring)
 		cyg__unlock();
 		return;
 	}
+	/* what the lists give is the mapping's: a stack or ring out of the
+	 * window ends its list (counted), and the caller takes new memory */
+	uint64_t s = cyg_ctl->free_stacks;
+	if (s && ((s & 63) || s < CYG_NULL_OFF || !cyg_span_ok(s, 16))) {
+		cyg_ctl->free_stacks = 0;
+		__atomic_add_fetch(&cyg_ctl->rt_dropped, 1, __ATOMIC_RELAXED);
+	}
 	*stack = list_pop(&cyg_ctl->free_stacks);
-	if (*stack)
-		*cap = (uint32_t)((uint64_t *)AT(*stack))[1];
-	if (want_ring)
+	if (*stack) {
+		uint64_t c = ((uint64_t *)AT(*stack))[1];
+		if (c >= 2 && c <= (cyg_max_depth > CYG_STACK_INIT ? cyg_max_depth : CYG_STACK_INIT) &&
+		    cyg_span_ok(*stack, c * sizeof(struct cyg_frame))) {
+			*cap = (uint32_t)c;
+		} else {
+			*stack = 0;
+			cyg_ctl->free_stacks = 0;
+			__atomic_add_fetch(&cyg_ctl->rt_dropped, 1, __ATOMIC_RELAXED);
+		}
+	}
+	if (want_ring) {
 		*ring = pool_pop();
+		if (*ring && ((*ring & 63) || *ring < CYG_NULL_OFF ||
+			      !cyg_span_ok(*ring, (cyg_ring_mask + 1) * 8))) {
+			*ring = 0;
+			__atomic_add_fetch(&cyg_ctl->rt_dropped, 1, __ATOMIC_RELAXED);
+		}
+	}
 	cyg__unlock();
 }
 

@@ -42,6 +42,7 @@ int cyg_state;               /* 0 not tried, -2 attaching, 1 attached, -1 disabl
 static int ctor_done;         /* our constructor ran: a missing environment is final */
 unsigned cyg_gen = 1;         /* one more at each attach after a detach */
 char *cyg_end;                /* the end of the window mapped at cyg_base */
+char *cyg_lim;                /* cyg_end - 64 (cyg-private.h) */
 int cyg_attached_late;        /* cygprof_attach_fd() attached us, not the environment */
 
 /* ---- attaching to the collector ---------------------------------------- */
@@ -151,6 +152,7 @@ static int map_fd(int fd)
 	cyg_base = m;
 	cyg_size = size;
 	__atomic_store_n(&cyg_end, (char *)m + win, __ATOMIC_RELEASE);
+	__atomic_store_n(&cyg_lim, (char *)m + win - CYG_NODE_SIZE, __ATOMIC_RELEASE);
 	cyg__grow_release();
 	cyg_ctl = c;
 	cyg_use_tsc = !!(c->flags & CYG_F_TSC);
@@ -261,7 +263,8 @@ static void forget_writers(char *obase, char *oend, uint64_t oproc)
 	const struct cyg_ctl *oc = (const struct cyg_ctl *)(void *)obase;
 	uint32_t pid = (uint32_t)getpid();
 
-	for (uint64_t off = __atomic_load_n(&oc->threads_off, __ATOMIC_ACQUIRE); off;) {
+	uint64_t steps = (uint64_t)(oend - obase) / sizeof(struct cyg_thread) + 1;
+	for (uint64_t off = __atomic_load_n(&oc->threads_off, __ATOMIC_ACQUIRE); off && steps--;) {
 		/* past the earlier window: another process's writer, which
 		 * this one never mapped (nor its list after it) */
 		if (off + sizeof(struct cyg_thread) > (uint64_t)(oend - obase))
@@ -472,8 +475,10 @@ static void detach_writers(void)
 
 	cyg__cover_all(); /* the list holds other processes' writers too */
 
-	for (off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE); off;) {
-		struct cyg_thread *t = AT(off);
+	struct cyg_thread *t;
+	uint64_t steps = cyg_walk_max(sizeof *t);
+	for (off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE);
+	     steps-- && (t = cyg_rec_at(off, sizeof *t));) {
 		off = t->next;
 		if (t->pid != pid || t->proc_off != cyg_proc_off)
 			continue; /* another process's (a child forked meanwhile) */

@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -185,7 +186,13 @@ static int clone_start(void *p)
 	/* The child ends when this returns: close its writer now. */
 	if (t) {
 		uint64_t end = cyg_now();
+		char name[16];
 		cyg__smp_thread_end(t);
+		/* its name now (cyg__thread_end() says why) */
+		if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) {
+			name[sizeof name - 1] = 0;
+			memcpy(t->name, name, sizeof name);
+		}
 		cyg__writer_end(t, end);
 		if (!(flags & CLONE_THREAD)) {
 			struct cyg_proc *pr = AT(proc_off);

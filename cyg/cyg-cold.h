@@ -81,10 +81,33 @@ static inline int cyg_stale(const struct cyg_thread *t)
 	return (const char *)t < cyg_base || (const char *)t >= cyg_end;
 }
 
-/* The writer a signal handlers' writer nests in. */
+/* The writer a signal handlers' writer nests in (NULL: none, or a link
+ * the program wrote out of the window; a walk up these links takes at
+ * most CYG_SIG_LEVELS steps, as they might make a cycle). */
 static inline struct cyg_thread *cyg_host_of(const struct cyg_thread *t)
 {
-	return t->host_off ? AT(t->host_off) : NULL;
+	uint64_t off = t->host_off;
+	return off && !(off & 63) && cyg_span_ok(off, sizeof *t) ? AT(off) : NULL;
+}
+
+/* A record of size bytes at off in one of the mapping's lists (threads,
+ * processes), or NULL at the end of the list, or where the program wrote a
+ * link out of the window (counted: ctl->rt_dropped).  A walk takes at most
+ * cyg_walk_max() steps: a cycle the program made ends there. */
+static inline void *cyg_rec_at(uint64_t off, uint64_t size)
+{
+	if (!off)
+		return NULL;
+	if ((off & 63) || off < CYG_NULL_OFF || !cyg_span_ok(off, size)) {
+		__atomic_add_fetch(&cyg_ctl->rt_dropped, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	return AT(off);
+}
+
+static inline uint64_t cyg_walk_max(uint64_t size)
+{
+	return (uint64_t)(__atomic_load_n(&cyg_end, __ATOMIC_RELAXED) - cyg_base) / size + 1;
 }
 
 /* The next definition of a libc function the runtime interposes. */

@@ -122,10 +122,17 @@ NOINSTR static ALWAYS_INLINE void db_store(struct cyg_thread *t, uint32_t depth,
 	memcpy(&t->depth, &w, sizeof w);
 }
 
-/* Entry s (1-based, as a frame's site) of the writer's call-site table. */
+/* Entry s (1-based, as a frame's site) of the writer's call-site table,
+ * or NULL when the program wrote the table's offset or the frame's site
+ * out of the window (the offset is checked as such: the sum cannot wrap
+ * to a pointer below cyg_base). */
 NOINSTR static ALWAYS_INLINE struct cyg_site *site_entry(const struct cyg_thread *t, uint32_t s)
 {
-	return (struct cyg_site *)(void *)(cyg_base + t->sites_off) + (s - 1);
+	uint64_t o = t->sites_off + (uint64_t)(s - 1) * sizeof(struct cyg_site);
+	if (UNLIKELY(o > (uint64_t)(__atomic_load_n(&cyg_end, __ATOMIC_RELAXED) - cyg_base) -
+			     sizeof(struct cyg_site)))
+		return NULL;
+	return (struct cyg_site *)(void *)(cyg_base + o);
 }
 
 /* a node's hint and hint2 in one store */
@@ -174,6 +181,14 @@ NOINSTR static ALWAYS_INLINE void enter_body(uint64_t fn, uint64_t site, uint64_
 	uint64_t now = clocked ? cyg_now() : 0;
 	struct cyg_frame *f = cyg_tls.stk + d; /* the caller's frame; ours is f + 1 */
 
+	/* The depth, the frame's node and the hints are the mapping's: each
+	 * pointer made from them is checked against the window's end (one
+	 * compare each) before it is followed, and the slow path checks the
+	 * whole writer (cyg__writer_ok()). */
+	if (UNLIKELY(!CYG_IN(f + 1))) {
+		cyg__enter_slow(t, fn, site, now, CFA_NOW);
+		return;
+	}
 	/* A live caller's frame sits strictly above this one on the stack; a
 	 * frame below it was abandoned (longjmp) without its exit.  At the same
 	 * position is a function inlined into its caller, unless a longjmp
@@ -187,13 +202,17 @@ NOINSTR static ALWAYS_INLINE void enter_body(uint64_t fn, uint64_t site, uint64_
 	/* Call paths are keyed by function (a node keeps its first call site):
 	 * keyed by site too, binary recursion would make a node per call. */
 	struct cyg_node *p = CYG_NODE(cyg_base, f->node);
+	if (UNLIKELY(!CYG_IN(p))) {
+		cyg__enter_slow(t, fn, site, now, CFA_NOW);
+		return;
+	}
 	uint32_t g = p->hint;
 	struct cyg_node *c = CYG_NODE(cyg_base, g);
-	if (UNLIKELY(c->fn != fn)) {
+	if (UNLIKELY(!CYG_IN(c)) || UNLIKELY(c->fn != fn)) {
 		/* Two callees taking turns: the one before is the other hint. */
 		g = p->hint2;
 		c = CYG_NODE(cyg_base, g);
-		if (UNLIKELY(c->fn != fn)) {
+		if (UNLIKELY(!CYG_IN(c)) || UNLIKELY(c->fn != fn)) {
 			cyg__enter_slow(t, fn, site, now, CFA_NOW);
 			return;
 		}
@@ -216,7 +235,13 @@ NOINSTR static ALWAYS_INLINE void enter_body(uint64_t fn, uint64_t site, uint64_
 		}
 		/* the node's second site: its entry's count */
 		s = c->site2_ix;
-		site_entry(t, s)->calls++;
+		struct cyg_site *e = site_entry(t, s);
+		if (UNLIKELY(!e)) {
+			f->node = g;
+			cyg__enter_site(t, c, site, d + 1, now);
+			return;
+		}
+		e->calls++;
 	}
 	set_node_site(f, g, s);
 	d = db_depth(db_load(t)) + 1; /* reloaded: a register less to keep */
@@ -247,6 +272,12 @@ NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, uint64_t cfa, const int
 
 	uint64_t now = clocked ? cyg_now() : 0;
 	struct cyg_frame *f = cyg_tls.stk + d;
+	if (UNLIKELY(!CYG_IN(f))) { /* a depth out of the window: checked there */
+		if (!clocked)
+			db_store(t, d, 1);
+		cyg__exit_slow(t, fn, now, cfa);
+		return;
+	}
 	struct cyg_node *c = CYG_NODE(cyg_base, f->node);
 	uint32_t s = f->site;
 
@@ -255,7 +286,7 @@ NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, uint64_t cfa, const int
 	 * switch records to read before the frame goes: one load of the
 	 * page's data_head through cyg_tls.swh (a constant 0 when there are
 	 * none to read) against sw_seen, on the line of depth */
-	if (UNLIKELY(c->fn != fn || t->ovf || t->leave_ts || s == CYG_SITE_HOST) ||
+	if (UNLIKELY(!CYG_IN(c) || c->fn != fn || t->ovf || t->leave_ts || s == CYG_SITE_HOST) ||
 	    (clocked && UNLIKELY(__atomic_load_n(cyg_tls.swh, __ATOMIC_RELAXED) != t->sw_seen))) {
 		if (!clocked)
 			db_store(t, d, 1);
@@ -265,8 +296,11 @@ NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, uint64_t cfa, const int
 	if (clocked) {
 		uint64_t dt = now - f->ts;
 		c->ticks += dt;
-		if (s) /* from the node's second (or a later) call site */
-			site_entry(t, s)->ticks += dt;
+		if (s) { /* from the node's second (or a later) call site */
+			struct cyg_site *e = site_entry(t, s);
+			if (LIKELY(e))
+				e->ticks += dt;
+		}
 		if (cyg_timeline) {
 			db_store(t, d - 1, 1);
 			cyg_ring_put(t, CYG_EV_EXIT, f->node, now);

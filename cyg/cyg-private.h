@@ -62,6 +62,12 @@ extern __thread struct cyg_tls cyg_tls TLS_IE HIDDEN;
 /* What cyg_tls.swh points to when there are no switch records to read. */
 extern const uint64_t cyg_sw_zero HIDDEN;
 extern char *cyg_base HIDDEN;
+/* The end of the window of the mapping this process maps (only grows), and
+ * the last place an object of at most 64 bytes (a node, a frame) can start
+ * in it: cyg_end - 64, stored after cyg_end, so a hook that reads it
+ * stale only takes its slow path. */
+extern char *cyg_end HIDDEN;
+extern char *cyg_lim HIDDEN;
 extern struct cyg_ctl *cyg_ctl HIDDEN;
 extern int cyg_use_tsc HIDDEN;
 extern int cyg_timeline HIDDEN;
@@ -122,6 +128,28 @@ NOINSTR static inline uint64_t cyg_hook_now(void)
 #define CYG_CFA() ((uint64_t)(uintptr_t)__builtin_frame_address(0) + 16)
 #endif
 
+/* The program can write anything into the mapping (a stray pointer, or on
+ * purpose): what the runtime reads there as an offset, a gid or a depth is
+ * checked before it is followed, so that a corrupt value can cost a
+ * writer (cyg__writer_bad(): dropped and counted), never a crash, a write
+ * outside the mapping or an endless loop.  *p, a node or a frame (at most
+ * 64 bytes), lies in the window: every pointer made from the mapping's
+ * values is at or above cyg_base (a u32 gid or depth times a small size
+ * cannot wrap), so one compare with a global in memory, which takes no
+ * register in the hooks (a plain read: it only grows). */
+#define CYG_IN(p)                                                                                  \
+	({                                                                                         \
+		_Static_assert(sizeof(*(p)) <= CYG_NODE_SIZE, "CYG_IN: at most 64 bytes");         \
+		LIKELY((const char *)(p) <= cyg_lim);                                              \
+	})
+
+/* [off, off + len) lies in the window. */
+static inline int cyg_span_ok(uint64_t off, uint64_t len)
+{
+	uint64_t win = (uint64_t)(__atomic_load_n(&cyg_end, __ATOMIC_RELAXED) - cyg_base);
+	return off <= win && len <= win - off;
+}
+
 static inline uint32_t cyg_gid(const struct cyg_node *n)
 {
 	return (uint32_t)((uint64_t)((const char *)n - cyg_base) / CYG_NODE_SIZE);
@@ -160,6 +188,31 @@ HIDDEN void cyg__enter_site(struct cyg_thread *t, struct cyg_node *c, uint64_t s
 HIDDEN void cyg__site_ticks(struct cyg_thread *t, const struct cyg_frame *f, uint64_t ticks) COLD;
 HIDDEN void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t now) COLD;
 HIDDEN void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when) COLD;
+/* Whether writer t's own record holds what the runtime follows (its stack,
+ * tables, chunk, ring and links inside the window, its depth within its
+ * stack): 1, or 0 after dropping it (cyg__writer_bad()).  Every cold
+ * entry of the hooks checks its writer with this first. */
+HIDDEN int cyg__writer_ok(struct cyg_thread *t) COLD;
+/* Writer t holds what cannot be true: the thread records nothing more
+ * (its TLS forgets t, no new writer is made for it), counted in
+ * ctl->rt_dropped, and the process says so once on stderr.  busy stays
+ * set on t, so a hook interrupted on it does nothing more there. */
+HIDDEN void cyg__writer_bad(struct cyg_thread *t, const char *what) COLD;
+/* The entries of writer t's call-site table: as many as its index has
+ * slots, at most CYG_SITES_MAX (cyg-tree.c). */
+static inline uint64_t cyg_sites_cap(const struct cyg_thread *t)
+{
+	uint64_t slots = (uint64_t)t->sidx_mask + 1;
+	return slots < CYG_SITES_MAX ? slots : CYG_SITES_MAX;
+}
+
+/* The node of gid when it lies in the window, else the null node (fn 0,
+ * matching no function), whose counters nobody reads. */
+static inline struct cyg_node *cyg_node_at(uint32_t gid)
+{
+	struct cyg_node *n = CYG_NODE(cyg_base, gid);
+	return CYG_IN(n) ? n : CYG_NODE(cyg_base, CYG_GID_NULL);
+}
 /* Append a multi-word record (memory events) to the thread's ring, waiting
  * for room even in drop mode: memory records are never dropped while the
  * collector lives.  For ALLOC/FREE, w[0]'s time field is filled in here

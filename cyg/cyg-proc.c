@@ -60,8 +60,10 @@ static struct cyg_proc *find_proc(uint32_t pid)
 {
 	uint64_t off;
 
-	for (off = __atomic_load_n(&cyg_ctl->procs_off, __ATOMIC_ACQUIRE); off;) {
-		struct cyg_proc *p = AT(off);
+	struct cyg_proc *p;
+	uint64_t steps = cyg_walk_max(sizeof *p);
+	for (off = __atomic_load_n(&cyg_ctl->procs_off, __ATOMIC_ACQUIRE);
+	     steps-- && (p = cyg_rec_at(off, sizeof *p));) {
 		if (p->pid == pid && p->state != CYG_P_EXEC)
 			return p;
 		off = p->next;
@@ -93,11 +95,12 @@ uint64_t cyg__register_proc(uint64_t parent_off, uint64_t now)
 		if (old && old->state == CYG_P_RUNNING) {
 			/* Our previous image exec'd us: it ends here, and its
 			 * threads' open frames close now (the collector does it). */
-			uint64_t toff;
+			uint64_t toff, steps = cyg_walk_max(sizeof(struct cyg_thread));
+			struct cyg_thread *t;
 			old->state = CYG_P_EXEC;
 			old->end_ts = now;
-			for (toff = cyg_ctl->threads_off; toff;) {
-				struct cyg_thread *t = AT(toff);
+			for (toff = cyg_ctl->threads_off;
+			     steps-- && (t = cyg_rec_at(toff, sizeof *t));) {
 				if (t->proc_off == OFF(old) && t->state == CYG_T_ACTIVE) {
 					t->end_ts = now;
 					__atomic_store_n(&t->state, CYG_T_CUT, __ATOMIC_RELEASE);

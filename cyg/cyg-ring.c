@@ -75,6 +75,9 @@ static void frames_skip(struct cyg_thread *t, uint64_t w)
 		return;
 	if (d >= t->stack_cap)
 		d = t->stack_cap - 1;
+	/* the stack's place is the mapping's (the program may write it) */
+	if (!t->stack_cap || !cyg_span_ok(t->stack_off, ((uint64_t)d + 1) * sizeof *stk))
+		return;
 	for (uint32_t i = 1; i <= d; i++)
 		stk[i].ts += w;
 }
@@ -93,6 +96,10 @@ static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 	if ((!force && (cyg_ctl->flags & CYG_F_DROP)) ||
 	    __atomic_load_n(&cyg_ctl->collector_gone, __ATOMIC_RELAXED))
 		return -1;
+	/* More unread than the ring holds: the program wrote head or tail,
+	 * and the collector gave the ring up; nobody will make room. */
+	if (t->head - t->tail_seen > size)
+		return -1;
 
 	/* Lossless mode: wait for the collector as long as it lives (stopped,
 	 * under a debugger, or slow), and measure the wait. */
@@ -103,6 +110,10 @@ static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 		t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
 		if (t->head + need - t->tail_seen <= size)
 			break;
+		if (t->head - t->tail_seen > size) { /* as above, meanwhile */
+			t->wait_ticks += cyg_now() - t0;
+			return -1;
+		}
 		/* Detached meanwhile, or attached again after the collector
 		 * died (the writer belongs to the earlier mapping, whose tail
 		 * nobody moves, and cyg_ctl is the new collector's): drop. */
@@ -136,6 +147,10 @@ void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t 
 
 	if (CYG_DETACHED())
 		return;
+	if (!cyg_span_ok(t->ring_off, (cyg_ring_mask + 1) * 8)) {
+		t->lost++; /* the program wrote the ring's offset */
+		return;
+	}
 	waited = ring_wait(t, 1, 0);
 
 	errno = saved;
@@ -155,6 +170,10 @@ void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now
 
 	if (now)
 		w[0] |= now & CYG_EV_DELTA_MAX;
+	if (!t->ring_off || !cyg_span_ok(t->ring_off, (cyg_ring_mask + 1) * 8)) {
+		t->lost++; /* no ring, or the program wrote its offset */
+		return;
+	}
 	h = t->head;
 	/* Room by the tail last seen: no need to read the collector's line. */
 	if (UNLIKELY(h + n - t->tail_seen > cyg_ring_mask + 1)) {

@@ -145,7 +145,8 @@ static struct cyg_node_ext *current_ext(const struct cyg_thread *t)
 	uint64_t soff = __atomic_load_n(&t->stack_off, __ATOMIC_ACQUIRE);
 	uint64_t lim = (uint64_t)(__atomic_load_n(&cyg_end, __ATOMIC_ACQUIRE) - cyg_base);
 
-	if (d >= t->stack_cap || !soff || soff + ((uint64_t)d + 1) * sizeof(struct cyg_frame) > lim)
+	if (d >= t->stack_cap || !soff ||
+	    !cyg_span_ok(soff, ((uint64_t)d + 1) * sizeof(struct cyg_frame)))
 		return NULL;
 	uint64_t g = ((const struct cyg_frame *)AT(soff))[d].node;
 	if (g * CYG_NODE_SIZE < CYG_AREA_OFF || g * CYG_NODE_SIZE + CYG_NODE_SLOT > lim)
@@ -373,6 +374,44 @@ static void smp_stop(void)
 
 static uint64_t own_cpu_ns(void);
 
+/* The TLS blocks of this process's threads that have a writer.  A detach
+ * reaches other threads' through their records in the shared mapping,
+ * where the program may have written anything: a TLS address is followed
+ * only when it is one of these (a thread past TLS_KNOWN keeps its sampler
+ * until it ends). */
+#define TLS_KNOWN 4096
+static uint64_t tls_addrs[TLS_KNOWN];
+
+static void tls_note(uint64_t a)
+{
+	for (unsigned i = 0; i < TLS_KNOWN; i++) {
+		uint64_t none = 0;
+		if (__atomic_load_n(&tls_addrs[i], __ATOMIC_RELAXED) == a)
+			return;
+		if (__atomic_compare_exchange_n(&tls_addrs[i], &none, a, 0, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return;
+	}
+}
+
+static void tls_forget(uint64_t a)
+{
+	for (unsigned i = 0; i < TLS_KNOWN; i++) {
+		uint64_t p = a;
+		if (__atomic_compare_exchange_n(&tls_addrs[i], &p, 0, 0, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return;
+	}
+}
+
+static int tls_known(uint64_t a)
+{
+	for (unsigned i = 0; a && i < TLS_KNOWN; i++)
+		if (__atomic_load_n(&tls_addrs[i], __ATOMIC_ACQUIRE) == a)
+			return 1;
+	return 0;
+}
+
 void cyg__smp_thread_start(struct cyg_thread *t)
 {
 	int saved = errno;
@@ -383,6 +422,7 @@ void cyg__smp_thread_start(struct cyg_thread *t)
 	cyg__sw_close();
 	t->smp_fd = -1;
 	t->tls_addr = (uint64_t)(uintptr_t)&cyg_tls;
+	tls_note(t->tls_addr);
 	if (cyg_smp_signo || cyg_sw_enabled)
 		t->cpu0_ns = own_cpu_ns();
 	if (cyg_smp_signo) {
@@ -416,13 +456,15 @@ void cyg__smp_thread_end(struct cyg_thread *t)
 			t->cpu_ns = now - t->cpu0_ns;
 		smp_stop();
 		cyg__sw_close();
+		tls_forget(t->tls_addr);
 	}
 	errno = saved;
 }
 
 void cyg__smp_detach(struct cyg_thread *t)
 {
-	struct cyg_tls *tls = (struct cyg_tls *)(uintptr_t)t->tls_addr;
+	struct cyg_tls *tls = tls_known(t->tls_addr) ? (struct cyg_tls *)(uintptr_t)t->tls_addr
+						     : NULL;
 
 	/* every thread is stopped: what its TLS names is stopped for it */
 	if (tls && tls->smp.method && tls->smp.method == t->smp_method) {
@@ -461,8 +503,10 @@ void cyg__smp_fork_close_others(uint64_t proc_off)
 
 	if (!proc_off || cyg__cover_all())
 		return;
-	for (uint64_t off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE); off;) {
-		const struct cyg_thread *t = AT(off);
+	const struct cyg_thread *t;
+	uint64_t steps = cyg_walk_max(sizeof *t);
+	for (uint64_t off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE);
+	     steps-- && (t = cyg_rec_at(off, sizeof *t));) {
 		off = t->next;
 		if (t->pid != ppid || t->proc_off != proc_off || t->smp_method != CYG_SMP_PERF ||
 		    t->smp_fd < 0 || __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != CYG_T_ACTIVE)

@@ -57,7 +57,7 @@ void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when)
 
 	while (t->depth > to_depth) {
 		struct cyg_frame *f = &stk[t->depth];
-		struct cyg_node *n = CYG_NODE(cyg_base, f->node);
+		struct cyg_node *n = cyg_node_at(f->node);
 		if (!cyg_noclock && when > f->ts) {
 			n->ticks += when - f->ts;
 			if (f->site && f->site != CYG_SITE_HOST)
@@ -88,7 +88,7 @@ uint32_t cyg__unwind_dead(struct cyg_thread *t, uint64_t fn, uint64_t site, uint
 		if (stk[d].cfa > cfa)
 			break;
 		if (stk[d].cfa == cfa) {
-			const struct cyg_node *x = CYG_NODE(cyg_base, stk[d].node);
+			const struct cyg_node *x = cyg_node_at(stk[d].node);
 			if (!t->leave_ts || (x->site == site && x->fn != fn))
 				break;
 		}
@@ -118,6 +118,8 @@ void cyg__exit_slow(struct cyg_thread *t, uint64_t fn, uint64_t now, uint64_t cf
 		t->busy = 1;
 		now = cyg_hook_now(); /* not before its seeded frames' entry */
 	}
+	if (UNLIKELY(!cyg__writer_ok(t)))
+		return;
 	/* off-CPU intervals first, while the frames they began in are open */
 	if (t->sw_page)
 		cyg__sw_catchup(t);
@@ -139,7 +141,7 @@ again:
 		t->leave_ts = 0;
 	}
 	for (d = t->depth; d > 0; d--)
-		if (CYG_NODE(cyg_base, stk[d].node)->fn == fn)
+		if (cyg_node_at(stk[d].node)->fn == fn)
 			break;
 	if (!d) {
 		struct cyg_thread *h = cyg_host_of(t);
@@ -159,7 +161,7 @@ again:
 	/* Frames above the match were left without their exit (an exception
 	 * through code without cleanups, or a longjmp we did not see). */
 	cyg__close_frames(t, d, now);
-	struct cyg_node *c = CYG_NODE(cyg_base, stk[d].node);
+	struct cyg_node *c = cyg_node_at(stk[d].node);
 	if (!cyg_noclock) {
 		c->ticks += now - stk[d].ts;
 		if (stk[d].site && stk[d].site != CYG_SITE_HOST)
@@ -231,13 +233,17 @@ void cyg__enter_rare(uint64_t fn, uint64_t site, uint64_t cfa)
 void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t now,
 		     uint64_t cfa)
 {
-	struct cyg_frame *stk = cyg_stk(t);
-	uint32_t d = t->depth, g;
+	struct cyg_frame *stk;
+	uint32_t d, g;
 
 	if (CYG_DETACHED()) {
 		t->busy = 0;
 		return;
 	}
+	if (UNLIKELY(!cyg__writer_ok(t)))
+		return;
+	stk = cyg_stk(t);
+	d = t->depth;
 	if (stk[d].cfa < cfa || (stk[d].cfa == cfa && t->leave_ts))
 		d = cyg__unwind_dead(t, fn, site, cfa, now);
 	if (!d && t->level && !cyg_host_of(t)->busy) {
@@ -256,14 +262,25 @@ void cyg__enter_slow(struct cyg_thread *t, uint64_t fn, uint64_t site, uint64_t 
 		stk = cyg_stk(t);
 	}
 	struct cyg_node *p = CYG_NODE(cyg_base, stk[d].node), *c;
+	if (UNLIKELY(!CYG_IN(p))) {
+		cyg__writer_bad(t, "shadow stack");
+		return;
+	}
 	c = cyg__kid_find(t, stk[d].node, fn);
 	if (!c && (!t->kids_off || t->kids_partial)) { /* the table misses some: walk */
-		for (g = p->first_child; g; g = c->next_sibling) {
+		/* Siblings are older, so at smaller gids (cyg-shm.h): a list
+		 * that goes back up was written over, and ends there. */
+		uint32_t prev = UINT32_MAX;
+		for (g = p->first_child; g && g < prev; prev = g, g = c->next_sibling) {
 			c = CYG_NODE(cyg_base, g);
+			if (!CYG_IN(c)) {
+				g = 0;
+				break;
+			}
 			if (c->fn == fn)
 				break;
 		}
-		if (!g)
+		if (!g || g >= prev)
 			c = NULL;
 	}
 	if (!c) {
@@ -323,6 +340,8 @@ void cyg__seed_push(struct cyg_thread *t, uint64_t now)
 			break;
 		struct cyg_frame *stk = cyg_stk(t);
 		struct cyg_node *p = CYG_NODE(cyg_base, stk[d].node);
+		if (!CYG_IN(p))
+			break;
 		struct cyg_node *c = cyg__kid_find(t, stk[d].node, fns[k]);
 		if (!c)
 			c = cyg__new_child(t, p, fns[k], 0);
@@ -352,14 +371,16 @@ void cyg__fork_frames(struct cyg_thread *t, const struct cyg_thread *old,
 	/* Frames at or below fork()'s caller were abandoned (a longjmp not yet
 	 * noticed): the child does not inherit them. */
 	uint32_t live = old->depth;
+	if (!CYG_IN(ostk + live))
+		live = 0; /* a depth the program wrote: no frames inherited */
 	while (fork_cfa && live > 0 && ostk[live].cfa < fork_cfa)
 		live--;
 	for (d = 1; d <= live && d + 1 < cyg_max_depth; d++) {
 		if (stack_reserve(t, d))
 			break;
 		stk = cyg_tls.stk;
-		struct cyg_node *on = CYG_NODE(cyg_base, ostk[d].node);
-		struct cyg_node *p = CYG_NODE(cyg_base, stk[d - 1].node);
+		struct cyg_node *on = cyg_node_at(ostk[d].node);
+		struct cyg_node *p = cyg_node_at(stk[d - 1].node);
 		struct cyg_node *c = cyg__new_child(t, p, on->fn, on->site);
 		if (!c)
 			break;

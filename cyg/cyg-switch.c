@@ -68,6 +68,42 @@ void cyg__sw_init(void)
 	sw_tick0 = cyg_now();
 }
 
+/* The perf mappings this process made.  The walks at its end and at a
+ * detach reach other threads' through their records in the shared
+ * mapping, where the program may have written anything: a page address
+ * is followed only when it is one of these.  A thread past SW_KNOWN keeps
+ * its records for itself (its own hooks compare with cyg_tls.swh). */
+#define SW_KNOWN 4096
+static uint64_t sw_pages[SW_KNOWN];
+
+static void sw_note(void *m)
+{
+	for (unsigned i = 0; i < SW_KNOWN; i++) {
+		uint64_t none = 0;
+		if (__atomic_compare_exchange_n(&sw_pages[i], &none, (uint64_t)(uintptr_t)m, 0,
+						__ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			return;
+	}
+}
+
+static void sw_forget(uint64_t page)
+{
+	for (unsigned i = 0; i < SW_KNOWN; i++) {
+		uint64_t p = page;
+		if (__atomic_compare_exchange_n(&sw_pages[i], &p, 0, 0, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return;
+	}
+}
+
+static int sw_known(uint64_t page)
+{
+	for (unsigned i = 0; i < SW_KNOWN; i++)
+		if (__atomic_load_n(&sw_pages[i], __ATOMIC_ACQUIRE) == page)
+			return 1;
+	return 0;
+}
+
 static const uint64_t *head_of(const struct cyg_thread *t)
 {
 	const struct perf_event_mmap_page *pg = (const void *)(uintptr_t)t->sw_page;
@@ -110,6 +146,7 @@ void cyg__sw_open(struct cyg_thread *t)
 		return;
 	}
 	cyg_tls.smp.sw_map = m;
+	sw_note(m);
 	t->sw_page = (uint64_t)(uintptr_t)m;
 	t->sw_seen = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
 	t->sw_out_ns = 0;
@@ -126,8 +163,10 @@ void cyg__sw_close(void)
 	cyg_tls.swh = &cyg_sw_zero;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	cyg_tls.smp.sw_map = NULL;
-	if (m)
+	if (m) {
+		sw_forget((uint64_t)(uintptr_t)m);
 		munmap(m, (size_t)(1 + CYG_SW_DATA_PAGES) * (size_t)page_size());
+	}
 }
 
 /* ---- charging an interval ------------------------------------------------ */
@@ -176,6 +215,9 @@ static struct cyg_node *frame_at(const struct cyg_thread *t, uint64_t when)
 
 	if (hi >= t->stack_cap)
 		hi = t->stack_cap - 1;
+	/* the stack's place is the mapping's (the program may write it) */
+	if (!t->stack_cap || !cyg_span_ok(t->stack_off, ((uint64_t)hi + 1) * sizeof *stk))
+		return NULL;
 	while (lo <= hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 		if (stk[mid].ts <= when) {
@@ -364,8 +406,10 @@ void cyg__sw_process_end(void)
 
 	if (cyg_state <= 0 || cyg__cover_all())
 		return;
-	for (uint64_t off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE); off;) {
-		struct cyg_thread *t = AT(off);
+	struct cyg_thread *t;
+	uint64_t steps = cyg_walk_max(sizeof *t);
+	for (uint64_t off = __atomic_load_n(&cyg_ctl->threads_off, __ATOMIC_ACQUIRE);
+	     steps-- && (t = cyg_rec_at(off, sizeof *t));) {
 		off = t->next;
 		if (t->pid != pid || t->proc_off != cyg_proc_off || t->level ||
 		    __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != CYG_T_ACTIVE)
@@ -375,7 +419,7 @@ void cyg__sw_process_end(void)
 		uint64_t cpu = t->cpu_ns ? 0 : thread_cpu_ns(t->tid);
 		if (cpu > t->cpu0_ns && (t->smp_method || t->sw_on))
 			t->cpu_ns = cpu - t->cpu0_ns;
-		if (t->sw_page && off_cpu(t))
+		if (t->sw_page && sw_known(t->sw_page) && off_cpu(t))
 			sw_read(t, 1, 0);
 	}
 	errno = saved;
@@ -383,8 +427,9 @@ void cyg__sw_process_end(void)
 
 void cyg__sw_detach(struct cyg_thread *t, struct cyg_tls *tls)
 {
-	if (!t->sw_page)
+	if (!t->sw_page || !sw_known(t->sw_page))
 		return;
+	sw_forget(t->sw_page);
 	/* the thread is stopped: its exit hook reads a 0 from now on, and
 	 * its end has nothing to unmap */
 	if (tls) {

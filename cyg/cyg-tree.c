@@ -51,12 +51,17 @@ static size_t site_slot(uint32_t node, uint64_t site, uint32_t mask)
 	return (size_t)(h >> 40) & mask;
 }
 
-static void sidx_put(uint32_t *ix, uint32_t mask, const struct cyg_site *v, uint32_t i)
+/* Index entry i; 0, or -1 when no slot is free: the index was written
+ * over (it is never more than half full), and the entry stays out of it.
+ * Every probe here ends after mask + 1 slots. */
+static int sidx_put(uint32_t *ix, uint32_t mask, const struct cyg_site *v, uint32_t i)
 {
 	size_t j = site_slot(v[i].node, v[i].site, mask);
-	while (ix[j])
-		j = (j + 1) & mask;
+	for (uint64_t n = 0; ix[j]; n++, j = (j + 1) & mask)
+		if (n > mask)
+			return -1;
 	ix[j] = i + 1;
+	return 0;
 }
 
 static uint32_t other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site)
@@ -73,7 +78,14 @@ static uint32_t other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t si
 	if (t->sites_off) {
 		v = AT(t->sites_off);
 		ix = AT(t->sidx_off);
+		uint64_t n = 0;
 		for (j = site_slot(node, site, t->sidx_mask); ix[j]; j = (j + 1) & t->sidx_mask) {
+			/* an index entry is 1 + an entry made: another value, or
+			 * an index with no free slot, was written over */
+			if (ix[j] > t->sites_n || n++ > t->sidx_mask) {
+				cyg__writer_bad(t, "call-site table");
+				return 0;
+			}
 			struct cyg_site *s = &v[ix[j] - 1];
 			if (s->node == node && s->site == site) {
 				s->calls++;
@@ -106,8 +118,10 @@ static uint32_t other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t si
 		__atomic_store_n(&t->sites_off, sites, __ATOMIC_RELEASE);
 		v = AT(sites);
 		ix = AT(idx);
+		/* fresh from the mapping, where the program may have written */
+		memset(ix, 0, (uint64_t)slots * sizeof(uint32_t));
 		for (uint32_t i = 0; i < t->sites_n; i++)
-			sidx_put(ix, slots - 1, v, i);
+			(void)sidx_put(ix, slots - 1, v, i);
 		t->sidx_off = idx;
 		t->sidx_mask = slots - 1;
 	}
@@ -121,7 +135,10 @@ static uint32_t other_site(struct cyg_thread *t, struct cyg_node *c, uint64_t si
 	v[i].calls = 1;
 	v[i].ticks = 0;
 	__atomic_store_n(&t->sites_n, i + 1, __ATOMIC_RELEASE);
-	sidx_put(AT(t->sidx_off), t->sidx_mask, v, i);
+	if (sidx_put(AT(t->sidx_off), t->sidx_mask, v, i)) {
+		cyg__writer_bad(t, "call-site table");
+		return 0;
+	}
 	return i + 1;
 }
 
@@ -144,6 +161,9 @@ void cyg__enter_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site, ui
 {
 	struct cyg_frame *stk = cyg_tls.stk;
 
+	if (UNLIKELY(!cyg__writer_ok(t)))
+		return;
+
 	stk[d].site = cyg__other_site(t, c, site);
 	if (now) /* the callee's time starts after the lookup (cyg__enter_slow) */
 		stk[d].ts = now = cyg_hook_now();
@@ -155,6 +175,10 @@ void cyg__enter_site(struct cyg_thread *t, struct cyg_node *c, uint64_t site, ui
 
 void cyg__site_ticks(struct cyg_thread *t, const struct cyg_frame *f, uint64_t ticks)
 {
+	/* the frame's site is the mapping's: an entry made, or nothing */
+	if (!t->sites_off || f->site > t->sites_n || f->site > cyg_sites_cap(t) ||
+	    !cyg_span_ok(t->sites_off, (uint64_t)f->site * sizeof(struct cyg_site)))
+		return;
 	struct cyg_site *v = AT(t->sites_off);
 	v[f->site - 1].ticks += ticks;
 }
@@ -167,27 +191,35 @@ static size_t kid_slot(uint32_t parent, uint64_t fn, uint32_t mask)
 	return (size_t)(h >> 40) & mask;
 }
 
+/* The probes of the table end after mask + 1 slots: it is never more
+ * than half full unless the program wrote over it. */
 struct cyg_node *cyg__kid_find(struct cyg_thread *t, uint32_t parent, uint64_t fn)
 {
 	if (!t->kids_off)
 		return NULL;
 	struct cyg_kid *k = AT(t->kids_off);
-	for (size_t i = kid_slot(parent, fn, t->kids_mask);; i = (i + 1) & t->kids_mask) {
+	size_t i = kid_slot(parent, fn, t->kids_mask);
+	for (uint64_t n = 0; n <= t->kids_mask; n++, i = (i + 1) & t->kids_mask) {
 		if (!k[i].child)
 			return NULL;
-		if (k[i].parent == parent && k[i].fn == fn)
-			return CYG_NODE(cyg_base, k[i].child);
+		if (k[i].parent == parent && k[i].fn == fn) {
+			struct cyg_node *c = CYG_NODE(cyg_base, k[i].child);
+			return CYG_IN(c) ? c : NULL;
+		}
 	}
+	return NULL;
 }
 
-static void kid_put(struct cyg_kid *k, uint32_t mask, uint32_t parent, uint64_t fn, uint32_t child)
+static int kid_put(struct cyg_kid *k, uint32_t mask, uint32_t parent, uint64_t fn, uint32_t child)
 {
 	size_t i = kid_slot(parent, fn, mask);
-	while (k[i].child)
-		i = (i + 1) & mask;
+	for (uint64_t n = 0; k[i].child; n++, i = (i + 1) & mask)
+		if (n > mask)
+			return -1;
 	k[i].fn = fn;
 	k[i].parent = parent;
 	k[i].child = child;
+	return 0;
 }
 
 /* Record a new child; the table doubles past half full (the old one is
@@ -202,16 +234,22 @@ static void kid_add(struct cyg_thread *t, uint32_t parent, uint64_t fn, uint32_t
 			return;
 		}
 		struct cyg_kid *nk = AT(off);
+		/* fresh from the mapping, where the program may have written */
+		memset(nk, 0, (uint64_t)slots * sizeof(struct cyg_kid));
 		if (t->kids_off) {
 			struct cyg_kid *ok = AT(t->kids_off);
 			for (uint32_t i = 0; i <= t->kids_mask; i++)
 				if (ok[i].child)
-					kid_put(nk, slots - 1, ok[i].parent, ok[i].fn, ok[i].child);
+					(void)kid_put(nk, slots - 1, ok[i].parent, ok[i].fn,
+						      ok[i].child);
 		}
 		t->kids_off = off;
 		t->kids_mask = slots - 1;
 	}
-	kid_put(AT(t->kids_off), t->kids_mask, parent, fn, child);
+	if (kid_put(AT(t->kids_off), t->kids_mask, parent, fn, child)) {
+		t->kids_partial = 1; /* written over: the sibling lists still work */
+		return;
+	}
 	t->kids_n++;
 }
 

@@ -112,7 +112,7 @@ static inline void mark_leave(void)
 
 	/* The jump may leave signal handlers: then the writers they
 	 * interrupted lose frames too, and their hooks never finish. */
-	for (; t; t = cyg_host_of(t)) {
+	for (int i = 0; t && i <= CYG_SIG_LEVELS; i++, t = cyg_host_of(t)) {
 		t->leave_ts = now;
 		t->busy = 0;
 	}
@@ -159,7 +159,7 @@ void _exit(int status)
 		/* no destructor runs: the off-CPU time of every thread now */
 		cyg__sw_process_end();
 		struct cyg_thread *t = cyg_tls.t;
-		while (t && !cyg_stale(t) && t->host_off)
+		for (int i = 0; t && !cyg_stale(t) && t->host_off && i < CYG_SIG_LEVELS; i++)
 			t = cyg_host_of(t);
 		/* not in a vfork child, which shares its parent's memory and
 		 * TLS: the writer, its sampler and its mapping are the

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -24,6 +25,75 @@ __thread struct cyg_tls cyg_tls TLS_IE;
 /* no writer could be made in the mapping of this attach (cyg_gen): don't retry */
 static __thread unsigned thread_failed TLS_IE;
 static pthread_key_t cyg_key;
+
+/* ---- a writer the program wrote over ---------------------------------- */
+
+static int pow2(uint64_t n)
+{
+	return n && !(n & (n - 1));
+}
+
+/* A record of another writer named by t (its signal handlers' or its
+ * host): in the window, where records are (64-aligned). */
+static int link_ok(uint64_t off)
+{
+	return !off || (!(off & 63) && off >= CYG_NULL_OFF &&
+			cyg_span_ok(off, sizeof(struct cyg_thread)));
+}
+
+int cyg__writer_ok(struct cyg_thread *t)
+{
+	const char *what = NULL;
+	uint64_t cap = t->stack_cap;
+
+	if (!cap || !cyg_span_ok(t->stack_off, cap * sizeof(struct cyg_frame)) ||
+	    t->depth >= cap || t->lim > cap)
+		what = "shadow stack";
+	else if (t->chunk_next > t->chunk_end ||
+		 !cyg_span_ok(t->chunk_next, t->chunk_end - t->chunk_next))
+		what = "node chunk";
+	else if (t->kids_off && (!pow2((uint64_t)t->kids_mask + 1) || t->kids_n > t->kids_mask ||
+				 !cyg_span_ok(t->kids_off, ((uint64_t)t->kids_mask + 1) *
+								   sizeof(struct cyg_kid))))
+		what = "child table";
+	else if (t->sites_off &&
+		 (!pow2((uint64_t)t->sidx_mask + 1) || t->sites_n > CYG_SITES_MAX ||
+		  t->sites_n > t->sidx_mask ||
+		  !cyg_span_ok(t->sidx_off, ((uint64_t)t->sidx_mask + 1) * sizeof(uint32_t)) ||
+		  !cyg_span_ok(t->sites_off, cyg_sites_cap(t) * sizeof(struct cyg_site))))
+		what = "call-site table";
+	else if (t->ring_off && !cyg_span_ok(t->ring_off, (cyg_ring_mask + 1) * 8))
+		what = "ring";
+	else if (!link_ok(t->alt_off) || !link_ok(t->host_off) || t->level > CYG_SIG_LEVELS ||
+		 !t->level != !t->host_off)
+		what = "signal handlers' writer";
+	if (LIKELY(!what))
+		return 1;
+	cyg__writer_bad(t, what);
+	return 0;
+}
+
+void cyg__writer_bad(struct cyg_thread *t, const char *what)
+{
+	static int said;
+	int saved = errno;
+
+	(void)t;
+	__atomic_add_fetch(&cyg_ctl->rt_dropped, 1, __ATOMIC_RELAXED);
+	/* nothing more through it: not the hooks (TLS), not a new writer */
+	cyg__tls_forget();
+	thread_failed = cyg_gen;
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+		char msg[200];
+		int n = snprintf(msg, sizeof msg,
+				 "cygprof: process %d wrote into cygprof's shared memory (thread "
+				 "%d's %s): that thread is no longer recorded\n",
+				 (int)getpid(), (int)gettid(), what);
+		if (n > 0)
+			(void)!write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+	}
+	errno = saved;
+}
 
 /* ---- a thread's writer ------------------------------------------------ */
 
@@ -168,10 +238,13 @@ struct cyg_thread *cyg__thread_init(void)
  * exit of that frame puts the interrupted writer back. */
 static struct cyg_thread *sig_writer(struct cyg_thread *h)
 {
-	if (h->alt_off)
-		return AT(h->alt_off);
 	if (h->level + 1 > CYG_SIG_LEVELS)
 		return NULL;
+	if (h->alt_off) {
+		/* the mapping's link: a record of the next level, or none */
+		struct cyg_thread *a = link_ok(h->alt_off) ? AT(h->alt_off) : NULL;
+		return a && a->level == h->level + 1 ? a : NULL;
+	}
 	int saved = errno;
 	struct cyg_thread *a = cyg__thread_alloc(CYG_TF_SIGNAL | (h->flags & CYG_TF_CLONED),
 						 cyg_now(), h->proc_off);
@@ -217,6 +290,8 @@ struct cyg_thread *cyg__sig_enter(struct cyg_thread *t, unsigned *first)
 
 void cyg__sig_leave(unsigned level)
 {
+	if (level - 1 >= CYG_SIG_LEVELS)
+		return; /* a level the program wrote: none of ours */
 	const struct cyg_tls_save *sv = &cyg_tls.save[level - 1];
 
 	cyg_tls.stk = sv->stk;
@@ -234,6 +309,8 @@ void cyg__sig_leave(unsigned level)
  * The ring goes back to the pool once the collector has drained it. */
 void cyg__writer_end(struct cyg_thread *w, uint64_t now)
 {
+	if (!cyg__writer_ok(w))
+		return; /* dropped: nothing of it can be trusted to close */
 	w->busy = 1;
 	cyg__close_frames(w, 0, w->leave_ts ? w->leave_ts : now);
 	w->end_ts = now;
@@ -244,13 +321,36 @@ void cyg__writer_end(struct cyg_thread *w, uint64_t now)
 void cyg__thread_end(struct cyg_thread *t)
 {
 	uint64_t now = cyg_now();
+	char name[16] = "";
 
-	while (t->host_off) /* ended from inside a signal handler */
+	/* ended from inside a signal handler; at most CYG_SIG_LEVELS up (the
+	 * links are the mapping's) */
+	for (int i = 0; t->host_off && i < CYG_SIG_LEVELS; i++) {
+		if (!link_ok(t->host_off)) {
+			cyg__writer_bad(t, "signal handlers' writer");
+			return;
+		}
 		t = cyg_host_of(t);
+	}
 	cyg__smp_thread_end(t); /* its last switch records, its sampler */
+	/* Its name again: a thread names itself (pthread_setname_np,
+	 * PR_SET_NAME) after its first call, and one that ends before the
+	 * collector reads /proc/PID/task/TID/comm would keep the name it
+	 * inherited.  Published with the writer's end (release). */
+	int saved = errno;
+	if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0)
+		name[sizeof name - 1] = 0;
+	else
+		name[0] = 0;
+	errno = saved;
 	/* The thread's writer, then those of its signal handlers. */
-	for (struct cyg_thread *w = t; w; w = w->alt_off ? AT(w->alt_off) : NULL)
+	struct cyg_thread *w = t;
+	for (int i = 0; w && i <= CYG_SIG_LEVELS; i++) {
+		if (name[0])
+			memcpy(w->name, name, sizeof w->name);
 		cyg__writer_end(w, now);
+		w = w->alt_off && link_ok(w->alt_off) ? AT(w->alt_off) : NULL;
+	}
 	cyg_tls.t = NULL;
 	cyg_tls.stk = NULL;
 	cyg_tls.ring = NULL;
@@ -268,8 +368,8 @@ static void thread_dtor(void *arg)
 		cyg__tls_forget(); /* closed at the detach of an earlier attach */
 		t = NULL;
 	}
-	while (t && t->host_off)
-		t = cyg_host_of(t);
+	for (int i = 0; t && t->host_off && i < CYG_SIG_LEVELS; i++)
+		t = link_ok(t->host_off) ? cyg_host_of(t) : NULL;
 	if (arg && t == arg)
 		cyg__thread_end(arg);
 	else if (arg && !t && cyg__shared_writer(0) == arg)

@@ -36,6 +36,15 @@
  *   procs         the process list made a cycle
  *   lock          the runtime's lock left held by a thread that never ends
  *                 (pid 1)
+ *   words SEED    200,000 words at random places of the window of the
+ *                 mapping the process has mapped (used or not yet), each
+ *                 random bits, an offset or gids inside the mapping, a
+ *                 small number, 0 or all ones; then, unlike the other
+ *                 modes, the program goes on: work() 300 times from three
+ *                 call sites, two new threads calling it 50 times each,
+ *                 and exit(3) (the runtime's exit paths run).  The runtime
+ *                 must bring it to that end (or end with itself disabled
+ *                 and a message), never hang or crash
  *   none          no damage (control)
  *
  * Expected counts when the damage spares the trees (modes threads, maps,
@@ -67,6 +76,7 @@ static volatile unsigned long sink;
 static unsigned long n_work;
 static char *base;
 static uint64_t size;
+static uint64_t window; /* what /proc/self/maps shows mapped */
 static uint64_t rng = 88172645463325252ULL;
 
 COUNTED static void work(void)
@@ -109,7 +119,7 @@ HOSTILE static int find_mapping(void)
 		if (!strstr(line, "/memfd:cygprof") || sscanf(line, "%llx-%llx", &a, &b) != 2)
 			continue;
 		base = (char *)(uintptr_t)a;
-		size = b - a;
+		size = window = b - a;
 		break;
 	}
 	fclose(f);
@@ -225,6 +235,31 @@ HOSTILE static void scribble_sprinkle(void)
 		else if (nt)
 			sprinkle_in((uint64_t)roots[rnd() % nt] * CYG_NODE_SIZE, 16 * CYG_NODE_SIZE);
 	}
+}
+
+/* 200,000 words anywhere in the mapped window, the part not allocated yet
+ * included (the runtime takes fresh memory from there as zeroes). */
+HOSTILE static void scribble_words(void)
+{
+	uint64_t span = window < size ? window : size;
+
+	if (span < 8)
+		return;
+	for (unsigned i = 0; i < 200000; i++)
+		sprinkle_in(0, span);
+}
+
+/* After the damage the program goes on, through the runtime. */
+COUNTED static void site_a(void)
+{
+	for (int i = 0; i < 100; i++)
+		work();
+}
+
+COUNTED static void site_b(void)
+{
+	for (int i = 0; i < 100; i++)
+		work();
 }
 
 HOSTILE static void scribble_threads(void)
@@ -404,6 +439,21 @@ COUNTED int main(int argc, char **argv)
 			scribble_procs();
 		else if (!strcmp(mode, "lock"))
 			scribble_lock();
+	}
+	if (!strcmp(mode, "words")) {
+		if (found)
+			scribble_words();
+		site_a();
+		site_b();
+		for (i = 0; i < 100; i++)
+			work();
+		for (i = 0; i < 2; i++)
+			pthread_create(&th[i], NULL, worker, NULL);
+		for (i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		printf("scribble: after the damage work=%lu\n", n_work);
+		fflush(stdout);
+		exit(3);
 	}
 	syscall(SYS_exit_group, 3);
 	return 3;

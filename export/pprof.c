@@ -8,8 +8,9 @@
  * (OUT_MAGIC_PPROF: no time, the name "cygprof-profile.pb") so that a
  * later export may recognize and replace the file.
  *
- * Samples: every call path of the threads' trees, merged over the threads
- * by function names, is one Sample whose locations are the path innermost
+ * Samples: every call path of the threads' trees, merged by function names,
+ * is one Sample per thread that took it, labelled with the thread's name
+ * ("thread") and id ("tid"), whose locations are the path innermost
  * first, with the values calls/count and time/nanoseconds (exact self time
  * of the path); with perf samples (record --sample) also samples/count and
  * cpu/nanoseconds on the paths they were placed on (a capture without
@@ -107,6 +108,13 @@ static int64_t str_id_copy(struct strtab *t, const char *s)
 struct pp_path {
 	uint32_t line;    /* the line of the call in the parent's function, 0 unknown */
 	const char *file; /* and its file (borrowed from the view's srcline) */
+	int64_t val[NVAL]; /* over every thread */
+	int threaded;     /* its samples are those of struct pp_tv, one per thread */
+};
+
+/* A path's values in one thread (the trees' samples). */
+struct pp_tv {
+	uint32_t path, thread; /* thread: index into the profile's threads */
 	int64_t val[NVAL];
 };
 
@@ -148,6 +156,9 @@ struct pp {
 	struct pathtree paths;
 	struct pp_path *pv; /* per node of paths */
 	size_t pv_cap;
+	struct pp_tv *tv;   /* the trees' paths per thread */
+	size_t ntv, captv;
+	struct hindex tv_index; /* of tv, by (path, thread) */
 	struct locs locs;
 	struct strtab st;
 	const char *vtype[NVAL], *vunit[NVAL];
@@ -172,6 +183,23 @@ static uint32_t path_get(struct pp *c, uint32_t parent, uint32_t fn)
 	long k = pathtree_child(&c->paths, parent, fn);
 
 	return k < 0 || pp_grow(c) ? 0 : (uint32_t)k;
+}
+
+#define TVS(c) HINDEX_PAIRS((c)->tv, struct pp_tv, path, thread)
+
+/* The values of path in thread t, added zero; NULL when out of memory. */
+static struct pp_tv *path_thread(struct pp *c, uint32_t path, uint32_t t)
+{
+	long i = hindex_find_pair(&c->tv_index, TVS(c), path, t);
+
+	if (i >= 0)
+		return &c->tv[i];
+	if (ARRAY_GROW(c->tv, c->captv, c->ntv + 1) ||
+	    hindex_add_pair(&c->tv_index, TVS(c), path, t))
+		return NULL;
+	c->tv[c->ntv] = (struct pp_tv){.path = path, .thread = t};
+	c->pv[path].threaded = 1;
+	return &c->tv[c->ntv++];
 }
 
 /* The perf samples the paths do not hold (outside every instrumented
@@ -232,11 +260,21 @@ static int pp_trees(struct pp *c)
 				if (o && srcline_lookup(sl, o, nd->site - 1, &q->file, &q->line))
 					q->file = NULL, q->line = 0;
 			}
-			q->val[0] += (int64_t)nd->calls;
-			q->val[1] += (int64_t)nd->self_ns;
+			int64_t v[NVAL] = {(int64_t)nd->calls, (int64_t)nd->self_ns, 0, 0};
 			if (c->ps && t < c->ps->nthreads && c->ps->node[t]) {
-				q->val[2] += (int64_t)c->ps->node[t][i].samples;
-				q->val[3] += (int64_t)c->ps->node[t][i].sample_ns;
+				v[2] = (int64_t)c->ps->node[t][i].samples;
+				v[3] = (int64_t)c->ps->node[t][i].sample_ns;
+			}
+			if (!v[0] && !v[1] && !v[2] && !v[3])
+				continue;
+			struct pp_tv *tv = path_thread(c, at[i], (uint32_t)t);
+			if (!tv) {
+				free(at);
+				return -ENOMEM;
+			}
+			for (int k = 0; k < NVAL; k++) {
+				q->val[k] += v[k];
+				tv->val[k] += v[k];
 			}
 		}
 		free(at);
@@ -384,14 +422,21 @@ static int pp_write_pb(struct pp *c, struct pb *out)
 		pb_uint(&sub, 2, (uint64_t)str_id(&c->st, c->vunit[i]));
 		pb_msg(out, 1, &sub);
 	}
-	for (size_t i = 1; i < c->paths.len; i++) {
-		const struct pp_path *q = &c->pv[i];
+	/* the paths taken by no thread (the perf samples outside the trees,
+	 * memory stacks, perf stacks), then each thread's */
+	int64_t kthread = str_id(&c->st, "thread"), ktid = str_id(&c->st, "tid");
+	for (size_t n = 1; n < c->paths.len + c->ntv; n++) {
+		const struct pp_tv *tv = n < c->paths.len ? NULL : &c->tv[n - c->paths.len];
+		size_t i = tv ? tv->path : n;
+		const int64_t *val = tv ? tv->val : c->pv[i].val;
 		size_t d = 0;
 		uint32_t stack_child = 0;
 		int any = 0;
 
+		if (!tv && c->pv[i].threaded)
+			continue;
 		for (int k = 0; k < c->nval; k++)
-			any |= q->val[k] != 0;
+			any |= val[k] != 0;
 		if (!any)
 			continue;
 		for (uint32_t j = (uint32_t)i; j; j = c->paths.n[j].parent) {
@@ -414,8 +459,27 @@ static int pp_write_pb(struct pp *c, struct pb *out)
 			pb_varint(&sub2, stack[k]);
 		pb_msg(&sub, 1, &sub2);
 		for (int k = 0; k < c->nval; k++)
-			pb_varint(&sub2, (uint64_t)q->val[k]);
+			pb_varint(&sub2, (uint64_t)val[k]);
 		pb_msg(&sub, 2, &sub2);
+		if (tv && tv->thread < c->p->nthreads) {
+			const struct profile_thread *th = &c->p->threads[tv->thread];
+			const struct cygprof_thread *ct = view_thread(c->v, th->info.idx);
+			char name[16];
+			int64_t sname = ct ? str_id_copy(&c->st, view_thread_name(ct, name)) : -1;
+
+			if (sname >= 0 && kthread >= 0) {
+				pb_uint(&sub2, 1, (uint64_t)kthread);
+				pb_uint(&sub2, 2, (uint64_t)sname);
+				pb_msg(&sub, 3, &sub2);
+			}
+			if (ct && ktid >= 0) {
+				pb_uint(&sub2, 1, (uint64_t)ktid);
+				pb_uint(&sub2, 3, ct->tid);
+				pb_msg(&sub, 3, &sub2);
+			}
+			if (sname < 0 || kthread < 0 || ktid < 0)
+				out->err = -ENOMEM;
+		}
 		pb_msg(out, 2, &sub);
 	}
 	for (size_t i = 0; i < nobj; i++) {
@@ -598,6 +662,8 @@ out:
 	free(out.b);
 	pathtree_release(&c.paths);
 	free(c.pv);
+	free(c.tv);
+	hindex_release(&c.tv_index);
 	free(c.locs.v);
 	hindex_release(&c.locs.index);
 	for (size_t i = 0; i < c.st.nowned; i++)

@@ -125,13 +125,16 @@ void cyg__mem_alloc(unsigned fn, void *p, size_t size, void *ra)
 	uint32_t d = t->depth;
 	w[1] = (uint64_t)(uintptr_t)p;
 	w[2] = size;
-	if (d > 0 && !t->ovf) {
+	/* depth, stack and node are the mapping's: checked before use (the
+	 * program may have written them; cyg-private.h) */
+	if (d > 0 && !t->ovf && d < t->stack_cap &&
+	    cyg_span_ok(t->stack_off, ((uint64_t)d + 1) * sizeof(struct cyg_frame))) {
 		/* Instrumented code: the call path is the shadow stack's node;
 		 * no unwinding.  The return address says where in (or below)
 		 * that function the allocator was called. */
 		w[3] = cyg_stk(t)[d].node;
-		unsigned nra = cyg__lib_frames(CYG_NODE(cyg_base, w[3])->fn, (uint64_t)(uintptr_t)ra,
-					       &w[4], 16);
+		unsigned nra = cyg__lib_frames(cyg_node_at((uint32_t)w[3])->fn,
+					       (uint64_t)(uintptr_t)ra, &w[4], 16);
 		w[0] = cyg_x_make(CYG_X_ALLOC, cyg_x_mem(fn, 1, 0) | cyg_x_mem_nra(nra));
 		n = 4 + nra;
 	} else {

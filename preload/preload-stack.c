@@ -187,7 +187,10 @@ uint64_t cyg__stack_id(struct cyg_thread *t)
 	/* Defined by this thread already?  (Open addressing, a few probes.) */
 	uint64_t *seen = (uint64_t *)(cyg_base + t->seen_off);
 	size_t slot = (size_t)(h * 0x9E3779B97F4A7C15ULL >> 50) & (CYG_SEEN_SLOTS - 1);
-	for (i = 0; i < 8; i++) {
+	/* the table's offset is the mapping's: out of the window, every
+	 * stack is defined again (the collector takes a definition twice) */
+	int ok = t->seen_off && cyg_span_ok(t->seen_off, CYG_SEEN_SLOTS * 8);
+	for (i = 0; ok && i < 8; i++) {
 		size_t j = (slot + (size_t)i) & (CYG_SEEN_SLOTS - 1);
 		if (seen[j] == h)
 			return h;

@@ -53,7 +53,7 @@
 #include "cyg-limits.h"
 
 #define CYG_SHM_MAGIC 0x3130465250475943ULL /* "CYGPRF01" little-endian */
-#define CYG_SHM_VERSION 5
+#define CYG_SHM_VERSION 6
 #define CYG_SHM_FD_ENV "CYGPROF_SHM_FD"
 #define CYG_NODE_SIZE 64
 #define CYG_NULL_OFF 4096 /* the null node: fn 0, never matches a function */
@@ -128,7 +128,9 @@ struct cyg_ctl {
 	uint32_t nthreads;      /* threads registered so far */
 	uint32_t nprocs;        /* process images registered so far */
 	uint64_t oom;           /* allocations refused because the mapping was full */
-	char pad0[64];
+	uint64_t rt_dropped;    /* writers the runtime found written over and dropped
+				 * (cyg__writer_bad()), and its lists cut short */
+	char pad0[56];
 	/* written by the collector */
 	uint64_t heartbeat __attribute__((aligned(64))); /* one per poll-loop turn (informative) */
 	uint32_t collector_gone; /* set by a writer that found the collector dead */

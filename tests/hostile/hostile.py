@@ -18,6 +18,14 @@ Usage:
               the damage spares the trees
   sprinkle    256 random words in the records and trees (5 seeds, --timeline)
   memory      random bytes and random ring words with --memory
+  words       200,000 words at random places of the mapped window (used or
+              not yet), after which the program goes on through the runtime
+              (300 calls from three call sites, two new threads, exit(3)):
+              8 seeds, 3 of them also with --timeline and 2 with --memory
+              (not under a sanitizer): each run ends within 60 s with the
+              program's status 3 and its last line (work=600), the runtime
+              says at most once which writer it dropped, and info reads
+              the capture
   fds         examples/fdlist.c lists its descriptors: only the caller's (0, 1,
               2 and one it passed) and the shared memory, under the number
               CYGPROF_SHM_FD names; with CPU samples (the default) also the
@@ -51,7 +59,10 @@ from cygtest import Failure, run, describe_status  # noqa: E402
 
 SKIP = cygtest.SKIP
 ARGS = None
-DAMAGED_RE = re.compile(r"^the program wrote into cygprof's shared memory: .+ rejected$")
+DAMAGED_RE = re.compile(r"^the program wrote into cygprof's shared memory: .+ "
+                        r"(rejected|the runtime dropped)$")
+RUNTIME_RE = re.compile(r"^cygprof: process \d+ wrote into cygprof's shared memory \(thread "
+                        r"\d+'s [a-z' -]+\): that thread is no longer recorded$")
 
 
 def meta(capture, key):
@@ -167,6 +178,32 @@ def test_memory(ck, cyg, example):
                 r = run([cyg.exe, 'memory', '--format=json', capture])
                 ck.eq(describe_status(r.returncode), 'exit 0',
                       '%s seed %d: cygprof memory reads the capture' % (mode, seed))
+
+
+def test_words(ck, cyg, example):
+    runs = [(s, []) for s in range(1, 9)] + [(s, ['--timeline']) for s in (1, 2, 3)]
+    if ARGS.sanitize in ('', 'none'):
+        runs += [(s, ['--memory']) for s in (1, 2)]
+    for seed, opts in runs:
+        what = 'words seed %d%s' % (seed, ' ' + ' '.join(opts) if opts else '')
+        capture = os.path.join(cyg.workdir, 'words.data')
+        t0 = time.monotonic()
+        cp = run([cyg.exe, 'record', '-o', capture] + opts + ['--', example, 'words', str(seed)],
+                 cwd=cyg.workdir, timeout=60)
+        took = time.monotonic() - t0
+        ck.eq(describe_status(cp.returncode), 'exit 3',
+              '%s: the program runs on to its exit(3) (%.1f s)' % (what, took))
+        ck.eq(cp.out.splitlines()[-1:], ['scribble: after the damage work=600'],
+              '%s: the program\'s last line' % what)
+        said = [ln for ln in cp.err.splitlines() if ln.startswith('cygprof: process ')]
+        ck.check(len(said) <= 1 and all(RUNTIME_RE.match(ln) for ln in said),
+                 '%s: the runtime says at most once, in one line, what it dropped: %r'
+                 % (what, said))
+        info = run([cyg.exe, 'info', capture])
+        ck.eq(describe_status(info.returncode), 'exit 0', '%s: info reads the capture' % what)
+        dmg = meta(capture, 'damaged')
+        ck.check(dmg is None or DAMAGED_RE.match(dmg), '%s: damaged=%r' % (what, dmg))
+        print('info: %s: %.1f s, damaged=%s' % (what, took, dmg))
 
 
 # --------------------------------------------------------------------------
@@ -362,6 +399,7 @@ TESTS = {
     'targeted': test_targeted,
     'sprinkle': test_sprinkle,
     'memory': test_memory,
+    'words': test_words,
     'fds': test_fds,
     'dlfifo': test_dlfifo,
     'checkpoint': test_checkpoint,

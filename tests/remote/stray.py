@@ -33,6 +33,7 @@ import time
 ap = argparse.ArgumentParser()
 ap.add_argument('cygprof')
 ap.add_argument('--example', required=True)
+ap.add_argument('--flood', action='store_true', help='only the flood of slow peers')
 A = ap.parse_args()
 CYG = os.path.abspath(A.cygprof)
 PROG = os.path.abspath(A.example)
@@ -212,32 +213,26 @@ def test_port_scan():
 
 def test_trickle():
     """A peer sending its hello one byte every 200 ms: each byte well
-    within the handshake's 1000 ms, the hello not.  A record --send that
-    connects behind it waits, then is served."""
+    within the handshake's 1000 ms, the hello not.  The record --send
+    after it is served."""
     env = dict(os.environ, CYGPROF_HANDSHAKE_MS='1000')
     r, out = start('trickle', env)
     if r.port is None:
         return
     t0 = time.monotonic()  # before the connect: the deadline starts at the accept
     c, peer = connect(r.port)
-    rec = {}
-    th = threading.Thread(target=lambda: rec.setdefault('cp', record(r.port)))
     sent, dropped = 0, None
     hello = MAGIC + struct.pack('<II', VERSION, 0)
     try:
         for b in hello:
             c.sendall(bytes([b]))
             sent += 1
-            if sent == 1:
-                th.start()  # the sender waits behind the trickling peer
             if select.select([c], [], [], 0.2)[0]:
                 dropped = time.monotonic() - t0
                 break
     except OSError:
         dropped = time.monotonic() - t0
     c.close()
-    if not sent:
-        th.start()
     ln = r.line()
     ok(ln == refusal(peer, 'handshake not done within 1000 ms (hello)'),
        'trickle: refused in one line at the deadline', ln)
@@ -246,8 +241,104 @@ def test_trickle():
     ok(dropped is not None and 1.0 <= dropped < 5 and 2 <= sent < len(hello),
        'trickle: dropped when the whole handshake passed 1000 ms, after %d of %d bytes'
        % (sent, len(hello)), 'dropped after %s s, %d bytes sent' % (dropped, sent))
-    th.join(WAIT)
-    received('trickle', r, out, rec['cp'], [ln])
+    received('trickle', r, out, record(r.port), [ln])
+
+
+def test_beside():
+    """A record --send that connects while a peer trickles its hello is
+    served beside it, without waiting for the peer's deadline (60 s
+    here); the peer, still in its handshake, is then refused."""
+    env = dict(os.environ, CYGPROF_HANDSHAKE_MS='60000')
+    r, out = start('beside', env)
+    if r.port is None:
+        return
+    c, peer = connect(r.port)
+    c.sendall(MAGIC[:3])
+    t0 = time.monotonic()
+    rec = record(r.port)
+    took = time.monotonic() - t0
+    c.close()
+    ok(took < 0.9 * WAIT / 6, 'beside: record --send took %.1f s, served beside the '
+       'peer in its hello' % took)
+    received('beside', r, out, rec, [refusal(peer, 'another sender is being received')])
+
+
+FLOOD_OK = re.compile(r'receive: refused 127\.0\.0\.1:\d+: (handshake not done within 1000 '
+                      r'ms \(hello\)|another sender is being received|connection closed '
+                      r'during the handshake \(hello\))')
+
+
+def test_flood():
+    """Four peers that send their hello a byte a second and reconnect when
+    dropped, twenty that connect and hold (and reconnect): a record --send
+    started among them is served within 10 s, and its capture has the
+    exact calls.  Every peer dropped is one line."""
+    r, out = start('flood')
+    if r.port is None:
+        return
+    stop = threading.Event()
+    conns = {'trickle': 0, 'hold': 0}
+    hello = MAGIC + struct.pack('<II', VERSION, 0)
+    lock = threading.Lock()
+
+    def peer(kind):
+        while not stop.is_set():
+            try:
+                c = socket.create_connection(('127.0.0.1', r.port), timeout=WAIT)
+            except OSError:
+                return  # receive is gone
+            with lock:
+                conns[kind] += 1
+            try:
+                i = 0
+                while not stop.is_set():
+                    if kind == 'trickle' and i < len(hello):
+                        c.sendall(hello[i:i + 1])
+                        i += 1
+                    # a byte a second; dropped when the receiver closes
+                    if select.select([c], [], [], 1.0)[0]:
+                        break
+            except OSError:
+                pass
+            c.close()
+
+    threads = [threading.Thread(target=peer, args=('trickle',), daemon=True) for _ in range(4)]
+    threads += [threading.Thread(target=peer, args=('hold',), daemon=True) for _ in range(20)]
+    for t in threads:
+        t.start()
+    # every peer connected, and the first of them dropped and back
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        with lock:
+            if conns['trickle'] >= 8 and conns['hold'] >= 20:
+                break
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    try:
+        rec = record(r.port)
+    except subprocess.TimeoutExpired as e:
+        rec = subprocess.CompletedProcess(e.cmd, 'timeout', '', 'not done within %d s' % WAIT)
+    finally:
+        took = time.monotonic() - t0
+        stop.set()
+    for t in threads:
+        t.join(WAIT)
+    if rec.returncode == 'timeout':
+        r.p.kill()
+    rc, lines = r.finish()
+    ok(conns['trickle'] >= 8 and conns['hold'] >= 20,
+       'flood: the trickling peers reconnected, the holding ones connected', conns)
+    ok(took < 10, 'flood: record --send served and done within 10 s (%.1f s)' % took)
+    ok(rec.returncode == 0 and rec.stdout == 'calls: a=3 b=6 c=30\n',
+       'flood: record --send ran the program and sent it', rec.stderr + rec.stdout)
+    last = lines[-1] if lines else ''
+    bad = [ln for ln in lines[:-1] if not FLOOD_OK.fullmatch(ln)]
+    ok(rc == 0 and not bad and len(lines) > 1 and
+       re.fullmatch(r'receive: %s: \d+ bytes received from 127\.0\.0\.1:\d+ '
+                    r'\(\d+ uncompressed\)' % re.escape(out), last) is not None,
+       'flood: each peer dropped in one line, the sender received, exit 0',
+       'exit %s\n%s' % (rc, '\n'.join(bad + [last])))
+    ok(calls_of(out) == CALLS, 'flood: report shows the exact calls', calls_of(out))
 
 
 def handshake(c, token):
@@ -333,11 +424,16 @@ def test_bad_env():
 
 with tempfile.TemporaryDirectory() as TMP:
     TOK = write_token('token', TOKEN)
+    if A.flood:
+        test_flood()
+        print('1..%d' % len(results))
+        sys.exit(0 if all(results) else 1)
     test_random_bytes()
     test_wrong_token()
     test_closed_in_hello()
     test_port_scan()
     test_trickle()
+    test_beside()
     test_waiting_peer()
     test_cut_after_handshake()
     test_bad_env()

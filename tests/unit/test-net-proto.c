@@ -12,6 +12,7 @@
  * sockets. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <lmdb.h>
 #include <stdio.h>
@@ -1692,6 +1693,105 @@ static void test_accept_sender(void)
 	close(lfd);
 }
 
+/* Handshakes side by side: 33 peers that hold their connection silent,
+ * then a sender.  The table holds NET_HANDSHAKES: the 33rd and the sender
+ * each drop the peer nearest its deadline; the sender is served at once,
+ * and the 31 peers still in their hello are refused. */
+struct counted {
+	int dropped, other, late, n;
+};
+
+static void count_refused(void *arg, const char *peer, const char *why)
+{
+	struct counted *c = arg;
+	(void)peer;
+	c->n++;
+	if (!strcmp(why, "another sender is being received"))
+		c->other++;
+	else if (!strncmp(why, "dropped for a newer peer: ", 26))
+		c->dropped++;
+	else if (!strcmp(why, "handshake not done within 1000 ms (hello)"))
+		c->late++;
+}
+
+static void test_accept_many(void)
+{
+	const char *tok = "0123456789abcdef";
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	socklen_t alen = sizeof a.sun_family;
+	int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	char peer[64], err[300] = "";
+	unsigned zw = 99;
+	enum { HOLD = NET_HANDSHAKES + 1 };
+	int c[HOLD + 1];
+
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, alen) || listen(lfd, HOLD + 4)) {
+		CHECK_FAIL_("unix listener: %s", strerror(errno));
+		return;
+	}
+	alen = sizeof a;
+	getsockname(lfd, (struct sockaddr *)&a, &alen);
+	for (int i = 0; i <= HOLD; i++) {
+		c[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+		CHECK_EQ_INT(connect(c[i], (struct sockaddr *)&a, alen), 0);
+	}
+	pid_t pid = fork();
+	if (pid == 0) { /* the sender, last in line */
+		unsigned z;
+		_exit(net_handshake_client(c[HOLD], (const uint8_t *)tok, 16, NETP_ZWLOG, &z, 5000,
+					   err, sizeof err) ? 1 : 0);
+	}
+	struct counted seen = { 0 };
+	struct net_server srv = { .lfd = lfd, .tok = (const uint8_t *)tok, .ntok = 16,
+				  .zwlog_max = NETP_ZWLOG, .handshake_ms = 60000,
+				  .refused = count_refused, .arg = &seen };
+	double t0 = mono_s();
+	int fd = net_accept_sender(&srv, &zw, peer, sizeof peer, err, sizeof err);
+	double dt = mono_s() - t0;
+	CHECK(fd >= 0);
+	/* served at once, beside the silent peers: on a quiet machine before
+	 * their hello's deadline (1 s), so the rest are "another sender"; a
+	 * busy one may let some of them reach it first */
+	CHECK(dt < 5);
+	CHECK_EQ_INT(seen.dropped, 2);
+	CHECK_EQ_INT(seen.other + seen.late, HOLD - 2);
+	if (dt < 0.9)
+		CHECK_EQ_INT(seen.other, HOLD - 2);
+	CHECK_EQ_INT(seen.n, HOLD);
+	CHECK_EQ_INT((int)srv.nrefused, HOLD);
+	/* the listener is left blocking, the sender's socket too */
+	CHECK(!(fcntl(lfd, F_GETFL) & O_NONBLOCK));
+	CHECK(fd < 0 || !(fcntl(fd, F_GETFL) & O_NONBLOCK));
+	int st = -1;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i <= HOLD; i++)
+		close(c[i]);
+	close(lfd);
+}
+
+/* The sender's side says how long it waited, not its limit. */
+static void test_client_waited(void)
+{
+	int sv[2];
+	char err[300] = "";
+	unsigned zw;
+	double secs = 0;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		return;
+	CHECK_EQ_INT(net_handshake_client(sv[0], (const uint8_t *)"0123456789abcdef", 16,
+					  NETP_ZWLOG, &zw, 300, err, sizeof err),
+		     -ETIMEDOUT);
+	CHECK(sscanf(err, "handshake not done after %lf s (hello)", &secs) == 1);
+	CHECK(secs >= 0.3 && secs < 3);
+	CHECK(strstr(err, " s (hello)") && !strchr(err, '\n'));
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(int argc, char **argv)
 {
 	const char *base = getenv("TMPDIR");
@@ -1718,6 +1818,8 @@ int main(int argc, char **argv)
 	RUN_TEST(test_old_version);
 	RUN_TEST(test_handshake_deadline);
 	RUN_TEST(test_accept_sender);
+	RUN_TEST(test_accept_many);
+	RUN_TEST(test_client_waited);
 	RUN_TEST(test_loopback);
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
