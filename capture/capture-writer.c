@@ -1199,6 +1199,45 @@ static int packed_value(struct cygprof_capture *cap, const uint8_t *raw, size_t 
 	return 0;
 }
 
+/* A tree or sites value packed: from schema 7 its rows column-coded
+ * (LE32 raw length, CAPTURE_COLS_MAGIC, a zstd frame of the columns) when
+ * that is smaller than packed_value()'s frame of the rows; a stream
+ * capture packs nothing (its receiver packs the raw rows so). */
+static int packed_rows(struct cygprof_capture *cap, const uint8_t *raw, size_t n)
+{
+	struct cbuf *z = &cap->zbuf, *c = &cap->cols;
+	size_t bound, zn, m = sizeof(CAPTURE_COLS_MAGIC) - 1;
+	int rc = packed_value(cap, raw, n, CAPTURE_ZSTD_LEVEL);
+
+	if (rc || cap->stream || cap->schema < CAPTURE_COLS_SCHEMA)
+		return rc;
+	if (!capture_cols_encode(raw, n, c)) {
+		c->oom = false;
+		return 0; /* not rows, or no memory for it: the frame will do */
+	}
+	bound = ZSTD_compressBound(c->len);
+	if (!cbuf_grow(c, bound)) {
+		c->oom = false;
+		return 0;
+	}
+	c->len -= bound; /* the frame goes after the columns */
+	zn = ZSTD_compressCCtx(cap->zc, c->p + c->len, bound, c->p, c->len,
+			       CAPTURE_COLS_ZSTD_LEVEL);
+	/* smaller, and never exactly 4 + n bytes (which reads as raw) */
+	if (ZSTD_isError(zn) || 4 + m + zn >= z->len || m + zn >= n ||
+	    n > zn * CAPTURE_PACK_RATIO + CAPTURE_PACK_SLACK)
+		return 0;
+	z->len = 0;
+	cbuf_le32(z, (uint32_t)n);
+	cbuf_bytes(z, CAPTURE_COLS_MAGIC, m);
+	cbuf_bytes(z, c->p + c->len, zn);
+	if (z->oom) {
+		z->oom = false;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* Do not keep the buffers of a huge value around. */
 static void trim_buffers(struct cygprof_capture *cap)
 {
@@ -1209,6 +1248,10 @@ static void trim_buffers(struct cygprof_capture *cap)
 	if (cap->zbuf.cap > ((size_t)4 << 20)) {
 		free(cap->zbuf.p);
 		cap->zbuf = (struct cbuf){ 0 };
+	}
+	if (cap->cols.cap > ((size_t)4 << 20)) {
+		free(cap->cols.p);
+		cap->cols = (struct cbuf){ 0 };
 	}
 }
 
@@ -1223,7 +1266,7 @@ static int put_scratch(struct cygprof_capture *cap, unsigned int db, const uint8
 		return -ENOMEM;
 	}
 	if (db == DB_TREES || db == DB_SITES) {
-		rc = packed_value(cap, b->p, b->len, CAPTURE_ZSTD_LEVEL);
+		rc = packed_rows(cap, b->p, b->len);
 		if (!rc)
 			rc = wput(cap, db, key, klen, cap->zbuf.p, cap->zbuf.len);
 		rc = wdone(cap, rc);
@@ -2126,7 +2169,7 @@ static int pack_value(struct cygprof_capture *cap, unsigned int db, const uint8_
 		return 1;
 	if (db == DB_TREES || db == DB_SITES)
 		return vlen >= 4 && get_le32(v) == vlen - 4
-			       ? packed_value(cap, v + 4, vlen - 4, CAPTURE_ZSTD_LEVEL)
+			       ? packed_rows(cap, v + 4, vlen - 4)
 			       : 1;
 	if (db == DB_STACKS && cap->schema >= CAPTURE_STACK_BLOCKS_SCHEMA) {
 		/* checked: a header, then a packed value; raw, it is compressed */
