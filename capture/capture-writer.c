@@ -131,6 +131,17 @@ static int grow(struct cygprof_capture *cap)
 	/* under a finite RLIMIT_AS the map may take at most 3/4 of it */
 	if (cap->addrspace_limited && want > cap->addrspace / 4 * 3)
 		return CYGPROF_E_ADDRSPACE;
+	/* LMDB unmaps the old map before it maps the new one, and a failed
+	 * map leaves it none: its next transaction reads through a null
+	 * pointer.  So first see that the new size fits beside the old map. */
+	if (cap->addrspace_limited) {
+		void *probe = mmap(NULL, want, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				   -1, 0);
+
+		if (probe == MAP_FAILED)
+			return CYGPROF_E_ADDRSPACE;
+		munmap(probe, want);
+	}
 	rc = mdb_env_set_mapsize(cap->env, want);
 	if (rc == ENOMEM)
 		return cap->addrspace_limited ? CYGPROF_E_ADDRSPACE : CYGPROF_E_FULL;
