@@ -1707,6 +1707,215 @@ static uint8_t *raw_get(const char *path, const char *db, const void *key, size_
 	return out;
 }
 
+/* The columns of a schema 7 tree or sites value (LE32 raw length,
+ * "cols", a zstd frame) at v: malloc'd, *cn bytes; NULL when v is not one. */
+static uint8_t *cols_of(const uint8_t *v, size_t n, size_t *cn)
+{
+	unsigned long long c;
+	uint8_t *out;
+
+	if (n < 8 || memcmp(v + 4, "cols", 4))
+		return NULL;
+	c = ZSTD_getFrameContentSize(v + 8, n - 8);
+	if (c == ZSTD_CONTENTSIZE_UNKNOWN || c == ZSTD_CONTENTSIZE_ERROR || !(out = malloc(c + 16)))
+		return NULL;
+	*cn = ZSTD_decompress(out, c, v + 8, n - 8);
+	if (ZSTD_isError(*cn)) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* The size of a zstd frame (level 1) of n rows of size bytes at v after
+ * their count and size, as schema 6 stores them (rows laid out as the
+ * structs are on a little-endian host). */
+static size_t frame_of(const void *v, size_t n, size_t size)
+{
+	size_t len = 8 + n * size, zn;
+	uint8_t *raw = malloc(len), *z = malloc(ZSTD_compressBound(len));
+	uint32_t h[2] = { (uint32_t)n, (uint32_t)size };
+
+	memcpy(raw, h, 8);
+	memcpy(raw + 8, v, n * size);
+	zn = ZSTD_compress(z, ZSTD_compressBound(len), raw, len, 1);
+	free(raw);
+	free(z);
+	return ZSTD_isError(zn) ? 0 : zn;
+}
+
+/* Columns c (cn bytes) stored as the thread's tree, rows of raw bytes. */
+static int put_cols(const char *path, const char *db, const uint8_t *key, uint32_t raw,
+		    const uint8_t *c, size_t cn)
+{
+	size_t bound = ZSTD_compressBound(cn), zn;
+	uint8_t *v = malloc(8 + bound);
+	int rc;
+
+	memcpy(v, &raw, 4); /* little-endian hosts only run this */
+	memcpy(v + 4, "cols", 4);
+	zn = ZSTD_compress(v + 8, bound, c, cn, 3);
+	rc = ZSTD_isError(zn) ? -1 : raw_put(path, db, key, 4, v, 8 + zn);
+	free(v);
+	return rc;
+}
+
+/* Schema 7: a tree and call sites as a program's are (few functions,
+ * parents close by, small counts) are stored column-coded, a third of
+ * their zstd frame's size or less, and read back exactly; damaged columns
+ * read as a damaged capture; a reopened schema 6 capture keeps the frames
+ * a schema 6 reader reads. */
+static void test_cols(void)
+{
+	const char *path = tmp_path("cols.cap");
+	struct cygprof_capture *cap;
+	struct cygprof_node *in, *out = NULL;
+	struct cygprof_callsite *sin, *sout = NULL;
+	size_t nn = 20000, ns = 30000, n = 0, i, vn, cn, raw_tree = 8 + nn * 40;
+	uint8_t key[4] = { 0 }, *v, *c, bad[128];
+
+	in = calloc(nn, sizeof(*in));
+	sin = calloc(ns, sizeof(*sin));
+	in[0].parent = CYGPROF_NONE;
+	for (i = 0; i < nn; i++) {
+		if (i)
+			in[i].parent = (uint32_t)(i - 1 - rnd() % (i < 8 ? i : 8));
+		in[i].fn = 0x55d0c0401000ull + 16 * (rnd() % 600);
+		in[i].site = in[i].fn + 0x20000 + rnd() % 4096;
+		in[i].calls = 1 + rnd() % 3000;
+		in[i].total_ns = in[i].calls * (40 + rnd() % 400);
+	}
+	in[nn - 1].total_ns = UINT64_MAX; /* every bit of a word */
+	in[nn - 1].fn = 0;
+	for (i = 0; i < ns; i++) {
+		sin[i].node = (uint32_t)(i * nn / ns);
+		sin[i].site = 0x55d0c0421000ull + rnd() % 65536;
+		sin[i].calls = rnd() % 500;
+		sin[i].total_ns = sin[i].calls * 97;
+	}
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_put_tree(cap, 0, in, nn), 0);
+	CHECK_EQ_INT(cygprof_capture_put_sites(cap, 0, sin, ns), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	v = raw_get(path, "trees", key, 4, &vn);
+	CHECK(v != NULL && vn > 8 && !memcmp(v + 4, "cols", 4));
+	if (v)
+		printf("# tree: %zu nodes, %zu bytes raw, %zu stored, %zu as a frame of rows\n", nn,
+		       raw_tree, vn, 4 + frame_of(in, nn, sizeof(*in)));
+	/* smaller than the level 1 frame of the rows (schema 6's form) */
+	CHECK(vn < 4 + frame_of(in, nn, sizeof(*in)));
+	free(v);
+	v = raw_get(path, "sites", key, 4, &vn);
+	CHECK(v != NULL && vn > 8 && !memcmp(v + 4, "cols", 4));
+	if (v)
+		printf("# sites: %zu entries, %zu bytes raw, %zu stored, %zu as a frame of rows\n", ns,
+		       8 + ns * 32, vn, 4 + frame_of(sin, ns, sizeof(*sin)));
+	CHECK(vn < 4 + frame_of(sin, ns, sizeof(*sin)));
+	free(v);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		goto out;
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 0, &out, &n), 0);
+	CHECK_EQ_U64(n, nn);
+	for (i = 0; out && n == nn && i < nn; i++)
+		if (memcmp(&out[i], &in[i], sizeof(*in))) {
+			CHECK_EQ_U64(i, UINT64_MAX);
+			break;
+		}
+	free(out);
+	out = NULL;
+	CHECK_EQ_INT(cygprof_capture_get_sites(cap, 0, &sout, &n), 0);
+	CHECK_EQ_U64(n, ns);
+	for (i = 0; sout && n == ns && i < ns; i++)
+		if (memcmp(&sout[i], &sin[i], sizeof(*sin))) {
+			CHECK_EQ_U64(i, UINT64_MAX);
+			break;
+		}
+	free(sout);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* damaged columns: a whole small tree of 2 nodes of 10 words coded
+	 * by hand (each column "as it is"), then broken one way each */
+	{
+		uint8_t good[8 + 10 * 11];
+		uint32_t two = 2, rs = 40, raw = 8 + 2 * 40;
+		size_t gl = 8, w;
+		struct {
+			const char *why;
+			size_t len;
+			int at, val;
+		} cases[] = {
+			{ "good", 0, -1, 0 },
+			{ "an unknown column mode", 0, 8, 2 },
+			{ "a byte after the last column", 1, -1, 0 },
+			{ "a column cut short", (size_t)-1, -1, 0 },
+			{ "a row size not of 4-byte words", 0, 4, 41 },
+			{ "more rows than the raw length holds", 0, 0, 3 },
+		};
+
+		memcpy(good, &two, 4);
+		memcpy(good + 4, &rs, 4);
+		for (w = 0; w < 10; w++) {
+			good[gl++] = 0; /* the column as it is */
+			gl += put_var(good + gl, w ? w : 0xffffffffu); /* row 0 */
+			gl += put_var(good + gl, w ? w + 1 : 0);       /* row 1 */
+		}
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			size_t bl = gl + (cases[i].len == (size_t)-1 ? (size_t)-1 : cases[i].len);
+
+			memcpy(bad, good, gl);
+			bad[gl] = 1;
+			if (cases[i].at >= 0)
+				bad[cases[i].at] = (uint8_t)cases[i].val;
+			CHECK_EQ_INT(put_cols(path, "trees", key, raw, bad, bl), 0);
+			CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+			if (!cap)
+				continue;
+			printf("# %s\n", cases[i].why);
+			CHECK_EQ_INT(cygprof_capture_get_tree(cap, 0, &out, &n),
+				     i ? CYGPROF_E_CORRUPT : 0);
+			if (!i && out && n == 2) {
+				CHECK_EQ_U64(out[0].parent, CYGPROF_NONE);
+				CHECK_EQ_U64(out[1].parent, 0);
+				CHECK_EQ_U64(out[0].fn, 2ull | 3ull << 32);
+				CHECK_EQ_U64(out[1].fn, 3ull | 4ull << 32);
+				CHECK_EQ_U64(out[1].total_ns, 9ull | 10ull << 32);
+			}
+			free(out);
+			out = NULL;
+			cygprof_capture_close(cap);
+		}
+	}
+
+	/* a schema 6 capture reopened stays schema 6: frames of the rows */
+	CHECK_EQ_INT(raw_put(path, "meta", "schema", 6, "6", 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open_rw(path, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_put_tree(cap, 0, in, nn), 0);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	v = raw_get(path, "trees", key, 4, &vn);
+	CHECK(v != NULL && vn > 8 && memcmp(v + 4, "cols", 4));
+	c = v ? cols_of(v, vn, &cn) : NULL;
+	CHECK(c == NULL);
+	free(c);
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_get_tree(cap, 0, &out, &n), 0);
+		CHECK_EQ_U64(n, nn);
+		if (out && n == nn)
+			CHECK_EQ_INT(memcmp(out, in, nn * sizeof(*in)), 0);
+		free(out);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+out:
+	free(in);
+	free(sin);
+}
+
 /* A memory block still open at a commit is written quickly (zstd level
  * 1: it is written again); when it closes, or at the end even when no
  * event came after that commit, at its level (5): the value is then the
@@ -3432,6 +3641,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_meta);
 	RUN_TEST(test_procs_threads);
 	RUN_TEST(test_trees);
+	RUN_TEST(test_cols);
 	RUN_TEST(test_objects);
 	RUN_TEST(test_symbols);
 	RUN_TEST(test_timeline);
