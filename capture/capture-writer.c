@@ -1020,6 +1020,62 @@ int capture_writer_finish(struct cygprof_capture *cap)
 	return rc;
 }
 
+/* A DB put out of key order (symbols, as the stash finds them) has leaf
+ * pages about half full: LMDB splits a full page in halves, and the
+ * compacting copy keeps pages as they are.  Put again in key order with
+ * MDB_APPEND, which fills each page before it starts the next: in the
+ * last transaction, unlogged, so that a failure (or a later MAP_FULL) is
+ * undone by replay(), which redoes the transaction's logged puts on the
+ * DB as it was.  Only DBs of small values (no overflow page), of at most
+ * REFILL_MAX bytes.  0, or the error of the replay. */
+#define REFILL_MAX ((size_t)16 << 20)
+
+static int refill(struct cygprof_capture *cap, unsigned int db)
+{
+	struct cbuf b = { 0 };
+	MDB_cursor *cur;
+	MDB_stat st;
+	MDB_val k, v;
+	size_t off;
+	int rc, r;
+
+	if (cap->missing[db])
+		return 0;
+	rc = txn_start(cap);
+	if (rc)
+		return rc;
+	rc = mdb_stat(cap->txn, cap->dbi[db], &st);
+	if (rc || st.ms_leaf_pages < 2 || st.ms_overflow_pages ||
+	    st.ms_leaf_pages > REFILL_MAX / cap->psize)
+		return 0;
+	rc = mdb_cursor_open(cap->txn, cap->dbi[db], &cur);
+	if (rc)
+		return 0;
+	for (r = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !r; r = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		cbuf_le32(&b, (uint32_t)k.mv_size);
+		cbuf_bytes(&b, k.mv_data, k.mv_size);
+		cbuf_le32(&b, (uint32_t)v.mv_size);
+		cbuf_bytes(&b, v.mv_data, v.mv_size);
+	}
+	mdb_cursor_close(cur);
+	if (r != MDB_NOTFOUND || b.oom) {
+		free(b.p);
+		return 0; /* nothing changed yet */
+	}
+	rc = mdb_drop(cap->txn, cap->dbi[db], 0);
+	for (off = 0; !rc && off < b.len;) {
+		k.mv_size = get_le32(b.p + off);
+		k.mv_data = b.p + off + 4;
+		off += 4 + k.mv_size;
+		v.mv_size = get_le32(b.p + off);
+		v.mv_data = b.p + off + 4;
+		off += 4 + v.mv_size;
+		rc = mdb_put(cap->txn, cap->dbi[db], &k, &v, MDB_APPEND);
+	}
+	free(b.p);
+	return rc ? replay(cap, rc == MDB_MAP_FULL) : 0;
+}
+
 static int writer_finish(struct cygprof_capture *cap)
 {
 	int rc, rc2;
@@ -1042,6 +1098,8 @@ static int writer_finish(struct cygprof_capture *cap)
 	/* a stream: its close after the last put (the receiver seals) */
 	if (cap->stream)
 		return rc ? rc : capture_stream_call(cap, cap->stream->close);
+	for (unsigned int db = 0; db < DB_COUNT && !rc; db++)
+		rc = refill(cap, db);
 	if (!rc)
 		rc = seal(cap);
 	rc2 = txn_commit(cap);

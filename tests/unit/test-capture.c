@@ -1916,6 +1916,74 @@ out:
 	free(sin);
 }
 
+/* The leaf pages of DB db of the capture at path (0 when absent). */
+static size_t leaf_pages(const char *path, const char *db)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_stat st;
+	size_t n = 0;
+
+	if (mdb_env_create(&env))
+		return 0;
+	mdb_env_set_maxdbs(env, 16);
+	if (!mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0600) &&
+	    !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+		if (!mdb_dbi_open(txn, db, 0, &dbi) && !mdb_stat(txn, dbi, &st))
+			n = st.ms_leaf_pages;
+		mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return n;
+}
+
+/* Symbols put out of address order (as the stash finds them) are put
+ * again in key order when the capture is closed: the leaf pages are
+ * full, where LMDB's splits left them about half full, and every symbol
+ * reads back as it was put. */
+static void test_refill(void)
+{
+	const char *path = tmp_path("refill.cap");
+	struct cygprof_capture *cap;
+	struct cygprof_symbol in, *out = NULL;
+	size_t n = 0, i, nsym = 3000, node;
+	char name[32];
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	for (i = 0; i < nsym; i++) {
+		/* a permutation of 0 .. nsym - 1 (7919 is prime to 3000) */
+		size_t j = i * 7919 % nsym;
+
+		snprintf(name, sizeof name, "fn_%05zu_%zx", j, j * 31);
+		in = (struct cygprof_symbol){ .proc_idx = 0, .object_idx = (uint32_t)(j % 3),
+					      .addr = 0x401000 + 16 * j, .size = j, .name = name };
+		CHECK_EQ_INT(cygprof_capture_put_symbol(cap, &in), 0);
+	}
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	/* a node: 8 bytes of header, a 12-byte key, the record (4 + 8 + 4 +
+	 * a 12 to 14-byte name) and its checksum, 2 bytes of page index */
+	node = 8 + 12 + 16 + 14 + 4 + 2;
+	printf("# %zu symbols: %zu leaf pages, %zu when full\n", nsym, leaf_pages(path, "symbols"),
+	       nsym * node / (4096 - 16) + 1);
+	CHECK(leaf_pages(path, "symbols") <= nsym * node / (4096 - 16) + 1);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_symbols(cap, 0, &out, &n), 0);
+	CHECK_EQ_U64(n, nsym);
+	for (i = 0; out && i < n; i++) {
+		snprintf(name, sizeof name, "fn_%05zu_%zx", i, i * 31);
+		if (out[i].addr != 0x401000 + 16 * i || out[i].size != i ||
+		    out[i].object_idx != i % 3 || strcmp(out[i].name, name)) {
+			CHECK_EQ_U64(i, UINT64_MAX);
+			break;
+		}
+	}
+	cygprof_symbols_free(out, n);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+}
+
 /* A memory block still open at a commit is written quickly (zstd level
  * 1: it is written again); when it closes, or at the end even when no
  * event came after that commit, at its level (5): the value is then the
@@ -3642,6 +3710,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_procs_threads);
 	RUN_TEST(test_trees);
 	RUN_TEST(test_cols);
+	RUN_TEST(test_refill);
 	RUN_TEST(test_objects);
 	RUN_TEST(test_symbols);
 	RUN_TEST(test_timeline);
