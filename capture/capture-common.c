@@ -399,6 +399,7 @@ void capture_free(struct cygprof_capture *cap)
 	ZSTD_freeCCtx(cap->zc);
 	ZSTD_freeDCtx(cap->zd);
 	free(cap->zbuf.p);
+	free(cap->cols.p);
 	free(cap->dirty);
 	free(cap->vstreams);
 	free(cap->log.ent);
@@ -519,4 +520,119 @@ int capture_writer_holds(int fd)
 	if (fcntl(fd, F_OFD_GETLK, &fl))
 		return 0;
 	return fl.l_type == F_WRLCK;
+}
+
+/* ---- column-coded rows (schema 7 trees and sites) ---------------------------- */
+
+/* The rows of a tree or sites value (LE32 count, LE32 row size, the rows)
+ * stored column by column: row i's 32-bit word w is mostly close to row
+ * i-1's (a parent index, an address's upper half) or small (calls, times),
+ * which 40-byte rows hide from zstd.  Written at most once a checkpoint,
+ * so a pass over the words costs little next to the compression. */
+static bool cols_shape(const uint8_t *raw, size_t n, uint32_t *count, uint32_t *words)
+{
+	uint32_t c, rs;
+
+	if (n < 8)
+		return false;
+	c = get_le32(raw);
+	rs = get_le32(raw + 4);
+	if (!rs || rs % 4 || rs > CAPTURE_COLS_ROW_MAX || (n - 8) / rs != c || (n - 8) % rs)
+		return false;
+	*count = c;
+	*words = rs / 4;
+	return true;
+}
+
+static size_t varint32_len(uint32_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static uint32_t zigzag32(uint32_t v)
+{
+	return v << 1 ^ (0 - (v >> 31));
+}
+
+static uint32_t unzigzag32(uint32_t v)
+{
+	return v >> 1 ^ (0 - (v & 1));
+}
+
+bool capture_cols_encode(const uint8_t *raw, size_t n, struct cbuf *out)
+{
+	uint32_t count, words, w, i;
+
+	out->len = 0;
+	if (!cols_shape(raw, n, &count, &words))
+		return false;
+	cbuf_bytes(out, raw, 8);
+	for (w = 0; w < words; w++) {
+		const uint8_t *at = raw + 8 + 4 * (size_t)w;
+		size_t rs = 4 * (size_t)words, plain = 0, delta = 0;
+		uint32_t prev = 0;
+		uint8_t mode, *p;
+
+		/* each column as it is or as zigzag differences from the row
+		 * before, whichever is shorter */
+		for (i = 0; i < count; i++) {
+			uint32_t v = get_le32(at + i * rs);
+
+			plain += varint32_len(v);
+			delta += varint32_len(zigzag32(v - prev));
+			prev = v;
+		}
+		mode = delta < plain ? CAPTURE_COLS_DELTA : CAPTURE_COLS_PLAIN;
+		p = cbuf_grow(out, 1 + (mode == CAPTURE_COLS_DELTA ? delta : plain));
+		if (!p)
+			return false;
+		*p++ = mode;
+		prev = 0;
+		for (i = 0; i < count; i++) {
+			uint32_t v = get_le32(at + i * rs);
+
+			p += put_varint(p, mode == CAPTURE_COLS_DELTA ? zigzag32(v - prev) : v);
+			prev = v;
+		}
+	}
+	return !out->oom;
+}
+
+int capture_cols_decode(const uint8_t *c, size_t cn, uint8_t *raw, size_t n)
+{
+	uint32_t count, words, w, i;
+	size_t off = 8;
+
+	if (cn < 8 || n < 8)
+		return CYGPROF_E_CORRUPT;
+	memcpy(raw, c, 8);
+	if (!cols_shape(raw, n, &count, &words))
+		return CYGPROF_E_CORRUPT;
+	for (w = 0; w < words; w++) {
+		uint8_t *at = raw + 8 + 4 * (size_t)w;
+		size_t rs = 4 * (size_t)words;
+		uint32_t prev = 0;
+		uint8_t mode;
+
+		if (off >= cn)
+			return CYGPROF_E_CORRUPT;
+		mode = c[off++];
+		if (mode != CAPTURE_COLS_PLAIN && mode != CAPTURE_COLS_DELTA)
+			return CYGPROF_E_CORRUPT;
+		for (i = 0; i < count; i++) {
+			uint64_t x;
+
+			if (!get_varint(c, cn, &off, &x) || x > UINT32_MAX)
+				return CYGPROF_E_CORRUPT;
+			prev = mode == CAPTURE_COLS_DELTA ? prev + unzigzag32((uint32_t)x) : (uint32_t)x;
+			put_le32(at + i * rs, prev);
+		}
+	}
+	return off == cn ? 0 : CYGPROF_E_CORRUPT;
 }

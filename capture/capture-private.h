@@ -306,6 +306,17 @@ enum { STK_PARENT, STK_PROC, STK_KIND, STK_ADDR, STK_STREAMS };
 #define CAPTURE_STACKS_ZSTD_LEVEL 3
 /* The first schema whose stacks are stored in blocks. */
 #define CAPTURE_STACK_BLOCKS_SCHEMA 6
+/* The first schema whose trees and sites may be column-coded: a packed
+ * value LE32 raw length, CAPTURE_COLS_MAGIC, then a zstd frame of the
+ * columns (capture_cols_encode()). */
+#define CAPTURE_COLS_SCHEMA 7
+#define CAPTURE_COLS_MAGIC "cols"
+#define CAPTURE_COLS_PLAIN 0 /* a column of varints */
+#define CAPTURE_COLS_DELTA 1 /* zigzag varints of the difference from the row before */
+/* Rows longer than this are not column-coded (and refused so coded). */
+#define CAPTURE_COLS_ROW_MAX 4096
+/* zstd level of column-coded values (a tree is written at each checkpoint) */
+#define CAPTURE_COLS_ZSTD_LEVEL 3
 
 /* A reader refuses larger schema 1 event blocks (the writer stored at most
  * 65520 bytes): this bounds the memory of a cursor. */
@@ -443,6 +454,14 @@ struct cbuf {
 
 /* Make room for n more bytes; returns NULL (and sets oom) on failure. */
 uint8_t *cbuf_grow(struct cbuf *b, size_t n);
+
+/* The rows of a tree or sites value (LE32 count, LE32 row size in 4-byte
+ * words, the rows) column by column into *out; false when raw is not such
+ * rows (or out ran out of memory: out->oom). */
+bool capture_cols_encode(const uint8_t *raw, size_t n, struct cbuf *out);
+/* The n bytes of rows coded as the cn bytes at c, into raw: 0, or
+ * CYGPROF_E_CORRUPT when c does not decode to exactly n bytes of rows. */
+int capture_cols_decode(const uint8_t *c, size_t cn, uint8_t *raw, size_t n);
 
 static inline void cbuf_le32(struct cbuf *b, uint32_t v)
 {
@@ -700,6 +719,7 @@ struct cygprof_capture {
 	size_t addrspace;       /* that limit */
 	void *zc;       /* ZSTD_CCtx */
 	struct cbuf zbuf; /* a compressed block */
+	struct cbuf cols; /* a tree or sites value column-coded (then its frame) */
 	MDB_txn *txn; /* open write transaction */
 	bool batch;   /* between begin and commit */
 	size_t mapsize;

@@ -835,6 +835,44 @@ void cygprof_symbols_free(struct cygprof_symbol *syms, size_t n)
 
 /* ---- trees ------------------------------------------------------------------- */
 
+/* A schema 7 column-coded value (LE32 raw length, CAPTURE_COLS_MAGIC, a
+ * zstd frame of the columns): *v becomes the raw rows, in *buf.  The
+ * columns of n bytes of rows take at most 8 + 6 bytes a word of them. */
+static int unpack_cols(struct cygprof_capture *cap, MDB_val *v, uint8_t **buf, size_t raw)
+{
+	const uint8_t *z = (const uint8_t *)v->mv_data + 8;
+	size_t zn = v->mv_size - 8, cn, n;
+	unsigned long long csize;
+	uint8_t *c;
+	int rc;
+
+	csize = ZSTD_getFrameContentSize(z, zn);
+	if (raw > zn * CAPTURE_PACK_RATIO + CAPTURE_PACK_SLACK || raw < 8 ||
+	    csize == ZSTD_CONTENTSIZE_UNKNOWN || csize == ZSTD_CONTENTSIZE_ERROR ||
+	    csize > 8 + (raw - 8) / 4 * 6 + CAPTURE_COLS_ROW_MAX ||
+	    ZSTD_findFrameCompressedSize(z, zn) != zn)
+		return CYGPROF_E_CORRUPT;
+	cn = (size_t)csize;
+	c = malloc(cn ? cn : 1);
+	*buf = malloc(raw);
+	if (!c || !*buf) {
+		free(c);
+		return -ENOMEM;
+	}
+	if (!cap->zd && !(cap->zd = ZSTD_createDCtx())) {
+		free(c);
+		return -ENOMEM;
+	}
+	n = ZSTD_decompressDCtx(cap->zd, c, cn, z, zn);
+	rc = ZSTD_isError(n) || n != cn ? CYGPROF_E_CORRUPT : capture_cols_decode(c, cn, *buf, raw);
+	free(c);
+	if (rc)
+		return rc;
+	v->mv_data = *buf;
+	v->mv_size = raw;
+	return 0;
+}
+
 /* A schema 2 packed value (LE32 raw length, then a zstd frame or the raw
  * bytes): *v becomes the raw bytes, in *buf (free it) when decompressed. */
 static int unpack(struct cygprof_capture *cap, MDB_val *v, uint8_t **buf)
@@ -854,6 +892,9 @@ static int unpack(struct cygprof_capture *cap, MDB_val *v, uint8_t **buf)
 		v->mv_size = raw;
 		return 0;
 	}
+	if (cap->schema >= CAPTURE_COLS_SCHEMA && zn > 4 && zn < raw &&
+	    !memcmp(p + 4, CAPTURE_COLS_MAGIC, 4))
+		return unpack_cols(cap, v, buf, raw);
 	if (zn > raw || raw > zn * CAPTURE_PACK_RATIO + CAPTURE_PACK_SLACK ||
 	    ZSTD_getFrameContentSize(p + 4, zn) != raw ||
 	    ZSTD_findFrameCompressedSize(p + 4, zn) != zn)

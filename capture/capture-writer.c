@@ -131,6 +131,17 @@ static int grow(struct cygprof_capture *cap)
 	/* under a finite RLIMIT_AS the map may take at most 3/4 of it */
 	if (cap->addrspace_limited && want > cap->addrspace / 4 * 3)
 		return CYGPROF_E_ADDRSPACE;
+	/* LMDB unmaps the old map before it maps the new one, and a failed
+	 * map leaves it none: its next transaction reads through a null
+	 * pointer.  So first see that the new size fits beside the old map. */
+	if (cap->addrspace_limited) {
+		void *probe = mmap(NULL, want, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				   -1, 0);
+
+		if (probe == MAP_FAILED)
+			return CYGPROF_E_ADDRSPACE;
+		munmap(probe, want);
+	}
 	rc = mdb_env_set_mapsize(cap->env, want);
 	if (rc == ENOMEM)
 		return cap->addrspace_limited ? CYGPROF_E_ADDRSPACE : CYGPROF_E_FULL;
@@ -1009,6 +1020,62 @@ int capture_writer_finish(struct cygprof_capture *cap)
 	return rc;
 }
 
+/* A DB put out of key order (symbols, as the stash finds them) has leaf
+ * pages about half full: LMDB splits a full page in halves, and the
+ * compacting copy keeps pages as they are.  Put again in key order with
+ * MDB_APPEND, which fills each page before it starts the next: in the
+ * last transaction, unlogged, so that a failure (or a later MAP_FULL) is
+ * undone by replay(), which redoes the transaction's logged puts on the
+ * DB as it was.  Only DBs of small values (no overflow page), of at most
+ * REFILL_MAX bytes.  0, or the error of the replay. */
+#define REFILL_MAX ((size_t)16 << 20)
+
+static int refill(struct cygprof_capture *cap, unsigned int db)
+{
+	struct cbuf b = { 0 };
+	MDB_cursor *cur;
+	MDB_stat st;
+	MDB_val k, v;
+	size_t off;
+	int rc, r;
+
+	if (cap->missing[db])
+		return 0;
+	rc = txn_start(cap);
+	if (rc)
+		return rc;
+	rc = mdb_stat(cap->txn, cap->dbi[db], &st);
+	if (rc || st.ms_leaf_pages < 2 || st.ms_overflow_pages ||
+	    st.ms_leaf_pages > REFILL_MAX / cap->psize)
+		return 0;
+	rc = mdb_cursor_open(cap->txn, cap->dbi[db], &cur);
+	if (rc)
+		return 0;
+	for (r = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !r; r = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		cbuf_le32(&b, (uint32_t)k.mv_size);
+		cbuf_bytes(&b, k.mv_data, k.mv_size);
+		cbuf_le32(&b, (uint32_t)v.mv_size);
+		cbuf_bytes(&b, v.mv_data, v.mv_size);
+	}
+	mdb_cursor_close(cur);
+	if (r != MDB_NOTFOUND || b.oom) {
+		free(b.p);
+		return 0; /* nothing changed yet */
+	}
+	rc = mdb_drop(cap->txn, cap->dbi[db], 0);
+	for (off = 0; !rc && off < b.len;) {
+		k.mv_size = get_le32(b.p + off);
+		k.mv_data = b.p + off + 4;
+		off += 4 + k.mv_size;
+		v.mv_size = get_le32(b.p + off);
+		v.mv_data = b.p + off + 4;
+		off += 4 + v.mv_size;
+		rc = mdb_put(cap->txn, cap->dbi[db], &k, &v, MDB_APPEND);
+	}
+	free(b.p);
+	return rc ? replay(cap, rc == MDB_MAP_FULL) : 0;
+}
+
 static int writer_finish(struct cygprof_capture *cap)
 {
 	int rc, rc2;
@@ -1031,6 +1098,8 @@ static int writer_finish(struct cygprof_capture *cap)
 	/* a stream: its close after the last put (the receiver seals) */
 	if (cap->stream)
 		return rc ? rc : capture_stream_call(cap, cap->stream->close);
+	for (unsigned int db = 0; db < DB_COUNT && !rc; db++)
+		rc = refill(cap, db);
 	if (!rc)
 		rc = seal(cap);
 	rc2 = txn_commit(cap);
@@ -1199,6 +1268,45 @@ static int packed_value(struct cygprof_capture *cap, const uint8_t *raw, size_t 
 	return 0;
 }
 
+/* A tree or sites value packed: from schema 7 its rows column-coded
+ * (LE32 raw length, CAPTURE_COLS_MAGIC, a zstd frame of the columns) when
+ * that is smaller than packed_value()'s frame of the rows; a stream
+ * capture packs nothing (its receiver packs the raw rows so). */
+static int packed_rows(struct cygprof_capture *cap, const uint8_t *raw, size_t n)
+{
+	struct cbuf *z = &cap->zbuf, *c = &cap->cols;
+	size_t bound, zn, m = sizeof(CAPTURE_COLS_MAGIC) - 1;
+	int rc = packed_value(cap, raw, n, CAPTURE_ZSTD_LEVEL);
+
+	if (rc || cap->stream || cap->schema < CAPTURE_COLS_SCHEMA)
+		return rc;
+	if (!capture_cols_encode(raw, n, c)) {
+		c->oom = false;
+		return 0; /* not rows, or no memory for it: the frame will do */
+	}
+	bound = ZSTD_compressBound(c->len);
+	if (!cbuf_grow(c, bound)) {
+		c->oom = false;
+		return 0;
+	}
+	c->len -= bound; /* the frame goes after the columns */
+	zn = ZSTD_compressCCtx(cap->zc, c->p + c->len, bound, c->p, c->len,
+			       CAPTURE_COLS_ZSTD_LEVEL);
+	/* smaller, and never exactly 4 + n bytes (which reads as raw) */
+	if (ZSTD_isError(zn) || 4 + m + zn >= z->len || m + zn >= n ||
+	    n > zn * CAPTURE_PACK_RATIO + CAPTURE_PACK_SLACK)
+		return 0;
+	z->len = 0;
+	cbuf_le32(z, (uint32_t)n);
+	cbuf_bytes(z, CAPTURE_COLS_MAGIC, m);
+	cbuf_bytes(z, c->p + c->len, zn);
+	if (z->oom) {
+		z->oom = false;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* Do not keep the buffers of a huge value around. */
 static void trim_buffers(struct cygprof_capture *cap)
 {
@@ -1209,6 +1317,10 @@ static void trim_buffers(struct cygprof_capture *cap)
 	if (cap->zbuf.cap > ((size_t)4 << 20)) {
 		free(cap->zbuf.p);
 		cap->zbuf = (struct cbuf){ 0 };
+	}
+	if (cap->cols.cap > ((size_t)4 << 20)) {
+		free(cap->cols.p);
+		cap->cols = (struct cbuf){ 0 };
 	}
 }
 
@@ -1223,7 +1335,7 @@ static int put_scratch(struct cygprof_capture *cap, unsigned int db, const uint8
 		return -ENOMEM;
 	}
 	if (db == DB_TREES || db == DB_SITES) {
-		rc = packed_value(cap, b->p, b->len, CAPTURE_ZSTD_LEVEL);
+		rc = packed_rows(cap, b->p, b->len);
 		if (!rc)
 			rc = wput(cap, db, key, klen, cap->zbuf.p, cap->zbuf.len);
 		rc = wdone(cap, rc);
@@ -2126,7 +2238,7 @@ static int pack_value(struct cygprof_capture *cap, unsigned int db, const uint8_
 		return 1;
 	if (db == DB_TREES || db == DB_SITES)
 		return vlen >= 4 && get_le32(v) == vlen - 4
-			       ? packed_value(cap, v + 4, vlen - 4, CAPTURE_ZSTD_LEVEL)
+			       ? packed_rows(cap, v + 4, vlen - 4)
 			       : 1;
 	if (db == DB_STACKS && cap->schema >= CAPTURE_STACK_BLOCKS_SCHEMA) {
 		/* checked: a header, then a packed value; raw, it is compressed */

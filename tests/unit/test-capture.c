@@ -91,7 +91,7 @@ static void test_meta(void)
 	CHECK_EQ_STR(v, "cygprof-capture");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
-	CHECK_EQ_STR(v, "6");
+	CHECK_EQ_STR(v, "7");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "nope", &v), CYGPROF_E_NOTFOUND);
 	CHECK(v == NULL);
@@ -1540,16 +1540,16 @@ static void test_errors(void)
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
 
 	/* a newer schema: the error names it */
-	p = tmp_path("schema7.cap");
+	p = tmp_path("schema8.cap");
 	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
-	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "7"), -EPERM);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "8"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "txn", "3"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
-	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "7", 1), 0);
+	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "8", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_VERSION);
 	CHECK_EQ_STR(cygprof_strerror(CYGPROF_E_VERSION),
-		     "capture written by a newer cygprof (unknown schema) (schema 7; this "
-		     "cygprof reads schemas 1 to 6)");
+		     "capture written by a newer cygprof (unknown schema) (schema 8; this "
+		     "cygprof reads schemas 1 to 7)");
 	/* "2" damaged into "1" (with a valid checksum even) is not schema 1 */
 	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "1", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
@@ -1705,6 +1705,283 @@ static uint8_t *raw_get(const char *path, const char *db, const void *key, size_
 	}
 	mdb_env_close(env);
 	return out;
+}
+
+/* The columns of a schema 7 tree or sites value (LE32 raw length,
+ * "cols", a zstd frame) at v: malloc'd, *cn bytes; NULL when v is not one. */
+static uint8_t *cols_of(const uint8_t *v, size_t n, size_t *cn)
+{
+	unsigned long long c;
+	uint8_t *out;
+
+	if (n < 8 || memcmp(v + 4, "cols", 4))
+		return NULL;
+	c = ZSTD_getFrameContentSize(v + 8, n - 8);
+	if (c == ZSTD_CONTENTSIZE_UNKNOWN || c == ZSTD_CONTENTSIZE_ERROR || !(out = malloc(c + 16)))
+		return NULL;
+	*cn = ZSTD_decompress(out, c, v + 8, n - 8);
+	if (ZSTD_isError(*cn)) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* The size of a zstd frame (level 1) of n rows of size bytes at v after
+ * their count and size, as schema 6 stores them (rows laid out as the
+ * structs are on a little-endian host). */
+static size_t frame_of(const void *v, size_t n, size_t size)
+{
+	size_t len = 8 + n * size, zn;
+	uint8_t *raw = malloc(len), *z = malloc(ZSTD_compressBound(len));
+	uint32_t h[2] = { (uint32_t)n, (uint32_t)size };
+
+	memcpy(raw, h, 8);
+	memcpy(raw + 8, v, n * size);
+	zn = ZSTD_compress(z, ZSTD_compressBound(len), raw, len, 1);
+	free(raw);
+	free(z);
+	return ZSTD_isError(zn) ? 0 : zn;
+}
+
+/* Columns c (cn bytes) stored as the thread's tree, rows of raw bytes. */
+static int put_cols(const char *path, const char *db, const uint8_t *key, uint32_t raw,
+		    const uint8_t *c, size_t cn)
+{
+	size_t bound = ZSTD_compressBound(cn), zn;
+	uint8_t *v = malloc(8 + bound);
+	int rc;
+
+	memcpy(v, &raw, 4); /* little-endian hosts only run this */
+	memcpy(v + 4, "cols", 4);
+	zn = ZSTD_compress(v + 8, bound, c, cn, 3);
+	rc = ZSTD_isError(zn) ? -1 : raw_put(path, db, key, 4, v, 8 + zn);
+	free(v);
+	return rc;
+}
+
+/* Schema 7: a tree and call sites as a program's are (few functions,
+ * parents close by, small counts) are stored column-coded, a third of
+ * their zstd frame's size or less, and read back exactly; damaged columns
+ * read as a damaged capture; a reopened schema 6 capture keeps the frames
+ * a schema 6 reader reads. */
+static void test_cols(void)
+{
+	const char *path = tmp_path("cols.cap");
+	struct cygprof_capture *cap;
+	struct cygprof_node *in, *out = NULL;
+	struct cygprof_callsite *sin, *sout = NULL;
+	size_t nn = 20000, ns = 30000, n = 0, i, vn, cn, raw_tree = 8 + nn * 40;
+	uint8_t key[4] = { 0 }, *v, *c, bad[128];
+
+	in = calloc(nn, sizeof(*in));
+	sin = calloc(ns, sizeof(*sin));
+	in[0].parent = CYGPROF_NONE;
+	for (i = 0; i < nn; i++) {
+		if (i)
+			in[i].parent = (uint32_t)(i - 1 - rnd() % (i < 8 ? i : 8));
+		in[i].fn = 0x55d0c0401000ull + 16 * (rnd() % 600);
+		in[i].site = in[i].fn + 0x20000 + rnd() % 4096;
+		in[i].calls = 1 + rnd() % 3000;
+		in[i].total_ns = in[i].calls * (40 + rnd() % 400);
+	}
+	in[nn - 1].total_ns = UINT64_MAX; /* every bit of a word */
+	in[nn - 1].fn = 0;
+	for (i = 0; i < ns; i++) {
+		sin[i].node = (uint32_t)(i * nn / ns);
+		sin[i].site = 0x55d0c0421000ull + rnd() % 65536;
+		sin[i].calls = rnd() % 500;
+		sin[i].total_ns = sin[i].calls * 97;
+	}
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_put_tree(cap, 0, in, nn), 0);
+	CHECK_EQ_INT(cygprof_capture_put_sites(cap, 0, sin, ns), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	v = raw_get(path, "trees", key, 4, &vn);
+	CHECK(v != NULL && vn > 8 && !memcmp(v + 4, "cols", 4));
+	if (v)
+		printf("# tree: %zu nodes, %zu bytes raw, %zu stored, %zu as a frame of rows\n", nn,
+		       raw_tree, vn, 4 + frame_of(in, nn, sizeof(*in)));
+	/* smaller than the level 1 frame of the rows (schema 6's form) */
+	CHECK(vn < 4 + frame_of(in, nn, sizeof(*in)));
+	free(v);
+	v = raw_get(path, "sites", key, 4, &vn);
+	CHECK(v != NULL && vn > 8 && !memcmp(v + 4, "cols", 4));
+	if (v)
+		printf("# sites: %zu entries, %zu bytes raw, %zu stored, %zu as a frame of rows\n", ns,
+		       8 + ns * 32, vn, 4 + frame_of(sin, ns, sizeof(*sin)));
+	CHECK(vn < 4 + frame_of(sin, ns, sizeof(*sin)));
+	free(v);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		goto out;
+	CHECK_EQ_INT(cygprof_capture_get_tree(cap, 0, &out, &n), 0);
+	CHECK_EQ_U64(n, nn);
+	for (i = 0; out && n == nn && i < nn; i++)
+		if (memcmp(&out[i], &in[i], sizeof(*in))) {
+			CHECK_EQ_U64(i, UINT64_MAX);
+			break;
+		}
+	free(out);
+	out = NULL;
+	CHECK_EQ_INT(cygprof_capture_get_sites(cap, 0, &sout, &n), 0);
+	CHECK_EQ_U64(n, ns);
+	for (i = 0; sout && n == ns && i < ns; i++)
+		if (memcmp(&sout[i], &sin[i], sizeof(*sin))) {
+			CHECK_EQ_U64(i, UINT64_MAX);
+			break;
+		}
+	free(sout);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* damaged columns: a whole small tree of 2 nodes of 10 words coded
+	 * by hand (each column "as it is"), then broken one way each */
+	{
+		uint8_t good[8 + 10 * 11];
+		uint32_t two = 2, rs = 40, raw = 8 + 2 * 40;
+		size_t gl = 8, w;
+		struct {
+			const char *why;
+			size_t len;
+			int at, val;
+		} cases[] = {
+			{ "good", 0, -1, 0 },
+			{ "an unknown column mode", 0, 8, 2 },
+			{ "a byte after the last column", 1, -1, 0 },
+			{ "a column cut short", (size_t)-1, -1, 0 },
+			{ "a row size not of 4-byte words", 0, 4, 41 },
+			{ "more rows than the raw length holds", 0, 0, 3 },
+		};
+
+		memcpy(good, &two, 4);
+		memcpy(good + 4, &rs, 4);
+		for (w = 0; w < 10; w++) {
+			good[gl++] = 0; /* the column as it is */
+			gl += put_var(good + gl, w ? w : 0xffffffffu); /* row 0 */
+			gl += put_var(good + gl, w ? w + 1 : 0);       /* row 1 */
+		}
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			size_t bl = gl + (cases[i].len == (size_t)-1 ? (size_t)-1 : cases[i].len);
+
+			memcpy(bad, good, gl);
+			bad[gl] = 1;
+			if (cases[i].at >= 0)
+				bad[cases[i].at] = (uint8_t)cases[i].val;
+			CHECK_EQ_INT(put_cols(path, "trees", key, raw, bad, bl), 0);
+			CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+			if (!cap)
+				continue;
+			printf("# %s\n", cases[i].why);
+			CHECK_EQ_INT(cygprof_capture_get_tree(cap, 0, &out, &n),
+				     i ? CYGPROF_E_CORRUPT : 0);
+			if (!i && out && n == 2) {
+				CHECK_EQ_U64(out[0].parent, CYGPROF_NONE);
+				CHECK_EQ_U64(out[1].parent, 0);
+				CHECK_EQ_U64(out[0].fn, 2ull | 3ull << 32);
+				CHECK_EQ_U64(out[1].fn, 3ull | 4ull << 32);
+				CHECK_EQ_U64(out[1].total_ns, 9ull | 10ull << 32);
+			}
+			free(out);
+			out = NULL;
+			cygprof_capture_close(cap);
+		}
+	}
+
+	/* a schema 6 capture reopened stays schema 6: frames of the rows */
+	CHECK_EQ_INT(raw_put(path, "meta", "schema", 6, "6", 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open_rw(path, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_put_tree(cap, 0, in, nn), 0);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	v = raw_get(path, "trees", key, 4, &vn);
+	CHECK(v != NULL && vn > 8 && memcmp(v + 4, "cols", 4));
+	c = v ? cols_of(v, vn, &cn) : NULL;
+	CHECK(c == NULL);
+	free(c);
+	free(v);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_get_tree(cap, 0, &out, &n), 0);
+		CHECK_EQ_U64(n, nn);
+		if (out && n == nn)
+			CHECK_EQ_INT(memcmp(out, in, nn * sizeof(*in)), 0);
+		free(out);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+out:
+	free(in);
+	free(sin);
+}
+
+/* The leaf pages of DB db of the capture at path (0 when absent). */
+static size_t leaf_pages(const char *path, const char *db)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_stat st;
+	size_t n = 0;
+
+	if (mdb_env_create(&env))
+		return 0;
+	mdb_env_set_maxdbs(env, 16);
+	if (!mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0600) &&
+	    !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+		if (!mdb_dbi_open(txn, db, 0, &dbi) && !mdb_stat(txn, dbi, &st))
+			n = st.ms_leaf_pages;
+		mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return n;
+}
+
+/* Symbols put out of address order (as the stash finds them) are put
+ * again in key order when the capture is closed: the leaf pages are
+ * full, where LMDB's splits left them about half full, and every symbol
+ * reads back as it was put. */
+static void test_refill(void)
+{
+	const char *path = tmp_path("refill.cap");
+	struct cygprof_capture *cap;
+	struct cygprof_symbol in, *out = NULL;
+	size_t n = 0, i, nsym = 3000, node;
+	char name[32];
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	for (i = 0; i < nsym; i++) {
+		/* a permutation of 0 .. nsym - 1 (7919 is prime to 3000) */
+		size_t j = i * 7919 % nsym;
+
+		snprintf(name, sizeof name, "fn_%05zu_%zx", j, j * 31);
+		in = (struct cygprof_symbol){ .proc_idx = 0, .object_idx = (uint32_t)(j % 3),
+					      .addr = 0x401000 + 16 * j, .size = j, .name = name };
+		CHECK_EQ_INT(cygprof_capture_put_symbol(cap, &in), 0);
+	}
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	/* a node: 8 bytes of header, a 12-byte key, the record (4 + 8 + 4 +
+	 * a 12 to 14-byte name) and its checksum, 2 bytes of page index */
+	node = 8 + 12 + 16 + 14 + 4 + 2;
+	printf("# %zu symbols: %zu leaf pages, %zu when full\n", nsym, leaf_pages(path, "symbols"),
+	       nsym * node / (4096 - 16) + 1);
+	CHECK(leaf_pages(path, "symbols") <= nsym * node / (4096 - 16) + 1);
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_symbols(cap, 0, &out, &n), 0);
+	CHECK_EQ_U64(n, nsym);
+	for (i = 0; out && i < n; i++) {
+		snprintf(name, sizeof name, "fn_%05zu_%zx", i, i * 31);
+		if (out[i].addr != 0x401000 + 16 * i || out[i].size != i ||
+		    out[i].object_idx != i % 3 || strcmp(out[i].name, name)) {
+			CHECK_EQ_U64(i, UINT64_MAX);
+			break;
+		}
+	}
+	cygprof_symbols_free(out, n);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
 }
 
 /* A memory block still open at a commit is written quickly (zstd level
@@ -3510,6 +3787,8 @@ int main(int argc, char **argv)
 	RUN_TEST(test_meta);
 	RUN_TEST(test_procs_threads);
 	RUN_TEST(test_trees);
+	RUN_TEST(test_cols);
+	RUN_TEST(test_refill);
 	RUN_TEST(test_objects);
 	RUN_TEST(test_symbols);
 	RUN_TEST(test_timeline);
