@@ -64,11 +64,15 @@ uint64_t cthread_decide(struct collector *c, struct cthread *ct, uint64_t fn, ui
 				collector_proc_maps(c, ct->proc);
 			raw = collector_fn_name(c, ct->proc, fn, NULL, NULL, NULL, NULL);
 		}
-		if (c->o->n_only && !in_scope && collector_name_matches(c->o->only, c->o->n_only, raw))
+		/* with hits wanted, every name is matched (once per call path),
+		 * in scope or not */
+		if (c->o->n_only && (!in_scope || c->o->only_hit) &&
+		    collector_name_matches(c->o->only, c->o->n_only, raw, c->o->only_hit))
 			in_scope = 1;
 		if (c->o->n_only && !in_scope)
 			keep = 0;
-		if (keep && c->o->n_except && collector_name_matches(c->o->except, c->o->n_except, raw))
+		if (c->o->n_except && (keep || c->o->except_hit) &&
+		    collector_name_matches(c->o->except, c->o->n_except, raw, c->o->except_hit))
 			keep = 0;
 		if (keep && c->o->max_depth && ct->nodes[attach].depth + 1 > c->o->max_depth)
 			keep = 0;
