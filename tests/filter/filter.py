@@ -63,7 +63,12 @@ def filter_case(ck, cyg, example, base, opts, functions, arcs, roots):
     exp = dict(base, functions=functions, arcs=arcs, roots=roots,
                busy=[n for n in base['busy'] if n in functions])
     capname = 'f%d.data' % ck.count
-    capture, data, _ = record_and_check(ck, cyg, example, exp, opts=opts, capname=capname)
+    # a pattern naming no function is said (tests the warning's text in
+    # filter-unmatched)
+    warn = ["cygprof: warning: record: -F 'no_such_function' matched no function the "
+            "program called"] if 'no_such_function' in opts else []
+    capture, data, _ = record_and_check(ck, cyg, example, exp, opts=opts, capname=capname,
+                                        warnings=warn)
     n = len(ck.failures)
     ck.eq(data['lost_events'], 0, '[%s] lost_events' % tag)
     check_all(ck, data, exp, example)
