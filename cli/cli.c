@@ -163,8 +163,10 @@ void cli_check(int err, const char *file)
 
 int cli_finish(struct view *v)
 {
-	int bad = fflush(stdout) || ferror(stdout);
+	int bad;
 
+	cli_filter_warn(v);
+	bad = fflush(stdout) || ferror(stdout);
 	view_close(v);
 	if (bad)
 		cli_die(1, "write error on standard output");

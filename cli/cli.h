@@ -309,6 +309,10 @@ void cli_filter_option(struct cli_filter *f, const char *cmd, int c, const char 
 /* Give the filters to the view; a time range on a capture without a
  * timeline dies with one line, exit 1. */
 void cli_filter_apply(struct cli_filter *f, struct view *v, const char *cmd, const char *file);
+/* Warn, one line each, about the -F/-N patterns of the view given to
+ * cli_filter_apply() that match no function of its capture; cli_finish()
+ * calls it. */
+void cli_filter_warn(struct view *v);
 
 /* --no-progress of the commands that show their progress on a terminal
  * (export, replay, html: progress.h), for their usage. */

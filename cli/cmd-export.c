@@ -44,7 +44,8 @@ static void usage(FILE *f)
 		"\n"
 		"options:\n"
 		"  --format FMT           the format (required)\n"
-		"  -o, --output FILE      write FILE instead of standard output\n"
+		"  -o, --output FILE      write FILE instead of standard output (- is\n"
+		"                         standard output)\n"
 		"  -f, --force            also replace a regular file or symbolic link that is\n"
 		"                         not an earlier output of FMT; chrome, perfetto: write\n"
 		"                         a trace past what its viewers open (~500 MB of JSON\n"
@@ -135,6 +136,13 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 	if (!(e->fmt = exporter_find(format)))
 		cli_die(2, "%s: unknown format '%s' (chrome, folded, callgrind, pprof, gmon, perfetto)", CMD,
 			format);
+	/* "-" is standard output, as elsewhere: never a file named "-" */
+	if (e->out && !strcmp(e->out, "-")) {
+		if (e->fmt->write_files)
+			cli_die(2, "%s: --format=%s writes files (one per process): -o - cannot "
+				"be standard output", CMD, e->fmt->name);
+		e->out = NULL;
+	}
 	e->o.file = cli_capture_arg(CMD, argc, argv);
 	cli_debuginfo_env(e->di);
 }

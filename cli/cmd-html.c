@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "counters.h"
@@ -67,8 +68,9 @@ static void usage(FILE *f)
 		"info.  The file needs no network: style, script and data are inline.\n"
 		"\n"
 		"options:\n"
-		"  -o, --output FILE      the report (default " HTML_DEFAULT_OUT "); an existing\n"
-		"                         file is replaced only when it is an earlier report\n"
+		"  -o, --output FILE      the report (default " HTML_DEFAULT_OUT "; - for standard\n"
+		"                         output); an existing file is replaced only when it\n"
+		"                         is an earlier report\n"
 		"  -f, --force            replace FILE whatever regular file it is\n"
 		"      --max-calls N      with --timeline: embed at most N calls, the longest\n"
 		"                         (default 200000)\n"
@@ -727,11 +729,16 @@ int cmd_html(int argc, char **argv)
 	struct html_progress hp;
 	FILE *j, *f;
 	const char *file;
-	int has_mem, has_cnt, has_tl = 0;
+	int has_mem, has_cnt, has_tl = 0, to_stdout;
 
 	parse_opts(argc, argv, &o);
-	cli_output_check(CMD, o.out, OUT_HTML, o.force, NULL);
-	cli_progress_init(&pg, CMD, "calls", !o.no_progress);
+	/* "-": standard output (a pipe to a browser or a server), no file */
+	to_stdout = !strcmp(o.out, "-");
+	if (!to_stdout)
+		cli_output_check(CMD, o.out, OUT_HTML, o.force, NULL);
+	/* not over the page itself when that goes to the terminal */
+	cli_progress_init(&pg, CMD, "calls",
+			  !o.no_progress && !(to_stdout && isatty(STDOUT_FILENO)));
 	v = cli_open_view(o.file, o.di);
 	file = o.file ? o.file : CYGPROF_DEFAULT_CAPTURE;
 	has_mem = instrument_present(v, "memory");
@@ -797,7 +804,7 @@ int cmd_html(int argc, char **argv)
 	psamp_free(ps);
 	profile_free(p);
 
-	f = cli_output_open(&w, CMD, o.out, OUT_HTML, o.force);
+	f = to_stdout ? stdout : cli_output_open(&w, CMD, o.out, OUT_HTML, o.force);
 	fputs(OUT_MAGIC_HTML "\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      "<meta name=\"generator\" content=\"cygprof ", f);
 	html_str(f, CYGPROF_VERSION);
@@ -819,10 +826,13 @@ int cmd_html(int argc, char **argv)
 	if (ferror(f)) {
 		int e = errno; /* the failed write's: nothing since sets it */
 
-		cli_output_abort(&w);
-		cli_die(1, "%s: %s: %s", CMD, o.out, strerror(e ? e : EIO));
+		if (!to_stdout)
+			cli_output_abort(&w);
+		cli_die(1, "%s: %s: %s", CMD, to_stdout ? "standard output" : o.out,
+			strerror(e ? e : EIO));
 	}
-	cli_output_commit(&w);
+	if (!to_stdout)
+		cli_output_commit(&w);
 	cli_progress_end(&pg);
 	debuginfo_free(o.di);
 	return cli_finish(v);

@@ -114,8 +114,7 @@ int cmd_push(int argc, char **argv)
 	}
 	if (!t.server)
 		cli_die(2, "%s: no server given (--server URL)", CMD);
-	if (strncmp(t.server, "http://", 7) && strncmp(t.server, "https://", 8))
-		cli_die(2, "%s: --server %s: not an http:// or https:// URL", CMD, t.server);
+	push_url_check(CMD, "--server", t.server);
 	file = cli_capture_arg(CMD, argc, argv);
 	if (token_file)
 		push_token_load(&t, CMD, token_file);

@@ -22,6 +22,7 @@
 #include "net-proto.h"
 #include "net.h"
 #include "push.h"
+#include "textesc.h"
 
 static void usage(FILE *f)
 {
@@ -121,7 +122,9 @@ static void usage(FILE *f)
 		"      --drop             when a ring is full, drop events and count them\n"
 		"                         instead of waiting for the collector (default: wait)\n"
 		"  -F, --filter PATTERN   keep only functions matching PATTERN (glob) and the\n"
-		"                         calls made inside them (repeatable)\n"
+		"                         calls made inside them (repeatable; a function\n"
+		"                         filter as uftrace's, not a frequency: see --sample);\n"
+		"                         a pattern that matched no function is warned about\n"
 		"  -N, --notrace PATTERN  hide functions matching PATTERN; their callees stay\n"
 		"                         (repeatable)\n"
 		"  -D, --depth N          keep call paths at most N calls deep (1 to 16777216)\n"
@@ -302,6 +305,7 @@ static void push_done(const struct collector_opts *o)
 /* record --attach PID (docs/attach.md): the refusals, then the runtime
  * loaded into the process for the duration; the process runs on. */
 static int send_connect(const char *to, const char *token_file, unsigned *zwlog);
+static void warn_unmatched(const struct collector_opts *o, uint64_t calls);
 
 static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_ns, int have_prog,
 			 int force, const char *token_file)
@@ -368,7 +372,27 @@ static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_
 	if (r.damaged[0])
 		cli_warn("warning: %s: %s", o->send_to ? o->send_to : o->output, r.damaged);
 	cli_compact_warn(o->output, r.compact_err);
+	warn_unmatched(o, r.calls);
 	return 0;
+}
+
+/* A -F or -N pattern that named no function the program called: one
+ * line each, as a typo (or perf's -F for a frequency) leaves a capture
+ * with nothing or everything in it and no other sign why. */
+static void warn_unmatched(const struct collector_opts *o, uint64_t calls)
+{
+	size_t i;
+
+	if (!calls)
+		return; /* "no instrumented function was called" says it */
+	for (i = 0; i < o->n_only; i++)
+		if (!o->only_hit[i])
+			cli_warn("warning: record: -F '%s' matched no function the program called",
+				 text_esc(o->only[i]));
+	for (i = 0; i < o->n_except; i++)
+		if (!o->except_hit[i])
+			cli_warn("warning: record: -N '%s' matched no function the program called",
+				 text_esc(o->except[i]));
 }
 
 /* record --send: connect, agree on compression (*zwlog) and prove the
@@ -439,6 +463,7 @@ int cmd_record(int argc, char **argv)
 	struct collector_result r;
 	char err[512], filters[1024] = "", sz[32];
 	const char *only[argc], *except[argc], *dbgdirs[argc];
+	unsigned char only_hit[argc], except_hit[argc];
 	struct stat prog_st;
 	int c, rc, force = 0, have_output = 0;
 	const char *token_file = NULL;
@@ -455,6 +480,10 @@ int cmd_record(int argc, char **argv)
 	o.cpu_hz = CYG_CPU_HZ_DEFAULT;
 	o.only = only;
 	o.except = except;
+	memset(only_hit, 0, sizeof only_hit);
+	memset(except_hit, 0, sizeof except_hit);
+	o.only_hit = only_hit;
+	o.except_hit = except_hit;
 	o.debug_dirs = dbgdirs;
 	opterr = 0; /* one error line: ours */
 	/* '+': stop at the first non-option, which is PROG. */
@@ -523,6 +552,10 @@ int cmd_record(int argc, char **argv)
 			dbgdirs[o.n_debug_dirs++] = optarg;
 			break;
 		case 'F':
+			if (*optarg && strspn(optarg, "0123456789") == strlen(optarg))
+				cli_warn("warning: record: -F %s keeps only functions named '%s': -F is "
+					 "a function filter (as uftrace's), not a frequency; sample rates "
+					 "are --sample=HZ and --cpu-freq=HZ", optarg, optarg);
 			only[o.n_only++] = optarg;
 			add_filter(filters, sizeof filters, "-F", optarg);
 			break;
@@ -566,8 +599,7 @@ int cmd_record(int argc, char **argv)
 				cli_die(2, "record: bad --duration value '%s' (more than 0)", optarg);
 			break;
 		case 1000:
-			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))
-				cli_die(2, "record: --push %s: not an http:// or https:// URL", optarg);
+			push_url_check("record", "--push", optarg);
 			pt.server = optarg;
 			break;
 		case 1001:
@@ -733,6 +765,7 @@ int cmd_record(int argc, char **argv)
 	if (r.damaged[0])
 		cli_warn("warning: %s: %s", o.send_to ? o.send_to : o.output, r.damaged);
 	cli_compact_warn(o.output, r.compact_err);
+	warn_unmatched(&o, r.calls);
 	if (!r.calls && !(o.memory && r.mem_events) && !r.samples)
 		cli_warn("warning: no instrumented function was called: build %s with "
 			 "-finstrument-functions%s", o.argv[0],

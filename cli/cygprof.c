@@ -90,6 +90,63 @@ static int take_terminal_options(int *argc, char **argv, const char **color)
 	return found;
 }
 
+/* The edit distance (insertions, deletions, substitutions and swaps of
+ * neighbours) between a and b, capped at 9: enough to rank near misses. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	size_t d[32][32];
+
+	if (la > 30 || lb > 30)
+		return 9;
+	for (i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (i = 1; i <= la; i++)
+		for (j = 1; j <= lb; j++) {
+			size_t c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < c)
+				c = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < c)
+				c = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < c)
+				c = d[i - 2][j - 2] + 1;
+			d[i][j] = c;
+		}
+	return d[la][lb] < 9 ? d[la][lb] : 9;
+}
+
+/* "unknown command", with the nearest command names when a typo is likely
+ * (at most 2 edits, and one per 3 letters at most: "foo" is no typo of
+ * "top"): git's "did you mean". */
+static int unknown_command(const char *what, const char *name)
+{
+	size_t i, best = 3, n = 0;
+	const char *near[sizeof cmds / sizeof cmds[0]];
+
+	for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		size_t d = edit_distance(name, cmds[i].name);
+		if (d * 3 > strlen(name) || d > best)
+			continue;
+		if (d < best)
+			n = 0;
+		best = d;
+		near[n++] = cmds[i].name;
+	}
+	if (!n || best > 2) {
+		fprintf(stderr, "cygprof: %sunknown command '%s' (see 'cygprof --help')\n", what,
+			name);
+		return 2;
+	}
+	fprintf(stderr, "cygprof: %sunknown command '%s': did you mean ", what, name);
+	for (i = 0; i < n; i++)
+		fprintf(stderr, "%s%s", i ? (i + 1 == n ? " or " : ", ") : "", near[i]);
+	fprintf(stderr, "?\n");
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	size_t i;
@@ -107,9 +164,7 @@ int main(int argc, char **argv)
 				char *hargv[] = { argv[2], "--help", NULL };
 				return cmds[i].fn(2, hargv);
 			}
-		fprintf(stderr, "cygprof: help: unknown command '%s' (see 'cygprof --help')\n",
-			argv[2]);
-		return 2;
+		return unknown_command("help: ", argv[2]);
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
@@ -133,6 +188,5 @@ int main(int argc, char **argv)
 				cli_pager_start();
 			return cmds[i].fn(argc - 1, argv + 1);
 		}
-	fprintf(stderr, "cygprof: unknown command '%s' (see 'cygprof --help')\n", argv[1]);
-	return 2;
+	return unknown_command("", argv[1]);
 }

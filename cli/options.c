@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "format.h"
+#include "textesc.h"
 
 int cli_next_option(struct cli_getopt *g, int argc, char **argv)
 {
@@ -223,7 +224,8 @@ uint64_t cli_parse_duration(const char *cmd, const char *opt, const char *s, con
 	if (!mul)
 		goto bad;
 	r = v * mul + 0.5;
-	if (!isfinite(r) || r > (double)max_ns)
+	/* max_ns itself is in range: compared before the rounding's half */
+	if (!isfinite(r) || r - 0.5 > (double)max_ns)
 		goto bad;
 	return (uint64_t)r;
 bad:
@@ -242,6 +244,11 @@ double cli_parse_real(const char *cmd, const char *opt, const char *s, double mi
 }
 
 /* ---- filters after the fact ------------------------------------------------ */
+
+/* The filters given to a view by cli_filter_apply(), for cli_filter_warn() */
+static struct cli_filter *applied;
+static struct view *applied_v;
+static const char *applied_cmd;
 
 static void add_pattern(const char **v, size_t *n, const char *p, const char *cmd,
 			const char *opt)
@@ -296,4 +303,72 @@ void cli_filter_apply(struct cli_filter *f, struct view *v, const char *cmd, con
 		cli_die(1, "%s: %s has no timeline: --time-range needs one (record with --timeline)",
 			cmd, file ? file : CYGPROF_DEFAULT_CAPTURE);
 	cli_check(view_set_filter(v, &f->vf), file);
+	if (f->vf.nfilter || f->vf.nnotrace) {
+		applied = f;
+		applied_v = v;
+		applied_cmd = cmd;
+	}
+}
+
+/* Mark the patterns (hit[i]) that name matches; 1 when none is left. */
+static int mark_hits(const char *const *pats, size_t n, unsigned char *hit, const char *name,
+		     size_t *left)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!hit[i] && view_name_matches(&pats[i], 1, name)) {
+			hit[i] = 1;
+			--*left;
+		}
+	return !*left;
+}
+
+/* The filters of the view cli_filter_apply() was given, checked against
+ * every function of the capture: a pattern that names none (a typo, or
+ * perf's -F for a frequency) would silently leave an empty profile. */
+void cli_filter_warn(struct view *v)
+{
+	struct cli_filter *f = applied;
+	unsigned char hit[2][CLI_FILTER_MAX] = {{0}};
+	const struct cygprof_stack_node *stash;
+	const struct cygprof_thread *th;
+	size_t nth, nstash, left, i, k;
+
+	if (!f || v != applied_v)
+		return;
+	applied = NULL;
+	left = f->vf.nfilter + f->vf.nnotrace;
+	/* the trees name every function they hold (view_tree()), kept or not */
+	if (!view_threads(v, &th, &nth))
+		for (i = 0; i < nth; i++) {
+			const struct view_tree *t;
+			(void)view_tree(v, (uint32_t)i, &t);
+		}
+	for (i = 0; i < view_nfns(v) && left; i++) {
+		const struct view_fn *fn = view_fn(v, (uint32_t)i);
+		if (!fn)
+			continue;
+		mark_hits(f->filter, f->vf.nfilter, hit[0], fn->name, &left);
+		mark_hits(f->notrace, f->vf.nnotrace, hit[1], fn->name, &left);
+	}
+	/* memory events name functions by their stacks only */
+	if (left && !view_stash(v, &stash, &nstash))
+		for (i = 1; i <= nstash && left; i++) {
+			struct view_frame *fr;
+			size_t nf;
+			if (view_stack(v, (uint32_t)i, 0, NULL, &fr, &nf))
+				continue;
+			for (k = 0; k < nf && left; k++) {
+				mark_hits(f->filter, f->vf.nfilter, hit[0], fr[k].name, &left);
+				mark_hits(f->notrace, f->vf.nnotrace, hit[1], fr[k].name, &left);
+			}
+			free(fr);
+		}
+	for (i = 0; i < f->vf.nfilter; i++)
+		if (!hit[0][i])
+			cli_warn("warning: %s: -F '%s' matched no function of the capture",
+				 applied_cmd, text_esc(f->filter[i]));
+	for (i = 0; i < f->vf.nnotrace; i++)
+		if (!hit[1][i])
+			cli_warn("warning: %s: -N '%s' matched no function of the capture",
+				 applied_cmd, text_esc(f->notrace[i]));
 }

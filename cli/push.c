@@ -37,6 +37,30 @@
 #define PUSH_END_MS 15000
 #define PUSH_TOKEN_MAX 4096
 
+void push_url_check(const char *cmd, const char *opt, const char *url)
+{
+	CURLU *u;
+	CURLUcode rc;
+	char *host = NULL;
+
+	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
+		cli_die(2, "%s: %s %s: not an http:// or https:// URL", cmd, opt, url);
+	/* what curl would refuse at the first send, refused now: the
+	 * program would otherwise run to its end for nothing */
+	u = curl_url();
+	if (!u)
+		cli_die(1, "%s: out of memory", cmd);
+	rc = curl_url_set(u, CURLUPART_URL, url, 0);
+	if (!rc)
+		rc = curl_url_get(u, CURLUPART_HOST, &host, 0);
+	if (!rc && (!host || !*host))
+		rc = CURLUE_NO_HOST;
+	curl_free(host);
+	curl_url_cleanup(u);
+	if (rc)
+		cli_die(2, "%s: %s %s: not a valid URL (%s)", cmd, opt, url, curl_url_strerror(rc));
+}
+
 void push_label(struct push_target *t, const char *cmd, const char *kv)
 {
 	const char *eq = strchr(kv, '=');

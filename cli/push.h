@@ -22,6 +22,10 @@ struct push_target {
 	long timeout_ms;     /* per request */
 };
 
+/* The server URL of --push or push --server checked before anything runs:
+ * http:// or https:// and a URL libcurl can parse (a host, a valid port),
+ * or die with "CMD: OPT URL: why", exit 2. */
+void push_url_check(const char *cmd, const char *opt, const char *url);
 /* A --label KEY=VALUE added (a KEY given before is replaced); exits 2 on a
  * bad one.  The strings are borrowed. */
 void push_label(struct push_target *t, const char *cmd, const char *kv);

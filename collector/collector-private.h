@@ -502,7 +502,7 @@ struct sym_elf *collector_elf(struct collector *c, struct cproc *cp,
 				  const struct procmap *m, int *gone);
 /* Whether raw, its demangled form, or that without parameters matches one
  * of the n glob patterns. */
-int collector_name_matches(const char **pats, size_t n, const char *raw);
+int collector_name_matches(const char **pats, size_t n, const char *raw, unsigned char *hits);
 /* Open the objects of processes seen since the last call while they live:
  * through /proc/PID/root for a process in another mount namespace (a
  * container), so their files are found, and before they can be deleted. */

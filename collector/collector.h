@@ -139,6 +139,9 @@ struct collector_opts {
 	size_t n_only;
 	const char **except;   /* -N: hide these functions (their callees stay) */
 	size_t n_except;
+	/* set to 1 by the collector for each pattern of only and except that
+	 * named a function the program called (NULL: not wanted) */
+	unsigned char *only_hit, *except_hit;
 	uint64_t min_ns;       /* timeline: drop calls shorter than this */
 	const char *filters;   /* the filter options as given, for the capture */
 	const char **debug_dirs; /* where separate debug files are (--debug-dir) */

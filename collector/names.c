@@ -223,7 +223,29 @@ char *collector_fn_label(struct collector *c, struct cproc *cp, const char *raw,
 	return sym_fn_name(raw, m ? m->path : NULL, off, gone, addr);
 }
 
-int collector_name_matches(const char **pats, size_t n, const char *raw)
+/* Whether pattern pat names raw (dem: raw demangled, or NULL). */
+static int name_match1(const char *pat, const char *raw, char *dem)
+{
+	char *paren;
+	int hit;
+
+	if (!fnmatch(pat, raw, 0))
+		return 1;
+	if (!dem)
+		return 0;
+	/* match "ns::f" against "ns::f(int)" too */
+	if (!fnmatch(pat, dem, 0))
+		return 1;
+	paren = strchr(dem, '(');
+	if (!paren)
+		return 0;
+	*paren = 0;
+	hit = !fnmatch(pat, dem, 0);
+	*paren = '(';
+	return hit;
+}
+
+int collector_name_matches(const char **pats, size_t n, const char *raw, unsigned char *hits)
 {
 	size_t i;
 	char *dem;
@@ -232,19 +254,15 @@ int collector_name_matches(const char **pats, size_t n, const char *raw)
 	if (!raw)
 		return 0;
 	dem = sym_demangle(raw);
-	for (i = 0; i < n && !hit; i++) {
-		if (!fnmatch(pats[i], raw, 0))
+	/* with hits, every pattern is tried: each one that names a function is
+	 * marked, for record's warning about those that named none */
+	for (i = 0; i < n && (!hit || hits); i++) {
+		if (hits && hit && hits[i])
+			continue;
+		if (name_match1(pats[i], raw, dem)) {
 			hit = 1;
-		else if (dem) {
-			/* match "ns::f" against "ns::f(int)" too */
-			char *paren = strchr(dem, '(');
-			if (!fnmatch(pats[i], dem, 0))
-				hit = 1;
-			else if (paren) {
-				*paren = 0;
-				hit = !fnmatch(pats[i], dem, 0);
-				*paren = '(';
-			}
+			if (hits)
+				hits[i] = 1;
 		}
 	}
 	free(dem);

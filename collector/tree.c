@@ -47,6 +47,16 @@ uint64_t cthread_root(struct collector *c, struct cthread *ct)
 	return v;
 }
 
+/* hits when one of its n patterns has named no function yet, else NULL:
+ * then only the filters' own matching is done. */
+static unsigned char *unhit(unsigned char *hits, size_t n)
+{
+	for (size_t i = 0; hits && i < n; i++)
+		if (!hits[i])
+			return hits;
+	return NULL;
+}
+
 /* Decide one raw node (function fn, call site site) whose parent is decided
  * (value pv). */
 uint64_t cthread_decide(struct collector *c, struct cthread *ct, uint64_t fn, uint64_t site,
@@ -64,11 +74,17 @@ uint64_t cthread_decide(struct collector *c, struct cthread *ct, uint64_t fn, ui
 				collector_proc_maps(c, ct->proc);
 			raw = collector_fn_name(c, ct->proc, fn, NULL, NULL, NULL, NULL);
 		}
-		if (c->o->n_only && !in_scope && collector_name_matches(c->o->only, c->o->n_only, raw))
+		/* while a pattern has named nothing yet (record's warning),
+		 * every name is matched, once per call path, in scope or not */
+		unsigned char *oh = unhit(c->o->only_hit, c->o->n_only);
+		unsigned char *eh = unhit(c->o->except_hit, c->o->n_except);
+		if (c->o->n_only && (!in_scope || oh) &&
+		    collector_name_matches(c->o->only, c->o->n_only, raw, oh))
 			in_scope = 1;
 		if (c->o->n_only && !in_scope)
 			keep = 0;
-		if (keep && c->o->n_except && collector_name_matches(c->o->except, c->o->n_except, raw))
+		if (c->o->n_except && (keep || eh) &&
+		    collector_name_matches(c->o->except, c->o->n_except, raw, eh))
 			keep = 0;
 		if (keep && c->o->max_depth && ct->nodes[attach].depth + 1 > c->o->max_depth)
 			keep = 0;

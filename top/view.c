@@ -39,13 +39,17 @@ void top_render(const struct top_view *t, const struct top_snap *s, FILE *f, uns
 		s->nthr == 1 ? "" : "s", running, top_per_s(s->icalls, s->interval_ns),
 		plen > 40 ? "..." : "", tail);
 	used++;
-	if (s->rings || s->ring_lost || s->ring_waits)
-		fprintf(f, "rings: %u, fullest %u%%, %llu lost, %llu waits\n", s->rings,
-			s->ring_fill_pct, (unsigned long long)s->ring_lost,
-			(unsigned long long)s->ring_waits);
-	else
-		fprintf(f, "rings: none open\n");
-	used++;
+	/* in the user's words, not the runtime's: a ring is a thread's
+	 * buffer of events, and there are none without --memory */
+	if (s->rings || s->ring_lost || s->ring_waits) {
+		fprintf(f, "event buffers: %u thread%s traced, fullest %u%%, %llu events lost, "
+			"%llu waits\n", s->rings, s->rings == 1 ? "" : "s", s->ring_fill_pct,
+			(unsigned long long)s->ring_lost, (unsigned long long)s->ring_waits);
+		used++;
+	} else if (s->has_heap) {
+		fprintf(f, "event buffers: no thread is being traced yet\n");
+		used++;
+	}
 	if (t->screen && t->attach_pid) {
 		fprintf(f, "attached to process %d: q detaches, it runs on\n", t->attach_pid);
 		used++;

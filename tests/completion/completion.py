@@ -12,7 +12,11 @@ Tests (meson names):
                    as bash sets them, _cygprof called: subcommands (and those
                    of `help`), a command's options (from its --help), captures
                    among the files (by content: an LMDB file of any name; not
-                   a text file), option values as files, programs after --
+                   a text file), option values as files, programs after --;
+                   only the options a command defines (report --t: not
+                   --timeline, which its help mentions), the values of
+                   --sort, --format, --times, --view (from each --help),
+                   nothing for a pattern, and perf's perf.data not a capture
   completion-zsh   _cygprof sourced in zsh with words, CURRENT and PREFIX set
                    as zsh sets them, and compadd, _files and _command_names
                    standing in for zsh's (they print what they are given):
@@ -74,6 +78,42 @@ def test_bash(ck, cyg, example, args):
         print('SKIP completion-bash: no bash')
         sys.exit(cygtest.SKIP)
     check_cases(ck, cyg, example, complete, os.path.abspath(args.script), 'bash')
+    script, d, exe = os.path.abspath(args.script), cyg.workdir, cyg.exe
+    # only the options report defines: its help mentions record's
+    # --timeline, which report refuses
+    got = complete(script, d, [exe, 'report', '--t'])
+    ck.check('--tree' in got and '--timeline' not in got,
+             'bash: report --t: its own options, not --timeline (%r)' % got)
+    # the values of options, parsed from each command's --help
+    for words, want in (
+            (['report', '--sort', ''], ['calls', 'name', 'self', 'total']),
+            (['report', '--sort', 'c'], ['calls']),
+            (['report', '--format', ''], ['json', 'text']),
+            (['report', '--times', '=', ''], ['hooks', 'model', 'raw', 'samples']),
+            (['report', '--times=m'], ['--times=model']),
+            (['diff', '--sort', ''], ['calls', 'name', 'self', 'total']),
+            (['memory', '--sort', ''], ['allocations', 'leaked', 'name', 'self', 'temporary',
+                                        'total']),
+            (['export', '--format', ''], ['callgrind', 'chrome', 'folded', 'gmon', 'perfetto',
+                                          'pprof']),
+            (['export', '--format=p'], ['--format=perfetto', '--format=pprof']),
+            (['top', '-s', ''], ['calls', 'name', 'self', 'total']),
+            (['top', '--view', '=', ''], ['interval', 'total']),
+            (['record', '--time', '=', 's'], ['sampled']),
+            (['report', '-F', ''], []),  # a pattern: nothing to offer
+    ):
+        ck.eq(complete(script, d, [exe] + words), want,
+              'bash: %s<TAB>: its values' % ' '.join(words))
+    # an option without a value is followed by a capture, as before
+    ck.eq(complete(script, d, [exe, 'report', '--tree', '']), ['run.bin', 'sub/'],
+          'bash: report --tree <TAB>: captures')
+    # perf's own perf.data is no capture, whatever its name
+    with open(os.path.join(d, 'perf.data'), 'wb') as f:
+        f.write(b'PERFILE2' + bytes(120))
+    with open(os.path.join(d, 'old.data'), 'wb') as f:
+        f.write(b'named .data, not perf')
+    ck.eq(complete(script, d, [exe, 'report', '']), ['old.data', 'run.bin', 'sub/'],
+          "bash: report <TAB>: not perf's perf.data (magic PERFILE2)")
 
 
 ZSH_STUBS = r'''

@@ -11,6 +11,9 @@ Checks (one TAP line each):
     prints with `cygprof help CMD` exactly its `cygprof CMD --help`,
     installed by man/meson.build, listed in cygprof(1), in docs/DESIGN.md's
     `cmds[]` list (cli/), and named in README.md as `cygprof CMD`;
+  - every command has a paragraph of its own (.TP) in cygprof(1);
+  - every command cli/cygprof.c pages names CYGPROF_PAGER and PAGER in the
+    ENVIRONMENT section of its man page;
   - every man page in man/ is installed by man/meson.build and named in
     docs/DESIGN.md's paragraph on man/;
   - every place docs/capture-format.md states its own schema number
@@ -139,6 +142,26 @@ def main():
         check(h1.returncode == h2.returncode == 0 and h1.stdout == h2.stdout and h1.stdout,
               '%s: `cygprof help %s` prints `cygprof %s --help` (exit %d, %d)' %
               (c, c, c, h1.returncode, h2.returncode))
+    # the commands cli/cygprof.c pages (cmds[]'s last field 1) say so in
+    # their ENVIRONMENT section, and no page says "no environment variables"
+    paged = re.findall(r'^\s*\{"([a-z-]+)", cmd_\w+, "[^"]*", 1\}',
+                       read(root, 'cli/cygprof.c'), re.M)
+    check(len(paged) >= 5, 'cli/cygprof.c pages commands (%s)' % ' '.join(paged))
+    for c in paged:
+        page = read(root, 'man/cygprof-%s.1' % c)
+        env = page.split('.SH ENVIRONMENT', 1)[1].split('.SH ', 1)[0] if \
+            '.SH ENVIRONMENT' in page else ''
+        check('CYGPROF_PAGER' in env and 'PAGER' in env.replace('CYGPROF_PAGER', ''),
+              '%s: pages, and cygprof-%s(1)\'s ENVIRONMENT names CYGPROF_PAGER and PAGER' %
+              (c, c))
+        check('no environment variables' not in unroff(page),
+              '%s: cygprof-%s(1) does not say it uses no environment variables' % (c, c))
+    # each command its own paragraph in cygprof(1): a .TP before it, or it
+    # runs into the paragraph above
+    top_page = read(root, 'man/cygprof.1')
+    for c in cmds:
+        check(re.search(r'^\.TP\n\.B %s\n' % re.escape(c.replace('-', '\\-')), top_page, re.M),
+              '%s: cygprof(1) starts its paragraph with .TP' % c)
     check(sorted(design_cmds) == sorted(cmds),
           'docs/DESIGN.md\'s cmds[] list has no other command (%s)' %
           ' '.join(sorted(set(design_cmds) - set(cmds))))

@@ -50,7 +50,9 @@ Tests:
                   weights of a capture without them exit 1 with one line
                   naming the record option; a file at -o that is not a
                   chrome trace is kept without -f, replaced with it, and an
-                  earlier chrome output is replaced without -f
+                  earlier chrome output is replaced without -f; -o - is
+                  standard output for every format of one file (no file
+                  named "-"), refused for gmon in one line; html -o - too
 """
 
 import collections
@@ -401,6 +403,28 @@ def test_folded_memory(ck, cyg, example, args):
 
 def test_errors(ck, cyg, example, args):
     cap, _ = record(cyg, 'p.cyg', [example], [])
+    # "-" is standard output: the same bytes as without -o, and no file "-"
+    dash = os.path.join(cyg.workdir, '-')
+    for fmt in ('folded', 'chrome', 'callgrind', 'pprof'):
+        plain = run([cyg.exe, 'export', '--format=' + fmt, cap], cwd=cyg.workdir)
+        cp = run([cyg.exe, 'export', '--format=' + fmt, '-o', '-', cap], cwd=cyg.workdir)
+        ck.eq(describe_status(cp.returncode), 'exit 0', 'export --format=%s -o -: exit' % fmt)
+        if fmt == 'chrome':
+            ck.eq(json.loads(cp.out)['traceEvents'] and True, True,
+                  'export --format=chrome -o -: a trace on standard output')
+        else:
+            ck.check(len(cp.stdout) > 0 and cp.stdout == plain.stdout,
+                     'export --format=%s -o -: standard output, as without -o' % fmt)
+        ck.check(not os.path.exists(dash), 'export --format=%s -o -: no file named "-"' % fmt)
+    cp = run([cyg.exe, 'export', '--format=gmon', '-o', '-', cap], cwd=cyg.workdir)
+    expect_error(ck, cp, 'export --format=gmon -o -', 2)
+    ck.check(not os.path.exists(dash), 'gmon -o -: no file named "-"')
+    cp = run([cyg.exe, 'html', '-o', '-', cap], cwd=cyg.workdir)
+    ck.eq(describe_status(cp.returncode), 'exit 0', 'html -o -: exit')
+    ck.check(cp.out.startswith('<!DOCTYPE html>') and cp.out.rstrip().endswith('</html>'),
+             'html -o -: the whole page on standard output')
+    ck.check(not os.path.exists(dash) and not os.path.exists(
+        os.path.join(cyg.workdir, 'report.html')), 'html -o -: no file written')
     cp = export(cyg, cap, 'folded', ['--weight', 'bogus'], ok=False)
     expect_error(ck, cp, 'unknown --weight key', 2)
     cp = export(cyg, cap, 'folded', ['--memory', 'self'], ok=False)

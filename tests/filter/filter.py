@@ -16,6 +16,9 @@ Tests (meson names filter-TEST-O0/-O2):
   after-recursion  the same on examples/recursion.c
   time             --timeline -t 1ms of examples/timefilter.c: the timeline
                    keeps slow() and loses fast(); the trees keep every call
+  unmatched        -F/-N patterns that name no function: one warning line
+                   each from record, report, export, replay and annotate,
+                   exit 0; record -F 999 says -F is not a frequency
 """
 
 import json
@@ -60,7 +63,12 @@ def filter_case(ck, cyg, example, base, opts, functions, arcs, roots):
     exp = dict(base, functions=functions, arcs=arcs, roots=roots,
                busy=[n for n in base['busy'] if n in functions])
     capname = 'f%d.data' % ck.count
-    capture, data, _ = record_and_check(ck, cyg, example, exp, opts=opts, capname=capname)
+    # a pattern naming no function is said (tests the warning's text in
+    # filter-unmatched)
+    warn = ["cygprof: warning: record: -F 'no_such_function' matched no function the "
+            "program called"] if 'no_such_function' in opts else []
+    capture, data, _ = record_and_check(ck, cyg, example, exp, opts=opts, capname=capname,
+                                        warnings=warn)
     n = len(ck.failures)
     ck.eq(data['lost_events'], 0, '[%s] lost_events' % tag)
     check_all(ck, data, exp, example)
@@ -310,12 +318,55 @@ def test_timefilter(ck, cyg, example):
     ck.eq(info_json(ck, cyg, cap2).get('events'), 2 * 1004, 'info: events without -t')
 
 
-TESTS = {
-    'calls': test_filters_calls,
+def warnings(cp):
+    """cygprof's warning lines of a command's stderr."""
+    return [line for line in cp.err.splitlines() if line.startswith('cygprof: warning:')]
+
+
+def test_unmatched(ck, cyg, example):
+    """A pattern that names no function is said, one line each, exit 0;
+    one that does is not; a bare number to record -F is explained."""
+    cap = os.path.join(cyg.workdir, 'f.data')
+    cp = cyg.record(cap, [example], ['-F', '999', '-F', 'b', '-N', 'nope*', '-N', 'c'])
+    ck.eq(describe_status(cp.returncode), 'exit 0', 'record -F 999: exit status')
+    ck.eq(warnings(cp), [
+        "cygprof: warning: record: -F 999 keeps only functions named '999': -F is a "
+        "function filter (as uftrace's), not a frequency; sample rates are --sample=HZ "
+        "and --cpu-freq=HZ",
+        "cygprof: warning: record: -F '999' matched no function the program called",
+        "cygprof: warning: record: -N 'nope*' matched no function the program called",
+    ], 'record: the bare number explained, the unmatched patterns named, b and c not')
+    data, _ = cyg.report_json(cap, ck)
+    check_functions(ck, data, {'b': 6})
+    # every name matched (c is called from inside b's scope, and hidden)
+    cp = cyg.record(os.path.join(cyg.workdir, 'g.data'), [example], ['-F', 'a', '-N', 'c'])
+    ck.eq(warnings(cp), [], 'record -F a -N c: no warning')
+
+    full = os.path.join(cyg.workdir, 'full.data')
+    cp = cyg.record(full, [example], ['--timeline'])
+    ck.eq(describe_status(cp.returncode), 'exit 0', 'record --timeline: exit status')
+    for cmd in (['report'], ['report', '--format=json'], ['export', '--format=folded', '-o',
+                os.path.join(cyg.workdir, 'f.folded')], ['replay'], ['annotate']):
+        name = cmd[0]
+        cp = run([cyg.exe] + cmd + ['-F', 'zz', '-F', 'a', '-N', 'q*', '-N', 'c', full])
+        ck.eq(describe_status(cp.returncode), 'exit 0', '%s with unmatched filters: exit'
+              % ' '.join(cmd))
+        ck.eq(warnings(cp), [
+            "cygprof: warning: %s: -F 'zz' matched no function of the capture" % name,
+            "cygprof: warning: %s: -N 'q*' matched no function of the capture" % name,
+        ], '%s: the unmatched patterns named, one line each' % ' '.join(cmd))
+        cp = run([cyg.exe] + cmd + ['-F', 'b', '-N', 'c', full])
+        ck.eq(warnings(cp), [], '%s -F b -N c: no warning' % ' '.join(cmd))
+        if name == 'export':
+            os.unlink(os.path.join(cyg.workdir, 'f.folded'))
+
+
+TESTS = {    'calls': test_filters_calls,
     'recursion': test_filters_recursion,
     'after-calls': test_filters_after_calls,
     'after-recursion': test_filters_after_recursion,
     'time': test_timefilter,
+    'unmatched': test_unmatched,
 }
 
 

@@ -416,7 +416,9 @@ EXPECT = {
 # tests
 
 
-def record_and_check(ck, cyg, example, exp, opts=(), capname='cap.data'):
+def record_and_check(ck, cyg, example, exp, opts=(), capname='cap.data', warnings=()):
+    """Record example with opts; warnings: the lines record must print
+    after its summary, exactly."""
     capture = os.path.join(cyg.workdir, capname)
     cp = cyg.record(capture, [example] + exp['args'], opts)
     ck.eq(describe_status(cp.returncode), describe_status(exp['status']),
@@ -424,8 +426,10 @@ def record_and_check(ck, cyg, example, exp, opts=(), capname='cap.data'):
     check_stdout(ck, cp, exp['stdout'])
     # The examples write nothing to stderr: what is there is cygprof's summary.
     lines = [line for line in cp.err.splitlines() if line.strip()]
-    ck.check(len(lines) == 1 and lines[0].startswith('cygprof'),
-             'record prints a one-line summary on stderr (got %r)' % lines)
+    ck.check(len(lines) == 1 + len(warnings) and lines[0].startswith('cygprof') and
+             lines[1:] == list(warnings),
+             'record prints a one-line summary on stderr%s (got %r)' %
+             (' and %r' % list(warnings) if warnings else '', lines))
     if not os.path.exists(capture):
         raise Failure('record left no capture at %s' % capture)
     # as measured: the examples' nesting (a caller's total at least its

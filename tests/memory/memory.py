@@ -444,7 +444,8 @@ def test_example(name):
 
 
 def test_report(ck, cyg, example, args):
-    """`cygprof report` on a --memory capture still gives exact call counts."""
+    """`cygprof report` on a --memory capture still gives exact call counts;
+    `memory -F/-N` warns about a pattern that names no function."""
     exp = exp_basic()
     capture = record_memory(ck, cyg, example, exp)
     data, _ = cyg.report_json(capture, ck)
@@ -452,6 +453,15 @@ def test_report(ck, cyg, example, args):
     cygtest.check_arcs(ck, data, exp['arcs'], {'main'})
     ck.eq(data['lost_events'], 0, 'lost_events')
     ck.eq(len(data['threads']), 1, 'number of threads')
+    # a pattern that names no function of the capture is said, one line
+    # each, exit 0; those that name one are not
+    fn = sorted(f for f in exp['calls'] if f != 'main')[0]
+    cp = run([cyg.exe, 'memory', '-F', 'zz_none', '-F', fn, '-N', 'q*', '-N', 'main', capture])
+    ck.eq(describe_status(cp.returncode), 'exit 0', 'memory with unmatched filters: exit')
+    ck.eq([l for l in cp.err.splitlines() if l.startswith('cygprof: warning:')], [
+        "cygprof: warning: memory: -F 'zz_none' matched no function of the capture",
+        "cygprof: warning: memory: -N 'q*' matched no function of the capture"],
+        'memory: the unmatched patterns named, one line each')
 
 
 def test_no_memory(ck, cyg, example, args):

@@ -34,6 +34,9 @@ examples/longrun.c (ROUNDS rounds of 100 ms: round_ once, work K times).
   push-tls       https with a self-signed certificate (made by openssl,
                  skipped without it): refused (certificates are checked),
                  exit 4; taken with --push-cacert that certificate
+  push-options   a --push or --server URL curl cannot parse ('http://[::1')
+                 is one line, exit 2, before the program runs; the
+                 --push-interval range is the documented 1 s to a day
   push-memory    (--mem-prog: tests/memory's mem-basic) a --memory capture:
                  two requests, the calls as the report's, then the
                  allocation stacks whose alloc_objects, alloc_space and
@@ -586,8 +589,36 @@ def test_memory(ck, cyg, example, args):
     ck.check(sums[0] > 0, 'the program allocates')
 
 
-TESTS = {
-    'push-oneshot': test_oneshot,
+def test_options(ck, cyg, example, args):
+    """A URL curl cannot parse is refused before anything runs; the
+    interval's documented range, 1 s to a day, is the parser's."""
+    cap = os.path.join(cyg.workdir, 'cap.data')
+    pidf = os.path.join(cyg.workdir, 'pid')
+    for url in ('http://[::1', 'http://:80/', 'http://host:99999/'):
+        cp = cyg.record(cap, [example, pidf, '1', '1'], opts=['--push', url])
+        cygtest.expect_error(ck, cp, 'record --push %s' % url, 2)
+        ck.check(url in cp.err, 'the line names the URL %s (%r)' % (url, cp.err))
+        ck.check(not os.path.exists(pidf) and not os.path.exists(cap),
+                 'record --push %s: the program never ran, no capture' % url)
+        cp = cygtest.run([cyg.exe, 'push', '--server', url, cap])
+        cygtest.expect_error(ck, cp, 'push --server %s' % url, 2)
+    for bad in ('0.5', '86401', '1d'):
+        cp = cyg.record(cap, [example, pidf, '1', '1'],
+                        opts=['--push', 'http://127.0.0.1:1', '--push-interval', bad])
+        cygtest.expect_error(ck, cp, '--push-interval %s' % bad, 2)
+    url = 'http://127.0.0.1:%d' % closed_port()
+    for good in ('1', '86400', '86400000ms'):
+        cp = cyg.record(cap, [example, pidf, '2', '10'],
+                        opts=['-f', '--push', url, '--push-interval', good])
+        ck.eq(cygtest.describe_status(cp.returncode), 'exit 0',
+              '--push-interval %s is taken' % good)
+        ck.check('longrun: done rounds=2' in cp.out, '--push-interval %s: the program ran'
+                 % good)
+        ck.eq(report_calls(ck, cyg, cap).get('work'), 2 * 10,
+              '--push-interval %s: the capture is whole' % good)
+
+
+TESTS = {    'push-oneshot': test_oneshot,
     'push-interval': test_interval,
     'push-token': test_token,
     'push-down': test_down,
@@ -595,6 +626,7 @@ TESTS = {
     'push-attach': test_attach,
     'push-tls': test_tls,
     'push-memory': test_memory,
+    'push-options': test_options,
 }
 
 if __name__ == '__main__':

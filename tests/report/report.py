@@ -9,7 +9,8 @@ Usage:
 
 Tests (meson names report-TEST):
   errors           report of a missing, random, truncated or empty file:
-                   one line, exit 1, never a crash
+                   one line, exit 1, never a crash; a mistyped command
+                   (`cygprof reprot`): "did you mean report?", exit 2
   replay           replay of a --timeline capture of calls shows a(), b(),
                    c() in order; without timeline it is an error (exit 1)
   info-forkexec    info of forkexec: every process, its end and its command
@@ -55,6 +56,20 @@ def truncate_capture(path):
 
 def test_errors_report(ck, cyg, example):
     d = cyg.workdir
+    # a mistyped command: the nearest names, git's way; no guess for a word
+    # far from every command
+    for typed, want in (('reprot', 'report'), ('repot', 'report'), ('memroy', 'memory'),
+                        ('exprot', 'export'), ('hmtl', 'html')):
+        for argv in ([typed], ['help', typed]):
+            cp = run([cyg.exe] + argv)
+            expect_error(ck, cp, 'cygprof %s' % ' '.join(argv), 2)
+            ck.check(cp.err.rstrip().endswith("': did you mean %s?" % want),
+                     'cygprof %s: did you mean %s? (%r)' % (' '.join(argv), want, cp.err))
+    for typed in ('foo', 'xx', 'reportreport'):
+        cp = run([cyg.exe, typed])
+        expect_error(ck, cp, 'cygprof %s' % typed, 2)
+        ck.eq(cp.err.strip(), "cygprof: unknown command '%s' (see 'cygprof --help')" % typed,
+              'cygprof %s: no guess' % typed)
     cp = run([cyg.exe, 'report', '--format=json', os.path.join(d, 'missing.data')])
     expect_error(ck, cp, 'report of a missing file', 1)
 

@@ -221,7 +221,7 @@ static void test_render(void)
 {
 	static const char want[] =
 		"cygprof top: 3.0 s  2 threads (2 running)  8 calls/s  prog\n"
-		"rings: none open\n"
+		"event buffers: no thread is being traced yet\n"
 		"heap: 210 B live in 4 blocks, peak 300 B, 8 allocations/s\n"
 		"view: last interval, sorted by self,calls\n"
 		"\n"
