@@ -6,11 +6,13 @@ side, on this (shared, busy) machine.
 
 usage: bench/diffci.py [--cygprof build/cli/cygprof]
                        [--prog build/tests/example-cidiff-O2] [--iters 3000000]
-                       [--pool 10] [--slower 130] [--pct 10] [--tries 40] [--hog]
+                       [--pool 10] [--base 100] [--slower 130] [--pct 10] [--tries 40]
+                       [--hog | --hog-one]
 
-Records POOL runs of `cidiff 100 0 ITERS` (OLD) and POOL runs of
-`cidiff SLOWER 0 ITERS` (hot() SLOWER% as long, steady() unchanged), with
---hog a busy loop on every core meanwhile, then draws TRIES random 3-vs-3
+Records POOL runs of `cidiff BASE 0 ITERS` (OLD; BASE 0.1: hot 0.1% of
+the run) and POOL runs of `cidiff SLOWER 0 ITERS` (hot() SLOWER% of steady,
+steady() unchanged), with --hog a busy loop on every core meanwhile, with
+--hog-one one busy loop pinned on the last core, then draws TRIES random 3-vs-3
 comparisons of OLD against NEW (a detection when hot is flagged slower,
 a wrong verdict when steady is not 'same') and TRIES of OLD against OLD (a false alarm
 when anything is flagged).  Prints the rates as fractions of the tries."""
@@ -34,10 +36,12 @@ def main():
     ap.add_argument('--prog', default='build/tests/example-cidiff-O2')
     ap.add_argument('--iters', default='3000000')
     ap.add_argument('--pool', type=int, default=10)
+    ap.add_argument('--base', default='100')
     ap.add_argument('--slower', default='130')
     ap.add_argument('--pct', default='10')
     ap.add_argument('--tries', type=int, default=40)
     ap.add_argument('--hog', action='store_true')
+    ap.add_argument('--hog-one', action='store_true')
     ap.add_argument('--seed', type=int, default=1)
     a = ap.parse_args()
     cyg, prog = os.path.abspath(a.cygprof), os.path.abspath(a.prog)
@@ -45,13 +49,17 @@ def main():
     stop = multiprocessing.Event()
     hogs = [multiprocessing.Process(target=hog, args=(stop,)) for _ in range(os.cpu_count() or 1)
             ] if a.hog else []
+    if a.hog_one:
+        hogs = [multiprocessing.Process(target=hog, args=(stop,))]
     for h in hogs:
         h.start()
+        if a.hog_one:
+            os.sched_setaffinity(h.pid, {max(os.sched_getaffinity(0))})
     try:
         with tempfile.TemporaryDirectory(prefix='cygprof-diffci-') as d:
             old, new = [], []
             for i in range(a.pool):  # interleaved: drift hits both alike
-                for side, pct in ((old, '100'), (new, a.slower)):
+                for side, pct in ((old, a.base), (new, a.slower)):
                     cap = os.path.join(d, '%s%d.cap' % ('o' if side is old else 'n', i))
                     subprocess.run([cyg, 'record', '-q', '-o', cap, '--', prog, pct, '0',
                                     a.iters], check=True, stdout=subprocess.DEVNULL)
@@ -75,9 +83,10 @@ def main():
         stop.set()
         for h in hogs:
             h.join()
-    print('cidiff %s vs 100, %s iterations, pool %d a side, %d tries of 3 vs 3, '
-          '--fail-above %s%s' % (a.slower, a.iters, a.pool, a.tries, a.pct,
-                                 ', a busy loop on every core' if a.hog else ''))
+    print('cidiff %s vs %s, %s iterations, pool %d a side, %d tries of 3 vs 3, '
+          '--fail-above %s%s' % (a.slower, a.base, a.iters, a.pool, a.tries, a.pct,
+                                 ', a busy loop on every core' if a.hog else
+                                 ', a busy loop pinned on one core' if a.hog_one else ''))
     print('detection (hot flagged slower): %d/%d = %.2f' % (det, a.tries, det / a.tries))
     print('steady (unchanged) not judged same in those: %d/%d = %.2f' % (fa_ab, a.tries,
                                                                       fa_ab / a.tries))

@@ -9,6 +9,7 @@
 #include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,7 @@ struct diff_opts {
 	struct cli_filter filt;    /* -F, -N, -D, --time-range: both captures */
 	const char *old, *new;
 	double fail_above;         /* --fail-above PCT (< 0: not given) */
+	int fail_calls;            /* --fail-calls: a change of calls fails too */
 };
 
 static void usage(FILE *f)
@@ -127,18 +129,22 @@ static void usage(FILE *f)
 		"                         glob PATTERN\n"
 		CLI_FILTER_HELP
 		"  --format FMT           text (default) or json\n"
-		"  --fail-above PCT       for CI: exit 3 when a function's calls changed, or\n"
-		"                         its self or total time got more than PCT%% worse\n"
-		"                         beyond the runs' noise (every NEW run slower than\n"
-		"                         every OLD run; several captures per side, comma-\n"
-		"                         separated, measure the noise); lists only those\n"
+		"  --fail-above PCT       for CI: exit 3 when a function's self or total\n"
+		"                         time got more than PCT%% worse beyond the runs'\n"
+		"                         noise (every NEW run slower than every OLD run;\n"
+		"                         3 or more captures per side, comma-separated,\n"
+		"                         measure the noise); judges functions holding\n"
+		"                         0.5%% of the OLD or of the NEW runs; lists only\n"
+		"                         those\n"
+		"  --fail-calls           with --fail-above, a change of calls fails too\n"
+		"                         (off: argv, locale and the like change calls)\n"
 		CLI_TIME_HELP CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
 }
 
 static void parse_opts(int argc, char **argv, struct diff_opts *o)
 {
-	enum { O_SORT = 256, O_PATHS, O_FORMAT, O_FAIL_ABOVE };
+	enum { O_SORT = 256, O_PATHS, O_FORMAT, O_FAIL_ABOVE, O_FAIL_CALLS };
 	static const struct option lopts[] = {
 		{"sort", required_argument, NULL, O_SORT},
 		{"paths", no_argument, NULL, O_PATHS},
@@ -146,6 +152,7 @@ static void parse_opts(int argc, char **argv, struct diff_opts *o)
 		CLI_FILTER_OPTIONS,
 		{"format", required_argument, NULL, O_FORMAT},
 		{"fail-above", required_argument, NULL, O_FAIL_ABOVE},
+		{"fail-calls", no_argument, NULL, O_FAIL_CALLS},
 		CLI_DEBUG_OPTIONS,
 		CLI_TIME_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
@@ -186,11 +193,16 @@ static void parse_opts(int argc, char **argv, struct diff_opts *o)
 		case O_FAIL_ABOVE:
 			o->fail_above = cli_parse_real("diff", "--fail-above", optarg, 0, 1000);
 			break;
+		case O_FAIL_CALLS:
+			o->fail_calls = 1;
+			break;
 		}
 	}
 	if (argc - optind != 2)
 		cli_die(2, "diff: needs two captures OLD NEW, %s (see 'cygprof diff --help')",
 			argc - optind < 2 ? "got fewer" : "got more");
+	if (o->fail_calls && o->fail_above < 0)
+		cli_die(2, "diff: --fail-calls needs --fail-above");
 	o->old = argv[optind];
 	o->new = argv[optind + 1];
 }
@@ -543,8 +555,13 @@ static void print_json(struct diff_opts *o, struct side *old, struct side *new,
  * moves when another function changed, the CPU time when the load did: a
  * verdict needs both to agree.  A time is worse when the NEW median is more
  * than PCT% above the OLD one, by more than 1.5 times either side's spread,
- * and every NEW run is more than PCT/2% above every OLD run, for a function that holds at least 0.5% of a run (the
- * median run: below, the noise of a few microseconds would decide).
+ * and every NEW run is more than PCT/2% above every OLD run, for a function
+ * that holds at least 0.5% of the median OLD run or of the median NEW run
+ * (below both, the noise of a few microseconds would decide; OLD alone
+ * would let whatever was small grow unseen).  Calls are only a verdict
+ * (exit 3) with --fail-calls: argv[0], the locale or the environment change
+ * calls in a program whose time did not move.  With fewer than 3 runs a
+ * side the spread says nothing: the noise is unknown (NAN).
  * bench/diffci.py measures the rates (bench/RESULTS.md). */
 
 enum { VERDICT_SAME, VERDICT_FASTER, VERDICT_SLOWER, VERDICT_CALLS };
@@ -555,7 +572,7 @@ struct run_fn {
 	uint64_t *v;              /* [run][V_CALLS, V_SELF, V_TOTAL], OLD runs first */
 	double median[2][NV];     /* per side (times scaled) */
 	double change[NV];        /* NEW median / OLD median - 1 (times) */
-	double noise[NV];         /* the larger side's (max - min) / median */
+	double noise[NV];         /* the larger side's (max - min) / median; NAN: unknown */
 	int verdict, worse[NV], judged[NV];
 };
 
@@ -637,7 +654,7 @@ static void judge(struct run_fn *f, size_t nold, size_t nnew, const double *tot,
 		  const double *slow, double pct)
 {
 	size_t nr = nold + nnew;
-	double x[2][64], y[2][64], shares[128], lo[2], hi[2], ylo[2], yhi[2];
+	double x[2][64], y[2][64], shares[2][64], lo[2], hi[2], ylo[2], yhi[2];
 	uint64_t cmin[2] = {UINT64_MAX, UINT64_MAX}, cmax[2] = {0, 0};
 
 	for (size_t r = 0; r < nr; r++) {
@@ -654,7 +671,8 @@ static void judge(struct run_fn *f, size_t nold, size_t nnew, const double *tot,
 		int rest;
 
 		for (size_t r = 0; r < nr; r++)
-			shares[r] = tot[r] > 0 ? (double)f->v[r * NV + k] / tot[r] : 0;
+			shares[r >= nold][r >= nold ? r - nold : r] =
+				tot[r] > 0 ? (double)f->v[r * NV + k] / tot[r] : 0;
 		/* the run's times as if it had run as fast as the OLD runs:
 		 * against its CPU time (slow[r]), and against the rest of the
 		 * run where the rest is a fifth of it or more */
@@ -675,8 +693,13 @@ static void judge(struct run_fn *f, size_t nold, size_t nnew, const double *tot,
 		for (int sd = 0; sd < 2; sd++)
 			if (f->median[sd][k] > 0 && (hi[sd] - lo[sd]) / f->median[sd][k] > f->noise[k])
 				f->noise[k] = (hi[sd] - lo[sd]) / f->median[sd][k];
-		/* one preempted run does not make a function big */
-		f->judged[k] = median(shares, nr) >= 0.005 && f->median[0][k] > 0;
+		if (nold < 3 || nnew < 3)
+			f->noise[k] = NAN;
+		/* big in either side's median run (one preempted run does not
+		 * make a function big); a function small in OLD that grew is
+		 * judged by its NEW share */
+		f->judged[k] = (median(shares[0], nold) >= 0.005 ||
+				median(shares[1], nnew) >= 0.005) && f->median[0][k] > 0;
 		if (!f->judged[k])
 			continue;
 		/* both clocks must agree: the rest of the run moves when another
@@ -717,6 +740,8 @@ static void print_runs_json(const struct diff_opts *o, char **olds, size_t nold,
 		json_real(stdout, o->fail_above);
 	else
 		printf("null");
+	printf(",\n  \"fail_calls\": %s", o->fail_calls ? "true" : "false");
+	printf(",\n  \"noise_known\": %s", nold >= 3 && nnew >= 3 ? "true" : "false");
 	printf(",\n  \"failed\": %zu,\n  \"functions\": [", failed);
 	for (size_t i = 0; i < nf; i++) {
 		const struct run_fn *f = &fns[i];
@@ -737,7 +762,10 @@ static void print_runs_json(const struct diff_opts *o, char **olds, size_t nold,
 				       f->median[0][k], f->median[1][k]);
 				json_real(stdout, f->change[k]);
 				printf(", \"noise\": ");
-				json_real(stdout, f->noise[k]);
+				if (isnan(f->noise[k]))
+					printf("null");
+				else
+					json_real(stdout, f->noise[k]);
 				printf(", \"judged\": %s, \"worse\": %s", f->judged[k] ? "true" : "false",
 				       f->worse[k] ? "true" : "false");
 			}
@@ -750,7 +778,8 @@ static void print_runs_json(const struct diff_opts *o, char **olds, size_t nold,
 
 static int fails(const struct diff_opts *o, const struct run_fn *f)
 {
-	return o->fail_above >= 0 && (f->verdict == VERDICT_CALLS || f->verdict == VERDICT_SLOWER);
+	return o->fail_above >= 0 && ((o->fail_calls && f->verdict == VERDICT_CALLS) ||
+				      f->worse[V_SELF] || f->worse[V_TOTAL]);
 }
 
 static int cmp_run_fn(const void *a, const void *b)
@@ -851,6 +880,9 @@ static int diff_runs(struct diff_opts *o)
 	base = scaled ? median(ratio, nold) : 0;
 	for (size_t r = 0; r < nr; r++)
 		slow[r] = base > 0 ? slow[r] / base : 1;
+	if (nold < 3 || nnew < 3)
+		fprintf(stderr, "cygprof diff: noise unknown: %zu OLD and %zu NEW run%s; "
+			"3 or more a side measure it\n", nold, nnew, nnew == 1 ? "" : "s");
 	for (size_t i = 0; i < nf; i++) {
 		judge(&fns[i], nold, nnew, tot, slow, pct);
 		failed += fails(o, &fns[i]);
@@ -862,13 +894,15 @@ static int diff_runs(struct diff_opts *o)
 		printf("# %zu OLD run%s, %zu NEW run%s", nold, nold == 1 ? "" : "s", nnew,
 		       nnew == 1 ? "" : "s");
 		if (o->fail_above >= 0)
-			printf("; --fail-above %g%%: %zu function%s failed", o->fail_above, failed,
-			       failed == 1 ? "" : "s");
+			printf("; --fail-above %g%%%s: %zu function%s failed", o->fail_above,
+			       o->fail_calls ? " --fail-calls" : "", failed, failed == 1 ? "" : "s");
+		if (nold < 3 || nnew < 3)
+			printf("; noise unknown");
 		printf("\n# VERDICT        CALLS OLD -> NEW     SELF ms OLD -> NEW  CHANGE  NOISE"
 		       "   TOTAL CHANGE  FUNCTION\n");
 		for (size_t i = 0; i < nf; i++) {
 			const struct run_fn *f = &fns[i];
-			char cb[48];
+			char cb[48], nb[24];
 
 			/* with --fail-above, only what fails */
 			if (o->fail_above >= 0 && !fails(o, f))
@@ -877,12 +911,16 @@ static int diff_runs(struct diff_opts *o)
 				continue;
 			snprintf(cb, sizeof cb, "%" PRIu64 " -> %" PRIu64, f->v[V_CALLS],
 				 f->v[(nr - 1) * NV + V_CALLS]);
-			printf("%s%-13s%s %20s %9.3f -> %9.3f %+6.1f%% %5.1f%% %+13.1f%%  %s%s%s%s\n",
+			if (isnan(f->noise[V_SELF]))
+				snprintf(nb, sizeof nb, "noise unknown");
+			else
+				snprintf(nb, sizeof nb, "%5.1f%%", 100 * f->noise[V_SELF]);
+			printf("%s%-13s%s %20s %9.3f -> %9.3f %+6.1f%% %6s %+13.1f%%  %s%s%s%s\n",
 			       f->verdict >= VERDICT_SLOWER ? cli_hot(1)
 			       : f->verdict == VERDICT_FASTER && cli_color ? "\033[32m" : "",
 			       verdict_names[f->verdict], cli_reset(), cb, f->median[0][V_SELF] / 1e6,
 			       f->median[1][V_SELF] / 1e6, 100 * f->change[V_SELF],
-			       100 * f->noise[V_SELF], 100 * f->change[V_TOTAL], text_esc(f->name),
+			       nb, 100 * f->change[V_TOTAL], text_esc(f->name),
 			       f->object ? " [" : "", f->object ? text_esc(f->object) : "",
 			       f->object ? "]" : "");
 		}

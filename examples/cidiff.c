@@ -2,8 +2,9 @@
 /*
  * cidiff.c - a run to compare run against run: main calls hot() 20 times
  * and steady() 20 times, each spinning a loop; hot's loop is PERCENT% of
- * steady's length (default 100), so `cidiff 130` makes hot 30% slower and
- * leaves steady as it was.  main also calls extra() EXTRA times (default
+ * steady's length (default 100; a fraction allowed), so `cidiff 130` makes
+ * hot 30% slower and leaves steady as it was, and `cidiff 0.1` against
+ * `cidiff 1.6` makes a hot of 0.1% of the run 16 times slower.  main also calls extra() EXTRA times (default
  * 0): a change of calls.
  *
  * Usage: cidiff [PERCENT [EXTRA [ITERATIONS]]]   (ITERATIONS: steady's loop,
@@ -46,12 +47,13 @@ COUNTED static void extra(void)
 
 int main(int argc, char **argv)
 {
-	unsigned long pct = argc > 1 ? strtoul(argv[1], NULL, 10) : 100;
+	/* a fraction (0.1) makes hot small: under 0.5% of the run */
+	double pct = argc > 1 ? strtod(argv[1], NULL) : 100;
 	unsigned long nextra = argc > 2 ? strtoul(argv[2], NULL, 10) : 0;
 	unsigned long iters = argc > 3 ? strtoul(argv[3], NULL, 10) : 300000;
 
 	for (int r = 0; r < 20; r++) {
-		hot(iters * pct / 100);
+		hot((unsigned long)((double)iters * pct / 100));
 		steady(iters);
 	}
 	for (unsigned long i = 0; i < nextra; i++)

@@ -21,8 +21,14 @@ Tests:
                 (not beside the suite's other tests; a shared machine stays
                 busy): 3 vs 3 flags hot slower (main, its caller, may be
                 too), steady not, exit 3; 20 comparisons of 3 OLD runs
-                against 3 other OLD runs flag nothing, exit 0; a run with 3 calls more
-                of extra() is a change of calls, exit 3; JSON verdicts
+                against 3 other OLD runs flag nothing, exit 0; 3 runs with 3 calls
+                more of extra() are a change of calls that passes the time
+                gate (exit 0) and fails with --fail-calls (exit 3); one
+                run a side says on stderr (one line) that the noise is
+                unknown, "noise unknown" in the text, null in JSON
+  diff-gate-small  hot() at 0.1% of the run in 3 OLD runs, 17 times slower
+                (1.7%) in 3 NEW runs: judged on its NEW share, slower,
+                exit 3, named in the text
   diff-profile  OLD and NEW of the -O2 build: diff --format=json and the text
                 say work 1000 -> 2000 (+1000, +100%), the unchanged functions
                 0, only_new added, only_old removed; --paths, --sort, -F
@@ -420,11 +426,72 @@ def test_ci(ck, cyg, example, args):
             alarms.append([(f['name'], f['verdict']) for f in j['functions']
                            if f['verdict'] != 'same'])
     ck.eq(alarms, [], '20 comparisons of OLD runs against OLD runs: no alarm')
-    rc, j = diff(old[:3], [more])
+    # 3 more calls of extra() (as argv[0] or the locale change calls): a
+    # change of calls, shown, but failing only a gate that asks for calls
+    more3 = [more, rec('x1.data', '100', '3'), rec('x2.data', '100', '3')]
+    rc, j = diff(old[:3], more3)
     v = {f['name']: f['verdict'] for f in j['functions']}
-    ck.eq((rc, v.get('extra')), (3, 'calls changed'), '3 more calls of extra: a change of calls')
+    ck.eq((rc, v.get('extra'), j.get('failed')), (0, 'calls changed', 0),
+          '3 more calls of extra: calls changed, the time gate passes')
+    cp = run([cyg.exe, 'diff', '--format=json', '--fail-above', '10', '--fail-calls',
+              ','.join(old[:3]), ','.join(more3)])
+    j = json.loads(cp.out) if cp.returncode in (0, 3) else {}
+    ck.eq((cp.returncode, j.get('failed'), j.get('fail_calls')), (3, 1, True),
+          '--fail-calls: the change of calls fails, exit 3')
+    cp = run([cyg.exe, 'diff', '--fail-calls', old[0], new[0]])
+    expect_error(ck, cp, 'diff --fail-calls without --fail-above', 2)
+    # one run a side: the noise is unknown, said on stderr, null in JSON
+    cp = run([cyg.exe, 'diff', '--format=json', '--fail-above', '10', old[0], new[0]])
+    ck.check('noise unknown' in cp.err and len(cp.err.strip().splitlines()) == 1,
+             'one run a side: one line on stderr says the noise is unknown (%r)' % cp.err)
+    j = json.loads(cp.out) if cp.returncode in (0, 3) else {'functions': []}
+    ck.check(j.get('noise_known') is False and j['functions'] and
+             all(f['self_ns']['noise'] is None and f['total_ns']['noise'] is None
+                 for f in j['functions']), 'JSON: noise null with one run a side')
+    cp = run([cyg.exe, 'diff', old[0], new[0] + ',' + new[1]])
+    ck.check('noise unknown' in cp.err and
+             any('noise unknown' in ln and ' hot ' in ln for ln in cp.out.splitlines()),
+             'text: "noise unknown" in the rows, not 0.0%% (%r)' % cp.out[:300])
+    rc, j = diff(old[:3], new)
+    ck.check(j.get('noise_known') is True and 'noise unknown' not in
+             run([cyg.exe, 'diff', '--fail-above', '10', ','.join(old[:3]), ','.join(new)]).err,
+             '3 runs a side: the noise is known')
     cp = run([cyg.exe, 'diff', '--fail-above', 'x', old[0], new[0]])
     expect_error(ck, cp, 'diff --fail-above x', 2)
+
+
+def test_gate_small(ck, cyg, example, args):
+    """hot 0.1% of the run in OLD, 17 times slower (1.7%) in NEW."""
+    prog = os.path.abspath(args.cidiff)
+    d = cyg.workdir
+
+    def rec(name, pct):
+        cap = os.path.join(d, name)
+        cp = cyg.record(cap, [prog, pct, '0', '10000000'])
+        if cp.returncode != 0:
+            raise Failure('record %s: %s' % (name, cp.err.strip()))
+        return cap
+    old, new = [], []
+    for i in range(3):  # interleaved: the machine's load drifts over both
+        old.append(rec('o%d.data' % i, '0.1'))
+        new.append(rec('n%d.data' % i, '1.7'))
+    cp = run([cyg.exe, 'diff', '--format=json', '--fail-above', '10', ','.join(old),
+              ','.join(new)])
+    j = json.loads(cp.out) if cp.returncode in (0, 3) else {'functions': []}
+    hot = [f for f in j['functions'] if f['name'] == 'hot']
+    ck.check(cp.returncode == 3 and hot and hot[0]['verdict'] == 'slower' and
+             hot[0]['self_ns']['judged'], 'hot 0.1%% -> 1.7%%: judged, slower, exit 3 (%s %s)' %
+             (cp.returncode, hot and (hot[0]['verdict'], hot[0]['self_ns']['old'],
+                                      hot[0]['self_ns']['new'])))
+    if hot:
+        ck.eq(hot[0]['calls'], {'old': [20, 20, 20], 'new': [20, 20, 20]}, 'JSON: hot calls')
+    ck.check(set(f['name'] for f in j['functions'] if f['verdict'] == 'slower') <= {'hot', 'main'},
+             'only hot (and main, its caller) slower')
+    cp = run([cyg.exe, 'diff', '--fail-above', '10', ','.join(old), ','.join(new)])
+    rows = [ln for ln in cp.out.splitlines() if not ln.startswith('#')]
+    ck.check(cp.returncode == 3 and any(r.startswith('slower') and r.split()[-1] == 'hot'
+                                        or ' hot ' in r for r in rows),
+             'text: hot named (%r)' % rows)
 
 
 TESTS = {
@@ -434,6 +501,7 @@ TESTS = {
     'diff-errors': test_errors,
     'diff-memory-filters': test_memory_filters,
     'diff-ci': test_ci,
+    'diff-gate-small': test_gate_small,
 }
 
 
