@@ -111,6 +111,7 @@ class Run:
         self.start_ns = 0
         self.kill_ns = 0
         self.alive = False   # the victim was still running when killed
+        self.rc = None       # else its exit status
         self.notes = []
         self.k = K           # the program's calls a round
 
@@ -157,7 +158,8 @@ def kill_at(r, sender):
     p = r.victim
     wait_until(r.start_ns + int(r.moment * 1e9))
     r.prog = children_of(sender.pid)
-    r.alive = p.poll() is None
+    r.rc = p.poll()
+    r.alive = r.rc is None
     r.kill_ns = mono_ns()
     p.kill()
     p.wait()
@@ -292,7 +294,14 @@ def kill_test(kind):
 
         def one(r):
             tag = '%s killed at %.3f s' % ('receive' if kind == 'receive' else 'record', r.moment)
-            if not ck.check(r.alive, '%s: it was still running when killed' % tag):
+            late = (r.kill_ns - r.start_ns) / 1e9
+            if not r.alive and r.rc == 0 and late * 1000 >= RUN_MS:
+                # a loaded machine (ASan, a hog) woke this driver after the
+                # program's whole run: the recording ended as it should
+                print('%s: the kill came at %.3f s, after the run ended (exit 0)' % (tag, late))
+                return
+            if not ck.check(r.alive, '%s: it was still running when killed (exit %s at %.3f s)' %
+                            (tag, r.rc, late)):
                 return
             lines = printed(r)
             first = min((x[2] for x in lines), default=None)
