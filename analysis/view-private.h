@@ -33,10 +33,9 @@ struct view_tree_slot {
 	uint32_t *map; /* with a filter: stored node -> filtered node (VIEW_NONE) */
 	double *cut;   /* compensated: per stored node, the ns taken out per call */
 	/* the time model (timemodel.h), per stored node: its total after it
-	 * over its total before it (0: none before), the total after it and
-	 * its calls; nscale of each (0: not modelled) */
-	double *scale;
-	uint64_t *mtot, *calls;
+	 * over its total before it (0: none before), and its total after it
+	 * per call; nscale of each (0: not modelled) */
+	double *scale, *percall;
 	size_t nscale;
 	size_t ncut;
 	size_t nmap;

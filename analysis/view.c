@@ -59,8 +59,7 @@ static void trees_free(struct view *v)
 		free(v->trees[i].cpu_arr);
 		free(v->trees[i].cut);
 		free(v->trees[i].scale);
-		free(v->trees[i].mtot);
-		free(v->trees[i].calls);
+		free(v->trees[i].percall);
 		free(v->trees[i].sites);
 	}
 	free(v->trees);
@@ -560,15 +559,15 @@ int view_tree(struct view *v, uint32_t thread, const struct view_tree **out)
 					      &s->t.model);
 		if (!err)
 			s->t.modelled = !sonly || crec.samples;
-		if (!err && s->scale && (!(s->mtot = malloc(n * sizeof *s->mtot)) ||
-					 !(s->calls = malloc(n * sizeof *s->calls))))
+		if (!err && s->scale && !(s->percall = malloc(n * sizeof *s->percall)))
 			err = -ENOMEM;
 		for (i = 0; !err && s->scale && i < n; i++) {
 			s->scale[i] = s->scale[i] > 0 ? (double)nodes[i].total_ns / s->scale[i] : 0;
-			s->mtot[i] = nodes[i].total_ns;
-			s->calls[i] = nodes[i].calls;
+			s->percall[i] = nodes[i].calls ? (double)nodes[i].total_ns /
+								  (double)nodes[i].calls
+							: 0;
 		}
-		s->nscale = s->scale && s->mtot ? n : 0;
+		s->nscale = s->scale && s->percall ? n : 0;
 		free(rows);
 		if (err == CYGPROF_E_NOTFOUND)
 			err = 0;
@@ -616,10 +615,8 @@ fail:
 	free(s->own);
 	free(s->cut);
 	free(s->scale);
-	free(s->mtot);
-	free(s->calls);
-	s->scale = NULL;
-	s->mtot = s->calls = NULL;
+	free(s->percall);
+	s->scale = s->percall = NULL;
 	s->nscale = 0;
 	s->self_ns = NULL;
 	s->fn = NULL;
@@ -733,10 +730,7 @@ int view_sites(struct view *v, uint32_t thread, const struct cygprof_callsite **
 			if (s->scale[c->node] > 0) {
 				c->total_ns = (uint64_t)((double)c->total_ns * s->scale[c->node] + 0.5);
 			} else {
-				uint64_t k = s->calls[c->node];
-				c->total_ns = k ? (uint64_t)((double)s->mtot[c->node] *
-							     (double)c->calls / (double)k + 0.5)
-						: 0;
+				c->total_ns = (uint64_t)(s->percall[c->node] * (double)c->calls + 0.5);
 			}
 		}
 		if (v->filtering && (err = view_filter_sites(v, s, &s->sites, &s->nsites)))
