@@ -15,7 +15,8 @@ Usage:
               equal in both; work()'s share of the total rises and many()'s
               inclusive share falls when compensated (so the test fails if
               compensation is off); many()'s compensated total is its raw
-              one less what the rule takes out (within rounding); no time is
+              one less what the rule takes out (within rounding), or
+              tiny()'s where that is less (clamped); no time is
               negative; `gprof`, `export --format=folded`, `annotate` and
               `diff` accept --raw-times.
   modes       the calibration runs the hooks of the recording: --timeline
@@ -109,9 +110,12 @@ def test_compensate(ck, cyg, example, args):
     many_c, many_r = fc['many']['total_ns'] / tc, fr['many']['total_ns'] / tr
     ck.check(work_c > work_r, "work's share rises: %.3f -> %.3f" % (work_r, work_c))
     ck.check(many_c < many_r, "many's inclusive share falls: %.3f -> %.3f" % (many_r, many_c))
-    # the rule on many(): 1 call of its own, 1000000 below it
+    # the rule on many(): 1 call of its own, 1000000 below it, and never
+    # less than its compensated child (a calibration whose o_out is high
+    # against this run, as on a busy machine, leaves many() at tiny()'s)
     o_full = o['in_ns'] + o['out_ns']
-    want = max(0.0, fr['many']['total_ns'] - o['in_ns'] - 1000000 * o_full)
+    want = max(0.0, fr['many']['total_ns'] - o['in_ns'] - 1000000 * o_full,
+               fc['tiny']['total_ns'])
     ck.check(abs(fc['many']['total_ns'] - want) <= 1000000 * 0.001 + 2,
              "many's compensated total %d is raw %d less the rule's %.0f" %
              (fc['many']['total_ns'], fr['many']['total_ns'], fr['many']['total_ns'] - want))
