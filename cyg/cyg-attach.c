@@ -168,6 +168,7 @@ static int map_fd(int fd)
 	cyg__smp_init();
 	if (!atfork_made) {
 		pthread_atfork(NULL, NULL, cyg__atfork_child);
+		pthread_atfork(cyg__fork_snap_take, cyg__fork_snap_drop, NULL);
 		/* last: its prepare runs first, before any handler of the
 		 * program registered earlier (their hooks, in the child, must
 		 * not read the parent's switch records) */

@@ -231,11 +231,16 @@ HIDDEN void cyg__seed_push(struct cyg_thread *t, uint64_t now);
 /* Take the seed of thread tid, if any: its functions (*n of them,
  * outermost first, in the mapping), the entry freed.  NULL when none. */
 HIDDEN const uint64_t *cyg__seed_take(uint32_t tid, uint32_t *n);
-/* A forked child's writer t (current) starts with the frames of old (the
- * parent's writer, its stack ostk) that were live when fork() was called
- * from stack position fork_cfa (0: unknown). */
-HIDDEN void cyg__fork_frames(struct cyg_thread *t, const struct cyg_thread *old,
-			     const struct cyg_frame *ostk, uint64_t fork_cfa, uint64_t now);
+/* A forked child's writer t (current) starts with the frames 1..odepth of
+ * ostk (the parent's, as they were at fork(), oovf frames past the depth
+ * limit) that were live when fork() was called from stack position
+ * fork_cfa (0: unknown). */
+HIDDEN void cyg__fork_frames(struct cyg_thread *t, const struct cyg_frame *ostk, uint32_t odepth,
+			     uint32_t oovf, uint64_t fork_cfa, uint64_t now);
+/* The forking thread's frames copied to private memory before fork (the
+ * prepare handler, _Fork), dropped after it in both processes. */
+HIDDEN void cyg__fork_snap_take(void);
+HIDDEN void cyg__fork_snap_drop(void);
 
 /* ---- CPU samples (cyg-sample.c) ------------------------------------------ */
 

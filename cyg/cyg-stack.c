@@ -363,16 +363,14 @@ void cyg__seed_push(struct cyg_thread *t, uint64_t now)
 /* fork: the child's open frames (those that called fork) are copied as
  * call paths with no entries, so their exits in the child pair up and the
  * counts stay exact. */
-void cyg__fork_frames(struct cyg_thread *t, const struct cyg_thread *old,
-		      const struct cyg_frame *ostk, uint64_t fork_cfa, uint64_t now)
+void cyg__fork_frames(struct cyg_thread *t, const struct cyg_frame *ostk, uint32_t odepth,
+		      uint32_t oovf, uint64_t fork_cfa, uint64_t now)
 {
 	uint32_t d;
 	struct cyg_frame *stk = cyg_tls.stk;
 	/* Frames at or below fork()'s caller were abandoned (a longjmp not yet
 	 * noticed): the child does not inherit them. */
-	uint32_t live = old->depth;
-	if (!CYG_IN(ostk + live))
-		live = 0; /* a depth the program wrote: no frames inherited */
+	uint32_t live = odepth < cyg_max_depth ? odepth : 0;
 	while (fork_cfa && live > 0 && ostk[live].cfa < fork_cfa)
 		live--;
 	for (d = 1; d <= live && d + 1 < cyg_max_depth; d++) {
@@ -390,5 +388,5 @@ void cyg__fork_frames(struct cyg_thread *t, const struct cyg_thread *old,
 		stk[d].site = 0;
 		t->depth = d;
 	}
-	t->ovf = live == old->depth ? old->ovf : 0;
+	t->ovf = live == odepth ? oovf : 0;
 }

@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -28,6 +29,49 @@
 #include "cyg-cold.h"
 
 static __thread uint64_t fork_cfa TLS_IE; /* stack position of fork()'s caller */
+
+/* The forking thread's frames as they were at fork(), in private memory.
+ * The child cannot read them from the mapping: that is shared, and the
+ * parent goes on after fork() returns to it, leaving and entering frames,
+ * before the child's handler runs (a server back in its event loop while
+ * its child is still starting: the child then found the parent's new
+ * path, not its own).  The child gets its copy of this page with the rest
+ * of the process. */
+static __thread struct fork_snap {
+	struct cyg_frame *stk; /* frames 0..depth, or NULL */
+	size_t len;            /* bytes mapped */
+	uint32_t depth, ovf;
+} fork_snap TLS_IE;
+
+void cyg__fork_snap_take(void)
+{
+	struct cyg_thread *t = cyg_tls.t;
+	int saved = errno;
+
+	if (fork_snap.stk || cyg_state <= 0 || !t || cyg_stale(t))
+		return;
+	uint32_t depth = t->depth;
+	if (!CYG_IN(cyg_tls.stk + depth))
+		return;
+	size_t n = ((size_t)depth + 1) * sizeof(struct cyg_frame);
+	size_t len = (n + 4095) & ~(size_t)4095;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m != MAP_FAILED) {
+		memcpy(m, cyg_tls.stk, n);
+		fork_snap = (struct fork_snap){m, len, depth, t->ovf};
+	}
+	errno = saved;
+}
+
+void cyg__fork_snap_drop(void)
+{
+	int saved = errno;
+
+	if (fork_snap.stk)
+		munmap(fork_snap.stk, fork_snap.len);
+	fork_snap.stk = NULL;
+	errno = saved;
+}
 
 /* ---- how processes end ------------------------------------------------- */
 
@@ -94,9 +138,13 @@ void cyg__atfork_child(void)
 	cyg__shared_reset();
 	cyg_tls.t = NULL;
 	t = cyg__thread_new(CYG_TF_FORKED, now);
-	if (!t || !old)
-		return;
-	cyg__fork_frames(t, old, ostk, fork_cfa, now);
+	if (t && old && fork_snap.stk)
+		cyg__fork_frames(t, fork_snap.stk, fork_snap.depth, fork_snap.ovf, fork_cfa, now);
+	else if (t && old) /* no snapshot: the parent's frames as they are now
+			    * (a depth the program wrote: none) */
+		cyg__fork_frames(t, ostk, CYG_IN(ostk + old->depth) ? old->depth : 0, old->ovf,
+				 fork_cfa, now);
+	cyg__fork_snap_drop();
 }
 
 /* ---- the wrappers: where frames are left, and how processes end -------- */
@@ -247,12 +295,14 @@ pid_t _Fork(void)
 		return -1;
 	}
 	fork_cfa = CYG_CFA();
+	cyg__fork_snap_take();
 	r = real();
 	if (r == 0) {
 		int saved = errno;
 		cyg__atfork_child();
 		errno = saved;
 	}
+	cyg__fork_snap_drop();
 	fork_cfa = 0;
 	return r;
 }

@@ -332,6 +332,19 @@ def exp_forkexec():
         roots={'main'}, busy=['spin', 'child_work', 'parent_work', 'exec_image_work'])
 
 
+def exp_forkpath(r=20):
+    return dict(
+        args=[str(r)], status=0, threads=None, ends=['exit 0'] * (r + 1),
+        stdout=['forkpath: rounds=%d' % r],
+        functions={'main': 1, 'serve': r, 'handle': r, 'save_background': r, 'do_fork': r,
+                   'idle': r, 'wait_child': r, 'child_save': r, 'child_write': 3 * r},
+        arcs={('main', 'serve'): r, ('serve', 'handle'): r, ('handle', 'save_background'): r,
+              ('save_background', 'do_fork'): r, ('save_background', 'child_save'): r,
+              ('child_save', 'child_write'): 3 * r, ('main', 'idle'): r,
+              ('idle', 'wait_child'): r},
+        roots={'main'}, busy=['child_write'])
+
+
 def exp_crash(n=10):
     return dict(
         args=[str(n)], status=139, threads=1, ends=['signal 11'],
@@ -407,6 +420,7 @@ def exp_longrun(rounds=20, k=2000):
 EXPECT = {
     'calls': exp_calls, 'recursion': exp_recursion, 'threads': exp_threads,
     'longjmp': exp_longjmp, 'exceptions': exp_exceptions, 'forkexec': exp_forkexec,
+    'forkpath': exp_forkpath,
     'crash': exp_crash, 'exitdeep': exp_exitdeep, 'timefilter': exp_timefilter,
     'killself': exp_killself, 'manythreads': exp_manythreads,
 }
