@@ -109,6 +109,7 @@ int cpu_time_model(struct view *v, struct timemodel_stats *sum, size_t *modelled
 			continue;
 		++*modelled;
 		sum->wait_ns += t->model.wait_ns;
+		sum->blocked_ns += t->model.blocked_ns;
 		sum->corrected += t->model.corrected;
 		sum->sampled_nodes += t->model.sampled_nodes;
 	}

@@ -17,8 +17,12 @@
  *
  * A node's self time is its compensated hook time less the time its thread
  * waited for a CPU while it was innermost (cyg/cyg-switch.c): that is not
- * work.  Its blocked time (sleep, I/O, locks) is the program's and stays,
- * but no sample sees it: where samples exist and the thread's switches were
+ * work.  Its blocked time (sleep, I/O, locks) is the program's but not
+ * work either: by default it is taken out too, so that what ranks first is
+ * what used the CPU (a server's threads block most of their wall time: in
+ * the wall clock its idle loops and background threads come first); the
+ * readers show it in a column of its own, and `--times=wall` keeps it in
+ * (TIMEMODEL_KEEP_BLOCKED).  No sample sees it: where samples exist and the thread's switches were
  * tracked (else blocked time cannot be told from a bias), the hooks' figure
  * without it, H, and the samples' S = k * period are combined as
  *
@@ -56,9 +60,11 @@
 #include <string.h>
 
 int timemodel_apply(struct cygprof_node *nodes, size_t n, const struct cygprof_cpu_node *rows,
-		    size_t nrows, uint64_t period_ns, int switches, int sampled_only,
-		    double floor_ns, double hooks_ns, struct timemodel_stats *st)
+		    size_t nrows, uint64_t period_ns, int flags, double floor_ns, double hooks_ns,
+		    struct timemodel_stats *st)
 {
+	int switches = !!(flags & TIMEMODEL_SWITCHES), sampled_only = !!(flags & TIMEMODEL_SAMPLED);
+	int keep = !!(flags & TIMEMODEL_KEEP_BLOCKED);
 	uint64_t *kids, *smp, *wait, *blk;
 	double *self;
 	size_t i;
@@ -126,6 +132,9 @@ int timemodel_apply(struct cygprof_node *nodes, size_t n, const struct cygprof_c
 		 * sample sees it: compare the samples with the rest */
 		b = (double)blk[i] < h ? (double)blk[i] : h;
 		h -= b;
+		st->blocked_ns += (uint64_t)b;
+		if (!keep)
+			b = 0;
 		if (period_ns && switches) {
 			/* the samples', and the two combined */
 			s = (double)smp[i] * p;

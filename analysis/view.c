@@ -553,7 +553,11 @@ int view_tree(struct view *v, uint32_t thread, const struct view_tree **out)
 		}
 		if (!err && (!sonly || crec.samples))
 			err = timemodel_apply(nodes, n, rows, nrows, crec.period_ns,
-					      !!(crec.flags & CYGPROF_CPU_SWITCHES), sonly,
+					      (crec.flags & CYGPROF_CPU_SWITCHES ? TIMEMODEL_SWITCHES : 0) |
+						      (sonly ? TIMEMODEL_SAMPLED : 0) |
+						      (v->opts.times == VIEW_TIMES_WALL
+							       ? TIMEMODEL_KEEP_BLOCKED
+							       : 0),
 					      v->opts.times == VIEW_TIMES_SAMPLES ? 0 : vo.floor_ns,
 					      vo.present ? vo.in_ns + vo.out_ns : 0,
 					      &s->t.model);

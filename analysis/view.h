@@ -54,9 +54,12 @@ struct view_opts {
 };
 
 enum {
-	VIEW_TIMES_MODEL,   /* compensated, waits out, corrected by the CPU samples */
+	VIEW_TIMES_MODEL,   /* compensated, waits and blocked time out, corrected by
+			     * the CPU samples: CPU time */
 	VIEW_TIMES_HOOKS,   /* compensated only */
 	VIEW_TIMES_SAMPLES, /* the CPU samples alone (threads without: compensated) */
+	VIEW_TIMES_WALL,    /* the model with blocked time kept: wall time less the
+			     * waits for a CPU */
 };
 
 /** Open the capture at path read-only (cygprof_capture_open(): same

@@ -225,11 +225,22 @@ void cli_debug_option(struct debuginfo *di, const char *cmd, int c, const char *
 		cli_die(1, "out of memory");
 }
 
+/* A time off the CPU, for cli_times_note(). */
+static void fmt_off(char *buf, size_t len, uint64_t ns)
+{
+	if (ns >= 1000000000)
+		snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+	else if (ns >= 1000000)
+		snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+}
+
 const char *cli_times_note(struct view *v, char *buf, size_t len)
 {
 	struct timemodel_stats st;
 	size_t modelled = 0;
-	char w[32];
+	char w[32], b[32];
 
 	if (cpu_times_sampled(v) || (cli_times == VIEW_TIMES_SAMPLES && !cli_raw_times &&
 				     cpu_period_ns(v))) {
@@ -256,13 +267,19 @@ const char *cli_times_note(struct view *v, char *buf, size_t len)
 			 view_compensated(v) ? ", the hooks' cost taken out" : "");
 		return buf;
 	}
-	if (st.wait_ns >= 1000000)
-		snprintf(w, sizeof w, "%.1f ms", (double)st.wait_ns / 1e6);
+	fmt_off(w, sizeof w, st.wait_ns);
+	fmt_off(b, sizeof b, st.blocked_ns);
+	if (cli_times == VIEW_TIMES_WALL)
+		snprintf(buf, len, "wall time per call path: the hooks' clock less %s and %s "
+			 "waiting for a CPU, with %s blocked (sleep, I/O, locks) kept, checked "
+			 "against CPU samples (%" PRIu64 " call path%s corrected)",
+			 view_compensated(v) ? "their cost" : "nothing for their cost (no calibration)",
+			 w, b, st.corrected, st.corrected == 1 ? "" : "s");
 	else
-		snprintf(w, sizeof w, "%.1f us", (double)st.wait_ns / 1e3);
-	snprintf(buf, len, "CPU time per call path: the hooks' clock less %s and %s "
-		 "waiting for a CPU, checked against CPU samples (%" PRIu64 " call path%s corrected)",
-		 view_compensated(v) ? "their cost" : "nothing for their cost (no calibration)",
-		 w, st.corrected, st.corrected == 1 ? "" : "s");
+		snprintf(buf, len, "CPU time per call path, which ranks: the hooks' clock less %s, "
+			 "%s waiting for a CPU and %s blocked (sleep, I/O, locks: --times=wall "
+			 "keeps it), checked against CPU samples (%" PRIu64 " call path%s corrected)",
+			 view_compensated(v) ? "their cost" : "nothing for their cost (no calibration)",
+			 w, b, st.corrected, st.corrected == 1 ? "" : "s");
 	return buf;
 }

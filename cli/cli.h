@@ -259,12 +259,14 @@ enum { CLI_O_RAW_TIMES = 0x4200, CLI_O_TIMES };
 		"times", required_argument, NULL, CLI_O_TIMES          \
 	}
 #define CLI_TIME_HELP                                                                   \
-	"  --times=WHICH          the times shown: model (default: the hooks' clock\n"    \
-	"                         less their cost and any wait for a CPU, corrected by\n" \
-	"                         the CPU samples where the two disagree beyond the\n"   \
-	"                         samples' noise), hooks (the clock less its cost\n"     \
-	"                         only), samples (the CPU samples alone, on exact call\n" \
-	"                         paths), raw (as measured: the same as --raw-times)\n"  \
+	"  --times=WHICH          the times shown: model (default: CPU time: the\n"      \
+	"                         hooks' clock less their cost, any wait for a CPU and\n" \
+	"                         any time blocked, corrected by the CPU samples where\n" \
+	"                         the two disagree beyond the samples' noise), wall\n"  \
+	"                         (the same with the time blocked in sleep, I/O or\n"   \
+	"                         locks kept), hooks (the clock less its cost only),\n" \
+	"                         samples (the CPU samples alone, on exact call\n"      \
+	"                         paths), raw (as measured: the same as --raw-times)\n" \
 	"  --raw-times            times as measured: the hooks' own cost, which the\n"    \
 	"                         runtime measures at start, not taken out\n"
 extern int cli_raw_times;

@@ -316,7 +316,7 @@ static double pct(uint64_t a, uint64_t b)
 /* On and off the CPU (the runtime's samples and context switches, cpu.h):
  * what each function's time was made of.  Its self time is the time it
  * ran; waiting for a CPU (preempted, runnable) is not in it (timemodel.h),
- * blocked time is (the program's own sleep or I/O). */
+ * nor is blocked time (the program's own sleep or I/O) unless --times=wall. */
 static const struct cpu_sum *sort_cs;
 
 static int cmp_offcpu(const void *a, const void *b)
@@ -341,10 +341,13 @@ static void print_offcpu(struct view *v, const struct profile *p, const struct r
 		return;
 	}
 	printf("Off the CPU: %.6f seconds waiting for a CPU (preempted: not counted as any "
-	       "function's time), %.6f seconds blocked (sleep, I/O, locks: counted as the time "
-	       "of the function that blocked).\n",
+	       "function's time), %.6f seconds blocked (sleep, I/O, locks: %s).\n",
 	       (double)(cs->total.wait_ns + cs->root.wait_ns) / 1e9,
-	       (double)(cs->total.blocked_ns + cs->root.blocked_ns) / 1e9);
+	       (double)(cs->total.blocked_ns + cs->root.blocked_ns) / 1e9,
+	       cli_raw_times || cli_times == VIEW_TIMES_WALL || cli_times == VIEW_TIMES_HOOKS
+		       ? "counted as the time of the function that blocked"
+		       : "not in the times above, which are CPU time; --times=wall counts it as "
+			 "the time of the function that blocked");
 	idx = malloc((p->nfns ? p->nfns : 1) * sizeof *idx);
 	if (!idx)
 		cli_die(1, "out of memory");

@@ -67,7 +67,8 @@ void cli_time_option(const char *cmd, int c)
 {
 	static const char *const names[] = {[VIEW_TIMES_MODEL] = "model",
 					    [VIEW_TIMES_HOOKS] = "hooks",
-					    [VIEW_TIMES_SAMPLES] = "samples"};
+					    [VIEW_TIMES_SAMPLES] = "samples",
+					    [VIEW_TIMES_WALL] = "wall"};
 
 	if (c == CLI_O_RAW_TIMES || (c == CLI_O_TIMES && !strcmp(optarg, "raw"))) {
 		cli_raw_times = 1;
@@ -81,7 +82,7 @@ void cli_time_option(const char *cmd, int c)
 			cli_raw_times = 0;
 			return;
 		}
-	cli_die(2, "%s: --times: '%s' is not one of model, hooks, samples, raw", cmd, optarg);
+	cli_die(2, "%s: --times: '%s' is not one of model, wall, hooks, samples, raw", cmd, optarg);
 }
 
 /* The digits of s: how many leading decimal digits it has. */

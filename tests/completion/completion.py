@@ -89,7 +89,7 @@ def test_bash(ck, cyg, example, args):
             (['report', '--sort', ''], ['calls', 'name', 'self', 'total']),
             (['report', '--sort', 'c'], ['calls']),
             (['report', '--format', ''], ['json', 'text']),
-            (['report', '--times', '=', ''], ['hooks', 'model', 'raw', 'samples']),
+            (['report', '--times', '=', ''], ['hooks', 'model', 'raw', 'samples', 'wall']),
             (['report', '--times=m'], ['--times=model']),
             (['diff', '--sort', ''], ['calls', 'name', 'self', 'total']),
             (['memory', '--sort', ''], ['allocations', 'leaked', 'name', 'self', 'temporary',

@@ -261,8 +261,21 @@ def test_tree(ck, cyg, example):
     cap = os.path.join(cyg.workdir, 'tf.data')
     ck.eq(cyg.record(cap, [example]).returncode, 0, 'record timefilter')
 
+    # slow() sleeps: its 15 ms are blocked time, in its total with
+    # --times=wall only; by default (CPU time) it has the few us of its
+    # system calls
+    def slow_total(*opts):
+        cp = run([cyg.exe, 'report', '--format=json'] + list(opts) + [cap])
+        fs = [f for f in json.loads(cp.out)['functions'] if f['name'] == 'slow'] \
+            if cp.returncode == 0 else []
+        return fs[0]['total_ns'] if fs else -1
+    t = slow_total()
+    ck.check(0 <= t < 3000000, 'report (CPU time): slow, asleep 15 ms, has %d ns' % t)
+    t = slow_total('--times=wall')
+    ck.check(t >= 15000000, 'report --times=wall: slow has its 15 ms asleep (%d ns)' % t)
+
     def tree(*opts):
-        cp = run([cyg.exe, 'report', '--tree'] + list(opts) + [cap])
+        cp = run([cyg.exe, 'report', '--tree', '--times=wall'] + list(opts) + [cap])
         ck.eq(cp.returncode, 0, 'report --tree %s: exit 0' % ' '.join(opts))
         return cp.out
     out = tree('--min-percent', '0')
@@ -277,7 +290,8 @@ def test_tree(ck, cyg, example):
     ck.eq(tree_rows(out), [(0, 'main', 1), (1, 'slow', 3)], '--min-percent 50 hides fast')
     ck.check(re.search(r'^# 1 call path under 50% of the thread\'s time hidden', out, re.M)
              is not None, '--min-percent 50: says one path is hidden')
-    cp = run([cyg.exe, 'report', '--format=json', '--tree', '--min-percent', '0', cap])
+    cp = run([cyg.exe, 'report', '--format=json', '--tree', '--times=wall', '--min-percent', '0',
+              cap])
     ck.eq(cp.returncode, 0, 'report --format=json --tree: exit 0')
     try:
         tr = json.loads(cp.out)['tree']
@@ -292,7 +306,7 @@ def test_tree(ck, cyg, example):
     # the folded export lists the call paths in the same order (main calls
     # fast first: only the sort puts slow before it)
     folded = os.path.join(cyg.workdir, 'tree.folded')
-    cp = run([cyg.exe, 'export', '--format=folded', '-o', folded, cap])
+    cp = run([cyg.exe, 'export', '--format=folded', '--times=wall', '-o', folded, cap])
     ck.eq(cp.returncode, 0, 'export --format=folded: exit 0')
     rows = [ln.rsplit(' ', 1)[0] for ln in open(folded).read().splitlines()] \
         if os.path.exists(folded) else []
@@ -304,7 +318,7 @@ def test_tree(ck, cyg, example):
     ck.check('\x1b[1;31mslow\x1b[m' in out, '--color=always: slow in bold red')
     ck.check('\x1b' not in tree('--min-percent', '0', '--color=never'), '--color=never: plain')
     ck.check('\x1b' not in tree('--min-percent', '0'), '--color=auto into a pipe: plain')
-    cp = run([cyg.exe, 'report', '--color=always', '--flat', cap])
+    cp = run([cyg.exe, 'report', '--color=always', '--times=wall', '--flat', cap])
     ck.check(re.search(r'\x1b\[1;31m *\d+\.\d+\x1b\[m .* slow$', cp.out, re.M) is not None,
              'flat profile: the share of slow in bold red')
     cp = run([cyg.exe, 'report', '--color=sometimes', cap])

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test-timemodel.c - analysis/timemodel.c on a hand-built tree: waiting for
- * a CPU taken out, blocked time kept, the samples taking over beyond twice
+ * a CPU taken out, blocked time out by default and kept on request, the samples taking over beyond twice
  * their standard deviation and not within it, no blending without switch
  * tracking, --time=sampled's samples alone, and glibc's empty hooks added
  * back per call, scaled by the hooks' cost in place. */
@@ -31,7 +31,7 @@ static void test_waiting(void)
 
 	const struct cygprof_cpu_node r[] = {ROW(2, 0, 0, 2 * MS, 0)};
 	tree(t);
-	CHECK_EQ_INT(timemodel_apply(t, 4, r, 1, 0, 1, 0, 0, 0, &st), 0);
+	CHECK_EQ_INT(timemodel_apply(t, 4, r, 1, 0, TIMEMODEL_SWITCHES | TIMEMODEL_KEEP_BLOCKED, 0, 0, &st), 0);
 	CHECK_EQ_U64(t[2].total_ns, 4 * MS);
 	CHECK_EQ_U64(t[3].total_ns, 3 * MS);
 	CHECK_EQ_U64(t[1].total_ns, 8 * MS);
@@ -49,10 +49,29 @@ static void test_blocked(void)
 	const struct cygprof_cpu_node r[] = {ROW(1, 1, 0, 0, 0), ROW(2, 6, 0, 0, 0),
 					     ROW(3, 0, 0, 0, 3 * MS)};
 	tree(t);
-	CHECK_EQ_INT(timemodel_apply(t, 4, r, 3, MS, 1, 0, 0, 0, &st), 0);
+	CHECK_EQ_INT(timemodel_apply(t, 4, r, 3, MS, TIMEMODEL_SWITCHES | TIMEMODEL_KEEP_BLOCKED, 0, 0, &st), 0);
 	CHECK_EQ_U64(t[2].total_ns, 6 * MS);
 	CHECK_EQ_U64(t[3].total_ns, 3 * MS);
 	CHECK_EQ_U64(t[1].total_ns, 10 * MS);
+	CHECK_EQ_U64(st.corrected, 0);
+}
+
+/* the default: nap's 3 ms blocked are not CPU time (kept with --times=wall,
+ * as above); they are counted */
+static void test_blocked_out(void)
+{
+	struct cygprof_node t[4];
+	struct timemodel_stats st;
+
+	const struct cygprof_cpu_node r[] = {ROW(1, 1, 0, 0, 0), ROW(2, 6, 0, 0, 0),
+					     ROW(3, 0, 0, 0, 3 * MS)};
+	tree(t);
+	CHECK_EQ_INT(timemodel_apply(t, 4, r, 3, MS, TIMEMODEL_SWITCHES, 0, 0, &st), 0);
+	CHECK_EQ_U64(t[2].total_ns, 6 * MS);
+	CHECK_EQ_U64(t[3].total_ns, 0);
+	CHECK_EQ_U64(t[1].total_ns, 7 * MS);
+	CHECK_EQ_U64(t[0].total_ns, 7 * MS);
+	CHECK_EQ_U64(st.blocked_ns, 3 * MS);
 	CHECK_EQ_U64(st.corrected, 0);
 }
 
@@ -65,13 +84,13 @@ static void test_beyond_noise(void)
 
 	const struct cygprof_cpu_node r[] = {ROW(2, 6, 0, 0, 0)};
 	tree(t);
-	CHECK_EQ_INT(timemodel_apply(t, 4, r, 1, MS, 1, 0, 0, 0, &st), 0);
+	CHECK_EQ_INT(timemodel_apply(t, 4, r, 1, MS, TIMEMODEL_SWITCHES | TIMEMODEL_KEEP_BLOCKED, 0, 0, &st), 0);
 	CHECK_EQ_U64(t[3].total_ns, 923077);
 	CHECK_EQ_U64(st.corrected, 1); /* nap (main: 1 ms, within the noise) */
 	/* the same without switch tracking: blocked cannot be told from a
 	 * bias, the hooks' figures stay */
 	tree(t);
-	CHECK_EQ_INT(timemodel_apply(t, 4, r, 1, MS, 0, 0, 0, 0, &st), 0);
+	CHECK_EQ_INT(timemodel_apply(t, 4, r, 1, MS, TIMEMODEL_KEEP_BLOCKED, 0, 0, &st), 0);
 	CHECK_EQ_U64(t[3].total_ns, 3 * MS);
 	CHECK_EQ_U64(t[1].total_ns, 10 * MS);
 }
@@ -86,7 +105,7 @@ static void test_within_noise(void)
 	const struct cygprof_cpu_node r[] = {ROW(1, 1, 0, 0, 0), ROW(2, 2, 0, 0, 0),
 					     ROW(3, 0, 0, 0, 3 * MS)};
 	tree(t);
-	CHECK_EQ_INT(timemodel_apply(t, 4, r, 3, MS, 1, 0, 0, 0, &st), 0);
+	CHECK_EQ_INT(timemodel_apply(t, 4, r, 3, MS, TIMEMODEL_SWITCHES | TIMEMODEL_KEEP_BLOCKED, 0, 0, &st), 0);
 	CHECK_EQ_U64(t[2].total_ns, 3714286);
 }
 
@@ -98,7 +117,7 @@ static void test_sampled(void)
 
 	const struct cygprof_cpu_node r[] = {ROW(2, 5, 0, 0, 0)};
 	tree(t);
-	CHECK_EQ_INT(timemodel_apply(t, 4, r, 1, MS, 0, 1, 2.0, 0, &st), 0);
+	CHECK_EQ_INT(timemodel_apply(t, 4, r, 1, MS, TIMEMODEL_SAMPLED | TIMEMODEL_KEEP_BLOCKED, 2.0, 0, &st), 0);
 	CHECK_EQ_U64(t[2].total_ns, 5 * MS + 20);
 	CHECK_EQ_U64(t[3].total_ns, 2);
 	CHECK_EQ_U64(t[1].total_ns, 5 * MS + 20 + 2 + 2);
@@ -114,13 +133,13 @@ static void test_floor_ratio(void)
 	const struct cygprof_cpu_node r[] = {ROW(1, 1, 10, 0, 0), ROW(2, 6, 30, 0, 0),
 					     ROW(3, 0, 0, 0, 3 * MS)};
 	tree(t);
-	CHECK_EQ_INT(timemodel_apply(t, 4, r, 3, MS, 1, 0, 3.0, 1e6, &st), 0);
+	CHECK_EQ_INT(timemodel_apply(t, 4, r, 3, MS, TIMEMODEL_SWITCHES | TIMEMODEL_KEEP_BLOCKED, 3.0, 1e6, &st), 0);
 	CHECK_EQ_U64(t[2].total_ns, 6 * MS + 100);
 	CHECK(st.ratio > 3.33 && st.ratio < 3.34);
 	/* fewer than 30 such samples: not known, not scaled */
 	const struct cygprof_cpu_node r2[] = {ROW(2, 6, 29, 0, 0)};
 	tree(t);
-	CHECK_EQ_INT(timemodel_apply(t, 4, r2, 1, MS, 1, 0, 3.0, 1e6, &st), 0);
+	CHECK_EQ_INT(timemodel_apply(t, 4, r2, 1, MS, TIMEMODEL_SWITCHES | TIMEMODEL_KEEP_BLOCKED, 3.0, 1e6, &st), 0);
 	CHECK_EQ_U64(t[2].total_ns, 6 * MS + 30);
 }
 
@@ -131,13 +150,14 @@ static void test_malformed(void)
 	struct timemodel_stats st;
 	tree(t);
 	t[2].parent = 3;
-	CHECK_EQ_INT(timemodel_apply(t, 4, NULL, 0, 0, 0, 0, 0, 0, &st), -22);
+	CHECK_EQ_INT(timemodel_apply(t, 4, NULL, 0, 0, TIMEMODEL_KEEP_BLOCKED, 0, 0, &st), -22);
 }
 
 int main(void)
 {
 	RUN_TEST(test_waiting);
 	RUN_TEST(test_blocked);
+	RUN_TEST(test_blocked_out);
 	RUN_TEST(test_beyond_noise);
 	RUN_TEST(test_within_noise);
 	RUN_TEST(test_sampled);
