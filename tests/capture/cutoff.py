@@ -142,6 +142,15 @@ def test_kill20(ck, cyg, example, args):
         if not os.path.exists(cap):
             ck.check(i == 0, '%s: a capture is there' % tag)
             continue
+        if after[i] == ROUNDS and sealed(cyg, cap):
+            # a loaded machine delayed the kill past the program's whole
+            # run: the recorder had sealed the capture and was exiting,
+            # which is not a failure; the capture then holds every call
+            cp = run([cyg.exe, 'report', '--format=json', cap])
+            fns = fn_map(json.loads(cp.out)) if cp.returncode == 0 else {}
+            ck.eq([fns.get(n, {}).get('calls') for n in ('main', 'round_', 'work')],
+                  [1, ROUNDS, ROUNDS * K], '%s (after the whole run): the exact calls' % tag)
+            continue
         got = read_all(ck, cyg, cap, d, 'cut off', tag)
         if got['info'] is not None:
             info = json.loads(got['info'])
