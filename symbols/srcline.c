@@ -49,6 +49,8 @@ struct fn_range {
 	Dwarf_Addr lo, hi;
 	Dwarf_Die die;
 	uint32_t first, last; /* 0: not computed yet */
+	const char *decl;     /* DW_AT_decl_file (cu_fns.decls), NULL: none */
+	int decl_line;
 };
 
 /* The functions of one compile unit, sorted by lo.  Walking the unit's DIEs
@@ -58,6 +60,7 @@ struct cu_fns {
 	Dwarf_Off cu_off;
 	struct fn_range *r;
 	size_t n;
+	int decls; /* the ranges' decl and decl_line are read */
 };
 
 struct sl_obj {
@@ -526,7 +529,7 @@ static void walk_fns(Dwarf_Die *die, struct fn_walk *w, int depth)
 					w->err = -ENOMEM;
 					return;
 				}
-				w->r[w->n++] = (struct fn_range){lo, hi, c, 0, 0};
+				w->r[w->n++] = (struct fn_range){lo, hi, c, 0, 0, NULL, 0};
 			}
 		}
 		switch (tag) {
@@ -580,7 +583,7 @@ static struct cu_fns *cu_fns_of(struct sl_mod *m, Dwarf_Die *cu)
 	m->cfs = t;
 	if (w.n)
 		qsort(w.r, w.n, sizeof(*w.r), cmp_fn_range);
-	t[m->ncfs] = (struct cu_fns){off, w.r, w.n};
+	t[m->ncfs] = (struct cu_fns){off, w.r, w.n, 0};
 	m->last_cf = m->ncfs++;
 	return &t[m->last_cf];
 }
@@ -675,17 +678,21 @@ static void fn_lines(struct cu_fns *cf, Dwarf_Die *cu, struct fn_range *r, const
 	if (dwarf_decl_line(&r->die, &first) || first <= 0)
 		return;
 	last = (uint32_t)first;
+	if (!cf->decls) { /* once per unit, not per function asked */
+		for (i = 0; i < cf->n; i++) {
+			cf->r[i].decl = dwarf_decl_file(&cf->r[i].die);
+			if (!cf->r[i].decl || dwarf_decl_line(&cf->r[i].die, &cf->r[i].decl_line))
+				cf->r[i].decl = NULL;
+		}
+		cf->decls = 1;
+	}
 	/* the next definition in the same file bounds this one */
 	for (i = 0; i < cf->n; i++) {
-		const char *f;
-		int l = 0;
+		const struct fn_range *o = &cf->r[i];
 
-		if (dwarf_dieoffset(&cf->r[i].die) == off)
-			continue;
-		f = dwarf_decl_file(&cf->r[i].die);
-		if (f && !dwarf_decl_line(&cf->r[i].die, &l) && l > first &&
-		    (uint32_t)l < bound && !strcmp(f, decl))
-			bound = (uint32_t)l;
+		if (o->decl && o->decl_line > first && (uint32_t)o->decl_line < bound &&
+		    dwarf_dieoffset((Dwarf_Die *)&o->die) != off && !strcmp(o->decl, decl))
+			bound = (uint32_t)o->decl_line;
 	}
 	if (dwarf_getsrclines(cu, &lines, &nlines))
 		nlines = 0;
