@@ -702,8 +702,8 @@ static void print_section(const struct annotate_cli *o, const struct annotate *a
 		const struct annotate_line *l = line_at(f, ln);
 		const char *t = text ? text[ln - sec->lo] : NULL;
 
-		if (!text && !l)
-			continue;
+		if ((!text || !t) && !l)
+			continue; /* no source, or past its end: only the figures */
 		print_cols(a, l, l && is_hot(ranked, nhot, l));
 		printf(" %6" PRIu32 "%s%s\n", ln, t ? "  " : "", t ? t : "");
 		if (ln == UINT32_MAX)
@@ -800,7 +800,9 @@ static void classify(struct annotate_cli *o, const struct annotate *a, const cha
 					}
 				if (!here && line_at(f, line)) {
 					add_sec(o, NULL, f, line > o->context ? line - o->context : 1,
-						line + o->context, line);
+						line > UINT32_MAX - o->context ? UINT32_MAX
+									       : line + o->context,
+						line);
 					here = 1;
 				}
 				matched |= here;
@@ -1100,7 +1102,7 @@ static void print_json(struct view *v, const struct annotate_cli *o,
 		       a->total_samples, a->total_sampled_ns, a->unresolved_samples,
 		       a->unresolved_sampled_ns, a->overhead_samples, a->overhead_sampled_ns);
 	printf(", \"self_ns\": %" PRIu64 "}", a->total_self_ns);
-	if (o->nsecs || o->nargs)
+	if (o->nsecs)
 		json_sections(o, a);
 	printf(",\n ");
 	cli_json_limits(v);
