@@ -630,8 +630,8 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 {
 	enum { O_THREADS = 256, O_SORT, O_FLAT, O_GRAPH, O_TREE, O_FORMAT, O_TOP, O_FUNCTION,
 	       O_MIN_PERCENT };
-	/* -n: uftrace report's -n? no: uftrace has none; perf report has none;
-	 * gprof's -n is another thing (cygprof gprof), report's was free */
+	/* -n/--limit: report's -n was free (gprof's -n is another option, but
+	 * cygprof gprof has its own parser) */
 	static const struct option lopts[] = {
 		{"threads", no_argument, NULL, O_THREADS},
 		{"sort", required_argument, NULL, O_SORT},
