@@ -162,7 +162,13 @@ def test_zsh(ck, cyg, example, args):
     if not shutil.which('zsh'):
         print('SKIP completion-zsh: no zsh (Debian package zsh)')
         sys.exit(cygtest.SKIP)
-    check_cases(ck, cyg, example, complete_zsh, os.path.abspath(args.zsh_script), 'zsh')
+    script = os.path.abspath(args.zsh_script)
+    check_cases(ck, cyg, example, complete_zsh, script, 'zsh')
+    # cygprof-annotate completes as cygprof annotate (the cygprof beside it)
+    ann = os.path.join(os.path.dirname(cyg.exe), 'cygprof-annotate')
+    if os.path.exists(ann):
+        ck.eq(complete_zsh(script, cyg.workdir, [ann, '--ho']), ['--hot'],
+              'zsh: cygprof-annotate --ho<TAB>: --hot')
 
 
 TESTS = {'completion-bash': test_bash, 'completion-zsh': test_zsh}
