@@ -38,6 +38,14 @@ struct loc_ent {
 	uint32_t line;
 };
 
+/* A function being filled (annotate_func), interned by "file:line:name". */
+struct wfunc {
+	char *key;
+	char *name;
+	uint32_t file, first, last;
+	uint64_t calls, self_ns;
+};
+
 struct state {
 	struct view *v;
 	struct srcline *sl;
@@ -50,6 +58,10 @@ struct state {
 	struct loc_ent *loc;
 	size_t nloc, loc_cap;
 	struct hindex loc_index; /* of loc, by (obj, kind, addr) */
+	struct wfunc *funcs;
+	size_t nfuncs, funcs_cap;
+	struct hindex func_index; /* of funcs, by key (names.h) */
+	struct hmap fn_funcs; /* view function id -> funcs index + 1 (0: none) */
 	struct hmap line_keys; /* file << 32 | line -> a dense key (inclusive.h) */
 	uint32_t nline_keys;
 	struct annotate *a;
@@ -161,6 +173,71 @@ static struct annotate_line *line_of(struct state *s, uint32_t file, uint32_t li
 	return &w->by_line[line];
 }
 
+/* The function of view function id, entered at addr and defined at
+ * file:line: its record, made on first sight with its source range. */
+static int func_of(struct state *s, uint32_t id, uint64_t addr, uint32_t file, uint32_t line,
+		   struct wfunc **out)
+{
+	const struct view_fn *vf = view_fn(s->v, id);
+	const char *path = NULL;
+	uint32_t first = 0, last = 0;
+	uint64_t *slot, i;
+	void *base;
+	char *key;
+	size_t len;
+	long k;
+	int added = 0, err;
+
+	*out = NULL;
+	if (!vf)
+		return 0;
+	slot = hmap_ref(&s->fn_funcs, id, &added);
+	if (!slot)
+		return -ENOMEM;
+	if (!added) {
+		if (*slot)
+			*out = &s->funcs[*slot - 1];
+		return 0;
+	}
+	*slot = 0;
+	if (vf->obj) {
+		err = srcline_function_lines(s->sl, vf->obj, addr, &path, &first, &last);
+		if (err == -ENOMEM)
+			return err;
+		/* the range counts only in the file the definition is in */
+		if (err || strcmp(path, s->files[file].path) || first != line)
+			first = last = line;
+	} else {
+		first = last = line;
+	}
+	len = strlen(vf->name) + 32;
+	key = malloc(len);
+	if (!key)
+		return -ENOMEM;
+	snprintf(key, len, "%u:%u:%s", file, line, vf->name);
+	base = s->funcs;
+	k = name_intern(&s->func_index, &base, &s->nfuncs, &s->funcs_cap, sizeof(*s->funcs),
+			offsetof(struct wfunc, key), key);
+	s->funcs = base;
+	free(key);
+	if (k < 0)
+		return (int)k;
+	i = (uint64_t)k;
+	if (!s->funcs[i].name) {
+		s->funcs[i].name = strdup(vf->name);
+		if (!s->funcs[i].name)
+			return -ENOMEM;
+		s->funcs[i].file = file;
+		s->funcs[i].first = first;
+		s->funcs[i].last = last;
+	}
+	/* the hmap may have grown (hmap_ref's pointer is stale): put again */
+	if (hmap_put(&s->fn_funcs, id, i + 1))
+		return -ENOMEM;
+	*out = &s->funcs[i];
+	return 0;
+}
+
 static int add_thread(struct state *s, const struct cygprof_thread *th)
 {
 	const struct cygprof_callsite *sites;
@@ -186,8 +263,11 @@ static int add_thread(struct state *s, const struct cygprof_thread *th)
 		const struct cygprof_node *nd = &t->nodes[i];
 
 		s->a->total_calls += nd->calls;
+		s->a->total_self_ns += t->self_ns[i];
 		if (!nd->calls || !nd->fn)
 			continue;
+		struct wfunc *wf;
+
 		err = locate(s, view_fn(s->v, t->fn[i])->obj, nd->fn, 1, &file, &line);
 		if (err)
 			return err;
@@ -197,6 +277,14 @@ static int add_thread(struct state *s, const struct cygprof_thread *th)
 		if (!l)
 			return -ENOMEM;
 		l->entries += nd->calls;
+		l->self_ns += t->self_ns[i];
+		err = func_of(s, t->fn[i], nd->fn, file, line, &wf);
+		if (err)
+			return err;
+		if (wf) {
+			wf->calls += nd->calls;
+			wf->self_ns += t->self_ns[i];
+		}
 	}
 	if (!ns)
 		return 0;
@@ -490,14 +578,27 @@ static int cmp_file(const void *a, const void *b)
 		      ((const struct annotate_file *)b)->path);
 }
 
+static int cmp_func(const void *pa, const void *pb)
+{
+	const struct annotate_func *a = pa, *b = pb;
+	int c = strcmp(a->name, b->name);
+
+	if (!c)
+		c = strcmp(a->path, b->path);
+	return c ? c : (a->first > b->first) - (a->first < b->first);
+}
+
 static int finish(struct state *s)
 {
 	struct annotate *a = s->a;
+	const char **kept; /* per file being filled, its path when kept */
 	size_t i, j;
+	int err = -ENOMEM;
 
 	a->files = calloc(s->nfiles ? s->nfiles : 1, sizeof(*a->files));
-	if (!a->files)
-		return -ENOMEM;
+	kept = calloc(s->nfiles ? s->nfiles : 1, sizeof(*kept));
+	if (!a->files || !kept)
+		goto out;
 	for (i = 0; i < s->nfiles; i++) {
 		struct wfile *w = &s->files[i];
 		struct annotate_file *f = &a->files[a->nfiles];
@@ -506,18 +607,20 @@ static int finish(struct state *s)
 		for (j = 0; j < w->nlines; j++) {
 			const struct annotate_line *l = &w->by_line[j];
 
-			if (l->calls || l->entries || l->total_ns || l->allocations || l->samples)
+			if (l->calls || l->entries || l->total_ns || l->allocations || l->samples ||
+			    l->self_ns)
 				n++;
 		}
 		if (!n)
 			continue;
 		f->lines = malloc(n * sizeof(*f->lines));
 		if (!f->lines)
-			return -ENOMEM;
+			goto out;
 		for (j = 0; j < w->nlines; j++) {
 			struct annotate_line *l = &w->by_line[j];
 
-			if (!(l->calls || l->entries || l->total_ns || l->allocations || l->samples))
+			if (!(l->calls || l->entries || l->total_ns || l->allocations || l->samples ||
+			      l->self_ns))
 				continue;
 			l->line = (uint32_t)j;
 			f->lines[f->nlines++] = *l;
@@ -527,11 +630,13 @@ static int finish(struct state *s)
 			f->alloc_bytes += l->alloc_bytes;
 			f->samples += l->samples;
 			f->sampled_ns += l->sampled_ns;
+			f->self_ns += l->self_ns;
 			if (l->total_ns > f->max_ns)
 				f->max_ns = l->total_ns;
 		}
 		f->path = w->path;
 		w->path = NULL;
+		kept[i] = f->path;
 		f->fns = w->fns;
 		f->nfns = w->nfns;
 		w->fns = NULL;
@@ -542,7 +647,30 @@ static int finish(struct state *s)
 	}
 	if (a->nfiles)
 		qsort(a->files, a->nfiles, sizeof(*a->files), cmp_file);
-	return 0;
+	a->funcs = calloc(s->nfuncs ? s->nfuncs : 1, sizeof(*a->funcs));
+	if (!a->funcs)
+		goto out;
+	for (i = 0; i < s->nfuncs; i++) {
+		struct wfunc *w = &s->funcs[i];
+		struct annotate_func *f = &a->funcs[a->nfuncs];
+
+		if (!w->name || w->file >= s->nfiles || !kept[w->file])
+			continue; /* its file had no figure: not kept */
+		f->name = w->name;
+		w->name = NULL;
+		f->path = kept[w->file];
+		f->first = w->first;
+		f->last = w->last;
+		f->calls = w->calls;
+		f->self_ns = w->self_ns;
+		a->nfuncs++;
+	}
+	if (a->nfuncs)
+		qsort(a->funcs, a->nfuncs, sizeof(*a->funcs), cmp_func);
+	err = 0;
+out:
+	free(kept);
+	return err;
 }
 
 static void free_fns(struct annotate_fn *fns, size_t n)
@@ -566,6 +694,9 @@ void annotate_free(struct annotate *a)
 		free_fns(a->files[i].fns, a->files[i].nfns);
 	}
 	free(a->files);
+	for (i = 0; i < a->nfuncs; i++)
+		free(a->funcs[i].name);
+	free(a->funcs);
 	free(a);
 }
 
@@ -614,6 +745,13 @@ out:
 	}
 	free(s.files);
 	hindex_release(&s.file_index);
+	for (i = 0; i < s.nfuncs; i++) {
+		free(s.funcs[i].key);
+		free(s.funcs[i].name);
+	}
+	free(s.funcs);
+	hindex_release(&s.func_index);
+	hmap_release(&s.fn_funcs);
 	free(s.loc);
 	hindex_release(&s.loc_index);
 	hmap_release(&s.line_keys);

@@ -11,6 +11,9 @@
  *   entries      entries of the functions defined there: the calls of the
  *                tree nodes of a function, at its DW_AT_decl_line (or the
  *                line of its entry address);
+ *   self_ns      the self time of the functions defined there (their own
+ *                code's time, their callees' left out), at the same line:
+ *                what the default hottest lines are ranked by;
  *   allocations, alloc_bytes
  *                allocations made from the line (record --memory): the
  *                innermost return-address frame of each allocation's stack
@@ -42,6 +45,7 @@ struct annotate_line {
 	uint32_t line;
 	uint64_t calls, entries, total_ns, allocations, alloc_bytes, samples;
 	uint64_t sampled_ns;
+	uint64_t self_ns;
 };
 
 /* A function the samples hit in a file: the innermost frame's function
@@ -57,16 +61,32 @@ struct annotate_file {
 	size_t nlines;
 	/* sums over the lines (total_ns: the largest line's, times overlap) */
 	uint64_t calls, entries, max_ns, allocations, alloc_bytes, samples, sampled_ns;
+	uint64_t self_ns;
 	struct annotate_fn *fns; /* most samples first (then by name); none: nfns 0 */
 	size_t nfns;
+};
+
+/* An instrumented function entered in the capture, where it is defined:
+ * its source range from DWARF (srcline_function_lines(): first is its
+ * declaration line, last the last line of its own code in that file; first
+ * == last when only the declaration is known).  Functions of one name, file
+ * and line in several processes are one. */
+struct annotate_func {
+	char *name;              /* as report names it */
+	const char *path;        /* its file's path (the annotate_file's) */
+	uint32_t first, last;
+	uint64_t calls, self_ns;
 };
 
 struct annotate {
 	struct annotate_file *files; /* sorted by path */
 	size_t nfiles;
+	struct annotate_func *funcs; /* sorted by name, then path and line */
+	size_t nfuncs;
 	int memory;              /* the capture has memory events */
 	uint64_t total_calls;    /* all recorded calls */
 	uint64_t total_ns;       /* inclusive time of the threads' outermost calls */
+	uint64_t total_self_ns;  /* the self time of every call (what self_ns shares) */
 	uint64_t total_allocations, total_alloc_bytes;
 	uint64_t unresolved_calls; /* calls whose site has no line */
 	uint64_t unresolved_allocations;

@@ -33,6 +33,7 @@ struct memory_cli {
 	struct cli_filter filt;
 	int json;
 	enum sort_key sort;
+	int sort_given;    /* --sort: also --diff's order (default: total) */
 	const char *function;
 	uint32_t points;
 	size_t top;
@@ -76,7 +77,8 @@ static void usage(FILE *f)
 		"                         under a matching function, -N takes frames out, -D\n"
 		"                         keeps the D outermost frames; --time-range keeps the\n"
 		"                         allocations made in it, and needs no timeline)\n"
-		"  --sort KEY             function order: total (default), self, allocations,\n"
+		"  --sort KEY             function order: self (default: the bytes each\n"
+		"                         allocated itself, then total), total, allocations,\n"
 		"                         temporary, leaked, name\n"
 		"  --points N             heap-over-time points (default 50)\n"
 		"  --format FMT           text (default) or json\n"
@@ -131,6 +133,9 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
+	/* the functions that allocate first: by total bytes the table opened
+	 * on main and every caller above the allocations at 99-100% */
+	o->sort = SORT_SELF;
 	o->points = 50;
 	o->top = 20;
 	g.di = o->di = cli_debuginfo_new();
@@ -180,6 +185,7 @@ static void parse_opts(int argc, char **argv, struct memory_cli *o)
 				cli_die(2, "memory: unknown sort key '%s' (total, self, allocations, temporary, leaked, name)",
 					optarg);
 			o->sort = (enum sort_key)i;
+			o->sort_given = 1;
 			break;
 		case O_FORMAT:
 			o->json = cli_format_json("memory", optarg);
@@ -469,19 +475,21 @@ static void print_functions(const struct memory *m, const struct memory_cli *o)
 	v = sorted_fns(m, o->sort, &n);
 	shown = o->top && n > o->top ? o->top : n;
 	printf("Functions (by %s):\n\n",
-	       (const char *[]){"total bytes", "self bytes", "allocations", "temporary",
-				"leaked bytes", "name"}[o->sort]);
-	printf("%6s %14s %14s %10s %10s %10s %12s  %s\n", "%", "total bytes", "self bytes",
-	       "allocs", "temporary", "leaks", "leaked bytes", "function");
+	       (const char *[]){"total bytes, with their callees'",
+				"self bytes, allocated in the function itself; then total bytes",
+				"allocations", "temporary", "leaked bytes", "name"}[o->sort]);
+	printf("%6s %6s %14s %14s %10s %10s %10s %12s  %s\n", "self%", "total%", "self bytes",
+	       "total bytes", "allocs", "temporary", "leaks", "leaked bytes", "function");
 	for (i = 0; i < shown; i++) {
 		const struct memory_fn *f = &m->fns[v[i]];
 
-		printf("%6.2f %14" PRIu64 " %14" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
-		       " %12" PRIu64 "  %s\n",
-		       m->t.allocated_bytes ? 100.0 * (double)f->total_bytes /
-						      (double)m->t.allocated_bytes
-					    : 0.0,
-		       f->total_bytes, f->self_bytes, f->total_allocations, f->total_temporary,
+		double all = (double)m->t.allocated_bytes;
+
+		printf("%6.2f %6.2f %14" PRIu64 " %14" PRIu64 " %10" PRIu64 " %10" PRIu64
+		       " %10" PRIu64 " %12" PRIu64 "  %s\n",
+		       all > 0 ? 100.0 * (double)f->self_bytes / all : 0.0,
+		       all > 0 ? 100.0 * (double)f->total_bytes / all : 0.0, f->self_bytes,
+		       f->total_bytes, f->total_allocations, f->total_temporary,
 		       f->total_leaked_allocations, f->total_leaked_bytes, text_esc(f->name));
 	}
 	if (shown < n)
@@ -967,7 +975,7 @@ static int memory_diff_captures(struct memory_cli *o)
 	struct mem_side old, new;
 	struct diff_row *fr, *sr;
 	size_t nfr, nsr, c[4];
-	int by = mem_diff_sort(o->sort);
+	int by = mem_diff_sort(o->sort_given ? o->sort : SORT_TOTAL);
 
 	memset(&old, 0, sizeof(old));
 	memset(&new, 0, sizeof(new));

@@ -37,6 +37,7 @@ struct report_opts {
 	uint32_t pthread;        /* print_tree: the profile thread printed */
 	int sort_given;          /* --sort: the tree's order too */
 	double min_percent;      /* --tree: paths under this share are hidden */
+	int min_percent_given;   /* --min-percent given: the flat profile's too */
 };
 
 static void usage(FILE *f)
@@ -57,8 +58,12 @@ static void usage(FILE *f)
 		"  --tree                 the calling-context tree of every thread\n"
 		"                         (call paths with calls, total and self time),\n"
 		"                         children by total time, largest first\n"
-		"  --min-percent P        --tree: hide the call paths under P%% of their\n"
-		"                         thread's total time (default 0.5; 0: all)\n"
+		"  --min-percent P        hide the call paths under P%% of their thread's\n"
+		"                         total time (--tree; default 0.5; 0: all) and the\n"
+		"                         flat profile's functions under P%% of the total of\n"
+		"                         the --sort key (self time by default; given only)\n"
+		"  -n, --limit N          the flat profile's first N functions (0: all,\n"
+		"                         the default)\n"
 		"  --threads              one report per thread (flat profile unless\n"
 		"                         --graph/--tree are given)\n"
 		"  --sort KEY             flat profile order: self (default), total, calls,\n"
@@ -112,7 +117,7 @@ static void print_tree_leaves(const struct report_opts *o, uint32_t node, const 
 			break;
 		l = &ps->leaf[e->leaf];
 		shown++;
-		printf("%10s  %10s %10s  %s  %s : %s%s (%s, sampled%s)\n", "", "", "",
+		printf("%8s  %10s  %10s %10s  %s  %s : %s%s (%s, sampled%s)\n", "", "", "", "",
 		       fmt_dur(xb, sizeof(xb), e->cost.sample_ns),
 		       fmt_dur(ob, sizeof(ob), e->cost.offcpu_ns), prefix, text_esc(l->name),
 		       text_esc(base_name(l->object)), l->kernel ? ", in the kernel" : "");
@@ -177,13 +182,16 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 	uint32_t cur;
 
 	uint64_t base = 0; /* the thread's time: what a path's colour is a share of */
+	uint64_t cbase = 0; /* its top-level calls: the share without times */
 
 	keep = tree_shown(p, th, o, &hidden);
 	if (!keep)
 		return; /* nothing of interest in this thread */
 	for (size_t i = 1; i < th->n; i++)
-		if (t[i].parent == 0)
+		if (t[i].parent == 0) {
 			base += t[i].total_ns;
+			cbase += t[i].calls;
+		}
 	printf("# calling-context tree: pid %u tid %u (%s)%s, %" PRIu64 " call paths\n",
 	       th->info.pid, th->info.tid, text_esc(th->info.name), view_thread_note(th->info.flags),
 	       (uint64_t)(th->n ? th->n - 1 : 0));
@@ -200,13 +208,15 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 	if (!pc && o->v && view_cpu(o->v, th->info.idx, &vc) == 0 &&
 	    (!vc->present || !vc->thread.wait_ns || vc->n != th->n))
 		vc = NULL;
+	/* TOTAL%: the path's share of its thread's time (of its calls when
+	 * the capture has no times) */
 	if (pc)
-		printf("# TOTAL TIME   SELF TIME      CALLS     SAMPLED     OFF-CPU   FUNCTION\n");
+		printf("# TOTAL%%  TOTAL TIME   SELF TIME      CALLS     SAMPLED     OFF-CPU   FUNCTION\n");
 	else if (vc)
-		printf("# TOTAL TIME   SELF TIME      CALLS     WAITING   FUNCTION  (waiting for a CPU:"
-		       " not in the times)\n");
+		printf("# TOTAL%%  TOTAL TIME   SELF TIME      CALLS     WAITING   FUNCTION  (waiting for"
+		       " a CPU: not in the times)\n");
 	else
-		printf("# TOTAL TIME   SELF TIME      CALLS   FUNCTION\n");
+		printf("# TOTAL%%  TOTAL TIME   SELF TIME      CALLS   FUNCTION\n");
 	if (th->n <= 1) {
 		printf("\n");
 		free(keep);
@@ -228,6 +238,9 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 					cli_die(1, "out of memory");
 			}
 			prefix[d ? (d - 1) * 2 : 0] = 0;
+			printf("%7.2f%%  ", o->print.no_times
+				   ? (cbase ? 100.0 * (double)nd->calls / (double)cbase : 0.0)
+				   : (base ? 100.0 * (double)nd->total_ns / (double)base : 0.0));
 			printf("%s  %s %10" PRIu64, fmt_dur(tb, sizeof(tb), nd->total_ns),
 			       fmt_dur(sb, sizeof(sb), nd->self_ns), nd->calls);
 			if (pc) {
@@ -503,7 +516,7 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 	struct view_limits l;
 	struct cpu_sum *cs;
 	uint32_t *fns;
-	size_t n, i, k;
+	size_t n, i, k, hidden_fns = 0;
 
 	cli_check(cpu_sum_load(v, p, &cs), o->file);
 	printf("{\n  \"meta\": ");
@@ -530,6 +543,11 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 
 		if (!matches(o, f->name))
 			continue;
+		/* --min-percent and -n as the text's flat profile */
+		if (!print_flat_kept(p, &o->print, f) || (o->print.limit && k == o->print.limit)) {
+			hidden_fns++;
+			continue;
+		}
 		printf("%s\n    {\"name\": ", k++ ? "," : "");
 		json_str(stdout, f->name);
 		printf(", \"calls\": %" PRIu64 ", \"self_ns\": %" PRIu64 ", \"total_ns\": %" PRIu64
@@ -548,6 +566,8 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 		printf("}");
 	}
 	printf("%s],\n", k ? "\n  " : "");
+	/* the functions --min-percent and --limit left out (added field) */
+	printf("  \"functions_hidden\": %zu,\n", hidden_fns);
 	free(fns);
 
 	printf("  \"arcs\": [");
@@ -613,6 +633,8 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 {
 	enum { O_THREADS = 256, O_SORT, O_FLAT, O_GRAPH, O_TREE, O_FORMAT, O_TOP, O_FUNCTION,
 	       O_MIN_PERCENT };
+	/* -n/--limit: report's -n was free (gprof's -n is another option, but
+	 * cygprof gprof has its own parser) */
 	static const struct option lopts[] = {
 		{"threads", no_argument, NULL, O_THREADS},
 		{"sort", required_argument, NULL, O_SORT},
@@ -622,6 +644,7 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 		{"graph", no_argument, NULL, O_GRAPH},
 		{"tree", no_argument, NULL, O_TREE},
 		{"min-percent", required_argument, NULL, O_MIN_PERCENT},
+		{"limit", required_argument, NULL, 'n'},
 		{"format", required_argument, NULL, O_FORMAT},
 		{"top", required_argument, NULL, O_TOP},
 		CLI_DEBUG_OPTIONS,
@@ -637,7 +660,7 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 	o->di = cli_debuginfo_new();
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hF:N:D:", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hF:N:D:n:", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -660,6 +683,12 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 			break;
 		case O_MIN_PERCENT:
 			o->min_percent = cli_parse_real("report", "--min-percent", optarg, 0, 100);
+			o->min_percent_given = 1;
+			o->print.min_percent = o->min_percent;
+			break;
+		case 'n':
+			o->print.limit = (size_t)cli_parse_uint("report", "--limit", optarg, 0,
+								 1000000000);
 			break;
 		case O_SORT:
 			o->sort_given = 1;
@@ -761,7 +790,7 @@ static void print_sections(struct view *v, const struct profile *p, struct repor
 	size_t i;
 
 	if (o->flat) {
-		print_flat(p, &o->print);
+		print_flat_report(p, &o->print);
 		printf("\n");
 		print_offcpu(v, p, o);
 		if (o->ps)

@@ -246,6 +246,112 @@ void print_flat(const struct profile *p, const struct print_opts *o)
 	free(v);
 }
 
+/* A time with its own unit, 10 characters while under 1000 s: "  40.000 ns",
+ * "   1.234 us", "   5.678 ms", "   1.234  s" (fmt_dur()'s, with ns). */
+static const char *fmt_time(char *buf, size_t len, double ns)
+{
+	if (ns < 999.9995)
+		snprintf(buf, len, "%7.3f ns", ns);
+	else if (ns < 999999.5)
+		snprintf(buf, len, "%7.3f us", ns / 1e3);
+	else if (ns < 999999999.5)
+		snprintf(buf, len, "%7.3f ms", ns / 1e6);
+	else
+		snprintf(buf, len, "%7.3f  s", ns / 1e9);
+	return buf;
+}
+
+int print_flat_kept(const struct profile *p, const struct print_opts *o,
+		    const struct profile_fn *f)
+{
+	double v, total = 0;
+
+	if (o->min_percent <= 0)
+		return 1;
+	switch (o->sort) {
+	case SORT_TOTAL:
+		v = (double)f->total_ns;
+		total = (double)p->total_self_ns;
+		break;
+	case SORT_CALLS:
+		v = (double)f->calls;
+		for (size_t i = 0; i < p->nfns; i++)
+			total += (double)p->fns[i].calls;
+		break;
+	default:
+		v = (double)f->self_ns;
+		total = (double)p->total_self_ns;
+		break;
+	}
+	return total > 0 && v * 100.0 >= o->min_percent * total;
+}
+
+void print_flat_report(const struct profile *p, const struct print_opts *o)
+{
+	double total = (double)p->total_self_ns, cum = 0;
+	size_t n, i, shown = 0, more = 0, under = 0;
+	char b1[32], b2[32], b3[32], b4[32];
+	uint32_t *v;
+
+	v = sorted_fns(p, o->sort, cmp_flat, &n);
+	printf("Flat profile:\n\n");
+	if (o->times_note)
+		printf("Times are %s; total self time %.6f seconds.\n", o->times_note, total / 1e9);
+	else if (o->sampled_times)
+		printf("Times are sampled (perf samples on CPU plus off-CPU intervals; calls are"
+		       " exact); total sampled self time %.6f seconds.\n", total / 1e9);
+	else if (o->no_times)
+		printf("%s\n", PRINT_NO_TIMES_NOTE);
+	else
+		printf("Times are exact (instrumented); total self time %.6f seconds.\n",
+		       total / 1e9);
+	printf("%7s %7s %11s %11s %11s %11s %11s  %s\n", "% self", "cumul%", "self time",
+	       "total time", "calls", "self/call", "total/call", "name");
+	if (!p->total_self_ns && !o->no_times)
+		printf(" no time accumulated\n");
+	for (i = 0; i < n; i++) {
+		const struct profile_fn *f = &p->fns[v[i]];
+		double share = total > 0 ? 100.0 * (double)f->self_ns / total : 0.0;
+
+		if (!print_matches(o, f->name))
+			continue;
+		if (!print_flat_kept(p, o, f)) {
+			under++;
+			continue;
+		}
+		if (o->limit && shown == o->limit) {
+			more++;
+			continue;
+		}
+		shown++;
+		cum += (double)f->self_ns;
+		printf("%s%7.2f%s %7.2f", cli_hot(total > 0 ? (double)f->self_ns / total : 0), share,
+		       cli_reset(), total > 0 ? 100.0 * cum / total : 0.0);
+		if (o->no_times)
+			printf(" %11s %11s", "-", "-");
+		else
+			printf(" %11s %11s", fmt_time(b1, sizeof(b1), (double)f->self_ns),
+			       fmt_time(b2, sizeof(b2), (double)f->total_ns));
+		if (f->calls && !o->no_times)
+			printf(" %11" PRIu64 " %11s %11s  ", f->calls,
+			       fmt_time(b3, sizeof(b3), (double)f->self_ns / (double)f->calls),
+			       fmt_time(b4, sizeof(b4), (double)f->total_ns / (double)f->calls));
+		else if (f->calls)
+			printf(" %11" PRIu64 " %11s %11s  ", f->calls, "-", "-");
+		else
+			printf(" %11s %11s %11s  ", "", "", "");
+		printf("%s\n", text_esc(f->name));
+	}
+	if (more)
+		printf("(%zu more function%s: -n 0 shows all)\n", more, more == 1 ? "" : "s");
+	if (under)
+		printf("(%zu function%s under %g%% of the %s hidden: --min-percent 0 shows all)\n",
+		       under, under == 1 ? "" : "s", o->min_percent,
+		       o->sort == SORT_TOTAL ? "total self time by their total time"
+		       : o->sort == SORT_CALLS ? "calls" : "self time");
+	free(v);
+}
+
 /* ---- call graph ---------------------------------------------------------- */
 
 /* Arcs grouped by callee (in) and by caller (out): CSR-style index lists. */

@@ -29,6 +29,9 @@ struct print_opts {
 	const char *times_note; /* STYLE_REPORT: where the times come from (the
 				 * flat profile's and call graph's header); NULL:
 				 * the notes above */
+	size_t limit;        /* print_flat_report(): rows shown, 0 for all (-n) */
+	double min_percent;  /* print_flat_report(): rows under this share of
+			      * the sort key's total hidden (when > 0) */
 };
 
 /* The header line of a capture recorded with --time=sampled. */
@@ -47,6 +50,15 @@ int print_matches(const struct print_opts *o, const char *name);
 uint32_t *print_sorted_fns(const struct profile *p, enum sort_key key, size_t *n);
 
 void print_flat(const struct profile *p, const struct print_opts *o);
+/** cygprof report's flat profile: each time with its own unit (ns, us, ms,
+ * s, as uftrace shows them: a 40 ns function does not read 0.00), a share
+ * of the total self time and its running sum, o->limit and
+ * o->min_percent applied.  gprof's layout stays print_flat()'s. */
+void print_flat_report(const struct profile *p, const struct print_opts *o);
+/** Whether function f passes o->min_percent (the share of the sort key:
+ * total time for SORT_TOTAL, calls for SORT_CALLS, else self time). */
+int print_flat_kept(const struct profile *p, const struct print_opts *o,
+		    const struct profile_fn *f);
 /** The call graph; in STYLE_GPROF followed by gprof's index by name. */
 void print_graph(const struct profile *p, const struct print_opts *o);
 

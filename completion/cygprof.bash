@@ -238,3 +238,18 @@ _cygprof()
 }
 
 complete -F _cygprof cygprof
+
+# cygprof-annotate is `cygprof annotate`: complete it as that command, with
+# the cygprof beside it (its --help is the same), else the one on PATH.
+_cygprof_annotate()
+{
+	local exe=${COMP_WORDS[0]%-annotate}
+	if ! [ -x "$exe" ] && ! command -v "$exe" >/dev/null 2>&1; then
+		exe=cygprof
+	fi
+	COMP_WORDS=("$exe" annotate "${COMP_WORDS[@]:1}")
+	COMP_CWORD=$((COMP_CWORD + 1))
+	_cygprof
+}
+
+complete -F _cygprof_annotate cygprof-annotate

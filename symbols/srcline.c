@@ -38,6 +38,29 @@ struct sl_mod {
 	Dwarf_Addr dwbias;
 	struct fname *names;
 	size_t nnames;
+	/* the functions of each compile unit asked about (cu_fns_of()) */
+	struct cu_fns *cfs;
+	size_t ncfs, last_cf;
+};
+
+/* One address range of a function's code (DW_TAG_subprogram), by DWARF
+ * address; its own lines, [first, last] in its decl file, made on demand. */
+struct fn_range {
+	Dwarf_Addr lo, hi;
+	Dwarf_Die die;
+	uint32_t first, last; /* 0: not computed yet */
+	const char *decl;     /* DW_AT_decl_file (cu_fns.decls), NULL: none */
+	int decl_line;
+};
+
+/* The functions of one compile unit, sorted by lo.  Walking the unit's DIEs
+ * once for all of them, rather than dwarf_getscopes() per address: on a
+ * 250k-line amalgamation (one unit) that walk is the whole cost. */
+struct cu_fns {
+	Dwarf_Off cu_off;
+	struct fn_range *r;
+	size_t n;
+	int decls; /* the ranges' decl and decl_line are read */
 };
 
 struct sl_obj {
@@ -81,6 +104,9 @@ void srcline_free(struct srcline *s)
 		struct sl_mod *m = s->mods[i];
 
 		free(m->r);
+		for (size_t j = 0; j < m->ncfs; j++)
+			free(m->cfs[j].r);
+		free(m->cfs);
 		for (size_t j = 0; j < m->nnames; j++)
 			free(m->names[j].norm);
 		free(m->names);
@@ -473,34 +499,259 @@ int srcline_frames(struct srcline *s, const struct cygprof_object *co, uint64_t 
 	return k ? 0 : -ENOENT;
 }
 
+/* ---- the functions of a compile unit ------------------------------------- */
+
+struct fn_walk {
+	struct fn_range *r;
+	size_t n, cap;
+	int err;
+};
+
+/* Every DW_TAG_subprogram with code under die, nested ones included (a
+ * nested function, a function in a namespace or class). */
+static void walk_fns(Dwarf_Die *die, struct fn_walk *w, int depth)
+{
+	Dwarf_Die c;
+
+	if (depth > 32 || dwarf_child(die, &c) != 0)
+		return;
+	do {
+		int tag = dwarf_tag(&c);
+
+		if (tag == DW_TAG_subprogram) {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t off = 0;
+
+			while ((off = dwarf_ranges(&c, off, &base, &lo, &hi)) > 0) {
+				if (hi <= lo)
+					continue;
+				if (ARRAY_GROW(w->r, w->cap, w->n + 1)) {
+					w->err = -ENOMEM;
+					return;
+				}
+				w->r[w->n++] = (struct fn_range){lo, hi, c, 0, 0, NULL, 0};
+			}
+		}
+		switch (tag) {
+		case DW_TAG_subprogram:
+		case DW_TAG_lexical_block:
+		case DW_TAG_namespace:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+		case DW_TAG_module:
+			if (dwarf_haschildren(&c))
+				walk_fns(&c, w, depth + 1);
+			break;
+		}
+	} while (!w->err && dwarf_siblingof(&c, &c) == 0);
+}
+
+static int cmp_fn_range(const void *a, const void *b)
+{
+	const struct fn_range *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->hi > y->hi ? -1 : x->hi < y->hi;
+}
+
+/* The functions of compile unit cu, indexed on first use.  NULL: -ENOMEM. */
+static struct cu_fns *cu_fns_of(struct sl_mod *m, Dwarf_Die *cu)
+{
+	Dwarf_Off off = dwarf_dieoffset(cu);
+	struct fn_walk w = {0};
+	struct cu_fns *t;
+
+	if (m->ncfs && m->cfs[m->last_cf].cu_off == off)
+		return &m->cfs[m->last_cf];
+	for (size_t i = 0; i < m->ncfs; i++)
+		if (m->cfs[i].cu_off == off) {
+			m->last_cf = i;
+			return &m->cfs[i];
+		}
+	walk_fns(cu, &w, 0);
+	if (w.err) {
+		free(w.r);
+		return NULL;
+	}
+	t = realloc(m->cfs, (m->ncfs + 1) * sizeof(*t));
+	if (!t) {
+		free(w.r);
+		return NULL;
+	}
+	m->cfs = t;
+	if (w.n)
+		qsort(w.r, w.n, sizeof(*w.r), cmp_fn_range);
+	t[m->ncfs] = (struct cu_fns){off, w.r, w.n, 0};
+	m->last_cf = m->ncfs++;
+	return &t[m->last_cf];
+}
+
+/* The innermost function whose code holds DWARF address a, or NULL. */
+static struct fn_range *fn_at(struct cu_fns *cf, Dwarf_Addr a)
+{
+	struct fn_range *best = NULL;
+	size_t lo = 0, hi = cf->n, k;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cf->r[mid].lo <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* lo: the first range starting above a; an enclosing (outer) range
+	 * starts earlier, the innermost is the shortest holding a */
+	for (k = 0; k < 64 && lo > 0; k++, lo--) {
+		struct fn_range *r = &cf->r[lo - 1];
+
+		if (r->lo <= a && a < r->hi && (!best || r->hi - r->lo < best->hi - best->lo))
+			best = r;
+	}
+	return best;
+}
+
 int srcline_function(struct srcline *s, const struct cygprof_object *co, uint64_t addr,
 		     const char **file, uint32_t *line)
 {
 	struct sl_mod *m;
-	Dwarf_Die *scopes = NULL, *cu;
+	struct cu_fns *cf;
+	struct fn_range *r;
+	Dwarf_Die *cu;
 	Dwarf_Addr a;
-	int err, n, i, lineno = 0;
+	const char *f;
+	int err, lineno = 0;
 
 	*file = NULL;
 	*line = 0;
 	err = locate(s, co, addr, &m, &cu, &a);
 	if (err)
 		return err;
-	n = scopes_at(cu, a, &scopes);
-	for (i = 0; i < n; i++) {
-		const char *f;
-
-		if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram)
-			continue;
-		f = dwarf_decl_file(&scopes[i]);
-		if (f && !dwarf_decl_line(&scopes[i], &lineno) && lineno > 0) {
+	cf = cu_fns_of(m, cu);
+	if (!cf)
+		return -ENOMEM;
+	r = fn_at(cf, a);
+	if (r) {
+		f = dwarf_decl_file(&r->die);
+		if (f && !dwarf_decl_line(&r->die, &lineno) && lineno > 0) {
 			*file = name_of(m, cu, f);
+			if (!*file)
+				return -ENOMEM;
 			*line = (uint32_t)lineno;
+			return 0;
 		}
-		break;
 	}
-	free(scopes);
-	if (*file)
-		return 0;
 	return line_at(m, cu, a, file, line);
+}
+
+/* The index of the first line-table row at or above DWARF address a. */
+static size_t first_row(Dwarf_Lines *lines, size_t n, Dwarf_Addr a)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		Dwarf_Addr x = 0;
+
+		dwarf_lineaddr(dwarf_onesrcline(lines, mid), &x);
+		if (x < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* [first, last] of function r: its decl line, and the last line in its decl
+ * file that its code maps to, before the next function defined in that
+ * file. */
+static void fn_lines(struct cu_fns *cf, Dwarf_Die *cu, struct fn_range *r, const char *decl)
+{
+	Dwarf_Off off = dwarf_dieoffset(&r->die);
+	Dwarf_Lines *lines;
+	size_t nlines = 0, i, k;
+	uint32_t bound = UINT32_MAX, last;
+	int first = 0;
+
+	if (dwarf_decl_line(&r->die, &first) || first <= 0)
+		return;
+	last = (uint32_t)first;
+	if (!cf->decls) { /* once per unit, not per function asked */
+		for (i = 0; i < cf->n; i++) {
+			cf->r[i].decl = dwarf_decl_file(&cf->r[i].die);
+			if (!cf->r[i].decl || dwarf_decl_line(&cf->r[i].die, &cf->r[i].decl_line))
+				cf->r[i].decl = NULL;
+		}
+		cf->decls = 1;
+	}
+	/* the next definition in the same file bounds this one */
+	for (i = 0; i < cf->n; i++) {
+		const struct fn_range *o = &cf->r[i];
+
+		if (o->decl && o->decl_line > first && (uint32_t)o->decl_line < bound &&
+		    dwarf_dieoffset((Dwarf_Die *)&o->die) != off && !strcmp(o->decl, decl))
+			bound = (uint32_t)o->decl_line;
+	}
+	if (dwarf_getsrclines(cu, &lines, &nlines))
+		nlines = 0;
+	/* every range of the function (hot and cold parts) */
+	for (k = 0; k < cf->n; k++) {
+		if (dwarf_dieoffset(&cf->r[k].die) != off)
+			continue;
+		for (i = first_row(lines, nlines, cf->r[k].lo); i < nlines; i++) {
+			Dwarf_Line *l = dwarf_onesrcline(lines, i);
+			Dwarf_Addr x = 0;
+			const char *f;
+			int n = 0;
+
+			if (dwarf_lineaddr(l, &x) || x >= cf->r[k].hi)
+				break;
+			f = dwarf_linesrc(l, NULL, NULL);
+			if (!f || dwarf_lineno(l, &n) || n < first || (uint32_t)n >= bound ||
+			    (uint32_t)n <= last || strcmp(f, decl))
+				continue;
+			last = (uint32_t)n;
+		}
+	}
+	for (k = 0; k < cf->n; k++)
+		if (dwarf_dieoffset(&cf->r[k].die) == off) {
+			cf->r[k].first = (uint32_t)first;
+			cf->r[k].last = last;
+		}
+}
+
+int srcline_function_lines(struct srcline *s, const struct cygprof_object *co, uint64_t addr,
+			   const char **file, uint32_t *first, uint32_t *last)
+{
+	struct sl_mod *m;
+	struct cu_fns *cf;
+	struct fn_range *r;
+	Dwarf_Die *cu;
+	Dwarf_Addr a;
+	const char *f;
+	int err;
+
+	*file = NULL;
+	*first = *last = 0;
+	err = locate(s, co, addr, &m, &cu, &a);
+	if (err)
+		return err;
+	cf = cu_fns_of(m, cu);
+	if (!cf)
+		return -ENOMEM;
+	r = fn_at(cf, a);
+	if (!r || !(f = dwarf_decl_file(&r->die)))
+		return -ENOENT;
+	if (!r->first)
+		fn_lines(cf, cu, r, f);
+	if (!r->first)
+		return -ENOENT;
+	*file = name_of(m, cu, f);
+	if (!*file)
+		return -ENOMEM;
+	*first = r->first;
+	*last = r->last;
+	return 0;
 }

@@ -38,6 +38,16 @@ int srcline_lookup(struct srcline *s, const struct cygprof_object *o, uint64_t a
 int srcline_function(struct srcline *s, const struct cygprof_object *o, uint64_t addr,
 		     const char **file, uint32_t *line);
 
+/** The lines of the function entered at runtime address addr: the file
+ * and line where it is defined (DW_AT_decl_file, DW_AT_decl_line) and the
+ * last line of that file its code (DW_AT_low_pc..high_pc and its other
+ * ranges) maps to, before the next function defined in the file (code
+ * inlined from elsewhere in the file is not its own).
+ * @param[out] file borrowed until srcline_free().
+ * Returns 0, -ENOENT when unknown (no DWARF, no declaration), -ENOMEM. */
+int srcline_function_lines(struct srcline *s, const struct cygprof_object *o, uint64_t addr,
+			   const char **file, uint32_t *first, uint32_t *last);
+
 /** The function inlined at runtime address addr (the innermost inlined
  * call there), by its DWARF name, and the line of that call in its caller
  * (0 when unknown).

@@ -30,6 +30,9 @@ Tests:
   recursion  (EXE examples/recurtime.c) the inclusive time of a recursive
              call line is its outermost call's (exact against the report's
              functions and arcs), no line above the run; exact calls
+  function   annotate CAPTURE FUNCTION / SOURCE:LINE / a glob: only the
+             function's lines (definition to closing brace), exact calls,
+             entries and self time, hottest first; both executables
   mismatch   the other build's debug file at the expected build-id path (and
              by debuglink) is refused with the warning, exit 0, no lines
 
@@ -192,8 +195,16 @@ def test_lines(ck, cyg, example, workdir):
           'SOURCE annotate.c selects only that file')
     data, _ = annotate_json(ck, [cap, 'examples/annotate.c'])
     ck.eq(len(data['files']), 1, 'SOURCE examples/annotate.c selects one file')
-    data, _ = annotate_json(ck, [cap, 'nosuch.c'])
-    ck.eq(data['files'], [], 'SOURCE nosuch.c selects nothing')
+    for exe in (None, cyg.exe):
+        for arg, what in (('nosuch.c', "no source file of"), ('/nonexistent.c', "no source file of"),
+                          ('no_such_function', "neither a function"),
+                          ('annotate.c:1', 'no recorded function holds line 1')):
+            cmd = [ARGS.annotate] if exe is None else [exe, 'annotate']
+            cp = run(cmd + [cap, arg])
+            ck.check(cp.returncode == 1 and len(cp.err.strip().splitlines()) == 1 and
+                     arg in cp.err and what in cp.err and cp.out == '',
+                     '%s %s: a one-line error naming it, exit 1 (%d, %r)'
+                     % (os.path.basename(cmd[-1]), arg, cp.returncode, cp.err))
     data, _ = annotate_json(ck, ['--all', cap])
     ck.check(example_file(data) is not None, '--all shows annotate.c')
 
@@ -206,15 +217,33 @@ def test_lines(ck, cyg, example, workdir):
     ck.check(len(row) == 1 and re.match(r'^[> ]\s+12\s', row[0]) is not None,
              'text: L_CALL_B1 line shows 12 calls: %r' % row)
     row = [ln for ln in lines if re.search(r'\b%d  .*L_DEF_B' % m['L_DEF_B'], ln)]
-    ck.check(len(row) == 1 and re.match(r'^ \s{10} \s+17\s', row[0]) is not None,
+    ck.check(len(row) == 1 and re.match(r'^[> ]\s{10} \s+17\s', row[0]) is not None,
              'text: L_DEF_B line shows 17 entries in the entries column: %r' % row)
     hot = [ln for ln in lines if ln.startswith('>')]
     ck.check(1 <= len(hot) <= 5, 'text: 1 to 5 lines marked hot (%d)' % len(hot))
     data, _ = annotate_json(ck, [cap, 'annotate.c'])
-    top = max(data['files'][0]['lines'], key=lambda ln: ln['total_ns'])['line']
+    top = max(data['files'][0]['lines'], key=lambda ln: ln['self_ns'])['line']
     row = [ln for ln in lines if re.search(r'\b%d  ' % top, ln)]
     ck.check(len(row) == 1 and row[0].startswith('>'),
-             'text: the hottest line of annotate.c (%d) is marked' % top)
+             'text: the line of most self time in annotate.c (%d) is marked' % top)
+    # the marks go by self time: only definition lines (the functions' own time)
+    defs = {m[k] for k in ('L_DEF_MAIN', 'L_DEF_A', 'L_DEF_B', 'L_DEF_GRAB')}
+    head = next(ln for ln in lines if 'line  source' in ln)
+    end = head.index('line  source') + 4
+    marked = [int(ln[:end].split()[-1]) for ln in hot]
+    ck.check(set(marked) <= defs, 'text: the marked lines are definitions (%s of %s)'
+             % (marked, sorted(defs)))
+    # a line's self time is the self time of the function defined there
+    rep, _ = cyg.report_json(cap, ck, raw=True)
+    fns = cygtest.fn_map(rep)
+    byline = {ln['line']: ln for ln in data['files'][0]['lines']}
+    for name, mk in (('main', 'L_DEF_MAIN'), ('a', 'L_DEF_A'), ('b', 'L_DEF_B'),
+                     ('grab', 'L_DEF_GRAB')):
+        ck.eq(byline.get(m[mk], {}).get('self_ns'), fns[name]['self_ns'],
+              '%s: self_ns at its definition line = report\'s self_ns' % name)
+    ck.eq(sum(ln['self_ns'] for ln in data['files'][0]['lines']),
+          sum(fns[n]['self_ns'] for n in ('main', 'a', 'b', 'grab')),
+          'self_ns of the lines add up to the functions\' self time')
     # --hot 0: no marks
     cp = annotate(ck, ['--hot', '0', cap, 'annotate.c'])
     ck.check(not any(ln.startswith('>') for ln in cp.out.splitlines()), '--hot 0 marks none')
@@ -248,6 +277,68 @@ def test_lines(ck, cyg, example, workdir):
     cp = annotate(ck, ['--prefix-map', 'nonsense', cap], status=2)
     cp = annotate(ck, [os.path.join(workdir, 'nosuch.data')], status=1)
     ck.check(len(cp.err.strip().splitlines()) == 1, 'missing capture: one-line error')
+
+
+def closing_brace(src, start):
+    """The line of the first '}' in column 0 at or after line start."""
+    with open(src) as f:
+        for i, text in enumerate(f, 1):
+            if i >= start and text.startswith('}'):
+                return i
+    return None
+
+
+def test_function(ck, cyg, example, workdir):
+    """annotate CAPTURE FUNCTION, SOURCE:LINE and a glob: only that
+    function's lines (its DWARF range: definition line to closing brace),
+    exact figures, hottest first; cygprof annotate and cygprof-annotate
+    alike."""
+    src = ARGS.source
+    m = markers(src)
+    cap = os.path.join(workdir, 'cap.data')
+    record(ck, cyg, cap, example, False)
+    first, last = m['L_DEF_A'], closing_brace(src, m['L_DEF_A'])
+    rep, _ = cyg.report_json(cap, ck, raw=True)
+    fns = cygtest.fn_map(rep)
+    for args, what in ((['a'], 'FUNCTION a'), (['annotate.c:%d' % m['L_CALL_B2']], 'SOURCE:LINE'),
+                       (['%s:%d' % (os.path.realpath(src), first)], 'PATH:LINE of the definition')):
+        data, _ = annotate_json(ck, [cap] + args)
+        ck.eq(data['files'], [], '%s: no whole file' % what)
+        secs = data.get('functions', [])
+        if not ck.eq([s['name'] for s in secs], ['a'], '%s: one section, a' % what):
+            continue
+        sec = secs[0]
+        ck.eq((sec['first_line'], sec['last_line']), (first, last),
+              '%s: a\'s lines, definition to closing brace' % what)
+        ck.eq((sec['calls'], sec['self_ns']), (5, fns['a']['self_ns']),
+              '%s: 5 calls and report\'s self time' % what)
+        got = {ln['line']: (ln['calls'], ln['entries']) for ln in sec['lines']}
+        ck.eq(got, {m['L_DEF_A']: (0, 5), m['L_CALL_B1']: (12, 0), m['L_CALL_B2']: (5, 0)},
+              '%s: the exact calls and entries of a\'s lines' % what)
+        key = {ln['line']: ln['total_ns'] + ln['self_ns'] for ln in sec['lines']}
+        want = sorted(key, key=lambda k: (-key[k], k))
+        ck.eq(sec['hottest'], [k for k in want if key[k]][:5], '%s: hottest first' % what)
+    # text: only a's lines, in order, hottest ones first and marked
+    for exe in (None, cyg.exe):
+        cmd = [exe, 'annotate'] if exe else [ARGS.annotate]
+        cp = run(cmd + ['--raw-times', cap, 'a'])
+        ck.eq(cp.returncode, 0, '%s a: exit 0' % os.path.basename(cmd[0]))
+        lines = cp.out.splitlines()
+        nums = [int(x.group(1)) for x in (re.match(r'^[> ].{40,}?\s(\d+)  ', ln) for ln in lines)
+                if x]
+        hot_at = next((i for i, ln in enumerate(lines) if 'hottest lines' in ln), None)
+        ck.check(hot_at is not None, 'text: a "hottest lines" list')
+        ranked = [n for n in nums[:3]]
+        ck.eq(sorted(ranked), sorted([m['L_DEF_A'], m['L_CALL_B1'], m['L_CALL_B2']]),
+              'text: the 3 lines with a figure ranked first')
+        ck.eq(nums[3:], list(range(first, last + 1)), 'text: then a\'s lines %d-%d whole, only'
+              % (first, last))
+        ck.check(any(ln.startswith('== a ') for ln in lines), 'text: a header names a')
+    # a glob: the functions it matches
+    data, _ = annotate_json(ck, [cap, 'gr*'])
+    ck.eq([s['name'] for s in data['functions']], ['grab'], 'glob gr*: grab')
+    ck.eq([(ln['line'], ln['entries']) for ln in data['functions'][0]['lines']],
+          [(m['L_DEF_GRAB'], 4)], 'grab: 4 entries at its definition')
 
 
 def copy_example(example, workdir, name='prog'):
@@ -515,6 +606,7 @@ TESTS = {
     'debuglink': test_debuglink,
     'mismatch': test_mismatch,
     'focus': test_focus,
+    'function': test_function,
 }
 
 

@@ -31,11 +31,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import cygtest  # noqa: E402
 
 
-def complete(script, cwd, words):
+def complete(script, cwd, words, fn='_cygprof'):
     """COMPREPLY for the command line words (the last one being completed)."""
     arr = ' '.join("'%s'" % w.replace("'", "'\\''") for w in words)
-    prog = ('source "$1" || exit 9; COMP_WORDS=(%s); COMP_CWORD=%d; _cygprof; '
-            'printf "%%s\\n" "${COMPREPLY[@]}"' % (arr, len(words) - 1))
+    prog = ('source "$1" || exit 9; COMP_WORDS=(%s); COMP_CWORD=%d; %s; '
+            'printf "%%s\\n" "${COMPREPLY[@]}"' % (arr, len(words) - 1, fn))
     cp = subprocess.run(['bash', '--norc', '--noprofile', '-c', prog, 'bash', script], cwd=cwd,
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     if cp.returncode:
@@ -114,6 +114,15 @@ def test_bash(ck, cyg, example, args):
         f.write(b'named .data, not perf')
     ck.eq(complete(script, d, [exe, 'report', '']), ['old.data', 'run.bin', 'sub/'],
           "bash: report <TAB>: not perf's perf.data (magic PERFILE2)")
+    ck.eq(complete(script, d, [exe, 'report', '--li']), ['--limit'],
+          'bash: report --li<TAB>: --limit')
+    # cygprof-annotate completes as cygprof annotate (the cygprof beside it)
+    ann = os.path.join(os.path.dirname(exe), 'cygprof-annotate')
+    if os.path.exists(ann):
+        ck.eq(complete(script, d, [ann, '--ho'], fn='_cygprof_annotate'), ['--hot'],
+              'bash: cygprof-annotate --ho<TAB>: --hot')
+        ck.eq(complete(script, d, [ann, '--format', ''], fn='_cygprof_annotate'),
+              ['json', 'text'], 'bash: cygprof-annotate --format <TAB>: its values')
 
 
 ZSH_STUBS = r'''
@@ -153,7 +162,13 @@ def test_zsh(ck, cyg, example, args):
     if not shutil.which('zsh'):
         print('SKIP completion-zsh: no zsh (Debian package zsh)')
         sys.exit(cygtest.SKIP)
-    check_cases(ck, cyg, example, complete_zsh, os.path.abspath(args.zsh_script), 'zsh')
+    script = os.path.abspath(args.zsh_script)
+    check_cases(ck, cyg, example, complete_zsh, script, 'zsh')
+    # cygprof-annotate completes as cygprof annotate (the cygprof beside it)
+    ann = os.path.join(os.path.dirname(cyg.exe), 'cygprof-annotate')
+    if os.path.exists(ann):
+        ck.eq(complete_zsh(script, cyg.workdir, [ann, '--ho']), ['--hot'],
+              'zsh: cygprof-annotate --ho<TAB>: --hot')
 
 
 TESTS = {'completion-bash': test_bash, 'completion-zsh': test_zsh}

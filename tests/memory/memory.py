@@ -464,6 +464,48 @@ def test_report(ck, cyg, example, args):
         'memory: the unmatched patterns named, one line each')
 
 
+def test_order(ck, cyg, example, args):
+    """`cygprof memory`'s function table opens on the functions that
+    allocate: by self bytes (then total bytes), the header saying so; main
+    and make_list (no allocation of their own) after every allocator;
+    --sort total gives main first; --top N exactly N rows."""
+    exp = exp_basic()
+    capture = record_memory(ck, cyg, example, exp)
+    want = [n for n in sorted((n for n in exp['self'] if exp['total'][n]['total_allocations']),
+                              key=lambda n: (-exp['self'][n]['self_bytes'],
+                                             -exp['total'][n]['total_bytes'], n))]
+    cp = run([cyg.exe, 'memory', '--format=json', capture])
+    ck.eq([f['name'] for f in json.loads(cp.out)['functions']], want,
+          'JSON: functions by self bytes, then total bytes')
+
+    def table(opts):
+        cp = run([cyg.exe, 'memory', '--top', '0'] + opts + [capture])
+        ck.eq(cp.returncode, 0, 'memory %s: exit 0' % ' '.join(opts))
+        out = cp.out.split('Functions (by ', 1)[-1]
+        head = out.split('):', 1)[0]
+        rows = []
+        for line in out.split('\n\n', 2)[1].splitlines()[1:]:
+            w = line.split()
+            if len(w) == 9 and w[0].replace('.', '').isdigit():
+                rows.append((w[8], int(w[2]), int(w[3])))
+        return head, rows, cp.out
+    head, rows, _ = table([])
+    ck.check(head.startswith('self bytes'), 'text: the header says the order (%r)' % head)
+    ck.eq([r[0] for r in rows], want, 'text: the rows by self bytes, then total bytes')
+    ck.eq({r[0]: (r[1], r[2]) for r in rows},
+          {n: (exp['self'][n]['self_bytes'], exp['total'][n]['total_bytes']) for n in want},
+          'text: exact self and total bytes per function')
+    head, rows, _ = table(['--sort', 'total'])
+    ck.check(head.startswith('total bytes'), '--sort total: the header says so')
+    ck.eq(rows[0][0] if rows else None, 'main', '--sort total: main (all the bytes) first')
+    cp = run([cyg.exe, 'memory', '--top', '3', capture])
+    fn_rows = [ln for ln in cp.out.split('Functions (by ', 1)[-1].split('Heap over time')[0]
+               .splitlines() if re.match(r'^\s*\d+\.\d\d\s+\d+\.\d\d\s', ln)]
+    ck.eq([ln.split()[-1] for ln in fn_rows], want[:3], '--top 3: exactly the first 3 rows')
+    ck.check('... %d more (--top 0 shows all)' % (len(want) - 3) in cp.out,
+             '--top 3: says %d more' % (len(want) - 3))
+
+
 def test_no_memory(ck, cyg, example, args):
     """A capture recorded without --memory: `cygprof memory` fails in one line."""
     exp = exp_basic()
@@ -475,7 +517,7 @@ def test_no_memory(ck, cyg, example, args):
 
 
 TESTS = {name: test_example(name) for name in EXPECT}
-TESTS.update({'report': test_report, 'no-memory': test_no_memory})
+TESTS.update({'report': test_report, 'no-memory': test_no_memory, 'order': test_order})
 
 
 def main():

@@ -125,7 +125,7 @@ def test_text(ck, cyg, example, args):
     rc, out, err = run_raw([cyg.exe, 'report', cap], cyg.workdir)
     ck.eq(rc, 0, 'report: exit status')
     check_clean(ck, 'report', out)
-    flat = [x.split()[-1] for x in lines_of(out) if re.match(r'^\s*[\d.]+\s+[\d.]+\s+[\d.]+\s+\d+\s', x)]
+    flat = [x.split()[-1] for x in lines_of(out) if re.match(r'^\s*[\d.]+\s+[\d.]+\s+[\d.]+\s+(?:ns|us|ms|s)\s', x)]
     ck.eq(sorted(flat), sorted(['main', esc(WORK), esc(WORKER)]),
           'report: the flat profile\'s names, escaped, one line each')
     graph = [x for x in lines_of(out) if re.match(r'^\[\d+\]', x)]

@@ -103,8 +103,9 @@ def test_time_sampled(ck, cyg, example, args):
     rows = {}
     for line in cp.out.splitlines():
         f = line.split()
-        if len(f) == 7 and f[3].isdigit():
-            rows[f[6]] = int(f[3])
+        # % self, cumul%, self time and total time "-", calls, "-" "-", name
+        if len(f) == 8 and f[2:4] == ['-', '-'] and f[4].isdigit():
+            rows[f[7]] = int(f[4])
     want = {k: v for k, v in exp['functions'].items() if ' ' not in k}
     ck.check(cygtest.diff_table('flat profile calls (text)', want,
                             {k: rows.get(k) for k in want}),

@@ -20,6 +20,10 @@ Tests (meson names report-TEST):
   lacks            a capture without timeline, memory, counters or samples:
                    each command that shows one of them exits 1 in one line
                    naming what to record
+  flat             the flat profile of timefilter: each time in its own
+                   unit (fast's tens of ns not 0.00), exact to the digit;
+                   -n/--limit and --min-percent give exact row counts, in
+                   text and JSON (functions_hidden); --tree's TOTAL% column
   tree             report --tree of timefilter (main calls fast() 1000 times
                    first, then slow() 3 times, 5 ms each): slow ranked
                    first, --sort calls puts fast first, --min-percent 50
@@ -325,7 +329,121 @@ def test_tree(ck, cyg, example):
     expect_error(ck, cp, 'report --color=sometimes', 2)
 
 
+FLAT_ROW = re.compile(r'^\s*([\d.]+)\s+([\d.]+)\s+([\d.]+\s+(?:ns|us|ms|s))\s+'
+                      r'([\d.]+\s+(?:ns|us|ms|s))\s+(\d+)\s+([\d.]+\s+(?:ns|us|ms|s))\s+'
+                      r'([\d.]+\s+(?:ns|us|ms|s))\s+(\S+)$')
+
+
+def fmt_time(ns):
+    """report's per-row time: its own unit (report-print.c fmt_time())."""
+    if ns < 999.9995:
+        return '%7.3f ns' % ns
+    if ns < 999999.5:
+        return '%7.3f us' % (ns / 1e3)
+    if ns < 999999999.5:
+        return '%7.3f ms' % (ns / 1e6)
+    return '%7.3f  s' % (ns / 1e9)
+
+
+def flat_rows(out):
+    """{name: (self%, cumul%, self, total, calls, self/call, total/call)} of
+    the flat profile, and the rows' names in order."""
+    rows, names = {}, []
+    for line in out.splitlines():
+        if line.startswith('Call graph') or 'Call graph' in line:
+            break
+        m = FLAT_ROW.match(line)
+        if m:
+            rows[m.group(8)] = m.groups()[:7]
+            names.append(m.group(8))
+    return rows, names
+
+
+def test_flat(ck, cyg, example):
+    """The flat profile of timefilter (main calls fast() 1000 times, then
+    slow() 3 times): every time with its own unit, so fast's per-call time
+    (tens of ns) is not 0.00; -n/--limit and --min-percent keep exact row
+    counts, in text and JSON; --tree has a percent column.  Times as
+    measured (--raw-times: never clamped to 0), the expected rows computed
+    from the JSON of the same capture, whatever the time model makes of
+    slow()'s sleep."""
+    cap = os.path.join(cyg.workdir, 'tf.data')
+    ck.eq(cyg.record(cap, [example]).returncode, 0, 'record timefilter')
+    data, _ = cyg.report_json(cap, ck, raw=True)
+    fns = {f['name']: f for f in data['functions']}
+    ck.eq({n: fns[n]['calls'] for n in ('main', 'fast', 'slow') if n in fns},
+          {'main': 1, 'fast': 1000, 'slow': 3}, 'JSON: the calls')
+    if len(fns) != 3:
+        raise Failure('timefilter has 3 functions, the JSON %d' % len(fns))
+    order = [f['name'] for f in data['functions']]  # --sort self
+    total = data['total_self_ns']
+
+    def flat(*opts, status=0):
+        cp = run([cyg.exe, 'report', '--flat', '--raw-times'] + list(opts) + [cap])
+        ck.eq(cp.returncode, status, 'report --flat %s: exit %d' % (' '.join(opts), status))
+        return cp
+    out = flat().out
+    rows, names = flat_rows(out)
+    ck.eq(names, order, 'flat: one row per function, in the JSON\'s order (self time)')
+    for name in names:
+        f, r = fns[name], rows[name]
+        ck.eq(int(r[4]), f['calls'], 'flat: %s called %d times' % (name, f['calls']))
+        ck.eq(r[0], '%.2f' % (100.0 * f['self_ns'] / total), 'flat: %s\'s share' % name)
+        ck.eq([' '.join(x.split()) for x in (r[2], r[3], r[5], r[6])],
+              [' '.join(fmt_time(x).split()) for x in
+               (f['self_ns'], f['total_ns'], f['self_ns'] / f['calls'],
+                f['total_ns'] / f['calls'])],
+              'flat: %s\'s times, each in its own unit, exact to the digit' % name)
+    r = rows.get('fast')
+    if ck.check(r is not None, 'flat: a row for fast'):
+        ck.check(float(r[5].split()[0]) > 0 and r[5].split()[1] in ('ns', 'us'),
+                 'flat: fast\'s self/call is a non-zero figure in ns or us (%s)' % r[5])
+    # -n / --limit: exactly N rows, and a line saying how many more
+    for opts, n in ((['-n', '2'], 2), (['--limit', '1'], 1), (['--limit=0'], 3), (['-n', '5'], 3)):
+        out = flat(*opts).out
+        ck.eq(flat_rows(out)[1], order[:n], '%s: the first %d rows' % (' '.join(opts), n))
+        more = 3 - n
+        ck.eq(('(%d more function%s: -n 0 shows all)' % (more, '' if more == 1 else 's')) in out,
+              more > 0, '%s: says %d more' % (' '.join(opts), more))
+    # --min-percent: the functions with at least that share of the self time
+    for pct in (50, 10, 0.001):
+        want = [n for n in order if fns[n]['self_ns'] * 100.0 >= pct * total]
+        out = flat('--min-percent', str(pct)).out
+        ck.eq(flat_rows(out)[1], want, '--min-percent %g: %s' % (pct, want))
+        under = 3 - len(want)
+        ck.eq(('(%d function%s under %g%% of the self time hidden'
+               % (under, '' if under == 1 else 's', pct)) in out, under > 0,
+              '--min-percent %g: says %d hidden' % (pct, under))
+    ck.eq(flat_rows(flat('--min-percent', '0').out)[1], order, '--min-percent 0: all rows')
+    ck.eq(flat_rows(flat('--min-percent', '50', '--sort', 'calls').out)[1], ['fast'],
+          '--min-percent 50 --sort calls: fast has 1000 of 1004 calls')
+    # JSON: the same rows, unchanged fields, what was left out counted
+    want50 = [n for n in order if fns[n]['self_ns'] * 2 >= total]
+    for opts, want in ((['-n', '2'], order[:2]), (['--min-percent', '50'], want50), ([], order)):
+        cp = run([cyg.exe, 'report', '--format=json', '--raw-times'] + opts + [cap])
+        d = json.loads(cp.out)
+        ck.eq([f['name'] for f in d['functions']], want, 'JSON %s: the rows' % ' '.join(opts))
+        ck.eq(d['functions_hidden'], 3 - len(want), 'JSON %s: functions_hidden' % ' '.join(opts))
+        ck.check(all(isinstance(f['self_ns'], int) for f in d['functions']),
+                 'JSON %s: ns integers' % ' '.join(opts))
+    expect_error(ck, flat('-n', 'x', status=2), 'report -n x', 2)
+    # --tree: each path's share of its thread's time
+    cp = run([cyg.exe, 'report', '--tree', '--raw-times', '--min-percent', '0', cap])
+    ck.check('# TOTAL%  TOTAL TIME' in cp.out, '--tree: a TOTAL% column')
+    pct = {ln.split(' : ')[1].lstrip('|+- '): ln.split()[0]
+           for ln in cp.out.splitlines() if ' : ' in ln and not ln.startswith('#')}
+    ck.eq(pct.get('main'), '100.00%', '--tree: main is 100% of its thread')
+    t = {p['name']: p for tr in json.loads(run([cyg.exe, 'report', '--format=json', '--tree',
+                                                 '--raw-times', '--min-percent', '0', cap]).out)['tree']
+         for p in tr['paths']}
+    for name in ('slow', 'fast'):
+        if name in t and 'main' in t:
+            ck.eq(pct.get(name), '%.2f%%' % (100.0 * t[name]['total_ns'] / t['main']['total_ns']),
+                  '--tree: %s\'s share of main\'s time, to 0.01%%' % name)
+
+
 TESTS = {
+    'flat': test_flat,
     'errors': test_errors_report,
     'replay': test_replay,
     'info-forkexec': test_info_forkexec,

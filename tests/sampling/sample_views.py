@@ -177,7 +177,7 @@ def test_annotate(ck, cyg, prog, args):
 
     # the text: a "%" column; the hot line with the JSON's count and share
     text = annotate(ck, args, ['--all', cap, 'sampling-prog.c'])
-    ck.check(re.search(r'^\s+calls\s+entries\s+time\s+samples\s+%\s+line\s+source$', text,
+    ck.check(re.search(r'^\s+calls\s+entries\s+time\s+self\s+samples\s+%\s+line\s+source$', text,
                        re.M) is not None, 'text: the header has the "%" column')
     hot = max(src['lines'], key=lambda l: l['samples'])
     m = re.search(r'^.{32}\s*(\d+)\s+(\d+\.\d)%%\s+%d  ' % hot['line'], text, re.M)
@@ -197,7 +197,7 @@ def test_annotate(ck, cyg, prog, args):
     ck.check('sampled_ns' not in a2 and '"functions"' not in a2,
              'no sampled_ns or functions keys without samples')
     t2 = annotate(ck, args, ['--all', cap2])
-    ck.check(re.search(r'^\s+calls\s+entries\s+time\s+samples\s+line\s+source$', t2, re.M)
+    ck.check(re.search(r'^\s+calls\s+entries\s+time\s+self\s+samples\s+line\s+source$', t2, re.M)
              is not None and 'samples (' not in t2, 'text without samples: the old header')
 
 

@@ -534,6 +534,18 @@ static void check_lines(const char *label, struct debuginfo *d, const char *path
 	CHECK_EQ_INT(srcline_function(s, &o, BIAS + sv, &file, &line), 0);
 	CHECK_EQ_STR(file, src_real);
 	CHECK_EQ_U64(line, l_static);
+	{
+		/* its range: its definition to its closing brace (or last
+		 * statement), not the inlined twice()'s lines above it */
+		uint32_t first = 0, last = 0;
+
+		CHECK_EQ_INT(srcline_function_lines(s, &o, BIAS + sv + ss / 2, &file, &first,
+						    &last), 0);
+		CHECK_EQ_STR(file, src_real);
+		CHECK_EQ_U64(first, l_static);
+		CHECK(last == l_call + 1 || last == l_call + 2);
+		CHECK_EQ_INT(srcline_function_lines(s, &o, BIAS, &file, &first, &last), -ENOENT);
+	}
 	for (uint64_t a = BIAS + sv; a < BIAS + sv + ss; a++) {
 		struct srcline_frame fr[4] = {{0}};
 		uint32_t cl;

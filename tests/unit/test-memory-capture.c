@@ -343,7 +343,8 @@ static void test_cli(void)
 	snprintf(path, sizeof(path), "%s/mem.cap", dir);
 	snprintf(nomem, sizeof(nomem), "%s/nomem.cap", dir);
 	{
-		const char *args[] = {"memory", "--format=json", "--points", "4", path, NULL};
+		const char *args[] = {"memory", "--format=json", "--points", "4", "--sort=total",
+				      path, NULL};
 
 		out = run_cygprof(args, &st);
 		CHECK_EQ_INT(st, 0);
@@ -354,7 +355,7 @@ static void test_cli(void)
 		CHECK_HAS(out, "\"leaked_allocations\": 4, \"leaked_bytes\": 181,");
 		CHECK_HAS(out, "\"temporary_allocations\": 1,");
 		CHECK_HAS(out, "\"cross_thread_frees\": 2, \"untracked_frees\": 1,");
-		/* sorted by total bytes: main (255) first */
+		/* --sort=total: main (255) first */
 		CHECK_HAS(out, "\"functions\": [\n    {\"name\": \"main\", \"self_allocations\": 0, "
 			       "\"self_bytes\": 0, \"total_allocations\": 6, \"total_bytes\": 255,");
 		CHECK_HAS(out, "{\"name\": \"fib\", \"self_allocations\": 2, \"self_bytes\": 55, "
@@ -413,7 +414,7 @@ static void test_cli(void)
 
 		out = run_cygprof(args, &st);
 		CHECK_EQ_INT(st, 0);
-		CHECK_HAS(out, "Functions (by total bytes):");
+		CHECK_HAS(out, "Functions (by self bytes, allocated in the function itself; then total bytes):");
 		CHECK_HAS(out, "Heap over time");
 		free(out);
 	}
