@@ -203,18 +203,21 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 		printf("# %s\n", PRINT_NO_TIMES_NOTE);
 	const struct psamp_cost *pc = o->ps && o->pthread < o->ps->nthreads
 					      ? o->ps->node[o->pthread] : NULL;
-	/* waiting for a CPU per call path (cpu.h): not in its times */
+	/* waiting for a CPU and blocked per call path (cpu.h): the first
+	 * never in its times, the second only with --times=wall */
 	const struct view_cpu *vc = NULL;
 	if (!pc && o->v && view_cpu(o->v, th->info.idx, &vc) == 0 &&
-	    (!vc->present || !vc->thread.wait_ns || vc->n != th->n))
+	    (!vc->present || !(vc->thread.wait_ns + vc->thread.blocked_ns) || vc->n != th->n))
 		vc = NULL;
+	int wall = cli_raw_times || cli_times == VIEW_TIMES_WALL || cli_times == VIEW_TIMES_HOOKS;
 	/* TOTAL%: the path's share of its thread's time (of its calls when
 	 * the capture has no times) */
 	if (pc)
 		printf("# TOTAL%%  TOTAL TIME   SELF TIME      CALLS     SAMPLED     OFF-CPU   FUNCTION\n");
 	else if (vc)
-		printf("# TOTAL%%  TOTAL TIME   SELF TIME      CALLS     WAITING   FUNCTION  (waiting for"
-		       " a CPU: not in the times)\n");
+		printf("# TOTAL%%  TOTAL TIME   SELF TIME      CALLS     WAITING     BLOCKED   FUNCTION  "
+		       "(waiting for a CPU: not in the times; blocked: %s)\n",
+		       wall ? "in them" : "not in them, --times=wall puts it in");
 	else
 		printf("# TOTAL%%  TOTAL TIME   SELF TIME      CALLS   FUNCTION\n");
 	if (th->n <= 1) {
@@ -248,8 +251,9 @@ static void print_tree(const struct profile *p, const struct profile_thread *th,
 				printf("  %s  %s", fmt_dur(xb, sizeof(xb), pc[cur].sample_ns),
 				       fmt_dur(ob, sizeof(ob), pc[cur].offcpu_ns));
 			} else if (vc) {
-				char wb[32];
-				printf("  %s", fmt_dur(wb, sizeof(wb), vc->wait_ns[cur]));
+				char wb[32], bb[32];
+				printf("  %s  %s", fmt_dur(wb, sizeof(wb), vc->wait_ns[cur]),
+				       fmt_dur(bb, sizeof(bb), vc->blocked_ns[cur]));
 			}
 			printf(" : %s%s%s%s%s\n", prefix, d ? "+-" : "",
 			       cli_hot(base ? (double)nd->total_ns / (double)base : 0),

@@ -211,7 +211,15 @@ def test_wait(ck, cyg, prog, args):
                  if 'Off the CPU' in cp.out),
              'report: the off-CPU section names nothing')
     cp = run([cyg.exe, 'report', '--tree', cap])
-    ck.check(cp.returncode == 0 and 'WAITING' in cp.out, 'report --tree: a WAITING column')
+    ck.check(cp.returncode == 0 and 'WAITING     BLOCKED' in cp.out,
+             'report --tree: WAITING and BLOCKED columns')
+    unit = {'ns': 1, 'us': 1e3, 'ms': 1e6, 's': 1e9}
+    for name, least in (('sleeper', 60), ('poller', 40), ('reader', 50)):
+        # "PCT%  TOTAL u  SELF u  CALLS  WAITING u  BLOCKED u  : +-name"
+        row = [ln.split() for ln in cp.out.splitlines() if ln.endswith('-' + name)]
+        blk = float(row[0][8]) * unit.get(row[0][9], 0) if row and len(row[0]) > 9 else 0
+        ck.check(blk >= least * 0.8e6, 'report --tree: %s blocked %.1f ms (at least %d ms asleep)'
+                 % (name, blk / 1e6, least))
     for name, least in (('sleeper', 60), ('poller', 40), ('reader', 50)):
         f = fns.get(name, {})
         ck.eq(f.get('calls'), 1, 'calls of %s' % name)
