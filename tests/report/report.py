@@ -184,10 +184,12 @@ def test_info_forkexec(ck, cyg, example):
 def tree_rows(out):
     """(indent, name, calls) of each row of report --tree's text."""
     rows = []
+    # CALLS is the 6th figure (PCT% TOTAL unit SELF unit CALLS ...): the
+    # WAITING and BLOCKED columns may follow it
     for line in out.splitlines():
         m = re.match(r'^.* : ((?:[| ] )*)(\+-)?(\S.*)$', line)
         if m and not line.startswith('#'):
-            calls = int(line.split(':')[0].split()[-1])
+            calls = int(line.split(':')[0].split()[5])
             rows.append((len(m.group(1)) // 2 + (1 if m.group(2) else 0), m.group(3), calls))
     return rows
 
