@@ -417,7 +417,8 @@
   Flame.prototype.chainFrom = function (k) {
     var run = [k];
     /* inverted: the first row is the functions themselves, never folded */
-    if (!this.st.chains || this.open.has(k) || !this.passes(k) || (this.t.inverted && this.depth[k] === 1)) return null;
+    /* the root stays a frame of its own (the whole, on hover) */
+    if (!k || !this.st.chains || this.open.has(k) || !this.passes(k) || (this.t.inverted && this.depth[k] === 1)) return null;
     while (this.passes(run[run.length - 1]) && this.passes(this.kids[run[run.length - 1]][0]))
       run.push(this.kids[run[run.length - 1]][0]);
     return run.length >= CHAIN_MIN ? run : null;
@@ -513,7 +514,7 @@
       if (!objs.length) h.push('no object known');
       h.push('<span class="key"><i style="background:#bbb"></i>no function (all, other)</span>');
     } else if (st.colour === 'self') {
-      h.push('Colour by self share (the frame\'s own time, of the whole): <span class="key"><i style="background:' + heat(0) + '"></i>0%</span>' +
+      h.push('Colour by self share (what the frame spent itself, of the whole): <span class="key"><i style="background:' + heat(0) + '"></i>0%</span>' +
         '<i class="ramp"></i><span class="key"><i style="background:' + heat(1) + '"></i>' + pct(this.maxSelf, t.value[0]) + ' (the most)</span>');
     } else {
       h.push('Colour by name: a hash of the name (the same function, the same colour everywhere; no other meaning).');

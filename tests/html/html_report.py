@@ -632,6 +632,25 @@ def test_memory(ck, cyg, example, args):
         raise Failure('memory --format=json failed: ' + cp.err.strip())
     mj = {f['name']: f for f in json.loads(cp.out)['functions']}
     dom = render(ck, out)
+    # a --memory capture opens on the memory flame graph (at the peak), the
+    # peak and the leaks above it, their allocating functions beside
+    ck.eq(dom.body.get('data-view'), 'memflame', 'a memory capture opens on the memory flame graph')
+    ck.eq(BROWSER[0].evaluate('document.getElementById("v-memflame").dataset.kind'), 'peak',
+          'the memory flame graph opens on the bytes live at the peak')
+    totals0 = json.loads(cp.out)['totals']
+    ck.eq([v[1] for v in dom.values.get('memflame', []) if v[0] == 'all'], [totals0['peak_bytes']],
+          'its root: the peak of memory --format=json')
+    head = dom.text.get('mem-peak-leak', '')
+    ck.check('Peak:' in head and 'Leaked:' in head and '385 B in 5 blocks' in head,
+             'the peak and the leaks first: %r' % head)
+    for tid, key in (('mem-peak5', 'self_peak_bytes'), ('mem-leak5', 'self_leaked_bytes')):
+        rows = [(r[0][0], int(r[1][1])) for r in dom.tables.get(tid, [])[1:]]
+        wantr = sorted(((n, f[key]) for n, f in mj.items() if f[key]), key=lambda r: -r[1])[:5]
+        ck.eq(sorted(r[1] for r in rows), sorted(r[1] for r in wantr), '%s: the top bytes of %s' % (tid, key))
+        ck.eq({n for n, _ in rows} - set(mj), set(), '%s names functions of memory --format=json' % tid)
+    ck.eq([r[0][0] for r in dom.tables.get('mem-leak5', [])[1:]], ['leaker'], 'leaker, the one leak')
+    above_fold(ck, ['summary', 'mem-peak-leak', 'mem-peak5', 'mem-leak5', 'memflame'])
+    screenshot(ck, 'mem-open.png')
     mem = table(ck, dom, 'memfns')
     want = {'leaker': (5, 385, 5, 385, 385), 'new_node': (50, 1200, 50, 1200, 0),
             'make_list': (0, 0, 50, 1200, 0)}
@@ -857,7 +876,7 @@ LONG = ('Pipeline<std::map<std::__cxx11::basic_string<char, std::char_traits<cha
         'std::allocator<std::pair<unsigned long, double> > >, std::less<std::__cxx11::'
         'basic_string<char, std::char_traits<char>, std::allocator<char> > > > >::run(unsigned '
         'long, std::function<void (double)> const&)')
-CHAIN = ['all', 'main', 'run'] + ['s%02d' % i for i in range(1, 13)]
+CHAIN = ['main', 'run'] + ['s%02d' % i for i in range(1, 13)]
 
 
 def flame_frames():
@@ -884,15 +903,15 @@ def test_flame(ck, cyg, example, args):
     write_html(ck, cyg, cap, out)
     data, _ = cyg.report_json(cap, ck)
     fns = {f['name']: f for f in data['functions']}
-    want = dict({n: 1 for n in CHAIN[1:] + ['branch']}, right=100, left=200)
+    want = dict({n: 1 for n in CHAIN + ['branch']}, right=100, left=200)
     want[LONG] = 50
     ck.eq({n: f['calls'] for n, f in fns.items()}, want, 'the calls html-chain.c states')
     render(ck, out)
     g = flame_frames()
-    # collapsed: all -> main -> run -> s01 .. s12 as one row, then branch
+    # collapsed: main -> run -> s01 .. s12 as one row under all, then branch
     ck.eq([c[0] for c in g['c']], [len(CHAIN)], 'one collapsed chain of %d frames' % len(CHAIN))
     ck.check(g['c'] and ' \u2192 '.join(CHAIN) in g['c'][0][1], 'the chain\'s title names its frames in order')
-    ck.eq(sorted(f[0] for f in g['f']), sorted(['branch', 'left', 'right', LONG]),
+    ck.eq(sorted(f[0] for f in g['f']), sorted(['all', 'branch', 'left', 'right', LONG]),
           'the frames drawn below the chain')
     ck.eq(g['a'].get('collapse'), 'collapsed', 'the chains collapsed by default')
     ck.eq(g['a'].get('layout'), 'top-down', 'top-down by default')
@@ -946,7 +965,7 @@ def test_flame(ck, cyg, example, args):
         if n in firsts:
             ck.eq(firsts[n], self_of[n], 'inverted: %s is its self time' % n[:20])
     # (branch's own self time, when a pixel wide, has its chain s12 .. run)
-    ck.eq(len([c for c in g['c'] if c[0] == len(CHAIN) - 1 and 'branch \u2192 s12 \u2192' in c[1]]), 3,
+    ck.eq(len([c for c in g['c'] if c[0] == len(CHAIN) and 'branch \u2192 s12 \u2192' in c[1]]), 3,
           'inverted: each function\'s callers branch, s12 .. s01, run as one row (%s)' % [c[0] for c in g['c']])
     ck.check('main' in {f[0] for f in g['f']}, 'inverted: main, the outermost caller, after the chain')
     screenshot(ck, 'flame-inverted.png')
