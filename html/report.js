@@ -406,22 +406,29 @@
     }
     if (this.o.tools) $(this.id + '-match').textContent = re ? 'matched: ' + pct(m, t.value[0]) : '';
   };
-  /* A frame that only passes its time on: one child, which has at least 99%
-   * of it (so the row below looks the same).  CHAIN_MIN of them in a row are
-   * drawn as one row until expanded. */
+  /* A frame that only passes its time on: one child has at least 99% of it
+   * (so the row below looks the same; its self time and any other callee,
+   * often a merged "(other)", are under 1% together).  CHAIN_MIN of them in
+   * a row are drawn as one row until expanded. */
   var CHAIN_MIN = 3;
+  Flame.prototype.heavyKid = function (k) {
+    var c = this.kids[k], t = this.t, b = c[0];
+    for (var i = 1; i < c.length; i++) if (t.value[c[i]] > t.value[b]) b = c[i];
+    return b;
+  };
   Flame.prototype.passes = function (k) {
-    var c = this.kids[k];
-    return c.length === 1 && this.t.value[c[0]] >= 0.99 * this.t.value[k];
+    return this.kids[k].length > 0 && this.t.value[this.heavyKid(k)] >= 0.99 * this.t.value[k];
   };
   Flame.prototype.chainFrom = function (k) {
-    var run = [k];
+    var run = [k], self = this;
     /* inverted: the first row is the functions themselves, never folded */
     /* the root stays a frame of its own (the whole, on hover) */
     if (!k || !this.st.chains || this.open.has(k) || !this.passes(k) || (this.t.inverted && this.depth[k] === 1)) return null;
-    while (this.passes(run[run.length - 1]) && this.passes(this.kids[run[run.length - 1]][0]))
-      run.push(this.kids[run[run.length - 1]][0]);
-    return run.length >= CHAIN_MIN ? run : null;
+    while (this.passes(run[run.length - 1]) && this.passes(this.heavyKid(run[run.length - 1])))
+      run.push(this.heavyKid(run[run.length - 1]));
+    if (run.length < CHAIN_MIN) return null;
+    run.hidden = run.some(function (n) { return self.kids[n].length > 1; });
+    return run;
   };
   Flame.prototype.draw = function () {
     var box = $(this.id), t = this.t, W = box.clientWidth || 1000, self = this, h = [], maxd = 0;
@@ -445,7 +452,9 @@
       chains++;
       var label = names[0] + ' \u2192 \u2026 \u2192 ' + names[names.length - 1] + ' (' + names.length + ' frames)';
       h.push('<div data-chain="' + key + '" data-frames="' + names.length + '" class="chain ' + cls + (hit ? ' match' : '') +
-        '" title="' + esc(names.length + ' frames, each calling only the next (click or x to expand): ' + names.join(' \u2192 ')) +
+        '" title="' + esc(names.length + ' frames, each passing its time on to the next' +
+          (run.hidden ? ' (their other callees, under 1% together, are drawn when expanded)' : '') +
+          ' (click or x to expand): ' + names.join(' \u2192 ')) +
         '" style="left:' + x.toFixed(1) + 'px;width:' + w.toFixed(1) + 'px;top:' + d * 16 + 'px">' +
         (w > 30 ? esc(label) : '') + '</div>');
     }
@@ -464,7 +473,7 @@
       var run = this.chainFrom(k);
       if (run) {
         chainRow(run, k, x, w, d, '');
-        stack.push([this.kids[run[run.length - 1]][0], x, d + 1]);
+        stack.push([this.heavyKid(run[run.length - 1]), x, d + 1]);
         continue;
       }
       rect(k, x, w, d, '');
