@@ -48,10 +48,6 @@
 /* at most this many timeline calls (the longest: a call is never shorter
  * than its callees, so the kept set holds every kept call's callers) */
 #define HTML_MAX_SLICES 200000
-/* A kept timeline call's bytes in the page's data (its thread, depth,
- * function, start and duration as JSON numbers: 25-30 measured on calls of
- * a run of a second, more for longer runs), a little over. */
-#define HTML_SLICE_BYTES 32
 /* The largest page written without -f: Chromium takes about 3 s and 1 GB
  * per 100 MB of data to open a page, and cannot parse a data block past
  * 512 MB (V8's longest string) at all. */
@@ -823,13 +819,34 @@ static void html_str(FILE *f, const char *s)
 /* Refuse, in one line (as export's viewer check), a page past what a browser
  * opens: the timeline's kept calls dominate it (the rest is per function and
  * per call path, bounded by HTML_MAX_PATHS and HTML_MAX_STACKS). */
+static int digits(uint64_t x)
+{
+	int n = 1;
+
+	while (x >= 10) {
+		x /= 10;
+		n++;
+	}
+	return n;
+}
+
 static void check_page_size(struct html_cli *o, struct view *v, uint64_t tl_calls)
 {
 	uint64_t kept = tl_calls < o->max_calls ? tl_calls : o->max_calls;
-	uint64_t est = kept * HTML_SLICE_BYTES, max = HTML_MAX_PAGE;
+	const struct cygprof_thread *th;
+	size_t nth = 1;
+	/* a kept call's bytes: its thread, depth, function, start and duration
+	 * as JSON numbers and their commas; the start as long as the run's
+	 * duration, a few digits for the others (10 million calls of
+	 * example-threads: 23 estimated, 19.6 written) */
+	uint64_t per, est, max = HTML_MAX_PAGE;
 	const char *env = getenv("CYGPROF_HTML_MAX_PAGE"); /* checked by cli_check_env() */
 	char why[512], count[96], past[128];
 
+	if (view_threads(v, &th, &nth))
+		nth = 1;
+	per = 5 + (uint64_t)digits(view_duration_ns(v)) + (uint64_t)digits(nth) + 2 + 4 + 4;
+	est = kept * per;
 	if (env && *env)
 		max = strtoull(env, NULL, 10);
 	if (est <= max)

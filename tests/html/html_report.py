@@ -1024,22 +1024,23 @@ def test_data(ck, cyg, example, args):
              'functions <= the thread\'s wall time <= the duration (%s)' % w)
     ck.eq(w['hooks_ns'], int(40 * w['hook_pair_ns'] + 0.5), 'the hooks: 40 calls times the calibrated pair')
     ck.eq(d['duration_ns'], w['duration_ns'], 'one duration')
-    # the size guard: a page past CYGPROF_HTML_MAX_PAGE (here 1000 bytes:
-    # 32 per timeline call) is refused in one line unless -f
+    # the size guard: a page past CYGPROF_HTML_MAX_PAGE (here 500 bytes:
+    # 23 to 26 per timeline call of a run of 10 ms to 1 s) is refused in one
+    # line unless -f
     tcap = record(ck, cyg, example, ['--timeline'], 'tl.cyg')
     big = os.path.join(cyg.workdir, 'big.html')
-    env = dict(os.environ, CYGPROF_HTML_MAX_PAGE='1000')
+    env = dict(os.environ, CYGPROF_HTML_MAX_PAGE='500')
     cp = run([cyg.exe, 'html', '-o', big, tcap], env=env)
     ck.eq(cp.returncode, 1, 'a page past the limit: exit 1')
     err = cp.err.strip()
     ck.eq(len(err.splitlines()), 1, 'one line: %r' % err)
     for word in ('html: ', big, 'a page of about', '40 timeline calls of --max-calls 200000',
-                 'CYGPROF_HTML_MAX_PAGE (1000 bytes)', 'lower --max-calls', 'give -f'):
+                 'CYGPROF_HTML_MAX_PAGE (500 bytes)', 'lower --max-calls', 'give -f'):
         ck.check(word in err, 'the refusal says %r: %r' % (word, err))
     ck.check(not os.path.exists(big), 'nothing written')
-    cp = run([cyg.exe, 'html', '-o', big, '--max-calls', '31', tcap], env=env)
-    ck.eq(cp.returncode, 0, '--max-calls 31 (992 bytes) fits: %s' % cp.err.strip())
-    ck.eq(page_data(big)['timeline']['kept'], 31, '31 calls kept')
+    cp = run([cyg.exe, 'html', '-o', big, '--max-calls', '15', tcap], env=env)
+    ck.eq(cp.returncode, 0, '--max-calls 15 (at most 390 bytes) fits: %s' % cp.err.strip())
+    ck.eq(page_data(big)['timeline']['kept'], 15, '15 calls kept')
     cp = run([cyg.exe, 'html', '-f', '-o', big, tcap], env=env)
     ck.eq(cp.returncode, 0, '-f writes it anyway')
     ck.eq(page_data(big)['timeline']['kept'], 40, 'all 40 calls')
