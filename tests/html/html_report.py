@@ -357,9 +357,11 @@ def dom_now(ck, expr=None):
     return dom
 
 
-def png_colours(data):
-    """The size and the number of distinct colours (of a grid of pixels)
-    of a PNG: 8-bit RGB or RGBA, not interlaced, as Chromium writes it."""
+def png_colours(data, keep=False):
+    """The size and the number of distinct colours (of a grid of pixels,
+    every 8th of every 8th row; with keep, the colours themselves as RGB
+    bytes) of a PNG: 8-bit RGB or RGBA, not interlaced, as Chromium writes
+    it."""
     import struct
     import zlib
     if data[:8] != b'\x89PNG\r\n\x1a\n':
@@ -399,7 +401,7 @@ def png_colours(data):
             for x in range(0, w, 8):
                 colours.add(bytes(line[x * bpp:x * bpp + 3]))
         prev = line
-    return w, h, len(colours)
+    return w, h, (colours if keep else len(colours))
 
 
 def screenshot(ck, name):
@@ -412,10 +414,12 @@ def screenshot(ck, name):
         os.makedirs(ARGS[0].screenshots, exist_ok=True)
         path = os.path.join(ARGS[0].screenshots, '%s-%s' % (ARGS[0].test, name))
     data = BROWSER[0].screenshot(path)
-    w, h, n = png_colours(data)
+    w, h, cs = png_colours(data, keep=True)
+    n = len(cs)
     print('screenshot %s: %dx%d, %d colours' % (path, w, h, n))
     ck.eq((w, h), (VIEW_W, VIEW_H), 'the screenshot %s is the viewport' % name)
     ck.check(n >= 8, 'the screenshot %s is not blank (%d colours)' % (name, n))
+    return cs
 
 
 def above_fold(ck, ids):
@@ -928,7 +932,11 @@ def test_flame(ck, cyg, example, args):
         ck.check(by['left'][5] != by['right'][5], 'left (the program) and right (the library) differ in colour')
         ck.eq(by['left'][5], by.get(LONG, by['left'])[5], 'functions of one object share its colour')
     above_fold(ck, ['summary', 'top5', 'sum-time', 'flame', 'flame-legend'])
-    screenshot(ck, 'flame-collapsed.png')
+    px = screenshot(ck, 'flame-collapsed.png')
+    # the pixels: the two objects' colours (report.js OBJ_COLOURS, by time:
+    # the program's first, the library's second) are on the screen
+    for rgb, what in ((b'\xf0\xa0\x50', 'the program\'s orange'), (b'\x6f\xa8\xdc', 'the library\'s blue')):
+        ck.check(rgb in px, 'the screenshot shows %s' % what)
     # x: every chain expanded (main and the s frames drawn), x again folds
     press('x')
     g = flame_frames()
@@ -968,7 +976,8 @@ def test_flame(ck, cyg, example, args):
     ck.eq(len([c for c in g['c'] if c[0] == len(CHAIN) and 'branch \u2192 s12 \u2192' in c[1]]), 3,
           'inverted: each function\'s callers branch, s12 .. s01, run as one row (%s)' % [c[0] for c in g['c']])
     ck.check('main' in {f[0] for f in g['f']}, 'inverted: main, the outermost caller, after the chain')
-    screenshot(ck, 'flame-inverted.png')
+    px = screenshot(ck, 'flame-inverted.png')
+    ck.check(b'\x6f\xa8\xdc' in px, 'inverted: the library\'s blue still on the screen')
     press('i')
     # c: by self share, by name, back to by object; the legend says which
     for want_c, word in (('self', 'self share'), ('name', 'by name'), ('object', 'by object')):
