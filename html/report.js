@@ -218,21 +218,25 @@
     if (!W || noTimes) return '';
     var th = W.threads_ns || 1, rows = [], fnsWait = W.wait_ns, hooks = W.hooks_ns;
     var rest = W.threads_ns - W.in_fns_ns - fnsWait - hooks;
-    function row(id, label, v, note, cls) {
-      rows.push('<tr id="' + id + '" data-v="' + v + '"><td>' + label + '</td><td class="num">' + hns(Math.max(0, v)) + '</td>' +
-        '<td class="bar"><i class="' + cls + '" style="width:' + Math.max(0, Math.min(100, 100 * v / th)).toFixed(1) + '%"></i></td>' +
-        '<td class="note">' + note + '</td></tr>');
+    function row(id, label, v, note, why, cls) {
+      rows.push('<tr id="' + id + '" data-v="' + v + '" title="' + esc(why) + '"><td>' + label + '</td><td class="num">' +
+        hns(Math.max(0, v)) + '</td><td class="bar"><i class="' + cls + '" style="width:' +
+        Math.max(0, Math.min(100, 100 * v / th)).toFixed(1) + '%"></i></td><td class="note">' + note + '</td></tr>');
     }
     row('wall-threads', W.threads > 1 ? 'Threads\' wall time (' + W.threads + ', summed)' : 'The thread\'s wall time', W.threads_ns,
-      'from each thread\'s start to its end', 'all');
-    row('wall-fns', 'in instrumented functions', W.in_fns_ns, 'the total the tables, flame graph and % divide' +
-      (W.switches && W.blocked_ns ? '; ' + hns(W.blocked_ns) + ' of it blocked (sleep, I/O, locks)' : '') +
-      (W.sampled ? ' (sampled)' : ''), 'fns');
-    if (W.switches) row('wall-wait', 'waiting for a CPU', fnsWait, 'preempted, runnable: taken out of the functions\' times', 'out');
-    if (hooks) row('wall-hooks', 'the profiler\'s hooks', hooks, 'about ' + num(W.calls) + ' calls \u00d7 ' + W.hook_pair_ns.toFixed(1) +
-      ' ns (the calibration): taken out', 'out');
-    row('wall-rest', 'outside instrumented functions', rest, (rest < 0 ? 'the estimates above overlap; ' : '') +
-      'start-up before main, exit, uninstrumented code between the threads\' start and their first call', 'rest');
+      'start to end', 'From each thread\'s start to its end' + (W.threads > 1 ? ', summed over the threads' : '') +
+      '; the duration above also has cygprof\'s start and the program\'s loading', 'all');
+    row('wall-fns', 'in instrumented functions', W.in_fns_ns, 'the total the % divide' +
+      (W.switches && W.blocked_ns ? ', ' + hns(W.blocked_ns) + ' blocked' : ''),
+      'The sum of every function\'s self time: the total of the tables, the flame graph and every % share' +
+      (W.sampled ? ' (sampled)' : '') + (W.switches ? '; blocked time (sleep, I/O, locks) is in it: ' + hns(W.blocked_ns) : ''), 'fns');
+    if (W.switches) row('wall-wait', 'waiting for a CPU', fnsWait, 'taken out',
+      'Preempted, runnable, while a function ran: not the program\'s work, taken out of the functions\' times', 'out');
+    if (hooks) row('wall-hooks', 'the profiler\'s hooks', hooks, num(W.calls) + ' \u00d7 ' + W.hook_pair_ns.toFixed(1) + ' ns, taken out',
+      'About the calls times one enter/exit pair of the hooks as calibrated at the start: their cost, taken out of the functions\' times', 'out');
+    row('wall-rest', 'outside instrumented functions', rest, 'start-up, exit',
+      (rest < 0 ? 'The estimates above overlap. ' : '') + 'Before the first instrumented call (the loader, constructors, ' +
+      'uninstrumented code before main) and after the last one returned (exit, destructors)', 'rest');
     return '<div class="time"><table id="sum-time"><thead><tr><th colspan="4">Where the wall time went</th></tr></thead><tbody>' +
       rows.join('') + '</tbody></table></div>';
   }
