@@ -144,6 +144,14 @@ int cli_probe_capture(const char *path);
 int cli_output_check(const char *cmd, const char *path, enum out_kind kind, int force,
 		     const struct stat *avoid);
 
+/* The one-line refusal of an output too big for what reads it (export's
+ * chrome and perfetto viewers, html's browser), into buf: "CMD: FILE: WHAT
+ * of about N GB (COUNT), past PAST: FIX, or give -f to write it anyway".
+ * The caller frees what it holds and dies with it (exit 1).  Returns buf. */
+const char *cli_size_refusal(char *buf, size_t len, const char *cmd, const char *file,
+			     const char *what, uint64_t est_bytes, const char *count,
+			     const char *past, const char *fix);
+
 /* Every file a command writes goes through this: cli_output_open() checks
  * path (as above) and creates a new temporary file next to it (mkostemp:
  * O_CREAT|O_EXCL, O_CLOEXEC); write to the FILE it returns, then

@@ -160,7 +160,7 @@ static void check_viewer_size(struct export_cli *e, struct view *v)
 	const struct view_filter *f = &e->filt.vf;
 	uint64_t events, max, est, dur;
 	int chrome = !strcmp(e->fmt->name, "chrome");
-	char why[512];
+	char why[512], what[64], count[32];
 	double per;
 
 	if (e->force || (!chrome && strcmp(e->fmt->name, "perfetto")))
@@ -178,12 +178,14 @@ static void check_viewer_size(struct export_cli *e, struct view *v)
 	}
 	if (est <= max)
 		return;
-	snprintf(why, sizeof why, "%s: %s: a %s trace of about %.1f GB (%" PRIu64 " events), past the "
-		"%s viewers open (%s): narrow it with --time-range or -F%s, or give -f to "
-		"write it anyway", CMD, e->o.file, e->fmt->name, (double)est / 1e9, events,
-		chrome ? "~500 MB" : "~2 GB", chrome ? "chrome://tracing; Perfetto's UI ~2 GB"
-						: "Perfetto's UI",
-		chrome ? ", or use --format=perfetto (about 4x smaller)" : "");
+	snprintf(what, sizeof what, "a %s trace", e->fmt->name);
+	snprintf(count, sizeof count, "%" PRIu64 " events", events);
+	cli_size_refusal(why, sizeof why, CMD, e->o.file, what, est, count,
+			 chrome ? "the ~500 MB viewers open (chrome://tracing; Perfetto's UI ~2 GB)"
+				: "the ~2 GB viewers open (Perfetto's UI)",
+			 chrome ? "narrow it with --time-range or -F, or use --format=perfetto "
+				  "(about 4x smaller)"
+				: "narrow it with --time-range or -F");
 	view_close(v);
 	debuginfo_free(e->di);
 	cli_die(1, "%s", why);

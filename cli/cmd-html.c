@@ -21,6 +21,7 @@
 
 #include "cli.h"
 #include "counters.h"
+#include "cpu.h"
 #include "debuginfo.h"
 #include "instrument.h"
 #include "json.h"
@@ -47,6 +48,10 @@
 /* at most this many timeline calls (the longest: a call is never shorter
  * than its callees, so the kept set holds every kept call's callers) */
 #define HTML_MAX_SLICES 200000
+/* The largest page written without -f: Chromium takes about 3 s and 1 GB
+ * per 100 MB of data to open a page, and cannot parse a data block past
+ * 512 MB (V8's longest string) at all. */
+#define HTML_MAX_PAGE ((uint64_t)256 << 20)
 
 struct html_cli {
 	const char *file, *out;
@@ -61,19 +66,24 @@ static void usage(FILE *f)
 		"usage: cygprof html [-o FILE] [-f] [CAPTURE]\n"
 		"\n"
 		"Write one self-contained HTML report of a capture (CAPTURE defaults to\n"
-		CYGPROF_DEFAULT_CAPTURE "): a flame graph of time (and of allocated bytes with\n"
-		"--memory) that zooms on click and can be searched, the flat profile and the\n"
-		"call graph as sortable tables, the memory call graph, counters and the live\n"
-		"heap over time, perf samples beside the exact counts, and the capture's\n"
-		"info.  The file needs no network: style, script and data are inline.\n"
+		CYGPROF_DEFAULT_CAPTURE "): where the wall time went beside the top functions,\n"
+		"a flame graph of time (top-down or inverted, single-child chains folded,\n"
+		"coloured by object or self share) that zooms on click and can be searched,\n"
+		"with --memory the peak, the leaks and the memory flame graph first, the flat\n"
+		"profile and the call graph as sortable tables, the memory call graph,\n"
+		"counters and the live heap over time, perf samples beside the exact counts,\n"
+		"and the capture's info.  The file needs no network: style, script and data\n"
+		"are inline.\n"
 		"\n"
 		"options:\n"
 		"  -o, --output FILE      the report (default " HTML_DEFAULT_OUT "; - for standard\n"
 		"                         output); an existing file is replaced only when it\n"
 		"                         is an earlier report\n"
-		"  -f, --force            replace FILE whatever regular file it is\n"
+		"  -f, --force            replace FILE whatever regular file it is; write a\n"
+		"                         page past ~256 MB\n"
 		"      --max-calls N      with --timeline: embed at most N calls, the longest\n"
-		"                         (default 200000)\n"
+		"                         (default 200000); a page past ~256 MB is refused\n"
+		"                         (browsers open it slowly or not at all) unless -f\n"
 		CLI_PROGRESS_HELP CLI_TIME_HELP CLI_DEBUG_HELP
 		"  -h, --help             this help\n");
 }
@@ -298,6 +308,97 @@ static void write_info(FILE *f, struct view *v, const char *file)
 	fputs("],", f);
 	view_limits(v, &l);
 	cli_limits_json(f, &l);
+}
+
+/* "objects":[basename..],"fn_obj":[object index or -1 per function]: the
+ * file each function is in (the flame graphs colour by it).  A name found
+ * in several objects (merged by name) takes the first one named. */
+static void write_objects(FILE *f, struct view *v, const struct profile *p)
+{
+	int32_t *obj = xcalloc(p->nfns, sizeof *obj);
+	const char **names = NULL;
+	size_t i, k, n = 0, cap = 0;
+
+	for (i = 0; i < p->nfns; i++)
+		obj[i] = -1;
+	for (i = 0; i < view_nfns(v); i++) {
+		const struct view_fn *vf = view_fn(v, (uint32_t)i);
+		const char *base;
+		long fn;
+
+		if (!vf || !vf->obj || !vf->obj->path)
+			continue;
+		fn = profile_find(p, vf->name);
+		if (fn < 0 || obj[fn] >= 0)
+			continue;
+		base = strrchr(vf->obj->path, '/');
+		base = base ? base + 1 : vf->obj->path;
+		for (k = 0; k < n && strcmp(names[k], base); k++)
+			;
+		if (k == n) {
+			if (n == cap) {
+				cap = cap ? 2 * cap : 16;
+				names = realloc(names, cap * sizeof *names);
+				if (!names)
+					cli_die(1, "out of memory");
+			}
+			names[n++] = base;
+		}
+		obj[fn] = (int32_t)k;
+	}
+	fputs("\"objects\":[", f);
+	for (k = 0; k < n; k++) {
+		if (k)
+			fputc(',', f);
+		json_str(f, names[k]);
+	}
+	fputs("],\"fn_obj\":[", f);
+	for (i = 0; i < p->nfns; i++)
+		fprintf(f, "%s%d", i ? "," : "", (int)obj[i]);
+	fputc(']', f);
+	free(names);
+	free(obj);
+}
+
+/* "wall":{..}: what the duration beside the self-time total is made of,
+ * so that the page can say why they differ: each thread's wall time
+ * (summed), the time in instrumented functions (the total of the self
+ * times the tables and flame graph share; blocked time is in it), waiting
+ * for a CPU (taken out of it: timemodel.h), the hooks' cost taken out
+ * (calls times the calibration's enter/exit pair: an estimate), and what is
+ * left: outside instrumented code (start-up, exit, uninstrumented code). */
+static void write_wall(FILE *f, struct view *v, const struct profile *p, const char *file)
+{
+	const struct cygprof_thread *th;
+	struct view_overhead o;
+	struct cpu_sum *cs = NULL;
+	uint64_t threads = 0, in_fns = 0, calls = 0, dur = view_duration_ns(v);
+	double pair = 0;
+	size_t i, nth;
+
+	cli_check(view_threads(v, &th, &nth), file);
+	for (i = 0; i < nth; i++) {
+		uint64_t end = th[i].end_ns ? th[i].end_ns : dur;
+
+		threads += end > th[i].start_ns ? end - th[i].start_ns : 0;
+		calls += th[i].calls;
+	}
+	for (i = 0; i < p->nthreads; i++)
+		in_fns += p->threads[i].total_ns;
+	view_overhead(v, &o);
+	if (view_compensated(v) && !view_time_sampled(v))
+		pair = o.in_ns + o.out_ns;
+	cli_check(cpu_sum_load(v, p, &cs), file);
+	fprintf(f, "\"wall\":{\"duration_ns\":%" PRIu64 ",\"threads\":%zu,\"threads_ns\":%" PRIu64
+		",\"in_fns_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64 ",\"calls\":%" PRIu64
+		",\"hook_pair_ns\":%.3f,\"hooks_ns\":%" PRIu64 ",\"switches\":%s,\"wait_ns\":%" PRIu64
+		",\"blocked_ns\":%" PRIu64 ",\"root_wait_ns\":%" PRIu64 ",\"root_blocked_ns\":%" PRIu64
+		",\"sampled\":%s}",
+		dur, nth, threads, in_fns, p->total_self_ns, calls, pair,
+		(uint64_t)(pair * (double)calls + 0.5), cs->present && cs->switches ? "true" : "false",
+		cs->total.wait_ns, cs->total.blocked_ns, cs->root.wait_ns, cs->root.blocked_ns,
+		view_time_sampled(v) ? "true" : "false");
+	cpu_sum_free(cs);
 }
 
 static void write_profile(FILE *f, const struct profile *p, const struct psamp *ps)
@@ -640,6 +741,11 @@ static void write_timeline(FILE *f, struct view *v, const struct profile *p, con
 	t.p = p;
 	t.max = (size_t)max;
 	t.hp = hp;
+	/* no more than the calls there are (events: an entry and an exit each) */
+	for (i = 0, k = 0; !view_threads(v, &th, &nth) && i < nth; i++)
+		k += th[i].events / 2 + 1;
+	if (k < t.max)
+		t.max = k;
 	t.heap = xcalloc(t.max, sizeof *t.heap);
 	cli_check(view_threads(v, &th, &nth), file);
 	fputs("{\"threads\":[", f);
@@ -713,6 +819,56 @@ static void html_str(FILE *f, const char *s)
 		}
 }
 
+/* Refuse, in one line (as export's viewer check), a page past what a browser
+ * opens: the timeline's kept calls dominate it (the rest is per function and
+ * per call path, bounded by HTML_MAX_PATHS and HTML_MAX_STACKS). */
+static int digits(uint64_t x)
+{
+	int n = 1;
+
+	while (x >= 10) {
+		x /= 10;
+		n++;
+	}
+	return n;
+}
+
+static void check_page_size(struct html_cli *o, struct view *v, uint64_t tl_calls)
+{
+	uint64_t kept = tl_calls < o->max_calls ? tl_calls : o->max_calls;
+	const struct cygprof_thread *th;
+	size_t nth = 1;
+	/* a kept call's bytes: its thread, depth, function, start and duration
+	 * as JSON numbers and their commas; the start as long as the run's
+	 * duration, a few digits for the others (10 million calls of
+	 * example-threads: 23 estimated, 19.6 written) */
+	uint64_t per, est, max = HTML_MAX_PAGE;
+	const char *env = getenv("CYGPROF_HTML_MAX_PAGE"); /* checked by cli_check_env() */
+	char why[512], count[96], past[128];
+
+	if (view_threads(v, &th, &nth))
+		nth = 1;
+	per = 5 + (uint64_t)digits(view_duration_ns(v)) + (uint64_t)digits(nth) + 2 + 4 + 4;
+	est = kept * per;
+	if (env && *env)
+		max = strtoull(env, NULL, 10);
+	if (est <= max)
+		return;
+	if (max == HTML_MAX_PAGE)
+		snprintf(past, sizeof past, "the ~256 MB a browser opens (Chromium parses no data "
+			 "past 512 MB)");
+	else
+		snprintf(past, sizeof past, "CYGPROF_HTML_MAX_PAGE (%" PRIu64 " bytes)", max);
+	snprintf(count, sizeof count, "%" PRIu64 " timeline calls of --max-calls %" PRIu64, kept,
+		 o->max_calls);
+	cli_size_refusal(why, sizeof why, CMD, o->out, "a page", est,
+			 count, past,
+			 "lower --max-calls (the longest calls are kept)");
+	view_close(v);
+	debuginfo_free(o->di);
+	cli_die(1, "%s", why);
+}
+
 int cmd_html(int argc, char **argv)
 {
 	struct html_cli o;
@@ -755,6 +911,8 @@ int cmd_html(int argc, char **argv)
 		}
 	if (has_mem && view_mem_count(v, &nmem))
 		nmem = 0;
+	if (has_tl && !o.force)
+		check_page_size(&o, v, nev / 2);
 	hp.pg = &pg;
 	hp.base = 0;
 	hp.total = nmem + nev;
@@ -776,6 +934,10 @@ int cmd_html(int argc, char **argv)
 	write_info(j, v, file);
 	fputc(',', j);
 	write_profile(j, p, ps);
+	fputc(',', j);
+	write_objects(j, v, p);
+	fputc(',', j);
+	write_wall(j, v, p, file);
 	fputs(",\"tree\":", j);
 	if (pathtree_build(&t, p))
 		cli_die(1, "out of memory");

@@ -258,6 +258,7 @@ void cli_check_env(void)
 	check_uint("CYGPROF_CAPTURE_MAPSIZE", 65536, SIZE_MAX);
 	check_uint("CYGPROF_HANDSHAKE_MS", 1, 600000);
 	check_uint("CYGPROF_PROGRESS_DELAY_MS", 0, CLI_PROGRESS_DELAY_MAX_MS);
+	check_uint("CYGPROF_HTML_MAX_PAGE", 1, UINT64_MAX);
 	check_flag("CYGPROF_FSYNC");
 	check_flag("CYGPROF_CAPTURE_COMPACT");
 	check_flag("CYGPROF_SAMPLE_FORCE_EPERM");

@@ -443,3 +443,12 @@ void cli_output_lock(const char *cmd, const char *path)
 		cli_die(1, "%s: %s: another cygprof is writing it; not started", cmd, path);
 	close(fd);
 }
+
+const char *cli_size_refusal(char *buf, size_t len, const char *cmd, const char *file,
+			     const char *what, uint64_t est_bytes, const char *count,
+			     const char *past, const char *fix)
+{
+	snprintf(buf, len, "%s: %s: %s of about %.1f GB (%s), past %s: %s, or give -f to write "
+		 "it anyway", cmd, file, what, (double)est_bytes / 1e9, count, past, fix);
+	return buf;
+}

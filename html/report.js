@@ -72,7 +72,7 @@
       h.push('<tr' + (this.onPick ? ' class="pick' + (row.key === this.chosen ? ' chosen' : '') +
         '" data-row="' + r + '"' : '') + '>');
       for (var i = 0; i < c.length; i++)
-        h.push('<td class="' + (c[i].n ? 'num" data-v="' + row[i] : 'name') + '">' +
+        h.push('<td class="' + (c[i].n ? 'num" data-v="' + row[i] : 'name" title="' + esc(row[i])) + '">' +
           esc(c[i].f ? c[i].f(row[i], row) : row[i]) + '</td>');
       h.push('</tr>');
     }
@@ -132,6 +132,10 @@
     '<tr><td>1 to ' + VIEWS.length + '</td><td>' + VIEWS.map(function (v) { return esc(v[1]); }).join(', ') + '</td></tr>' +
     '<tr><td>&larr; &rarr;</td><td>the previous or next view</td></tr>' +
     '<tr><td>s</td><td>the sandwich of the selected function (click a frame or a row to select)</td></tr>' +
+    '<tr><td>i</td><td>flame graphs: inverted (bottom-up) or top-down</td></tr>' +
+    '<tr><td>l</td><td>flame graphs: left-heavy (heaviest first) or by name</td></tr>' +
+    '<tr><td>x</td><td>flame graphs: collapse or expand the single-child chains</td></tr>' +
+    '<tr><td>c</td><td>flame graphs: colour by object, by self share, by name</td></tr>' +
     (TLD ? '<tr><td>w s, + -</td><td>timeline: zoom in, out (or the mouse wheel)</td></tr>' +
       '<tr><td>a d</td><td>timeline: pan left, right (or drag)</td></tr>' +
       '<tr><td>0</td><td>timeline: the whole recording</td></tr>' : '') +
@@ -180,16 +184,19 @@
     var procs = D.procs.length;
     h.push('<section id="summary"><div class="facts"><table><tbody>' +
       '<tr><td>Command</td><td id="sum-command">' + esc(M.command || D.file) + '</td></tr>' +
-      '<tr><td>Duration</td><td id="sum-duration">' + hns(D.duration_ns) + '</td></tr>' +
+      '<tr><td>Duration</td><td id="sum-duration">' + hns(D.duration_ns) + ' <span class="note" title="cygprof\'s start and the program\'s loading included">wall clock, ' +
+      'the whole recording</span></td></tr>' +
       '<tr><td>Threads</td><td id="sum-threads">' + D.threads.length + (procs > 1 ? ' in ' + procs + ' processes' : '') + '</td></tr>' +
       '<tr><td>Holds</td><td id="sum-holds">' + holds.join(' ') + '</td></tr>' +
+      (MEM ? '<tr><td>Memory</td><td id="sum-memory">peak ' + bytes(MEM.peak_bytes) + ' at ' + hns(MEM.peak_ns) + '; ' +
+        bytes(MEM.leaked_bytes) + ' leaked in ' + count(MEM.leaked_allocations, 'block') + '</td></tr>' : '') +
       (warn.length ? '<tr><td>Limits hit</td><td class="warn">' + esc(warn.join('; ')) + '</td></tr>' : '') +
-      '</tbody></table></div><div class="top"><table id="top5"><thead><tr><th>Top functions by self time</th>' +
+      '</tbody></table></div>' + timeBox() + '<div class="top"><table id="top5"><thead><tr><th>Top functions by self time</th>' +
       '<th class="num">self</th><th class="num">%</th><th class="num">calls</th></tr></thead><tbody>');
     var top = F.map(function (f, i) { return i; }).filter(function (i) { return F[i][1] || F[i][2]; });
     top.sort(function (a, b) { return noTimes ? F[b][1] - F[a][1] : F[b][2] - F[a][2]; });
     top.slice(0, 5).forEach(function (i) {
-      h.push('<tr class="pick" data-fn="' + i + '"><td class="name">' + esc(F[i][0]) + '</td><td class="num">' +
+      h.push('<tr class="pick" data-fn="' + i + '"><td class="name" title="' + esc(F[i][0]) + '">' + esc(F[i][0]) + '</td><td class="num">' +
         tns(F[i][2]) + '</td><td class="num">' + (noTimes ? '-' : pct(F[i][2], total)) + '</td><td class="num">' +
         num(F[i][1]) + '</td></tr>');
     });
@@ -199,6 +206,39 @@
       var tr = e.target.closest('tr[data-fn]');
       if (tr) { select(+tr.getAttribute('data-fn')); openSandwich(); }
     };
+  }
+
+  /* Why the duration and the self-time total differ: the threads' wall time
+   * split into the time in instrumented functions (what the tables and flame
+   * graph share), what the time model took out (waiting for a CPU, the
+   * hooks' cost) and the rest, outside instrumented code (D.wall,
+   * cli/cmd-html.c's write_wall()). */
+  function timeBox() {
+    var W = D.wall;
+    if (!W || noTimes) return '';
+    var th = W.threads_ns || 1, rows = [], fnsWait = W.wait_ns, hooks = W.hooks_ns;
+    var rest = W.threads_ns - W.in_fns_ns - fnsWait - hooks;
+    function row(id, label, v, note, why, cls) {
+      rows.push('<tr id="' + id + '" data-v="' + v + '" title="' + esc(why) + '"><td>' + label + '</td><td class="num">' +
+        hns(Math.max(0, v)) + '</td><td class="bar"><i class="' + cls + '" style="width:' +
+        Math.max(0, Math.min(100, 100 * v / th)).toFixed(1) + '%"></i></td><td class="note">' + note + '</td></tr>');
+    }
+    row('wall-threads', W.threads > 1 ? 'Threads\' wall time (' + W.threads + ', summed)' : 'The thread\'s wall time', W.threads_ns,
+      'start to end', 'From each thread\'s start to its end' + (W.threads > 1 ? ', summed over the threads' : '') +
+      '; the duration above also has cygprof\'s start and the program\'s loading', 'all');
+    row('wall-fns', 'in instrumented functions', W.in_fns_ns, 'the total the % divide' +
+      (W.switches && W.blocked_ns ? ', ' + hns(W.blocked_ns) + ' blocked' : ''),
+      'The sum of every function\'s self time: the total of the tables, the flame graph and every % share' +
+      (W.sampled ? ' (sampled)' : '') + (W.switches ? '; blocked time (sleep, I/O, locks) is in it: ' + hns(W.blocked_ns) : ''), 'fns');
+    if (W.switches) row('wall-wait', 'waiting for a CPU', fnsWait, 'taken out',
+      'Preempted, runnable, while a function ran: not the program\'s work, taken out of the functions\' times', 'out');
+    if (hooks) row('wall-hooks', 'the profiler\'s hooks', hooks, num(W.calls) + ' \u00d7 ' + W.hook_pair_ns.toFixed(1) + ' ns, taken out',
+      'About the calls times one enter/exit pair of the hooks as calibrated at the start: their cost, taken out of the functions\' times', 'out');
+    row('wall-rest', 'outside instrumented functions', rest, 'start-up, exit',
+      (rest < 0 ? 'The estimates above overlap. ' : '') + 'Before the first instrumented call (the loader, constructors, ' +
+      'uninstrumented code before main) and after the last one returned (exit, destructors)', 'rest');
+    return '<div class="time"><table id="sum-time"><thead><tr><th colspan="4">Where the wall time went</th></tr></thead><tbody>' +
+      rows.join('') + '</tbody></table></div>';
   }
 
   function infoSection() {
@@ -237,21 +277,82 @@
   /* ---- flame graphs ------------------------------------------------------------ */
   /* tree: {name[], value[] (inclusive), self[], count[], parent[], fn[] (the
    * function a frame is, or -1)}; node 0 the root.  o.tools: the search and
-   * zoom bar; o.pick(fn): a click picks the frame's function (else zoom). */
+   * zoom bar; o.pick(fn): a click picks the frame's function (else zoom);
+   * o.modes: the layout and colour controls (keys i, l, x, c) acting on
+   * o.state, which outlives the Flame (the memory graph makes a new one per
+   * kind). */
   function Flame(id, tree, fmt, countName, o) {
-    var n = tree.name.length, kids = [], depth = new Array(n), i;
+    this.id = id; this.base = tree; this.inv = null; this.fmt = fmt;
+    this.countName = countName; this.zoom = 0; this.re = null; this.o = o || { tools: true };
+    this.st = this.o.state || { inverted: false, heavy: true, chains: !!this.o.modes, colour: 'name' };
+    this.open = new Set(); /* the chains expanded one by one (their first node) */
+    this.layout();
+  }
+  /* the tree drawn (top-down or inverted) and its children in the order asked */
+  Flame.prototype.layout = function () {
+    var tree = this.st.inverted ? (this.inv || (this.inv = invertTree(this.base))) : this.base;
+    var n = tree.name.length, kids = [], depth = new Array(n), i, heavy = this.st.heavy;
     for (i = 0; i < n; i++) kids.push([]);
     depth[0] = 0;
     for (i = 1; i < n; i++) { kids[tree.parent[i]].push(i); depth[i] = depth[tree.parent[i]] + 1; }
-    kids.forEach(function (k) { k.sort(function (a, b) { return tree.value[b] - tree.value[a]; }); });
-    this.id = id; this.t = tree; this.kids = kids; this.depth = depth; this.fmt = fmt;
-    this.countName = countName; this.zoom = 0; this.re = null; this.o = o || { tools: true };
+    /* left-heavy: the heaviest child first; else by name, as flamegraph.pl
+     * draws them (the same frames in the same place from one run to the next) */
+    kids.forEach(function (k) {
+      k.sort(heavy ? function (a, b) { return tree.value[b] - tree.value[a] || a - b; }
+        : function (a, b) { return tree.name[a] < tree.name[b] ? -1 : tree.name[a] > tree.name[b] ? 1 : a - b; });
+    });
+    this.t = tree; this.kids = kids; this.depth = depth;
+    if (this.zoom >= n) this.zoom = 0;
+    this.maxSelf = 0;
+    for (i = 1; i < n; i++) if (tree.self[i] > this.maxSelf) this.maxSelf = tree.self[i];
+  };
+  /* Bottom-up: each function where time was spent (its self) on the first
+   * row, its callers under it, their callers under them; widths self time. */
+  function invertTree(T) {
+    var t = { name: ['all'], value: [0], self: [0], count: [0], parent: [-1], fn: [-1], inverted: true }, idx = new Map();
+    for (var k = 1; k < T.name.length; k++) {
+      var v = T.self[k];
+      if (!v) continue;
+      t.value[0] += v; t.count[0] += T.count ? T.count[k] : 0;
+      for (var a = k, cur = 0; a > 0; a = T.parent[a]) {
+        var key = cur + '\u0000' + T.name[a], c = idx.get(key);
+        if (c === undefined) {
+          c = t.name.length; idx.set(key, c);
+          t.name.push(T.name[a]); t.fn.push(T.fn[a]); t.value.push(0); t.self.push(0); t.count.push(0); t.parent.push(cur);
+        }
+        t.value[c] += v; t.count[c] += T.count ? T.count[k] : 0;
+        cur = c;
+      }
+    }
+    if (!T.count) t.count = null;
+    return t;
   }
   Flame.prototype.html = function () {
-    return (this.o.tools ? '<div class="tools">search: <input id="' + this.id + '-search" placeholder="regular expression (/)">' +
-      ' <span id="' + this.id + '-match"></span> <button id="' + this.id + '-reset">reset zoom</button>' +
+    var id = this.id;
+    return (this.o.tools ? '<div class="tools">search: <input id="' + id + '-search" placeholder="regular expression (/)">' +
+      ' <span id="' + id + '-match"></span> <button id="' + id + '-reset">reset zoom</button>' +
       ' <span class="note">click a frame to zoom and select it; Enter in the search opens the sandwich</span></div>' : '') +
-      '<div class="flame" id="' + this.id + '"></div>';
+      (this.o.modes ? '<div class="tools modes" id="' + id + '-modes">' +
+        '<span class="seg" title="key i"><button data-m="inverted" data-v="0">top-down</button><button data-m="inverted" data-v="1">inverted (bottom-up)</button></span> ' +
+        '<span class="seg" title="key l"><button data-m="heavy" data-v="1">left-heavy</button><button data-m="heavy" data-v="0">by name</button></span> ' +
+        '<span class="seg" title="key x: single-child chains"><button data-m="chains" data-v="1">chains collapsed</button><button data-m="chains" data-v="0">expanded</button></span> ' +
+        '<label title="key c">colour: <select id="' + id + '-colour"><option value="object">by object (library)</option>' +
+        '<option value="self">by self share</option><option value="name">by name</option></select></label>' +
+        ' <span class="note">keys i, l, x, c</span></div><div class="legend" id="' + id + '-legend"></div>' : '') +
+      '<div class="flame" id="' + id + '"></div>';
+  };
+  /* a mode changed (a button, a key): the layout again, drawn */
+  Flame.prototype.set = function (m, v) {
+    var st = this.st;
+    if (m === 'colour') st.colour = v;
+    else if (m === 'cycle') st.colour = COLOURS[(COLOURS.indexOf(st.colour) + 1) % COLOURS.length];
+    else {
+      st[m] = v === undefined ? !st[m] : !!v;
+      if (m === 'chains') this.open.clear();
+      if (m === 'inverted') this.zoom = 0;
+      this.layout();
+    }
+    this.draw();
   };
   Flame.prototype.bind = function () {
     var self = this;
@@ -267,12 +368,26 @@
       };
       $(this.id + '-reset').onclick = function () { self.zoom = 0; self.draw(); };
     }
+    if (this.o.modes) {
+      $(this.id + '-modes').onclick = function (e) {
+        var b = e.target.closest('button[data-m]');
+        if (b) self.set(b.getAttribute('data-m'), b.getAttribute('data-v') === '1');
+      };
+      $(this.id + '-colour').onchange = function () { self.set('colour', this.value); };
+    }
     $(this.id).onclick = function (e) {
+      var ch = e.target.getAttribute('data-chain');
+      if (ch !== null) { /* a collapsed chain: show its frames */
+        if (ch === 'anc') self.ancOpen = true;
+        else (self.chainFrom(+ch) || []).forEach(function (n) { self.open.add(n); });
+        self.draw();
+        return;
+      }
       var k = e.target.getAttribute('data-n');
       if (k === null) return;
       k = +k;
       if (self.o.pick) { if (self.t.fn[k] >= 0) self.o.pick(self.t.fn[k]); return; }
-      self.zoom = k; self.draw();
+      self.zoom = k; self.ancOpen = false; self.draw();
       if (self.o.select && self.t.fn[k] >= 0) self.o.select(self.t.fn[k]);
     };
     this.draw();
@@ -295,43 +410,166 @@
     }
     if (this.o.tools) $(this.id + '-match').textContent = re ? 'matched: ' + pct(m, t.value[0]) : '';
   };
+  /* A frame that only passes its time on: one child has at least 99% of it
+   * (so the row below looks the same; its self time and any other callee,
+   * often a merged "(other)", are under 1% together).  CHAIN_MIN of them in
+   * a row are drawn as one row until expanded. */
+  var CHAIN_MIN = 3;
+  Flame.prototype.heavyKid = function (k) {
+    var c = this.kids[k], t = this.t, b = c[0];
+    for (var i = 1; i < c.length; i++) if (t.value[c[i]] > t.value[b]) b = c[i];
+    return b;
+  };
+  Flame.prototype.passes = function (k) {
+    return this.kids[k].length > 0 && this.t.value[this.heavyKid(k)] >= 0.99 * this.t.value[k];
+  };
+  Flame.prototype.chainFrom = function (k) {
+    var run = [k], self = this;
+    /* inverted: the first row is the functions themselves, never folded */
+    /* the root stays a frame of its own (the whole, on hover) */
+    if (!k || !this.st.chains || this.open.has(k) || !this.passes(k) || (this.t.inverted && this.depth[k] === 1)) return null;
+    while (this.passes(run[run.length - 1]) && this.passes(this.heavyKid(run[run.length - 1])))
+      run.push(this.heavyKid(run[run.length - 1]));
+    if (run.length < CHAIN_MIN) return null;
+    run.hidden = run.some(function (n) { return self.kids[n].length > 1; });
+    return run;
+  };
   Flame.prototype.draw = function () {
     var box = $(this.id), t = this.t, W = box.clientWidth || 1000, self = this, h = [], maxd = 0;
-    var z = this.zoom, zv = t.value[z] || 1, re = this.re;
+    var z = this.zoom, zv = t.value[z] || 1, re = this.re, chains = 0;
     function title(k) {
-      return t.name[k] + ': ' + self.fmt(t.value[k]) + ' (' + pct(t.value[k], t.value[0]) + '), self ' +
-        self.fmt(t.self[k]) + (t.count ? ', ' + t.count[k] + ' ' + self.countName : '');
+      return t.name[k] + ': ' + self.fmt(t.value[k]) + ' (' + pct(t.value[k], t.value[0]) + '), ' +
+        (t.inverted ? 'self time below it' : 'self ' + self.fmt(t.self[k])) +
+        (t.count ? ', ' + t.count[k] + ' ' + (t.inverted ? 'calls of the function at the top' : self.countName) : '');
     }
     function rect(k, x, w, d, cls) {
       if (d > maxd) maxd = d;
       h.push('<div data-n="' + k + '" data-p="' + t.parent[k] + '" data-v="' + t.value[k] + '" class="' + cls + (re && k && re.test(t.name[k]) ? ' match' : '') +
         (t.name[k] === '(other)' ? ' other' : '') + '" title="' + esc(title(k)) + '" style="left:' +
         x.toFixed(1) + 'px;width:' + w.toFixed(1) + 'px;top:' + d * 16 + 'px;background:' +
-        color(t.name[k]) + '">' + (w > 30 ? esc(t.name[k]) : '') + '</div>');
+        self.colour(k) + '">' + (w > 30 ? esc(t.name[k]) : '') + '</div>');
+    }
+    /* a run of frames as one row: its first and last names, how many */
+    function chainRow(run, key, x, w, d, cls) {
+      var names = run.map(function (k) { return t.name[k]; }), hit = re && names.some(function (s) { return re.test(s); });
+      if (d > maxd) maxd = d;
+      chains++;
+      var label = names[0] + ' \u2192 \u2026 \u2192 ' + names[names.length - 1] + ' (' + names.length + ' frames)';
+      h.push('<div data-chain="' + key + '" data-frames="' + names.length + '" class="chain ' + cls + (hit ? ' match' : '') +
+        '" title="' + esc(names.length + ' frames, each passing its time on to the next' +
+          (run.hidden ? ' (their other callees, under 1% together, are drawn when expanded)' : '') +
+          ' (click or x to expand): ' + names.join(' \u2192 ')) +
+        '" style="left:' + x.toFixed(1) + 'px;width:' + w.toFixed(1) + 'px;top:' + d * 16 + 'px">' +
+        (w > 30 ? esc(label) : '') + '</div>');
     }
     for (var a = t.parent[z], anc = []; z && a >= 0; a = t.parent[a]) anc.push(a);
-    anc.reverse().forEach(function (k) { rect(k, 0, W, self.depth[k], 'anc'); });
-    var stack = [[z, 0]];
+    anc.reverse();
+    var row0 = anc.length;
+    if (anc.length >= CHAIN_MIN && this.st.chains && !this.ancOpen) {
+      chainRow(anc, 'anc', 0, W, 0, 'anc');
+      row0 = 1;
+    } else {
+      anc.forEach(function (k, i) { rect(k, 0, W, i, 'anc'); });
+    }
+    var stack = [[z, 0, row0]];
     while (stack.length) {
-      var top = stack.pop(), k = top[0], x = top[1], w = W * t.value[k] / zv;
-      rect(k, x, w, this.depth[k], '');
+      var top = stack.pop(), k = top[0], x = top[1], d = top[2], w = W * t.value[k] / zv;
+      var run = this.chainFrom(k);
+      if (run) {
+        chainRow(run, k, x, w, d, '');
+        stack.push([this.heavyKid(run[run.length - 1]), x, d + 1]);
+        continue;
+      }
+      rect(k, x, w, d, '');
       var cx = x;
+      var pend = [];
       this.kids[k].forEach(function (c) {
         var cw = W * t.value[c] / zv;
-        if (cw >= 1) stack.push([c, cx]);
+        if (cw >= 1) pend.push([c, cx, d + 1]);
         cx += cw;
       });
+      for (var i = pend.length; i-- > 0;) stack.push(pend[i]);
       var sw = W * t.self[k] / zv;
       if (sw >= 1 && this.kids[k].length) {
-        if (this.depth[k] + 1 > maxd) maxd = this.depth[k] + 1;
+        if (d + 1 > maxd) maxd = d + 1;
         h.push('<div class="self" title="self ' + esc(this.fmt(t.self[k])) + ' of ' + esc(t.name[k]) +
           '" style="left:' + cx.toFixed(1) + 'px;width:' + sw.toFixed(1) + 'px;top:' +
-          (this.depth[k] + 1) * 16 + 'px">' + (sw > 30 ? 'self' : '') + '</div>');
+          (d + 1) * 16 + 'px">' + (sw > 30 ? 'self' : '') + '</div>');
       }
     }
     box.style.height = (maxd + 1) * 16 + 'px';
     box.innerHTML = h.join('');
+    box.setAttribute('data-chains', String(chains));
+    if (this.o.modes) this.showModes();
   };
+  /* the controls and the legend say what is shown */
+  Flame.prototype.showModes = function () {
+    var st = this.st, box = $(this.id), t = this.t;
+    box.setAttribute('data-layout', st.inverted ? 'inverted' : 'top-down');
+    box.setAttribute('data-order', st.heavy ? 'left-heavy' : 'by-name');
+    box.setAttribute('data-collapse', st.chains ? 'collapsed' : 'expanded');
+    box.setAttribute('data-colour', st.colour);
+    Array.prototype.forEach.call($(this.id + '-modes').querySelectorAll('button[data-m]'), function (b) {
+      b.classList.toggle('on', !!st[b.getAttribute('data-m')] === (b.getAttribute('data-v') === '1'));
+    });
+    $(this.id + '-colour').value = st.colour;
+    var h = [];
+    if (st.colour === 'object') {
+      var seen = {}, other = 0;
+      for (var k = 1; k < t.name.length; k++) if (objOf(t.name[k]) >= 0) seen[objOf(t.name[k])] = 1;
+      var objs = Object.keys(seen).map(Number).sort(function (a, b) { return objRank[a] - objRank[b]; });
+      h.push('Colour by object: ');
+      objs.forEach(function (ob, i) {
+        if (i < OBJ_COLOURS.length) h.push('<span class="key" data-object="' + esc(D.objects[ob]) + '"><i style="background:' + objColour(ob) + '"></i>' + esc(D.objects[ob]) + '</span>');
+        else other++;
+      });
+      if (other) h.push('<span class="key"><i style="background:#c8c8c8"></i>' + other + ' more objects</span>');
+      if (!objs.length) h.push('no object known');
+      h.push('<span class="key"><i style="background:#bbb"></i>no function (all, other)</span>');
+    } else if (st.colour === 'self') {
+      h.push('Colour by self share (what the frame spent itself, of the whole): <span class="key"><i style="background:' + heat(0) + '"></i>0%</span>' +
+        '<i class="ramp"></i><span class="key"><i style="background:' + heat(1) + '"></i>' + pct(this.maxSelf, t.value[0]) + ' (the most)</span>');
+    } else {
+      h.push('Colour by name: a hash of the name (the same function, the same colour everywhere; no other meaning).');
+    }
+    $(this.id + '-legend').innerHTML = h.join(' ');
+    $(this.id + '-legend').setAttribute('data-colour', st.colour);
+  };
+  var COLOURS = ['object', 'self', 'name'];
+  Flame.prototype.colour = function (k) {
+    var t = this.t, name = t.name[k];
+    if (this.st.colour === 'object') {
+      var ob = objOf(name);
+      return ob < 0 ? '#bbb' : objColour(ob);
+    }
+    if (this.st.colour === 'self') return k ? heat(this.maxSelf ? t.self[k] / this.maxSelf : 0) : '#bbb';
+    return color(name);
+  };
+  /* self share 0..1 (of the largest frame's): pale yellow to deep red */
+  function heat(f) {
+    f = Math.sqrt(Math.max(0, Math.min(1, f)));
+    return 'hsl(' + Math.round(52 - 52 * f) + ',90%,' + Math.round(86 - 38 * f) + '%)';
+  }
+  /* the objects' colours: distinct hues, in the order of D.objects' time */
+  var OBJ_COLOURS = ['#f0a050', '#6fa8dc', '#93c47d', '#c27ba0', '#e6c84f', '#76c5c0', '#e06666', '#a08ad8'];
+  var objRank = (function () {
+    var tot = (D.objects || []).map(function () { return 0; }), fo = D.fn_obj || [];
+    F.forEach(function (f, i) { if (fo[i] >= 0) tot[fo[i]] += f[2] || f[1]; });
+    var order = tot.map(function (v, i) { return i; }).sort(function (a, b) { return tot[b] - tot[a] || a - b; });
+    var r = [];
+    order.forEach(function (ob, i) { r[ob] = i; });
+    return r;
+  })();
+  function objColour(ob) { var r = objRank[ob]; return r < OBJ_COLOURS.length ? OBJ_COLOURS[r] : '#c8c8c8'; }
+  var objByName = new Map();
+  F.forEach(function (f, i) { if (D.fn_obj && D.fn_obj[i] >= 0) objByName.set(f[0], D.fn_obj[i]); });
+  function objOf(name) { var o = objByName.get(name); return o === undefined ? -1 : o; }
+  /* the default colours: by object when the time is in two objects or more */
+  function defaultColour() {
+    var seen = {};
+    F.forEach(function (f, i) { if (f[1] && D.fn_obj && D.fn_obj[i] >= 0) seen[D.fn_obj[i]] = 1; });
+    return Object.keys(seen).length > 1 ? 'object' : 'self';
+  }
   var colors = new Map();
   function color(name) {
     var c = colors.get(name);
@@ -375,9 +613,13 @@
 
   var flame;
   function timeFlame() {
-    flame = new Flame('flame', PT, fmtT, 'calls', { tools: true, select: select, enter: function (k) { select(k); openSandwich(); } });
+    flame = new Flame('flame', PT, fmtT, 'calls', { tools: true, modes: true, select: select,
+      state: { inverted: false, heavy: true, chains: true, colour: defaultColour() },
+      enter: function (k) { select(k); openSandwich(); } });
     var note = 'All threads\' call paths merged; widths are ' + (byCalls ? 'calls (no times recorded)' :
-      M.time === 'sampled' ? 'inclusive sampled time (perf samples on CPU plus off-CPU intervals)' : 'inclusive time') + ', the grey blocks self time. ' + T.paths + ' call paths';
+      M.time === 'sampled' ? 'inclusive sampled time (perf samples on CPU plus off-CPU intervals)' : 'inclusive time') +
+      ', the grey blocks self time (inverted: widths are self time, each function on the first row, its callers below it); ' +
+      'a run of ' + CHAIN_MIN + ' or more frames that each only call the next is one row until clicked. ' + T.paths + ' call paths';
     if (T.merged) note += '; ' + T.merged + ' paths under ' + (T.cut * 100) + '% of the time are merged into "(other)"';
     view('flame', '<p class="note" id="flame-note">' + esc(note) + '.</p>' + flame.html() + '<p id="selected" class="sel"></p>');
     flame.bind();
@@ -491,7 +733,7 @@
   /* ---- memory flame graph: allocated, leaked or live at the peak ------------------ */
   var MEMKINDS = [['allocated', 0, 1, 'Allocated bytes'], ['leaked', 2, 3, 'Leaked bytes (never freed)'],
     ['peak', 5, -1, 'Bytes live at the peak']];
-  var memKind = 0, memF = null;
+  var memKind = 2, memF = null, memState = null;
   function memTree(kind) {
     var K = MEMKINDS[kind], vi = K[1], ci = K[2];
     var tree = { name: ['all'], value: [0], self: [0], count: [0], parent: [-1], fn: [-1] }, index = new Map();
@@ -527,7 +769,8 @@
   }
   function memFlameDraw() {
     var K = MEMKINDS[memKind];
-    memF = new Flame('memflame', memTree(memKind), bytes, K[2] === 1 ? 'allocations' : 'blocks', { tools: true });
+    memState = memState || { inverted: false, heavy: true, chains: true, colour: defaultColour() };
+    memF = new Flame('memflame', memTree(memKind), bytes, K[2] === 1 ? 'allocations' : 'blocks', { tools: true, modes: true, state: memState });
     $('memflame-box').innerHTML = memF.html();
     memF.bind();
     $('v-memflame').setAttribute('data-kind', K[0]);
@@ -535,10 +778,31 @@
     $('memflame-total').textContent = K[3] + ': ' + bytes(tot) + ' (' + num(tot) + ' bytes)' +
       (memKind === 2 ? ' at ' + hns(MEM.peak_ns) : '') + '.';
   }
+  /* What heaptrack shows first: the peak and the leaks, and who holds them
+   * (the allocating functions: self), beside each other above the graph. */
+  function memHead() {
+    function top5(id, title, col, cnt) {
+      var rows = MEM.fns.map(function (f, i) { return [f[col], i]; }).filter(function (r) { return r[0] > 0; })
+        .sort(function (a, b) { return b[0] - a[0] || a[1] - b[1]; }).slice(0, 5);
+      var h = ['<table id="' + id + '" class="top5"><thead><tr><th>' + esc(title) + '</th><th class="num">bytes</th>' +
+        (cnt ? '<th class="num">' + esc(cnt[1]) + '</th>' : '') + '</tr></thead><tbody>'];
+      rows.forEach(function (r) {
+        h.push('<tr><td class="name" title="' + esc(MEM.fns[r[1]][0]) + '">' + esc(MEM.fns[r[1]][0]) + '</td><td class="num" data-v="' + r[0] + '">' +
+          bytes(r[0]) + '</td>' + (cnt ? '<td class="num">' + num(MEM.fns[r[1]][cnt[0]]) + '</td>' : '') + '</tr>');
+      });
+      if (!rows.length) h.push('<tr><td class="note">none</td><td></td></tr>');
+      return h.join('') + '</tbody></table>';
+    }
+    return '<div class="memhead" id="memhead"><p id="mem-peak-leak"><b>Peak:</b> ' + bytes(MEM.peak_bytes) + ' live at ' + hns(MEM.peak_ns) +
+      ' &nbsp; <b>Leaked:</b> ' + bytes(MEM.leaked_bytes) + ' in ' + count(MEM.leaked_allocations, 'block') +
+      ' &nbsp; <b>Allocated:</b> ' + bytes(MEM.allocated_bytes) + ' in ' + count(MEM.allocations, 'allocation') + '</p>' +
+      '<div class="memtops">' + top5('mem-peak5', 'At the peak (allocated by)', 9, null) +
+      top5('mem-leak5', 'Leaked (allocated by)', 5, null) + '</div></div>';
+  }
   function memFlame() {
     view('memflame', '<div class="tools">show: ' + MEMKINDS.map(function (k, i) {
-      return '<label><input type="radio" name="memkind" value="' + i + '"' + (i ? '' : ' checked') + '> ' + k[0] + '</label>';
-    }).join(' ') + ' <span id="memflame-total"></span></div><p class="note">Bytes per allocation stack, ' +
+      return '<label><input type="radio" name="memkind" value="' + i + '"' + (i === memKind ? ' checked' : '') + '> ' + k[0] + '</label>';
+    }).join(' ') + ' <span id="memflame-total"></span></div>' + memHead() + '<p class="note">Bytes per allocation stack, ' +
       MEM.nstacks + ' stacks' + (MEM.other[0] ? ' (the heaviest ' + MEM.stacks.length + ' drawn, the rest in "(other)")' : '') +
       '; the figures are those of cygprof memory.</p><div id="memflame-box"></div>');
     Array.prototype.forEach.call(document.querySelectorAll('input[name=memkind]'), function (r) {
@@ -939,6 +1203,9 @@
     } else if (k === 'ArrowRight' || k === 'ArrowLeft') {
       e.preventDefault();
       show(VIEWS[(vi + (k === 'ArrowRight' ? 1 : VIEWS.length - 1)) % VIEWS.length][0]);
+    } else if ((current === 'flame' || current === 'memflame') && /^[ilxc]$/.test(k)) {
+      var fl = current === 'flame' ? flame : memF;
+      if (fl) fl.set(k === 'i' ? 'inverted' : k === 'l' ? 'heavy' : k === 'x' ? 'chains' : 'cycle');
     } else if (k === 's' && current !== 'timeline') {
       if (selected >= 0) openSandwich();
     } else if (current === 'timeline') {
@@ -969,7 +1236,8 @@
   if (MEM) memorySection();
   if (P) samplesSection();
   infoSection();
-  show('flame');
+  /* a --memory capture opens on its peak, leaks and memory flame graph */
+  show(MEM ? 'memflame' : 'flame');
   /* report.html#view=NAME opens on that view, #sandwich=NAME on a function's sandwich */
   var hv = /^#view=(\w+)$/.exec(location.hash), hs = /^#sandwich=(.*)$/.exec(location.hash);
   if (hv) show(hv[1]);
@@ -1006,6 +1274,15 @@
     Array.prototype.forEach.call(document.querySelectorAll('input[name=memkind]'), function (r) {
       r.checked = true; r.dispatchEvent(new Event('change')); acts++;
     });
+    ['flame', 'memflame'].forEach(function (id) {
+      if (!$(id)) return;
+      show(id);
+      Array.prototype.forEach.call($(id + '-modes').querySelectorAll('button[data-m]'), click);
+      ['i', 'l', 'x', 'c', 'c', 'c', 'x', 'l', 'i'].forEach(key);
+      click($(id).querySelector('div[data-chain]'));
+      $(id + '-colour').value = 'name'; $(id + '-colour').dispatchEvent(new Event('change')); acts++;
+    });
+    show('flame');
     click(document.querySelectorAll('#sw-up div[data-n]')[1]);
     click(document.querySelectorAll('#sw-down div[data-n]')[1]);
     click(document.querySelectorAll('#top5 tr[data-fn]')[0]);

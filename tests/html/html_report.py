@@ -357,9 +357,11 @@ def dom_now(ck, expr=None):
     return dom
 
 
-def png_colours(data):
-    """The size and the number of distinct colours (of a grid of pixels)
-    of a PNG: 8-bit RGB or RGBA, not interlaced, as Chromium writes it."""
+def png_colours(data, keep=False):
+    """The size and the number of distinct colours (of a grid of pixels,
+    every 8th of every 8th row; with keep, the colours themselves as RGB
+    bytes) of a PNG: 8-bit RGB or RGBA, not interlaced, as Chromium writes
+    it."""
     import struct
     import zlib
     if data[:8] != b'\x89PNG\r\n\x1a\n':
@@ -399,7 +401,7 @@ def png_colours(data):
             for x in range(0, w, 8):
                 colours.add(bytes(line[x * bpp:x * bpp + 3]))
         prev = line
-    return w, h, len(colours)
+    return w, h, (colours if keep else len(colours))
 
 
 def screenshot(ck, name):
@@ -412,10 +414,12 @@ def screenshot(ck, name):
         os.makedirs(ARGS[0].screenshots, exist_ok=True)
         path = os.path.join(ARGS[0].screenshots, '%s-%s' % (ARGS[0].test, name))
     data = BROWSER[0].screenshot(path)
-    w, h, n = png_colours(data)
+    w, h, cs = png_colours(data, keep=True)
+    n = len(cs)
     print('screenshot %s: %dx%d, %d colours' % (path, w, h, n))
     ck.eq((w, h), (VIEW_W, VIEW_H), 'the screenshot %s is the viewport' % name)
     ck.check(n >= 8, 'the screenshot %s is not blank (%d colours)' % (name, n))
+    return cs
 
 
 def above_fold(ck, ids):
@@ -637,6 +641,25 @@ def test_memory(ck, cyg, example, args):
         raise Failure('memory --format=json failed: ' + cp.err.strip())
     mj = {f['name']: f for f in json.loads(cp.out)['functions']}
     dom = render(ck, out)
+    # a --memory capture opens on the memory flame graph (at the peak), the
+    # peak and the leaks above it, their allocating functions beside
+    ck.eq(dom.body.get('data-view'), 'memflame', 'a memory capture opens on the memory flame graph')
+    ck.eq(BROWSER[0].evaluate('document.getElementById("v-memflame").dataset.kind'), 'peak',
+          'the memory flame graph opens on the bytes live at the peak')
+    totals0 = json.loads(cp.out)['totals']
+    ck.eq([v[1] for v in dom.values.get('memflame', []) if v[0] == 'all'], [totals0['peak_bytes']],
+          'its root: the peak of memory --format=json')
+    head = dom.text.get('mem-peak-leak', '')
+    ck.check('Peak:' in head and 'Leaked:' in head and '385 B in 5 blocks' in head,
+             'the peak and the leaks first: %r' % head)
+    for tid, key in (('mem-peak5', 'self_peak_bytes'), ('mem-leak5', 'self_leaked_bytes')):
+        rows = [(r[0][0], int(r[1][1])) for r in dom.tables.get(tid, [])[1:]]
+        wantr = sorted(((n, f[key]) for n, f in mj.items() if f[key]), key=lambda r: -r[1])[:5]
+        ck.eq(sorted(r[1] for r in rows), sorted(r[1] for r in wantr), '%s: the top bytes of %s' % (tid, key))
+        ck.eq({n for n, _ in rows} - set(mj), set(), '%s names functions of memory --format=json' % tid)
+    ck.eq([r[0][0] for r in dom.tables.get('mem-leak5', [])[1:]], ['leaker'], 'leaker, the one leak')
+    above_fold(ck, ['summary', 'mem-peak-leak', 'mem-peak5', 'mem-leak5', 'memflame'])
+    screenshot(ck, 'mem-open.png')
     mem = table(ck, dom, 'memfns')
     want = {'leaker': (5, 385, 5, 385, 385), 'new_node': (50, 1200, 50, 1200, 0),
             'make_list': (0, 0, 50, 1200, 0)}
@@ -857,6 +880,193 @@ def test_counters(ck, cyg, example, args):
     selftest(ck, out)
 
 
+LONG = ('Pipeline<std::map<std::__cxx11::basic_string<char, std::char_traits<char>, '
+        'std::allocator<char> >, std::vector<std::pair<unsigned long, double>, '
+        'std::allocator<std::pair<unsigned long, double> > >, std::less<std::__cxx11::'
+        'basic_string<char, std::char_traits<char>, std::allocator<char> > > > >::run(unsigned '
+        'long, std::function<void (double)> const&)')
+CHAIN = ['main', 'run'] + ['s%02d' % i for i in range(1, 13)]
+
+
+def flame_frames():
+    """The time flame graph's drawn frames: [name, value, left, parent]
+    (data-n divs; a collapsed chain is none) and its chain rows."""
+    return json.loads(BROWSER[0].evaluate(
+        'JSON.stringify({f: Array.from(document.querySelectorAll("#flame div[data-n]")).map(function (d) {'
+        ' return [d.title.split(": ")[0], +d.getAttribute("data-v"), parseFloat(d.style.left), +d.getAttribute("data-p"),'
+        ' +d.getAttribute("data-n"), d.style.backgroundColor]; }),'
+        ' c: Array.from(document.querySelectorAll("#flame div[data-chain]")).map(function (d) {'
+        ' return [+d.getAttribute("data-frames"), d.title]; }),'
+        ' a: Object.assign({}, document.getElementById("flame").dataset),'
+        ' legend: document.getElementById("flame-legend").innerText})'))
+
+
+def press(k):
+    BROWSER[0].evaluate('document.dispatchEvent(new KeyboardEvent("keydown", {key: %s, bubbles: true}))'
+                        % json.dumps(k))
+
+
+def test_flame(ck, cyg, example, args):
+    cap = record(ck, cyg, example, [], 'chain.cyg')
+    out = os.path.join(cyg.workdir, 'chain.html')
+    write_html(ck, cyg, cap, out)
+    data, _ = cyg.report_json(cap, ck)
+    fns = {f['name']: f for f in data['functions']}
+    want = dict({n: 1 for n in CHAIN + ['branch']}, right=100, left=200)
+    want[LONG] = 50
+    ck.eq({n: f['calls'] for n, f in fns.items()}, want, 'the calls html-chain.c states')
+    render(ck, out)
+    g = flame_frames()
+    # collapsed: main -> run -> s01 .. s12 as one row under all, then branch
+    ck.eq([c[0] for c in g['c']], [len(CHAIN)], 'one collapsed chain of %d frames' % len(CHAIN))
+    ck.check(g['c'] and ' \u2192 '.join(CHAIN) in g['c'][0][1], 'the chain\'s title names its frames in order')
+    ck.eq(sorted(f[0] for f in g['f']), sorted(['all', 'branch', 'left', 'right', LONG]),
+          'the frames drawn below the chain')
+    ck.eq(g['a'].get('collapse'), 'collapsed', 'the chains collapsed by default')
+    ck.eq(g['a'].get('layout'), 'top-down', 'top-down by default')
+    ck.eq(g['a'].get('order'), 'left-heavy', 'left-heavy by default')
+    by = {f[0]: f for f in g['f']}
+    for n in ('left', 'right', LONG):
+        if n in by:
+            ck.eq(by[n][1], fns[n]['total_ns'], 'the frame of %s is its total time' % n[:20])
+    # colours by object: two objects, a legend naming them
+    ck.eq(g['a'].get('colour'), 'object', 'two objects: coloured by object')
+    ck.check('html-chain' in g['legend'] and 'libhtml-chain-lib.so' in g['legend'],
+             'the legend names both objects: %r' % g['legend'])
+    if 'left' in by and 'right' in by:
+        ck.check(by['left'][5] != by['right'][5], 'left (the program) and right (the library) differ in colour')
+        ck.eq(by['left'][5], by.get(LONG, by['left'])[5], 'functions of one object share its colour')
+    above_fold(ck, ['summary', 'top5', 'sum-time', 'flame', 'flame-legend'])
+    px = screenshot(ck, 'flame-collapsed.png')
+    # the pixels: the two objects' colours (report.js OBJ_COLOURS, by time:
+    # the program's first, the library's second) are on the screen
+    for rgb, what in ((b'\xf0\xa0\x50', 'the program\'s orange'), (b'\x6f\xa8\xdc', 'the library\'s blue')):
+        ck.check(rgb in px, 'the screenshot shows %s' % what)
+    # x: every chain expanded (main and the s frames drawn), x again folds
+    press('x')
+    g = flame_frames()
+    ck.eq((g['a'].get('collapse'), len(g['c'])), ('expanded', 0), 'key x expands the chains')
+    ck.check(set(CHAIN) <= {f[0] for f in g['f']}, 'expanded: every frame of the chain is drawn')
+    press('x')
+    g = flame_frames()
+    ck.eq(len(g['c']), 1, 'key x again: collapsed')
+    # a click on the chain expands it alone
+    BROWSER[0].evaluate('document.querySelector("#flame div[data-chain]").click()')
+    g = flame_frames()
+    ck.eq((len(g['c']), g['a'].get('collapse')), (0, 'collapsed'), 'a click expands that chain')
+    ck.check('main' in {f[0] for f in g['f']}, 'the clicked chain\'s frames are drawn')
+    # l: by name (as flamegraph.pl: Pipeline<..>, left, right), l again: left-heavy
+    press('l')
+    g = flame_frames()
+    x = {f[0]: f[2] for f in g['f']}
+    ck.eq(g['a'].get('order'), 'by-name', 'key l: by name')
+    ck.check(x.get(LONG, 1e9) < x.get('left', -1) < x.get('right', -1),
+             'by name: the long name, left, right from the left (%s)' % x)
+    press('l')
+    g = flame_frames()
+    x = {f[0]: f[2] for f in g['f']}
+    ck.check(x.get('left', 1e9) < min(x.get('right', -1), x.get(LONG, -1)), 'left-heavy: left (the heaviest) first')
+    # i: inverted: the functions by self time first, their callers below
+    press('i')
+    g = flame_frames()
+    ck.eq(g['a'].get('layout'), 'inverted', 'key i: inverted')
+    firsts = {f[0]: f[1] for f in g['f'] if f[3] == 0}
+    self_of = {n: f['self_ns'] for n, f in fns.items() if f['self_ns']}
+    ck.check({'left', 'right', LONG} <= set(firsts), 'inverted: left, right and the long name on the first row (%s)'
+             % sorted(firsts))
+    for n in ('left', 'right', LONG):
+        if n in firsts:
+            ck.eq(firsts[n], self_of[n], 'inverted: %s is its self time' % n[:20])
+    # (branch's own self time, when a pixel wide, has its chain s12 .. run)
+    ck.eq(len([c for c in g['c'] if c[0] == len(CHAIN) and 'branch \u2192 s12 \u2192' in c[1]]), 3,
+          'inverted: each function\'s callers branch, s12 .. s01, run as one row (%s)' % [c[0] for c in g['c']])
+    ck.check('main' in {f[0] for f in g['f']}, 'inverted: main, the outermost caller, after the chain')
+    px = screenshot(ck, 'flame-inverted.png')
+    ck.check(b'\x6f\xa8\xdc' in px, 'inverted: the library\'s blue still on the screen')
+    press('i')
+    # c: by self share, by name, back to by object; the legend says which
+    for want_c, word in (('self', 'self share'), ('name', 'by name'), ('object', 'by object')):
+        press('c')
+        g = flame_frames()
+        ck.eq(g['a'].get('colour'), want_c, 'key c: %s' % want_c)
+        ck.check(word in g['legend'].lower(), 'the legend says %r: %r' % (word, g['legend']))
+    # the controls: a click on "inverted" does what i does
+    BROWSER[0].evaluate('document.querySelector("#flame-modes button[data-m=inverted][data-v=\'1\']").click()')
+    ck.eq(flame_frames()['a'].get('layout'), 'inverted', 'the inverted button')
+    ck.eq(BROWSER[0].evaluate('document.querySelector("#flame-modes button.on[data-m=inverted]").textContent'),
+          'inverted (bottom-up)', 'the control shows the layout chosen')
+    # the long name: cut in the summary (whole in its title), wrapped in the
+    # tables, and nothing wider than the window
+    render(ck, out)
+    m = json.loads(BROWSER[0].evaluate(
+        'JSON.stringify((function () { var t = Array.from(document.querySelectorAll("#top5 td.name"))'
+        '.filter(function (d) { return d.title.indexOf("Pipeline<") === 0; })[0];'
+        ' var f = Array.from(document.querySelectorAll("#flat td.name"))'
+        '.filter(function (d) { return d.textContent.indexOf("Pipeline<") === 0; })[0];'
+        ' return {title: t ? t.title : null, tw: t ? t.getBoundingClientRect().width : -1,'
+        ' top5: document.getElementById("top5").getBoundingClientRect().right,'
+        ' fw: f ? f.getBoundingClientRect().width : -1, fh: f ? f.getBoundingClientRect().height : -1,'
+        ' page: document.documentElement.scrollWidth, win: window.innerWidth}; })())'))
+    ck.eq(m['title'], LONG, 'the summary\'s top 5 keeps the whole name in the title')
+    ck.check(0 < m['tw'] <= 400, 'the long name is cut in the top 5 (%.0f px wide)' % m['tw'])
+    ck.check(m['top5'] <= VIEW_W, 'the top 5 ends inside the window (%.0f px)' % m['top5'])
+    ck.check(0 < m['fw'] <= 48 * 13 + 20 and m['fh'] > 20, 'the flat profile wraps the long name (%s)' % m)
+    ck.check(m['page'] <= m['win'], 'nothing is wider than the window (%d of %d px)' % (m['page'], m['win']))
+    selftest(ck, out)
+
+
+def test_data(ck, cyg, example, args):
+    """The page's data without a browser: each function's object, what the
+    wall time is made of, and the size guard."""
+    cap = record(ck, cyg, example, [], 'calls.cyg')
+    out = os.path.join(cyg.workdir, 'calls.html')
+    write_html(ck, cyg, cap, out)
+    d = page_data(out)
+    rj, _ = cyg.report_json(cap, ck)
+    names = [f[0] for f in d['fns']]
+    ck.eq(sorted(names), ['a', 'b', 'c', 'main'], 'the functions of calls.c')
+    ck.eq([d['objects'][k] if k >= 0 else None for k in d['fn_obj']], [os.path.basename(example)] * len(names),
+          'every function is in the example\'s executable')
+    w = d['wall']
+    ck.eq(w['calls'], 40, 'the wall summary counts the 40 calls')
+    ck.eq(w['threads'], 1, 'one thread')
+    main = [f for f in rj['functions'] if f['name'] == 'main'][0]
+    ck.eq(w['in_fns_ns'], main['total_ns'], 'in functions: main\'s total (the root\'s only child)')
+    ck.eq(w['self_ns'], sum(f['self_ns'] for f in rj['functions']), 'the self-time total of report --format=json')
+    ck.eq(w['self_ns'], w['in_fns_ns'], 'self times add up to the time in functions')
+    ck.check(w['in_fns_ns'] <= w['threads_ns'] <= w['duration_ns'],
+             'functions <= the thread\'s wall time <= the duration (%s)' % w)
+    # (the pair is written to 3 decimals: the product may round apart by 1)
+    ck.check(abs(w['hooks_ns'] - 40 * w['hook_pair_ns']) <= 1, 'the hooks: 40 calls times the calibrated pair (%s)' % w)
+    ck.eq(d['duration_ns'], w['duration_ns'], 'one duration')
+    # the size guard: a page past CYGPROF_HTML_MAX_PAGE (here 500 bytes:
+    # 23 to 26 per timeline call of a run of 10 ms to 1 s) is refused in one
+    # line unless -f
+    tcap = record(ck, cyg, example, ['--timeline'], 'tl.cyg')
+    big = os.path.join(cyg.workdir, 'big.html')
+    env = dict(os.environ, CYGPROF_HTML_MAX_PAGE='500')
+    cp = run([cyg.exe, 'html', '-o', big, tcap], env=env)
+    ck.eq(cp.returncode, 1, 'a page past the limit: exit 1')
+    err = cp.err.strip()
+    ck.eq(len(err.splitlines()), 1, 'one line: %r' % err)
+    for word in ('html: ', big, 'a page of about', '40 timeline calls of --max-calls 200000',
+                 'CYGPROF_HTML_MAX_PAGE (500 bytes)', 'lower --max-calls', 'give -f'):
+        ck.check(word in err, 'the refusal says %r: %r' % (word, err))
+    ck.check(not os.path.exists(big), 'nothing written')
+    cp = run([cyg.exe, 'html', '-o', big, '--max-calls', '15', tcap], env=env)
+    ck.eq(cp.returncode, 0, '--max-calls 15 (at most 390 bytes) fits: %s' % cp.err.strip())
+    ck.eq(page_data(big)['timeline']['kept'], 15, '15 calls kept')
+    cp = run([cyg.exe, 'html', '-f', '-o', big, tcap], env=env)
+    ck.eq(cp.returncode, 0, '-f writes it anyway')
+    ck.eq(page_data(big)['timeline']['kept'], 40, 'all 40 calls')
+    cp = run([cyg.exe, 'html', '-o', big, tcap], env=dict(os.environ, CYGPROF_HTML_MAX_PAGE='lots'))
+    ck.eq(cp.returncode, 2, 'a bad CYGPROF_HTML_MAX_PAGE: exit 2')
+    ck.check('CYGPROF_HTML_MAX_PAGE' in cp.err, 'the error names the variable')
+    # by default a 40-call timeline is far from the limit
+    cp = run([cyg.exe, 'html', '-o', big, '--max-calls', '100000000', tcap])
+    ck.eq(cp.returncode, 0, '--max-calls 100000000 of 40 calls: written')
+
+
 TESTS = {
     'html-counters': test_counters,
     'html-timeline': test_timeline,
@@ -865,6 +1075,8 @@ TESTS = {
     'html-escape': test_escape,
     'html-output': test_output,
     'html-samples': test_samples,
+    'html-flame': test_flame,
+    'html-data': test_data,
 }
 
 

@@ -86,11 +86,11 @@ def no_core():
 no_core()
 
 
-def run(cmd, cwd=None, timeout=TIMEOUT):
+def run(cmd, cwd=None, timeout=TIMEOUT, env=None):
     print('$ ' + ' '.join(cmd))
     try:
         cp = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, timeout=timeout)
+                            stdin=subprocess.DEVNULL, timeout=timeout, env=env)
     except subprocess.TimeoutExpired as e:
         raise Failure('timed out after %ds: %s' % (timeout, ' '.join(cmd))) from e
     cp.out = cp.stdout.decode('utf-8', 'replace')
