@@ -284,6 +284,79 @@ const char *view_hex(struct view *v, uint64_t addr)
 
 /* ---- functions ------------------------------------------------------------------ */
 
+static const uint64_t *sort_calls;
+
+static int by_calls_desc(const void *a, const void *b)
+{
+	uint64_t x = sort_calls[*(const uint32_t *)a], y = sort_calls[*(const uint32_t *)b];
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int view_sysheader_calls(struct view *v, uint64_t *sys, uint64_t *total)
+{
+	const struct cygprof_thread *th;
+	const struct view_tree *tr;
+	struct srcline *sl;
+	uint64_t *calls = NULL;
+	uint32_t *ids = NULL;
+	size_t nt, i, k, n;
+	int err;
+
+	*sys = *total = 0;
+	if ((err = view_threads(v, &th, &nt)))
+		return err;
+	/* every tree read first: that names every function (ids) */
+	for (i = 0; i < nt; i++)
+		if ((err = view_tree(v, th[i].idx, &tr)))
+			return err;
+	n = view_nfns(v);
+	if (!n)
+		return 0;
+	calls = calloc(n, sizeof *calls);
+	ids = malloc(n * sizeof *ids);
+	if (!calls || !ids) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nt; i++) {
+		if ((err = view_tree(v, th[i].idx, &tr)))
+			goto out;
+		for (k = 1; k < tr->n; k++)
+			if (tr->fn[k] < n) {
+				calls[tr->fn[k]] += tr->nodes[k].calls;
+				*total += tr->nodes[k].calls;
+			}
+	}
+	for (i = 0; i < n; i++)
+		ids[i] = (uint32_t)i;
+	sort_calls = calls;
+	qsort(ids, n, sizeof *ids, by_calls_desc);
+	sl = view_srcline(v);
+	uint64_t other = 0;
+	for (i = 0; sl && i < n && i < VIEW_SYSHDR_MAX_FNS && calls[ids[i]]; i++) {
+		const struct view_fn *f = view_fn(v, ids[i]);
+		const char *file;
+		uint32_t line;
+
+		/* no longer most whatever the rest are: the DWARF of the
+		 * rest is not read */
+		if (other * 2 >= *total)
+			break;
+		if (f && f->obj &&
+		    !srcline_function(sl, f->obj, f->has_sym ? f->start : f->addr, &file, &line) &&
+		    !strncmp(file, VIEW_SYSTEM_HEADERS, strlen(VIEW_SYSTEM_HEADERS)))
+			*sys += calls[ids[i]];
+		else
+			other += calls[ids[i]];
+	}
+	err = 0;
+out:
+	free(calls);
+	free(ids);
+	return err;
+}
+
 const struct view_fn *view_fn(struct view *v, uint32_t id)
 {
 	if (id >= v->nfns)

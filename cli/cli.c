@@ -225,6 +225,20 @@ void cli_debug_option(struct debuginfo *di, const char *cmd, int c, const char *
 		cli_die(1, "out of memory");
 }
 
+const char *cli_sysheader_note(struct view *v, char *buf, size_t len)
+{
+	uint64_t sys, total;
+
+	if (view_sysheader_calls(v, &sys, &total) || !total || sys * 2 <= total)
+		return NULL;
+	snprintf(buf, len, "%d%% of the calls are of functions defined in system headers "
+		 "(%s, such as the STL's templates), where the hooks cost more than the "
+		 "functions themselves: their times are not trustworthy; build with "
+		 "-finstrument-functions-exclude-file-list=/usr/include",
+		 (int)(sys * 100 / total), "/usr/include");
+	return buf;
+}
+
 const char *cli_times_note(struct view *v, char *buf, size_t len)
 {
 	struct timemodel_stats st;

@@ -813,6 +813,9 @@ int cmd_report(int argc, char **argv)
 	} else {
 		struct view_overhead ov;
 		view_overhead(v, &ov);
+		char shn[400];
+		if (!o.print.no_times && cli_sysheader_note(v, shn, sizeof shn))
+			printf("Warning: %s.\n\n", shn);
 		/* overhead_floor_ns came with the calibration's second form: a
 		 * capture that has it was made by a recorder that calibrates */
 		if (!ov.present && !o.print.no_times)
