@@ -524,6 +524,28 @@ static size_t frame_lines(struct srcline *sl, const struct view_frame *f, size_t
 	return 2;
 }
 
+/* Whether f[0], the return address of the allocator's call (or a sample's
+ * address) in instrumented code, lies in a caller into which the innermost
+ * instrumented functions were inlined: they follow it as function frames
+ * (FN, from the call path), then that caller.  Redis's zmalloc() inlines
+ * ztrymalloc_usable_internal(), which calls malloc: [zmalloc (RA),
+ * ztrymalloc_usable_internal, zmalloc, ...].  With source lines the
+ * address names the inlined function at its line (frame_lines()); without,
+ * it would name the caller again below them, as if it recursed, and take
+ * the self figures: it is left out. */
+static int ra_in_inlined_caller(const struct view_frame *f, size_t nf)
+{
+	if (nf < 3 || f[0].kind != CYGPROF_FRAME_RA || f[1].kind != CYGPROF_FRAME_FN)
+		return 0;
+	for (size_t j = 1; j < nf && j <= 16; j++) {
+		if (f[j].proc == f[0].proc && !strcmp(f[j].name, f[0].name))
+			return j >= 2;
+		if (f[j].kind != CYGPROF_FRAME_FN)
+			return 0;
+	}
+	return 0;
+}
+
 int view_stack(struct view *v, uint32_t id, unsigned flags, view_skip_fn skip,
 	       struct view_frame **frames, size_t *n)
 {
@@ -550,6 +572,8 @@ int view_stack(struct view *v, uint32_t id, unsigned flags, view_skip_fn skip,
 		}
 		id = stash[id - 1].parent;
 	}
+	if (!(flags & VIEW_LINES) && ra_in_inlined_caller(f, nf))
+		i = 1;
 	while (skip && i < nf && skip(f[i].name, f[i].obj ? f[i].obj->path : NULL))
 		i++;
 	if (!(flags & VIEW_LINES)) {

@@ -444,7 +444,10 @@ typedef int (*view_skip_fn)(const char *name, const char *object_path);
  * innermost frames for which skip (may be NULL) says so are left out.  With
  * VIEW_LINES each frame gets its source line, and a frame in inlined code
  * becomes the inlined function's frame followed by its caller's at the
- * inlined call.  Symbols that cannot be read leave frames unnamed.
+ * inlined call.  Without it, a return address in a caller into which the
+ * innermost instrumented functions were inlined, named again further out,
+ * is left out (it is theirs: zmalloc -> ztrymalloc_usable_internal, not ->
+ * zmalloc again).  Symbols that cannot be read leave frames unnamed.
  * @param[out] frames owned: free() (the strings are the view's). */
 int view_stack(struct view *v, uint32_t id, unsigned flags, view_skip_fn skip,
 	       struct view_frame **frames, size_t *n);

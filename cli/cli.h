@@ -213,6 +213,8 @@ const char *cli_times_note(struct view *v, char *buf, size_t len);
  * buf ("98% of the calls are ... =/usr/include"), else NULL (also when it
  * cannot be told). */
 const char *cli_sysheader_note(struct view *v, char *buf, size_t len);
+/** The same from the figures: sys of total calls in system headers. */
+const char *cli_sysheader_text(uint64_t sys, uint64_t total, char *buf, size_t len);
 /* Die with "FILE has no WHAT (record with -i NAME or --ALIAS)", exit 1,
  * when the capture lacks the data of instrument name (instrument.h). */
 void cli_need(struct view *v, const char *file, const char *name, const char *what);

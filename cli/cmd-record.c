@@ -386,21 +386,6 @@ static int record_attach(struct collector_opts *o, pid_t pid, uint64_t duration_
 /* A -F or -N pattern that named no function the program called: one
  * line each, as a typo (or perf's -F for a frequency) leaves a capture
  * with nothing or everything in it and no other sign why. */
-/* Most calls in system headers (the STL instrumented): the times there are
- * the hooks' (cli_sysheader_note()).  Read back from the capture written,
- * with the default debug-file search. */
-static void warn_sysheaders(const char *output)
-{
-	struct view *v;
-	char buf[400];
-
-	if (view_open(output, NULL, &v))
-		return; /* what is wrong with it, report says */
-	if (cli_sysheader_note(v, buf, sizeof buf))
-		cli_warn("warning: %s", buf);
-	view_close(v);
-}
-
 static void warn_unmatched(const struct collector_opts *o, uint64_t calls)
 {
 	size_t i;
@@ -801,8 +786,9 @@ int cmd_record(int argc, char **argv)
 		cli_warn("warning: %s: %s", o.send_to ? o.send_to : o.output, r.damaged);
 	cli_compact_warn(o.output, r.compact_err);
 	warn_unmatched(&o, r.calls);
-	if (r.calls && !o.send_to && !o.time_sampled)
-		warn_sysheaders(o.output);
+	char shn[400];
+	if (cli_sysheader_text(r.sysheader_calls, r.tree_calls, shn, sizeof shn))
+		cli_warn("warning: %s", shn);
 	if (!r.calls && !(o.memory && r.mem_events) && !r.samples)
 		cli_warn("warning: no instrumented function was called: build %s with "
 			 "-finstrument-functions%s", o.argv[0],

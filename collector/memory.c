@@ -106,40 +106,15 @@ static uint32_t shadow_prefix(struct collector *c, struct cthread *ct, uint32_t 
 	return id;
 }
 
-/* Whether the instrumented call of the allocator, whose return address
- * lies in the function at start, was made from code of gid's function
- * inlined there: start is the function of one of gid's callers on the
- * path (a few levels up), and every function below it on the path was
- * inlined into it (the only way its code can hold the call while they are
- * the current frames: an instrumented function never tail-calls, its exit
- * hook comes last).  Redis's zmalloc() inlines
- * ztrymalloc_usable_internal(), which calls malloc: the return address is
- * in zmalloc. */
-static int inlined_at(struct collector *c, struct cthread *ct, uint32_t gid, uint64_t start)
-{
-	uint32_t g = gid;
-
-	for (int up = 0; up < 16; up++) {
-		uint32_t parent = RD(shm_node(c, g)->parent);
-
-		if (parent == ct->root || parent >= g || !gid_ok(c, ct, parent))
-			return 0;
-		if (RD(shm_node(c, parent)->fn) == start)
-			return 1;
-		g = parent;
-	}
-	return 0;
-}
-
 /* The stack of an allocation in instrumented code: the functions of the
  * raw call path, then the return addresses (outermost first: library
  * frames between the instrumented code and the allocator, then the caller
  * of the allocator).  When the outermost return address lies in the
- * innermost function itself it replaces it (same function, exact line);
- * when it lies in a caller into which the innermost function was inlined
- * it is left out: it would name that caller again below the innermost
- * function (zmalloc -> ztrymalloc_usable_internal -> zmalloc, its bytes
- * charged to zmalloc), the call path says where the allocator was called. */
+ * innermost function itself it replaces it (same function, exact line).
+ * When it lies in a caller into which the innermost function was inlined
+ * (Redis's zmalloc() inlines ztrymalloc_usable_internal(), which calls
+ * malloc), it is kept: with source lines it names the inlined function
+ * and its line; view_stack() without lines leaves it out. */
 static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t gid,
 			     const uint64_t *ring, uint64_t mask, uint64_t pos, unsigned nra)
 {
@@ -169,7 +144,6 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 		}
 		return (uint32_t)v;
 	}
-	unsigned keep = nra; /* the return addresses stored */
 	if (gid != ct->root) {
 		/* the maps the runtime wrote, read now: the process may be
 		 * gone (a short one is drained after its end), and the names
@@ -183,12 +157,10 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 		uint64_t fn0 = RD(shm_node(c, gid)->fn), start = 0;
 		if (nra && !collector_fn_name(c, ct->proc, ras[nra - 1] - 1, &start, NULL, NULL, NULL))
 			start = 0;
-		if (nra && start && start != fn0 && inlined_at(c, ct, gid, start))
-			keep = nra - 1;
 		if (!nra || start != fn0)
 			id = stash_intern(c, id, proc, CYGPROF_FRAME_FN, fn0);
 	}
-	for (unsigned i = keep; i-- > 0;)
+	for (unsigned i = nra; i-- > 0;)
 		id = stash_intern(c, id, proc, CYGPROF_FRAME_RA, ras[i]);
 	hmap_put(&ct->shadow_ids, key, id);
 	if (nra == 1) {

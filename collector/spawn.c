@@ -77,16 +77,22 @@ static _Noreturn void witness_run(int fd)
 	if (sfd < 0)
 		_exit(1);
 	for (;;) {
-		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		/* the signals taken as they come, not left pending: two of a
+		 * kind pending are one */
+		struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
 		struct signalfd_siginfo si;
 		char q[16];
-		ssize_t n;
+		ssize_t n = 0;
 
-		if (poll(&pf, 1, -1) < 0)
+		if (poll(pf, 2, -1) < 0)
 			continue;
-		n = read(fd, q, sizeof q);
-		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
-			_exit(0); /* cygprof closed it, or is gone */
+		if (pf[0].revents) {
+			n = read(fd, q, sizeof q);
+			if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+				_exit(0); /* cygprof closed it, or is gone */
+		}
+		/* after the request was read: a signal queued before it is
+		 * counted in the answer */
 		while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
 			int i = fwd_index((int)si.ssi_signo);
 			if (i >= 0)
@@ -96,6 +102,23 @@ static _Noreturn void witness_run(int fd)
 			if (send(fd, count, sizeof count, MSG_NOSIGNAL) != (ssize_t)sizeof count)
 				_exit(0);
 	}
+}
+
+/* Close every descriptor but keep (no malloc: a copy of a process that
+ * may have threads). */
+static void close_all_but(int keep)
+{
+#ifdef SYS_close_range
+	if ((keep == 0 || !syscall(SYS_close_range, 0U, (unsigned)keep - 1, 0U)) &&
+	    !syscall(SYS_close_range, (unsigned)keep + 1, ~0U, 0U))
+		return;
+#endif
+	/* before Linux 5.9: one at a time */
+	long max = sysconf(_SC_OPEN_MAX);
+
+	for (int fd = 0; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+		if (fd != keep)
+			close(fd);
 }
 
 static void witness_start(void)
@@ -116,9 +139,7 @@ static void witness_start(void)
 	if (pid == 0) {
 		/* hold nothing cygprof opened (the capture, its lock, the
 		 * terminal, the caller's pipes) */
-		if (sv[1] > 0)
-			syscall(SYS_close_range, 0U, (unsigned)sv[1] - 1, 0U);
-		syscall(SYS_close_range, (unsigned)sv[1] + 1, ~0U, 0U);
+		close_all_but(sv[1]);
 		witness_run(sv[1]);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);

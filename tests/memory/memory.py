@@ -477,7 +477,8 @@ def test_no_memory(ck, cyg, example, args):
 def test_zmalloc(ck, cyg, example, args):
     """tests/memory/zmalloc.c: Redis's zmalloc shape.  The allocation stacks
     end in ztrymalloc_usable_internal, inlined or not, never in zmalloc
-    again below it; its self figures and the callers' totals are exact."""
+    again below it (folded, and with source lines); its self figures and
+    the callers' totals are exact."""
     exp = dict(args=[], status=0, stdout=[])
     capture = record_memory(ck, cyg, example, exp)
     cp = run([cyg.exe, 'export', '--format=folded', '--memory', 'allocated', capture])
@@ -503,6 +504,12 @@ def test_zmalloc(ck, cyg, example, args):
         'createString': T(5, 1000, 5), 'main': T(15, 2000, 15)}, TOTAL_KEYS, 'total figures')
     ck.eq((data['totals']['allocations'], data['totals']['allocated_bytes'],
            data['totals']['frees']), (15, 2000, 15), 'totals: allocations, bytes, frees')
+    # with source lines: the frames of the inlined function and its callers
+    st = memory_json(cyg, capture, ['--peak', '--top', '0'])
+    ck.eq(sorted((s['bytes'], [f['name'] for f in s['frames']]) for s in st['stacks']),
+          [(1000, ['ztrymalloc_usable_internal', 'zmalloc', 'createObject', 'main']),
+           (1000, ['ztrymalloc_usable_internal', 'zmalloc_usable', 'createString', 'main'])],
+          '--peak stacks with source lines (innermost first)')
 
 
 TESTS = {name: test_example(name) for name in EXPECT}
