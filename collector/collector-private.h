@@ -390,6 +390,9 @@ int collector_map(struct collector *c, uint64_t size, int *memfd, char *err, siz
 int collector_list_fds(int **out, size_t *n);
 pid_t collector_spawn(struct collector *c, int memfd, const int *caller, size_t ncaller,
 		      int *exec_errno);
+/* The witness of the process group's signals (spawn.c), made once before
+ * the program starts. */
+void collector_witness_start(void);
 void collector_forward_signals(struct collector *c);
 void collector_forward_end(struct collector *c);
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -40,14 +41,14 @@ static volatile sig_atomic_t child_pid;
  * queued before cygprof's handler runs.  The handler asks the witness for
  * its counts through a socket; the witness reads the request, then drains
  * its signalfd, then answers, so a signal queued before the request is
- * counted.  The witness is a clone child without an exit signal, which
- * wait4(-1) without __WCLONE does not see: the poll loop still ends when
- * the program's tree has.  It ends when its socket closes (cygprof done
- * or dead).  Without a witness: a terminal's signals (SI_KERNEL)
- * went to the group, others to cygprof alone.
+ * counted.  The witness ("cygprof-signals" in ps) is a child without an
+ * exit signal (see collector_witness_start()): the poll loop (wait4(-1))
+ * still ends when the program's tree has.  It ends when its socket closes
+ * (cygprof done or dead).  Without a witness: a terminal's
+ * signals (SI_KERNEL) went to the group, others to cygprof alone.
  */
-static pid_t wit_pid = -1;
 static int wit_fd = -1;
+static pid_t wit_pid = -1;
 static uint32_t wit_seen[N_FWD];
 
 static int fwd_index(int sig)
@@ -121,25 +122,31 @@ static void close_all_but(int keep)
 			close(fd);
 }
 
-static void witness_start(void)
+void collector_witness_start(void)
 {
 	int sv[2];
 	sigset_t set, old;
 	long pid;
 
+	if (wit_fd >= 0)
+		return;
 	/* a socket, not pipes: send() with MSG_NOSIGNAL to a witness gone
 	 * must not kill cygprof with SIGPIPE */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return;
 	fwd_set(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);
-	/* no CLONE_* flag and no exit signal: a copy, as fork makes, that
-	 * only wait with __WCLONE sees */
+	/* A copy, as fork makes (no CLONE_* flag), without an exit signal:
+	 * only a wait with __WCLONE sees it, so the poll loop's wait4(-1)
+	 * still ends when the program's tree has.  cygprof's child, reaped
+	 * here at the end (an orphan would be left to an init that may not
+	 * reap, as in a container). */
 	pid = syscall(SYS_clone, 0L, NULL, NULL, NULL, NULL);
 	if (pid == 0) {
 		/* hold nothing cygprof opened (the capture, its lock, the
-		 * terminal, the caller's pipes) */
+		 * terminal, the caller's pipes); named for ps */
 		close_all_but(sv[1]);
+		prctl(PR_SET_NAME, "cygprof-signals", 0, 0, 0);
 		witness_run(sv[1]);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
@@ -153,9 +160,10 @@ static void witness_start(void)
 	memset(wit_seen, 0, sizeof wit_seen);
 }
 
+/* The witness ends when its socket closes; reaped. */
 static void witness_end(void)
 {
-	if (wit_pid <= 0)
+	if (wit_fd < 0)
 		return;
 	close(wit_fd);
 	wit_fd = -1;
@@ -171,7 +179,7 @@ static int witness_saw(int i)
 	uint32_t count[N_FWD];
 	size_t got = 0;
 
-	if (wit_pid <= 0 || send(wit_fd, "?", 1, MSG_NOSIGNAL) != 1)
+	if (wit_fd < 0 || send(wit_fd, "?", 1, MSG_NOSIGNAL) != 1)
 		return -1;
 	while (got < sizeof count) {
 		struct pollfd pf = {.fd = wit_fd, .events = POLLIN};
@@ -194,7 +202,7 @@ static int witness_saw(int i)
 	wit_seen[i] = count[i];
 	return saw;
 gone:
-	kill(wit_pid, SIGKILL);
+	kill(wit_pid, SIGKILL); /* stopped alone, or stuck */
 	witness_end();
 	return -1;
 }
@@ -380,7 +388,7 @@ void collector_forward_signals(struct collector *c)
 {
 	struct sigaction sa;
 
-	witness_start();
+	collector_witness_start(); /* made earlier, before the subreaper */
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = forward_signal;
 	sa.sa_flags = SA_SIGINFO;
