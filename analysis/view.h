@@ -263,8 +263,8 @@ size_t view_nfns(const struct view *v);
 #define VIEW_SYSHDR_MAX_FNS 5000
 
 /** The calls, in every thread's tree as the view shows it, of functions
- * defined in a system header (VIEW_SYSTEM_HEADERS: srcline_function()'s
- * file), and of all functions: their times are mostly the hooks' own
+ * defined in a system header (VIEW_SYSTEM_HEADERS: the file of the line
+ * of the function's entry address), and of all functions: their times are mostly the hooks' own
  * where most calls are there (report and record warn, naming
  * -finstrument-functions-exclude-file-list).  A function without DWARF
  * counts as not in one.  Reads every tree, and the DWARF of the objects
