@@ -284,6 +284,82 @@ const char *view_hex(struct view *v, uint64_t addr)
 
 /* ---- functions ------------------------------------------------------------------ */
 
+static const uint64_t *sort_calls;
+
+static int by_calls_desc(const void *a, const void *b)
+{
+	uint64_t x = sort_calls[*(const uint32_t *)a], y = sort_calls[*(const uint32_t *)b];
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int view_sysheader_calls(struct view *v, uint64_t *sys, uint64_t *total)
+{
+	const struct cygprof_thread *th;
+	const struct view_tree *tr;
+	struct srcline *sl;
+	uint64_t *calls = NULL;
+	uint32_t *ids = NULL;
+	size_t nt, i, k, n;
+	int err;
+
+	*sys = *total = 0;
+	if ((err = view_threads(v, &th, &nt)))
+		return err;
+	/* every tree read first: that names every function (ids) */
+	for (i = 0; i < nt; i++)
+		if ((err = view_tree(v, th[i].idx, &tr)))
+			return err;
+	n = view_nfns(v);
+	if (!n)
+		return 0;
+	calls = calloc(n, sizeof *calls);
+	ids = malloc(n * sizeof *ids);
+	if (!calls || !ids) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nt; i++) {
+		if ((err = view_tree(v, th[i].idx, &tr)))
+			goto out;
+		for (k = 1; k < tr->n; k++)
+			if (tr->fn[k] < n) {
+				calls[tr->fn[k]] += tr->nodes[k].calls;
+				*total += tr->nodes[k].calls;
+			}
+	}
+	for (i = 0; i < n; i++)
+		ids[i] = (uint32_t)i;
+	sort_calls = calls;
+	qsort(ids, n, sizeof *ids, by_calls_desc);
+	sl = view_srcline(v);
+	uint64_t other = 0;
+	for (i = 0; sl && i < n && i < VIEW_SYSHDR_MAX_FNS && calls[ids[i]]; i++) {
+		const struct view_fn *f = view_fn(v, ids[i]);
+		const char *file;
+		uint32_t line;
+
+		/* no longer most whatever the rest are: the DWARF of the
+		 * rest is not read */
+		if (other * 2 >= *total)
+			break;
+		/* the line of its entry address (the line table: a DIE
+		 * walk per function, srcline_function(), costs 3x a report
+		 * on a C++ program whose units are the STL's headers) */
+		if (f && f->obj &&
+		    !srcline_lookup(sl, f->obj, f->has_sym ? f->start : f->addr, &file, &line) &&
+		    !strncmp(file, VIEW_SYSTEM_HEADERS, strlen(VIEW_SYSTEM_HEADERS)))
+			*sys += calls[ids[i]];
+		else
+			other += calls[ids[i]];
+	}
+	err = 0;
+out:
+	free(calls);
+	free(ids);
+	return err;
+}
+
 const struct view_fn *view_fn(struct view *v, uint32_t id)
 {
 	if (id >= v->nfns)
@@ -451,6 +527,28 @@ static size_t frame_lines(struct srcline *sl, const struct view_frame *f, size_t
 	return 2;
 }
 
+/* Whether f[0], the return address of the allocator's call (or a sample's
+ * address) in instrumented code, lies in a caller into which the innermost
+ * instrumented functions were inlined: they follow it as function frames
+ * (FN, from the call path), then that caller.  Redis's zmalloc() inlines
+ * ztrymalloc_usable_internal(), which calls malloc: [zmalloc (RA),
+ * ztrymalloc_usable_internal, zmalloc, ...].  With source lines the
+ * address names the inlined function at its line (frame_lines()); without,
+ * it would name the caller again below them, as if it recursed, and take
+ * the self figures: it is left out. */
+static int ra_in_inlined_caller(const struct view_frame *f, size_t nf)
+{
+	if (nf < 3 || f[0].kind != CYGPROF_FRAME_RA || f[1].kind != CYGPROF_FRAME_FN)
+		return 0;
+	for (size_t j = 1; j < nf && j <= 16; j++) {
+		if (f[j].proc == f[0].proc && !strcmp(f[j].name, f[0].name))
+			return j >= 2;
+		if (f[j].kind != CYGPROF_FRAME_FN)
+			return 0;
+	}
+	return 0;
+}
+
 int view_stack(struct view *v, uint32_t id, unsigned flags, view_skip_fn skip,
 	       struct view_frame **frames, size_t *n)
 {
@@ -477,6 +575,8 @@ int view_stack(struct view *v, uint32_t id, unsigned flags, view_skip_fn skip,
 		}
 		id = stash[id - 1].parent;
 	}
+	if (!(flags & VIEW_LINES) && ra_in_inlined_caller(f, nf))
+		i = 1;
 	while (skip && i < nf && skip(f[i].name, f[i].obj ? f[i].obj->path : NULL))
 		i++;
 	if (!(flags & VIEW_LINES)) {

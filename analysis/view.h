@@ -258,6 +258,25 @@ const struct view_fn *view_fn(struct view *v, uint32_t id);
 /** How many functions have ids so far. */
 size_t view_nfns(const struct view *v);
 
+/* Where a function is defined that the compiler's headers hold (the STL's
+ * templates, inline functions): DWARF decl file under this. */
+#define VIEW_SYSTEM_HEADERS "/usr/include/"
+/* Functions looked up at most, the most called first: the others are so
+ * rarely called that they cannot change the share much. */
+#define VIEW_SYSHDR_MAX_FNS 5000
+
+/** The calls, in every thread's tree as the view shows it, of functions
+ * defined in a system header (VIEW_SYSTEM_HEADERS: the file of the line
+ * of the function's entry address), and of all functions: their times are mostly the hooks' own
+ * where most calls are there (report and record warn, naming
+ * -finstrument-functions-exclude-file-list).  A function without DWARF
+ * counts as not in one.  Reads every tree, and the DWARF of the objects
+ * of the (at most VIEW_SYSHDR_MAX_FNS) most-called functions, down to
+ * where the rest cannot make the system headers' most (then sys is what
+ * was found so far, at most half of total).  Returns 0, or the error
+ * reading a tree, -ENOMEM. */
+int view_sysheader_calls(struct view *v, uint64_t *sys, uint64_t *total);
+
 /** "0x<addr>", kept by the view (NULL when out of memory). */
 const char *view_hex(struct view *v, uint64_t addr);
 
@@ -428,7 +447,10 @@ typedef int (*view_skip_fn)(const char *name, const char *object_path);
  * innermost frames for which skip (may be NULL) says so are left out.  With
  * VIEW_LINES each frame gets its source line, and a frame in inlined code
  * becomes the inlined function's frame followed by its caller's at the
- * inlined call.  Symbols that cannot be read leave frames unnamed.
+ * inlined call.  Without it, a return address in a caller into which the
+ * innermost instrumented functions were inlined, named again further out,
+ * is left out (it is theirs: zmalloc -> ztrymalloc_usable_internal, not ->
+ * zmalloc again).  Symbols that cannot be read leave frames unnamed.
  * @param[out] frames owned: free() (the strings are the view's). */
 int view_stack(struct view *v, uint32_t id, unsigned flags, view_skip_fn skip,
 	       struct view_frame **frames, size_t *n);

@@ -236,6 +236,27 @@ static void fmt_off(char *buf, size_t len, uint64_t ns)
 		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
 }
 
+const char *cli_sysheader_note(struct view *v, char *buf, size_t len)
+{
+	uint64_t sys, total;
+
+	if (view_sysheader_calls(v, &sys, &total))
+		return NULL;
+	return cli_sysheader_text(sys, total, buf, len);
+}
+
+const char *cli_sysheader_text(uint64_t sys, uint64_t total, char *buf, size_t len)
+{
+	if (!total || sys * 2 <= total)
+		return NULL;
+	snprintf(buf, len, "%d%% of the calls are of functions defined in system headers "
+		 "(%s, such as the STL's templates), where the hooks cost more than the "
+		 "functions themselves: their times are not trustworthy; build with "
+		 "-finstrument-functions-exclude-file-list=/usr/include",
+		 (int)(sys * 100 / total), "/usr/include");
+	return buf;
+}
+
 const char *cli_times_note(struct view *v, char *buf, size_t len)
 {
 	struct timemodel_stats st;

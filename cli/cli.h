@@ -216,6 +216,13 @@ struct view *cli_open_view(const char *path, struct debuginfo *di);
 /** One line saying where the times of v's trees come from (the time model,
  * --raw-times, CPU samples), in buf; NULL for a capture without times. */
 const char *cli_times_note(struct view *v, char *buf, size_t len);
+/** When most of the calls of v's trees are of functions defined in system
+ * headers (view_sysheader_calls()): what to say about it, one sentence in
+ * buf ("98% of the calls are ... =/usr/include"), else NULL (also when it
+ * cannot be told). */
+const char *cli_sysheader_note(struct view *v, char *buf, size_t len);
+/** The same from the figures: sys of total calls in system headers. */
+const char *cli_sysheader_text(uint64_t sys, uint64_t total, char *buf, size_t len);
 /* Die with "FILE has no WHAT (record with -i NAME or --ALIAS)", exit 1,
  * when the capture lacks the data of instrument name (instrument.h). */
 void cli_need(struct view *v, const char *file, const char *name, const char *what);

@@ -153,8 +153,40 @@ static void parse_opts(int argc, char **argv, struct export_cli *e)
 #define VIEWER_CHROME_MAX ((uint64_t)500 << 20)
 #define VIEWER_PERFETTO_MAX ((uint64_t)2 << 30)
 
+/* The timeline events an export under -F, -N or -D keeps: per thread, its
+ * stored events in the ratio of the calls its filtered tree keeps to the
+ * calls it made (events are the calls' enters and exits).  UINT64_MAX when
+ * a tree cannot be read: the export says what is wrong. */
+static uint64_t filtered_events(struct view *v)
+{
+	const struct cygprof_thread *t;
+	const struct view_tree *tr;
+	uint64_t sum = 0;
+	size_t nt, i, k;
+
+	if (view_threads(v, &t, &nt))
+		return UINT64_MAX;
+	for (i = 0; i < nt; i++) {
+		uint64_t kept = 0;
+
+		if (!t[i].events || !t[i].calls)
+			continue;
+		if (view_tree(v, t[i].idx, &tr))
+			return UINT64_MAX;
+		for (k = 1; k < tr->n; k++)
+			kept += tr->nodes[k].calls;
+		if (kept >= t[i].calls)
+			sum += t[i].events;
+		else
+			sum += (uint64_t)((double)t[i].events * (double)kept / (double)t[i].calls +
+					  0.5);
+	}
+	return sum;
+}
+
 /* Refuse, in one line, a trace bigger than its viewer opens (estimated
- * from the timeline's events, the part a --time-range keeps), unless -f. */
+ * from the timeline's events, the part -F, -N, -D and a --time-range
+ * keep), unless -f. */
 static void check_viewer_size(struct export_cli *e, struct view *v)
 {
 	const struct view_filter *f = &e->filt.vf;
@@ -171,7 +203,16 @@ static void check_viewer_size(struct export_cli *e, struct view *v)
 	max = chrome ? VIEWER_CHROME_MAX : VIEWER_PERFETTO_MAX;
 	est = (uint64_t)((double)events * per);
 	dur = view_duration_ns(v);
-	if (f->has_range && dur && f->t1 > f->t0) {
+	if (est > max && (f->nfilter || f->nnotrace || f->depth)) {
+		/* what the filter keeps, read from the filtered trees (with a
+		 * time range too: the trees keep the calls in it) */
+		uint64_t kept = filtered_events(v);
+
+		if (kept != UINT64_MAX) {
+			events = kept;
+			est = (uint64_t)((double)events * per);
+		}
+	} else if (f->has_range && dur && f->t1 > f->t0) {
 		uint64_t t1 = f->t1 < dur ? f->t1 : dur, t0 = f->t0 < t1 ? f->t0 : t1;
 
 		est = (uint64_t)((double)est * (double)(t1 - t0) / (double)dur);

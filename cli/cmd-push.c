@@ -25,7 +25,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cygprof push --server URL [--app NAME] [--label KEY=VALUE]...\n"
-		"                    [--push-token-file FILE] [--push-cacert FILE] [CAPTURE]\n"
+		"                    [--push-token-file FILE] [--push-tenant-file FILE]\n"
+		"                    [--push-basic-auth-file FILE] [--push-cacert FILE] [CAPTURE]\n"
 		"\n"
 		"Send the profile of a capture (CAPTURE defaults to " CYGPROF_DEFAULT_CAPTURE ") to a\n"
 		"Pyroscope server: POST URL/ingest with the gzip'd pprof of export\n"
@@ -40,6 +41,13 @@ static void usage(FILE *f)
 		"                         hostname, command and pid may be replaced\n"
 		"  --push-token-file FILE send the token in FILE (only its owner may read it)\n"
 		"                         as 'Authorization: Bearer TOKEN'\n"
+		"  --push-tenant-file FILE\n"
+		"                         send the tenant ID in FILE as X-Scope-OrgID\n"
+		"                         (Pyroscope multi-tenant; else $CYGPROF_PUSH_TENANT)\n"
+		"  --push-basic-auth-file FILE\n"
+		"                         HTTP basic auth with USER:PASSWORD of FILE (only its\n"
+		"                         owner may read it; Grafana Cloud: instance ID and\n"
+		"                         token; else $CYGPROF_PUSH_BASIC_AUTH)\n"
 		"  --push-cacert FILE     check an https server against the CA certificates\n"
 		"                         of FILE (PEM) instead of the system's\n"
 		"  -h, --help             this help\n"
@@ -64,18 +72,21 @@ static const char *command_name(const char *cmd, char *buf, size_t len)
 
 int cmd_push(int argc, char **argv)
 {
-	enum { O_SERVER = 256, O_APP, O_LABEL, O_TOKEN, O_CACERT };
+	enum { O_SERVER = 256, O_APP, O_LABEL, O_TOKEN, O_CACERT, O_TENANT, O_BASIC };
 	static const struct option lopts[] = {
 		{"server", required_argument, NULL, O_SERVER},
 		{"app", required_argument, NULL, O_APP},
 		{"label", required_argument, NULL, O_LABEL},
 		{"push-token-file", required_argument, NULL, O_TOKEN},
+		{"push-tenant-file", required_argument, NULL, O_TENANT},
+		{"push-basic-auth-file", required_argument, NULL, O_BASIC},
 		{"push-cacert", required_argument, NULL, O_CACERT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct push_target t = {.timeout_ms = 30000};
 	const char *labels[PUSH_MAX_LABELS], *token_file = NULL, *file;
+	const char *tenant_file = NULL, *basic_file = NULL;
 	size_t nl = 0;
 	char host[256], cmdname[256], pidl[64], hostl[300], cmdl[300], err[768];
 	int c;
@@ -100,6 +111,12 @@ int cmd_push(int argc, char **argv)
 		case O_TOKEN:
 			token_file = optarg;
 			break;
+		case O_TENANT:
+			tenant_file = optarg;
+			break;
+		case O_BASIC:
+			basic_file = optarg;
+			break;
 		case O_CACERT:
 			if (access(optarg, R_OK))
 				cli_die(2, "%s: --push-cacert %s: %s", CMD, optarg, strerror(errno));
@@ -116,8 +133,7 @@ int cmd_push(int argc, char **argv)
 		cli_die(2, "%s: no server given (--server URL)", CMD);
 	push_url_check(CMD, "--server", t.server);
 	file = cli_capture_arg(CMD, argc, argv);
-	if (token_file)
-		push_token_load(&t, CMD, token_file);
+	push_credentials(&t, CMD, token_file, tenant_file, basic_file);
 
 	struct view *v = cli_open_view(file, NULL);
 	const char *cs = view_meta_str(v, "clock_start"), *hn = view_meta_str(v, "hostname");
@@ -171,7 +187,7 @@ int cmd_push(int argc, char **argv)
 		rc = push_send(&t, gz[i], len[i], from_s, until_s, err, sizeof err);
 	free(gz[0]);
 	free(gz[1]);
-	free(t.token);
+	push_credentials_free(&t);
 	if (rc)
 		cli_die(4, "%s: %s", CMD, err);
 	curl_global_cleanup();

@@ -65,6 +65,13 @@ static void usage(FILE *f)
 		"      --push-token-file FILE\n"
 		"                         with --push: send the token in FILE (only its owner\n"
 		"                         may read it) as Authorization: Bearer\n"
+		"      --push-tenant-file FILE\n"
+		"                         with --push: send the tenant ID in FILE as\n"
+		"                         X-Scope-OrgID (else $CYGPROF_PUSH_TENANT)\n"
+		"      --push-basic-auth-file FILE\n"
+		"                         with --push: HTTP basic auth with USER:PASSWORD of\n"
+		"                         FILE, only its owner may read it (else\n"
+		"                         $CYGPROF_PUSH_BASIC_AUTH)\n"
 		"      --push-cacert FILE with --push: check an https server against the CA\n"
 		"                         certificates of FILE (PEM) instead of the system's\n"
 		"  -f, --force            also replace a regular file or symbolic link that is\n"
@@ -455,6 +462,8 @@ int cmd_record(int argc, char **argv)
 		{"app", required_argument, NULL, 1002},
 		{"label", required_argument, NULL, 1003},
 		{"push-token-file", required_argument, NULL, 1004},
+		{"push-tenant-file", required_argument, NULL, 1008},
+		{"push-basic-auth-file", required_argument, NULL, 1009},
 		{"push-cacert", required_argument, NULL, 1005},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -471,6 +480,7 @@ int cmd_record(int argc, char **argv)
 	uint64_t duration_ns = 0;
 	struct push_target pt = {.timeout_ms = 0};
 	const char *push_labels[PUSH_MAX_LABELS], *push_token = NULL;
+	const char *push_tenant = NULL, *push_basic = NULL;
 	size_t npush_labels = 0;
 	uint64_t push_ns = 0;
 	struct pusher *pusher = NULL;
@@ -622,6 +632,12 @@ int cmd_record(int argc, char **argv)
 		case 1004:
 			push_token = optarg;
 			break;
+		case 1008:
+			push_tenant = optarg;
+			break;
+		case 1009:
+			push_basic = optarg;
+			break;
 		case 1005:
 			if (access(optarg, R_OK))
 				cli_die(2, "record: --push-cacert %s: %s", optarg, strerror(errno));
@@ -649,9 +665,11 @@ int cmd_record(int argc, char **argv)
 		cli_die(2, "record: --send needs --token-file FILE");
 	if (token_file && !o.send_to)
 		cli_die(2, "record: --token-file goes with --send");
-	if (!pt.server && (push_ns || pt.app || npush_labels || push_token || pt.cacert))
-		cli_die(2, "record: --push-interval, --app, --label, --push-token-file and "
-			"--push-cacert go with --push URL");
+	if (!pt.server && (push_ns || pt.app || npush_labels || push_token || pt.cacert ||
+			   push_tenant || push_basic))
+		cli_die(2, "record: --push-interval, --app, --label, --push-token-file, "
+			"--push-tenant-file, --push-basic-auth-file and --push-cacert go with "
+			"--push URL");
 	/* record --push (docs/fleet.md): labels hostname, command, pid (the
 	 * program's, once started), then the given ones */
 	char push_host[300], push_cmd[300], push_pid[32], exe_name[256];
@@ -686,8 +704,7 @@ int cmd_record(int argc, char **argv)
 			push_label(&pt, "record", push_labels[i]);
 		if (!pt.app)
 			pt.app = exe_name;
-		if (push_token)
-			push_token_load(&pt, "record", push_token);
+		push_credentials(&pt, "record", push_token, push_tenant, push_basic);
 		o.interval_ns = push_ns ? push_ns : 10000000000ULL;
 	}
 	if (pt.server) {
@@ -721,6 +738,9 @@ int cmd_record(int argc, char **argv)
 		cli_output_lock("record", o.output);
 		check_space(o.output);
 	}
+	/* cygprof's credentials are not the program's (read above, or never) */
+	unsetenv(PUSH_ENV_TENANT);
+	unsetenv(PUSH_ENV_BASIC);
 	const char *rtname = o.memory ? "libcygprof-mem.so" : "libcygprof-cyg.so";
 	char *rt = cli_find_runtime(rtname);
 	if (!rt)
@@ -732,7 +752,7 @@ int cmd_record(int argc, char **argv)
 	rc = collector_record(&o, &r, err, sizeof err);
 	free(rt);
 	push_done(&o);
-	free(pt.token);
+	push_credentials_free(&pt);
 	if (o.send_to)
 		close(o.send_fd);
 	if (rc) {
@@ -766,6 +786,9 @@ int cmd_record(int argc, char **argv)
 		cli_warn("warning: %s: %s", o.send_to ? o.send_to : o.output, r.damaged);
 	cli_compact_warn(o.output, r.compact_err);
 	warn_unmatched(&o, r.calls);
+	char shn[400];
+	if (cli_sysheader_text(r.sysheader_calls, r.tree_calls, shn, sizeof shn))
+		cli_warn("warning: %s", shn);
 	if (!r.calls && !(o.memory && r.mem_events) && !r.samples)
 		cli_warn("warning: no instrumented function was called: build %s with "
 			 "-finstrument-functions%s", o.argv[0],

@@ -849,9 +849,15 @@ int cmd_report(int argc, char **argv)
 	} else {
 		struct view_overhead ov;
 		view_overhead(v, &ov);
+		char shn[400];
+		if (!o.print.no_times && cli_sysheader_note(v, shn, sizeof shn))
+			printf("Warning: %s.\n\n", shn);
+		/* overhead_floor_ns came with the calibration's second form: a
+		 * capture that has it was made by a recorder that calibrates */
 		if (!ov.present && !o.print.no_times)
 			printf("Times are as measured: this capture has no calibration of the hooks' "
-			       "cost (recorded before it existed).\n\n");
+			       "cost (%s).\n\n", ov.floor_ns > 0 ? "the runtime's measure of it did "
+			       "not complete" : "recorded before it existed");
 		clamp_note(v, &o);
 		p = load(v, &o, NULL, 0);
 		print_sections(v, p, &o);

@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "collector.h"
 #include "progress.h"
+#include "push.h"
 
 #define RT_CALLS "libcygprof-cyg.so"
 #define RT_MEMORY "libcygprof-mem.so"
@@ -285,6 +286,8 @@ void cli_check_env(void)
 		check_dir("CYGPROF_SAMPLES_DUMP", val, dirname(copy));
 		free(copy);
 	}
+	/* CYGPROF_PUSH_TENANT, CYGPROF_PUSH_BASIC_AUTH (push.c) */
+	push_check_env();
 	/* CYGPROF_RR_TICKS_FORCE_MISSING: any text (the reason shown);
 	 * CYGPROF_SHM_FD: record sets it for its program, whatever it was */
 }

@@ -35,7 +35,6 @@
 #define PUSH_TRIES 3
 #define PUSH_BACKOFF_MS 250
 #define PUSH_END_MS 15000
-#define PUSH_TOKEN_MAX 4096
 
 void push_url_check(const char *cmd, const char *opt, const char *url)
 {
@@ -88,46 +87,6 @@ void push_label(struct push_target *t, const char *cmd, const char *kv)
 	if (t->nlabels == PUSH_MAX_LABELS)
 		cli_die(2, "%s: more than %d labels", cmd, PUSH_MAX_LABELS);
 	t->label[t->nlabels++] = kv;
-}
-
-void push_token_load(struct push_target *t, const char *cmd, const char *file)
-{
-	char buf[PUSH_TOKEN_MAX + 2];
-	struct stat st;
-	ssize_t n;
-	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-
-	if (fd < 0)
-		cli_die(2, "%s: --push-token-file %s: %s", cmd, file, strerror(errno));
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		cli_die(2, "%s: --push-token-file %s: not a regular file", cmd, file);
-	}
-	if (st.st_mode & 077) {
-		close(fd);
-		cli_die(2, "%s: --push-token-file %s: others may read or write it (mode %04o): "
-			"chmod 600 it", cmd, file, (unsigned)(st.st_mode & 07777));
-	}
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n < 0)
-		cli_die(2, "%s: --push-token-file %s: %s", cmd, file, strerror(errno));
-	if (n > PUSH_TOKEN_MAX)
-		cli_die(2, "%s: --push-token-file %s: longer than %d bytes", cmd, file,
-			PUSH_TOKEN_MAX);
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		n--;
-	buf[n] = 0;
-	if (!n)
-		cli_die(2, "%s: --push-token-file %s: empty", cmd, file);
-	for (ssize_t i = 0; i < n; i++)
-		if ((unsigned char)buf[i] < 0x21 || (unsigned char)buf[i] == 0x7f)
-			cli_die(2, "%s: --push-token-file %s: a space or control character in "
-				"the token", cmd, file);
-	free(t->token);
-	t->token = strdup(buf);
-	if (!t->token)
-		cli_die(1, "%s: out of memory", cmd);
 }
 
 /* ---- one POST ----------------------------------------------------------- */
@@ -224,6 +183,33 @@ int push_send(const struct push_target *t, const void *gz, size_t len, uint64_t 
 		hdr = curl_slist_append(hdr, auth);
 		if (!hdr)
 			goto oom;
+	}
+	if (t->tenant) {
+		/* Pyroscope (and Grafana's other multi-tenant servers) in
+		 * multi-tenant mode: the tenant of every request */
+		char *org = NULL;
+		struct curl_slist *h2;
+
+		if (asprintf(&org, "X-Scope-OrgID: %s", t->tenant) < 0)
+			goto oom;
+		h2 = curl_slist_append(hdr, org);
+		free(org);
+		if (!h2)
+			goto oom;
+		hdr = h2;
+	}
+	if (t->basic) {
+		/* Grafana Cloud: the instance ID as user, a token as password */
+		const char *colon = strchr(t->basic, ':');
+		char *user = strndup(t->basic, (size_t)(colon - t->basic));
+
+		if (!user)
+			goto oom;
+		curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(h, CURLOPT_USERNAME, user);
+		curl_easy_setopt(h, CURLOPT_PASSWORD, colon + 1);
+		explicit_bzero(user, strlen(user));
+		free(user);
 	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_MIMEPOST, mime);

@@ -17,6 +17,8 @@ struct push_target {
 	const char *label[PUSH_MAX_LABELS]; /* KEY=VALUE, the defaults first */
 	size_t nlabels;
 	char *token;         /* the bearer token, NULL: none (owned) */
+	char *tenant;        /* X-Scope-OrgID, NULL: none (owned) */
+	char *basic;         /* basic auth USER:PASSWORD, NULL: none (owned) */
 	const char *cacert;  /* --push-cacert: the CAs to check the server with
 			      * (NULL: the system's) */
 	long timeout_ms;     /* per request */
@@ -29,9 +31,23 @@ void push_url_check(const char *cmd, const char *opt, const char *url);
 /* A --label KEY=VALUE added (a KEY given before is replaced); exits 2 on a
  * bad one.  The strings are borrowed. */
 void push_label(struct push_target *t, const char *cmd, const char *kv);
-/* The token of --push-token-file F: refused (exit 2, one line) unless only
- * its owner may read it, empty, or with control characters. */
-void push_token_load(struct push_target *t, const char *cmd, const char *file);
+/* The variables of the tenant and of basic auth (docs/fleet.md). */
+#define PUSH_ENV_TENANT "CYGPROF_PUSH_TENANT"
+#define PUSH_ENV_BASIC "CYGPROF_PUSH_BASIC_AUTH"
+
+/* The credentials of t, never from the command line: the bearer token of
+ * --push-token-file, the tenant (X-Scope-OrgID) of --push-tenant-file or
+ * CYGPROF_PUSH_TENANT, basic auth USER:PASSWORD of --push-basic-auth-file
+ * or CYGPROF_PUSH_BASIC_AUTH (a file given wins over its variable); NULL
+ * files: none.  Refused (exit 2, one line that never shows a secret): a
+ * secret's file others may read, an empty file, a control character,
+ * basic auth not USER:PASSWORD, a token and basic auth together. */
+void push_credentials(struct push_target *t, const char *cmd, const char *token_file,
+		      const char *tenant_file, const char *basic_file);
+/* The two variables checked (cli_check_env()): one line, exit 2. */
+void push_check_env(void);
+/* Wipe and free them. */
+void push_credentials_free(struct push_target *t);
 
 /* POST one gzip'd pprof for [from_s, until_s).  0 when the server took it;
  * else the HTTP status (>= 300) or -1 (no answer: connection, TLS,

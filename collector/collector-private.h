@@ -286,7 +286,7 @@ struct collector {
 	int in_checkpoint;    /* a checkpoint runs: collector_yield() may drain */
 	void *scratch[3];     /* checkpoint buffers kept between checkpoints */
 	size_t scratch_cap[3];
-	struct sigaction old_int, old_term; /* put back when the program is gone */
+	struct sigaction old_fwd[4]; /* SIGINT, SIGTERM, SIGQUIT, SIGHUP: put back when the program is gone */
 	struct counters *counters; /* counters.c: NULL without --counters and --memdump */
 	struct sampling *sampling; /* sampling.c: NULL without --sample (or when it is off) */
 	struct snapstate *snap;    /* snapshot.c: NULL without o->snapshot */
@@ -385,10 +385,14 @@ int collector_map(struct collector *c, uint64_t size, int *memfd, char *err, siz
 
 /* spawn.c: the open descriptors; fork and exec the program with the
  * runtime preloaded (returns its pid, or -1 with errno; *exec_errno set when
- * the exec failed); forward SIGINT and SIGTERM to it, and stop. */
+ * the exec failed); forward SIGINT, SIGTERM, SIGQUIT and SIGHUP sent to
+ * cygprof alone to it (not those its process group got), and stop. */
 int collector_list_fds(int **out, size_t *n);
 pid_t collector_spawn(struct collector *c, int memfd, const int *caller, size_t ncaller,
 		      int *exec_errno);
+/* The witness of the process group's signals (spawn.c), made once before
+ * the program starts. */
+void collector_witness_start(void);
 void collector_forward_signals(struct collector *c);
 void collector_forward_end(struct collector *c);
 

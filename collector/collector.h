@@ -199,6 +199,10 @@ struct collector_result {
 	 * compact_saved bytes of free pages were dropped (0: too few). */
 	int compact_err;
 	uint64_t compact_saved;
+	/* The calls of the capture's trees, and of those the functions
+	 * defined in system headers (view_sysheader_calls()): both 0 when
+	 * not told (sent, --time=sampled, an error). */
+	uint64_t sysheader_calls, tree_calls;
 };
 
 /** Run the program and record it.  Returns 0 when the capture was written

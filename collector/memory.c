@@ -110,7 +110,11 @@ static uint32_t shadow_prefix(struct collector *c, struct cthread *ct, uint32_t 
  * raw call path, then the return addresses (outermost first: library
  * frames between the instrumented code and the allocator, then the caller
  * of the allocator).  When the outermost return address lies in the
- * innermost function itself it replaces it (same function, exact line). */
+ * innermost function itself it replaces it (same function, exact line).
+ * When it lies in a caller into which the innermost function was inlined
+ * (Redis's zmalloc() inlines ztrymalloc_usable_internal(), which calls
+ * malloc), it is kept: with source lines it names the inlined function
+ * and its line; view_stack() without lines leaves it out. */
 static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t gid,
 			     const uint64_t *ring, uint64_t mask, uint64_t pos, unsigned nra)
 {
@@ -141,6 +145,10 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 		return (uint32_t)v;
 	}
 	if (gid != ct->root) {
+		/* the maps the runtime wrote, read now: the process may be
+		 * gone (a short one is drained after its end), and the names
+		 * below need them */
+		collector_proc_maps(c, ct->proc);
 		id = shadow_prefix(c, ct, gid);
 		if (id == UINT32_MAX) {
 			c->dmg.events++;

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "collector-private.h"
+#include "view.h"
 #include "net-proto.h"
 #include "net.h"
 
@@ -123,6 +124,19 @@ int collector_output_end(struct collector *c, struct netp_enc *enc, int rc, int 
 	const struct collector_opts *o = c->o;
 	int e;
 
+	/* the share of calls in system headers (record warns when most are
+	 * there), read through the writer's own handle: reopening the file
+	 * would map it again */
+	if (!rc && !o->send_to && !o->time_sampled) {
+		struct view_opts vo = {.debuginfo = c->dbg, .raw_times = 1};
+		struct view *v;
+
+		if (!view_new(c->cap, &vo, &v)) {
+			if (view_sysheader_calls(v, &res->sysheader_calls, &res->tree_calls))
+				res->sysheader_calls = res->tree_calls = 0;
+			view_close(v);
+		}
+	}
 	/* sealed: the file keeps only its live pages (a failure keeps it
 	 * whole, with a warning) */
 	if (!rc && !o->send_to && !o->no_compact)

@@ -208,6 +208,7 @@ int collector_record(const struct collector_opts *o, struct collector_result *re
 	}
 	if (rc)
 		goto fail;
+	collector_witness_start();
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	collector_forward_signals(&c);
 

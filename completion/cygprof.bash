@@ -198,7 +198,8 @@ _cygprof()
 	esac
 	case $prev in
 	-o | --output | -O | --output-of | --plot | --debug-dir | --symfs | --token-file | \
-	--push-token-file | --push-cacert)
+	--push-token-file | --push-tenant-file | --push-basic-auth-file | \
+	--push-cacert)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return
 		;;

@@ -68,8 +68,11 @@
 
 _Static_assert(CALIB_ROUNDS <= CALIB_MAX_ROUNDS, "cyg-calib-stats.h takes CALIB_MAX_ROUNDS");
 
-void __cyg_profile_func_enter(void *fn, void *site);
-void __cyg_profile_func_exit(void *fn, void *site);
+/* The runtime's own hooks (never another object's of the same name: a
+ * runtime loaded by record --attach), called through a pointer loaded at
+ * each call, as a program's calls go through its GOT. */
+static void (*volatile calib_enter)(void *, void *) = cyg__hook_enter;
+static void (*volatile calib_exit)(void *, void *) = cyg__hook_exit;
 
 /* The timeline ring of the calibration, for the first writer of this
  * process image: its offset, and the pid it belongs to (a fork child, or
@@ -82,9 +85,9 @@ static pid_t spare_pid;
  * (which would leave the frame first). */
 NOINSTR static __attribute__((noinline)) void calib_inner(void)
 {
-	__cyg_profile_func_enter((void *)calib_inner, __builtin_return_address(0));
+	calib_enter((void *)calib_inner, __builtin_return_address(0));
 	__asm__ volatile("" ::: "memory");
-	__cyg_profile_func_exit((void *)calib_inner, __builtin_return_address(0));
+	calib_exit((void *)calib_inner, __builtin_return_address(0));
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -96,10 +99,10 @@ NOINSTR static __attribute__((noinline)) void calib_empty(void)
 
 NOINSTR static __attribute__((noinline)) void calib_outer(unsigned k)
 {
-	__cyg_profile_func_enter((void *)calib_outer, __builtin_return_address(0));
+	calib_enter((void *)calib_outer, __builtin_return_address(0));
 	for (unsigned i = 0; i < k; i++)
 		calib_inner();
-	__cyg_profile_func_exit((void *)calib_outer, __builtin_return_address(0));
+	calib_exit((void *)calib_outer, __builtin_return_address(0));
 	__asm__ volatile("" ::: "memory");
 }
 

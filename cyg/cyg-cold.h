@@ -68,6 +68,10 @@ HIDDEN int cyg__attach(void);
  * process image's record (cyg_proc.calib_*); nothing under
  * CYG_F_NOCLOCK.  Called once the state is attached (cyg-calib.c). */
 HIDDEN void cyg__calibrate(void) COLD;
+/* __cyg_profile_func_enter/exit themselves, whoever else defines those
+ * names (cyg-hooks.c) */
+HIDDEN void cyg__hook_enter(void *fn, void *site);
+HIDDEN void cyg__hook_exit(void *fn, void *site);
 /* The timeline ring the calibration wrote (the run's size, its pages
  * faulted in), for the first writer of this process image to take: its
  * offset once, then 0 (0 also in another process, a fork child). */

@@ -41,7 +41,10 @@ Tests:
                  late one too); call paths start at main, worker or
                  late_worker (the seeds); meta attach_pid; attachme runs on
                  and exits 0; CPU samples were taken (work() has some) and
-                 the workers' 1 ms sleeps are their blocked time.
+                 the workers' 1 ms sleeps are their blocked time; the
+                 attached runtime calibrated its hooks (info's overhead:
+                 one image, 2000 calls, 11 rounds, plain mode, o_in and
+                 o_out above 0), so report has no "no calibration" line
   attach-twice   a second attach while the first runs (until SIGINT) is
                  refused with "already being profiled" (the runtime's
                  cygprof_attach_state read through /proc/PID/mem); after the
@@ -459,6 +462,17 @@ def test_run(ck, cyg, example, args):
         if data['cpu_sampler'] != 'timer':  # perf allowed here: switches tracked
             ck.check(fns.get('worker', {}).get('blocked_ns', 0) > 0,
                      'attached: the workers\' sleeps are blocked time: %r' % fns.get('worker'))
+        # the runtime loaded by dlopen calibrates its own hooks, not the
+        # program's libc's empty ones
+        ov = cygtest.info_json(ck, cyg, cap).get('overhead') or {}
+        ck.eq((ov.get('images'), ov.get('calls'), ov.get('rounds'), ov.get('mode')),
+              (1, 2000, 11, 'plain'), 'attached: the calibration (images, calls, rounds, mode)')
+        ck.check(ov.get('in_ns', 0) > 0 and ov.get('out_ns', 0) > 0,
+                 'attached: o_in and o_out measured: %r' % ov)
+        cp = run([cyg.exe, 'report', cap])
+        ck.check(cp.returncode == 0 and 'no calibration' not in cp.out,
+                 'attached: report does not say "no calibration" (%r)' %
+                 [ln for ln in cp.out.splitlines() if 'calibration' in ln])
     finally:
         if p.poll() is None:
             p.kill()

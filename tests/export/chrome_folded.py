@@ -53,6 +53,11 @@ Tests:
                   earlier chrome output is replaced without -f; -o - is
                   standard output for every format of one file (no file
                   named "-"), refused for gmon in one line; html -o - too
+  export-chrome-size-guard  big-prog (bigfilter.c) recorded with --timeline:
+                  its chrome trace (12004002 events) is refused in one line
+                  that suggests -F, and so is -F main (all of it); -F
+                  getCommand is estimated after the filter and written: 1000
+                  getCommand and 1000 lookup X events, nothing else
 """
 
 import collections
@@ -538,7 +543,22 @@ def test_full_disk(ck, cyg, example, args):
         subprocess.run(['umount', mnt])
 
 
+def test_size_guard(ck, cyg, example, args):
+    cap, _ = record(cyg, 'big.data', [args.big_prog], ['--timeline'])
+    for opts in ([], ['-F', 'main']):
+        what = 'export --format=chrome %s' % ' '.join(opts)
+        cp = export(cyg, cap, 'chrome', opts, ok=False)
+        expect_error(ck, cp, what, 1)
+        ck.check('(12004002 events)' in cp.err and 'past the' in cp.err and '-F' in cp.err,
+                 '%s: refused with the whole estimate, suggesting -F: %r' % (what, cp.err))
+    data, _ = chrome(ck, cyg, cap, ['-F', 'getCommand'])
+    xs = collections.Counter(e['name'] for e in data['traceEvents'] if e.get('ph') == 'X')
+    ck.eq(dict(xs), {'getCommand': 1000, 'lookup': 1000},
+          'export -F getCommand: the X events per function')
+
+
 TESTS = {
+    'export-chrome-size-guard': test_size_guard,
     'export-chrome-timeline': test_chrome_timeline,
     'export-chrome-counters': test_chrome_counters,
     'export-chrome-memory': test_chrome_memory,
@@ -560,10 +580,11 @@ def extra(ap):
     ap.add_argument('--mem-prog')
     ap.add_argument('--sampling-prog')
     ap.add_argument('--sanitize')
+    ap.add_argument('--big-prog')
 
 
 def call(fn, ck, cyg, example, args):
-    for k in ('threads', 'longrun', 'counters_prog', 'mem_prog', 'sampling_prog'):
+    for k in ('threads', 'longrun', 'counters_prog', 'mem_prog', 'sampling_prog', 'big_prog'):
         if getattr(args, k):
             setattr(args, k, os.path.abspath(getattr(args, k)))
     try:

@@ -516,8 +516,47 @@ def test_no_memory(ck, cyg, example, args):
         ck.eq(cp.out, '', 'nothing on stdout')
 
 
+def test_zmalloc(ck, cyg, example, args):
+    """tests/memory/zmalloc.c: Redis's zmalloc shape.  The allocation stacks
+    end in ztrymalloc_usable_internal, inlined or not, never in zmalloc
+    again below it (folded, and with source lines); its self figures and
+    the callers' totals are exact."""
+    exp = dict(args=[], status=0, stdout=[])
+    capture = record_memory(ck, cyg, example, exp)
+    cp = run([cyg.exe, 'export', '--format=folded', '--memory', 'allocated', capture])
+    ck.eq(cp.returncode, 0, 'export --format=folded --memory allocated: exit status')
+    folded = {}
+    for line in cp.out.splitlines():
+        stack, _, n = line.rpartition(' ')
+        folded[stack] = folded.get(stack, 0) + int(n)
+    ck.eq(folded, {'main;createObject;zmalloc;ztrymalloc_usable_internal': 1000,
+                   'main;createString;zmalloc_usable;ztrymalloc_usable_internal': 1000},
+          'the allocation stacks and their bytes')
+    for stack in folded:
+        names = stack.split(';')
+        ck.eq(len(names), len(set(names)), 'no function twice in %s' % stack)
+    data = memory_json(cyg, capture)
+    compare_functions(ck, data, {
+        'ztrymalloc_usable_internal': S(15, 2000, 15), 'zmalloc': S(0, 0, 0),
+        'zmalloc_usable': S(0, 0, 0), 'createObject': S(0, 0, 0),
+        'createString': S(0, 0, 0), 'main': S(0, 0, 0)}, SELF_KEYS, 'self figures')
+    compare_functions(ck, data, {
+        'ztrymalloc_usable_internal': T(15, 2000, 15), 'zmalloc': T(10, 1000, 10),
+        'zmalloc_usable': T(5, 1000, 5), 'createObject': T(10, 1000, 10),
+        'createString': T(5, 1000, 5), 'main': T(15, 2000, 15)}, TOTAL_KEYS, 'total figures')
+    ck.eq((data['totals']['allocations'], data['totals']['allocated_bytes'],
+           data['totals']['frees']), (15, 2000, 15), 'totals: allocations, bytes, frees')
+    # with source lines: the frames of the inlined function and its callers
+    st = memory_json(cyg, capture, ['--peak', '--top', '0'])
+    ck.eq(sorted((s['bytes'], [f['name'] for f in s['frames']]) for s in st['stacks']),
+          [(1000, ['ztrymalloc_usable_internal', 'zmalloc', 'createObject', 'main']),
+           (1000, ['ztrymalloc_usable_internal', 'zmalloc_usable', 'createString', 'main'])],
+          '--peak stacks with source lines (innermost first)')
+
+
 TESTS = {name: test_example(name) for name in EXPECT}
-TESTS.update({'report': test_report, 'no-memory': test_no_memory, 'order': test_order})
+TESTS.update({'report': test_report, 'no-memory': test_no_memory, 'order': test_order,
+              'zmalloc': test_zmalloc})
 
 
 def main():

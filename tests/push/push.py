@@ -24,6 +24,15 @@ examples/longrun.c (ROUNDS rounds of 100 ms: round_ once, work K times).
                  token is sent and taken; a wrong one (401) is one line
                  naming the status and the server's message, exit 4; a token
                  file of mode 0644 is refused in one line (exit 2), nothing sent
+  push-credentials  the tenant (X-Scope-OrgID) from --push-tenant-file or
+                 CYGPROF_PUSH_TENANT (the file wins), HTTP basic auth from
+                 --push-basic-auth-file or CYGPROF_PUSH_BASIC_AUTH, sent
+                 exactly, by push and record --push; a server that wants
+                 basic auth takes the right one and refuses a wrong one
+                 (401, exit 4); refused in one line, exit 2, nothing sent:
+                 a basic-auth file others may read, a value that is not
+                 USER:PASSWORD (never shown), a token with basic auth; the
+                 program record starts does not get the variables
   push-down      `record --push` to a closed port: the program runs to its
                  end (exit 0, its last line), one line says how many
                  intervals were dropped, info's push_dropped counts them
@@ -46,7 +55,9 @@ examples/longrun.c (ROUNDS rounds of 100 ms: round_ once, work K times).
                  up to the window's capture; the program runs on (skipped
                  where ptrace is refused)
 """
+import base64
 import gzip
+import subprocess
 import http.server
 import os
 import re
@@ -184,9 +195,11 @@ class Ingest:
     profile decoded); token: required bearer token; delay_s: before each
     answer."""
 
-    def __init__(self, token=None, delay_s=0.0, tls=None):
+    def __init__(self, token=None, delay_s=0.0, tls=None, basic=None):
         self.requests = []
         self.token = token
+        # basic: USER:PASSWORD required as HTTP basic auth
+        self.basic = base64.b64encode(basic.encode()).decode() if basic else None
         self.delay_s = delay_s
         self.lock = threading.Lock()
         self.cv = threading.Condition(self.lock)
@@ -202,10 +215,15 @@ class Ingest:
                 u = urllib.parse.urlsplit(self.path)
                 q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
                 req = {'path': u.path, 'query': q, 'auth': self.headers.get('Authorization'),
+                       'org': self.headers.get('X-Scope-OrgID'),
+                       'n_org': len(self.headers.get_all('X-Scope-OrgID') or []),
+                       'n_auth': len(self.headers.get_all('Authorization') or []),
                        'error': None, 'profile': None, 'bytes': len(body)}
                 if srv.delay_s:
                     time.sleep(srv.delay_s)
-                if srv.token and req['auth'] != 'Bearer ' + srv.token:
+                if srv.basic and req['auth'] != 'Basic ' + srv.basic:
+                    code, msg = 401, b'{"code":"unauthenticated","message":"invalid credentials"}'
+                elif srv.token and req['auth'] != 'Bearer ' + srv.token:
                     code, msg = 401, b'{"code":"unauthenticated","message":"invalid token"}'
                 else:
                     code, msg = 200, b''
@@ -424,6 +442,121 @@ def test_token(ck, cyg, example, args):
     ck.eq([r['status'] for r in reqs[:2]], [200, 401], 'the server\'s answers')
 
 
+def run_env(cmd, env):
+    """cmd with env added to (or, for None values, taken from) ours."""
+    full = dict(os.environ)
+    for k, v in env.items():
+        if v is None:
+            full.pop(k, None)
+        else:
+            full[k] = v
+    print('$ %s %s' % (' '.join('%s=%s' % kv for kv in env.items()), ' '.join(cmd)))
+    cp = subprocess.run(cmd, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        stdin=subprocess.DEVNULL, timeout=cygtest.TIMEOUT)
+    cp.out = cp.stdout.decode('utf-8', 'replace')
+    cp.err = cp.stderr.decode('utf-8', 'replace')
+    return cp
+
+
+def test_credentials(ck, cyg, example, args):
+    cap = os.path.join(cyg.workdir, 'cap.data')
+    cp = cyg.record(cap, [example, os.path.join(cyg.workdir, 'pid'), '1', '10'])
+    if cp.returncode != 0:
+        raise Failure('record failed: %s' % cp.err.strip())
+    w = cyg.workdir
+    files = {}
+    for name, text, mode in (('tenant', 'team-a\n', 0o644), ('basic', '123456:glc_s3cr=t\n', 0o600),
+                             ('wrongbasic', '123456:nope\n', 0o600),
+                             ('loosebasic', '123456:glc_s3cr=t\n', 0o640),
+                             ('token', 'tok\n', 0o600)):
+        files[name] = os.path.join(w, name)
+        with open(files[name], 'w') as f:
+            f.write(text)
+        os.chmod(files[name], mode)
+    clean = {'CYGPROF_PUSH_TENANT': None, 'CYGPROF_PUSH_BASIC_AUTH': None}
+    b64 = 'Basic ' + base64.b64encode(b'123456:glc_s3cr=t').decode()
+    srv = Ingest(basic='123456:glc_s3cr=t')
+    try:
+        push = [cyg.exe, 'push', '--server', srv.url]
+        # (what, command, environment, tenant sent)
+        good = [
+            ('files', push + ['--push-tenant-file', files['tenant'],
+                              '--push-basic-auth-file', files['basic'], cap], {}, 'team-a'),
+            ('variables', push + [cap], {'CYGPROF_PUSH_TENANT': 'env-tenant',
+                                         'CYGPROF_PUSH_BASIC_AUTH': '123456:glc_s3cr=t'},
+             'env-tenant'),
+            ('a file wins over its variable',
+             push + ['--push-tenant-file', files['tenant'], '--push-basic-auth-file',
+                     files['basic'], cap],
+             {'CYGPROF_PUSH_TENANT': 'env-tenant', 'CYGPROF_PUSH_BASIC_AUTH': '9:wrong'},
+             'team-a'),
+        ]
+        for what, cmd, env, tenant in good:
+            n = len(srv.taken())
+            cp = run_env(cmd, dict(clean, **env))
+            ck.eq(cp.returncode, 0, '%s: exit status (%s)' % (what, cp.err.strip()))
+            reqs = srv.taken()[n:]
+            ck.eq([(r['org'], r['n_org'], r['auth'], r['n_auth'], r['status']) for r in reqs],
+                  [(tenant, 1, b64, 1, 200)],
+                  '%s: X-Scope-OrgID, basic auth, each once, taken' % what)
+        n = len(srv.taken())
+        cp = run_env(push + ['--push-basic-auth-file', files['wrongbasic'], cap], clean)
+        cygtest.expect_error(ck, cp, 'wrong basic auth', 4)
+        ck.check('401' in cp.err and 'invalid credentials' in cp.err and 'nope' not in cp.err,
+                 'wrong basic auth: the status and the server\'s message, no password (%r)'
+                 % cp.err)
+        ck.eq([r['auth'] for r in srv.taken()[n:]],
+              ['Basic ' + base64.b64encode(b'123456:nope').decode()], 'wrong basic auth: sent')
+        n = len(srv.taken())
+        refused = [
+            ('basic-auth file of mode 0640', push + ['--push-basic-auth-file',
+                                                     files['loosebasic'], cap], {}, '0640'),
+            ('CYGPROF_PUSH_BASIC_AUTH without a colon', push + [cap],
+             {'CYGPROF_PUSH_BASIC_AUTH': 'glc_s3cr'}, 'not USER:PASSWORD'),
+            ('CYGPROF_PUSH_BASIC_AUTH with an empty user', push + [cap],
+             {'CYGPROF_PUSH_BASIC_AUTH': ':glc_s3cr'}, 'not USER:PASSWORD'),
+            ('CYGPROF_PUSH_TENANT with a space', push + [cap],
+             {'CYGPROF_PUSH_TENANT': 'team a'}, 'space'),
+            ('a token and basic auth', push + ['--push-token-file', files['token'],
+                                               '--push-basic-auth-file', files['basic'], cap],
+             {}, 'give one'),
+            ('a bad variable refused by any command',
+             [cyg.exe, 'info', cap], {'CYGPROF_PUSH_BASIC_AUTH': 'glc_s3cr'}, 'USER:PASSWORD'),
+            ('record --push-basic-auth-file of mode 0640',
+             [cyg.exe, 'record', '-o', os.path.join(w, 'r.data'), '--push', srv.url,
+              '--push-basic-auth-file', files['loosebasic'], '--', example,
+              os.path.join(w, 'pid3'), '1', '1'], {}, '0640'),
+        ]
+        for what, cmd, env, why in refused:
+            cp = run_env(cmd, dict(clean, **env))
+            cygtest.expect_error(ck, cp, what, 2)
+            ck.check(why in cp.err and 'glc_s3cr' not in cp.err,
+                     '%s: the line says %r, never the secret (%r)' % (what, why, cp.err))
+        ck.eq(len(srv.taken()), n, 'nothing sent when refused')
+        ck.check(not os.path.exists(os.path.join(w, 'pid3')), 'record refused: the program never ran')
+        # record --push: the headers of every interval; the program does
+        # not get the variables
+        envf = os.path.join(w, 'env.txt')
+        n = len(srv.taken())
+        cp = run_env([cyg.exe, 'record', '-o', os.path.join(w, 'r.data'), '--push', srv.url,
+                      '--', 'sh', '-c', 'env > "$0"; exec "$@"', envf, example,
+                      os.path.join(w, 'pid4'), '1', '10'],
+                     {'CYGPROF_PUSH_TENANT': 'env-tenant',
+                      'CYGPROF_PUSH_BASIC_AUTH': '123456:glc_s3cr=t'})
+        ck.eq(cp.returncode, 0, 'record --push with the variables: exit status (%s)' % cp.err)
+        reqs = srv.taken()[n:]
+        ck.check(len(reqs) >= 1, 'record --push: pushed (%d)' % len(reqs))
+        ck.eq(sorted(set((r['org'], r['n_org'], r['auth'], r['n_auth'], r['status'])
+                         for r in reqs)), [('env-tenant', 1, b64, 1, 200)],
+              'record --push: X-Scope-OrgID and basic auth in every request')
+        with open(envf) as f:
+            penv = f.read()
+        ck.check('CYGPROF_PUSH_' not in penv, 'the program\'s environment has no '
+                 'CYGPROF_PUSH_* (%r)' % [v for v in penv.splitlines() if 'CYGPROF' in v])
+    finally:
+        srv.close()
+
+
 def test_down(ck, cyg, example, args):
     cap = os.path.join(cyg.workdir, 'cap.data')
     url = 'http://127.0.0.1:%d' % closed_port()
@@ -621,6 +754,7 @@ def test_options(ck, cyg, example, args):
 TESTS = {    'push-oneshot': test_oneshot,
     'push-interval': test_interval,
     'push-token': test_token,
+    'push-credentials': test_credentials,
     'push-down': test_down,
     'push-slow': test_slow,
     'push-attach': test_attach,

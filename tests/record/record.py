@@ -28,12 +28,21 @@ Tests (meson names record-TEST, -O0/-O2 where the example is built twice):
                    (when, what is kept, the program's status), exit 1; the
                    capture reads and says why it ended (meta "ended")
   clock            the capture's clock (meta clock_start, clock_end)
+  sigint-group     (EXAMPLE: tests/record/sigcount.c) record and the program
+                   in a process group of their own: SIGINT to the group 20
+                   times, and a terminal's Ctrl-C, reach the program once
+                   each (record does not send them again); SIGINT to record
+                   alone still reaches it, once
 """
 
+import fcntl
 import json
 import os
+import pty
 import re
+import signal
 import subprocess
+import termios
 import sys
 import time
 
@@ -209,6 +218,96 @@ def signal_test(sig, handle):
                  'info: the capture holds its command (%r)' % info.get('meta'))
         ck.eq([p_['end'] for p_ in info.get('processes', [])], exp['ends'], 'info: process end')
     return t
+
+
+def sig_bits(pid, keys):
+    """The union of the signal masks keys ('SigPnd', ...) of pid's status."""
+    bits = 0
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            for line in f:
+                k, _, v = line.partition(':')
+                if k in keys:
+                    bits |= int(v.strip(), 16)
+    except OSError:
+        pass
+    return bits
+
+
+def settled(pid, sig):
+    """sig neither pending at pid nor blocked there (a handler running for
+    it blocks it): whatever pid does on sig is done."""
+    return not sig_bits(pid, ('SigPnd', 'ShdPnd', 'SigBlk')) & (1 << (sig - 1))
+
+
+def test_sigint_group(ck, cyg, example):
+    def one(tag, how):
+        capture = os.path.join(cyg.workdir, 'sig.data')
+        stop = os.path.join(cyg.workdir, 'stop')
+        for f in (capture, stop):
+            if os.path.exists(f):
+                os.unlink(f)
+        cmd = [cyg.exe, 'record', '-q', '-o', capture, '--', example, stop]
+        master = None
+        if how == 'tty':
+            # the terminal's Ctrl-C: record leads a session whose
+            # controlling terminal is a pseudo-terminal; ^C written to
+            # its master sends SIGINT (si_code SI_KERNEL) to the group
+            master, slave = pty.openpty()
+
+            def ctty():
+                os.setsid()
+                fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+            p = subprocess.Popen(cmd, cwd=cyg.workdir, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, stdin=slave, preexec_fn=ctty)
+            os.close(slave)
+        else:
+            p = subprocess.Popen(cmd, cwd=cyg.workdir, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                 preexec_fn=os.setpgrp)
+        try:
+            ck.eq(read_line(p, 30), 'sigcount: ready', '%s: the program\'s "ready" line' % tag)
+            prog = [k for k in children(p.pid) if os.path.exists('/proc/%d/exe' % k) and
+                    os.path.realpath('/proc/%d/exe' % k) == os.path.realpath(example)]
+            if how == 'group':
+                os.killpg(p.pid, signal.SIGINT)
+            elif how == 'alone':
+                p.send_signal(signal.SIGINT)
+            else:
+                os.write(master, b'\x03')
+            ck.eq(read_line(p, 30), 'sigcount: got', '%s: the program got SIGINT' % tag)
+            # record's handler has run (and sent whatever it sends), and
+            # the program has taken whatever was sent: then stop it
+            end = time.monotonic() + 30
+            while not (settled(p.pid, signal.SIGINT) and
+                       all(settled(k, signal.SIGINT) for k in prog)):
+                if time.monotonic() > end:
+                    raise Failure('%s: SIGINT still pending or handled at record (%s) or the '
+                                  'program after 30 s' % (tag, proc_status(p.pid, (
+                                      'SigPnd', 'ShdPnd', 'SigBlk'))))
+                time.sleep(0.001)
+            with open(stop, 'w'):
+                pass
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            if master is not None:
+                os.close(master)
+        ck.eq(out.decode('utf-8', 'replace').splitlines(), ['sigcount: sigint=1'],
+              '%s: the program got SIGINT exactly once' % tag)
+        ck.eq(p.returncode, 0, '%s: record exit status (stderr: %r)' % (tag, err))
+        return capture
+
+    for i in range(20):
+        capture = one('group kill %d' % (i + 1), 'group')
+    data, _ = cyg.report_json(capture, ck)
+    calls = {f['name']: f['calls'] for f in data['functions']}
+    ck.eq((calls.get('main'), calls.get('on_sigint'), calls.get('wait_stop')), (1, 1, 1),
+          'calls of main, on_sigint, wait_stop')
+    one('kill of record alone', 'alone')
+    one('Ctrl-C on a terminal', 'tty')
 
 
 def many_threads_test(total, wave, k):
@@ -463,6 +562,7 @@ TESTS.update({
     'errors-output': test_errors_output,
     'disk-full': test_disk_full,
     'clock': test_clock,
+    'sigint-group': test_sigint_group,
 })
 
 

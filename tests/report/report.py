@@ -29,6 +29,13 @@ Tests (meson names report-TEST):
                    first, --sort calls puts fast first, --min-percent 50
                    hides fast and says so; JSON in the same order;
                    --color=always marks slow's share, never and a pipe do not
+  sysheaders       (EXAMPLE: tests/report/stl.cpp, --excluded: the same
+                   built with -finstrument-functions-exclude-file-list=
+                   /usr/include) the STL instrumented: record's summary is
+                   followed by one warning, report's header has one, both
+                   giving the share of the calls not main's or fill's (the
+                   STL's, in /usr/include) and naming the option; built
+                   with it: main 1, fill 20, 21 calls, no warning
 """
 
 import json
@@ -444,8 +451,46 @@ def test_flat(ck, cyg, example):
                   '--tree: %s\'s share of main\'s time, to 0.01%%' % name)
 
 
+def test_sysheaders(ck, cyg, example, args):
+    stl = os.path.join(cyg.workdir, 'stl.data')
+    cp = cyg.record(stl, [example])
+    ck.eq(cp.returncode, 0, 'record of the STL build: exit status (%s)' % cp.err.strip())
+    data, _ = cyg.report_json(stl, ck)
+    calls = {f['name']: f['calls'] for f in data['functions']}
+    ck.eq(calls.get('main'), 1, 'calls of main')
+    fill = [n for n in calls if n.startswith('fill(')]
+    ck.eq([calls[n] for n in fill], [20], 'calls of fill()')
+    total = sum(calls.values())
+    ck.check(total > 1000000, 'the STL\'s calls are recorded (%d calls)' % total)
+    pct = (total - 21) * 100 // total
+    want = ('%d%% of the calls are of functions defined in system headers (/usr/include, '
+            'such as the STL\'s templates), where the hooks cost more than the functions '
+            'themselves: their times are not trustworthy; build with '
+            '-finstrument-functions-exclude-file-list=/usr/include' % pct)
+    lines = [ln for ln in cp.err.splitlines() if ln.strip()]
+    ck.eq(lines[1:], ['cygprof: warning: ' + want], 'record: the summary, then the warning')
+    cp = run([cyg.exe, 'report', stl])
+    ck.eq([ln for ln in cp.out.splitlines() if 'system headers' in ln], ['Warning: %s.' % want],
+          'report: the warning in the header')
+    ck.check(cp.out.index('Warning: ') < cp.out.index('Flat profile'),
+             'report: the warning comes before the flat profile')
+
+    excl = os.path.join(cyg.workdir, 'excl.data')
+    cp = cyg.record(excl, [os.path.abspath(args.excluded)])
+    ck.eq(cp.returncode, 0, 'record of the build excluding /usr/include: exit status')
+    lines = [ln for ln in cp.err.splitlines() if ln.strip()]
+    ck.check(len(lines) == 1 and ' 21 calls' in lines[0],
+             'record: 21 calls, the summary alone (%r)' % lines)
+    data, _ = cyg.report_json(excl, ck)
+    calls = {f['name']: f['calls'] for f in data['functions'] if f['calls']}
+    ck.eq(sorted(calls.values()), [1, 20], 'excluded: calls of main and fill (%r)' % calls)
+    cp = run([cyg.exe, 'report', excl])
+    ck.check('system headers' not in cp.out, 'excluded: report has no warning')
+
+
 TESTS = {
     'flat': test_flat,
+    'sysheaders': test_sysheaders,
     'errors': test_errors_report,
     'replay': test_replay,
     'info-forkexec': test_info_forkexec,
@@ -457,7 +502,10 @@ TESTS = {
 
 def main():
     return driver_main(TESTS, 'report', __doc__,
-                       call=lambda fn, ck, cyg, example, args: fn(ck, cyg, example))
+                       extra=lambda ap: ap.add_argument('--excluded'),
+                       call=lambda fn, ck, cyg, example, args:
+                       fn(ck, cyg, example, args) if fn is test_sysheaders
+                       else fn(ck, cyg, example))
 
 
 if __name__ == '__main__':
