@@ -179,14 +179,13 @@ struct mem5_enc {
 	uint64_t prev_addr;
 	uint32_t nallocs, nfrees, npairs;
 	uint32_t until_check; /* events that fit before mem5_len() is asked again */
-	uint32_t nbin[MEM5_BINS]; /* frees of each class */
 	/* the allocations and frees last seen at each slot (by a hash of the
 	 * address): ord 1-based, valid only when gen is the block's (so that
 	 * a new block starts with none without clearing 720 KB: that evicted
 	 * the collector's caches at every block) */
 	struct { uint64_t addr, size; uint32_t ord, gen; } alloc[MEM5_CACHE];
-	struct { uint64_t addr; uint32_t ord, bord, bin, gen; } freed[MEM5_CACHE]; /* of the
-		* frees: ord among all, bord among its class's */
+	struct { uint64_t addr; uint32_t ord, gen; } freed[MEM5_CACHE]; /* of the
+		* frees: ord among all */
 	uint32_t gen; /* the open block's, from 1 */
 	/* the block's (size, stack) table: open addressing, mask + 1 slots */
 	struct mem5_pair_slot { uint64_t size; uint32_t stack, idx; } *pair; /* idx + 1, 0 empty */
@@ -425,7 +424,6 @@ static void mem5_enc_reset(struct mem5_enc *m)
 	m->prev_addr = 0;
 	m->nallocs = m->nfrees = m->npairs = 0;
 	m->until_check = 0;
-	memset(m->nbin, 0, sizeof(m->nbin));
 	if (++m->gen == 0) { /* after 4 G blocks: clear them once */
 		memset(m->alloc, 0, sizeof(m->alloc));
 		memset(m->freed, 0, sizeof(m->freed));
@@ -640,11 +638,8 @@ static inline __attribute__((always_inline)) void mem5_event(struct mem5_enc *m,
 	if (e->op != CYGPROF_MEM_ALLOC) {
 		bin = form == MEM5_FORM_REF ? capture_mem5_bin(m->alloc[h].size) : MEM5_BIN_NONE;
 		m->nfrees++;
-		m->nbin[bin]++;
 		m->freed[h].addr = e->addr;
 		m->freed[h].ord = m->nfrees;
-		m->freed[h].bord = m->nbin[bin];
-		m->freed[h].bin = bin;
 		m->freed[h].gen = m->gen;
 		mem5_free_add(m, bin);
 		return;
