@@ -43,6 +43,7 @@ struct wlive {
 	uint32_t cap; /* words of w and nodes of t */
 	uint32_t nt;  /* the words the tree counts */
 	uint32_t last; /* the word of the last ord added */
+	uint32_t top;  /* that ord */
 	uint32_t n;   /* live ones */
 };
 
@@ -110,6 +111,7 @@ static void wlive_add(struct wlive *l, uint32_t o)
 	l->w[o >> 6] |= 1ull << (o & 63);
 	l->n++;
 	l->last = o >> 6;
+	l->top = o;
 	while (l->nt + MEM5_TAIL < l->last) {
 		wlive_tree_add(l, l->nt, (int)popc(l->w[l->nt]));
 		l->nt++;
@@ -134,6 +136,8 @@ static uint32_t wlive_rank(const struct wlive *l, uint32_t o)
 {
 	uint32_t word = o >> 6, s, i;
 
+	if (o == l->top) /* the last one (a free of what was just allocated) */
+		return 1;
 	if (word == l->last) /* the most recent ones */
 		return popc(l->w[word] >> (o & 63));
 	if (l->last - word <= MEM5_TAIL) {
@@ -154,7 +158,7 @@ static void wlive_reset(struct wlive *l)
 		memset(l->w, 0, ((size_t)l->last + 1) * sizeof(*l->w));
 		memset(l->t, 0, ((size_t)l->cap + 1) * sizeof(*l->t));
 	}
-	l->n = l->nt = l->last = 0;
+	l->n = l->nt = l->last = l->top = 0;
 }
 
 /* The columns of the open schema 5 memory block of one thread. */
@@ -552,6 +556,8 @@ static uint64_t mem5_claim_rank(const struct mem5_enc *m, uint32_t o, unsigned i
 {
 	uint32_t i = m->ftail[bin], k;
 
+	if (i == o) /* the last free of its class (what allocators hand out) */
+		return 2;
 	if (o <= m->fl_cap && !m->fl[o].claimed && m->fl[o].bin == bin)
 		for (k = 1; i && k <= MEM5_CLAIM_MAX; k++, i = m->fl[i].prev)
 			if (i == o)
@@ -574,6 +580,17 @@ static void mem5_claim(struct mem5_enc *m, uint32_t o)
 		m->ftail[f->bin] = f->prev;
 	if (f->prev)
 		m->fl[f->prev].next = f->next;
+}
+
+/* The same for free o, the last unclaimed one of its class bin. */
+static inline void mem5_claim_last(struct mem5_enc *m, uint32_t o, unsigned int bin)
+{
+	uint32_t p = m->fl[o].prev;
+
+	m->fl[o].claimed = 1;
+	m->ftail[bin] = p;
+	if (p)
+		m->fl[p].next = 0;
 }
 
 /* The bytes of a varint of bit length k (0 to 64). */
@@ -620,10 +637,12 @@ static inline __attribute__((always_inline)) void mem5_event(struct mem5_enc *m,
 	}
 	if (ref && (ref < 0x80 || varint_len(ref) <= varint_len(d))) {
 		form = MEM5_FORM_REF;
-		if (e->op == CYGPROF_MEM_ALLOC)
-			mem5_claim(m, m->freed[h].ord);
-		else
+		if (e->op != CYGPROF_MEM_ALLOC)
 			wlive_del(&m->lv, o);
+		else if (ref == 2) /* the last of its class's list: off its end */
+			mem5_claim_last(m, m->freed[h].ord, bin);
+		else
+			mem5_claim(m, m->freed[h].ord);
 	}
 	hdr = (uint64_t)e->flags << MEM5_FLAGS_SHIFT | form << MEM5_FORM_SHIFT |
 	      (uint64_t)e->fn << MEM_HDR_FN_SHIFT | e->op;
