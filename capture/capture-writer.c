@@ -839,7 +839,13 @@ static int block_value(struct cygprof_capture *cap, uint32_t count, uint64_t fir
 	struct cbuf *z = &cap->zbuf;
 	size_t bound, zn;
 	uint8_t *out;
+	void *zc = cap->zc;
 
+	if (level == CAPTURE_MEM5_ZSTD_LEVEL && level != CAPTURE_ZSTD_LEVEL && !cap->stream) {
+		if (!cap->zc_mem && !(cap->zc_mem = ZSTD_createCCtx()))
+			return -ENOMEM;
+		zc = cap->zc_mem;
+	}
 	bound = cap->stream ? ZSTORED_HDR + n + 3 * (n / ZSTORED_BLOCK + 1) : ZSTD_compressBound(n);
 	z->len = 0;
 	out = cbuf_grow(z, CAPTURE_ZBLOCK_HDR + bound);
@@ -853,7 +859,7 @@ static int block_value(struct cygprof_capture *cap, uint32_t count, uint64_t fir
 	if (cap->stream)
 		zn = zstored(out + CAPTURE_ZBLOCK_HDR, raw, n);
 	else
-		zn = ZSTD_compressCCtx(cap->zc, out + CAPTURE_ZBLOCK_HDR, bound, raw, n, level);
+		zn = ZSTD_compressCCtx(zc, out + CAPTURE_ZBLOCK_HDR, bound, raw, n, level);
 	if (ZSTD_isError(zn))
 		return -EIO;
 	z->len = CAPTURE_ZBLOCK_HDR + zn;
