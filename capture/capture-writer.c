@@ -1739,11 +1739,15 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 		return 0;
 	if (!ev)
 		return -EINVAL;
+	/* one pass over the events (a second one for the times was a tenth
+	 * of the collector's work on a malloc/free loop): the times in order
+	 * here, the first after the thread's last in timed_check() */
 	for (i = 0; i < n; i++)
 		if (ev[i].op > CYGPROF_MEM_FREE || ev[i].fn >= CYGPROF_FN_COUNT ||
-		    (ev[i].op == CYGPROF_MEM_FREE && (ev[i].size || ev[i].stack)))
+		    (ev[i].op == CYGPROF_MEM_FREE && (ev[i].size | ev[i].stack)) ||
+		    (i && ev[i].ts_ns < ev[i - 1].ts_ns))
 			return -EINVAL;
-	rc = timed_check(cap, STREAM_MEM, thread_idx, ev, n, sizeof(*ev),
+	rc = timed_check(cap, STREAM_MEM, thread_idx, ev, 1, sizeof(*ev),
 			 offsetof(struct cygprof_mem_event, ts_ns), &p);
 	if (rc)
 		return rc;
