@@ -167,7 +167,8 @@ struct mem5_enc {
 	 * LEN stream, a byte a value, and its MANT stream in mant[] */
 	struct cbuf col[MEM5_COL_COUNT];
 	struct bitw mant[MEM5_COL_COUNT];
-	uint32_t nval[MEM5_COL_COUNT]; /* values in each column */
+	/* (a column's values are not counted apart: HDR has nev, a split
+	 * column a LEN byte each) */
 	uint32_t hcnt[128];            /* HDR: the events of each one-byte header */
 	/* DT and RUN in each unit u: 0 ns, else 10^u us (E = u); which one is
 	 * stored is decided when the block is written */
@@ -290,7 +291,6 @@ static inline void bits_put(struct bitw *w, uint64_t r, unsigned int m)
 /* The value v at the end of column c. */
 static inline void col_put(struct mem5_enc *m, unsigned int c, uint64_t v)
 {
-	m->nval[c]++;
 	uput_var(&m->col[c], v);
 }
 
@@ -302,7 +302,6 @@ static inline __attribute__((always_inline)) void split_put(struct mem5_enc *m, 
 	unsigned int k = v ? 64 - (unsigned int)__builtin_clzll(v) : 0;
 	uint64_t r;
 
-	m->nval[c]++;
 	m->col[c].p[m->col[c].len++] = (uint8_t)k;
 	if (k < 2)
 		return;
@@ -414,7 +413,7 @@ static void mem5_enc_reset(struct mem5_enc *m)
 	unsigned int c;
 
 	for (c = 0; c < MEM5_COL_COUNT; c++) {
-		m->col[c].len = m->nval[c] = 0;
+		m->col[c].len = 0;
 		m->mant[c].b.len = 0;
 		m->mant[c].acc = 0;
 		m->mant[c].nb = 0;
@@ -515,8 +514,8 @@ size_t mem5_enc_len(const struct mem5_enc *m)
 
 	/* a split column: a byte a value and the MANT bits */
 	for (c = 0; c < MEM5_COL_COUNT; c++)
-		n += MEM5_SPLIT_COLS >> c & 1 ? m->nval[c] + bits_len(&m->mant[c]) : m->col[c].len;
-	n += m->nval[MEM5_COL_HDR] / 4 + 1 + 32; /* HDR packed: 2 bits more at most, a palette */
+		n += MEM5_SPLIT_COLS >> c & 1 ? m->col[c].len + bits_len(&m->mant[c]) : m->col[c].len;
+	n += m->nev / 4 + 1 + 32; /* HDR packed: 2 bits more at most, a palette */
 	for (c = 0; c < MEM5_UNITS; c++)
 		n += m->tdt[c].len + m->trun[c].len;
 	return n;
@@ -836,7 +835,7 @@ int mem5_enc_block(struct mem5_enc *m, struct cbuf *b, uint32_t count, uint64_t 
 	tn[1] = put_varint(tail[1], m->nev - m->run_at[u]);
 	b->len = 0;
 	pack = mem5_pack_hdr(m, m->col[MEM5_COL_HDR].p, m->col[MEM5_COL_HDR].len,
-			     m->nval[MEM5_COL_HDR]);
+			     m->nev);
 	put_var(b, (ns ? MEM5_BLOCK_NS : (uint64_t)u << MEM5_BLOCK_UNIT_SHIFT) | MEM5_BLOCK_SPLIT |
 			   MEM5_BLOCK_CLAIM | MEM5_BLOCK_LIVE | (pack ? MEM5_BLOCK_PACK : 0));
 	for (c = 0; c < MEM5_COL_COUNT; c++) {
@@ -845,7 +844,7 @@ int mem5_enc_block(struct mem5_enc *m, struct cbuf *b, uint32_t count, uint64_t 
 			put_var(b, m->hs[1].len);
 			put_var(b, m->hs[2].len);
 		} else if (MEM5_SPLIT_COLS >> c & 1) {
-			put_var(b, m->nval[c]);
+			put_var(b, m->col[c].len);
 			put_var(b, bits_len(&m->mant[c]));
 		} else {
 			put_var(b, c == MEM5_COL_DT    ? dt->len + tn[0]
