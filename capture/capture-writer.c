@@ -1739,8 +1739,8 @@ int cygprof_capture_append_mem(struct cygprof_capture *cap, uint32_t thread_idx,
 		return 0;
 	if (!ev)
 		return -EINVAL;
-	/* one pass over the events (a second one for the times was a tenth
-	 * of the collector's work on a malloc/free loop): the times in order
+	/* one pass over the events (a second one for the times was 5% of
+	 * the collector's samples on a malloc/free loop): the times in order
 	 * here, the first after the thread's last in timed_check() */
 	for (i = 0; i < n; i++)
 		if (ev[i].op > CYGPROF_MEM_FREE || ev[i].fn >= CYGPROF_FN_COUNT ||
