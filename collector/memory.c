@@ -111,8 +111,10 @@ static uint32_t shadow_prefix(struct collector *c, struct cthread *ct, uint32_t 
  * frames between the instrumented code and the allocator, then the caller
  * of the allocator).  When the outermost return address lies in the
  * innermost function itself it replaces it (same function, exact line). */
-static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t gid,
-			     const uint64_t *ring, uint64_t mask, uint64_t pos, unsigned nra)
+static __attribute__((noinline)) uint32_t shadow_stack_slow(struct collector *c,
+							     struct cthread *ct, uint32_t gid,
+							     const uint64_t *ring, uint64_t mask,
+							     uint64_t pos, unsigned nra)
 {
 	uint64_t key = hash3(gid, nra, 0x5a5a), v, ras[64];
 	uint32_t proc = proc_idx_of(c, ct), id = 0;
@@ -163,8 +165,27 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 	return id;
 }
 
-static void push_mev(struct collector *c, struct cthread *ct, unsigned op, unsigned fn,
-		     uint64_t addr, uint64_t size, uint32_t stack)
+/* shadow_stack_slow()'s cache, inline: an allocation from the same
+ * function and return address as one before (most of them) costs a few
+ * loads here, not a call that saves and restores registers */
+static inline uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t gid,
+				    const uint64_t *ring, uint64_t mask, uint64_t pos,
+				    unsigned nra)
+{
+	if (nra == 1 && ct->sc) {
+		uint64_t ra = RD(ring[pos & mask]);
+		size_t slot = (size_t)((gid * 0x9E3779B1u) ^ (ra >> 2)) & 1023;
+
+		if (ct->sc[slot].gid == gid && ct->sc[slot].ra == ra && ct->sc[slot].id)
+			return ct->sc[slot].id;
+	}
+	return shadow_stack_slow(c, ct, gid, ring, mask, pos, nra);
+}
+
+static inline __attribute__((always_inline)) void push_mev(struct collector *c,
+							   struct cthread *ct, unsigned op,
+							   unsigned fn, uint64_t addr,
+							   uint64_t size, uint32_t stack)
 {
 	if (ct->nmev == ct->capmev) {
 		size_t cap = ct->capmev ? ct->capmev * 2 : 4096;
