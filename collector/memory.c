@@ -212,8 +212,10 @@ static inline __attribute__((always_inline)) void push_mev(struct collector *c,
 	e->flags = 0;
 }
 
-uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uint64_t *ring,
-			      uint64_t mask, uint64_t pos, uint64_t w)
+static inline __attribute__((always_inline)) uint64_t mem_record(struct collector *c,
+								   struct cthread *ct,
+								   const uint64_t *ring, uint64_t mask,
+								   uint64_t pos, uint64_t w)
 {
 #define WORD(i) RD(ring[(pos + (i)) & mask])
 	switch (cyg_x_sub(w)) {
@@ -253,6 +255,24 @@ uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uin
 		return 1;
 	}
 #undef WORD
+}
+
+uint64_t collector_mem_records(struct collector *c, struct cthread *ct, const uint64_t *ring,
+			       uint64_t mask, uint64_t tail, uint64_t head)
+{
+	while (tail != head) {
+		uint64_t w = RD(ring[tail & mask]), len;
+		unsigned sub = cyg_x_sub(w);
+
+		if (cyg_ev_kind(w) != CYG_EV_EXT || sub == CYG_X_SYNC || sub > CYG_X_STACK)
+			break;
+		len = collector_mem_len(w);
+		if (len > c->ring_words || len > head - tail)
+			break;
+		mem_record(c, ct, ring, mask, tail, w);
+		tail += len;
+	}
+	return tail;
 }
 
 void collector_mem_flush(struct collector *c, struct cthread *ct)
