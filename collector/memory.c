@@ -18,6 +18,11 @@ static uint32_t proc_idx_of(struct collector *c, const struct cthread *ct)
 	return ct->proc ? ct->proc->idx : 0;
 }
 
+/* out of line: shadow_stack_cached() calls it only when its cache misses */
+static __attribute__((noinline)) uint32_t shadow_stack(struct collector *c, struct cthread *ct,
+						       uint32_t gid, const uint64_t *ring,
+						       uint64_t mask, uint64_t pos, unsigned nra);
+
 static uint32_t stash_intern(struct collector *c, uint32_t parent, uint32_t proc, uint32_t kind,
 			     uint64_t addr)
 {
@@ -111,10 +116,8 @@ static uint32_t shadow_prefix(struct collector *c, struct cthread *ct, uint32_t 
  * frames between the instrumented code and the allocator, then the caller
  * of the allocator).  When the outermost return address lies in the
  * innermost function itself it replaces it (same function, exact line). */
-static __attribute__((noinline)) uint32_t shadow_stack_slow(struct collector *c,
-							     struct cthread *ct, uint32_t gid,
-							     const uint64_t *ring, uint64_t mask,
-							     uint64_t pos, unsigned nra)
+static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t gid,
+			     const uint64_t *ring, uint64_t mask, uint64_t pos, unsigned nra)
 {
 	uint64_t key = hash3(gid, nra, 0x5a5a), v, ras[64];
 	uint32_t proc = proc_idx_of(c, ct), id = 0;
@@ -165,12 +168,12 @@ static __attribute__((noinline)) uint32_t shadow_stack_slow(struct collector *c,
 	return id;
 }
 
-/* shadow_stack_slow()'s cache, inline: an allocation from the same
- * function and return address as one before (most of them) costs a few
- * loads here, not a call that saves and restores registers */
-static inline uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t gid,
-				    const uint64_t *ring, uint64_t mask, uint64_t pos,
-				    unsigned nra)
+/* shadow_stack()'s cache, inline: an allocation from the same function
+ * and return address as one before (most of them) costs a few loads here,
+ * not a call that saves and restores registers */
+static inline uint32_t shadow_stack_cached(struct collector *c, struct cthread *ct,
+					   uint32_t gid, const uint64_t *ring, uint64_t mask,
+					   uint64_t pos, unsigned nra)
 {
 	if (nra == 1 && ct->sc) {
 		uint64_t ra = RD(ring[pos & mask]);
@@ -179,7 +182,7 @@ static inline uint32_t shadow_stack(struct collector *c, struct cthread *ct, uin
 		if (ct->sc[slot].gid == gid && ct->sc[slot].ra == ra && ct->sc[slot].id)
 			return ct->sc[slot].id;
 	}
-	return shadow_stack_slow(c, ct, gid, ring, mask, pos, nra);
+	return shadow_stack(c, ct, gid, ring, mask, pos, nra);
 }
 
 static inline __attribute__((always_inline)) void push_mev(struct collector *c,
@@ -225,7 +228,8 @@ static inline __attribute__((always_inline)) uint64_t mem_record(struct collecto
 		uint32_t stack;
 		restore_ts(ct, cyg_x_mem_delta(w));
 		if (shadow) {
-			stack = shadow_stack(c, ct, (uint32_t)WORD(3), ring, mask, pos + 4, nra);
+			stack = shadow_stack_cached(c, ct, (uint32_t)WORD(3), ring, mask, pos + 4,
+						    nra);
 		} else {
 			uint64_t v = 0;
 			hmap_get(&c->stash_unwound, hash3(proc_idx_of(c, ct), WORD(3), 0), &v);
