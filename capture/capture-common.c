@@ -397,6 +397,7 @@ void capture_free(struct cygprof_capture *cap)
 		close(cap->reserve_fd);
 	free(cap->tmp_path);
 	ZSTD_freeCCtx(cap->zc);
+	ZSTD_freeCCtx(cap->zc_mem);
 	ZSTD_freeDCtx(cap->zd);
 	free(cap->zbuf.p);
 	free(cap->cols.p);

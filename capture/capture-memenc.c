@@ -43,6 +43,7 @@ struct wlive {
 	uint32_t cap; /* words of w and nodes of t */
 	uint32_t nt;  /* the words the tree counts */
 	uint32_t last; /* the word of the last ord added */
+	uint32_t top;  /* that ord */
 	uint32_t n;   /* live ones */
 };
 
@@ -110,6 +111,7 @@ static void wlive_add(struct wlive *l, uint32_t o)
 	l->w[o >> 6] |= 1ull << (o & 63);
 	l->n++;
 	l->last = o >> 6;
+	l->top = o;
 	while (l->nt + MEM5_TAIL < l->last) {
 		wlive_tree_add(l, l->nt, (int)popc(l->w[l->nt]));
 		l->nt++;
@@ -134,6 +136,8 @@ static uint32_t wlive_rank(const struct wlive *l, uint32_t o)
 {
 	uint32_t word = o >> 6, s, i;
 
+	if (o == l->top) /* the last one (a free of what was just allocated) */
+		return 1;
 	if (word == l->last) /* the most recent ones */
 		return popc(l->w[word] >> (o & 63));
 	if (l->last - word <= MEM5_TAIL) {
@@ -154,7 +158,7 @@ static void wlive_reset(struct wlive *l)
 		memset(l->w, 0, ((size_t)l->last + 1) * sizeof(*l->w));
 		memset(l->t, 0, ((size_t)l->cap + 1) * sizeof(*l->t));
 	}
-	l->n = l->nt = l->last = 0;
+	l->n = l->nt = l->last = l->top = 0;
 }
 
 /* The columns of the open schema 5 memory block of one thread. */
@@ -163,7 +167,8 @@ struct mem5_enc {
 	 * LEN stream, a byte a value, and its MANT stream in mant[] */
 	struct cbuf col[MEM5_COL_COUNT];
 	struct bitw mant[MEM5_COL_COUNT];
-	uint32_t nval[MEM5_COL_COUNT]; /* values in each column */
+	/* (a column's values are not counted apart: HDR has nev, a split
+	 * column a LEN byte each) */
 	uint32_t hcnt[128];            /* HDR: the events of each one-byte header */
 	/* DT and RUN in each unit u: 0 ns, else 10^u us (E = u); which one is
 	 * stored is decided when the block is written */
@@ -179,14 +184,13 @@ struct mem5_enc {
 	uint64_t prev_addr;
 	uint32_t nallocs, nfrees, npairs;
 	uint32_t until_check; /* events that fit before mem5_len() is asked again */
-	uint32_t nbin[MEM5_BINS]; /* frees of each class */
 	/* the allocations and frees last seen at each slot (by a hash of the
 	 * address): ord 1-based, valid only when gen is the block's (so that
 	 * a new block starts with none without clearing 720 KB: that evicted
 	 * the collector's caches at every block) */
 	struct { uint64_t addr, size; uint32_t ord, gen; } alloc[MEM5_CACHE];
-	struct { uint64_t addr; uint32_t ord, bord, bin, gen; } freed[MEM5_CACHE]; /* of the
-		* frees: ord among all, bord among its class's */
+	struct { uint64_t addr; uint32_t ord, gen; } freed[MEM5_CACHE]; /* of the
+		* frees: ord among all */
 	uint32_t gen; /* the open block's, from 1 */
 	/* the block's (size, stack) table: open addressing, mask + 1 slots */
 	struct mem5_pair_slot { uint64_t size; uint32_t stack, idx; } *pair; /* idx + 1, 0 empty */
@@ -287,7 +291,6 @@ static inline void bits_put(struct bitw *w, uint64_t r, unsigned int m)
 /* The value v at the end of column c. */
 static inline void col_put(struct mem5_enc *m, unsigned int c, uint64_t v)
 {
-	m->nval[c]++;
 	uput_var(&m->col[c], v);
 }
 
@@ -299,11 +302,59 @@ static inline __attribute__((always_inline)) void split_put(struct mem5_enc *m, 
 	unsigned int k = v ? 64 - (unsigned int)__builtin_clzll(v) : 0;
 	uint64_t r;
 
-	m->nval[c]++;
 	m->col[c].p[m->col[c].len++] = (uint8_t)k;
 	if (k < 2)
 		return;
 	if (k <= 9) { /* bit i: v's bit k - 2 - i */
+		bits_put(&m->mant[c], (uint64_t)(rev8[v & 0xff] >> (9 - k)), k - 1);
+		return;
+	}
+	r = rev64(v) >> (65 - k);
+	if (k - 1 > 56) {
+		bits_put(&m->mant[c], r & 0xffffffffu, 32);
+		bits_put(&m->mant[c], r >> 32, k - 1 - 32);
+	} else {
+		bits_put(&m->mant[c], r, k - 1);
+	}
+}
+
+/* What nearly every event changes, in locals while mem5_enc_append() runs
+ * (mem5_hot_load(), mem5_hot_store()): the columns' bytes are stores
+ * through uint8_t pointers, which may alias anything, so that kept in *m
+ * every field an event uses was read again after each byte it put. */
+struct mem5_hot {
+	uint8_t *hdr;  /* where HDR's next byte goes */
+	uint8_t *len[MEM5_COL_COUNT]; /* a split column's next LEN byte (REF, AREF,
+				       * ADDR and PAIR) */
+	uint8_t *dt0, *run0; /* DT's and RUN's next bytes in ns */
+	uint64_t prev_addr, run_t0, base_t0, next_t;
+	uint32_t nev, run_at0, nrun0, until_check;
+};
+
+#define MEM5_HOT_COLS                                                                              \
+	(1u << MEM5_COL_REF | 1u << MEM5_COL_AREF | 1u << MEM5_COL_ADDR | 1u << MEM5_COL_PAIR)
+
+static inline __attribute__((always_inline)) void hot_var(uint8_t **pp, uint64_t v)
+{
+	if (v < 0x80) {
+		*(*pp)++ = (uint8_t)v;
+		return;
+	}
+	*pp += put_varint(*pp, v);
+}
+
+/* split_put() into one of MEM5_HOT_COLS. */
+static inline __attribute__((always_inline)) void hot_split(struct mem5_enc *m,
+							    struct mem5_hot *h, unsigned int c,
+							    uint64_t v)
+{
+	unsigned int k = v ? 64 - (unsigned int)__builtin_clzll(v) : 0;
+	uint64_t r;
+
+	*h->len[c]++ = (uint8_t)k;
+	if (k < 2)
+		return;
+	if (k <= 9) {
 		bits_put(&m->mant[c], (uint64_t)(rev8[v & 0xff] >> (9 - k)), k - 1);
 		return;
 	}
@@ -367,43 +418,86 @@ static inline uint32_t mem5_hash(uint64_t a, uint64_t b)
 /* Event nev of the block is at time t (ns), not before the one before:
  * the run of each unit that it does not extend is closed into the unit's
  * columns.  The coarse units' runs change only when the 10 us one does. */
-static inline __attribute__((always_inline)) void mem5_time(struct mem5_enc *m, uint64_t t)
+static inline __attribute__((always_inline)) void mem5_time(struct mem5_enc *m,
+							    struct mem5_hot *h, uint64_t t)
 {
 	static const uint64_t unit[MEM5_UNITS] = { 1, 10000, 100000, 1000000 };
 	uint64_t tu;
 	unsigned int u;
 
-	if (!m->nev) {
+	if (!h->nev) {
 		/* the block's first run: delta 0 */
-		for (u = 0; u < MEM5_UNITS; u++) {
+		h->base_t0 = h->run_t0 = t;
+		h->run_at0 = 0;
+		for (u = 1; u < MEM5_UNITS; u++) {
 			m->base_t[u] = m->run_t[u] = t / unit[u];
 			m->run_at[u] = 0;
 		}
-		m->next_t = (t / unit[1] + 1) * unit[1];
+		h->next_t = (t / unit[1] + 1) * unit[1];
 		return;
 	}
-	if (t != m->run_t[0]) {
-		uput_var(&m->tdt[0], m->run_t[0] - m->base_t[0]);
-		uput_var(&m->trun[0], m->nev - m->run_at[0]);
-		m->nrun[0]++;
-		m->base_t[0] = m->run_t[0];
-		m->run_t[0] = t;
-		m->run_at[0] = m->nev;
+	if (t != h->run_t0) {
+		hot_var(&h->dt0, h->run_t0 - h->base_t0);
+		hot_var(&h->run0, h->nev - h->run_at0);
+		h->nrun0++;
+		h->base_t0 = h->run_t0;
+		h->run_t0 = t;
+		h->run_at0 = h->nev;
 	}
-	if (__builtin_expect(t < m->next_t, 1))
+	if (__builtin_expect(t < h->next_t, 1))
 		return;
 	for (u = 1; u < MEM5_UNITS; u++) {
 		tu = t / unit[u];
 		if (tu == m->run_t[u])
 			break; /* and so are the coarser ones */
 		uput_var(&m->tdt[u], m->run_t[u] - m->base_t[u]);
-		uput_var(&m->trun[u], m->nev - m->run_at[u]);
+		uput_var(&m->trun[u], h->nev - m->run_at[u]);
 		m->nrun[u]++;
 		m->base_t[u] = m->run_t[u];
 		m->run_t[u] = tu;
-		m->run_at[u] = m->nev;
+		m->run_at[u] = h->nev;
 	}
-	m->next_t = (t / unit[1] + 1) * unit[1];
+	h->next_t = (t / unit[1] + 1) * unit[1];
+}
+
+static inline void mem5_hot_load(const struct mem5_enc *m, struct mem5_hot *h)
+{
+	unsigned int c;
+
+	h->hdr = m->col[MEM5_COL_HDR].p + m->col[MEM5_COL_HDR].len;
+	for (c = 0; c < MEM5_COL_COUNT; c++)
+		if (MEM5_HOT_COLS >> c & 1)
+			h->len[c] = m->col[c].p + m->col[c].len;
+	h->dt0 = m->tdt[0].p + m->tdt[0].len;
+	h->run0 = m->trun[0].p + m->trun[0].len;
+	h->prev_addr = m->prev_addr;
+	h->run_t0 = m->run_t[0];
+	h->base_t0 = m->base_t[0];
+	h->next_t = m->next_t;
+	h->nev = m->nev;
+	h->run_at0 = m->run_at[0];
+	h->nrun0 = m->nrun[0];
+	h->until_check = m->until_check;
+}
+
+static inline void mem5_hot_store(struct mem5_enc *m, const struct mem5_hot *h)
+{
+	unsigned int c;
+
+	m->col[MEM5_COL_HDR].len = (size_t)(h->hdr - m->col[MEM5_COL_HDR].p);
+	for (c = 0; c < MEM5_COL_COUNT; c++)
+		if (MEM5_HOT_COLS >> c & 1)
+			m->col[c].len = (size_t)(h->len[c] - m->col[c].p);
+	m->tdt[0].len = (size_t)(h->dt0 - m->tdt[0].p);
+	m->trun[0].len = (size_t)(h->run0 - m->trun[0].p);
+	m->prev_addr = h->prev_addr;
+	m->run_t[0] = h->run_t0;
+	m->base_t[0] = h->base_t0;
+	m->next_t = h->next_t;
+	m->nev = h->nev;
+	m->run_at[0] = h->run_at0;
+	m->nrun[0] = h->nrun0;
+	m->until_check = h->until_check;
 }
 
 static void mem5_enc_reset(struct mem5_enc *m)
@@ -411,7 +505,7 @@ static void mem5_enc_reset(struct mem5_enc *m)
 	unsigned int c;
 
 	for (c = 0; c < MEM5_COL_COUNT; c++) {
-		m->col[c].len = m->nval[c] = 0;
+		m->col[c].len = 0;
 		m->mant[c].b.len = 0;
 		m->mant[c].acc = 0;
 		m->mant[c].nb = 0;
@@ -425,7 +519,6 @@ static void mem5_enc_reset(struct mem5_enc *m)
 	m->prev_addr = 0;
 	m->nallocs = m->nfrees = m->npairs = 0;
 	m->until_check = 0;
-	memset(m->nbin, 0, sizeof(m->nbin));
 	if (++m->gen == 0) { /* after 4 G blocks: clear them once */
 		memset(m->alloc, 0, sizeof(m->alloc));
 		memset(m->freed, 0, sizeof(m->freed));
@@ -513,8 +606,8 @@ size_t mem5_enc_len(const struct mem5_enc *m)
 
 	/* a split column: a byte a value and the MANT bits */
 	for (c = 0; c < MEM5_COL_COUNT; c++)
-		n += MEM5_SPLIT_COLS >> c & 1 ? m->nval[c] + bits_len(&m->mant[c]) : m->col[c].len;
-	n += m->nval[MEM5_COL_HDR] / 4 + 1 + 32; /* HDR packed: 2 bits more at most, a palette */
+		n += MEM5_SPLIT_COLS >> c & 1 ? m->col[c].len + bits_len(&m->mant[c]) : m->col[c].len;
+	n += m->nev / 4 + 1 + 32; /* HDR packed: 2 bits more at most, a palette */
 	for (c = 0; c < MEM5_UNITS; c++)
 		n += m->tdt[c].len + m->trun[c].len;
 	return n;
@@ -554,6 +647,8 @@ static uint64_t mem5_claim_rank(const struct mem5_enc *m, uint32_t o, unsigned i
 {
 	uint32_t i = m->ftail[bin], k;
 
+	if (i == o) /* the last free of its class (what allocators hand out) */
+		return 2;
 	if (o <= m->fl_cap && !m->fl[o].claimed && m->fl[o].bin == bin)
 		for (k = 1; i && k <= MEM5_CLAIM_MAX; k++, i = m->fl[i].prev)
 			if (i == o)
@@ -578,6 +673,17 @@ static void mem5_claim(struct mem5_enc *m, uint32_t o)
 		m->fl[f->prev].next = f->next;
 }
 
+/* The same for free o, the last unclaimed one of its class bin. */
+static inline void mem5_claim_last(struct mem5_enc *m, uint32_t o, unsigned int bin)
+{
+	uint32_t p = m->fl[o].prev;
+
+	m->fl[o].claimed = 1;
+	m->ftail[bin] = p;
+	if (p)
+		m->fl[p].next = 0;
+}
+
 /* The bytes of a varint of bit length k (0 to 64). */
 static const uint8_t varint_bytes[65] = {
 	1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3,
@@ -591,16 +697,17 @@ static inline unsigned int varint_len(uint64_t v)
 }
 
 static inline __attribute__((always_inline)) void mem5_event(struct mem5_enc *m,
+							    struct mem5_hot *hot,
 							    const struct cygprof_mem_event *e)
 {
-	uint64_t d = e->addr - m->prev_addr, hdr, form = MEM5_FORM_ADDR, ref = 0, t = e->ts_ns;
+	uint64_t d = e->addr - hot->prev_addr, hdr, form = MEM5_FORM_ADDR, ref = 0, t = e->ts_ns;
 
 	struct mem5_pair_slot *ps, *pc;
 	unsigned int bin;
 	uint32_t h, o;
 
-	mem5_time(m, t);
-	m->nev++;
+	mem5_time(m, hot, t);
+	hot->nev++;
 	if (!(d & 15)) {
 		form = MEM5_FORM_ADDR16;
 		d = d >> 4 | (0 - (d >> 63)) << 60; /* arithmetic shift, exact */
@@ -622,46 +729,48 @@ static inline __attribute__((always_inline)) void mem5_event(struct mem5_enc *m,
 	}
 	if (ref && (ref < 0x80 || varint_len(ref) <= varint_len(d))) {
 		form = MEM5_FORM_REF;
-		if (e->op == CYGPROF_MEM_ALLOC)
-			mem5_claim(m, m->freed[h].ord);
-		else
+		if (e->op != CYGPROF_MEM_ALLOC)
 			wlive_del(&m->lv, o);
+		else if (ref == 2) /* the last of its class's list: off its end */
+			mem5_claim_last(m, m->freed[h].ord, bin);
+		else
+			mem5_claim(m, m->freed[h].ord);
 	}
 	hdr = (uint64_t)e->flags << MEM5_FLAGS_SHIFT | form << MEM5_FORM_SHIFT |
 	      (uint64_t)e->fn << MEM_HDR_FN_SHIFT | e->op;
-	col_put(m, MEM5_COL_HDR, hdr);
+	hot_var(&hot->hdr, hdr);
 	if (hdr < 128)
 		m->hcnt[hdr]++;
 	if (form == MEM5_FORM_REF)
-		split_put(m, e->op == CYGPROF_MEM_FREE ? MEM5_COL_REF : MEM5_COL_AREF, ref);
+		if (e->op == CYGPROF_MEM_FREE)
+			hot_split(m, hot, MEM5_COL_REF, ref);
+		else
+			hot_split(m, hot, MEM5_COL_AREF, ref);
 	else
-		split_put(m, MEM5_COL_ADDR, d);
-	m->prev_addr = e->addr;
+		hot_split(m, hot, MEM5_COL_ADDR, d);
+	hot->prev_addr = e->addr;
 	if (e->op != CYGPROF_MEM_ALLOC) {
 		bin = form == MEM5_FORM_REF ? capture_mem5_bin(m->alloc[h].size) : MEM5_BIN_NONE;
 		m->nfrees++;
-		m->nbin[bin]++;
 		m->freed[h].addr = e->addr;
 		m->freed[h].ord = m->nfrees;
-		m->freed[h].bord = m->nbin[bin];
-		m->freed[h].bin = bin;
 		m->freed[h].gen = m->gen;
 		mem5_free_add(m, bin);
 		return;
 	}
 	pc = &m->pcache[e->stack & 63];
 	if (pc->idx && pc->stack == e->stack && pc->size == e->size) {
-		split_put(m, MEM5_COL_PAIR, pc->idx);
+		hot_split(m, hot, MEM5_COL_PAIR, pc->idx);
 		goto alloc_done;
 	}
 	ps = mem5_slot(&m->pair, &m->pair_mask, m->npairs, e->size, e->stack);
 	if (ps && ps->idx) {
-		split_put(m, MEM5_COL_PAIR, ps->idx);
+		hot_split(m, hot, MEM5_COL_PAIR, ps->idx);
 		*pc = *ps;
 	} else {
 		/* new (or not kept when out of memory: the table may repeat it),
 		 * its stack by its index among the block's */
-		split_put(m, MEM5_COL_PAIR, 0);
+		hot_split(m, hot, MEM5_COL_PAIR, 0);
 		col_put(m, MEM5_COL_NEW, e->size);
 		if (ps) {
 			ps->size = e->size;
@@ -697,29 +806,35 @@ alloc_done:
 size_t mem5_enc_append(struct mem5_enc *m, const struct cygprof_mem_event *ev, size_t n,
 		       size_t reserve, int *err)
 {
+	struct mem5_hot h;
 	size_t i, len, more;
 
+	mem5_hot_load(m, &h);
 	for (i = 0; i < n; i++) {
-		if (!m->until_check) {
+		if (!h.until_check) {
+			mem5_hot_store(m, &h);
 			len = mem5_enc_len(m);
 			if (len + reserve > CAPTURE_MEM5_RAW_MAX && m->nev)
-				break;
+				return i;
 			/* the events that surely fit after this one before the
-			 * next look, and room for them all */
+			 * next look, and room for them all (the columns may
+			 * move) */
 			more = len + reserve < CAPTURE_MEM5_RAW_MAX
 				       ? (CAPTURE_MEM5_RAW_MAX - reserve - len) / MEM5_EVENT_LEN
 				       : 0;
 			if (m->oom || !mem5_reserve(m, more + 1)) {
 				m->oom = true;
 				*err = -ENOMEM;
-				break;
+				return i;
 			}
-			m->until_check = (uint32_t)more;
+			mem5_hot_load(m, &h);
+			h.until_check = (uint32_t)more;
 		} else {
-			m->until_check--;
+			h.until_check--;
 		}
-		mem5_event(m, &ev[i]);
+		mem5_event(m, &h, &ev[i]);
 	}
+	mem5_hot_store(m, &h);
 	return i;
 }
 
@@ -822,7 +937,7 @@ int mem5_enc_block(struct mem5_enc *m, struct cbuf *b, uint32_t count, uint64_t 
 	tn[1] = put_varint(tail[1], m->nev - m->run_at[u]);
 	b->len = 0;
 	pack = mem5_pack_hdr(m, m->col[MEM5_COL_HDR].p, m->col[MEM5_COL_HDR].len,
-			     m->nval[MEM5_COL_HDR]);
+			     m->nev);
 	put_var(b, (ns ? MEM5_BLOCK_NS : (uint64_t)u << MEM5_BLOCK_UNIT_SHIFT) | MEM5_BLOCK_SPLIT |
 			   MEM5_BLOCK_CLAIM | MEM5_BLOCK_LIVE | (pack ? MEM5_BLOCK_PACK : 0));
 	for (c = 0; c < MEM5_COL_COUNT; c++) {
@@ -831,7 +946,7 @@ int mem5_enc_block(struct mem5_enc *m, struct cbuf *b, uint32_t count, uint64_t 
 			put_var(b, m->hs[1].len);
 			put_var(b, m->hs[2].len);
 		} else if (MEM5_SPLIT_COLS >> c & 1) {
-			put_var(b, m->nval[c]);
+			put_var(b, m->col[c].len);
 			put_var(b, bits_len(&m->mant[c]));
 		} else {
 			put_var(b, c == MEM5_COL_DT    ? dt->len + tn[0]

@@ -718,6 +718,10 @@ struct cygprof_capture {
 	bool addrspace_limited; /* RLIMIT_AS is finite */
 	size_t addrspace;       /* that limit */
 	void *zc;       /* ZSTD_CCtx */
+	void *zc_mem;   /* another for the memory blocks' level: one context
+			 * switched between an open block's quick writes and
+			 * the full ones made its tables again (page faults,
+			 * memsets) at every switch */
 	struct cbuf zbuf; /* a compressed block */
 	struct cbuf cols; /* a tree or sites value column-coded (then its frame) */
 	MDB_txn *txn; /* open write transaction */

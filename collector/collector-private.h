@@ -526,10 +526,14 @@ int collector_put_meta_static(struct collector *c);
 void collector_tree_nodes(const struct collector *c, const struct cthread *ct,
 			  struct cygprof_node *v);
 
-/* memory.c: one EXT record at ring position pos (w its first word); returns
- * how many words it took in all. */
-uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uint64_t *ring,
-			      uint64_t mask, uint64_t pos, uint64_t w);
+/* memory.c: the memory records (ALLOC, FREE, STACK) from ring position
+ * tail on, as long as they come one after another and whole before head;
+ * returns the position after the last one taken (tail: none), where the
+ * drain's loop goes on with anything else (SYNC, a call event, a record
+ * cut at head or damaged).  In one call: a call a record was a tenth of
+ * the collector's work on a malloc/free loop. */
+uint64_t collector_mem_records(struct collector *c, struct cthread *ct, const uint64_t *ring,
+			       uint64_t mask, uint64_t tail, uint64_t head);
 /* How many words the EXT record starting with w takes. */
 static inline uint64_t collector_mem_len(uint64_t w)
 {

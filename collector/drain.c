@@ -143,8 +143,8 @@ static uint64_t drain_thread(struct collector *c, struct cthread *ct)
 				c->dmg.events++;
 				continue;
 			}
-			collector_mem_record(c, ct, ring, mask, tail, w);
-			tail += len - 1;
+			/* this record and the memory records after it */
+			tail = collector_mem_records(c, ct, ring, mask, tail, head) - 1;
 			continue;
 		}
 		restore_ts(ct, cyg_ev_delta(w));

@@ -18,6 +18,11 @@ static uint32_t proc_idx_of(struct collector *c, const struct cthread *ct)
 	return ct->proc ? ct->proc->idx : 0;
 }
 
+/* out of line: shadow_stack_cached() calls it only when its cache misses */
+static __attribute__((noinline)) uint32_t shadow_stack(struct collector *c, struct cthread *ct,
+						       uint32_t gid, const uint64_t *ring,
+						       uint64_t mask, uint64_t pos, unsigned nra);
+
 static uint32_t stash_intern(struct collector *c, uint32_t parent, uint32_t proc, uint32_t kind,
 			     uint64_t addr)
 {
@@ -171,8 +176,27 @@ static uint32_t shadow_stack(struct collector *c, struct cthread *ct, uint32_t g
 	return id;
 }
 
-static void push_mev(struct collector *c, struct cthread *ct, unsigned op, unsigned fn,
-		     uint64_t addr, uint64_t size, uint32_t stack)
+/* shadow_stack()'s cache, inline: an allocation from the same function
+ * and return address as one before (most of them) costs a few loads here,
+ * not a call that saves and restores registers */
+static inline uint32_t shadow_stack_cached(struct collector *c, struct cthread *ct,
+					   uint32_t gid, const uint64_t *ring, uint64_t mask,
+					   uint64_t pos, unsigned nra)
+{
+	if (nra == 1 && ct->sc) {
+		uint64_t ra = RD(ring[pos & mask]);
+		size_t slot = (size_t)((gid * 0x9E3779B1u) ^ (ra >> 2)) & 1023;
+
+		if (ct->sc[slot].gid == gid && ct->sc[slot].ra == ra && ct->sc[slot].id)
+			return ct->sc[slot].id;
+	}
+	return shadow_stack(c, ct, gid, ring, mask, pos, nra);
+}
+
+static inline __attribute__((always_inline)) void push_mev(struct collector *c,
+							   struct cthread *ct, unsigned op,
+							   unsigned fn, uint64_t addr,
+							   uint64_t size, uint32_t stack)
 {
 	if (ct->nmev == ct->capmev) {
 		size_t cap = ct->capmev ? ct->capmev * 2 : 4096;
@@ -199,8 +223,10 @@ static void push_mev(struct collector *c, struct cthread *ct, unsigned op, unsig
 	e->flags = 0;
 }
 
-uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uint64_t *ring,
-			      uint64_t mask, uint64_t pos, uint64_t w)
+static inline __attribute__((always_inline)) uint64_t mem_record(struct collector *c,
+								   struct cthread *ct,
+								   const uint64_t *ring, uint64_t mask,
+								   uint64_t pos, uint64_t w)
 {
 #define WORD(i) RD(ring[(pos + (i)) & mask])
 	switch (cyg_x_sub(w)) {
@@ -210,7 +236,8 @@ uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uin
 		uint32_t stack;
 		restore_ts(ct, cyg_x_mem_delta(w));
 		if (shadow) {
-			stack = shadow_stack(c, ct, (uint32_t)WORD(3), ring, mask, pos + 4, nra);
+			stack = shadow_stack_cached(c, ct, (uint32_t)WORD(3), ring, mask, pos + 4,
+						    nra);
 		} else {
 			uint64_t v = 0;
 			hmap_get(&c->stash_unwound, hash3(proc_idx_of(c, ct), WORD(3), 0), &v);
@@ -240,6 +267,24 @@ uint64_t collector_mem_record(struct collector *c, struct cthread *ct, const uin
 		return 1;
 	}
 #undef WORD
+}
+
+uint64_t collector_mem_records(struct collector *c, struct cthread *ct, const uint64_t *ring,
+			       uint64_t mask, uint64_t tail, uint64_t head)
+{
+	while (tail != head) {
+		uint64_t w = RD(ring[tail & mask]), len;
+		unsigned sub = cyg_x_sub(w);
+
+		if (cyg_ev_kind(w) != CYG_EV_EXT || sub == CYG_X_SYNC || sub > CYG_X_STACK)
+			break;
+		len = collector_mem_len(w);
+		if (len > c->ring_words || len > head - tail)
+			break;
+		mem_record(c, ct, ring, mask, tail, w);
+		tail += len;
+	}
+	return tail;
 }
 
 void collector_mem_flush(struct collector *c, struct cthread *ct)

@@ -37,12 +37,29 @@ HIDDEN void cyg__mem_resolve(void);
  * is globally visible, and before any later store can be: a free is stamped
  * after the load that received the pointer (perhaps from another thread)
  * and before the real free publishes the block for reuse; an allocation
- * after the real call took the block (its locked operations done). */
+ * after the real call took the block (its locked operations done).
+ *
+ * That order matters only between threads.  While the caller is the only
+ * writer the runtime has registered, no other thread can have handed it
+ * the pointer or the block: program order is all there is, and a plain
+ * rdtsc (a stamp a few instructions early is a small step back, which the
+ * collector takes as no time passed) does.  rdtscp waited for the real
+ * allocator's work to retire: a fifth of a malloc/free loop's run (bench/,
+ * memloop).  A second thread's registration (a locked add) comes before
+ * anything it hands over, and the count is read after the load that
+ * received it (x86 keeps loads in order): the thread that receives it
+ * sees the count and takes rdtscp.  An unregistered caller (its first
+ * event) takes rdtscp too.  The count is the mapping's: a program that
+ * writes it changes only how its stamps are ordered. */
 NOINSTR static inline uint64_t cyg_mem_stamp(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	if (LIKELY(cyg_use_tsc)) {
 		unsigned aux;
+
+		if (LIKELY(cyg_tls.t) &&
+		    __atomic_load_n(&cyg_ctl->nthreads, __ATOMIC_RELAXED) <= 1)
+			return __rdtsc();
 		return __rdtscp(&aux);
 	}
 #endif

@@ -1988,6 +1988,240 @@ static void test_refill(void)
  * 1: it is written again); when it closes, or at the end even when no
  * event came after that commit, at its level (5): the value is then the
  * frame of level 5 of its raw bytes. */
+/* The memory encoder's bytes (issue 31, point 9: the encoder made cheaper,
+ * its output the same): a generated stream of two threads, with what the
+ * encoder's short cuts take (a free of the allocation just made, an
+ * allocation at the last free of its size class) and what they must leave
+ * to the general paths (older frees, claims deeper in a class's list or of
+ * another class, addresses never freed, double frees), appended in chunks
+ * of every size with commits between (open blocks written again), read
+ * back exactly, and its blocks (the raw columns, after the key and block
+ * header) hashed: the digest is the encoder's before the change.  A change
+ * of the encoding itself (with a schema bump) sets a new digest here. */
+#define MEMB_EVENTS 300000
+#define MEMB_DIGEST 0x1264c45498ae1893ull
+
+static uint64_t memb_rs = 0x9e3779b97f4a7c15ull;
+static uint64_t memb_rnd(void)
+{
+	memb_rs ^= memb_rs << 13;
+	memb_rs ^= memb_rs >> 7;
+	memb_rs ^= memb_rs << 17;
+	return memb_rs;
+}
+
+/* n events of one thread from time ts: a malloc/free loop over 4 paths for
+ * the first third, then a heap of up to 2048 live blocks. */
+static void memb_gen(struct cygprof_mem_event *ev, size_t n, uint64_t ts, uint64_t base)
+{
+	static uint64_t live[2048], lsz[2048];
+	uint64_t freed[64] = { 0 }, fsz[64] = { 0 };
+	size_t nl = 0, i, j;
+	unsigned k;
+
+	for (i = 0; i < n; i++) {
+		struct cygprof_mem_event *e = &ev[i];
+
+		memset(e, 0, sizeof(*e));
+		ts += memb_rnd() % 8 ? memb_rnd() % 200 : memb_rnd() % 3000000;
+		e->ts_ns = ts;
+		if (i < n / 3) {
+			k = (unsigned)(i / 2 % 4);
+			e->addr = base + 0x40 * k;
+			if (i % 2 == 0) {
+				e->op = CYGPROF_MEM_ALLOC;
+				e->fn = CYGPROF_FN_MALLOC;
+				e->size = 16 * (k + 1);
+				e->stack = k + 1;
+			} else {
+				e->op = CYGPROF_MEM_FREE;
+				e->fn = CYGPROF_FN_FREE;
+			}
+			continue;
+		}
+		if (nl && (nl == 2048 || memb_rnd() % 100 < 48)) {
+			/* the last (a LIFO heap), a recent one, any, or a
+			 * double free (not live any more) */
+			unsigned r = (unsigned)(memb_rnd() % 16);
+
+			j = r < 8 ? nl - 1 : r < 13 ? nl - 1 - memb_rnd() % (nl < 6 ? nl : 6)
+						     : memb_rnd() % nl;
+			e->op = CYGPROF_MEM_FREE;
+			e->fn = memb_rnd() % 8 ? CYGPROF_FN_FREE : CYGPROF_FN_REALLOC;
+			e->addr = live[j];
+			freed[i % 64] = live[j];
+			fsz[i % 64] = lsz[j];
+			if (r != 15) {
+				live[j] = live[nl - 1];
+				lsz[j] = lsz[nl - 1];
+				nl--;
+			}
+			continue;
+		}
+		e->op = CYGPROF_MEM_ALLOC;
+		e->fn = memb_rnd() % 10 ? CYGPROF_FN_MALLOC : CYGPROF_FN_CALLOC;
+		e->size = memb_rnd() % 8 ? 8 + memb_rnd() % 120 : memb_rnd() % 200000;
+		e->stack = (uint32_t)(1 + (memb_rnd() % 8 ? memb_rnd() % 40 : memb_rnd() % 3000));
+		j = memb_rnd() % 64;
+		if (memb_rnd() % 3 && freed[j]) {
+			/* where a free was: of its size (class) or not */
+			e->addr = freed[j];
+			if (memb_rnd() % 4)
+				e->size = fsz[j];
+			freed[j] = 0;
+		} else {
+			e->addr = base + 0x100000 + (memb_rnd() % 100000) * 16;
+		}
+		live[nl] = e->addr;
+		lsz[nl++] = e->size;
+	}
+}
+
+/* An event read back: exact, but for a time stored in a unit of 10 us to
+ * 1 ms (a thread alone: ns only while others may write) */
+static int memb_same(const struct cygprof_mem_event *a, const struct cygprof_mem_event *b,
+		     bool ns)
+{
+	struct cygprof_mem_event x = *a;
+
+	if (!ns && x.ts_ns <= b->ts_ns && b->ts_ns - x.ts_ns < 1000000 && x.ts_ns % 10000 == 0)
+		x.ts_ns = b->ts_ns;
+	return mem_same(&x, b);
+}
+
+static uint64_t memb_fnv(uint64_t h, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+/* FNV-1a over the mem DB's keys, block headers and raw columns. */
+static uint64_t memb_digest(const char *path, uint64_t *blocks)
+{
+	uint64_t h = 14695981039346656037ull;
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	uint8_t *raw;
+	size_t n, got;
+
+	*blocks = 0;
+	if (mdb_env_create(&env))
+		return 0;
+	mdb_env_set_maxdbs(env, 16);
+	if (mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0600) ||
+	    mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+		mdb_env_close(env);
+		return 0;
+	}
+	if (!mdb_dbi_open(txn, "mem", 0, &dbi) && !mdb_cursor_open(txn, dbi, &cur)) {
+		for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
+		     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+			const uint8_t *p = v.mv_data;
+
+			if (v.mv_size < 20) /* the header, the frame, a CRC32C */
+				break;
+			n = (size_t)p[12] | (size_t)p[13] << 8 | (size_t)p[14] << 16 |
+			    (size_t)p[15] << 24;
+			raw = malloc(n ? n : 1);
+			got = ZSTD_decompress(raw, n, p + 16, v.mv_size - 20);
+			if (ZSTD_isError(got) || got != n) {
+				free(raw);
+				h = 0;
+				break;
+			}
+			h = memb_fnv(h, k.mv_data, k.mv_size);
+			h = memb_fnv(h, p, 16);
+			h = memb_fnv(h, raw, n);
+			free(raw);
+			(*blocks)++;
+		}
+		mdb_cursor_close(cur);
+	}
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+	return h;
+}
+
+static void test_mem_bytes(void)
+{
+	const char *path = tmp_path("membytes.cap");
+	struct cygprof_mem_event *ev[2], e;
+	struct cygprof_mem_cursor *cur;
+	struct cygprof_capture *cap;
+	size_t done[2] = { 0, 0 }, chunk, i, bad;
+	uint64_t count, blocks, dig;
+	int t, batch = 0, rc;
+
+	for (t = 0; t < 2; t++) {
+		ev[t] = malloc(MEMB_EVENTS * sizeof(*ev[t]));
+		if (!ev[t])
+			return;
+		memb_gen(ev[t], MEMB_EVENTS, 1000 + (uint64_t)t * 333,
+			 0x555555550000ull + ((uint64_t)t << 32));
+	}
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+	/* thread 0 alone for its first half (blocks in 10 us and coarser
+	 * units), then both (in ns) */
+	while (done[0] < MEMB_EVENTS || done[1] < MEMB_EVENTS) {
+		for (t = 0; t < 2; t++) {
+			if (t == 1 && done[0] < MEMB_EVENTS / 2)
+				continue;
+			chunk = memb_rnd() % 4 ? memb_rnd() % 50 + 1 : memb_rnd() % 9000 + 1;
+			if (chunk > MEMB_EVENTS - done[t])
+				chunk = MEMB_EVENTS - done[t];
+			if (chunk)
+				CHECK_EQ_INT(cygprof_capture_append_mem(cap, (uint32_t)t,
+									ev[t] + done[t], chunk),
+					     0);
+			done[t] += chunk;
+		}
+		if (++batch % 40 == 0) {
+			CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+			CHECK_EQ_INT(cygprof_capture_begin(cap), 0);
+		}
+	}
+	CHECK_EQ_INT(cygprof_capture_commit(cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	for (t = 0; t < 2; t++) {
+		CHECK_EQ_INT(cygprof_capture_mem_count(cap, (uint32_t)t, &count), 0);
+		CHECK_EQ_U64(count, MEMB_EVENTS);
+		cur = NULL;
+		CHECK_EQ_INT(cygprof_mem_cursor_open(cap, (uint32_t)t, &cur), 0);
+		if (!cur)
+			continue;
+		for (i = bad = 0; (rc = cygprof_mem_cursor_next(cur, &e)) > 0; i++)
+			if (i >= MEMB_EVENTS || !memb_same(&e, &ev[t][i], t == 1)) {
+				if (!bad++)
+					printf("# thread %d event %zu differs\n", t, i);
+			}
+		CHECK_EQ_INT(rc, 0);
+		CHECK_EQ_U64(i, MEMB_EVENTS);
+		CHECK_EQ_U64(bad, 0);
+		cygprof_mem_cursor_close(cur);
+	}
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	dig = memb_digest(path, &blocks);
+	printf("# mem blocks %llu, digest %016llx\n", (unsigned long long)blocks,
+	       (unsigned long long)dig);
+	CHECK(blocks > 2);
+	CHECK_EQ_U64(dig, MEMB_DIGEST);
+	free(ev[0]);
+	free(ev[1]);
+}
+
 static void test_mem_levels(void)
 {
 	const char *path = tmp_path("levels.cap");
@@ -3802,6 +4036,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_corrupt_mem);
 	RUN_TEST(test_mem_flags);
 	RUN_TEST(test_mem_levels);
+	RUN_TEST(test_mem_bytes);
 	RUN_TEST(test_old_capture);
 	RUN_TEST(test_schema5_stacks);
 	RUN_TEST(test_counters);
