@@ -58,6 +58,7 @@ static void trees_free(struct view *v)
 		free(v->trees[i].own);
 		free(v->trees[i].cpu_arr);
 		free(v->trees[i].cut);
+		view_latency_free(v->trees[i].lat);
 		free(v->trees[i].scale);
 		free(v->trees[i].percall);
 		free(v->trees[i].sites);
@@ -473,6 +474,11 @@ static struct view_tree_slot *tree_slot(struct view *v, uint32_t thread)
 			return NULL;
 	}
 	return &v->trees[i];
+}
+
+struct view_tree_slot *view_slot(struct view *v, uint32_t thread)
+{
+	return tree_slot(v, thread);
 }
 
 int view_tree(struct view *v, uint32_t thread, const struct view_tree **out)

@@ -130,6 +130,7 @@ static int fold_tree(struct collector *c, struct cthread *ct, const struct bound
 	int err = 0;
 
 	*raw_calls = 0;
+	collector_lat_reset(ct);
 	for (i = 0; i < ct->n; i++) {
 		ct->nodes[i].calls = 0;
 		ct->nodes[i].ticks = 0;
@@ -156,6 +157,8 @@ static int fold_tree(struct collector *c, struct cthread *ct, const struct bound
 		if (idx < GID_BAD) {
 			ct->nodes[idx].calls += calls;
 			ct->nodes[idx].ticks += ticks;
+			if (calls && !c->o->time_sampled)
+				collector_lat_node(ct, idx, x.gid);
 		}
 		/* SELF figures: a node left out gives its own to the kept
 		 * ancestor its children attach to (the low half of its value) */
@@ -237,8 +240,10 @@ static void close_open_frames(struct collector *c, struct cthread *ct, uint64_t 
 			dmg->frames++;
 			continue;
 		}
-		if (idx != GID_DROP)
+		if (idx != GID_DROP) {
 			ct->nodes[idx].ticks += end - ts;
+			collector_lat_open(ct, idx, end - ts);
+		}
 		if (site && site <= nsites)
 			site_extra[site - 1] += end - ts;
 		(*closed)++;
@@ -474,6 +479,8 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 			err = put_sites(c, ct, raw, nraw, extra, &dmg);
 		if (!err && (c->flags & (CYG_F_CPUSAMPLE | CYG_F_SWITCHES)))
 			err = put_cpu(c, ct, t, &b, &dmg);
+		if (!err && !c->o->time_sampled)
+			err = collector_put_latency(c, ct, b.ticks, &dmg.counts);
 		free(extra);
 		ct->calls = raw_calls + bounded(RD(t->overflow), b.calls, &dmg);
 		ct->unwound_extra = closed;

@@ -14,7 +14,8 @@
  * mapping (the two sides map it at different addresses).  Nodes of the
  * calling-context trees are named by "gid" = offset / 64 (CYG_NODE_SIZE);
  * each takes a slot of CYG_NODE_SLOT bytes: the 64-byte struct cyg_node,
- * then its struct cyg_node_ext (CPU samples and off-CPU time).
+ * then its struct cyg_node_ext (CPU samples, off-CPU time, the least and
+ * greatest call), then its latency histogram (struct cyg_node_lat).
  *
  * Who writes what:
  *  - struct cyg_ctl: set up by the collector; alloc_off, threads_off,
@@ -53,7 +54,7 @@
 #include "cyg-limits.h"
 
 #define CYG_SHM_MAGIC 0x3130465250475943ULL /* "CYGPRF01" little-endian */
-#define CYG_SHM_VERSION 6
+#define CYG_SHM_VERSION 7
 #define CYG_SHM_FD_ENV "CYGPROF_SHM_FD"
 #define CYG_NODE_SIZE 64
 #define CYG_NULL_OFF 4096 /* the null node: fn 0, never matches a function */
@@ -180,13 +181,54 @@ struct cyg_node_ext {
 			      * intervals that began while this was the innermost
 			      * open frame */
 	uint64_t blocked_ns; /* the same, blocked (sleeping, waiting for I/O...) */
-	uint64_t reserved[5];
+	/* the exit hook (and the cold paths that close a frame): the longest
+	 * closed call in ticks, and UINT64_MAX minus the shortest one (so that
+	 * 0, a fresh slot, means none and both are kept by one compare) */
+	uint64_t lat_max;
+	uint64_t lat_nmin;
+	uint64_t reserved[3];
 };
 #define CYG_NODE_EXT_SIZE 64
 _Static_assert(sizeof(struct cyg_node_ext) == CYG_NODE_EXT_SIZE, "cyg_node_ext changed size");
-/* The bytes a node takes: the node, then its ext.  One constant: what is
- * added to a node later (a latency histogram) goes into the slot. */
-#define CYG_NODE_SLOT (CYG_NODE_SIZE + CYG_NODE_EXT_SIZE)
+
+/* ---- latency histograms ------------------------------------------------ */
+/* Each node counts its closed calls by inclusive duration, in log-linear
+ * buckets as HdrHistogram makes them: the duration in ticks is shifted
+ * right by CYG_LAT_SHIFT_* into units of some 8-16 ns (rdtsc at 2-4 GHz,
+ * or ns), and u + 8 falls into one of 8 equal sub-buckets of its power of
+ * two.  So a bucket is at most 1/8 of its lower bound wide (a percentile
+ * read from it is off by at most 6.25% of the value, less interpolated),
+ * the first 8 units are exact, and 256 buckets reach 2^35 units (four to
+ * six minutes; longer calls go into the last one, the exact maximum is
+ * lat_max).  u32 counters, 1 KiB a node: a bucket wraps after 2^32 calls,
+ * which the collector puts back from the node's u64 call count.  Written
+ * only by the node's thread (its exit hook), read by the collector. */
+#define CYG_LAT_SUB 8       /* sub-buckets per power of two */
+#define CYG_LAT_BUCKETS 256
+#define CYG_LAT_SHIFT_TSC 5 /* units of 32 ticks */
+#define CYG_LAT_SHIFT_NS 3  /* units of 8 ns (CLOCK_MONOTONIC ticks) */
+struct cyg_node_lat {
+	uint32_t n[CYG_LAT_BUCKETS];
+};
+
+/* The bucket of a duration of u units. */
+static inline unsigned cyg_lat_idx(uint64_t u)
+{
+	uint64_t v = u + CYG_LAT_SUB;
+	if (v >= (1ULL << 35))
+		return CYG_LAT_BUCKETS - 1;
+	unsigned e = 63 - (unsigned)__builtin_clzll(v) - 3;
+	return (e << 3) + (unsigned)((v >> e) & 7);
+}
+/* The least duration in units of bucket i (i <= CYG_LAT_BUCKETS: the end
+ * of the last bucket). */
+static inline uint64_t cyg_lat_lo(unsigned i)
+{
+	return ((uint64_t)(CYG_LAT_SUB + (i & 7)) << (i >> 3)) - CYG_LAT_SUB;
+}
+
+/* The bytes a node takes: the node, its ext, its histogram. */
+#define CYG_NODE_SLOT (CYG_NODE_SIZE + CYG_NODE_EXT_SIZE + (uint64_t)sizeof(struct cyg_node_lat))
 _Static_assert(CYG_NODE_SLOT % CYG_NODE_SIZE == 0, "a slot is a whole number of gids");
 
 /* An entry of a thread's child table: finds a node's child by function
@@ -513,5 +555,7 @@ int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t 
 #define CYG_AT(base, off) ((void *)((char *)(base) + (off)))
 #define CYG_NODE(base, gid) ((struct cyg_node *)((char *)(base) + (uint64_t)(gid) * CYG_NODE_SIZE))
 #define CYG_NODE_EXT(n) ((struct cyg_node_ext *)(void *)((char *)(n) + CYG_NODE_SIZE))
+#define CYG_NODE_LAT(n)                                                                            \
+	((struct cyg_node_lat *)(void *)((char *)(n) + CYG_NODE_SIZE + CYG_NODE_EXT_SIZE))
 
 #endif

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* report-latency.h - cygprof report --latency and the latency figures of
+ * report --format=json (analysis/latency.h). */
+#ifndef CLI_REPORT_LATENCY_H
+#define CLI_REPORT_LATENCY_H
+
+#include "profile.h"
+#include "view.h"
+
+struct latency_opts {
+	const char *file;
+	const char *pattern; /* --function, or NULL */
+	int top;             /* rows of each table (0: all) */
+	int slowest;         /* --slowest: the slowest calls of each function shown */
+	int raw;             /* --raw-times */
+};
+
+/** The latency tables: per function ranked by p99, then the call paths
+ * ranked by p99; with slowest, each function's slowest calls from the
+ * timeline.  A capture without histograms says so. */
+void report_latency_text(struct view *v, const struct profile *p, const struct latency_opts *o);
+/** "latency": {...}, (with the comma and the next line's indent) for the
+ * JSON report: per function and per call path, times in ns; null without
+ * histograms. */
+void report_latency_json(struct view *v, const struct profile *p, const struct latency_opts *o);
+
+#endif
