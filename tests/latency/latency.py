@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""latency.py: the latency histograms per call path (suite 'latency').
+
+latency-prog.c calls work() 1000 times: 900 calls of about 1 us and 100 of
+about 100 us.  The histograms must count exactly 1000 calls, put p50 at a
+short call and p99 at a long one within the buckets' error, keep min <= p50
+<= p99 <= max, and agree within 10% with the exact durations of a timeline
+of the same calls; captures without histograms (schema 1 and 5, and
+--time=sampled) say "no latency data".
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+import cygtest  # noqa: E402
+from cygtest import Failure, run  # noqa: E402
+
+US = 1000.0
+
+
+def record(ck, cyg, example, name, opts=(), args=()):
+    cap = os.path.join(cyg.workdir, name)
+    cp = cyg.record(cap, [example] + list(args), opts)
+    if cp.returncode != 0:
+        raise Failure('record %s failed (%s): %s' %
+                      (' '.join(opts), cygtest.describe_status(cp.returncode), cp.err.strip()))
+    return cap
+
+
+def lat_fn(ck, data, name):
+    lat = data.get('latency')
+    if not isinstance(lat, dict):
+        raise Failure('the JSON report has no latency object: %r' % (lat,))
+    for f in lat.get('functions', []):
+        if f['name'] == name:
+            return f
+    raise Failure('no latency of %s in the JSON report' % name)
+
+
+def check_order(ck, f, what):
+    keys = ('min_ns', 'p50_ns', 'p90_ns', 'p99_ns', 'p999_ns', 'max_ns')
+    vals = [f[k] for k in keys]
+    ck.check(vals == sorted(vals), '%s: min <= p50 <= p90 <= p99 <= p99.9 <= max (%s)' %
+             (what, ', '.join('%s %d' % (k, f[k]) for k in keys)))
+    ck.check(f['min_ns'] <= f['mean_ns'] <= f['max_ns'], '%s: min <= mean <= max' % what)
+
+
+def test_report(ck, cyg, example, args):
+    cap = record(ck, cyg, example, 'lat.data')
+    data, _ = cyg.report_json(cap, ck)
+    f = lat_fn(ck, data, 'work')
+    # the histogram's total is the calls
+    ck.eq(f['calls'], 1000, 'work: calls in its histogram')
+    calls = {x['name']: x['calls'] for x in data['functions']}
+    ck.eq(calls.get('work'), 1000, 'work: calls in the profile')
+    check_order(ck, f, 'work')
+    # 900 calls of 1 us: the median is one (a bucket is at most 1/8 of
+    # its lower bound wide; the hooks' cost is out, a little of the call
+    # may be too: 0.8 us)
+    ck.check(0.8 * US <= f['p50_ns'] <= 1.25 * US, 'work: p50 %d ns is about 1 us' % f['p50_ns'])
+    # 100 calls of 100 us: the 990th of 1000 is one
+    ck.check(90 * US <= f['p99_ns'] <= 125 * US, 'work: p99 %d ns is about 100 us' % f['p99_ns'])
+    ck.check(f['min_ns'] >= 0.8 * US, 'work: min %d ns is no less than a short call' % f['min_ns'])
+    ck.check(f['max_ns'] >= 100 * US, 'work: max %d ns is no less than a long call' % f['max_ns'])
+    paths = [p for p in data['latency']['paths'] if p['path'] == 'main > work']
+    ck.eq(len(paths), 1, 'the call path main > work')
+    if paths:
+        ck.eq(paths[0]['calls'], 1000, 'main > work: calls')
+        ck.eq(paths[0]['p99_ns'], f['p99_ns'], 'main > work: p99 as the function (one path)')
+    m = lat_fn(ck, data, 'main')
+    ck.eq(m['calls'], 1, 'main: calls in its histogram')
+    ck.eq(m['min_ns'], m['max_ns'], 'main: one call, min = max')
+    # the text report: ranked by p99, work's row has its calls
+    cp = run([cyg.exe, 'report', '--latency', cap])
+    ck.eq(cp.returncode, 0, 'report --latency: exit status')
+    rows = [l.split() for l in cp.out.splitlines() if l.rstrip().endswith(' work')]
+    ck.check(rows and rows[0][0] == '1000', 'report --latency: work with 1000 calls (%r)' % rows[:1])
+    cp = run([cyg.exe, 'report', '--latency', '--raw-times', '--function', 'work', cap])
+    ck.eq(cp.returncode, 0, 'report --latency --raw-times --function work: exit status')
+    ck.check('as measured' in cp.out and ' main\n' not in cp.out,
+             'report --latency --raw-times --function work: raw, work only')
+
+
+def exact_pct(durs, q):
+    """The q-quantile of sorted durations: the value at rank ceil(q n)."""
+    k = max(1, -(-int(q * len(durs) * 1000) // 1000))
+    return durs[min(k, len(durs)) - 1]
+
+
+def test_timeline(ck, cyg, example, args):
+    cap = record(ck, cyg, example, 'lat-t.data', ['--timeline'])
+    data, _ = cyg.report_json(cap, ck, raw=True)
+    f = lat_fn(ck, data, 'work')
+    ck.eq(f['calls'], 1000, 'work: calls in its histogram (timeline)')
+    cp = run([cyg.exe, 'replay', cap])
+    if cp.returncode != 0:
+        raise Failure('replay failed: %s' % cp.err.strip())
+    durs = sorted(d for d, rest in cygtest.replay_entries(cp.out)
+                  if d is not None and rest.startswith('work()'))
+    ck.eq(len(durs), 1000, 'work: calls in the replay')
+    if len(durs) != 1000:
+        return
+    for q, key in ((0.5, 'p50_ns'), (0.99, 'p99_ns')):
+        exact = exact_pct(durs, q)
+        ck.check(abs(f[key] - exact) <= 0.1 * exact,
+                 'work: %s %d ns from the histogram within 10%% of %d ns from the timeline' %
+                 (key, f[key], exact))
+    # min and max are exact (the replay prints 4 digits: to the ns in us,
+    # to the us in ms)
+    def near(a, b):
+        return abs(a - b) <= max(3, 0.0005 * b)
+    ck.check(near(f['min_ns'], durs[0]) and near(f['max_ns'], durs[-1]),
+             'work: min %d and max %d as the timeline\'s %d and %d' %
+             (f['min_ns'], f['max_ns'], durs[0], durs[-1]))
+    cp = run([cyg.exe, 'report', '--slowest', '3', '--function', 'work', cap])
+    ck.eq(cp.returncode, 0, 'report --slowest 3: exit status')
+    lines = cp.out.splitlines()
+    try:
+        at = lines.index('  work', next(i for i, l in enumerate(lines)
+                                         if l.startswith('The slowest calls')))
+    except (StopIteration, ValueError):
+        raise Failure('report --slowest 3: no slowest calls of work:\n' + cp.out)
+    slow = lines[at + 1:at + 4]
+    ck.check(len(slow) == 3 and all(' at ' in l and '--time-range' in l for l in slow),
+             'report --slowest 3: three calls with their start and a --time-range (%r)' % slow)
+    ck.check(slow and ('%.3f' % (durs[-1] / 1e3)) in slow[0].replace(' ', '') or
+             ('%.3f' % (durs[-1] / 1e6)) in slow[0], 'the slowest call first: %r (%d ns)' %
+             (slow[:1], durs[-1]))
+
+
+def test_none(ck, cyg, example, args):
+    for name in ('schema1.data', 'schema5.data'):
+        cap = os.path.join(args.data, name)
+        cp = run([cyg.exe, 'report', '--latency', cap])
+        ck.eq(cp.returncode, 0, 'report --latency %s: exit status' % name)
+        ck.check('no latency data' in cp.out, 'report --latency %s says no latency data' % name)
+        cp = run([cyg.exe, 'report', '--format=json', cap])
+        ck.check('"latency": null' in cp.out, 'report --format=json %s: latency null' % name)
+    cap = record(ck, cyg, example, 'lat-s.data', ['--time=sampled'])
+    cp = run([cyg.exe, 'report', '--latency', cap])
+    ck.check(cp.returncode == 0 and 'no latency data' in cp.out,
+             'report --latency of a --time=sampled capture says no latency data')
+    cp = run([cyg.exe, 'report', '--slowest', '0', cap])
+    ck.check(cp.returncode == 2 and cp.err.count('\n') == 1,
+             'report --slowest 0: one-line usage error, exit 2 (%d: %r)' % (cp.returncode, cp.err))
+
+
+TESTS = {
+    'latency-report': test_report,
+    'latency-timeline': test_timeline,
+    'latency-none': test_none,
+}
+
+
+def extra(ap):
+    ap.add_argument('--data', required=True)
+
+
+if __name__ == '__main__':
+    sys.exit(cygtest.driver_main(TESTS, 'latency', __doc__, extra))
