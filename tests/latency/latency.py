@@ -60,8 +60,10 @@ def test_report(ck, cyg, example, args):
     # its lower bound wide; the hooks' cost is out, a little of the call
     # may be too: 0.8 us)
     ck.check(0.8 * US <= f['p50_ns'] <= 1.25 * US, 'work: p50 %d ns is about 1 us' % f['p50_ns'])
-    # 100 calls of 100 us: the 990th of 1000 is one
-    ck.check(90 * US <= f['p99_ns'] <= 125 * US, 'work: p99 %d ns is about 100 us' % f['p99_ns'])
+    # 100 calls of 100 us: the 990th of 1000 is one, or (a busy machine
+    # that preempted more than ten of them) longer; latency-timeline
+    # compares it with the exact durations
+    ck.check(90 * US <= f['p99_ns'], 'work: p99 %d ns is at least about 100 us' % f['p99_ns'])
     ck.check(f['min_ns'] >= 0.8 * US, 'work: min %d ns is no less than a short call' % f['min_ns'])
     ck.check(f['max_ns'] >= 100 * US, 'work: max %d ns is no less than a long call' % f['max_ns'])
     paths = [p for p in data['latency']['paths'] if p['path'] == 'main > work']
