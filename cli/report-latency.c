@@ -384,3 +384,17 @@ void report_latency_json(struct view *v, const struct profile *p, const struct l
 	free(buf);
 	lat_all_free(&a, p);
 }
+
+struct lat_stats *report_latency_fns(struct view *v, const struct profile *p, const char *file)
+{
+	struct lat_all a;
+	struct lat_stats *r = NULL;
+
+	lat_all_load(v, p, file, &a);
+	if (a.present) {
+		r = a.fst;
+		a.fst = NULL;
+	}
+	lat_all_free(&a, p);
+	return r;
+}

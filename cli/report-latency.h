@@ -7,6 +7,8 @@
 #include "profile.h"
 #include "view.h"
 
+struct lat_stats;
+
 struct latency_opts {
 	const char *file;
 	const char *pattern; /* --function, or NULL */
@@ -23,5 +25,9 @@ void report_latency_text(struct view *v, const struct profile *p, const struct l
  * JSON report: per function and per call path, times in ns; null without
  * histograms. */
 void report_latency_json(struct view *v, const struct profile *p, const struct latency_opts *o);
+
+/** The latency of every function of p (p->nfns of them; count 0: none),
+ * NULL when the capture has no histograms.  @return owned: free(). */
+struct lat_stats *report_latency_fns(struct view *v, const struct profile *p, const char *file);
 
 #endif

@@ -410,6 +410,26 @@ static void read_comm(struct cthread *ct)
 	ct->comm[r] = 0;
 }
 
+/* The last call the writer's exit hook closed and has not counted in its
+ * histogram yet (cyg_thread.lat_gid): a writer that has not ended counts
+ * it at its next exit, so its histograms read now lack it. */
+static void pending_latency(struct collector *c, struct cthread *ct, const struct cyg_thread *t,
+			    const struct bounds *b, struct damage *dmg)
+{
+	uint32_t g = RD(t->lat_gid);
+	uint64_t dt = RD(t->lat_dt);
+
+	if (!g)
+		return;
+	uint32_t idx = cthread_resolve(c, ct, g);
+	if (idx == GID_BAD || dt > b->ticks) {
+		dmg->counts++;
+		return;
+	}
+	if (idx != GID_DROP)
+		collector_lat_open(ct, idx, dt);
+}
+
 /* One thread: fold, close, store. */
 static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 {
@@ -457,6 +477,8 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 		err = fold_tree(c, ct, &b, &dmg, &raw_calls);
 		if (!err && state != CYG_T_ENDED)
 			close_open_frames(c, ct, end, extra, nraw, &dmg, &closed);
+		if (!err && state != CYG_T_ENDED && !c->o->time_sampled)
+			pending_latency(c, ct, t, &b, &dmg);
 		if (c->o->time_sampled) {
 			/* --time=sampled: the hooks kept no time (a runtime
 			 * that does not know CYG_F_NOCLOCK did: not ours to keep) */

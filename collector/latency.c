@@ -45,11 +45,6 @@ static int latref_cmp(const void *a, const void *b)
 	return (x->gid > y->gid) - (x->gid < y->gid);
 }
 
-static unsigned lat_shift(const struct collector *c)
-{
-	return (c->flags & CYG_F_TSC) ? CYG_LAT_SHIFT_TSC : CYG_LAT_SHIFT_NS;
-}
-
 /* One raw node's histogram added to h (max, min in ticks): 0, or -1 when it
  * cannot be true (left out, counted as damage by the caller). */
 static int add_raw(const struct collector *c, uint32_t gid, uint64_t max_ticks, uint64_t *h,
@@ -95,7 +90,7 @@ int collector_put_latency(struct collector *c, struct cthread *ct, uint64_t max_
 	struct cygprof_lat_row *rows = NULL;
 	size_t nrows = 0, caprows = 0, i, j;
 	uint64_t h[CYG_LAT_BUCKETS];
-	unsigned sh = lat_shift(c);
+	const unsigned sh = CYG_LAT_SHIFT;
 	int err = 0;
 
 	rec.unit_ns = ticks_to_ns(c, 1ULL << sh);
@@ -109,7 +104,7 @@ int collector_put_latency(struct collector *c, struct cthread *ct, uint64_t max_
 			const struct latref *r = &ct->lat[j];
 			if (r->open) { /* a call open at the end: its time so far */
 				uint64_t dt = r->open - 1;
-				h[cyg_lat_idx(dt >> sh)]++;
+				h[cyg_lat_idx(dt)]++;
 				if (dt < mn)
 					mn = dt;
 				if (dt > mx)

@@ -33,7 +33,6 @@ int cyg_use_tsc;
 int cyg_timeline;
 int cyg_noclock;
 uint64_t cyg_ring_mask;
-unsigned cyg_lat_shift = CYG_LAT_SHIFT_NS;
 uint32_t cyg_max_depth = 2; /* until attached: every enter overflows harmlessly */
 int cyg_memory;
 const struct cyg_callbacks *cyg_callbacks;
@@ -157,7 +156,6 @@ static int map_fd(int fd)
 	cyg__grow_release();
 	cyg_ctl = c;
 	cyg_use_tsc = !!(c->flags & CYG_F_TSC);
-	cyg_lat_shift = cyg_use_tsc ? CYG_LAT_SHIFT_TSC : CYG_LAT_SHIFT_NS;
 	cyg_timeline = !!(c->flags & CYG_F_TIMELINE);
 	/* a timeline needs times: the collector never asks for both */
 	cyg_noclock = !!(c->flags & CYG_F_NOCLOCK) && !cyg_timeline;

@@ -296,7 +296,17 @@ NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, uint64_t cfa, const int
 	if (clocked) {
 		uint64_t dt = now - f->ts;
 		c->ticks += dt;
-		cyg_lat_add(c, dt);
+		/* the call closed before into its histogram (its operands long
+		 * ready), this one for the next exit (lat_gid's comment) */
+		uint32_t pg = t->lat_gid;
+		uint64_t pdt = t->lat_dt;
+		t->lat_gid = f->node;
+		t->lat_dt = dt;
+		if (LIKELY(pg)) {
+			struct cyg_node *pn = CYG_NODE(cyg_base, pg);
+			if (LIKELY(CYG_IN_SLOT(pn)))
+				cyg_lat_add(pn, pdt);
+		}
 		if (s) { /* from the node's second (or a later) call site */
 			struct cyg_site *e = site_entry(t, s);
 			if (LIKELY(e))

@@ -75,9 +75,7 @@ extern int cyg_timeline HIDDEN;
  * carry no time, and nothing adds ticks to a node or call site. */
 extern int cyg_noclock HIDDEN;
 extern uint64_t cyg_ring_mask HIDDEN;
-/* CYG_LAT_SHIFT_TSC or CYG_LAT_SHIFT_NS: ticks to the latency histograms'
- * units (cyg-shm.h) */
-extern unsigned cyg_lat_shift HIDDEN;
+
 extern uint32_t cyg_max_depth HIDDEN;
 extern int cyg_memory HIDDEN; /* tracing the malloc family (libcygprof-mem.so, --memory) */
 /* 0 not attached yet, 1 attached, <0 disabled (-1), attaching (-2) or
@@ -157,7 +155,7 @@ static inline void cyg_lat_add(struct cyg_node *n, uint64_t dt)
 {
 	struct cyg_node_ext *e = CYG_NODE_EXT(n);
 
-	CYG_NODE_LAT(n)->n[cyg_lat_idx(dt >> cyg_lat_shift)]++;
+	CYG_NODE_LAT(n)->n[cyg_lat_idx(dt)]++;
 	if (UNLIKELY(dt > e->lat_max))
 		e->lat_max = dt;
 	if (UNLIKELY(~dt > e->lat_nmin))
@@ -234,6 +232,17 @@ static inline struct cyg_node *cyg_node_at(uint32_t gid)
 	struct cyg_node *n = CYG_NODE(cyg_base, gid);
 	return CYG_IN_SLOT(n) ? n : CYG_NODE(cyg_base, CYG_GID_NULL);
 }
+/* Count writer t's pending call (lat_gid: the last one its exit hook
+ * closed) in its node's histogram now (cold paths: the writer's end). */
+static inline void cyg_lat_flush(struct cyg_thread *t)
+{
+	uint32_t g = t->lat_gid;
+
+	t->lat_gid = 0;
+	if (g)
+		cyg_lat_add(cyg_node_at(g), t->lat_dt);
+}
+
 /* Append a multi-word record (memory events) to the thread's ring, waiting
  * for room even in drop mode: memory records are never dropped while the
  * collector lives.  For ALLOC/FREE, w[0]'s time field is filled in here

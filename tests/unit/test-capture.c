@@ -91,7 +91,7 @@ static void test_meta(void)
 	CHECK_EQ_STR(v, "cygprof-capture");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
-	CHECK_EQ_STR(v, "7");
+	CHECK_EQ_STR(v, "8");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "nope", &v), CYGPROF_E_NOTFOUND);
 	CHECK(v == NULL);
@@ -1318,7 +1318,8 @@ static size_t seal_value(uint8_t *out, const char *db, const void *key, size_t k
 
 static const char *const all_dbs[] = { "meta",	  "procs", "threads", "trees",	"timeline",
 				       "objects", "symbols", "mem",   "stacks", "sites",
-				       "counters", "samples", "psamples", "offcpu", "cpu" };
+				       "counters", "samples", "psamples", "offcpu", "cpu",
+				       "latency" };
 /* all_dbs[] from here on were added within schema 2: a capture written
  * before them lacks them and its seal does not name them */
 #define ALL_DBS_V2 10
@@ -1540,16 +1541,16 @@ static void test_errors(void)
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
 
 	/* a newer schema: the error names it */
-	p = tmp_path("schema8.cap");
+	p = tmp_path("schema9.cap");
 	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
-	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "8"), -EPERM);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "9"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "txn", "3"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
-	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "8", 1), 0);
+	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "9", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_VERSION);
 	CHECK_EQ_STR(cygprof_strerror(CYGPROF_E_VERSION),
-		     "capture written by a newer cygprof (unknown schema) (schema 8; this "
-		     "cygprof reads schemas 1 to 7)");
+		     "capture written by a newer cygprof (unknown schema) (schema 9; this "
+		     "cygprof reads schemas 1 to 8)");
 	/* "2" damaged into "1" (with a valid checksum even) is not schema 1 */
 	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "1", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
@@ -1765,6 +1766,8 @@ static int put_cols(const char *path, const char *db, const uint8_t *key, uint32
  * their zstd frame's size or less, and read back exactly; damaged columns
  * read as a damaged capture; a reopened schema 6 capture keeps the frames
  * a schema 6 reader reads. */
+static int raw_drop2(const char *path, const char *const *dbs, size_t n, bool sealed);
+
 static void test_cols(void)
 {
 	const char *path = tmp_path("cols.cap");
@@ -1889,7 +1892,10 @@ static void test_cols(void)
 		}
 	}
 
-	/* a schema 6 capture reopened stays schema 6: frames of the rows */
+	/* a schema 6 capture reopened stays schema 6: frames of the rows (it
+	 * has no latency DB, added with schema 8) */
+	const char *const later[] = { "latency" };
+	CHECK_EQ_INT(raw_drop2(path, later, 1, true), 0);
 	CHECK_EQ_INT(raw_put(path, "meta", "schema", 6, "6", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open_rw(path, &cap), 0);
 	if (cap) {
@@ -2793,7 +2799,7 @@ out:
 static void test_cpu(void)
 {
 	const char *path = tmp_path("cpu.cap"), *p5 = tmp_path("cpu5.cap");
-	const char *const dropped[] = { "cpu" };
+	const char *const dropped[] = { "cpu", "latency" };
 	struct cygprof_cpu c = {
 		.thread_idx = 3, .method = CYGPROF_CPU_PERF, .flags = CYGPROF_CPU_SWITCHES,
 		.period_ns = 1000000, .cpu_ns = 412345678, .samples = 420, .overhead = 17,
@@ -2920,7 +2926,7 @@ static void test_cpu(void)
 	 * refuses them */
 	CHECK_EQ_INT(cygprof_capture_create(p5, &cap), 0);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
-	CHECK_EQ_INT(raw_drop2(p5, dropped, 1, true), 0);
+	CHECK_EQ_INT(raw_drop2(p5, dropped, 2, true), 0);
 	CHECK_EQ_INT(raw_put(p5, "meta", "schema", 6, "5", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p5, &cap), 0);
 	if (cap) {
