@@ -10,6 +10,7 @@ of the same calls; captures without histograms (schema 1 and 5, and
 --time=sampled) say "no latency data".
 """
 
+import json
 import os
 import sys
 
@@ -149,10 +150,49 @@ def test_none(ck, cyg, example, args):
              'report --slowest 0: one-line usage error, exit 2 (%d: %r)' % (cp.returncode, cp.err))
 
 
+def test_diff(ck, cyg, example, args):
+    # a slower build, as far as work's tail goes: its long calls take 400 us
+    old = record(ck, cyg, example, 'old.data')
+    new = record(ck, cyg, example, 'new.data', args=['1000', '400000'])
+    cp = run([cyg.exe, 'diff', '--latency', '--format=json', old, new])
+    ck.eq(cp.returncode, 0, 'diff --latency --format=json: exit status')
+    try:
+        data = json.loads(cp.out)
+    except ValueError as e:
+        raise Failure('diff --latency --format=json is not JSON (%s): %s' % (e, cp.out[:300]))
+    rows = {r['name']: r for r in data.get('latency') or []}
+    w = rows.get('work')
+    if not w:
+        raise Failure('diff --latency: no row for work: %r' % list(rows))
+    ck.eq(w['old']['calls'], 1000, 'work: OLD calls')
+    ck.eq(w['new']['calls'], 1000, 'work: NEW calls')
+    # the p99 moved from a 100 us call to a 400 us one (at least: a busy
+    # machine stretches either side's)
+    ck.check(w['old']['p99_ns'] >= 90 * US and w['new']['p99_ns'] >= 360 * US,
+             'work: p99 %d -> %d ns' % (w['old']['p99_ns'], w['new']['p99_ns']))
+    ck.check(w['p99_change'] is not None and w['p99_change'] > 1.0,
+             'work: the p99 change %r is more than +100%%' % w['p99_change'])
+    ck.check(0.8 * US <= w['new']['p50_ns'] <= 1.25 * US, 'work: NEW p50 still about 1 us')
+    cp = run([cyg.exe, 'diff', '--latency', old, new])
+    ck.eq(cp.returncode, 0, 'diff --latency: exit status')
+    lines = cp.out.splitlines()
+    try:
+        at = next(i for i, l in enumerate(lines) if l.startswith('# latency per function'))
+    except StopIteration:
+        raise Failure('diff --latency: no latency section:\n' + cp.out)
+    first = lines[at + 2] if len(lines) > at + 2 else ''
+    ck.check(first.rstrip().endswith(' work') and '%' in first,
+             'diff --latency: work first, with its p99 change (%r)' % first)
+    cp = run([cyg.exe, 'diff', '--latency', os.path.join(args.data, 'schema5.data'), new])
+    ck.check(cp.returncode == 0 and 'no latency data' in cp.out,
+             'diff --latency against a capture without histograms says so')
+
+
 TESTS = {
     'latency-report': test_report,
     'latency-timeline': test_timeline,
     'latency-none': test_none,
+    'latency-diff': test_diff,
 }
 
 

@@ -2952,6 +2952,84 @@ static void test_cpu(void)
 	CHECK(strstr(cygprof_strerror(CYGPROF_E_CORRUPT), "DB 'cpu' missing") != NULL);
 }
 
+/* Latency histograms per thread (schema 8): a round trip of every field,
+ * the refused puts (nodes out of order, a node not starting with its range,
+ * buckets going down or overlapping, an unknown kind), a thread without
+ * one, and a schema 7 capture reading none and refusing them reopened. */
+static void test_latency(void)
+{
+	const char *path = tmp_path("lat.cap"), *p7 = tmp_path("lat7.cap");
+	const char *const dropped[] = { "latency" };
+	struct cygprof_latency h = { .thread_idx = 2, .sub = 8, .unit_ns = 5 }, got;
+	struct cygprof_lat_row v[5] = {
+		{ 1, CYGPROF_LAT_RANGE, 1000, 100000, 1000 },
+		{ 1, CYGPROF_LAT_BUCKET, 960, 1024, 900 },
+		{ 1, CYGPROF_LAT_BUCKET, 98304, 102400, 100 },
+		{ 7, CYGPROF_LAT_RANGE, 5, 5, 1 },
+		{ 7, CYGPROF_LAT_BUCKET, 0, UINT64_MAX, 1 },
+	}, bad[3], *out = NULL;
+	struct cygprof_capture *cap;
+	size_t n = 99;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_put_latency(cap, &h, v, 5), 0);
+	/* refused, nothing stored */
+	memcpy(bad, v, sizeof bad);
+	bad[0].node = 3; /* nodes out of order */
+	CHECK_EQ_INT(cygprof_capture_put_latency(cap, &h, bad, 2), -EINVAL);
+	memcpy(bad, v + 1, 2 * sizeof *bad); /* no range first */
+	CHECK_EQ_INT(cygprof_capture_put_latency(cap, &h, bad, 2), -EINVAL);
+	memcpy(bad, v, 3 * sizeof *bad);
+	bad[2].lo_ns = 1000; /* overlapping the bucket before */
+	CHECK_EQ_INT(cygprof_capture_put_latency(cap, &h, bad, 3), -EINVAL);
+	memcpy(bad, v, 2 * sizeof *bad);
+	bad[1].kind = 2;
+	CHECK_EQ_INT(cygprof_capture_put_latency(cap, &h, bad, 2), -EINVAL);
+	bad[1] = v[1];
+	bad[1].hi_ns = 10; /* hi below lo */
+	CHECK_EQ_INT(cygprof_capture_put_latency(cap, &h, bad, 2), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_latency(cap, 2, &got, &out, &n), 0);
+	CHECK_EQ_U64(got.thread_idx, 2);
+	CHECK_EQ_U64(got.sub, 8);
+	CHECK_EQ_U64(got.unit_ns, 5);
+	CHECK_EQ_U64(n, 5);
+	CHECK(out && !memcmp(out, v, sizeof v));
+	free(out);
+	out = NULL;
+	CHECK_EQ_INT(cygprof_capture_get_latency(cap, 3, &got, &out, &n), CYGPROF_E_NOTFOUND);
+	CHECK_EQ_U64(n, 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* schema 7: no latency DB, no records; reopened, it stays schema 7 and
+	 * refuses them */
+	CHECK_EQ_INT(cygprof_capture_create(p7, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(raw_drop2(p7, dropped, 1, true), 0);
+	CHECK_EQ_INT(raw_put(p7, "meta", "schema", 6, "7", 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(p7, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_get_latency(cap, 0, &got, &out, &n),
+			     CYGPROF_E_NOTFOUND);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	CHECK_EQ_INT(cygprof_capture_open_rw(p7, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_put_latency(cap, &h, v, 1), -EPERM);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	/* a schema 8 capture requires it */
+	CHECK_EQ_INT(raw_put(p7, "meta", "schema", 6, "8", 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(p7, &cap), CYGPROF_E_CORRUPT);
+	CHECK(strstr(cygprof_strerror(CYGPROF_E_CORRUPT), "DB 'latency' missing") != NULL);
+}
+
 static void test_open_rw(void)
 {
 	const char *path = tmp_path("rw.cap"), *p2 = tmp_path("rw-open.cap");
@@ -3813,6 +3891,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_counters);
 	RUN_TEST(test_psamples);
 	RUN_TEST(test_cpu);
+	RUN_TEST(test_latency);
 	RUN_TEST(test_open_rw);
 	RUN_TEST(test_readonly_dir);
 	RUN_TEST(test_crc);
