@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "report-latency.h"
 #include "counters.h"
 #include "debuginfo.h"
 #include "instrument.h"
@@ -776,6 +777,8 @@ int cmd_html(int argc, char **argv)
 	write_info(j, v, file);
 	fputc(',', j);
 	write_profile(j, p, ps);
+	fputs(",\"latency\":", j);
+	report_latency_html(j, v, p, file);
 	fputs(",\"tree\":", j);
 	if (pathtree_build(&t, p))
 		cli_die(1, "out of memory");

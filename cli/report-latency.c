@@ -9,6 +9,7 @@
  * keep in every call path (analysis/latency.h): the whole run, no timeline
  * needed.  Ranked by p99: the tail first. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,8 +290,9 @@ void report_latency_text(struct view *v, const struct profile *p, const struct l
 		lat_all_free(&a, p);
 		return;
 	}
-	printf("Latency of the calls of each function (inclusive time per call, %s; percentiles "
-	       "from the hooks' histograms, within 6.25%%):\n\n",
+	printf("Latency of the calls of each function (inclusive wall time per call, %s; waiting "
+	       "for a CPU is in it, unlike the profile's times; percentiles from the hooks' "
+	       "histograms, within 6.25%%):\n\n",
 	       o->raw ? "as measured" : "the hooks' cost out");
 	idx = xcalloc(p->nfns > a.pt.len ? p->nfns : a.pt.len, sizeof *idx);
 	for (i = 0; i < p->nfns; i++)
@@ -397,4 +399,70 @@ struct lat_stats *report_latency_fns(struct view *v, const struct profile *p, co
 	}
 	lat_all_free(&a, p);
 	return r;
+}
+
+/* d's calls in bins of a quarter of a power of two of ns, a segment's calls
+ * spread over the bins it overlaps: the bins (first) to (last) into
+ * bins[], their number returned (at most 256). */
+#define HTML_BINS 256
+static int html_bins(const struct lat_dist *d, int *first, double *bins)
+{
+	int lo = (int)floor(4 * log2(d->min > 1 ? d->min : 1));
+	int hi = (int)floor(4 * log2(d->max > 1 ? d->max : 1));
+
+	if (hi - lo + 1 > HTML_BINS)
+		lo = hi - HTML_BINS + 1;
+	memset(bins, 0, HTML_BINS * sizeof *bins);
+	for (size_t i = 0; i < d->nseg; i++) {
+		const struct lat_seg *s = &d->seg[i];
+		double a = s->lo > 1 ? s->lo : 1, b = s->hi > 1 ? s->hi : 1;
+		int ba = (int)floor(4 * log2(a)), bb = (int)floor(4 * log2(b));
+		if (ba < lo)
+			ba = lo;
+		if (bb > hi)
+			bb = hi;
+		if (bb < ba)
+			bb = ba;
+		if (b - a < 1e-9 || ba == bb) {
+			bins[ba - lo] += (double)s->n;
+			continue;
+		}
+		for (int k = ba; k <= bb; k++) {
+			double x0 = pow(2, k / 4.0), x1 = pow(2, (k + 1) / 4.0);
+			double o0 = x0 > a ? x0 : a, o1 = x1 < b ? x1 : b;
+			if (o1 > o0)
+				bins[k - lo] += (double)s->n * (o1 - o0) / (b - a);
+		}
+	}
+	*first = lo;
+	return hi - lo + 1;
+}
+
+void report_latency_html(FILE *f, struct view *v, const struct profile *p, const char *file)
+{
+	struct lat_all a;
+	double bins[HTML_BINS];
+	size_t i, k = 0;
+
+	lat_all_load(v, p, file, &a);
+	if (!a.present) {
+		fputs("null", f);
+		lat_all_free(&a, p);
+		return;
+	}
+	fputs("{\"fns\":{", f);
+	for (i = 0; i < p->nfns; i++) {
+		const struct lat_stats *s = &a.fst[i];
+		int first, nb;
+		if (!s->count)
+			continue;
+		nb = html_bins(&a.fn[i], &first, bins);
+		fprintf(f, "%s\"%zu\":[%" PRIu64 ",%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%d,[", k++ ? "," : "",
+			i, s->count, s->min, s->mean, s->p50, s->p90, s->p99, s->p999, s->max, first);
+		for (int b = 0; b < nb; b++)
+			fprintf(f, "%s%.0f", b ? "," : "", bins[b]);
+		fputs("]]", f);
+	}
+	fputs("}}", f);
+	lat_all_free(&a, p);
 }

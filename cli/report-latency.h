@@ -5,6 +5,8 @@
 #define CLI_REPORT_LATENCY_H
 
 #include "profile.h"
+#include <stdio.h>
+
 #include "view.h"
 
 struct lat_stats;
@@ -26,6 +28,12 @@ void report_latency_text(struct view *v, const struct profile *p, const struct l
  * histograms. */
 void report_latency_json(struct view *v, const struct profile *p, const struct latency_opts *o);
 
+/** The HTML report's "latency" value on f: null without histograms, else
+ * {"fns": {"FN": [calls, min, mean, p50, p90, p99, p999, max, first,
+ * [counts]]}} per function index FN with calls, times in ns, the counts
+ * of bins of a quarter of a power of two from 2^(first / 4) ns (for the
+ * histogram beside the sandwich). */
+void report_latency_html(FILE *f, struct view *v, const struct profile *p, const char *file);
 /** The latency of every function of p (p->nfns of them; count 0: none),
  * NULL when the capture has no histograms.  @return owned: free(). */
 struct lat_stats *report_latency_fns(struct view *v, const struct profile *p, const char *file);

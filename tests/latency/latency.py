@@ -12,6 +12,7 @@ of the same calls; captures without histograms (schema 1 and 5, and
 
 import json
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
@@ -188,11 +189,45 @@ def test_diff(ck, cyg, example, args):
              'diff --latency against a capture without histograms says so')
 
 
+def test_html(ck, cyg, example, args):
+    cap = record(ck, cyg, example, 'lat.data')
+    out = os.path.join(cyg.workdir, 'lat.html')
+    cp = run([cyg.exe, 'html', '-o', out, cap])
+    if cp.returncode != 0:
+        raise Failure('html failed: %s' % cp.err.strip())
+    with open(out, encoding='utf-8') as f:
+        text = f.read()
+    start = text.index('<script id="data" type="application/json">') + 42
+    page = json.loads(text[start:text.index('</script>', start)])
+    names = [f[0] for f in page['fns']]
+    lat = (page.get('latency') or {}).get('fns', {})
+    w = lat.get(str(names.index('work'))) if 'work' in names else None
+    if not w:
+        raise Failure('the page has no latency of work: %r' % list(lat))
+    data, _ = cyg.report_json(cap, ck)
+    f = lat_fn(ck, data, 'work')
+    ck.eq(w[0], 1000, 'the page: work\'s calls')
+    ck.eq([w[1], w[3], w[5], w[7]], [f['min_ns'], f['p50_ns'], f['p99_ns'], f['max_ns']],
+          'the page: work\'s min, p50, p99, max as report\'s JSON')
+    ck.eq(round(sum(w[9])), 1000, 'the page: the histogram\'s bins hold the 1000 calls')
+    chrome = shutil.which('chromium') or shutil.which('chromium-browser')
+    if not chrome:
+        print('(no chromium: the drawn panel is not checked)')
+        return
+    cp = run([chrome, '--headless', '--no-sandbox', '--disable-gpu', '--dump-dom',
+              'file://%s#sandwich=work' % out])
+    at = cp.out.find('<div id="sw-lat"')
+    panel = cp.out[at:at + 4000] if at >= 0 else ''
+    ck.check('Latency of work' in panel and '<td>1,000</td>' in panel and 'class="latbar' in panel,
+             'the sandwich of work shows its latency panel, 1,000 calls and bars (%r)' % panel[:300])
+
+
 TESTS = {
     'latency-report': test_report,
     'latency-timeline': test_timeline,
     'latency-none': test_none,
     'latency-diff': test_diff,
+    'latency-html': test_html,
 }
 
 
