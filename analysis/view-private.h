@@ -107,8 +107,8 @@ struct view {
 	int psamples_state, offcpu_state; /* 0 not read, 1 read */
 	struct cygprof_psample *psamples;
 	size_t npsamples;
-	struct cygprof_offcpu *offcpu;
-	size_t noffcpu;
+	struct cygprof_offcpu *offcpu; /* the program's, then nwaits waits */
+	size_t noffcpu, nwaits;
 	struct srcline *sl;
 };
 

@@ -2094,7 +2094,7 @@ int cygprof_capture_append_offcpu(struct cygprof_capture *cap, const struct cygp
 	if (n && !o)
 		return -EINVAL;
 	for (i = 0; i < n; i++)
-		if (o[i].flags || o[i].end_ns < o[i].start_ns ||
+		if ((o[i].flags & ~(uint32_t)CYGPROF_OFFCPU_WAIT) || o[i].end_ns < o[i].start_ns ||
 		    (i && o[i].start_ns < o[i - 1].start_ns))
 			return -EINVAL;
 	return append_stream(cap, STREAM_OFFCPU, CAPTURE_OFFCPU_MAX, o, n, sizeof(*o),

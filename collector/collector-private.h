@@ -195,6 +195,9 @@ struct cthread {
 	uint32_t cpu_method;  /* CYGPROF_CPU_* as the last checkpoint stored it */
 	uint32_t cpu_switches; /* its switches were tracked */
 	uint64_t cpu_ns;      /* its CPU time, when the runtime read it */
+	/* waits for the collector (CYG_X_WAIT) not stored yet */
+	struct cygprof_offcpu *xwait;
+	size_t nxwait, capxwait;
 	/* latency histograms of the last fold (latency.c) */
 	struct latref *lat;
 	size_t nlat, caplat;
@@ -557,6 +560,8 @@ static inline uint64_t collector_mem_len(uint64_t w)
 		return 2;
 	case CYG_X_STACK:
 		return (cyg_x_payload(w) & 0xffff) + 2;
+	case CYG_X_WAIT:
+		return CYG_X_WAIT_WORDS;
 	default:
 		return 1;
 	}

@@ -89,6 +89,8 @@ static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 {
 	uint64_t size = cyg_ring_mask + 1;
 	uint64_t t0, spins = 0, w;
+	/* room for the wait's own record too (CYG_X_WAIT), once waiting */
+	uint64_t rec = size >= need + 2 * CYG_X_WAIT_WORDS ? CYG_X_WAIT_WORDS : 0;
 
 	t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
 	if (t->head + need - t->tail_seen <= size)
@@ -108,7 +110,7 @@ static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 	t->waits++;
 	for (;;) {
 		t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
-		if (t->head + need - t->tail_seen <= size)
+		if (t->head + need + rec - t->tail_seen <= size)
 			break;
 		if (t->head - t->tail_seen > size) { /* as above, meanwhile */
 			t->wait_ticks += cyg_now() - t0;
@@ -133,6 +135,14 @@ static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 	w = cyg_now() - t0;
 	t->wait_ticks += w;
 	frames_skip(t, w);
+	if (rec) {
+		/* the wait as an event of the thread's: replay and the
+		 * exports show it for what it is, not as the program's time */
+		uint64_t *ring = cyg_ringbuf(t), h = t->head;
+		ring[h & cyg_ring_mask] = cyg_x_make(CYG_X_WAIT, t0 & CYG_EV_DELTA_MAX);
+		ring[(h + 1) & cyg_ring_mask] = w;
+		__atomic_store_n(&t->head, h + CYG_X_WAIT_WORDS, __ATOMIC_RELEASE);
+	}
 	/* the time off the CPU during the wait is out of the frames' times
 	 * already: not off-CPU time of the program's */
 	cyg__sw_discard(t);
@@ -184,6 +194,7 @@ void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now
 			t->lost++;
 			return;
 		}
+		h = t->head; /* after the wait's record */
 	}
 	uint64_t *ring = cyg_ringbuf(t);
 	for (i = 0; i < n; i++)

@@ -486,7 +486,11 @@ enum {
 	CYG_X_FREE = 2,  /* payload [fn:6][time:34]; then addr */
 	CYG_X_STACK = 3, /* payload [n:16]; then the hash, then n return addresses,
 			  * innermost first: defines an unwound stack before its first use */
+	CYG_X_WAIT = 4,  /* payload [time:34]: the thread waited for room in its ring
+			  * (the collector) from then; then its length in ticks.
+			  * Written after the wait, before the event that waited. */
 };
+#define CYG_X_WAIT_WORDS 2
 
 /* The allocator function of an ALLOC or FREE record (its 6-bit fn field) is
  * the capture's own code, enum cygprof_mem_fn of <cygprof/cygprof-capture.h>:

@@ -676,12 +676,18 @@ struct cygprof_psample {
 	uint32_t pad;        /* 0 */
 };
 
+/* struct cygprof_offcpu.flags */
+enum {
+	CYGPROF_OFFCPU_WAIT = 1, /* not the program's: the thread waited for cygprof's
+				  * collector (its timeline ring was full; schema 8) */
+};
+
 struct cygprof_offcpu {
 	uint64_t start_ns, end_ns; /* from the capture start; start <= end */
 	uint32_t thread_idx;       /* CYGPROF_NONE when unknown */
 	uint32_t tid;
 	uint32_t stack;            /* stash id of where it went off CPU, 0 when unknown */
-	uint32_t flags;            /* reserved, 0 */
+	uint32_t flags;            /* CYGPROF_OFFCPU_* */
 };
 
 /** Append samples (any threads, in time order within the call).  -EINVAL

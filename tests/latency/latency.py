@@ -222,12 +222,71 @@ def test_html(ck, cyg, example, args):
              'the sandwich of work shows its latency panel, 1,000 calls and bars (%r)' % panel[:300])
 
 
+def test_waits(ck, cyg, example, args):
+    """A ring of 16 words: the thread waits for the collector; each wait
+    is an event in replay, the chrome and perfetto exports, as many as info
+    counts, and its time is out of the hooks' figures."""
+    cap = record(ck, cyg, example, 'w.data', ['--timeline', '--ring-size', '128'])
+    cp = run([cyg.exe, 'info', '--format=json', cap])
+    if cp.returncode != 0:
+        raise Failure('info failed: %s' % cp.err.strip())
+    waits = sum(t.get('waits', 0) for t in json.loads(cp.out)['threads'])
+    ck.check(waits > 0, 'a 16-word ring makes the thread wait (info: %d waits)' % waits)
+    name = '[cygprof: waiting for the collector]'
+    cp = run([cyg.exe, 'replay', cap])
+    ck.eq(cp.returncode, 0, 'replay: exit status')
+    ents = cygtest.replay_entries(cp.out)
+    ck.eq(sum(1 for _, rest in ents if rest == name), waits, 'replay: one line per wait')
+    ck.eq(sum(1 for _, rest in ents if rest.startswith('work()')), 1000,
+          'replay: every call of work still there')
+    # the calls that held a wait: their timeline time less the waits is
+    # what the hooks measured
+    lines = cp.out.splitlines()
+    in_calls = 0.0
+    for i, l in enumerate(lines):
+        if l.rstrip().endswith(name):
+            ck.check(i > 0 and lines[i - 1].rstrip().endswith('work() {'),
+                     'replay: a wait inside the work() call it interrupted (%r)' % lines[i - 1:i + 2])
+    for dur, rest in ents:
+        if rest == name and dur is not None:
+            in_calls += dur
+    tl_total = sum(d for d, rest in ents if d is not None and
+                   (rest.startswith('work()') or rest == '} /* work */'))
+    data, _ = cyg.report_json(cap, ck, raw=True)
+    hooks = [f['total_ns'] for f in data['functions'] if f['name'] == 'work'][0]
+    ck.check(abs(hooks - (tl_total - in_calls)) <= 0.02 * hooks + 50 * US,
+             'work: the hooks\' %d ns are the timeline\'s %d ns less the waits\' %d ns' %
+             (hooks, tl_total, in_calls))
+    f = lat_fn(ck, data, 'work')
+    ck.eq(f['calls'], 1000, 'work: calls in its histogram with waits')
+    # chrome: one slice per wait, on the thread, inside a call of work
+    out = os.path.join(cyg.workdir, 'w.json')
+    cp = run([cyg.exe, 'export', '--format=chrome', '-o', out, cap])
+    ck.eq(cp.returncode, 0, 'export --format=chrome: exit status')
+    with open(out) as fh:
+        tr = json.load(fh)
+    evs = tr['traceEvents'] if isinstance(tr, dict) else tr
+    ws = [e for e in evs if e.get('name') == name]
+    ck.eq(len(ws), waits, 'chrome: one slice per wait')
+    calls = [e for e in evs if e.get('name') == 'work' and e.get('ph') == 'X']
+    ck.check(all(any(c['ts'] <= w['ts'] and w['ts'] + w['dur'] <= c['ts'] + c['dur'] + 0.002
+                     for c in calls) for w in ws), 'chrome: every wait inside a call of work')
+    # perfetto, read back by the export tests' decoder
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'export'))
+    import perfetto as pf  # noqa: E402
+    trace, _ = pf.perfetto(ck, cyg, cap)
+    ss = pf.slices(ck, trace)
+    ck.eq(sum(1 for x in ss if x[1] == name), waits, 'perfetto: one slice per wait')
+    ck.eq(sum(1 for x in ss if x[1] == 'work'), 1000, 'perfetto: every call of work')
+
+
 TESTS = {
     'latency-report': test_report,
     'latency-timeline': test_timeline,
     'latency-none': test_none,
     'latency-diff': test_diff,
     'latency-html': test_html,
+    'latency-waits': test_waits,
 }
 
 
