@@ -679,7 +679,9 @@ static void write_timeline(FILE *f, struct view *v, const struct profile *p, con
 	fputs("],\"dur\":[", f);
 	for (k = 0; k < t.n; k++)
 		fprintf(f, "%s%" PRIu64, k ? "," : "", t.heap[k].dur);
-	fputs("]}", f);
+	fputs("],\"waits\":", f);
+	report_waits_html(f, v, file);
+	fputs("}", f);
 	free(t.heap);
 	free(t.stack);
 	free(t.fnmap);

@@ -231,6 +231,25 @@ static int slow_events(const struct cygprof_event *ev, size_t n, void *data)
 	return 0;
 }
 
+/* How much of a call's time (from the timeline) its thread spent waiting
+ * for the collector: the hooks' figures leave it out, the timeline not. */
+static uint64_t waited(struct view *v, const char *file, const struct slow *s)
+{
+	const struct cygprof_offcpu *w;
+	size_t n, i;
+	uint64_t in = 0, end = s->start + s->dur;
+
+	cli_check(view_waits(v, &w, &n), file);
+	for (i = 0; i < n && w[i].start_ns < end; i++) {
+		const struct cygprof_thread *t = view_thread(v, w[i].thread_idx);
+		if (!t || t->tid != s->tid || w[i].end_ns <= s->start)
+			continue;
+		in += (w[i].end_ns < end ? w[i].end_ns : end) -
+		      (w[i].start_ns > s->start ? w[i].start_ns : s->start);
+	}
+	return in;
+}
+
 static void print_slowest(struct view *v, const struct profile *p, const struct latency_opts *o,
 			  const uint32_t *fns, size_t nshown)
 {
@@ -262,12 +281,17 @@ static void print_slowest(struct view *v, const struct profile *p, const struct 
 		if (!w.ntop[fn])
 			continue;
 		printf("  %s\n", text_esc(p->fns[fn].name));
-		for (uint32_t j = 0; j < w.ntop[fn]; j++)
-			printf("    %s  at %.9f s  tid %u  (--time-range %.9f,%.9f)\n",
+		for (uint32_t j = 0; j < w.ntop[fn]; j++) {
+			uint64_t in = waited(v, o->file, &t[j]);
+			printf("    %s  at %.9f s  tid %u  (--time-range %.9f,%.9f)",
 			       fmt_dur(b1, sizeof b1, t[j].dur), (double)t[j].start / 1e9, t[j].tid,
 			       (double)t[j].start / 1e9, (double)(t[j].start + t[j].dur + 1) / 1e9);
+			if (in)
+				printf("  of which %s waiting for the collector",
+				       fmt_dur(b2, sizeof b2, in));
+			printf("\n");
+		}
 	}
-	(void)b2;
 	printf("\n");
 	free((void *)w.want);
 	free(w.top);
@@ -465,4 +489,42 @@ void report_latency_html(FILE *f, struct view *v, const struct profile *p, const
 	}
 	fputs("}}", f);
 	lat_all_free(&a, p);
+}
+
+void report_waits_html(FILE *f, struct view *v, const char *file)
+{
+	const struct cygprof_thread *th;
+	const struct cygprof_offcpu *w;
+	size_t nth, n, i, j;
+	const char *sep = "";
+
+	cli_check(view_threads(v, &th, &nth), file);
+	cli_check(view_waits(v, &w, &n), file);
+	fputs("{\"thread\":[", f);
+	for (i = 0; i < n; i++)
+		for (j = 0; j < nth; j++)
+			if (th[j].idx == w[i].thread_idx) {
+				fprintf(f, "%s%zu", sep, j);
+				sep = ",";
+				break;
+			}
+	fputs("],\"start\":[", f);
+	sep = "";
+	for (i = 0; i < n; i++)
+		for (j = 0; j < nth; j++)
+			if (th[j].idx == w[i].thread_idx) {
+				fprintf(f, "%s%" PRIu64, sep, w[i].start_ns);
+				sep = ",";
+				break;
+			}
+	fputs("],\"dur\":[", f);
+	sep = "";
+	for (i = 0; i < n; i++)
+		for (j = 0; j < nth; j++)
+			if (th[j].idx == w[i].thread_idx) {
+				fprintf(f, "%s%" PRIu64, sep, w[i].end_ns - w[i].start_ns);
+				sep = ",";
+				break;
+			}
+	fputs("]}", f);
 }

@@ -34,6 +34,10 @@ void report_latency_json(struct view *v, const struct profile *p, const struct l
  * of bins of a quarter of a power of two from 2^(first / 4) ns (for the
  * histogram beside the sandwich). */
 void report_latency_html(FILE *f, struct view *v, const struct profile *p, const char *file);
+/** The timeline's "waits" value on f: each interval a thread waited for
+ * the collector, {"thread": [index in view_threads()], "start": [ns],
+ * "dur": [ns]}. */
+void report_waits_html(FILE *f, struct view *v, const char *file);
 /** The latency of every function of p (p->nfns of them; count 0: none),
  * NULL when the capture has no histograms.  @return owned: free(). */
 struct lat_stats *report_latency_fns(struct view *v, const struct profile *p, const char *file);

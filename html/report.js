@@ -534,6 +534,37 @@
       'of two); from p99 on in red. From the hooks\' histograms (within 6.25%); min and max exact.</p>';
   }
 
+  /* ---- timeline: the threads' waits for the collector ---------------------------- */
+  /* TLD.waits = {thread, start, dur}: where a thread waited for cygprof's collector (its
+   * ring was full), drawn over its lane's head in red: that time is in the calls that
+   * span it here, not in the hooks' figures */
+  var WAIT_NAME = '[cygprof: waiting for the collector]';
+  function tlWaits(g, L, top, t0, span, W) {
+    var WT = TLD && TLD.waits;
+    if (!WT || !WT.start.length) return;
+    if (!$('tl-waits') && $('v-timeline')) { /* the legend, once */
+      var tot = 0;
+      for (var k = 0; k < WT.dur.length; k++) tot += WT.dur[k];
+      var p = document.createElement('p');
+      p.id = 'tl-waits';
+      p.className = 'note';
+      p.innerHTML = '<span class="tlwait"></span> ' + esc(WAIT_NAME) + ': ' + num(WT.start.length) +
+        ' time' + (WT.start.length === 1 ? '' : 's') + ', ' + esc(hns(tot)) + ' (a full ring); the calls that span ' +
+        'it hold that time here, the profile\'s figures do not.';
+      $('v-timeline').appendChild(p);
+    }
+    var h = Math.max(3, Math.round(LANE_HEAD * 0.3));
+    for (var i = 0; i < WT.start.length; i++) {
+      if (WT.thread[i] !== L.th) continue;
+      var s = WT.start[i], e = s + WT.dur[i];
+      if (e < t0 || s > t0 + span) continue;
+      var x0 = Math.max(0, (s - t0) / span * W), x1 = Math.min(W, (e - t0) / span * W);
+      if (x1 - x0 < 1) x1 = x0 + 1;
+      g.fillStyle = '#c0392b';
+      g.fillRect(x0, top + LANE_HEAD - h, x1 - x0, h);
+    }
+  }
+
   /* ---- memory flame graph: allocated, leaked or live at the peak ------------------ */
   var MEMKINDS = [['allocated', 0, 1, 'Allocated bytes'], ['leaked', 2, 3, 'Leaked bytes (never freed)'],
     ['peak', 5, -1, 'Bytes live at the peak']];
@@ -841,6 +872,7 @@
           g.restore();
         }
       }
+      tlWaits(g, L, top, t0, span, W);
       top += LANE_HEAD + (L.maxd + 1) * tl.rows;
     }
     $('tl-range').textContent = 'from ' + hns(Math.round(t0)) + ' to ' + hns(Math.round(t0 + span)) + ' (' + hns(Math.round(span)) + ')';

@@ -271,6 +271,18 @@ def test_waits(ck, cyg, example, args):
     calls = [e for e in evs if e.get('name') == 'work' and e.get('ph') == 'X']
     ck.check(all(any(c['ts'] <= w['ts'] and w['ts'] + w['dur'] <= c['ts'] + c['dur'] + 0.002
                      for c in calls) for w in ws), 'chrome: every wait inside a call of work')
+    # the HTML timeline's waits
+    hout = os.path.join(cyg.workdir, 'w.html')
+    cp = run([cyg.exe, 'html', '-o', hout, cap])
+    ck.eq(cp.returncode, 0, 'html: exit status')
+    with open(hout, encoding='utf-8') as fh:
+        text = fh.read()
+    start = text.index('<script id="data" type="application/json">') + 42
+    page = json.loads(text[start:text.index('</script>', start)])
+    hw = (page.get('timeline') or {}).get('waits') or {}
+    ck.eq(len(hw.get('start', [])), waits, 'html: the timeline\'s waits')
+    ck.check(abs(sum(hw.get('dur', [])) / 1000.0 - sum(w['dur'] for w in ws)) <= 0.001 * len(ws) + 1,
+             'html: the waits\' time as chrome\'s')
     # perfetto, read back by the export tests' decoder
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'export'))
     import perfetto as pf  # noqa: E402
