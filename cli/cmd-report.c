@@ -65,7 +65,8 @@ static void usage(FILE *f)
 		"                         thread's total time (default 0.5; 0: all)\n"
 		"  --latency              each function's and call path's call durations:\n"
 		"                         calls, min, mean, p50, p90, p99, p99.9, max,\n"
-		"                         ranked by p99 (the tail first)\n"
+		"                         ranked by p99 (the tail first); --avg-total\n"
+		"                         (uftrace's name) is the same\n"
 		"  --slowest N            --latency with a timeline: the N slowest calls of\n"
 		"                         each function listed, with their start times\n"
 		"  --threads              one report per thread (flat profile unless\n"
@@ -651,6 +652,7 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 		{"tree", no_argument, NULL, O_TREE},
 		{"min-percent", required_argument, NULL, O_MIN_PERCENT},
 		{"latency", no_argument, NULL, O_LATENCY},
+		{"avg-total", no_argument, NULL, O_LATENCY},
 		{"slowest", required_argument, NULL, O_SLOWEST},
 		{"format", required_argument, NULL, O_FORMAT},
 		{"top", required_argument, NULL, O_TOP},

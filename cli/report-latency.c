@@ -371,8 +371,6 @@ void report_latency_json(struct view *v, const struct profile *p, const struct l
 {
 	struct lat_all a;
 	size_t i, k = 0;
-	char *buf = NULL;
-	size_t cap = 0;
 
 	lat_all_load(v, p, o->file, &a);
 	if (!a.present) {
@@ -398,16 +396,17 @@ void report_latency_json(struct view *v, const struct profile *p, const struct l
 		const struct lat_stats *s = &a.pst[i];
 		if (!s->count || !match(o->pattern, p->fns[a.pt.n[i].fn].name))
 			continue;
-		printf("%s\n    {\"path\": ", k++ ? "," : "");
-		json_str(stdout, path_name(p, &a.pt, (uint32_t)i, &buf, &cap));
-		printf(", \"name\": ");
+		/* each path by its parent's id (0: a top-level path), as
+		 * --tree's JSON: no string of the whole path, which a deep
+		 * recursion would make quadratic */
+		printf("%s\n    {\"id\": %zu, \"parent\": %u, \"name\": ", k++ ? "," : "", i,
+		       a.pt.n[i].parent == PROFILE_NONE ? 0 : a.pt.n[i].parent);
 		json_str(stdout, p->fns[a.pt.n[i].fn].name);
 		printf(", \"depth\": %u, ", a.pt.n[i].depth);
 		json_stats(s);
 		printf("}");
 	}
 	printf("%s]},\n  ", k ? "\n  " : "");
-	free(buf);
 	lat_all_free(&a, p);
 }
 

@@ -488,7 +488,8 @@ enum {
 			  * innermost first: defines an unwound stack before its first use */
 	CYG_X_WAIT = 4,  /* payload [time:34]: the thread waited for room in its ring
 			  * (the collector) from then; then its length in ticks.
-			  * Written after the wait, before the event that waited. */
+			  * Written after the event that waited (whose time was
+			  * read before the wait). */
 };
 #define CYG_X_WAIT_WORDS 2
 

@@ -68,8 +68,11 @@ def test_report(ck, cyg, example, args):
     ck.check(90 * US <= f['p99_ns'], 'work: p99 %d ns is at least about 100 us' % f['p99_ns'])
     ck.check(f['min_ns'] >= 0.8 * US, 'work: min %d ns is no less than a short call' % f['min_ns'])
     ck.check(f['max_ns'] >= 100 * US, 'work: max %d ns is no less than a long call' % f['max_ns'])
-    paths = [p for p in data['latency']['paths'] if p['path'] == 'main > work']
-    ck.eq(len(paths), 1, 'the call path main > work')
+    lp = data['latency']['paths']
+    byid = {p['id']: p for p in lp}
+    paths = [p for p in lp if p['name'] == 'work' and p['depth'] == 2 and
+             byid.get(p['parent'], {}).get('name') == 'main']
+    ck.eq(len(paths), 1, 'the call path main > work (by its parent\'s id)')
     if paths:
         ck.eq(paths[0]['calls'], 1000, 'main > work: calls')
         ck.eq(paths[0]['p99_ns'], f['p99_ns'], 'main > work: p99 as the function (one path)')
@@ -241,15 +244,23 @@ def test_waits(ck, cyg, example, args):
           'replay: every call of work still there')
     # the calls that held a wait: their timeline time less the waits is
     # what the hooks measured
+    # a wait at a call's entry is inside it, one at its exit after it
     lines = cp.out.splitlines()
-    in_calls = 0.0
+    in_calls, inside, after = 0.0, 0, 0
     for i, l in enumerate(lines):
-        if l.rstrip().endswith(name):
-            ck.check(i > 0 and lines[i - 1].rstrip().endswith('work() {'),
-                     'replay: a wait inside the work() call it interrupted (%r)' % lines[i - 1:i + 2])
-    for dur, rest in ents:
-        if rest == name and dur is not None:
-            in_calls += dur
+        if not l.rstrip().endswith(name):
+            continue
+        ent = cygtest.replay_entries(l)
+        if lines[i - 1].rstrip().endswith('work() {'):
+            inside += 1
+            in_calls += ent[0][0] if ent and ent[0][0] else 0
+            ck.check(lines[i + 1].rstrip().endswith('} /* work */'),
+                     'replay: a wait at work()\'s entry inside it (%r)' % lines[i - 1:i + 2])
+        else:
+            after += 1
+            ck.check(l.split('|', 1)[1].startswith('   [cygprof'),
+                     'replay: a wait at a call\'s exit inside main (%r)' % l)
+    print('%d waits inside work(), %d after a call' % (inside, after))
     tl_total = sum(d for d, rest in ents if d is not None and
                    (rest.startswith('work()') or rest == '} /* work */'))
     data, _ = cyg.report_json(cap, ck, raw=True)
@@ -268,9 +279,9 @@ def test_waits(ck, cyg, example, args):
     evs = tr['traceEvents'] if isinstance(tr, dict) else tr
     ws = [e for e in evs if e.get('name') == name]
     ck.eq(len(ws), waits, 'chrome: one slice per wait')
-    calls = [e for e in evs if e.get('name') == 'work' and e.get('ph') == 'X']
+    calls = [e for e in evs if e.get('name') == 'main' and e.get('ph') == 'X']
     ck.check(all(any(c['ts'] <= w['ts'] and w['ts'] + w['dur'] <= c['ts'] + c['dur'] + 0.002
-                     for c in calls) for w in ws), 'chrome: every wait inside a call of work')
+                     for c in calls) for w in ws), 'chrome: every wait inside the call of main')
     # the HTML timeline's waits
     hout = os.path.join(cyg.workdir, 'w.html')
     cp = run([cyg.exe, 'html', '-o', hout, cap])

@@ -2682,7 +2682,7 @@ static void test_psamples(void)
 	obad[1] = oc[0];
 	CHECK_EQ_INT(cygprof_capture_append_offcpu(cap, obad, 2), -EINVAL);
 	obad[1] = oc[2];
-	obad[1].flags = 1;
+	obad[1].flags = 2; /* 1 is CYGPROF_OFFCPU_WAIT */
 	CHECK_EQ_INT(cygprof_capture_append_offcpu(cap, obad, 2), -EINVAL);
 	obad[1] = oc[2];
 	obad[1].end_ns = obad[1].start_ns - 1;
