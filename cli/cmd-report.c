@@ -551,6 +551,8 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 	printf("  \"cpu_sampler\": \"%s\",\n  \"cpu_period_ns\": %" PRIu64 ",\n", cpu_sampler(v),
 	       cpu_period_ns(v));
 
+	/* each function's latency too (report-latency.c), NULL without */
+	struct lat_stats *ls = report_latency_fns(v, p, o->file);
 	fns = print_sorted_fns(p, o->print.sort, &n);
 	printf("  \"functions\": [");
 	for (i = 0, k = 0; i < n; i++) {
@@ -573,10 +575,12 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 			       ", \"offcpu_ns\": %" PRIu64,
 			       c->samples, c->sample_ns, c->offcpu_ns);
 		}
+		report_latency_json_fn(ls, fns[i]);
 		printf("}");
 	}
 	printf("%s],\n", k ? "\n  " : "");
 	free(fns);
+	free(ls);
 
 	printf("  \"arcs\": [");
 	for (i = 0, k = 0; i < p->narcs; i++) {

@@ -527,3 +527,17 @@ void report_waits_html(FILE *f, struct view *v, const char *file)
 			}
 	fputs("]}", f);
 }
+
+void report_latency_json_fn(const struct lat_stats *all, size_t fn)
+{
+	const struct lat_stats *st = all ? &all[fn] : NULL;
+
+	printf(", \"latency\": ");
+	if (!st || !st->count) {
+		printf("null");
+		return;
+	}
+	printf("{");
+	json_stats(st);
+	printf("}");
+}

@@ -38,6 +38,10 @@ void report_latency_html(FILE *f, struct view *v, const struct profile *p, const
  * the collector, {"thread": [index in view_threads()], "start": [ns],
  * "dur": [ns]}. */
 void report_waits_html(FILE *f, struct view *v, const char *file);
+/** ", \"latency\": {calls, min_ns, mean_ns, p50_ns, p90_ns, p99_ns,
+ * p999_ns, max_ns}" of function fn (all from report_latency_fns()), or
+ * null when all is NULL or fn has no calls. */
+void report_latency_json_fn(const struct lat_stats *all, size_t fn);
 /** The latency of every function of p (p->nfns of them; count 0: none),
  * NULL when the capture has no histograms.  @return owned: free(). */
 struct lat_stats *report_latency_fns(struct view *v, const struct profile *p, const char *file);

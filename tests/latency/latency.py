@@ -57,6 +57,9 @@ def test_report(ck, cyg, example, args):
     ck.eq(f['calls'], 1000, 'work: calls in its histogram')
     calls = {x['name']: x['calls'] for x in data['functions']}
     ck.eq(calls.get('work'), 1000, 'work: calls in the profile')
+    per = [x.get('latency') for x in data['functions'] if x['name'] == 'work']
+    ck.eq(per[0] if per else None, {k: v for k, v in f.items() if k != 'name'},
+          'work: the functions entry\'s latency as the latency object\'s')
     check_order(ck, f, 'work')
     # 900 calls of 1 us: the median is one (a bucket is at most 1/8 of
     # its lower bound wide; the hooks' cost is out, a little of the call
@@ -144,7 +147,10 @@ def test_none(ck, cyg, example, args):
         ck.eq(cp.returncode, 0, 'report --latency %s: exit status' % name)
         ck.check('no latency data' in cp.out, 'report --latency %s says no latency data' % name)
         cp = run([cyg.exe, 'report', '--format=json', cap])
-        ck.check('"latency": null' in cp.out, 'report --format=json %s: latency null' % name)
+        d = json.loads(cp.out) if cp.returncode == 0 else {}
+        ck.check(d.get('latency', 0) is None and
+                 all(x.get('latency', 0) is None for x in d.get('functions', [])),
+                 'report --format=json %s: latency null, and each function\'s' % name)
     cap = record(ck, cyg, example, 'lat-s.data', ['--time=sampled'])
     cp = run([cyg.exe, 'report', '--latency', cap])
     ck.check(cp.returncode == 0 and 'no latency data' in cp.out,
