@@ -304,7 +304,7 @@ def test_waits(ck, cyg, example, args):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'export'))
     import perfetto as pf  # noqa: E402
     trace, _ = pf.perfetto(ck, cyg, cap)
-    ss = pf.slices(ck, trace)
+    ss = pf.slices(ck, trace, waits=True)
     ck.eq(sum(1 for x in ss if x[1] == name), waits, 'perfetto: one slice per wait')
     ck.eq(sum(1 for x in ss if x[1] == 'work'), 1000, 'perfetto: every call of work')
 
