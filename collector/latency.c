@@ -94,7 +94,8 @@ int collector_put_latency(struct collector *c, struct cthread *ct, uint64_t max_
 	int err = 0;
 
 	rec.unit_ns = ticks_to_ns(c, 1ULL << sh);
-	qsort(ct->lat, ct->nlat, sizeof *ct->lat, latref_cmp);
+	if (ct->nlat) /* qsort takes no NULL, even for nothing */
+		qsort(ct->lat, ct->nlat, sizeof *ct->lat, latref_cmp);
 	for (i = 0; i < ct->nlat; i = j) {
 		uint32_t idx = ct->lat[i].idx;
 		uint64_t mn = UINT64_MAX, mx = 0, total = 0;
