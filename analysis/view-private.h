@@ -45,6 +45,8 @@ struct view_tree_slot {
 	int sampled;   /* view_set_times(): the sites' times follow the nodes' */
 	uint32_t *own; /* with a filter: stored node -> the kept node its own
 			* figures go to (its own, or its nearest kept ancestor) */
+	/* latency.c: the thread's latency per node (owned), NULL not read */
+	struct view_latency *lat;
 	int cpu_state; /* 0 not read, 1 read */
 	struct view_cpu cpu;
 	uint64_t *cpu_arr; /* the four arrays of cpu, n each */
@@ -105,11 +107,15 @@ struct view {
 	int psamples_state, offcpu_state; /* 0 not read, 1 read */
 	struct cygprof_psample *psamples;
 	size_t npsamples;
-	struct cygprof_offcpu *offcpu;
-	size_t noffcpu;
+	struct cygprof_offcpu *offcpu; /* the program's, then nwaits waits */
+	size_t noffcpu, nwaits;
 	struct srcline *sl;
 };
 
+/* The slot of a thread's tree (NULL: no such thread, or no memory). */
+struct view_tree_slot *view_slot(struct view *v, uint32_t thread);
+/* Free a view_latency of latency.c (view_close()). */
+void view_latency_free(struct view_latency *l);
 /* Read the processes (view.c) before using v->nprocs. */
 int view_load_procs(struct view *v);
 /* Release what view-symbols.c holds (view_close()). */

@@ -58,6 +58,7 @@ static void trees_free(struct view *v)
 		free(v->trees[i].own);
 		free(v->trees[i].cpu_arr);
 		free(v->trees[i].cut);
+		view_latency_free(v->trees[i].lat);
 		free(v->trees[i].scale);
 		free(v->trees[i].percall);
 		free(v->trees[i].sites);
@@ -473,6 +474,11 @@ static struct view_tree_slot *tree_slot(struct view *v, uint32_t thread)
 			return NULL;
 	}
 	return &v->trees[i];
+}
+
+struct view_tree_slot *view_slot(struct view *v, uint32_t thread)
+{
+	return tree_slot(v, thread);
 }
 
 int view_tree(struct view *v, uint32_t thread, const struct view_tree **out)
@@ -1051,15 +1057,55 @@ int view_psamples(struct view *v, const struct cygprof_psample **s, size_t *n)
 	return err;
 }
 
-int view_offcpu(struct view *v, const struct cygprof_offcpu **o, size_t *n)
+/* The stored intervals, the program's (flags 0) first and the waits for
+ * the collector (CYGPROF_OFFCPU_WAIT) after them, each in start order. */
+static int offcpu_load(struct view *v)
 {
 	int err = 0;
 
-	if (!v->offcpu_state)
-		err = view_loaded(cygprof_capture_get_offcpu(v->cap, &v->offcpu, &v->noffcpu),
-				  &v->offcpu_state);
+	if (v->offcpu_state)
+		return 0;
+	err = view_loaded(cygprof_capture_get_offcpu(v->cap, &v->offcpu, &v->noffcpu),
+			  &v->offcpu_state);
+	if (err || !v->noffcpu)
+		return err;
+	struct cygprof_offcpu *w = malloc(v->noffcpu * sizeof *w);
+	size_t k = 0, nw = 0;
+	if (!w) {
+		v->offcpu_state = 0;
+		free(v->offcpu);
+		v->offcpu = NULL;
+		v->noffcpu = 0;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < v->noffcpu; i++) {
+		if (v->offcpu[i].flags & CYGPROF_OFFCPU_WAIT)
+			w[nw++] = v->offcpu[i];
+		else
+			v->offcpu[k++] = v->offcpu[i];
+	}
+	memcpy(v->offcpu + k, w, nw * sizeof *w);
+	free(w);
+	v->noffcpu = k;
+	v->nwaits = nw;
+	return 0;
+}
+
+int view_offcpu(struct view *v, const struct cygprof_offcpu **o, size_t *n)
+{
+	int err = offcpu_load(v);
+
 	*o = v->offcpu;
 	*n = v->noffcpu;
+	return err;
+}
+
+int view_waits(struct view *v, const struct cygprof_offcpu **o, size_t *n)
+{
+	int err = offcpu_load(v);
+
+	*o = v->offcpu ? v->offcpu + v->noffcpu : NULL;
+	*n = v->nwaits;
 	return err;
 }
 

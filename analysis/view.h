@@ -415,8 +415,15 @@ int view_samples(struct view *v, uint32_t id, const struct cygprof_sample **s, s
 /** All perf samples in time order (none, or a capture before schema 4:
  * n = 0; borrowed, read once).  A failed read is retried on the next call. */
 int view_psamples(struct view *v, const struct cygprof_psample **s, size_t *n);
-/** All off-CPU intervals ordered by start (none: n = 0; borrowed). */
+/** All off-CPU intervals of the program ordered by start (none: n = 0;
+ * borrowed): not the waits for the collector. */
 int view_offcpu(struct view *v, const struct cygprof_offcpu **o, size_t *n);
+/** The intervals where a thread waited for the collector (its timeline
+ * ring full: CYGPROF_OFFCPU_WAIT), ordered by start (none: n = 0;
+ * borrowed).  The hooks took them out of the call times already; the
+ * timeline's events keep the clock's times, so a call that spans one
+ * shows it in replay and the exports. */
+int view_waits(struct view *v, const struct cygprof_offcpu **o, size_t *n);
 
 /* ---- stacks -------------------------------------------------------------------- */
 

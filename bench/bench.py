@@ -70,6 +70,9 @@ Sections:
            taken.  The calls and fib sections record with the default too
            (CPU samples on); fib adds the --no-cpu run, whose difference
            with the baseline is the hooks' own change.
+  latency  the latency histograms' cost per call: fib.c recorded --no-cpu
+           by this build and by --baseline (a build without them), as a
+           ratio of the baseline's run of the same round (needs --baseline).
 """
 import argparse
 import json
@@ -383,6 +386,44 @@ def fib_section(args, b, tmp):
         print(f"- {name}: {wr:.2f}x wall, {cr:.2f}x cpu")
 
 
+def latency_section(args, b, tmp):
+    """What the latency histograms cost per call: fib.c (77.5 M calls of a
+    function that does almost nothing else) recorded by this build and by
+    --baseline (the hooks without histograms), both --no-cpu so that only
+    the hooks differ, in one interleaved run; glibc's empty hooks as the
+    floor of both."""
+    n = 77540705
+    cyg = args.cygprof
+    fib = f"{b}/fib.finstr"
+    if not args.baseline:
+        print("\n### latency: needs --baseline (a build without the histograms); skipped")
+        return
+    nocpu = "--no-cpu " if cpu_ok(cyg) else ""
+    bnocpu = "--no-cpu " if cpu_ok(args.baseline) else ""
+    empty = "finstr + glibc empty hooks"
+    base = "baseline: cygprof record (no histograms)"
+    cfg = [
+        (empty, None, f"exec {fib}"),
+        (base, f"rm -f {tmp}/lb.cap*",
+         f"exec {args.baseline} record -q {bnocpu}-o {tmp}/lb.cap -- {fib}"),
+        ("cygprof record (histograms)", f"rm -f {tmp}/lh.cap*",
+         f"exec {cyg} record -q {nocpu}-o {tmp}/lh.cap -- {fib}"),
+    ]
+    res = interleave(cfg, args.runs, n)
+    print(f"\n### latency histograms: fib.c, {n} calls per run, {args.runs} rounds\n")
+    print("| config | wall s | cpu s | ratio to baseline (wall) | ratio to baseline (cpu) |")
+    print("|---|---|---|---|---|")
+    for name, _, _ in cfg:
+        d = res[name]
+        print(f"| {name} | {fmt(d['t'], 3)} | {fmt(d['cpu'], 3)} | "
+              f"{fmt(ratio_to(res, name, base, 't'))} | {fmt(ratio_to(res, name, base, 'cpu'))} |")
+    wr = statistics.median(ratio_to(res, cfg[2][0], base, "t"))
+    cr = statistics.median(ratio_to(res, cfg[2][0], base, "cpu"))
+    per = (statistics.median(res[cfg[2][0]]["t"]) - statistics.median(res[base]["t"])) / n * 1e9
+    print(f"\nGoal (issue 32): at most 1.15x the hooks without histograms.  "
+          f"Histograms: {wr:.3f}x wall, {cr:.3f}x cpu, {per:.1f} ns per call (wall).")
+
+
 def threads_section(args, b, tmp):
     cyg = args.cygprof
     n = 23769130  # threads.c: 1 + 3T + fib + 4*iters (23769124 at T=1, 23769133 at T=4)
@@ -684,7 +725,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="2 rounds")
     ap.add_argument("--only",
-                    default="calls,fib,threads,growth,memory,memloop,read,memdump,timerange,cpu")
+                    default="calls,fib,threads,growth,memory,memloop,read,memdump,timerange,cpu,latency")
     args = ap.parse_args()
     if args.quick:
         args.runs = 2
@@ -709,6 +750,8 @@ def main():
             calls_section(args, b, tmp)
         if "fib" in only:
             fib_section(args, b, tmp)
+        if "latency" in only:
+            latency_section(args, b, tmp)
         if "threads" in only:
             threads_section(args, b, tmp)
         if "growth" in only:

@@ -20,6 +20,7 @@ const char *const capture_db_names[DB_COUNT] = {
 	[DB_SYMBOLS] = "symbols", [DB_MEM] = "mem",	      [DB_STACKS] = "stacks",
 	[DB_SITES] = "sites",	    [DB_COUNTERS] = "counters", [DB_SAMPLES] = "samples",
 	[DB_PSAMPLES] = "psamples", [DB_OFFCPU] = "offcpu",   [DB_CPU] = "cpu",
+	[DB_LATENCY] = "latency",
 };
 
 /* The detail of the last damage (or version) error of this thread: appended
@@ -115,6 +116,9 @@ void capture_describe(unsigned int db, const void *key, size_t klen, char *buf, 
 		return;
 	case DB_OFFCPU:
 		snprintf(buf, n, "off-CPU block %u", klen >= 8 ? get_be32(k + 4) : 0);
+		return;
+	case DB_LATENCY:
+		snprintf(buf, n, "thread %u latency record", a);
 		return;
 	case DB_CPU:
 		snprintf(buf, n, "thread %u CPU record", a);

@@ -34,6 +34,7 @@ enum {
 	DB_PSAMPLES, /* added in schema 4: a schema 1 to 3 capture lacks it */
 	DB_OFFCPU,   /* likewise */
 	DB_CPU,      /* added in schema 6: a schema 1 to 5 capture lacks it */
+	DB_LATENCY,  /* added in schema 8: a schema 1 to 7 capture lacks it */
 	DB_COUNT
 };
 
@@ -45,7 +46,7 @@ _Static_assert(CAPTURE_DB_SAME(META) && CAPTURE_DB_SAME(PROCS) && CAPTURE_DB_SAM
 		       CAPTURE_DB_SAME(STACKS) && CAPTURE_DB_SAME(SITES) &&
 		       CAPTURE_DB_SAME(COUNTERS) && CAPTURE_DB_SAME(SAMPLES) &&
 		       CAPTURE_DB_SAME(PSAMPLES) && CAPTURE_DB_SAME(OFFCPU) && CAPTURE_DB_SAME(CPU) &&
-		       (int)DB_COUNT == (int)CYGPROF_DB_CPU + 1,
+		       CAPTURE_DB_SAME(LATENCY) && (int)DB_COUNT == (int)CYGPROF_DB_LATENCY + 1,
 	       "enum cygprof_db numbers the DBs as capture_db_names[]");
 
 /* The first DB a capture may lack (written before those DBs existed). */
@@ -56,12 +57,15 @@ _Static_assert(CAPTURE_DB_SAME(META) && CAPTURE_DB_SAME(PROCS) && CAPTURE_DB_SAM
 #define DB_FIRST_OPTIONAL_V3 DB_PSAMPLES
 /* The first DB a schema 5 capture lacks (added with schema 6). */
 #define DB_FIRST_OPTIONAL_V5 DB_CPU
+/* The first DB a schema 7 capture lacks (added with schema 8). */
+#define DB_FIRST_OPTIONAL_V7 DB_LATENCY
 
 /* Whether a capture of schema s lacks DB i (written before it existed). */
 static inline bool capture_db_optional(unsigned int i, unsigned int s)
 {
 	return (i >= DB_FIRST_OPTIONAL && s == 1) || (i >= DB_FIRST_OPTIONAL_V2 && s <= 2) ||
-	       (i >= DB_FIRST_OPTIONAL_V3 && s <= 3) || (i >= DB_FIRST_OPTIONAL_V5 && s <= 5);
+	       (i >= DB_FIRST_OPTIONAL_V3 && s <= 3) || (i >= DB_FIRST_OPTIONAL_V5 && s <= 5) ||
+	       (i >= DB_FIRST_OPTIONAL_V7 && s <= 7);
 }
 
 extern const char *const capture_db_names[DB_COUNT];
@@ -569,7 +573,8 @@ struct record_layout {
 };
 
 extern const struct record_layout layout_proc, layout_thread, layout_object, layout_symbol,
-	layout_stack, layout_counter, layout_node, layout_site, layout_cpu, layout_cpu_node;
+	layout_stack, layout_counter, layout_node, layout_site, layout_cpu, layout_cpu_node,
+	layout_latency, layout_lat_row;
 
 /* The key of record rec into key (room for 12 bytes; returns its length) and
  * its value into b (emptied first; b->oom on failure). */

@@ -710,6 +710,8 @@ void cygprof_procs_free(struct cygprof_proc *procs, size_t n)
 
 static int decode_cpu(const MDB_val *k, const MDB_val *v, struct cygprof_cpu *c,
 		      struct cygprof_cpu_node **nodes, size_t *n);
+static int decode_latency(const MDB_val *k, const MDB_val *v, struct cygprof_latency *h,
+			  struct cygprof_lat_row **rows, size_t *n);
 
 static int decode_thread(const MDB_val *k, const MDB_val *v, void *elem)
 {
@@ -3012,7 +3014,7 @@ int capture_check_value(struct cygprof_capture *cap, unsigned int db, const MDB_
 		[DB_PROCS] = 4,	  [DB_THREADS] = 4, [DB_TREES] = 4,  [DB_TIMELINE] = 8,
 		[DB_OBJECTS] = 4, [DB_SYMBOLS] = 12, [DB_MEM] = 8,    [DB_STACKS] = 4,
 		[DB_SITES] = 4,	  [DB_COUNTERS] = 4, [DB_SAMPLES] = 8, [DB_PSAMPLES] = 8,
-		[DB_OFFCPU] = 8,  [DB_CPU] = 4,
+		[DB_OFFCPU] = 8,  [DB_CPU] = 4,	     [DB_LATENCY] = 4,
 	};
 	/* the DBs of one record per value, as load() decodes them */
 	static const struct {
@@ -3075,6 +3077,10 @@ int capture_check_value(struct cygprof_capture *cap, unsigned int db, const MDB_
 								   &arr, &n);
 		free(arr);
 		return rc;
+	} else if (db == DB_LATENCY) {
+		struct cygprof_latency h;
+		rc = decode_latency(k, v, &h, (struct cygprof_lat_row **)&arr, &n);
+		free(arr);
 	} else if (db == DB_CPU) {
 		struct cygprof_cpu c;
 		rc = decode_cpu(k, v, &c, (struct cygprof_cpu_node **)&arr, &n);
@@ -3149,6 +3155,72 @@ int cygprof_capture_get_cpu(struct cygprof_capture *cap, uint32_t thread_idx,
 			rc = decode_cpu(&k, &val, c, v, n);
 			if (rc == CYGPROF_E_CORRUPT)
 				rc = capture_damage(cap, "thread %u CPU record: malformed", thread_idx);
+		}
+	}
+	capture_rend(cap, txn);
+	return rc;
+}
+
+/* ---- latency histograms per thread ------------------------------------------ */
+
+static int decode_latency(const MDB_val *k, const MDB_val *v, struct cygprof_latency *h,
+			  struct cygprof_lat_row **rows, size_t *n)
+{
+	size_t i;
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	rc = record_decode_varrows(&layout_latency, k, v, h, &layout_lat_row, (void **)rows, n,
+				   sizeof(**rows));
+	if (rc)
+		return rc;
+	/* as the writer checks them: by node, each node's range first, its
+	 * buckets going up, none reaching below where the one before ended */
+	for (i = 0; i < *n && !rc; i++) {
+		const struct cygprof_lat_row *r = &(*rows)[i];
+		int first = !i || r->node != r[-1].node;
+		if (r->kind > CYGPROF_LAT_RANGE || (i && r->node < r[-1].node) ||
+		    first != (r->kind == CYGPROF_LAT_RANGE) || r->hi_ns < r->lo_ns ||
+		    (!first && r[-1].kind == CYGPROF_LAT_BUCKET && r->lo_ns < r[-1].hi_ns))
+			rc = CYGPROF_E_CORRUPT;
+	}
+	if (rc) {
+		free(*rows);
+		*rows = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+int cygprof_capture_get_latency(struct cygprof_capture *cap, uint32_t thread_idx,
+				struct cygprof_latency *h, struct cygprof_lat_row **v, size_t *n)
+{
+	uint8_t key[4];
+	MDB_txn *txn;
+	MDB_val k = { .mv_size = sizeof(key), .mv_data = key }, val;
+	int rc;
+
+	if (!cap || !h || !v || !n)
+		return -EINVAL;
+	memset(h, 0, sizeof(*h));
+	*v = NULL;
+	*n = 0;
+	if (cap->missing[DB_LATENCY])
+		return CYGPROF_E_NOTFOUND;
+	put_be32(key, thread_idx);
+	rc = capture_rbegin(cap, &txn);
+	if (rc)
+		return rc;
+	rc = mdb_get(txn, cap->dbi[DB_LATENCY], &k, &val);
+	if (rc) {
+		rc = rc == MDB_NOTFOUND ? CYGPROF_E_NOTFOUND : capture_err(rc);
+	} else {
+		rc = capture_value(cap, DB_LATENCY, &k, &val);
+		if (!rc) {
+			rc = decode_latency(&k, &val, h, v, n);
+			if (rc == CYGPROF_E_CORRUPT)
+				rc = capture_damage(cap, "thread %u latency record: malformed",
+						    thread_idx);
 		}
 	}
 	capture_rend(cap, txn);

@@ -74,6 +74,16 @@ LAYOUT(layout_cpu_node, FLD(F_U32, R, node), FLD(F_U64, R, samples), FLD(F_U64, 
        FLD(F_U64, R, wait_ns), FLD(F_U64, R, blocked_ns));
 #undef R
 
+#define V struct cygprof_latency
+LAYOUT(layout_latency, FLD(F_KEY32, V, thread_idx), FLD(F_U32, V, sub), FLD(F_U64, V, unit_ns));
+#undef V
+
+/* Rows of a latency record (varints). */
+#define R struct cygprof_lat_row
+LAYOUT(layout_lat_row, FLD(F_U32, R, node), FLD(F_U32, R, kind), FLD(F_U64, R, lo_ns),
+       FLD(F_U64, R, hi_ns), FLD(F_U64, R, count));
+#undef R
+
 /* Rows of the arrays of trees and sites (after LE32 count, LE32 row size). */
 #define R struct cygprof_node
 LAYOUT(layout_node, FLD(F_U32, R, parent), FLD(F_U32, R, flags), FLD(F_U64, R, fn),

@@ -1405,6 +1405,33 @@ int cygprof_capture_put_cpu(struct cygprof_capture *cap, const struct cygprof_cp
 	return put_scratch(cap, DB_CPU, key, sizeof(key));
 }
 
+int cygprof_capture_put_latency(struct cygprof_capture *cap, const struct cygprof_latency *h,
+				const struct cygprof_lat_row *v, size_t n)
+{
+	uint8_t key[4];
+	size_t i;
+	int rc = check_writer(cap);
+
+	if (rc)
+		return rc;
+	if (!h || (n && !v) || n > UINT32_MAX)
+		return -EINVAL;
+	if (cap->missing[DB_LATENCY])
+		return -EPERM;
+	for (i = 0; i < n; i++) {
+		if (v[i].kind > CYGPROF_LAT_RANGE || (i && v[i].node < v[i - 1].node))
+			return -EINVAL;
+		/* a node starts with its range; its buckets go up */
+		int first = !i || v[i].node != v[i - 1].node;
+		if (first != (v[i].kind == CYGPROF_LAT_RANGE) || v[i].hi_ns < v[i].lo_ns ||
+		    (!first && v[i - 1].kind == CYGPROF_LAT_BUCKET && v[i].lo_ns < v[i - 1].hi_ns))
+			return -EINVAL;
+	}
+	record_encode_varrows(&layout_latency, h, key, &layout_lat_row, v, n, sizeof(*v),
+			      &cap->scratch);
+	return put_scratch(cap, DB_LATENCY, key, sizeof(key));
+}
+
 int cygprof_capture_put_tree(struct cygprof_capture *cap, uint32_t thread_idx,
 			     const struct cygprof_node *nodes, size_t n)
 {
@@ -2077,7 +2104,7 @@ int cygprof_capture_append_offcpu(struct cygprof_capture *cap, const struct cygp
 	if (n && !o)
 		return -EINVAL;
 	for (i = 0; i < n; i++)
-		if (o[i].flags || o[i].end_ns < o[i].start_ns ||
+		if ((o[i].flags & ~(uint32_t)CYGPROF_OFFCPU_WAIT) || o[i].end_ns < o[i].start_ns ||
 		    (i && o[i].start_ns < o[i - 1].start_ns))
 			return -EINVAL;
 	return append_stream(cap, STREAM_OFFCPU, CAPTURE_OFFCPU_MAX, o, n, sizeof(*o),

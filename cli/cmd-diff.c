@@ -19,6 +19,7 @@
 #include "debuginfo.h"
 #include "diff.h"
 #include "diff-print.h"
+#include "diff-latency.h"
 #include "format.h"
 #include "json.h"
 #include "pathtree.h"
@@ -98,6 +99,7 @@ static void calibration_warn(struct side *old, struct side *new)
 
 struct diff_opts {
 	int json, paths;
+	int latency;               /* --latency: each function's p50, p99, max */
 	int sort;                  /* a value or DIFF_BY_NAME */
 	const char *pattern;
 	struct debuginfo *di;
@@ -125,6 +127,9 @@ static void usage(FILE *f)
 		"                         calls; or name\n"
 		"  --paths                also compare call paths (matched by their\n"
 		"                         functions from the root)\n"
+		"  --latency              also compare each function's call durations\n"
+		"                         (p50, p99, max from the latency histograms),\n"
+		"                         the p99 that moved most first\n"
 		"  --function PATTERN     only functions (paths ending in one) matching the\n"
 		"                         glob PATTERN\n"
 		CLI_FILTER_HELP
@@ -144,10 +149,11 @@ static void usage(FILE *f)
 
 static void parse_opts(int argc, char **argv, struct diff_opts *o)
 {
-	enum { O_SORT = 256, O_PATHS, O_FORMAT, O_FAIL_ABOVE, O_FAIL_CALLS };
+	enum { O_SORT = 256, O_PATHS, O_FORMAT, O_FAIL_ABOVE, O_FAIL_CALLS, O_LATENCY };
 	static const struct option lopts[] = {
 		{"sort", required_argument, NULL, O_SORT},
 		{"paths", no_argument, NULL, O_PATHS},
+		{"latency", no_argument, NULL, O_LATENCY},
 		{"function", required_argument, NULL, 'f'},
 		CLI_FILTER_OPTIONS,
 		{"format", required_argument, NULL, O_FORMAT},
@@ -186,6 +192,9 @@ static void parse_opts(int argc, char **argv, struct diff_opts *o)
 			break;
 		case O_PATHS:
 			o->paths = 1;
+			break;
+		case O_LATENCY:
+			o->latency = 1;
 			break;
 		case O_FORMAT:
 			o->json = cli_format_json("diff", optarg);
@@ -475,6 +484,13 @@ static const char *sort_name(int sort)
 											  : "self";
 }
 
+static void print_latency(struct diff_opts *o, struct side *old, struct side *new)
+{
+	struct diff_latency_side a = {old->file, old->v, old->p}, b = {new->file, new->v, new->p};
+
+	diff_latency(&a, &b, o->pattern, o->json);
+}
+
 static void print_text(struct diff_opts *o, struct side *old, struct side *new,
 		       const struct diff_row *fr, size_t nfr, const struct diff_row *pr,
 		       size_t npr)
@@ -508,6 +524,8 @@ static void print_text(struct diff_opts *o, struct side *old, struct side *new,
 		printf("\n\n");
 		print_rows_text(o, pr, npr, 1);
 	}
+	if (o->latency)
+		print_latency(o, old, new);
 }
 
 static void json_side(const char *what, struct side *s)
@@ -539,6 +557,8 @@ static void print_json(struct diff_opts *o, struct side *old, struct side *new,
 		printf(",\n");
 		diff_print_json_rows("paths", &ptab, pr, npr);
 	}
+	if (o->latency)
+		print_latency(o, old, new);
 	printf("\n}\n");
 }
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "report-latency.h"
 #include "counters.h"
 #include "cpu.h"
 #include "debuginfo.h"
@@ -784,7 +785,9 @@ static void write_timeline(FILE *f, struct view *v, const struct profile *p, con
 	fputs("],\"dur\":[", f);
 	for (k = 0; k < t.n; k++)
 		fprintf(f, "%s%" PRIu64, k ? "," : "", t.heap[k].dur);
-	fputs("]}", f);
+	fputs("],\"waits\":", f);
+	report_waits_html(f, v, file);
+	fputs("}", f);
 	free(t.heap);
 	free(t.stack);
 	free(t.fnmap);
@@ -938,6 +941,8 @@ int cmd_html(int argc, char **argv)
 	write_objects(j, v, p);
 	fputc(',', j);
 	write_wall(j, v, p, file);
+	fputs(",\"latency\":", j);
+	report_latency_html(j, v, p, file);
 	fputs(",\"tree\":", j);
 	if (pathtree_build(&t, p))
 		cli_die(1, "out of memory");

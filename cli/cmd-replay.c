@@ -22,13 +22,18 @@
 #include "view.h"
 #include "textesc.h"
 
+/* What a wait for the collector is called in the trace. */
+#define REPLAY_WAIT_NAME "[cygprof: waiting for the collector]"
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: cygprof replay [options] [FILE]\n"
 		   "\n"
 		   "Print the timeline of a capture recorded with --timeline (FILE defaults to\n"
 		   CYGPROF_DEFAULT_CAPTURE ") as an indented call trace with durations; the\n"
-		   "threads are merged by time.\n"
+		   "threads are merged by time.  A thread's waits for cygprof's collector (its\n"
+		   "ring was full) are lines of their own, \"" REPLAY_WAIT_NAME "\",\n"
+		   "inside the call they interrupted.\n"
 		   "\n"
 		   "options:\n"
 		   "  --tid N                only the thread(s) with this tid\n"
@@ -62,6 +67,10 @@ struct rthread {
 	struct frame *stack;
 	size_t depth, stack_cap;
 	uint32_t *base; /* per node: depth of the outermost shown ancestor, 0 = hidden */
+	/* its waits for the collector (view_waits()), in start order, and the
+	 * next one to print */
+	const struct cygprof_offcpu **wait;
+	size_t nwait, wpos;
 };
 
 static void push(struct rthread *t, uint32_t node, uint64_t ts)
@@ -155,6 +164,35 @@ static const char *after(uint64_t ts)
 	return range && ts >= range->t1 ? " /* ends after the range */" : "";
 }
 
+/* The start of the thread's next wait for the collector, UINT64_MAX when
+ * none is left. */
+static uint64_t next_wait(const struct rthread *t)
+{
+	return t->wpos < t->nwait ? t->wait[t->wpos]->start_ns : UINT64_MAX;
+}
+
+/* The thread's next wait for the collector, as a line inside the call it
+ * interrupted (its time is out of the hooks' figures, not out of the
+ * timeline's). */
+static void step_wait(struct rthread *t, const char *pattern)
+{
+	const struct cygprof_offcpu *w = t->wait[t->wpos++];
+	uint32_t d = 0, node = t->depth ? t->stack[t->depth - 1].node : 0;
+	char buf[32];
+
+	if (pattern && !shown(t, node))
+		return;
+	if (shown(t, node))
+		d = t->pt->nodes[node].depth - t->base[node] + 1;
+	printf("%11s [%6u] | ", fmt_dur(buf, sizeof(buf), w->end_ns - w->start_ns),
+	       t->pt->info.tid);
+	if (d > REPLAY_INDENT_MAX)
+		printf("%*s[%u] ", REPLAY_INDENT_MAX * 2, "", d);
+	else
+		printf("%*s", (int)d * 2, "");
+	printf("%s\n", REPLAY_WAIT_NAME);
+}
+
 /* Print the thread's next event (two for a leaf call). */
 static void step(const struct profile *p, struct rthread *t)
 {
@@ -164,7 +202,8 @@ static void step(const struct profile *p, struct rthread *t)
 	if (e->kind == CYGPROF_EV_ENTER) {
 		const struct cygprof_event *x = t->pos + 1 < t->nev ? e + 1 : NULL;
 
-		if (x && x->node == e->node &&
+		/* a leaf call in one line, unless it waited for the collector */
+		if (x && x->node == e->node && next_wait(t) >= x->ts_ns &&
 		    (x->kind == CYGPROF_EV_EXIT || x->kind == CYGPROF_EV_UNWIND)) {
 			if (shown(t, e->node)) {
 				line_head(t, 1, x->ts_ns - e->ts_ns, e->node);
@@ -311,6 +350,17 @@ int cmd_replay(int argc, char **argv)
 		}
 		/* a block at a time (a time range: its window at once) */
 		cli_check(view_ecursor_open(v, sel[i], &t->cur), file);
+		/* its waits for the collector (in a time range: those in it) */
+		const struct cygprof_offcpu *w;
+		size_t nw;
+		cli_check(view_waits(v, &w, &nw), file);
+		t->wait = calloc(nw ? nw : 1, sizeof(*t->wait));
+		if (!t->wait)
+			cli_die(1, "out of memory");
+		for (j = 0; j < nw; j++)
+			if (w[j].thread_idx == sel[i] &&
+			    (!range || (w[j].start_ns >= range->t0 && w[j].start_ns < range->t1)))
+				t->wait[t->nwait++] = &w[j];
 	}
 
 	/* A capture cut off or still being written: its trees are those of the
@@ -323,12 +373,28 @@ int cmd_replay(int argc, char **argv)
 
 		for (i = 0; i < nsel; i++)
 			refill(&rt[i], file);
-		for (i = 0; i < nsel; i++)
-			if (rt[i].pos < rt[i].nev &&
-			    (!next || rt[i].ev[rt[i].pos].ts_ns < next->ev[next->pos].ts_ns))
+		uint64_t at = UINT64_MAX, wt;
+		int wait = 0;
+		for (i = 0; i < nsel; i++) {
+			if (rt[i].pos < rt[i].nev && rt[i].ev[rt[i].pos].ts_ns < at) {
 				next = &rt[i];
+				at = rt[i].ev[rt[i].pos].ts_ns;
+				wait = 0;
+			}
+			/* a wait before the thread's next event (after its last) */
+			if ((wt = next_wait(&rt[i])) != UINT64_MAX && wt <= at &&
+			    (rt[i].pos < rt[i].nev ? wt <= rt[i].ev[rt[i].pos].ts_ns : 1)) {
+				next = &rt[i];
+				at = wt;
+				wait = 1;
+			}
+		}
 		if (!next)
 			break;
+		if (wait) {
+			step_wait(next, pattern);
+			continue;
+		}
 		if (lim.incomplete && !tail && next->ev[next->pos].ts_ns > lim.checkpoint_ns) {
 			printf("# --- the last checkpoint (%.3f s): a partial tail follows, "
 			       "its new call paths shown as ? ---\n", (double)lim.checkpoint_ns / 1e9);
@@ -344,6 +410,7 @@ int cmd_replay(int argc, char **argv)
 		view_ecursor_close(rt[i].cur);
 		free(rt[i].stack);
 		free(rt[i].base);
+		free(rt[i].wait);
 	}
 	free(rt);
 	free(sel);

@@ -16,6 +16,7 @@
 #include "profile.h"
 #include "psamples.h"
 #include "report-print.h"
+#include "report-latency.h"
 #include "format.h"
 #include "cpu.h"
 #include "json.h"
@@ -38,6 +39,9 @@ struct report_opts {
 	int sort_given;          /* --sort: the tree's order too */
 	double min_percent;      /* --tree: paths under this share are hidden */
 	int min_percent_given;   /* --min-percent given: the flat profile's too */
+	int latency;             /* --latency: the distributions of call durations */
+	int slowest;             /* --slowest N: each function's slowest calls */
+	int raw_times;           /* --raw-times given */
 };
 
 static void usage(FILE *f)
@@ -64,6 +68,12 @@ static void usage(FILE *f)
 		"                         the --sort key (self time by default; given only)\n"
 		"  -n, --limit N          the flat profile's first N functions (0: all,\n"
 		"                         the default)\n"
+		"  --latency              each function's and call path's call durations:\n"
+		"                         calls, min, mean, p50, p90, p99, p99.9, max,\n"
+		"                         ranked by p99 (the tail first); --avg-total\n"
+		"                         (uftrace's name) is the same\n"
+		"  --slowest N            --latency with a timeline: the N slowest calls of\n"
+		"                         each function listed, with their start times\n"
 		"  --threads              one report per thread (flat profile unless\n"
 		"                         --graph/--tree are given)\n"
 		"  --sort KEY             flat profile order: self (default), total, calls,\n"
@@ -471,6 +481,27 @@ static void print_sampled(struct view *v, const struct profile *p, const struct 
 	printf("\n");
 }
 
+/* ---- latency (report-latency.c) ------------------------------------------- */
+
+static void latency_opts(const struct report_opts *o, struct latency_opts *lo)
+{
+	memset(lo, 0, sizeof *lo);
+	lo->file = o->file;
+	lo->pattern = o->print.pattern;
+	lo->top = o->top;
+	lo->slowest = o->slowest;
+	lo->raw = o->raw_times;
+}
+
+static void print_json_latency(struct view *v, const struct profile *p,
+			       const struct report_opts *o)
+{
+	struct latency_opts lo;
+
+	latency_opts(o, &lo);
+	report_latency_json(v, p, &lo);
+}
+
 /* ---- JSON ------------------------------------------------------------------ */
 
 /* --tree in JSON: per thread, its shown call paths in the text's order
@@ -540,6 +571,8 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 	printf("  \"cpu_sampler\": \"%s\",\n  \"cpu_period_ns\": %" PRIu64 ",\n", cpu_sampler(v),
 	       cpu_period_ns(v));
 
+	/* each function's latency too (report-latency.c), NULL without */
+	struct lat_stats *ls = report_latency_fns(v, p, o->file);
 	fns = print_sorted_fns(p, o->print.sort, &n);
 	printf("  \"functions\": [");
 	for (i = 0, k = 0; i < n; i++) {
@@ -567,12 +600,14 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 			       ", \"offcpu_ns\": %" PRIu64,
 			       c->samples, c->sample_ns, c->offcpu_ns);
 		}
+		report_latency_json_fn(ls, fns[i]);
 		printf("}");
 	}
 	printf("%s],\n", k ? "\n  " : "");
 	/* the functions --min-percent and --limit left out (added field) */
 	printf("  \"functions_hidden\": %zu,\n", hidden_fns);
 	free(fns);
+	free(ls);
 
 	printf("  \"arcs\": [");
 	for (i = 0, k = 0; i < p->narcs; i++) {
@@ -621,6 +656,7 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 	}
 	if (o->tree)
 		print_json_tree(p, o);
+	print_json_latency(v, p, o);
 	cli_json_procs(v, o->file);
 	printf(",\n  ");
 	cli_json_threads(v, o->file, 1);
@@ -636,7 +672,7 @@ static void print_json(struct view *v, const struct profile *p, const struct rep
 static void parse_opts(int argc, char **argv, struct report_opts *o)
 {
 	enum { O_THREADS = 256, O_SORT, O_FLAT, O_GRAPH, O_TREE, O_FORMAT, O_TOP, O_FUNCTION,
-	       O_MIN_PERCENT };
+	       O_MIN_PERCENT, O_LATENCY, O_SLOWEST };
 	/* -n/--limit: report's -n was free (gprof's -n is another option, but
 	 * cygprof gprof has its own parser) */
 	static const struct option lopts[] = {
@@ -649,6 +685,9 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 		{"tree", no_argument, NULL, O_TREE},
 		{"min-percent", required_argument, NULL, O_MIN_PERCENT},
 		{"limit", required_argument, NULL, 'n'},
+		{"latency", no_argument, NULL, O_LATENCY},
+		{"avg-total", no_argument, NULL, O_LATENCY},
+		{"slowest", required_argument, NULL, O_SLOWEST},
 		{"format", required_argument, NULL, O_FORMAT},
 		{"top", required_argument, NULL, O_TOP},
 		CLI_DEBUG_OPTIONS,
@@ -679,8 +718,17 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 			cli_filter_option(&o->filt, "report", c, optarg);
 			break;
 		case CLI_O_RAW_TIMES:
+			o->raw_times = 1;
+			/* fall through */
 		case CLI_O_TIMES:
 			cli_time_option("report", c);
+			break;
+		case O_LATENCY:
+			o->latency = 1;
+			break;
+		case O_SLOWEST:
+			o->latency = 1;
+			o->slowest = (int)cli_parse_uint("report", "--slowest", optarg, 1, 1000);
 			break;
 		case O_THREADS:
 			o->per_thread = 1;
@@ -733,7 +781,7 @@ static void parse_opts(int argc, char **argv, struct report_opts *o)
 	}
 	o->file = cli_capture_arg("report", argc, argv);
 	cli_debuginfo_env(o->di);
-	if (!o->flat && !o->graph && !o->tree) {
+	if (!o->flat && !o->graph && !o->tree && !o->latency) {
 		o->flat = 1;
 		o->graph = !o->per_thread;
 	}
@@ -807,6 +855,11 @@ static void print_sections(struct view *v, const struct profile *p, struct repor
 			o->pthread = (uint32_t)i;
 			print_tree(p, &p->threads[i], o);
 		}
+	if (o->latency) {
+		struct latency_opts lo;
+		latency_opts(o, &lo);
+		report_latency_text(v, p, &lo);
+	}
 }
 
 int cmd_report(int argc, char **argv)

@@ -131,6 +131,15 @@ struct extacc {
 	uint64_t s, o;
 };
 
+/* A latency histogram a capture-tree node gets (latency.c): a raw node's
+ * (gid), or a call still open when the tree was stored (open: 1 + its
+ * ticks so far). */
+struct latref {
+	uint32_t idx; /* capture-tree node */
+	uint32_t gid;
+	uint64_t open;
+};
+
 #define GID_DROP UINT32_MAX
 #define GID_BAD (UINT32_MAX - 1)
 
@@ -186,6 +195,12 @@ struct cthread {
 	uint32_t cpu_method;  /* CYGPROF_CPU_* as the last checkpoint stored it */
 	uint32_t cpu_switches; /* its switches were tracked */
 	uint64_t cpu_ns;      /* its CPU time, when the runtime read it */
+	/* waits for the collector (CYG_X_WAIT) not stored yet */
+	struct cygprof_offcpu *xwait;
+	size_t nxwait, capxwait;
+	/* latency histograms of the last fold (latency.c) */
+	struct latref *lat;
+	size_t nlat, caplat;
 	char comm[16];        /* its name as /proc/PID/task/TID/comm said at the last
 			       * checkpoint while it ran ("": never read) */
 };
@@ -474,6 +489,15 @@ static inline uint32_t decision_idx(uint64_t v)
 	return (v & BAD_BIT) ? GID_BAD : (v & KEPT_BIT) ? (uint32_t)v : GID_DROP;
 }
 
+/* latency.c: the histograms of a thread's fold.  Forget the last fold's;
+ * note raw node gid (kept as capture node idx) or an open call of ticks;
+ * store them (damaged: histograms left out as untrue). */
+void collector_lat_reset(struct cthread *ct);
+void collector_lat_node(struct cthread *ct, uint32_t idx, uint32_t gid);
+void collector_lat_open(struct cthread *ct, uint32_t idx, uint64_t ticks);
+int collector_put_latency(struct collector *c, struct cthread *ct, uint64_t max_ticks,
+			  uint64_t *damaged);
+
 /* mapping.c: finding and checking what the runtime registered. */
 /* Pick up processes and threads registered since the last look; full: walk
  * the whole lists (at the end), so a broken link is seen. */
@@ -544,6 +568,8 @@ static inline uint64_t collector_mem_len(uint64_t w)
 		return 2;
 	case CYG_X_STACK:
 		return (cyg_x_payload(w) & 0xffff) + 2;
+	case CYG_X_WAIT:
+		return CYG_X_WAIT_WORDS;
 	default:
 		return 1;
 	}

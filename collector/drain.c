@@ -132,7 +132,7 @@ static uint64_t drain_thread(struct collector *c, struct cthread *ct)
 			}
 			/* a record of several words: only once all of it is here */
 			uint64_t len = collector_mem_len(w);
-			if (len > c->ring_words || cyg_x_sub(w) > CYG_X_STACK) {
+			if (len > c->ring_words || cyg_x_sub(w) > CYG_X_WAIT) {
 				c->dmg.events++;
 				continue;
 			}

@@ -130,6 +130,7 @@ static int fold_tree(struct collector *c, struct cthread *ct, const struct bound
 	int err = 0;
 
 	*raw_calls = 0;
+	collector_lat_reset(ct);
 	for (i = 0; i < ct->n; i++) {
 		ct->nodes[i].calls = 0;
 		ct->nodes[i].ticks = 0;
@@ -156,6 +157,8 @@ static int fold_tree(struct collector *c, struct cthread *ct, const struct bound
 		if (idx < GID_BAD) {
 			ct->nodes[idx].calls += calls;
 			ct->nodes[idx].ticks += ticks;
+			if (calls && !c->o->time_sampled)
+				collector_lat_node(ct, idx, x.gid);
 		}
 		/* SELF figures: a node left out gives its own to the kept
 		 * ancestor its children attach to (the low half of its value) */
@@ -237,8 +240,10 @@ static void close_open_frames(struct collector *c, struct cthread *ct, uint64_t 
 			dmg->frames++;
 			continue;
 		}
-		if (idx != GID_DROP)
+		if (idx != GID_DROP) {
 			ct->nodes[idx].ticks += end - ts;
+			collector_lat_open(ct, idx, end - ts);
+		}
 		if (site && site <= nsites)
 			site_extra[site - 1] += end - ts;
 		(*closed)++;
@@ -405,6 +410,26 @@ static void read_comm(struct cthread *ct)
 	ct->comm[r] = 0;
 }
 
+/* The last call the writer's exit hook closed and has not counted in its
+ * histogram yet (cyg_thread.lat_gid): a writer that has not ended counts
+ * it at its next exit, so its histograms read now lack it. */
+static void pending_latency(struct collector *c, struct cthread *ct, const struct cyg_thread *t,
+			    const struct bounds *b, struct damage *dmg)
+{
+	uint32_t g = RD(t->lat_gid);
+	uint64_t dt = RD(t->lat_dt);
+
+	if (!g)
+		return;
+	uint32_t idx = cthread_resolve(c, ct, g);
+	if (idx == GID_BAD || dt > b->ticks) {
+		dmg->counts++;
+		return;
+	}
+	if (idx != GID_DROP)
+		collector_lat_open(ct, idx, dt);
+}
+
 /* One thread: fold, close, store. */
 static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 {
@@ -452,6 +477,8 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 		err = fold_tree(c, ct, &b, &dmg, &raw_calls);
 		if (!err && state != CYG_T_ENDED)
 			close_open_frames(c, ct, end, extra, nraw, &dmg, &closed);
+		if (!err && state != CYG_T_ENDED && !c->o->time_sampled)
+			pending_latency(c, ct, t, &b, &dmg);
 		if (c->o->time_sampled) {
 			/* --time=sampled: the hooks kept no time (a runtime
 			 * that does not know CYG_F_NOCLOCK did: not ours to keep) */
@@ -474,6 +501,8 @@ static int store_thread(struct collector *c, struct cthread *ct, uint64_t *lost)
 			err = put_sites(c, ct, raw, nraw, extra, &dmg);
 		if (!err && (c->flags & (CYG_F_CPUSAMPLE | CYG_F_SWITCHES)))
 			err = put_cpu(c, ct, t, &b, &dmg);
+		if (!err && !c->o->time_sampled)
+			err = collector_put_latency(c, ct, b.ticks, &dmg.counts);
 		free(extra);
 		ct->calls = raw_calls + bounded(RD(t->overflow), b.calls, &dmg);
 		ct->unwound_extra = closed;

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <string.h>
 
+#include "array.h"
 #include "collector-private.h"
 
 static uint32_t proc_idx_of(struct collector *c, const struct cthread *ct)
@@ -263,6 +264,23 @@ static inline __attribute__((always_inline)) uint64_t mem_record(struct collecto
 		}
 		return n + 2;
 	}
+	case CYG_X_WAIT: {
+		/* the thread waited for us: from then, that long; the events
+		 * after it are after its end */
+		restore_ts(ct, cyg_x_payload(w) & CYG_EV_DELTA_MAX);
+		uint64_t len = WORD(1), t0 = ct->cur_ts;
+		uint64_t now = collector_now(c);
+		if (len > now - t0 || t0 > now) { /* cannot be: the ring's word */
+			c->dmg.events++;
+			return CYG_X_WAIT_WORDS;
+		}
+		ct->cur_ts = t0 + len;
+		if (ARRAY_GROW(ct->xwait, ct->capxwait, ct->nxwait + 1))
+			return CYG_X_WAIT_WORDS;
+		ct->xwait[ct->nxwait++] = (struct cygprof_offcpu){
+			tick_ns(c, t0), tick_ns(c, t0 + len), ct->idx, ct->tid, 0, CYGPROF_OFFCPU_WAIT};
+		return CYG_X_WAIT_WORDS;
+	}
 	default:
 		return 1;
 	}
@@ -289,6 +307,10 @@ uint64_t collector_mem_records(struct collector *c, struct cthread *ct, const ui
 
 void collector_mem_flush(struct collector *c, struct cthread *ct)
 {
+	if (ct->nxwait) {
+		collector_note_err(c, cygprof_capture_append_offcpu(c->cap, ct->xwait, ct->nxwait));
+		ct->nxwait = 0;
+	}
 	collector_note_err(c, stack_stash_store(&c->stash, c->cap));
 	collector_snapshot_mem(c, ct); /* cygprof top --memory: the live heap */
 	if (ct->nmev) {

@@ -120,6 +120,8 @@ void collector_free(struct collector *c)
 		hmap_release(&ct->bygid);
 		hmap_release(&ct->ext_at);
 		free(ct->ext);
+		free(ct->lat);
+		free(ct->xwait);
 		free(ct->nodes);
 		free(ct->ev);
 		free(ct->pend);

@@ -286,7 +286,7 @@ NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, uint64_t cfa, const int
 	 * switch records to read before the frame goes: one load of the
 	 * page's data_head through cyg_tls.swh (a constant 0 when there are
 	 * none to read) against sw_seen, on the line of depth */
-	if (UNLIKELY(!CYG_IN(c) || c->fn != fn || t->ovf || t->leave_ts || s == CYG_SITE_HOST) ||
+	if (UNLIKELY(!CYG_IN_SLOT(c) || c->fn != fn || t->ovf || t->leave_ts || s == CYG_SITE_HOST) ||
 	    (clocked && UNLIKELY(__atomic_load_n(cyg_tls.swh, __ATOMIC_RELAXED) != t->sw_seen))) {
 		if (!clocked)
 			db_store(t, d, 1);
@@ -296,6 +296,17 @@ NOINSTR static ALWAYS_INLINE void exit_body(uint64_t fn, uint64_t cfa, const int
 	if (clocked) {
 		uint64_t dt = now - f->ts;
 		c->ticks += dt;
+		/* the call closed before into its histogram (its operands long
+		 * ready), this one for the next exit (lat_gid's comment) */
+		uint32_t pg = t->lat_gid;
+		uint64_t pdt = t->lat_dt;
+		t->lat_gid = f->node;
+		t->lat_dt = dt;
+		if (LIKELY(pg)) {
+			struct cyg_node *pn = CYG_NODE(cyg_base, pg);
+			if (LIKELY(CYG_IN_SLOT(pn)))
+				cyg_lat_add(pn, pdt);
+		}
 		if (s) { /* from the node's second (or a later) call site */
 			struct cyg_site *e = site_entry(t, s);
 			if (LIKELY(e))

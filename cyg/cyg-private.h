@@ -75,6 +75,7 @@ extern int cyg_timeline HIDDEN;
  * carry no time, and nothing adds ticks to a node or call site. */
 extern int cyg_noclock HIDDEN;
 extern uint64_t cyg_ring_mask HIDDEN;
+
 extern uint32_t cyg_max_depth HIDDEN;
 extern int cyg_memory HIDDEN; /* tracing the malloc family (libcygprof-mem.so, --memory) */
 /* 0 not attached yet, 1 attached, <0 disabled (-1), attaching (-2) or
@@ -143,6 +144,24 @@ NOINSTR static inline uint64_t cyg_hook_now(void)
 		LIKELY((const char *)(p) <= cyg_lim);                                              \
 	})
 
+/* The whole slot of node n (its ext and histogram too) lies in the
+ * window: one compare, as CYG_IN. */
+#define CYG_IN_SLOT(n) LIKELY((const char *)(n) + (CYG_NODE_SLOT - CYG_NODE_SIZE) <= cyg_lim)
+
+/* Count a closed call of ticks dt in node n's histogram, least and
+ * greatest (n's slot is in the window: CYG_IN_SLOT).  The hooks' exit and
+ * the cold paths that close frames: no lock, the node is the thread's. */
+static inline void cyg_lat_add(struct cyg_node *n, uint64_t dt)
+{
+	struct cyg_node_ext *e = CYG_NODE_EXT(n);
+
+	CYG_NODE_LAT(n)->n[cyg_lat_idx(dt)]++;
+	if (UNLIKELY(dt > e->lat_max))
+		e->lat_max = dt;
+	if (UNLIKELY(~dt > e->lat_nmin))
+		e->lat_nmin = ~dt;
+}
+
 /* [off, off + len) lies in the window. */
 static inline int cyg_span_ok(uint64_t off, uint64_t len)
 {
@@ -206,13 +225,24 @@ static inline uint64_t cyg_sites_cap(const struct cyg_thread *t)
 	return slots < CYG_SITES_MAX ? slots : CYG_SITES_MAX;
 }
 
-/* The node of gid when it lies in the window, else the null node (fn 0,
- * matching no function), whose counters nobody reads. */
+/* The node of gid when its slot lies in the window, else the null node
+ * (fn 0, matching no function), whose counters nobody reads. */
 static inline struct cyg_node *cyg_node_at(uint32_t gid)
 {
 	struct cyg_node *n = CYG_NODE(cyg_base, gid);
-	return CYG_IN(n) ? n : CYG_NODE(cyg_base, CYG_GID_NULL);
+	return CYG_IN_SLOT(n) ? n : CYG_NODE(cyg_base, CYG_GID_NULL);
 }
+/* Count writer t's pending call (lat_gid: the last one its exit hook
+ * closed) in its node's histogram now (cold paths: the writer's end). */
+static inline void cyg_lat_flush(struct cyg_thread *t)
+{
+	uint32_t g = t->lat_gid;
+
+	t->lat_gid = 0;
+	if (g)
+		cyg_lat_add(cyg_node_at(g), t->lat_dt);
+}
+
 /* Append a multi-word record (memory events) to the thread's ring, waiting
  * for room even in drop mode: memory records are never dropped while the
  * collector lives.  For ALLOC/FREE, w[0]'s time field is filled in here

@@ -85,10 +85,31 @@ static void frames_skip(struct cyg_thread *t, uint64_t w)
 /* Wait until `need` words are free.  Returns 0, or -1 to drop the event
  * (drop mode, unless `force`; or the collector is gone).  The time waited
  * is counted in wait_ticks and left out of the open frames' times. */
-static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
+/* The record of a wait for the collector (CYG_X_WAIT: from t0, w ticks),
+ * written after the event that waited, in the room ring_wait() kept for
+ * it: that event's time was read before the wait, the wait follows it. */
+static void wait_record(struct cyg_thread *t, uint64_t t0, uint64_t w)
+{
+	uint64_t *ring = cyg_ringbuf(t), h = t->head;
+
+	if (h + CYG_X_WAIT_WORDS - t->tail_seen > cyg_ring_mask + 1)
+		return; /* no room kept (a ring too small for it) */
+	ring[h & cyg_ring_mask] = cyg_x_make(CYG_X_WAIT, t0 & CYG_EV_DELTA_MAX);
+	ring[(h + 1) & cyg_ring_mask] = w;
+	__atomic_store_n(&t->head, h + CYG_X_WAIT_WORDS, __ATOMIC_RELEASE);
+}
+
+/* Wait until need words (and a wait's record after them) are free: *t0
+ * and *w say when and how long it waited (*w 0: it did not). */
+static int ring_wait(struct cyg_thread *t, uint64_t need, int force, uint64_t *wt0,
+		     uint64_t *ww)
 {
 	uint64_t size = cyg_ring_mask + 1;
 	uint64_t t0, spins = 0, w;
+	/* room for the wait's own record too (CYG_X_WAIT), once waiting */
+	uint64_t rec = size >= need + 2 * CYG_X_WAIT_WORDS ? CYG_X_WAIT_WORDS : 0;
+
+	*wt0 = *ww = 0;
 
 	t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
 	if (t->head + need - t->tail_seen <= size)
@@ -108,7 +129,7 @@ static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 	t->waits++;
 	for (;;) {
 		t->tail_seen = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
-		if (t->head + need - t->tail_seen <= size)
+		if (t->head + need + rec - t->tail_seen <= size)
 			break;
 		if (t->head - t->tail_seen > size) { /* as above, meanwhile */
 			t->wait_ticks += cyg_now() - t0;
@@ -133,6 +154,12 @@ static int ring_wait(struct cyg_thread *t, uint64_t need, int force)
 	w = cyg_now() - t0;
 	t->wait_ticks += w;
 	frames_skip(t, w);
+	/* the wait as an event of the thread's (the caller writes it after
+	 * its own): replay and the exports show it for what it is */
+	if (rec) {
+		*wt0 = t0;
+		*ww = w ? w : 1;
+	}
 	/* the time off the CPU during the wait is out of the frames' times
 	 * already: not off-CPU time of the program's */
 	cyg__sw_discard(t);
@@ -151,7 +178,8 @@ void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t 
 		t->lost++; /* the program wrote the ring's offset */
 		return;
 	}
-	waited = ring_wait(t, 1, 0);
+	uint64_t wt0, ww;
+	waited = ring_wait(t, 1, 0, &wt0, &ww);
 
 	errno = saved;
 	if (waited < 0) {
@@ -161,6 +189,8 @@ void cyg__ring_slow(struct cyg_thread *t, unsigned kind, uint32_t gid, uint64_t 
 	h = t->head;
 	cyg_ringbuf(t)[h & cyg_ring_mask] = cyg_ev_make(kind, gid, now & CYG_EV_DELTA_MAX);
 	__atomic_store_n(&t->head, h + 1, __ATOMIC_RELEASE);
+	if (ww)
+		wait_record(t, wt0, ww);
 }
 
 void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now)
@@ -175,10 +205,11 @@ void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now
 		return;
 	}
 	h = t->head;
+	uint64_t wt0 = 0, ww = 0;
 	/* Room by the tail last seen: no need to read the collector's line. */
 	if (UNLIKELY(h + n - t->tail_seen > cyg_ring_mask + 1)) {
 		int saved = errno;
-		int waited = ring_wait(t, n, 1);
+		int waited = ring_wait(t, n, 1, &wt0, &ww);
 		errno = saved;
 		if (waited < 0) {
 			t->lost++;
@@ -189,4 +220,6 @@ void cyg__ring_write(struct cyg_thread *t, uint64_t *w, unsigned n, uint64_t now
 	for (i = 0; i < n; i++)
 		ring[h++ & cyg_ring_mask] = w[i];
 	__atomic_store_n(&t->head, h, __ATOMIC_RELEASE);
+	if (ww)
+		wait_record(t, wt0, ww);
 }

@@ -60,6 +60,7 @@ void cyg__close_frames(struct cyg_thread *t, uint32_t to_depth, uint64_t when)
 		struct cyg_node *n = cyg_node_at(f->node);
 		if (!cyg_noclock && when > f->ts) {
 			n->ticks += when - f->ts;
+			cyg_lat_add(n, when - f->ts);
 			if (f->site && f->site != CYG_SITE_HOST)
 				cyg__site_ticks(t, f, when - f->ts);
 		}
@@ -164,6 +165,7 @@ again:
 	struct cyg_node *c = cyg_node_at(stk[d].node);
 	if (!cyg_noclock) {
 		c->ticks += now - stk[d].ts;
+		cyg_lat_add(c, now - stk[d].ts);
 		if (stk[d].site && stk[d].site != CYG_SITE_HOST)
 			cyg__site_ticks(t, &stk[d], now - stk[d].ts);
 	}

@@ -20,7 +20,7 @@
 /* ---- nodes ------------------------------------------------------------- */
 
 /* Allocate a tree node for thread t (no lock: the thread owns its chunk):
- * a slot of CYG_NODE_SLOT bytes, the node and its ext, zeroed. */
+ * a slot of CYG_NODE_SLOT bytes, the node, its ext and histogram, zeroed. */
 struct cyg_node *cyg__node_alloc(struct cyg_thread *t)
 {
 	if (UNLIKELY(t->chunk_next + CYG_NODE_SLOT > t->chunk_end)) {
@@ -39,7 +39,7 @@ struct cyg_node *cyg__node_alloc(struct cyg_thread *t)
 	t->chunk_next += CYG_NODE_SLOT;
 	/* fresh from the mapping, unless a chunk was reused: its figures start
 	 * at 0 either way (samples and off-CPU time are added, never set) */
-	memset(CYG_NODE_EXT(n), 0, sizeof(struct cyg_node_ext));
+	memset(CYG_NODE_EXT(n), 0, CYG_NODE_SLOT - CYG_NODE_SIZE); /* ext, histogram */
 	return n;
 }
 

@@ -312,6 +312,7 @@ void cyg__writer_end(struct cyg_thread *w, uint64_t now)
 	if (!cyg__writer_ok(w))
 		return; /* dropped: nothing of it can be trusted to close */
 	w->busy = 1;
+	cyg_lat_flush(w);
 	cyg__close_frames(w, 0, w->leave_ts ? w->leave_ts : now);
 	w->end_ts = now;
 	cyg__stack_give(w->stack_off, w->stack_cap);

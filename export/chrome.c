@@ -377,6 +377,40 @@ static int write_counters(struct chrome *c)
 	return err;
 }
 
+/* ---- waits for the collector ---------------------------------------------------------- */
+
+/* Each interval a thread waited for cygprof's collector (its ring full) as
+ * a slice of its own inside the call it interrupted, so that the time is
+ * not taken for the program's (the hooks left it out of their figures). */
+static int write_waits(struct chrome *c)
+{
+	const struct view_filter *r = view_get_filter(c->v);
+	const struct cygprof_offcpu *w;
+	size_t n, i;
+	int err;
+
+	if ((err = view_waits(c->v, &w, &n)))
+		return err;
+	for (i = 0; i < n; i++) {
+		const struct cygprof_thread *t = view_thread(c->v, w[i].thread_idx);
+		if (!t)
+			continue;
+		if (r && r->has_range && (w[i].end_ns < r->t0 || w[i].start_ns >= r->t1))
+			continue;
+		ev_start(c);
+		fprintf(c->f, "{\"name\":\"" EXPORT_WAIT_NAME "\",\"cat\":\"cygprof\",\"ph\":\"X\","
+			      "\"pid\":%u,\"tid\":%" PRIu64 ",\"ts\":",
+			view_thread_pid(c->v, t), thread_tid(t));
+		json_us(c->f, w[i].start_ns);
+		fputs(",\"dur\":", c->f);
+		json_us(c->f, w[i].end_ns - w[i].start_ns);
+		fputc('}', c->f);
+		if (ferror(c->f))
+			return -EIO;
+	}
+	return 0;
+}
+
 /* ---- allocations ------------------------------------------------------------------- */
 
 static const char *const mem_fn_names[CYGPROF_FN_COUNT] = {
@@ -488,7 +522,7 @@ static int write_chrome(struct view *v, const struct export_opts *o, FILE *f)
 	if ((err = write_metadata(&c)))
 		return err;
 	if (timeline) {
-		if ((err = write_timeline(&c)))
+		if ((err = write_timeline(&c)) || (err = write_waits(&c)))
 			return err;
 	} else if (o->warn) {
 		o->warn("%s has no timeline (record with --timeline): no calls written", o->file);

@@ -86,6 +86,10 @@ void export_progress_mem(uint64_t done, uint64_t total, void *arg);
  * went wrong: exit 1, nothing more printed. */
 #define EXPORT_E_LACKS (-20100)
 
+/* The slice a thread's wait for cygprof's collector (view_waits()) is in
+ * the timeline exports. */
+#define EXPORT_WAIT_NAME "[cygprof: waiting for the collector]"
+
 /* The files of an exporter that writes several (gmon: one per
  * executable), made by the caller (cli/: cli_output_*(), the one rule of
  * what an output may replace).  One is open at a time. */

@@ -258,6 +258,11 @@ struct tl_thread {
 	uint32_t *stack; /* the open calls' nodes */
 	size_t depth, cap;
 	uint64_t nevents;
+	/* the waits for the collector (view_waits()), the next one at wpos:
+	 * those of this thread are slices of their own between its events */
+	const struct cygprof_offcpu *w;
+	size_t nw, wpos;
+	uint32_t thread;
 };
 
 static int put_slice(struct tl_thread *t, int type, uint32_t node, uint64_t ts)
@@ -301,6 +306,35 @@ static int put_slice(struct tl_thread *t, int type, uint32_t node, uint64_t ts)
 	return put_packet(p);
 }
 
+/* The thread's waits for the collector that start before ts, as slices
+ * of their own (named, not interned): the call they interrupted holds
+ * them, so the trace shows that time is not the program's. */
+static int put_waits(struct tl_thread *t, uint64_t ts)
+{
+	struct pf *p = t->p;
+	const struct view_filter *r = view_get_filter(p->v);
+	int err;
+
+	for (; t->wpos < t->nw && t->w[t->wpos].start_ns < ts; t->wpos++) {
+		const struct cygprof_offcpu *w = &t->w[t->wpos];
+		if (w->thread_idx != t->thread || w->start_ns < p->last_ts ||
+		    (r && r->has_range && (w->end_ns < r->t0 || w->start_ns >= r->t1)))
+			continue;
+		put_ts(p, w->start_ns);
+		pb_uint(&p->m1, F_TE_TYPE, TYPE_SLICE_BEGIN);
+		pb_str(&p->m1, F_TE_NAME, EXPORT_WAIT_NAME);
+		pb_msg(&p->pkt, F_PKT_TRACK_EVENT, &p->m1);
+		if ((err = put_packet(p)))
+			return err;
+		put_ts(p, w->end_ns > ts ? ts : w->end_ns);
+		pb_uint(&p->m1, F_TE_TYPE, TYPE_SLICE_END);
+		pb_msg(&p->pkt, F_PKT_TRACK_EVENT, &p->m1);
+		if ((err = put_packet(p)))
+			return err;
+	}
+	return 0;
+}
+
 static int on_events(const struct cygprof_event *ev, size_t n, void *data)
 {
 	struct tl_thread *t = data;
@@ -311,6 +345,9 @@ static int on_events(const struct cygprof_event *ev, size_t n, void *data)
 	for (i = 0; i < n; i++) {
 		const struct cygprof_event *e = &ev[i];
 		size_t d;
+
+		if (t->wpos < t->nw && (err = put_waits(t, e->ts_ns)))
+			return err;
 
 		if (e->kind == CYGPROF_EV_ENTER) {
 			if (ARRAY_GROW(t->stack, t->cap, t->depth + 1))
@@ -357,6 +394,8 @@ static int write_timeline(struct pf *p, uint32_t *seq)
 	int partial = lim.incomplete;
 	memset(&t, 0, sizeof t);
 	t.p = p;
+	if ((err = view_waits(p->v, &t.w, &t.nw)))
+		return err;
 	for (i = 0; i < nthreads && !err; i++) {
 		const struct cygprof_thread *th = &threads[i];
 		uint64_t end, base = p->pg.done;
@@ -373,6 +412,8 @@ static int write_timeline(struct pf *p, uint32_t *seq)
 		if (t.nsent)
 			memset(t.sent, 0, t.nsent); /* names interned again per sequence */
 		t.depth = 0;
+		t.wpos = 0;
+		t.thread = th->idx;
 		if ((err = read_thread_events(p->v, th->idx, &t)))
 			break;
 		/* the thread's stored events, whatever a filter passed on */

@@ -26,7 +26,7 @@ import tempfile
 
 MAGIC = b'CYGPNET\n'
 ZWLOG = 23  # NETP_ZWLOG
-VERSION = 4  # NETP_VERSION
+VERSION = 5  # NETP_VERSION
 TOKEN = b'fuzz-corpus-token-0123456789'
 CONN_SEP = b'CYGPCONN'  # fuzz-net.c
 FIXED_NONCE = b'fuzz-net: a fixed 32-byte nonce\0'  # fuzz-net.c fuzz_nonce

@@ -664,6 +664,7 @@
   function sandwich(k) {
     if (k < 0 || !F[k]) return;
     select(k);
+    latencyDraw(k);
     sw.fn = k;
     var n = PT.name.length, i, p;
     /* the outermost nodes of k: no ancestor of the same function */
@@ -728,6 +729,82 @@
     if (selected < 0) return;
     show('sandwich');
     sandwich(selected);
+  }
+
+  /* ---- latency: the distribution of a function's call durations, beside the sandwich */
+  /* D.latency.fns[k] = [calls, min, mean, p50, p90, p99, p99.9, max, first, bins]: the
+   * hooks' histograms of the function's calls (inclusive time per call), bins of a
+   * quarter of a power of two of ns from 2^(first/4) */
+  var LAT = D.latency;
+  function latencyPanel() {
+    var sec = $('v-sandwich');
+    if (!sec) return;
+    var d = document.createElement('div');
+    d.id = 'sw-lat';
+    d.className = 'lat';
+    d.innerHTML = LAT ? '<h3>Latency</h3><p class="note">No function selected.</p>' :
+      '<h3>Latency</h3><p class="note">This capture has no latency data (recorded before cygprof kept ' +
+      'latency histograms, or with --time=sampled).</p>';
+    sec.appendChild(d);
+  }
+  function latencyDraw(k) {
+    var d = $('sw-lat');
+    if (!d || !LAT) return;
+    var L = LAT.fns[k];
+    if (!L) {
+      d.innerHTML = '<h3>Latency</h3><p class="note">' + esc(F[k][0]) + ': no calls with a duration.</p>';
+      return;
+    }
+    var bins = L[9], first = L[8], top = 0, i;
+    for (i = 0; i < bins.length; i++) if (bins[i] > top) top = bins[i];
+    var W = 100 / Math.max(bins.length, 1), h = [];
+    for (i = 0; i < bins.length; i++) {
+      var lo = Math.round(Math.pow(2, (first + i) / 4)), hi = Math.round(Math.pow(2, (first + i + 1) / 4));
+      var tail = lo >= L[5] ? ' tail' : '';
+      h.push('<div class="latbar' + tail + '" style="left:' + (i * W).toFixed(3) + '%;width:' + W.toFixed(3) +
+        '%;height:' + (top ? 100 * bins[i] / top : 0).toFixed(1) + '%" title="' + esc(ns(lo) + ' to ' + ns(hi) + ': ' +
+        num(Math.round(bins[i])) + ' calls') + '"></div>');
+    }
+    var st = [['calls', num(L[0])], ['min', ns(L[1])], ['mean', ns(L[2])], ['p50', ns(L[3])], ['p90', ns(L[4])],
+      ['p99', ns(L[5])], ['p99.9', ns(L[6])], ['max', ns(L[7])]];
+    d.innerHTML = '<h3>Latency of ' + esc(F[k][0]) + '</h3><table class="latst"><tr>' +
+      st.map(function (x) { return '<th>' + x[0] + '</th>'; }).join('') + '</tr><tr>' +
+      st.map(function (x) { return '<td>' + esc(x[1]) + '</td>'; }).join('') + '</tr></table>' +
+      '<div class="lathist">' + h.join('') + '</div><div class="lataxis"><span>' + esc(ns(Math.round(Math.pow(2, first / 4)))) +
+      '</span><span>' + esc(ns(Math.round(Math.pow(2, (first + bins.length) / 4)))) + '</span></div>' +
+      '<p class="note">Inclusive wall time per call (waiting for a CPU included), log scale (4 bins per power ' +
+      'of two); from p99 on in red. From the hooks\' histograms (within 6.25%); min and max exact.</p>';
+  }
+
+  /* ---- timeline: the threads' waits for the collector ---------------------------- */
+  /* TLD.waits = {thread, start, dur}: where a thread waited for cygprof's collector (its
+   * ring was full), drawn over its lane's head in red: that time is in the calls that
+   * span it here, not in the hooks' figures */
+  var WAIT_NAME = '[cygprof: waiting for the collector]';
+  function tlWaits(g, L, top, t0, span, W) {
+    var WT = TLD && TLD.waits;
+    if (!WT || !WT.start.length) return;
+    if (!$('tl-waits') && $('v-timeline')) { /* the legend, once */
+      var tot = 0;
+      for (var k = 0; k < WT.dur.length; k++) tot += WT.dur[k];
+      var p = document.createElement('p');
+      p.id = 'tl-waits';
+      p.className = 'note';
+      p.innerHTML = '<span class="tlwait"></span> ' + esc(WAIT_NAME) + ': ' + num(WT.start.length) +
+        ' time' + (WT.start.length === 1 ? '' : 's') + ', ' + esc(hns(tot)) + ' (a full ring); the calls that span ' +
+        'it hold that time here, the profile\'s figures do not.';
+      $('v-timeline').appendChild(p);
+    }
+    var h = Math.max(3, Math.round(LANE_HEAD * 0.3));
+    for (var i = 0; i < WT.start.length; i++) {
+      if (WT.thread[i] !== L.th) continue;
+      var s = WT.start[i], e = s + WT.dur[i];
+      if (e < t0 || s > t0 + span) continue;
+      var x0 = Math.max(0, (s - t0) / span * W), x1 = Math.min(W, (e - t0) / span * W);
+      if (x1 - x0 < 1) x1 = x0 + 1;
+      g.fillStyle = '#c0392b';
+      g.fillRect(x0, top + LANE_HEAD - h, x1 - x0, h);
+    }
   }
 
   /* ---- memory flame graph: allocated, leaked or live at the peak ------------------ */
@@ -1059,6 +1136,7 @@
           g.restore();
         }
       }
+      tlWaits(g, L, top, t0, span, W);
       top += LANE_HEAD + (L.maxd + 1) * tl.rows;
     }
     $('tl-range').textContent = 'from ' + hns(Math.round(t0)) + ' to ' + hns(Math.round(t0 + span)) + ' (' + hns(Math.round(span)) + ')';
@@ -1227,6 +1305,7 @@
   add('<div id="views"></div>');
   timeFlame();
   sandwichView();
+  latencyPanel();
   if (TLD) timelineView();
   if (MEM) memFlame();
   if (CNT && CNT.length) countersView();

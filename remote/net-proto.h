@@ -18,8 +18,9 @@
 #include "cygprof/cygprof-capture.h"
 
 #define NETP_MAGIC "CYGPNET\n" /* 8 bytes, both directions of the handshake */
-#define NETP_VERSION 4u /* 3: stack nodes one a value, no cpu DB (schema 5); 2: memory
-			 * blocks of flags 0 only; 1: one codec per record type */
+#define NETP_VERSION 5u /* 4: no latency DB (schema 7); 3: stack nodes one a value,
+			 * no cpu DB (schema 5); 2: memory blocks of flags 0
+			 * only; 1: one codec per record type */
 #define NETP_HDR 8u                       /* u32 len, u16 type, u16 flags */
 #define NETP_MAX_FRAME (64u << 20)        /* payload bytes */
 #define NETP_FLUSH_AT (1u << 20)          /* the sender flushes past this */

@@ -14,7 +14,8 @@
  * mapping (the two sides map it at different addresses).  Nodes of the
  * calling-context trees are named by "gid" = offset / 64 (CYG_NODE_SIZE);
  * each takes a slot of CYG_NODE_SLOT bytes: the 64-byte struct cyg_node,
- * then its struct cyg_node_ext (CPU samples and off-CPU time).
+ * then its struct cyg_node_ext (CPU samples, off-CPU time, the least and
+ * greatest call), then its latency histogram (struct cyg_node_lat).
  *
  * Who writes what:
  *  - struct cyg_ctl: set up by the collector; alloc_off, threads_off,
@@ -53,7 +54,7 @@
 #include "cyg-limits.h"
 
 #define CYG_SHM_MAGIC 0x3130465250475943ULL /* "CYGPRF01" little-endian */
-#define CYG_SHM_VERSION 6
+#define CYG_SHM_VERSION 7
 #define CYG_SHM_FD_ENV "CYGPROF_SHM_FD"
 #define CYG_NODE_SIZE 64
 #define CYG_NULL_OFF 4096 /* the null node: fn 0, never matches a function */
@@ -180,13 +181,57 @@ struct cyg_node_ext {
 			      * intervals that began while this was the innermost
 			      * open frame */
 	uint64_t blocked_ns; /* the same, blocked (sleeping, waiting for I/O...) */
-	uint64_t reserved[5];
+	/* the exit hook (and the cold paths that close a frame): the longest
+	 * closed call in ticks, and UINT64_MAX minus the shortest one (so that
+	 * 0, a fresh slot, means none and both are kept by one compare) */
+	uint64_t lat_max;
+	uint64_t lat_nmin;
+	uint64_t reserved[3];
 };
 #define CYG_NODE_EXT_SIZE 64
 _Static_assert(sizeof(struct cyg_node_ext) == CYG_NODE_EXT_SIZE, "cyg_node_ext changed size");
-/* The bytes a node takes: the node, then its ext.  One constant: what is
- * added to a node later (a latency histogram) goes into the slot. */
-#define CYG_NODE_SLOT (CYG_NODE_SIZE + CYG_NODE_EXT_SIZE)
+
+/* ---- latency histograms ------------------------------------------------ */
+/* Each node counts its closed calls by inclusive duration, in log-linear
+ * buckets as HdrHistogram makes them: the duration in ticks shifted right
+ * by CYG_LAT_SHIFT is u units (16 ticks: 4-8 ns of rdtsc at 2-4 GHz, or
+ * 16 ns), and u + 8 falls into one of 8 equal sub-buckets of its power of
+ * two.  So a bucket is at most 1/8 of its lower bound wide (a percentile
+ * read from it is off by at most 6.25% of the value, less interpolated),
+ * the first 8 units are exact, and 256 buckets reach 2^35 units (2^39
+ * ticks: 2 to 9 minutes; longer calls go into the last one, the exact
+ * maximum is lat_max).  The shift is a constant, the same for both clocks,
+ * so that the exit hook loads nothing to find the bucket.  u32 counters,
+ * 1 KiB a node: a bucket wraps after 2^32 calls, which the collector puts
+ * back from the node's u64 call count.  Written only by the node's thread
+ * (its exit hook), read by the collector. */
+#define CYG_LAT_SUB 8       /* sub-buckets per power of two */
+#define CYG_LAT_BUCKETS 256
+#define CYG_LAT_SHIFT 4     /* ticks per unit: 16 */
+struct cyg_node_lat {
+	uint32_t n[CYG_LAT_BUCKETS];
+};
+
+/* The bucket of a duration of dt ticks: that of u = dt >> CYG_LAT_SHIFT
+ * (u + 8 in sub-bucket (u + 8) >> e & 7 of power e + 3), computed on
+ * w = dt + (8 << CYG_LAT_SHIFT), whose top bits are u + 8's: one bsr, one
+ * shift, no load (the exit hook's). */
+static inline unsigned cyg_lat_idx(uint64_t dt)
+{
+	uint64_t w = dt + ((uint64_t)CYG_LAT_SUB << CYG_LAT_SHIFT);
+	unsigned e = 63 - (unsigned)__builtin_clzll(w) - 3; /* >= CYG_LAT_SHIFT */
+	unsigned i = (e << 3) + (unsigned)((w >> e) & 7) - 8 * CYG_LAT_SHIFT;
+	return i < CYG_LAT_BUCKETS ? i : CYG_LAT_BUCKETS - 1;
+}
+/* The least duration in units of bucket i (i <= CYG_LAT_BUCKETS: the end
+ * of the last bucket); in ticks: << CYG_LAT_SHIFT. */
+static inline uint64_t cyg_lat_lo(unsigned i)
+{
+	return ((uint64_t)(CYG_LAT_SUB + (i & 7)) << (i >> 3)) - CYG_LAT_SUB;
+}
+
+/* The bytes a node takes: the node, its ext, its histogram. */
+#define CYG_NODE_SLOT (CYG_NODE_SIZE + CYG_NODE_EXT_SIZE + (uint64_t)sizeof(struct cyg_node_lat))
 _Static_assert(CYG_NODE_SLOT % CYG_NODE_SIZE == 0, "a slot is a whole number of gids");
 
 /* An entry of a thread's child table: finds a node's child by function
@@ -226,8 +271,16 @@ struct cyg_thread {
 			     * min(stack_cap, max_depth) */
 	uint64_t head;      /* ring words written and published (release) */
 	uint64_t tail_seen; /* the owner's cached copy of tail */
-	uint64_t chunk_next; /* node allocation: next free offset */
-	uint64_t chunk_end;
+	/* The last call the exit hook closed, not yet in its node's latency
+	 * histogram (gid 0: none): the next fast exit counts it, the writer's
+	 * end too, and the collector adds it to what it reads of a writer
+	 * that has not ended.  Deferred so that finding the bucket (a chain
+	 * of dependent instructions from the clock's value) is off the path
+	 * to the next clock read: counted in the same hook, it cost rdtsc's
+	 * waiting for it, some 8 ns a call on fib (bench.py's latency). */
+	uint32_t lat_gid;
+	uint32_t pad0;
+	uint64_t lat_dt;    /* its duration in ticks */
 	uint64_t leave_ts;  /* set by longjmp/exit wrappers: when frames were abandoned */
 	uint64_t sw_seen;   /* CYG_F_SWITCHES: the position (data_head) up to which
 			     * this thread's switch records were read; the exit
@@ -241,6 +294,9 @@ struct cyg_thread {
 	uint64_t overflow;  /* calls past max_depth, total */
 	uint64_t chunk_size;
 	uint64_t kids_off;   /* hash (parent gid, fn) -> child gid: struct cyg_kid[] */
+	/* node allocation (cold): the next free offset and the chunk's end */
+	uint64_t chunk_next __attribute__((aligned(64)));
+	uint64_t chunk_end;
 	/* line 2: written by the collector */
 	uint64_t tail __attribute__((aligned(64))); /* ring words consumed */
 	/* line 3: identity, set once */
@@ -312,6 +368,8 @@ struct cyg_thread {
 
 _Static_assert(__builtin_offsetof(struct cyg_thread, sw_seen) + 8 <= CYG_CACHELINE,
 	       "sw_seen is on the hot line the exit hook reads");
+_Static_assert(__builtin_offsetof(struct cyg_thread, lat_dt) + 8 <= CYG_CACHELINE,
+	       "the pending latency is on the hot line the exit hook reads");
 
 /* cyg_thread.smp_method */
 enum {
@@ -428,7 +486,12 @@ enum {
 	CYG_X_FREE = 2,  /* payload [fn:6][time:34]; then addr */
 	CYG_X_STACK = 3, /* payload [n:16]; then the hash, then n return addresses,
 			  * innermost first: defines an unwound stack before its first use */
+	CYG_X_WAIT = 4,  /* payload [time:34]: the thread waited for room in its ring
+			  * (the collector) from then; then its length in ticks.
+			  * Written after the event that waited (whose time was
+			  * read before the wait). */
 };
+#define CYG_X_WAIT_WORDS 2
 
 /* The allocator function of an ALLOC or FREE record (its 6-bit fn field) is
  * the capture's own code, enum cygprof_mem_fn of <cygprof/cygprof-capture.h>:
@@ -513,5 +576,7 @@ int cyg_shm_create(uint64_t size, uint32_t flags, uint64_t ring_bytes, uint32_t 
 #define CYG_AT(base, off) ((void *)((char *)(base) + (off)))
 #define CYG_NODE(base, gid) ((struct cyg_node *)((char *)(base) + (uint64_t)(gid) * CYG_NODE_SIZE))
 #define CYG_NODE_EXT(n) ((struct cyg_node_ext *)(void *)((char *)(n) + CYG_NODE_SIZE))
+#define CYG_NODE_LAT(n)                                                                            \
+	((struct cyg_node_lat *)(void *)((char *)(n) + CYG_NODE_SIZE + CYG_NODE_EXT_SIZE))
 
 #endif

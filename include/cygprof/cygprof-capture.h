@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define CYGPROF_CAPTURE_SCHEMA 7
+#define CYGPROF_CAPTURE_SCHEMA 8
 
 enum {
 	CYGPROF_E_NOTCAPTURE = -20001, /* the file is not a cygprof capture */
@@ -190,6 +190,7 @@ enum cygprof_db {
 	CYGPROF_DB_PSAMPLES = 12,
 	CYGPROF_DB_OFFCPU = 13,
 	CYGPROF_DB_CPU = 14,
+	CYGPROF_DB_LATENCY = 15,
 };
 
 /* Where a stream capture's writes go.  put gets every (db, key, value) the
@@ -675,12 +676,18 @@ struct cygprof_psample {
 	uint32_t pad;        /* 0 */
 };
 
+/* struct cygprof_offcpu.flags */
+enum {
+	CYGPROF_OFFCPU_WAIT = 1, /* not the program's: the thread waited for cygprof's
+				  * collector (its timeline ring was full; schema 8) */
+};
+
 struct cygprof_offcpu {
 	uint64_t start_ns, end_ns; /* from the capture start; start <= end */
 	uint32_t thread_idx;       /* CYGPROF_NONE when unknown */
 	uint32_t tid;
 	uint32_t stack;            /* stash id of where it went off CPU, 0 when unknown */
-	uint32_t flags;            /* reserved, 0 */
+	uint32_t flags;            /* CYGPROF_OFFCPU_* */
 };
 
 /** Append samples (any threads, in time order within the call).  -EINVAL
@@ -760,6 +767,49 @@ int cygprof_capture_put_cpu(struct cygprof_capture *cap, const struct cygprof_cp
  * @param[out] v owned: free() (NULL when n is 0). */
 int cygprof_capture_get_cpu(struct cygprof_capture *cap, uint32_t thread_idx,
 			    struct cygprof_cpu *c, struct cygprof_cpu_node **v, size_t *n);
+
+/* ---- latency histograms per call path (schema 8) ---------------------------- */
+/* Each node of a thread's tree counts its calls by inclusive duration, in
+ * log-linear buckets (the runtime's: 8 sub-buckets per power of two, a
+ * bucket at most 1/8 of its lower bound wide), with the exact least and
+ * greatest call.  Times are as measured (no compensation): the buckets'
+ * bounds are the runtime's converted to ns. */
+
+/* struct cygprof_lat_row.kind */
+enum {
+	CYGPROF_LAT_BUCKET = 0, /* count calls took at least lo_ns and less than hi_ns */
+	CYGPROF_LAT_RANGE = 1,  /* the node's calls in its buckets (count), the
+				 * shortest (lo_ns) and the longest (hi_ns), exact;
+				 * first of the node's rows */
+};
+
+/* One thread's record (key: its thread index). */
+struct cygprof_latency {
+	uint32_t thread_idx;
+	uint32_t sub;        /* sub-buckets per power of two (8) */
+	uint64_t unit_ns;    /* the buckets' resolution at the bottom (ns, rounded) */
+};
+
+/* One row: a node's range, then its buckets with calls in increasing lo_ns. */
+struct cygprof_lat_row {
+	uint32_t node; /* index in the thread's tree */
+	uint32_t kind; /* CYGPROF_LAT_* */
+	uint64_t lo_ns;
+	uint64_t hi_ns;
+	uint64_t count;
+};
+
+/** Store the histograms of thread h->thread_idx (replaces an earlier put):
+ * rows ordered by node, each node's CYGPROF_LAT_RANGE row first.  -EINVAL
+ * (nothing stored) for rows out of order or a bad kind; -EPERM on a
+ * capture reopened from one older than schema 8. */
+int cygprof_capture_put_latency(struct cygprof_capture *cap, const struct cygprof_latency *h,
+				const struct cygprof_lat_row *v, size_t n);
+/** The histograms of a thread: CYGPROF_E_NOTFOUND when it has none (a
+ * capture older than schema 8, or recorded with --time=sampled).
+ * @param[out] v owned: free() (NULL when n is 0). */
+int cygprof_capture_get_latency(struct cygprof_capture *cap, uint32_t thread_idx,
+				struct cygprof_latency *h, struct cygprof_lat_row **v, size_t *n);
 
 #ifdef __cplusplus
 }

@@ -30,7 +30,7 @@ import time
 CYG = sys.argv[1]
 TOKEN = b'0123456789abcdef-secret'
 MAGIC = b'CYGPNET\n'
-VERSION = 4  # NETP_VERSION
+VERSION = 5  # NETP_VERSION
 ZWLOG = 23  # the compression window a receiver agrees to at most (log2)
 # docs/remote.md "Frames"
 T = dict(BEGIN=1, COMMIT=2, PUT=3, PUBLISH=4, END=5, ABORT=6, ZBATCH=7)

@@ -99,7 +99,10 @@ def one_line(err):
 DROP = ('start_time', 'pid', 'ppid', 'tid', 'share', 'idx', 'heap', 'clock_start',
         'clock_end', 'tsc_hz', 'file', 'size', 'samples', 'cpu_samples', 'overhead_samples',
         'unplaced_samples', 'switches', 'switches_lost', 'rounds_kept', 'tries',
-        'compensation_clamped')
+        'compensation_clamped',
+        # latency paths are numbered in the order the tree met them, which
+        # two runs need not share
+        'id', 'parent')
 
 
 def norm(x, drop=()):

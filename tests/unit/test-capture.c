@@ -91,7 +91,7 @@ static void test_meta(void)
 	CHECK_EQ_STR(v, "cygprof-capture");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "schema", &v), 0);
-	CHECK_EQ_STR(v, "7");
+	CHECK_EQ_STR(v, "8");
 	free(v);
 	CHECK_EQ_INT(cygprof_capture_get_meta(cap, "nope", &v), CYGPROF_E_NOTFOUND);
 	CHECK(v == NULL);
@@ -1318,7 +1318,8 @@ static size_t seal_value(uint8_t *out, const char *db, const void *key, size_t k
 
 static const char *const all_dbs[] = { "meta",	  "procs", "threads", "trees",	"timeline",
 				       "objects", "symbols", "mem",   "stacks", "sites",
-				       "counters", "samples", "psamples", "offcpu", "cpu" };
+				       "counters", "samples", "psamples", "offcpu", "cpu",
+				       "latency" };
 /* all_dbs[] from here on were added within schema 2: a capture written
  * before them lacks them and its seal does not name them */
 #define ALL_DBS_V2 10
@@ -1540,16 +1541,16 @@ static void test_errors(void)
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
 
 	/* a newer schema: the error names it */
-	p = tmp_path("schema8.cap");
+	p = tmp_path("schema9.cap");
 	CHECK_EQ_INT(cygprof_capture_create(p, &cap), 0);
-	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "8"), -EPERM);
+	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "schema", "9"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_set_meta(cap, "txn", "3"), -EPERM);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
-	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "8", 1), 0);
+	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "9", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_VERSION);
 	CHECK_EQ_STR(cygprof_strerror(CYGPROF_E_VERSION),
-		     "capture written by a newer cygprof (unknown schema) (schema 8; this "
-		     "cygprof reads schemas 1 to 7)");
+		     "capture written by a newer cygprof (unknown schema) (schema 9; this "
+		     "cygprof reads schemas 1 to 8)");
 	/* "2" damaged into "1" (with a valid checksum even) is not schema 1 */
 	CHECK_EQ_INT(raw_put(p, "meta", "schema", 6, "1", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p, &cap), CYGPROF_E_CORRUPT);
@@ -1765,6 +1766,8 @@ static int put_cols(const char *path, const char *db, const uint8_t *key, uint32
  * their zstd frame's size or less, and read back exactly; damaged columns
  * read as a damaged capture; a reopened schema 6 capture keeps the frames
  * a schema 6 reader reads. */
+static int raw_drop2(const char *path, const char *const *dbs, size_t n, bool sealed);
+
 static void test_cols(void)
 {
 	const char *path = tmp_path("cols.cap");
@@ -1889,7 +1892,10 @@ static void test_cols(void)
 		}
 	}
 
-	/* a schema 6 capture reopened stays schema 6: frames of the rows */
+	/* a schema 6 capture reopened stays schema 6: frames of the rows (it
+	 * has no latency DB, added with schema 8) */
+	const char *const later[] = { "latency" };
+	CHECK_EQ_INT(raw_drop2(path, later, 1, true), 0);
 	CHECK_EQ_INT(raw_put(path, "meta", "schema", 6, "6", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open_rw(path, &cap), 0);
 	if (cap) {
@@ -2910,7 +2916,7 @@ static void test_psamples(void)
 	obad[1] = oc[0];
 	CHECK_EQ_INT(cygprof_capture_append_offcpu(cap, obad, 2), -EINVAL);
 	obad[1] = oc[2];
-	obad[1].flags = 1;
+	obad[1].flags = 2; /* 1 is CYGPROF_OFFCPU_WAIT */
 	CHECK_EQ_INT(cygprof_capture_append_offcpu(cap, obad, 2), -EINVAL);
 	obad[1] = oc[2];
 	obad[1].end_ns = obad[1].start_ns - 1;
@@ -3027,7 +3033,7 @@ out:
 static void test_cpu(void)
 {
 	const char *path = tmp_path("cpu.cap"), *p5 = tmp_path("cpu5.cap");
-	const char *const dropped[] = { "cpu" };
+	const char *const dropped[] = { "cpu", "latency" };
 	struct cygprof_cpu c = {
 		.thread_idx = 3, .method = CYGPROF_CPU_PERF, .flags = CYGPROF_CPU_SWITCHES,
 		.period_ns = 1000000, .cpu_ns = 412345678, .samples = 420, .overhead = 17,
@@ -3154,7 +3160,7 @@ static void test_cpu(void)
 	 * refuses them */
 	CHECK_EQ_INT(cygprof_capture_create(p5, &cap), 0);
 	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
-	CHECK_EQ_INT(raw_drop2(p5, dropped, 1, true), 0);
+	CHECK_EQ_INT(raw_drop2(p5, dropped, 2, true), 0);
 	CHECK_EQ_INT(raw_put(p5, "meta", "schema", 6, "5", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p5, &cap), 0);
 	if (cap) {
@@ -3178,6 +3184,84 @@ static void test_cpu(void)
 	CHECK_EQ_INT(raw_put(p5, "meta", "schema", 6, "6", 1), 0);
 	CHECK_EQ_INT(cygprof_capture_open(p5, &cap), CYGPROF_E_CORRUPT);
 	CHECK(strstr(cygprof_strerror(CYGPROF_E_CORRUPT), "DB 'cpu' missing") != NULL);
+}
+
+/* Latency histograms per thread (schema 8): a round trip of every field,
+ * the refused puts (nodes out of order, a node not starting with its range,
+ * buckets going down or overlapping, an unknown kind), a thread without
+ * one, and a schema 7 capture reading none and refusing them reopened. */
+static void test_latency(void)
+{
+	const char *path = tmp_path("lat.cap"), *p7 = tmp_path("lat7.cap");
+	const char *const dropped[] = { "latency" };
+	struct cygprof_latency h = { .thread_idx = 2, .sub = 8, .unit_ns = 5 }, got;
+	struct cygprof_lat_row v[5] = {
+		{ 1, CYGPROF_LAT_RANGE, 1000, 100000, 1000 },
+		{ 1, CYGPROF_LAT_BUCKET, 960, 1024, 900 },
+		{ 1, CYGPROF_LAT_BUCKET, 98304, 102400, 100 },
+		{ 7, CYGPROF_LAT_RANGE, 5, 5, 1 },
+		{ 7, CYGPROF_LAT_BUCKET, 0, UINT64_MAX, 1 },
+	}, bad[3], *out = NULL;
+	struct cygprof_capture *cap;
+	size_t n = 99;
+
+	CHECK_EQ_INT(cygprof_capture_create(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_put_latency(cap, &h, v, 5), 0);
+	/* refused, nothing stored */
+	memcpy(bad, v, sizeof bad);
+	bad[0].node = 3; /* nodes out of order */
+	CHECK_EQ_INT(cygprof_capture_put_latency(cap, &h, bad, 2), -EINVAL);
+	memcpy(bad, v + 1, 2 * sizeof *bad); /* no range first */
+	CHECK_EQ_INT(cygprof_capture_put_latency(cap, &h, bad, 2), -EINVAL);
+	memcpy(bad, v, 3 * sizeof *bad);
+	bad[2].lo_ns = 1000; /* overlapping the bucket before */
+	CHECK_EQ_INT(cygprof_capture_put_latency(cap, &h, bad, 3), -EINVAL);
+	memcpy(bad, v, 2 * sizeof *bad);
+	bad[1].kind = 2;
+	CHECK_EQ_INT(cygprof_capture_put_latency(cap, &h, bad, 2), -EINVAL);
+	bad[1] = v[1];
+	bad[1].hi_ns = 10; /* hi below lo */
+	CHECK_EQ_INT(cygprof_capture_put_latency(cap, &h, bad, 2), -EINVAL);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	CHECK_EQ_INT(cygprof_capture_open(path, &cap), 0);
+	if (!cap)
+		return;
+	CHECK_EQ_INT(cygprof_capture_get_latency(cap, 2, &got, &out, &n), 0);
+	CHECK_EQ_U64(got.thread_idx, 2);
+	CHECK_EQ_U64(got.sub, 8);
+	CHECK_EQ_U64(got.unit_ns, 5);
+	CHECK_EQ_U64(n, 5);
+	CHECK(out && !memcmp(out, v, sizeof v));
+	free(out);
+	out = NULL;
+	CHECK_EQ_INT(cygprof_capture_get_latency(cap, 3, &got, &out, &n), CYGPROF_E_NOTFOUND);
+	CHECK_EQ_U64(n, 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+
+	/* schema 7: no latency DB, no records; reopened, it stays schema 7 and
+	 * refuses them */
+	CHECK_EQ_INT(cygprof_capture_create(p7, &cap), 0);
+	CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	CHECK_EQ_INT(raw_drop2(p7, dropped, 1, true), 0);
+	CHECK_EQ_INT(raw_put(p7, "meta", "schema", 6, "7", 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(p7, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_get_latency(cap, 0, &got, &out, &n),
+			     CYGPROF_E_NOTFOUND);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	CHECK_EQ_INT(cygprof_capture_open_rw(p7, &cap), 0);
+	if (cap) {
+		CHECK_EQ_INT(cygprof_capture_put_latency(cap, &h, v, 1), -EPERM);
+		CHECK_EQ_INT(cygprof_capture_close(cap), 0);
+	}
+	/* a schema 8 capture requires it */
+	CHECK_EQ_INT(raw_put(p7, "meta", "schema", 6, "8", 1), 0);
+	CHECK_EQ_INT(cygprof_capture_open(p7, &cap), CYGPROF_E_CORRUPT);
+	CHECK(strstr(cygprof_strerror(CYGPROF_E_CORRUPT), "DB 'latency' missing") != NULL);
 }
 
 static void test_open_rw(void)
@@ -4042,6 +4126,7 @@ int main(int argc, char **argv)
 	RUN_TEST(test_counters);
 	RUN_TEST(test_psamples);
 	RUN_TEST(test_cpu);
+	RUN_TEST(test_latency);
 	RUN_TEST(test_open_rw);
 	RUN_TEST(test_readonly_dir);
 	RUN_TEST(test_crc);

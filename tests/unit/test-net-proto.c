@@ -1046,8 +1046,8 @@ static void test_malformed(void)
 	CHECK_EQ_STR(netp_type_name(NETP_T_PUT), "put");
 
 	uint8_t k4[4] = { 0, 0, 0, 0 }, k8[8] = { 0 }, val[128] = { 0 };
-	CHECK_EQ_INT(put(&rx, 15, k4, 4, val, 8), -EINVAL); /* no such DB */
-	CHECK(strstr(rx.err, "DB 15") != NULL);
+	CHECK_EQ_INT(put(&rx, 16, k4, 4, val, 8), -EINVAL); /* no such DB */
+	CHECK(strstr(rx.err, "DB 16") != NULL);
 	/* the library's own meta keys, as set_meta refuses them */
 	CHECK_EQ_INT(put(&rx, CYGPROF_DB_META, "txn", 3, "1", 1), -EPERM);
 	CHECK_EQ_STR(rx.err, "refused meta 'txn': a key of the capture's own");
@@ -1481,7 +1481,7 @@ static void test_handshake(void)
 	/* A receiver that agrees to a window the sender did not offer. */
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
 		return;
-	uint8_t reply[16 + 32] = "CYGPNET\n\4\0\0\0\x18\0\0\0";
+	uint8_t reply[16 + 32] = "CYGPNET\n\5\0\0\0\x18\0\0\0";
 	CHECK_EQ_INT(write(sv[1], reply, sizeof reply), (int)sizeof reply);
 	CHECK_EQ_INT(net_handshake_client(sv[0], (const uint8_t *)"0123456789abcdef", 16,
 					  NETP_ZWLOG, &zw, 5000, err, sizeof err),
@@ -1576,9 +1576,9 @@ static void test_old_version(void)
 	CHECK_EQ_INT(net_handshake_server(sv[1], (const uint8_t *)"0123456789abcdef", 16,
 					  NETP_ZWLOG, &zw, 5000, err, sizeof err),
 		     -EPROTO);
-	CHECK_EQ_STR(err, "the sender speaks protocol 1, this receiver 4");
+	CHECK_EQ_STR(err, "the sender speaks protocol 1, this receiver 5");
 	CHECK_EQ_INT(read(sv[0], reply, sizeof reply), 12);
-	CHECK(!memcmp(reply, "CYGPNET\n\4\0\0\0", 12));
+	CHECK(!memcmp(reply, "CYGPNET\n\5\0\0\0", 12));
 	close(sv[0]);
 	close(sv[1]);
 }

@@ -59,6 +59,7 @@ struct consumer {
 	struct cyg_thread *t;
 	volatile int stop;
 	uint64_t events, enters, exits, unwinds, bad_order, depth_err;
+	uint64_t waits, wait_ticks; /* CYG_X_WAIT records */
 	uint64_t last_ts;
 	int64_t depth;
 	uint32_t depth_fn[4096]; /* fn index per depth, from the node */
@@ -84,6 +85,21 @@ static int drain(struct consumer *c)
 	head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
 	for (tail = t->tail; tail != head; tail++, n++) {
 		uint64_t w = ring[tail & mask];
+		if (cyg_ev_kind(w) == CYG_EV_EXT && cyg_x_sub(w) == CYG_X_WAIT) {
+			/* a wait for us: its start (34 bits), then its length;
+			 * published whole */
+			uint64_t delta = (cyg_x_payload(w) - c->last_ts) & CYG_EV_DELTA_MAX;
+			if (delta >= (1ULL << 33) || tail + 1 == head)
+				c->bad_order++;
+			else
+				c->last_ts += delta;
+			tail++;
+			n++;
+			c->waits++;
+			c->wait_ticks += ring[tail & mask];
+			c->last_ts += ring[tail & mask];
+			continue;
+		}
 		if (cyg_ev_kind(w) == CYG_EV_SYNC) {
 			if (cyg_ev_sync_ts(w) < c->last_ts)
 				c->bad_order++;
@@ -202,6 +218,9 @@ static void test_lossless_tiny_ring(void)
 	CHECK_EQ_U64(c.bad_order, 0);
 	CHECK_EQ_U64(c.t->lost, 0);
 	CHECK(c.t->waits > 0);
+	/* every wait is an event of its own, its length the one counted */
+	CHECK_EQ_U64(c.waits, c.t->waits);
+	CHECK_EQ_U64(c.wait_ticks, c.t->wait_ticks);
 	CHECK_EQ_U64(calls_of(c.t, 1), 1 + 2000);
 	CHECK_EQ_U64(calls_of(c.t, 6), 2000 * 32);
 	printf("# tiny ring: %llu events, %llu waits\n", (unsigned long long)c.events,

@@ -5,6 +5,7 @@
  * sites, stacks, events, and profiles built from the view. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "cpu.h"
 #include "profile.h"
 #include "psamples.h"
+#include "latency.h"
 #include "view.h"
 
 static char dir[PATH_MAX];
@@ -691,6 +693,42 @@ static void test_calibrations_differ(void)
 	CHECK_EQ_INT(view_overhead_differ(&a, &b, &d), 1);
 }
 
+/* Distributions of call durations (analysis/latency.c): the quantiles of
+ * segments read as calls spread evenly over each, points (no width) as
+ * steps, a mixture of two nodes, clipped to the exact bounds. */
+static void test_latency_quantiles(void)
+{
+	struct lat_seg a[] = { { 1000, 2000, 900 }, { 100000, 110000, 100 } };
+	struct lat_seg b[] = { { 500, 500, 10 } };
+	struct lat_dist d = { .count = 1000, .min = 1000, .max = 110000, .sum = 0,
+			      .seg = a, .nseg = 2, .cap = 2 };
+	struct lat_dist p = { .count = 10, .min = 500, .max = 500, .seg = b, .nseg = 1,
+			      .cap = 1 }, m = {0};
+	struct lat_stats st;
+
+	/* 900 calls over [1000, 2000): the median is 500/900 of the way */
+	CHECK(fabs(lat_quantile(&d, 0.5) - (1000 + 1000 * 500.0 / 900)) < 1e-6);
+	CHECK(fabs(lat_quantile(&d, 0.9) - 2000) < 1e-6);
+	/* rank 990: 90 of the 100 calls over [100000, 110000) */
+	CHECK(fabs(lat_quantile(&d, 0.99) - 109000) < 1e-6);
+	CHECK(fabs(lat_quantile(&d, 1.0) - 110000) < 1e-6);
+	CHECK(fabs(lat_quantile(&d, 0) - 1000) < 1e-6);
+	CHECK(fabs(lat_quantile(&p, 0.5) - 500) < 1e-6);
+	/* the mixture: 10 calls of 500 ns first */
+	CHECK_EQ_INT(lat_dist_merge(&m, &d), 0);
+	CHECK_EQ_INT(lat_dist_merge(&m, &p), 0);
+	CHECK_EQ_U64(m.count, 1010);
+	CHECK(m.min == 500 && m.max == 110000);
+	lat_stats(&m, &st);
+	CHECK(fabs(st.p50 - (1000 + 1000 * 495.0 / 900)) < 1e-6);
+	CHECK(st.min <= st.p50 && st.p50 <= st.p90 && st.p90 <= st.p99 && st.p99 <= st.p999 &&
+	      st.p999 <= st.max);
+	lat_dist_release(&m);
+	CHECK_EQ_U64(m.count, 0);
+	struct lat_dist e = {0};
+	CHECK(lat_quantile(&e, 0.5) == 0);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/cygprof-test-view.XXXXXX";
@@ -711,6 +749,7 @@ int main(void)
 	RUN_TEST(test_stacks_events);
 	RUN_TEST(test_runtime_frames);
 	RUN_TEST(test_cpu);
+	RUN_TEST(test_latency_quantiles);
 	snprintf(cpath, sizeof(cpath), "%s/calib.cap", dir);
 	RUN_TEST(test_calibration);
 	RUN_TEST(test_calibrations_differ);
