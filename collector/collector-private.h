@@ -550,7 +550,7 @@ int collector_put_meta_static(struct collector *c);
 void collector_tree_nodes(const struct collector *c, const struct cthread *ct,
 			  struct cygprof_node *v);
 
-/* memory.c: the memory records (ALLOC, FREE, STACK) from ring position
+/* memory.c: the memory records (ALLOC, FREE, STACK) and the waits (WAIT) from ring position
  * tail on, as long as they come one after another and whole before head;
  * returns the position after the last one taken (tail: none), where the
  * drain's loop goes on with anything else (SYNC, a call event, a record

@@ -143,8 +143,14 @@ static uint64_t drain_thread(struct collector *c, struct cthread *ct)
 				c->dmg.events++;
 				continue;
 			}
-			/* this record and the memory records after it */
-			tail = collector_mem_records(c, ct, ring, mask, tail, head) - 1;
+			/* this record and the memory records after it (at
+			 * least this one: a record it does not take would be
+			 * read again for ever) */
+			uint64_t next = collector_mem_records(c, ct, ring, mask, tail, head);
+			if (next == tail)
+				c->dmg.events++;
+			else
+				tail = next - 1;
 			continue;
 		}
 		restore_ts(ct, cyg_ev_delta(w));

@@ -294,7 +294,7 @@ uint64_t collector_mem_records(struct collector *c, struct cthread *ct, const ui
 		uint64_t w = RD(ring[tail & mask]), len;
 		unsigned sub = cyg_x_sub(w);
 
-		if (cyg_ev_kind(w) != CYG_EV_EXT || sub == CYG_X_SYNC || sub > CYG_X_STACK)
+		if (cyg_ev_kind(w) != CYG_EV_EXT || sub == CYG_X_SYNC || sub > CYG_X_WAIT)
 			break;
 		len = collector_mem_len(w);
 		if (len > c->ring_words || len > head - tail)
