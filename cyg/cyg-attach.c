@@ -365,7 +365,16 @@ int cygprof_attach_fd(int fd)
 	__atomic_store_n(&cygprof_attach_collector, (int)cyg_ctl->collector_pid, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cygprof_attach_state, CYGPROF_ATTACH_ON, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cyg_state, 1, __ATOMIC_SEQ_CST);
-	cyg__calibrate();
+	/* The first attach of this process calibrates its hooks; an attach
+	 * after a detach does not: its threads' writers are the earlier
+	 * mapping's, and calibrating through them in the injected call could
+	 * outlast the attacher's wait (its capture says the measure did not
+	 * complete) */
+	static int calibrated;
+	if (!calibrated) {
+		calibrated = 1;
+		cyg__calibrate();
+	}
 	mem_start();
 	__atomic_store_n(&attach_undoable, !took_over, __ATOMIC_SEQ_CST);
 	errno = saved;
