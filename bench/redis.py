@@ -20,9 +20,10 @@ rotated order; each figure is the median over the rounds):
 Throughput is requests per second (SET and GET averaged), and as a
 ratio of the instrumented build's in the same round.  Then one
 `record --timeline` run (not pipelined) gives processCommand's p50 and p99
-two ways: from the hooks' latency histograms (`report --format=json`) and
-exactly from the timeline's calls (`export --format=chrome`), and their
-ratio.
+two ways, both as measured: from the hooks' latency histograms (`report
+--format=json --raw-times`) and exactly from the timeline's calls (`export
+--format=chrome`), their ratio, and the histograms' figure with the hooks'
+cost of the calls below taken out (report's default).
 
 Usage:
   python3 bench/redis.py [--rounds N] [--requests N] [--cygprof PATH] [--quick]
@@ -169,13 +170,17 @@ def latency(builds, workdir):
     """processCommand's p50 and p99 from the histograms and from the
     timeline's calls of one `record --timeline` run."""
     _, cap = run_one('timeline', builds, False, workdir)
-    cp = subprocess.run([ARGS.cygprof, 'report', '--format=json', cap], capture_output=True,
-                        text=True)
-    hist = None
-    if cp.returncode == 0:
-        for f in json.loads(cp.stdout).get('functions', []):
-            if f['name'] == 'processCommand' and isinstance(f.get('latency'), dict):
-                hist = f['latency']
+    def hist_of(opts):
+        cp = subprocess.run([ARGS.cygprof, 'report', '--format=json'] + opts + [cap],
+                            capture_output=True, text=True)
+        if cp.returncode == 0:
+            for f in json.loads(cp.stdout).get('functions', []):
+                if f['name'] == 'processCommand' and isinstance(f.get('latency'), dict):
+                    return f['latency']
+        return None
+    # like with like: the timeline's durations are as measured (--raw-times);
+    # the default takes the hooks' cost of the calls below out
+    hist, comp = hist_of(['--raw-times']), hist_of([])
     # processCommand's calls alone (-D 1 under -F): the whole timeline
     # would be about a gigabyte of JSON
     cp = subprocess.run([ARGS.cygprof, 'export', '--format=chrome', '-F', 'processCommand', '-D',
@@ -186,7 +191,7 @@ def latency(builds, workdir):
             if e.get('name') == 'processCommand' and e.get('ph') == 'X':
                 durs.append(e['dur'] * 1000.0)
     durs.sort()
-    return hist, durs
+    return hist, comp, durs
 
 
 def main():
@@ -232,17 +237,19 @@ def main():
                 base = statistics.median(res[(pipeline, 'instrumented')])
                 row += ['%.0f' % m, '%.2f' % (m / base)]
             print('| ' + ' | '.join(row) + ' |')
-        hist, durs = latency(builds, workdir)
+        hist, comp, durs = latency(builds, workdir)
         print('\nprocessCommand, one `record --timeline` run (%d calls in the timeline):' %
               len(durs))
         exact = {'p50': percentile(durs, 0.5), 'p99': percentile(durs, 0.99)}
         for q in ('p50', 'p99'):
             h = hist.get(q + '_ns') if hist else None
             e = exact[q]
-            print('  %s: histograms %s, timeline %s%s' %
+            c = comp.get(q + '_ns') if comp else None
+            print('  %s: histograms %s, timeline %s%s; the hooks\' cost taken out: %s' %
                   (q, '%.0f ns' % h if h is not None else 'n/a (no latency data)',
                    '%.0f ns' % e if e is not None else 'n/a',
-                   ', ratio %.3f' % (h / e) if h is not None and e else ''))
+                   ', ratio %.3f' % (h / e) if h is not None and e else '',
+                   '%.0f ns' % c if c is not None else 'n/a'))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
