@@ -190,9 +190,12 @@ def test_diff(ck, cyg, example, args):
         at = next(i for i, l in enumerate(lines) if l.startswith('# latency per function'))
     except StopIteration:
         raise Failure('diff --latency: no latency section:\n' + cp.out)
-    first = lines[at + 2] if len(lines) > at + 2 else ''
-    ck.check(first.rstrip().endswith(' work') and '%' in first,
-             'diff --latency: work first, with its p99 change (%r)' % first)
+    # work's p99 and main's (one call: the whole run) both grow about 4x:
+    # work is in the first two rows, whichever a busy machine puts first
+    top = [ln for ln in lines[at + 2:at + 4] if ln.rstrip().endswith(' work')]
+    ck.check(len(top) == 1 and '%' in top[0],
+             'diff --latency: work in the first two rows, with its p99 change (%r)' %
+             lines[at + 2:at + 4])
     cp = run([cyg.exe, 'diff', '--latency', os.path.join(args.data, 'schema5.data'), new])
     ck.check(cp.returncode == 0 and 'no latency data' in cp.out,
              'diff --latency against a capture without histograms says so')
