@@ -296,13 +296,13 @@ static inline void col_put(struct mem5_enc *m, unsigned int c, uint64_t v)
 
 /* The value v at the end of split column c: its bit length k in LEN, its
  * k - 1 bits below the highest in MANT, highest first. */
-static inline __attribute__((always_inline)) void split_put(struct mem5_enc *m, unsigned int c,
-							    uint64_t v)
+/* The mantissa of v (k significant bits, k >= 2: the top one implied),
+ * reversed, into column c's bit stream. */
+static inline __attribute__((always_inline)) void mant_put(struct mem5_enc *m, unsigned int c,
+							   uint64_t v, unsigned int k)
 {
-	unsigned int k = v ? 64 - (unsigned int)__builtin_clzll(v) : 0;
 	uint64_t r;
 
-	m->col[c].p[m->col[c].len++] = (uint8_t)k;
 	if (k < 2)
 		return;
 	if (k <= 9) { /* bit i: v's bit k - 2 - i */
@@ -316,6 +316,15 @@ static inline __attribute__((always_inline)) void split_put(struct mem5_enc *m, 
 	} else {
 		bits_put(&m->mant[c], r, k - 1);
 	}
+}
+
+static inline __attribute__((always_inline)) void split_put(struct mem5_enc *m, unsigned int c,
+							    uint64_t v)
+{
+	unsigned int k = v ? 64 - (unsigned int)__builtin_clzll(v) : 0;
+
+	m->col[c].p[m->col[c].len++] = (uint8_t)k;
+	mant_put(m, c, v, k);
 }
 
 /* What nearly every event changes, in locals while mem5_enc_append() runs
@@ -349,22 +358,9 @@ static inline __attribute__((always_inline)) void hot_split(struct mem5_enc *m,
 							    uint64_t v)
 {
 	unsigned int k = v ? 64 - (unsigned int)__builtin_clzll(v) : 0;
-	uint64_t r;
 
 	*h->len[c]++ = (uint8_t)k;
-	if (k < 2)
-		return;
-	if (k <= 9) {
-		bits_put(&m->mant[c], (uint64_t)(rev8[v & 0xff] >> (9 - k)), k - 1);
-		return;
-	}
-	r = rev64(v) >> (65 - k);
-	if (k - 1 > 56) {
-		bits_put(&m->mant[c], r & 0xffffffffu, 32);
-		bits_put(&m->mant[c], r >> 32, k - 1 - 32);
-	} else {
-		bits_put(&m->mant[c], r, k - 1);
-	}
+	mant_put(m, c, v, k);
 }
 
 /* Room in every column of the events for n events more: the most an event
