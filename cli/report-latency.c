@@ -482,8 +482,10 @@ void report_latency_html(FILE *f, struct view *v, const struct profile *p, const
 		nb = html_bins(&a.fn[i], &first, bins);
 		fprintf(f, "%s\"%zu\":[%" PRIu64 ",%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%d,[", k++ ? "," : "",
 			i, s->count, s->min, s->mean, s->p50, s->p90, s->p99, s->p999, s->max, first);
+		/* fractions (a segment spread over its bins): rounded each,
+		 * the bins did not sum to the calls */
 		for (int b = 0; b < nb; b++)
-			fprintf(f, "%s%.0f", b ? "," : "", bins[b]);
+			fprintf(f, "%s%.2f", b ? "," : "", bins[b]);
 		fputs("]]", f);
 	}
 	fputs("}}", f);
